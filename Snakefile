@@ -1,0 +1,29 @@
+# attnsim: Monte Carlo tests of softmax attention's robustness to logit noise
+# and of the information content of its weights. See README.md.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# A config file named with --configfile is the whole sweep (not merged into
+# config.yaml); --config key=value overrides still apply on top of either.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/simulate.smk"
+include: "workflow/rules/collect.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True
+
+
+onsuccess:
+    print_run_summary()

@@ -1,0 +1,171 @@
+"""Load and check a sweep configuration: JSON Schema first, then what a schema cannot say.
+
+Every error is a `ConfigError` whose message starts with the dotted path of the
+offending key, e.g. ``experiments.robustness.grid.n[0]: 0 is less than the minimum of 2``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator, ValidationError, validators
+
+from attnsim.errors import ConfigError
+from attnsim.kinds import get_kind
+from attnsim.seeding import digest
+
+SCHEMA_FILE = "config.schema.yaml"
+
+
+@cache
+def schema() -> dict:
+    return yaml.safe_load(files("attnsim").joinpath(SCHEMA_FILE).read_text())
+
+
+def _with_defaults(validator_class):
+    """A validator that fills `default`s into objects as it validates them."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema_):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(name, sub["default"])
+        yield from validate_properties(validator, properties, instance, schema_)
+
+    return validators.extend(validator_class, {"properties": set_defaults})
+
+
+def key_path(path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "config"
+
+
+def _deepest(error: ValidationError) -> ValidationError:
+    """The most specific error (jsonschema nests errors under if/then and $ref)."""
+    while error.context:
+        error = max(error.context, key=lambda e: len(e.absolute_path))
+    return error
+
+
+def describe(error: ValidationError) -> str:
+    error = _deepest(error)
+    where = key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(error.schema.get("properties", {}))
+        return f"{where}: unknown key {', '.join(map(repr, extra))} (allowed: {allowed})"
+    if error.validator == "propertyNames":
+        return f"{where}: experiment name {error.instance!r} must be lower-case letters, digits and '_', starting with a letter (it becomes a folder and a SQL view name)"
+    if error.validator == "uniqueItems":
+        return f"{where}: duplicate values in {error.instance!r}"
+    if error.validator == "minItems" and error.instance == []:
+        return f"{where}: empty list; give at least one value"
+    if error.validator == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        return f"{where}: missing required key {', '.join(map(repr, missing))}"
+    if error.validator == "enum":
+        return f"{where}: {error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+    if error.validator == "type":
+        return f"{where}: {error.instance!r} is not of type {error.validator_value}"
+    return f"{where}: {error.message}"
+
+
+def check_schema(config: dict) -> None:
+    """Raise ConfigError for the first schema violation (in key order), filling defaults."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"config: expected a mapping of settings, got {type(config).__name__}")
+    validator = _with_defaults(Draft202012Validator)(schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        raise ConfigError(describe(errors[0]))
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    kind: str
+    trials: int
+    grid: dict[str, list]
+    description: str = ""
+
+    def results_key(self, seed: int) -> str:
+        from attnsim.store import results_key
+
+        return results_key(self.kind, self.trials, seed)
+
+
+@dataclass(frozen=True)
+class Settings:
+    seed: int
+    chunk_size: int
+    memory_budget_mb: int
+    experiments: dict[str, Experiment]
+    config_hash: str  # of the science (seed and experiments), not of runtime knobs
+
+    def as_dict(self) -> dict:
+        return {
+            "seed": self.seed,
+            "chunk_size": self.chunk_size,
+            "memory_budget_mb": self.memory_budget_mb,
+            "experiments": {
+                name: {"kind": e.kind, "trials": e.trials, "grid": e.grid, **({"description": e.description} if e.description else {})}
+                for name, e in self.experiments.items()
+            },
+        }
+
+
+def check_semantics(settings: Settings) -> None:
+    """Checks a schema cannot express: memory of the largest point against the budget."""
+    from attnsim.grid import expand  # local import: grid imports this module
+
+    budget = settings.memory_budget_mb * 2**20
+    for name, experiment in settings.experiments.items():
+        kind = get_kind(experiment.kind)
+        worst = max(expand(experiment), key=lambda p: kind.bytes_per_trial(p.params))
+        need = kind.bytes_per_trial(worst.params)
+        if need > budget:
+            shown = ", ".join(f"{k}={v}" for k, v in worst.params.items())
+            raise ConfigError(
+                f"experiments.{name}.grid: the point ({shown}) needs about {need / 2**20:,.0f} MiB per trial, "
+                f"over memory_budget_mb = {settings.memory_budget_mb}; shrink n, d or noise_draws, or raise memory_budget_mb"
+            )
+
+
+def load(config: dict) -> Settings:
+    """Validate a config mapping (as Snakemake or YAML gives it) into Settings."""
+    config = copy.deepcopy(config)
+    check_schema(config)
+    experiments = {
+        name: Experiment(name=name, kind=spec["kind"], trials=spec["trials"], grid=spec["grid"], description=spec.get("description", ""))
+        for name, spec in config["experiments"].items()
+    }
+    science = {"seed": config["seed"], "experiments": config["experiments"]}
+    settings = Settings(
+        seed=config["seed"],
+        chunk_size=config["chunk_size"],
+        memory_budget_mb=config["memory_budget_mb"],
+        experiments=experiments,
+        config_hash=digest(json.loads(json.dumps(science))),
+    )
+    check_semantics(settings)
+    return settings
+
+
+def load_file(path: str | Path) -> Settings:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    return load(data if data is not None else {})

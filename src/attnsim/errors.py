@@ -1,0 +1,17 @@
+"""Errors a user can act on: each message names the problem in one line."""
+
+
+class AttnsimError(Exception):
+    """Base class; the CLI prints these as one line and exits with status 2."""
+
+
+class ConfigError(AttnsimError):
+    """The configuration is invalid; the message starts with the offending key."""
+
+
+class StoreError(AttnsimError):
+    """The result store is missing, foreign, truncated or inconsistent with the config."""
+
+
+class QueryError(AttnsimError):
+    """A query could not be run (unknown table, bad SQL, no results yet)."""

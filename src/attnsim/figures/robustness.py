@@ -1,0 +1,71 @@
+"""Figures for `noisy_attention`: error vs n against the delta method, and the collapse plot."""
+
+from __future__ import annotations
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from attnsim.figures.style import PALETTE, theory_legend_handle
+
+
+def rel_err_vs_n(summary: pd.DataFrame):
+    """rel_err vs n (log-log), a line per noise scale, facets noise family x logit scale."""
+    data = summary[summary["noise_scale"] > 0].copy()
+    data["sigma"] = data["noise_scale"].map(lambda s: f"{s:g}")
+    scales = sorted(data["noise_scale"].unique())
+    colours = dict(zip((f"{s:g}" for s in scales), sns.color_palette(PALETTE, len(scales))))
+    grid = sns.FacetGrid(data, row="logit_scale", col="noise", sharey=False, height=2.6, aspect=1.1, margin_titles=True, col_order=[f for f in ("gaussian", "uniform", "laplace", "gumbel", "student_t") if f in set(data["noise"])])
+    for (row, col), ax in np.ndenumerate(grid.axes):
+        facet = data[(data["logit_scale"] == grid.row_names[row]) & (data["noise"] == grid.col_names[col])] if grid.row_names else data[data["noise"] == grid.col_names[col]]
+        for sigma, line in facet.sort_values("n").groupby("sigma", sort=False):
+            colour = colours[sigma]
+            ax.plot(line["n"], line["rel_err_mean"], "o-", color=colour, ms=3, lw=1.2, label=f"σ = {sigma}")
+            ax.fill_between(line["n"], line["rel_err_ci_low"].clip(lower=1e-12), line["rel_err_ci_high"], color=colour, alpha=0.25, lw=0)
+            finite = line[np.isfinite(line["rel_err_pred_mean"])]
+            if len(finite):
+                ax.plot(finite["n"], finite["rel_err_pred_mean"], "--", color=colour, lw=1)
+        if len(facet) and not facet["kappa_finite"].all():
+            ax.text(0.03, 0.04, "κ = ∞ for some σ:\nno prediction", transform=ax.transAxes, fontsize=7, color="firebrick")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+    grid.set_axis_labels("number of keys n", "relative error  ‖õ − o‖ / spread")
+    grid.set_titles(row_template="logit std = {row_name}", col_template="noise: {col_name}")
+    handles = [plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours]
+    grid.figure.legend(handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")], loc="upper center", ncol=min(6, len(handles) + 1), bbox_to_anchor=(0.5, 1.0), frameon=False)
+    grid.figure.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band) and delta-method prediction (dashed)", y=1.05)
+    return grid.figure
+
+
+def collapse(summary: pd.DataFrame):
+    """Measured vs predicted sq_err for all finite-kappa points, coloured by kappa * sum p^2."""
+    data = summary[summary["kappa_finite"] & (summary["kappa"] > 0)].copy()
+    fig, ax = plt.subplots(figsize=(6.2, 5))
+    if data.empty:
+        ax.text(0.5, 0.5, "no point with 0 < κ < ∞ in this sweep", ha="center", transform=ax.transAxes)
+        return fig
+    colour = data["kappa_sum_p2"].clip(lower=1e-6)
+    norm = mcolors.LogNorm(vmin=colour.min(), vmax=max(colour.max(), colour.min() * 10))
+    markers = dict(zip(sorted(data["noise"].unique()), "osD^v"))
+    lower = (data["sq_err_mean"] - data["sq_err_ci_low"]).clip(lower=0)
+    lower = np.minimum(lower, data["sq_err_mean"] * 0.999)
+    upper = data["sq_err_ci_high"] - data["sq_err_mean"]
+    for family, part in data.groupby("noise"):
+        idx = part.index
+        ax.errorbar(part["sq_err_pred_mean"], part["sq_err_mean"], yerr=[lower[idx], upper[idx]], fmt="none", ecolor="0.6", elinewidth=0.8, zorder=1)
+        points = ax.scatter(part["sq_err_pred_mean"], part["sq_err_mean"], c=colour[idx], cmap="magma_r", norm=norm, marker=markers[family], s=22, edgecolor="0.2", linewidth=0.3, label=family, zorder=2)
+    span = np.array([min(data["sq_err_pred_mean"].min(), data["sq_err_mean"].min()), max(data["sq_err_pred_mean"].max(), data["sq_err_mean"].max())])
+    ax.plot(span, span, "k--", lw=1, label="y = x (delta method exact)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("predicted  κ · Σ pᵢ² ‖vᵢ − o‖²  (mean over trials)")
+    ax.set_ylabel("measured  ‖õ − o‖²  (mean, 95% CI)")
+    ax.set_title("Delta-method collapse: measured vs predicted error\n(points leave y = x where κ·Σp² is not small)")
+    fig.colorbar(points, ax=ax, label="κ · Σ pᵢ²  (breakdown when ≳ 0.1)")
+    ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+FIGURES = {"rel_err_vs_n": rel_err_vs_n, "collapse": collapse}

@@ -1,0 +1,33 @@
+"""Shared look of all figures and an atomic save to PNG and PDF."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
+PALETTE = "viridis"
+
+
+def save(fig, png: Path) -> list[Path]:
+    """Write `fig` as PNG and PDF next to each other, each via a hidden temp file."""
+    png = Path(png)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in (png, png.with_suffix(".pdf")):
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+        fig.savefig(tmp, dpi=150, bbox_inches="tight")
+        os.replace(tmp, path)
+        written.append(path)
+    plt.close(fig)
+    return written
+
+
+def theory_legend_handle(label: str = "theory (dashed)"):
+    return matplotlib.lines.Line2D([], [], color="0.2", linestyle="--", label=label)

@@ -1,0 +1,60 @@
+"""Grid points: the cartesian product of an experiment's lists, with stable ids.
+
+Points are enumerated in the kind's parameter order, so points that share
+random draws (same stream, e.g. differing only in noise_scale) sit side by
+side and usually land in the same chunk.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from attnsim.kinds import get_kind
+from attnsim.seeding import canonical_value, digest, point_id
+
+
+@dataclass(frozen=True)
+class Point:
+    kind: str
+    params: dict  # parameter name -> canonical value, in the kind's order
+    id: str
+    stream: str  # id of the random stream (shared by common-random-number siblings)
+
+
+def make_point(kind_name: str, params: dict) -> Point:
+    kind = get_kind(kind_name)
+    canonical = {}
+    for column in kind.params:
+        value = params[column.name]
+        if pa.types.is_floating(column.type):
+            value = float(value)
+        elif pa.types.is_integer(column.type):
+            value = int(value)
+        canonical[column.name] = canonical_value(value)
+    stream = digest({"kind": kind_name, "stream": {k: canonical[k] for k in kind.stream_params}})
+    return Point(kind=kind_name, params=canonical, id=point_id(kind_name, canonical), stream=stream)
+
+
+def expand(experiment) -> list[Point]:
+    """All points of an experiment (anything with `.kind` and `.grid`), in enumeration order."""
+    kind = get_kind(experiment.kind)
+    names = kind.param_names
+    lists = [experiment.grid[name] for name in names]
+    return [make_point(kind.name, dict(zip(names, values))) for values in itertools.product(*lists)]
+
+
+def chunk(points: list[Point], size: int) -> list[list[Point]]:
+    """Consecutive runs of `size` points.
+
+    Finished chunks leave the pending list whole, so re-chunking what is left
+    reproduces the same chunks: a job that re-plans (on a cluster node) finds
+    its own chunk again.
+    """
+    return [points[i : i + size] for i in range(0, len(points), size)]
+
+
+def chunk_id(points: list[Point]) -> str:
+    return digest([p.id for p in points])

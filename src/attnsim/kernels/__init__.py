@@ -1,0 +1,1 @@
+"""Batched Monte Carlo kernels: pure functions of arrays and a numpy Generator."""

@@ -1,0 +1,108 @@
+"""Kind `noisy_attention`: how far i.i.d. logit noise moves the attention output (claim 1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from attnsim.kernels import noisy_attention as kernel
+from attnsim.kinds.base import Column, Kind
+from attnsim.stats import ratio_of_means
+from attnsim.theory.noise import kappa, regime
+
+F64, I64, STR, BOOL = pa.float64(), pa.int64(), pa.string(), pa.bool_()
+
+PARAMS = (
+    Column("n", I64, "number of keys"),
+    Column("d", I64, "dimension of the values"),
+    Column("logit_scale", F64, "std of the clean logits s_i ~ N(0, logit_scale^2)"),
+    Column("noise", STR, "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof)"),
+    Column("noise_draws", I64, "noisy outputs K per trial"),
+    Column("noise_scale", F64, "std sigma of the logit noise"),
+)
+
+METRICS = (
+    Column("sq_err", F64, "mean over the K noisy draws of ||o~_k - o||^2"),
+    Column("rel_err", F64, "sqrt(sq_err / sum_i p_i ||v_i - o||^2); 0 when both are 0"),
+    Column("rel_err_pred", F64, "delta-method rel_err: sqrt(sq_err_pred / sum_i p_i ||v_i - o||^2)"),
+    Column("entropy", F64, "entropy of the clean weights, nats"),
+    Column("n_eff", F64, "effective number of keys 1 / sum_i p_i^2"),
+    Column("grad_sq", F64, "||do/ds||_F^2 = sum_i p_i^2 ||v_i - o||^2"),
+    Column("kappa", F64, "Var(e^eps)/E[e^eps]^2 of the noise law; +inf where it diverges"),
+    Column("sq_err_pred", F64, "delta-method prediction kappa * grad_sq; +inf when kappa is"),
+)
+
+THEORY = (
+    Column("kappa", F64, "Var(e^eps)/E[e^eps]^2; +inf where E[e^{2 eps}] diverges"),
+    Column("kappa_finite", BOOL, "False flags kappa = +inf: the delta method does not apply"),
+    Column("noise_regime", STR, "delta (kappa finite), heavy (only E[e^eps] finite) or no_mean (E[e^eps] = inf)"),
+    Column("rel_err_uniform", F64, "sqrt(kappa / n): the predicted rel_err for uniform weights"),
+)
+
+EXTRA = (
+    Column("err_ratio", F64, "mean(sq_err) / mean(sq_err_pred), paired over trials; null when kappa is 0 or inf"),
+    Column("err_ratio_se", F64, "delta-method standard error of err_ratio"),
+    Column("err_ratio_ci_low", F64, "lower end of the 95% interval of err_ratio"),
+    Column("err_ratio_ci_high", F64, "upper end of the 95% interval of err_ratio"),
+    Column("kappa_sum_p2", F64, "kappa * mean(sum_i p_i^2): small means the delta method should hold"),
+)
+
+
+def bytes_per_trial(p) -> int:
+    n, d, k = int(p["n"]), int(p["d"]), int(p["noise_draws"])
+    return 8 * (2 * n * d + 4 * k * n + 4 * n + 2 * k * d)
+
+
+def simulate_block(rng, trials, points):
+    first = points[0]
+    draws = kernel.draw(rng, trials, first["n"], first["d"], first["logit_scale"], first["noise"], first["noise_draws"])
+    clean = kernel.clean_attention(draws)
+    results = []
+    for p in points:
+        metrics = kernel.noisy_metrics(draws, clean, p["noise_scale"], kappa(p["noise"], p["noise_scale"]))
+        metrics["rel_err_pred"] = np.sqrt(kernel.safe_ratio(metrics["sq_err_pred"], clean.spread))
+        results.append(metrics)
+    return results
+
+
+def theory(p) -> dict[str, object]:
+    k = kappa(p["noise"], p["noise_scale"])
+    return {
+        "kappa": k,
+        "kappa_finite": math.isfinite(k),
+        "noise_regime": regime(p["noise"], p["noise_scale"]),
+        "rel_err_uniform": math.sqrt(k / p["n"]),
+    }
+
+
+def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
+    ratio = ratio_of_means(metrics["sq_err"], metrics["sq_err_pred"])
+    ratio = {k: (None if math.isnan(v) else v) for k, v in ratio.items()}
+    k = metrics["kappa"][0]
+    return {
+        "err_ratio": ratio["mean"],
+        "err_ratio_se": ratio["se"],
+        "err_ratio_ci_low": ratio["ci_low"],
+        "err_ratio_ci_high": ratio["ci_high"],
+        "kappa_sum_p2": float(k * np.mean(1.0 / metrics["n_eff"])) if math.isfinite(k) else math.inf,
+    }
+
+
+KIND = Kind(
+    name="noisy_attention",
+    description="attention output under i.i.d. logit noise vs the delta-method prediction",
+    params=PARAMS,
+    stream_params=("n", "d", "logit_scale", "noise", "noise_draws"),
+    metrics=METRICS,
+    theory_columns=THEORY,
+    algorithm_version=1,
+    bytes_per_trial=bytes_per_trial,
+    simulate_block=simulate_block,
+    theory=theory,
+    main_metric="rel_err",
+    extra_columns=EXTRA,
+    extra_summary=extra_summary,
+    constant_metrics=("kappa",),
+)

@@ -1,0 +1,83 @@
+"""What a run has to compute: the store's finished points against the config's grid.
+
+Read at workflow start (and again on a cluster node). Points already in the
+store with the same results key are done; the rest are cut into chunks, one
+job each. Finished chunks stay targets under their own ids, with the spec
+read back from their provenance, so Snakemake sees them as up to date.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attnsim import store
+from attnsim.config import Settings
+from attnsim.errors import StoreError
+from attnsim.grid import Point, chunk, chunk_id, expand
+from attnsim.simulate import chunk_spec
+
+
+@dataclass
+class ExperimentPlan:
+    name: str
+    kind: str
+    points: list[Point]
+    specs: dict[str, str] = field(default_factory=dict)  # chunk id -> spec (JSON), finished and pending
+    pending: list[str] = field(default_factory=list)  # chunk ids still to compute
+    done_points: int = 0
+
+    @property
+    def chunks(self) -> list[str]:
+        return sorted(self.specs)
+
+
+def _old_settings(meta: dict) -> str:
+    return f"trials={meta.get('trials')}, seed={meta.get('seed')}, algorithm version {meta.get('algorithm_version')}"
+
+
+def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan:
+    experiment = settings.experiments[name]
+    points = expand(experiment)
+    plan = ExperimentPlan(name=name, kind=experiment.kind, points=points)
+    key = experiment.results_key(settings.seed)
+    wanted = {p.id for p in points}
+    done: set[str] = set()
+    for other in sorted(Path(root, "trials").glob(f"kind=*/experiment={name}")):
+        if other.name and other.parent.name != f"kind={experiment.kind}" and any(other.glob("*.parquet")):
+            raise StoreError(f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now says kind={experiment.kind}; rename the experiment or move that folder away")
+    for path in store.experiment_chunks(root, experiment.kind, name):
+        meta = store.read_meta(path)
+        if meta.get("results_key") != key:
+            raise StoreError(
+                f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "
+                f"seed={settings.seed}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
+            )
+        ids = {p.id for p in _spec_points(meta["spec"])}
+        if ids & wanted:
+            plan.specs[meta["chunk"]] = meta["spec"]
+            done |= ids
+    plan.done_points = len(wanted & done)
+    todo = [p for p in points if p.id not in done]
+    for members in chunk(todo, settings.chunk_size):
+        cid = chunk_id(members)
+        plan.specs[cid] = chunk_spec(name, experiment.kind, settings.seed, experiment.trials, members)
+        plan.pending.append(cid)
+    return plan
+
+
+def _spec_points(spec_text: str) -> list[Point]:
+    from attnsim.simulate import parse_spec
+
+    return parse_spec(spec_text)[1]
+
+
+def plan_all(settings: Settings, root: Path) -> dict[str, ExperimentPlan]:
+    return {name: plan_experiment(settings, name, root) for name in settings.experiments}
+
+
+def experiment_json(settings: Settings, name: str) -> str:
+    """The experiment's own settings as JSON: what its summary and figures depend on."""
+    e = settings.experiments[name]
+    return json.dumps({"experiment": name, "kind": e.kind, "trials": e.trials, "seed": settings.seed, "grid": e.grid}, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,88 @@
+"""SQL over the store with DuckDB: one view per table and per experiment.
+
+Views: `trials` and `summary` (every experiment, columns united by name),
+`<experiment>` (its summary), `<experiment>_trials` and `provenance` (one
+row per store file). Only finished files are listed, each checked first, so
+a query during a run never reads half a file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from attnsim import store
+from attnsim.errors import QueryError, StoreError
+
+FORMATS = ("table", "csv", "json", "parquet")
+
+
+def _files_sql(paths: list[Path]) -> str:
+    listed = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
+    return f"read_parquet([{listed}], hive_partitioning = false, union_by_name = true)"
+
+
+def connect(root: Path) -> duckdb.DuckDBPyConnection:
+    root = Path(root)
+    files = {table: store.chunk_files(root, table) for table in store.TABLES}
+    if not any(files.values()):
+        raise QueryError(f"no results yet in {root}; run the workflow first (snakemake --cores all)")
+    con = duckdb.connect()
+    provenance = []
+    by_experiment: dict[tuple[str, str], list[Path]] = {}
+    for table, paths in files.items():
+        for path in paths:
+            meta = store.read_meta(path)
+            provenance.append({k: meta.get(k) for k in ("table", "experiment", "kind", "chunk", "results_key", "config_hash", "seed", "trials", "algorithm_version", "attnsim_version", "numpy_version", "created_utc")} | {"file": str(path)})
+            by_experiment.setdefault((meta["experiment"], table), []).append(path)
+        if paths:
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM {_files_sql(paths)}")
+    for (experiment, table), paths in by_experiment.items():
+        name = experiment if table == "summary" else f"{experiment}_trials"
+        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {_files_sql(paths)}')
+    frame = pd.DataFrame(provenance)  # noqa: F841 (registered below)
+    con.register("_provenance", frame)
+    con.execute("CREATE VIEW provenance AS SELECT * FROM _provenance")
+    return con
+
+
+def run(root: Path, sql: str) -> pd.DataFrame:
+    con = connect(root)
+    try:
+        return con.execute(sql).df()
+    except duckdb.Error as error:
+        first = str(error).strip().splitlines()[0]
+        raise QueryError(f"query failed: {first}") from None
+
+
+def tables(root: Path) -> list[str]:
+    con = connect(root)
+    return [row[0] for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()]
+
+
+def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
+    """Render a result; text formats go to stdout unless `output` is given."""
+    if fmt not in FORMATS:
+        raise QueryError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        if output is None:
+            raise QueryError("--format parquet needs --output FILE")
+        frame.to_parquet(output, index=False)
+        return None
+    if fmt == "csv":
+        text = frame.to_csv(index=False)
+    elif fmt == "json":
+        text = json.dumps(json.loads(frame.to_json(orient="records")), indent=1)
+    else:
+        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200, "display.float_format", "{:.6g}".format):
+            text = frame.to_string(index=False) if len(frame) else "(no rows)"
+    if output is not None:
+        Path(output).write_text(text)
+        return None
+    return text
+
+
+__all__ = ["connect", "run", "tables", "emit", "StoreError"]

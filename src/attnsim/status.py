@@ -1,0 +1,63 @@
+"""What is in the store for a config: `attnsim show` and the end-of-run summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from attnsim import store
+from attnsim.config import load_file
+from attnsim.plan import plan_all
+
+
+def show(config: Path, root: Path) -> str:
+    settings = load_file(config)
+    plans = plan_all(settings, root)
+    rows = []
+    for name, plan in plans.items():
+        e = settings.experiments[name]
+        rows.append({"experiment": name, "kind": e.kind, "points": len(plan.points), "done": plan.done_points, "trials/point": e.trials, "chunks to run": len(plan.pending)})
+    known = set(settings.experiments)
+    extra = sorted({p.parent.name.removeprefix("experiment=") for p in store.chunk_files(root)} - known)
+    text = pd.DataFrame(rows).to_string(index=False)
+    total = sum(r["points"] for r in rows)
+    done = sum(r["done"] for r in rows)
+    text += f"\n\n{done} of {total} points done ({100 * done / max(total, 1):.0f}%), store: {root}"
+    if extra:
+        text += f"\nalso in the store, not in {config}: {', '.join(extra)}"
+    return text
+
+
+def _headline(kind: str, s: pd.DataFrame) -> str:
+    if kind == "noisy_attention":
+        ok = s[s["kappa_finite"] & (s["kappa"] > 0) & (s["kappa_sum_p2"] < 0.01)]
+        parts = []
+        if len(ok):
+            parts.append(f"measured/predicted sq_err where κΣp² < 0.01: median {np.median(ok['err_ratio']):.3f} (range {ok['err_ratio'].min():.3f}–{ok['err_ratio'].max():.3f}, {len(ok)} points)")
+        infinite = int((~s["kappa_finite"]).sum())
+        if infinite:
+            parts.append(f"κ = ∞ flagged on {infinite} points")
+        return "; ".join(parts)
+    return ""
+
+
+def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
+    lines = ["", "attnsim run summary", "=" * 19]
+    for name, e in settings.experiments.items():
+        path = store.summary_path(root, e.kind, name)
+        if not path.exists():
+            lines.append(f"{name:<20} {e.kind:<20} (no summary yet)")
+            continue
+        s = store.read_table(path).to_pandas()
+        lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {e.trials} trials")
+        headline = _headline(e.kind, s)
+        if headline:
+            lines.append(f"{'':<20} {headline}")
+    lines.append("")
+    lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
+    lines.append(f"figures: {Path(root).parent / 'figures'}/")
+    if elapsed is not None:
+        lines.append(f"wall time: {elapsed:.1f} s")
+    return "\n".join(lines)

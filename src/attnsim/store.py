@@ -1,0 +1,142 @@
+"""The Parquet result store: typed schemas, provenance, atomic writes, safe reads.
+
+Layout (hive-partitioned, so the whole store opens as one dataset)::
+
+    <root>/trials/kind=<kind>/experiment=<name>/chunk-<id>.parquet    one row per trial
+    <root>/summary/kind=<kind>/experiment=<name>/summary.parquet      one row per grid point
+
+Files are written under a hidden temporary name and renamed into place, so a
+reader (or a crash) never sees half a file; hidden names are skipped by
+pyarrow.dataset and by the ``*.parquet`` globs used here and in DuckDB.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import attnsim
+from attnsim.errors import StoreError
+from attnsim.kinds import get_kind
+from attnsim.kinds.base import Column
+from attnsim.seeding import digest
+
+META_KEY = b"attnsim"
+FORMAT = "attnsim-store/1"
+TABLES = ("trials", "summary")
+STAT_SUFFIXES = ("mean", "se", "ci_low", "ci_high")
+
+IDENTITY = (
+    Column("experiment", pa.string(), "experiment name from config.yaml"),
+    Column("kind", pa.string(), "experiment kind"),
+    Column("point_id", pa.string(), "stable id of the grid point (hash of kind and parameter values)"),
+)
+
+
+def experiment_dir(root: Path, table: str, kind: str, experiment: str) -> Path:
+    return Path(root) / table / f"kind={kind}" / f"experiment={experiment}"
+
+
+def chunk_path(root: Path, kind: str, experiment: str, chunk: str) -> Path:
+    return experiment_dir(root, "trials", kind, experiment) / f"chunk-{chunk}.parquet"
+
+
+def summary_path(root: Path, kind: str, experiment: str) -> Path:
+    return experiment_dir(root, "summary", kind, experiment) / "summary.parquet"
+
+
+def trials_schema(kind_name: str) -> pa.Schema:
+    kind = get_kind(kind_name)
+    columns = [
+        *IDENTITY,
+        Column("trial", pa.int64(), "trial index within the point (0-based); trials are i.i.d."),
+        *kind.params,
+        *kind.metrics,
+    ]
+    return pa.schema([c.field() for c in columns])
+
+
+def summary_schema(kind_name: str) -> pa.Schema:
+    kind = get_kind(kind_name)
+    stats = {
+        "mean": "mean over trials of",
+        "se": "standard error of the mean of",
+        "ci_low": "lower end of the 95% Student-t interval of the mean of",
+        "ci_high": "upper end of the 95% Student-t interval of the mean of",
+    }
+    fields = [c.field() for c in (*IDENTITY, *kind.params)]
+    fields.append(Column("n_trials", pa.int64(), "number of trials").field())
+    by_name = {c.name: c for c in kind.metrics}
+    for metric in kind.summary_metrics:
+        for suffix, text in stats.items():
+            fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} {metric}: {by_name[metric].doc}"}))
+    fields += [c.field(nullable=True) for c in (*kind.theory_columns, *kind.extra_columns)]
+    return pa.schema(fields)
+
+
+def results_key(kind: str, trials: int, seed: int) -> str:
+    """What a stored point's numbers depend on besides its parameters; a mismatch means stale rows."""
+    return digest({"kind": kind, "trials": trials, "seed": seed, "algorithm": get_kind(kind).algorithm_version})
+
+
+def provenance(**fields) -> dict:
+    return {
+        "format": FORMAT,
+        "attnsim_version": attnsim.__version__,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+        "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        **fields,
+    }
+
+
+def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
+    """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta, sort_keys=True).encode()})
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_meta(path: Path) -> dict:
+    """Provenance of a store file; StoreError if it is truncated or not one of ours."""
+    try:
+        metadata = pq.read_metadata(path).metadata or {}
+    except (OSError, pa.ArrowException) as error:
+        raise StoreError(f"{path}: not a readable Parquet file ({error}); delete it and rerun to recompute it") from None
+    raw = metadata.get(META_KEY)
+    if raw is None:
+        raise StoreError(f"{path}: a foreign Parquet file (no attnsim provenance) inside the store; move it out of results/")
+    meta = json.loads(raw)
+    if meta.get("format") != FORMAT:
+        raise StoreError(f"{path}: store format {meta.get('format')!r}, this attnsim reads {FORMAT!r}")
+    return meta
+
+
+def read_table(path: Path) -> pa.Table:
+    read_meta(path)
+    return pq.read_table(path)
+
+
+def chunk_files(root: Path, table: str = "trials") -> list[Path]:
+    """Every finished file of a table (temporary files are hidden and skipped)."""
+    base = Path(root) / table
+    return sorted(base.glob("kind=*/experiment=*/*.parquet")) if base.is_dir() else []
+
+
+def experiment_chunks(root: Path, kind: str, experiment: str) -> list[Path]:
+    return sorted(experiment_dir(root, "trials", kind, experiment).glob("chunk-*.parquet"))

@@ -1,0 +1,1 @@
+"""Closed-form predictions the pipeline overlays on its measurements (SCIENCE.md)."""

@@ -1,0 +1,16 @@
+localrules:
+    collect,
+
+
+# Per-point summary (mean, SE, 95% CI, theory) of an experiment's current grid.
+rule collect:
+    input:
+        experiment_chunks,
+    output:
+        "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
+    params:
+        experiment=experiment_json,
+    log:
+        "results/logs/collect/{experiment}-{kind}.log",
+    shell:
+        "attnsim collect --experiment {params.experiment:q} --output {output:q} {input:q} > {log:q} 2>&1"

@@ -1,0 +1,78 @@
+# Configuration, planning and input functions. All logic lives in the attnsim package.
+
+import sys
+import time
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from attnsim import plan as planning, resources, store
+from attnsim.config import load as load_settings
+from attnsim.errors import AttnsimError
+from attnsim.figures import figure_names
+from attnsim.status import run_summary
+
+RUN_STARTED = time.monotonic()
+RESULTS = Path("results")
+STORE = RESULTS / "store"
+
+
+def _fail(error):
+    """Stop before any job runs, with the one-line message (no traceback: it is the user's input)."""
+    print(f"attnsim: error: {error}", file=sys.stderr)
+    sys.exit(1)
+
+
+try:
+    SETTINGS = load_settings(config)  # schema (one-line errors) + semantic checks
+    validate(config, "../schemas/config.schema.yaml")  # Snakemake's own check; fills defaults into config
+    PLANS = planning.plan_all(SETTINGS, STORE)
+except AttnsimError as error:
+    _fail(error)
+
+
+wildcard_constraints:
+    kind="[a-z_]+",
+    experiment="[a-z][a-z0-9_]*",
+    chunk="[0-9a-f]{16}",
+    figure="[a-z_]+",
+
+
+def chunk_spec(wildcards):
+    try:
+        return PLANS[wildcards.experiment].specs[wildcards.chunk]
+    except KeyError:
+        raise ValueError(f"chunk {wildcards.chunk} of {wildcards.experiment} is not in the current plan") from None
+
+
+def chunk_mem_mb(wildcards, threads):
+    return resources.chunk_mem_mb(chunk_spec(wildcards), threads)
+
+
+def chunk_runtime(wildcards, threads):
+    return resources.chunk_runtime_min(chunk_spec(wildcards), threads)
+
+
+def experiment_chunks(wildcards):
+    plan = PLANS[wildcards.experiment]
+    return [store.chunk_path(STORE, plan.kind, plan.name, c) for c in plan.chunks]
+
+
+def experiment_json(wildcards):
+    return planning.experiment_json(SETTINGS, wildcards.experiment)
+
+
+def summary_file(wildcards):
+    return store.summary_path(STORE, SETTINGS.experiments[wildcards.experiment].kind, wildcards.experiment)
+
+
+def all_targets():
+    targets = []
+    for name, experiment in SETTINGS.experiments.items():
+        targets.append(store.summary_path(STORE, experiment.kind, name))
+        targets += [RESULTS / "figures" / name / f"{fig}.{ext}" for fig in figure_names(experiment.kind) for ext in ("png", "pdf")]
+    return targets
+
+
+def print_run_summary():
+    print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))

@@ -1,0 +1,16 @@
+# One job per chunk of grid points: per-trial rows into the store.
+rule simulate:
+    output:
+        "results/store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
+    params:
+        spec=chunk_spec,
+    log:
+        "results/logs/simulate/{experiment}/{kind}-{chunk}.log",
+    benchmark:
+        "results/benchmarks/simulate/{experiment}/{kind}-{chunk}.tsv"
+    threads: 1
+    resources:
+        mem_mb=chunk_mem_mb,
+        runtime=chunk_runtime,
+    shell:
+        "attnsim simulate --spec {params.spec:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
