@@ -57,14 +57,18 @@ def _deepest(error: ValidationError) -> ValidationError:
 
 
 def describe(error: ValidationError) -> str:
+    if "propertyNames" in error.schema_path:
+        bad = error.instance
+        return (
+            f"{key_path(error.absolute_path)}: experiment name {bad!r} must be lower-case letters, digits and '_', "
+            "starting with a letter (it becomes a folder and a SQL view name)"
+        )
     error = _deepest(error)
     where = key_path(error.absolute_path)
     if error.validator == "additionalProperties":
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         allowed = ", ".join(error.schema.get("properties", {}))
         return f"{where}: unknown key {', '.join(map(repr, extra))} (allowed: {allowed})"
-    if error.validator == "propertyNames":
-        return f"{where}: experiment name {error.instance!r} must be lower-case letters, digits and '_', starting with a letter (it becomes a folder and a SQL view name)"
     if error.validator == "uniqueItems":
         return f"{where}: duplicate values in {error.instance!r}"
     if error.validator == "minItems" and error.instance == []:

@@ -64,6 +64,7 @@
 #   ATTNSIM_SLURM_TIMEOUT  seconds for each wait (default 60)
 
 set -euo pipefail
+set +m   # no job control: `setsid` must exec in place so that $! is the daemon
 
 STATE_DIR=${ATTNSIM_SLURM_DIR:-/tmp/attnsim-slurm}
 case $STATE_DIR in /*) ;; *) STATE_DIR=$PWD/$STATE_DIR ;; esac
@@ -121,7 +122,6 @@ daemon_exe() {
 
 daemon_logs() {
     case $1 in
-        munged) echo "$LOG_DIR/munged.log $LOG_DIR/munged.out" ;;
         mariadbd) echo "$LOG_DIR/mariadbd.log $LOG_DIR/mariadbd.out $LOG_DIR/mariadb-install-db.log" ;;
         *) echo "$LOG_DIR/$1.log $LOG_DIR/$1.out" ;;
     esac
@@ -129,7 +129,7 @@ daemon_logs() {
 
 recorded_pid() {
     local f=$PID_DIR/$1.pid
-    [[ -s $f ]] && cat "$f" || true
+    if [[ -s $f ]]; then cat "$f"; fi
 }
 
 # Is the recorded daemon alive (and really that program, not a reused PID)?
@@ -174,9 +174,9 @@ start_daemon() {
     echo "=== $(date -Is) starting: $*" >>"$out"
     (
         # Do not leak our fds (CI pipes, the lock file) into the daemon.
-        for fd in /proc/$BASHPID/fd/*; do
+        for fd in "/proc/$BASHPID/fd/"*; do
             fd=${fd##*/}
-            ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null || true
+            if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
         done
         exec setsid "$@" </dev/null >>"$out" 2>&1
     ) &
@@ -314,9 +314,6 @@ make_dirs() {
         "$SPOOL_DIR" "$SPOOL_DIR/slurmctld" "$SPOOL_DIR/slurmd" "$DB_DIR"
     # munged insists its dirs are owned by it and not writable by others.
     install -d -m 755 -o munge -g munge "$MUNGE_DIR"
-    touch "$LOG_DIR/munged.log"
-    chown munge:munge "$LOG_DIR/munged.log"
-    chmod 640 "$LOG_DIR/munged.log"
 }
 
 ensure_munge_key() {
@@ -444,13 +441,12 @@ munge_ok() {
 start_munged() {
     start_daemon munged setpriv --reuid=munge --regid=munge --init-groups \
         munged -F --key-file="$MUNGE_KEY" --socket="$MUNGE_SOCKET" \
-        --pid-file="$MUNGE_DIR/munged.pid" --seed-file="$MUNGE_DIR/munged.seed" \
-        --log-file="$LOG_DIR/munged.log"
+        --pid-file="$MUNGE_DIR/munged.pid" --seed-file="$MUNGE_DIR/munged.seed"
     wait_for munged "munge credential round trip" munge_ok
 }
 
 mysql_root() {
-    timeout 20 mariadb --no-defaults --protocol=socket --socket="$DB_SOCKET" -u root "$@"
+    timeout 20 mariadb --no-defaults --protocol=socket --socket="$DB_SOCKET" -u root
 }
 
 start_mariadbd() {
@@ -468,7 +464,7 @@ start_mariadbd() {
         --datadir="$DB_DATADIR" --socket="$DB_SOCKET" --skip-networking \
         --pid-file="$DB_DIR/mariadbd.pid" --log-error="$LOG_DIR/mariadbd.log" \
         --tmpdir="$DB_DIR/tmp" \
-        --innodb-buffer-pool-size=256M --innodb-lock-wait-timeout=900
+        --innodb-buffer-pool-size=512M --innodb-lock-wait-timeout=900
     wait_for mariadbd "MariaDB answering on $DB_SOCKET" \
         timeout 5 mariadb-admin --no-defaults --protocol=socket --socket="$DB_SOCKET" -u root ping
     mysql_root <<EOF || fail mariadbd "creating database $DB_NAME / user $DB_USER failed"
@@ -528,6 +524,7 @@ start_slurmd() {
 smoke_test() {
     local out jobid deadline line
     log "smoke test: srun -N1 -n1 (timeout ${TIMEOUT}s)"
+    # shellcheck disable=SC2016  # $SLURM_JOB_ID is expanded inside the job
     out=$(timeout "$TIMEOUT" srun -N1 -n1 -J attnsim-smoke -t 1 sh -c 'echo "jobid=$SLURM_JOB_ID"' 2>&1) ||
         fail slurmd "srun failed: $out"
     jobid=$(sed -n 's/^jobid=\([0-9]*\)$/\1/p' <<<"$out")
@@ -535,8 +532,12 @@ smoke_test() {
     log "smoke test: job $jobid ran, waiting for it in sacct"
     deadline=$((SECONDS + TIMEOUT))
     while true; do
+        # Wait for the full record: until slurmctld has sent the job's start
+        # record (it assigns accounting ids to new jobs every few seconds),
+        # sacct shows a placeholder named "allocation", and Snakemake's
+        # plugin, which looks jobs up with `sacct --name`, would not find it.
         line=$(timeout 10 sacct -X -n -P -j "$jobid" -o JobID,JobName,State,ExitCode 2>/dev/null || true)
-        [[ $line == *"|COMPLETED|"* ]] && break
+        [[ $line == "$jobid|attnsim-smoke|COMPLETED|0:0" ]] && break
         ((SECONDS < deadline)) ||
             fail slurmdbd "job $jobid not COMPLETED in sacct after ${TIMEOUT}s (sacct: '${line}')"
         sleep 1
@@ -553,7 +554,22 @@ healthy() {
     cluster_registered
 }
 
-# Cancel leftover jobs so no slurmstepd/job outlives slurmd.
+# PIDs of slurmstepd processes forked by our slurmd (they inherit its
+# SLURM_CONF). Only looked at, never killed: jobs are ended with scancel.
+our_stepds() {
+    local exe p
+    exe=$(daemon_exe slurmstepd)
+    [[ -n $exe ]] || return 0
+    for p in /proc/[0-9]*; do
+        [[ $(readlink "$p/exe" 2>/dev/null) == "$exe" ]] || continue
+        tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF_FILE" &&
+            echo "${p#/proc/}"
+    done
+    return 0
+}
+
+# Cancel leftover jobs (while slurmctld and slurmd still run) so that no
+# slurmstepd or job process outlives the cluster.
 cancel_jobs() {
     daemon_alive slurmctld || return 0
     local jobs i
@@ -562,11 +578,12 @@ cancel_jobs() {
     log "cancelling jobs: $jobs"
     # shellcheck disable=SC2086
     timeout 10 scancel $jobs 2>/dev/null || true
-    for ((i = 0; i < 30; i++)); do
-        [[ -z $(timeout 10 squeue -h -o %A 2>/dev/null) ]] && return 0
+    for ((i = 0; i < 2 * STOP_TIMEOUT; i++)); do
+        [[ -z $(timeout 10 squeue -h -o %A 2>/dev/null) && -z $(our_stepds) ]] && return 0
         sleep 0.5
     done
-    warn "jobs still listed by squeue after cancelling"
+    warn "after ${STOP_TIMEOUT}s, squeue still lists: $(timeout 10 squeue -h -o %A | tr '\n' ' ')" \
+        "slurmstepd pids: $(our_stepds | tr '\n' ' ')"
 }
 
 stop_all() {
@@ -576,6 +593,9 @@ stop_all() {
         stop_daemon "${DAEMONS[i]}" || rc=1
     done
     unlink_system_conf
+    local left
+    left=$(our_stepds | tr '\n' ' ')
+    [[ -z $left ]] || warn "slurmstepd processes of this cluster still running: $left"
     return "$rc"
 }
 

@@ -1,13 +1,16 @@
-"""Figures per experiment kind: name -> function(summary DataFrame) -> matplotlib Figure."""
+"""Figures per experiment kind, by name; a figure is a function of the summary DataFrame.
+
+Only names live here (the workflow lists targets without importing seaborn);
+`render` imports the module that draws them.
+"""
 
 from __future__ import annotations
 
-from attnsim.figures import robustness
-
-FIGURES = {
-    "noisy_attention": robustness.FIGURES,
+# kind -> (module in attnsim.figures, figure function names)
+FIGURES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "noisy_attention": ("robustness", ("rel_err_vs_n", "collapse")),
 }
 
 
 def figure_names(kind: str) -> list[str]:
-    return list(FIGURES.get(kind, {}))
+    return list(FIGURES.get(kind, ("", ()))[1])

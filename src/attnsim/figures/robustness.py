@@ -31,11 +31,11 @@ def rel_err_vs_n(summary: pd.DataFrame):
             ax.text(0.03, 0.04, "κ = ∞ for some σ:\nno prediction", transform=ax.transAxes, fontsize=7, color="firebrick")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-    grid.set_axis_labels("number of keys n", "relative error  ‖õ − o‖ / spread")
+    grid.set_axis_labels("number of keys n", "rel. error √(‖õ−o‖² / Σp‖v−o‖²)")
     grid.set_titles(row_template="logit std = {row_name}", col_template="noise: {col_name}")
     handles = [plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours]
-    grid.figure.legend(handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")], loc="upper center", ncol=min(6, len(handles) + 1), bbox_to_anchor=(0.5, 1.0), frameon=False)
-    grid.figure.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band) and delta-method prediction (dashed)", y=1.05)
+    grid.figure.legend(handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")], loc="upper center", ncol=len(handles) + 1, bbox_to_anchor=(0.5, 0.0), frameon=False)
+    grid.figure.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)", y=1.02)
     return grid.figure
 
 
@@ -64,8 +64,8 @@ def collapse(summary: pd.DataFrame):
     ax.set_ylabel("measured  ‖õ − o‖²  (mean, 95% CI)")
     ax.set_title("Delta-method collapse: measured vs predicted error\n(points leave y = x where κ·Σp² is not small)")
     fig.colorbar(points, ax=ax, label="κ · Σ pᵢ²  (breakdown when ≳ 0.1)")
-    ax.legend(loc="upper left", fontsize=8)
+    legend = ax.legend(loc="upper left", fontsize=8)
+    for handle in legend.legend_handles[:-1]:
+        handle.set_facecolor("0.6")
     return fig
 
-
-FIGURES = {"rel_err_vs_n": rel_err_vs_n, "collapse": collapse}

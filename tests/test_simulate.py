@@ -1,0 +1,55 @@
+"""A point's numbers do not depend on its chunk, its siblings, the thread count or the run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from attnsim.grid import expand, make_point
+from attnsim.kinds.noisy_attention import KIND
+from attnsim.simulate import chunk_spec, parse_spec, simulate_points, trials_table
+from attnsim.errors import ConfigError
+from attnsim.config import load
+from conftest import small_config
+
+
+def points():
+    return expand(load(small_config()).experiments["robustness"])
+
+
+def test_point_alone_equals_point_with_siblings_and_threads():
+    pts = points()
+    together = simulate_points("noisy_attention", 7, 37, pts, threads=1)
+    threaded = simulate_points("noisy_attention", 7, 37, pts, threads=2)
+    for p in pts:
+        alone = simulate_points("noisy_attention", 7, 37, [p])[p.id]
+        for name in alone:
+            assert np.array_equal(alone[name], together[p.id][name]), name
+            assert np.array_equal(alone[name], threaded[p.id][name]), name
+
+
+def test_block_size_spans_several_blocks_for_large_points():
+    big = make_point("noisy_attention", dict(n=65536, d=32, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_scale=0.5))
+    assert KIND.block_trials(big.params) == 1
+    small = points()[0]
+    assert 1 < KIND.block_trials(small.params) <= 1024
+
+
+def test_trials_table_schema_and_rows():
+    pts = points()[:3]
+    table = trials_table("robustness", "noisy_attention", 5, pts, simulate_points("noisy_attention", 7, 5, pts))
+    assert table.num_rows == 15
+    assert table.schema.field("n").type == pa.int64() and table.schema.field("noise").type == pa.string()
+    assert table.schema.field("sq_err").metadata[b"description"]
+    assert table["trial"].to_pylist() == [0, 1, 2, 3, 4] * 3
+
+
+def test_spec_round_trip_and_bad_specs():
+    pts = points()[:4]
+    spec = chunk_spec("robustness", "noisy_attention", 7, 20, pts)
+    meta, parsed = parse_spec(spec)
+    assert [p.id for p in parsed] == [p.id for p in pts] and meta["trials"] == 20
+    for bad in ("not json", '{"kind": "nope"}', spec.replace('"noise_scale"', '"noise_level"')):
+        with pytest.raises(ConfigError, match="chunk spec"):
+            parse_spec(bad)
