@@ -52,6 +52,14 @@ def _summary(args) -> None:
     print(run_summary(load_file(args.config), args.store, elapsed=args.elapsed))
 
 
+def _schema(args) -> None:
+    from attnsim.kinds import KINDS
+    from attnsim.store import schema_markdown
+
+    for kind in [args.kind] if args.kind else KINDS:
+        print(schema_markdown(kind))
+
+
 def _check(args) -> None:
     from attnsim.config import load_file
 
@@ -87,6 +95,10 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
     p.set_defaults(func=_summary)
+
+    p = sub.add_parser("schema", help="print the store's columns as Markdown tables")
+    p.add_argument("--kind", help="only this experiment kind")
+    p.set_defaults(func=_schema)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))

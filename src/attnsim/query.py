@@ -73,7 +73,7 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
         frame.to_parquet(output, index=False)
         return None
     if fmt == "csv":
-        text = frame.to_csv(index=False)
+        text = frame.to_csv(index=False).rstrip("\n")
     elif fmt == "json":
         text = json.dumps(json.loads(frame.to_json(orient="records")), indent=1)
     else:

@@ -140,3 +140,22 @@ def chunk_files(root: Path, table: str = "trials") -> list[Path]:
 
 def experiment_chunks(root: Path, kind: str, experiment: str) -> list[Path]:
     return sorted(experiment_dir(root, "trials", kind, experiment).glob("chunk-*.parquet"))
+
+
+def schema_markdown(kind_name: str) -> str:
+    """The README's column tables for one kind, generated from the schemas (so they cannot drift)."""
+    lines = []
+    for title, schema in (("trials", trials_schema(kind_name)), ("summary", summary_schema(kind_name))):
+        lines += [f"**`{title}`** table of `{kind_name}`", "", "| column | type | meaning |", "|---|---|---|"]
+        for f in schema:
+            base = next((f.name[: -len(s)] for s in ("_se", "_ci_low", "_ci_high") if f.name.endswith(s)), None)
+            if base and f"{base}_mean" in schema.names:
+                continue  # documented with its mean
+            doc = f.metadata[b"description"].decode().replace("|", "\\|")
+            name = f"`{f.name}`"
+            if f.name.endswith("_mean"):
+                name += ", `_se`, `_ci_low`, `_ci_high`"
+                doc = doc.replace("mean over trials of", "mean, its standard error and 95% interval, of")
+            lines.append(f"| {name} | {f.type} | {doc} |")
+        lines.append("")
+    return "\n".join(lines)

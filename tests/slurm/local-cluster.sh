@@ -53,6 +53,17 @@
 #   AccountingStorageType=accounting_storage/slurmdbd and no
 #   AccountingStorageEnforce: Snakemake's SLURM plugin polls `sacct` and hangs
 #   forever without working accounting.
+# * Our own munge socket is named in AuthInfo=socket=... (slurm.conf and
+#   slurmdbd.conf) AND in slurm.conf's AccountingStoragePass: for connections to
+#   slurmdbd, clients (sacctmgr, sacct) and slurmctld take the munge socket
+#   from AccountingStoragePass, not AuthInfo.
+# * MariaDB gets innodb_buffer_pool_size=512M and innodb_lock_wait_timeout=900,
+#   else slurmdbd logs "Database settings not recommended values".
+# * Debian's /usr/sbin/slurmctld, slurmd, slurmstepd are symlinks to *-wlm:
+#   liveness checks compare /proc/PID/exe with the resolved path.
+# * sacct shows a short job as a placeholder named "allocation" until
+#   slurmctld has sent its start record (it does so every ~5 s); the smoke
+#   test waits for the real record.
 # * `up` is healthy only when `scontrol ping` says UP, the node is `idle` with a
 #   slurmd start time from this start, `srun -N1 -n1` ran a job, and that job
 #   shows up in `sacct`. Every wait is bounded ($ATTNSIM_SLURM_TIMEOUT, default
@@ -148,11 +159,14 @@ any_daemon_recorded_alive() {
 }
 
 show_logs() {
-    local f
+    local f n
     for f in $(daemon_logs "$1"); do
         [[ -s $f ]] || continue
-        echo "----- last 40 lines of $f -----" >&2
-        tail -n 40 "$f" >&2
+        # *.out is the daemon's stderr (slurm daemons repeat their log there).
+        n=40
+        [[ $f == *.out && -s ${f%.out}.log ]] && n=10
+        echo "----- last $n lines of $f -----" >&2
+        tail -n "$n" "$f" >&2
     done
     echo "-----" >&2
 }
@@ -171,7 +185,7 @@ fail() {
 start_daemon() {
     local name=$1; shift
     local out=$LOG_DIR/$name.out
-    echo "=== $(date -Is) starting: $*" >>"$out"
+    echo "=== $(date -Is) starting: $*" >"$out"
     (
         # Do not leak our fds (CI pipes, the lock file) into the daemon.
         for fd in "/proc/$BASHPID/fd/"*; do
@@ -293,7 +307,7 @@ ensure_packages() {
         rc=0
         DEBIAN_FRONTEND=noninteractive "${install[@]}" >>"$STATE_DIR/apt-install.log" 2>&1 || rc=$?
     fi
-    ((made_policy)) && rm -f "$policy"
+    if ((made_policy)); then rm -f "$policy"; fi
     if ((rc != 0)); then
         tail -n 40 "$STATE_DIR/apt-install.log" >&2
         log "ERROR: apt-get install failed (rc=$rc), full log: $STATE_DIR/apt-install.log" >&2

@@ -1,0 +1,102 @@
+"""The command line: queries, show, summary, and one-line errors with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from attnsim import store
+from attnsim.cli import main
+from attnsim.config import load
+from attnsim.plan import experiment_json, plan_experiment
+from attnsim.simulate import run_chunk
+from attnsim.summarise import collect
+from conftest import small_config
+
+
+@pytest.fixture
+def filled(tmp_path, monkeypatch):
+    """A store holding the small config's results, and the config file, in a working directory."""
+    monkeypatch.chdir(tmp_path)
+    config = small_config()
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    settings = load(config)
+    root = tmp_path / "results" / "store"
+    plan = plan_experiment(settings, "robustness", root)
+    paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
+    collect(experiment_json(settings, "robustness"), paths, store.summary_path(root, plan.kind, "robustness"))
+    return tmp_path
+
+
+def test_query_views_and_formats(filled, capsys):
+    assert main(["query", "SELECT count(*) AS points FROM robustness"]) == 0
+    assert "16" in capsys.readouterr().out
+    assert main(["query", "SELECT count(*) AS rows FROM robustness_trials", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"rows": 320}]
+    assert main(["query", "SELECT DISTINCT experiment, kind FROM summary", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["experiment,kind", "robustness,noisy_attention"]
+    out = filled / "q.parquet"
+    assert main(["query", "SELECT * FROM provenance", "--format", "parquet", "--output", str(out)]) == 0
+    assert len(pd.read_parquet(out)) == 1 + len(store.chunk_files(filled / "results/store"))
+
+
+def test_store_opens_as_one_dataset_in_pyarrow_and_duckdb(filled):
+    import duckdb
+    import pyarrow.dataset as ds
+
+    summary = ds.dataset("results/store/summary", partitioning="hive").to_table()
+    assert summary.num_rows == 16
+    trials = duckdb.sql("SELECT kind, experiment, count(*) FROM read_parquet('results/store/trials/**/*.parquet', hive_partitioning = true) GROUP BY ALL").fetchall()
+    assert trials == [("noisy_attention", "robustness", 320)]
+
+
+@pytest.mark.parametrize(
+    "sql,message",
+    [
+        ("SELECT * FROM nowhere", "query failed: Catalog Error: Table with name nowhere does not exist"),
+        ("SELEC 1", "query failed: Parser Error"),
+        ("SELECT sq_err_mean FROM robustness_trials", "query failed: Binder Error"),
+    ],
+)
+def test_query_errors_are_one_line(filled, capsys, sql, message):
+    assert main(["query", sql]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnsim: error: {message}") and err.count("\n") == 1
+
+
+def test_query_without_results_and_bad_format(tmp_path, monkeypatch, capsys, filled):
+    assert main(["query", "SELECT 1", "--store", str(tmp_path / "empty")]) == 2
+    assert "no results yet" in capsys.readouterr().err
+    assert main(["query", "SELECT 1", "--format", "xml"]) == 2
+    assert "unknown format 'xml'" in capsys.readouterr().err
+    assert main(["query", "SELECT 1", "--format", "parquet"]) == 2
+    assert "needs --output" in capsys.readouterr().err
+
+
+def test_show_and_summary(filled, capsys):
+    assert main(["show"]) == 0
+    out = capsys.readouterr().out
+    assert "robustness" in out and "16 of 16 points done (100%)" in out
+    assert main(["summary"]) == 0
+    assert "16 points x 20 trials" in capsys.readouterr().out
+
+
+def test_show_counts_partial_progress(filled, capsys):
+    chunks = sorted((filled / "results/store/trials").rglob("chunk-*.parquet"))
+    chunks[0].unlink()
+    assert main(["show"]) == 0
+    assert "13 of 16 points done" in capsys.readouterr().out
+
+
+def test_bad_config_and_bad_arguments(filled, capsys):
+    (filled / "bad.yaml").write_text("seed: -1\nexperiments: {}\n")
+    assert main(["show", "--config", "bad.yaml"]) == 2
+    assert capsys.readouterr().err.strip() == "attnsim: error: experiments: {} should be non-empty"
+    assert main(["check-config", "config.yaml"]) == 0
+    with pytest.raises(SystemExit) as info:
+        main(["query"])
+    assert info.value.code == 2
+    assert main(["simulate", "--spec", "{}", "--output", "x.parquet", "--threads", "0"]) == 2

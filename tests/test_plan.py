@@ -1,0 +1,56 @@
+"""Planning: finished chunks stay targets, only missing points become new chunks, stale stores are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnsim import store
+from attnsim.config import load
+from attnsim.errors import StoreError
+from attnsim.plan import plan_all, plan_experiment
+from attnsim.simulate import parse_spec, run_chunk
+from conftest import small_config
+
+
+def run_plan(settings, root):
+    plan = plan_experiment(settings, "robustness", root)
+    for chunk in plan.pending:
+        run_chunk(plan.specs[chunk], store.chunk_path(root, plan.kind, plan.name, chunk))
+    return plan
+
+
+def test_fresh_store_plans_every_point(tmp_path):
+    settings = load(small_config(chunk_size=3))
+    plan = plan_all(settings, tmp_path)["robustness"]
+    assert len(plan.points) == 16 and plan.done_points == 0
+    assert len(plan.pending) == 6 and plan.chunks == sorted(plan.pending)
+
+
+def test_adding_a_value_plans_only_new_points(tmp_path):
+    first = run_plan(load(small_config()), tmp_path)
+    config = small_config()
+    config["experiments"]["robustness"]["grid"]["n"].append(256)
+    plan = plan_experiment(load(config), "robustness", tmp_path)
+    assert plan.done_points == 16 and len(plan.points) == 24
+    new_points = {p.id for c in plan.pending for p in parse_spec(plan.specs[c])[1]}
+    assert len(new_points) == 8
+    for chunk in first.pending:  # finished chunks keep their id and exact spec
+        assert plan.specs[chunk] == first.specs[chunk]
+
+
+def test_removing_a_value_keeps_results_and_drops_targets(tmp_path):
+    run_plan(load(small_config(chunk_size=100)), tmp_path)
+    config = small_config()
+    config["experiments"]["robustness"]["grid"]["n"] = [16]
+    plan = plan_experiment(load(config), "robustness", tmp_path)
+    assert plan.pending == [] and plan.done_points == 8 and len(plan.chunks) == 1
+
+
+def test_changed_trials_or_seed_is_refused_not_mixed(tmp_path):
+    run_plan(load(small_config()), tmp_path)
+    config = small_config()
+    config["experiments"]["robustness"]["trials"] = 40
+    with pytest.raises(StoreError, match=r"stored with trials=20, seed=7.*now asks for trials=40, seed=7.*would mix"):
+        plan_experiment(load(config), "robustness", tmp_path)
+    with pytest.raises(StoreError, match="seed=8"):
+        plan_experiment(load(small_config(seed=8)), "robustness", tmp_path)

@@ -1,0 +1,81 @@
+"""Store files: typed schema, provenance, atomic writes, and clear errors for foreign or truncated files."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from attnsim import store
+from attnsim.errors import StoreError
+from attnsim.grid import make_point
+from attnsim.simulate import run_chunk, chunk_spec
+
+
+def write_chunk(root, trials=4):
+    points = [make_point("noisy_attention", dict(n=16, d=2, logit_scale=1.0, noise="gaussian", noise_draws=2, noise_scale=s)) for s in (0.1, 0.2)]
+    spec = chunk_spec("robustness", "noisy_attention", 1, trials, points)
+    path = store.chunk_path(root, "noisy_attention", "robustness", "0" * 16)
+    run_chunk(spec, path)
+    return path, points
+
+
+def test_round_trip_schema_and_provenance(tmp_path):
+    path, points = write_chunk(tmp_path)
+    table = store.read_table(path)
+    assert table.schema.equals(store.trials_schema("noisy_attention"), check_metadata=False)
+    meta = store.read_meta(path)
+    assert meta["format"] == store.FORMAT and meta["seed"] == 1 and meta["trials"] == 4
+    assert meta["results_key"] == store.results_key("noisy_attention", 4, 1)
+    assert {"attnsim_version", "created_utc", "numpy_version", "spec", "chunk"} <= set(meta)
+    assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
+    assert set(table["point_id"].to_pylist()) == {p.id for p in points}
+
+
+def test_summary_schema_documents_every_column():
+    schema = store.summary_schema("noisy_attention")
+    for field in schema:
+        assert field.metadata and field.metadata[b"description"], field.name
+    assert {"sq_err_mean", "sq_err_se", "sq_err_ci_low", "sq_err_ci_high", "n_trials", "kappa", "kappa_finite"} <= set(schema.names)
+    assert "kappa_mean" not in schema.names  # constant per point: stored once, as theory
+
+
+def test_failed_write_leaves_neither_file_nor_temp(tmp_path, monkeypatch):
+    target = tmp_path / "x" / "t.parquet"
+
+    def explode(*args, **kwargs):
+        open(args[1], "wb").write(b"PAR1 half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pq, "write_table", explode)
+    with pytest.raises(OSError):
+        store.write_atomic(pa.table({"a": [1]}), target, {"format": store.FORMAT})
+    assert list(target.parent.iterdir()) == []
+
+
+def test_existing_file_is_replaced_whole(tmp_path):
+    target = tmp_path / "t.parquet"
+    store.write_atomic(pa.table({"a": [1, 2]}), target, {"format": store.FORMAT})
+    inode = os.stat(target).st_ino
+    store.write_atomic(pa.table({"a": [3]}), target, {"format": store.FORMAT})
+    assert pq.read_table(target)["a"].to_pylist() == [3] and os.stat(target).st_ino != inode
+
+
+def test_foreign_and_truncated_files_are_named(tmp_path):
+    path, _ = write_chunk(tmp_path)
+    foreign = path.with_name("chunk-1111111111111111.parquet")
+    pq.write_table(pa.table({"a": [1]}), foreign)
+    with pytest.raises(StoreError, match="foreign Parquet file"):
+        store.read_meta(foreign)
+    truncated = path.with_name("chunk-2222222222222222.parquet")
+    truncated.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(StoreError, match="not a readable Parquet file"):
+        store.read_meta(truncated)
+
+
+def test_hidden_temp_files_are_not_listed(tmp_path):
+    path, _ = write_chunk(tmp_path)
+    path.with_name(".chunk-x.parquet.123.tmp").write_bytes(b"partial")
+    assert store.chunk_files(tmp_path) == [path]

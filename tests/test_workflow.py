@@ -1,0 +1,96 @@
+"""End to end: Snakemake on tiny configs in scratch directories (marked slow: ~1 min in all)."""
+
+from __future__ import annotations
+
+import copy
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import small_config
+from workflow_helpers import jobs_planned, point_rows, snakemake, tree, write_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("run")
+    write_config(workdir, small_config(chunk_size=8))
+    result = snakemake(workdir, "--cores", "2")
+    return workdir, result
+
+
+def test_run_produces_store_figures_and_summary(finished):
+    workdir, result = finished
+    summary = workdir / "results/store/summary/kind=noisy_attention/experiment=robustness/summary.parquet"
+    assert pq.read_table(summary).num_rows == 16
+    for name in ("rel_err_vs_n", "collapse"):
+        for ext in ("png", "pdf"):
+            assert (workdir / f"results/figures/robustness/{name}.{ext}").stat().st_size > 10_000
+    assert "attnsim run summary" in result.stdout and "16 points x 20 trials" in result.stdout
+    assert len(list((workdir / "results/store/trials").rglob("chunk-*.parquet"))) == 2  # chunks, not points
+    assert list((workdir / "results/benchmarks/simulate").rglob("*.tsv")) and list((workdir / "results/logs/simulate").rglob("*.log"))
+
+
+def test_adding_a_value_runs_only_new_points_and_keeps_old_rows(finished, tmp_path):
+    workdir, _ = finished
+    clone = tmp_path / "clone"
+    import shutil
+
+    shutil.copytree(workdir, clone, symlinks=True)
+    before_rows, before_tree = point_rows(clone), tree(clone)
+    config = small_config(chunk_size=8)
+    config["experiments"]["robustness"]["grid"]["n"].append(128)
+    write_config(clone, config)
+    dry = snakemake(clone, "-n", "--cores", "2")
+    assert jobs_planned(dry)["simulate"] == 1  # 8 new points, one chunk
+    snakemake(clone, "--cores", "2")
+    after_rows, after_tree = point_rows(clone), tree(clone)
+    assert len(after_rows) == 24
+    assert all(after_rows[pid] == rows for pid, rows in before_rows.items())
+    old_chunks = {k: v for k, v in before_tree.items() if "/chunk-" in k}
+    assert all(after_tree[k] == v for k, v in old_chunks.items())  # untouched: same size and mtime
+    assert "Nothing to be done" in snakemake(clone, "-n", "--cores", "2").stdout
+
+
+def test_results_identical_across_cores_and_chunk_sizes(finished, tmp_path):
+    workdir, _ = finished
+    other = tmp_path / "other"
+    write_config(other, small_config(chunk_size=3))
+    snakemake(other, "--cores", "1")
+    assert point_rows(other) == point_rows(workdir)
+
+
+def test_bad_config_stops_before_any_job_and_writes_nothing(finished):
+    workdir, _ = finished
+    config = small_config(chunk_size=8)
+    config["experiments"]["robustness"]["grid"]["noise"] = ["gaussian", "cauchy"]
+    path = write_config(workdir, config, "broken.yaml")
+    before = tree(workdir)
+    result = snakemake(workdir, "--cores", "2", "--configfile", str(path), check=False)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == "attnsim: error: experiments.robustness.grid.noise[1]: 'cauchy' is not one of gaussian, uniform, laplace, gumbel, student_t"
+    assert tree(workdir) == before
+    override = snakemake(workdir, "--cores", "2", "--config", "chunk_size=0", check=False)
+    assert override.returncode != 0 and "chunk_size: 0 is less than the minimum of 1" in override.stderr
+    assert tree(workdir) == before
+
+
+def test_configfile_replaces_the_default_sweep(tmp_path):
+    write_config(tmp_path, small_config())
+    preset = copy.deepcopy(small_config())
+    preset["experiments"] = {"other": copy.deepcopy(preset["experiments"]["robustness"])}
+    preset["experiments"]["other"]["grid"]["n"] = [32]
+    path = write_config(tmp_path, preset, "preset.yaml")
+    dry = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(path))
+    assert "experiment=other" in dry.stdout and "experiment=robustness" not in dry.stdout
+
+
+def test_changed_trials_are_refused_with_instructions(finished):
+    workdir, _ = finished
+    config = small_config(chunk_size=8)
+    config["experiments"]["robustness"]["trials"] = 21
+    path = write_config(workdir, config, "more_trials.yaml")
+    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path), check=False)
+    assert result.returncode != 0 and "would mix" in result.stderr and "trials=21" in result.stderr

@@ -1,0 +1,62 @@
+"""Run the real Snakemake workflow of this repository in a scratch directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+    result = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return result
+
+
+def write_config(workdir: Path, config: dict, name: str = "config.yaml") -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / name
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def point_rows(workdir: Path) -> dict[str, bytes]:
+    """point id -> the point's per-trial rows, serialised canonically (for byte comparisons)."""
+    rows: dict[str, bytes] = {}
+    for path in sorted((workdir / "results/store/trials").rglob("chunk-*.parquet")):
+        frame = pq.read_table(path).to_pandas()
+        for pid, part in frame.groupby("point_id"):
+            rows[pid] = part.sort_values("trial").reset_index(drop=True).to_json().encode()
+    return rows
+
+
+def tree(workdir: Path) -> dict[str, tuple[int, int]]:
+    """Every file under results/ with its size and modification time (ns)."""
+    base = workdir / "results"
+    return {str(p.relative_to(base)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(base.rglob("*")) if p.is_file()} if base.exists() else {}
+
+
+def jobs_planned(result: subprocess.CompletedProcess) -> dict[str, int]:
+    """Job counts per rule from a dry run's 'Job stats' table."""
+    counts, inside = {}, False
+    for line in result.stdout.splitlines():
+        if line.startswith("job ") and "count" in line:
+            inside = True
+            continue
+        if inside:
+            parts = line.split()
+            if not parts or parts[0].startswith("-"):
+                continue
+            if parts[0] == "total":
+                break
+            counts[parts[0]] = int(parts[1])
+    return counts
