@@ -75,7 +75,19 @@ def test_foreign_and_truncated_files_are_named(tmp_path):
         store.read_meta(truncated)
 
 
-def test_hidden_temp_files_are_not_listed(tmp_path):
+def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
+    import socket
+    import subprocess
+
     path, _ = write_chunk(tmp_path)
-    path.with_name(".chunk-x.parquet.123.tmp").write_bytes(b"partial")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = socket.gethostname()
+    orphan = path.with_name(f".{path.name}.{host}.{dead.pid}.tmp")
+    live = path.with_name(f".{path.name}.{host}.{os.getpid()}.tmp")
+    remote = path.with_name(f".{path.name}.other-node.{dead.pid}.tmp")
+    for tmp in (orphan, live, remote):
+        tmp.write_bytes(b"partial")
     assert store.chunk_files(tmp_path) == [path]
+    assert store.sweep_orphans(tmp_path) == [orphan]
+    assert live.exists() and remote.exists() and not orphan.exists()

@@ -96,6 +96,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
     p.set_defaults(func=_summary)
 
+    p = sub.add_parser("run", help="snakemake --cores all --rerun-incomplete, recovering from a killed run; extra arguments go to snakemake", add_help=False)
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: None)  # handled before parsing
+
     p = sub.add_parser("schema", help="print the store's columns as Markdown tables")
     p.add_argument("--kind", help="only this experiment kind")
     p.set_defaults(func=_schema)
@@ -125,6 +129,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
+        from attnsim.runner import run
+
+        return run(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if getattr(args, "threads", 1) < 1:

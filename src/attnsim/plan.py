@@ -74,6 +74,7 @@ def _spec_points(spec_text: str) -> list[Point]:
 
 
 def plan_all(settings: Settings, root: Path) -> dict[str, ExperimentPlan]:
+    store.sweep_orphans(root)
     return {name: plan_experiment(settings, name, root) for name in settings.experiments}
 
 

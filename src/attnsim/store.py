@@ -16,6 +16,7 @@ import datetime as dt
 import json
 import os
 import platform
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -102,7 +103,7 @@ def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta, sort_keys=True).encode()})
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.tmp")
     try:
         pq.write_table(table, tmp, compression="zstd", write_statistics=True)
         with open(tmp, "rb") as handle:
@@ -110,6 +111,28 @@ def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_orphans(root: Path) -> list[Path]:
+    """Delete temp files of writers that died on this host (killed jobs); others are left alone."""
+    removed = []
+    host = socket.gethostname()
+    for tmp in Path(root).glob("*/kind=*/experiment=*/.*.tmp"):
+        parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.tmp
+        if len(parts) == 4 and parts[1] == host and parts[2].isdigit() and not _alive(int(parts[2])):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
 
 
 def read_meta(path: Path) -> dict:

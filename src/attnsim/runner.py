@@ -1,0 +1,79 @@
+"""`attnsim run`: the README's run command, i.e. `snakemake --cores all` that recovers by itself.
+
+A killed run (SIGKILL, power loss) leaves Snakemake's lock behind and a plain
+rerun stops with "Directory cannot be locked". Before starting, the lock is
+removed when no live Snakemake process works in this directory; a run that
+is really going on keeps it, and Snakemake then refuses the second run.
+Interrupted jobs never leave half files (store writes are atomic), and
+`--rerun-incomplete` covers Snakemake's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+DEFAULT_ARGS = ["--cores", "all", "--rerun-incomplete"]
+
+
+def live_snakemake_dirs() -> set[Path] | None:
+    """Working directories of running Snakemake processes (None where /proc is unavailable)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    found = set()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            if not any(b"snakemake" in part.rsplit(b"/", 1)[-1] for part in cmdline[:3]):
+                continue
+            if any(part == b"--unlock" for part in cmdline):
+                continue
+            found.add(Path(os.readlink(entry / "cwd")).resolve())
+        except OSError:
+            continue  # the process ended or is not ours to inspect
+    return found
+
+
+def stale_lock(workdir: Path) -> bool:
+    locks = workdir / ".snakemake" / "locks"
+    if not locks.is_dir() or not any(locks.iterdir()):
+        return False
+    live = live_snakemake_dirs()
+    return live is not None and workdir.resolve() not in live
+
+
+def command(extra: list[str]) -> list[str]:
+    snakemake = shutil.which("snakemake") or "snakemake"
+    defaults = [a for a in DEFAULT_ARGS if not (a in ("--cores", "all") and any(x in extra for x in ("--cores", "-c", "--jobs", "-j")))]
+    return [snakemake, *defaults, *extra]
+
+
+def run(extra: list[str], workdir: Path = Path(".")) -> int:
+    """Replace this process by Snakemake (signals reach it directly), unlocking a stale lock first."""
+    if stale_lock(workdir):
+        print("attnsim: removing the lock left by an interrupted run (no Snakemake process is working here)", file=sys.stderr)
+        import subprocess
+
+        subprocess.run([command([])[0], "--unlock", "--cores", "1", *extra_config(extra)], cwd=workdir, check=False, capture_output=True)
+    cmd = command(extra)
+    print("attnsim: " + " ".join(cmd), file=sys.stderr)
+    os.execv(cmd[0], cmd)
+    return 1  # not reached
+
+
+def extra_config(extra: list[str]) -> list[str]:
+    """The arguments that select the config (needed to parse the workflow for --unlock)."""
+    keep, take = [], 0
+    for arg in extra:
+        if take:
+            keep.append(arg)
+            take -= 1
+        elif arg in ("--configfile", "--configfiles", "--config", "-s", "--snakefile", "-d", "--directory"):
+            keep.append(arg)
+            take = 1
+    return keep
