@@ -421,6 +421,8 @@ AccountingStoragePass=$MUNGE_SOCKET
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=30
 JobCompType=jobcomp/none
+# Keep sbatch --comment in accounting: the SLURM plugin puts the rule and wildcards there (sacct -o Comment).
+AccountingStoreFlags=job_comment
 
 $hw State=UNKNOWN
 PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP
