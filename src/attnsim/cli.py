@@ -56,8 +56,23 @@ def _schema(args) -> None:
     from attnsim.kinds import KINDS
     from attnsim.store import schema_markdown
 
-    for kind in [args.kind] if args.kind else KINDS:
-        print(schema_markdown(kind))
+    text = "\n".join(schema_markdown(kind) for kind in ([args.kind] if args.kind else KINDS))
+    if args.readme:
+        update_readme(args.readme, text)
+    else:
+        print(text)
+
+
+README_MARKERS = ("<!-- columns:start", "<!-- columns:end -->")
+
+
+def update_readme(path: Path, text: str) -> None:
+    """Replace the generated column tables between the README's markers."""
+    readme = path.read_text()
+    start = readme.index(README_MARKERS[0])
+    start = readme.index("\n", start) + 1
+    end = readme.index(README_MARKERS[1])
+    path.write_text(readme[:start] + "\n" + text + "\n" + readme[end:])
 
 
 def _check(args) -> None:
@@ -102,6 +117,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="print the store's columns as Markdown tables")
     p.add_argument("--kind", help="only this experiment kind")
+    p.add_argument("--readme", type=Path, help="rewrite the generated section of this README instead of printing")
     p.set_defaults(func=_schema)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")

@@ -22,7 +22,7 @@ FORMATS = ("table", "csv", "json", "parquet")
 
 def _files_sql(paths: list[Path]) -> str:
     listed = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
-    return f"read_parquet([{listed}], hive_partitioning = false, union_by_name = true)"
+    return f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true)"
 
 
 def connect(root: Path) -> duckdb.DuckDBPyConnection:

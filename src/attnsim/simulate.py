@@ -85,8 +85,6 @@ def trials_table(experiment: str, kind_name: str, trials: int, points: list[Poin
     schema = store.trials_schema(kind_name)
     columns: dict[str, list] = {name: [] for name in schema.names}
     for point in points:
-        columns["experiment"].append(np.full(trials, experiment, dtype=object))
-        columns["kind"].append(np.full(trials, kind_name, dtype=object))
         columns["point_id"].append(np.full(trials, point.id, dtype=object))
         columns["trial"].append(np.arange(trials, dtype=np.int64))
         for name in kind.param_names:

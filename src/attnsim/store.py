@@ -34,9 +34,13 @@ FORMAT = "attnsim-store/1"
 TABLES = ("trials", "summary")
 STAT_SUFFIXES = ("mean", "se", "ci_low", "ci_high")
 
+# `kind` and `experiment` are hive partition columns: they come from the path
+# (pyarrow.dataset, pandas, DuckDB with hive_partitioning) and each file's provenance.
+PARTITIONS = (
+    Column("kind", pa.string(), "experiment kind (hive partition, from the path)"),
+    Column("experiment", pa.string(), "experiment name from the config (hive partition, from the path)"),
+)
 IDENTITY = (
-    Column("experiment", pa.string(), "experiment name from config.yaml"),
-    Column("kind", pa.string(), "experiment kind"),
     Column("point_id", pa.string(), "stable id of the grid point (hash of kind and parameter values)"),
 )
 
@@ -170,7 +174,7 @@ def schema_markdown(kind_name: str) -> str:
     lines = []
     for title, schema in (("trials", trials_schema(kind_name)), ("summary", summary_schema(kind_name))):
         lines += [f"**`{title}`** table of `{kind_name}`", "", "| column | type | meaning |", "|---|---|---|"]
-        for f in schema:
+        for f in [c.field() for c in PARTITIONS] + list(schema):
             base = next((f.name[: -len(s)] for s in ("_se", "_ci_low", "_ci_high") if f.name.endswith(s)), None)
             if base and f"{base}_mean" in schema.names:
                 continue  # documented with its mean

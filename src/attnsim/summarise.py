@@ -48,7 +48,7 @@ def summarise_points(kind_name: str, experiment: str, table: pa.Table, point_ord
         lo, hi = bounds[pid]
         params = {name: columns[name][lo].item() if hasattr(columns[name][lo], "item") else columns[name][lo] for name in kind.param_names}
         metrics = {m.name: columns[m.name][lo:hi] for m in kind.metrics}
-        row = {"experiment": experiment, "kind": kind_name, "point_id": pid, **params, "n_trials": int(hi - lo)}
+        row = {"point_id": pid, **params, "n_trials": int(hi - lo)}
         for name in kind.summary_metrics:
             for suffix, value in mean_ci(metrics[name]).items():
                 row[f"{name}_{suffix}"] = value

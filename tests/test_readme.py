@@ -1,0 +1,51 @@
+"""The README's promises: its two commands, its generated column tables, and its examples as written."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from attnsim.cli import README_MARKERS
+from attnsim.kinds import KINDS
+from attnsim.store import schema_markdown
+from conftest import REPO, small_config
+from workflow_helpers import snakemake, write_config
+
+README = (REPO / "README.md").read_text()
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def test_column_tables_are_current():
+    section = README[README.index(README_MARKERS[0]) : README.index(README_MARKERS[1])]
+    for kind in KINDS:
+        assert schema_markdown(kind) in section, f"README columns out of date: attnsim schema --readme README.md ({kind})"
+
+
+def test_ci_runs_the_readme_test_command():
+    test_command = next(b for b in blocks("bash") if "pytest" in b).strip().splitlines()[-1]
+    assert test_command in (REPO / ".ci/run").read_text()
+    run_command = next(b for b in blocks("bash") if "attnsim run" in b).strip().splitlines()[-1]
+    assert run_command.endswith("attnsim run")
+
+
+@pytest.mark.slow
+def test_python_and_cli_examples_work_as_written(tmp_path):
+    write_config(tmp_path, small_config())
+    snakemake(tmp_path, "--cores", "2")
+    env = dict(os.environ, PATH=f"{sys.executable.rsplit('/', 1)[0]}{os.pathsep}{os.environ['PATH']}")
+    for code in blocks("python"):
+        result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert result.returncode == 0, f"{code}\n{result.stderr}"
+    commands = [line for b in blocks("bash") for line in b.splitlines() if line.startswith("attnsim query")]
+    assert len(commands) >= 3
+    for line in commands:
+        line = line.split("  #")[0]
+        result = subprocess.run(line, shell=True, cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert result.returncode == 0, f"{line}\n{result.stderr}"
