@@ -39,6 +39,9 @@ CASES = {
     "no experiments": (lambda c: c.__setitem__("experiments", {}), "experiments", "should be non-empty"),
     "seed missing": (lambda c: c.pop("seed"), "config", "missing required key 'seed'"),
     "seed a string": (lambda c: c.__setitem__("seed", "42"), "seed", "not of type integer"),
+    "target_se without max_trials": (lambda c: c["experiments"]["robustness"].__setitem__("target_se", 0.01), "experiments.robustness", "target_se needs max_trials as well"),
+    "zero target_se": (lambda c: c["experiments"]["robustness"].update(target_se=0, max_trials=100), "experiments.robustness.target_se", "less than or equal to the minimum of 0"),
+    "max_trials too small": (lambda c: c["experiments"]["robustness"].update(target_se=0.1, max_trials=30), "experiments.robustness.max_trials", "no room for a second round"),
     "boolean as integer": (lambda c: grid(c).__setitem__("d", [True]), "experiments.robustness.grid.d[0]", "not of type integer"),
 }
 

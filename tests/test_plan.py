@@ -54,3 +54,22 @@ def test_changed_trials_or_seed_is_refused_not_mixed(tmp_path):
         plan_experiment(load(config), "robustness", tmp_path)
     with pytest.raises(StoreError, match="seed=8"):
         plan_experiment(load(small_config(seed=8)), "robustness", tmp_path)
+
+
+def test_adaptive_experiment_records_why_each_point_stopped(tmp_path):
+    import pyarrow.parquet as pq
+
+    from attnsim.plan import experiment_json
+    from attnsim.summarise import collect
+
+    config = small_config()
+    config["experiments"]["robustness"].update(target_se=0.01, max_trials=60)
+    settings = load(config)
+    plan = run_plan(settings, tmp_path)
+    out = store.summary_path(tmp_path, plan.kind, "robustness")
+    collect(experiment_json(settings, "robustness"), store.experiment_chunks(tmp_path, plan.kind, "robustness"), out)
+    summary = pq.read_table(out).to_pandas()
+    assert set(summary["stop_reason"]) == {"target_se", "max_trials"}
+    stopped = summary[summary["stop_reason"] == "target_se"]
+    assert (stopped["rel_err_se"] <= 0.01).all() and set(summary["n_trials"]) <= {20, 40, 60}
+    assert (summary.loc[summary["stop_reason"] == "max_trials", "n_trials"] == 60).all()

@@ -38,7 +38,7 @@ def test_block_size_spans_several_blocks_for_large_points():
 
 def test_trials_table_schema_and_rows():
     pts = points()[:3]
-    table = trials_table("robustness", "noisy_attention", 5, pts, simulate_points("noisy_attention", 7, 5, pts))
+    table = trials_table("noisy_attention", pts, simulate_points("noisy_attention", 7, 5, pts))
     assert table.num_rows == 15
     assert table.schema.field("n").type == pa.int64() and table.schema.field("noise").type == pa.string()
     assert table.schema.field("sq_err").metadata[b"description"]
@@ -53,3 +53,23 @@ def test_spec_round_trip_and_bad_specs():
     for bad in ("not json", '{"kind": "nope"}', spec.replace('"noise_scale"', '"noise_level"')):
         with pytest.raises(ConfigError, match="chunk spec"):
             parse_spec(bad)
+
+
+def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_rounds():
+    pts = [make_point("noisy_attention", dict(n=16, d=4, logit_scale=1.0, noise="gaussian", noise_draws=2, noise_scale=s)) for s in (0.05, 1.0)]
+    fixed = simulate_points("noisy_attention", 7, 20, pts)
+    adaptive = simulate_points("noisy_attention", 7, 20, pts, target_se=0.004, max_trials=200)
+    calm, wild = (adaptive[p.id]["rel_err"] for p in pts)
+    assert calm.size == 20 and calm.std(ddof=1) / 20**0.5 <= 0.004  # already precise: one round
+    assert wild.size == 200  # never precise enough: stopped by max_trials (a multiple of the round size)
+    assert np.array_equal(wild[:20], fixed[pts[1].id]["rel_err"])  # the first round is the fixed-trials run
+    alone = simulate_points("noisy_attention", 7, 20, pts[1:], target_se=0.004, max_trials=200)
+    assert np.array_equal(alone[pts[1].id]["rel_err"], wild)
+
+
+def test_round_blocks_split_evenly():
+    from attnsim.simulate import round_blocks
+
+    big = make_point("noisy_attention", dict(n=4096, d=64, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=0.5))
+    sizes = round_blocks(KIND, big.params, 201)
+    assert sum(sizes) == 201 and max(sizes) <= KIND.block_trials(big.params) and max(sizes) - min(sizes) <= len(sizes)

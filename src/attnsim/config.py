@@ -73,6 +73,10 @@ def describe(error: ValidationError) -> str:
         return f"{where}: duplicate values in {error.instance!r}"
     if error.validator == "minItems" and error.instance == []:
         return f"{where}: empty list; give at least one value"
+    if error.validator == "dependentRequired":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        given = next(k for k, v in error.validator_value.items() if k in error.instance and any(m in v for m in missing)) if isinstance(error.validator_value, dict) else "?"
+        return f"{where}: {given} needs {', '.join(missing)} as well"
     if error.validator == "required":
         missing = [k for k in error.validator_value if k not in error.instance]
         return f"{where}: missing required key {', '.join(map(repr, missing))}"
@@ -100,11 +104,13 @@ class Experiment:
     trials: int
     grid: dict[str, list]
     description: str = ""
+    target_se: float | None = None  # adaptive precision on the kind's main metric
+    max_trials: int | None = None
 
     def results_key(self, seed: int) -> str:
         from attnsim.store import results_key
 
-        return results_key(self.kind, self.trials, seed)
+        return results_key(self.kind, self.trials, seed, self.target_se, self.max_trials)
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,7 @@ class Settings:
             "chunk_size": self.chunk_size,
             "memory_budget_mb": self.memory_budget_mb,
             "experiments": {
-                name: {"kind": e.kind, "trials": e.trials, "grid": e.grid, **({"description": e.description} if e.description else {})}
+                name: {"kind": e.kind, "trials": e.trials, "grid": e.grid, **({"description": e.description} if e.description else {}), **({"target_se": e.target_se, "max_trials": e.max_trials} if e.target_se else {})}
                 for name, e in self.experiments.items()
             },
         }
@@ -133,6 +139,11 @@ def check_semantics(settings: Settings) -> None:
 
     budget = settings.memory_budget_mb * 2**20
     for name, experiment in settings.experiments.items():
+        if experiment.max_trials is not None and experiment.max_trials < 2 * experiment.trials:
+            raise ConfigError(
+                f"experiments.{name}.max_trials: {experiment.max_trials} leaves no room for a second round of "
+                f"trials = {experiment.trials}; use at least {2 * experiment.trials} (rounds add `trials` trials each)"
+            )
         kind = get_kind(experiment.kind)
         worst = max(expand(experiment), key=lambda p: kind.bytes_per_trial(p.params))
         need = kind.bytes_per_trial(worst.params)
@@ -149,7 +160,15 @@ def load(config: dict) -> Settings:
     config = copy.deepcopy(config)
     check_schema(config)
     experiments = {
-        name: Experiment(name=name, kind=spec["kind"], trials=spec["trials"], grid=spec["grid"], description=spec.get("description", ""))
+        name: Experiment(
+            name=name,
+            kind=spec["kind"],
+            trials=spec["trials"],
+            grid=spec["grid"],
+            description=spec.get("description", ""),
+            target_se=spec.get("target_se"),
+            max_trials=spec.get("max_trials"),
+        )
         for name, spec in config["experiments"].items()
     }
     science = {"seed": config["seed"], "experiments": config["experiments"]}

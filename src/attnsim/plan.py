@@ -16,6 +16,7 @@ from attnsim import store
 from attnsim.config import Settings
 from attnsim.errors import StoreError
 from attnsim.grid import Point, chunk, chunk_id, expand
+from attnsim.kinds import get_kind
 from attnsim.simulate import chunk_spec
 
 
@@ -34,7 +35,9 @@ class ExperimentPlan:
 
 
 def _old_settings(meta: dict) -> str:
-    return f"trials={meta.get('trials')}, seed={meta.get('seed')}, algorithm version {meta.get('algorithm_version')}"
+    spec = json.loads(meta.get("spec", "{}"))
+    adaptive = f", target_se={spec['target_se']}, max_trials={spec['max_trials']}" if "target_se" in spec else ""
+    return f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version {meta.get('algorithm_version')}"
 
 
 def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan:
@@ -52,7 +55,8 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
         if meta.get("results_key") != key:
             raise StoreError(
                 f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "
-                f"seed={settings.seed}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
+                f"seed={settings.seed}" + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
+                + f", algorithm version {get_kind(experiment.kind).algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
             )
         ids = {p.id for p in _spec_points(meta["spec"])}
         if ids & wanted:
@@ -62,7 +66,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     todo = [p for p in points if p.id not in done]
     for members in chunk(todo, settings.chunk_size):
         cid = chunk_id(members)
-        plan.specs[cid] = chunk_spec(name, experiment.kind, settings.seed, experiment.trials, members)
+        plan.specs[cid] = chunk_spec(name, experiment.kind, settings.seed, experiment.trials, members, experiment.target_se, experiment.max_trials)
         plan.pending.append(cid)
     return plan
 
@@ -81,4 +85,7 @@ def plan_all(settings: Settings, root: Path) -> dict[str, ExperimentPlan]:
 def experiment_json(settings: Settings, name: str) -> str:
     """The experiment's own settings as JSON: what its summary and figures depend on."""
     e = settings.experiments[name]
-    return json.dumps({"experiment": name, "kind": e.kind, "trials": e.trials, "seed": settings.seed, "grid": e.grid}, sort_keys=True, separators=(",", ":"))
+    spec = {"experiment": name, "kind": e.kind, "trials": e.trials, "seed": settings.seed, "grid": e.grid}
+    if e.target_se is not None:
+        spec |= {"target_se": e.target_se, "max_trials": e.max_trials}
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))

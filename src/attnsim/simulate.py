@@ -8,6 +8,8 @@ depend on the thread count, the chunk or the order of execution.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import logging
 import math
@@ -24,18 +26,20 @@ from attnsim import store
 from attnsim.errors import ConfigError
 from attnsim.grid import Point, chunk_id, make_point
 from attnsim.kinds import get_kind
+from attnsim.kinds.base import Kind
 from attnsim.seeding import block_generator
 
 log = logging.getLogger(__name__)
+_nothing = contextlib.nullcontext
 
 
-def chunk_spec(experiment: str, kind: str, seed: int, trials: int, points: list[Point]) -> str:
+def chunk_spec(experiment: str, kind: str, seed: int, trials: int, points: list[Point], target_se: float | None = None, max_trials: int | None = None) -> str:
     """The job's complete input as compact JSON (it is a Snakemake param: a change means a rerun)."""
     names = get_kind(kind).param_names
-    return json.dumps(
-        {"experiment": experiment, "kind": kind, "seed": seed, "trials": trials, "params": list(names), "points": [[p.params[k] for k in names] for p in points]},
-        separators=(",", ":"),
-    )
+    spec = {"experiment": experiment, "kind": kind, "seed": seed, "trials": trials, "params": list(names), "points": [[p.params[k] for k in names] for p in points]}
+    if target_se is not None:
+        spec |= {"target_se": target_se, "max_trials": max_trials}
+    return json.dumps(spec, separators=(",", ":"))
 
 
 def parse_spec(text: str) -> tuple[dict, list[Point]]:
@@ -50,41 +54,73 @@ def parse_spec(text: str) -> tuple[dict, list[Point]]:
     return spec, points
 
 
-def simulate_points(kind_name: str, seed: int, trials: int, points: list[Point], threads: int = 1) -> dict[str, dict[str, np.ndarray]]:
-    """point id -> metric -> (trials,) array."""
+def round_blocks(kind: Kind, params, trials: int) -> list[int]:
+    """Sizes of the blocks of one round of `trials` trials: an even split into blocks of at most
+    `kind.block_trials`. Every round has the same layout, so a point's first k rounds are the
+    same numbers however many rounds it finally gets."""
+    count = math.ceil(trials / kind.block_trials(params))
+    size = math.ceil(trials / count)
+    return [size] * (count - 1) + [trials - size * (count - 1)]
+
+
+def standard_error(values: np.ndarray) -> float:
+    return float(np.std(values, ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.inf
+
+
+def simulate_points(
+    kind_name: str,
+    seed: int,
+    trials: int,
+    points: list[Point],
+    threads: int = 1,
+    target_se: float | None = None,
+    max_trials: int | None = None,
+) -> dict[str, dict[str, np.ndarray]]:
+    """point id -> metric -> (trials,) array.
+
+    Trials come in rounds of `trials`. With `target_se`, a point gets more rounds until the
+    standard error of its kind's main metric is at most `target_se` or another round would
+    pass `max_trials`: cheap points stop early, hard ones get more trials.
+    """
     kind = get_kind(kind_name)
-    groups: dict[str, list[Point]] = defaultdict(list)
+    limit = max_trials if target_se is not None and max_trials else trials
+    active: dict[str, list[Point]] = defaultdict(list)
     for point in points:
-        groups[point.stream].append(point)
-    tasks = []
-    for stream, members in groups.items():
-        size = kind.block_trials(members[0].params)
-        for block in range(math.ceil(trials / size)):
-            tasks.append((stream, members, block, min(size, trials - block * size)))
+        active[point.stream].append(point)
+    pieces: dict[str, dict[str, list]] = {p.id: defaultdict(list) for p in points}
 
     def run(task):
         stream, members, block, count = task
         return kind.simulate_block(block_generator(seed, stream, block), count, [m.params for m in members])
 
-    if threads > 1:
-        with threadpool_limits(limits=1), ThreadPoolExecutor(threads) as pool:
-            outputs = list(pool.map(run, tasks))
-    else:
-        outputs = [run(task) for task in tasks]
-
-    pieces: dict[str, dict[str, list]] = {p.id: defaultdict(list) for p in points}
-    for (stream, members, _, _), per_point in zip(tasks, outputs):
-        for member, metrics in zip(members, per_point):
-            for name, values in metrics.items():
-                pieces[member.id][name].append(values)
+    with threadpool_limits(limits=1) if threads > 1 else _nothing(), ThreadPoolExecutor(threads) as pool:
+        for round_ in itertools.count():
+            tasks = []
+            for stream, members in active.items():
+                sizes = round_blocks(kind, members[0].params, trials)
+                tasks += [(stream, members, round_ * len(sizes) + j, count) for j, count in enumerate(sizes)]
+            for (_, members, _, _), per_point in zip(tasks, pool.map(run, tasks)):
+                for member, metrics in zip(members, per_point):
+                    for name, values in metrics.items():
+                        pieces[member.id][name].append(values)
+            if target_se is None or (round_ + 2) * trials > limit:
+                break
+            active = {
+                stream: need
+                for stream, members in active.items()
+                if (need := [m for m in members if standard_error(np.concatenate(pieces[m.id][kind.main_metric])) > target_se])
+            }
+            if not active:
+                break
     return {pid: {name: np.concatenate(parts) for name, parts in metrics.items()} for pid, metrics in pieces.items()}
 
 
-def trials_table(experiment: str, kind_name: str, trials: int, points: list[Point], results: dict) -> pa.Table:
+def trials_table(kind_name: str, points: list[Point], results: dict) -> pa.Table:
     kind = get_kind(kind_name)
     schema = store.trials_schema(kind_name)
     columns: dict[str, list] = {name: [] for name in schema.names}
     for point in points:
+        trials = len(results[point.id][kind.main_metric])
         columns["point_id"].append(np.full(trials, point.id, dtype=object))
         columns["trial"].append(np.arange(trials, dtype=np.int64))
         for name in kind.param_names:
@@ -100,14 +136,14 @@ def run_chunk(spec_text: str, output: Path, threads: int = 1) -> Path:
     spec, points = parse_spec(spec_text)
     started = time.perf_counter()
     log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", chunk_id(points), len(points), spec["trials"], spec["kind"], spec["experiment"], threads)
-    results = simulate_points(spec["kind"], spec["seed"], spec["trials"], points, threads)
-    table = trials_table(spec["experiment"], spec["kind"], spec["trials"], points, results)
+    results = simulate_points(spec["kind"], spec["seed"], spec["trials"], points, threads, spec.get("target_se"), spec.get("max_trials"))
+    table = trials_table(spec["kind"], points, results)
     meta = store.provenance(
         table="trials",
         experiment=spec["experiment"],
         kind=spec["kind"],
         chunk=chunk_id(points),
-        results_key=store.results_key(spec["kind"], spec["trials"], spec["seed"]),
+        results_key=store.results_key(spec["kind"], spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         seed=spec["seed"],
         trials=spec["trials"],
         algorithm_version=get_kind(spec["kind"]).algorithm_version,

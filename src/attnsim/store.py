@@ -78,6 +78,7 @@ def summary_schema(kind_name: str) -> pa.Schema:
     }
     fields = [c.field() for c in (*IDENTITY, *kind.params)]
     fields.append(Column("n_trials", pa.int64(), "number of trials").field())
+    fields.append(Column("stop_reason", pa.string(), "why n_trials: 'trials' (the fixed count), 'target_se' (adaptive: the main metric's SE reached target_se), 'max_trials' (adaptive: the cap came first)").field())
     by_name = {c.name: c for c in kind.metrics}
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
@@ -86,9 +87,12 @@ def summary_schema(kind_name: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-def results_key(kind: str, trials: int, seed: int) -> str:
+def results_key(kind: str, trials: int, seed: int, target_se: float | None = None, max_trials: int | None = None) -> str:
     """What a stored point's numbers depend on besides its parameters; a mismatch means stale rows."""
-    return digest({"kind": kind, "trials": trials, "seed": seed, "algorithm": get_kind(kind).algorithm_version})
+    key = {"kind": kind, "trials": trials, "seed": seed, "algorithm": get_kind(kind).algorithm_version}
+    if target_se is not None:
+        key |= {"target_se": target_se, "max_trials": max_trials}
+    return digest(key)
 
 
 def provenance(**fields) -> dict:

@@ -32,7 +32,13 @@ def load_trials(paths: list[Path], point_ids: list[str] | None = None) -> pa.Tab
     return table
 
 
-def summarise_points(kind_name: str, experiment: str, table: pa.Table, point_order: list[str]) -> pa.Table:
+def stop_reason(values: np.ndarray, target_se: float | None) -> str:
+    if target_se is None:
+        return "trials"
+    return "target_se" if mean_ci(values)["se"] <= target_se else "max_trials"
+
+
+def summarise_points(kind_name: str, experiment: str, table: pa.Table, point_order: list[str], target_se: float | None = None) -> pa.Table:
     kind = get_kind(kind_name)
     schema = store.summary_schema(kind_name)
     table = table.sort_by([("point_id", "ascending"), ("trial", "ascending")])
@@ -48,7 +54,7 @@ def summarise_points(kind_name: str, experiment: str, table: pa.Table, point_ord
         lo, hi = bounds[pid]
         params = {name: columns[name][lo].item() if hasattr(columns[name][lo], "item") else columns[name][lo] for name in kind.param_names}
         metrics = {m.name: columns[m.name][lo:hi] for m in kind.metrics}
-        row = {"point_id": pid, **params, "n_trials": int(hi - lo)}
+        row = {"point_id": pid, **params, "n_trials": int(hi - lo), "stop_reason": stop_reason(metrics[kind.main_metric], target_se)}
         for name in kind.summary_metrics:
             for suffix, value in mean_ci(metrics[name]).items():
                 row[f"{name}_{suffix}"] = value
@@ -66,7 +72,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
     points = expand(SimpleNamespace(kind=spec["kind"], grid=spec["grid"]))
     order = [p.id for p in points]
     table = load_trials([Path(p) for p in chunk_paths], order)
-    summary = summarise_points(spec["kind"], spec["experiment"], table, order)
+    summary = summarise_points(spec["kind"], spec["experiment"], table, order, spec.get("target_se"))
     meta = store.provenance(
         table="summary",
         experiment=spec["experiment"],
@@ -74,7 +80,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         seed=spec["seed"],
         trials=spec["trials"],
         config_hash=digest(spec),
-        results_key=store.results_key(spec["kind"], spec["trials"], spec["seed"]),
+        results_key=store.results_key(spec["kind"], spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         algorithm_version=get_kind(spec["kind"]).algorithm_version,
         experiment_config=experiment_json,
     )
