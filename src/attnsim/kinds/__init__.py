@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from attnsim.kinds.base import Kind
+from attnsim.kinds.init_gradient import KIND as INIT_GRADIENT
+from attnsim.kinds.logit_entropy import KIND as LOGIT_ENTROPY
 from attnsim.kinds.noisy_attention import KIND as NOISY_ATTENTION
+from attnsim.kinds.temperature_entropy import KIND as TEMPERATURE_ENTROPY
 
-KINDS: dict[str, Kind] = {k.name: k for k in (NOISY_ATTENTION,)}
+KINDS: dict[str, Kind] = {k.name: k for k in (NOISY_ATTENTION, LOGIT_ENTROPY, TEMPERATURE_ENTROPY, INIT_GRADIENT)}
 
 
 def get_kind(name: str) -> Kind:

@@ -1,0 +1,92 @@
+"""Kind `init_gradient`: size of the logit gradient of attention at initialisation vs the weight scale (SCIENCE.md section 2).
+
+Large dot-product logits make the weights one-hot: the entropy, the softmax Jacobian and
+the gradient of the output with respect to the logits all vanish together.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from attnsim.kernels import init_gradient as kernel
+from attnsim.kinds.base import Column, Kind
+from attnsim.theory.entropy import effective_dot_product_scale, small_scale_entropy
+
+F64, I64 = pa.float64(), pa.int64()
+
+PARAMS = (
+    Column("n", I64, "number of keys"),
+    Column("d", I64, "dimension of queries, keys and values"),
+    Column("scale", F64, "std of the entries of q and k_i; logits s_i = q.k_i / sqrt(d); values v_i ~ N(0, I_d)"),
+)
+
+METRICS = (
+    Column("entropy", F64, "entropy H of the weights, nats, in [0, log n]"),
+    Column("grad_sq", F64, "||do/ds||_F^2 = sum_i p_i^2 ||v_i - o||^2"),
+    Column("jacobian_fro", F64, "||diag(p) - p p^T||_F = sqrt(sum p^2 - 2 sum p^3 + (sum p^2)^2)"),
+    Column("n_eff", F64, "effective number of keys 1 / sum_i p_i^2"),
+)
+
+THEORY = (
+    Column("log_n", F64, "log n: the entropy of uniform weights"),
+    Column("sigma_eff", F64, "effective logit std scale^2 (given q the logits are N(0, scale^2 ||q||^2 / d), ||q||^2/d -> scale^2)"),
+    Column("entropy_small_scale", F64, "log n - sigma_eff^2 / 2, the small-scale entropy prediction"),
+    Column("grad_sq_uniform", F64, "(d/n)(1 - 1/n): E[grad_sq] for uniform weights p = 1/n (scale -> 0)"),
+    Column("jacobian_fro_uniform", F64, "sqrt((1/n)(1 - 1/n)): jacobian_fro for uniform weights"),
+)
+
+EXTRA = (
+    Column("entropy_median", F64, "median over trials of the entropy"),
+    Column("grad_sq_median", F64, "median over trials of grad_sq: the typical trial, where the mean is set by rare near-ties of the top logits"),
+    Column("jacobian_fro_median", F64, "median over trials of jacobian_fro"),
+)
+
+
+def bytes_per_trial(p) -> int:
+    n, d = int(p["n"]), int(p["d"])
+    # values and values - v_top (n x d each); z, ||w||^2, logits, softmax_stats' gap and
+    # weights, the non-top weights and their squares, w.u and ||v - o||^2 ((n,) rows)
+    return 8 * (2 * n * d + 9 * n + 4 * d + 16)
+
+
+def simulate_block(rng, trials, points):
+    first = points[0]
+    draws = kernel.draw(rng, trials, first["n"], first["d"])
+    centred = kernel.centre(draws)
+    return [kernel.metrics(draws, centred, p["scale"]) for p in points]
+
+
+def theory(p) -> dict[str, object]:
+    n, d = p["n"], p["d"]
+    sigma = float(effective_dot_product_scale(d, p["scale"]))
+    return {
+        "log_n": math.log(n),
+        "sigma_eff": sigma,
+        "entropy_small_scale": float(small_scale_entropy(n, sigma)),
+        "grad_sq_uniform": d / n * (1 - 1 / n),
+        "jacobian_fro_uniform": math.sqrt((1 - 1 / n) / n),
+    }
+
+
+def extra_summary(metrics, p) -> dict[str, object]:
+    return {f"{name}_median": float(np.median(metrics[name])) for name in ("entropy", "grad_sq", "jacobian_fro")}
+
+
+KIND = Kind(
+    name="init_gradient",
+    description="gradient of the attention output w.r.t. the logits and softmax Jacobian at initialisation vs the weight scale",
+    params=PARAMS,
+    stream_params=("n", "d"),
+    metrics=METRICS,
+    theory_columns=THEORY,
+    algorithm_version=1,
+    bytes_per_trial=bytes_per_trial,
+    simulate_block=simulate_block,
+    theory=theory,
+    main_metric="grad_sq",
+    extra_columns=EXTRA,
+    extra_summary=extra_summary,
+)

@@ -1,0 +1,81 @@
+"""Kind `logit_entropy`: entropy of the attention weights vs the scale of the logits (SCIENCE.md section 2)."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+
+from attnsim.kernels import logit_entropy as kernel
+from attnsim.kinds.base import Column, Kind
+from attnsim.theory.entropy import effective_dot_product_scale, rem_entropy, rem_regime, rem_x, small_scale_entropy
+
+F64, I64, STR = pa.float64(), pa.int64(), pa.string()
+
+PARAMS = (
+    Column("n", I64, "number of keys"),
+    Column("d", I64, "dimension of queries and keys (used by dot_product logits only)"),
+    Column("logits", STR, "gaussian: s_i ~ N(0, scale^2); dot_product: s_i = q.k_i / sqrt(d), entries of q, k_i ~ N(0, scale^2)"),
+    Column("scale", F64, "std of the logits (gaussian) or of the entries of q and k_i (dot_product)"),
+)
+
+METRICS = (
+    Column("entropy", F64, "entropy H = -sum_i p_i log p_i of the weights, nats, in [0, log n]"),
+    Column("entropy_norm", F64, "H / log n, in [0, 1]"),
+    Column("renyi2", F64, "Renyi-2 entropy -log sum_i p_i^2, nats"),
+    Column("max_weight", F64, "largest weight max_i p_i"),
+    Column("n_eff", F64, "effective number of keys 1 / sum_i p_i^2 = exp(renyi2)"),
+)
+
+THEORY = (
+    Column("log_n", F64, "log n: the entropy of uniform weights, the upper bound"),
+    Column("sigma_eff", F64, "effective logit std sigma: scale (gaussian) or scale^2 (dot_product, ||q||^2/d -> scale^2)"),
+    Column("entropy_small_scale", F64, "log n - sigma^2/2, the small-scale (self-averaging) prediction; negative values mean it no longer applies"),
+    Column("entropy_rem", F64, "random-energy-model asymptote log n (1 - x^2) for x < 1, 0 beyond"),
+    Column("rem_x", F64, "x = sigma / sqrt(2 log n): weights spread over ~n^(1-x^2) keys while x < 1"),
+    Column("regime", STR, "liquid (x < 1) or frozen (x >= 1: weights condense on O(1) keys)"),
+)
+
+
+def bytes_per_trial(p) -> int:
+    # peak inside softmax_stats: z, logits, gap, -gap and the weights, five (n,) float64 rows
+    return 8 * (5 * int(p["n"]) + 16)
+
+
+def simulate_block(rng, trials, points):
+    first = points[0]
+    draws = kernel.draw(rng, trials, first["n"], first["d"], first["logits"])
+    return [kernel.metrics(draws, p["logits"], p["scale"]) for p in points]
+
+
+def sigma_eff(p) -> float:
+    if p["logits"] == "gaussian":
+        return float(p["scale"])
+    return float(effective_dot_product_scale(p["d"], p["scale"]))
+
+
+def theory(p) -> dict[str, object]:
+    n, sigma = p["n"], sigma_eff(p)
+    return {
+        "log_n": math.log(n),
+        "sigma_eff": sigma,
+        "entropy_small_scale": float(small_scale_entropy(n, sigma)),
+        "entropy_rem": float(rem_entropy(n, sigma)),
+        "rem_x": float(rem_x(n, sigma)),
+        "regime": str(rem_regime(n, sigma)),
+    }
+
+
+KIND = Kind(
+    name="logit_entropy",
+    description="entropy of softmax weights over gaussian or dot-product logits vs their scale, against small-scale and REM theory",
+    params=PARAMS,
+    stream_params=("n", "d", "logits"),
+    metrics=METRICS,
+    theory_columns=THEORY,
+    algorithm_version=1,
+    bytes_per_trial=bytes_per_trial,
+    simulate_block=simulate_block,
+    theory=theory,
+    main_metric="entropy",
+)

@@ -1,0 +1,101 @@
+"""Kind `temperature_entropy`: entropy of cosine-similarity attention at temperature tau (SCIENCE.md section 2).
+
+The gap log n - H can never exceed the exact finite-n worst case `exact_gap(n, tau)`;
+the summary records the largest gap seen over all trials and whether it respects that bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from attnsim.kernels import temperature_entropy as kernel
+from attnsim.kinds.base import Column, Kind
+from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
+
+F64, I64, BOOL = pa.float64(), pa.int64(), pa.bool_()
+
+PARAMS = (
+    Column("n", I64, "number of keys"),
+    Column("d", I64, "dimension of the unit sphere the query and keys are uniform on (>= 2)"),
+    Column("tau", F64, "temperature: logits are cos(theta_i) / tau"),
+)
+
+METRICS = (
+    Column("entropy", F64, "entropy H of the weights, nats, in [0, log n]"),
+    Column("gap", F64, "log n - H = KL(p || uniform), nats, >= 0"),
+)
+
+THEORY = (
+    Column("log_n", F64, "log n: the entropy of uniform weights"),
+    Column("gap_exact", F64, "exact finite-n worst case of log n - H over all cosine configurations (k keys at +1, n - k at -1)"),
+    Column("gap_asymptotic", F64, "g(tau): the n -> inf worst case; g(1) = 0.4745"),
+    Column("gap_random_direction", F64, "1 / (2 d tau^2): the gap for random directions while it is small (d tau^2 >> 1, large n)"),
+)
+
+EXTRA = (
+    Column("gap_max", F64, "largest gap over all trials of the point"),
+    Column("gap_max_excess", F64, "gap_max - gap_exact: negative while every trial respects the worst-case bound"),
+    Column("gap_within_bound", BOOL, "gap_max <= gap_exact + tolerance, tolerance = 1e-12 (1 + log n + 2/tau) nats of float64 rounding"),
+)
+
+
+def bytes_per_trial(p) -> int:
+    # peak inside softmax_stats: cosines, logits, gap, -gap and the weights, five (n,) float64 rows
+    # (drawing the cosines needs only two)
+    return 8 * (5 * int(p["n"]) + 16)
+
+
+def simulate_block(rng, trials, points):
+    first = points[0]
+    cosines = kernel.draw_cosines(rng, trials, first["n"], first["d"])
+    return [kernel.metrics(cosines, p["tau"]) for p in points]
+
+
+def theory(p) -> dict[str, object]:
+    n, d, tau = p["n"], p["d"], p["tau"]
+    return {
+        "log_n": math.log(n),
+        "gap_exact": float(exact_gap(n, tau)),
+        "gap_asymptotic": float(asymptotic_gap(tau)),
+        "gap_random_direction": float(random_direction_gap(d, tau)),
+    }
+
+
+def gap_tolerance(n: int, tau: float) -> float:
+    """Allowance for float64 rounding when comparing a measured gap with `exact_gap`.
+
+    Both sides are sums of terms no larger than log n and the logit range 2/tau, each
+    rounded with relative error ~1e-16 (times log2 n for the pairwise sums): at most
+    ~1e-14 (log n + 2/tau). A real violation of the bound would be far larger.
+    """
+    return 1e-12 * (1 + math.log(n) + 2 / tau)
+
+
+def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
+    gap_max = float(np.max(metrics["gap"]))
+    bound = float(exact_gap(p["n"], p["tau"]))
+    return {
+        "gap_max": gap_max,
+        "gap_max_excess": gap_max - bound,
+        "gap_within_bound": bool(gap_max <= bound + gap_tolerance(p["n"], p["tau"])),
+    }
+
+
+KIND = Kind(
+    name="temperature_entropy",
+    description="entropy gap log n - H of cosine attention at temperature tau for random directions, against the worst-case bound",
+    params=PARAMS,
+    stream_params=("n", "d"),
+    metrics=METRICS,
+    theory_columns=THEORY,
+    algorithm_version=1,
+    bytes_per_trial=bytes_per_trial,
+    simulate_block=simulate_block,
+    theory=theory,
+    main_metric="gap",
+    extra_columns=EXTRA,
+    extra_summary=extra_summary,
+)
