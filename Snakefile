@@ -13,10 +13,14 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
 
 
 rule all:

@@ -75,6 +75,24 @@ def update_readme(path: Path, text: str) -> None:
     path.write_text(readme[:start] + "\n" + text + "\n" + readme[end:])
 
 
+def _claims(args) -> None:
+    import json
+
+    from attnsim import claims
+    from attnsim.config import load_file
+
+    if args.experiments:
+        experiments, meta = json.loads(args.experiments), {}
+    else:
+        settings = load_file(args.config)
+        experiments = {name: e.kind for name, e in settings.experiments.items()}
+        meta = {"config_hash": settings.config_hash, "seed": settings.seed}
+    rows = claims.evaluate(args.store, experiments)
+    if args.write:
+        claims.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
+    print(claims.markdown(rows) if args.markdown else claims.short(rows))
+
+
 def _check(args) -> None:
     from attnsim.config import load_file
 
@@ -114,6 +132,14 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="snakemake --cores all --rerun-incomplete, recovering from a killed run; extra arguments go to snakemake", add_help=False)
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
+
+    p = sub.add_parser("claims", help="the claims table: prediction vs measurement and a verdict per claim")
+    config_option(p)
+    store_option(p)
+    p.add_argument("--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config")
+    p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
+    p.add_argument("--markdown", action="store_true", help="print the full Markdown table")
+    p.set_defaults(func=_claims)
 
     p = sub.add_parser("schema", help="print the store's columns as Markdown tables")
     p.add_argument("--kind", help="only this experiment kind")

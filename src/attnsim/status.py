@@ -55,8 +55,14 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         headline = _headline(e.kind, s)
         if headline:
             lines.append(f"{'':<20} {headline}")
+    claims_file = Path(root).parent / "claims.parquet"
+    if claims_file.exists():
+        from attnsim.claims import short_from_table
+
+        lines += ["", "claims (results/claims.md, attnsim claims --markdown):", short_from_table(store.read_table(claims_file))]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
+    lines.append(f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained file)")
     lines.append(f"figures: {Path(root).parent / 'figures'}/")
     if elapsed is not None:
         lines.append(f"wall time: {elapsed:.1f} s")

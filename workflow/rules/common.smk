@@ -1,5 +1,6 @@
 # Configuration, planning and input functions. All logic lives in the attnsim package.
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -9,7 +10,7 @@ from snakemake.utils import validate
 from attnsim import plan as planning, resources, store
 from attnsim.config import load as load_settings
 from attnsim.errors import AttnsimError
-from attnsim.figures import figure_names
+from attnsim.figures import FIGURES, figure_names
 from attnsim.status import run_summary
 
 RUN_STARTED = time.monotonic()
@@ -66,10 +67,20 @@ def summary_file(wildcards):
     return store.summary_path(STORE, SETTINGS.experiments[wildcards.experiment].kind, wildcards.experiment)
 
 
+ALL_FIGURES = sorted({name for _, names in FIGURES.values() for name in names})
+
+
+def all_summaries():
+    return [store.summary_path(STORE, e.kind, name) for name, e in SETTINGS.experiments.items()]
+
+
+def experiments_json():
+    return json.dumps({name: e.kind for name, e in SETTINGS.experiments.items()}, sort_keys=True)
+
+
 def all_targets():
-    targets = []
+    targets = all_summaries() + [RESULTS / "claims.parquet", RESULTS / "claims.md", RESULTS / "claims.html"]
     for name, experiment in SETTINGS.experiments.items():
-        targets.append(store.summary_path(STORE, experiment.kind, name))
         targets += [RESULTS / "figures" / name / f"{fig}.{ext}" for fig in figure_names(experiment.kind) for ext in ("png", "pdf")]
     return targets
 

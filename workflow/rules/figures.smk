@@ -1,15 +1,24 @@
-localrules:
-    figure,
+# One rule per figure (a figure of an experiment, PNG and PDF), so that the report shows each
+# with its own caption: workflow/report/<figure>.rst, grouped by experiment.
+for _figure in ALL_FIGURES:
 
-
-# One figure of an experiment, as PNG and PDF.
-rule figure:
-    input:
-        summary_file,
-    output:
-        png="results/figures/{experiment}/{figure}.png",
-        pdf="results/figures/{experiment}/{figure}.pdf",
-    log:
-        "results/logs/figure/{experiment}-{figure}.log",
-    shell:
-        "attnsim figures --summary {input:q} --figure {wildcards.figure} --output {output.png:q} > {log:q} 2>&1"
+    rule:
+        name:
+            f"figure_{_figure}"
+        localrule: True
+        input:
+            summary_file,
+        output:
+            png=report(
+                f"results/figures/{{experiment}}/{_figure}.png",
+                caption=f"../report/{_figure}.rst",
+                category="{experiment}",
+                labels={"figure": _figure},
+            ),
+            pdf=f"results/figures/{{experiment}}/{_figure}.pdf",
+        params:
+            figure=_figure,
+        log:
+            f"results/logs/figure/{{experiment}}-{_figure}.log",
+        shell:
+            "attnsim figures --summary {input:q} --figure {params.figure} --output {output.png:q} > {log:q} 2>&1"
