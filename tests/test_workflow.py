@@ -33,6 +33,18 @@ def test_run_produces_store_figures_and_summary(finished):
     assert list((workdir / "results/benchmarks/simulate").rglob("*.tsv")) and list((workdir / "results/logs/simulate").rglob("*.log"))
 
 
+def test_report_is_one_self_contained_file_with_captions_and_claims(finished):
+    workdir, _ = finished
+    snakemake(workdir, "--report", "results/report.html")
+    html = (workdir / "results/report.html").read_text()
+    assert "Relative error of noisy attention vs the number of keys" in html and "Delta-method collapse" in html
+    assert "data:image/png;base64" in html or "base64" in html  # figures embedded, opens offline
+    claims = pq.read_table(workdir / "results/claims.parquet").to_pandas()
+    assert set(claims["verdict"]) <= {"holds", "fails", "outside regime", "not measured"}
+    measured = claims.set_index("claim_id")["verdict"]
+    assert measured["entropy_in_bounds"] == "holds" and measured["tau_one_gap"] == "not measured"  # no temperature experiment here
+
+
 def test_adding_a_value_runs_only_new_points_and_keeps_old_rows(finished, tmp_path):
     workdir, _ = finished
     clone = tmp_path / "clone"

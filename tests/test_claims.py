@@ -1,0 +1,128 @@
+"""Each claim's computation on small synthetic summaries, where it holds and where it fails,
+and `not measured` for a config without the experiment."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnsim import claims
+from attnsim.claims import THRESHOLDS
+from attnsim.theory.entropy import asymptotic_gap, exact_gap
+from attnsim.theory.noise import kappa
+
+
+def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student_t")):
+    """A synthetic noisy_attention summary: rel_err ~ n^slope (finite kappa) or n^heavy_slope (kappa = inf)."""
+    rows = []
+    for family in families:
+        for sigma in (0.1, 0.5):
+            k = kappa(family, sigma)
+            for n in (64, 256, 1024, 4096):
+                rel = (math.sqrt(k) if math.isfinite(k) else 0.3) * n ** (slope if math.isfinite(k) else heavy_slope)
+                rows.append(
+                    dict(n=n, d=16, logit_scale=0.0, noise=family, noise_draws=8, noise_scale=sigma, kappa=k, kappa_finite=math.isfinite(k),
+                         kappa_sum_p2=k / n, err_ratio=ratio if math.isfinite(k) else None, rel_err_mean=rel, rel_err_se=rel * 0.01)
+                )
+    return pd.DataFrame(rows)
+
+
+def test_delta_method_holds_and_fails():
+    assert claims.delta_method(noisy(ratio=1.01), "gaussian").verdict == "holds"
+    bad = claims.delta_method(noisy(ratio=0.8), "gaussian")
+    assert bad.verdict == "fails" and bad.measured == pytest.approx(0.8) and bad.rel_deviation == pytest.approx(-0.2)
+    assert claims.delta_method(noisy(), "uniform").verdict == "outside regime"
+    assert claims.delta_method(None, "gaussian").verdict == "not measured"
+
+
+def test_error_rate_slope():
+    good = claims.error_rate(noisy(slope=-0.5))
+    assert good.verdict == "holds" and good.measured == pytest.approx(-0.5, abs=1e-9)
+    assert claims.error_rate(noisy(slope=-0.3)).verdict == "fails"
+
+
+def test_breakdown():
+    assert claims.breakdown(noisy(heavy_slope=0.1)).verdict == "holds"
+    falling = claims.breakdown(noisy(heavy_slope=-0.5))
+    assert falling.verdict == "fails" and falling.measured == pytest.approx(-0.5)
+    assert claims.breakdown(noisy(families=("gaussian",))).verdict == "outside regime"
+
+
+def entropy_summary(shift=0.0):
+    rows = []
+    for n in (256, 4096):
+        for sigma in (0.0, 0.1, 0.3, 1.0):
+            x = sigma / math.sqrt(2 * math.log(n))
+            h = math.log(n) - sigma**2 / 2 + shift
+            rows.append(dict(n=n, logits="gaussian", sigma_eff=sigma, entropy_mean=h, entropy_small_scale=math.log(n) - sigma**2 / 2,
+                             rem_x=x, entropy_norm_mean=h / math.log(n)))
+    return pd.DataFrame(rows)
+
+
+def test_small_scale_and_rem():
+    assert claims.small_scale_entropy(entropy_summary()).verdict == "holds"
+    assert claims.small_scale_entropy(entropy_summary(shift=0.05)).verdict == "fails"
+    assert claims.rem_collapse(entropy_summary()).verdict == "holds"
+    assert claims.rem_collapse(entropy_summary(shift=-1.5)).verdict == "fails"
+
+
+def gradient_summary(vanish=True):
+    rows = []
+    for n in (16, 256):
+        for scale in (0.1, 1.0, 10.0, 100.0):
+            h = math.log(n) * math.exp(-scale) if vanish else math.log(n) / 2
+            g = 1.0 / (1 + scale**2) if vanish else 1.0
+            rows.append(dict(n=n, d=8, scale=scale, entropy_mean=h, grad_sq_mean=g))
+    return pd.DataFrame(rows)
+
+
+def test_one_hot_vanishing_gradient():
+    ok = claims.one_hot_vanishing_gradient(gradient_summary())
+    assert ok.verdict == "holds" and ok.measured == 100.0
+    assert claims.one_hot_vanishing_gradient(gradient_summary(vanish=False)).verdict == "outside regime"
+
+
+def temperature_summary(excess=-1e-3):
+    rows = []
+    for n in (16, 256):
+        for tau in (0.1, 1.0, 2.0):
+            bound = float(exact_gap(n, tau))
+            rows.append(dict(n=n, d=3, tau=tau, gap_mean=bound / 3, gap_max=bound + excess, gap_exact=bound, gap_within_bound=excess <= 0, n_trials=100))
+    return pd.DataFrame(rows)
+
+
+def test_temperature_claims():
+    s = temperature_summary()
+    assert claims.tau_one_bound(s).verdict == "holds" and claims.tau_one_bound(s).predicted == pytest.approx(0.4745, abs=5e-5)
+    assert claims.exact_bound(s).verdict == "holds"
+    widen = claims.smaller_tau_widens(s)
+    assert widen.verdict == "holds" and widen.predicted == pytest.approx(float(asymptotic_gap(0.1)))
+    over = temperature_summary(excess=0.6)
+    assert claims.exact_bound(over).verdict == "fails" and claims.tau_one_bound(over).verdict == "fails"
+    assert claims.smaller_tau_widens(s[s["tau"] >= 1]).verdict == "outside regime"
+
+
+def test_config_without_experiments_gives_not_measured(tmp_path):
+    rows = claims.evaluate(tmp_path / "store", {})
+    assert {c.verdict for c in rows} == {"not measured"}
+    assert len(rows) == 13
+    written = claims.write(rows, tmp_path, {"seed": 1})
+    table = claims.store.read_table(written[0])
+    assert table.num_rows == 13 and table.schema.field("verdict").metadata[b"description"]
+    assert "not measured" in written[1].read_text() and "<table>" in written[2].read_text()
+    assert set(claims.VERDICTS) >= {c.verdict for c in rows}
+
+
+def test_entropy_bounds_reads_every_trial(tmp_path):
+    from attnsim import store
+    from attnsim.grid import make_point
+    from attnsim.simulate import chunk_spec, run_chunk
+
+    points = [make_point("logit_entropy", dict(n=n, d=4, logits="gaussian", scale=s)) for n in (2, 64) for s in (0.0, 1e4)]
+    run_chunk(chunk_spec("ent", "logit_entropy", 1, 10, points), store.chunk_path(tmp_path, "logit_entropy", "ent", "0" * 16))
+    claim = claims.entropy_bounds(tmp_path, {"ent": "logit_entropy"})
+    assert claim.verdict == "holds" and claim.ci_low >= 0 and claim.measured <= 1 + 1e-12
+    assert "40 trials" in claim.evidence
