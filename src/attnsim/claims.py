@@ -340,6 +340,10 @@ def _number(value) -> str:
     return f"{value:.4g}"
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
 def markdown(claims: list[Claim]) -> str:
     lines = ["| claim | condition | predicted | measured [95% CI] | rel. dev. | verdict |", "|---|---|---|---|---|---|"]
     for c in claims:
@@ -347,7 +351,7 @@ def markdown(claims: list[Claim]) -> str:
         if not math.isnan(c.ci_low):
             measured += f" [{_number(c.ci_low)}, {_number(c.ci_high)}]"
         verdict = f"**{c.verdict}**"
-        lines.append(f"| `{c.claim_id}`: {c.claim} | {c.condition} | {_number(c.predicted)} | {measured} | {_number(c.rel_deviation)} | {verdict} |")
+        lines.append(f"| `{c.claim_id}`: {_cell(c.claim)} | {_cell(c.condition)} | {_number(c.predicted)} | {measured} | {_number(c.rel_deviation)} | {verdict} |")
     lines += ["", "Evidence:", ""] + [f"- `{c.claim_id}`: {c.evidence or 'no data'}" for c in claims]
     return "\n".join(lines) + "\n"
 

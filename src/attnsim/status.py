@@ -40,6 +40,20 @@ def _headline(kind: str, s: pd.DataFrame) -> str:
         if infinite:
             parts.append(f"κ = ∞ flagged on {infinite} points")
         return "; ".join(parts)
+    if kind == "logit_entropy":
+        small = s[(s["logits"] == "gaussian") & (s["sigma_eff"] > 0) & (s["sigma_eff"] <= 0.3)]
+        if len(small):
+            worst = (small["entropy_mean"] - small["entropy_small_scale"]).abs().max()
+            return f"|H − (log n − σ²/2)| ≤ {worst:.2g} nats where σ ≤ 0.3 ({len(small)} points)"
+    if kind == "temperature_entropy":
+        at_one = s[np.isclose(s["tau"], 1.0)]
+        text = f"every trial within its exact bound: {bool(s['gap_within_bound'].all())}"
+        if len(at_one):
+            text += f"; largest gap at τ = 1: {at_one['gap_max'].max():.4f} (bound g(1) = {at_one['gap_asymptotic'].iloc[0]:.4f})"
+        return text
+    if kind == "init_gradient":
+        top = s[s["scale"] == s["scale"].max()]
+        return f"at scale {top['scale'].iloc[0]:g}: mean entropy ≤ {top['entropy_mean'].max():.2g} nats, mean grad_sq ≤ {top['grad_sq_mean'].max():.2g} (peak {s['grad_sq_mean'].max():.2g})"
     return ""
 
 
