@@ -59,10 +59,17 @@ def test_store_opens_as_one_dataset_in_pyarrow_and_duckdb(filled):
         ("SELECT * FROM nowhere", "query failed: Catalog Error: Table with name nowhere does not exist"),
         ("SELEC 1", "query failed: Parser Error"),
         ("SELECT sq_err_mean FROM robustness_trials", "query failed: Binder Error"),
+        ("COPY (SELECT 1) TO 'results/store/summary/x.parquet'", "only read-only queries (SELECT, SHOW, DESCRIBE, EXPLAIN) are allowed, got COPY"),
+        ("CREATE TABLE t AS SELECT 1", "only read-only queries"),
+        ("SELECT 1; DROP VIEW robustness", "give exactly one SQL statement, got 2"),
+        ("INSTALL httpfs", "only read-only queries"),
+        ("", "give exactly one SQL statement, got 0"),
     ],
 )
 def test_query_errors_are_one_line(filled, capsys, sql, message):
+    before = sorted(p.stat().st_mtime_ns for p in (filled / "results").rglob("*"))
     assert main(["query", sql]) == 2
+    assert sorted(p.stat().st_mtime_ns for p in (filled / "results").rglob("*")) == before
     err = capsys.readouterr().err
     assert err.startswith(f"attnsim: error: {message}") and err.count("\n") == 1
 

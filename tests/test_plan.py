@@ -73,3 +73,15 @@ def test_adaptive_experiment_records_why_each_point_stopped(tmp_path):
     stopped = summary[summary["stop_reason"] == "target_se"]
     assert (stopped["rel_err_se"] <= 0.01).all() and set(summary["n_trials"]) <= {20, 40, 60}
     assert (summary.loc[summary["stop_reason"] == "max_trials", "n_trials"] == 60).all()
+
+
+def test_new_algorithm_version_does_not_mix_with_old_rows(tmp_path, monkeypatch):
+    import dataclasses
+
+    from attnsim import kinds
+
+    run_plan(load(small_config()), tmp_path)
+    newer = dataclasses.replace(kinds.KINDS["noisy_attention"], algorithm_version=kinds.KINDS["noisy_attention"].algorithm_version + 1)
+    monkeypatch.setitem(kinds.KINDS, "noisy_attention", newer)
+    with pytest.raises(StoreError, match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows would mix"):
+        plan_experiment(load(small_config()), "robustness", tmp_path)

@@ -30,7 +30,7 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     files = {table: store.chunk_files(root, table) for table in store.TABLES}
     if not any(files.values()):
         raise QueryError(f"no results yet in {root}; run the workflow first (snakemake --cores all)")
-    con = duckdb.connect()
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     provenance = []
     by_experiment: dict[tuple[str, str], list[Path]] = {}
     for table, paths in files.items():
@@ -49,7 +49,24 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+READ_ONLY = ("SELECT", "EXPLAIN")  # SHOW, DESCRIBE, SUMMARIZE and WITH parse as SELECT
+
+
+def check_read_only(sql: str) -> None:
+    """One read-only statement: a query must never write into (or next to) the store."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as error:
+        raise QueryError(f"query failed: {str(error).strip().splitlines()[0]}") from None
+    if len(statements) != 1:
+        raise QueryError(f"give exactly one SQL statement, got {len(statements)}")
+    kind = statements[0].type.name
+    if kind not in READ_ONLY:
+        raise QueryError(f"only read-only queries (SELECT, SHOW, DESCRIBE, EXPLAIN) are allowed, got {kind}")
+
+
 def run(root: Path, sql: str) -> pd.DataFrame:
+    check_read_only(sql)
     con = connect(root)
     try:
         return con.execute(sql).df()
