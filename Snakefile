@@ -24,9 +24,9 @@ include: "workflow/rules/claims.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True
 
 
 onsuccess:

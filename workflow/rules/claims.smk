@@ -9,10 +9,12 @@ rule claims:
     output:
         table="results/claims.parquet",
         markdown="results/claims.md",
-        html=report("results/claims.html", caption="../report/claims.rst", category="Claims"),
-    params:
-        experiments=experiments_json(),
+        html=report(
+            "results/claims.html", caption="../report/claims.rst", category="Claims"
+        ),
     log:
         "results/logs/claims.log",
+    params:
+        experiments=experiments_json(),
     shell:
         "attnsim claims --experiments {params.experiments:q} --store results/store --write results > {log:q} 2>&1"

@@ -8,9 +8,9 @@ rule collect:
         experiment_chunks,
     output:
         "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
-    params:
-        experiment=experiment_json,
     log:
         "results/logs/collect/{experiment}-{kind}.log",
+    params:
+        experiment=experiment_json,
     shell:
         "attnsim collect --experiment {params.experiment:q} --output {output:q} {input:q} > {log:q} 2>&1"

@@ -26,7 +26,9 @@ def _fail(error):
 
 try:
     SETTINGS = load_settings(config)  # schema (one-line errors) + semantic checks
-    validate(config, "../schemas/config.schema.yaml")  # Snakemake's own check; fills defaults into config
+    validate(
+        config, "../schemas/config.schema.yaml"
+    )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE)
 except AttnsimError as error:
     _fail(error)
@@ -43,7 +45,9 @@ def chunk_spec(wildcards):
     try:
         return PLANS[wildcards.experiment].specs[wildcards.chunk]
     except KeyError:
-        raise ValueError(f"chunk {wildcards.chunk} of {wildcards.experiment} is not in the current plan") from None
+        raise ValueError(
+            f"chunk {wildcards.chunk} of {wildcards.experiment} is not in the current plan"
+        ) from None
 
 
 def chunk_mem_mb(wildcards, threads):
@@ -64,24 +68,39 @@ def experiment_json(wildcards):
 
 
 def summary_file(wildcards):
-    return store.summary_path(STORE, SETTINGS.experiments[wildcards.experiment].kind, wildcards.experiment)
+    return store.summary_path(
+        STORE, SETTINGS.experiments[wildcards.experiment].kind, wildcards.experiment
+    )
 
 
 ALL_FIGURES = sorted({name for _, names in FIGURES.values() for name in names})
 
 
 def all_summaries():
-    return [store.summary_path(STORE, e.kind, name) for name, e in SETTINGS.experiments.items()]
+    return [
+        store.summary_path(STORE, e.kind, name)
+        for name, e in SETTINGS.experiments.items()
+    ]
 
 
 def experiments_json():
-    return json.dumps({name: e.kind for name, e in SETTINGS.experiments.items()}, sort_keys=True)
+    return json.dumps(
+        {name: e.kind for name, e in SETTINGS.experiments.items()}, sort_keys=True
+    )
 
 
 def all_targets():
-    targets = all_summaries() + [RESULTS / "claims.parquet", RESULTS / "claims.md", RESULTS / "claims.html"]
+    targets = all_summaries() + [
+        RESULTS / "claims.parquet",
+        RESULTS / "claims.md",
+        RESULTS / "claims.html",
+    ]
     for name, experiment in SETTINGS.experiments.items():
-        targets += [RESULTS / "figures" / name / f"{fig}.{ext}" for fig in figure_names(experiment.kind) for ext in ("png", "pdf")]
+        targets += [
+            RESULTS / "figures" / name / f"{fig}.{ext}"
+            for fig in figure_names(experiment.kind)
+            for ext in ("png", "pdf")
+        ]
     return targets
 
 

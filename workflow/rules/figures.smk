@@ -5,7 +5,6 @@ for _figure in ALL_FIGURES:
     rule:
         name:
             f"figure_{_figure}"
-        localrule: True
         input:
             summary_file,
         output:
@@ -16,9 +15,10 @@ for _figure in ALL_FIGURES:
                 labels={"figure": _figure},
             ),
             pdf=f"results/figures/{{experiment}}/{_figure}.pdf",
-        params:
-            figure=_figure,
         log:
             f"results/logs/figure/{{experiment}}-{_figure}.log",
+        localrule: True
+        params:
+            figure=_figure,
         shell:
             "attnsim figures --summary {input:q} --figure {params.figure} --output {output.png:q} > {log:q} 2>&1"

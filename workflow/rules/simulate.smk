@@ -2,8 +2,6 @@
 rule simulate:
     output:
         "results/store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
-    params:
-        spec=chunk_spec,
     log:
         "results/logs/simulate/{experiment}/{kind}-{chunk}.log",
     benchmark:
@@ -12,5 +10,7 @@ rule simulate:
     resources:
         mem_mb=chunk_mem_mb,
         runtime=chunk_runtime,
+    params:
+        spec=chunk_spec,
     shell:
         "attnsim simulate --spec {params.spec:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
