@@ -1,0 +1,23 @@
+"""The workflow stays idiomatic: snakefmt-formatted and lint-clean (but for conda/containers:
+the environment is this package, installed with pip)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+RULE_FILES = [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]
+
+
+def test_snakefmt_clean():
+    result = subprocess.run([str(Path(sys.executable).parent / "snakefmt"), "--check", *map(str, RULE_FILES)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_lint_finds_nothing_but_the_software_environment():
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)], capture_output=True, text=True, cwd=REPO)
+    lints = {line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip().startswith("* ")}
+    assert lints <= {"* Specify a conda environment or container for each rule.:"}, lints
