@@ -63,7 +63,7 @@ def test_damaged_store_file_is_named(finished, tmp_path, damage):
 
 
 def test_point_over_memory_budget_is_refused_up_front(finished):
-    config = small_config(memory_budget_mb=100)
+    config = small_config(memory_budget_mb=64)
     config["experiments"]["robustness"]["grid"]["n"] = [16, 1048576]
     path = write_config(finished, config, "huge.yaml")
     expect_one_line_failure(finished, "needs about", "--configfile", str(path))

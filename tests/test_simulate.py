@@ -73,3 +73,58 @@ def test_round_blocks_split_evenly():
     big = make_point("noisy_attention", dict(n=4096, d=64, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=0.5))
     sizes = round_blocks(KIND, big.params, 201)
     assert sum(sizes) == 201 and max(sizes) <= KIND.block_trials(big.params) and max(sizes) - min(sizes) <= len(sizes)
+
+
+def many_points(kind: str) -> list:
+    """Points of one kind spanning the kernels' paths: several streams, more scales than one group holds,
+    every noisy-attention form (expm1, exp, shifted exp), heavy tails and one-hot weights."""
+    if kind == "noisy_attention":
+        grid = [dict(n=300, d=5, logit_scale=ls, noise=f, noise_draws=3, noise_scale=s) for ls in (1.0, 30.0) for f in ("gaussian", "student_t") for s in (0.0, 0.01, 0.3, 1.0, 2.0, 3.0, 5.0, 8.0, 10.0, 20.0)]
+    elif kind == "logit_entropy":
+        grid = [dict(n=300, d=5, logits=lg, scale=s) for lg in ("gaussian", "dot_product") for s in (0.0, 0.1, 1.0, 3.0, 100.0)]
+    elif kind == "temperature_entropy":
+        grid = [dict(n=300, d=d, tau=t) for d in (2, 7) for t in (0.01, 0.1, 1.0, 10.0)]
+    else:
+        grid = [dict(n=300, d=5, scale=s) for s in (0.0, 0.3, 1.0, 3.0, 30.0)]
+    return [make_point(kind, params) for params in grid]
+
+
+@pytest.mark.parametrize("kind", ["noisy_attention", "logit_entropy", "temperature_entropy", "init_gradient"])
+def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, monkeypatch):
+    """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; with small blocks
+    (many per point) and keys streamed in small chunks, so every path of the driver and kernels runs."""
+    from attnsim.kernels import init_gradient, noisy_attention
+    from attnsim.kinds import base
+
+    monkeypatch.setattr(base, "TARGET_BLOCK_BYTES", 200_000)
+    monkeypatch.setattr(noisy_attention, "CHUNK_BYTES", 20_000)
+    monkeypatch.setattr(init_gradient, "CHUNK_BYTES", 20_000)
+    pts = many_points(kind)
+    reference = simulate_points(kind, 11, 23, pts, threads=1)
+    assert all(np.isfinite(reference[p.id]["entropy"]).all() for p in pts)
+    runs = [simulate_points(kind, 11, 23, pts, threads=2), simulate_points(kind, 11, 23, pts[::-1], threads=3)]
+    runs += [simulate_points(kind, 11, 23, [p]) for p in pts[::4]]
+    for run in runs:
+        for pid, metrics in run.items():
+            for name, values in metrics.items():
+                assert np.array_equal(values, reference[pid][name], equal_nan=True), (pid, name)
+
+
+def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
+    """Matrix products are computed the same way whatever the thread count: BLAS runs on one thread."""
+    import dataclasses
+
+    from threadpoolctl import threadpool_info
+
+    from attnsim import simulate as driver
+
+    seen = []
+
+    def spy(rng, trials, members):
+        seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+        return [{c.name: np.zeros(trials) for c in KIND.metrics} for _ in members]
+
+    monkeypatch.setattr(driver, "get_kind", lambda name: dataclasses.replace(KIND, simulate_block=spy))
+    for threads in (1, 2):
+        simulate_points("noisy_attention", 1, 5, points()[:2], threads=threads)
+    assert seen and set(seen) == {1}

@@ -13,6 +13,9 @@ DEFAULT_STORE = Path("results/store")
 
 
 def _simulate(args) -> None:
+    from attnsim.tuning import tune_allocator
+
+    tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
     from attnsim.simulate import run_chunk
 
     run_chunk(args.spec, args.output, threads=args.threads)

@@ -19,84 +19,137 @@ their relative accuracy there instead of stopping at a rounding floor:
   with R1 = sum_{i != m} p_i (= 1 - p_m), R2 = sum_{i != m} p_i^2, S2 = p_m^2 + R2;
   since p_i <= 1/2 for i != m, (1 + S2) R2 - 2 sum p_i^3 >= S2 R2 >= 0: no cancellation.
   The result is still clipped at 0 before the square root.
-- ||v_i - o||^2 is computed relative to the value of the top key: with w_i = v_i - v_m
-  and u = o - v_m = sum_i p_i w_i (w_m = 0 exactly, so u is accurate even when
-  1 - p_m is below the rounding of o), ||v_i - o||^2 = ||w_i||^2 - 2 w_i.u + ||u||^2,
-  exact for i = m and a benign sum elsewhere (clipped at 0).
+- Values are measured from the top key's value: w_i = v_i - v_m (exact in float64, the
+  values being float32 numbers; w_m = 0), u = o - v_m = sum_i p_i w_i (accurate even when
+  1 - p_m is below the rounding of o), and
+      grad_sq = sum_i p_i^2 ||w_i||^2 - 2 u . sum_i p_i^2 w_i + ||u||^2 sum_i p_i^2
+  (= sum_i p_i^2 ||w_i - u||^2): with one-hot weights the first and last terms are both
+  ~p_2^2 ||w_2||^2 and the middle one smaller by p_2, so nothing cancels; clipped at 0.
 
-The top key m is the argmax of z, the same for every scale (the logits are a positive
-multiple of z), so the centred values are computed once per block. Common random
-numbers: z, r and the values serve every scale; each scale is computed on its own.
+Streaming: the top key m (the argmax of z, the same for every scale since the logits are a
+positive multiple of z) is swapped to index 0 (the metrics are symmetric in the keys and the
+values are i.i.d. and independent of the logits, so the laws are unchanged); the values are
+then drawn in chunks of keys (`key_chunk`) after z, and no trial ever holds all n x d values.
+Per scale: a first pass over the gaps g = max z - z gives Z = sum e^{-c g}, the entropy and the
+Jacobian sums; then each value chunk adds its share of sum p w, sum p^2 w and sum p^2 ||w||^2
+through one (2 x m) by (m x d) product per scale. Draw order per block: the chi-square, z
+(float32 Box-Muller), then the values chunk by chunk (float32 Box-Muller).
+
+Common random numbers: z, r and the values serve every scale; each scale is computed on its own.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from attnsim.kernels.logit_entropy import query_factor
-from attnsim.kernels.softmax import softmax_stats
+from attnsim.kernels.sampling import standard_normal
+from attnsim.kernels.softmax import GapSoftmax, gaps
+
+CHUNK_BYTES = 4 * 2**20  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
+
+
+def chunk_bytes_per_key(d: int) -> int:
+    """Bytes per key of a chunk: drawing it (words, radius, float32 values: 10 d), then the float32
+    values and their float64 differences (12 d), the norms and the weights (24)."""
+    return 12 * d + 28
+
+
+def key_chunk(n: int, d: int) -> int:
+    """Keys per chunk: all n if they fit CHUNK_BYTES, else an even split into chunks that do."""
+    count = math.ceil(n * chunk_bytes_per_key(d) / CHUNK_BYTES)
+    return math.ceil(n / count)
+
+
+def bytes_per_trial(n: int, d: int) -> int:
+    """Peak working set per trial: z (float32), gaps and weights (float64), one key chunk."""
+    return 20 * n + key_chunk(n, d) * chunk_bytes_per_key(d) + 32 * d + 256
 
 
 @dataclass(frozen=True)
 class Draws:
-    z: np.ndarray  # (T, n) standard normals; logits = scale^2 * query_factor * z
+    """A block's random numbers as the kernel used them (recorded for the tests' oracles)."""
+
+    z: np.ndarray  # (T, n) float32 standard normals, the largest at index 0; logits = scale^2 * query_factor * z
     query_factor: np.ndarray  # (T,) r = sqrt(chi2_d / d)
-    values: np.ndarray  # (T, n, d) standard normals
-
-
-def draw(rng: np.random.Generator, trials: int, n: int, d: int) -> Draws:
-    """The block's random numbers: chi-square (T,), then z (T, n), then values (T, n, d)."""
-    factor = query_factor(rng, trials, d)
-    z = rng.standard_normal((trials, n))
-    return Draws(z=z, query_factor=factor, values=rng.standard_normal((trials, n, d)))
+    values: np.ndarray  # (T, n, d) float32
 
 
 def make_logits(draws: Draws, scale: float) -> np.ndarray:
-    return (float(scale) ** 2 * draws.query_factor)[:, None] * draws.z
+    return (float(scale) ** 2 * draws.query_factor)[:, None] * draws.z.astype(np.float64)
 
 
-@dataclass(frozen=True)
-class Centred:
-    """Values relative to the top key's value; shared by every scale of a block."""
+def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, record: bool = False):
+    """Per scale, metric -> (T,) float64: entropy, grad_sq, jacobian_fro, n_eff.
 
-    top: np.ndarray  # (T,) index m of the largest logit
-    rel: np.ndarray  # (T, n, d) w_i = v_i - v_m
-    rel_sq: np.ndarray  # (T, n) ||w_i||^2
+    With `record`, also returns the `Draws` (all values kept: for tests on small sizes only).
+    """
+    rows = np.arange(trials)
+    factor = query_factor(rng, trials, d)
+    z = standard_normal(rng, (trials, n))
+    top = np.argmax(z, axis=1)
+    peak = z[rows, top]
+    z[rows, top] = z[:, 0]
+    z[:, 0] = peak
+    softmax = GapSoftmax(gaps(z))
+    gap = softmax.gap
+    multipliers = [float(scale) ** 2 * factor for scale in scales]
 
+    # per scale: totals, entropy and the Jacobian's sums (key 0 is the top key, e_0 = 1)
+    totals, results = [], []
+    for c in multipliers:
+        e = softmax.weights(c)
+        others = e[:, 1:]
+        rest = others.sum(axis=-1)
+        total = 1.0 + rest
+        entropy = np.log(total) + c * np.vecdot(e, gap) / total
+        np.clip(entropy, 0.0, softmax.log_n, out=entropy)
+        p_top = 1.0 / total
+        r1 = rest / total
+        r2 = np.vecdot(others, others) / total**2
+        r3 = np.einsum("tn,tn,tn->t", others, others, others) / total**3
+        sum_p2 = p_top**2 + r2
+        jac_sq = (1 + sum_p2) * r2 - 2 * r3 + p_top**2 * (r1**2 + r2)
+        totals.append(total)
+        results.append({"entropy": entropy, "jacobian_fro": np.sqrt(np.maximum(jac_sq, 0.0)), "n_eff": 1.0 / sum_p2, "sum_p2": sum_p2})
 
-def centre(draws: Draws) -> Centred:
-    top = np.argmax(draws.z, axis=-1)
-    rel = draws.values - draws.values[np.arange(len(top)), top][:, None, :]
-    return Centred(top=top, rel=rel, rel_sq=np.einsum("tnd,tnd->tn", rel, rel))
-
-
-def metrics(draws: Draws, centred: Centred, scale: float) -> dict[str, np.ndarray]:
-    """Per-trial entropy, grad_sq, jacobian_fro and n_eff at one scale."""
-    weights, entropy = softmax_stats(make_logits(draws, scale))
-    rows = np.arange(weights.shape[0])
-    p_top = weights[rows, centred.top]
-    others = weights.copy()
-    others[rows, centred.top] = 0.0
-    others_sq = others * others
-    r1 = others.sum(axis=-1)
-    r2 = others_sq.sum(axis=-1)
-    sum_p2 = p_top**2 + r2
-    jac_sq = (1 + sum_p2) * r2 - 2 * np.einsum("tn,tn->t", others_sq, others) + p_top**2 * (r1**2 + r2)
-
-    u = np.matmul(weights[:, None, :], centred.rel)[:, 0, :]  # o - v_m, (T, d)
-    cross = np.matmul(centred.rel, u[:, :, None])[:, :, 0]  # w_i . u, (T, n)
-    dist2 = centred.rel_sq - 2 * cross
-    dist2 += np.einsum("td,td->t", u, u)[:, None]
-    np.maximum(dist2, 0.0, out=dist2)
-    others_sq[rows, centred.top] = p_top**2  # now p_i^2 for every key
-    return {
-        "entropy": entropy,
-        "grad_sq": np.einsum("tn,tn->t", others_sq, dist2),
-        "jacobian_fro": np.sqrt(np.maximum(jac_sq, 0.0)),
-        "n_eff": 1.0 / sum_p2,
-    }
+    # values chunk by chunk: sum p w, sum p^2 w (moments) and sum p^2 ||w||^2 per scale
+    chunk = key_chunk(n, d)
+    moments = np.zeros((len(scales), trials, 2, d))
+    p2_ww = np.zeros((len(scales), trials))
+    kept = [] if record else None
+    head = None
+    pair = np.empty((trials, 2, min(n, chunk)))
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        values = standard_normal(rng, (trials, stop - start, d))
+        if record:
+            kept.append(values.copy())
+        if start == 0:
+            head = values[:, :1, :].astype(np.float64)  # v_m
+        rel = np.subtract(values, head, dtype=np.float64)  # w = v - v_m, exact
+        del values
+        norms = np.einsum("tmd,tmd->tm", rel, rel)
+        weights = pair[:, :, : stop - start]
+        for j, c in enumerate(multipliers):
+            np.multiply(gap[:, start:stop], -c[:, None], out=weights[:, 0])
+            np.exp(weights[:, 0], out=weights[:, 0])
+            weights[:, 0] /= totals[j][:, None]  # p
+            np.square(weights[:, 0], out=weights[:, 1])  # p^2
+            moments[j] += np.matmul(weights, rel)
+            p2_ww[j] += np.vecdot(weights[:, 1], norms)
+        del rel, norms  # before the next chunk is drawn
+    for j, out in enumerate(results):
+        u, p2_w = moments[j][:, 0], moments[j][:, 1]
+        uu = np.einsum("td,td->t", u, u)
+        out["grad_sq"] = np.maximum(p2_ww[j] - 2 * np.einsum("td,td->t", u, p2_w) + uu * out.pop("sum_p2"), 0.0)
+    results = [{name: out[name] for name in ("entropy", "grad_sq", "jacobian_fro", "n_eff")} for out in results]
+    if record:
+        return results, Draws(z=z, query_factor=factor, values=np.concatenate(kept, axis=1))
+    return results
 
 
 # --------------------------------------------------------------------------- oracles for the tests
@@ -111,6 +164,8 @@ def naive_draw(rng: np.random.Generator, n: int, d: int, scale: float) -> tuple[
 
 def naive_trial(logits: np.ndarray, values: np.ndarray) -> dict[str, float]:
     """Slow per-trial reference: plain formulas (the literal closed form for ||J||_F, and the full matrix)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
     p = np.exp(logits - logits.max())
     p /= p.sum()
     o = p @ values

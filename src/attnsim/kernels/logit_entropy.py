@@ -15,9 +15,14 @@ with z_i i.i.d. N(0, 1) independent of q; and ||q||^2 = scale^2 chi2_d. Hence
 
 one chi-square per trial and n normals instead of n*d + d normals.
 
-Common random numbers: one draw of (z, r) per block serves every `scale`; each
-scale is then computed on its own, so a point's numbers never depend on which
-other scales share the block.
+Draws: the chi-square (dot_product only) with numpy's sampler, then z in float32 from
+`attnsim.kernels.sampling` (Box-Muller, ~3x numpy's normals; exact in law to |z| <= 6.66).
+
+Common random numbers: one draw of (z, r) per block serves every `scale`. The logits of any
+scale are a non-negative multiple of z, so the gaps g = max z - z (float64, exact) are computed
+once and each scale costs one multiply, one exp and three row reductions (`GapSoftmax`); each
+scale is computed on its own, so a point's numbers never depend on which other scales share
+the block.
 """
 
 from __future__ import annotations
@@ -27,14 +32,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnsim.kernels.softmax import softmax_stats
+from attnsim.kernels.sampling import standard_normal
+from attnsim.kernels.softmax import GapSoftmax, gaps, softmax_stats
 
 LOGITS = ("gaussian", "dot_product")
 
 
 @dataclass(frozen=True)
 class Draws:
-    z: np.ndarray  # (T, n) standard normals
+    z: np.ndarray  # (T, n) standard normals, float32
     query_factor: np.ndarray  # (T,) r = sqrt(chi2_d / d) = ||q|| / (scale sqrt(d)); ones for gaussian logits
 
 
@@ -48,26 +54,49 @@ def draw(rng: np.random.Generator, trials: int, n: int, d: int, logits: str) -> 
     if logits not in LOGITS:
         raise ValueError(f"logits must be one of {', '.join(LOGITS)}, got {logits!r}")
     factor = query_factor(rng, trials, d) if logits == "dot_product" else np.ones(trials)
-    return Draws(z=rng.standard_normal((trials, n)), query_factor=factor)
+    return Draws(z=standard_normal(rng, (trials, n)), query_factor=factor)
 
 
 def logit_multiplier(draws: Draws, logits: str, scale: float) -> np.ndarray:
-    """Per-trial logit std, shape (T, 1): scale (gaussian) or scale^2 r (dot_product)."""
+    """Per-trial logit std, shape (T,): scale (gaussian) or scale^2 r (dot_product)."""
     if logits == "gaussian":
-        return np.full((draws.z.shape[0], 1), float(scale))
-    return (float(scale) ** 2 * draws.query_factor)[:, None]
+        return np.full(draws.z.shape[0], float(scale))
+    return float(scale) ** 2 * draws.query_factor
 
 
 def make_logits(draws: Draws, logits: str, scale: float) -> np.ndarray:
-    return logit_multiplier(draws, logits, scale) * draws.z
+    return logit_multiplier(draws, logits, scale)[:, None] * draws.z.astype(np.float64)
+
+
+def gap_metrics(softmax: GapSoftmax, multiplier: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-trial entropy (nats), entropy / log n, Renyi-2 entropy, largest weight and n_eff.
+
+    All finite for any finite logits: H in [0, log n], and sum p^2 lies in [1/n, 1] because the
+    largest weight is 1/Z >= 1/n.
+    """
+    stats = softmax.stats(multiplier)
+    sum_p2 = stats["sum_p2"]
+    return {
+        "entropy": stats["entropy"],
+        "entropy_norm": stats["entropy"] / softmax.log_n,
+        "renyi2": -np.log(sum_p2),
+        "max_weight": 1.0 / stats["total"],
+        "n_eff": 1.0 / sum_p2,
+    }
+
+
+def simulate(draws: Draws, logits: str, scales) -> list[dict[str, np.ndarray]]:
+    """Metrics for each scale, from one block of draws."""
+    softmax = GapSoftmax(gaps(draws.z))
+    return [gap_metrics(softmax, logit_multiplier(draws, logits, scale)) for scale in scales]
+
+
+def metrics(draws: Draws, logits: str, scale: float) -> dict[str, np.ndarray]:
+    return simulate(draws, logits, [scale])[0]
 
 
 def weight_metrics(logits: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-trial entropy (nats), entropy / log n, Renyi-2 entropy, largest weight and n_eff.
-
-    All finite for any finite logits: H in [0, log n] (see `softmax_stats`), and
-    sum p^2 lies in [1/n, 1] because the largest weight is 1/sum e^{s - max} >= 1/n.
-    """
+    """The same metrics from explicit logits (T, n), through `softmax_stats`."""
     weights, entropy = softmax_stats(logits)
     sum_p2 = np.einsum("tn,tn->t", weights, weights)
     return {
@@ -77,10 +106,6 @@ def weight_metrics(logits: np.ndarray) -> dict[str, np.ndarray]:
         "max_weight": weights.max(axis=-1),
         "n_eff": 1.0 / sum_p2,
     }
-
-
-def metrics(draws: Draws, logits: str, scale: float) -> dict[str, np.ndarray]:
-    return weight_metrics(make_logits(draws, logits, scale))
 
 
 # --------------------------------------------------------------------------- oracles for the tests

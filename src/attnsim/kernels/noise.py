@@ -1,4 +1,16 @@
-"""Standardised logit noise: unit standard deviation, scaled by noise_scale later."""
+"""Standardised logit noise: unit standard deviation, scaled by noise_scale later.
+
+Drawn in float32 from raw generator words (`attnsim.kernels.sampling`), ~2-6x faster than
+numpy's own samplers. Constructions (exact in law up to the 32-bit resolution of the words):
+
+- gaussian: Box-Muller (|z| <= 6.66).
+- uniform: U(-sqrt 3, sqrt 3).
+- laplace: b log(u1 / u2) with b = 1/sqrt 2 (a difference of two exponentials; |eps| <= 15.7).
+- gumbel: -beta log(E), E ~ Exp(1), beta = sqrt(6)/pi (location irrelevant: softmax is shift-invariant);
+  upper tail to 17.3 standard deviations, lower tail cut at probability 6e-8.
+- student_t (3 dof): Z / sqrt(chi2_3) with chi2_3 = Z'^2 + 2E, (Z, Z') one Box-Muller pair;
+  that is t_3 / sqrt(3), unit variance.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +18,45 @@ import math
 
 import numpy as np
 
-from attnsim.theory.noise import NOISE_FAMILIES, STUDENT_T_DOF
+from attnsim.kernels import sampling
+from attnsim.theory.noise import NOISE_FAMILIES
+
+F32 = np.float32
 
 
 def standard_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:
-    """i.i.d. draws with mean 0 (up to a shift, irrelevant to softmax) and variance 1."""
+    """i.i.d. draws with mean 0 (up to a shift, irrelevant to softmax) and variance 1, as float64
+    (the float32 numbers of `standard_noise32`, widened)."""
+    return standard_noise32(rng, family, shape).astype(np.float64)
+
+
+def standard_noise32(rng: np.random.Generator, family: str, shape) -> np.ndarray:
+    """i.i.d. float32 draws with mean 0 (up to a shift, irrelevant to softmax) and variance 1."""
     if family == "gaussian":
-        return rng.standard_normal(shape)
+        return sampling.standard_normal(rng, shape)
     if family == "uniform":
-        return rng.uniform(-math.sqrt(3), math.sqrt(3), shape)
+        return sampling.uniform(rng, shape, -math.sqrt(3), math.sqrt(3))
+    size = math.prod((int(shape),) if np.ndim(shape) == 0 else tuple(shape))
     if family == "laplace":
-        return rng.laplace(0.0, 1 / math.sqrt(2), shape)
+        both = sampling.open_uniform(sampling.words(rng, 2 * size))
+        out = np.divide(both[:size], both[size:])
+        np.log(out, out=out)
+        out *= F32(1 / math.sqrt(2))
+        return out.reshape(shape)
     if family == "gumbel":
-        return rng.gumbel(0.0, math.sqrt(6) / math.pi, shape)
+        out = sampling.exponential(rng, size)
+        np.log(out, out=out)
+        out *= F32(-math.sqrt(6) / math.pi)
+        return out.reshape(shape)
     if family == "student_t":
-        dof = STUDENT_T_DOF
-        return rng.standard_t(dof, shape) / math.sqrt(dof / (dof - 2))
+        radius, cosine, sine = sampling.box_muller(rng, size)
+        chi2 = sampling.exponential(rng, size)
+        chi2 *= F32(2)
+        sine *= radius
+        np.square(sine, out=sine)
+        chi2 += sine
+        np.sqrt(chi2, out=chi2)
+        cosine *= radius
+        cosine /= chi2
+        return cosine.reshape(shape)
     raise ValueError(f"unknown noise family {family!r}; expected one of {', '.join(NOISE_FAMILIES)}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -20,3 +22,44 @@ def softmax_stats(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     entropy = np.log(total[..., 0]) + np.einsum("...n,...n->...", weights, gap)
     np.minimum(entropy, np.log(logits.shape[-1]), out=entropy)
     return weights, entropy
+
+
+def gaps(values: np.ndarray) -> np.ndarray:
+    """g = max - values along the last axis, float64 (T, n), >= 0 and exactly 0 at the maximum.
+
+    Logits s = c * values with c >= 0 have s_max - s = c * g: one array of gaps serves every
+    scale c (common random numbers), each scale then needing one multiply and one exp.
+    """
+    peak = values.max(axis=-1, keepdims=True).astype(np.float64)
+    return np.subtract(peak, values, dtype=np.float64)
+
+
+class GapSoftmax:
+    """Softmax statistics of logits c_t * (peak_t - g_ti) for several multipliers c >= 0, one at a time.
+
+    For each multiplier: e = exp(-c g) (in a reused buffer, largest entry exactly 1), Z = sum e,
+    H = log Z + c sum(e g) / Z (two non-negative terms, no cancellation; clipped to [0, log n]),
+    sum p^2 = sum(e^2) / Z^2 and max p = 1 / Z. Reductions are row dot products (BLAS).
+    """
+
+    def __init__(self, gap: np.ndarray):
+        self.gap = gap
+        self.buffer = np.empty_like(gap)
+        self.log_n = math.log(gap.shape[-1])
+
+    def weights(self, multiplier) -> np.ndarray:
+        """e = exp(-c g), (T, n), in the shared buffer (overwritten by the next call)."""
+        c = np.asarray(multiplier, dtype=np.float64)
+        np.multiply(self.gap, -(c[:, None] if c.ndim else c), out=self.buffer)
+        return np.exp(self.buffer, out=self.buffer)
+
+    def stats(self, multiplier, sum_p2: bool = True) -> dict[str, np.ndarray]:
+        """total Z, entropy H and (unless `sum_p2` is False: one pass less) sum p^2 per row."""
+        e = self.weights(multiplier)
+        total = e.sum(axis=-1)
+        entropy = np.log(total) + np.asarray(multiplier) * np.vecdot(e, self.gap) / total
+        np.clip(entropy, 0.0, self.log_n, out=entropy)
+        out = {"total": total, "entropy": entropy}
+        if sum_p2:
+            out["sum_p2"] = np.vecdot(e, e) / total**2
+        return out

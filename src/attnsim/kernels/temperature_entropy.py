@@ -14,12 +14,16 @@ first two coordinates, (x_1, x_2) = R (cos phi, sin phi): the angle phi is unifo
     cos(theta) = sqrt(1 - U^{2/(d-2)}) cos(2 pi V),   U, V ~ U(0, 1] i.i.d.   (d >= 3)
     cos(theta) = cos(2 pi V)                                                   (d = 2)
 
-(Ulrich 1984's symmetric-beta generator). Two uniforms and a few ufuncs per key:
-1.3x (large d) to 3x (d <= 3) faster than `Generator.beta`, which draws two gamma
-variates per value; `np.cos` is most of the cost.
+(Ulrich 1984's symmetric-beta generator). U and V are 32-bit words of the generator
+(`attnsim.kernels.sampling`), the transforms float32 ufuncs: ~10x `Generator.beta`. The law
+is exact up to the 32-bit resolution of U and V (the cosines themselves are float32, relative
+precision 6e-8; every statistic is then computed in float64).
 
-Common random numbers: one block of cosines serves every tau; each tau is computed on
-its own, so a point's numbers do not depend on its siblings.
+Common random numbers: one block of cosines serves every tau. The logits cos/tau of any tau
+are a positive multiple of the cosines, so the gaps g = max cos - cos (float64, exact) are
+computed once and each tau costs one multiply, one exp and two row reductions
+(`GapSoftmax`); each tau is computed on its own, so a point's numbers do not depend on its
+siblings.
 
 Rounding: gap = log n - H is a difference, so its absolute error is ~ 1e-15 (log n + 2/tau);
 negligible next to the gaps of interest (>= 1e-6 for tau <= 100 and d <= 4096).
@@ -31,29 +35,49 @@ import math
 
 import numpy as np
 
-from attnsim.kernels.softmax import softmax_stats
+from attnsim.kernels import sampling
+from attnsim.kernels.softmax import GapSoftmax, gaps, softmax_stats
+
+F32 = np.float32
+_ANGLE = F32(2 * math.pi * 2.0**-32)
 
 
 def draw_cosines(rng: np.random.Generator, trials: int, n: int, d: int) -> np.ndarray:
-    """cos(theta_i) between a uniform query and n uniform keys on the sphere of R^d, shape (T, n)."""
+    """cos(theta_i) between a uniform query and n uniform keys on the sphere of R^d, float32 (T, n).
+
+    Words: n for the angles V, then (d > 2) n for the radii U.
+    """
     if d < 2:
         raise ValueError(f"d must be >= 2 for directions on a sphere, got {d}")
-    angle = 2 * np.pi * rng.random((trials, n))
-    cosines = np.cos(angle, out=angle)
+    size = trials * n
+    cosines = np.empty(size, F32)
+    cosines[...] = sampling.words(rng, size)
+    cosines *= _ANGLE
+    np.cos(cosines, out=cosines)
     if d > 2:
-        u = 1.0 - rng.random((trials, n))  # in (0, 1]: log never sees 0
-        radius2 = np.log(u, out=u)
-        radius2 *= 2.0 / (d - 2)
+        radius2 = sampling.open_uniform(sampling.words(rng, size))  # U in (0, 1]
+        np.log(radius2, out=radius2)
+        radius2 *= F32(2.0 / (d - 2))
         np.expm1(radius2, out=radius2)
         np.negative(radius2, out=radius2)  # 1 - U^{2/(d-2)}, accurate when it is small (large d)
-        cosines *= np.sqrt(radius2, out=radius2)
-    return cosines
+        np.sqrt(radius2, out=radius2)
+        cosines *= radius2
+    return cosines.reshape(trials, n)
+
+
+def simulate(cosines: np.ndarray, taus) -> list[dict[str, np.ndarray]]:
+    """Per tau: per-trial entropy H (nats) and gap = log n - H (>= 0) of softmax(cos / tau)."""
+    softmax = GapSoftmax(gaps(cosines))
+    results = []
+    for tau in taus:
+        entropy = softmax.stats(1.0 / float(tau), sum_p2=False)["entropy"]
+        results.append({"entropy": entropy, "gap": softmax.log_n - entropy})
+    return results
 
 
 def metrics(cosines: np.ndarray, tau: float) -> dict[str, np.ndarray]:
     """Per-trial entropy H (nats) and gap = log n - H (>= 0) of softmax(cos / tau)."""
-    _, entropy = softmax_stats(cosines * (1.0 / tau))
-    return {"entropy": entropy, "gap": math.log(cosines.shape[-1]) - entropy}
+    return simulate(cosines, [tau])[0]
 
 
 # --------------------------------------------------------------------------- oracles for the tests
@@ -68,8 +92,14 @@ def naive_cosines(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
 
 def naive_trial(cosines: np.ndarray, tau: float) -> dict[str, float]:
     """Slow per-trial reference: plain formulas on one trial's cosines."""
-    s = np.asarray(cosines) / tau
+    s = np.asarray(cosines, dtype=np.float64) / tau
     p = np.exp(s - s.max())
     p /= p.sum()
     entropy = -sum(float(pi * np.log(pi)) for pi in p if pi > 0)
     return {"entropy": entropy, "gap": math.log(len(p)) - entropy}
+
+
+def explicit_metrics(cosines: np.ndarray, tau: float) -> dict[str, np.ndarray]:
+    """The same metrics through `softmax_stats` on explicit logits (a second, independent route)."""
+    _, entropy = softmax_stats(np.asarray(cosines, dtype=np.float64) * (1.0 / tau))
+    return {"entropy": entropy, "gap": math.log(cosines.shape[-1]) - entropy}

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-# A trial block's working set is kept near this size; part of the algorithm
-# (block boundaries fix which random numbers a trial gets), hence fixed.
+# A trial block's working set is kept near this size (times the kind's `block_factor`); part of
+# the algorithm (block boundaries fix which random numbers a trial gets), hence fixed. Blocks are
+# what threads share out; a few MiB keeps numpy's passes in the caches while each call does
+# enough work to amortise Python's overhead and the GIL hand-offs between threads.
 TARGET_BLOCK_BYTES = 8 * 2**20
 MAX_BLOCK_TRIALS = 1024
 
@@ -49,6 +51,7 @@ class Kind:
     extra_columns: tuple[Column, ...] = field(default=())
     extra_summary: Callable[[dict[str, np.ndarray], Params], dict[str, object]] | None = None
     constant_metrics: tuple[str, ...] = ()  # per-trial columns that are constant per point: no mean/CI
+    block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:
@@ -61,7 +64,7 @@ class Kind:
     def block_trials(self, params: Params) -> int:
         """Trials per random-number block: a function of the stream parameters only."""
         per_trial = max(1, self.bytes_per_trial(params))
-        return int(min(MAX_BLOCK_TRIALS, max(1, TARGET_BLOCK_BYTES // per_trial)))
+        return int(min(MAX_BLOCK_TRIALS, max(1, self.block_factor * TARGET_BLOCK_BYTES // per_trial)))
 
     def stream_of(self, params: Params) -> dict[str, object]:
         return {k: params[k] for k in self.stream_params}

@@ -46,17 +46,14 @@ EXTRA = (
 
 
 def bytes_per_trial(p) -> int:
-    n, d = int(p["n"]), int(p["d"])
-    # values and values - v_top (n x d each); z, ||w||^2, logits, softmax_stats' gap and
-    # weights, the non-top weights and their squares, w.u and ||v - o||^2 ((n,) rows)
-    return 8 * (2 * n * d + 9 * n + 4 * d + 16)
+    """Peak working set per trial of `kernel.simulate` (z, gaps, weights, one key chunk of values).
+    Each further scale in the block adds 16 (d + 1) bytes per trial."""
+    return kernel.bytes_per_trial(int(p["n"]), int(p["d"]))
 
 
 def simulate_block(rng, trials, points):
     first = points[0]
-    draws = kernel.draw(rng, trials, first["n"], first["d"])
-    centred = kernel.centre(draws)
-    return [kernel.metrics(draws, centred, p["scale"]) for p in points]
+    return kernel.simulate(rng, trials, first["n"], first["d"], [p["scale"] for p in points])
 
 
 def theory(p) -> dict[str, object]:
@@ -82,7 +79,7 @@ KIND = Kind(
     stream_params=("n", "d"),
     metrics=METRICS,
     theory_columns=THEORY,
-    algorithm_version=1,
+    algorithm_version=2,
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=theory,

@@ -51,19 +51,33 @@ EXTRA = (
 
 
 def bytes_per_trial(p) -> int:
-    n, d, k = int(p["n"]), int(p["d"]), int(p["noise_draws"])
-    return 8 * (2 * n * d + 4 * k * n + 4 * n + 2 * k * d)
+    """Peak working set per trial of `kernel.simulate` (logits, noise, one key chunk, a group of
+    scales; see there). Beyond 8 noise scales sharing a block, each adds 8 K (d + 1) bytes per
+    trial when n takes several key chunks (their float64 sums)."""
+    return kernel.bytes_per_trial(int(p["n"]), int(p["d"]), int(p["noise_draws"]))
 
 
 def simulate_block(rng, trials, points):
     first = points[0]
-    draws = kernel.draw(rng, trials, first["n"], first["d"], first["logit_scale"], first["noise"], first["noise_draws"])
-    clean = kernel.clean_attention(draws)
+    per_scale = kernel.simulate(
+        rng, trials, first["n"], first["d"], first["logit_scale"], first["noise"], first["noise_draws"], [p["noise_scale"] for p in points]
+    )
     results = []
-    for p in points:
-        metrics = kernel.noisy_metrics(draws, clean, p["noise_scale"], kappa(p["noise"], p["noise_scale"]))
-        metrics["rel_err_pred"] = np.sqrt(kernel.safe_ratio(metrics["sq_err_pred"], clean.spread))
-        results.append(metrics)
+    for p, out in zip(points, per_scale):
+        k = kappa(p["noise"], p["noise_scale"])
+        sq_err_pred = k * out["grad_sq"] if math.isfinite(k) else np.full(trials, np.inf)
+        results.append(
+            {
+                "sq_err": out["sq_err"],
+                "rel_err": np.sqrt(kernel.safe_ratio(out["sq_err"], out["spread"])),
+                "rel_err_pred": np.sqrt(kernel.safe_ratio(sq_err_pred, out["spread"])),
+                "entropy": out["entropy"],
+                "n_eff": out["n_eff"],
+                "grad_sq": out["grad_sq"],
+                "kappa": np.full(trials, k),
+                "sq_err_pred": sq_err_pred,
+            }
+        )
     return results
 
 
@@ -97,7 +111,7 @@ KIND = Kind(
     stream_params=("n", "d", "logit_scale", "noise", "noise_draws"),
     metrics=METRICS,
     theory_columns=THEORY,
-    algorithm_version=1,
+    algorithm_version=2,
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=theory,
@@ -105,4 +119,5 @@ KIND = Kind(
     extra_columns=EXTRA,
     extra_summary=extra_summary,
     constant_metrics=("kappa",),
+    block_factor=2,  # small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise the calls
 )

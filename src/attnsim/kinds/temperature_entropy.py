@@ -43,15 +43,15 @@ EXTRA = (
 
 
 def bytes_per_trial(p) -> int:
-    # peak inside softmax_stats: cosines, logits, gap, -gap and the weights, five (n,) float64 rows
-    # (drawing the cosines needs only two)
-    return 8 * (5 * int(p["n"]) + 16)
+    # drawing: angles and radii (float32, 4 + 4 bytes per key, plus the words); then the
+    # cosines (float32), the gaps and the weights buffer (float64): 20 bytes per key
+    return 20 * int(p["n"]) + 128
 
 
 def simulate_block(rng, trials, points):
     first = points[0]
     cosines = kernel.draw_cosines(rng, trials, first["n"], first["d"])
-    return [kernel.metrics(cosines, p["tau"]) for p in points]
+    return kernel.simulate(cosines, [p["tau"] for p in points])
 
 
 def theory(p) -> dict[str, object]:
@@ -91,7 +91,7 @@ KIND = Kind(
     stream_params=("n", "d"),
     metrics=METRICS,
     theory_columns=THEORY,
-    algorithm_version=1,
+    algorithm_version=2,
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=theory,
