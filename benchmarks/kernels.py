@@ -1,0 +1,212 @@
+"""Each kind's kernel against its naive per-trial loop and against the machine's bound; memory per job;
+the effect of the allocator tuning."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from attnsim.grid import make_point
+from attnsim.kinds import get_kind
+from attnsim.simulate import chunk_spec, simulate_points
+from benchmarks import naive
+from benchmarks.machine import Limits, best_seconds
+from benchmarks.table import Row
+
+KINDS = ("noisy_attention", "logit_entropy", "temperature_entropy", "init_gradient")
+SIZES = (64, 1024, 16384, 65536)
+D, K = 64, 32
+SCALES = {  # eight points per stream, sharing its draws
+    "noisy_attention": ("noise_scale", (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 2.0)),
+    "logit_entropy": ("scale", (0.1, 0.3, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0)),
+    "temperature_entropy": ("tau", (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)),
+    "init_gradient": ("scale", (0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)),
+}
+UNIT = {"noisy_attention": "attn evals/s", "init_gradient": "attn evals/s", "logit_entropy": "softmaxes/s", "temperature_entropy": "softmaxes/s"}
+ENTROPY_KINDS = ("logit_entropy", "temperature_entropy")
+SPEEDUP_TARGET = {("noisy_attention", 16384): ">= 20"}
+BOUND_TARGET = {(kind, n): ">= 60" for kind in ENTROPY_KINDS for n in (16384, 65536)}
+
+
+def base_params(kind: str, n: int, d: int = D) -> dict:
+    return {
+        "noisy_attention": dict(n=n, d=d, logit_scale=1.0, noise="gaussian", noise_draws=K),
+        "logit_entropy": dict(n=n, d=d, logits="gaussian"),
+        "temperature_entropy": dict(n=n, d=d),
+        "init_gradient": dict(n=n, d=d),
+    }[kind]
+
+
+def points(kind: str, n: int, d: int = D, count: int = 8):
+    name, values = SCALES[kind]
+    return [make_point(kind, base_params(kind, n, d) | {name: v}) for v in values[:count]]
+
+
+def evaluations(kind: str) -> int:
+    """Attention evaluations (or softmaxes) per trial and point."""
+    return K if kind == "noisy_attention" else 1
+
+
+def kernel_rate(kind: str, n: int, threads: int, budget: float, scales: int = 8) -> tuple[float, int]:
+    """Evaluations per second of `simulate_points` on `threads` threads (best of repeated runs of
+    at least two blocks per thread, each ~budget/8), and the trials per run."""
+    pts = points(kind, n, count=scales)
+    per_block = get_kind(kind).block_trials(pts[0].params)
+    trials = max(2, 2 * threads * per_block)
+    started = time.perf_counter()
+    simulate_points(kind, 1, trials, pts, threads=threads)
+    once = time.perf_counter() - started
+    trials *= max(1, min(64, int(budget / 8 / max(once, 1e-9))))
+    seed = iter(range(2, 10**6))
+    seconds = best_seconds(lambda: simulate_points(kind, next(seed), trials, pts, threads=threads), budget, min_reps=3)
+    return trials * len(pts) * evaluations(kind) / seconds, trials
+
+
+def naive_rate(kind: str, n: int, budget: float) -> float:
+    """Evaluations per second of the naive loop (one thread, BLAS on one thread: its fastest setting
+    here), best of repeated batches of ~budget/5."""
+    rng = np.random.default_rng(0)
+    name, values = SCALES[kind]
+    value = values[4]
+    call = {
+        "noisy_attention": lambda: naive.noisy_attention(rng, n, D, K, 1.0, value),
+        "logit_entropy": lambda: naive.logit_entropy(rng, n, value),
+        "temperature_entropy": lambda: naive.temperature_entropy(rng, n, D, value),
+        "init_gradient": lambda: naive.init_gradient(rng, n, D, value),
+    }[kind]
+    with threadpool_limits(1):
+        started = time.perf_counter()
+        per_call = call()
+        once = time.perf_counter() - started
+        calls = max(1, int(budget / 5 / max(once, 1e-9)))
+
+        def batch():
+            for _ in range(calls):
+                call()
+
+        return calls * per_call / best_seconds(batch, budget, min_reps=3)
+
+
+def bound_rate(kind: str, n: int, limits: Limits, scales: int = 8) -> tuple[float, str]:
+    """The machine's bound for one stream of `scales` points: seconds of unavoidable work per trial
+    at the machine's measured rates on all cores, as evaluations per second."""
+    d = D
+    if kind == "noisy_attention":
+        seconds = (n + K * n + n * d) / limits.normal + scales * K * n / limits.expm1_32 + scales * 2 * K * n * d / limits.sgemm
+        what = "normals + float32 expm1 + float32 GEMM"
+    elif kind == "init_gradient":
+        seconds = (n + n * d) / limits.normal + scales * n / limits.exp64 + scales * 4 * n * d / limits.dgemm
+        what = "normals + float64 exp + float64 GEMM"
+    else:  # one draw and one exp per logit and scale: the sampling-plus-exp bound
+        seconds = n / limits.normal + scales * n / limits.exp64
+        what = "sampling + float64 exp"
+    return scales * evaluations(kind) / seconds, what
+
+
+def measure_kernels(threads: int, quick: bool) -> list[dict]:
+    """Kernel and naive rates for every kind and size (8 points per stream), then the entropy
+    kernels with one point per stream. Kernel and naive runs are interleaved and the best of
+    each kept, so that both see the machine's fast phases (it is shared and noisy)."""
+    budget = 0.05 if quick else 3.0
+    rounds = 1 if quick else 3
+    results = []
+    for kind in KINDS:
+        for n in SIZES:
+            fast, slow = 0.0, 0.0
+            for _ in range(rounds):
+                rate, trials = kernel_rate(kind, n, threads, budget / rounds)
+                fast, slow = max(fast, rate), max(slow, naive_rate(kind, n, budget / 3 / rounds))
+            results.append(dict(kind=kind, n=n, scales=8, fast=fast, slow=slow, trials=trials))
+    for kind in ENTROPY_KINDS:
+        fast, trials = kernel_rate(kind, 16384, threads, budget, scales=1)
+        results.append(dict(kind=kind, n=16384, scales=1, fast=fast, slow=None, trials=trials))
+    return results
+
+
+def kernel_rows(results: list[dict], limits: Limits, threads: int) -> list[Row]:
+    rows = []
+    for r in results:
+        kind, n = r["kind"], r["n"]
+        bound, what = bound_rate(kind, n, limits, scales=r["scales"])
+        if r["scales"] == 1:
+            rows.append(Row(f"{kind} n={n}, 1 point per stream: fraction of machine bound", 100 * r["fast"] / bound, "%", note=f"bound: {what}, {threads} cores"))
+            continue
+        label = f"{kind} n={n}"
+        setting = f"simulate_points, {threads} threads, 8 points sharing draws, d={D}" + (f", K={K}" if kind == "noisy_attention" else "")
+        rows.append(Row(f"{label}: kernel", r["fast"], UNIT[kind], note=f"{setting}, {r['trials']} trials per run"))
+        rows.append(Row(f"{label}: naive loop", r["slow"], UNIT[kind], note="per trial and point, numpy float64 samplers, 1 thread"))
+        rows.append(Row(f"{label}: speedup over naive", r["fast"] / r["slow"], "x", SPEEDUP_TARGET.get((kind, n)), note=f"same run, interleaved; kernel on {threads} cores, naive on 1"))
+        rows.append(Row(f"{label}: fraction of machine bound", 100 * r["fast"] / bound, "%", BOUND_TARGET.get((kind, n)), note=f"bound: {what}, {threads} cores"))
+    return rows
+
+
+ALLOCATOR_PROBE = textwrap.dedent(
+    """
+    import sys, time, json
+    if sys.argv[1] == "tuned":
+        from attnsim.tuning import tune_allocator
+        assert tune_allocator()
+    from threadpoolctl import threadpool_limits
+    from attnsim.grid import make_point
+    from attnsim.simulate import simulate_points
+    kind, params, name, values, trials = json.loads(sys.argv[2])
+    pts = [make_point(kind, params | {name: v}) for v in values]
+    simulate_points(kind, 1, trials, pts, threads=1)
+    best = float("inf")
+    for seed in range(2, 6):
+        started = time.perf_counter()
+        simulate_points(kind, seed, trials, pts, threads=1)
+        best = min(best, time.perf_counter() - started)
+    print(best)
+    """
+)
+
+
+def allocator_rows(quick: bool) -> list[Row]:
+    """Speed of one-thread kernels in fresh processes, with and without the mallopt tuning."""
+    rows = []
+    for kind, n in (("logit_entropy", 16384), ("temperature_entropy", 16384), ("noisy_attention", 16384)):
+        name, values = SCALES[kind]
+        params = base_params(kind, n)
+        trials = get_kind(kind).block_trials(points(kind, n)[0].params) * (1 if quick else 4)
+        seconds = {}
+        for mode in ("plain", "tuned"):
+            out = subprocess.run([sys.executable, "-c", ALLOCATOR_PROBE, mode, json.dumps([kind, params, name, list(values), trials])], capture_output=True, text=True, check=True)
+            seconds[mode] = float(out.stdout.strip())
+        rows.append(Row(f"allocator tuning (mallopt): {kind} n={n} speedup", seconds["plain"] / seconds["tuned"], "x", note="fresh processes, 1 thread, with vs without attnsim.tuning"))
+    return rows
+
+
+PEAK_RSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+
+
+def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: int) -> float:
+    """Peak resident memory (MiB) of one `attnsim simulate` job, as its parent sees it (a small
+    Python launcher, so the job's figure is its own, not a copy of this process at fork)."""
+    pts = points(kind, n, d, count=scales)
+    spec = chunk_spec("bench", kind, 1, trials, pts)
+    with tempfile.TemporaryDirectory() as tmp:
+        output = Path(tmp) / "chunk.parquet"
+        job = [sys.executable, "-m", "attnsim.cli", "simulate", "--spec", spec, "--output", str(output), "--threads", str(threads)]
+        result = subprocess.run([sys.executable, "-c", PEAK_RSS, *job], capture_output=True, text=True, check=True)
+    kib = int(result.stdout.strip())  # KiB on Linux, bytes on macOS
+    return kib / 1024 if sys.platform != "darwin" else kib / 2**20
+
+
+def memory_rows(quick: bool) -> list[Row]:
+    rows = []
+    n, d = 65536, 256
+    for threads in (1, 4):
+        for kind in KINDS:
+            trials = threads * (1 if quick else 2)
+            mb = peak_rss_mb(kind, n, d, threads, trials, scales=2 if quick else 8)
+            rows.append(Row(f"peak memory per job: {kind} n={n} d={d}, {threads} thread(s)", mb, "MiB", "<= 1024", note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} points" + (", K=32" if kind == "noisy_attention" else "")))
+    return rows

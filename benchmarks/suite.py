@@ -1,0 +1,68 @@
+"""`python -m benchmarks [--quick]`: run every section, print the table, write latest.md and latest.parquet."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from attnsim.tuning import tune_allocator
+from benchmarks import kernels, machine, table, workflow
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def header(info: dict[str, str], quick: bool, seconds: float | None = None) -> str:
+    lines = [
+        "# attnsim benchmarks" + (" (quick mode: tiny sizes, values not comparable)" if quick else ""),
+        "",
+        f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; {info['platform']}",
+        f"- Python {info['python']}, numpy {info['numpy']}, BLAS {info['blas']}; attnsim {info['attnsim']}",
+        f"- run: {info['date']}" + (f", {seconds / 60:.1f} min" if seconds else "") + "; `python -m benchmarks" + (" --quick" if quick else "") + "`",
+        "- kernels use every core (threads over trial blocks, BLAS on one thread each); naive loops one thread.",
+        "  Fractions of the machine bound compare with the machine's own rates measured in the same run.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="every row on tiny sizes, in well under a minute (for CI)")
+    parser.add_argument("--output", type=Path, default=RESULTS, help=f"directory for latest.md and latest.parquet (default {RESULTS})")
+    parser.add_argument("--cores", type=int, default=machine.cores(), help="threads for the kernels and --cores for Snakemake (default: all)")
+    args = parser.parse_args(argv)
+    tune_allocator()  # as every `attnsim simulate` job does
+    started = time.perf_counter()
+    info = machine.description()
+    rows: list[table.Row] = []
+
+    def section(name, fn, *fn_args):
+        t = time.perf_counter()
+        print(f"[benchmarks] {name} ...", flush=True)
+        rows.extend(fn(*fn_args))
+        print(f"[benchmarks] {name}: {time.perf_counter() - t:.1f} s", flush=True)
+
+    measured: dict = {}
+
+    def limits_section():
+        measured["limits"], limit_rows = machine.measure_limits(args.cores, args.quick)
+        return limit_rows
+
+    def kernels_section():
+        results = kernels.measure_kernels(args.cores, args.quick)
+        again, _ = machine.measure_limits(args.cores, args.quick)  # the bounds use the faster of two measurements
+        return kernels.kernel_rows(results, machine.best_limits(measured["limits"], again), args.cores)
+
+    section("machine limits", limits_section)
+    section("kernels vs naive loops", kernels_section)
+    section("allocator tuning", kernels.allocator_rows, args.quick)
+    section("memory per job", kernels.memory_rows, args.quick)
+    section("default sweep", workflow.sweep_rows, args.cores, args.quick)
+    section("10k grid", workflow.grid_rows, args.cores, args.quick)
+
+    seconds = time.perf_counter() - started
+    md, parquet = table.write(rows, args.output, header(info, args.quick, seconds), info | {"quick": str(args.quick)})
+    print()
+    print(table.text(rows))
+    print(f"\nwrote {md} and {parquet} ({seconds:.0f} s)")
+    return 0

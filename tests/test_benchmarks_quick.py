@@ -1,0 +1,69 @@
+"""The benchmark suite runs end to end in quick mode and writes every row (the speed targets are
+checked by the full suite, `python -m benchmarks`, not here)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+KINDS = ("noisy_attention", "logit_entropy", "temperature_entropy", "init_gradient")
+
+
+def expected_rows(cores: int) -> set[str]:
+    rows = set()
+    for label in ("normals, numpy ziggurat float64", "normals, numpy ziggurat float32", "normals, attnsim Box-Muller float32", "exp float64", "exp float32", "expm1 float32", "fp32 GEMM", "fp64 GEMM"):
+        rows |= {f"machine: {label}, 1 core", f"machine: {label}, {cores} cores"}
+    rows.add(f"machine: normal sampling (fastest), {cores} cores")
+    for kind in KINDS:
+        for n in (64, 1024, 16384, 65536):
+            rows |= {f"{kind} n={n}: {what}" for what in ("kernel", "naive loop", "speedup over naive", "fraction of machine bound")}
+        for threads in (1, 4):
+            rows.add(f"peak memory per job: {kind} n=65536 d=256, {threads} thread(s)")
+    rows |= {f"{kind} n=16384, 1 point per stream: fraction of machine bound" for kind in ("logit_entropy", "temperature_entropy")}
+    rows |= {f"allocator tuning (mallopt): {kind} n=16384 speedup" for kind in ("logit_entropy", "temperature_entropy", "noisy_attention")}
+    rows |= {
+        f"default sweep: {what}"
+        for what in (
+            "wall time",
+            "kernel time (sum over jobs)",
+            "simulate jobs' time (sum)",
+            "until the last chunk was written",
+            "after the last chunk",
+            "non-kernel share of wall time",
+            "non-kernel share of the simulate jobs",
+        )
+    }
+    rows |= {
+        f"10k grid: {what}"
+        for what in ("points", "dry-run time", "simulate jobs", "points per simulate job", "real run wall time, 2 trials per point", "real run kernel time (sum over jobs)")
+    }
+    return rows
+
+
+def test_quick_benchmarks_write_every_row(tmp_path):
+    cores = 2
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--cores", str(cores), "--output", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = pq.read_table(tmp_path / "latest.parquet")
+    assert table.schema.names == ["what", "value", "unit", "target", "met", "note"]
+    rows = table.to_pylist()
+    names = [r["what"] for r in rows]
+    assert len(names) == len(set(names))
+    assert set(names) == expected_rows(cores)
+    assert all(math.isfinite(r["value"]) and r["value"] >= 0 for r in rows), [r for r in rows if not math.isfinite(r["value"])]
+    targets = {r["what"] for r in rows if r["target"]}
+    assert "noisy_attention n=16384: speedup over naive" in targets and "10k grid: dry-run time" in targets
+    assert all((r["met"] is None) == (r["target"] is None) for r in rows)
+    markdown = (tmp_path / "latest.md").read_text()
+    assert markdown.startswith("# attnsim benchmarks") and "machine:" in markdown and markdown.count("\n| ") == len(rows) + 1
+    assert "noisy_attention n=16384: speedup over naive" in result.stdout  # the table is printed
