@@ -9,29 +9,28 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyarrow as pa
 
 from attnsim.kernels import init_gradient as kernel
 from attnsim.kinds.base import Column, Kind
+from attnsim.kinds.columns import F64, I64, ENTROPY, GRAD_SQ, LOG_N, N, N_EFF
 from attnsim.theory.entropy import effective_dot_product_scale, small_scale_entropy
 
-F64, I64 = pa.float64(), pa.int64()
 
 PARAMS = (
-    Column("n", I64, "number of keys"),
+    N,
     Column("d", I64, "dimension of queries, keys and values"),
     Column("scale", F64, "std of the entries of q and k_i; logits s_i = q.k_i / sqrt(d); values v_i ~ N(0, I_d)"),
 )
 
 METRICS = (
-    Column("entropy", F64, "entropy H of the weights, nats, in [0, log n]"),
-    Column("grad_sq", F64, "||do/ds||_F^2 = sum_i p_i^2 ||v_i - o||^2"),
+    ENTROPY,
+    GRAD_SQ,
     Column("jacobian_fro", F64, "||diag(p) - p p^T||_F = sqrt(sum p^2 - 2 sum p^3 + (sum p^2)^2)"),
-    Column("n_eff", F64, "effective number of keys 1 / sum_i p_i^2"),
+    N_EFF,
 )
 
 THEORY = (
-    Column("log_n", F64, "log n: the entropy of uniform weights"),
+    LOG_N,
     Column("sigma_eff", F64, "effective logit std scale^2 (given q the logits are N(0, scale^2 ||q||^2 / d), ||q||^2/d -> scale^2)"),
     Column("entropy_small_scale", F64, "log n - sigma_eff^2 / 2, the small-scale entropy prediction"),
     Column("grad_sq_uniform", F64, "(d/n)(1 - 1/n): E[grad_sq] for uniform weights p = 1/n (scale -> 0)"),

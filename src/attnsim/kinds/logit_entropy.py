@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 
-import pyarrow as pa
 
 from attnsim.kernels import logit_entropy as kernel
 from attnsim.kinds.base import Column, Kind
+from attnsim.kinds.columns import F64, I64, STR, LOG_N, N
 from attnsim.theory.entropy import effective_dot_product_scale, rem_entropy, rem_regime, rem_x, small_scale_entropy
 
-F64, I64, STR = pa.float64(), pa.int64(), pa.string()
 
 PARAMS = (
-    Column("n", I64, "number of keys"),
+    N,
     Column("d", I64, "dimension of queries and keys (used by dot_product logits only)"),
     Column("logits", STR, "gaussian: s_i ~ N(0, scale^2); dot_product: s_i = q.k_i / sqrt(d), entries of q, k_i ~ N(0, scale^2)"),
     Column("scale", F64, "std of the logits (gaussian) or of the entries of q and k_i (dot_product)"),
@@ -28,7 +27,7 @@ METRICS = (
 )
 
 THEORY = (
-    Column("log_n", F64, "log n: the entropy of uniform weights, the upper bound"),
+    LOG_N,
     Column("sigma_eff", F64, "effective logit std sigma: scale (gaussian) or scale^2 (dot_product, ||q||^2/d -> scale^2)"),
     Column("entropy_small_scale", F64, "log n - sigma^2/2, the small-scale (self-averaging) prediction; negative values mean it no longer applies"),
     Column("entropy_rem", F64, "random-energy-model asymptote log n (1 - x^2) for x < 1, 0 beyond"),

@@ -5,17 +5,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyarrow as pa
 
 from attnsim.kernels import noisy_attention as kernel
 from attnsim.kinds.base import Column, Kind
+from attnsim.kinds.columns import F64, I64, STR, BOOL, GRAD_SQ, N, N_EFF
 from attnsim.stats import ratio_of_means
 from attnsim.theory.noise import kappa, regime
 
-F64, I64, STR, BOOL = pa.float64(), pa.int64(), pa.string(), pa.bool_()
 
 PARAMS = (
-    Column("n", I64, "number of keys"),
+    N,
     Column("d", I64, "dimension of the values"),
     Column("logit_scale", F64, "std of the clean logits s_i ~ N(0, logit_scale^2)"),
     Column("noise", STR, "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof)"),
@@ -28,8 +27,8 @@ METRICS = (
     Column("rel_err", F64, "sqrt(sq_err / sum_i p_i ||v_i - o||^2); 0 when both are 0"),
     Column("rel_err_pred", F64, "delta-method rel_err: sqrt(sq_err_pred / sum_i p_i ||v_i - o||^2)"),
     Column("entropy", F64, "entropy of the clean weights, nats"),
-    Column("n_eff", F64, "effective number of keys 1 / sum_i p_i^2"),
-    Column("grad_sq", F64, "||do/ds||_F^2 = sum_i p_i^2 ||v_i - o||^2"),
+    N_EFF,
+    GRAD_SQ,
     Column("kappa", F64, "Var(e^eps)/E[e^eps]^2 of the noise law; +inf where it diverges"),
     Column("sq_err_pred", F64, "delta-method prediction kappa * grad_sq; +inf when kappa is"),
 )

@@ -9,27 +9,26 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyarrow as pa
 
 from attnsim.kernels import temperature_entropy as kernel
 from attnsim.kinds.base import Column, Kind
+from attnsim.kinds.columns import F64, I64, BOOL, ENTROPY, LOG_N, N
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
 
-F64, I64, BOOL = pa.float64(), pa.int64(), pa.bool_()
 
 PARAMS = (
-    Column("n", I64, "number of keys"),
+    N,
     Column("d", I64, "dimension of the unit sphere the query and keys are uniform on (>= 2)"),
     Column("tau", F64, "temperature: logits are cos(theta_i) / tau"),
 )
 
 METRICS = (
-    Column("entropy", F64, "entropy H of the weights, nats, in [0, log n]"),
+    ENTROPY,
     Column("gap", F64, "log n - H = KL(p || uniform), nats, >= 0"),
 )
 
 THEORY = (
-    Column("log_n", F64, "log n: the entropy of uniform weights"),
+    LOG_N,
     Column("gap_exact", F64, "exact finite-n worst case of log n - H over all cosine configurations (k keys at +1, n - k at -1)"),
     Column("gap_asymptotic", F64, "g(tau): the n -> inf worst case; g(1) = 0.4745"),
     Column("gap_random_direction", F64, "1 / (2 d tau^2): the gap for random directions while it is small (d tau^2 >> 1, large n)"),

@@ -1,0 +1,15 @@
+"""Columns that several kinds share, declared once so their names and meanings cannot drift."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from attnsim.kinds.base import Column
+
+F64, I64, STR, BOOL = pa.float64(), pa.int64(), pa.string(), pa.bool_()
+
+N = Column("n", I64, "number of keys")
+ENTROPY = Column("entropy", F64, "entropy H of the weights, nats, in [0, log n]")
+N_EFF = Column("n_eff", F64, "effective number of keys 1 / sum_i p_i^2")
+GRAD_SQ = Column("grad_sq", F64, "||do/ds||_F^2 = sum_i p_i^2 ||v_i - o||^2")
+LOG_N = Column("log_n", F64, "log n: the entropy of uniform weights, the upper bound")
