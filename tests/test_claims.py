@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from attnsim import claims
-from attnsim.claims import THRESHOLDS
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 from attnsim.theory.noise import kappa
 
