@@ -16,6 +16,7 @@ import yaml
 
 from attnsim.config import load
 from attnsim.grid import expand
+from attnsim.runner import planned_jobs
 from benchmarks.table import Row
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,23 +40,6 @@ def snakemake(workdir: Path, *args: str, timeout: float = 3600) -> tuple[subproc
     if result.returncode != 0:
         raise RuntimeError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
     return result, seconds
-
-
-def jobs_planned(result: subprocess.CompletedProcess) -> dict[str, int]:
-    """Job counts per rule from a dry run's 'Job stats' table."""
-    counts, inside = {}, False
-    for line in result.stdout.splitlines():
-        if line.startswith("job ") and "count" in line:
-            inside = True
-            continue
-        if inside:
-            parts = line.split()
-            if not parts or parts[0].startswith("-"):
-                continue
-            if parts[0] == "total":
-                break
-            counts[parts[0]] = int(parts[1])
-    return counts
 
 
 def job_times(workdir: Path) -> tuple[float, float, int]:
@@ -107,7 +91,7 @@ def grid_rows(cores: int, quick: bool) -> list[Row]:
         shutil.copy(REPO / "config.yaml", workdir / "config.yaml")
         (workdir / "large.yaml").write_text(yaml.safe_dump(large, sort_keys=False))
         result, dry = snakemake(workdir, "-n", "--configfile", "large.yaml", "--cores", str(cores))
-        jobs = jobs_planned(result).get("simulate", 0)
+        jobs = planned_jobs(result.stdout).get("simulate", 0)
         rows += [
             Row("10k grid: points", points, "points", note="workflow/presets/large.yaml"),
             Row("10k grid: dry-run time", dry, "s", "<= 15", note="`snakemake -n --configfile large.yaml`, empty store, process start included"),

@@ -8,7 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import small_config
-from workflow_helpers import jobs_planned, point_rows, snakemake, tree, write_config
+from attnsim.runner import planned_jobs
+from workflow_helpers import point_rows, snakemake, tree, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +57,7 @@ def test_adding_a_value_runs_only_new_points_and_keeps_old_rows(finished, tmp_pa
     config["experiments"]["robustness"]["grid"]["n"].append(128)
     write_config(clone, config)
     dry = snakemake(clone, "-n", "--cores", "2")
-    assert jobs_planned(dry)["simulate"] == 1  # 8 new points, one chunk
+    assert planned_jobs(dry.stdout)["simulate"] == 1  # 8 new points, one chunk
     snakemake(clone, "--cores", "2")
     after_rows, after_tree = point_rows(clone), tree(clone)
     assert len(after_rows) == 24
