@@ -57,11 +57,8 @@ def _size(shape) -> tuple[tuple[int, ...], int]:
     return shape, math.prod(shape)
 
 
-def box_muller(rng: np.random.Generator, pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Radius r = sqrt(-2 log u) and the angle's cosine and sine, each (pairs,) float32.
-
-    z1 = r cos, z2 = r sin are independent standard normals; so are z1 and r^2 sin^2 (chi-square, 1 dof).
-    """
+def _polar(rng: np.random.Generator, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Box-Muller's radius sqrt(-2 log u1) and angle 2 pi u2, (pairs,) float32 each, from 2 x pairs words."""
     bits = words(rng, 2 * pairs)
     radius = open_uniform(bits[:pairs])
     np.log(radius, out=radius)
@@ -69,7 +66,17 @@ def box_muller(rng: np.random.Generator, pairs: int) -> tuple[np.ndarray, np.nda
     np.sqrt(radius, out=radius)
     angle = np.empty(pairs, F32)
     angle[...] = bits[pairs:]
+    del bits
     angle *= _ANGLE
+    return radius, angle
+
+
+def box_muller(rng: np.random.Generator, pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Radius r = sqrt(-2 log u) and the angle's cosine and sine, each (pairs,) float32.
+
+    z1 = r cos, z2 = r sin are independent standard normals; so are z1 and r^2 sin^2 (chi-square, 1 dof).
+    """
+    radius, angle = _polar(rng, pairs)
     cosine = np.cos(angle)
     np.sin(angle, out=angle)
     return radius, cosine, angle
@@ -93,15 +100,7 @@ def standard_normal(rng: np.random.Generator, shape, out: np.ndarray | None = No
 def _box_muller_into(rng: np.random.Generator, flat: np.ndarray) -> None:
     size = flat.size
     pairs = (size + 1) // 2
-    bits = words(rng, 2 * pairs)
-    radius = open_uniform(bits[:pairs])
-    np.log(radius, out=radius)
-    radius *= F32(-2)
-    np.sqrt(radius, out=radius)
-    angle = np.empty(pairs, F32)
-    angle[...] = bits[pairs:]
-    del bits
-    angle *= _ANGLE
+    radius, angle = _polar(rng, pairs)
     np.cos(angle, out=flat[:pairs])
     flat[:pairs] *= radius
     np.sin(angle, out=angle)
