@@ -103,6 +103,18 @@ def _slope(frame: pd.DataFrame, y: str, se: str) -> tuple[float, float]:
     return float(slope), float(1 / math.sqrt(sxx))
 
 
+SERIES = ["noise", "noise_scale", "d", "noise_draws"]  # a curve of rel_err against n
+
+
+def _series_slopes(s: pd.DataFrame) -> dict[tuple, float]:
+    """Series key -> fitted slope of log rel_err on log n, for series with >= 3 values of n."""
+    return {
+        key: _slope(series, "rel_err_mean", "rel_err_se")[0]
+        for key, series in s.groupby(SERIES)
+        if series["n"].nunique() >= 3
+    }
+
+
 # --- claim 1: robustness ---------------------------------------------------------------------
 
 
@@ -137,10 +149,10 @@ def error_rate(s: pd.DataFrame | None) -> Claim:
     )
     if s is None:
         return claim
-    slopes = []
-    for _, series in s[(s["logit_scale"] == 0) & s["kappa_finite"] & (s["kappa"] > 0)].groupby(["noise", "noise_scale", "d", "noise_draws"]):
-        if series["n"].nunique() >= 3 and (series["kappa"] / series["n"]).max() < t.rate_kappa_over_n:
-            slopes.append(_slope(series, "rel_err_mean", "rel_err_se")[0])
+    finite = s[(s["logit_scale"] == 0) & s["kappa_finite"] & (s["kappa"] > 0)]
+    worst = (finite["kappa"] / finite["n"]).groupby([finite[k] for k in SERIES]).transform("max")  # kappa / n at the series' smallest n
+    finite = finite[worst < t.rate_kappa_over_n]
+    slopes = list(_series_slopes(finite).values())
     if not slopes:
         claim.verdict = "outside regime"
         return claim
@@ -156,10 +168,7 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
     )
     if s is None:
         return claim
-    slopes = {}
-    for key, series in s[(s["logit_scale"] == 0) & ~s["kappa_finite"] & (s["noise_scale"] >= t.breakdown_min_sigma)].groupby(["noise", "noise_scale", "d", "noise_draws"]):
-        if series["n"].nunique() >= 3:
-            slopes[key] = _slope(series, "rel_err_mean", "rel_err_se")[0]
+    slopes = _series_slopes(s[(s["logit_scale"] == 0) & ~s["kappa_finite"] & (s["noise_scale"] >= t.breakdown_min_sigma)])
     if not slopes:
         claim.verdict = "outside regime"
         return claim
