@@ -37,3 +37,23 @@ def test_extreme_points_are_finite_and_in_bounds(kind):
         assert (entropy >= 0).all() and (entropy <= math.log(params["n"]) * (1 + 1e-12)).all(), (params, entropy)
         if kind == "noisy_attention" and params["noise"] == "student_t":
             assert (metrics["kappa"] == np.inf).all() and (metrics["sq_err_pred"] == np.inf).all()
+
+
+def test_exp_floor_changes_no_softmax_statistic():
+    """Large multipliers push exp(-c g) into subnormals (100x slower in numpy); the floor at
+    e^-700 must leave Z and sum p^2 unchanged and the entropy within rounding (1e-15) of the plain formula."""
+    from attnsim.kernels.softmax import EXP_FLOOR, GapSoftmax, exp_neg, gaps
+
+    z = np.random.default_rng(5).standard_normal((64, 4096))
+    softmax = GapSoftmax(gaps(z))
+    for c in (0.5, 100.0, 300.0, 1e4):
+        plain = np.exp(-c * softmax.gap)
+        floored = exp_neg(softmax.gap, c, np.empty_like(plain), softmax.gap_max)
+        normal = c * softmax.gap <= -EXP_FLOOR
+        assert np.array_equal(floored[normal], plain[normal]) and np.all(floored[~normal] <= math.exp(EXP_FLOOR))
+        stats = softmax.stats(c)
+        total = plain.sum(axis=-1)
+        np.testing.assert_allclose(stats["total"], total, rtol=1e-14)
+        np.testing.assert_allclose(stats["sum_p2"], np.einsum("tn,tn->t", plain, plain) / total**2, rtol=1e-14)
+        entropy = np.log(total) + c * np.einsum("tn,tn->t", plain, softmax.gap) / total
+        np.testing.assert_allclose(stats["entropy"], np.clip(entropy, 0, math.log(4096)), rtol=1e-13, atol=1e-15)

@@ -47,7 +47,7 @@ import numpy as np
 
 from attnsim.kernels.logit_entropy import query_factor
 from attnsim.kernels.sampling import standard_normal
-from attnsim.kernels.softmax import GapSoftmax, gaps
+from attnsim.kernels.softmax import GapSoftmax, exp_neg, gaps
 
 CHUNK_BYTES = 4 * 2**20  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
 
@@ -135,8 +135,7 @@ def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, reco
         norms = np.einsum("tmd,tmd->tm", rel, rel)
         weights = pair[:, :, : stop - start]
         for j, c in enumerate(multipliers):
-            np.multiply(gap[:, start:stop], -c[:, None], out=weights[:, 0])
-            np.exp(weights[:, 0], out=weights[:, 0])
+            exp_neg(gap[:, start:stop], c, weights[:, 0], softmax.gap_max)
             weights[:, 0] /= totals[j][:, None]  # p
             np.square(weights[:, 0], out=weights[:, 1])  # p^2
             moments[j] += np.matmul(weights, rel)
