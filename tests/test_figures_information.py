@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from attnsim import store  # noqa: E402
+from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.figures import FIGURES, figure_names  # noqa: E402
 from attnsim.figures import information  # noqa: E402
 from attnsim.figures.render import render  # noqa: E402
@@ -86,5 +87,7 @@ def test_render_writes_png_and_pdf_from_a_stored_summary(tmp_path):
     table = summary_table("temperature_entropy", {"n": [16], "d": [3], "tau": [0.5, 1.0]}, trials=5)
     path = store.summary_path(tmp_path, "temperature_entropy", "demo")
     store.write_atomic(table, path, store.provenance(table="summary", experiment="demo", kind="temperature_entropy"))
-    written = render(path, "temperature_gap", tmp_path / "fig" / "temperature_gap.png")
-    assert [p.suffix for p in written] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in written)
+    written = render(path, tmp_path / "fig")
+    assert [p.name for p in written] == ["temperature_gap.png", "temperature_gap.pdf"] and all(p.stat().st_size > 1000 for p in written)
+    with pytest.raises(AttnsimError, match="no figure 'collapse' for kind temperature_entropy"):
+        render(path, tmp_path / "fig", ["collapse"])

@@ -30,7 +30,7 @@ def _collect(args) -> None:
 def _figures(args) -> None:
     from attnsim.figures.render import render
 
-    render(args.summary, args.figure, args.output)
+    render(args.summary, args.outdir, args.figure)
 
 
 def _query(args) -> None:
@@ -165,10 +165,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 
-    p = sub.add_parser("figures", help="(workflow) draw one figure from a summary")
+    p = sub.add_parser("figures", help="(workflow) draw an experiment's figures from its summary")
     p.add_argument("--summary", required=True, type=Path)
-    p.add_argument("--figure", required=True)
-    p.add_argument("--output", required=True, type=Path, help="PNG path; the PDF goes beside it")
+    p.add_argument("--outdir", required=True, type=Path, help="writes <figure>.png and <figure>.pdf here")
+    p.add_argument("--figure", action="append", help="only this figure (repeatable; default: all of the kind's)")
     p.set_defaults(func=_figures)
     return top
 

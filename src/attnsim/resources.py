@@ -20,12 +20,28 @@ def chunk_mem_mb(spec_text: str, threads: int) -> int:
     return int(BASE_MB + math.ceil((threads * block_bytes * 1.5 + 3 * rows) / 2**20))
 
 
-def chunk_runtime_min(spec_text: str, threads: int) -> int:
-    """Generous wall-time request in minutes (at least 5, 4x the estimate)."""
+def chunk_work_seconds(spec_text: str) -> float:
+    """A pessimistic estimate of a chunk's CPU-seconds (the working set it streams through, per
+    stream for the draws and per point for the rest): 15-50x the measured time, but it ranks
+    chunks by cost, within and across kinds."""
     spec, points = parse_spec(spec_text)
     kind = get_kind(spec["kind"])
     trials = spec.get("max_trials") or spec["trials"]
     streams = {p.stream: p for p in points}
     work = sum(kind.bytes_per_trial(p.params) * trials for p in streams.values()) * 3
     work += sum(kind.bytes_per_trial(p.params) * trials for p in points)
-    return int(max(5, math.ceil(4 * work * SECONDS_PER_BYTE / threads / 60)))
+    return work * SECONDS_PER_BYTE
+
+
+def chunk_runtime_min(spec_text: str, threads: int) -> int:
+    """Generous wall-time request in minutes (at least 5, 4x the estimate)."""
+    return int(max(5, math.ceil(4 * chunk_work_seconds(spec_text) / threads / 60)))
+
+
+def chunk_priority(spec_text: str) -> int:
+    """Scheduling priority of a chunk job: its estimated cost, so the longest chunks start first
+    (longest-processing-time-first keeps every core busy until the end), below POSTPROCESS_PRIORITY."""
+    return int(min(POSTPROCESS_PRIORITY - 1, math.ceil(chunk_work_seconds(spec_text))))
+
+
+POSTPROCESS_PRIORITY = 10**6  # summaries, figures, claims: run as soon as their inputs exist, beside the chunks

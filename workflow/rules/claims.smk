@@ -14,6 +14,7 @@ rule claims:
         ),
     log:
         "results/logs/claims.log",
+    priority: POSTPROCESS_PRIORITY
     params:
         experiments=experiments_json(),
     shell:

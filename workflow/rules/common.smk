@@ -38,7 +38,6 @@ wildcard_constraints:
     kind="[a-z_]+",
     experiment="[a-z][a-z0-9_]*",
     chunk="[0-9a-f]{16}",
-    figure="[a-z_]+",
 
 
 def chunk_spec(wildcards):
@@ -58,6 +57,13 @@ def chunk_runtime(wildcards, threads):
     return resources.chunk_runtime_min(chunk_spec(wildcards), threads)
 
 
+def chunk_priority(wildcards):
+    return resources.chunk_priority(chunk_spec(wildcards))
+
+
+POSTPROCESS_PRIORITY = resources.POSTPROCESS_PRIORITY
+
+
 def experiment_chunks(wildcards):
     plan = PLANS[wildcards.experiment]
     return [store.chunk_path(STORE, plan.kind, plan.name, c) for c in plan.chunks]
@@ -71,9 +77,6 @@ def summary_file(wildcards):
     return store.summary_path(
         STORE, SETTINGS.experiments[wildcards.experiment].kind, wildcards.experiment
     )
-
-
-ALL_FIGURES = sorted({name for _, names in FIGURES.values() for name in names})
 
 
 def all_summaries():

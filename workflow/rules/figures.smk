@@ -1,24 +1,31 @@
-# One rule per figure (a figure of an experiment, PNG and PDF), so that the report shows each
-# with its own caption: workflow/report/<figure>.rst, grouped by experiment.
-for _figure in ALL_FIGURES:
+# One job per experiment draws all of its figures (PNG and PDF) in one process: the plotting
+# stack is imported once. Each PNG goes into the report with its own caption
+# (workflow/report/<figure>.rst), grouped by experiment. One rule per kind, as kinds differ in
+# their figures (figure names are unique across kinds, so every target has one rule).
+for _kind, (_, _names) in FIGURES.items():
 
     rule:
         name:
-            f"figure_{_figure}"
+            f"figures_{_kind}"
         input:
             summary_file,
         output:
-            png=report(
-                f"results/figures/{{experiment}}/{_figure}.png",
-                caption=f"../report/{_figure}.rst",
-                category="{experiment}",
-                labels={"figure": _figure},
-            ),
-            pdf=f"results/figures/{{experiment}}/{_figure}.pdf",
+            **{
+                f"{_figure}_png": report(
+                    f"results/figures/{{experiment}}/{_figure}.png",
+                    caption=f"../report/{_figure}.rst",
+                    category="{experiment}",
+                    labels={"figure": _figure},
+                )
+                for _figure in _names
+            },
+            **{
+                f"{_figure}_pdf": f"results/figures/{{experiment}}/{_figure}.pdf"
+                for _figure in _names
+            },
         log:
-            f"results/logs/figure/{{experiment}}-{_figure}.log",
+            "results/logs/figures/{experiment}.log",
+        priority: POSTPROCESS_PRIORITY
         localrule: True
-        params:
-            figure=_figure,
         shell:
-            "attnsim figures --summary {input:q} --figure {params.figure} --output {output.png:q} > {log:q} 2>&1"
+            "attnsim figures --summary {input:q} --outdir results/figures/{wildcards.experiment} > {log:q} 2>&1"

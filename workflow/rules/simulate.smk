@@ -6,6 +6,7 @@ rule simulate:
         "results/logs/simulate/{experiment}/{kind}-{chunk}.log",
     benchmark:
         "results/benchmarks/simulate/{experiment}/{kind}-{chunk}.tsv"
+    priority: chunk_priority
     threads: 1
     resources:
         mem_mb=chunk_mem_mb,

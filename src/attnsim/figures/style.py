@@ -15,14 +15,23 @@ sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
 PALETTE = "viridis"
 
 
+PAD_INCHES = 0.1  # margin around the drawn content, as savefig's bbox_inches="tight" leaves
+
+
 def save(fig, png: Path) -> list[Path]:
-    """Write `fig` as PNG and PDF next to each other, each via a hidden temp file."""
+    """Write `fig` as PNG and PDF next to each other, each via a hidden temp file.
+
+    The tight bounding box is found once (one layout pass without rasterising) and used for
+    both files: `bbox_inches="tight"` would lay the figure out again for each format.
+    """
     png = Path(png)
     png.parent.mkdir(parents=True, exist_ok=True)
+    fig.draw_without_rendering()
+    bbox = fig.get_tightbbox().padded(PAD_INCHES)
     written = []
     for path in (png, png.with_suffix(".pdf")):
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-        fig.savefig(tmp, dpi=150, bbox_inches="tight")
+        fig.savefig(tmp, dpi=150, bbox_inches=bbox)
         os.replace(tmp, path)
         written.append(path)
     plt.close(fig)
