@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from attnsim.config import load
+from attnsim.config import load, load_file
 from attnsim.grid import chunk, chunk_id, expand, make_point
+from attnsim.kinds import KINDS
+from attnsim.plan import MAX_CHUNK_COST_RATIO, plan_experiment
 from attnsim.seeding import block_generator, canonical_value, point_id
+from attnsim.simulate import parse_spec
 from conftest import small_config
+
+REPO = Path(__file__).resolve().parents[1]
 
 BASE = dict(n=64, d=4, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_scale=0.5)
 
@@ -49,13 +57,31 @@ def test_expand_is_the_cartesian_product_with_siblings_adjacent():
     assert points[0].stream == points[1].stream  # noise_scale varies fastest
 
 
-@pytest.mark.parametrize("size", [1, 3, 4, 7])
-def test_rechunking_what_is_left_reproduces_the_chunks(size):
+@pytest.mark.parametrize("size, budget", [(1, math.inf), (3, math.inf), (4, math.inf), (7, math.inf), (7, 300.0), (16, 100.0)])
+def test_rechunking_what_is_left_reproduces_the_chunks(size, budget):
     points = expand(load(small_config()).experiments["robustness"])
-    chunks = chunk(points, size)
+    costs = [float(p.params["n"]) for p in points]  # 16 or 64 in the small config
+    chunks = chunk(points, size, costs, budget)
     ids = [chunk_id(c) for c in chunks]
+    assert [p for c in chunks for p in c] == points
+    assert all(len(c) <= size and (len(c) == 1 or sum(p.params["n"] for p in c) <= budget) for c in chunks)
     rng = np.random.default_rng(0)
     for _ in range(20):
         done = set(rng.choice(len(chunks), size=rng.integers(0, len(chunks)), replace=False).tolist())
         left = [p for i, c in enumerate(chunks) if i not in done for p in c]
-        assert [chunk_id(c) for c in chunk(left, size)] == [ids[i] for i in range(len(chunks)) if i not in done]
+        assert [chunk_id(c) for c in chunk(left, size, [float(p.params["n"]) for p in left], budget)] == [ids[i] for i in range(len(chunks)) if i not in done]
+
+
+@pytest.mark.parametrize("name", ["robustness", "temperature"])
+def test_no_chunk_costs_more_than_twice_the_average(tmp_path, name):
+    """The default sweep's robustness grid spends most of its cost at the largest n: chunks of
+    chunk_size points alone gave one job 80% of it. Grids of uniform cost keep chunk_size chunks."""
+    settings = load_file(REPO / "config.yaml")
+    experiment = settings.experiments[name]
+    kind = KINDS[experiment.kind]
+    by_count = math.ceil(len(expand(experiment)) / settings.chunk_size)
+    average = sum(kind.bytes_per_trial(p.params) for p in expand(experiment)) / by_count
+    plan = plan_experiment(settings, name, tmp_path)
+    costs = [sum(kind.bytes_per_trial(p.params) for p in parse_spec(plan.specs[c])[1]) for c in plan.pending]
+    assert max(costs) <= MAX_CHUNK_COST_RATIO * average
+    assert len(costs) > by_count if name == "robustness" else len(costs) == by_count

@@ -91,3 +91,15 @@ def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
     assert store.chunk_files(tmp_path) == [path]
     assert store.sweep_orphans(tmp_path) == [orphan]
     assert live.exists() and remote.exists() and not orphan.exists()
+
+
+def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(tmp_path):
+    from attnsim.summarise import load_trials, summarise_points
+
+    path, points = write_chunk(tmp_path / "a", trials=5)
+    table = load_trials([path])
+    summary = summarise_points("noisy_attention", "robustness", table, [p.id for p in reversed(points)])
+    assert summary["point_id"].to_pylist() == [p.id for p in reversed(points)] and summary["n_trials"].to_pylist() == [5, 5]
+    copy, _ = write_chunk(tmp_path / "b", trials=5)
+    with pytest.raises(StoreError, match=f"point {points[0].id} has rows in more than one place"):
+        summarise_points("noisy_attention", "robustness", load_trials([path, copy]), [p.id for p in points])

@@ -8,6 +8,7 @@ side and usually land in the same chunk.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -46,14 +47,25 @@ def expand(experiment) -> list[Point]:
     return [make_point(kind.name, dict(zip(names, values))) for values in itertools.product(*lists)]
 
 
-def chunk(points: list[Point], size: int) -> list[list[Point]]:
-    """Consecutive runs of `size` points.
+def chunk(points: list[Point], size: int, costs: list[float] | None = None, budget: float = math.inf) -> list[list[Point]]:
+    """Consecutive runs of at most `size` points and, given per-point `costs`, of at most
+    `budget` total cost (a point dearer than the budget gets a chunk of its own).
 
-    Finished chunks leave the pending list whole, so re-chunking what is left
-    reproduces the same chunks: a job that re-plans (on a cluster node) finds
-    its own chunk again.
+    Each run is closed by a rule that looks only at the run itself, so removing finished
+    chunks from the pending list and re-chunking what is left reproduces the other chunks:
+    a job that re-plans (on a cluster node) finds its own chunk again.
     """
-    return [points[i : i + size] for i in range(0, len(points), size)]
+    costs = [0.0] * len(points) if costs is None else costs
+    chunks: list[list[Point]] = []
+    run: list[Point] = []
+    spent = 0.0
+    for point, cost in zip(points, costs, strict=True):
+        if run and (len(run) == size or spent + cost > budget):
+            chunks.append(run)
+            run, spent = [], 0.0
+        run.append(point)
+        spent += cost
+    return chunks + [run] if run else chunks
 
 
 def chunk_id(points: list[Point]) -> str:

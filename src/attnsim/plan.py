@@ -2,13 +2,14 @@
 
 Read at workflow start (and again on a cluster node). Points already in the
 store with the same results key are done; the rest are cut into chunks, one
-job each. Finished chunks stay targets under their own ids, with the spec
+job each, of at most `chunk_size` points and MAX_CHUNK_COST_RATIO average chunks of cost. Finished chunks stay targets under their own ids, with the spec
 read back from their provenance, so Snakemake sees them as up to date.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,14 @@ from attnsim.errors import StoreError
 from attnsim.grid import Point, chunk, chunk_id, expand
 from attnsim.kinds import get_kind
 from attnsim.simulate import chunk_spec
+
+
+# No chunk costs more than this many times the experiment's average chunk (its estimated cost
+# over the whole grid, so that the budget does not depend on what is done, divided by its
+# number of chunk_size chunks). Grids of uniform cost are never split further (a full chunk
+# costs at most twice the average); grids whose cost sits in a few large-n points would
+# otherwise give one long job that leaves the other cores idle at the end of a run.
+MAX_CHUNK_COST_RATIO = 2.0
 
 
 @dataclass
@@ -64,7 +73,9 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             done |= ids
     plan.done_points = len(wanted & done)
     todo = [p for p in points if p.id not in done]
-    for members in chunk(todo, settings.chunk_size):
+    cost = get_kind(experiment.kind).bytes_per_trial  # relative cost of a point's trial
+    budget = MAX_CHUNK_COST_RATIO * sum(cost(p.params) for p in points) / math.ceil(len(points) / settings.chunk_size)
+    for members in chunk(todo, settings.chunk_size, [cost(p.params) for p in todo], budget):
         cid = chunk_id(members)
         plan.specs[cid] = chunk_spec(name, experiment.kind, settings.seed, experiment.trials, members, experiment.target_se, experiment.max_trials)
         plan.pending.append(cid)

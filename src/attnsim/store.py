@@ -158,9 +158,9 @@ def read_meta(path: Path) -> dict:
     return meta
 
 
-def read_table(path: Path) -> pa.Table:
+def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
     read_meta(path)
-    return pq.read_table(path)
+    return pq.read_table(path, columns=columns)
 
 
 def chunk_files(root: Path, table: str = "trials") -> list[Path]:

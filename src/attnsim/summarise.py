@@ -22,14 +22,31 @@ from attnsim.stats import mean_ci
 log = logging.getLogger(__name__)
 
 
-def load_trials(paths: list[Path], point_ids: list[str] | None = None) -> pa.Table:
-    """Concatenate chunk files (checked), keeping only `point_ids` when given."""
+def load_trials(paths: list[Path], columns: list[str] | None = None) -> pa.Table:
+    """Concatenate chunk files (each checked), reading only `columns` when given."""
     if not paths:
         raise StoreError("no finished chunks for this experiment yet")
-    table = pa.concat_tables([store.read_table(p) for p in paths])
-    if point_ids is not None:
-        table = table.filter(pc.is_in(table["point_id"], value_set=pa.array(point_ids)))
-    return table
+    return pa.concat_tables([store.read_table(p, columns) for p in paths])
+
+
+def point_rows(ids: pa.ChunkedArray) -> dict[str, tuple[int, int]]:
+    """point id -> (first row, end row): chunk files hold each point's trials as one run of rows
+    (in trial order), so runs of equal ids are found without sorting millions of strings. A point
+    in two runs (stored twice, or rows out of order) would be miscounted: StoreError."""
+    bounds: dict[str, tuple[int, int]] = {}
+    offset = 0
+    for piece in ids.chunks:
+        runs = pc.run_end_encode(piece)
+        ends = runs.run_ends.to_numpy() + offset
+        starts = np.r_[offset, ends[:-1]]
+        for pid, lo, hi in zip(runs.values.to_pylist(), starts.tolist(), ends.tolist()):
+            if pid in bounds and bounds[pid][1] == lo:  # the run continues across a row group
+                lo = bounds[pid][0]
+            elif pid in bounds:
+                raise StoreError(f"point {pid} has rows in more than one place of the store (stored twice?); move the experiment's folder away and rerun")
+            bounds[pid] = (lo, hi)
+        offset += len(piece)
+    return bounds
 
 
 def stop_reason(values: np.ndarray, target_se: float | None) -> str:
@@ -39,20 +56,18 @@ def stop_reason(values: np.ndarray, target_se: float | None) -> str:
 
 
 def summarise_points(kind_name: str, experiment: str, table: pa.Table, point_order: list[str], target_se: float | None = None) -> pa.Table:
+    """One summary row per point of `point_order` from its trials in `table` (other points' rows are ignored)."""
     kind = get_kind(kind_name)
     schema = store.summary_schema(kind_name)
-    table = table.sort_by([("point_id", "ascending"), ("trial", "ascending")])
-    ids = table["point_id"].to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    bounds = dict(zip(ids[starts], zip(starts, np.r_[starts[1:], len(ids)])))
+    bounds = point_rows(table["point_id"])
     missing = [pid for pid in point_order if pid not in bounds]
     if missing:
         raise StoreError(f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: {missing[0]})")
-    columns = {name: table[name].to_numpy(zero_copy_only=False) for name in (*kind.param_names, *(m.name for m in kind.metrics))}
+    columns = {m.name: table[m.name].to_numpy() for m in kind.metrics}
     rows = []
     for pid in point_order:
         lo, hi = bounds[pid]
-        params = {name: columns[name][lo].item() if hasattr(columns[name][lo], "item") else columns[name][lo] for name in kind.param_names}
+        params = {name: table[name][lo].as_py() for name in kind.param_names}
         metrics = {m.name: columns[m.name][lo:hi] for m in kind.metrics}
         row = {"point_id": pid, **params, "n_trials": int(hi - lo), "stop_reason": stop_reason(metrics[kind.main_metric], target_se)}
         for name in kind.summary_metrics:
@@ -71,7 +86,8 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
     spec = json.loads(experiment_json)
     points = expand(SimpleNamespace(kind=spec["kind"], grid=spec["grid"]))
     order = [p.id for p in points]
-    table = load_trials([Path(p) for p in chunk_paths], order)
+    kind = get_kind(spec["kind"])
+    table = load_trials([Path(p) for p in chunk_paths], ["point_id", *kind.param_names, *(m.name for m in kind.metrics)])
     summary = summarise_points(spec["kind"], spec["experiment"], table, order, spec.get("target_se"))
     meta = store.provenance(
         table="summary",
