@@ -17,7 +17,7 @@ from attnsim.figures import FIGURES, figure_names  # noqa: E402
 from attnsim.figures import information  # noqa: E402
 from attnsim.figures.render import render  # noqa: E402
 from attnsim.grid import expand  # noqa: E402
-from attnsim.simulate import simulate_points, trials_table  # noqa: E402
+from attnsim.simulate import simulate_points  # noqa: E402
 from attnsim.summarise import summarise_points  # noqa: E402
 
 GRIDS = {
@@ -30,8 +30,7 @@ GRIDS = {
 def summary_table(kind: str, grid: dict, trials: int = 12):
     points = expand(SimpleNamespace(kind=kind, grid=grid))
     results = simulate_points(kind, 5, trials, points)
-    table = trials_table(kind, points, results)
-    return summarise_points(kind, "demo", table, [p.id for p in points])
+    return summarise_points(kind, "demo", results, points)
 
 
 @pytest.fixture(scope="module")

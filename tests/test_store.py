@@ -94,12 +94,16 @@ def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
 
 
 def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(tmp_path):
-    from attnsim.summarise import load_trials, summarise_points
+    from attnsim.kinds import KINDS
+    from attnsim.summarise import summarise_points, trials_by_point
 
+    metrics = [m.name for m in KINDS["noisy_attention"].metrics]
     path, points = write_chunk(tmp_path / "a", trials=5)
-    table = load_trials([path])
-    summary = summarise_points("noisy_attention", "robustness", table, [p.id for p in reversed(points)])
+    trials = trials_by_point([store.read_table(path)], metrics)
+    assert all(list(trials[p.id]) == metrics and len(trials[p.id]["sq_err"]) == 5 for p in points)
+    summary = summarise_points("noisy_attention", "robustness", trials, list(reversed(points)))
     assert summary["point_id"].to_pylist() == [p.id for p in reversed(points)] and summary["n_trials"].to_pylist() == [5, 5]
+    assert summary["noise_scale"].to_pylist() == [0.2, 0.1]
     copy, _ = write_chunk(tmp_path / "b", trials=5)
     with pytest.raises(StoreError, match=f"point {points[0].id} has rows in more than one place"):
-        summarise_points("noisy_attention", "robustness", load_trials([path, copy]), [p.id for p in points])
+        trials_by_point([store.read_table(path), store.read_table(copy)], metrics)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from attnsim import store
 from attnsim.config import load_file
 from attnsim.plan import plan_all
+
+if TYPE_CHECKING:  # pandas is imported where it is used: Snakemake loads this module at every start
+    import pandas as pd
 
 
 def show(config: Path, root: Path) -> str:
@@ -21,6 +24,8 @@ def show(config: Path, root: Path) -> str:
         rows.append({"experiment": name, "kind": e.kind, "points": len(plan.points), "done": plan.done_points, "trials/point": e.trials, "chunks to run": len(plan.pending)})
     known = set(settings.experiments)
     extra = sorted({p.parent.name.removeprefix("experiment=") for p in store.chunk_files(root)} - known)
+    import pandas as pd
+
     text = pd.DataFrame(rows).to_string(index=False)
     total = sum(r["points"] for r in rows)
     done = sum(r["done"] for r in rows)

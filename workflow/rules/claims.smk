@@ -14,7 +14,7 @@ rule claims:
         ),
     log:
         "results/logs/claims.log",
-    priority: POSTPROCESS_PRIORITY
+    priority: PRIORITY["claims"]
     params:
         experiments=experiments_json(),
     shell:

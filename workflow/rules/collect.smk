@@ -10,7 +10,7 @@ rule collect:
         "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
     log:
         "results/logs/collect/{experiment}-{kind}.log",
-    priority: POSTPROCESS_PRIORITY
+    priority: PRIORITY["collect"]
     params:
         experiment=experiment_json,
     shell:

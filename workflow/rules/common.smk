@@ -61,7 +61,7 @@ def chunk_priority(wildcards):
     return resources.chunk_priority(chunk_spec(wildcards))
 
 
-POSTPROCESS_PRIORITY = resources.POSTPROCESS_PRIORITY
+PRIORITY = resources.PRIORITY
 
 
 def experiment_chunks(wildcards):

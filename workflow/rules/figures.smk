@@ -25,7 +25,7 @@ for _kind, (_, _names) in FIGURES.items():
             },
         log:
             "results/logs/figures/{experiment}.log",
-        priority: POSTPROCESS_PRIORITY
+        priority: PRIORITY["figures"]
         localrule: True
         shell:
             "attnsim figures --summary {input:q} --outdir results/figures/{wildcards.experiment} > {log:q} 2>&1"
