@@ -82,48 +82,70 @@ class Limits:
     dgemm: float
 
 
+def normals_numpy(dtype, size: int):
+    def make(i):
+        rng = np.random.Generator(np.random.SFC64(i))
+        out = np.empty(size, dtype)
+        return lambda: rng.standard_normal(size, dtype=dtype, out=out)
+
+    return make
+
+
+def normals_attnsim(size: int):
+    def make(i):
+        rng = np.random.Generator(np.random.SFC64(i))
+        return lambda: standard_normal(rng, size)
+
+    return make
+
+
+def ufunc(f, dtype, size: int):
+    def make(i):
+        x = -np.random.default_rng(i).random(size).astype(dtype)
+        out = np.empty_like(x)
+        return lambda: f(x, out=out)
+
+    return make
+
+
+def gemm(dtype, m: int):
+    def make(i):
+        a = np.random.default_rng(i).random((m, m)).astype(dtype)
+        b = np.random.default_rng(i + 1).random((m, m)).astype(dtype)
+        return lambda: a @ b
+
+    return make
+
+
+def bound_limits(n_cores: int, quick: bool) -> Limits:
+    """The rates the bounds use, on all cores, measured briefly: taken right next to a kernel's
+    measurement, so that kernel and bound see the same phase of this drifting machine."""
+    budget = 0.02 if quick else 0.15
+    size, m = (1 << 16, 256) if quick else (1 << 20, 1024)
+    with threadpool_limits(1):
+        return Limits(
+            normal=parallel_rate(normals_attnsim(size), size, n_cores, budget),
+            exp64=parallel_rate(ufunc(np.exp, np.float64, size), size, n_cores, budget),
+            expm1_32=parallel_rate(ufunc(np.expm1, np.float32, size), size, n_cores, budget),
+            sgemm=parallel_rate(gemm(np.float32, m), 2 * m**3, n_cores, budget),
+            dgemm=parallel_rate(gemm(np.float64, m), 2 * m**3, n_cores, budget),
+        )
+
+
 def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
     budget = 0.05 if quick else 0.6
     size = 1 << (16 if quick else 20)
     rows: list[Row] = []
 
-    def normals_numpy(dtype):
-        def make(i):
-            rng = np.random.Generator(np.random.SFC64(i))
-            out = np.empty(size, dtype)
-            return lambda: rng.standard_normal(size, dtype=dtype, out=out)
-
-        return make
-
-    def normals_attnsim(i):
-        rng = np.random.Generator(np.random.SFC64(i))
-        return lambda: standard_normal(rng, size)
-
-    def ufunc(f, dtype):
-        def make(i):
-            x = -np.random.default_rng(i).random(size).astype(dtype)
-            out = np.empty_like(x)
-            return lambda: f(x, out=out)
-
-        return make
-
-    def gemm(dtype, m):
-        def make(i):
-            a = np.random.default_rng(i).random((m, m)).astype(dtype)
-            b = np.random.default_rng(i + 1).random((m, m)).astype(dtype)
-            return lambda: a @ b
-
-        return make
-
     with threadpool_limits(1):
         rate = {}
         for label, make, per_call, unit in (
-            ("normals, numpy ziggurat float64", normals_numpy(np.float64), size, "M/s"),
-            ("normals, numpy ziggurat float32", normals_numpy(np.float32), size, "M/s"),
-            ("normals, attnsim Box-Muller float32", normals_attnsim, size, "M/s"),
-            ("exp float64", ufunc(np.exp, np.float64), size, "G/s"),
-            ("exp float32", ufunc(np.exp, np.float32), size, "G/s"),
-            ("expm1 float32", ufunc(np.expm1, np.float32), size, "G/s"),
+            ("normals, numpy ziggurat float64", normals_numpy(np.float64, size), size, "M/s"),
+            ("normals, numpy ziggurat float32", normals_numpy(np.float32, size), size, "M/s"),
+            ("normals, attnsim Box-Muller float32", normals_attnsim(size), size, "M/s"),
+            ("exp float64", ufunc(np.exp, np.float64, size), size, "G/s"),
+            ("exp float32", ufunc(np.exp, np.float32, size), size, "G/s"),
+            ("expm1 float32", ufunc(np.expm1, np.float32, size), size, "G/s"),
         ):
             scale = 1e6 if unit == "M/s" else 1e9
             one = parallel_rate(make, per_call, 1, budget)
@@ -141,8 +163,3 @@ def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
     rows.append(Row(f"machine: normal sampling (fastest), {n_cores} cores", normal / 1e6, "M/s", note="the sampling rate used in the kernels' bounds"))
     limits = Limits(normal=normal, exp64=rate["exp float64"], expm1_32=rate["expm1 float32"], sgemm=rate["fp32 GEMM"], dgemm=rate["fp64 GEMM"])
     return limits, rows
-
-
-def best_limits(a: Limits, b: Limits) -> Limits:
-    """The faster of two measurements of each limit (the bound is then the harder one to reach)."""
-    return Limits(**{name: max(getattr(a, name), getattr(b, name)) for name in Limits.__dataclass_fields__})

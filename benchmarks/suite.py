@@ -42,19 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend(fn(*fn_args))
         print(f"[benchmarks] {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
-    measured: dict = {}
-
-    def limits_section():
-        measured["limits"], limit_rows = machine.measure_limits(args.cores, args.quick)
-        return limit_rows
-
-    def kernels_section():
-        results = kernels.measure_kernels(args.cores, args.quick)
-        again, _ = machine.measure_limits(args.cores, args.quick)  # the bounds use the faster of two measurements
-        return kernels.kernel_rows(results, machine.best_limits(measured["limits"], again), args.cores)
-
-    section("machine limits", limits_section)
-    section("kernels vs naive loops", kernels_section)
+    section("machine limits", lambda: machine.measure_limits(args.cores, args.quick)[1])
+    section("kernels vs naive loops", lambda: kernels.kernel_rows(kernels.measure_kernels(args.cores, args.quick), args.cores))
     section("allocator tuning", kernels.allocator_rows, args.quick)
     section("memory per job", kernels.memory_rows, args.quick)
     section("default sweep", workflow.sweep_rows, args.cores, args.quick)
