@@ -65,10 +65,10 @@ def reference(tmp_path_factory):
 
 @pytest.mark.parametrize("sig,whole_group", [(signal.SIGINT, False), (signal.SIGKILL, True), (signal.SIGKILL, False)], ids=["sigint", "sigkill-all", "sigkill-snakemake"])
 def test_interrupted_run_resumes_to_identical_results(tmp_path, reference, sig, whole_group):
-    write_config(checkout(tmp_path), config(chunk_size=4))
+    write_config(checkout(tmp_path), config(chunk_size=2))  # 8 chunks: Snakemake may finish a job or two before it sees the signal
     interrupt_after_first_chunk(tmp_path, sig, whole_group)
     time.sleep(0.5)  # an orphaned job (snakemake alone killed) may still be finishing its chunk
-    assert 0 < len(chunks(tmp_path)) < 4
+    assert 0 < len(chunks(tmp_path)) < 8
     assert not list((tmp_path / "results/store/summary").rglob("*.parquet")) if (tmp_path / "results/store/summary").exists() else True
     rerun = attnsim_run(tmp_path)  # the README's run command, no extra flags
     out, _ = rerun.communicate(timeout=300)
