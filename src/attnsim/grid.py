@@ -48,23 +48,23 @@ def expand(experiment) -> list[Point]:
 
 
 def chunk(points: list[Point], size: int, costs: list[float] | None = None, budget: float = math.inf) -> list[list[Point]]:
-    """Consecutive runs of at most `size` points and, given per-point `costs`, of at most
-    `budget` total cost (a point dearer than the budget gets a chunk of its own).
+    """Consecutive runs that end once they hold `size` points or, given per-point `costs`, once
+    their cost reaches `budget` (so a run exceeds the budget by less than its last point's cost).
 
-    Each run is closed by a rule that looks only at the run itself, so removing finished
-    chunks from the pending list and re-chunking what is left reproduces the other chunks:
-    a job that re-plans (on a cluster node) finds its own chunk again.
+    Whether a run ends depends only on its own points, never on the point after it, so removing
+    finished chunks from the pending list and re-chunking what is left reproduces the other
+    chunks: a job that re-plans (on a cluster node) finds its own chunk again.
     """
     costs = [0.0] * len(points) if costs is None else costs
     chunks: list[list[Point]] = []
     run: list[Point] = []
     spent = 0.0
     for point, cost in zip(points, costs, strict=True):
-        if run and (len(run) == size or spent + cost > budget):
-            chunks.append(run)
-            run, spent = [], 0.0
         run.append(point)
         spent += cost
+        if len(run) == size or spent >= budget:
+            chunks.append(run)
+            run, spent = [], 0.0
     return chunks + [run] if run else chunks
 
 

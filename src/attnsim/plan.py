@@ -2,7 +2,8 @@
 
 Read at workflow start (and again on a cluster node). Points already in the
 store with the same results key are done; the rest are cut into chunks, one
-job each, of at most `chunk_size` points and MAX_CHUNK_COST_RATIO average chunks of cost. Finished chunks stay targets under their own ids, with the spec
+job each, of at most `chunk_size` points and about MAX_CHUNK_COST_RATIO average chunks of
+cost. Finished chunks stay targets under their own ids, with the spec
 read back from their provenance, so Snakemake sees them as up to date.
 """
 
@@ -21,11 +22,11 @@ from attnsim.kinds import get_kind
 from attnsim.simulate import chunk_spec
 
 
-# No chunk costs more than this many times the experiment's average chunk (its estimated cost
-# over the whole grid, so that the budget does not depend on what is done, divided by its
-# number of chunk_size chunks). Grids of uniform cost are never split further (a full chunk
-# costs at most twice the average); grids whose cost sits in a few large-n points would
-# otherwise give one long job that leaves the other cores idle at the end of a run.
+# A chunk ends once its cost reaches this many times the experiment's average chunk (its
+# estimated cost over the whole grid, so that the budget does not depend on what is done,
+# divided by its number of chunk_size chunks). Grids of uniform cost are never split further
+# (a full chunk costs at most twice the average); grids whose cost sits in a few large-n points
+# would otherwise give one long job that leaves the other cores idle at the end of a run.
 MAX_CHUNK_COST_RATIO = 2.0
 
 
