@@ -27,5 +27,7 @@ for _kind, (_, _names) in FIGURES.items():
             "results/logs/figures/{experiment}.log",
         priority: PRIORITY["figures"]
         localrule: True
+        params:
+            outdir=lambda wildcards, output: Path(output[0]).parent,
         shell:
-            "attnsim figures --summary {input:q} --outdir results/figures/{wildcards.experiment} > {log:q} 2>&1"
+            "attnsim figures --summary {input:q} --outdir {params.outdir:q} > {log:q} 2>&1"
