@@ -29,5 +29,9 @@ rule all:
         all_targets(),
 
 
+onstart:
+    sweep_dead_writers()
+
+
 onsuccess:
     print_run_summary()

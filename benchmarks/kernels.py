@@ -16,7 +16,9 @@ from threadpoolctl import threadpool_limits
 
 from attnsim.grid import make_point
 from attnsim.kinds import get_kind
-from attnsim.simulate import chunk_spec, simulate_points
+from attnsim.chunkspec import ChunkSpec
+from attnsim.kinds import get_kind
+from attnsim.simulate import simulate_points
 from benchmarks import naive
 from benchmarks.machine import Limits, best_seconds, bound_limits
 from benchmarks.table import Row
@@ -194,7 +196,7 @@ def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: in
     """Peak resident memory (MiB) of one `attnsim simulate` job, as its parent sees it (a small
     Python launcher, so the job's figure is its own, not a copy of this process at fork)."""
     pts = points(kind, n, d, count=scales)
-    spec = chunk_spec("bench", kind, 1, trials, pts)
+    spec = ChunkSpec("bench", get_kind(kind), 1, trials, tuple(pts)).to_json()
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "chunk.parquet"
         job = [sys.executable, "-m", "attnsim.cli", "simulate", "--spec", spec, "--output", str(output), "--threads", str(threads)]

@@ -8,7 +8,13 @@ import math
 import pandas as pd
 import pytest
 
-from attnsim import claims
+from attnsim import store
+
+from attnsim.claims import engine, io
+from attnsim.kinds.init_gradient import claims as gradient_claims
+from attnsim.kinds.logit_entropy import claims as entropy_claims
+from attnsim.kinds.noisy_attention import claims as noisy_claims
+from attnsim.kinds.temperature_entropy import claims as temperature_claims
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 from attnsim.theory.noise import kappa
 
@@ -29,24 +35,24 @@ def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student
 
 
 def test_delta_method_holds_and_fails():
-    assert claims.delta_method(noisy(ratio=1.01), "gaussian").verdict == "holds"
-    bad = claims.delta_method(noisy(ratio=0.8), "gaussian")
+    assert noisy_claims.delta_method(noisy(ratio=1.01), "gaussian").verdict == "holds"
+    bad = noisy_claims.delta_method(noisy(ratio=0.8), "gaussian")
     assert bad.verdict == "fails" and bad.measured == pytest.approx(0.8) and bad.rel_deviation == pytest.approx(-0.2)
-    assert claims.delta_method(noisy(), "uniform").verdict == "outside regime"
-    assert claims.delta_method(None, "gaussian").verdict == "not measured"
+    assert noisy_claims.delta_method(noisy(), "uniform").verdict == "outside regime"
+    assert noisy_claims.delta_method(None, "gaussian").verdict == "not measured"
 
 
 def test_error_rate_slope():
-    good = claims.error_rate(noisy(slope=-0.5))
+    good = noisy_claims.error_rate(noisy(slope=-0.5))
     assert good.verdict == "holds" and good.measured == pytest.approx(-0.5, abs=1e-9)
-    assert claims.error_rate(noisy(slope=-0.3)).verdict == "fails"
+    assert noisy_claims.error_rate(noisy(slope=-0.3)).verdict == "fails"
 
 
 def test_breakdown():
-    assert claims.breakdown(noisy(heavy_slope=0.1)).verdict == "holds"
-    falling = claims.breakdown(noisy(heavy_slope=-0.5))
+    assert noisy_claims.breakdown(noisy(heavy_slope=0.1)).verdict == "holds"
+    falling = noisy_claims.breakdown(noisy(heavy_slope=-0.5))
     assert falling.verdict == "fails" and falling.measured == pytest.approx(-0.5)
-    assert claims.breakdown(noisy(families=("gaussian",))).verdict == "outside regime"
+    assert noisy_claims.breakdown(noisy(families=("gaussian",))).verdict == "outside regime"
 
 
 def entropy_summary(shift=0.0):
@@ -61,10 +67,10 @@ def entropy_summary(shift=0.0):
 
 
 def test_small_scale_and_rem():
-    assert claims.small_scale_entropy(entropy_summary()).verdict == "holds"
-    assert claims.small_scale_entropy(entropy_summary(shift=0.05)).verdict == "fails"
-    assert claims.rem_collapse(entropy_summary()).verdict == "holds"
-    assert claims.rem_collapse(entropy_summary(shift=-1.5)).verdict == "fails"
+    assert entropy_claims.small_scale_entropy(entropy_summary()).verdict == "holds"
+    assert entropy_claims.small_scale_entropy(entropy_summary(shift=0.05)).verdict == "fails"
+    assert entropy_claims.rem_collapse(entropy_summary()).verdict == "holds"
+    assert entropy_claims.rem_collapse(entropy_summary(shift=-1.5)).verdict == "fails"
 
 
 def gradient_summary(vanish=True):
@@ -78,9 +84,9 @@ def gradient_summary(vanish=True):
 
 
 def test_one_hot_vanishing_gradient():
-    ok = claims.one_hot_vanishing_gradient(gradient_summary())
+    ok = gradient_claims.one_hot_vanishing_gradient(gradient_summary())
     assert ok.verdict == "holds" and ok.measured == 100.0
-    assert claims.one_hot_vanishing_gradient(gradient_summary(vanish=False)).verdict == "outside regime"
+    assert gradient_claims.one_hot_vanishing_gradient(gradient_summary(vanish=False)).verdict == "outside regime"
 
 
 def temperature_summary(excess=-1e-3):
@@ -94,33 +100,35 @@ def temperature_summary(excess=-1e-3):
 
 def test_temperature_claims():
     s = temperature_summary()
-    assert claims.tau_one_bound(s).verdict == "holds" and claims.tau_one_bound(s).predicted == pytest.approx(0.4745, abs=5e-5)
-    assert claims.exact_bound(s).verdict == "holds"
-    widen = claims.smaller_tau_widens(s)
+    assert temperature_claims.tau_one_bound(s).verdict == "holds" and temperature_claims.tau_one_bound(s).predicted == pytest.approx(0.4745, abs=5e-5)
+    assert temperature_claims.exact_bound(s).verdict == "holds"
+    widen = temperature_claims.smaller_tau_widens(s)
     assert widen.verdict == "holds" and widen.predicted == pytest.approx(float(asymptotic_gap(0.1)))
     over = temperature_summary(excess=0.6)
-    assert claims.exact_bound(over).verdict == "fails" and claims.tau_one_bound(over).verdict == "fails"
-    assert claims.smaller_tau_widens(s[s["tau"] >= 1]).verdict == "outside regime"
+    assert temperature_claims.exact_bound(over).verdict == "fails" and temperature_claims.tau_one_bound(over).verdict == "fails"
+    assert temperature_claims.smaller_tau_widens(s[s["tau"] >= 1]).verdict == "outside regime"
 
 
 def test_config_without_experiments_gives_not_measured(tmp_path):
-    rows = claims.evaluate(tmp_path / "store", {})
+    rows = engine.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
     assert len(rows) == 13
-    written = claims.write(rows, tmp_path, {"seed": 1})
-    table = claims.store.read_table(written[0])
+    written = io.write(rows, tmp_path, {"seed": 1})
+    table = store.read_table(written[0])
     assert table.num_rows == 13 and table.schema.field("verdict").metadata[b"description"]
     assert "not measured" in written[1].read_text() and "<table>" in written[2].read_text()
-    assert set(claims.VERDICTS) >= {c.verdict for c in rows}
+    assert set(engine.VERDICTS) >= {c.verdict for c in rows}
 
 
-def test_entropy_bounds_reads_every_trial(tmp_path):
-    from attnsim import store
-    from attnsim.grid import make_point
-    from attnsim.simulate import chunk_spec, run_chunk
+def test_entropy_bounds_covers_every_trial_through_the_summaries():
+    from types import SimpleNamespace
 
-    points = [make_point("logit_entropy", dict(n=n, d=4, logits="gaussian", scale=s)) for n in (2, 64) for s in (0.0, 1e4)]
-    run_chunk(chunk_spec("ent", "logit_entropy", 1, 10, points), store.chunk_path(tmp_path, "logit_entropy", "ent", "0" * 16))
-    claim = claims.entropy_bounds(tmp_path, {"ent": "logit_entropy"})
+    from attnsim.grid import expand
+    from attnsim.simulate import simulate_points
+    from attnsim.summarise import summarise_points
+
+    points = expand(SimpleNamespace(kind="logit_entropy", grid={"n": [2, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1e4]}))
+    summary = summarise_points("logit_entropy", "ent", simulate_points("logit_entropy", 1, 10, points), points).to_pandas()
+    claim = engine.entropy_bounds({"ent": summary})
     assert claim.verdict == "holds" and claim.ci_low >= 0 and claim.measured <= 1 + 1e-12
     assert "40 trials" in claim.evidence

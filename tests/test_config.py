@@ -93,16 +93,20 @@ def test_load_file_errors(tmp_path):
         load_file(bad)
 
 
-def test_schema_file_in_workflow_is_the_package_schema():
-    from attnsim.config import schema
+def test_schema_file_in_workflow_is_the_package_base_schema():
+    from attnsim.config import base_schema
 
-    assert yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text()) == schema()
+    assert yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text()) == base_schema()
 
 
 def test_schema_grid_keys_match_kind_parameters():
     from attnsim.config import schema
-    from attnsim.kinds import KINDS
+    from attnsim.kinds import all_kinds
 
     defs = schema()["$defs"]
-    for name, kind in KINDS.items():
-        assert set(defs[f"{name}_grid"]["required"]) == set(kind.param_names)
+    for name, kind in all_kinds().items():
+        grid = defs[f"{name}_grid"]
+        assert set(grid["required"]) == set(kind.param_names) == set(grid["properties"])
+        for param in kind.params:  # generated from the declarations: type, bounds and choices
+            assert grid["properties"][param.name]["items"] == param.item_schema()
+            assert grid["properties"][param.name]["description"] == param.doc

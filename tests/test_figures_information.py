@@ -13,8 +13,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from attnsim import store  # noqa: E402
 from attnsim.errors import AttnsimError  # noqa: E402
-from attnsim.figures import FIGURES, figure_names  # noqa: E402
-from attnsim.figures import information  # noqa: E402
+from attnsim.kinds import get_kind  # noqa: E402
 from attnsim.figures.render import render  # noqa: E402
 from attnsim.grid import expand  # noqa: E402
 from attnsim.simulate import simulate_points  # noqa: E402
@@ -51,10 +50,13 @@ def check_readable(fig: Figure) -> None:
     fig.canvas.draw()  # layout and text rendering work
 
 
-@pytest.mark.parametrize(("kind", "name"), [(k, n) for k in GRIDS for n in figure_names(k)])
+def figures_module(kind: str):
+    return get_kind(kind).submodule("figures")
+
+
+@pytest.mark.parametrize(("kind", "name"), [(k, n) for k in GRIDS for n in get_kind(k).figures])
 def test_every_registered_figure_draws_a_labelled_figure(summaries, kind, name):
-    assert FIGURES[kind][0] == "information"
-    fig = getattr(information, name)(summaries[kind])
+    fig = getattr(figures_module(kind), name)(summaries[kind])
     try:
         check_readable(fig)
     finally:
@@ -66,13 +68,14 @@ def test_figures_cope_with_a_single_panel_and_zero_medians(summaries):
     one_d = summaries["temperature_entropy"][summaries["temperature_entropy"]["d"] == 3]
     no_median = summaries["init_gradient"].copy()
     no_median.loc[no_median["scale"] == 100.0, ["grad_sq_median", "jacobian_fro_median"]] = 0.0
-    for fig in (information.entropy_vs_scale(only_gaussian), information.entropy_collapse(only_gaussian), information.temperature_gap(one_d), information.gradient_vs_entropy(no_median)):
+    entropy, temperature, gradient = (figures_module(k) for k in ("logit_entropy", "temperature_entropy", "init_gradient"))
+    for fig in (entropy.entropy_vs_scale(only_gaussian), entropy.entropy_collapse(only_gaussian), temperature.temperature_gap(one_d), gradient.gradient_vs_entropy(no_median)):
         check_readable(fig)
         plt.close(fig)
 
 
 def test_temperature_figure_marks_g_of_one_and_draws_a_bound_per_n(summaries):
-    fig = information.temperature_gap(summaries["temperature_entropy"])
+    fig = figures_module("temperature_entropy").temperature_gap(summaries["temperature_entropy"])
     try:
         for ax in fig.axes:
             assert any("0.4745" in t.get_text() for t in ax.texts)

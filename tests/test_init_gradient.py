@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kernels import init_gradient as kernel
+from attnsim.kinds.init_gradient import kernel
+from oracles import init_gradient as oracle
 from attnsim.kinds.init_gradient import KIND
 from attnsim.simulate import simulate_points
 
@@ -50,9 +51,9 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(scale, chunk_bytes, monke
     monkeypatch.setattr(kernel, "CHUNK_BYTES", chunk_bytes)
     (fast,), draws = kernel.simulate(np.random.default_rng(1), 6, 17, 3, [scale], record=True)
     assert draws.values.shape == (6, 17, 3) and np.all(draws.z[:, 0] == draws.z.max(axis=1))
-    logits = kernel.make_logits(draws, scale)
+    logits = oracle.make_logits(draws, scale)
     for t in range(6):
-        slow = kernel.naive_trial(logits[t], draws.values[t])
+        slow = oracle.naive_trial(logits[t], draws.values[t])
         assert slow["grad_sq"] == pytest.approx(slow["grad_sq_matrix"], rel=1e-9)  # the two oracles agree
         assert slow["jacobian_fro"] == pytest.approx(slow["jacobian_fro_matrix"], rel=1e-7)
         for name in METRICS:
@@ -64,7 +65,7 @@ def test_nearly_one_hot_weights_keep_full_relative_accuracy(scale):
     """Where 1 - max p is 1e-10 .. 1e-200, grad_sq and jacobian_fro still match a 160-digit oracle to 1e-9 relative
     (the literal closed form of ||J||_F would return rounding noise ~1e-8 or 0 there)."""
     (fast,), draws = kernel.simulate(np.random.default_rng(5), 8, 12, 3, [scale], record=True)
-    logits = kernel.make_logits(draws, scale)
+    logits = oracle.make_logits(draws, scale)
     checked = 0
     for t in range(8):
         exact = precise_trial(logits[t], draws.values[t])
@@ -85,7 +86,7 @@ def test_logit_trick_gives_the_law_of_direct_sampling():
     p = point(n=n, d=d, scale=scale)
     fast = simulate_points("init_gradient", 17, trials, [p])[p.id]
     rng = np.random.default_rng(18)
-    slow = [kernel.naive_trial(*kernel.naive_draw(rng, n, d, scale)) for _ in range(trials)]
+    slow = [oracle.naive_trial(*oracle.naive_draw(rng, n, d, scale)) for _ in range(trials)]
     for name in ("grad_sq", "entropy", "jacobian_fro"):
         assert stats.ks_2samp(fast[name], [s[name] for s in slow]).pvalue > 1e-3, name
 

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kernels import logit_entropy as kernel
+from attnsim.kinds.logit_entropy import kernel
+from oracles import logit_entropy as oracle
 from attnsim.kinds.logit_entropy import KIND
 from attnsim.simulate import simulate_points
 from attnsim.theory.entropy import small_scale_entropy
@@ -26,12 +27,12 @@ def point(**overrides):
 @pytest.mark.parametrize("scale", [0.0, 0.5, 3.0, 50.0])
 def test_kernel_matches_naive_oracle_on_the_same_draws(logits, scale):
     draws = kernel.draw(np.random.default_rng(1), 6, 33, 5, logits)
-    fast = kernel.metrics(draws, logits, scale)
-    logit_rows = kernel.make_logits(draws, logits, scale)
+    fast = oracle.metrics(draws, logits, scale)
+    logit_rows = oracle.make_logits(draws, logits, scale)
     expected_std = scale if logits == "gaussian" else scale**2 * draws.query_factor
     assert np.allclose(logit_rows, np.reshape(expected_std, (-1, 1)) * draws.z, rtol=1e-15, atol=0)
     for t in range(6):
-        slow = kernel.naive_trial(logit_rows[t])
+        slow = oracle.naive_trial(logit_rows[t])
         for name in METRICS:
             assert fast[name][t] == pytest.approx(slow[name], rel=1e-9, abs=1e-12), name
 
@@ -39,9 +40,9 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(logits, scale):
 def test_dot_product_trick_has_the_law_of_direct_sampling():
     """s = scale^2 sqrt(chi2_d/d) z against s = K q / sqrt(d) drawn entry by entry (d = 4: the query norm matters most)."""
     n, d, scale, trials = 64, 4, 1.2, 3000
-    trick = kernel.make_logits(kernel.draw(np.random.default_rng(11), trials, n, d, "dot_product"), "dot_product", scale)
+    trick = oracle.make_logits(kernel.draw(np.random.default_rng(11), trials, n, d, "dot_product"), "dot_product", scale)
     rng = np.random.default_rng(12)
-    direct = np.stack([kernel.naive_logits(rng, n, d, "dot_product", scale) for _ in range(trials)])
+    direct = np.stack([oracle.naive_logits(rng, n, d, "dot_product", scale) for _ in range(trials)])
 
     # moments of the logits, with standard errors over (independent) trials:
     # E[s^2] = scale^4 and E[s^4] = 3 scale^8 E[(chi2_d/d)^2] = 3 scale^8 (1 + 2/d)
@@ -52,7 +53,7 @@ def test_dot_product_trick_has_the_law_of_direct_sampling():
             assert abs(per_trial.mean() - exact) < 4 * se, (power, per_trial.mean(), exact, se)
 
     # whole-trial statistics have the same law (two-sample Kolmogorov-Smirnov, fixed seeds)
-    for statistic in (lambda s: np.mean(s**2, axis=1), lambda s: np.apply_along_axis(lambda r: kernel.naive_trial(r)["entropy"], 1, s)):
+    for statistic in (lambda s: np.mean(s**2, axis=1), lambda s: np.apply_along_axis(lambda r: oracle.naive_trial(r)["entropy"], 1, s)):
         assert stats.ks_2samp(statistic(trick), statistic(direct)).pvalue > 1e-3
 
     # ... and the test has power: dropping the query-norm factor is rejected
@@ -85,7 +86,7 @@ def test_gaussian_scale_one_n4096_matches_small_scale_theory_and_an_independent_
     p = point(n=n, d=16, logits="gaussian", scale=sigma)
     fast = simulate_points("logit_entropy", 2024, 1000, [p])[p.id]["entropy"]
     rng = np.random.default_rng(99)
-    slow = np.array([kernel.naive_trial(kernel.naive_logits(rng, n, 16, "gaussian", sigma))["entropy"] for _ in range(400)])
+    slow = np.array([oracle.naive_trial(oracle.naive_logits(rng, n, 16, "gaussian", sigma))["entropy"] for _ in range(400)])
     se_fast = fast.std(ddof=1) / math.sqrt(fast.size)
     se_slow = slow.std(ddof=1) / math.sqrt(slow.size)
     assert abs(fast.mean() - slow.mean()) < 3 * math.hypot(se_fast, se_slow)

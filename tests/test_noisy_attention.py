@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kernels import noisy_attention as kernel
+from attnsim.kinds.noisy_attention import kernel
+from oracles import noisy_attention as oracle
 from attnsim.kernels import sampling
 from attnsim.kernels.noise import standard_noise32
 from attnsim.kinds.noisy_attention import KIND
@@ -38,7 +39,7 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(family, logit_scale, chun
     assert np.all(draws.logits[:, 0] == draws.logits.max(axis=1))  # the top key is swapped to index 0
     for out, sigma in zip(fast, SCALES):
         for t in range(6):
-            slow = kernel.naive_trial(draws.logits[t], draws.values[t], draws.noise[t], sigma)
+            slow = oracle.naive_trial(draws.logits[t], draws.values[t], draws.noise[t], sigma)
             assert out["sq_err"][t] == pytest.approx(slow["sq_err"], rel=2e-5, abs=1e-14), ("sq_err", sigma)
             for name in ("entropy", "n_eff"):
                 assert out[name][t] == pytest.approx(slow[name], rel=1e-12, abs=1e-14), name
@@ -162,7 +163,7 @@ def test_kernel_agrees_with_a_naive_loop_on_independent_draws(family):
         values = rng.standard_normal((n, d))
         noise = naive_noise(rng, family, (k, n))
         for s in sigmas:
-            trial = kernel.naive_trial(logits, values, noise, s)
+            trial = oracle.naive_trial(logits, values, noise, s)
             slow[s]["sq_err"].append(trial["sq_err"])
             slow[s]["rel_err"].append(math.sqrt(trial["sq_err"] / trial["spread"]))
     for out, s in zip(fast, sigmas):

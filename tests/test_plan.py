@@ -8,7 +8,7 @@ from attnsim import store
 from attnsim.config import load
 from attnsim.errors import StoreError
 from attnsim.plan import plan_all, plan_experiment
-from attnsim.simulate import parse_spec, run_chunk
+from attnsim.simulate import run_chunk
 from conftest import small_config
 
 
@@ -32,7 +32,7 @@ def test_adding_a_value_plans_only_new_points(tmp_path):
     config["experiments"]["robustness"]["grid"]["n"].append(256)
     plan = plan_experiment(load(config), "robustness", tmp_path)
     assert plan.done_points == 16 and len(plan.points) == 24
-    new_points = {p.id for c in plan.pending for p in parse_spec(plan.specs[c])[1]}
+    new_points = {p.id for c in plan.pending for p in plan.specs[c].points}
     assert len(new_points) == 8
     for chunk in first.pending:  # finished chunks keep their id and exact spec
         assert plan.specs[chunk] == first.specs[chunk]
@@ -81,7 +81,8 @@ def test_new_algorithm_version_does_not_mix_with_old_rows(tmp_path, monkeypatch)
     from attnsim import kinds
 
     run_plan(load(small_config()), tmp_path)
-    newer = dataclasses.replace(kinds.KINDS["noisy_attention"], algorithm_version=kinds.KINDS["noisy_attention"].algorithm_version + 1)
-    monkeypatch.setitem(kinds.KINDS, "noisy_attention", newer)
+    registered = kinds.all_kinds()
+    newer = dataclasses.replace(registered["noisy_attention"], algorithm_version=registered["noisy_attention"].algorithm_version + 1)
+    monkeypatch.setitem(registered, "noisy_attention", newer)
     with pytest.raises(StoreError, match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows would mix"):
         plan_experiment(load(small_config()), "robustness", tmp_path)

@@ -9,9 +9,6 @@ import sys
 
 import pytest
 
-from attnsim.cli import README_MARKERS
-from attnsim.kinds import KINDS
-from attnsim.store import schema_markdown
 from conftest import REPO, small_config
 from workflow_helpers import snakemake, write_config
 
@@ -20,12 +17,6 @@ README = (REPO / "README.md").read_text()
 
 def blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
-
-
-def test_column_tables_are_current():
-    section = README[README.index(README_MARKERS[0]) : README.index(README_MARKERS[1])]
-    for kind in KINDS:
-        assert schema_markdown(kind) in section, f"README columns out of date: attnsim schema --readme README.md ({kind})"
 
 
 def test_ci_runs_the_readme_test_command():

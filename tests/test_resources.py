@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from attnsim import resources
 from attnsim.grid import make_point
-from attnsim.simulate import chunk_spec
+from attnsim.chunkspec import ChunkSpec
+from attnsim.kinds import get_kind
 
 
-def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> str:
+def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkSpec:
     points = [make_point("noisy_attention", dict(n=n, d=16, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=s)) for s in scales]
-    return chunk_spec("robustness", "noisy_attention", 1, trials, points)
+    return ChunkSpec("robustness", get_kind("noisy_attention"), 1, trials, tuple(points))
 
 
 def test_priority_is_the_critical_path_longest_chunks_first():

@@ -10,10 +10,9 @@ import pytest
 
 from attnsim.config import load, load_file
 from attnsim.grid import chunk, chunk_id, expand, make_point
-from attnsim.kinds import KINDS
+from attnsim.kinds import all_kinds
 from attnsim.plan import MAX_CHUNK_COST_RATIO, plan_experiment
 from attnsim.seeding import block_generator, canonical_value, point_id
-from attnsim.simulate import parse_spec
 from conftest import small_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,11 +77,11 @@ def test_no_chunk_costs_more_than_twice_the_average(tmp_path, name):
     chunk_size points alone gave one job 80% of it. Grids of uniform cost keep chunk_size chunks."""
     settings = load_file(REPO / "config.yaml")
     experiment = settings.experiments[name]
-    kind = KINDS[experiment.kind]
+    kind = all_kinds()[experiment.kind]
     by_count = math.ceil(len(expand(experiment)) / settings.chunk_size)
     average = sum(kind.bytes_per_trial(p.params) for p in expand(experiment)) / by_count
     plan = plan_experiment(settings, name, tmp_path)
-    costs = [sum(kind.bytes_per_trial(p.params) for p in parse_spec(plan.specs[c])[1]) for c in plan.pending]
+    costs = [sum(kind.bytes_per_trial(p.params) for p in plan.specs[c].points) for c in plan.pending]
     largest_point = max(kind.bytes_per_trial(p.params) for p in expand(experiment))
     assert max(costs) < MAX_CHUNK_COST_RATIO * average + largest_point
     assert len(costs) > by_count if name == "robustness" else len(costs) == by_count

@@ -8,7 +8,9 @@ import pytest
 
 from attnsim.grid import expand, make_point
 from attnsim.kinds.noisy_attention import KIND
-from attnsim.simulate import chunk_spec, parse_spec, simulate_points, trials_table
+from attnsim.chunkspec import ChunkSpec
+from attnsim.kinds import get_kind
+from attnsim.simulate import simulate_points, trials_table
 from attnsim.errors import ConfigError
 from attnsim.config import load
 from conftest import small_config
@@ -47,12 +49,12 @@ def test_trials_table_schema_and_rows():
 
 def test_spec_round_trip_and_bad_specs():
     pts = points()[:4]
-    spec = chunk_spec("robustness", "noisy_attention", 7, 20, pts)
-    meta, parsed = parse_spec(spec)
-    assert [p.id for p in parsed] == [p.id for p in pts] and meta["trials"] == 20
+    spec = ChunkSpec("robustness", get_kind("noisy_attention"), 7, 20, tuple(pts)).to_json()
+    parsed = ChunkSpec.from_json(spec)
+    assert [p.id for p in parsed.points] == [p.id for p in pts] and parsed.trials == 20 and parsed.to_json() == spec
     for bad in ("not json", '{"kind": "nope"}', spec.replace('"noise_scale"', '"noise_level"')):
         with pytest.raises(ConfigError, match="chunk spec"):
-            parse_spec(bad)
+            ChunkSpec.from_json(bad)
 
 
 def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_rounds():
@@ -93,8 +95,9 @@ def many_points(kind: str) -> list:
 def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, monkeypatch):
     """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; with small blocks
     (many per point) and keys streamed in small chunks, so every path of the driver and kernels runs."""
-    from attnsim.kernels import init_gradient, noisy_attention
     from attnsim.kinds import base
+    from attnsim.kinds.init_gradient import kernel as init_gradient
+    from attnsim.kinds.noisy_attention import kernel as noisy_attention
 
     monkeypatch.setattr(base, "TARGET_BLOCK_BYTES", 200_000)
     monkeypatch.setattr(noisy_attention, "CHUNK_BYTES", 20_000)
@@ -124,7 +127,7 @@ def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
         seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
         return [{c.name: np.zeros(trials) for c in KIND.metrics} for _ in members]
 
-    monkeypatch.setattr(driver, "get_kind", lambda name: dataclasses.replace(KIND, simulate_block=spy))
+    monkeypatch.setattr(driver, "as_kind", lambda name: dataclasses.replace(KIND, simulate_block=spy))
     for threads in (1, 2):
         simulate_points("noisy_attention", 1, 5, points()[:2], threads=threads)
     assert seen and set(seen) == {1}

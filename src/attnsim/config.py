@@ -17,15 +17,33 @@ import yaml
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 from attnsim.errors import ConfigError
-from attnsim.kinds import get_kind
+from attnsim.kinds import all_kinds, get_kind, registry
 from attnsim.seeding import digest
 
 SCHEMA_FILE = "config.schema.yaml"
 
 
 @cache
-def schema() -> dict:
+def base_schema() -> dict:
+    """The schema of the keys every config has (also workflow/schemas/, for Snakemake's own check)."""
     return yaml.safe_load(files("attnsim").joinpath(SCHEMA_FILE).read_text())
+
+
+@cache
+def schema() -> dict:
+    """The whole config schema: the base, plus each registered kind's grid schema generated from its
+    parameter declarations, so the schema, the docs and the code cannot drift."""
+    full = copy.deepcopy(base_schema())
+    kinds = all_kinds()
+    experiment = full["$defs"]["experiment"]
+    experiment["properties"]["kind"]["enum"] = list(kinds)
+    experiment["allOf"] = [
+        {"if": {"properties": {"kind": {"const": name}}}, "then": {"properties": {"grid": {"$ref": f"#/$defs/{name}_grid"}}}}
+        for name in kinds
+    ]
+    for name, kind in kinds.items():
+        full["$defs"][f"{name}_grid"] = kind.grid_schema()
+    return full
 
 
 def _with_defaults(validator_class):
@@ -87,10 +105,25 @@ def describe(error: ValidationError) -> str:
     return f"{where}: {error.message}"
 
 
+def _check_plugins(config: dict) -> None:
+    """An experiment of a plugin kind that failed to load: that plugin's one-line problem, not 'unknown kind'."""
+    experiments = config.get("experiments")
+    broken = registry()[1]
+    if not isinstance(experiments, dict) or not broken:
+        return
+    for name, spec in experiments.items():
+        kind = spec.get("kind") if isinstance(spec, dict) else None
+        if isinstance(kind, str) and kind not in all_kinds():
+            for message in broken.values():
+                if f"'{kind}'" in message:
+                    raise ConfigError(f"experiments.{name}.kind: {message}")
+
+
 def check_schema(config: dict) -> None:
     """Raise ConfigError for the first schema violation (in key order), filling defaults."""
     if not isinstance(config, dict):
         raise ConfigError(f"config: expected a mapping of settings, got {type(config).__name__}")
+    _check_plugins(config)
     validator = _with_defaults(Draft202012Validator)(schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
@@ -121,16 +154,6 @@ class Settings:
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
 
-    def as_dict(self) -> dict:
-        return {
-            "seed": self.seed,
-            "chunk_size": self.chunk_size,
-            "memory_budget_mb": self.memory_budget_mb,
-            "experiments": {
-                name: {"kind": e.kind, "trials": e.trials, "grid": e.grid, **({"description": e.description} if e.description else {}), **({"target_se": e.target_se, "max_trials": e.max_trials} if e.target_se else {})}
-                for name, e in self.experiments.items()
-            },
-        }
 
 
 def check_semantics(settings: Settings) -> None:
@@ -145,6 +168,8 @@ def check_semantics(settings: Settings) -> None:
                 f"trials = {experiment.trials}; use at least {2 * experiment.trials} (rounds add `trials` trials each)"
             )
         kind = get_kind(experiment.kind)
+        if kind.check_grid is not None:
+            kind.check_grid(experiment.grid)
         worst = max(expand(experiment), key=lambda p: kind.bytes_per_trial(p.params))
         need = kind.bytes_per_trial(worst.params)
         if need > budget:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from attnsim.kinds import get_kind
+from attnsim.kinds import as_kind, get_kind
+from attnsim.kinds.base import Kind
 from attnsim.seeding import canonical_value, digest, point_id
 
 
@@ -25,8 +26,8 @@ class Point:
     stream: str  # id of the random stream (shared by common-random-number siblings)
 
 
-def make_point(kind_name: str, params: dict) -> Point:
-    kind = get_kind(kind_name)
+def make_point(kind: Kind | str, params: dict) -> Point:
+    kind = as_kind(kind)
     canonical = {}
     for column in kind.params:
         value = params[column.name]
@@ -35,8 +36,8 @@ def make_point(kind_name: str, params: dict) -> Point:
         elif pa.types.is_integer(column.type):
             value = int(value)
         canonical[column.name] = canonical_value(value)
-    stream = digest({"kind": kind_name, "stream": {k: canonical[k] for k in kind.stream_params}})
-    return Point(kind=kind_name, params=canonical, id=point_id(kind_name, canonical), stream=stream)
+    stream = digest({"kind": kind.name, "stream": {k: canonical[k] for k in kind.stream_params}})
+    return Point(kind=kind.name, params=canonical, id=point_id(kind.name, canonical), stream=stream)
 
 
 def expand(experiment) -> list[Point]:
@@ -44,7 +45,7 @@ def expand(experiment) -> list[Point]:
     kind = get_kind(experiment.kind)
     names = kind.param_names
     lists = [experiment.grid[name] for name in names]
-    return [make_point(kind.name, dict(zip(names, values))) for values in itertools.product(*lists)]
+    return [make_point(kind, dict(zip(names, values))) for values in itertools.product(*lists)]
 
 
 def chunk(points: list[Point], size: int, costs: list[float] | None = None, budget: float = math.inf) -> list[list[Point]]:

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnsim import store
+from attnsim.chunkspec import ChunkSpec
 from attnsim.config import Settings
 from attnsim.errors import StoreError
-from attnsim.grid import Point, chunk, chunk_id, expand
+from attnsim.grid import Point, chunk, expand
 from attnsim.kinds import get_kind
-from attnsim.simulate import chunk_spec
 
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
@@ -35,7 +35,7 @@ class ExperimentPlan:
     name: str
     kind: str
     points: list[Point]
-    specs: dict[str, str] = field(default_factory=dict)  # chunk id -> spec (JSON), finished and pending
+    specs: dict[str, ChunkSpec] = field(default_factory=dict)  # chunk id -> spec, finished and pending
     pending: list[str] = field(default_factory=list)  # chunk ids still to compute
     done_points: int = 0
 
@@ -52,6 +52,7 @@ def _old_settings(meta: dict) -> str:
 
 def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan:
     experiment = settings.experiments[name]
+    kind = get_kind(experiment.kind)
     points = expand(experiment)
     plan = ExperimentPlan(name=name, kind=experiment.kind, points=points)
     key = experiment.results_key(settings.seed)
@@ -66,31 +67,26 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             raise StoreError(
                 f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "
                 f"seed={settings.seed}" + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
-                + f", algorithm version {get_kind(experiment.kind).algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
+                + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
             )
-        ids = {p.id for p in _spec_points(meta["spec"])}
+        finished = ChunkSpec.from_json(meta["spec"])
+        ids = {p.id for p in finished.points}
         if ids & wanted:
-            plan.specs[meta["chunk"]] = meta["spec"]
+            plan.specs[finished.id] = finished
             done |= ids
     plan.done_points = len(wanted & done)
     todo = [p for p in points if p.id not in done]
-    cost = get_kind(experiment.kind).bytes_per_trial  # relative cost of a point's trial
+    cost = kind.bytes_per_trial  # relative cost of a point's trial
     budget = MAX_CHUNK_COST_RATIO * sum(cost(p.params) for p in points) / math.ceil(len(points) / settings.chunk_size)
     for members in chunk(todo, settings.chunk_size, [cost(p.params) for p in todo], budget):
-        cid = chunk_id(members)
-        plan.specs[cid] = chunk_spec(name, experiment.kind, settings.seed, experiment.trials, members, experiment.target_se, experiment.max_trials)
-        plan.pending.append(cid)
+        spec = ChunkSpec(name, kind, settings.seed, experiment.trials, tuple(members), experiment.target_se, experiment.max_trials)
+        plan.specs[spec.id] = spec
+        plan.pending.append(spec.id)
     return plan
 
 
-def _spec_points(spec_text: str) -> list[Point]:
-    from attnsim.simulate import parse_spec
-
-    return parse_spec(spec_text)[1]
-
-
 def plan_all(settings: Settings, root: Path) -> dict[str, ExperimentPlan]:
-    store.sweep_orphans(root)
+    """Read-only: planning never writes (dry runs, `attnsim show`); the run sweeps dead writers' temp files."""
     return {name: plan_experiment(settings, name, root) for name in settings.experiments}
 
 

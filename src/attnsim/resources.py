@@ -4,38 +4,33 @@ from __future__ import annotations
 
 import math
 
-from attnsim.kinds import get_kind
-from attnsim.simulate import parse_spec
+from attnsim.chunkspec import ChunkSpec
 
 BASE_MB = 400  # python, numpy, pyarrow, threads' stacks
 SECONDS_PER_BYTE = 2e-9  # measured order of magnitude: ~0.5 GB/s of working set per core
 
 
-def chunk_mem_mb(spec_text: str, threads: int) -> int:
-    spec, points = parse_spec(spec_text)
-    kind = get_kind(spec["kind"])
-    trials = spec.get("max_trials") or spec["trials"]
+def chunk_mem_mb(spec: ChunkSpec, threads: int) -> int:
+    kind, points = spec.kind, spec.points
     block_bytes = max(kind.block_trials(p.params) * kind.bytes_per_trial(p.params) for p in points)
-    rows = len(points) * trials * (len(kind.metrics) + len(kind.params) + 4) * 8
+    rows = len(points) * spec.trial_cap * (len(kind.metrics) + len(kind.params) + 4) * 8
     return int(BASE_MB + math.ceil((threads * block_bytes * 1.5 + 3 * rows) / 2**20))
 
 
-def chunk_work_seconds(spec_text: str) -> float:
+def chunk_work_seconds(spec: ChunkSpec) -> float:
     """A pessimistic estimate of a chunk's CPU-seconds (the working set it streams through, per
     stream for the draws and per point for the rest): 15-50x the measured time, but it ranks
     chunks by cost, within and across kinds."""
-    spec, points = parse_spec(spec_text)
-    kind = get_kind(spec["kind"])
-    trials = spec.get("max_trials") or spec["trials"]
+    kind, points, trials = spec.kind, spec.points, spec.trial_cap
     streams = {p.stream: p for p in points}
     work = sum(kind.bytes_per_trial(p.params) * trials for p in streams.values()) * 3
     work += sum(kind.bytes_per_trial(p.params) * trials for p in points)
     return work * SECONDS_PER_BYTE
 
 
-def chunk_runtime_min(spec_text: str, threads: int) -> int:
+def chunk_runtime_min(spec: ChunkSpec, threads: int) -> int:
     """Generous wall-time request in minutes (at least 5, 4x the estimate)."""
-    return int(max(5, math.ceil(4 * chunk_work_seconds(spec_text) / threads / 60)))
+    return int(max(5, math.ceil(4 * chunk_work_seconds(spec) / threads / 60)))
 
 
 # Scheduling priorities (Snakemake starts the ready jobs of highest priority first) are each
@@ -52,6 +47,6 @@ PRIORITY = {
 }
 
 
-def chunk_priority(spec_text: str) -> float:
+def chunk_priority(spec: ChunkSpec) -> float:
     """A chunk's critical path in seconds: its expected time, then its experiment's summary and figures."""
-    return chunk_work_seconds(spec_text) / TYPICAL_OVERESTIMATE + PRIORITY["collect"]
+    return chunk_work_seconds(spec) / TYPICAL_OVERESTIMATE + PRIORITY["collect"]

@@ -11,7 +11,6 @@ depend on the thread count, the chunk or the order of execution.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 import time
@@ -24,34 +23,13 @@ import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
 from attnsim import store
-from attnsim.errors import ConfigError
-from attnsim.grid import Point, chunk_id, make_point
-from attnsim.kinds import get_kind
+from attnsim.chunkspec import ChunkSpec
+from attnsim.grid import Point
+from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.seeding import block_generator
 
 log = logging.getLogger(__name__)
-
-
-def chunk_spec(experiment: str, kind: str, seed: int, trials: int, points: list[Point], target_se: float | None = None, max_trials: int | None = None) -> str:
-    """The job's complete input as compact JSON (it is a Snakemake param: a change means a rerun)."""
-    names = get_kind(kind).param_names
-    spec = {"experiment": experiment, "kind": kind, "seed": seed, "trials": trials, "params": list(names), "points": [[p.params[k] for k in names] for p in points]}
-    if target_se is not None:
-        spec |= {"target_se": target_se, "max_trials": max_trials}
-    return json.dumps(spec, separators=(",", ":"))
-
-
-def parse_spec(text: str) -> tuple[dict, list[Point]]:
-    try:
-        spec = json.loads(text)
-        kind = get_kind(spec["kind"])
-        if spec["params"] != list(kind.param_names):
-            raise ValueError(f"parameters {spec['params']} do not match kind {kind.name}: {list(kind.param_names)}")
-        points = [make_point(kind.name, dict(zip(spec["params"], values))) for values in spec["points"]]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ConfigError(f"chunk spec: {error}") from None
-    return spec, points
 
 
 def round_blocks(kind: Kind, params, trials: int) -> list[int]:
@@ -68,7 +46,7 @@ def standard_error(values: np.ndarray) -> float:
 
 
 def simulate_points(
-    kind_name: str,
+    kind: Kind | str,
     seed: int,
     trials: int,
     points: list[Point],
@@ -82,7 +60,7 @@ def simulate_points(
     standard error of its kind's main metric is at most `target_se` or another round would
     pass `max_trials`: cheap points stop early, hard ones get more trials.
     """
-    kind = get_kind(kind_name)
+    kind = as_kind(kind)
     limit = max_trials if target_se is not None and max_trials else trials
     active: dict[str, list[Point]] = defaultdict(list)
     for point in points:
@@ -115,9 +93,9 @@ def simulate_points(
     return {pid: {name: np.concatenate(parts) for name, parts in metrics.items()} for pid, metrics in pieces.items()}
 
 
-def trials_table(kind_name: str, points: list[Point], results: dict) -> pa.Table:
-    kind = get_kind(kind_name)
-    schema = store.trials_schema(kind_name)
+def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Table:
+    kind = as_kind(kind)
+    schema = store.trials_schema(kind)
     counts = [len(results[point.id][kind.main_metric]) for point in points]
     columns = {"point_id": _repeated([p.id for p in points], counts, schema.field("point_id").type)}
     columns["trial"] = _arrow(np.concatenate([np.arange(c, dtype=np.int64) for c in counts]), pa.int64())
@@ -146,25 +124,25 @@ def _repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type_, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def run_chunk(spec_text: str, output: Path, threads: int = 1) -> Path:
-    """Simulate a chunk described by `spec_text` and write it atomically to `output`."""
-    spec, points = parse_spec(spec_text)
+def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1) -> Path:
+    """Simulate the chunk `spec` and write it atomically to `output`."""
     started = time.perf_counter()
-    log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", chunk_id(points), len(points), spec["trials"], spec["kind"], spec["experiment"], threads)
-    results = simulate_points(spec["kind"], spec["seed"], spec["trials"], points, threads, spec.get("target_se"), spec.get("max_trials"))
-    log.info("chunk %s: kernels ran in %.3f s", chunk_id(points), time.perf_counter() - started)
-    table = trials_table(spec["kind"], points, results)
+    points = list(spec.points)
+    log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", spec.id, len(points), spec.trials, spec.kind.name, spec.experiment, threads)
+    results = simulate_points(spec.kind, spec.seed, spec.trials, points, threads, spec.target_se, spec.max_trials)
+    log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
+    table = trials_table(spec.kind, points, results)
     meta = store.provenance(
         table="trials",
-        experiment=spec["experiment"],
-        kind=spec["kind"],
-        chunk=chunk_id(points),
-        results_key=store.results_key(spec["kind"], spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
-        seed=spec["seed"],
-        trials=spec["trials"],
-        algorithm_version=get_kind(spec["kind"]).algorithm_version,
-        spec=spec_text,
+        experiment=spec.experiment,
+        kind=spec.kind.name,
+        chunk=spec.id,
+        results_key=store.results_key(spec.kind, spec.trials, spec.seed, spec.target_se, spec.max_trials),
+        seed=spec.seed,
+        trials=spec.trials,
+        algorithm_version=spec.kind.algorithm_version,
+        spec=spec.to_json(),
     )
     store.write_atomic(table, output, meta)
-    log.info("chunk %s: %d rows written to %s in %.2f s", meta["chunk"], table.num_rows, output, time.perf_counter() - started)
+    log.info("chunk %s: %d rows written to %s in %.2f s", spec.id, table.num_rows, output, time.perf_counter() - started)
     return Path(output)

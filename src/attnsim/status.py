@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from attnsim import store
 from attnsim.config import load_file
+from attnsim.kinds import get_kind
 from attnsim.plan import plan_all
 
-if TYPE_CHECKING:  # pandas is imported where it is used: Snakemake loads this module at every start
-    import pandas as pd
 
 
 def show(config: Path, root: Path) -> str:
@@ -35,33 +31,6 @@ def show(config: Path, root: Path) -> str:
     return text
 
 
-def _headline(kind: str, s: pd.DataFrame) -> str:
-    if kind == "noisy_attention":
-        ok = s[s["kappa_finite"] & (s["kappa"] > 0) & (s["kappa_sum_p2"] < 0.01)]
-        parts = []
-        if len(ok):
-            parts.append(f"measured/predicted sq_err where κΣp² < 0.01: median {np.median(ok['err_ratio']):.3f} (range {ok['err_ratio'].min():.3f}–{ok['err_ratio'].max():.3f}, {len(ok)} points)")
-        infinite = int((~s["kappa_finite"]).sum())
-        if infinite:
-            parts.append(f"κ = ∞ flagged on {infinite} points")
-        return "; ".join(parts)
-    if kind == "logit_entropy":
-        small = s[(s["logits"] == "gaussian") & (s["sigma_eff"] > 0) & (s["sigma_eff"] <= 0.3)]
-        if len(small):
-            worst = (small["entropy_mean"] - small["entropy_small_scale"]).abs().max()
-            return f"|H − (log n − σ²/2)| ≤ {worst:.2g} nats where σ ≤ 0.3 ({len(small)} points)"
-    if kind == "temperature_entropy":
-        at_one = s[np.isclose(s["tau"], 1.0)]
-        text = f"every trial within its exact bound: {bool(s['gap_within_bound'].all())}"
-        if len(at_one):
-            text += f"; largest gap at τ = 1: {at_one['gap_max'].max():.4f} (bound g(1) = {at_one['gap_asymptotic'].iloc[0]:.4f})"
-        return text
-    if kind == "init_gradient":
-        top = s[s["scale"] == s["scale"].max()]
-        return f"at scale {top['scale'].iloc[0]:g}: mean entropy ≤ {top['entropy_mean'].max():.2g} nats, mean grad_sq ≤ {top['grad_sq_mean'].max():.2g} (peak {s['grad_sq_mean'].max():.2g})"
-    return ""
-
-
 def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
     lines = ["", "attnsim run summary", "=" * 19]
     for name, e in settings.experiments.items():
@@ -71,12 +40,13 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             continue
         s = store.read_table(path).to_pandas()
         lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {e.trials} trials")
-        headline = _headline(e.kind, s)
+        kind = get_kind(e.kind)
+        headline = kind.headline(s) if kind.headline else ""
         if headline:
             lines.append(f"{'':<20} {headline}")
     claims_file = Path(root).parent / "claims.parquet"
     if claims_file.exists():
-        from attnsim.claims import short_from_table
+        from attnsim.claims.render import short_from_table
 
         lines += ["", "claims (results/claims.md, attnsim claims --markdown):", short_from_table(store.read_table(claims_file))]
     lines.append("")

@@ -25,14 +25,13 @@ import pyarrow.parquet as pq
 
 import attnsim
 from attnsim.errors import StoreError
-from attnsim.kinds import get_kind
-from attnsim.kinds.base import Column
+from attnsim.kinds import as_kind
+from attnsim.kinds.base import Column, Kind
 from attnsim.seeding import digest
 
 META_KEY = b"attnsim"
 FORMAT = "attnsim-store/1"
 TABLES = ("trials", "summary")
-STAT_SUFFIXES = ("mean", "se", "ci_low", "ci_high")
 
 # `kind` and `experiment` are hive partition columns: they come from the path
 # (pyarrow.dataset, pandas, DuckDB with hive_partitioning) and each file's provenance.
@@ -57,8 +56,8 @@ def summary_path(root: Path, kind: str, experiment: str) -> Path:
     return experiment_dir(root, "summary", kind, experiment) / "summary.parquet"
 
 
-def trials_schema(kind_name: str) -> pa.Schema:
-    kind = get_kind(kind_name)
+def trials_schema(kind: Kind | str) -> pa.Schema:
+    kind = as_kind(kind)
     columns = [
         *IDENTITY,
         Column("trial", pa.int64(), "trial index within the point (0-based); trials are i.i.d."),
@@ -68,8 +67,8 @@ def trials_schema(kind_name: str) -> pa.Schema:
     return pa.schema([c.field() for c in columns])
 
 
-def summary_schema(kind_name: str) -> pa.Schema:
-    kind = get_kind(kind_name)
+def summary_schema(kind: Kind | str) -> pa.Schema:
+    kind = as_kind(kind)
     stats = {
         "mean": "mean over trials of",
         "se": "standard error of the mean of",
@@ -83,13 +82,17 @@ def summary_schema(kind_name: str) -> pa.Schema:
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
             fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} {metric}: {by_name[metric].doc}"}))
+    for metric in kind.extreme_metrics:
+        for suffix, text in (("min", "smallest"), ("max", "largest")):
+            fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} value over trials of {metric}"}))
     fields += [c.field(nullable=True) for c in (*kind.theory_columns, *kind.extra_columns)]
     return pa.schema(fields)
 
 
-def results_key(kind: str, trials: int, seed: int, target_se: float | None = None, max_trials: int | None = None) -> str:
+def results_key(kind: Kind | str, trials: int, seed: int, target_se: float | None = None, max_trials: int | None = None) -> str:
     """What a stored point's numbers depend on besides its parameters; a mismatch means stale rows."""
-    key = {"kind": kind, "trials": trials, "seed": seed, "algorithm": get_kind(kind).algorithm_version}
+    kind = as_kind(kind)
+    key = {"kind": kind.name, "trials": trials, "seed": seed, "algorithm": kind.algorithm_version}
     if target_se is not None:
         key |= {"target_se": target_se, "max_trials": max_trials}
     return digest(key)
@@ -190,3 +193,21 @@ def schema_markdown(kind_name: str) -> str:
             lines.append(f"| {name} | {f.type} | {doc} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def schema_document() -> str:
+    """docs/results-schema.md: every kind's columns, generated (a test keeps the file in sync)."""
+    from attnsim.kinds import all_kinds
+
+    head = [
+        "# The result store's columns",
+        "",
+        "Generated from the kinds' declarations by `attnsim schema --write docs/results-schema.md`;",
+        "`tests/test_docs.py` fails when this file is out of date. Layout, provenance and queries: README.md.",
+        "Every `<metric>_mean` comes with `_se` (standard error), `_ci_low` and `_ci_high` (95% Student-t interval).",
+        "",
+    ]
+    body = []
+    for name, kind in all_kinds().items():
+        body += [f"## `{name}`", "", kind.description, "", schema_markdown(name)]
+    return "\n".join(head + body).rstrip() + "\n"

@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 from attnsim import store
 from attnsim.errors import StoreError
 from attnsim.grid import Point, expand
-from attnsim.kinds import get_kind
+from attnsim.kinds import as_kind, get_kind
+from attnsim.kinds.base import Kind
 from attnsim.seeding import digest
 from attnsim.stats import mean_ci
 
@@ -46,10 +47,10 @@ def stop_reason(values: np.ndarray, target_se: float | None) -> str:
     return "target_se" if mean_ci(values)["se"] <= target_se else "max_trials"
 
 
-def summarise_points(kind_name: str, experiment: str, trials: dict[str, dict[str, np.ndarray]], points: list[Point], target_se: float | None = None) -> pa.Table:
+def summarise_points(kind: Kind | str, experiment: str, trials: dict[str, dict[str, np.ndarray]], points: list[Point], target_se: float | None = None) -> pa.Table:
     """One summary row per point of `points`, in that order, from `trials_by_point` (other points are ignored)."""
-    kind = get_kind(kind_name)
-    schema = store.summary_schema(kind_name)
+    kind = as_kind(kind)
+    schema = store.summary_schema(kind)
     missing = [p.id for p in points if p.id not in trials]
     if missing:
         raise StoreError(f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: {missing[0]})")
@@ -60,6 +61,8 @@ def summarise_points(kind_name: str, experiment: str, trials: dict[str, dict[str
         for name in kind.summary_metrics:
             for suffix, value in mean_ci(metrics[name]).items():
                 row[f"{name}_{suffix}"] = value
+        for name in kind.extreme_metrics:
+            row[f"{name}_min"], row[f"{name}_max"] = float(np.min(metrics[name])), float(np.max(metrics[name]))
         row.update(kind.theory(params))
         if kind.extra_summary:
             row.update(kind.extra_summary(metrics, params))
@@ -74,9 +77,10 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
     points = expand(SimpleNamespace(kind=spec["kind"], grid=spec["grid"]))
     if not chunk_paths:
         raise StoreError("no finished chunks for this experiment yet")
-    metrics = [m.name for m in get_kind(spec["kind"]).metrics]
+    kind = get_kind(spec["kind"])
+    metrics = [m.name for m in kind.metrics]
     trials = trials_by_point((store.read_table(Path(p), ["point_id", *metrics]) for p in chunk_paths), metrics)
-    summary = summarise_points(spec["kind"], spec["experiment"], trials, points, spec.get("target_se"))
+    summary = summarise_points(kind, spec["experiment"], trials, points, spec.get("target_se"))
     meta = store.provenance(
         table="summary",
         experiment=spec["experiment"],
@@ -84,8 +88,8 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         seed=spec["seed"],
         trials=spec["trials"],
         config_hash=digest(spec),
-        results_key=store.results_key(spec["kind"], spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
-        algorithm_version=get_kind(spec["kind"]).algorithm_version,
+        results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
+        algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
     )
     store.write_atomic(summary, output, meta)

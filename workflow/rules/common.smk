@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from attnsim import plan as planning, resources, store
 from attnsim.config import load as load_settings
 from attnsim.errors import AttnsimError
-from attnsim.figures import FIGURES, figure_names
+from attnsim.kinds import all_kinds, get_kind
 from attnsim.status import run_summary
 
 RUN_STARTED = time.monotonic()
@@ -40,7 +40,7 @@ wildcard_constraints:
     chunk="[0-9a-f]{16}",
 
 
-def chunk_spec(wildcards):
+def planned_chunk(wildcards):
     try:
         return PLANS[wildcards.experiment].specs[wildcards.chunk]
     except KeyError:
@@ -49,16 +49,20 @@ def chunk_spec(wildcards):
         ) from None
 
 
+def chunk_spec(wildcards):
+    return planned_chunk(wildcards).to_json()
+
+
 def chunk_mem_mb(wildcards, threads):
-    return resources.chunk_mem_mb(chunk_spec(wildcards), threads)
+    return resources.chunk_mem_mb(planned_chunk(wildcards), threads)
 
 
 def chunk_runtime(wildcards, threads):
-    return resources.chunk_runtime_min(chunk_spec(wildcards), threads)
+    return resources.chunk_runtime_min(planned_chunk(wildcards), threads)
 
 
 def chunk_priority(wildcards):
-    return resources.chunk_priority(chunk_spec(wildcards))
+    return resources.chunk_priority(planned_chunk(wildcards))
 
 
 PRIORITY = resources.PRIORITY
@@ -101,10 +105,14 @@ def all_targets():
     for name, experiment in SETTINGS.experiments.items():
         targets += [
             RESULTS / "figures" / name / f"{fig}.{ext}"
-            for fig in figure_names(experiment.kind)
+            for fig in get_kind(experiment.kind).figures
             for ext in ("png", "pdf")
         ]
     return targets
+
+
+def sweep_dead_writers():
+    store.sweep_orphans(STORE)
 
 
 def print_run_summary():

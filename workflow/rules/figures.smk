@@ -1,27 +1,27 @@
 # One job per experiment draws all of its figures (PNG and PDF) in one process: the plotting
-# stack is imported once. Each PNG goes into the report with its own caption
-# (workflow/report/<figure>.rst), grouped by experiment. One rule per kind, as kinds differ in
-# their figures (figure names are unique across kinds, so every target has one rule).
-for _kind, (_, _names) in FIGURES.items():
+# stack is imported once. Each PNG goes into the report with its own caption (the kind's
+# report/<figure>.rst), grouped by experiment. One rule per kind, as kinds differ in their
+# figures (figure names are unique across kinds, so every target has one rule).
+for _kind in all_kinds().values():
 
     rule:
         name:
-            f"figures_{_kind}"
+            f"figures_{_kind.name}"
         input:
             summary_file,
         output:
             **{
                 f"{_figure}_png": report(
                     f"results/figures/{{experiment}}/{_figure}.png",
-                    caption=f"../report/{_figure}.rst",
+                    caption=str(_kind.caption(_figure)),
                     category="{experiment}",
                     labels={"figure": _figure},
                 )
-                for _figure in _names
+                for _figure in _kind.figures
             },
             **{
                 f"{_figure}_pdf": f"results/figures/{{experiment}}/{_figure}.pdf"
-                for _figure in _names
+                for _figure in _kind.figures
             },
         log:
             "results/logs/figures/{experiment}.log",

@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from attnsim import store
 from attnsim.errors import AttnsimError
-from attnsim.figures import FIGURES, figure_names
+from attnsim.kinds import get_kind
 
 
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: all of the kind's)."""
     from attnsim.figures.style import save
 
-    meta = store.read_meta(summary_path)
-    kind = meta["kind"]
-    known = figure_names(kind)
-    unknown = [f for f in figures or [] if f not in known]
+    kind = get_kind(store.read_meta(summary_path)["kind"])
+    unknown = [f for f in figures or [] if f not in kind.figures]
     if unknown:
-        raise AttnsimError(f"no figure {unknown[0]!r} for kind {kind}; known: {', '.join(known)}")
-    module = importlib.import_module(f"attnsim.figures.{FIGURES[kind][0]}")
+        raise AttnsimError(f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(kind.figures)}")
+    module = kind.submodule("figures")
     frame = store.read_table(summary_path).to_pandas()
     written = []
-    for figure in figures or known:
+    for figure in figures or kind.figures:
         written += save(getattr(module, figure)(frame), Path(outdir) / f"{figure}.png")
     return written

@@ -127,3 +127,8 @@ def uniform(rng: np.random.Generator, shape, low: float, high: float) -> np.ndar
     out *= F32((high - low) * 2.0**-32)
     out += F32(low)
     return out.reshape(shape)
+
+
+def query_factor(rng: np.random.Generator, trials: int, d: int) -> np.ndarray:
+    """Dot-product logits' query factor r = sqrt(chi2_d / d), shape (T,): the query's norm in units of scale * sqrt(d)."""
+    return np.sqrt(rng.chisquare(d, trials) / d)

@@ -1,18 +1,85 @@
-"""Registry of experiment kinds by name."""
+"""The registry of experiment kinds: every package under `attnsim/kinds/` plus installed plugins.
+
+A built-in kind is a sub-package of this one whose `__init__.py` defines `KIND`; a plugin is
+any installed distribution with an entry point in the group `attnsim.kinds` that loads to a
+`Kind` (or to a module defining `KIND`). Nothing here names a kind. A plugin that fails to
+load (import error, not a Kind, a missing field, a name clash with a built-in kind) is left
+out with one line naming it and the problem; every other kind still works, and a config
+that uses the broken one is refused with that line.
+"""
 
 from __future__ import annotations
 
-from attnsim.kinds.base import Kind
-from attnsim.kinds.init_gradient import KIND as INIT_GRADIENT
-from attnsim.kinds.logit_entropy import KIND as LOGIT_ENTROPY
-from attnsim.kinds.noisy_attention import KIND as NOISY_ATTENTION
-from attnsim.kinds.temperature_entropy import KIND as TEMPERATURE_ENTROPY
+import importlib
+import pkgutil
+import sys
+from functools import cache
+from importlib.metadata import entry_points
+from types import ModuleType
 
-KINDS: dict[str, Kind] = {k.name: k for k in (NOISY_ATTENTION, LOGIT_ENTROPY, TEMPERATURE_ENTROPY, INIT_GRADIENT)}
+from attnsim.errors import ConfigError
+from attnsim.kinds.base import Kind
+
+ENTRY_POINT_GROUP = "attnsim.kinds"
+REQUIRED = ("name", "params", "metrics", "simulate_block", "theory", "main_metric", "package")
+
+
+def _as_kind(obj) -> Kind:
+    if isinstance(obj, ModuleType):
+        obj = getattr(obj, "KIND", None)
+    if not isinstance(obj, Kind):
+        raise TypeError(f"loads to {type(obj).__name__}, not an attnsim.kinds.base.Kind")
+    missing = [f for f in REQUIRED if not getattr(obj, f, None)]
+    if missing:
+        raise TypeError(f"Kind {obj.name!r} lacks {', '.join(missing)}")
+    return obj
+
+
+def _builtins() -> dict[str, Kind]:
+    found = {}
+    for module in pkgutil.iter_modules(__path__):
+        if module.ispkg:
+            kind = _as_kind(importlib.import_module(f"{__name__}.{module.name}"))
+            found[kind.name] = kind
+    return found
+
+
+@cache
+def registry() -> tuple[dict[str, Kind], dict[str, str]]:
+    """(kind name -> Kind, plugin name -> why it was left out)."""
+    kinds = _builtins()
+    broken: dict[str, str] = {}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        where = f"plugin {ep.name!r} ({ep.value}{f', from {ep.dist.name}' if ep.dist else ''})"
+        try:
+            kind = _as_kind(ep.load())
+        except Exception as error:  # noqa: BLE001 (any failure of third-party code: report it in one line)
+            broken[ep.name] = f"{where}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+            continue
+        if kind.name in kinds:
+            broken[ep.name] = f"{where}: kind name {kind.name!r} clashes with {'a built-in' if kind.package.startswith(__name__) else 'another'} kind; rename it"
+            continue
+        kinds[kind.name] = kind
+    for message in broken.values():
+        print(f"attnsim: warning: {message} (left out)", file=sys.stderr)
+    return kinds, broken
+
+
+def all_kinds() -> dict[str, Kind]:
+    return registry()[0]
 
 
 def get_kind(name: str) -> Kind:
+    kinds, broken = registry()
     try:
-        return KINDS[name]
+        return kinds[name]
     except KeyError:
-        raise ValueError(f"unknown experiment kind {name!r}; expected one of {', '.join(KINDS)}") from None
+        for message in broken.values():
+            if f"'{name}'" in message:
+                raise ConfigError(message) from None
+        raise ConfigError(f"unknown experiment kind {name!r}; expected one of {', '.join(kinds)}") from None
+
+
+def as_kind(kind: Kind | str) -> Kind:
+    """A Kind from itself or its name (library functions accept either)."""
+    return kind if isinstance(kind, Kind) else get_kind(kind)

@@ -1,13 +1,19 @@
-"""What an experiment kind declares: its parameters, metrics, kernel and theory.
+"""What an experiment kind declares: its parameters, columns, kernel, theory, figures, claims, headline.
 
-The driver (`attnsim.simulate`), the store and the figures work from these
-declarations only, so adding a kind means adding one module here.
+A kind is one package, `attnsim/kinds/<kind>/` (or a plugin's package, registered under the
+entry-point group `attnsim.kinds`): its `__init__.py` defines `KIND = Kind(...)`, `kernel.py`
+computes trial blocks, `figures.py` draws from the summary (captions in `report/<figure>.rst`)
+and `claims.py` judges the essay's claims. The driver (`attnsim.simulate`), the planner, the
+store, the summaries, the figures, the claims engine and the workflow work from these
+declarations only. See docs/adding-a-kind.md.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,12 +28,48 @@ MAX_BLOCK_TRIALS = 1024
 
 @dataclass(frozen=True)
 class Column:
+    """A typed, documented column of the store."""
+
     name: str
     type: pa.DataType
     doc: str
 
     def field(self, nullable: bool = False) -> pa.Field:
         return pa.field(self.name, self.type, nullable=nullable, metadata={"description": self.doc})
+
+
+@dataclass(frozen=True)
+class Param(Column):
+    """A grid parameter: a store column plus what the config schema says about its values.
+
+    The experiment's `grid.<name>` is a non-empty list of distinct values; each value must be of
+    the column's type, within [minimum, maximum] (or above `exclusive_minimum`), one of
+    `choices` if given. `config.schema` generates the JSON Schema from these declarations.
+    """
+
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def item_schema(self) -> dict:
+        if self.choices:
+            return {"enum": list(self.choices)}
+        if pa.types.is_integer(self.type):
+            schema: dict = {"type": "integer"}
+        elif pa.types.is_floating(self.type):
+            schema = {"type": "number"}
+        elif pa.types.is_string(self.type):
+            schema = {"type": "string"}
+        else:
+            raise TypeError(f"grid parameter {self.name}: unsupported type {self.type}")
+        for key, value in (("minimum", self.minimum), ("maximum", self.maximum), ("exclusiveMinimum", self.exclusive_minimum)):
+            if value is not None:
+                schema[key] = value
+        return schema
+
+    def list_schema(self) -> dict:
+        return {"description": self.doc, "type": "array", "minItems": 1, "uniqueItems": True, "items": self.item_schema()}
 
 
 Params = Mapping[str, object]
@@ -39,7 +81,8 @@ BlockKernel = Callable[[np.random.Generator, int, Sequence[Params]], list[dict[s
 class Kind:
     name: str
     description: str
-    params: tuple[Column, ...]  # grid parameters, in the order points are enumerated
+    package: str  # the kind's package (`__name__` of its __init__): figures, claims and captions live there
+    params: tuple[Param, ...]  # grid parameters, in the order points are enumerated
     stream_params: tuple[str, ...]  # the parameters that shape the random draws
     metrics: tuple[Column, ...]  # per-trial float64 columns
     theory_columns: tuple[Column, ...]
@@ -48,10 +91,15 @@ class Kind:
     simulate_block: BlockKernel
     theory: Callable[[Params], dict[str, object]]
     main_metric: str
+    figures: tuple[str, ...] = ()  # functions of `<package>.figures`, each (summary DataFrame) -> Figure
+    headline: Callable[[object], str] | None = None  # (summary DataFrame) -> one line for the run summary
     extra_columns: tuple[Column, ...] = field(default=())
     extra_summary: Callable[[dict[str, np.ndarray], Params], dict[str, object]] | None = None
     constant_metrics: tuple[str, ...] = ()  # per-trial columns that are constant per point: no mean/CI
+    extreme_metrics: tuple[str, ...] = ()  # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
+    check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError)
+    assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.assets names), fetched before any job runs
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:
@@ -66,5 +114,19 @@ class Kind:
         per_trial = max(1, self.bytes_per_trial(params))
         return int(min(MAX_BLOCK_TRIALS, max(1, self.block_factor * TARGET_BLOCK_BYTES // per_trial)))
 
-    def stream_of(self, params: Params) -> dict[str, object]:
-        return {k: params[k] for k in self.stream_params}
+    def grid_schema(self) -> dict:
+        """JSON Schema of `experiments.<name>.grid` for this kind, from its parameter declarations."""
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(self.param_names),
+            "properties": {p.name: p.list_schema() for p in self.params},
+        }
+
+    def submodule(self, name: str):
+        """The kind's `figures` or `claims` module, imported only when needed (plotting is slow to import)."""
+        return importlib.import_module(f"{self.package}.{name}")
+
+    def caption(self, figure: str) -> Path:
+        """The report caption of one of the kind's figures: `report/<figure>.rst` in its package."""
+        return Path(importlib.import_module(self.package).__file__).parent / "report" / f"{figure}.rst"

@@ -1,15 +1,25 @@
-"""Columns that several kinds share, declared once so their names and meanings cannot drift."""
+"""Columns and grid parameters that several kinds share, declared once so their names, meanings and
+bounds cannot drift."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from attnsim.kinds.base import Column
+from attnsim.kinds.base import Column, Param
 
 F64, I64, STR, BOOL = pa.float64(), pa.int64(), pa.string(), pa.bool_()
 
-N = Column("n", I64, "number of keys")
+N = Param("n", I64, "number of keys", minimum=2, maximum=1048576)
 ENTROPY = Column("entropy", F64, "entropy H of the weights, nats, in [0, log n]")
 N_EFF = Column("n_eff", F64, "effective number of keys 1 / sum_i p_i^2")
 GRAD_SQ = Column("grad_sq", F64, "||do/ds||_F^2 = sum_i p_i^2 ||v_i - o||^2")
 LOG_N = Column("log_n", F64, "log n: the entropy of uniform weights, the upper bound")
+
+
+def d_param(doc: str, minimum: int = 1) -> Param:
+    return Param("d", I64, doc, minimum=minimum, maximum=4096)
+
+
+def scale_param(name: str, doc: str) -> Param:
+    """A standard deviation of logits or weights (>= 0)."""
+    return Param(name, F64, doc, minimum=0, maximum=10000)

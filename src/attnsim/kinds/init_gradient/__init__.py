@@ -1,4 +1,4 @@
-"""Kind `init_gradient`: size of the logit gradient of attention at initialisation vs the weight scale (SCIENCE.md section 2).
+"""Kind `init_gradient`: size of the logit gradient of attention at initialisation vs the weight scale (docs/science.md §3.3).
 
 Large dot-product logits make the weights one-hot: the entropy, the softmax Jacobian and
 the gradient of the output with respect to the logits all vanish together.
@@ -10,16 +10,16 @@ import math
 
 import numpy as np
 
-from attnsim.kernels import init_gradient as kernel
 from attnsim.kinds.base import Column, Kind
-from attnsim.kinds.columns import F64, I64, ENTROPY, GRAD_SQ, LOG_N, N, N_EFF
+from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N, N_EFF, d_param, scale_param
+from attnsim.kinds.init_gradient import kernel
 from attnsim.theory.entropy import effective_dot_product_scale, small_scale_entropy
 
 
 PARAMS = (
     N,
-    Column("d", I64, "dimension of queries, keys and values"),
-    Column("scale", F64, "std of the entries of q and k_i; logits s_i = q.k_i / sqrt(d); values v_i ~ N(0, I_d)"),
+    d_param("dimension of queries, keys and values"),
+    scale_param("scale", "std of the entries of q and k_i; logits s_i = q.k_i / sqrt(d); values v_i ~ N(0, I_d)"),
 )
 
 METRICS = (
@@ -71,8 +71,18 @@ def extra_summary(metrics, p) -> dict[str, object]:
     return {f"{name}_median": float(np.median(metrics[name])) for name in ("entropy", "grad_sq", "jacobian_fro")}
 
 
+def headline(s) -> str:
+    """Entropy and gradient at the largest scale against the gradient's peak."""
+    top = s[s["scale"] == s["scale"].max()]
+    return f"at scale {top['scale'].iloc[0]:g}: mean entropy ≤ {top['entropy_mean'].max():.2g} nats, mean grad_sq ≤ {top['grad_sq_mean'].max():.2g} (peak {s['grad_sq_mean'].max():.2g})"
+
+
 KIND = Kind(
     name="init_gradient",
+    package=__name__,
+    figures=("gradient_vs_entropy",),
+    headline=headline,
+    extreme_metrics=("entropy",),
     description="gradient of the attention output w.r.t. the logits and softmax Jacobian at initialisation vs the weight scale",
     params=PARAMS,
     stream_params=("n", "d"),

@@ -1,4 +1,4 @@
-"""Kind `temperature_entropy`: entropy of cosine-similarity attention at temperature tau (SCIENCE.md section 2).
+"""Kind `temperature_entropy`: entropy of cosine-similarity attention at temperature tau (docs/science.md §4).
 
 The gap log n - H can never exceed the exact finite-n worst case `exact_gap(n, tau)`;
 the summary records the largest gap seen over all trials and whether it respects that bound.
@@ -10,16 +10,16 @@ import math
 
 import numpy as np
 
-from attnsim.kernels import temperature_entropy as kernel
-from attnsim.kinds.base import Column, Kind
-from attnsim.kinds.columns import F64, I64, BOOL, ENTROPY, LOG_N, N
+from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.columns import BOOL, ENTROPY, F64, LOG_N, N, d_param
+from attnsim.kinds.temperature_entropy import kernel
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
 
 
 PARAMS = (
     N,
-    Column("d", I64, "dimension of the unit sphere the query and keys are uniform on (>= 2)"),
-    Column("tau", F64, "temperature: logits are cos(theta_i) / tau"),
+    d_param("dimension of the unit sphere the query and keys are uniform on (>= 2)", minimum=2),
+    Param("tau", F64, "temperature: logits are cos(theta_i) / tau", minimum=0.0001, maximum=10000),
 )
 
 METRICS = (
@@ -83,8 +83,21 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     }
 
 
+def headline(s) -> str:
+    """Whether every trial respects its exact bound, and the largest gap at tau = 1 against g(1)."""
+    at_one = s[np.isclose(s["tau"], 1.0)]
+    text = f"every trial within its exact bound: {bool(s['gap_within_bound'].all())}"
+    if len(at_one):
+        text += f"; largest gap at τ = 1: {at_one['gap_max'].max():.4f} (bound g(1) = {at_one['gap_asymptotic'].iloc[0]:.4f})"
+    return text
+
+
 KIND = Kind(
     name="temperature_entropy",
+    package=__name__,
+    figures=("temperature_gap",),
+    headline=headline,
+    extreme_metrics=("entropy",),
     description="entropy gap log n - H of cosine attention at temperature tau for random directions, against the worst-case bound",
     params=PARAMS,
     stream_params=("n", "d"),

@@ -1,4 +1,4 @@
-"""Kind `noisy_attention`: how far i.i.d. logit noise moves the attention output (claim 1)."""
+"""Kind `noisy_attention`: how far i.i.d. logit noise moves the attention output (docs/science.md §2)."""
 
 from __future__ import annotations
 
@@ -6,20 +6,20 @@ import math
 
 import numpy as np
 
-from attnsim.kernels import noisy_attention as kernel
-from attnsim.kinds.base import Column, Kind
-from attnsim.kinds.columns import F64, I64, STR, BOOL, GRAD_SQ, N, N_EFF
+from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N, N_EFF, STR, d_param, scale_param
+from attnsim.kinds.noisy_attention import kernel
 from attnsim.stats import ratio_of_means
-from attnsim.theory.noise import kappa, regime
+from attnsim.theory.noise import NOISE_FAMILIES, kappa, regime
 
 
 PARAMS = (
     N,
-    Column("d", I64, "dimension of the values"),
-    Column("logit_scale", F64, "std of the clean logits s_i ~ N(0, logit_scale^2)"),
-    Column("noise", STR, "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof)"),
-    Column("noise_draws", I64, "noisy outputs K per trial"),
-    Column("noise_scale", F64, "std sigma of the logit noise"),
+    d_param("dimension of the values"),
+    scale_param("logit_scale", "std of the clean logits s_i ~ N(0, logit_scale^2)"),
+    Param("noise", STR, "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std noise_scale (docs/science.md §2.3)", choices=NOISE_FAMILIES),
+    Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
+    Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
 )
 
 METRICS = (
@@ -103,8 +103,24 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     }
 
 
+def headline(s) -> str:
+    """Measured over predicted squared error where the delta method applies, and how many points have kappa = inf."""
+    ok = s[s["kappa_finite"] & (s["kappa"] > 0) & (s["kappa_sum_p2"] < 0.01)]
+    parts = []
+    if len(ok):
+        parts.append(f"measured/predicted sq_err where κΣp² < 0.01: median {np.median(ok['err_ratio']):.3f} (range {ok['err_ratio'].min():.3f}–{ok['err_ratio'].max():.3f}, {len(ok)} points)")
+    infinite = int((~s["kappa_finite"]).sum())
+    if infinite:
+        parts.append(f"κ = ∞ flagged on {infinite} points")
+    return "; ".join(parts)
+
+
 KIND = Kind(
     name="noisy_attention",
+    package=__name__,
+    figures=("rel_err_vs_n", "collapse"),
+    headline=headline,
+    extreme_metrics=("entropy",),
     description="attention output under i.i.d. logit noise vs the delta-method prediction",
     params=PARAMS,
     stream_params=("n", "d", "logit_scale", "noise", "noise_draws"),

@@ -45,8 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnsim.kernels.logit_entropy import query_factor
-from attnsim.kernels.sampling import standard_normal
+from attnsim.kernels.sampling import query_factor, standard_normal
 from attnsim.kernels.softmax import GapSoftmax, exp_neg, gaps
 
 CHUNK_BYTES = 4 * 2**20  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
@@ -76,10 +75,6 @@ class Draws:
     z: np.ndarray  # (T, n) float32 standard normals, the largest at index 0; logits = scale^2 * query_factor * z
     query_factor: np.ndarray  # (T,) r = sqrt(chi2_d / d)
     values: np.ndarray  # (T, n, d) float32
-
-
-def make_logits(draws: Draws, scale: float) -> np.ndarray:
-    return (float(scale) ** 2 * draws.query_factor)[:, None] * draws.z.astype(np.float64)
 
 
 def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, record: bool = False):
@@ -149,33 +144,3 @@ def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, reco
     if record:
         return results, Draws(z=z, query_factor=factor, values=np.concatenate(kept, axis=1))
     return results
-
-
-# --------------------------------------------------------------------------- oracles for the tests
-
-
-def naive_draw(rng: np.random.Generator, n: int, d: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """One trial's logits and values sampled literally: s = K q / sqrt(d), all n*d + d entries drawn."""
-    q = scale * rng.standard_normal(d)
-    keys = scale * rng.standard_normal((n, d))
-    return keys @ q / np.sqrt(d), rng.standard_normal((n, d))
-
-
-def naive_trial(logits: np.ndarray, values: np.ndarray) -> dict[str, float]:
-    """Slow per-trial reference: plain formulas (the literal closed form for ||J||_F, and the full matrix)."""
-    logits = np.asarray(logits, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    o = p @ values
-    dist2 = np.array([np.sum((v - o) ** 2) for v in values])
-    s2, s3 = float(np.sum(p**2)), float(np.sum(p**3))
-    jacobian = np.diag(p) - np.outer(p, p)  # ds -> dp
-    return {
-        "entropy": -sum(float(pi * np.log(pi)) for pi in p if pi > 0),
-        "grad_sq": float(np.sum(p**2 * dist2)),
-        "grad_sq_matrix": float(np.sum((values.T @ jacobian) ** 2)),  # ||V^T J||_F^2, do/ds = V^T J
-        "jacobian_fro": float(np.sqrt(max(s2 - 2 * s3 + s2**2, 0.0))),
-        "jacobian_fro_matrix": float(np.linalg.norm(jacobian)),
-        "n_eff": 1 / s2,
-    }

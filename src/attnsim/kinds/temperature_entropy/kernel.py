@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from attnsim.kernels import sampling
-from attnsim.kernels.softmax import GapSoftmax, gaps, softmax_stats
+from attnsim.kernels.softmax import GapSoftmax, gaps
 
 F32 = np.float32
 _ANGLE = F32(2 * math.pi * 2.0**-32)
@@ -73,33 +73,3 @@ def simulate(cosines: np.ndarray, taus) -> list[dict[str, np.ndarray]]:
         entropy = softmax.stats(1.0 / float(tau), sum_p2=False)["entropy"]
         results.append({"entropy": entropy, "gap": softmax.log_n - entropy})
     return results
-
-
-def metrics(cosines: np.ndarray, tau: float) -> dict[str, np.ndarray]:
-    """Per-trial entropy H (nats) and gap = log n - H (>= 0) of softmax(cos / tau)."""
-    return simulate(cosines, [tau])[0]
-
-
-# --------------------------------------------------------------------------- oracles for the tests
-
-
-def naive_cosines(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    """One trial's cosines sampled literally: normalised Gaussian query and keys (n*d + d draws)."""
-    q = rng.standard_normal(d)
-    keys = rng.standard_normal((n, d))
-    return keys @ q / (np.linalg.norm(keys, axis=1) * np.linalg.norm(q))
-
-
-def naive_trial(cosines: np.ndarray, tau: float) -> dict[str, float]:
-    """Slow per-trial reference: plain formulas on one trial's cosines."""
-    s = np.asarray(cosines, dtype=np.float64) / tau
-    p = np.exp(s - s.max())
-    p /= p.sum()
-    entropy = -sum(float(pi * np.log(pi)) for pi in p if pi > 0)
-    return {"entropy": entropy, "gap": math.log(len(p)) - entropy}
-
-
-def explicit_metrics(cosines: np.ndarray, tau: float) -> dict[str, np.ndarray]:
-    """The same metrics through `softmax_stats` on explicit logits (a second, independent route)."""
-    _, entropy = softmax_stats(np.asarray(cosines, dtype=np.float64) * (1.0 / tau))
-    return {"entropy": entropy, "gap": math.log(cosines.shape[-1]) - entropy}

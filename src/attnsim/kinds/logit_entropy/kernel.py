@@ -27,13 +27,12 @@ the block.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from attnsim.kernels.sampling import standard_normal
-from attnsim.kernels.softmax import GapSoftmax, gaps, softmax_stats
+from attnsim.kernels.sampling import query_factor, standard_normal
+from attnsim.kernels.softmax import GapSoftmax, gaps
 
 LOGITS = ("gaussian", "dot_product")
 
@@ -42,11 +41,6 @@ LOGITS = ("gaussian", "dot_product")
 class Draws:
     z: np.ndarray  # (T, n) standard normals, float32
     query_factor: np.ndarray  # (T,) r = sqrt(chi2_d / d) = ||q|| / (scale sqrt(d)); ones for gaussian logits
-
-
-def query_factor(rng: np.random.Generator, trials: int, d: int) -> np.ndarray:
-    """r = sqrt(chi2_d / d), shape (T,): the query's norm in units of scale * sqrt(d)."""
-    return np.sqrt(rng.chisquare(d, trials) / d)
 
 
 def draw(rng: np.random.Generator, trials: int, n: int, d: int, logits: str) -> Draws:
@@ -62,10 +56,6 @@ def logit_multiplier(draws: Draws, logits: str, scale: float) -> np.ndarray:
     if logits == "gaussian":
         return np.full(draws.z.shape[0], float(scale))
     return float(scale) ** 2 * draws.query_factor
-
-
-def make_logits(draws: Draws, logits: str, scale: float) -> np.ndarray:
-    return logit_multiplier(draws, logits, scale)[:, None] * draws.z.astype(np.float64)
 
 
 def gap_metrics(softmax: GapSoftmax, multiplier: np.ndarray) -> dict[str, np.ndarray]:
@@ -89,47 +79,3 @@ def simulate(draws: Draws, logits: str, scales) -> list[dict[str, np.ndarray]]:
     """Metrics for each scale, from one block of draws."""
     softmax = GapSoftmax(gaps(draws.z))
     return [gap_metrics(softmax, logit_multiplier(draws, logits, scale)) for scale in scales]
-
-
-def metrics(draws: Draws, logits: str, scale: float) -> dict[str, np.ndarray]:
-    return simulate(draws, logits, [scale])[0]
-
-
-def weight_metrics(logits: np.ndarray) -> dict[str, np.ndarray]:
-    """The same metrics from explicit logits (T, n), through `softmax_stats`."""
-    weights, entropy = softmax_stats(logits)
-    sum_p2 = np.einsum("tn,tn->t", weights, weights)
-    return {
-        "entropy": entropy,
-        "entropy_norm": entropy / math.log(logits.shape[-1]),
-        "renyi2": -np.log(sum_p2),
-        "max_weight": weights.max(axis=-1),
-        "n_eff": 1.0 / sum_p2,
-    }
-
-
-# --------------------------------------------------------------------------- oracles for the tests
-
-
-def naive_logits(rng: np.random.Generator, n: int, d: int, logits: str, scale: float) -> np.ndarray:
-    """One trial's logits sampled literally: s = scale z, or s = K q / sqrt(d) with all n*d + d entries drawn."""
-    if logits == "gaussian":
-        return scale * rng.standard_normal(n)
-    q = scale * rng.standard_normal(d)
-    keys = scale * rng.standard_normal((n, d))
-    return keys @ q / math.sqrt(d)
-
-
-def naive_trial(logits: np.ndarray) -> dict[str, float]:
-    """Slow per-trial reference: plain formulas on one trial's logits."""
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    entropy = -sum(float(pi * np.log(pi)) for pi in p if pi > 0)
-    sum_p2 = float(np.sum(p**2))
-    return {
-        "entropy": entropy,
-        "entropy_norm": entropy / math.log(len(p)),
-        "renyi2": -math.log(sum_p2),
-        "max_weight": float(p.max()),
-        "n_eff": 1 / sum_p2,
-    }

@@ -1,21 +1,21 @@
-"""Kind `logit_entropy`: entropy of the attention weights vs the scale of the logits (SCIENCE.md section 2)."""
+"""Kind `logit_entropy`: entropy of the attention weights vs the scale of the logits (docs/science.md §3)."""
 
 from __future__ import annotations
 
 import math
 
 
-from attnsim.kernels import logit_entropy as kernel
-from attnsim.kinds.base import Column, Kind
-from attnsim.kinds.columns import F64, I64, STR, LOG_N, N
+from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.columns import F64, LOG_N, STR, N, d_param, scale_param
+from attnsim.kinds.logit_entropy import kernel
 from attnsim.theory.entropy import effective_dot_product_scale, rem_entropy, rem_regime, rem_x, small_scale_entropy
 
 
 PARAMS = (
     N,
-    Column("d", I64, "dimension of queries and keys (used by dot_product logits only)"),
-    Column("logits", STR, "gaussian: s_i ~ N(0, scale^2); dot_product: s_i = q.k_i / sqrt(d), entries of q, k_i ~ N(0, scale^2)"),
-    Column("scale", F64, "std of the logits (gaussian) or of the entries of q and k_i (dot_product)"),
+    d_param("dimension of queries and keys (used by dot_product logits only)"),
+    Param("logits", STR, "gaussian: s_i ~ N(0, scale^2); dot_product: s_i = q.k_i / sqrt(d), entries of q, k_i ~ N(0, scale^2)", choices=kernel.LOGITS),
+    scale_param("scale", "std of the logits (gaussian) or of the entries of q and k_i (dot_product)"),
 )
 
 METRICS = (
@@ -65,8 +65,21 @@ def theory(p) -> dict[str, object]:
     }
 
 
+def headline(s) -> str:
+    """How far the small-scale prediction log n - sigma^2/2 is from the measured entropy where sigma <= 0.3."""
+    small = s[(s["logits"] == "gaussian") & (s["sigma_eff"] > 0) & (s["sigma_eff"] <= 0.3)]
+    if not len(small):
+        return ""
+    worst = (small["entropy_mean"] - small["entropy_small_scale"]).abs().max()
+    return f"|H − (log n − σ²/2)| ≤ {worst:.2g} nats where σ ≤ 0.3 ({len(small)} points)"
+
+
 KIND = Kind(
     name="logit_entropy",
+    package=__name__,
+    figures=("entropy_vs_scale", "entropy_collapse"),
+    headline=headline,
+    extreme_metrics=("entropy",),
     description="entropy of softmax weights over gaussian or dot-product logits vs their scale, against small-scale and REM theory",
     params=PARAMS,
     stream_params=("n", "d", "logits"),

@@ -1,0 +1,65 @@
+"""The chunk: what one simulate job computes, planned by `attnsim.plan` and read by the job.
+
+A chunk is an experiment's run of grid points with the settings their numbers depend on. It
+has one serialisation, compact JSON (the job's only input, and stored in the provenance of
+the chunk's file so that planning can read finished chunks back). The job parses it once into
+a `ChunkSpec` holding the `Kind` object; resources, priority and the kernel driver all read that
+same object.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+from attnsim.errors import AttnsimError, ConfigError
+from attnsim.grid import Point, chunk_id, make_point
+from attnsim.kinds import get_kind
+from attnsim.kinds.base import Kind
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    experiment: str
+    kind: Kind
+    seed: int
+    trials: int  # per round; one round unless adaptive
+    points: tuple[Point, ...]
+    target_se: float | None = None  # adaptive precision on the kind's main metric
+    max_trials: int | None = None
+
+    @cached_property
+    def id(self) -> str:
+        return chunk_id(list(self.points))
+
+    @property
+    def trial_cap(self) -> int:
+        """The most trials any point can get: what memory and time requests must allow for."""
+        return self.max_trials or self.trials
+
+    def to_json(self) -> str:
+        names = self.kind.param_names
+        spec = {
+            "experiment": self.experiment,
+            "kind": self.kind.name,
+            "seed": self.seed,
+            "trials": self.trials,
+            "params": list(names),
+            "points": [[p.params[k] for k in names] for p in self.points],
+        }
+        if self.target_se is not None:
+            spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
+        return json.dumps(spec, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> ChunkSpec:
+        try:
+            spec = json.loads(text)
+            kind = get_kind(spec["kind"])
+            if spec["params"] != list(kind.param_names):
+                raise ValueError(f"parameters {spec['params']} do not match kind {kind.name}: {list(kind.param_names)}")
+            points = tuple(make_point(kind, dict(zip(spec["params"], values))) for values in spec["points"])
+            return cls(spec["experiment"], kind, spec["seed"], spec["trials"], points, spec.get("target_se"), spec.get("max_trials"))
+        except (ValueError, KeyError, TypeError, AttnsimError) as error:
+            raise ConfigError(f"chunk spec: {error}") from None

@@ -1,0 +1,91 @@
+"""The claims engine: the `Claim` record, how a measurement is judged against a prediction, pooling
+over points, and the run of every kind's claims over the store's summaries.
+
+Each kind's claims live in its package (`<kind>/claims.py`: `CLAIMS`, functions of the kind's
+summaries, and `THRESHOLDS`, the numbers that turn measurements into verdicts, each with its
+reason). Nothing is typed in: a verdict changes only through data. Reading the store is
+`attnsim.claims.io`, rendering `attnsim.claims.render`.
+
+Verdicts: `holds` (the 95% interval of the measurement meets the prediction's tolerance band),
+`fails` (it does not), `outside regime` (the sweep measured the kind but no point lies in the
+claim's regime), `not measured` (the config has no experiment of the kind).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from attnsim.kinds import all_kinds
+from attnsim.stats import mean_ci
+
+VERDICTS = ("holds", "fails", "outside regime", "not measured")
+ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
+
+
+@dataclass
+class Claim:
+    claim_id: str
+    claim: str
+    condition: str
+    predicted: float = math.nan
+    measured: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    rel_deviation: float = math.nan
+    verdict: str = "not measured"
+    evidence: str = ""
+
+    def judge(self, predicted: float, stats: dict, tolerance: float, evidence: str) -> Claim:
+        """holds when the measurement's 95% interval meets [predicted - tolerance, predicted + tolerance]."""
+        self.predicted, self.measured = predicted, stats["mean"]
+        self.ci_low, self.ci_high = stats["ci_low"], stats["ci_high"]
+        self.rel_deviation = (self.measured - predicted) / abs(predicted) if predicted else math.nan
+        meets = self.ci_low <= predicted + tolerance and self.ci_high >= predicted - tolerance
+        self.verdict = "holds" if meets else "fails"
+        self.evidence = evidence
+        return self
+
+
+def pooled(values) -> dict:
+    """Mean over points with a between-point standard error (points differ for real, not only by noise)."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 1:
+        return {"mean": float(values[0]), "se": math.nan, "ci_low": float(values[0]), "ci_high": float(values[0])}
+    return mean_ci(values)
+
+
+def entropy_bounds(summaries: dict[str, pd.DataFrame]) -> Claim:
+    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes."""
+    claim = Claim("entropy_in_bounds", "The entropy of the attention weights lies in [0, log n] for every trial.", "every trial of every kind, all parameters")
+    frames = [s for s in summaries.values() if {"entropy_min", "entropy_max", "n"} <= set(s.columns)]
+    if not frames:
+        return claim
+    rows = pd.concat([s[["entropy_min", "entropy_max", "n", "n_trials"]] for s in frames], ignore_index=True)
+    low = float(rows["entropy_min"].min())
+    high = float((rows["entropy_max"] / np.log(rows["n"].to_numpy(float))).max())
+    count = int(rows["n_trials"].sum())
+    inside = low >= 0 and high <= 1 + ENTROPY_ROUNDING
+    claim.predicted, claim.measured, claim.ci_low, claim.ci_high = 1.0, high, low, high
+    claim.verdict = "holds" if inside else "fails"
+    claim.evidence = f"{count:,} trials; smallest H = {low:.3g} nats, largest H / log n = {high:.15g}"
+    return claim
+
+
+def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[Claim]:
+    """Every registered kind's claims (name -> summary of the config's experiments of that kind, if any),
+    then the claims that hold for every kind."""
+    by_kind: dict[str, list[pd.DataFrame]] = {}
+    for name, kind in experiments.items():
+        if name in summaries:
+            by_kind.setdefault(kind, []).append(summaries[name])
+    claims = []
+    for name, kind in all_kinds().items():
+        frames = by_kind.get(name)
+        frame = pd.concat(frames, ignore_index=True) if frames else None
+        claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
+    claims.append(entropy_bounds(summaries))
+    return claims

@@ -1,0 +1,68 @@
+"""The claims' I/O: the config's summaries from the store in, the table (Parquet, Markdown, HTML) out."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from attnsim import store
+from attnsim.claims.engine import Claim
+from attnsim.claims.render import html, markdown
+
+SCHEMA = pa.schema(
+    [
+        pa.field("claim_id", pa.string(), metadata={"description": "short stable id of the claim"}),
+        pa.field("claim", pa.string(), metadata={"description": "the claim in one sentence"}),
+        pa.field("condition", pa.string(), metadata={"description": "the regime of parameters it was tested in"}),
+        pa.field("predicted", pa.float64(), metadata={"description": "the theory's value"}),
+        pa.field("measured", pa.float64(), metadata={"description": "the measured value"}),
+        pa.field("ci_low", pa.float64(), metadata={"description": "lower end of the measurement's 95% interval"}),
+        pa.field("ci_high", pa.float64(), metadata={"description": "upper end of the measurement's 95% interval"}),
+        pa.field("rel_deviation", pa.float64(), metadata={"description": "(measured - predicted) / |predicted|"}),
+        pa.field("verdict", pa.string(), metadata={"description": "holds, fails, outside regime or not measured"}),
+        pa.field("evidence", pa.string(), metadata={"description": "what the numbers are: points, experiments, the worst case"}),
+    ]
+)
+
+
+def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """experiment name -> its summary, for the config's experiments (name -> kind) that have one."""
+    frames = {}
+    for name, kind in experiments.items():
+        path = store.summary_path(root, kind, name)
+        if path.exists():
+            frame = store.read_table(path).to_pandas()
+            frame.insert(0, "experiment", name)
+            frames[name] = frame
+    return frames
+
+
+def table(claims: list[Claim]) -> pa.Table:
+    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(c).items()} for c in claims]
+    return pa.Table.from_pylist(rows, schema=SCHEMA)
+
+
+def from_table(claims_table: pa.Table) -> list[Claim]:
+    return [Claim(**{k: (math.nan if v is None else v) for k, v in row.items()}) for row in claims_table.to_pylist()]
+
+
+def write(claims: list[Claim], results: Path, provenance: dict) -> list[Path]:
+    """results/claims.parquet (typed, with provenance), claims.md and claims.html, each atomic."""
+    json.dumps(provenance)  # provenance must stay JSON-serialisable
+    results = Path(results)
+    parquet = results / "claims.parquet"
+    store.write_atomic(table(claims), parquet, store.provenance(table="claims", **provenance))
+    written = [parquet]
+    for name, text in (("claims.md", markdown(claims)), ("claims.html", html(claims, provenance))):
+        path = results / name
+        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+        written.append(path)
+    return written

@@ -1,0 +1,1 @@
+"""Slow, plainly written reference implementations that the fast kernels are tested against."""

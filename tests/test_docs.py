@@ -1,0 +1,12 @@
+"""The repository explains itself: generated docs are current, and every link and citation resolves inside it."""
+
+from __future__ import annotations
+
+import re
+
+from attnsim.store import schema_document
+from conftest import REPO
+
+
+def test_results_schema_document_is_current():
+    assert (REPO / "docs/results-schema.md").read_text() == schema_document(), "out of date: attnsim schema --write docs/results-schema.md"
