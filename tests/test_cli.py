@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -14,7 +20,7 @@ from attnsim.config import load
 from attnsim.plan import experiment_json, plan_experiment
 from attnsim.simulate import run_chunk
 from attnsim.summarise import collect
-from conftest import small_config
+from conftest import REPO, small_config
 
 
 @pytest.fixture
@@ -107,3 +113,72 @@ def test_bad_config_and_bad_arguments(filled, capsys):
         main(["query"])
     assert info.value.code == 2
     assert main(["simulate", "--spec", "{}", "--output", "x.parquet", "--threads", "0"]) == 2
+
+
+# --- a full disk: one line naming the file and the space it needs, no temp file left ---------
+
+
+def one_point_spec(trials: int) -> str:
+    from attnsim.grid import make_point
+    from attnsim.simulate import chunk_spec
+
+    point = make_point("noisy_attention", {"n": 16, "d": 4, "logit_scale": 1.0, "noise": "gaussian", "noise_draws": 1, "noise_scale": 0.5})
+    return chunk_spec("robustness", "noisy_attention", 7, trials, [point])
+
+
+@pytest.mark.parametrize("code,words", [(errno.ENOSPC, "no space left on device"), (errno.EDQUOT, "disk quota exceeded")])
+def test_full_disk_is_one_line_naming_file_and_space(tmp_path, monkeypatch, capsys, code, words):
+    import pyarrow.parquet as pq
+
+    real_write = pq.write_table
+
+    def write_then_fail(table, where, **kwargs):
+        real_write(table.slice(0, 1), where, **kwargs)  # a partial temp file, as a full disk leaves one
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(pq, "write_table", write_then_fail)
+    output = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", "0123456789abcdef")
+    assert main(["simulate", "--spec", one_point_spec(20), "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf"attnsim: error: {re.escape(str(output))}: could not be written, {words}; it needs up to [\d.,]+ MiB free \([\d.,]+ MiB free\); free some space and rerun\n", err), err
+    assert [p.name for p in output.parent.iterdir()] == []
+
+
+def test_other_write_errors_are_not_called_a_full_disk(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def fail(table, where, **kwargs):
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(pq, "write_table", fail)
+    with pytest.raises(OSError, match="I/O error"):
+        store.write_atomic(pa.table({"x": [1]}), tmp_path / "x.parquet", {})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs (needs root and mount permission; skipped otherwise)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_full_disk_for_real(tiny_disk):
+    output = store.chunk_path(tiny_disk / "store", "noisy_attention", "robustness", "0123456789abcdef")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-m", "attnsim.cli", "simulate", "--spec", one_point_spec(100_000), "--output", str(output)], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"attnsim: error: {output}: could not be written, no space left on device; it needs up to "), result.stderr
+    assert not any(line.startswith(("Traceback", "OSError")) for line in lines), result.stderr
+    assert [p.name for p in output.parent.iterdir()] == []
