@@ -182,3 +182,107 @@ def test_full_disk_for_real(tiny_disk):
     assert lines[-1].startswith(f"attnsim: error: {output}: could not be written, no space left on device; it needs up to "), result.stderr
     assert not any(line.startswith(("Traceback", "OSError")) for line in lines), result.stderr
     assert [p.name for p in output.parent.iterdir()] == []
+
+
+# --- queries read the store and nothing else ----------------------------------------------
+
+
+@pytest.fixture
+def outside(filled):
+    """Files next to the store but outside it, which a query must not read."""
+    (filled / "secret.csv").write_text("token\nhunter2\n")
+    pd.DataFrame({"token": ["hunter2"]}).to_parquet(filled / "secret.parquet")
+    return filled
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM read_csv('/etc/passwd', sep = ':')",
+        "SELECT * FROM read_csv('secret.csv')",
+        "SELECT * FROM 'secret.csv'",
+        "SELECT * FROM read_parquet('secret.parquet')",
+        "SELECT * FROM read_parquet('results/store/../../secret.parquet')",
+        "SELECT * FROM read_blob('results/../secret.csv')",
+        "SELECT * FROM glob('/etc/*')",
+        "SELECT * FROM glob('*')",
+        "SELECT * FROM read_csv('https://example.com/data.csv')",
+        "SELECT * FROM read_json('s3://bucket/key.json')",
+    ],
+)
+def test_query_reads_nothing_outside_the_store(outside, capsys, sql):
+    before = sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*"))
+    assert main(["query", sql]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsim: error: query failed: ") and err.count("\n") == 1, err
+    assert "hunter2" not in err and "root:" not in err
+    assert sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "sql,message",
+    [
+        ("INSTALL httpfs", "got LOAD"),
+        ("LOAD httpfs", "got LOAD"),
+        ("ATTACH 'other.duckdb' AS other", "got ATTACH"),
+        ("COPY robustness TO 'results/store/summary/copy.csv'", "got COPY"),
+        ("SET enable_external_access = true", "got SET"),
+        ("RESET lock_configuration", "got SET"),
+        ("EXPLAIN ANALYZE COPY (SELECT 42) TO 'results/store/summary/x.csv'", "got EXPLAIN COPY"),
+        ("EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1", "got EXPLAIN CREATE"),
+        ("explain /* ! */ analyse (format json) INSTALL httpfs", "got EXPLAIN LOAD"),
+    ],
+)
+def test_query_refuses_statements_that_write_or_reach_out(outside, capsys, sql, message):
+    before = sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*"))
+    assert main(["query", sql]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsim: error: ") and message in err and err.count("\n") == 1, err
+    assert sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM read_parquet('secret.parquet')",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "ATTACH 'other.duckdb' AS other",
+        "COPY (SELECT 1) TO 'elsewhere.csv'",
+        "SET enable_external_access = true",
+        "SET allowed_directories = ['/']",
+        "SET autoload_known_extensions = true",
+        "RESET lock_configuration",
+        "SELECT * FROM query('SET enable_external_access = true')",
+    ],
+)
+def test_connection_itself_is_confined(outside, sql):
+    """Even past the read-only check, DuckDB itself refuses: external access off, settings locked."""
+    import duckdb
+
+    from attnsim.query import connect
+
+    con = connect(outside / "results/store")
+    with pytest.raises(duckdb.Error):
+        con.execute(sql).fetchall()
+    assert not (outside / "elsewhere.csv").exists() and not (outside / "other.duckdb").exists()
+    assert con.execute("SELECT current_setting('enable_external_access'), current_setting('lock_configuration')").fetchone() == (False, True)
+
+
+def test_store_and_provenance_still_readable_when_confined(outside, capsys):
+    for sql in [
+        "SELECT count(*) FROM provenance",
+        "SELECT count(*) FROM read_parquet('results/store/trials/**/*.parquet')",
+        "SELECT count(*) FROM glob('results/store/**/*.parquet')",
+        "EXPLAIN ANALYZE SELECT count(*) FROM trials",
+        "explain /* ! */ analyse (SELECT 1); ",
+        "EXPLAIN (FORMAT json) SELECT * FROM robustness",
+        "SUMMARIZE robustness",
+        "SHOW TABLES",
+    ]:
+        assert main(["query", sql]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["query", "SELECT count(*) AS files FROM provenance", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["files", str(1 + len(store.chunk_files(outside / "results/store")))]
