@@ -80,3 +80,57 @@ def test_experiment_renamed_kind_is_refused(finished):
         expect_one_line_failure(finished, "was stored as kind=logit_entropy")
     finally:
         shutil.rmtree(other.parent)
+
+
+# --- the config as Snakemake reads it: NaN, numbers written as text, keys given twice ---------
+
+SWEEP = """\
+seed: {seed}
+chunk_size: {chunk_size}
+experiments:
+  robustness:
+    kind: noisy_attention
+    trials: {trials}
+    grid:
+      n: {n}
+      d: [4]
+      logit_scale: [0.0, 1.0]
+      noise: [gaussian, student_t]
+      noise_draws: [4]
+      noise_scale: {noise_scale}
+"""
+AS_WRITTEN = {"seed": "7", "chunk_size": "16", "trials": "20", "n": "[16, 64]", "noise_scale": "[0.1, 0.5]"}  # = the finished sweep
+
+
+def sweep_file(workdir, name, **changes):
+    path = workdir / name
+    path.write_text(SWEEP.format(**(AS_WRITTEN | changes)))
+    return path
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_nan_in_config_stops_snakemake_with_one_line(finished, value):
+    path = sweep_file(finished, "nan.yaml", noise_scale=f"[0.1, {value}]")
+    expect_one_line_failure(finished, "experiments.robustness.grid.noise_scale[1]: ", "--configfile", str(path))
+    expect_one_line_failure(finished, "seed: nan is not a finite number", "--configfile", str(sweep_file(finished, "ok.yaml")), "--config", "seed=nan")
+
+
+def test_numbers_written_as_text_are_the_same_sweep(finished):
+    """1e-1, 2e1 or 64.0 (strings or floats to YAML 1.1) are the same numbers: nothing to compute."""
+    before = tree(finished)
+    path = sweep_file(finished, "written.yaml", seed="7e0", chunk_size="1.6e1", trials="2e1", n="[1.6e1, 64.0]", noise_scale="[1e-1, 5e-1]")
+    for extra in ([], ["--config", "seed=7.0", "chunk_size=16.0"], ["--config", "experiments={robustness: {kind: noisy_attention, trials: 2e1, grid: {n: [16, 64], d: ['4'], logit_scale: [0.0, 1e0], noise: [gaussian, student_t], noise_draws: [4], noise_scale: [1e-1, '0.5']}}}"]):
+        result = snakemake(finished, "-n", "--cores", "1", "--configfile", str(path), *extra)
+        assert "Nothing to be done" in result.stdout + result.stderr, result.stdout + result.stderr
+    assert tree(finished) == before
+    expect_one_line_failure(finished, "experiments.robustness.trials: 20.5 is not of type integer; give a whole number", "--configfile", str(sweep_file(finished, "frac.yaml", trials="20.5")))
+    expect_one_line_failure(finished, "seed: 'seven' is not of type integer", "--configfile", str(path), "--config", "seed=seven")
+
+
+def test_key_given_twice_stops_snakemake_with_both_lines(finished, tmp_path):
+    path = sweep_file(finished, "twice.yaml", chunk_size="16\nseed: 8")
+    expect_one_line_failure(finished, f"{path}: seed: key given twice (lines 1 and 3); keep one", "--configfile", str(path))
+    workdir = tmp_path / "w"  # the workflow's own config.yaml
+    shutil.copytree(finished, workdir)
+    (workdir / "config.yaml").write_text((workdir / "config.yaml").read_text() + "chunk_size: 8\n")
+    expect_one_line_failure(workdir, "config.yaml: chunk_size: key given twice (lines 2 and ")

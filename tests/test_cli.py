@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -14,7 +20,7 @@ from attnsim.config import load
 from attnsim.plan import experiment_json, plan_experiment
 from attnsim.simulate import run_chunk
 from attnsim.summarise import collect
-from conftest import small_config
+from conftest import REPO, small_config
 
 
 @pytest.fixture
@@ -107,3 +113,177 @@ def test_bad_config_and_bad_arguments(filled, capsys):
         main(["query"])
     assert info.value.code == 2
     assert main(["simulate", "--spec", "{}", "--output", "x.parquet", "--threads", "0"]) == 2
+
+
+# --- a full disk: one line naming the file and the space it needs, no temp file left ---------
+
+
+def one_point_spec(trials: int) -> str:
+    from attnsim.chunkspec import ChunkSpec
+    from attnsim.grid import make_point
+    from attnsim.kinds import get_kind
+
+    point = make_point("noisy_attention", {"n": 16, "d": 4, "logit_scale": 1.0, "noise": "gaussian", "noise_draws": 1, "noise_scale": 0.5})
+    return ChunkSpec("robustness", get_kind("noisy_attention"), 7, trials, (point,)).to_json()
+
+
+@pytest.mark.parametrize("code,words", [(errno.ENOSPC, "no space left on device"), (errno.EDQUOT, "disk quota exceeded")])
+def test_full_disk_is_one_line_naming_file_and_space(tmp_path, monkeypatch, capsys, code, words):
+    import pyarrow.parquet as pq
+
+    real_write = pq.write_table
+
+    def write_then_fail(table, where, **kwargs):
+        real_write(table.slice(0, 1), where, **kwargs)  # a partial temp file, as a full disk leaves one
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(pq, "write_table", write_then_fail)
+    output = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", "0123456789abcdef")
+    assert main(["simulate", "--spec", one_point_spec(20), "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf"attnsim: error: {re.escape(str(output))}: could not be written, {words}; it needs up to [\d.,]+ MiB free \([\d.,]+ MiB free\); free some space and rerun\n", err), err
+    assert [p.name for p in output.parent.iterdir()] == []
+
+
+def test_other_write_errors_are_not_called_a_full_disk(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def fail(table, where, **kwargs):
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(pq, "write_table", fail)
+    with pytest.raises(OSError, match="I/O error"):
+        store.write_atomic(pa.table({"x": [1]}), tmp_path / "x.parquet", {})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 1 MiB tmpfs (needs root and mount permission; skipped otherwise)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_full_disk_for_real(tiny_disk):
+    output = store.chunk_path(tiny_disk / "store", "noisy_attention", "robustness", "0123456789abcdef")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
+    result = subprocess.run([sys.executable, "-m", "attnsim.cli", "simulate", "--spec", one_point_spec(100_000), "--output", str(output)], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"attnsim: error: {output}: could not be written, no space left on device; it needs up to "), result.stderr
+    assert not any(line.startswith(("Traceback", "OSError")) for line in lines), result.stderr
+    assert [p.name for p in output.parent.iterdir()] == []
+
+
+# --- queries read the store and nothing else ----------------------------------------------
+
+
+@pytest.fixture
+def outside(filled):
+    """Files next to the store but outside it, which a query must not read."""
+    (filled / "secret.csv").write_text("token\nhunter2\n")
+    pd.DataFrame({"token": ["hunter2"]}).to_parquet(filled / "secret.parquet")
+    return filled
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM read_csv('/etc/passwd', sep = ':')",
+        "SELECT * FROM read_csv('secret.csv')",
+        "SELECT * FROM 'secret.csv'",
+        "SELECT * FROM read_parquet('secret.parquet')",
+        "SELECT * FROM read_parquet('results/store/../../secret.parquet')",
+        "SELECT * FROM read_blob('results/../secret.csv')",
+        "SELECT * FROM glob('/etc/*')",
+        "SELECT * FROM glob('*')",
+        "SELECT * FROM read_csv('https://example.com/data.csv')",
+        "SELECT * FROM read_json('s3://bucket/key.json')",
+    ],
+)
+def test_query_reads_nothing_outside_the_store(outside, capsys, sql):
+    before = sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*"))
+    assert main(["query", sql]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsim: error: query failed: ") and err.count("\n") == 1, err
+    assert "hunter2" not in err and "root:" not in err
+    assert sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "sql,message",
+    [
+        ("INSTALL httpfs", "got LOAD"),
+        ("LOAD httpfs", "got LOAD"),
+        ("ATTACH 'other.duckdb' AS other", "got ATTACH"),
+        ("COPY robustness TO 'results/store/summary/copy.csv'", "got COPY"),
+        ("SET enable_external_access = true", "got SET"),
+        ("RESET lock_configuration", "got SET"),
+        ("EXPLAIN ANALYZE COPY (SELECT 42) TO 'results/store/summary/x.csv'", "got EXPLAIN COPY"),
+        ("EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1", "got EXPLAIN CREATE"),
+        ("explain /* ! */ analyse (format json) INSTALL httpfs", "got EXPLAIN LOAD"),
+    ],
+)
+def test_query_refuses_statements_that_write_or_reach_out(outside, capsys, sql, message):
+    before = sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*"))
+    assert main(["query", sql]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsim: error: ") and message in err and err.count("\n") == 1, err
+    assert sorted((p, p.stat().st_mtime_ns) for p in outside.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM read_parquet('secret.parquet')",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "ATTACH 'other.duckdb' AS other",
+        "COPY (SELECT 1) TO 'elsewhere.csv'",
+        "SET enable_external_access = true",
+        "SET allowed_directories = ['/']",
+        "SET autoload_known_extensions = true",
+        "RESET lock_configuration",
+        "SELECT * FROM query('SET enable_external_access = true')",
+    ],
+)
+def test_connection_itself_is_confined(outside, sql):
+    """Even past the read-only check, DuckDB itself refuses: external access off, settings locked."""
+    import duckdb
+
+    from attnsim.query import connect
+
+    con = connect(outside / "results/store")
+    with pytest.raises(duckdb.Error):
+        con.execute(sql).fetchall()
+    assert not (outside / "elsewhere.csv").exists() and not (outside / "other.duckdb").exists()
+    assert con.execute("SELECT current_setting('enable_external_access'), current_setting('lock_configuration')").fetchone() == (False, True)
+
+
+def test_store_and_provenance_still_readable_when_confined(outside, capsys):
+    for sql in [
+        "SELECT count(*) FROM provenance",
+        "SELECT count(*) FROM read_parquet('results/store/trials/**/*.parquet')",
+        "SELECT count(*) FROM glob('results/store/**/*.parquet')",
+        "EXPLAIN ANALYZE SELECT count(*) FROM trials",
+        "explain /* ! */ analyse (SELECT 1); ",
+        "EXPLAIN (FORMAT json) SELECT * FROM robustness",
+        "SUMMARIZE robustness",
+        "SHOW TABLES",
+    ]:
+        assert main(["query", sql]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["query", "SELECT count(*) AS files FROM provenance", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["files", str(1 + len(store.chunk_files(outside / "results/store")))]

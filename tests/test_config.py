@@ -38,7 +38,14 @@ CASES = {
     "unsafe experiment name": (lambda c: c["experiments"].__setitem__("../x", c["experiments"]["robustness"]), "experiments", "experiment name '../x'"),
     "no experiments": (lambda c: c.__setitem__("experiments", {}), "experiments", "should be non-empty"),
     "seed missing": (lambda c: c.pop("seed"), "config", "missing required key 'seed'"),
-    "seed a string": (lambda c: c.__setitem__("seed", "42"), "seed", "not of type integer"),
+    "seed a string": (lambda c: c.__setitem__("seed", "forty-two"), "seed", "not of type integer"),
+    "fraction as integer": (lambda c: c["experiments"]["robustness"].__setitem__("trials", 4096.5), "experiments.robustness.trials", "not of type integer; give a whole number"),
+    "fraction text as integer": (lambda c: grid(c).__setitem__("n", ["16.5"]), "experiments.robustness.grid.n[0]", "16.5 is not of type integer"),
+    "nan": (lambda c: grid(c).__setitem__("noise_scale", [float("nan")]), "experiments.robustness.grid.noise_scale[0]", "nan is not a finite number"),
+    "inf target_se": (lambda c: c["experiments"]["robustness"].update(target_se=float("inf"), max_trials=100), "experiments.robustness.target_se", "inf is not a finite number"),
+    "nan as text": (lambda c: grid(c).__setitem__("logit_scale", ["nan"]), "experiments.robustness.grid.logit_scale[0]", "nan is not a finite number"),
+    "boolean as number": (lambda c: grid(c).__setitem__("noise_scale", [False]), "experiments.robustness.grid.noise_scale[0]", "not of type number"),
+    "text true as integer": (lambda c: c.__setitem__("seed", "true"), "seed", "not of type integer"),
     "target_se without max_trials": (lambda c: c["experiments"]["robustness"].__setitem__("target_se", 0.01), "experiments.robustness", "target_se needs max_trials as well"),
     "zero target_se": (lambda c: c["experiments"]["robustness"].update(target_se=0, max_trials=100), "experiments.robustness.target_se", "less than or equal to the minimum of 0"),
     "max_trials too small": (lambda c: c["experiments"]["robustness"].update(target_se=0.1, max_trials=30), "experiments.robustness.max_trials", "no room for a second round"),
@@ -110,3 +117,130 @@ def test_schema_grid_keys_match_kind_parameters():
         for param in kind.params:  # generated from the declarations: type, bounds and choices
             assert grid["properties"][param.name]["items"] == param.item_schema()
             assert grid["properties"][param.name]["description"] == param.doc
+
+
+# --- NaN and infinities, numbers written as text, keys given twice -------------------------
+
+SMALL_YAML = """\
+seed: 7
+chunk_size: 3
+experiments:
+  robustness:
+    kind: noisy_attention
+    trials: 20
+    grid:
+      n: [16, 64]
+      d: [4]
+      logit_scale: [0.0, 1.0]
+      noise: [gaussian]
+      noise_draws: [4]
+      noise_scale: [0.1, 0.5]
+"""
+
+
+def config_file(tmp_path, old="", new="", text=SMALL_YAML):
+    assert old in text
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize("value", [".nan", ".NaN", ".inf", "-.inf", "+.inf"])
+def test_nan_and_infinity_are_one_line_errors(tmp_path, capsys, value):
+    from attnsim.cli import main
+
+    path = config_file(tmp_path, "noise_scale: [0.1, 0.5]", f"noise_scale: [{value}, 0.5]")
+    with pytest.raises(ConfigError, match=r"^experiments\.robustness\.grid\.noise_scale\[0\]: [-+]?(nan|inf) is not a finite number"):
+        load_file(path)
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsim: error: experiments.robustness.grid.noise_scale[0]: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "old,new,key,expected",
+    [
+        ("noise_scale: [0.1, 0.5]", "noise_scale: [1e-3, 0.5]", "noise_scale", [0.001, 0.5]),
+        ("noise_scale: [0.1, 0.5]", "noise_scale: [2E+1, 1_000e-4, '0.5']", "noise_scale", [20.0, 0.1, 0.5]),
+        ("logit_scale: [0.0, 1.0]", "logit_scale: [0, 1e0]", "logit_scale", [0, 1.0]),
+        ("n: [16, 64]", "n: [1.6e1, 64.0]", "n", [16, 64]),
+        ("noise_draws: [4]", "noise_draws: ['4']", "noise_draws", [4]),
+    ],
+)
+def test_numbers_written_as_yaml_1_1_strings_are_numbers(tmp_path, old, new, key, expected):
+    settings = load_file(config_file(tmp_path, old, new))
+    values = settings.experiments["robustness"].grid[key]
+    assert values == expected and [type(v) for v in values] == [type(v) for v in expected]
+
+
+def test_integers_accept_exact_whole_values_only(tmp_path):
+    settings = load_file(config_file(tmp_path, "seed: 7\nchunk_size: 3", "seed: 1e3\nchunk_size: 3.0\nmemory_budget_mb: 4096.0"))
+    assert (settings.seed, settings.chunk_size, settings.memory_budget_mb) == (1000, 3, 4096)
+    assert all(type(v) is int for v in (settings.seed, settings.chunk_size, settings.memory_budget_mb))
+    assert load_file(config_file(tmp_path, "seed: 7", "seed: 12345678901234567000e-3")).seed == 12345678901234567
+    for bad in ("4096.5", "'4096.5'", "1.5e0"):
+        with pytest.raises(ConfigError, match=r"^experiments\.robustness\.trials: [\d.]+ is not of type integer; give a whole number"):
+            load_file(config_file(tmp_path, "trials: 20", f"trials: {bad}"))
+    for inexact in ("123456789012345678.0", "12345678901234567890e-3"):  # as floats, neither is the integer written
+        with pytest.raises(ConfigError, match=r"^seed: 1\.23456789012345\d*e\+1[67] is not of type integer"):
+            load_file(config_file(tmp_path, "seed: 7", f"seed: {inexact}"))
+    for bad in ("yes", "'12 apples'", "[1]"):
+        with pytest.raises(ConfigError, match="is not of type integer"):
+            load_file(config_file(tmp_path, "seed: 7", f"seed: {bad}"))
+
+
+def test_equal_configs_written_differently_hash_alike(tmp_path):
+    plain = load_file(config_file(tmp_path))
+    written = load_file(config_file(tmp_path, "noise_scale: [0.1, 0.5]", "noise_scale: ['1e-1', 5e-1]"))
+    assert written.config_hash == plain.config_hash
+
+
+def test_coerce_numbers_follows_any_schema_shape():
+    from attnsim.coerce import coerce_numbers
+
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/thing"}}, "count": {"type": ["integer", "null"]}},
+        "$defs": {
+            "thing": {
+                "type": "object",
+                "properties": {"kind": {"enum": ["a", "b"]}, "label": {"type": "string"}},
+                "allOf": [
+                    {"if": {"properties": {"kind": {"const": "a"}}}, "then": {"properties": {"x": {"type": "integer"}}}},
+                    {"if": {"properties": {"kind": {"const": "b"}}}, "then": {"properties": {"x": {"type": "number"}}, "additionalProperties": {"type": "number"}}},
+                ],
+            }
+        },
+    }
+    given = {"count": "2e1", "items": [{"kind": "a", "x": "1e3", "label": "1e3"}, {"kind": "b", "x": "1e3", "y": "-2.5"}, {"kind": "a", "x": True}]}
+    before = copy.deepcopy(given)
+    assert coerce_numbers(given, schema) == {"count": 20, "items": [{"kind": "a", "x": 1000, "label": "1e3"}, {"kind": "b", "x": 1000.0, "y": -2.5}, {"kind": "a", "x": True}]}
+    assert given == before
+
+
+@pytest.mark.parametrize(
+    "old,new,message",
+    [
+        ("chunk_size: 3", "chunk_size: 3\nseed: 8", "seed: key given twice (lines 1 and 3)"),
+        ("d: [4]", "d: [4]\n      d: [8]", "experiments.robustness.grid.d: key given twice (lines 9 and 10)"),
+        ("    kind: noisy_attention", "    kind: noisy_attention\n    kind: logit_entropy", "experiments.robustness.kind: key given twice (lines 5 and 6)"),
+        ("experiments:", "experiments:\n  robustness: {kind: noisy_attention}", "experiments.robustness: key given twice (lines 4 and 5)"),
+    ],
+)
+def test_keys_given_twice_are_refused_with_both_lines(tmp_path, capsys, old, new, message):
+    from attnsim.cli import main
+
+    path = config_file(tmp_path, old, new)
+    with pytest.raises(ConfigError) as info:
+        load_file(path)
+    assert str(info.value) == f"{path}: {message}; keep one"
+    assert main(["check-config", str(path)]) == 2
+    assert capsys.readouterr().err == f"attnsim: error: {path}: {message}; keep one\n"
+
+
+def test_yaml_merge_keys_are_not_duplicates(tmp_path):
+    text = SMALL_YAML.replace("experiments:", "defaults: &d {kind: noisy_attention, trials: 20}\nexperiments:")
+    from attnsim.yamlfile import check_duplicates
+
+    check_duplicates("a: &x {b: 1}\nc:\n  <<: *x\n  b: 2\n", "f.yaml")  # an override of a merged key is not a repeat
+    check_duplicates(text, "f.yaml")

@@ -14,8 +14,10 @@ from importlib.resources import files
 from pathlib import Path
 
 import yaml
-from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema import ValidationError, validators
 
+from attnsim import yamlfile
+from attnsim.coerce import StrictValidator, coerce_numbers, non_finite
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
 from attnsim.seeding import digest
@@ -101,6 +103,8 @@ def describe(error: ValidationError) -> str:
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
     if error.validator == "type":
+        if error.validator_value == "integer" and isinstance(error.instance, float) and not isinstance(error.instance, bool):
+            return f"{where}: {error.instance!r} is not of type integer; give a whole number (whole values written 4096.0 or 1e3 are accepted)"
         return f"{where}: {error.instance!r} is not of type {error.validator_value}"
     return f"{where}: {error.message}"
 
@@ -124,7 +128,9 @@ def check_schema(config: dict) -> None:
     if not isinstance(config, dict):
         raise ConfigError(f"config: expected a mapping of settings, got {type(config).__name__}")
     _check_plugins(config)
-    validator = _with_defaults(Draft202012Validator)(schema())
+    for path, value in non_finite(config):
+        raise ConfigError(f"{key_path(path)}: {value!r} is not a finite number (NaN and infinities are not allowed)")
+    validator = _with_defaults(StrictValidator)(schema())  # whole floats were made ints; others are not integers
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise ConfigError(describe(errors[0]))
@@ -182,7 +188,7 @@ def check_semantics(settings: Settings) -> None:
 
 def load(config: dict) -> Settings:
     """Validate a config mapping (as Snakemake or YAML gives it) into Settings."""
-    config = copy.deepcopy(config)
+    config = coerce_numbers(config, schema())  # a copy: numbers written as text become numbers
     check_schema(config)
     experiments = {
         name: Experiment(
@@ -209,11 +215,14 @@ def load(config: dict) -> Settings:
 
 
 def load_file(path: str | Path) -> Settings:
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    data = yamlfile.load(path)  # one-line errors: missing, not YAML, a key given twice
     return load(data if data is not None else {})
+
+
+def load_workflow_config(config: dict, configfiles=()) -> Settings:
+    """The workflow's config as Snakemake read it from `configfiles` (and --config): refuse keys
+    given twice in those files, turn numbers written as text into numbers in `config` itself
+    (Snakemake's own schema check and the rules see them), then load it."""
+    yamlfile.check_files(configfiles)
+    config.update(coerce_numbers(config, schema()))
+    return load(config)

@@ -9,6 +9,7 @@ a query during a run never reads half a file.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import duckdb
@@ -30,7 +31,7 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     files = {table: store.chunk_files(root, table) for table in store.TABLES}
     if not any(files.values()):
         raise QueryError(f"no results yet in {root}; run the workflow first (snakemake --cores all)")
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False, "allow_community_extensions": False})
     provenance = []
     by_experiment: dict[tuple[str, str], list[Path]] = {}
     for table, paths in files.items():
@@ -46,7 +47,17 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     frame = pd.DataFrame(provenance)  # noqa: F841 (registered below)
     con.register("_provenance", frame)
     con.execute("CREATE VIEW provenance AS SELECT * FROM _provenance")
+    confine(con, root)
     return con
+
+
+def confine(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """Let queries read the store and nothing else: no other file, no network, no extension
+    to install or load, no ATTACH; then lock the settings so no SET can undo it."""
+    allowed = sorted({os.path.join(os.path.abspath(root), ""), os.path.join(os.path.realpath(root), "")})
+    con.execute("SET allowed_directories = $1", [allowed])  # before external access is off
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 READ_ONLY = ("SELECT", "EXPLAIN")  # SHOW, DESCRIBE, SUMMARIZE and WITH parse as SELECT
@@ -61,8 +72,33 @@ def check_read_only(sql: str) -> None:
     if len(statements) != 1:
         raise QueryError(f"give exactly one SQL statement, got {len(statements)}")
     kind = statements[0].type.name
+    if kind == "EXPLAIN":  # EXPLAIN ANALYZE runs its statement: that one must be read-only too
+        kind = _explained_kind(statements[0].query)
     if kind not in READ_ONLY:
         raise QueryError(f"only read-only queries (SELECT, SHOW, DESCRIBE, EXPLAIN) are allowed, got {kind}")
+
+
+def _explained_kind(sql: str) -> str:
+    """The type of the statement after EXPLAIN [ANALYZE] [(options)]."""
+    tokens = [(pos, kind) for pos, kind in duckdb.tokenize(sql) if kind != duckdb.token_type.comment]
+    words = [sql[pos:end].strip().upper() for (pos, _), end in zip(tokens, [p for p, _ in tokens[1:]] + [len(sql)])]
+    i = 2 if len(words) > 1 and words[1] in ("ANALYZE", "ANALYSE") else 1
+    starts = [i]
+    if i < len(words) and words[i] == "(":  # `(FORMAT json)` options, or a parenthesised query
+        depth = 0
+        for j in range(i, len(words)):
+            depth += words[j].count("(") - words[j].count(")")
+            if depth == 0:
+                starts.append(j + 1)
+                break
+    for start in starts:
+        try:
+            inner = duckdb.extract_statements(sql[tokens[start][0] :]) if start < len(tokens) else []
+        except duckdb.Error:
+            continue
+        if len(inner) == 1:
+            return "EXPLAIN" if inner[0].type.name == "SELECT" else f"EXPLAIN {inner[0].type.name}"
+    return "EXPLAIN of no single statement"
 
 
 def run(root: Path, sql: str) -> pd.DataFrame:
@@ -70,6 +106,9 @@ def run(root: Path, sql: str) -> pd.DataFrame:
     con = connect(root)
     try:
         return con.execute(sql).df()
+    except duckdb.PermissionException as error:
+        first = str(error).strip().splitlines()[0]
+        raise QueryError(f"query failed: {first} (queries read only the store, {root})") from None
     except duckdb.Error as error:
         first = str(error).strip().splitlines()[0]
         raise QueryError(f"query failed: {first}") from None

@@ -13,9 +13,11 @@ pyarrow.dataset and by the ``*.parquet`` globs used here and in DuckDB.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import platform
+import shutil
 import socket
 from pathlib import Path
 
@@ -110,18 +112,37 @@ def provenance(**fields) -> dict:
 
 
 def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
-    """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename."""
+    """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
+    A full disk or quota is a StoreError naming the file and the space it needs; no temp file stays."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta, sort_keys=True).encode()})
     tmp = path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, tmp, compression="zstd", write_statistics=True)
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        if error.errno not in DISK_FULL:
+            raise
+        raise StoreError(disk_full_message(path, table, error)) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def disk_full_message(path: Path, table: pa.Table, error: OSError) -> str:
+    """One line: the file, why, and the free space it needs (the table's in-memory size, an upper bound)."""
+    need = max(table.nbytes, table.num_rows * table.num_columns * 8)
+    try:
+        free = f"{shutil.disk_usage(next(p for p in (path.parent, *path.parents) if p.exists())).free / 2**20:,.1f} MiB free"
+    except (OSError, StopIteration):
+        free = "free space unknown"
+    why = "disk quota exceeded" if error.errno == errno.EDQUOT else "no space left on device"
+    return f"{path}: could not be written, {why}; it needs up to {need / 2**20:,.1f} MiB free ({free}); free some space and rerun"
 
 
 def _alive(pid: int) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from attnsim import plan as planning, resources, store
-from attnsim.config import load as load_settings
+from attnsim.config import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.status import run_summary
@@ -25,7 +25,8 @@ def _fail(error):
 
 
 try:
-    SETTINGS = load_settings(config)  # schema (one-line errors) + semantic checks
+    # keys given twice in the config files, numbers written as text, schema, semantic checks
+    SETTINGS = load_workflow_config(config, workflow.configfiles)
     validate(
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config

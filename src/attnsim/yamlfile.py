@@ -1,0 +1,78 @@
+"""Read a YAML config file, refusing a key given twice in one mapping.
+
+YAML parsers (PyYAML, and Snakemake's, which uses it) keep the last of two equal
+keys without a word, so a second `seed:` further down silently wins. Here the file
+is composed first and every mapping checked; the error names the key's dotted path
+and both lines. Values are read exactly as PyYAML reads them (as Snakemake does),
+so both see the same config; numbers written as text (`1e-3` is a string in
+YAML 1.1) are turned into numbers later, by the schema (`attnsim.coerce`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from attnsim.errors import ConfigError
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _key_path(path: list) -> str:
+    from attnsim.config import key_path  # local import: config imports this module
+
+    return key_path(path)
+
+
+def duplicate_keys(node: yaml.Node, path: list | None = None, seen: set | None = None):
+    """Yield (path of the mapping, key, first line, second line) for each key given twice (lines 1-based)."""
+    path = [] if path is None else path
+    seen = set() if seen is None else seen
+    if id(node) in seen:  # an alias to a node already checked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key_node.tag != MERGE_TAG:
+                if key in first:
+                    yield path, key, first[key], key_node.start_mark.line + 1
+                else:
+                    first[key] = key_node.start_mark.line + 1
+            yield from duplicate_keys(value_node, [*path, "?" if key is None else key], seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from duplicate_keys(item, [*path, index], seen)
+
+
+def check_duplicates(text: str, where: str) -> None:
+    """ConfigError for the first key given twice in `text` (a file named `where`)."""
+    for path, key, line, again in duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader)):
+        raise ConfigError(f"{where}: {_key_path([*path, key])}: key given twice (lines {line} and {again}); keep one")
+
+
+def load(path: str | Path):
+    """The YAML data of a config file; ConfigError if it is missing, not YAML or repeats a key."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+        check_duplicates(text, str(path))
+        return yaml.safe_load(text)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+
+
+def check_files(paths) -> None:
+    """Duplicate keys in config files another reader (Snakemake) has already parsed.
+    A file that reader accepted but YAML cannot parse (it also reads JSON) is left to it."""
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+            check_duplicates(text, os.path.normpath(path))
+        except (OSError, yaml.YAMLError):
+            continue
