@@ -98,6 +98,12 @@ def _check(args) -> None:
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
 
 
+def _embed(args) -> None:
+    from attnsim.models.embed import embed
+
+    print(embed(args.texts, args.resources, args.model_dir, args.output))
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="attnsim", description=__doc__)
     top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -148,6 +154,13 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
     p.set_defaults(func=_check)
+
+    p = sub.add_parser("embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy): print their cosine matrix, optionally write them")
+    p.add_argument("texts", nargs="+", metavar="TEXT")
+    p.add_argument("--output", type=Path, help="write one row per text (text, embedding) to this Parquet file")
+    p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are fetched to (default: %(default)s)")
+    p.add_argument("--model-dir", type=Path, help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching")
+    p.set_defaults(func=_embed)
 
     p = sub.add_parser("simulate", help="(workflow) simulate one chunk of grid points")
     p.add_argument("--spec", required=True, help="chunk spec (JSON) as planned by the workflow")

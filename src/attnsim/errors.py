@@ -15,3 +15,7 @@ class StoreError(AttnsimError):
 
 class QueryError(AttnsimError):
     """A query could not be run (unknown table, bad SQL, no results yet)."""
+
+
+class AssetError(AttnsimError):
+    """A pinned data asset (model weights, vectors) is unknown, unreachable or fails its sha256."""

