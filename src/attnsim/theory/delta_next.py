@@ -38,6 +38,7 @@ SQRT2 = math.sqrt(2.0)
 SQRT3 = math.sqrt(3.0)
 GUMBEL_BETA = math.sqrt(6.0) / math.pi  # gumbel scale per unit standard deviation
 LAPLACE_B = 1.0 / SQRT2  # laplace scale per unit standard deviation
+POLE_TOL = 1e-12  # k b or k beta this close to 1 counts as the divergence (rounding of k* = 1/b, 1/beta)
 ORDER_CAP = 4  # `finite_moment_order` reports at most this: all the orders the correction uses
 
 # sigma below which the k-th exponential moment is finite (k = 3, 4): laplace k b < 1, gumbel k beta < 1
@@ -68,7 +69,8 @@ def log_exp_moment(noise: str, sigma: float, k: float) -> float:
     """log E[e^{k eps}] for k >= 0 in the project's convention (+inf where it diverges).
 
     gaussian k^2 s^2/2; uniform log(sinh(k a)/(k a)), a = sqrt3 s; laplace -log(1 - k^2 b^2);
-    gumbel log Gamma(1 - k beta); student_t +inf for every k > 0.
+    gumbel log Gamma(1 - k beta); student_t +inf for every k > 0. Within POLE_TOL (relative) of the
+    pole k = k* counts as the pole, so that k = `moment_order` itself gives +inf despite rounding.
     """
     _check(noise, sigma)
     if k < 0:
@@ -81,10 +83,10 @@ def log_exp_moment(noise: str, sigma: float, k: float) -> float:
         return _log_sinhc(k * SQRT3 * sigma)
     if noise == "laplace":
         kb = k * sigma * LAPLACE_B
-        return -math.log1p(-kb * kb) if kb < 1 else math.inf
+        return -math.log1p(-kb * kb) if kb < 1 - POLE_TOL else math.inf
     if noise == "gumbel":
         kb = k * sigma * GUMBEL_BETA
-        return math.lgamma(1 - kb) if kb < 1 else math.inf
+        return math.lgamma(1 - kb) if kb < 1 - POLE_TOL else math.inf
     return math.inf  # student_t: polynomial tails
 
 
@@ -150,10 +152,10 @@ def exp_moment_continued(noise: str, sigma: float, k: float) -> float:
         return math.exp(log_m) if log_m < 709 else math.inf
     if noise == "laplace":
         kb = k * sigma * LAPLACE_B
-        return 1.0 / (1.0 - kb * kb) if kb != 1 else math.nan
+        return 1.0 / (1.0 - kb * kb) if abs(kb - 1) > POLE_TOL else math.nan
     if noise == "gumbel":
         x = 1 - k * sigma * GUMBEL_BETA
-        return math.gamma(x) if x != round(x) else math.nan  # poles at 0, -1, -2, ...
+        return math.gamma(x) if abs(x - round(x)) > POLE_TOL else math.nan  # poles at 0, -1, -2, ...
     return math.nan
 
 
