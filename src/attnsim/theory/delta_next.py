@@ -9,21 +9,21 @@ w = e^eps / E[e^eps] and in the softmax, so only the law of w matters.
 With x_i = v_i - o (so sum_i p_i x_i = 0), u_i = w_i - 1, kappa = E[u^2], mu3 = E[u^3],
 mu4 = E[u^4], and per trial the clean-weight sums
 
-    P2 = sum p_i^2,  G = sum p_i^2 |x_i|^2  (grad_sq),  c3 = sum p_i^3 |x_i|^2,
+    P2 = sum p_i^2,  P3 = sum p_i^3,  G = sum p_i^2 |x_i|^2  (grad_sq),  c3 = sum p_i^3 |x_i|^2,
     c4 = sum p_i^4 |x_i|^2,  m2 = |sum p_i^2 x_i|^2,
 
-the expansion of |o~ - o|^2 = |A|^2 / (1 + S)^2, A = sum p_i u_i x_i, S = sum p_i u_i, to total
-order 4 in u gives
+expanding |o~ - o|^2 = |A|^2 / (1 + S)^2, A = sum p_i u_i x_i, S = sum p_i u_i, in powers of u
+and sorting the expectations by their order in sum p^2 gives (`next_order_from_stats`)
 
-    E|o~ - o|^2 ~ kappa G - 2 mu3 c3 + 3 kappa^2 (G P2 + 2 m2) + 3 (mu4 - 3 kappa^2) c4.
+    p1: kappa G - 2 mu3 c3 + 3 kappa^2 G P2                           (first correction)
+    p2: p1 + 3 (mu4 - 3 kappa^2) c4 + 6 kappa^2 m2
+           - 4 kappa mu3 (G P3 + 3 c3 P2) + 15 kappa^3 G P2^2          (second; the default)
+    u4: kappa G - 2 mu3 c3 + 3 [mu4 c4 + kappa^2 (G P2 + 2 m2 - 3 c4)] (all terms of order <= 4 in u)
 
-Relative to kappa G, the mu3 and kappa^2 G P2 terms are O(sum p^2) (order="p2": the consistent
-first correction, needs E[e^{3 eps}] < inf); the m2 and c4 terms are O((sum p^2)^2), the same
-order as the omitted terms of order 5 and 6 in u (order="u4", needs E[e^{4 eps}] < inf).
-
-Where E[e^{3 eps}] = inf but kappa < inf (laplace, gumbel with 2 < k* < 3, k* = `moment_order`),
-the correction is instead dominated by single large noisy weights: relative to kappa G it is
-~ -(K / kappa) sum p_i^{k*} |x_i|^2 / G (`tail_constant`), i.e. (sum p^2)^{k* - 2} for spread weights.
+Where E[e^{3 eps}] or E[e^{4 eps}] = inf but kappa < inf (laplace, gumbel with 2 < k* < 4,
+k* = `moment_order`), single large noisy weights add a term -K sum_i p_i^{k*} |x_i|^2
+(`tail_constant`), relative size (sum p^2)^{k* - 2}, and the divergent moment is replaced by its
+analytic continuation (`u_moments(..., continued=True)`).
 """
 
 from __future__ import annotations
