@@ -1,0 +1,307 @@
+"""Next order of the delta method for noisy softmax attention (docs/delta-next-order.md).
+
+Notation (as in `attnsim.theory.noise`): eps_i i.i.d. with standard deviation sigma, drawn as in
+`attnsim.kernels.noise` (gaussian N(0, s^2); uniform U(-sqrt3 s, sqrt3 s); laplace b log(U1/U2),
+b = s/sqrt2; gumbel -beta log E, E ~ Exp(1), beta = s sqrt6/pi, i.e. the max-Gumbel law with
+location 0, long upper tail; student_t 3 dof scaled to std s). Location shifts cancel in
+w = e^eps / E[e^eps] and in the softmax, so only the law of w matters.
+
+With x_i = v_i - o (so sum_i p_i x_i = 0), u_i = w_i - 1, kappa = E[u^2], mu3 = E[u^3],
+mu4 = E[u^4], and per trial the clean-weight sums
+
+    P2 = sum p_i^2,  P3 = sum p_i^3,  G = sum p_i^2 |x_i|^2  (grad_sq),  c3 = sum p_i^3 |x_i|^2,
+    c4 = sum p_i^4 |x_i|^2,  m2 = |sum p_i^2 x_i|^2,
+
+expanding |o~ - o|^2 = |A|^2 / (1 + S)^2, A = sum p_i u_i x_i, S = sum p_i u_i, in powers of u
+and sorting the expectations by their order in sum p^2 gives (`next_order_from_stats`)
+
+    p1: kappa G - 2 mu3 c3 + 3 kappa^2 G P2                           (first correction)
+    p2: p1 + 3 (mu4 - 3 kappa^2) c4 + 6 kappa^2 m2
+           - 4 kappa mu3 (G P3 + 3 c3 P2) + 15 kappa^3 G P2^2          (second; the default)
+    u4: kappa G - 2 mu3 c3 + 3 [mu4 c4 + kappa^2 (G P2 + 2 m2 - 3 c4)] (all terms of order <= 4 in u)
+
+Where E[e^{3 eps}] or E[e^{4 eps}] = inf but kappa < inf (laplace, gumbel with 2 < k* < 4,
+k* = `moment_order`), single large noisy weights add a term -K sum_i p_i^{k*} |x_i|^2
+(`tail_constant`), relative size (sum p^2)^{k* - 2}, and the divergent moment is replaced by its
+analytic continuation (`u_moments(..., continued=True)`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnsim.theory.noise import NOISE_FAMILIES
+
+SQRT2 = math.sqrt(2.0)
+SQRT3 = math.sqrt(3.0)
+GUMBEL_BETA = math.sqrt(6.0) / math.pi  # gumbel scale per unit standard deviation
+LAPLACE_B = 1.0 / SQRT2  # laplace scale per unit standard deviation
+POLE_TOL = 1e-12  # k b or k beta this close to 1 counts as the divergence (rounding of k* = 1/b, 1/beta)
+ORDER_CAP = 4  # `finite_moment_order` reports at most this: all the orders the correction uses
+
+# sigma below which the k-th exponential moment is finite (k = 3, 4): laplace k b < 1, gumbel k beta < 1
+THRESHOLDS = {
+    ("laplace", 3): SQRT2 / 3,
+    ("laplace", 4): SQRT2 / 4,
+    ("gumbel", 3): math.pi / (3 * math.sqrt(6.0)),
+    ("gumbel", 4): math.pi / (4 * math.sqrt(6.0)),
+}
+
+
+def _check(noise: str, sigma: float) -> None:
+    if noise not in NOISE_FAMILIES:
+        raise ValueError(f"unknown noise family {noise!r}; expected one of {', '.join(NOISE_FAMILIES)}")
+    if not sigma >= 0:
+        raise ValueError(f"noise scale must be >= 0, got {sigma}")
+
+
+def _log_sinhc(x: float) -> float:
+    """log(sinh(x)/x), stable for tiny and large x."""
+    if x < 1e-3:
+        x2 = x * x
+        return x2 / 6 - x2 * x2 / 180 + 2 * x2**3 / 2835
+    return x + math.log1p(-math.exp(-2 * x)) - math.log(2 * x)
+
+
+def log_exp_moment(noise: str, sigma: float, k: float) -> float:
+    """log E[e^{k eps}] for k >= 0 in the project's convention (+inf where it diverges).
+
+    gaussian k^2 s^2/2; uniform log(sinh(k a)/(k a)), a = sqrt3 s; laplace -log(1 - k^2 b^2);
+    gumbel log Gamma(1 - k beta); student_t +inf for every k > 0. Within POLE_TOL (relative) of the
+    pole k = k* counts as the pole, so that k = `moment_order` itself gives +inf despite rounding.
+    """
+    _check(noise, sigma)
+    if k < 0:
+        raise ValueError(f"order must be >= 0, got {k}")
+    if k == 0 or sigma == 0:
+        return 0.0
+    if noise == "gaussian":
+        return 0.5 * (k * sigma) ** 2
+    if noise == "uniform":
+        return _log_sinhc(k * SQRT3 * sigma)
+    if noise == "laplace":
+        kb = k * sigma * LAPLACE_B
+        return -math.log1p(-kb * kb) if kb < 1 - POLE_TOL else math.inf
+    if noise == "gumbel":
+        kb = k * sigma * GUMBEL_BETA
+        return math.lgamma(1 - kb) if kb < 1 - POLE_TOL else math.inf
+    return math.inf  # student_t: polynomial tails
+
+
+def moment_order(noise: str, sigma: float) -> float:
+    """k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform (and sigma = 0), 1/b = sqrt2/sigma
+    for laplace, 1/beta = pi/(sqrt6 sigma) for gumbel, 0 for student_t.
+
+    A supremum, not a maximum: at k = k* itself the moment is infinite (1/(1 - k^2 b^2) and
+    Gamma(1 - k beta) both diverge there), so E[e^{k eps}] < inf exactly for 0 <= k < k*.
+    """
+    _check(noise, sigma)
+    if sigma == 0 or noise in ("gaussian", "uniform"):
+        return math.inf
+    if noise == "laplace":
+        return SQRT2 / sigma
+    if noise == "gumbel":
+        return 1.0 / (GUMBEL_BETA * sigma)
+    return 0.0
+
+
+def finite_moment_order(noise, sigma, cap: int = ORDER_CAP):
+    """Highest integer k <= cap with E[e^{k eps}] < inf (0 if not even E[e^eps] is), vectorised:
+    scalars in, int out; arrays (broadcast) in, int64 array out. The summary column next to
+    `kappa_finite`: >= 2 means kappa < inf, cap (4) means every moment `sq_err_next_order` uses.
+
+    Decided by the same test as `log_exp_moment` (k b < 1, k beta < 1), so the boundary cases
+    agree with the closed forms: at k = k* exactly the moment is infinite and k is not counted.
+    """
+    noise_arr, sigma_arr = np.broadcast_arrays(np.asarray(noise, dtype=object), np.asarray(sigma, dtype=np.float64))
+    out = np.empty(noise_arr.shape, dtype=np.int64)
+    for idx in np.ndindex(noise_arr.shape):
+        fam, s = str(noise_arr[idx]), float(sigma_arr[idx])
+        out[idx] = max((k for k in range(cap + 1) if math.isfinite(log_exp_moment(fam, s, k))), default=0)
+    return int(out) if out.ndim == 0 else out
+
+
+def regime(noise: str, sigma: float) -> str:
+    """Refines `attnsim.theory.noise.regime`, splitting its 'delta':
+
+    - delta: E[e^{k eps}] < inf for k <= 4, every moment of `sq_err_next_order` finite; the
+      relative error of the delta method is O(sum p^2) (gaussian, uniform, laplace sigma < sqrt2/4,
+      gumbel sigma < pi/(4 sqrt6));
+    - delta_slow: kappa < inf but E[e^{3 eps}] or E[e^{4 eps}] infinite; with k* < 3 the delta method
+      still holds as sum p^2 -> 0 but its relative error falls only like (sum p^2)^{k* - 2};
+    - heavy: only E[e^eps] finite; no_mean: E[e^eps] = inf (student_t).
+    """
+    order = finite_moment_order(noise, sigma)
+    if order >= 4:
+        return "delta"
+    if order >= 2:
+        return "delta_slow"
+    return "heavy" if order == 1 else "no_mean"
+
+
+def exp_moment_continued(noise: str, sigma: float, k: float) -> float:
+    """E[e^{k eps}] continued analytically in k past the divergence at k*: 1/(1 - k^2 b^2) for laplace,
+    Gamma(1 - k beta) for gumbel (the finite part of the divergent integral: negative between the
+    first and second pole); equal to exp(`log_exp_moment`) where that is finite; nan at a pole and
+    for student_t (no continuation: the moment diverges for every k > 0)."""
+    _check(noise, sigma)
+    log_m = log_exp_moment(noise, sigma, k)
+    if math.isfinite(log_m):
+        return math.exp(log_m) if log_m < 709 else math.inf
+    if noise == "laplace":
+        kb = k * sigma * LAPLACE_B
+        return 1.0 / (1.0 - kb * kb) if abs(kb - 1) > POLE_TOL else math.nan
+    if noise == "gumbel":
+        x = 1 - k * sigma * GUMBEL_BETA
+        return math.gamma(x) if abs(x - round(x)) > POLE_TOL else math.nan  # poles at 0, -1, -2, ...
+    return math.nan
+
+
+def u_moments(noise: str, sigma: float, continued: bool = False) -> tuple[float, float, float]:
+    """(kappa, mu3, mu4) = (E[u^2], E[u^3], E[u^4]) of u = e^eps / E[e^eps] - 1.
+
+    From e_k = E[w^k] - 1: kappa = e_2, mu3 = e_3 - 3 e_2, mu4 = e_4 - 4 e_3 + 6 e_2, with
+    e_k = expm1(log E[e^{k eps}] - k log E[e^eps]) (mu3 loses ~1e-16/sigma^2 of relative precision
+    to cancellation). A moment whose exponential moment diverges is +inf, or with `continued` its
+    analytic continuation (`exp_moment_continued`: the coefficient of the regular term of the
+    asymptotic expansion when k* is below its order; nan exactly at k* = 3 or 4).
+    All three are +inf (nan with `continued`) when E[e^eps] = inf.
+    """
+    log_m1 = log_exp_moment(noise, sigma, 1)
+    if not math.isfinite(log_m1):
+        return (math.nan,) * 3 if continued else (math.inf,) * 3
+    e = {}
+    for k in (2, 3, 4):
+        g = log_exp_moment(noise, sigma, k) - k * log_m1
+        if math.isfinite(g):
+            e[k] = math.expm1(g) if g < 709 else math.inf
+        elif continued:
+            e[k] = exp_moment_continued(noise, sigma, k) * math.exp(-k * log_m1) - 1
+        else:
+            e[k] = math.inf
+    kappa = e[2]
+    mu3 = e[3] - 3 * e[2] if math.isfinite(e[3]) else e[3]
+    mu4 = e[4] - 4 * e[3] + 6 * e[2] if math.isfinite(e[4]) else e[4]
+    return kappa, mu3, mu4
+
+
+def tail_constant(noise: str, sigma: float) -> float:
+    """K of the heavy-tail term: kappa - E[u^2/(1 + p u)^2] = (regular terms in p) + K p^{k* - 2} + ...
+
+    From the Pareto tail P(w > t) ~ C t^{-k*} of w = e^eps/E[e^eps] (docs/delta-next-order.md):
+    K = C k* int_0^inf y^{1-k*} (1 - (1+y)^{-2}) dy = C Gamma(3 - k*) Gamma(k* + 1) / (k* - 2)
+    (for 2 < k* < 3; continued in k* beyond, negative for 3 < k* < 4),
+    C = M1^{-k*} / 2 for laplace, M1^{-k*} for gumbel, M1 = E[e^eps].
+    0 when k* = inf (no tail term), nan when k* <= 2 or k* is an integer (a log term instead).
+    """
+    k = moment_order(noise, sigma)
+    if math.isinf(k):
+        return 0.0
+    if k <= 2 or k == round(k):
+        return math.nan
+    m1 = math.exp(log_exp_moment(noise, sigma, 1))
+    c = (0.5 if noise == "laplace" else 1.0) * m1**-k
+    return c * math.gamma(3 - k) * math.gamma(k + 1) / (k - 2)
+
+
+# --------------------------------------------------------------------------- per-trial statistics
+
+ORDERS = ("p1", "p2", "u4")
+STAT_NAMES = ("sum_p2", "sum_p3", "grad_sq", "c3", "c4", "m2", "c_tail")
+
+
+def next_order_stats(p, v, tail_power: float | None = None) -> dict[str, np.ndarray]:
+    """The clean-weight sums of the expansion, per trial: p (..., n), v (..., n, d) -> each (...).
+
+    With x_i = v_i - o, o = sum p_i v_i (p is normalised here):
+    sum_p2 = sum p_i^2, sum_p3 = sum p_i^3, grad_sq = G = sum p_i^2 |x_i|^2, c3 = sum p_i^3 |x_i|^2,
+    c4 = sum p_i^4 |x_i|^2, m2 = |sum p_i^2 x_i|^2 and, given `tail_power` = k* (finite),
+    c_tail = sum p_i^{k*} |x_i|^2.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    p = p / p.sum(axis=-1, keepdims=True)
+    o = np.einsum("...n,...nd->...d", p, v)
+    x = v - o[..., None, :]
+    norms = np.einsum("...nd,...nd->...n", x, x)
+    p2 = p * p
+    m2_vec = np.einsum("...n,...nd->...d", p2, x)
+    stats = {
+        "sum_p2": p2.sum(axis=-1),
+        "sum_p3": (p2 * p).sum(axis=-1),
+        "grad_sq": np.einsum("...n,...n->...", p2, norms),
+        "c3": np.einsum("...n,...n->...", p2 * p, norms),
+        "c4": np.einsum("...n,...n->...", p2 * p2, norms),
+        "m2": np.einsum("...d,...d->...", m2_vec, m2_vec),
+    }
+    if tail_power is not None and math.isfinite(tail_power):
+        stats["c_tail"] = np.einsum("...n,...n->...", p**tail_power, norms)
+    return stats
+
+
+def _tail_used(k_star: float, order: str) -> bool:
+    """Whether the heavy-tail term K c_tail (relative size (sum p^2)^{k* - 2}) is above the truncation
+    error of `order` (relative (sum p^2)^2 for p1, (sum p^2)^3 for p2; never for u4)."""
+    if order == "u4" or math.isinf(k_star):
+        return False
+    return k_star - 2 < (2 if order == "p1" else 3)
+
+
+def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):
+    """E|o~ - o|^2 to the next order, from per-trial sums (`next_order_stats`; arrays or floats).
+
+    With P2, P3, G, c3, c4, m2, c_tail as there, (kappa, mu3, mu4) = `u_moments`, K = `tail_constant`:
+
+    p1 = kappa G - 2 mu3 c3 + 3 kappa^2 G P2 - [K c_tail]
+         error O((sum p^2)^min(2, k* - 1)) relative; needs k* > 2 (mu3 continued when k* < 3),
+    p2 = p1 + 3 (mu4 - 3 kappa^2) c4 + 6 kappa^2 m2 - 4 kappa mu3 (G P3 + 3 c3 P2) + 15 kappa^3 G P2^2
+         error O((sum p^2)^min(3, k* - 1)) relative; needs k* > 3 (mu4 continued when k* < 4),
+    u4 = kappa G - 2 mu3 c3 + 3 [mu4 c4 + kappa^2 (G P2 + 2 m2 - 3 c4)]
+         every term of total order <= 4 in u (no tail term, no continuation; needs k* > 4).
+
+    [K c_tail] is included when k* - 2 is below the truncation order (k* < 4 for p1, < 5 for p2) and
+    needs `stats["c_tail"]` for that k*. Returns +inf where the order does not apply (k* too small)
+    and nan at the integer k* where the expansion has log terms.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    g = np.asarray(stats["grad_sq"], dtype=np.float64)
+    k_star = moment_order(noise, sigma)
+    need = {"p1": 2, "p2": 3, "u4": 4}[order]
+
+    def constant(value):
+        return np.full(g.shape, value) if g.ndim else value
+
+    if not k_star > need:
+        return constant(math.inf)
+    kappa, mu3, mu4 = u_moments(noise, sigma, continued=order != "u4")
+    tail = _tail_used(k_star, order)
+    K = tail_constant(noise, sigma) if tail else 0.0
+    if not (math.isfinite(mu3) and (order == "p1" or math.isfinite(mu4)) and math.isfinite(K)):
+        return constant(math.nan)
+    p2, c3 = np.asarray(stats["sum_p2"]), np.asarray(stats["c3"])
+    if order == "u4":
+        c4, m2 = np.asarray(stats["c4"]), np.asarray(stats["m2"])
+        return kappa * g - 2 * mu3 * c3 + 3 * (mu4 * c4 + kappa**2 * (g * p2 + 2 * m2 - 3 * c4))
+    out = kappa * g - 2 * mu3 * c3 + 3 * kappa**2 * g * p2
+    if order == "p2":
+        c4, m2, p3 = np.asarray(stats["c4"]), np.asarray(stats["m2"]), np.asarray(stats["sum_p3"])
+        out = out + 3 * (mu4 - 3 * kappa**2) * c4 + 6 * kappa**2 * m2 - 4 * kappa * mu3 * (g * p3 + 3 * c3 * p2) + 15 * kappa**3 * g * p2 * p2
+    if tail:
+        out = out - K * np.asarray(stats["c_tail"])
+    return out
+
+
+def sq_err_delta(p, v, noise: str, sigma: float):
+    """The plain delta method kappa * sum p_i^2 |v_i - o|^2 per trial (+inf where kappa is)."""
+    kappa = u_moments(noise, sigma)[0]
+    g = next_order_stats(p, v)["grad_sq"]
+    return kappa * g if math.isfinite(kappa) else np.full(np.shape(g), np.inf)
+
+
+def sq_err_next_order(p, v, noise: str, sigma: float, order: str = "p2"):
+    """Next-order prediction of E|o~ - o|^2 for clean weights p (..., n) (normalised here) and values
+    v (..., n, d), batched over any leading axes; see `next_order_from_stats` for the orders."""
+    return next_order_from_stats(next_order_stats(p, v, tail_power=moment_order(noise, sigma)), noise, sigma, order)
