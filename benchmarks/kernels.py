@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from attnsim.grid import make_point
-from attnsim.kinds import get_kind
 from attnsim.chunkspec import ChunkSpec
+from attnsim.grid import make_point
 from attnsim.kinds import get_kind
 from attnsim.simulate import simulate_points
 from benchmarks import naive
@@ -147,7 +146,15 @@ def kernel_rows(results: list[dict], threads: int) -> list[Row]:
         setting = f"simulate_points, {threads} threads, 8 points sharing draws, d={D}" + (f", K={K}" if kind == "noisy_attention" else "")
         rows.append(Row(f"{label}: kernel", r["fast"], UNIT[kind], note=f"{setting}, {r['trials']} trials per run"))
         rows.append(Row(f"{label}: naive loop", r["slow"], UNIT[kind], note="per trial and point, numpy float64 samplers, 1 thread"))
-        rows.append(Row(f"{label}: speedup over naive", r["fast"] / r["slow"], "x", SPEEDUP_TARGET.get((kind, n)), note=f"same run, interleaved; kernel on {threads} cores, naive on 1"))
+        rows.append(
+            Row(
+                f"{label}: speedup over naive",
+                r["fast"] / r["slow"],
+                "x",
+                SPEEDUP_TARGET.get((kind, n)),
+                note=f"same run, interleaved; kernel on {threads} cores, naive on 1",
+            )
+        )
         rows.append(Row(f"{label}: fraction of machine bound", 100 * r["fraction"], "%", BOUND_TARGET.get((kind, n)), note=bound_note))
     return rows
 
@@ -183,9 +190,21 @@ def allocator_rows(quick: bool) -> list[Row]:
         trials = get_kind(kind).block_trials(points(kind, n)[0].params) * (1 if quick else 4)
         seconds = {}
         for mode in ("plain", "tuned"):
-            out = subprocess.run([sys.executable, "-c", ALLOCATOR_PROBE, mode, json.dumps([kind, params, name, list(values), trials])], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", ALLOCATOR_PROBE, mode, json.dumps([kind, params, name, list(values), trials])],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             seconds[mode] = float(out.stdout.strip())
-        rows.append(Row(f"allocator tuning (mallopt): {kind} n={n} speedup", seconds["plain"] / seconds["tuned"], "x", note="fresh processes, 1 thread, with vs without attnsim.tuning"))
+        rows.append(
+            Row(
+                f"allocator tuning (mallopt): {kind} n={n} speedup",
+                seconds["plain"] / seconds["tuned"],
+                "x",
+                note="fresh processes, 1 thread, with vs without attnsim.tuning",
+            )
+        )
     return rows
 
 
@@ -212,5 +231,13 @@ def memory_rows(quick: bool) -> list[Row]:
         for kind in KINDS:
             trials = threads * (1 if quick else 2)
             mb = peak_rss_mb(kind, n, d, threads, trials, scales=2 if quick else 8)
-            rows.append(Row(f"peak memory per job: {kind} n={n} d={d}, {threads} thread(s)", mb, "MiB", "<= 1024", note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} points" + (", K=32" if kind == "noisy_attention" else "")))
+            rows.append(
+                Row(
+                    f"peak memory per job: {kind} n={n} d={d}, {threads} thread(s)",
+                    mb,
+                    "MiB",
+                    "<= 1024",
+                    note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} points" + (", K=32" if kind == "noisy_attention" else ""),
+                )
+            )
     return rows

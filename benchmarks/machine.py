@@ -35,7 +35,11 @@ def cpu_model() -> str:
 
 
 def description() -> dict[str, str]:
-    blas = [f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('architecture')}, {lib.get('threading_layer')})" for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    blas = [
+        f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('architecture')}, {lib.get('threading_layer')})"
+        for lib in threadpool_info()
+        if lib.get("user_api") == "blas"
+    ]
     import attnsim
 
     return {

@@ -25,7 +25,11 @@ QUICK_SWEEP = {  # every kind, a few points: the same rows, in seconds
     "seed": 7,
     "chunk_size": 50,
     "experiments": {
-        "robustness": {"kind": "noisy_attention", "trials": 20, "grid": {"n": [16, 256], "d": [8], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "student_t"], "noise_draws": [4], "noise_scale": [0.1, 1.0]}},
+        "robustness": {
+            "kind": "noisy_attention",
+            "trials": 20,
+            "grid": {"n": [16, 256], "d": [8], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "student_t"], "noise_draws": [4], "noise_scale": [0.1, 1.0]},
+        },
         "entropy_scale": {"kind": "logit_entropy", "trials": 20, "grid": {"n": [64], "d": [8], "logits": ["gaussian"], "scale": [0.1, 1.0, 10.0]}},
     },
 }
@@ -77,8 +81,19 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
         Row("default sweep: simulate jobs' time (sum)", jobs, "s", note="Snakemake benchmark files: process start, kernels, table, Parquet write"),
         Row("default sweep: until the last chunk was written", simulate_phase, "s", note="Snakemake start-up and planning, then the simulate jobs"),
         Row("default sweep: after the last chunk", wall - simulate_phase, "s", note="summaries, figures, claims and report inputs"),
-        Row("default sweep: non-kernel share of wall time", non_kernel, "%", "<= 15", note=f"1 - kernel time / ({cores} cores x wall time): process starts, Snakemake, I/O, summaries, figures"),
-        Row("default sweep: non-kernel share of the simulate jobs", 100 * (1 - kernel / jobs), "%", note="process start, reading the spec, building and writing the Parquet chunk"),
+        Row(
+            "default sweep: non-kernel share of wall time",
+            non_kernel,
+            "%",
+            "<= 15",
+            note=f"1 - kernel time / ({cores} cores x wall time): process starts, Snakemake, I/O, summaries, figures",
+        ),
+        Row(
+            "default sweep: non-kernel share of the simulate jobs",
+            100 * (1 - kernel / jobs),
+            "%",
+            note="process start, reading the spec, building and writing the Parquet chunk",
+        ),
     ]
 
 
@@ -106,7 +121,9 @@ def grid_rows(cores: int, quick: bool) -> list[Row]:
         (workdir / "few.yaml").write_text(yaml.safe_dump(few, sort_keys=False))
         _, wall = snakemake(workdir, "--configfile", "few.yaml", "--cores", str(cores), *(["--until", "collect"] if quick else []))
         kernel, job_seconds, count = job_times(workdir)
-    note = f"{points_of(few):,} points x 2 trials, {count} simulate jobs, `snakemake --cores {cores}`" + (" (quick mode: the smallest n only, up to the summaries)" if quick else "")
+    note = f"{points_of(few):,} points x 2 trials, {count} simulate jobs, `snakemake --cores {cores}`" + (
+        " (quick mode: the smallest n only, up to the summaries)" if quick else ""
+    )
     rows += [
         Row("10k grid: real run wall time, 2 trials per point", wall, "s", note=note),
         Row("10k grid: real run kernel time (sum over jobs)", kernel, "s", note=f"simulate jobs' own time: {job_seconds:.0f} s"),

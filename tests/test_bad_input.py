@@ -9,10 +9,10 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from attnsim.cli import main
 from conftest import small_config
 from workflow_helpers import snakemake, tree, write_config
+
+from attnsim.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -119,11 +119,23 @@ def test_numbers_written_as_text_are_the_same_sweep(finished):
     """1e-1, 2e1 or 64.0 (strings or floats to YAML 1.1) are the same numbers: nothing to compute."""
     before = tree(finished)
     path = sweep_file(finished, "written.yaml", seed="7e0", chunk_size="1.6e1", trials="2e1", n="[1.6e1, 64.0]", noise_scale="[1e-1, 5e-1]")
-    for extra in ([], ["--config", "seed=7.0", "chunk_size=16.0"], ["--config", "experiments={robustness: {kind: noisy_attention, trials: 2e1, grid: {n: [16, 64], d: ['4'], logit_scale: [0.0, 1e0], noise: [gaussian, student_t], noise_draws: [4], noise_scale: [1e-1, '0.5']}}}"]):
+    for extra in (
+        [],
+        ["--config", "seed=7.0", "chunk_size=16.0"],
+        [
+            "--config",
+            "experiments={robustness: {kind: noisy_attention, trials: 2e1, grid: {n: [16, 64], d: ['4'], logit_scale: [0.0, 1e0], noise: [gaussian, student_t], noise_draws: [4], noise_scale: [1e-1, '0.5']}}}",
+        ],
+    ):
         result = snakemake(finished, "-n", "--cores", "1", "--configfile", str(path), *extra)
         assert "Nothing to be done" in result.stdout + result.stderr, result.stdout + result.stderr
     assert tree(finished) == before
-    expect_one_line_failure(finished, "experiments.robustness.trials: 20.5 is not of type integer; give a whole number", "--configfile", str(sweep_file(finished, "frac.yaml", trials="20.5")))
+    expect_one_line_failure(
+        finished,
+        "experiments.robustness.trials: 20.5 is not of type integer; give a whole number",
+        "--configfile",
+        str(sweep_file(finished, "frac.yaml", trials="20.5")),
+    )
     expect_one_line_failure(finished, "seed: 'seven' is not of type integer", "--configfile", str(path), "--config", "seed=seven")
 
 

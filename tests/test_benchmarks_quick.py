@@ -19,7 +19,16 @@ KINDS = ("noisy_attention", "logit_entropy", "temperature_entropy", "init_gradie
 
 def expected_rows(cores: int) -> set[str]:
     rows = set()
-    for label in ("normals, numpy ziggurat float64", "normals, numpy ziggurat float32", "normals, attnsim Box-Muller float32", "exp float64", "exp float32", "expm1 float32", "fp32 GEMM", "fp64 GEMM"):
+    for label in (
+        "normals, numpy ziggurat float64",
+        "normals, numpy ziggurat float32",
+        "normals, attnsim Box-Muller float32",
+        "exp float64",
+        "exp float32",
+        "expm1 float32",
+        "fp32 GEMM",
+        "fp64 GEMM",
+    ):
         rows |= {f"machine: {label}, 1 core", f"machine: {label}, {cores} cores"}
     rows.add(f"machine: normal sampling (fastest), {cores} cores")
     for kind in KINDS:
@@ -43,7 +52,14 @@ def expected_rows(cores: int) -> set[str]:
     }
     rows |= {
         f"10k grid: {what}"
-        for what in ("points", "dry-run time", "simulate jobs", "points per simulate job", "real run wall time, 2 trials per point", "real run kernel time (sum over jobs)")
+        for what in (
+            "points",
+            "dry-run time",
+            "simulate jobs",
+            "points per simulate job",
+            "real run wall time, 2 trials per point",
+            "real run kernel time (sum over jobs)",
+        )
     }
     return rows
 

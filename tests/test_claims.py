@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from attnsim import store
-
 from attnsim.claims import engine, io
 from attnsim.kinds.init_gradient import claims as gradient_claims
 from attnsim.kinds.logit_entropy import claims as entropy_claims
@@ -28,8 +27,20 @@ def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student
             for n in (64, 256, 1024, 4096):
                 rel = (math.sqrt(k) if math.isfinite(k) else 0.3) * n ** (slope if math.isfinite(k) else heavy_slope)
                 rows.append(
-                    dict(n=n, d=16, logit_scale=0.0, noise=family, noise_draws=8, noise_scale=sigma, kappa=k, kappa_finite=math.isfinite(k),
-                         kappa_sum_p2=k / n, err_ratio=ratio if math.isfinite(k) else None, rel_err_mean=rel, rel_err_se=rel * 0.01)
+                    dict(
+                        n=n,
+                        d=16,
+                        logit_scale=0.0,
+                        noise=family,
+                        noise_draws=8,
+                        noise_scale=sigma,
+                        kappa=k,
+                        kappa_finite=math.isfinite(k),
+                        kappa_sum_p2=k / n,
+                        err_ratio=ratio if math.isfinite(k) else None,
+                        rel_err_mean=rel,
+                        rel_err_se=rel * 0.01,
+                    )
                 )
     return pd.DataFrame(rows)
 
@@ -61,8 +72,17 @@ def entropy_summary(shift=0.0):
         for sigma in (0.0, 0.1, 0.3, 1.0):
             x = sigma / math.sqrt(2 * math.log(n))
             h = math.log(n) - sigma**2 / 2 + shift
-            rows.append(dict(n=n, logits="gaussian", sigma_eff=sigma, entropy_mean=h, entropy_small_scale=math.log(n) - sigma**2 / 2,
-                             rem_x=x, entropy_norm_mean=h / math.log(n)))
+            rows.append(
+                dict(
+                    n=n,
+                    logits="gaussian",
+                    sigma_eff=sigma,
+                    entropy_mean=h,
+                    entropy_small_scale=math.log(n) - sigma**2 / 2,
+                    rem_x=x,
+                    entropy_norm_mean=h / math.log(n),
+                )
+            )
     return pd.DataFrame(rows)
 
 

@@ -13,6 +13,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+from conftest import REPO, small_config
 
 from attnsim import store
 from attnsim.cli import main
@@ -20,7 +21,6 @@ from attnsim.config import load
 from attnsim.plan import experiment_json, plan_experiment
 from attnsim.simulate import run_chunk
 from attnsim.summarise import collect
-from conftest import REPO, small_config
 
 
 @pytest.fixture
@@ -55,7 +55,9 @@ def test_store_opens_as_one_dataset_in_pyarrow_and_duckdb(filled):
 
     summary = ds.dataset("results/store/summary", partitioning="hive").to_table()
     assert summary.num_rows == 16
-    trials = duckdb.sql("SELECT kind, experiment, count(*) FROM read_parquet('results/store/trials/**/*.parquet', hive_partitioning = true) GROUP BY ALL").fetchall()
+    trials = duckdb.sql(
+        "SELECT kind, experiment, count(*) FROM read_parquet('results/store/trials/**/*.parquet', hive_partitioning = true) GROUP BY ALL"
+    ).fetchall()
     assert trials == [("noisy_attention", "robustness", 320)]
 
 
@@ -141,7 +143,10 @@ def test_full_disk_is_one_line_naming_file_and_space(tmp_path, monkeypatch, caps
     output = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", "0123456789abcdef")
     assert main(["simulate", "--spec", one_point_spec(20), "--output", str(output)]) == 2
     err = capsys.readouterr().err
-    assert re.fullmatch(rf"attnsim: error: {re.escape(str(output))}: could not be written, {words}; it needs up to [\d.,]+ MiB free \([\d.,]+ MiB free\); free some space and rerun\n", err), err
+    assert re.fullmatch(
+        rf"attnsim: error: {re.escape(str(output))}: could not be written, {words}; it needs up to [\d.,]+ MiB free \([\d.,]+ MiB free\); free some space and rerun\n",
+        err,
+    ), err
     assert [p.name for p in output.parent.iterdir()] == []
 
 
@@ -177,7 +182,13 @@ def tiny_disk(tmp_path):
 def test_full_disk_for_real(tiny_disk):
     output = store.chunk_path(tiny_disk / "store", "noisy_attention", "robustness", "0123456789abcdef")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
-    result = subprocess.run([sys.executable, "-m", "attnsim.cli", "simulate", "--spec", one_point_spec(100_000), "--output", str(output)], capture_output=True, text=True, env=env, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "attnsim.cli", "simulate", "--spec", one_point_spec(100_000), "--output", str(output)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[-1].startswith(f"attnsim: error: {output}: could not be written, no space left on device; it needs up to "), result.stderr

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from test_interruption import attnsim_run, checkout, chunks, config
+from workflow_helpers import point_rows, write_config
 
 from attnsim import query, store
 from attnsim.errors import QueryError
-from test_interruption import attnsim_run, checkout, chunks, config
-from workflow_helpers import point_rows, write_config
 
 pytestmark = pytest.mark.slow
 

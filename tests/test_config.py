@@ -6,10 +6,10 @@ import copy
 
 import pytest
 import yaml
+from conftest import REPO, small_config
 
 from attnsim.config import load, load_file
 from attnsim.errors import ConfigError
-from conftest import REPO, small_config
 
 
 def broken(edit):
@@ -39,16 +39,36 @@ CASES = {
     "no experiments": (lambda c: c.__setitem__("experiments", {}), "experiments", "should be non-empty"),
     "seed missing": (lambda c: c.pop("seed"), "config", "missing required key 'seed'"),
     "seed a string": (lambda c: c.__setitem__("seed", "forty-two"), "seed", "not of type integer"),
-    "fraction as integer": (lambda c: c["experiments"]["robustness"].__setitem__("trials", 4096.5), "experiments.robustness.trials", "not of type integer; give a whole number"),
+    "fraction as integer": (
+        lambda c: c["experiments"]["robustness"].__setitem__("trials", 4096.5),
+        "experiments.robustness.trials",
+        "not of type integer; give a whole number",
+    ),
     "fraction text as integer": (lambda c: grid(c).__setitem__("n", ["16.5"]), "experiments.robustness.grid.n[0]", "16.5 is not of type integer"),
     "nan": (lambda c: grid(c).__setitem__("noise_scale", [float("nan")]), "experiments.robustness.grid.noise_scale[0]", "nan is not a finite number"),
-    "inf target_se": (lambda c: c["experiments"]["robustness"].update(target_se=float("inf"), max_trials=100), "experiments.robustness.target_se", "inf is not a finite number"),
+    "inf target_se": (
+        lambda c: c["experiments"]["robustness"].update(target_se=float("inf"), max_trials=100),
+        "experiments.robustness.target_se",
+        "inf is not a finite number",
+    ),
     "nan as text": (lambda c: grid(c).__setitem__("logit_scale", ["nan"]), "experiments.robustness.grid.logit_scale[0]", "nan is not a finite number"),
     "boolean as number": (lambda c: grid(c).__setitem__("noise_scale", [False]), "experiments.robustness.grid.noise_scale[0]", "not of type number"),
     "text true as integer": (lambda c: c.__setitem__("seed", "true"), "seed", "not of type integer"),
-    "target_se without max_trials": (lambda c: c["experiments"]["robustness"].__setitem__("target_se", 0.01), "experiments.robustness", "target_se needs max_trials as well"),
-    "zero target_se": (lambda c: c["experiments"]["robustness"].update(target_se=0, max_trials=100), "experiments.robustness.target_se", "less than or equal to the minimum of 0"),
-    "max_trials too small": (lambda c: c["experiments"]["robustness"].update(target_se=0.1, max_trials=30), "experiments.robustness.max_trials", "no room for a second round"),
+    "target_se without max_trials": (
+        lambda c: c["experiments"]["robustness"].__setitem__("target_se", 0.01),
+        "experiments.robustness",
+        "target_se needs max_trials as well",
+    ),
+    "zero target_se": (
+        lambda c: c["experiments"]["robustness"].update(target_se=0, max_trials=100),
+        "experiments.robustness.target_se",
+        "less than or equal to the minimum of 0",
+    ),
+    "max_trials too small": (
+        lambda c: c["experiments"]["robustness"].update(target_se=0.1, max_trials=30),
+        "experiments.robustness.max_trials",
+        "no room for a second round",
+    ),
     "boolean as integer": (lambda c: grid(c).__setitem__("d", [True]), "experiments.robustness.grid.d[0]", "not of type integer"),
 }
 
@@ -207,14 +227,20 @@ def test_coerce_numbers_follows_any_schema_shape():
                 "properties": {"kind": {"enum": ["a", "b"]}, "label": {"type": "string"}},
                 "allOf": [
                     {"if": {"properties": {"kind": {"const": "a"}}}, "then": {"properties": {"x": {"type": "integer"}}}},
-                    {"if": {"properties": {"kind": {"const": "b"}}}, "then": {"properties": {"x": {"type": "number"}}, "additionalProperties": {"type": "number"}}},
+                    {
+                        "if": {"properties": {"kind": {"const": "b"}}},
+                        "then": {"properties": {"x": {"type": "number"}}, "additionalProperties": {"type": "number"}},
+                    },
                 ],
             }
         },
     }
     given = {"count": "2e1", "items": [{"kind": "a", "x": "1e3", "label": "1e3"}, {"kind": "b", "x": "1e3", "y": "-2.5"}, {"kind": "a", "x": True}]}
     before = copy.deepcopy(given)
-    assert coerce_numbers(given, schema) == {"count": 20, "items": [{"kind": "a", "x": 1000, "label": "1e3"}, {"kind": "b", "x": 1000.0, "y": -2.5}, {"kind": "a", "x": True}]}
+    assert coerce_numbers(given, schema) == {
+        "count": 20,
+        "items": [{"kind": "a", "x": 1000, "label": "1e3"}, {"kind": "b", "x": 1000.0, "y": -2.5}, {"kind": "a", "x": True}],
+    }
     assert given == before
 
 

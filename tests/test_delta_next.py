@@ -292,17 +292,37 @@ def test_orders_refuse_where_their_moments_diverge():
 
 MC_CASES = [
     (noise, sigma, scale, n)
-    for noise, sigma in (("gaussian", 0.25), ("gaussian", 0.5), ("gaussian", 1.0), ("uniform", 1.0), ("laplace", 0.1), ("laplace", 0.25), ("gumbel", 0.1), ("gumbel", 0.25))
+    for noise, sigma in (
+        ("gaussian", 0.25),
+        ("gaussian", 0.5),
+        ("gaussian", 1.0),
+        ("uniform", 1.0),
+        ("laplace", 0.1),
+        ("laplace", 0.25),
+        ("gumbel", 0.1),
+        ("gumbel", 0.25),
+    )
     for scale in (0.0, 1.0)
     for n in (16, 64, 256)
 ]
 # where the series' own error estimate (last correction squared over the first) is above the
 # Monte Carlo resolution: the expansion is asymptotic, so p2 need not be within 3 SE there
 NOT_CONVERGED = {
-    ("gaussian", 0.5, 1.0, 16), ("gaussian", 1.0, 0.0, 16), ("gaussian", 1.0, 0.0, 64), ("gaussian", 1.0, 1.0, 16),
-    ("gaussian", 1.0, 1.0, 64), ("gaussian", 1.0, 1.0, 256), ("uniform", 1.0, 0.0, 16), ("uniform", 1.0, 1.0, 16),
-    ("uniform", 1.0, 1.0, 64), ("laplace", 0.25, 0.0, 16), ("laplace", 0.25, 1.0, 16), ("laplace", 0.25, 1.0, 64),
-    ("gumbel", 0.25, 0.0, 16), ("gumbel", 0.25, 1.0, 16), ("gumbel", 0.25, 1.0, 64),
+    ("gaussian", 0.5, 1.0, 16),
+    ("gaussian", 1.0, 0.0, 16),
+    ("gaussian", 1.0, 0.0, 64),
+    ("gaussian", 1.0, 1.0, 16),
+    ("gaussian", 1.0, 1.0, 64),
+    ("gaussian", 1.0, 1.0, 256),
+    ("uniform", 1.0, 0.0, 16),
+    ("uniform", 1.0, 1.0, 16),
+    ("uniform", 1.0, 1.0, 64),
+    ("laplace", 0.25, 0.0, 16),
+    ("laplace", 0.25, 1.0, 16),
+    ("laplace", 0.25, 1.0, 64),
+    ("gumbel", 0.25, 0.0, 16),
+    ("gumbel", 0.25, 1.0, 16),
+    ("gumbel", 0.25, 1.0, 64),
 }
 
 
@@ -315,8 +335,10 @@ def test_next_order_against_monte_carlo(noise, sigma, scale, n):
     pred = {order: float(sq_err_next_order(p, v, noise, sigma, order)) for order in ORDERS}
     remainder = (pred["p2"] - pred["p1"]) ** 2 / abs(pred["p1"] - delta)
     z = {name: (value - mean) / se for name, value in (("delta", delta), *pred.items())}
-    print(f"\n{noise} sigma={sigma} scale={scale} n={n}: MC/delta {mean / delta:.5f} +- {se / delta:.5f}; "
-          f"z delta {z['delta']:+.1f} p1 {z['p1']:+.1f} p2 {z['p2']:+.1f} u4 {z['u4']:+.1f}; remainder/SE {remainder / se:.2f}")
+    print(
+        f"\n{noise} sigma={sigma} scale={scale} n={n}: MC/delta {mean / delta:.5f} +- {se / delta:.5f}; "
+        f"z delta {z['delta']:+.1f} p1 {z['p1']:+.1f} p2 {z['p2']:+.1f} u4 {z['u4']:+.1f}; remainder/SE {remainder / se:.2f}"
+    )
     if (noise, sigma, scale, n) in NOT_CONVERGED:
         assert remainder > se  # the case is listed for its stated reason
         return
@@ -327,8 +349,16 @@ def test_next_order_against_monte_carlo(noise, sigma, scale, n):
 
 
 # the plain delta method off by more than 5 SE: the correction is resolved by the Monte Carlo
-DELTA_OFF = [("gaussian", 1.0, 0.0, 256), ("gaussian", 0.5, 1.0, 256), ("gaussian", 0.25, 1.0, 64), ("uniform", 1.0, 1.0, 256),
-             ("laplace", 0.1, 1.0, 64), ("laplace", 0.25, 0.0, 256), ("gumbel", 0.1, 0.0, 64), ("gumbel", 0.25, 1.0, 256)]
+DELTA_OFF = [
+    ("gaussian", 1.0, 0.0, 256),
+    ("gaussian", 0.5, 1.0, 256),
+    ("gaussian", 0.25, 1.0, 64),
+    ("uniform", 1.0, 1.0, 256),
+    ("laplace", 0.1, 1.0, 64),
+    ("laplace", 0.25, 0.0, 256),
+    ("gumbel", 0.1, 0.0, 64),
+    ("gumbel", 0.25, 1.0, 256),
+]
 
 
 @pytest.mark.parametrize("noise, sigma, scale, n", DELTA_OFF)

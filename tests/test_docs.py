@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
+from conftest import REPO
 
 from attnsim.store import schema_document
-from conftest import REPO
 
 
 def test_results_schema_document_is_current():

@@ -16,7 +16,10 @@ EXTREMES = {
     "noisy_attention": [
         dict(n=2, d=1, logit_scale=1e4, noise=f, noise_draws=2, noise_scale=10.0) for f in ("gaussian", "uniform", "laplace", "gumbel", "student_t")
     ]
-    + [dict(n=2**20, d=1, logit_scale=3.0, noise="student_t", noise_draws=1, noise_scale=10.0), dict(n=4096, d=2, logit_scale=1e4, noise="gaussian", noise_draws=2, noise_scale=1e-6)],
+    + [
+        dict(n=2**20, d=1, logit_scale=3.0, noise="student_t", noise_draws=1, noise_scale=10.0),
+        dict(n=4096, d=2, logit_scale=1e4, noise="gaussian", noise_draws=2, noise_scale=1e-6),
+    ],
     "logit_entropy": [dict(n=n, d=4, logits=t, scale=s) for n in (2, 2**20) for t in ("gaussian", "dot_product") for s in (0.0, 1e-4, 1e4)],
     "temperature_entropy": [dict(n=n, d=d, tau=t) for n in (2, 2**20) for d in (2, 512) for t in (1e-3, 1e4)],
     "init_gradient": [dict(n=n, d=3, scale=s) for n in (2, 2**20) for s in (0.0, 1e4)],

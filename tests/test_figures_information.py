@@ -13,9 +13,9 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from attnsim import store  # noqa: E402
 from attnsim.errors import AttnsimError  # noqa: E402
-from attnsim.kinds import get_kind  # noqa: E402
 from attnsim.figures.render import render  # noqa: E402
 from attnsim.grid import expand  # noqa: E402
+from attnsim.kinds import get_kind  # noqa: E402
 from attnsim.simulate import simulate_points  # noqa: E402
 from attnsim.summarise import summarise_points  # noqa: E402
 
@@ -69,7 +69,12 @@ def test_figures_cope_with_a_single_panel_and_zero_medians(summaries):
     no_median = summaries["init_gradient"].copy()
     no_median.loc[no_median["scale"] == 100.0, ["grad_sq_median", "jacobian_fro_median"]] = 0.0
     entropy, temperature, gradient = (figures_module(k) for k in ("logit_entropy", "temperature_entropy", "init_gradient"))
-    for fig in (entropy.entropy_vs_scale(only_gaussian), entropy.entropy_collapse(only_gaussian), temperature.temperature_gap(one_d), gradient.gradient_vs_entropy(no_median)):
+    for fig in (
+        entropy.entropy_vs_scale(only_gaussian),
+        entropy.entropy_collapse(only_gaussian),
+        temperature.temperature_gap(one_d),
+        gradient.gradient_vs_entropy(no_median),
+    ):
         check_readable(fig)
         plt.close(fig)
 

@@ -8,12 +8,11 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
+from oracles import init_gradient as oracle
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kinds.init_gradient import kernel
-from oracles import init_gradient as oracle
-from attnsim.kinds.init_gradient import KIND
+from attnsim.kinds.init_gradient import KIND, kernel
 from attnsim.simulate import simulate_points
 
 METRICS = ("entropy", "grad_sq", "jacobian_fro", "n_eff")

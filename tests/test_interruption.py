@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from workflow_helpers import REPO, point_rows, snakemake, write_config
 
 pytestmark = pytest.mark.slow
@@ -36,8 +35,14 @@ def attnsim_run(workdir: Path, *args: str) -> subprocess.Popen:
     # SIGINT back to its default: a shell starts background jobs with SIGINT ignored, the
     # disposition is inherited, and Python then installs no KeyboardInterrupt handler
     return subprocess.Popen(
-        [sys.executable, "-m", "attnsim.cli", "run", *args], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        [sys.executable, "-m", "attnsim.cli", "run", *args],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -68,7 +73,9 @@ def reference(tmp_path_factory):
     return point_rows(workdir)
 
 
-@pytest.mark.parametrize("sig,whole_group", [(signal.SIGINT, False), (signal.SIGKILL, True), (signal.SIGKILL, False)], ids=["sigint", "sigkill-all", "sigkill-snakemake"])
+@pytest.mark.parametrize(
+    "sig,whole_group", [(signal.SIGINT, False), (signal.SIGKILL, True), (signal.SIGKILL, False)], ids=["sigint", "sigkill-all", "sigkill-snakemake"]
+)
 def test_interrupted_run_resumes_to_identical_results(tmp_path, reference, sig, whole_group):
     write_config(checkout(tmp_path), config(chunk_size=4))
     interrupt_after_first_chunk(tmp_path, sig, whole_group)

@@ -7,12 +7,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from oracles import logit_entropy as oracle
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kinds.logit_entropy import kernel
-from oracles import logit_entropy as oracle
-from attnsim.kinds.logit_entropy import KIND
+from attnsim.kinds.logit_entropy import KIND, kernel
 from attnsim.simulate import simulate_points
 from attnsim.theory.entropy import small_scale_entropy
 

@@ -106,7 +106,16 @@ def _is_punctuation(ch: str) -> bool:
 
 
 def _is_cjk(cp: int) -> bool:
-    ranges = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+    ranges = (
+        (0x4E00, 0x9FFF),
+        (0x3400, 0x4DBF),
+        (0x20000, 0x2A6DF),
+        (0x2A700, 0x2B73F),
+        (0x2B740, 0x2B81F),
+        (0x2B820, 0x2CEAF),
+        (0xF900, 0xFAFF),
+        (0x2F800, 0x2FA1F),
+    )
     return any(lo <= cp <= hi for lo, hi in ranges)
 
 
@@ -168,7 +177,9 @@ def test_tokenizer_neither_pads_nor_truncates_at_128(model):
 def test_corpus_sentences_and_provenance():
     sentences = corpus.sentences()
     assert len(sentences) > 1000 and all(len(s.split()) >= 3 and "\n" not in s for s in sentences)
-    assert "Assert statements are a convenient way to insert debugging assertions into a program:" not in sentences  # its paragraph ends in ':' (it introduces code): dropped
+    assert (
+        "Assert statements are a convenient way to insert debugging assertions into a program:" not in sentences
+    )  # its paragraph ends in ':' (it introduces code): dropped
     meta = corpus.corpus_provenance()["corpus"]
     assert meta["source"] == "pydoc_data.topics" and meta["sha256"] == corpus.text_sha256(sentences) and meta["sentences"] == len(sentences)
 
@@ -184,11 +195,14 @@ def test_token_windows(model):
     assert np.isfinite(out.hidden).all()
 
 
-@pytest.mark.parametrize(("n", "texts", "message"), [
-    (513, None, "n: 513 tokens exceed MiniLM's 512 positions"),
-    (2, None, "n: 2 tokens leave no room for text"),
-    (40, ("Only a few words here.", "And a second sentence."), "n: 40 tokens exceed the text (11 word pieces)"),
-])
+@pytest.mark.parametrize(
+    ("n", "texts", "message"),
+    [
+        (513, None, "n: 513 tokens exceed MiniLM's 512 positions"),
+        (2, None, "n: 2 tokens leave no room for text"),
+        (40, ("Only a few words here.", "And a second sentence."), "n: 40 tokens exceed the text (11 word pieces)"),
+    ],
+)
 def test_token_windows_refuse_impossible_lengths(model, n, texts, message):
     stream = corpus.TokenStream(model.tokenizer, texts)
     with pytest.raises(ConfigError) as error:

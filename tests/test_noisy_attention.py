@@ -8,14 +8,13 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from oracles import noisy_attention as oracle
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kinds.noisy_attention import kernel
-from oracles import noisy_attention as oracle
 from attnsim.kernels import sampling
 from attnsim.kernels.noise import standard_noise32
-from attnsim.kinds.noisy_attention import KIND
+from attnsim.kinds.noisy_attention import KIND, kernel
 from attnsim.simulate import simulate_points
 from attnsim.theory.noise import NOISE_FAMILIES, STUDENT_T_DOF, kappa
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from conftest import small_config
 
 from attnsim import store
 from attnsim.config import load
 from attnsim.errors import StoreError
 from attnsim.plan import plan_all, plan_experiment
 from attnsim.simulate import run_chunk
-from conftest import small_config
 
 
 def run_plan(settings, root):

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, small_config
 from workflow_helpers import snakemake, write_config
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from attnsim import resources
-from attnsim.grid import make_point
 from attnsim.chunkspec import ChunkSpec
+from attnsim.grid import make_point
 from attnsim.kinds import get_kind
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import small_config
 
 from attnsim.config import load, load_file
 from attnsim.grid import chunk, chunk_id, expand, make_point
 from attnsim.kinds import all_kinds
 from attnsim.plan import MAX_CHUNK_COST_RATIO, plan_experiment
 from attnsim.seeding import block_generator, canonical_value, point_id
-from conftest import small_config
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from attnsim.grid import expand, make_point
-from attnsim.kinds.noisy_attention import KIND
-from attnsim.chunkspec import ChunkSpec
-from attnsim.kinds import get_kind
-from attnsim.simulate import simulate_points, trials_table
-from attnsim.errors import ConfigError
-from attnsim.config import load
 from conftest import small_config
+
+from attnsim.chunkspec import ChunkSpec
+from attnsim.config import load
+from attnsim.errors import ConfigError
+from attnsim.grid import expand, make_point
+from attnsim.kinds import get_kind
+from attnsim.kinds.noisy_attention import KIND
+from attnsim.simulate import simulate_points, trials_table
 
 
 def points():
@@ -81,7 +81,12 @@ def many_points(kind: str) -> list:
     """Points of one kind spanning the kernels' paths: several streams, more scales than one group holds,
     every noisy-attention form (expm1, exp, shifted exp), heavy tails and one-hot weights."""
     if kind == "noisy_attention":
-        grid = [dict(n=300, d=5, logit_scale=ls, noise=f, noise_draws=3, noise_scale=s) for ls in (1.0, 30.0) for f in ("gaussian", "student_t") for s in (0.0, 0.01, 0.3, 1.0, 2.0, 3.0, 5.0, 8.0, 10.0, 20.0)]
+        grid = [
+            dict(n=300, d=5, logit_scale=ls, noise=f, noise_draws=3, noise_scale=s)
+            for ls in (1.0, 30.0)
+            for f in ("gaussian", "student_t")
+            for s in (0.0, 0.01, 0.3, 1.0, 2.0, 3.0, 5.0, 8.0, 10.0, 20.0)
+        ]
     elif kind == "logit_entropy":
         grid = [dict(n=300, d=5, logits=lg, scale=s) for lg in ("gaussian", "dot_product") for s in (0.0, 0.1, 1.0, 3.0, 100.0)]
     elif kind == "temperature_entropy":

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from workflow_helpers import REPO, point_rows, snakemake, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -65,8 +64,24 @@ def config():
 def through_slurm(workdir: Path, *extra: str) -> subprocess.CompletedProcess:
     """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--workflow-profile", str(REPO / "workflow/profiles/slurm"),
-           "--slurm-init-seconds-before-status-checks", "2", "--set-threads", "simulate=1", "--retries", "0", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--workflow-profile",
+        str(REPO / "workflow/profiles/slurm"),
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--set-threads",
+        "simulate=1",
+        "--retries",
+        "0",
+        *extra,
+    ]
     process = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = process.communicate(timeout=TIMEOUT)

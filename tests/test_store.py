@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from attnsim import store
+from attnsim.chunkspec import ChunkSpec
 from attnsim.errors import StoreError
 from attnsim.grid import make_point
-from attnsim.chunkspec import ChunkSpec
 from attnsim.kinds import get_kind
 from attnsim.simulate import run_chunk
 

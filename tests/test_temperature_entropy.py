@@ -7,12 +7,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from oracles import temperature_entropy as oracle
 from scipy import stats
 
 from attnsim.grid import make_point
-from attnsim.kinds.temperature_entropy import kernel
-from oracles import temperature_entropy as oracle
-from attnsim.kinds.temperature_entropy import KIND, extra_summary, gap_tolerance
+from attnsim.kinds.temperature_entropy import KIND, extra_summary, gap_tolerance, kernel
 from attnsim.simulate import simulate_points
 from attnsim.theory.entropy import exact_gap, exact_gap_argmax
 

@@ -87,15 +87,12 @@ def test_asymptotic_gap_is_the_optimum_over_all_measures_on_minus1_1(tau):
 @pytest.mark.parametrize("tau", np.geomspace(0.05, 30, 23).round(4).tolist())
 def test_asymptotic_gap_matches_scalar_optimisation_of_the_verbatim_formula(tau):
     # optimise over log f: at small tau the maximiser f* ~ (2/tau) e^{-2/tau} is tiny
-    res = minimize_scalar(
-        lambda v: -naive_two_point_gap(np.exp(v), tau), bounds=(-80, 0), method="bounded", options={"xatol": 1e-12}
-    )
+    res = minimize_scalar(lambda v: -naive_two_point_gap(np.exp(v), tau), bounds=(-80, 0), method="bounded", options={"xatol": 1e-12})
     assert E.asymptotic_gap(tau) == pytest.approx(-res.fun, rel=1e-10, abs=1e-15)
     assert E.asymptotic_gap(tau) >= -res.fun - 1e-15
     # f* is the root of dG/df, checked against a bracketed root find of the numerical derivative
     a, b = np.exp(1 / tau), np.exp(-1 / tau)
-    root = brentq(lambda f: 2 / (tau * (f * a + (1 - f) * b) ** 2) - (a - b) / (f * a + (1 - f) * b),
-                  0, 1, xtol=1e-300, rtol=1e-15)
+    root = brentq(lambda f: 2 / (tau * (f * a + (1 - f) * b) ** 2) - (a - b) / (f * a + (1 - f) * b), 0, 1, xtol=1e-300, rtol=1e-15)
     assert E.asymptotic_gap_argmax(tau) == pytest.approx(root, rel=1e-9)
 
 
@@ -171,10 +168,7 @@ def test_exact_gap_is_the_worst_case_over_all_cosine_configurations(n, tau):
         mean_s = p @ s
         return -(mean_s - logsumexp(s) + np.log(n)), -(p * (s - mean_s)) / tau
 
-    best = max(
-        -minimize(neg_gap, rng.uniform(-1, 1, n), jac=True, method="L-BFGS-B", bounds=[(-1, 1)] * n).fun
-        for _ in range(20)
-    )
+    best = max(-minimize(neg_gap, rng.uniform(-1, 1, n), jac=True, method="L-BFGS-B", bounds=[(-1, 1)] * n).fun for _ in range(20))
     assert best <= E.exact_gap(n, tau) + 1e-12
     assert best == pytest.approx(E.exact_gap(n, tau), abs=1e-9)
 

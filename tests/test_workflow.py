@@ -6,10 +6,10 @@ import copy
 
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import small_config
-from attnsim.runner import planned_jobs
 from workflow_helpers import point_rows, snakemake, tree, write_config
+
+from attnsim.runner import planned_jobs
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +83,10 @@ def test_bad_config_stops_before_any_job_and_writes_nothing(finished):
     before = tree(workdir)
     result = snakemake(workdir, "--cores", "2", "--configfile", str(path), check=False)
     assert result.returncode != 0
-    assert result.stderr.strip().splitlines()[-1] == "attnsim: error: experiments.robustness.grid.noise[1]: 'cauchy' is not one of gaussian, uniform, laplace, gumbel, student_t"
+    assert (
+        result.stderr.strip().splitlines()[-1]
+        == "attnsim: error: experiments.robustness.grid.noise[1]: 'cauchy' is not one of gaussian, uniform, laplace, gumbel, student_t"
+    )
     assert tree(workdir) == before
     override = snakemake(workdir, "--cores", "2", "--config", "chunk_size=0", check=False)
     assert override.returncode != 0 and "chunk_size: 0 is less than the minimum of 1" in override.stderr

@@ -18,6 +18,18 @@ def test_snakefmt_clean():
 
 
 def test_lint_finds_nothing_but_the_software_environment():
-    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)], capture_output=True, text=True, cwd=REPO
+    )
     lints = {line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip().startswith("* ")}
     assert lints <= {"* Specify a conda environment or container for each rule.:"}, lints
+
+
+def test_python_is_ruff_clean_and_formatted():
+    """`ruff check` and `ruff format --check` over src/, tests/ and benchmarks/ (configured in pyproject.toml)."""
+    ruff = str(Path(sys.executable).parent / "ruff")
+    paths = [str(REPO / d) for d in ("src", "tests", "benchmarks")]
+    check = subprocess.run([ruff, "check", *paths], capture_output=True, text=True, cwd=REPO)
+    assert check.returncode == 0, check.stdout + check.stderr
+    fmt = subprocess.run([ruff, "format", "--check", *paths], capture_output=True, text=True, cwd=REPO)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr

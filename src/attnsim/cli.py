@@ -189,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return run(argv[1:])
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     if getattr(args, "threads", 1) < 1:
         print("attnsim: error: --threads must be >= 1", file=sys.stderr)
         return 2

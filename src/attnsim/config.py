@@ -40,8 +40,7 @@ def schema() -> dict:
     experiment = full["$defs"]["experiment"]
     experiment["properties"]["kind"]["enum"] = list(kinds)
     experiment["allOf"] = [
-        {"if": {"properties": {"kind": {"const": name}}}, "then": {"properties": {"grid": {"$ref": f"#/$defs/{name}_grid"}}}}
-        for name in kinds
+        {"if": {"properties": {"kind": {"const": name}}}, "then": {"properties": {"grid": {"$ref": f"#/$defs/{name}_grid"}}}} for name in kinds
     ]
     for name, kind in kinds.items():
         full["$defs"][f"{name}_grid"] = kind.grid_schema()
@@ -95,7 +94,11 @@ def describe(error: ValidationError) -> str:
         return f"{where}: empty list; give at least one value"
     if error.validator == "dependentRequired":
         missing = [k for k in error.validator_value if k not in error.instance]
-        given = next(k for k, v in error.validator_value.items() if k in error.instance and any(m in v for m in missing)) if isinstance(error.validator_value, dict) else "?"
+        given = (
+            next(k for k, v in error.validator_value.items() if k in error.instance and any(m in v for m in missing))
+            if isinstance(error.validator_value, dict)
+            else "?"
+        )
         return f"{where}: {given} needs {', '.join(missing)} as well"
     if error.validator == "required":
         missing = [k for k in error.validator_value if k not in error.instance]
@@ -159,7 +162,6 @@ class Settings:
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
-
 
 
 def check_semantics(settings: Settings) -> None:

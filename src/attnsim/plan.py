@@ -21,7 +21,6 @@ from attnsim.errors import StoreError
 from attnsim.grid import Point, chunk, expand
 from attnsim.kinds import get_kind
 
-
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
 # estimated cost over the whole grid, so that the budget does not depend on what is done,
 # divided by its number of chunk_size chunks). Grids of uniform cost are never split further
@@ -60,13 +59,16 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     done: set[str] = set()
     for other in sorted(Path(root, "trials").glob(f"kind=*/experiment={name}")):
         if other.name and other.parent.name != f"kind={experiment.kind}" and any(other.glob("*.parquet")):
-            raise StoreError(f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now says kind={experiment.kind}; rename the experiment or move that folder away")
+            raise StoreError(
+                f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now says kind={experiment.kind}; rename the experiment or move that folder away"
+            )
     for path in store.experiment_chunks(root, experiment.kind, name):
         meta = store.read_meta(path)
         if meta.get("results_key") != key:
             raise StoreError(
                 f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "
-                f"seed={settings.seed}" + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
+                f"seed={settings.seed}"
+                + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
                 + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
             )
         finished = ChunkSpec.from_json(meta["spec"])

@@ -37,7 +37,26 @@ def connect(root: Path) -> duckdb.DuckDBPyConnection:
     for table, paths in files.items():
         for path in paths:
             meta = store.read_meta(path)
-            provenance.append({k: meta.get(k) for k in ("table", "experiment", "kind", "chunk", "results_key", "config_hash", "seed", "trials", "algorithm_version", "attnsim_version", "numpy_version", "created_utc")} | {"file": str(path)})
+            provenance.append(
+                {
+                    k: meta.get(k)
+                    for k in (
+                        "table",
+                        "experiment",
+                        "kind",
+                        "chunk",
+                        "results_key",
+                        "config_hash",
+                        "seed",
+                        "trials",
+                        "algorithm_version",
+                        "attnsim_version",
+                        "numpy_version",
+                        "created_utc",
+                    )
+                }
+                | {"file": str(path)}
+            )
             by_experiment.setdefault((meta["experiment"], table), []).append(path)
         if paths:
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM {_files_sql(paths)}")

@@ -10,14 +10,22 @@ from attnsim.kinds import get_kind
 from attnsim.plan import plan_all
 
 
-
 def show(config: Path, root: Path) -> str:
     settings = load_file(config)
     plans = plan_all(settings, root)
     rows = []
     for name, plan in plans.items():
         e = settings.experiments[name]
-        rows.append({"experiment": name, "kind": e.kind, "points": len(plan.points), "done": plan.done_points, "trials/point": e.trials, "chunks to run": len(plan.pending)})
+        rows.append(
+            {
+                "experiment": name,
+                "kind": e.kind,
+                "points": len(plan.points),
+                "done": plan.done_points,
+                "trials/point": e.trials,
+                "chunks to run": len(plan.pending),
+            }
+        )
     known = set(settings.experiments)
     extra = sorted({p.parent.name.removeprefix("experiment=") for p in store.chunk_files(root)} - known)
     import pandas as pd

@@ -41,9 +41,7 @@ PARTITIONS = (
     Column("kind", pa.string(), "experiment kind (hive partition, from the path)"),
     Column("experiment", pa.string(), "experiment name from the config (hive partition, from the path)"),
 )
-IDENTITY = (
-    Column("point_id", pa.string(), "stable id of the grid point (hash of kind and parameter values)"),
-)
+IDENTITY = (Column("point_id", pa.string(), "stable id of the grid point (hash of kind and parameter values)"),)
 
 
 def experiment_dir(root: Path, table: str, kind: str, experiment: str) -> Path:
@@ -79,7 +77,13 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
     }
     fields = [c.field() for c in (*IDENTITY, *kind.params)]
     fields.append(Column("n_trials", pa.int64(), "number of trials").field())
-    fields.append(Column("stop_reason", pa.string(), "why n_trials: 'trials' (the fixed count), 'target_se' (adaptive: the main metric's SE reached target_se), 'max_trials' (adaptive: the cap came first)").field())
+    fields.append(
+        Column(
+            "stop_reason",
+            pa.string(),
+            "why n_trials: 'trials' (the fixed count), 'target_se' (adaptive: the main metric's SE reached target_se), 'max_trials' (adaptive: the cap came first)",
+        ).field()
+    )
     by_name = {c.name: c for c in kind.metrics}
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
@@ -106,7 +110,7 @@ def provenance(**fields) -> dict:
         "attnsim_version": attnsim.__version__,
         "numpy_version": np.__version__,
         "python_version": platform.python_version(),
-        "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         **fields,
     }
 

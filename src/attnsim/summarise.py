@@ -47,7 +47,9 @@ def stop_reason(values: np.ndarray, target_se: float | None) -> str:
     return "target_se" if mean_ci(values)["se"] <= target_se else "max_trials"
 
 
-def summarise_points(kind: Kind | str, experiment: str, trials: dict[str, dict[str, np.ndarray]], points: list[Point], target_se: float | None = None) -> pa.Table:
+def summarise_points(
+    kind: Kind | str, experiment: str, trials: dict[str, dict[str, np.ndarray]], points: list[Point], target_se: float | None = None
+) -> pa.Table:
     """One summary row per point of `points`, in that order, from `trials_by_point` (other points are ignored)."""
     kind = as_kind(kind)
     schema = store.summary_schema(kind)

@@ -25,7 +25,9 @@ def markdown(claims: list[Claim]) -> str:
         if not math.isnan(c.ci_low):
             measured += f" [{_number(c.ci_low)}, {_number(c.ci_high)}]"
         verdict = f"**{c.verdict}**"
-        lines.append(f"| `{c.claim_id}`: {_cell(c.claim)} | {_cell(c.condition)} | {_number(c.predicted)} | {measured} | {_number(c.rel_deviation)} | {verdict} |")
+        lines.append(
+            f"| `{c.claim_id}`: {_cell(c.claim)} | {_cell(c.condition)} | {_number(c.predicted)} | {measured} | {_number(c.rel_deviation)} | {verdict} |"
+        )
     lines += ["", "Evidence:", ""] + [f"- `{c.claim_id}`: {c.evidence or 'no data'}" for c in claims]
     return "\n".join(lines) + "\n"
 

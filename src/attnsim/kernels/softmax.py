@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-
 # exp(x) for x below about -708 is subnormal or 0, and numpy computes those ~10-100x slower
 # than normal results (measured on AVX-512: 0.01-0.13 vs 1 G/s). Arguments are floored here:
 # e^-700 = 1e-304 next to the largest weight, exactly 1, changes no sum of weights in float64.

@@ -71,7 +71,15 @@ def text_sha256(texts: tuple[str, ...]) -> str:
 def corpus_provenance() -> dict:
     """Source, Python version, rule and sha256 of the sentences used ("\\n"-joined, UTF-8)."""
     texts = sentences()
-    return {"corpus": {"source": "pydoc_data.topics", "python_version": platform.python_version(), "rule": RULE, "sentences": len(texts), "sha256": text_sha256(texts)}}
+    return {
+        "corpus": {
+            "source": "pydoc_data.topics",
+            "python_version": platform.python_version(),
+            "rule": RULE,
+            "sentences": len(texts),
+            "sha256": text_sha256(texts),
+        }
+    }
 
 
 class TokenStream:

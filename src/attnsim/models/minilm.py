@@ -48,8 +48,17 @@ class BertConfig:
         c = json.loads(Path(path).read_text())
         if c.get("hidden_act", "gelu") != "gelu" or c.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError(f"{path}: only BERT with erf GELU and absolute positions is implemented")
-        return cls(c["vocab_size"], c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["intermediate_size"],
-                   c["max_position_embeddings"], c["type_vocab_size"], c["layer_norm_eps"], c.get("pad_token_id", 0))
+        return cls(
+            c["vocab_size"],
+            c["hidden_size"],
+            c["num_hidden_layers"],
+            c["num_attention_heads"],
+            c["intermediate_size"],
+            c["max_position_embeddings"],
+            c["type_vocab_size"],
+            c["layer_norm_eps"],
+            c.get("pad_token_id", 0),
+        )
 
 
 class WordPiece:
@@ -177,15 +186,20 @@ class Bert:
         for i in range(config.layers):
             p = f"encoder.layer.{i}."
             a = p + "attention.self."
-            self.layers.append({
-                "qkv": np.ascontiguousarray(np.concatenate([w[a + n + ".weight"] for n in ("query", "key", "value")]).T),
-                "qkv_bias": np.concatenate([w[a + n + ".bias"] for n in ("query", "key", "value")]),
-                "out": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T), "out_bias": w[p + "attention.output.dense.bias"],
-                "norm1": (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
-                "up": np.ascontiguousarray(w[p + "intermediate.dense.weight"].T), "up_bias": w[p + "intermediate.dense.bias"],
-                "down": np.ascontiguousarray(w[p + "output.dense.weight"].T), "down_bias": w[p + "output.dense.bias"],
-                "norm2": (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
-            })
+            self.layers.append(
+                {
+                    "qkv": np.ascontiguousarray(np.concatenate([w[a + n + ".weight"] for n in ("query", "key", "value")]).T),
+                    "qkv_bias": np.concatenate([w[a + n + ".bias"] for n in ("query", "key", "value")]),
+                    "out": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),
+                    "out_bias": w[p + "attention.output.dense.bias"],
+                    "norm1": (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
+                    "up": np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
+                    "up_bias": w[p + "intermediate.dense.bias"],
+                    "down": np.ascontiguousarray(w[p + "output.dense.weight"].T),
+                    "down_bias": w[p + "output.dense.bias"],
+                    "norm2": (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
+                }
+            )
 
     @classmethod
     def load(cls, model_dir: Path, dtype=np.float32) -> Bert:
@@ -244,12 +258,23 @@ class Bert:
 
 def weight_shapes(c: BertConfig) -> list[tuple[str, tuple[int, ...]]]:
     """The encoder's tensors in the checkpoint's naming, in a fixed order (the random init's draw order)."""
-    shapes = [("embeddings.word_embeddings.weight", (c.vocab_size, c.hidden)), ("embeddings.position_embeddings.weight", (c.max_positions, c.hidden)),
-              ("embeddings.token_type_embeddings.weight", (c.type_vocab, c.hidden)), ("embeddings.LayerNorm.weight", (c.hidden,)), ("embeddings.LayerNorm.bias", (c.hidden,))]
+    shapes = [
+        ("embeddings.word_embeddings.weight", (c.vocab_size, c.hidden)),
+        ("embeddings.position_embeddings.weight", (c.max_positions, c.hidden)),
+        ("embeddings.token_type_embeddings.weight", (c.type_vocab, c.hidden)),
+        ("embeddings.LayerNorm.weight", (c.hidden,)),
+        ("embeddings.LayerNorm.bias", (c.hidden,)),
+    ]
     for i in range(c.layers):
         p = f"encoder.layer.{i}."
-        for name, out, inp in (("attention.self.query", c.hidden, c.hidden), ("attention.self.key", c.hidden, c.hidden), ("attention.self.value", c.hidden, c.hidden),
-                               ("attention.output.dense", c.hidden, c.hidden), ("intermediate.dense", c.intermediate, c.hidden), ("output.dense", c.hidden, c.intermediate)):
+        for name, out, inp in (
+            ("attention.self.query", c.hidden, c.hidden),
+            ("attention.self.key", c.hidden, c.hidden),
+            ("attention.self.value", c.hidden, c.hidden),
+            ("attention.output.dense", c.hidden, c.hidden),
+            ("intermediate.dense", c.intermediate, c.hidden),
+            ("output.dense", c.hidden, c.intermediate),
+        ):
             shapes += [(p + name + ".weight", (out, inp)), (p + name + ".bias", (out,))]
         for name in ("attention.output.LayerNorm", "output.LayerNorm"):
             shapes += [(p + name + ".weight", (c.hidden,)), (p + name + ".bias", (c.hidden,))]

@@ -11,10 +11,9 @@ import math
 import numpy as np
 
 from attnsim.kinds.base import Column, Kind
-from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N, N_EFF, d_param, scale_param
+from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N_EFF, N, d_param, scale_param
 from attnsim.kinds.init_gradient import kernel
 from attnsim.theory.entropy import effective_dot_product_scale, small_scale_entropy
-
 
 PARAMS = (
     N,

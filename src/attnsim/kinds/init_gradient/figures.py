@@ -25,8 +25,17 @@ def gradient_vs_entropy(summary: pd.DataFrame):
         for n, line in data.groupby("n"):
             colour = colours[n]
             top.errorbar(
-                line["entropy_mean"], line[f"{metric}_mean"], xerr=yerr(line, "entropy", log=True), yerr=yerr(line, metric, log=True),
-                fmt="o-", color=colour, ms=3.5, lw=1.2, elinewidth=0.8, capsize=1.5, zorder=3,
+                line["entropy_mean"],
+                line[f"{metric}_mean"],
+                xerr=yerr(line, "entropy", log=True),
+                yerr=yerr(line, metric, log=True),
+                fmt="o-",
+                color=colour,
+                ms=3.5,
+                lw=1.2,
+                elinewidth=0.8,
+                capsize=1.5,
+                zorder=3,
             )
             top.plot([line["log_n"].iloc[0]], [line[uniform].iloc[0]], marker="*", color=colour, ms=12, mec="k", mew=0.5, ls="none", zorder=4)
             positive = line[line["scale"] > 0]
@@ -60,11 +69,19 @@ def gradient_vs_entropy(summary: pd.DataFrame):
     if "grad_sq_median" in summary:
         handles.append(Line2D([], [], color="0.3", ls="--", label="median over trials"))
         fig.text(
-            0.5, -0.035, "Bottom row: at large scale the mean is set by rare near-ties of the two largest logits and falls like 1/σ_eff;\n"
+            0.5,
+            -0.035,
+            "Bottom row: at large scale the mean is set by rare near-ties of the two largest logits and falls like 1/σ_eff;\n"
             "the typical trial (median, dashed) falls exponentially, out of the panels (below 1e-300 at the largest scales).",
-            ha="center", va="top", fontsize=8.5, color="0.25",
+            ha="center",
+            va="top",
+            fontsize=8.5,
+            color="0.25",
         )
     legend_below(fig, handles, ncol=min(len(handles), 6), y=0.01)
-    fig.suptitle(f"Attention at initialisation (dot-product logits, values vᵢ ~ N(0, I_d), d = {d}):\nthe logit gradient and the softmax Jacobian vanish as the entropy goes to 0", y=1.01)
+    fig.suptitle(
+        f"Attention at initialisation (dot-product logits, values vᵢ ~ N(0, I_d), d = {d}):\nthe logit gradient and the softmax Jacobian vanish as the entropy goes to 0",
+        y=1.01,
+    )
     fig.tight_layout()
     return fig

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 
-
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, LOG_N, STR, N, d_param, scale_param
 from attnsim.kinds.logit_entropy import kernel
 from attnsim.theory.entropy import effective_dot_product_scale, rem_entropy, rem_regime, rem_x, small_scale_entropy
-
 
 PARAMS = (
     N,

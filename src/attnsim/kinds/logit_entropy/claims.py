@@ -22,7 +22,11 @@ THRESHOLDS = Thresholds()
 
 def small_scale_entropy(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
-    claim = Claim("small_scale_entropy", "For gaussian logits of small std sigma the entropy is log n - sigma^2/2.", f"logit_entropy, gaussian logits, 0 < sigma <= {t.small_sigma}, n >= 256")
+    claim = Claim(
+        "small_scale_entropy",
+        "For gaussian logits of small std sigma the entropy is log n - sigma^2/2.",
+        f"logit_entropy, gaussian logits, 0 < sigma <= {t.small_sigma}, n >= 256",
+    )
     if s is None:
         return claim
     rows = s[(s["logits"] == "gaussian") & (s["sigma_eff"] > 0) & (s["sigma_eff"] <= t.small_sigma) & (s["n"] >= 256)]
@@ -32,13 +36,20 @@ def small_scale_entropy(s: pd.DataFrame | None) -> Claim:
     deviation = rows["entropy_mean"] - rows["entropy_small_scale"]
     worst = rows.loc[deviation.abs().idxmax()]
     return claim.judge(
-        0.0, pooled(deviation), t.entropy_tolerance, f"H - (log n - sigma^2/2) in nats over {len(rows)} points; worst {deviation.abs().max():.4f} at n={worst['n']}, sigma={worst['sigma_eff']:g}"
+        0.0,
+        pooled(deviation),
+        t.entropy_tolerance,
+        f"H - (log n - sigma^2/2) in nats over {len(rows)} points; worst {deviation.abs().max():.4f} at n={worst['n']}, sigma={worst['sigma_eff']:g}",
     )
 
 
 def rem_collapse(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
-    claim = Claim("rem_collapse", "H / log n collapses onto 1 - x^2 with x = sigma / sqrt(2 log n) (random energy model).", f"logit_entropy, gaussian logits, largest n of the sweep, 0 < x <= {t.rem_max_x}")
+    claim = Claim(
+        "rem_collapse",
+        "H / log n collapses onto 1 - x^2 with x = sigma / sqrt(2 log n) (random energy model).",
+        f"logit_entropy, gaussian logits, largest n of the sweep, 0 < x <= {t.rem_max_x}",
+    )
     if s is None:
         return claim
     gaussian = s[s["logits"] == "gaussian"]
@@ -47,7 +58,12 @@ def rem_collapse(s: pd.DataFrame | None) -> Claim:
         claim.verdict = "outside regime"
         return claim
     deviation = rows["entropy_norm_mean"] - (1 - rows["rem_x"] ** 2)
-    return claim.judge(0.0, pooled(deviation), t.rem_tolerance, f"H/log n - (1 - x^2) over {len(rows)} points at n = {rows['n'].iloc[0]}; largest |deviation| {deviation.abs().max():.3f}")
+    return claim.judge(
+        0.0,
+        pooled(deviation),
+        t.rem_tolerance,
+        f"H/log n - (1 - x^2) over {len(rows)} points at n = {rows['n'].iloc[0]}; largest |deviation| {deviation.abs().max():.3f}",
+    )
 
 
 CLAIMS = (small_scale_entropy, rem_collapse)

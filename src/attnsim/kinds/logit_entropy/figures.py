@@ -38,7 +38,7 @@ def entropy_vs_scale(summary: pd.DataFrame):
     panels = _entropy_panels(summary)
     colours = n_colours(summary["n"])
     fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.4), squeeze=False, sharey=True)
-    for ax, (title, data) in zip(axes[0], panels):
+    for ax, (_title, data) in zip(axes[0], panels):
         logits = data["logits"].iloc[0]
         fine = fine_grid(data["scale"][data["scale"] > 0])
         sigma = _sigma_of_scale(logits, fine)
@@ -94,8 +94,17 @@ def entropy_collapse(summary: pd.DataFrame):
     ax.text(1.02, 0.95, "freezing point x = 1", color="0.35", fontsize=8, va="top")
     for (logits, n), part in shown.sort_values("rem_x").groupby(["logits", "n"]):
         ax.errorbar(
-            part["rem_x"], part["entropy_norm_mean"], yerr=yerr(part, "entropy_norm"), fmt=markers.get(logits, "^"), color=colours[n], ms=4.5,
-            mfc=colours[n] if logits == "gaussian" else "none", elinewidth=0.9, capsize=1.5, lw=0, zorder=3,
+            part["rem_x"],
+            part["entropy_norm_mean"],
+            yerr=yerr(part, "entropy_norm"),
+            fmt=markers.get(logits, "^"),
+            color=colours[n],
+            ms=4.5,
+            mfc=colours[n] if logits == "gaussian" else "none",
+            elinewidth=0.9,
+            capsize=1.5,
+            lw=0,
+            zorder=3,
         )
     ax.set_xlim(-0.03, COLLAPSE_X_MAX)
     ax.set_ylim(-0.03, 1.05)
@@ -104,7 +113,17 @@ def entropy_collapse(summary: pd.DataFrame):
     ax.set_title("Entropy collapse across n: measured H / log n vs the random-energy-model limit")
     handles = [Line2D([], [], color=c, marker="o", ls="none", label=f"n = {n}") for n, c in colours.items()]
     for logits in shown["logits"].unique():
-        handles.append(Line2D([], [], color="0.3", marker=markers.get(logits, "^"), mfc="0.3" if logits == "gaussian" else "none", ls="none", label=f"{logits.replace('_', '-')} logits"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="0.3",
+                marker=markers.get(logits, "^"),
+                mfc="0.3" if logits == "gaussian" else "none",
+                ls="none",
+                label=f"{logits.replace('_', '-')} logits",
+            )
+        )
     handles.append(Line2D([], [], color="k", lw=1.6, label="REM limit 1 − x² (0 for x ≥ 1)"))
     ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
     notes = ["finite n approaches the limit slowly:", "measured points stay above it near x = 1", "and H / log n = O(1/log n) beyond."]

@@ -7,17 +7,21 @@ import math
 import numpy as np
 
 from attnsim.kinds.base import Column, Kind, Param
-from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N, N_EFF, STR, d_param, scale_param
+from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N_EFF, STR, N, d_param, scale_param
 from attnsim.kinds.noisy_attention import kernel
 from attnsim.stats import ratio_of_means
 from attnsim.theory.noise import NOISE_FAMILIES, kappa, regime
-
 
 PARAMS = (
     N,
     d_param("dimension of the values"),
     scale_param("logit_scale", "std of the clean logits s_i ~ N(0, logit_scale^2)"),
-    Param("noise", STR, "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std noise_scale (docs/science.md §2.3)", choices=NOISE_FAMILIES),
+    Param(
+        "noise",
+        STR,
+        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std noise_scale (docs/science.md §2.3)",
+        choices=NOISE_FAMILIES,
+    ),
     Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
     Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
 )
@@ -108,7 +112,9 @@ def headline(s) -> str:
     ok = s[s["kappa_finite"] & (s["kappa"] > 0) & (s["kappa_sum_p2"] < 0.01)]
     parts = []
     if len(ok):
-        parts.append(f"measured/predicted sq_err where κΣp² < 0.01: median {np.median(ok['err_ratio']):.3f} (range {ok['err_ratio'].min():.3f}–{ok['err_ratio'].max():.3f}, {len(ok)} points)")
+        parts.append(
+            f"measured/predicted sq_err where κΣp² < 0.01: median {np.median(ok['err_ratio']):.3f} (range {ok['err_ratio'].min():.3f}–{ok['err_ratio'].max():.3f}, {len(ok)} points)"
+        )
     infinite = int((~s["kappa_finite"]).sum())
     if infinite:
         parts.append(f"κ = ∞ flagged on {infinite} points")

@@ -42,11 +42,7 @@ SERIES = ["noise", "noise_scale", "d", "noise_draws"]  # a curve of rel_err agai
 
 def _series_slopes(s: pd.DataFrame) -> dict[tuple, float]:
     """Series key -> fitted slope of log rel_err on log n, for series with >= 3 values of n."""
-    return {
-        key: _slope(series, "rel_err_mean", "rel_err_se")[0]
-        for key, series in s.groupby(SERIES)
-        if series["n"].nunique() >= 3
-    }
+    return {key: _slope(series, "rel_err_mean", "rel_err_se")[0] for key, series in s.groupby(SERIES) if series["n"].nunique() >= 3}
 
 
 def delta_method(s: pd.DataFrame | None, family: str) -> Claim:
@@ -87,7 +83,12 @@ def error_rate(s: pd.DataFrame | None) -> Claim:
     if not slopes:
         claim.verdict = "outside regime"
         return claim
-    return claim.judge(-0.5, pooled(slopes), t.slope_tolerance, f"mean of {len(slopes)} fitted slopes (one per noise family and scale); range {min(slopes):.3f} to {max(slopes):.3f}")
+    return claim.judge(
+        -0.5,
+        pooled(slopes),
+        t.slope_tolerance,
+        f"mean of {len(slopes)} fitted slopes (one per noise family and scale); range {min(slopes):.3f} to {max(slopes):.3f}",
+    )
 
 
 def breakdown(s: pd.DataFrame | None) -> Claim:

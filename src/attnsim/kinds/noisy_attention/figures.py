@@ -17,9 +17,22 @@ def rel_err_vs_n(summary: pd.DataFrame):
     data["sigma"] = data["noise_scale"].map(lambda s: f"{s:g}")
     scales = sorted(data["noise_scale"].unique())
     colours = dict(zip((f"{s:g}" for s in scales), sns.color_palette(PALETTE, len(scales))))
-    grid = sns.FacetGrid(data, row="logit_scale", col="noise", sharey=False, height=2.6, aspect=1.1, margin_titles=True, col_order=[f for f in ("gaussian", "uniform", "laplace", "gumbel", "student_t") if f in set(data["noise"])])
+    grid = sns.FacetGrid(
+        data,
+        row="logit_scale",
+        col="noise",
+        sharey=False,
+        height=2.6,
+        aspect=1.1,
+        margin_titles=True,
+        col_order=[f for f in ("gaussian", "uniform", "laplace", "gumbel", "student_t") if f in set(data["noise"])],
+    )
     for (row, col), ax in np.ndenumerate(grid.axes):
-        facet = data[(data["logit_scale"] == grid.row_names[row]) & (data["noise"] == grid.col_names[col])] if grid.row_names else data[data["noise"] == grid.col_names[col]]
+        facet = (
+            data[(data["logit_scale"] == grid.row_names[row]) & (data["noise"] == grid.col_names[col])]
+            if grid.row_names
+            else data[data["noise"] == grid.col_names[col]]
+        )
         for sigma, line in facet.sort_values("n").groupby("sigma", sort=False):
             colour = colours[sigma]
             ax.plot(line["n"], line["rel_err_mean"], "o-", color=colour, ms=3, lw=1.2, label=f"σ = {sigma}")
@@ -34,7 +47,13 @@ def rel_err_vs_n(summary: pd.DataFrame):
     grid.set_axis_labels("number of keys n", "rel. error √(‖õ−o‖² / Σp‖v−o‖²)")
     grid.set_titles(row_template="logit std = {row_name}", col_template="noise: {col_name}")
     handles = [plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours]
-    grid.figure.legend(handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")], loc="upper center", ncol=len(handles) + 1, bbox_to_anchor=(0.5, 0.0), frameon=False)
+    grid.figure.legend(
+        handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")],
+        loc="upper center",
+        ncol=len(handles) + 1,
+        bbox_to_anchor=(0.5, 0.0),
+        frameon=False,
+    )
     grid.figure.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)", y=1.02)
     return grid.figure
 
@@ -55,7 +74,19 @@ def collapse(summary: pd.DataFrame):
     for family, part in data.groupby("noise"):
         idx = part.index
         ax.errorbar(part["sq_err_pred_mean"], part["sq_err_mean"], yerr=[lower[idx], upper[idx]], fmt="none", ecolor="0.6", elinewidth=0.8, zorder=1)
-        points = ax.scatter(part["sq_err_pred_mean"], part["sq_err_mean"], c=colour[idx], cmap="magma_r", norm=norm, marker=markers[family], s=22, edgecolor="0.2", linewidth=0.3, label=family, zorder=2)
+        points = ax.scatter(
+            part["sq_err_pred_mean"],
+            part["sq_err_mean"],
+            c=colour[idx],
+            cmap="magma_r",
+            norm=norm,
+            marker=markers[family],
+            s=22,
+            edgecolor="0.2",
+            linewidth=0.3,
+            label=family,
+            zorder=2,
+        )
     span = np.array([min(data["sq_err_pred_mean"].min(), data["sq_err_mean"].min()), max(data["sq_err_pred_mean"].max(), data["sq_err_mean"].max())])
     ax.plot(span, span, "k--", lw=1, label="y = x (delta method exact)")
     ax.set_xscale("log")
@@ -68,4 +99,3 @@ def collapse(summary: pd.DataFrame):
     for handle in legend.legend_handles[:-1]:
         handle.set_facecolor("0.6")
     return fig
-

@@ -15,7 +15,6 @@ from attnsim.kinds.columns import BOOL, ENTROPY, F64, LOG_N, N, d_param
 from attnsim.kinds.temperature_entropy import kernel
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
 
-
 PARAMS = (
     N,
     d_param("dimension of the unit sphere the query and keys are uniform on (>= 2)", minimum=2),

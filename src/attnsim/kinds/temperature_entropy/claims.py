@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
@@ -41,7 +40,9 @@ def exact_bound(s: pd.DataFrame | None) -> Claim:
 
 def smaller_tau_widens(s: pd.DataFrame | None) -> Claim:
     g1 = float(asymptotic_gap(1.0))
-    claim = Claim("smaller_tau_widens", "Smaller tau widens the range of entropies beyond what tau = 1 allows.", "temperature_entropy, the smallest tau < 1 of the sweep")
+    claim = Claim(
+        "smaller_tau_widens", "Smaller tau widens the range of entropies beyond what tau = 1 allows.", "temperature_entropy, the smallest tau < 1 of the sweep"
+    )
     if s is None:
         return claim
     below = s[s["tau"] < 1]

@@ -35,7 +35,14 @@ def temperature_gap(summary: pd.DataFrame):
         ax.plot(fine, g, color="k", lw=2.2, zorder=2)
         ax.plot(fine, random_direction_gap(d, fine), color="0.45", ls="-.", lw=1.2, zorder=2)
         ax.plot([1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, zorder=5, ls="none")
-        ax.annotate(f"g(1) = {G1:.4f}", xy=(1.0, G1), xytext=(1.6, G1 * 2.6), fontsize=8.5, color="firebrick", arrowprops=dict(arrowstyle="->", color="firebrick", lw=0.8))
+        ax.annotate(
+            f"g(1) = {G1:.4f}",
+            xy=(1.0, G1),
+            xytext=(1.6, G1 * 2.6),
+            fontsize=8.5,
+            color="firebrick",
+            arrowprops=dict(arrowstyle="->", color="firebrick", lw=0.8),
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_ylim(y_low, y_high)
