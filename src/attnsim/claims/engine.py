@@ -26,11 +26,41 @@ VERDICTS = ("holds", "fails", "outside regime", "not measured")
 ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
 
 
+# The essay's three statements, in the project's words; every claim belongs to one of them.
+STATEMENTS = {
+    "robustness": "Adding i.i.d. noise to the logits barely moves softmax attention: the error is predicted by the delta "
+    "method and shrinks like 1/sqrt(n_eff), as long as the noise has the exponential moments the argument needs.",
+    "information": "The entropy of the attention weights lies in [0, log n]; large logits at initialisation make the "
+    "weights one-hot, the gradient vanishes and training stalls.",
+    "temperature": "With cosine logits at temperature 1 the entropy cannot fall more than 0.4745 nats below log n, so "
+    "little information can be extracted; a smaller temperature widens the range, which is why contrastive learning uses one.",
+}
+
+# What a claim's `measured` number is (each rendering labels it so).
+NUMBER_KINDS = (
+    "mean (95% CI)",  # a mean over points or trials with its 95% interval
+    "fitted slope (95% CI)",  # a fitted exponent with its 95% interval
+    "range over points",  # measured = the value that decides, interval = smallest to largest over points
+    "extreme over trials",  # the smallest/largest single trial
+    "onset",  # a parameter value from which on something holds
+    "share of points",  # a fraction of the points in the regime
+    "rank correlation (95% CI)",
+)
+
+
 @dataclass
 class Claim:
     claim_id: str
     claim: str
     condition: str
+    statement: str = ""  # key of STATEMENTS
+    number: str = ""  # what `measured` is: one of NUMBER_KINDS
+    compared_to: str = ""  # what `predicted` is, or what the measurement is compared with when nothing is predicted
+    threshold: str = ""  # the tolerance or threshold that decided the verdict, and why (one short sentence)
+    figure: str = ""  # the figure that shows it: "<experiment>/<figure>"
+    experiments: str = ""  # the experiments it rests on, comma-separated
+    points: int = 0  # grid points it rests on
+    trials: int = 0  # trials it rests on
     predicted: float = math.nan
     measured: float = math.nan
     ci_low: float = math.nan
@@ -38,6 +68,16 @@ class Claim:
     rel_deviation: float = math.nan
     verdict: str = "not measured"
     evidence: str = ""
+
+    def based_on(self, rows: pd.DataFrame, figure: str | None = None) -> Claim:
+        """Record the summary rows (points) the claim rests on: experiments, points, trials, and its figure."""
+        experiments = sorted(rows["experiment"].unique()) if "experiment" in rows else []
+        self.experiments = ", ".join(experiments)
+        self.points = len(rows)
+        self.trials = int(rows["n_trials"].sum()) if "n_trials" in rows else 0
+        if figure and experiments:
+            self.figure = f"{experiments[0]}/{figure}"
+        return self
 
     def judge(self, predicted: float, stats: dict, tolerance: float, evidence: str) -> Claim:
         """holds when the measurement's 95% interval meets [predicted - tolerance, predicted + tolerance]."""
