@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from attnsim.errors import AttnsimError, ConfigError
-from attnsim.grid import Point, chunk_id, make_point
+from attnsim.grid import Point, chunk_id, points_from_rows
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 
@@ -32,6 +32,18 @@ class ChunkSpec:
     @cached_property
     def id(self) -> str:
         return chunk_id(list(self.points))
+
+    @cached_property
+    def cost(self):
+        """What its resource requests depend on (`attnsim.resources`)."""
+        from attnsim.resources import POINT_WORK, SECONDS_PER_BYTE, ChunkCost
+
+        kind, points, trials = self.kind, self.points, self.trial_cap
+        per_point = [kind.bytes_per_trial(p.params) for p in points]
+        streams = {p.stream: b for p, b in zip(points, per_point)}
+        work = (3 * sum(streams.values()) + sum(per_point)) * trials * SECONDS_PER_BYTE + POINT_WORK * len(points)
+        block = max(kind.block_trials(p.params) * b for p, b in zip(points, per_point))
+        return ChunkCost(len(points), trials, work, block, len(kind.metrics) + len(kind.params) + 4)
 
     @property
     def trial_cap(self) -> int:
@@ -59,7 +71,7 @@ class ChunkSpec:
             kind = get_kind(spec["kind"])
             if spec["params"] != list(kind.param_names):
                 raise ValueError(f"parameters {spec['params']} do not match kind {kind.name}: {list(kind.param_names)}")
-            points = tuple(make_point(kind, dict(zip(spec["params"], values))) for values in spec["points"])
+            points = tuple(points_from_rows(kind, spec["points"]))
             return cls(spec["experiment"], kind, spec["seed"], spec["trials"], points, spec.get("target_se"), spec.get("max_trials"))
         except (ValueError, KeyError, TypeError, AttnsimError) as error:
             raise ConfigError(f"chunk spec: {error}") from None

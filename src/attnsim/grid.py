@@ -7,15 +7,19 @@ side and usually land in the same chunk.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
+import numpy as np
 import pyarrow as pa
 
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
-from attnsim.seeding import canonical_value, digest, point_id
+from attnsim.seeding import ID_HEX_DIGITS, canonical_value, digest, point_id
 
 
 @dataclass(frozen=True)
@@ -71,3 +75,219 @@ def chunk(points: list[Point], size: int, costs: list[float] | None = None, budg
 
 def chunk_id(points: list[Point]) -> str:
     return digest([p.id for p in points])
+
+
+# ----------------------------------------------------------------------------------------------
+# Columnar grids: a million points without a million Python objects.
+#
+# An experiment's grid is held as one list of canonical values per parameter and, per point, one
+# index array per parameter (the cartesian product in enumeration order). Point ids are the same
+# sha256 of the same canonical JSON text as `seeding.point_id`: the text is assembled from each
+# value's JSON rendering with a per-kind template and hashed in a tight loop (tests compare the
+# two on every kind). `Point` objects are made only for the chunk a job computes.
+
+
+def canonical_column_value(param, value):
+    """A grid value as `make_point` canonicalises it: floats as floats, integers as ints."""
+    if pa.types.is_floating(param.type):
+        value = float(value)
+    elif pa.types.is_integer(param.type):
+        value = int(value)
+    return canonical_value(value)
+
+
+def _json(value) -> str:
+    return json.dumps(value, allow_nan=False)
+
+
+def _id_template(kind: Kind) -> str:
+    """A str.format template of the canonical JSON text of a point id: `{i}` is the i-th parameter
+    in the kind's order, placed where `json.dumps(..., sort_keys=True)` puts it."""
+    names = kind.param_names
+    esc = lambda text: text.replace("{", "{{").replace("}", "}}")
+    fields = ",".join(f"{esc(_json(name))}:{{{names.index(name)}}}" for name in sorted(names))
+    return "{{" + f'"kind":{esc(_json(kind.name))},"params":{{{{' + fields + "}}}}"
+
+
+def _hash_texts(template: str, rows) -> list[str]:
+    sha256, fmt, n = hashlib.sha256, template.format, ID_HEX_DIGITS
+    return [sha256(fmt(*row).encode()).hexdigest()[:n] for row in rows]
+
+
+@dataclass(frozen=True)
+class GridColumns:
+    """An experiment's grid as columns: `values[name]` (canonical, distinct) and, per point in
+    enumeration order, `index[name]` into it."""
+
+    kind: Kind
+    values: dict[str, list]
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.values.values())
+
+    @cached_property
+    def index(self) -> dict[str, np.ndarray]:
+        size, stride, index = self.size, self.size, {}
+        for name in self.kind.param_names:
+            count = len(self.values[name])
+            stride //= count
+            index[name] = ((np.arange(size, dtype=np.int64) // stride) % count).astype(np.int32 if count < 2**31 else np.int64)
+        return index
+
+    def column(self, name: str, rows: np.ndarray | slice = slice(None)) -> list:
+        """The values of parameter `name` at `rows` (Python objects, canonical)."""
+        return np.asarray(self.values[name], dtype=object)[self.index[name][rows]].tolist()
+
+    def rows(self, rows: np.ndarray | slice = slice(None)) -> list[tuple]:
+        """The points at `rows` as tuples of canonical values in the kind's parameter order."""
+        return list(zip(*(self.column(name, rows) for name in self.kind.param_names)))
+
+    def ids(self) -> list[str]:
+        """Every point's id (as `seeding.point_id`), in enumeration order.
+
+        The canonical text is `head + value of the last parameter + tail`, where head and tail
+        depend only on the other parameters: head is hashed once per combination of those, and
+        each point copies that hash state and adds its own value and the tail."""
+        names = self.kind.param_names
+        rendered = {name: [_json(v).encode() for v in self.values[name]] for name in names}
+        inner = names[-1]
+        keys = sorted(names)
+        at = keys.index(inner)
+        field = lambda name, value: _json(name).encode() + b":" + value
+        start = b'{"kind":' + _json(self.kind.name).encode() + b',"params":{'
+        sha256, n = hashlib.sha256, ID_HEX_DIGITS
+        out: list[str] = []
+        for combo in itertools.product(*(rendered[name] for name in names[:-1])):
+            given = dict(zip(names[:-1], combo))
+            head = start + b",".join(field(k, given[k]) for k in keys[:at]) + (b"," if at else b"") + _json(inner).encode() + b":"
+            tail = b"".join(b"," + field(k, given[k]) for k in keys[at + 1 :]) + b"}}"
+            state = sha256(head)
+            for value in rendered[inner]:
+                h = state.copy()
+                h.update(value + tail)
+                out.append(h.hexdigest()[:n])
+        return out
+
+    def codes(self, names) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Per point, one integer per combination of the parameters `names` (row-major over their
+        value lists), and the shape of that sub-grid."""
+        names = list(names)
+        shape = tuple(len(self.values[n]) for n in names)
+        if not names:
+            return np.zeros(self.size, dtype=np.int64), ()
+        return np.ravel_multi_index([self.index[n] for n in names], shape), shape
+
+    def stream_codes(self) -> np.ndarray:
+        return self.codes(self.kind.stream_params)[0]
+
+    def distinct(self, fn) -> tuple[list[str], list]:
+        """`fn(params)` once per combination of the parameters it reads: (those parameters, the
+        results in row-major order over their value lists). Other parameters are given their first
+        value. Which parameters `fn` reads is found by recording the keys it reads: a combination
+        whose evaluation read only keys already in the set gives the value for every point that
+        shares those keys (fn must be a pure function of its params, as the kinds' are)."""
+        names = self.kind.param_names
+        first = {n: self.values[n][0] for n in names}
+        deps: list[str] = []
+        while True:
+            results, read = [], set()
+            for combo in itertools.product(*(self.values[n] for n in deps)):
+                params = _Recording(first | dict(zip(deps, combo)))
+                results.append(fn(params))
+                read |= params.read
+            extra = [n for n in names if n in read and n not in deps]
+            if not extra:
+                return deps, results
+            deps += extra
+
+    def evaluate(self, fn) -> np.ndarray:
+        """`fn(params)` for every point in enumeration order (see `distinct`)."""
+        deps, results = self.distinct(fn)
+        codes = self.codes(deps)[0]
+        return np.asarray(results)[codes]
+
+    def params_at(self, deps: list[str], flat: int) -> dict:
+        """The params of the `flat`-th combination of `deps` (others at their first value)."""
+        combo = np.unravel_index(flat, tuple(len(self.values[n]) for n in deps)) if deps else ()
+        chosen = {n: self.values[n][int(i)] for n, i in zip(deps, combo)}
+        return {n: chosen.get(n, self.values[n][0]) for n in self.kind.param_names}
+
+
+class _Recording(dict):
+    """A params dict that records which keys were read."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+
+def grid_columns(experiment) -> GridColumns:
+    """The columnar grid of an experiment (anything with `.kind` and `.grid`); index arrays are
+    made when first used."""
+    kind = get_kind(experiment.kind)
+    return GridColumns(kind, {p.name: [canonical_column_value(p, v) for v in experiment.grid[p.name]] for p in kind.params})
+
+
+def row_ids(kind: Kind | str, rows) -> list[str]:
+    """Ids (as `seeding.point_id`) of points given as rows of raw values in the kind's parameter
+    order, e.g. a chunk spec's `points`; each distinct value is canonicalised and rendered once."""
+    kind = as_kind(kind)
+    return _hash_texts(_id_template(kind), _rendered_rows(kind, rows))
+
+
+def _rendered_rows(kind: Kind, rows):
+    memo: list[dict] = [{} for _ in kind.params]
+    for row in rows:
+        out = []
+        for value, param, seen in zip(row, kind.params, memo):
+            key = (type(value), value)
+            text = seen.get(key)
+            if text is None:
+                text = seen[key] = _json(canonical_column_value(param, value))
+            out.append(text)
+        yield out
+
+
+def points_from_rows(kind: Kind | str, rows) -> list[Point]:
+    """`make_point` for many rows (raw values in the kind's parameter order), without its per-point
+    JSON and canonicalisation: what a job does with the chunk it is given."""
+    kind = as_kind(kind)
+    names = kind.param_names
+    canon = [{} for _ in names]
+    canonical_rows = []
+    for row in rows:
+        if len(row) != len(names):
+            raise ValueError(f"a point has {len(row)} values, kind {kind.name} has {len(names)} parameters")
+        out = []
+        for value, param, seen in zip(row, kind.params, canon):
+            key = (type(value), value)
+            c = seen.get(key)
+            if c is None:
+                c = seen[key] = canonical_column_value(param, value)
+            out.append(c)
+        canonical_rows.append(out)
+    ids = row_ids(kind, canonical_rows)
+    stream_at = [names.index(n) for n in kind.stream_params]
+    streams: dict[tuple, str] = {}
+    points = []
+    for row, pid in zip(canonical_rows, ids):
+        key = tuple(row[i] for i in stream_at)
+        stream = streams.get(key)
+        if stream is None:
+            stream = streams[key] = digest({"kind": kind.name, "stream": dict(zip(kind.stream_params, key))})
+        points.append(Point(kind=kind.name, params=dict(zip(names, row)), id=pid, stream=stream))
+    return points
+
+
+def chunk_id_of(ids) -> str:
+    """`chunk_id` from the member points' ids."""
+    return digest(list(ids))
