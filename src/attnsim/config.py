@@ -162,11 +162,14 @@ class Settings:
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
+    job_minutes: float = 2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
 
 
 def check_semantics(settings: Settings) -> None:
     """Checks a schema cannot express: memory of the largest point against the budget."""
-    from attnsim.grid import expand  # local import: grid imports this module
+    import numpy as np
+
+    from attnsim.grid import grid_columns  # local import: grid imports this module
 
     budget = settings.memory_budget_mb * 2**20
     for name, experiment in settings.experiments.items():
@@ -178,10 +181,12 @@ def check_semantics(settings: Settings) -> None:
         kind = get_kind(experiment.kind)
         if kind.check_grid is not None:
             kind.check_grid(experiment.grid)
-        worst = max(expand(experiment), key=lambda p: kind.bytes_per_trial(p.params))
-        need = kind.bytes_per_trial(worst.params)
+        grid = grid_columns(experiment)  # no point is made: one call per distinct cost
+        deps, needs = grid.distinct(kind.bytes_per_trial)
+        worst = int(np.argmax(needs))
+        need = needs[worst]
         if need > budget:
-            shown = ", ".join(f"{k}={v}" for k, v in worst.params.items())
+            shown = ", ".join(f"{k}={v}" for k, v in grid.params_at(deps, worst).items())
             raise ConfigError(
                 f"experiments.{name}.grid: the point ({shown}) needs about {need / 2**20:,.0f} MiB per trial, "
                 f"over memory_budget_mb = {settings.memory_budget_mb}; shrink n, d or noise_draws, or raise memory_budget_mb"
@@ -209,6 +214,7 @@ def load(config: dict) -> Settings:
         seed=config["seed"],
         chunk_size=config["chunk_size"],
         memory_budget_mb=config["memory_budget_mb"],
+        job_minutes=config["job_minutes"],
         experiments=experiments,
         config_hash=digest(json.loads(json.dumps(science))),
     )

@@ -1,25 +1,36 @@
 """What a run has to compute: the store's finished points against the config's grid.
 
-Read at workflow start (and again on a cluster node). Points already in the
-store with the same results key are done; the rest are cut into chunks, one
-job each, of at most `chunk_size` points and about MAX_CHUNK_COST_RATIO average chunks of
-cost. Finished chunks stay targets under their own ids, with the spec
-read back from their provenance, so Snakemake sees them as up to date.
+Read at workflow start by the submitting process only (jobs read their chunk's spec file). Points
+already in the store with the same results key are done; the rest are cut into chunks, one job
+each. A chunk ends once it holds `chunk_size` points, or its estimated cost reaches the smaller
+of `job_minutes` of CPU time (`attnsim.resources`' cost model) and MAX_CHUNK_COST_RATIO average
+chunks of its experiment, or its rows reach MAX_CHUNK_ROWS. Finished chunks stay targets under
+their own ids, with the spec read back from their provenance, so Snakemake sees them as up to
+date.
+
+Planning is columnar (`grid.GridColumns`): point ids are hashed in one loop, costs come from one
+call per combination of the parameters a cost depends on, and `Point`/`ChunkSpec` objects are
+made only for the chunk someone asks for. A million points plan in seconds.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attnsim import store
+import numpy as np
+
+from attnsim import resources, store
 from attnsim.chunkspec import ChunkSpec
 from attnsim.config import Settings
 from attnsim.errors import StoreError
-from attnsim.grid import Point, chunk, expand
+from attnsim.grid import GridColumns, Point, canonical_column_value, chunk_id_of, grid_columns, points_from_rows, row_ids
 from attnsim.kinds import get_kind
+from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
 # estimated cost over the whole grid, so that the budget does not depend on what is done,
@@ -27,20 +38,97 @@ from attnsim.kinds import get_kind
 # (a full chunk costs at most twice the average); grids whose cost sits in a few large-n points
 # would otherwise give one long job that leaves the other cores idle at the end of a run.
 MAX_CHUNK_COST_RATIO = 2.0
+# At most this many trial rows per chunk: the job holds them in memory (3 x 8 bytes x columns
+# each, see resources.chunk_mem_mb: ~1.3 GB for logit_entropy) and they make one Parquet file.
+MAX_CHUNK_ROWS = 2**22
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk of a plan, without its points: a pending chunk's rows of the grid, or a finished
+    chunk's spec as its provenance recorded it."""
+
+    id: str
+    cost: resources.ChunkCost | None  # None for finished chunks until asked (see ExperimentPlan.cost)
+    rows: np.ndarray | None = None  # pending: indices into the experiment's grid
+    spec_text: str | None = None  # finished: the spec from its provenance
 
 
 @dataclass
 class ExperimentPlan:
     name: str
     kind: str
-    points: list[Point]
-    specs: dict[str, ChunkSpec] = field(default_factory=dict)  # chunk id -> spec, finished and pending
+    grid: GridColumns
+    seed: int
+    trials: int
+    target_se: float | None = None
+    max_trials: int | None = None
+    table: dict[str, Chunk] = field(default_factory=dict)  # chunk id -> chunk, finished and pending
     pending: list[str] = field(default_factory=list)  # chunk ids still to compute
     done_points: int = 0
 
     @property
+    def n_points(self) -> int:
+        return self.grid.size
+
+    @property
     def chunks(self) -> list[str]:
-        return sorted(self.specs)
+        return sorted(self.table)
+
+    @property
+    def points(self) -> list[Point]:
+        """Every grid point as a Point (for small grids and tests; planning never needs them)."""
+        return points_from_rows(self.kind, self.grid.rows())
+
+    @property
+    def specs(self) -> Mapping[str, ChunkSpec]:
+        return _Specs(self)
+
+    def spec(self, chunk: str) -> ChunkSpec:
+        entry = self.table[chunk]
+        if entry.spec_text is not None:
+            return ChunkSpec.from_json(entry.spec_text)
+        kind = get_kind(self.kind)
+        points = tuple(points_from_rows(kind, self.grid.rows(entry.rows)))
+        return ChunkSpec(self.name, kind, self.seed, self.trials, points, self.target_se, self.max_trials)
+
+    def spec_json(self, chunk: str, **extra) -> str:
+        """The chunk's spec as `ChunkSpec.to_json` writes it (plus `extra` keys), from the columns."""
+        entry = self.table[chunk]
+        if entry.spec_text is not None:
+            spec = json.loads(entry.spec_text)
+        else:
+            spec = {
+                "experiment": self.name,
+                "kind": self.kind,
+                "seed": self.seed,
+                "trials": self.trials,
+                "params": list(get_kind(self.kind).param_names),
+                "points": self.grid.rows(entry.rows),
+            }
+            if self.target_se is not None:
+                spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
+        return json.dumps(spec | extra, separators=(",", ":"))
+
+    def cost(self, chunk: str) -> resources.ChunkCost:
+        entry = self.table[chunk]
+        return entry.cost if entry.cost is not None else self.spec(chunk).cost
+
+
+class _Specs(Mapping):
+    """chunk id -> ChunkSpec, made when asked."""
+
+    def __init__(self, plan: ExperimentPlan):
+        self.plan = plan
+
+    def __getitem__(self, chunk: str) -> ChunkSpec:
+        return self.plan.spec(chunk)
+
+    def __iter__(self):
+        return iter(self.plan.table)
+
+    def __len__(self) -> int:
+        return len(self.plan.table)
 
 
 def _old_settings(meta: dict) -> str:
@@ -49,19 +137,91 @@ def _old_settings(meta: dict) -> str:
     return f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version {meta.get('algorithm_version')}"
 
 
+@dataclass(frozen=True)
+class GridCosts:
+    """Per grid point: bytes per trial, the largest block's bytes, stream codes, and the cost used
+    to cut chunks (chunk_work_seconds units; a stream's draws are charged to its first point)."""
+
+    bytes_per_trial: np.ndarray
+    block_bytes: np.ndarray
+    streams: np.ndarray
+    point_work: np.ndarray
+
+
+def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> GridCosts:
+    per_trial = grid.evaluate(kind.bytes_per_trial).astype(np.float64)
+    block_trials = np.minimum(MAX_BLOCK_TRIALS, np.maximum(1, (kind.block_factor * TARGET_BLOCK_BYTES) // np.maximum(1, per_trial).astype(np.int64)))
+    streams = grid.stream_codes()
+    first = np.ones(len(streams), dtype=bool)
+    first[1:] = streams[1:] != streams[:-1]
+    work = per_trial * trial_cap * resources.SECONDS_PER_BYTE * (1 + 3 * first) + resources.POINT_WORK
+    return GridCosts(per_trial, block_trials * per_trial, streams, work)
+
+
+def chunk_bounds(costs: np.ndarray, size: int, budget: float = math.inf) -> list[tuple[int, int]]:
+    """`grid.chunk` on an array: (start, end) of consecutive runs that end once they hold `size`
+    points or their cost reaches `budget`. One binary search per chunk over the running sum."""
+    total = np.cumsum(costs, dtype=np.float64)
+    bounds, start, count = [], 0, len(costs)
+    while start < count:
+        base = total[start - 1] if start else 0.0
+        reach = int(np.searchsorted(total, base + budget, side="left")) + 1 if math.isfinite(budget) else count
+        end = min(reach, start + size, count)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def chunk_cost(kind: Kind, costs: GridCosts, rows: np.ndarray, trial_cap: int) -> resources.ChunkCost:
+    """`ChunkSpec.cost` of the chunk of these grid rows, from the columns."""
+    per_trial = costs.bytes_per_trial[rows]
+    streams = costs.streams[rows]
+    _, last = np.unique(streams[::-1], return_index=True)
+    stream_bytes = per_trial[::-1][last].sum()
+    work = (3 * stream_bytes + per_trial.sum()) * trial_cap * resources.SECONDS_PER_BYTE + resources.POINT_WORK * len(rows)
+    return resources.ChunkCost(len(rows), trial_cap, float(work), int(costs.block_bytes[rows].max()), len(kind.metrics) + len(kind.params) + 4)
+
+
+def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
+    """The grid index of each of `points` (raw values in the kind's parameter order), -1 for a
+    point outside the grid. Matched on canonical values, which is what ids hash."""
+    if not points:
+        return np.zeros(0, dtype=np.int64)
+    names = kind.param_names
+    positions = []
+    for j, param in enumerate(kind.params):
+        where = {v: i for i, v in enumerate(grid.values[param.name])}
+        memo: dict = {}
+        column = []
+        for row in points:
+            value = row[j]
+            key = (type(value), value)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = where.get(canonical_column_value(param, value), -1)
+            column.append(found)
+        positions.append(np.array(column, dtype=np.int64))
+    inside = np.logical_and.reduce([p >= 0 for p in positions])
+    flat = np.full(len(points), -1, dtype=np.int64)
+    if inside.any():
+        flat[inside] = np.ravel_multi_index([p[inside] for p in positions], tuple(len(grid.values[n]) for n in names))
+    return flat
+
+
 def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan:
     experiment = settings.experiments[name]
     kind = get_kind(experiment.kind)
-    points = expand(experiment)
-    plan = ExperimentPlan(name=name, kind=experiment.kind, points=points)
+    grid = grid_columns(experiment)
+    plan = ExperimentPlan(
+        name, experiment.kind, grid, seed=settings.seed, trials=experiment.trials, target_se=experiment.target_se, max_trials=experiment.max_trials
+    )
     key = experiment.results_key(settings.seed)
-    wanted = {p.id for p in points}
-    done: set[str] = set()
     for other in sorted(Path(root, "trials").glob(f"kind=*/experiment={name}")):
         if other.name and other.parent.name != f"kind={experiment.kind}" and any(other.glob("*.parquet")):
             raise StoreError(
                 f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now says kind={experiment.kind}; rename the experiment or move that folder away"
             )
+    done = np.zeros(grid.size, dtype=bool)
     for path in store.experiment_chunks(root, experiment.kind, name):
         meta = store.read_meta(path)
         if meta.get("results_key") != key:
@@ -71,25 +231,91 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
                 + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
                 + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
             )
-        finished = ChunkSpec.from_json(meta["spec"])
-        ids = {p.id for p in finished.points}
-        if ids & wanted:
-            plan.specs[finished.id] = finished
-            done |= ids
-    plan.done_points = len(wanted & done)
-    todo = [p for p in points if p.id not in done]
-    cost = kind.bytes_per_trial  # relative cost of a point's trial
-    budget = MAX_CHUNK_COST_RATIO * sum(cost(p.params) for p in points) / math.ceil(len(points) / settings.chunk_size)
-    for members in chunk(todo, settings.chunk_size, [cost(p.params) for p in todo], budget):
-        spec = ChunkSpec(name, kind, settings.seed, experiment.trials, tuple(members), experiment.target_se, experiment.max_trials)
-        plan.specs[spec.id] = spec
-        plan.pending.append(spec.id)
+        spec = json.loads(meta["spec"])
+        if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
+            ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec
+        rows = _grid_rows(kind, grid, spec["points"])
+        rows = rows[rows >= 0]
+        if len(rows):
+            chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
+            plan.table[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
+            done[rows] = True
+    plan.done_points = int(done.sum())
+    trial_cap = experiment.max_trials or experiment.trials
+    costs = grid_costs(kind, grid, trial_cap)
+    todo = np.flatnonzero(~done)
+    ids = point_ids(grid, todo)
+    size = min(settings.chunk_size, max(1, MAX_CHUNK_ROWS // trial_cap))
+    balance = MAX_CHUNK_COST_RATIO * float(costs.point_work.sum()) / math.ceil(grid.size / settings.chunk_size)
+    budget = min(balance, settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE)
+    for start, end in chunk_bounds(costs.point_work[todo], size, budget):
+        rows = todo[start:end]
+        chunk = chunk_id_of(ids[start:end])
+        plan.table[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows, trial_cap), rows=rows)
+        plan.pending.append(chunk)
     return plan
 
 
+def point_ids(grid: GridColumns, rows: np.ndarray) -> list[str]:
+    """The ids of the grid points at `rows`: all of them in one pass when most are wanted."""
+    if len(rows) * 4 >= grid.size:
+        every = grid.ids()
+        return every if len(rows) == grid.size else [every[i] for i in rows]
+    return row_ids(grid.kind, grid.rows(rows))
+
+
 def plan_all(settings: Settings, root: Path) -> dict[str, ExperimentPlan]:
-    """Read-only: planning never writes (dry runs, `attnsim show`); the run sweeps dead writers' temp files."""
+    """Read-only: planning never writes (dry runs, `attnsim show`); the run writes the pending
+    chunks' spec files (`write_specs`) and sweeps dead writers' temp files."""
     return {name: plan_experiment(settings, name, root) for name in settings.experiments}
+
+
+def pending_chunks(plans: Mapping[str, ExperimentPlan]) -> int:
+    return sum(len(p.pending) for p in plans.values())
+
+
+# --- spec files: how a job learns its chunk without planning the sweep ---------------------------
+
+
+def spec_path(results: Path, experiment: str, chunk: str) -> Path:
+    return Path(results) / "plan" / experiment / f"chunk-{chunk}.json"
+
+
+def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int = 1) -> int:
+    """Write each pending chunk's spec (and the threads its job was planned with) to its spec file,
+    atomically; a file that already says the same is left alone. Returns how many were written."""
+    written = 0
+    for plan in plans.values():
+        for chunk in plan.pending:
+            path = spec_path(results, plan.name, chunk)
+            text = plan.spec_json(chunk, threads=threads)
+            try:
+                if path.read_text() == text:
+                    continue
+            except OSError:
+                pass
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+            written += 1
+    return written
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    spec: ChunkSpec
+    threads: int
+
+
+def read_spec_file(path: Path) -> SpecFile:
+    from attnsim.errors import ConfigError
+
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ConfigError(f"{path}: the chunk's spec file is missing ({error.strerror}); the submitting run writes it at its start") from None
+    return SpecFile(ChunkSpec.from_json(text), int(json.loads(text).get("threads", 1)))
 
 
 def experiment_json(settings: Settings, name: str) -> str:

@@ -20,7 +20,7 @@ def show(config: Path, root: Path) -> str:
             {
                 "experiment": name,
                 "kind": e.kind,
-                "points": len(plan.points),
+                "points": plan.n_points,
                 "done": plan.done_points,
                 "trials/point": e.trials,
                 "chunks to run": len(plan.pending),
