@@ -26,11 +26,12 @@ include: "workflow/rules/claims.smk"
 rule all:
     default_target: True
     input:
-        all_targets(),
+        all_targets,
 
 
 onstart:
     sweep_dead_writers()
+    write_chunk_specs()
 
 
 onsuccess:

@@ -19,7 +19,13 @@ def _simulate(args) -> None:
     from attnsim.chunkspec import ChunkSpec
     from attnsim.simulate import run_chunk
 
-    run_chunk(ChunkSpec.from_json(args.spec), args.output, threads=args.threads)
+    if args.spec_file is not None:
+        from attnsim.plan import read_spec_file
+
+        spec = read_spec_file(args.spec_file).spec
+    else:
+        spec = ChunkSpec.from_json(args.spec)
+    run_chunk(spec, args.output, threads=args.threads)
 
 
 def _collect(args) -> None:
@@ -163,7 +169,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_embed)
 
     p = sub.add_parser("simulate", help="(workflow) simulate one chunk of grid points")
-    p.add_argument("--spec", required=True, help="chunk spec (JSON) as planned by the workflow")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--spec", help="chunk spec (JSON) as planned by the workflow")
+    given.add_argument("--spec-file", type=Path, help="a file holding the chunk spec (the workflow writes results/plan/<experiment>/chunk-<id>.json)")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=_simulate)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -93,6 +94,32 @@ def simulate_points(
     return {pid: {name: np.concatenate(parts) for name, parts in metrics.items()} for pid, metrics in pieces.items()}
 
 
+JOB_START_NOTE = "the outermost `snakemake --mode remote|subprocess` process above this one"
+
+
+def seconds_since_job_start() -> float | None:
+    """Seconds since the start of the Snakemake process that runs this job on its node (a cluster
+    job's `--mode remote` process, the first thing the node runs), from /proc; None for a job of
+    a local run (no such process) or where /proc is unavailable."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        start, pid = None, os.getppid()
+        while pid > 1:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+            if any(b"snakemake" in part for part in cmdline[:3]) and b"--mode" in cmdline:
+                start = int(fields[19]) / ticks  # starttime, field 22 of stat
+            pid = int(fields[1])
+        return None if start is None else uptime - start
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Table:
     kind = as_kind(kind)
     schema = store.trials_schema(kind)
@@ -129,6 +156,9 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1) -> Path:
     started = time.perf_counter()
     points = list(spec.points)
     log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", spec.id, len(points), spec.trials, spec.kind.name, spec.experiment, threads)
+    since = seconds_since_job_start()
+    if since is not None:
+        log.info("chunk %s: first kernel call %.2f s after the job's process started (%s)", spec.id, since, JOB_START_NOTE)
     results = simulate_points(spec.kind, spec.seed, spec.trials, points, threads, spec.target_se, spec.max_trials)
     log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
     table = trials_table(spec.kind, points, results)

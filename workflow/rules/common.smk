@@ -1,5 +1,6 @@
 # Configuration, planning and input functions. All logic lives in the attnsim package.
 
+import functools
 import json
 import sys
 import time
@@ -24,13 +25,18 @@ def _fail(error):
     sys.exit(1)
 
 
+# The submitting process plans the sweep; a job (`--mode remote` on a cluster node, or the
+# `--mode subprocess` step it starts) reads only its own chunk's spec file, written by the
+# submitting process at its start: a job's start-up does not grow with the sweep.
+PLANNING = workflow.is_main_process
+
 try:
     # keys given twice in the config files, numbers written as text, schema, semantic checks
     SETTINGS = load_workflow_config(config, workflow.configfiles)
     validate(
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
-    PLANS = planning.plan_all(SETTINGS, STORE)
+    PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
 except AttnsimError as error:
     _fail(error)
 
@@ -41,36 +47,60 @@ wildcard_constraints:
     chunk="[0-9a-f]{16}",
 
 
-def planned_chunk(wildcards):
+def spec_file(wildcards):
+    return planning.spec_path(RESULTS, wildcards.experiment, wildcards.chunk)
+
+
+@functools.cache
+def _spec_file(experiment, chunk):
     try:
-        return PLANS[wildcards.experiment].specs[wildcards.chunk]
+        return planning.read_spec_file(planning.spec_path(RESULTS, experiment, chunk))
+    except AttnsimError as error:
+        raise ValueError(str(error)) from None
+
+
+def planned_cost(wildcards):
+    """The chunk's cost: from the plan (submitting process) or its spec file (a job)."""
+    if not PLANNING:
+        return _spec_file(wildcards.experiment, wildcards.chunk).spec.cost
+    try:
+        return PLANS[wildcards.experiment].cost(wildcards.chunk)
     except KeyError:
         raise ValueError(
             f"chunk {wildcards.chunk} of {wildcards.experiment} is not in the current plan"
         ) from None
 
 
-def chunk_spec(wildcards):
-    return planned_chunk(wildcards).to_json()
+def chunk_threads(wildcards):
+    """1 when there are at least as many chunks to run as cores; else the spare cores shared out
+    (a one-chunk sweep uses them all). Jobs on a cluster: 1 unless the profile sets threads.
+    """
+    if not PLANNING:
+        return _spec_file(wildcards.experiment, wildcards.chunk).threads
+    return resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
+
+
+def _local_cores():
+    return workflow.resource_settings.cores if workflow.local_exec else None
 
 
 def chunk_mem_mb(wildcards, threads):
-    return resources.chunk_mem_mb(planned_chunk(wildcards), threads)
+    return resources.chunk_mem_mb(planned_cost(wildcards), threads)
 
 
 def chunk_runtime(wildcards, threads):
-    return resources.chunk_runtime_min(planned_chunk(wildcards), threads)
+    return resources.chunk_runtime_min(planned_cost(wildcards), threads)
 
 
 def chunk_priority(wildcards):
-    return resources.chunk_priority(planned_chunk(wildcards))
+    return resources.chunk_priority(planned_cost(wildcards))
 
 
 PRIORITY = resources.PRIORITY
 
 
 def experiment_chunks(wildcards):
-    plan = PLANS[wildcards.experiment]
+    plan = PLANS[wildcards.experiment]  # only the submitting process runs collect
     return [store.chunk_path(STORE, plan.kind, plan.name, c) for c in plan.chunks]
 
 
@@ -97,7 +127,7 @@ def experiments_json():
     )
 
 
-def all_targets():
+def all_targets(wildcards=None):
     targets = all_summaries() + [
         RESULTS / "claims.parquet",
         RESULTS / "claims.md",
@@ -114,6 +144,12 @@ def all_targets():
 
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
+
+
+def write_chunk_specs():
+    """Each pending chunk's spec file, for its job (real runs only: `onstart` never runs in a dry run)."""
+    threads = resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
+    planning.write_specs(PLANS, RESULTS, threads)
 
 
 def print_run_summary():

@@ -1,4 +1,5 @@
-# One job per chunk of grid points: per-trial rows into the store.
+# One job per chunk of grid points: per-trial rows into the store. The chunk's spec file is
+# written by the submitting run at its start (not an input: a dry run writes nothing).
 rule simulate:
     output:
         "results/store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
@@ -7,11 +8,11 @@ rule simulate:
     benchmark:
         "results/benchmarks/simulate/{experiment}/{kind}-{chunk}.tsv"
     priority: chunk_priority
-    threads: 1
+    threads: chunk_threads
     resources:
         mem_mb=chunk_mem_mb,
         runtime=chunk_runtime,
     params:
-        spec=chunk_spec,
+        spec_file=spec_file,
     shell:
-        "attnsim simulate --spec {params.spec:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+        "attnsim simulate --spec-file {params.spec_file:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
