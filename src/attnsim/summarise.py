@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,11 +15,11 @@ import pyarrow.compute as pc
 
 from attnsim import store
 from attnsim.errors import StoreError
-from attnsim.grid import Point, expand
+from attnsim.grid import GridColumns, Point, grid_columns
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
 from attnsim.seeding import digest
-from attnsim.stats import mean_ci
+from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +73,107 @@ def summarise_points(
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+STATS = ("mean", "se", "ci_low", "ci_high")
+
+
+def mean_ci_rows(x: np.ndarray) -> dict[str, np.ndarray]:
+    """`stats.mean_ci` of each row of `x` (points x trials), the same numbers bit for bit: numpy
+    reduces each contiguous row with the same pairwise sums as it does a 1-d array."""
+    count = x.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean = np.mean(x, axis=1)
+        finite = np.isfinite(x).all(axis=1)
+        if count > 1:
+            se = np.std(x, axis=1, ddof=1) / math.sqrt(count)
+            half = t_quantile(0.5 + CONFIDENCE / 2, count - 1) * se
+        else:
+            se = np.full(len(x), math.inf)
+            half = math.inf
+        low, high = mean - half, mean + half
+    se[~finite], low[~finite], high[~finite] = math.inf, mean[~finite], mean[~finite]
+    return {"mean": mean, "se": se, "ci_low": low, "ci_high": high}
+
+
+def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, tables, target_se: float | None = None) -> pa.Table:
+    """The summary of `grid`'s points (in enumeration order) from chunk tables, one table at a
+    time: memory holds one chunk's trials and the summary's columns, never every trial. Each
+    point's trials are one run of rows of one chunk (as `trials_by_point` reads them); points of
+    equal trial counts are reduced together as the rows of a matrix. Same numbers as
+    `summarise_points` (tests compare them)."""
+    kind = as_kind(kind)
+    schema = store.summary_schema(kind)
+    ids = grid.ids()
+    position = {pid: i for i, pid in enumerate(ids)}
+    size = len(ids)
+    metrics = [m.name for m in kind.metrics]
+    columns: dict[str, np.ndarray] = {f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS}
+    columns |= {f"{m}_{s}": np.full(size, math.nan) for m in kind.extreme_metrics for s in ("min", "max")}
+    main_se = np.full(size, math.inf)
+    n_trials = np.zeros(size, dtype=np.int64)
+    seen = np.zeros(size, dtype=bool)
+    extra: list | None = [None] * size if kind.extra_summary else None
+    for table in tables:
+        runs = pc.run_end_encode(table["point_id"].combine_chunks())
+        ends = runs.run_ends.to_numpy().astype(np.int64)
+        starts = np.r_[0, ends[:-1]]
+        where = np.array([position.get(pid, -1) for pid in runs.values.to_pylist()], dtype=np.int64)
+        ours = where[where >= 0]
+        if seen[ours].any() or len(np.unique(ours)) < len(ours):
+            raise StoreError("a point has rows in more than one place of the store (stored twice?); move the experiment's folder away and rerun")
+        seen[ours] = True
+        values = {name: table[name].to_numpy() for name in metrics}
+        lengths = ends - starts
+        for length in np.unique(lengths[where >= 0]):
+            chosen = (lengths == length) & (where >= 0)
+            at = where[chosen]
+            rows = starts[chosen][:, None] + np.arange(length)
+            n_trials[at] = length
+            main = mean_ci_rows(values[kind.main_metric][rows])
+            main_se[at] = main["se"]
+            for name in kind.summary_metrics:
+                stats = main if name == kind.main_metric else mean_ci_rows(values[name][rows])
+                for suffix in STATS:
+                    columns[f"{name}_{suffix}"][at] = stats[suffix]
+            for name in kind.extreme_metrics:
+                block = values[name][rows]
+                columns[f"{name}_min"][at], columns[f"{name}_max"][at] = block.min(axis=1), block.max(axis=1)
+        if extra is not None:
+            for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
+                if i >= 0:
+                    params = dict(zip(kind.param_names, grid.rows(np.array([i]))[0]))
+                    extra[i] = kind.extra_summary({name: v[lo:hi] for name, v in values.items()}, params)
+        del table, values
+    if not seen.all():
+        missing = np.flatnonzero(~seen)
+        raise StoreError(f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: {ids[missing[0]]})")
+    arrays: dict[str, object] = {"point_id": ids, "n_trials": n_trials}
+    arrays |= {name: grid.column(name) for name in kind.param_names}
+    arrays["stop_reason"] = ["trials"] * size if target_se is None else np.where(main_se <= target_se, "target_se", "max_trials").tolist()
+    arrays |= columns
+    deps, theory = grid.distinct(kind.theory)
+    codes = grid.codes(deps)[0]
+    for column in kind.theory_columns:
+        arrays[column.name] = np.asarray([t.get(column.name) for t in theory], dtype=object)[codes].tolist()
+    if extra is not None:
+        for column in kind.extra_columns:
+            arrays[column.name] = [e.get(column.name) for e in extra]
+    for name in schema.names:  # a kind's extra column that its summary does not fill stays null
+        arrays.setdefault(name, [None] * size)
+    return pa.Table.from_arrays([pa.array(arrays[f.name], type=f.type) for f in schema], schema=schema)
+
+
 def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path:
-    """Summarise the experiment's current grid from its chunk files into `output` (atomic)."""
+    """Summarise the experiment's current grid from its chunk files into `output` (atomic),
+    streaming: one chunk file in memory at a time."""
     started = time.perf_counter()
     spec = json.loads(experiment_json)
-    points = expand(SimpleNamespace(kind=spec["kind"], grid=spec["grid"]))
+    grid = grid_columns(SimpleNamespace(kind=spec["kind"], grid=spec["grid"]))
     if not chunk_paths:
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(spec["kind"])
     metrics = [m.name for m in kind.metrics]
-    trials = trials_by_point((store.read_table(Path(p), ["point_id", *metrics]) for p in chunk_paths), metrics)
-    summary = summarise_points(kind, spec["experiment"], trials, points, spec.get("target_se"))
+    tables = (store.read_table(Path(p), ["point_id", *metrics]) for p in chunk_paths)
+    summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
     meta = store.provenance(
         table="summary",
         experiment=spec["experiment"],

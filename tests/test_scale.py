@@ -1,0 +1,180 @@
+"""Scale: columnar planning gives today's ids, jobs sized by cost, spare cores as threads, the
+streaming summary equals the per-point one, a job's parse does not plan the sweep, a dry run
+writes nothing."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import REPO, small_config
+
+from attnsim import resources, store
+from attnsim.config import load, load_file
+from attnsim.grid import expand, grid_columns, make_point, points_from_rows, row_ids
+from attnsim.kinds import all_kinds
+from attnsim.plan import chunk_bounds, plan_all, plan_experiment
+from attnsim.seeding import point_id
+from attnsim.simulate import run_chunk, simulate_points
+from attnsim.summarise import summarise_chunks, summarise_points, trials_by_point
+
+GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
+    "noisy_attention": {
+        "n": [16, 64],
+        "d": [4],
+        "logit_scale": [0, 1.5],
+        "noise": ["gaussian", "student_t"],
+        "noise_draws": [4],
+        "noise_scale": [1e-05, 0.5, 3],
+    },
+    "logit_entropy": {"n": [16, 1024], "d": [2, 64], "logits": ["gaussian", "dot_product"], "scale": [0.001, 1, 2.5, 1e4]},
+    "temperature_entropy": {"n": [16, 256], "d": [3], "tau": [0.05, 1, 10000]},
+    "init_gradient": {"n": [16], "d": [16, 8], "scale": [0.1, 100, 1e-3]},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GRIDS))
+def test_columnar_ids_are_seeding_point_ids(kind):
+    grid = grid_columns(SimpleNamespace(kind=kind, grid=GRIDS[kind]))
+    points = expand(SimpleNamespace(kind=kind, grid=GRIDS[kind]))
+    assert grid.ids() == [p.id for p in points] == [point_id(kind, p.params) for p in points]
+    raw = [
+        tuple(
+            GRIDS[kind][n][i] for n, i in zip(all_kinds()[kind].param_names, np.unravel_index(k, [len(GRIDS[kind][n]) for n in all_kinds()[kind].param_names]))
+        )
+        for k in range(grid.size)
+    ]
+    assert row_ids(kind, raw) == grid.ids()  # from raw (uncanonical) values, as a spec holds them
+    assert points_from_rows(kind, raw) == points  # ids, streams, canonical params
+    costs = grid.evaluate(all_kinds()[kind].bytes_per_trial)
+    assert costs.tolist() == [all_kinds()[kind].bytes_per_trial(p.params) for p in points]
+
+
+def test_every_kind_is_covered():
+    assert set(GRIDS) >= set(all_kinds()), "add the new kind's grid to GRIDS"
+
+
+def test_chunk_bounds_is_grid_chunk():
+    from attnsim.grid import chunk
+
+    rng = np.random.default_rng(3)
+    costs = rng.choice([16.0, 64.0, 256.0, 1e4], 500)
+    points = list(range(500))
+    for size, budget in [(1, math.inf), (7, math.inf), (64, 300.0), (500, 2000.0), (3, 1e9)]:
+        expected = chunk(points, size, list(costs), budget)
+        assert [list(range(a, b)) for a, b in chunk_bounds(costs, size, budget)] == expected
+
+
+def million_like(points: int, **settings) -> dict:
+    """A logit_entropy sweep of about `points` cheap points (the million preset's shape)."""
+    scales = max(1, points // (40 * 25 * 2))
+    grid = {
+        "n": list(range(16, 56)),
+        "d": list(range(8, 33)),
+        "logits": ["gaussian", "dot_product"],
+        "scale": [round(0.01 * 1.01**i, 8) for i in range(scales)],
+    }
+    return {"seed": 1, "chunk_size": 10**7, **settings, "experiments": {"big": {"kind": "logit_entropy", "trials": 100, "grid": grid}}}
+
+
+def test_jobs_are_sized_by_cost_and_rows(tmp_path):
+    # a cluster's job_minutes: the million preset (10^8 rows) makes few jobs, bounded by rows per job
+    preset = load_file(REPO / "workflow/presets/million.yaml")
+    assert sum(len(e.grid[k]) and math.prod(len(v) for v in e.grid.values()) for e in preset.experiments.values() for k in ["n"]) == 10**6
+    cluster = plan_all(load(million_like(200_000, job_minutes=30)), tmp_path)["big"]
+    assert len(cluster.pending) <= 2000 and all(cluster.cost(c).points * 100 <= 2**22 for c in cluster.pending)
+    # costly points: job_minutes sets the count, and no job's estimate passes it by more than a point
+    heavy = {
+        "seed": 1,
+        "chunk_size": 10**7,
+        "experiments": {
+            "big": {
+                "kind": "logit_entropy",
+                "trials": 20_000,
+                "grid": {"n": [4096, 16384], "d": [64], "logits": ["gaussian", "dot_product"], "scale": [0.01 * i for i in range(1, 101)]},
+            }
+        },
+    }
+    counts = {}
+    for minutes in (0.05, 0.5):
+        plan = plan_all(load(copy.deepcopy(heavy) | {"job_minutes": minutes}), tmp_path)["big"]
+        seconds = [resources.expected_seconds(plan.cost(c)) for c in plan.pending]
+        worst_point = 4 * max(seconds[i] / plan.cost(c).points for i, c in enumerate(plan.pending))
+        assert max(seconds) <= minutes * 60 + worst_point
+        counts[minutes] = len(plan.pending)
+    assert counts[0.05] >= 5 * counts[0.5] >= 10
+    # a laptop's default: the default sweep still makes at least a few chunks per core
+    default = plan_all(load_file(REPO / "config.yaml"), tmp_path)
+    assert sum(len(p.pending) for p in default.values()) >= 8
+
+
+def test_spare_cores_become_threads():
+    assert resources.spare_threads(1, 2) == 2 and resources.spare_threads(1, 8) == 8
+    assert resources.spare_threads(3, 8) == 2 and resources.spare_threads(2, 2) == 1 and resources.spare_threads(100, 2) == 1
+    assert resources.spare_threads(1, None) == 1  # a cluster: the profile sets threads
+
+
+def kind_config(kind: str, **extra) -> dict:
+    return {"seed": 5, "chunk_size": 4, "experiments": {"e": {"kind": kind, "trials": 12, "grid": copy.deepcopy(GRIDS[kind]), **extra}}}
+
+
+@pytest.mark.parametrize("kind", sorted(GRIDS))
+def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
+    extra = {"target_se": 0.05, "max_trials": 36} if kind == "noisy_attention" else {}
+    settings = load(kind_config(kind, **extra))
+    plan = plan_experiment(settings, "e", tmp_path)
+    paths = [run_chunk(plan.specs[c], store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending]
+    metrics = [m.name for m in all_kinds()[kind].metrics]
+    points = expand(settings.experiments["e"])
+    old = summarise_points(kind, "e", trials_by_point([store.read_table(p) for p in paths], metrics), points, extra.get("target_se"))
+    grid = grid_columns(settings.experiments["e"])
+    new = summarise_chunks(kind, "e", grid, (store.read_table(p, ["point_id", *metrics]) for p in paths), extra.get("target_se"))
+    assert new.schema.equals(old.schema)
+    assert new.to_pylist() == old.to_pylist() or new.equals(old)
+    if extra:
+        assert len(set(new["n_trials"].to_pylist())) > 1  # rows of unequal counts were reduced too
+
+
+def test_streaming_summary_refuses_missing_and_duplicated_points(tmp_path):
+    from attnsim.errors import StoreError
+
+    settings = load(kind_config("temperature_entropy"))
+    plan = plan_experiment(settings, "e", tmp_path)
+    paths = [run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c)) for c in plan.pending]
+    grid = grid_columns(settings.experiments["e"])
+    with pytest.raises(StoreError, match="no trials"):
+        summarise_chunks("temperature_entropy", "e", grid, [store.read_table(p) for p in paths[1:]])
+    with pytest.raises(StoreError, match="more than one place"):
+        summarise_chunks("temperature_entropy", "e", grid, [store.read_table(p) for p in paths + paths[:1]])
+
+
+def test_simulate_points_unchanged_by_points_from_rows():
+    kind = "logit_entropy"
+    made = [make_point(kind, dict(n=16, d=4, logits="gaussian", scale=s)) for s in (0.5, 1, 2)]
+    rows = points_from_rows(kind, [(16, 4, "gaussian", s) for s in (0.5, 1, 2)])
+    assert made == rows
+    a, b = simulate_points(kind, 3, 10, made), simulate_points(kind, 3, 10, rows)
+    assert all(np.array_equal(a[p.id][m], b[p.id][m]) for p in made for m in a[p.id])
+
+
+def test_config_check_does_not_expand_the_grid(monkeypatch):
+    from attnsim import grid as grid_module
+
+    monkeypatch.setattr(grid_module, "make_point", lambda *a, **k: pytest.fail("a point was made"))
+    monkeypatch.setattr(grid_module, "expand", lambda *a, **k: pytest.fail("the grid was expanded"))
+    load(million_like(10**6))  # the memory check evaluates one cost per distinct (n, d)
+    config = small_config()
+    config["experiments"]["robustness"]["grid"]["n"] = [16, 2**20]
+    config["experiments"]["robustness"]["grid"]["noise_draws"] = [4096]
+    from attnsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"the point \(n=1048576, .*noise_draws=4096.*MiB per trial, over memory_budget_mb"):
+        load(config)
+
+
+def _unused(path: Path) -> None:  # pragma: no cover
+    pass
