@@ -178,3 +178,72 @@ def test_config_check_does_not_expand_the_grid(monkeypatch):
 
 def _unused(path: Path) -> None:  # pragma: no cover
     pass
+
+
+def _snakemake_env():
+    import os
+    import sys
+
+    return dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+
+
+@pytest.mark.slow
+def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
+    """A job's parse (`--mode remote`, as the SLURM plugin runs it on a node) computes its chunk
+    from the spec file the submitting run wrote, without planning: a store that planning refuses
+    (a foreign file in it) does not stop it, and its rows are the planned chunk's."""
+    import subprocess
+    import sys
+
+    from workflow_helpers import snakemake, tree, write_config
+
+    from attnsim.plan import write_specs
+
+    write_config(tmp_path, small_config(chunk_size=8))
+    plans = plan_all(load(small_config(chunk_size=8)), tmp_path / "results/store")
+    write_specs(plans, tmp_path / "results", threads=2)
+    plan = plans["robustness"]
+    chunk = plan.pending[0]
+    foreign = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", "0" * 16)
+    foreign.parent.mkdir(parents=True, exist_ok=True)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"x": [1]}), foreign)
+    planned = snakemake(tmp_path, "-n", "--cores", "1", check=False)
+    assert planned.returncode != 0 and "foreign Parquet file" in planned.stderr  # planning reads the store
+    before = tree(tmp_path)
+    target = f"simulate:kind=noisy_attention,experiment=robustness,chunk={chunk}"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--target-jobs", target, "--allowed-rules", "simulate"]
+    cmd += ["--mode", "remote", "--cores", "2", "--force", "--nolock", "--target-files-omit-workdir-adjustment", "--max-inventory-time", "0"]
+    job = subprocess.run(cmd, cwd=tmp_path, env=_snakemake_env(), capture_output=True, text=True, timeout=300)
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    made = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", chunk)
+    reference = run_chunk(plan.specs[chunk], tmp_path / "reference.parquet")
+    assert store.read_table(made).equals(store.read_table(reference))
+    log = (tmp_path / f"results/logs/simulate/robustness/noisy_attention-{chunk}.log").read_text()
+    assert "on 2 thread(s)" in log and "first kernel call" in log and "after the job's process started" in log
+    assert {k for k in tree(tmp_path) if k not in before} <= {str(made.relative_to(tmp_path / "results")), f"logs/simulate/robustness/noisy_attention-{chunk}.log"} | {
+        f"benchmarks/simulate/robustness/noisy_attention-{chunk}.tsv"
+    }
+
+
+@pytest.mark.slow
+def test_a_dry_run_writes_nothing_and_one_chunk_takes_every_core(tmp_path):
+    from workflow_helpers import snakemake, tree, write_config
+
+    config = small_config(chunk_size=100)  # 16 points: one chunk
+    write_config(tmp_path, config)
+    (tmp_path / "results").mkdir()
+    before = tree(tmp_path)
+    dry = snakemake(tmp_path, "-n", "--cores", "2")
+    assert tree(tmp_path) == before and not (tmp_path / "results/plan").exists()
+    assert dry.stdout.count("rule simulate:") == 1 and "threads: 2" in dry.stdout
+    run = snakemake(tmp_path, "--cores", "2", "--until", "simulate")
+    assert run.returncode == 0
+    specs = list((tmp_path / "results/plan/robustness").glob("chunk-*.json"))
+    assert len(specs) == 1 and '"threads":2' in specs[0].read_text()
+    log = next((tmp_path / "results/logs/simulate").rglob("*.log")).read_text()
+    assert "on 2 thread(s)" in log
+    again = snakemake(tmp_path, "-n", "--cores", "2")
+    assert "rule simulate:" not in again.stdout
