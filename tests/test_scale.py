@@ -223,9 +223,10 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     assert store.read_table(made).equals(store.read_table(reference))
     log = (tmp_path / f"results/logs/simulate/robustness/noisy_attention-{chunk}.log").read_text()
     assert "on 2 thread(s)" in log and "first kernel call" in log and "after the job's process started" in log
-    assert {k for k in tree(tmp_path) if k not in before} <= {str(made.relative_to(tmp_path / "results")), f"logs/simulate/robustness/noisy_attention-{chunk}.log"} | {
-        f"benchmarks/simulate/robustness/noisy_attention-{chunk}.tsv"
-    }
+    assert {k for k in tree(tmp_path) if k not in before} <= {
+        str(made.relative_to(tmp_path / "results")),
+        f"logs/simulate/robustness/noisy_attention-{chunk}.log",
+    } | {f"benchmarks/simulate/robustness/noisy_attention-{chunk}.tsv"}
 
 
 @pytest.mark.slow
@@ -247,3 +248,27 @@ def test_a_dry_run_writes_nothing_and_one_chunk_takes_every_core(tmp_path):
     assert "on 2 thread(s)" in log
     again = snakemake(tmp_path, "-n", "--cores", "2")
     assert "rule simulate:" not in again.stdout
+
+
+def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from attnsim import query
+    from attnsim.errors import StoreError
+    from attnsim.plan import experiment_json
+    from attnsim.summarise import collect
+
+    settings = load(kind_config("temperature_entropy"))
+    plan = plan_experiment(settings, "e", tmp_path)
+    paths = [run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c)) for c in plan.pending]
+    collect(experiment_json(settings, "e"), paths, store.summary_path(tmp_path, "temperature_entropy", "e"))
+    other = store.chunk_path(tmp_path, "temperature_entropy", "other", "0" * 16)
+    other.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1]}), other)  # a foreign file elsewhere in the store
+    frame = query.run(tmp_path, "SELECT n, tau, gap_mean FROM e WHERE tau = 1 ORDER BY n")
+    assert frame["n"].tolist() == [16, 256]
+    with pytest.raises(StoreError, match="foreign Parquet file"):
+        query.run(tmp_path, "SELECT count(*) FROM trials")  # names every trials file: all are checked
+    with pytest.raises(StoreError, match="foreign Parquet file"):
+        query.run(tmp_path, "SELECT * FROM provenance")

@@ -26,48 +26,74 @@ def _files_sql(paths: list[Path]) -> str:
     return f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true)"
 
 
-def connect(root: Path) -> duckdb.DuckDBPyConnection:
+def _referenced(sql: str | None) -> set[str] | None:
+    """The (lower-cased) tables a query names, or None when it names none (SHOW TABLES) or cannot be told."""
+    if sql is None:
+        return None
+    try:
+        names = duckdb.connect().get_table_names(sql)
+    except duckdb.Error:
+        return None
+    return {n.lower() for n in names} or None
+
+
+def connect(root: Path, sql: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection with the store's views. Given the query it is for, only the views that query
+    names are made and only their files checked (a view's files are read when it is made, and
+    the provenance view reads every file's footer): a query on one experiment's summary does
+    not touch the rest of a large store."""
     root = Path(root)
     files = {table: store.chunk_files(root, table) for table in store.TABLES}
     if not any(files.values()):
         raise QueryError(f"no results yet in {root}; run the workflow first (snakemake --cores all)")
+    wanted = _referenced(sql)
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False, "allow_community_extensions": False})
-    provenance = []
-    by_experiment: dict[tuple[str, str], list[Path]] = {}
+    views: dict[str, list[Path]] = {}
     for table, paths in files.items():
-        for path in paths:
-            meta = store.read_meta(path)
-            provenance.append(
-                {
-                    k: meta.get(k)
-                    for k in (
-                        "table",
-                        "experiment",
-                        "kind",
-                        "chunk",
-                        "results_key",
-                        "config_hash",
-                        "seed",
-                        "trials",
-                        "algorithm_version",
-                        "attnsim_version",
-                        "numpy_version",
-                        "created_utc",
-                    )
-                }
-                | {"file": str(path)}
-            )
-            by_experiment.setdefault((meta["experiment"], table), []).append(path)
         if paths:
-            con.execute(f"CREATE VIEW {table} AS SELECT * FROM {_files_sql(paths)}")
-    for (experiment, table), paths in by_experiment.items():
-        name = experiment if table == "summary" else f"{experiment}_trials"
+            views[table] = paths
+        for path in paths:
+            experiment = path.parent.name.removeprefix("experiment=")
+            views.setdefault(experiment if table == "summary" else f"{experiment}_trials", []).append(path)
+    checked: set[Path] = set()
+    for name, paths in views.items():
+        if wanted is not None and name.lower() not in wanted:
+            continue
+        for path in paths:
+            if path not in checked:
+                store.read_meta(path)  # a foreign or truncated file stops the query with its name
+                checked.add(path)
         con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {_files_sql(paths)}')
-    frame = pd.DataFrame(provenance)  # noqa: F841 (registered below)
-    con.register("_provenance", frame)
-    con.execute("CREATE VIEW provenance AS SELECT * FROM _provenance")
+    if wanted is None or "provenance" in wanted:
+        _provenance_view(con, [p for paths in files.values() for p in paths])
     confine(con, root)
     return con
+
+
+PROVENANCE = (
+    "table",
+    "experiment",
+    "kind",
+    "chunk",
+    "results_key",
+    "config_hash",
+    "seed",
+    "trials",
+    "algorithm_version",
+    "attnsim_version",
+    "numpy_version",
+    "created_utc",
+)
+
+
+def _provenance_view(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
+    rows = []
+    for path in paths:
+        meta = store.read_meta(path)
+        rows.append({k: meta.get(k) for k in PROVENANCE} | {"file": str(path)})
+    frame = pd.DataFrame(rows)  # noqa: F841 (registered below)
+    con.register("_provenance", frame)
+    con.execute("CREATE VIEW provenance AS SELECT * FROM _provenance")
 
 
 def confine(con: duckdb.DuckDBPyConnection, root: Path) -> None:
@@ -122,7 +148,7 @@ def _explained_kind(sql: str) -> str:
 
 def run(root: Path, sql: str) -> pd.DataFrame:
     check_read_only(sql)
-    con = connect(root)
+    con = connect(root, sql)
     try:
         return con.execute(sql).df()
     except duckdb.PermissionException as error:
