@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
 from attnsim.tuning import tune_allocator
-from benchmarks import kernels, machine, table, workflow
+from benchmarks import kernels, machine, scale, table, workflow
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -30,7 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="every row on tiny sizes, in well under a minute (for CI)")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"directory for latest.md and latest.parquet (default {RESULTS})")
     parser.add_argument("--cores", type=int, default=machine.cores(), help="threads for the kernels and --cores for Snakemake (default: all)")
+    parser.add_argument(
+        "--scale", action="store_true", help="only the scale rows (benchmarks/scale.py): planning 10k-1M points, job start-up, threads, the 10^8-row store"
+    )
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "attnsim-scale",
+        help="--scale: where the 10^8-row store is (built there once if missing; minutes)",
+    )
+    parser.add_argument("--no-store", action="store_true", help="--scale: leave out the 10^8-row store rows")
+    parser.add_argument("--slurm", action="store_true", help="--scale: also the SLURM start-up row (needs tests/slurm/local-cluster.sh up)")
     args = parser.parse_args(argv)
+    if args.scale:
+        return scale_main(args)
     tune_allocator()  # as every `attnsim simulate` job does
     started = time.perf_counter()
     info = machine.description()
@@ -51,6 +65,21 @@ def main(argv: list[str] | None = None) -> int:
 
     seconds = time.perf_counter() - started
     md, parquet = table.write(rows, args.output, header(info, args.quick, seconds), info | {"quick": str(args.quick)})
+    print()
+    print(table.text(rows))
+    print(f"\nwrote {md} and {parquet} ({seconds:.0f} s)")
+    return 0
+
+
+def scale_main(args) -> int:
+    started = time.perf_counter()
+    info = machine.description()
+    print("[benchmarks] scale ...", flush=True)
+    rows = scale.scale_rows(args.cores, args.quick, None if args.no_store else args.store, args.slurm)
+    seconds = time.perf_counter() - started
+    md, parquet = table.write(
+        rows, args.output / "scale", header(info, args.quick, seconds).replace("`python -m benchmarks", "`python -m benchmarks --scale"), info
+    )
     print()
     print(table.text(rows))
     print(f"\nwrote {md} and {parquet} ({seconds:.0f} s)")

@@ -1,0 +1,346 @@
+"""Scale: planning a million points, a job's start-up against sweep size, spare cores as threads,
+and collect, claims, query and show on a store of 10^8 trial rows (`python -m benchmarks --scale`).
+
+Every number is a fresh process measured from outside (wall time, and the peak RSS of that one
+process from wait4) unless its note says otherwise; repeated measurements report min and median.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+from threadpoolctl import threadpool_limits
+
+from attnsim.config import load
+from attnsim.plan import plan_all, write_specs
+from attnsim.runner import planned_jobs
+from benchmarks import naive
+from benchmarks.table import Row
+
+REPO = Path(__file__).resolve().parents[1]
+MILLION = REPO / "workflow/presets/million.yaml"
+PROFILE = REPO / "workflow/profiles/slurm/config.yaml"
+STARTUP_LINE = re.compile(r"first kernel call ([0-9.]+) s after the job's process started")
+KERNEL_LINE = re.compile(r"kernels ran in ([0-9.]+) s")
+
+
+def env() -> dict[str, str]:
+    return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def measured(cmd: list[str], cwd: Path, timeout: float = 7200) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, peak RSS MiB of the process itself, result) of one command."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess(cmd, process.returncode, out.read(), err.read())
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:6])} ... failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024, result
+
+
+def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+
+
+def sweep(points: int) -> dict:
+    """The million preset cut to about `points` points (fewer scales; same sizes, dimensions, logits)."""
+    config = yaml.safe_load(MILLION.read_text())
+    grid = config["experiments"]["million"]["grid"]
+    per_scale = len(grid["n"]) * len(grid["d"]) * len(grid["logits"])
+    grid["scale"] = grid["scale"][: max(1, points // per_scale)]
+    return config
+
+
+def load_text() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def spread(values: list[float]) -> str:
+    return f"min {min(values):.2f}, median {statistics.median(values):.2f}, max {max(values):.2f} over {len(values)}"
+
+
+def profile_job_minutes() -> float:
+    entries = yaml.safe_load(PROFILE.read_text())["config"]
+    return float(dict(e.split("=", 1) for e in entries)["job_minutes"])
+
+
+def planning_rows(repeats: int, quick: bool) -> list[Row]:
+    rows = []
+    sizes = (10_000, 100_000) if quick else (10_000, 100_000, 1_000_000)
+    for points in sizes:
+        config = sweep(points)
+        label = f"{points // 1000:,}k" if points < 10**6 else "1M"
+        with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
+            workdir = Path(tmp)
+            (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+            walls, rss, jobs = [], [], 0
+            for _ in range(repeats):
+                seconds, peak, result = measured(snakemake_cmd(workdir, "-n", "--cores", "2", "--configfile", "sweep.yaml"), workdir)
+                walls.append(seconds)
+                rss.append(peak)
+                jobs = planned_jobs(result.stdout).get("simulate", 0)
+            assert not (workdir / "results").exists(), "a dry run wrote results/"
+            settings = load(copy.deepcopy(config))
+            started = time.perf_counter()
+            plan_all(settings, workdir / "results/store")
+            planning = time.perf_counter() - started
+            cluster = plan_all(load(copy.deepcopy(config) | {"job_minutes": profile_job_minutes()}), workdir / "results/store")
+        target = {"1M": ("<= 20", "<= 1000")}.get(label, (None, None))
+        rows += [
+            Row(f"scale: {label} points, snakemake -n", statistics.median(walls), "s", target[0], note=f"median; {spread(walls)}; empty store; {load_text()}"),
+            Row(f"scale: {label} points, snakemake -n peak RSS", max(rss), "MiB", target[1], note="largest over the repeats"),
+            Row(f"scale: {label} points, planning alone", planning, "s", note="attnsim.plan.plan_all in-process (ids, costs, chunks)"),
+            Row(f"scale: {label} points, chunk jobs (laptop default)", jobs, "jobs", note="job_minutes 2 (the default); rows per job <= 2^22"),
+            Row(
+                f"scale: {label} points, chunk jobs (SLURM profile)",
+                sum(len(p.pending) for p in cluster.values()),
+                "jobs",
+                "<= 2000" if label == "1M" else None,
+                note=f"job_minutes {profile_job_minutes():g} from workflow/profiles/slurm",
+            ),
+        ]
+    return rows
+
+
+def startup_rows(repeats: int, quick: bool) -> list[Row]:
+    """From the start of a job's `snakemake --mode remote` process (as the SLURM plugin starts it on
+    a node) to its first kernel call, against sweep size; run here with the local executor inside."""
+    rows = []
+    sizes = (10_000, 100_000) if quick else (10_000, 100_000, 1_000_000)
+    for points in sizes:
+        config = sweep(points)
+        label = f"{points // 1000:,}k" if points < 10**6 else "1M"
+        with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
+            workdir = Path(tmp)
+            (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+            plans = plan_all(load(copy.deepcopy(config) | {"chunk_size": 2000}), workdir / "results/store")
+            write_specs(plans, workdir / "results")
+            plan = plans["million"]
+            chunk = plan.pending[0]
+            target = f"simulate:kind=logit_entropy,experiment=million,chunk={chunk}"
+            cmd = snakemake_cmd(workdir, "--configfile", "sweep.yaml", "--config", "chunk_size=2000", "--target-jobs", target, "--allowed-rules", "simulate")
+            cmd += ["--mode", "remote", "--cores", "1", "--force", "--nolock", "--target-files-omit-workdir-adjustment", "--max-inventory-time", "0"]
+            cmd += ["--no-hooks", "--ignore-incomplete"]
+            seconds = []
+            for _ in range(repeats):
+                measured(cmd, workdir)
+                log = (workdir / f"results/logs/simulate/million/logit_entropy-{chunk}.log").read_text()
+                seconds.append(float(STARTUP_LINE.search(log).group(1)))
+        rows.append(
+            Row(
+                f"scale: job start-up to first kernel call, {label}-point sweep",
+                statistics.median(seconds),
+                "s",
+                "<= 3",
+                note=f"median; {spread(seconds)}; `snakemake --mode remote` for one 2,000-point chunk, here (one Snakemake parse; on SLURM the jobstep adds a second); {load_text()}",
+            )
+        )
+    return rows
+
+
+ONE_POINT = {
+    "seed": 7,
+    "experiments": {
+        "one": {
+            "kind": "noisy_attention",
+            "trials": 3000,
+            "grid": {
+                "n": [16384],
+                "d": [64],
+                "logit_scale": [1.0],
+                "noise": ["gaussian"],
+                "noise_draws": [32],
+                "noise_scale": [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 2.0],
+            },
+        }
+    },
+}
+
+
+def naive_seconds(config: dict, fraction: float) -> tuple[float, float]:
+    """Seconds the naive per-trial loop (benchmarks/naive.py, one core, BLAS on one thread) takes
+    for the whole sweep, extrapolated from running `fraction` of its trials; and the seconds run."""
+    e = config["experiments"]["one"]
+    g = e["grid"]
+    rng = np.random.default_rng(0)
+    trials = max(1, round(e["trials"] * fraction))
+    with threadpool_limits(1):
+        started = time.perf_counter()
+        for scale in g["noise_scale"]:
+            for _ in range(trials):
+                naive.noisy_attention(rng, g["n"][0], g["d"][0], g["noise_draws"][0], g["logit_scale"][0], scale)
+        spent = time.perf_counter() - started
+    return spent * e["trials"] / trials, spent
+
+
+def threads_rows(cores: int, quick: bool) -> list[Row]:
+    config = copy.deepcopy(ONE_POINT)
+    if quick:
+        config["experiments"]["one"]["trials"] = 40
+        config["experiments"]["one"]["grid"]["n"] = [1024]
+    rows = []
+    naive_before, ran_before = naive_seconds(config, 0.02 if quick else 0.05)
+    walls = {}
+    for label, extra in (("threads from spare cores", []), ("one thread (as before)", ["--set-threads", "simulate=1"])):
+        with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
+            workdir = Path(tmp)
+            (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+            seconds, _, _ = measured(snakemake_cmd(workdir, "--cores", str(cores), *extra), workdir)
+            log = next((workdir / "results/logs/simulate").rglob("*.log")).read_text()
+            kernel = float(KERNEL_LINE.search(log).group(1))
+            threads = re.search(r"on (\d+) thread", log).group(1)
+            walls[label] = (seconds, kernel, threads)
+    naive_after, ran_after = naive_seconds(config, 0.02 if quick else 0.05)
+    naive_total = (naive_before + naive_after) / 2
+    what = "one-point sweep" + (" (quick: n=1024, 40 trials)" if quick else ": noisy_attention n=16384, d=64, K=32, 8 scales, 3000 trials")
+    rows.append(
+        Row(
+            f"scale: {what}, naive loop (1 core)",
+            naive_total,
+            "s",
+            note=f"benchmarks/naive.py per trial and point, extrapolated from {ran_before + ran_after:.0f} s of it run before and after the workflow runs ({naive_before:.0f} / {naive_after:.0f} s); {load_text()}",
+        )
+    )
+    for label, (seconds, kernel, threads) in walls.items():
+        rows += [
+            Row(
+                f"scale: one-point sweep, snakemake --cores {cores} end to end, {label}",
+                seconds,
+                "s",
+                note=f"{threads} thread(s); kernels {kernel:.1f} s of it",
+            ),
+            Row(
+                f"scale: one-point sweep, speedup over the naive loop, {label}",
+                naive_total / seconds,
+                "x",
+                ">= 8" if label.startswith("threads") and not quick else None,
+                note="naive loop seconds / workflow wall time (start to finish: plan, simulate, collect, figures, claims)",
+            ),
+        ]
+    return rows
+
+
+def build_store(directory: Path, cores: int) -> float:
+    """Run the million preset up to its chunk files in `directory` (once; minutes)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.copy(MILLION, directory / "million.yaml")
+    seconds, _, _ = measured(snakemake_cmd(directory, "--cores", str(cores), "--configfile", "million.yaml", "--until", "simulate"), directory)
+    return seconds
+
+
+def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
+    import pyarrow.parquet as pq
+
+    from attnsim import store
+    from attnsim.config import load_file
+    from attnsim.plan import experiment_json
+
+    rows = []
+    root = directory / "results/store"
+    if not store.chunk_files(root):
+        built = build_store(directory, cores)
+        rows.append(
+            Row("scale: 1M points x 100 trials, simulate (whole sweep)", built, "s", note=f"`snakemake --cores {cores} --until simulate`; {load_text()}")
+        )
+    settings = load_file(directory / "million.yaml")
+    chunks = store.experiment_chunks(root, "logit_entropy", "million")
+    trial_rows = sum(pq.read_metadata(p).num_rows for p in chunks)
+    size = sum(p.stat().st_size for p in chunks)
+    rows += [
+        Row("scale: store trial rows", trial_rows, "rows", ">= 100000000", note=f"{len(chunks)} chunk files, {size / 2**30:.2f} GiB (Parquet, zstd)"),
+    ]
+    attnsim = [sys.executable, "-m", "attnsim.cli"]
+    summary = store.summary_path(root, "logit_entropy", "million")
+    seconds, rss, _ = measured(
+        [*attnsim, "collect", "--experiment", experiment_json(settings, "million"), "--output", str(summary), *map(str, chunks)], directory
+    )
+    rows += [
+        Row(
+            "scale: collect 10^8 rows, wall",
+            seconds,
+            "s",
+            note=f"`attnsim collect` as the workflow runs it: {trial_rows / seconds / 1e6:.1f} M rows/s; {load_text()}",
+        ),
+        Row("scale: collect 10^8 rows, peak RSS", rss, "MiB", "<= 2048", note="one chunk file in memory at a time"),
+    ]
+    seconds, rss, _ = measured([*attnsim, "claims", "--experiments", json.dumps({"million": "logit_entropy"}), "--store", str(root)], directory)
+    rows += [
+        Row("scale: claims on the 1M-point summary, wall", seconds, "s", note="`attnsim claims` (reads the summaries)"),
+        Row("scale: claims on the 1M-point summary, peak RSS", rss, "MiB", "<= 2048"),
+    ]
+    sql = "SELECT n, d, scale, entropy_mean, entropy_ci_low, entropy_ci_high FROM million WHERE n = 32 AND d = 16 AND logits = 'gaussian' AND scale BETWEEN 1 AND 2"
+    walls = [measured([*attnsim, "query", sql, "--store", str(root)], directory)[0] for _ in range(repeats)]
+    rows.append(
+        Row(
+            "scale: attnsim query, one experiment's summary with a filter",
+            statistics.median(walls),
+            "s",
+            "<= 1",
+            note=f"median; {spread(walls)}; CLI, process start included",
+        )
+    )
+    walls = [measured([*attnsim, "show", "--config", str(directory / "million.yaml"), "--store", str(root)], directory)[0] for _ in range(repeats)]
+    rows.append(
+        Row(
+            "scale: attnsim show on the finished 1M-point store",
+            statistics.median(walls),
+            "s",
+            "<= 3",
+            note=f"median; {spread(walls)}; CLI, process start included",
+        )
+    )
+    return rows
+
+
+def slurm_rows(points: int, chunk_size: int) -> list[Row]:
+    """Job start-up through the real SLURM executor plugin on the local cluster (tests/slurm/local-cluster.sh up)."""
+    config = sweep(points)
+    with tempfile.TemporaryDirectory(prefix="attnsim-slurm-", dir=os.environ.get("ATTNSIM_SCALE_TMP", "/tmp")) as tmp:
+        workdir = Path(tmp)
+        (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        cmd = snakemake_cmd(
+            workdir, "--workflow-profile", str(REPO / "workflow/profiles/slurm"), "--configfile", "sweep.yaml", "--config", f"chunk_size={chunk_size}"
+        )
+        cmd += ["--slurm-init-seconds-before-status-checks", "2", "--until", "simulate", "--set-threads", "simulate=1", "--jobs", "4"]
+        wall, _, result = measured(cmd, workdir)
+        logs = list((workdir / "results/logs/simulate").rglob("*.log"))
+        seconds = [float(STARTUP_LINE.search(p.read_text()).group(1)) for p in logs]
+        jobs = result.stdout.count("Submitted job") + result.stderr.count("Submitted job")
+    return [
+        Row(
+            f"scale: SLURM job start-up to first kernel call, {points // 1000:,}k-point sweep",
+            statistics.median(seconds),
+            "s",
+            "<= 3",
+            note=f"median; {spread(seconds)} jobs (max {max(seconds):.2f} s); sbatch job's `snakemake --mode remote` start to the kernels, via the jobstep's srun; {jobs} jobs submitted; run {wall:.0f} s; {load_text()}",
+        )
+    ]
+
+
+def scale_rows(cores: int, quick: bool, store_dir: Path | None, slurm: bool) -> list[Row]:
+    repeats = 2 if quick else 3
+    rows = planning_rows(repeats, quick) + startup_rows(repeats, quick) + threads_rows(cores, quick)
+    if store_dir is not None:
+        rows += store_rows(store_dir, cores, repeats)
+    if slurm:
+        rows += slurm_rows(100_000, 5000)
+    return rows
