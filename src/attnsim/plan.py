@@ -184,28 +184,33 @@ def chunk_cost(kind: Kind, costs: GridCosts, rows: np.ndarray, trial_cap: int) -
 
 def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
     """The grid index of each of `points` (raw values in the kind's parameter order), -1 for a
-    point outside the grid. Matched on canonical values, which is what ids hash."""
+    point outside the grid. Matched on canonical values, which is what ids hash; each column's
+    distinct values are looked up once."""
     if not points:
         return np.zeros(0, dtype=np.int64)
-    names = kind.param_names
     positions = []
-    for j, param in enumerate(kind.params):
+    for param, column in zip(kind.params, zip(*points, strict=True)):
         where = {v: i for i, v in enumerate(grid.values[param.name])}
-        memo: dict = {}
-        column = []
-        for row in points:
-            value = row[j]
-            key = (type(value), value)
-            found = memo.get(key)
-            if found is None:
-                found = memo[key] = where.get(canonical_column_value(param, value), -1)
-            column.append(found)
-        positions.append(np.array(column, dtype=np.int64))
+        raw = np.array(column)  # int64, float64 or str for the specs planning writes
+        if raw.dtype.kind in "iufU":
+            distinct, inverse = np.unique(raw, return_inverse=True)
+        else:  # anything else (mixed types, huge ints): one dict lookup per value
+            distinct, inverse = _unique_unordered(column)
+        found = np.array([where.get(canonical_column_value(param, v), -1) for v in distinct.tolist()], dtype=np.int64)
+        positions.append(found[inverse.ravel()])
     inside = np.logical_and.reduce([p >= 0 for p in positions])
     flat = np.full(len(points), -1, dtype=np.int64)
     if inside.any():
-        flat[inside] = np.ravel_multi_index([p[inside] for p in positions], tuple(len(grid.values[n]) for n in names))
+        flat[inside] = np.ravel_multi_index([p[inside] for p in positions], tuple(len(grid.values[n]) for n in kind.param_names))
     return flat
+
+
+def _unique_unordered(column) -> tuple[np.ndarray, np.ndarray]:
+    seen: dict = {}
+    inverse = np.array([seen.setdefault((type(v), v), len(seen)) for v in column], dtype=np.int64)
+    distinct = np.empty(len(seen), dtype=object)
+    distinct[:] = [v for _, v in seen]
+    return distinct, inverse
 
 
 def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan:

@@ -186,9 +186,10 @@ def read_meta(path: Path) -> dict:
     return meta
 
 
-def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
+def read_table(path: Path, columns: list[str] | None = None, dictionary: list[str] | None = None) -> pa.Table:
+    """A store file's table (checked first); `dictionary` columns are read dictionary-encoded."""
     read_meta(path)
-    return pq.read_table(path, columns=columns)
+    return pq.read_table(path, columns=columns, read_dictionary=dictionary)
 
 
 def chunk_files(root: Path, table: str = "trials") -> list[Path]:

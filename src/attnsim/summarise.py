@@ -113,12 +113,12 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
     seen = np.zeros(size, dtype=bool)
     extra: list | None = [None] * size if kind.extra_summary else None
     for table in tables:
-        runs = pc.run_end_encode(table["point_id"].combine_chunks())
-        ends = runs.run_ends.to_numpy().astype(np.int64)
-        starts = np.r_[0, ends[:-1]]
-        where = np.array([position.get(pid, -1) for pid in runs.values.to_pylist()], dtype=np.int64)
+        codes = _grid_codes(table["point_id"], position)
+        starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
+        ends = np.r_[starts[1:], len(codes)]
+        where = codes[starts]
         ours = where[where >= 0]
-        if seen[ours].any() or len(np.unique(ours)) < len(ours):
+        if seen[ours].any() or len(np.unique(where)) < len(where):
             raise StoreError("a point has rows in more than one place of the store (stored twice?); move the experiment's folder away and rerun")
         seen[ours] = True
         values = {name: table[name].to_numpy() for name in metrics}
@@ -126,16 +126,17 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
         for length in np.unique(lengths[where >= 0]):
             chosen = (lengths == length) & (where >= 0)
             at = where[chosen]
-            rows = starts[chosen][:, None] + np.arange(length)
+            # every run this long: the column is the matrix, no copy; else gather the runs' rows
+            rows = None if chosen.all() else starts[chosen][:, None] + np.arange(length)
             n_trials[at] = length
-            main = mean_ci_rows(values[kind.main_metric][rows])
+            main = mean_ci_rows(_runs(values[kind.main_metric], rows, length))
             main_se[at] = main["se"]
             for name in kind.summary_metrics:
-                stats = main if name == kind.main_metric else mean_ci_rows(values[name][rows])
+                stats = main if name == kind.main_metric else mean_ci_rows(_runs(values[name], rows, length))
                 for suffix in STATS:
                     columns[f"{name}_{suffix}"][at] = stats[suffix]
             for name in kind.extreme_metrics:
-                block = values[name][rows]
+                block = _runs(values[name], rows, length)
                 columns[f"{name}_min"][at], columns[f"{name}_max"][at] = block.min(axis=1), block.max(axis=1)
         if extra is not None:
             for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
@@ -150,16 +151,50 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
     arrays |= {name: grid.column(name) for name in kind.param_names}
     arrays["stop_reason"] = ["trials"] * size if target_se is None else np.where(main_se <= target_se, "target_se", "max_trials").tolist()
     arrays |= columns
-    deps, theory = grid.distinct(kind.theory)
-    codes = grid.codes(deps)[0]
-    for column in kind.theory_columns:
-        arrays[column.name] = np.asarray([t.get(column.name) for t in theory], dtype=object)[codes].tolist()
+    arrays |= theory_columns(kind, grid)
     if extra is not None:
         for column in kind.extra_columns:
             arrays[column.name] = [e.get(column.name) for e in extra]
     for name in schema.names:  # a kind's extra column that its summary does not fill stays null
         arrays.setdefault(name, [None] * size)
     return pa.Table.from_arrays([pa.array(arrays[f.name], type=f.type) for f in schema], schema=schema)
+
+
+def _runs(column: np.ndarray, rows: np.ndarray | None, length: int) -> np.ndarray:
+    return column.reshape(-1, length) if rows is None else column[rows]
+
+
+def _grid_codes(ids: pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
+    """Per row, the grid index of its point id; ids outside the grid get negative codes of their
+    own. Read as a dictionary column, each batch's distinct ids are looked up once."""
+    foreign: dict[str, int] = {}
+    parts = []
+    for piece in ids.chunks:
+        if not pa.types.is_dictionary(piece.type):
+            piece = pc.dictionary_encode(piece)
+        lookup = np.array(
+            [position.get(pid, None) if pid in position else foreign.setdefault(pid, -1 - len(foreign)) for pid in piece.dictionary.to_pylist()], dtype=np.int64
+        )
+        parts.append(lookup[piece.indices.to_numpy(zero_copy_only=False)] if len(lookup) else np.zeros(0, dtype=np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
+    """The kind's theory for every grid point, column by column: its `theory_table` over the
+    distinct combinations of the parameters it reads, or `theory` once per such combination."""
+    names = [c.name for c in kind.theory_columns]
+    if kind.theory_table is not None:
+        table = kind.theory_table(
+            {name: np.asarray(grid.column(name), dtype=object if isinstance(grid.values[name][0], str) else None) for name in kind.param_names}
+        )
+        return {name: np.asarray(table[name]).tolist() for name in names}
+    deps, theory = grid.distinct(kind.theory)
+    codes = grid.codes(deps)[0]
+    out = {}
+    for name in names:
+        out[name] = np.asarray([t.get(name) for t in theory], dtype=object)[codes].tolist()
+    del theory
+    return out
 
 
 def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path:
@@ -172,7 +207,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(spec["kind"])
     metrics = [m.name for m in kind.metrics]
-    tables = (store.read_table(Path(p), ["point_id", *metrics]) for p in chunk_paths)
+    tables = (store.read_table(Path(p), ["point_id", *metrics], dictionary=["point_id"]) for p in chunk_paths)
     summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
     meta = store.provenance(
         table="summary",

@@ -100,6 +100,10 @@ class Kind:
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError)
     assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.assets names), fetched before any job runs
+    # Optional: `theory` over columns, (param name -> numpy array) -> (theory column -> array), the same
+    # numbers as `theory` point by point (tests compare them); a summary of a million points then
+    # costs no million Python calls. Without it, `theory` is called per point.
+    theory_table: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]] | None = None
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, LOG_N, STR, N, d_param, scale_param
 from attnsim.kinds.logit_entropy import kernel
@@ -63,6 +65,22 @@ def theory(p) -> dict[str, object]:
     }
 
 
+def theory_table(c) -> dict[str, object]:
+    """`theory` over columns: the theory module's functions take arrays."""
+    n = np.asarray(c["n"], dtype=np.float64)
+    scale = np.asarray(c["scale"], dtype=np.float64)
+    gaussian = np.asarray(c["logits"]) == "gaussian"
+    sigma = np.where(gaussian, scale, effective_dot_product_scale(np.asarray(c["d"]), scale))
+    return {
+        "log_n": np.array([math.log(v) for v in c["n"]]),  # math.log, as `theory` computes it
+        "sigma_eff": sigma,
+        "entropy_small_scale": small_scale_entropy(n, sigma),
+        "entropy_rem": rem_entropy(n, sigma),
+        "rem_x": rem_x(n, sigma),
+        "regime": rem_regime(n, sigma),
+    }
+
+
 def headline(s) -> str:
     """How far the small-scale prediction log n - sigma^2/2 is from the measured entropy where sigma <= 0.3."""
     small = s[(s["logits"] == "gaussian") & (s["sigma_eff"] > 0) & (s["sigma_eff"] <= 0.3)]
@@ -87,5 +105,6 @@ KIND = Kind(
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=theory,
+    theory_table=theory_table,
     main_metric="entropy",
 )
