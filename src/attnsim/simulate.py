@@ -97,7 +97,7 @@ def simulate_points(
 JOB_START_NOTE = "the outermost `snakemake --mode remote|subprocess` process above this one"
 
 
-def seconds_since_job_start() -> float | None:
+def seconds_since_job_start() -> tuple[float, float] | None:
     """Seconds since the start of the Snakemake process that runs this job on its node (a cluster
     job's `--mode remote` process, the first thing the node runs), from /proc; None for a job of
     a local run (no such process) or where /proc is unavailable."""
@@ -105,6 +105,12 @@ def seconds_since_job_start() -> float | None:
         ticks = os.sysconf("SC_CLK_TCK")
         with open("/proc/uptime") as f:
             uptime = float(f.read().split()[0])
+
+        def started(pid: int) -> float:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            return int(stat[stat.rindex(")") + 2 :].split()[19]) / ticks  # starttime, field 22 of stat
+
         start, pid = None, os.getppid()
         while pid > 1:
             with open(f"/proc/{pid}/stat") as f:
@@ -115,7 +121,7 @@ def seconds_since_job_start() -> float | None:
             if any(b"snakemake" in part for part in cmdline[:3]) and b"--mode" in cmdline:
                 start = int(fields[19]) / ticks  # starttime, field 22 of stat
             pid = int(fields[1])
-        return None if start is None else uptime - start
+        return None if start is None else (uptime - start, started(os.getpid()) - start)
     except (OSError, ValueError, IndexError):
         return None
 
@@ -158,7 +164,13 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1) -> Path:
     log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", spec.id, len(points), spec.trials, spec.kind.name, spec.experiment, threads)
     since = seconds_since_job_start()
     if since is not None:
-        log.info("chunk %s: first kernel call %.2f s after the job's process started (%s)", spec.id, since, JOB_START_NOTE)
+        log.info(
+            "chunk %s: first kernel call %.2f s after the job's process started (%s); this process started at %.2f s",
+            spec.id,
+            since[0],
+            JOB_START_NOTE,
+            since[1],
+        )
     results = simulate_points(spec.kind, spec.seed, spec.trials, points, threads, spec.target_se, spec.max_trials)
     log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
     table = trials_table(spec.kind, points, results)
