@@ -1,4 +1,4 @@
-"""Claim of statement 2 (large initial logits: one-hot weights, vanishing gradient, docs/science.md §3.3) judged on `init_gradient` summaries."""
+"""Claim of statement 2 (large initial logits: one-hot weights, vanishing gradient, docs/science.md §3.6) judged on `init_gradient` summaries."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ PARAMS = (
     Param(
         "noise",
         STR,
-        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std noise_scale (docs/science.md §2.3)",
+        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std noise_scale (docs/science.md §1.3)",
         choices=NOISE_FAMILIES,
     ),
     Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
