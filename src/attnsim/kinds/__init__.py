@@ -61,7 +61,9 @@ def registry() -> tuple[dict[str, Kind], dict[str, str]]:
             _BROKEN[ep.name] = f"{where}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
             continue
         if kind.name in kinds:
-            _BROKEN[ep.name] = f"{where}: kind name {kind.name!r} clashes with {'a built-in' if kind.package.startswith(__name__) else 'another'} kind; rename it"
+            _BROKEN[ep.name] = (
+                f"{where}: kind name {kind.name!r} clashes with {'a built-in' if kind.package.startswith(__name__) else 'another'} kind; rename it"
+            )
             continue
         kinds[kind.name] = kind
     for message in _BROKEN.values():
