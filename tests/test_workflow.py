@@ -7,9 +7,7 @@ import copy
 import pyarrow.parquet as pq
 import pytest
 from conftest import small_config
-from workflow_helpers import point_rows, snakemake, tree, write_config
-
-from attnsim.runner import planned_jobs
+from workflow_helpers import planned_jobs, point_rows, snakemake, tree, write_config
 
 pytestmark = pytest.mark.slow
 
