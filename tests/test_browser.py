@@ -56,7 +56,7 @@ SCREENSHOT_MAX_BYTES = 300_000
 FIGURE_SHOWN = ("robustness", "collapse")  # the figure page in docs/screenshots/report-figure.png
 VERDICTS = ("holds", "fails", "outside regime", "not measured")
 CSS = "css selector"  # selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
-WAIT = 20  # seconds for the app to render a view (it takes well under one here)
+WAIT = 60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
 
 # One experiment of every kind, a few points each: every figure and caption of the report appears.
 EXPERIMENTS = {
