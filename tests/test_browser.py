@@ -28,10 +28,10 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 import pytest
-
-from attnsim.figures import figure_names
 from conftest import REPO, small_config
 from workflow_helpers import snakemake, write_config
+
+from attnsim.kinds import get_kind
 
 pytestmark = pytest.mark.slow
 
@@ -214,9 +214,9 @@ def png_width(path: Path) -> int:
     return int.from_bytes(data[16:20], "big")  # IHDR width
 
 
-def caption_opening(figure: str, experiment: str) -> str:
-    """The caption's first sentence as the reader sees it: workflow/report/<figure>.rst, rendered."""
-    rst = (REPO / "workflow/report" / f"{figure}.rst").read_text()
+def caption_opening(kind: str, figure: str, experiment: str) -> str:
+    """The caption's first sentence as the reader sees it: the kind's report/<figure>.rst, rendered."""
+    rst = get_kind(kind).caption(figure).read_text()
     rst = rst.replace("{{ snakemake.wildcards.experiment }}", experiment).replace("**", "").replace("``", "")
     return text(rst).split(". ")[0]
 
@@ -320,7 +320,7 @@ def test_every_figure_renders_with_its_caption(run, browser, shots):
     experiments = {"robustness": "noisy_attention", **{name: e["kind"] for name, e in EXPERIMENTS.items()}}
     shown = 0
     for experiment, kind in experiments.items():
-        figures = figure_names(kind)
+        figures = list(get_kind(kind).figures)
         on_disk = sorted(p.stem for p in (run / "results/figures" / experiment).glob("*.png"))
         assert on_disk == sorted(figures)
         click_sidebar(browser, experiment)
@@ -336,7 +336,7 @@ def test_every_figure_renders_with_its_caption(run, browser, shots):
             width = browser.execute_script("return arguments[0].naturalWidth", image)
             assert width == png_width(run / "results/figures" / experiment / f"{figure}.png")
             assert image.is_displayed() and image.size["width"] > 200, f"{experiment}/{figure}: image not visible ({image.size})"
-            caption, sidebar = caption_opening(figure, experiment), describe(browser, figure)
+            caption, sidebar = caption_opening(kind, figure, experiment), describe(browser, figure)
             assert caption in sidebar, f"{experiment}/{figure}: caption {caption!r} not shown; sidebar reads {sidebar[:400]!r}"
             if (experiment, figure) == FIGURE_SHOWN:
                 screenshot(browser, shots, "report-figure")
