@@ -210,7 +210,6 @@ table{border-collapse:collapse;margin-bottom:0.6em;table-layout:fixed;width:100%
 th,td{border:1px solid #d0d7de;padding:4px 6px;vertical-align:top;font-size:88%;text-align:left}
 th{background:#f6f8fa}
 td.measured .value{font-family:ui-monospace,monospace}
-td.figure a{word-break:break-all}
 .kind,.regime,.note{color:#59636e;font-size:92%}
 td.verdict{font-weight:bold;white-space:nowrap}
 td.verdict.holds{color:#1a7f37}td.verdict.fails{color:#cf222e}
@@ -253,7 +252,9 @@ def _row(c: Claim) -> str:
     deviation = deviation_text(c)
     kind_class = c.verdict.replace(" ", "-")
     figure = (
-        f"<a class='figure-link' href='{escape(figure_href(c))}' data-embedded='#{escape(figure_anchor(c.figure))}'>{escape(c.figure)}</a>" if c.figure else "–"
+        f"<a class='figure-link' href='{escape(figure_href(c))}' data-embedded='#{escape(figure_anchor(c.figure))}'>{escape(c.figure).replace('/', '/<wbr>')}</a>"
+        if c.figure
+        else "–"
     )
     evidence = f"<br><span class='note'>{escape(c.evidence)}</span>" if c.evidence else ""
     return (
@@ -275,7 +276,7 @@ def html(claims: list[Claim], provenance: dict, results: Path | None = None) -> 
     `results`/figures when drawn), the run's provenance."""
     sections = []
     head = (
-        "<colgroup><col style='width:22%'><col style='width:15%'><col style='width:16%'><col style='width:6%'>"
+        "<colgroup><col style='width:21%'><col style='width:17%'><col style='width:15%'><col style='width:6%'>"
         "<col style='width:17%'><col style='width:14%'><col style='width:10%'></colgroup>"
         "<thead><tr><th>claim (regime)</th><th>measured</th><th>compared with</th><th>verdict</th>"
         "<th>decided by</th><th>rests on</th><th>figure</th></tr></thead>"
