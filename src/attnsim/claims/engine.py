@@ -117,7 +117,7 @@ def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, st
         "every trial of every kind, all parameters",
         statement="information",
         number="extreme over trials",
-        compared_to="the bound H / log n <= 1 (and H >= 0); measured: the largest H / log n of any trial, smallest = the smallest H (nats) of any trial",
+        compared_to="the bound H / log n <= 1, with H >= 0; measured: the largest H / log n of any trial, smallest = the smallest H (nats) of any trial",
         threshold=f"holds if no trial has H < 0 or H / log n > 1 + {ENTROPY_ROUNDING:g} (slack for float64 rounding): a bound, so no statistical tolerance",
     )
     frames = [s for s in summaries.values() if {"entropy_min", "entropy_max", "n"} <= set(s.columns)]

@@ -42,7 +42,7 @@ def exact_bound(s: pd.DataFrame | None) -> Claim:
         "temperature_entropy, every point and trial",
         statement="temperature",
         number="extreme over trials",
-        compared_to="the exact finite-n worst case (excess 0); measured: largest trial gap minus the exact worst case, largest over points (<= 0: within)",
+        compared_to="the exact finite-n worst case, an excess of 0; measured: largest trial gap minus the exact worst case, largest over points, <= 0 within",
         threshold="holds if at every point the largest trial gap is within the exact bound, up to float64 rounding of 1e-12 (1 + log n + 2/tau) nats",
     )
     if s is None:
