@@ -136,7 +136,7 @@ def test_config_without_experiments_gives_not_measured(tmp_path):
     written = io.write(rows, tmp_path, {"seed": 1})
     table = store.read_table(written[0])
     assert table.num_rows == 13 and table.schema.field("verdict").metadata[b"description"]
-    assert "not measured" in written[1].read_text() and "<table>" in written[2].read_text()
+    assert "not measured" in written[1].read_text() and "<table class='claims'>" in written[2].read_text()
     assert set(engine.VERDICTS) >= {c.verdict for c in rows}
 
 

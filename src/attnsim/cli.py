@@ -88,7 +88,15 @@ def _claims(args) -> None:
     rows = engine.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
-    print(render.markdown(rows) if args.markdown else render.short(rows))
+    form = "markdown" if args.markdown else args.format
+    if form == "markdown":
+        print(render.markdown(rows), end="")
+    elif form == "json":
+        print(render.json_text(io.table(rows)), end="")
+    elif form == "csv":
+        print(render.csv_text(io.table(rows)), end="")
+    else:
+        print(render.terminal(rows))
 
 
 def _check(args) -> None:
@@ -142,7 +150,13 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.add_argument("--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config")
     p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
-    p.add_argument("--markdown", action="store_true", help="print the full Markdown table")
+    p.add_argument(
+        "--format",
+        choices=("table", "markdown", "json", "csv"),
+        default="table",
+        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts)",
+    )
+    p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.set_defaults(func=_claims)
 
     p = sub.add_parser("schema", help="print the store's columns as Markdown tables (or the config's JSON Schema)")

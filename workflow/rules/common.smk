@@ -91,6 +91,15 @@ def all_summaries():
     ]
 
 
+def all_figure_pngs():
+    """Every experiment's figures (PNG): claims.html links to them and embeds a copy for the report."""
+    return [
+        RESULTS / "figures" / name / f"{fig}.png"
+        for name, e in SETTINGS.experiments.items()
+        for fig in get_kind(e.kind).figures
+    ]
+
+
 def experiments_json():
     return json.dumps(
         {name: e.kind for name, e in SETTINGS.experiments.items()}, sort_keys=True
