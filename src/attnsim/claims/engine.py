@@ -24,7 +24,6 @@ from attnsim.stats import mean_ci
 
 VERDICTS = ("holds", "fails", "outside regime", "not measured")
 ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
-ENTROPY_FIGURE = ("logit_entropy", "entropy_vs_scale")  # (kind, figure) showing H between 0 and log n
 
 
 # The essay's three statements, in the project's words; every claim belongs to one of them (its
@@ -126,9 +125,9 @@ def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, st
     columns = ["experiment", "entropy_min", "entropy_max", "n", "n_trials"]
     rows = pd.concat([s[[c for c in columns if c in s]] for s in frames], ignore_index=True)
     claim.based_on(rows)
-    kind, figure = ENTROPY_FIGURE
-    shown = sorted(name for name, k in (experiments or {}).items() if k == kind and name in summaries)
-    claim.figure = f"{shown[0]}/{figure}" if shown else ""
+    kinds = all_kinds()  # the first experiment whose kind has a figure of H between 0 and log n shows it
+    shown = sorted((name, kinds[k].entropy_figure) for name, k in (experiments or {}).items() if k in kinds and kinds[k].entropy_figure and name in summaries)
+    claim.figure = f"{shown[0][0]}/{shown[0][1]}" if shown else ""
     low = float(rows["entropy_min"].min())
     high = float((rows["entropy_max"] / np.log(rows["n"].to_numpy(float))).max())
     count = int(rows["n_trials"].sum())
