@@ -56,14 +56,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnsim.errors import ConfigError
 from attnsim.kernels.sampling import standard_normal
 from attnsim.kernels.softmax import EXP_FLOOR
+from attnsim.kernels.training import (
+    CHECKPOINTS,
+    Optimiser,
+    check_integer,
+    check_number,
+    check_training,
+    checkpoint_steps,
+    evaluation_steps,
+    first_reached,
+    not_finite,
+)
 
-OPTIMISERS = ("sgd", "adam")
-ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
-CHECKPOINTS = 8  # loss_ckpt_0 .. loss_ckpt_7
-EVALS_PER_CHECKPOINT = 4  # evaluation grid: round(steps^(j / 28)), j = 0..28 (contains the checkpoints)
 EVAL_EXAMPLES = 128  # examples in the monitor set and in the final held-out set
 DEFAULTS = {"query_noise": 0.3, "batch": 32, "threshold": 0.1}
 STREAM_PARAMS = ("n", "d", "batch")  # the parameters that shape the draws (batch defaults to DEFAULTS)
@@ -86,22 +92,6 @@ METRICS = {
 # --------------------------------------------------------------------------- schedule and validation
 
 
-def _round_half_up(x: float) -> int:
-    return int(math.floor(x + 0.5))
-
-
-def checkpoint_steps(steps: int) -> list[int]:
-    """Step after which checkpoint j is measured: round(steps^(j/7)), j = 0..7."""
-    return [_round_half_up(steps ** (j / (CHECKPOINTS - 1))) for j in range(CHECKPOINTS)]
-
-
-def evaluation_steps(steps: int) -> list[int]:
-    """Steps after which the monitor loss is measured (besides step 0): round(steps^(j/28)), j = 0..28,
-    without repeats; a superset of `checkpoint_steps` (j/7 and 4j/28 are the same float)."""
-    count = (CHECKPOINTS - 1) * EVALS_PER_CHECKPOINT
-    return sorted({_round_half_up(steps ** (j / count)) for j in range(count + 1)})
-
-
 def chance_loss(n: int) -> float:
     """E||mean_i v_i - v_0||^2 = 1 - 1/n for unit values: the best loss without using the query."""
     return 1.0 - 1.0 / n
@@ -115,29 +105,13 @@ def resolved(params: Mapping) -> dict:
 def validate(params: Mapping) -> None:
     """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot run."""
     p = resolved(params)
-    for key in ("n", "d", "batch", "steps"):
-        if key not in p:
-            raise ConfigError(f"{key}: missing")
-        if isinstance(p[key], bool) or not isinstance(p[key], (int, np.integer)):
-            raise ConfigError(f"{key}: expected an integer, got {p[key]!r}")
-    if p["n"] < 2:
-        raise ConfigError(f"n: need at least 2 key/value pairs, got {p['n']}")
-    if p["d"] < 2:
-        raise ConfigError(f"d: need dimension at least 2, got {p['d']}")
-    if p["batch"] < 1:
-        raise ConfigError(f"batch: need at least 1 example per step, got {p['batch']}")
-    if p["steps"] < 1:
-        raise ConfigError(f"steps: need at least 1 training step, got {p['steps']}")
-    if p.get("optimiser") not in OPTIMISERS:
-        raise ConfigError(f"optimiser: unknown optimiser {p.get('optimiser')!r}; expected one of {', '.join(OPTIMISERS)}")
-    for key, low in (("lr", 0.0), ("scale", 0.0), ("query_noise", -1.0), ("threshold", 0.0)):
-        value = p.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
-            raise ConfigError(f"{key}: expected a finite number, got {value!r}")
-        if key == "query_noise" and value < 0:
-            raise ConfigError(f"query_noise: must be >= 0, got {value}")
-        if key != "query_noise" and value <= low:
-            raise ConfigError(f"{key}: must be > 0, got {value}")
+    check_integer(p, "n", 2, "key/value pairs")
+    check_integer(p, "d", 2, "dimension(s)")
+    check_integer(p, "batch", 1, "example(s) per step")
+    check_training(p)
+    check_number(p, "scale")
+    check_number(p, "query_noise", positive=False)
+    check_number(p, "threshold")
 
 
 def _check_points(points: Sequence[Mapping]) -> list[dict]:
@@ -285,12 +259,9 @@ class Run:
         self.p = params
         self.n = monitor.keys.shape[-2]
         self.steps = int(params["steps"])
-        self.lr = float(params["lr"])
         self.noise = float(params["query_noise"])
-        self.adam = params["optimiser"] == "adam"
         self.w = initial_weights(init, params["scale"])
-        self.m = [np.zeros_like(w) for w in self.w] if self.adam else None
-        self.v = [np.zeros_like(w) for w in self.w] if self.adam else None
+        self.opt = Optimiser(params["optimiser"], params["lr"], self.w)
         self.evals = set(evaluation_steps(self.steps))
         self.monitor = monitor
         self.diverged_step = np.full(trials, np.inf)
@@ -306,19 +277,8 @@ class Run:
     def step(self, ex: Examples, step: int) -> None:
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
             out = attention(*self.w, ex, self.noise, grad=True)
-            grads = [out["gq"], out["gk"], out["gv"]]
-            if self.adam:
-                c1, c2 = 1.0 - ADAM_BETA1**step, 1.0 - ADAM_BETA2**step
-                for w, g, m, v in zip(self.w, grads, self.m, self.v):
-                    m *= ADAM_BETA1
-                    m += (1.0 - ADAM_BETA1) * g
-                    v *= ADAM_BETA2
-                    v += (1.0 - ADAM_BETA2) * (g * g)
-                    w -= self.lr * (m / c1) / (np.sqrt(v / c2) + ADAM_EPS)
-            else:
-                for w, g in zip(self.w, grads):
-                    w -= self.lr * g
-            bad = ~np.all(np.isfinite(self.w[0]) & np.isfinite(self.w[1]) & np.isfinite(self.w[2]), axis=(1, 2))
+            self.opt.update(self.w, [out["gq"], out["gk"], out["gv"]], step)
+            bad = not_finite(self.w)
             if step in self.evals:
                 loss = attention(*self.w, self.monitor, self.noise, grad=False)["loss"].mean(axis=-1) / chance_loss(self.n)
                 bad |= ~np.isfinite(loss)
@@ -333,19 +293,14 @@ class Run:
             return
         new = bad & ~np.isfinite(self.diverged_step)
         self.diverged_step[new] = step
-        for arrays in (self.w, self.m, self.v):
-            for x in arrays or ():
-                x[bad] = 0.0
+        self.opt.reset(self.w, bad)
 
     def finish(self, final: Examples) -> dict[str, np.ndarray]:
         out = dict(self.init)
         out["init_loss"] = self.losses[0]
         for j, step in enumerate(checkpoint_steps(self.steps)):
             out[f"loss_ckpt_{j}"] = self.losses[step]
-        reached = np.full(self.diverged_step.shape, np.inf)
-        for step in sorted(self.losses, reverse=True):  # the first step wins
-            reached = np.where(self.losses[step] <= float(self.p["threshold"]), float(step), reached)
-        out["steps_to_threshold"] = reached
+        out["steps_to_threshold"] = first_reached(self.losses, float(self.p["threshold"]), self.diverged_step.size)
         diverged = np.isfinite(self.diverged_step)
         with np.errstate(all="ignore"):
             last = attention(*self.w, final, self.noise, grad=False)
