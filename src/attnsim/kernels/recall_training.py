@@ -70,7 +70,7 @@ from attnsim.kernels.training import (
     not_finite,
 )
 
-EVAL_EXAMPLES = 128  # examples in the monitor set and in the final held-out set
+EVAL_EXAMPLES = 64  # examples in the monitor set and in the final held-out set
 DEFAULTS = {"query_noise": 0.3, "batch": 32, "threshold": 0.1}
 STREAM_PARAMS = ("n", "d", "batch")  # the parameters that shape the draws (batch defaults to DEFAULTS)
 
