@@ -157,6 +157,15 @@ def test_divergence_is_flagged_and_losses_are_infinite(monkeypatch):
     assert all(np.all(np.isfinite(v)) for k, v in calm.items() if k not in ("diverged_step", "steps_to_threshold"))
 
 
+def test_a_finite_but_exploding_loss_counts_as_divergence(monkeypatch):
+    """SGD with a large step grows W_v geometrically while every weight stays finite (1e120 x chance
+    was seen); above DIVERGED_LOSS x chance the run is flagged, so no such value reaches a mean."""
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    res = run_both([BASE | {"optimiser": "sgd", "lr": 16.0, "scale": 10.0, "steps": 60}])[0]
+    assert np.all(res["diverged"] == 1)
+    assert np.all(res["final_loss"] == np.inf) and np.all(np.isfinite(res["init_loss"]))
+
+
 # --------------------------------------------------------------------------- determinism and common random numbers
 
 

@@ -89,7 +89,7 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
             bad = not all(np.all(np.isfinite(x)) for x in w)
             if step in evals:
                 losses[step] = recall_forward_backward(*w, *monitor)["loss"].mean() / chance
-                bad = bad or not math.isfinite(losses[step])
+                bad = bad or not losses[step] <= 1e6
         if bad:
             diverged = min(diverged, step)
             w = [np.zeros((d, d)) for _ in range(3)]

@@ -72,6 +72,10 @@ from attnsim.kernels.training import (
 
 EVAL_EXAMPLES = 64  # examples in the monitor set and in the final held-out set
 DEFAULTS = {"query_noise": 0.3, "batch": 32, "threshold": 0.1}
+# A run whose monitor loss exceeds this many times chance has diverged even if still finite (SGD
+# with a large step size grows W_v geometrically: 1e120 x chance was seen while every weight was
+# finite; such values would swamp any mean).
+DIVERGED_LOSS = 1e6
 STREAM_PARAMS = ("n", "d", "batch")  # the parameters that shape the draws (batch defaults to DEFAULTS)
 
 METRICS = {
@@ -84,8 +88,8 @@ METRICS = {
     "final_loss": "loss / chance on the fresh held-out set after the last step; +inf if diverged",
     "final_accuracy": "share of held-out queries whose output o has its nearest value (max o.v_i, unit values) at the target; 0 if diverged",
     "final_entropy": "entropy (nats) of the attention weights after training, mean over the held-out set; NaN if diverged",
-    "diverged": "1 if the weights or a monitor loss became NaN/inf during training, else 0",
-    "diverged_step": "the step whose update made the weights (or whose monitor loss) non-finite; +inf if never",
+    "diverged": "1 if the weights became NaN/inf or a monitor loss NaN/inf or above DIVERGED_LOSS (1e6) x chance, else 0",
+    "diverged_step": "the step whose update made the weights non-finite, or the evaluation step whose monitor loss was non-finite or above DIVERGED_LOSS x chance; +inf if never",
 }
 
 
@@ -281,7 +285,7 @@ class Run:
             bad = not_finite(self.w)
             if step in self.evals:
                 loss = attention(*self.w, self.monitor, self.noise, grad=False)["loss"].mean(axis=-1) / chance_loss(self.n)
-                bad |= ~np.isfinite(loss)
+                bad |= ~(loss <= DIVERGED_LOSS)  # also NaN
                 self.losses[step] = loss
             self._mark(bad, step)
             if step in self.evals:
