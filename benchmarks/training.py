@@ -125,7 +125,10 @@ def sweep() -> None:
     print("\ndefault-sweep-sized blocks, 1 thread, CPU seconds (200 trials, 300 steps)")
     recall = {"n": 16, "d": 16, "batch": 32, "steps": 300, "scale": 1.0}
     clock = time.thread_time  # CPU seconds of this thread (BLAS pinned to it)
-    for points in ([recall | {"optimiser": "adam", "lr": 0.01}], [recall | {"optimiser": o, "lr": lr, "scale": s} for o, lr in (("adam", 0.01), ("sgd", 1.0)) for s in (0.3, 1.0, 3.0, 10.0)]):
+    for points in (
+        [recall | {"optimiser": "adam", "lr": 0.01}],
+        [recall | {"optimiser": o, "lr": lr, "scale": s} for o, lr in (("adam", 0.01), ("sgd", 1.0)) for s in (0.3, 1.0, 3.0, 10.0)],
+    ):
         start = clock()
         rt.simulate_block(np.random.default_rng(0), 200, points)
         took = clock() - start

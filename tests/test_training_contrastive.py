@@ -34,7 +34,9 @@ def test_gradient_matches_central_differences(tau):
         up, down = w.copy(), w.copy()
         up[(slice(None), *idx)] += h
         down[(slice(None), *idx)] -= h
-        numeric[(slice(None), *idx)] = (ct.infonce(up, x1, x2, tau, grad=False)["loss"].mean(-1) - ct.infonce(down, x1, x2, tau, grad=False)["loss"].mean(-1)) / (2 * h)
+        numeric[(slice(None), *idx)] = (
+            ct.infonce(up, x1, x2, tau, grad=False)["loss"].mean(-1) - ct.infonce(down, x1, x2, tau, grad=False)["loss"].mean(-1)
+        ) / (2 * h)
     np.testing.assert_allclose(out["gw"], numeric, rtol=1e-6, atol=1e-9)
 
 

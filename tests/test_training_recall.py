@@ -218,9 +218,20 @@ def test_schedule():
 
 @pytest.mark.parametrize(
     "bad, key",
-    [({"lr": 0.0}, "lr"), ({"lr": -1e-3}, "lr"), ({"steps": 0}, "steps"), ({"optimiser": "rmsprop"}, "optimiser"),
-     ({"scale": 0.0}, "scale"), ({"n": 1}, "n"), ({"d": 1}, "d"), ({"batch": 0}, "batch"), ({"query_noise": -0.1}, "query_noise"),
-     ({"lr": float("nan")}, "lr"), ({"steps": 2.5}, "steps"), ({"threshold": 0}, "threshold")],
+    [
+        ({"lr": 0.0}, "lr"),
+        ({"lr": -1e-3}, "lr"),
+        ({"steps": 0}, "steps"),
+        ({"optimiser": "rmsprop"}, "optimiser"),
+        ({"scale": 0.0}, "scale"),
+        ({"n": 1}, "n"),
+        ({"d": 1}, "d"),
+        ({"batch": 0}, "batch"),
+        ({"query_noise": -0.1}, "query_noise"),
+        ({"lr": float("nan")}, "lr"),
+        ({"steps": 2.5}, "steps"),
+        ({"threshold": 0}, "threshold"),
+    ],
 )
 def test_bad_input(bad, key):
     with pytest.raises(ConfigError, match=f"^{key}:"):
