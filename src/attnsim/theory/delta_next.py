@@ -249,6 +249,23 @@ def _tail_used(k_star: float, order: str) -> bool:
     return k_star - 2 < (2 if order == "p1" else 3)
 
 
+def prediction_order(noise: str, sigma: float) -> str | None:
+    """The highest order `next_order_from_stats` can give at this noise: "p2" where k* > 3, "p1" where
+    2 < k* <= 3 (both with the heavy-tail term when k* < 5), None where k* <= 2 (kappa = inf)."""
+    k_star = moment_order(noise, sigma)
+    return "p2" if k_star > 3 else "p1" if k_star > 2 else None
+
+
+def tail_power(noise: str, sigma: float) -> float | None:
+    """k*, the power of c_tail = sum p^{k*} |x|^2, when the order of `prediction_order` includes the
+    heavy-tail term (2 < k* < 5, not an integer); None otherwise (no c_tail needed)."""
+    order = prediction_order(noise, sigma)
+    k_star = moment_order(noise, sigma)
+    if order is None or not _tail_used(k_star, order) or k_star == round(k_star):
+        return None
+    return k_star
+
+
 def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):
     """E|o~ - o|^2 to the next order, from per-trial sums (`next_order_stats`; arrays or floats).
 
