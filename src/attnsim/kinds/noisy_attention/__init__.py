@@ -161,7 +161,7 @@ def headline(s) -> str:
 KIND = Kind(
     name="noisy_attention",
     package=__name__,
-    figures=("rel_err_vs_n", "collapse"),
+    figures=("rel_err_vs_n", "collapse", "delta_shortfall"),
     headline=headline,
     extreme_metrics=("entropy",),
     description="attention output under i.i.d. logit noise vs the delta-method prediction",
