@@ -132,10 +132,10 @@ def test_temperature_claims():
 def test_config_without_experiments_gives_not_measured(tmp_path):
     rows = engine.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
-    assert len(rows) == 13
+    assert len(rows) == 13 + 11  # the synthetic kinds' claims, the real-attention kinds' (docs/science.md §5) and entropy_in_bounds
     written = io.write(rows, tmp_path, {"seed": 1})
     table = store.read_table(written[0])
-    assert table.num_rows == 13 and table.schema.field("verdict").metadata[b"description"]
+    assert table.num_rows == len(rows) and table.schema.field("verdict").metadata[b"description"]
     assert "not measured" in written[1].read_text() and "<table>" in written[2].read_text()
     assert set(engine.VERDICTS) >= {c.verdict for c in rows}
 
