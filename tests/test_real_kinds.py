@@ -51,7 +51,7 @@ def test_real_noise_matches_the_per_trial_oracle(resources):
     for t in range(5):
         for p, metrics in zip(points, out):
             logits, values = noise_oracle.head_row(bert, ids[t], int(positions[t]), p["layer"], p["head"])
-            ref = noise_oracle.naive_trial(logits, values, z[p["noise"]][t], p["noise_scale"])
+            ref = noise_oracle.naive_trial(logits, values, z[(p["noise"], p["layer"], p["head"])][t], p["noise_scale"])
             for name, value in ref.items():
                 assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
 
@@ -287,3 +287,46 @@ def test_install_without_network_or_copy_says_how(tmp_path, monkeypatch, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "assets.glove: /path/to/a/copy" in err[0]
     assert not os.listdir(tmp_path / "resources")
+
+
+# --------------------------------------------------------------------------- the workflow, end to end
+
+
+def tiny_real_config(minilm_dir, glove_dir, chunk_size: int) -> dict:
+    return {
+        "seed": 3,
+        "chunk_size": chunk_size,
+        "assets": {"minilm": str(minilm_dir), "glove": str(glove_dir)},  # local copies: no network needed
+        "experiments": {
+            "noise": {
+                "kind": "real_noise",
+                "trials": 6,
+                "grid": dict(n=[8], noise_draws=[3], layer=[0, 5], head=[0, 1], noise=["gaussian", "student_t"], noise_scale=[0.1, 0.5]),
+            },
+            "entropy": {"kind": "real_entropy", "trials": 6, "grid": dict(n=[8], init_std=[0.0, 0.02, 1.0], layer=[0, 5], head=[0, 1])},
+            "temperature": {"kind": "real_temperature", "trials": 50, "grid": dict(embeddings=["glove", "minilm"], n=[4, 16], tau=[0.05, 1.0, 5.0])},
+        },
+    }
+
+
+@pytest.mark.slow
+def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, glove_dir, tmp_path):
+    from workflow_helpers import point_rows, snakemake, write_config
+
+    runs = {}
+    for cores, chunk_size in ((1, 3), (2, 64)):
+        workdir = tmp_path / f"cores{cores}"
+        write_config(workdir, tiny_real_config(minilm_dir, glove_dir, chunk_size))
+        snakemake(workdir, "--cores", str(cores), timeout=900)
+        runs[cores] = point_rows(workdir)
+        assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (workdir / "resources/glove.verified").is_file()
+        for figure in ("noise/real_noise_map", "noise/real_noise_rate", "entropy/real_entropy_layers", "temperature/real_temperature_gap"):
+            assert (workdir / "results/figures" / f"{figure}.png").stat().st_size > 10_000
+        claims = (workdir / "results/claims.md").read_text()
+        assert "real_delta_method" in claims and "real_tau_one_gap" in claims
+        summary = workdir / "results/store/summary/kind=real_entropy/experiment=entropy/summary.parquet"
+        meta = json.loads(pq.read_metadata(summary).metadata[b"attnsim"])
+        assert meta["asset_minilm"]["files"] == assets.get("minilm").files and meta["corpus"]["source"] == "pydoc_data.topics"
+    assert len(runs[1]) == 16 + 12 + 12 and runs[1] == runs[2]
+    again = snakemake(tmp_path / "cores2", "--cores", "2")
+    assert "Nothing to be done" in again.stdout + again.stderr

@@ -24,7 +24,7 @@ def real_entropy_layers(summary: pd.DataFrame):
     stds = sorted(summary["init_std"].unique())
     colours = {s: ("k" if s == 0 else c) for s, c in zip(stds, [None] + sns.color_palette("viridis", max(1, len(stds) - 1)))}
     rows = (("entropy_mean", "entropy H (nats)"), ("sink_weight_mean", "weight on [CLS] + [SEP]"), ("grad_rel_mean", "‖∂o/∂s‖² / value spread"))
-    fig, axes = plt.subplots(len(rows), len(ns), figsize=(5.2 * len(ns) + 0.8, 9.5), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(len(rows), len(ns), figsize=(max(7.5, 5.2 * len(ns) + 0.8), 9.5), squeeze=False, sharex=True)
     rng = np.random.default_rng(0)  # jitter of the head dots only
     for col, n in enumerate(ns):
         data = summary[summary["n"] == n]
@@ -42,7 +42,7 @@ def real_entropy_layers(summary: pd.DataFrame):
                 ax.scatter(part["layer"] + offset + rng.uniform(-0.02, 0.02, len(part)), part[metric], s=5, color=colours[std], alpha=0.35, lw=0)
                 ax.errorbar(x, mean, yerr=[np.maximum(mean - low, 0), np.maximum(high - mean, 0)], fmt="o-", color=colours[std], ms=4, lw=1.3, capsize=2)
                 if metric == "entropy_mean" and std > 0:
-                    ax.axhline(float(part["entropy_small_scale"].iloc[0]), color=colours[std], ls=":", lw=1)
+                    ax.axhline(float(part["entropy_rem"].iloc[0]), color=colours[std], ls=":", lw=1.2)
             if metric == "entropy_mean":
                 ax.axhline(np.log(n), color="firebrick", lw=1.6)
                 ax.set_ylim(-0.1, np.log(n) * 1.08)
@@ -62,7 +62,7 @@ def real_entropy_layers(summary: pd.DataFrame):
     handles += [
         Line2D([], [], color="0.4", marker="o", ms=3, ls="none", alpha=0.5, label="one head (mean over its rows)"),
         Line2D([], [], color="firebrick", lw=1.6, label="log n: the upper bound (uniform weights)"),
-        Line2D([], [], color="0.3", ls=":", label="log n − (init_std²·384)²/2: small-scale theory at init (§5.3)"),
+        Line2D([], [], color="0.3", ls=":", label="theory at init: log n − σ_s²/2, 0 once frozen (σ_s = init_std²·384, §3.4, §5.3)"),
         Line2D([], [], color="firebrick", ls="--", label="uniform weights: 2/n on [CLS]+[SEP], 1/n gradient"),
     ]
     legend_below(fig, handles, ncol=3, y=0.0)

@@ -27,12 +27,11 @@ def real_noise_map(summary: pd.DataFrame):
     or of rel_err where kappa = inf (no prediction)."""
     settings, ns = _settings(summary), sorted(summary["n"].unique())
     layers, heads = sorted(summary["layer"].unique()), sorted(summary["head"].unique())
-    fig, axes = plt.subplots(len(ns), len(settings), figsize=(0.33 * len(heads) * len(settings) + 1.5, 0.42 * len(layers) * len(ns) + 1.8), squeeze=False)
+    fig, axes = plt.subplots(len(ns), len(settings), figsize=(0.4 * len(heads) * len(settings) + 1.5, 0.42 * len(layers) * len(ns) + 1.8), squeeze=False)
     tol = THRESHOLDS.ratio_tolerance
     ratio_norm = mcolors.TwoSlopeNorm(vcenter=1.0, vmin=0.8, vmax=1.2)
     heavy = summary[~summary["kappa_finite"]]
     rel_norm = mcolors.LogNorm(vmin=max(float(heavy["rel_err_mean"].min()), 1e-4), vmax=float(heavy["rel_err_mean"].max()) * 1.01) if len(heavy) else None
-    ratio_image = rel_image = None
     for row, n in enumerate(ns):
         for col, (noise, sigma, k) in enumerate(settings):
             ax = axes[row, col]
@@ -41,7 +40,8 @@ def real_noise_map(summary: pd.DataFrame):
             value = "err_ratio" if finite else "rel_err_mean"
             grid = part.pivot_table(index="layer", columns="head", values=value, aggfunc="first").reindex(index=layers, columns=heads)
             if finite:
-                ratio_image = ax.imshow(grid.to_numpy(float), cmap="RdBu_r", norm=ratio_norm, aspect="auto")
+                image = ax.imshow(grid.to_numpy(float), cmap="RdBu_r", norm=ratio_norm, aspect="auto")
+                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label("measured / predicted (theory: 1)", fontsize=7.5)
                 low = part.pivot_table(index="layer", columns="head", values="err_ratio_ci_low", aggfunc="first").reindex(index=layers, columns=heads)
                 high = part.pivot_table(index="layer", columns="head", values="err_ratio_ci_high", aggfunc="first").reindex(index=layers, columns=heads)
                 kp2 = part.pivot_table(index="layer", columns="head", values="kappa_sum_p2", aggfunc="first").reindex(index=layers, columns=heads)
@@ -52,7 +52,8 @@ def real_noise_map(summary: pd.DataFrame):
                     ax.plot(j, i, marker=".", color="0.15", ms=3)
                 title = f"{noise} σ = {sigma:g}: measured / predicted"
             else:
-                rel_image = ax.imshow(grid.to_numpy(float), cmap="magma", norm=rel_norm, aspect="auto")
+                image = ax.imshow(grid.to_numpy(float), cmap="magma", norm=rel_norm, aspect="auto")
+                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label("rel. error (no prediction)", fontsize=7.5)
                 title = f"{noise} σ = {sigma:g} (κ = ∞): rel. error"
             ax.set_title(f"{title}\nn = {n}, K = {k}", fontsize=8.5)
             ax.set_xticks(range(len(heads)), heads, fontsize=7)
@@ -60,10 +61,6 @@ def real_noise_map(summary: pd.DataFrame):
             ax.set_xlabel("head", fontsize=8)
             if col == 0:
                 ax.set_ylabel("layer", fontsize=8)
-    if ratio_image is not None:
-        fig.colorbar(ratio_image, ax=axes.ravel().tolist(), label="measured / predicted ‖õ−o‖² (theory: 1)", fraction=0.025, pad=0.01)
-    if rel_image is not None:
-        fig.colorbar(rel_image, ax=axes.ravel().tolist(), label="rel. error, κ = ∞ (no prediction)", fraction=0.025, pad=0.04)
     handles = [
         Line2D([], [], marker="x", color="k", ls="none", label=f"95% CI misses 1 ± {tol}"),
         Line2D([], [], marker=".", color="0.15", ls="none", label=f"κΣp² ≥ {THRESHOLDS.delta_kappa_p2}: outside the delta method's regime"),
