@@ -1,4 +1,4 @@
-"""The trained model's attention rows for experiment kinds (docs/science.md §5).
+"""The trained model's attention rows for experiment kinds (docs/science.md §5.5).
 
 A trial is one attention row: a window of `n` corpus tokens (`corpus.TokenStream.windows`:
 [CLS], n - 2 consecutive word pieces, [SEP]) and a query position in it, both drawn from the

@@ -1,5 +1,5 @@
 """Kind `real_entropy`: entropy of the attention rows of all-MiniLM-L6-v2, trained and re-initialised
-(docs/science.md §5.6).
+(docs/science.md §5.7).
 
 init_std = 0 is the trained model; init_std > 0 the same architecture with BERT's
 initialisation N(0, init_std^2) (0.02 is BERT's own). A trial is one real attention row: a

@@ -1,4 +1,4 @@
-"""Claims of statement 2 (information content, docs/science.md §3, §5.6) judged on the attention rows of
+"""Claims of statement 2 (information content, docs/science.md §3, §5.7) judged on the attention rows of
 all-MiniLM-L6-v2, trained and re-initialised (`real_entropy` summaries)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figure of `real_entropy` (docs/science.md §5.6): per layer, the entropy of trained and re-initialised
+"""Figure of `real_entropy` (docs/science.md §5.7): per layer, the entropy of trained and re-initialised
 heads against log n and the small-scale prediction, the weight on [CLS]/[SEP] and the logit gradient."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Entropy of real attention rows for trained and re-initialised weights (docs/science.md §5.6).
+"""Entropy of real attention rows for trained and re-initialised weights (docs/science.md §5.7).
 
 Draw order per block: the trials' windows and query positions (`heads.draw_trials`); then, only
 if a point of the block is re-initialised, one standard draw of every weight of the

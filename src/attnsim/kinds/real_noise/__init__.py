@@ -1,4 +1,4 @@
-"""Kind `real_noise`: i.i.d. logit noise on the trained heads of all-MiniLM-L6-v2 (docs/science.md §5.5).
+"""Kind `real_noise`: i.i.d. logit noise on the trained heads of all-MiniLM-L6-v2 (docs/science.md §5.6).
 
 The same metrics, theory and summary as `noisy_attention` (§2), but each trial's logits and
 values are one real attention row: a corpus window of n tokens, a query position, and the

@@ -1,4 +1,4 @@
-"""Claims of statement 1 (robustness to i.i.d. logit noise, docs/science.md §2, §5.5) judged on the
+"""Claims of statement 1 (robustness to i.i.d. logit noise, docs/science.md §2, §5.6) judged on the
 trained heads of all-MiniLM-L6-v2 (`real_noise` summaries)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figures of `real_noise` (docs/science.md §5.5): a layer x head map of measured / predicted error,
+"""Figures of `real_noise` (docs/science.md §5.6): a layer x head map of measured / predicted error,
 and the error against n_eff on trained heads beside sqrt(kappa / n_eff)."""
 
 from __future__ import annotations

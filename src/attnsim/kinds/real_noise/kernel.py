@@ -1,4 +1,4 @@
-"""Noisy attention on the trained heads of all-MiniLM-L6-v2 (docs/science.md §5.5).
+"""Noisy attention on the trained heads of all-MiniLM-L6-v2 (docs/science.md §5.6).
 
 Draw order per block: the trials' windows and query positions (`heads.draw_trials`), then two
 raw 64-bit words that seed one generator per noise family, layer and head (`SeedSequence(words,

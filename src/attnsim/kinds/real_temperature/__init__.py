@@ -1,4 +1,4 @@
-"""Kind `real_temperature`: cosine attention at temperature tau over real embeddings (docs/science.md §5.7).
+"""Kind `real_temperature`: cosine attention at temperature tau over real embeddings (docs/science.md §5.8).
 
 A query and n keys are members of a fixed population of real embeddings (MiniLM sentence
 embeddings of corpus sentences, or GloVe word vectors); the logits are cos theta_i / tau. The

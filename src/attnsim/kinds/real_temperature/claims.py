@@ -1,4 +1,4 @@
-"""Claims of statement 3 (temperature bounds the entropy, docs/science.md §4, §5.7) judged on real
+"""Claims of statement 3 (temperature bounds the entropy, docs/science.md §4, §5.8) judged on real
 embeddings (`real_temperature` summaries)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cosine attention over real embeddings at temperature tau (docs/science.md §5.7).
+"""Cosine attention over real embeddings at temperature tau (docs/science.md §5.8).
 
 Populations (fixed, loaded once per process): `minilm`, the MiniLM sentence embeddings of every
 k-th corpus sentence (k = number of sentences // MINILM_POPULATION, the first MINILM_POPULATION
