@@ -40,7 +40,10 @@ def real_entropy_layers(summary: pd.DataFrame):
                 high = np.array([st["ci_high"] if np.isfinite(st["ci_high"]) else st["mean"] for st in stats])
                 x = np.array(layers, float) + offset
                 ax.scatter(part["layer"] + offset + rng.uniform(-0.02, 0.02, len(part)), part[metric], s=5, color=colours[std], alpha=0.35, lw=0)
-                ax.errorbar(x, mean, yerr=[np.maximum(mean - low, 0), np.maximum(high - mean, 0)], fmt="o-", color=colours[std], ms=4, lw=1.3, capsize=2)
+                below = np.maximum(mean - low, 0)
+                if metric == "grad_rel_mean":
+                    below = np.minimum(below, 0.999 * mean)  # log scale: an interval reaching 0 is drawn to just above it
+                ax.errorbar(x, mean, yerr=[below, np.maximum(high - mean, 0)], fmt="o-", color=colours[std], ms=4, lw=1.3, capsize=2)
                 if metric == "entropy_mean" and std > 0:
                     ax.axhline(float(part["entropy_rem"].iloc[0]), color=colours[std], ls=":", lw=1.2)
             if metric == "entropy_mean":

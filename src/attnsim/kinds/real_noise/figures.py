@@ -27,7 +27,13 @@ def real_noise_map(summary: pd.DataFrame):
     or of rel_err where kappa = inf (no prediction)."""
     settings, ns = _settings(summary), sorted(summary["n"].unique())
     layers, heads = sorted(summary["layer"].unique()), sorted(summary["head"].unique())
-    fig, axes = plt.subplots(len(ns), len(settings), figsize=(0.4 * len(heads) * len(settings) + 1.5, 0.42 * len(layers) * len(ns) + 1.8), squeeze=False)
+    fig, axes = plt.subplots(
+        len(ns),
+        len(settings),
+        figsize=(0.4 * len(heads) * len(settings) + 1.5, 0.42 * len(layers) * len(ns) + 1.8),
+        squeeze=False,
+        gridspec_kw={"wspace": 0.55},
+    )
     tol = THRESHOLDS.ratio_tolerance
     ratio_norm = mcolors.TwoSlopeNorm(vcenter=1.0, vmin=0.8, vmax=1.2)
     heavy = summary[~summary["kappa_finite"]]
