@@ -101,6 +101,7 @@ class Kind:
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError)
     assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.assets names), fetched before any job runs
+    provenance: Callable[[], dict] | None = None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:
