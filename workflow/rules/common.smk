@@ -7,7 +7,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim import plan as planning, resources, store
+from attnsim import cluster, plan as planning, resources, store
 from attnsim.config import load as load_settings
 from attnsim.errors import AttnsimError
 from attnsim.figures import FIGURES, figure_names
@@ -109,3 +109,19 @@ def all_targets():
 
 def print_run_summary():
     print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))
+
+
+def check_cluster_fit():
+    """With the SLURM executor, stop before submitting if a job asks for more than any node has
+    (it would wait in the queue for ever). The executor is known only once the run starts.
+    """
+    plugin = workflow.executor_plugin
+    if plugin is not None and plugin.name == "slurm":
+        try:
+            cluster.check_jobs(workflow.dag.needrun_jobs())
+        except AttnsimError as error:
+            _fail(error)
+
+
+onstart:
+    check_cluster_fit()
