@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
@@ -14,30 +16,44 @@ from workflow_helpers import point_rows, write_config
 pytestmark = pytest.mark.slow
 
 
-def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent(tmp_path):
+def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent(tmp_path, monkeypatch):
+    release = tmp_path / "release"
+    monkeypatch.setenv("ATTNSIM_TEST_HOLD", str(release))  # each chunk job waits, once written, for `release`
     write_config(checkout(tmp_path), config(chunk_size=2))
     first = attnsim_run(tmp_path, "--cores", "1")
-    deadline = time.monotonic() + 120
-    while not chunks(tmp_path):
-        assert first.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    second = attnsim_run(tmp_path, "--cores", "1")  # the stale-lock check must see the live run
-    out2, _ = second.communicate(timeout=120)
-    assert second.returncode != 0 and "Directory cannot be locked" in out2, out2
+    try:
+        deadline = time.monotonic() + 120
+        while not chunks(tmp_path):
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        # The first run now certainly holds the lock: its first job has written its chunk and waits.
+        second = attnsim_run(tmp_path, "--cores", "1")  # the stale-lock check must see the live run
+        out2, _ = second.communicate(timeout=120)
+        assert second.returncode != 0 and "Directory cannot be locked" in out2, out2
+        assert first.poll() is None
 
-    seen = []
-    while first.poll() is None:  # query while chunks are being written: never a half file
-        try:
-            frame = query.run(tmp_path / "results/store", "SELECT point_id, count(*) AS trials FROM robustness_trials GROUP BY ALL")
-        except QueryError as error:
-            assert "no results yet" in str(error)
-            continue
-        assert set(frame["trials"]) == {200}
-        seen.append(len(frame))
-        time.sleep(0.1)
-    out1, _ = first.communicate()
+        query_sql = "SELECT point_id, count(*) AS trials FROM robustness_trials GROUP BY ALL"
+        frame = query.run(tmp_path / "results/store", query_sql)  # mid-run, with exactly one chunk
+        seen = [len(frame)]
+        assert seen == [2] and set(frame["trials"]) == {200}
+        release.touch()
+        while first.poll() is None:  # query while chunks are being written: never a half file
+            try:
+                frame = query.run(tmp_path / "results/store", query_sql)
+            except QueryError as error:
+                assert "no results yet" in str(error)
+                continue
+            assert set(frame["trials"]) == {200}
+            seen.append(len(frame))
+            time.sleep(0.1)
+        out1, _ = first.communicate()
+    finally:
+        release.touch()
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.communicate()
     assert first.returncode == 0, out1
-    assert seen and seen == sorted(seen)  # results only ever grow
+    assert seen == sorted(seen)  # results only ever grow
     rows = point_rows(tmp_path)
     assert len(rows) == 16 and len(chunks(tmp_path)) == 8
     for path in store.chunk_files(tmp_path / "results/store"):
