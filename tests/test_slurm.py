@@ -114,6 +114,14 @@ def through_slurm(workdir: Path, slurm_env: dict, threads: int = 1, timeout: flo
         process.send_signal(signal.SIGINT)  # SIGTERM does not stop a plugin waiting on sacct
         out, _ = process.communicate(timeout=60)
         pytest.fail(f"snakemake through SLURM hung for {timeout} s:\n{out[-4000:]}")
+    except BaseException:  # pytest interrupted: Snakemake (its own session) must not outlive the test
+        os.killpg(process.pid, signal.SIGINT)  # it cancels its SLURM jobs
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+        raise
     return subprocess.CompletedProcess(cmd, process.returncode, out, "")
 
 
