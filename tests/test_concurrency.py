@@ -3,24 +3,43 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
+from test_interruption import attnsim_run, checkout, chunks, config
+from workflow_helpers import point_rows, write_config
 
 from attnsim import query, store
 from attnsim.errors import QueryError
-from test_interruption import attnsim_run, checkout, chunks, config
-from workflow_helpers import point_rows, write_config
 
 pytestmark = pytest.mark.slow
 
 
-def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent(tmp_path, monkeypatch):
+def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
+    """`attnsim run` whose chunk jobs, once their chunk is written, wait until `release` exists:
+    the workflow's `attnsim simulate` finds a wrapper first on PATH."""
+    bin_dir = workdir.parent / f"{workdir.name}-bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "attnsim"
+    real = f"{shlex.quote(sys.executable)} -m attnsim.cli"
+    wrapper.write_text(f'#!/bin/sh\n{real} "$@" || exit\n[ "$1" = simulate ] || exit 0\nwhile [ ! -e {shlex.quote(str(release))} ]; do sleep 0.05; done\n')
+    wrapper.chmod(0o755)
+    env = dict(os.environ, PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]))
+    return subprocess.Popen(
+        [sys.executable, "-m", "attnsim.cli", "run", *args], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+
+
+def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent(tmp_path):
     release = tmp_path / "release"
-    monkeypatch.setenv("ATTNSIM_TEST_HOLD", str(release))  # each chunk job waits, once written, for `release`
     write_config(checkout(tmp_path), config(chunk_size=2))
-    first = attnsim_run(tmp_path, "--cores", "1")
+    first = held_run(tmp_path, release, "--cores", "1")  # each chunk job waits, once written, for `release`
     try:
         deadline = time.monotonic() + 120
         while not chunks(tmp_path):

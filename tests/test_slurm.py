@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from workflow_helpers import REPO, point_rows, snakemake, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -105,8 +104,23 @@ def config():
 def through_slurm(workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
     """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
     env = dict(slurm_env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{slurm_env['PATH']}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--workflow-profile", str(REPO / "workflow/profiles/slurm"),
-           "--slurm-init-seconds-before-status-checks", "2", "--set-threads", f"simulate={threads}", "--retries", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--workflow-profile",
+        str(REPO / "workflow/profiles/slurm"),
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--set-threads",
+        f"simulate={threads}",
+        "--retries",
+        "0",
+    ]
     process = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = process.communicate(timeout=timeout)

@@ -19,20 +19,6 @@ def _simulate(args) -> None:
     from attnsim.simulate import run_chunk
 
     run_chunk(args.spec, args.output, threads=args.threads)
-    _test_hold()
-
-
-def _test_hold() -> None:
-    """Test hook, inert unless ATTNSIM_TEST_HOLD is set to a path: then a chunk job, once its
-    output is written, waits until that file exists (at most 10 min). tests/test_concurrency.py
-    uses it to keep a run alive, with a finished chunk, for exactly as long as it needs."""
-    import os
-    import time
-
-    hold = os.environ.get("ATTNSIM_TEST_HOLD")
-    deadline = time.monotonic() + 600
-    while hold and not os.path.exists(hold) and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def _collect(args) -> None:

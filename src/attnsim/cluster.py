@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from attnsim.errors import AttnsimError
 
@@ -96,10 +96,14 @@ def check(requests: Iterable[Request], partitions: dict[str, Partition]) -> None
         part = partitions.get(r.partition) if r.partition else default
         if part is None:
             if r.partition:
-                raise ClusterFitError(f"{r.rule} asks for partition {r.partition}, which sinfo does not list (partitions: {', '.join(sorted(partitions))}); fix slurm_partition")
+                raise ClusterFitError(
+                    f"{r.rule} asks for partition {r.partition}, which sinfo does not list (partitions: {', '.join(sorted(partitions))}); fix slurm_partition"
+                )
             continue  # no default partition: sbatch will say so
         if r.cpus > part.cpus:
-            raise ClusterFitError(f"{r.rule} asks for {r.cpus} CPUs per task, partition {part.name}'s largest node has {part.cpus}; lower set-threads in {PROFILE}")
+            raise ClusterFitError(
+                f"{r.rule} asks for {r.cpus} CPUs per task, partition {part.name}'s largest node has {part.cpus}; lower set-threads in {PROFILE}"
+            )
         if r.mem_mb is not None and part.mem_mb and r.mem_mb > part.mem_mb:
             raise ClusterFitError(
                 f"{r.rule} asks for {r.mem_mb} MB of memory (mem_mb), partition {part.name}'s largest node has {part.mem_mb} MB; "
@@ -139,7 +143,9 @@ def largest_requests(jobs: Iterable) -> list[Request]:
         r = job_request(job)
         old = largest.get((r.rule, r.partition))
         if old is not None:
-            r = Request(r.rule, max(r.cpus, old.cpus), max(r.mem_mb or 0, old.mem_mb or 0) or None, max(r.runtime_min or 0, old.runtime_min or 0) or None, r.partition)
+            r = Request(
+                r.rule, max(r.cpus, old.cpus), max(r.mem_mb or 0, old.mem_mb or 0) or None, max(r.runtime_min or 0, old.runtime_min or 0) or None, r.partition
+            )
         largest[(r.rule, r.partition)] = r
     return list(largest.values())
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim import cluster, plan as planning, resources, store
+from attnsim import plan as planning, resources, store
 from attnsim.config import load as load_settings
 from attnsim.errors import AttnsimError
 from attnsim.figures import FIGURES, figure_names
@@ -115,6 +115,9 @@ def check_cluster_fit():
     """With the SLURM executor, stop before submitting if a job asks for more than any node has
     (it would wait in the queue for ever). The executor is known only once the run starts.
     """
+    # imported here: the hook stays one self-contained block
+    from attnsim import cluster
+
     plugin = workflow.executor_plugin
     if plugin is not None and plugin.name == "slurm":
         try:
