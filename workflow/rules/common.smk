@@ -141,3 +141,22 @@ def sweep_dead_writers():
 
 def print_run_summary():
     print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))
+
+
+def check_cluster_fit():
+    """With the SLURM executor, stop before submitting if a job asks for more than any node has
+    (it would wait in the queue for ever). The executor is known only once the run starts.
+    """
+    # imported here: the hook stays one self-contained block
+    from attnsim import cluster
+
+    plugin = workflow.executor_plugin
+    if plugin is not None and plugin.name == "slurm":
+        try:
+            cluster.check_jobs(workflow.dag.needrun_jobs())
+        except AttnsimError as error:
+            _fail(error)
+
+
+onstart:
+    check_cluster_fit()
