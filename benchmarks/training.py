@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from attnsim.kernels import contrastive_training as ct
-from attnsim.kernels import recall_training as rt
+from attnsim.kinds.contrastive_training import kernel as ct
+from attnsim.kinds.recall_training import kernel as rt
 from attnsim.tuning import tune_allocator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
