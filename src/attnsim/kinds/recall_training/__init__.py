@@ -68,7 +68,8 @@ def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float
     share = successes / trials
     centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z / (1 + z * z / trials) * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if successes == 0 else low), (1.0 if successes == trials else high)  # exact at the ends (no rounding residue)
 
 
 def bytes_per_trial(p) -> int:
