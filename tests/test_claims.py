@@ -10,6 +10,7 @@ import pytest
 
 from attnsim import store
 from attnsim.claims import engine, io
+from attnsim.kinds import all_kinds
 from attnsim.kinds.init_gradient import claims as gradient_claims
 from attnsim.kinds.logit_entropy import claims as entropy_claims
 from attnsim.kinds.noisy_attention import claims as noisy_claims
@@ -132,10 +133,11 @@ def test_temperature_claims():
 def test_config_without_experiments_gives_not_measured(tmp_path):
     rows = engine.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
-    assert len(rows) == 13
+    expected = sum(len(k.submodule("claims").CLAIMS) for k in all_kinds().values()) + 1  # + entropy_in_bounds
+    assert len(rows) == expected
     written = io.write(rows, tmp_path, {"seed": 1})
     table = store.read_table(written[0])
-    assert table.num_rows == 13 and table.schema.field("verdict").metadata[b"description"]
+    assert table.num_rows == expected and table.schema.field("verdict").metadata[b"description"]
     assert "not measured" in written[1].read_text() and "<table class='claims'>" in written[2].read_text()
     assert set(engine.VERDICTS) >= {c.verdict for c in rows}
 
