@@ -65,7 +65,7 @@ def trainability(summary: pd.DataFrame):
     entropy_ax.set_ylabel("initial entropy H₀ (nats; grey squares)", color="0.3")
     loss_ax.axhline(1.0, color="k", lw=0.9, ls="-", alpha=0.6)
     loss_ax.axhline(first["threshold"].iloc[0], color="firebrick", lw=0.9, ls="--")
-    loss_ax.text(data["scale"].min(), 1.0, " chance", va="bottom", fontsize=8)
+    loss_ax.text(data["scale"].min(), 1.0, " chance", va="top", fontsize=8)
     loss_ax.text(data["scale"].min(), first["threshold"].iloc[0], " threshold", va="bottom", fontsize=8, color="firebrick")
     loss_ax.set_yscale("log")
     loss_ax.set_ylabel("final held-out loss / chance loss (1 − 1/n)")
