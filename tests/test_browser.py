@@ -301,7 +301,8 @@ def test_report_opens_offline_on_its_home_and_general_pages(run, browser, shots)
     experiments = sorted(EXPERIMENTS) + ["robustness"]
     assert {"Workflow", "Statistics", "About", "Claims", *experiments} <= set(entries), sorted(entries)
     home = text(browser.find_element(CSS, "#app").text)
-    assert "attnsim puts two claims about softmax attention" in home and "Configuration of this run: seed 7" in home
+    opening = text((REPO / "workflow/report/workflow.rst").read_text().split("\n\n")[0])  # the report's own first sentence
+    assert opening.split(" (")[0] in home and "Configuration of this run: seed 7" in home
     assert not undecoded_images(browser)
     screenshot(browser, shots, "report-home")
     for page in ("Statistics", "About", "Workflow"):
@@ -366,7 +367,8 @@ def test_report_claims_page_has_every_claim_with_its_verdict(run, browser, shots
         browser.switch_to.default_content()
     assert not broken, f"links in the report's claims page lead nowhere (it is embedded as a data: URL, so relative links cannot resolve): {broken}"
     screenshot(browser, shots, "report-claims")
-    assert "The claims table: one row per claim" in describe(browser, "results/claims.html")
+    caption = text((REPO / "workflow/report/claims.rst").read_text()).split(":")[0]  # "The claims table, the project's headline result"
+    assert caption in describe(browser, "results/claims.html")
     assert console_errors(browser) == []
     print(f"claims page: {time.monotonic() - started:.1f} s")
 

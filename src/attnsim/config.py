@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -162,6 +162,7 @@ class Settings:
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
+    assets: dict[str, str] = field(default_factory=dict)  # asset name -> local copy to use instead of downloading
 
 
 def check_semantics(settings: Settings) -> None:
@@ -179,8 +180,8 @@ def check_semantics(settings: Settings) -> None:
         if kind.check_grid is not None:
             try:
                 kind.check_grid(experiment.grid)
-            except ConfigError as error:  # its message starts with the grid key: make it the full path
-                raise ConfigError(f"experiments.{name}.grid.{error}") from None
+            except ConfigError as error:  # its message starts with grid.<key>: make it the full path
+                raise ConfigError(f"experiments.{name}.{error}") from None
         worst = max(expand(experiment), key=lambda p: kind.bytes_per_trial(p.params))
         need = kind.bytes_per_trial(worst.params)
         if need > budget:
@@ -214,6 +215,7 @@ def load(config: dict) -> Settings:
         memory_budget_mb=config["memory_budget_mb"],
         experiments=experiments,
         config_hash=digest(json.loads(json.dumps(science))),
+        assets=dict(config.get("assets", {})),
     )
     check_semantics(settings)
     return settings

@@ -1,6 +1,7 @@
 # Configuration, planning and input functions. All logic lives in the attnsim package.
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -52,6 +53,19 @@ def planned_chunk(wildcards):
 
 def chunk_spec(wildcards):
     return planned_chunk(wildcards).to_json()
+
+
+def chunk_assets(wildcards):
+    """The verified assets the chunk's kind reads (`Kind.assets`): fetched once, before its jobs."""
+    return [
+        f"resources/{name}.verified" for name in planned_chunk(wildcards).kind.assets
+    ]
+
+
+def asset_local_copy(wildcards):
+    """`--local-copy PATH` when the config names a copy of this asset (`assets:`), else nothing."""
+    local = SETTINGS.assets.get(wildcards.asset)
+    return f"--local-copy {shlex.quote(str(local))}" if local else ""
 
 
 def chunk_mem_mb(wildcards, threads):

@@ -102,8 +102,9 @@ class Kind:
     # the finite trials only, and the summary adds `<m>_finite`, the number of those trials (medians etc.: extra_summary)
     finite_metrics: tuple[str, ...] = ()
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
-    check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError whose message starts with the grid key)
+    check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
     assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.assets names), fetched before any job runs
+    provenance: Callable[[], dict] | None = None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:

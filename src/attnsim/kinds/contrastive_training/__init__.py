@@ -80,7 +80,7 @@ def bytes_per_trial(p) -> int:
 def check_grid(grid: Mapping[str, list]) -> None:
     """Combinations the schema cannot refuse: more classes than examples per batch, inputs narrower than the latent space."""
     if max(grid["classes"]) > min(grid["n"]):
-        raise ConfigError(f"classes: {max(grid['classes'])} classes but batches of n = {min(grid['n'])} examples; need classes <= n for every combination")
+        raise ConfigError(f"grid.classes: {max(grid['classes'])} classes but batches of n = {min(grid['n'])} examples; need classes <= n for every combination")
     if min(grid["input_dim"]) < max(grid["latent_dim"]):
         raise ConfigError(
             f"input_dim: {min(grid['input_dim'])} is below latent_dim = {max(grid['latent_dim'])}; need input_dim >= latent_dim for every combination"
