@@ -83,7 +83,7 @@ def check_grid(grid: Mapping[str, list]) -> None:
         raise ConfigError(f"grid.classes: {max(grid['classes'])} classes but batches of n = {min(grid['n'])} examples; need classes <= n for every combination")
     if min(grid["input_dim"]) < max(grid["latent_dim"]):
         raise ConfigError(
-            f"input_dim: {min(grid['input_dim'])} is below latent_dim = {max(grid['latent_dim'])}; need input_dim >= latent_dim for every combination"
+            f"grid.input_dim: {min(grid['input_dim'])} is below latent_dim = {max(grid['latent_dim'])}; need input_dim >= latent_dim for every combination"
         )
 
 
