@@ -215,7 +215,7 @@ BAD = {
     "tau zero": ({"contrastive": {"tau": [1.0, 0.0]}}, "experiments.contrastive.grid.tau[1]"),
     "unknown optimiser": ({"recall": {"optimiser": ["sgd", "rmsprop"]}}, "experiments.recall.grid.optimiser[1]"),
     "classes over n": ({"contrastive": {"classes": [3, 9]}}, "experiments.contrastive.grid.classes: 9 classes but batches of n = 8"),
-    "input below latent": ({"contrastive": {"input_dim": [6, 1]}}, "experiments.contrastive.grid.input_dim: 1 is below latent_dim = 2"),
+    "input below latent": ({"contrastive": {"latent_dim": [4], "input_dim": [6, 3]}}, "experiments.contrastive.grid.input_dim: 3 is below latent_dim = 4"),
     "scale zero": ({"recall": {"scale": [0.0]}}, "experiments.recall.grid.scale[0]"),
 }
 
