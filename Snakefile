@@ -17,6 +17,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/assets.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
@@ -29,7 +30,10 @@ rule all:
         all_targets,
 
 
+# One onstart (Snakemake keeps only the last one registered): refuse jobs no node can hold,
+# sweep dead writers' temp files, write the pending chunks' spec files for their jobs.
 onstart:
+    check_cluster_fit()
     sweep_dead_writers()
     write_chunk_specs()
 

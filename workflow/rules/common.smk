@@ -2,6 +2,7 @@
 
 import functools
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -84,6 +85,17 @@ def _local_cores():
     return workflow.resource_settings.cores if workflow.local_exec else None
 
 
+def chunk_assets(wildcards):
+    """The verified assets the chunk's kind reads (`Kind.assets`): fetched once, before its jobs."""
+    return [f"resources/{name}.verified" for name in get_kind(wildcards.kind).assets]
+
+
+def asset_local_copy(wildcards):
+    """`--local-copy PATH` when the config names a copy of this asset (`assets:`), else nothing."""
+    local = SETTINGS.assets.get(wildcards.asset)
+    return f"--local-copy {shlex.quote(str(local))}" if local else ""
+
+
 def chunk_mem_mb(wildcards, threads):
     return resources.chunk_mem_mb(planned_cost(wildcards), threads)
 
@@ -121,6 +133,15 @@ def all_summaries():
     ]
 
 
+def all_figure_pngs():
+    """Every experiment's figures (PNG): claims.html links to them and embeds a copy for the report."""
+    return [
+        RESULTS / "figures" / name / f"{fig}.png"
+        for name, e in SETTINGS.experiments.items()
+        for fig in get_kind(e.kind).figures
+    ]
+
+
 def experiments_json():
     return json.dumps(
         {name: e.kind for name, e in SETTINGS.experiments.items()}, sort_keys=True
@@ -154,3 +175,18 @@ def write_chunk_specs():
 
 def print_run_summary():
     print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))
+
+
+def check_cluster_fit():
+    """With the SLURM executor, stop before submitting if a job asks for more than any node has
+    (it would wait in the queue for ever). The executor is known only once the run starts.
+    """
+    # imported here: the hook stays one self-contained block
+    from attnsim import cluster
+
+    plugin = workflow.executor_plugin
+    if plugin is not None and plugin.name == "slurm":
+        try:
+            cluster.check_jobs(workflow.dag.needrun_jobs())
+        except AttnsimError as error:
+            _fail(error)

@@ -1,6 +1,8 @@
 # One job per chunk of grid points: per-trial rows into the store. The chunk's spec file is
 # written by the submitting run at its start (not an input: a dry run writes nothing).
 rule simulate:
+    input:
+        chunk_assets,
     output:
         "results/store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
     log:
@@ -15,4 +17,4 @@ rule simulate:
     params:
         spec_file=spec_file,
     shell:
-        "attnsim simulate --spec-file {params.spec_file:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+        "attnsim simulate --spec-file {params.spec_file:q} --output {output:q} --threads {threads} --resources resources > {log:q} 2>&1"
