@@ -144,7 +144,9 @@ def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
     grid = grid_columns(settings.experiments["e"])
     new = summarise_chunks(kind, "e", grid, (store.read_table(p, ["point_id", *metrics]) for p in paths), extra.get("target_se"))
     assert new.schema.equals(old.schema)
-    assert new.to_pylist() == old.to_pylist() or new.equals(old)
+    nan = float("nan")  # NaN == NaN for this comparison (a point whose runs all diverged has NaN means)
+    key = lambda rows: [{k: ("NaN" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]  # noqa: E731
+    assert key(new.to_pylist()) == key(old.to_pylist()), nan
     if extra:
         assert len(set(new["n_trials"].to_pylist())) > 1  # rows of unequal counts were reduced too
 

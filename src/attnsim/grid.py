@@ -215,11 +215,16 @@ class GridColumns:
 
 
 class _Recording(dict):
-    """A params dict that records which keys were read."""
+    """A params dict that records which keys were read. Reading it whole (iterating, copying,
+    `dict(p)`, `{**p}`, items, values) counts as reading every key: overriding `__iter__` and
+    `keys` makes CPython's dict merges go through them instead of the dict's own storage."""
 
     def __init__(self, *args):
         super().__init__(*args)
         self.read: set[str] = set()
+
+    def _all(self):
+        self.read |= set(super().keys())
 
     def __getitem__(self, key):
         self.read.add(key)
@@ -228,6 +233,38 @@ class _Recording(dict):
     def get(self, key, default=None):
         self.read.add(key)
         return super().get(key, default)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+    def __iter__(self):
+        self._all()
+        return super().__iter__()
+
+    def keys(self):
+        self._all()
+        return super().keys()
+
+    def items(self):
+        self._all()
+        return super().items()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+    def copy(self):
+        self._all()
+        return dict(super().items())
+
+    def __or__(self, other):
+        self._all()
+        return dict(super().items()) | other
+
+    def __reduce__(self):  # pragma: no cover (pickling reads it whole)
+        self._all()
+        return (dict, (dict(super().items()),))
 
 
 def grid_columns(experiment) -> GridColumns:
