@@ -25,9 +25,9 @@ from threadpoolctl import threadpool_limits
 
 from attnsim.config import load
 from attnsim.plan import plan_all, write_specs
-from attnsim.runner import planned_jobs
 from benchmarks import naive
 from benchmarks.table import Row
+from benchmarks.workflow import planned_jobs  # the tests' parser of Snakemake's dry-run job table
 
 REPO = Path(__file__).resolve().parents[1]
 MILLION = REPO / "workflow/presets/million.yaml"

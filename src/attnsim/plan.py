@@ -39,7 +39,7 @@ from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
 # would otherwise give one long job that leaves the other cores idle at the end of a run.
 MAX_CHUNK_COST_RATIO = 2.0
 # At most this many trial rows per chunk: the job holds them in memory (3 x 8 bytes x columns
-# each, see resources.chunk_mem_mb: ~1.3 GB for logit_entropy) and they make one Parquet file.
+# each, see resources.chunk_mem_mb: ~1.3 GB for 13 columns) and they make one Parquet file.
 MAX_CHUNK_ROWS = 2**22
 
 
