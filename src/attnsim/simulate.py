@@ -94,36 +94,55 @@ def simulate_points(
     return {pid: {name: np.concatenate(parts) for name, parts in metrics.items()} for pid, metrics in pieces.items()}
 
 
-JOB_START_NOTE = "the outermost `snakemake --mode remote|subprocess` process above this one"
-
-
 def seconds_since_job_start() -> tuple[float, float] | None:
-    """Seconds since the start of the Snakemake process that runs this job on its node (a cluster
-    job's `--mode remote` process, the first thing the node runs), from /proc; None for a job of
-    a local run (no such process) or where /proc is unavailable."""
+    """Seconds since the start of the Snakemake process that runs this job on its node: the
+    outermost `snakemake --mode remote|subprocess` among this process's ancestors or, in a SLURM
+    job, among the processes of the same job (the plugin's `--mode remote` process starts the
+    job step with srun, so it is not an ancestor). From /proc; None for a job of a local run (no
+    such process) or where /proc is unavailable. Also when this process started, in seconds
+    after that one."""
     try:
         ticks = os.sysconf("SC_CLK_TCK")
         with open("/proc/uptime") as f:
             uptime = float(f.read().split()[0])
 
-        def started(pid: int) -> float:
+        def stat(pid) -> list[str]:
             with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-            return int(stat[stat.rindex(")") + 2 :].split()[19]) / ticks  # starttime, field 22 of stat
+                text = f.read()
+            return text[text.rindex(")") + 2 :].split()
 
-        start, pid = None, os.getppid()
-        while pid > 1:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-            fields = stat[stat.rindex(")") + 2 :].split()
+        def is_job_snakemake(pid) -> bool:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmdline = f.read().split(b"\0")
-            if any(b"snakemake" in part for part in cmdline[:3]) and b"--mode" in cmdline:
-                start = int(fields[19]) / ticks  # starttime, field 22 of stat
+            return any(b"snakemake" in part for part in cmdline[:3]) and b"--mode" in cmdline
+
+        candidates, pid = [], os.getppid()
+        while pid > 1:
+            fields = stat(pid)
+            if is_job_snakemake(pid):
+                candidates.append(pid)
             pid = int(fields[1])
-        return None if start is None else (uptime - start, started(os.getpid()) - start)
+        job = os.environ.get("SLURM_JOB_ID")
+        if job:
+            marker = f"SLURM_JOB_ID={job}".encode()
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as f:
+                        if marker in f.read().split(b"\0") and is_job_snakemake(entry):
+                            candidates.append(int(entry))
+                except OSError:
+                    continue  # ended, or not ours to read
+        if not candidates:
+            return None
+        start = min(int(stat(pid)[19]) for pid in candidates) / ticks  # starttime, field 22 of stat
+        return uptime - start, int(stat(os.getpid())[19]) / ticks - start
     except (OSError, ValueError, IndexError):
         return None
+
+
+JOB_START_NOTE = "the first `snakemake --mode remote|subprocess` process of this job on its node"
 
 
 def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Table:
