@@ -284,3 +284,19 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
         query.run(tmp_path, "SELECT count(*) FROM trials")  # names every trials file: all are checked
     with pytest.raises(StoreError, match="foreign Parquet file"):
         query.run(tmp_path, "SELECT * FROM provenance")
+
+
+def test_cost_dependence_is_found_however_params_are_read():
+    """`GridColumns.evaluate` calls a function once per combination of the parameters it reads;
+    reading the params whole ({**p}, dict(p), items) counts as reading all of them."""
+    grid = grid_columns(SimpleNamespace(kind="logit_entropy", grid={"n": [16, 64], "d": [2, 4], "logits": ["gaussian"], "scale": [0.1, 0.2, 0.3]}))
+    calls = []
+
+    def by_key(p):
+        calls.append(1)
+        return p["n"] * 10
+
+    assert grid.evaluate(by_key).tolist() == [160] * 6 + [640] * 6 and len(calls) == 1 + 2  # first pass, then once per n
+    for whole in (lambda p: {**p}["scale"], lambda p: dict(p)["scale"], lambda p: dict(p.items())["scale"], lambda p: sorted(p)[0] and p.copy()["scale"]):
+        assert grid.evaluate(whole).tolist() == [0.1, 0.2, 0.3] * 4
+    assert grid.evaluate(lambda p: p.get("d") * ("scale" in p)).tolist() == [2] * 3 + [4] * 3 + [2] * 3 + [4] * 3
