@@ -17,6 +17,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/assets.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"

@@ -32,3 +32,14 @@ def small_config(**overrides) -> dict:
 @pytest.fixture
 def config() -> dict:
     return small_config()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _caches_in_the_temp_dir(tmp_path_factory):
+    """Snakemake keeps a source cache per run under ~/.cache, and a run a test kills with SIGKILL
+    leaves it there: caches of the test runs go to the temp dir instead, so that the test command
+    writes nothing outside the clone and the temp dir."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    yield
+    patch.undo()

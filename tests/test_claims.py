@@ -10,6 +10,7 @@ import pytest
 
 from attnsim import store
 from attnsim.claims import engine, io
+from attnsim.kinds import all_kinds
 from attnsim.kinds.init_gradient import claims as gradient_claims
 from attnsim.kinds.logit_entropy import claims as entropy_claims
 from attnsim.kinds.noisy_attention import claims as noisy_claims
@@ -38,6 +39,8 @@ def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student
                         kappa_finite=math.isfinite(k),
                         kappa_sum_p2=k / n,
                         err_ratio=ratio if math.isfinite(k) else None,
+                        err_ratio_ci_low=ratio - 0.005 if math.isfinite(k) else None,
+                        err_ratio_ci_high=ratio + 0.005 if math.isfinite(k) else None,
                         rel_err_mean=rel,
                         rel_err_se=rel * 0.01,
                     )
@@ -132,11 +135,11 @@ def test_temperature_claims():
 def test_config_without_experiments_gives_not_measured(tmp_path):
     rows = engine.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
-    assert len(rows) == 13
+    assert len(rows) == 1 + sum(len(k.submodule("claims").CLAIMS) for k in all_kinds().values())  # every kind's claims and entropy_in_bounds
     written = io.write(rows, tmp_path, {"seed": 1})
     table = store.read_table(written[0])
-    assert table.num_rows == 13 and table.schema.field("verdict").metadata[b"description"]
-    assert "not measured" in written[1].read_text() and "<table>" in written[2].read_text()
+    assert table.num_rows == len(rows) and table.schema.field("verdict").metadata[b"description"]
+    assert "not measured" in written[1].read_text() and "<table class='claims'>" in written[2].read_text()
     assert set(engine.VERDICTS) >= {c.verdict for c in rows}
 
 

@@ -1,4 +1,4 @@
-"""Next order of the delta method (attnsim.theory.delta_next, docs/delta-next-order.md).
+"""Next order of the delta method (attnsim.theory.delta_next, docs/science.md §2.8).
 
 Oracles: closed forms against numerical integration over the noise density (scipy.integrate.quad);
 the expansion against Monte Carlo with fixed seeds (numpy's own float64 samplers in the project's

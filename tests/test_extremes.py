@@ -34,12 +34,12 @@ def test_extreme_points_are_finite_and_in_bounds(kind):
         metrics = simulate_points(kind, 1, 2, [point])[point.id]
         for name, values in metrics.items():
             assert not np.isnan(values).any(), (params, name)
-            if name not in ("kappa", "sq_err_pred", "rel_err_pred"):
+            if name not in ("kappa", "sq_err_pred", "rel_err_pred", "sq_err_next"):  # +inf where kappa = inf
                 assert np.isfinite(values).all(), (params, name)
         entropy = metrics["entropy"]
         assert (entropy >= 0).all() and (entropy <= math.log(params["n"]) * (1 + 1e-12)).all(), (params, entropy)
         if kind == "noisy_attention" and params["noise"] == "student_t":
-            assert (metrics["kappa"] == np.inf).all() and (metrics["sq_err_pred"] == np.inf).all()
+            assert (metrics["kappa"] == np.inf).all() and (metrics["sq_err_pred"] == np.inf).all() and (metrics["sq_err_next"] == np.inf).all()
 
 
 def test_exp_floor_changes_no_softmax_statistic():

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pyarrow.parquet as pq
 import pytest
 from conftest import small_config
-from workflow_helpers import point_rows, snakemake, tree, write_config
-
-from attnsim.runner import planned_jobs
+from workflow_helpers import planned_jobs, point_rows, snakemake, tree, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +43,11 @@ def test_report_is_one_self_contained_file_with_captions_and_claims(finished):
     assert set(claims["verdict"]) <= {"holds", "fails", "outside regime", "not measured"}
     measured = claims.set_index("claim_id")["verdict"]
     assert measured["entropy_in_bounds"] == "holds" and measured["tau_one_gap"] == "not measured"  # no temperature experiment here
+    page = (workdir / "results/claims.html").read_text()
+    links = re.findall(r"href='(figures/[^']+)'", page)
+    assert links and all((workdir / "results" / link).is_file() for link in links)  # standalone, relative to results/
+    assert page.count("<img src='data:image/png;base64,") == len(set(links))  # a copy of each for the report
+    assert "Claims it shows" in html  # the captions name the claims their figure shows
 
 
 def test_adding_a_value_runs_only_new_points_and_keeps_old_rows(finished, tmp_path):

@@ -43,3 +43,20 @@ def tree(workdir: Path) -> dict[str, tuple[int, int]]:
     """Every file under results/ with its size and modification time (ns)."""
     base = workdir / "results"
     return {str(p.relative_to(base)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(base.rglob("*")) if p.is_file()} if base.exists() else {}
+
+
+def planned_jobs(dry_run_output: str) -> dict[str, int]:
+    """Job counts per rule from the 'Job stats' table of `snakemake -n` (for tests and benchmarks)."""
+    counts, inside = {}, False
+    for line in dry_run_output.splitlines():
+        if line.startswith("job ") and "count" in line:
+            inside = True
+            continue
+        if inside:
+            parts = line.split()
+            if not parts or parts[0].startswith("-"):
+                continue
+            if parts[0] == "total":
+                break
+            counts[parts[0]] = int(parts[1])
+    return counts

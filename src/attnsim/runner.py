@@ -77,20 +77,3 @@ def extra_config(extra: list[str]) -> list[str]:
             keep.append(arg)
             take = 1
     return keep
-
-
-def planned_jobs(dry_run_output: str) -> dict[str, int]:
-    """Job counts per rule from the 'Job stats' table of `snakemake -n` (for tests and benchmarks)."""
-    counts, inside = {}, False
-    for line in dry_run_output.splitlines():
-        if line.startswith("job ") and "count" in line:
-            inside = True
-            continue
-        if inside:
-            parts = line.split()
-            if not parts or parts[0].startswith("-"):
-                continue
-            if parts[0] == "total":
-                break
-            counts[parts[0]] = int(parts[1])
-    return counts

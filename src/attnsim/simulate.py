@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from attnsim import store
+from attnsim import assets, store
 from attnsim.chunkspec import ChunkSpec
 from attnsim.grid import Point
 from attnsim.kinds import as_kind
@@ -131,9 +131,12 @@ def _process_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1) -> Path:
-    """Simulate the chunk `spec` and write it atomically to `output`."""
+def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path | None = None) -> Path:
+    """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
+    assets are (`attnsim.assets.path`); the provenance gets the kind's own fields (`Kind.provenance`)."""
     started = time.perf_counter()
+    if resources is not None:
+        assets.set_resources(resources)
     points = list(spec.points)
     log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", spec.id, len(points), spec.trials, spec.kind.name, spec.experiment, threads)
     results = simulate_points(spec.kind, spec.seed, spec.trials, points, threads, spec.target_se, spec.max_trials)
@@ -149,6 +152,7 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1) -> Path:
         trials=spec.trials,
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
+        **(spec.kind.provenance() if spec.kind.provenance else {}),
     )
     store.write_atomic(table, output, meta)
     log.info(

@@ -59,7 +59,7 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
     if claims_file.exists():
         from attnsim.claims.render import short_from_table
 
-        lines += ["", "claims (results/claims.md, attnsim claims --markdown):", short_from_table(store.read_table(claims_file))]
+        lines += ["", "claims (results/claims.html, results/claims.md, attnsim claims):", short_from_table(store.read_table(claims_file))]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
     lines.append(f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained file)")

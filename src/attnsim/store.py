@@ -235,4 +235,22 @@ def schema_document() -> str:
     body = []
     for name, kind in all_kinds().items():
         body += [f"## `{name}`", "", kind.description, "", schema_markdown(name)]
-    return "\n".join(head + body).rstrip() + "\n"
+    return "\n".join(head + body + claims_schema_markdown()).rstrip() + "\n"
+
+
+def claims_schema_markdown() -> list[str]:
+    """The columns of results/claims.parquet (one row per claim), from `attnsim.claims.io.SCHEMA`."""
+    from attnsim.claims.io import SCHEMA
+
+    lines = [
+        "## The claims table",
+        "",
+        "`results/claims.parquet`, one row per claim (also `attnsim claims --format json` or `csv`); missing numbers are null.",
+        "",
+        "| column | type | meaning |",
+        "|---|---|---|",
+    ]
+    for f in SCHEMA:
+        doc = f.metadata[b"description"].decode().replace("|", "\\|")
+        lines.append(f"| `{f.name}` | {f.type} | {doc} |")
+    return lines + [""]

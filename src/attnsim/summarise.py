@@ -93,6 +93,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
+        **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta)
     log.info("%s: %d points summarised from %d chunk files in %.2f s", spec["experiment"], summary.num_rows, len(chunk_paths), time.perf_counter() - started)

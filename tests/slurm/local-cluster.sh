@@ -5,12 +5,14 @@
 #
 #   tests/slurm/local-cluster.sh up       # install (if needed), start, smoke-test
 #   tests/slurm/local-cluster.sh down     # stop the daemons recorded in the state dir
-#   tests/slurm/local-cluster.sh status   # which recorded daemons are alive + sinfo
-#   tests/slurm/local-cluster.sh env      # prints `export SLURM_CONF=...`
+#   tests/slurm/local-cluster.sh status   # which recorded daemons are alive + sinfo;
+#                                         # exit 0 only if the cluster is up and healthy
+#   tests/slurm/local-cluster.sh env      # prints `export SLURM_CONF=... PATH=...`
 #
 # Typical caller:
 #   tests/slurm/local-cluster.sh up
 #   trap 'tests/slurm/local-cluster.sh down' EXIT
+#   eval "$(tests/slurm/local-cluster.sh env)"   # every SLURM client needs it
 #   snakemake --executor slurm ...
 #
 # Target machine: Debian 12, running as root, no systemd, no cgroups, 2 cores,
@@ -22,12 +24,20 @@
 #   Service start-up by the packages' maintainer scripts is suppressed
 #   (policy-rc.d), we start every daemon ourselves.
 # * All state -- configs, pid files, logs, spool dirs, the MariaDB datadir and
-#   socket, the munge socket -- lives under one state dir, $ATTNSIM_SLURM_DIR
-#   (default /tmp/attnsim-slurm). Only the munge key is a system file
-#   (/etc/munge/munge.key, owner munge, mode 400; created if missing), and
-#   /etc/slurm/slurm.conf is made a symlink to our slurm.conf (only if it does
-#   not exist or already is a symlink) so that sbatch/sacct/squeue -- as called
-#   by Snakemake -- find the cluster without SLURM_CONF being set.
+#   socket, the munge socket and key -- lives under one state dir,
+#   $ATTNSIM_SLURM_DIR (default /tmp/attnsim-slurm). Nothing outside it is
+#   written (apart from the packages): /etc/slurm/slurm.conf and
+#   /etc/munge/munge.key are neither read nor touched, so a machine that
+#   belongs to another cluster keeps its configuration. Every SLURM command
+#   (this script's, the tests', Snakemake's) therefore needs SLURM_CONF set to
+#   our slurm.conf: `local-cluster.sh env` prints it. The daemons get it from
+#   this script's environment, and jobs inherit it from sbatch.
+# * Snakemake's job-step plugin (snakemake-executor-plugin-slurm-jobstep 0.6)
+#   removes every SLURM_* variable, SLURM_CONF included, before it runs `srun`
+#   inside the job, and srun then finds no configuration ("DNS SRV lookup
+#   failed"). `up` therefore writes $STATE/bin/srun, which sets SLURM_CONF and
+#   execs the real srun; `env` puts $STATE/bin first on PATH, and jobs inherit
+#   that PATH (sbatch --export=ALL).
 # * Daemons run in the foreground (-F / -D), detached with setsid, stdin/out/err
 #   redirected and extra fds closed, and their PIDs are recorded in
 #   $STATE/pids/. They outlive this shell. `down` stops ONLY those PIDs (TERM,
@@ -73,6 +83,9 @@
 # Environment:
 #   ATTNSIM_SLURM_DIR      state dir (default /tmp/attnsim-slurm)
 #   ATTNSIM_SLURM_TIMEOUT  seconds for each wait (default 60)
+#   ATTNSIM_SLURM_PORT     slurmctld's TCP port; slurmd and slurmdbd use the next
+#                          two (default 6817, SLURM's own defaults). Give a second
+#                          cluster on the same machine other ports and state dir.
 
 set -euo pipefail
 set +m   # no job control: `setsid` must exec in place so that $! is the daemon
@@ -82,6 +95,9 @@ case $STATE_DIR in /*) ;; *) STATE_DIR=$PWD/$STATE_DIR ;; esac
 STATE_DIR=${STATE_DIR%/}
 TIMEOUT=${ATTNSIM_SLURM_TIMEOUT:-60}
 STOP_TIMEOUT=30
+CTLD_PORT=${ATTNSIM_SLURM_PORT:-6817}
+SLURMD_PORT=$((CTLD_PORT + 1))
+DBD_PORT=$((CTLD_PORT + 2))
 
 CLUSTER=attnsim
 PARTITION=debug
@@ -95,10 +111,11 @@ LOG_DIR=$STATE_DIR/log
 SPOOL_DIR=$STATE_DIR/spool
 MUNGE_DIR=$STATE_DIR/munge
 DB_DIR=$STATE_DIR/mariadb
+BIN_DIR=$STATE_DIR/bin
 
 SLURM_CONF_FILE=$ETC_DIR/slurm.conf
 SLURMDBD_CONF_FILE=$ETC_DIR/slurmdbd.conf
-MUNGE_KEY=/etc/munge/munge.key
+MUNGE_KEY=$MUNGE_DIR/munge.key    # our own: /etc/munge/munge.key may belong to another cluster
 MUNGE_SOCKET=$MUNGE_DIR/munge.socket.2
 DB_SOCKET=$DB_DIR/mysqld.sock
 DB_DATADIR=$DB_DIR/data
@@ -299,7 +316,8 @@ ensure_packages() {
         apt-get update -qq || true
         updated=1
     fi
-    local install=(apt-get install -y -qq --no-install-recommends "${missing[@]}")
+    # Wait for another apt/dpkg on a shared machine instead of failing at once.
+    local install=(apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}")
     DEBIAN_FRONTEND=noninteractive "${install[@]}" >"$STATE_DIR/apt-install.log" 2>&1 || rc=$?
     if ((rc != 0 && updated == 0)); then
         log "packages: install failed (rc=$rc), running apt-get update and retrying"
@@ -325,13 +343,12 @@ ensure_packages() {
 
 make_dirs() {
     install -d -m 755 "$STATE_DIR" "$ETC_DIR" "$PID_DIR" "$RUN_DIR" "$LOG_DIR" \
-        "$SPOOL_DIR" "$SPOOL_DIR/slurmctld" "$SPOOL_DIR/slurmd" "$DB_DIR"
+        "$SPOOL_DIR" "$SPOOL_DIR/slurmctld" "$SPOOL_DIR/slurmd" "$DB_DIR" "$BIN_DIR"
     # munged insists its dirs are owned by it and not writable by others.
     install -d -m 755 -o munge -g munge "$MUNGE_DIR"
 }
 
 ensure_munge_key() {
-    install -d -m 700 -o munge -g munge /etc/munge
     if [[ ! -s $MUNGE_KEY ]]; then
         log "creating munge key $MUNGE_KEY"
         dd if=/dev/urandom of="$MUNGE_KEY" bs=1024 count=1 status=none
@@ -349,7 +366,7 @@ AuthType=auth/munge
 AuthInfo=socket=$MUNGE_SOCKET
 DbdHost=localhost
 DbdAddr=127.0.0.1
-DbdPort=6819
+DbdPort=$DBD_PORT
 SlurmUser=root
 DebugLevel=info
 LogFile=$LOG_DIR/slurmdbd.log
@@ -387,8 +404,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket=$MUNGE_SOCKET
-SlurmctldPort=6817
-SlurmdPort=6818
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
 StateSaveLocation=$SPOOL_DIR/slurmctld
 SlurmdSpoolDir=$SPOOL_DIR/slurmd
 SlurmctldPidFile=$RUN_DIR/slurmctld.pid
@@ -414,7 +431,7 @@ MinJobAge=300
 # Accounting through slurmdbd (Snakemake's SLURM plugin polls sacct).
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
-AccountingStoragePort=6819
+AccountingStoragePort=$DBD_PORT
 # For connections to slurmdbd, Slurm clients and slurmctld take the munge
 # socket from AccountingStoragePass, not from AuthInfo.
 AccountingStoragePass=$MUNGE_SOCKET
@@ -430,22 +447,22 @@ EOF
     mv -f "$SLURM_CONF_FILE.tmp" "$SLURM_CONF_FILE"
 }
 
-# Let sbatch/sacct/... find our slurm.conf without SLURM_CONF.
-link_system_conf() {
-    local sys=/etc/slurm/slurm.conf
-    install -d -m 755 /etc/slurm
-    if [[ -e $sys && ! -L $sys ]]; then
-        warn "$sys is a real file, left alone: clients need SLURM_CONF=$SLURM_CONF_FILE"
-        return 0
-    fi
-    ln -sfn "$SLURM_CONF_FILE" "$sys"
-}
-
-unlink_system_conf() {
-    local sys=/etc/slurm/slurm.conf
-    if [[ -L $sys && $(readlink "$sys") == "$SLURM_CONF_FILE" ]]; then
-        rm -f "$sys"
-    fi
+# srun that finds our cluster even when its caller dropped SLURM_CONF (see top).
+write_srun_wrapper() {
+    local real=
+    # The real srun: skip our own wrapper, which is on PATH after `eval "$(... env)"`.
+    for real in $(type -ap srun) ''; do
+        [[ $real -ef $BIN_DIR/srun ]] || break
+    done
+    [[ -n $real ]] || fail "" "srun not found"
+    cat >"$BIN_DIR/srun.tmp" <<EOF
+#!/bin/sh
+# Generated by tests/slurm/local-cluster.sh: Snakemake's job-step plugin runs srun
+# without SLURM_* variables, SLURM_CONF included.
+SLURM_CONF=$SLURM_CONF_FILE exec $real "\$@"
+EOF
+    chmod 755 "$BIN_DIR/srun.tmp"
+    mv -f "$BIN_DIR/srun.tmp" "$BIN_DIR/srun"
 }
 
 # ---------------------------------------------------------------- daemons --
@@ -608,7 +625,6 @@ stop_all() {
     for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do
         stop_daemon "${DAEMONS[i]}" || rc=1
     done
-    unlink_system_conf
     local left
     left=$(our_stepds | tr '\n' ' ')
     [[ -z $left ]] || warn "slurmstepd processes of this cluster still running: $left"
@@ -624,8 +640,8 @@ cmd_up() {
     make_dirs
     if healthy; then
         log "cluster $CLUSTER is already up and healthy"
-        link_system_conf
-        cmd_status
+        write_srun_wrapper
+        cmd_status || true
         return 0
     fi
     if any_daemon_recorded_alive; then
@@ -635,7 +651,7 @@ cmd_up() {
     ensure_munge_key
     write_slurmdbd_conf
     write_slurm_conf
-    link_system_conf
+    write_srun_wrapper
     start_munged
     start_mariadbd
     start_slurmdbd
@@ -648,7 +664,6 @@ cmd_up() {
 cmd_down() {
     if ! any_daemon_recorded_alive; then
         rm -f "$PID_DIR"/*.pid 2>/dev/null || true
-        unlink_system_conf
         log "nothing running from $STATE_DIR"
         return 0
     fi
@@ -678,8 +693,15 @@ cmd_status() {
         timeout 10 scontrol ping || true
         timeout 10 sinfo || true
     fi
-    ((any)) || echo "cluster is down"
-    return 0
+    if ((!any)); then
+        echo "cluster is down"
+        return 1
+    fi
+    if ! healthy; then
+        echo "cluster is NOT healthy (partly up, or not answering)"
+        return 1
+    fi
+    echo "cluster is up"
 }
 
 main() {
@@ -693,8 +715,11 @@ main() {
             flock -w "$((TIMEOUT * 3))" 9 || { log "ERROR: $STATE_DIR/.lock is held" >&2; exit 1; }
             "cmd_$cmd"
             ;;
-        status) cmd_status ;;
-        env) echo "export SLURM_CONF=$SLURM_CONF_FILE" ;;
+        status) cmd_status ;;   # exit status 0 only when up and healthy
+        env)
+            echo "export SLURM_CONF=$SLURM_CONF_FILE"
+            echo "export PATH=$BIN_DIR:\$PATH"
+            ;;
         *)
             echo "usage: $0 up|down|status|env" >&2
             exit 2

@@ -2,10 +2,12 @@ localrules:
     claims,
 
 
-# The claims table (prediction, measurement with 95% CI, verdict) from every experiment's summary.
+# The claims table (prediction, measurement, verdict, threshold, figure) from every experiment's
+# summary; claims.html links to each claim's figure and embeds a copy of it for the report.
 rule claims:
     input:
-        all_summaries(),
+        summaries=all_summaries(),
+        figures=all_figure_pngs(),
     output:
         table="results/claims.parquet",
         markdown="results/claims.md",

@@ -1,6 +1,7 @@
 # Configuration, planning and input functions. All logic lives in the attnsim package.
 
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -54,6 +55,19 @@ def chunk_spec(wildcards):
     return planned_chunk(wildcards).to_json()
 
 
+def chunk_assets(wildcards):
+    """The verified assets the chunk's kind reads (`Kind.assets`): fetched once, before its jobs."""
+    return [
+        f"resources/{name}.verified" for name in planned_chunk(wildcards).kind.assets
+    ]
+
+
+def asset_local_copy(wildcards):
+    """`--local-copy PATH` when the config names a copy of this asset (`assets:`), else nothing."""
+    local = SETTINGS.assets.get(wildcards.asset)
+    return f"--local-copy {shlex.quote(str(local))}" if local else ""
+
+
 def chunk_mem_mb(wildcards, threads):
     return resources.chunk_mem_mb(planned_chunk(wildcards), threads)
 
@@ -91,6 +105,15 @@ def all_summaries():
     ]
 
 
+def all_figure_pngs():
+    """Every experiment's figures (PNG): claims.html links to them and embeds a copy for the report."""
+    return [
+        RESULTS / "figures" / name / f"{fig}.png"
+        for name, e in SETTINGS.experiments.items()
+        for fig in get_kind(e.kind).figures
+    ]
+
+
 def experiments_json():
     return json.dumps(
         {name: e.kind for name, e in SETTINGS.experiments.items()}, sort_keys=True
@@ -118,3 +141,22 @@ def sweep_dead_writers():
 
 def print_run_summary():
     print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))
+
+
+def check_cluster_fit():
+    """With the SLURM executor, stop before submitting if a job asks for more than any node has
+    (it would wait in the queue for ever). The executor is known only once the run starts.
+    """
+    # imported here: the hook stays one self-contained block
+    from attnsim import cluster
+
+    plugin = workflow.executor_plugin
+    if plugin is not None and plugin.name == "slurm":
+        try:
+            cluster.check_jobs(workflow.dag.needrun_jobs())
+        except AttnsimError as error:
+            _fail(error)
+
+
+onstart:
+    check_cluster_fit()

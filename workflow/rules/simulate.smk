@@ -1,5 +1,7 @@
 # One job per chunk of grid points: per-trial rows into the store.
 rule simulate:
+    input:
+        chunk_assets,
     output:
         "results/store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
     log:
@@ -14,4 +16,4 @@ rule simulate:
     params:
         spec=chunk_spec,
     shell:
-        "attnsim simulate --spec {params.spec:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+        "attnsim simulate --spec {params.spec:q} --output {output:q} --threads {threads} --resources resources > {log:q} 2>&1"

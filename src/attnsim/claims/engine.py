@@ -26,14 +26,23 @@ VERDICTS = ("holds", "fails", "outside regime", "not measured")
 ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
 
 
-# The essay's three statements, in the project's words; every claim belongs to one of them.
+# The essay's three statements, in the project's words; every claim belongs to one of them (its
+# `statement` is a key). The tables group claims under them, in this order, with these titles.
 STATEMENTS = {
-    "robustness": "Adding i.i.d. noise to the logits barely moves softmax attention: the error is predicted by the delta "
-    "method and shrinks like 1/sqrt(n_eff), as long as the noise has the exponential moments the argument needs.",
-    "information": "The entropy of the attention weights lies in [0, log n]; large logits at initialisation make the "
-    "weights one-hot, the gradient vanishes and training stalls.",
-    "temperature": "With cosine logits at temperature 1 the entropy cannot fall more than 0.4745 nats below log n, so "
-    "little information can be extracted; a smaller temperature widens the range, which is why contrastive learning uses one.",
+    "robustness": "Softmax attention barely moves when i.i.d. noise is added to its logits: the mean squared change of the "
+    "output is what the delta method predicts, kappa * sum p^2 ||v - o||^2, so the relative error shrinks like "
+    "1/sqrt(n_eff), as long as the noise has the exponential moments the argument needs; heavy-tailed noise breaks it.",
+    "information": "The entropy of the attention weights lies between 0 (one-hot) and log n (uniform) and falls as the "
+    "logits grow, first as log n - sigma^2/2, then along the random energy model; large logits at initialisation make "
+    "the weights one-hot, and the gradient through the softmax vanishes with the entropy, so training stalls.",
+    "temperature": "With cosine logits at temperature tau = 1 the entropy cannot fall more than g(1) = 0.4745 nats below "
+    "log n, so the weights stay close to uniform and carry little information; a smaller temperature widens the range, "
+    "which is why contrastive learning uses one.",
+}
+STATEMENT_TITLES = {
+    "robustness": "Robustness to noise on the logits",
+    "information": "Entropy of the weights and the gradient at initialisation",
+    "temperature": "Temperature bounds the entropy of cosine attention",
 }
 
 # What a claim's `measured` number is (each rendering labels it so).
@@ -98,13 +107,27 @@ def pooled(values) -> dict:
     return mean_ci(values)
 
 
-def entropy_bounds(summaries: dict[str, pd.DataFrame]) -> Claim:
-    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes."""
-    claim = Claim("entropy_in_bounds", "The entropy of the attention weights lies in [0, log n] for every trial.", "every trial of every kind, all parameters")
+def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, str] | None = None) -> Claim:
+    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes
+    (`experiments`, name -> kind, picks the experiment whose figure shows it)."""
+    claim = Claim(
+        "entropy_in_bounds",
+        "The entropy of the attention weights lies in [0, log n] for every trial.",
+        "every trial of every kind, all parameters",
+        statement="information",
+        number="extreme over trials",
+        compared_to="the bound H / log n <= 1, with H >= 0; measured: the largest H / log n of any trial, smallest = the smallest H (nats) of any trial",
+        threshold=f"holds if no trial has H < 0 or H / log n > 1 + {ENTROPY_ROUNDING:g} (slack for float64 rounding): a bound, so no statistical tolerance",
+    )
     frames = [s for s in summaries.values() if {"entropy_min", "entropy_max", "n"} <= set(s.columns)]
     if not frames:
         return claim
-    rows = pd.concat([s[["entropy_min", "entropy_max", "n", "n_trials"]] for s in frames], ignore_index=True)
+    columns = ["experiment", "entropy_min", "entropy_max", "n", "n_trials"]
+    rows = pd.concat([s[[c for c in columns if c in s]] for s in frames], ignore_index=True)
+    claim.based_on(rows)
+    kinds = all_kinds()  # the first experiment whose kind has a figure of H between 0 and log n shows it
+    shown = sorted((name, kinds[k].entropy_figure) for name, k in (experiments or {}).items() if k in kinds and kinds[k].entropy_figure and name in summaries)
+    claim.figure = f"{shown[0][0]}/{shown[0][1]}" if shown else ""
     low = float(rows["entropy_min"].min())
     high = float((rows["entropy_max"] / np.log(rows["n"].to_numpy(float))).max())
     count = int(rows["n_trials"].sum())
@@ -127,5 +150,5 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
         frames = by_kind.get(name)
         frame = pd.concat(frames, ignore_index=True) if frames else None
         claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
-    claims.append(entropy_bounds(summaries))
+    claims.append(entropy_bounds(summaries, experiments))
     return claims

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 
 from attnsim import store
-from attnsim.claims.engine import Claim
+from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
 from attnsim.claims.render import html, markdown
 
 SCHEMA = pa.schema(
@@ -20,22 +20,20 @@ SCHEMA = pa.schema(
         pa.field("claim_id", pa.string(), metadata={"description": "short stable id of the claim"}),
         pa.field("claim", pa.string(), metadata={"description": "the claim in one sentence"}),
         pa.field("condition", pa.string(), metadata={"description": "the regime of parameters it was tested in"}),
-        pa.field("statement", pa.string(), metadata={"description": "which of the essay's statements it tests: robustness, information or temperature"}),
+        pa.field("statement", pa.string(), metadata={"description": "which of the essay's statements it tests: " + ", ".join(STATEMENTS)}),
+        pa.field("number", pa.string(), metadata={"description": "what `measured` is, one of: " + "; ".join(NUMBER_KINDS)}),
         pa.field(
-            "number",
-            pa.string(),
-            metadata={"description": "what `measured` is: mean (95% CI), fitted slope (95% CI), range over points, extreme over trials, onset, ..."},
+            "compared_to", pa.string(), metadata={"description": "what `predicted` is (or what the measurement is compared with), then what `measured` is"}
         ),
-        pa.field("compared_to", pa.string(), metadata={"description": "what `predicted` is, or what the measurement is compared with"}),
         pa.field("threshold", pa.string(), metadata={"description": "the tolerance or threshold that decided the verdict, and why"}),
-        pa.field("figure", pa.string(), metadata={"description": "the figure that shows it: <experiment>/<figure>"}),
-        pa.field("experiments", pa.string(), metadata={"description": "the experiments it rests on"}),
+        pa.field("figure", pa.string(), metadata={"description": "the figure that shows it, <experiment>/<figure>: results/figures/<experiment>/<figure>.png"}),
+        pa.field("experiments", pa.string(), metadata={"description": "the experiments it rests on, comma-separated"}),
         pa.field("points", pa.int64(), metadata={"description": "grid points it rests on"}),
         pa.field("trials", pa.int64(), metadata={"description": "trials it rests on"}),
         pa.field("predicted", pa.float64(), metadata={"description": "the theory's value"}),
         pa.field("measured", pa.float64(), metadata={"description": "the measured value"}),
-        pa.field("ci_low", pa.float64(), metadata={"description": "lower end of the measurement's 95% interval"}),
-        pa.field("ci_high", pa.float64(), metadata={"description": "upper end of the measurement's 95% interval"}),
+        pa.field("ci_low", pa.float64(), metadata={"description": "lower end of the 95% interval (a `(95% CI)` number), else the smallest value of the range"}),
+        pa.field("ci_high", pa.float64(), metadata={"description": "upper end of the 95% interval (a `(95% CI)` number), else the largest value of the range"}),
         pa.field("rel_deviation", pa.float64(), metadata={"description": "(measured - predicted) / |predicted|"}),
         pa.field("verdict", pa.string(), metadata={"description": "holds, fails, outside regime or not measured"}),
         pa.field("evidence", pa.string(), metadata={"description": "what the numbers are: points, experiments, the worst case"}),
@@ -65,13 +63,14 @@ def from_table(claims_table: pa.Table) -> list[Claim]:
 
 
 def write(claims: list[Claim], results: Path, provenance: dict) -> list[Path]:
-    """results/claims.parquet (typed, with provenance), claims.md and claims.html, each atomic."""
+    """results/claims.parquet (typed, with provenance), claims.md and claims.html (with the figures drawn
+    under results/figures embedded), each atomic."""
     json.dumps(provenance)  # provenance must stay JSON-serialisable
     results = Path(results)
     parquet = results / "claims.parquet"
     store.write_atomic(table(claims), parquet, store.provenance(table="claims", **provenance))
     written = [parquet]
-    for name, text in (("claims.md", markdown(claims)), ("claims.html", html(claims, provenance))):
+    for name, text in (("claims.md", markdown(claims)), ("claims.html", html(claims, provenance, results))):
         path = results / name
         tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
         tmp.write_text(text)

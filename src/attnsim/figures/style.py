@@ -59,9 +59,32 @@ matplotlib.rcParams.update(THEME)
 PALETTE = "viridis"
 
 
+QUALITATIVE = {
+    "tab10": 10,
+    "tab20": 20,
+    "tab20b": 20,
+    "tab20c": 20,
+    "Set1": 9,
+    "Set2": 8,
+    "Set3": 12,
+    "Accent": 8,
+    "Paired": 12,
+    "Pastel1": 9,
+    "Pastel2": 8,
+    "Dark2": 8,
+}
+
+
 def palette(name: str, count: int) -> list[tuple[float, float, float]]:
-    """`count` colours spread over a matplotlib colormap, ends excluded (as seaborn.color_palette(name, count))."""
-    return [tuple(float(c) for c in rgba[:3]) for rgba in matplotlib.colormaps[name](np.linspace(0, 1, count + 2)[1:-1])]
+    """`count` colours of a matplotlib colormap, as seaborn.color_palette(name, count): a qualitative map's
+    first colours (repeated beyond its length), else colours spread over the map with its ends excluded."""
+    cmap = matplotlib.colormaps[name]
+    if name in QUALITATIVE:
+        listed = cmap(np.linspace(0, 1, QUALITATIVE[name]))
+        rgba = [listed[i % len(listed)] for i in range(count)]
+    else:
+        rgba = cmap(np.linspace(0, 1, count + 2)[1:-1])
+    return [tuple(float(c) for c in colour[:3]) for colour in rgba]
 
 
 PAD_INCHES = 0.1  # margin around the drawn content, as savefig's bbox_inches="tight" leaves

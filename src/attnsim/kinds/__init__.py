@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
-from functools import cache
 from importlib.metadata import entry_points
 from types import ModuleType
 
@@ -44,27 +43,32 @@ def _builtins() -> dict[str, Kind]:
     return found
 
 
-@cache
+_KINDS: dict[str, Kind] | None = None  # filled once per process; plugins that import attnsim while loading see the built-ins
+_BROKEN: dict[str, str] = {}
+
+
 def registry() -> tuple[dict[str, Kind], dict[str, str]]:
     """(kind name -> Kind, plugin name -> why it was left out)."""
-    kinds = _builtins()
-    broken: dict[str, str] = {}
+    global _KINDS
+    if _KINDS is not None:
+        return _KINDS, _BROKEN
+    _KINDS = kinds = _builtins()
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         where = f"plugin {ep.name!r} ({ep.value}{f', from {ep.dist.name}' if ep.dist else ''})"
         try:
             kind = _as_kind(ep.load())
         except Exception as error:  # noqa: BLE001 (any failure of third-party code: report it in one line)
-            broken[ep.name] = f"{where}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+            _BROKEN[ep.name] = f"{where}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
             continue
         if kind.name in kinds:
-            broken[ep.name] = (
+            _BROKEN[ep.name] = (
                 f"{where}: kind name {kind.name!r} clashes with {'a built-in' if kind.package.startswith(__name__) else 'another'} kind; rename it"
             )
             continue
         kinds[kind.name] = kind
-    for message in broken.values():
+    for message in _BROKEN.values():
         print(f"attnsim: warning: {message} (left out)", file=sys.stderr)
-    return kinds, broken
+    return kinds, _BROKEN
 
 
 def all_kinds() -> dict[str, Kind]:

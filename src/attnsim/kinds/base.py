@@ -96,10 +96,12 @@ class Kind:
     extra_columns: tuple[Column, ...] = field(default=())
     extra_summary: Callable[[dict[str, np.ndarray], Params], dict[str, object]] | None = None
     constant_metrics: tuple[str, ...] = ()  # per-trial columns that are constant per point: no mean/CI
+    entropy_figure: str = ""  # a figure of this kind showing the entropy between 0 and log n (cited by the entropy-bounds claim)
     extreme_metrics: tuple[str, ...] = ()  # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError)
     assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.assets names), fetched before any job runs
+    provenance: Callable[[], dict] | None = None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:

@@ -1,1 +1,1 @@
-"""Closed-form predictions the pipeline overlays on its measurements (SCIENCE.md)."""
+"""Closed-form predictions the pipeline overlays on its measurements (docs/science.md §2–§4)."""

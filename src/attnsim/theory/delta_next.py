@@ -1,4 +1,4 @@
-"""Next order of the delta method for noisy softmax attention (docs/delta-next-order.md).
+"""Next order of the delta method for noisy softmax attention (docs/science.md §2.8).
 
 Notation (as in `attnsim.theory.noise`): eps_i i.i.d. with standard deviation sigma, drawn as in
 `attnsim.kernels.noise` (gaussian N(0, s^2); uniform U(-sqrt3 s, sqrt3 s); laplace b log(U1/U2),
@@ -190,7 +190,7 @@ def u_moments(noise: str, sigma: float, continued: bool = False) -> tuple[float,
 def tail_constant(noise: str, sigma: float) -> float:
     """K of the heavy-tail term: kappa - E[u^2/(1 + p u)^2] = (regular terms in p) + K p^{k* - 2} + ...
 
-    From the Pareto tail P(w > t) ~ C t^{-k*} of w = e^eps/E[e^eps] (docs/delta-next-order.md):
+    From the Pareto tail P(w > t) ~ C t^{-k*} of w = e^eps/E[e^eps] (docs/science.md §2.8):
     K = C k* int_0^inf y^{1-k*} (1 - (1+y)^{-2}) dy = C Gamma(3 - k*) Gamma(k* + 1) / (k* - 2)
     (for 2 < k* < 3; continued in k* beyond, negative for 3 < k* < 4),
     C = M1^{-k*} / 2 for laplace, M1^{-k*} for gumbel, M1 = E[e^eps].
@@ -247,6 +247,23 @@ def _tail_used(k_star: float, order: str) -> bool:
     if order == "u4" or math.isinf(k_star):
         return False
     return k_star - 2 < (2 if order == "p1" else 3)
+
+
+def prediction_order(noise: str, sigma: float) -> str | None:
+    """The highest order `next_order_from_stats` can give at this noise: "p2" where k* > 3, "p1" where
+    2 < k* <= 3 (both with the heavy-tail term when k* < 5), None where k* <= 2 (kappa = inf)."""
+    k_star = moment_order(noise, sigma)
+    return "p2" if k_star > 3 else "p1" if k_star > 2 else None
+
+
+def tail_power(noise: str, sigma: float) -> float | None:
+    """k*, the power of c_tail = sum p^{k*} |x|^2, when the order of `prediction_order` includes the
+    heavy-tail term (2 < k* < 5, not an integer); None otherwise (no c_tail needed)."""
+    order = prediction_order(noise, sigma)
+    k_star = moment_order(noise, sigma)
+    if order is None or not _tail_used(k_star, order) or k_star == round(k_star):
+        return None
+    return k_star
 
 
 def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):

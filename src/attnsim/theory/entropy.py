@@ -1,4 +1,4 @@
-"""Entropy of softmax attention weights (SCIENCE.md section 2).
+"""Entropy of softmax attention weights (docs/science.md §3.2–§3.5, §4.2–§4.5).
 
 H = -sum_i p_i log p_i with p = softmax(s). Everything below rests on the exact identity
 

@@ -1,4 +1,4 @@
-"""Kind `init_gradient`: size of the logit gradient of attention at initialisation vs the weight scale (docs/science.md §3.3).
+"""Kind `init_gradient`: size of the logit gradient of attention at initialisation vs the weight scale (docs/science.md §3.6).
 
 Large dot-product logits make the weights one-hot: the entropy, the softmax Jacobian and
 the gradient of the output with respect to the logits all vanish together.

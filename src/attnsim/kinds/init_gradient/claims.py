@@ -1,4 +1,4 @@
-"""Claim of statement 2 (large initial logits: one-hot weights, vanishing gradient, docs/science.md §3.3) judged on `init_gradient` summaries."""
+"""Claim of statement 2 (large initial logits: one-hot weights, vanishing gradient, docs/science.md §3.6) judged on `init_gradient` summaries."""
 
 from __future__ import annotations
 
@@ -25,9 +25,15 @@ def one_hot_vanishing_gradient(s: pd.DataFrame | None) -> Claim:
         "one_hot_vanishing_gradient",
         "Large logits at initialisation make the weights one-hot and the gradient vanish.",
         f"init_gradient; one-hot: mean H < {t.one_hot_entropy} nats; vanished: mean grad_sq < {t.vanished_gradient} x its peak over the scales swept (same n, d)",
+        statement="information",
+        number="onset",
+        compared_to="no prediction of the scale, only that an onset exists for every (n, d); measured: the largest onset scale, range over (n, d)",
+        threshold=f"holds if for every (n, d), from some scale on, the mean entropy is below {t.one_hot_entropy} nats (one-hot) and "
+        f"the mean gradient below {t.vanished_gradient:.0%} of its peak (vanished) at every larger scale swept",
     )
     if s is None:
         return claim
+    claim.based_on(s, figure="gradient_vs_entropy")
     onset = {}
     for (n, d), series in s.groupby(["n", "d"]):
         series = series.sort_values("scale")

@@ -1,4 +1,4 @@
-"""Figure of `init_gradient` (docs/science.md §3.3): ||do/ds||_F^2 and ||J||_F against the entropy and
+"""Figure of `init_gradient` (docs/science.md §3.6): ||do/ds||_F^2 and ||J||_F against the entropy and
 the weight scale; means with 95% intervals."""
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ KIND = Kind(
     name="logit_entropy",
     package=__name__,
     figures=("entropy_vs_scale", "entropy_collapse"),
+    entropy_figure="entropy_vs_scale",
     headline=headline,
     extreme_metrics=("entropy",),
     description="entropy of softmax weights over gaussian or dot-product logits vs their scale, against small-scale and REM theory",

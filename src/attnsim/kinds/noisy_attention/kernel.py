@@ -38,6 +38,13 @@ and scale from sigma * max|z| over the block (before any value is drawn):
 
 The float32 rounding of the noisy log-weights acts like extra noise of relative size ~1e-7, so
 biases in sq_err are ~1e-14 relative; the statistical tests pin this down at sigma = 0.01.
+
+The next-order theory (docs/science.md §2.8) needs, per trial, c_r = sum_i p_i^r ||v_i - o||^2 for
+r = 3, 4 and r = k* of each scale with a heavy-tail term, from the same reference point:
+c_r = sum p^r ||w||^2 - 2 u_o . sum p^r w + ||u_o||^2 sum p^r, with sum p^r w from one more float32
+product per chunk (rows p^3, p^4, p^{k*}; kept apart from the product of `moments`, so the older
+metrics are computed exactly as before), and m2 = ||sum p^2 w - (sum p^2) u_o||^2 from `moments`.
+It costs ~2-4% of a block at n = 16384, d = 64, K = 32, 8 scales and draws no random numbers.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ import numpy as np
 
 from attnsim.kernels.noise import standard_noise32
 from attnsim.kernels.sampling import standard_normal
+from attnsim.theory import delta_next
 
 F32 = np.float32
 CHUNK_BYTES = 4 * 2**20  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
@@ -106,6 +114,123 @@ class Draws:
     values: np.ndarray  # (T, n, d) float32
 
 
+@dataclass
+class CleanSoftmax:
+    """The clean logits of a block, top key first, and their softmax in float64."""
+
+    logits: np.ndarray  # (T, n)
+    log_w: np.ndarray  # (T, n) log p - log p_0 <= 0, exactly 0 at key 0
+    weights: np.ndarray  # (T, n) p
+    rest: np.ndarray  # (T,) 1 - p_0, without cancellation
+    entropy: np.ndarray  # (T,)
+    sum_p2: np.ndarray  # (T,)
+    pair: np.ndarray  # (T, 2, n) float32: p and p^2, the rows of the moments' product
+
+
+def clean_softmax(rng: np.random.Generator, trials: int, n: int, logit_scale: float) -> CleanSoftmax:
+    """Draw the logits and put each trial's top key at index 0 (a relabelling: every law is symmetric in the keys)."""
+    rows = np.arange(trials)
+    logits = standard_normal(rng, (trials, n)).astype(np.float64)
+    logits *= float(logit_scale)
+    top = np.argmax(logits, axis=1)
+    peak = logits[rows, top]
+    logits[rows, top] = logits[:, 0]
+    logits[:, 0] = peak
+    log_w = logits - peak[:, None]
+    weights = np.exp(log_w)
+    rest = weights[:, 1:].sum(axis=1)
+    total = 1.0 + rest
+    weights /= total[:, None]
+    rest /= total
+    entropy = np.log(total) - np.einsum("tn,tn->t", weights, log_w)
+    np.clip(entropy, 0.0, math.log(n), out=entropy)
+    sum_p2 = np.einsum("tn,tn->t", weights, weights)
+    pair = np.empty((trials, 2, n), F32)
+    pair[:, 0] = weights
+    np.square(pair[:, 0], out=pair[:, 1])
+    return CleanSoftmax(logits, log_w, weights, rest, entropy, sum_p2, pair)
+
+
+@dataclass
+class NoisePlan:
+    """The block's standard noise, chunk by chunk, and how each scale is computed (its form, see above)."""
+
+    z: list  # per key chunk (T, K, m) float32
+    starts: range  # first key of each chunk
+    chunk: int  # keys per chunk
+    order: np.ndarray  # scales sorted by form: each form is one run of rows
+    sigma: np.ndarray  # (S, 1, 1, 1) float32, in that order
+    runs: dict  # form -> (first, end) rows of `sigma`
+    log_w32: np.ndarray | None  # float32 log-weights, for form 3 only
+    row_max: np.ndarray | None  # form 3's row maxima
+
+    @property
+    def heavy(self) -> bool:
+        return self.log_w32 is not None
+
+
+def plan_noise(rng: np.random.Generator, clean: CleanSoftmax, noise: str, k: int, d: int, scales: np.ndarray) -> NoisePlan:
+    """Draw the noise of every key chunk (before any value) and choose each scale's form from sigma * max|z|."""
+    trials, n = clean.weights.shape
+    chunk = key_chunk(n, d, k)
+    starts = range(0, n, chunk)
+    z = [standard_noise32(rng, noise, (trials, k, min(n, start + chunk) - start)) for start in starts]
+    bound = max(max(float(part.max()), -float(part.min())) for part in z)
+    forms = np.array([form(s, bound) for s in scales], dtype=int)
+    order = np.argsort(forms, kind="stable")
+    sigma = scales[order].astype(F32)[:, None, None, None]
+    runs = {f: (int(np.searchsorted(forms[order], f)), int(np.searchsorted(forms[order], f, side="right"))) for f in (1, 2, 3)}
+    heavy = runs[3][1] > runs[3][0]
+    log_w32 = clean.log_w.astype(F32) if heavy else None
+    row_max = _row_max(z, log_w32, sigma[runs[3][0] : runs[3][1]], chunk) if heavy else None
+    return NoisePlan(z, starts, chunk, order, sigma, runs, log_w32, row_max)
+
+
+@dataclass
+class Sums:
+    """What the key chunks add up, in float64 where it matters (see the module docstring)."""
+
+    moments: np.ndarray  # (T, 2, d): sum p w, sum p^2 w
+    norms: np.ndarray  # (T, n) float32: ||w_i||^2
+    powers: tuple  # r of the next-order rows: 3, 4 and each scale's k* with a tail term
+    high_w: np.ndarray  # (T, R, d): sum p^r w
+    high_ww: np.ndarray  # (T, R): sum p^r ||w||^2
+    high_p: np.ndarray  # (T, R): sum p^r
+    outputs_a: np.ndarray | None  # (S, T, K, d): sum f w per sorted scale (several chunks only)
+    outputs_b: np.ndarray | None  # (S, T, K, 1): sum f
+
+
+def noisy_outputs(plan: NoisePlan, c: int, weighted, values, p_col, buffer, group: int):
+    """Yield (first, end, A, B) per group of sorted scales for key chunk `c`: A = sum f w, B = sum f
+    (p-weighted in forms 1 and 2), one float32 product per form run and trial."""
+    size, trials, k = len(plan.sigma), values.shape[0], plan.z[c].shape[1]
+    m, d = values.shape[1], values.shape[2]
+    start = plan.starts[c]
+    ones = np.ones((1, m, 1), F32) if plan.heavy else None
+    for g0 in range(0, size, group):
+        g1 = min(size, g0 + group)
+        noisy = buffer[: g1 - g0, :, :, :m]
+        np.multiply(plan.z[c][None], plan.sigma[g0:g1], out=noisy)
+        out_a = np.empty((g1 - g0, trials, k, d), F32)
+        out_b = np.empty((g1 - g0, trials, k, 1), F32)
+        for which, (r0, r1) in plan.runs.items():
+            r0, r1 = max(r0, g0), min(r1, g1)
+            if r0 >= r1:
+                continue
+            part = noisy[r0 - g0 : r1 - g0]
+            if which == 1:
+                np.expm1(part, out=part)
+            elif which == 2:
+                np.exp(part, out=part)
+            else:
+                part += plan.log_w32[None, :, None, start : start + m]
+                part -= plan.row_max[r0 - plan.runs[3][0] : r1 - plan.runs[3][0]]
+                np.exp(part, out=part)
+            np.matmul(part, values if which == 3 else weighted, out=out_a[r0 - g0 : r1 - g0])
+            np.matmul(part, ones if which == 3 else p_col, out=out_b[r0 - g0 : r1 - g0])
+        yield g0, g1, out_a, out_b
+
+
 def simulate(
     rng: np.random.Generator,
     trials: int,
@@ -117,120 +242,109 @@ def simulate(
     noise_scales,
     record: bool = False,
 ):
-    """Per noise scale (in the order given), metric -> (T,) float64: sq_err, spread, grad_sq, entropy, n_eff.
+    """Per noise scale (in the order given), metric -> (T,) float64: sq_err, spread, grad_sq, entropy, n_eff,
+    and the clean-weight sums of the next-order theory (`attnsim.theory.delta_next.next_order_stats`):
+    sum_p2, sum_p3, c3, c4, m2 and c_tail (sum p^{k*} ||v - o||^2 for the scale's k*; nan where
+    `delta_next.tail_power` gives no tail term).
 
+    Phases: the clean softmax, the noise and each scale's form, then key chunk by key chunk the
+    values (measured from r = p_0 v_0), their moments and the noisy outputs, and last the metrics.
     With `record`, also returns the `Draws` (all values kept: for tests on small sizes only).
     """
     k = int(noise_draws)
     scales = np.asarray(noise_scales, dtype=np.float64).reshape(-1)
-    rows = np.arange(trials)
-
-    # clean logits, top key first, and their softmax in float64
-    logits = standard_normal(rng, (trials, n)).astype(np.float64)
-    logits *= float(logit_scale)
-    top = np.argmax(logits, axis=1)
-    peak = logits[rows, top]
-    logits[rows, top] = logits[:, 0]
-    logits[:, 0] = peak
-    log_w = logits - peak[:, None]  # <= 0, exactly 0 at key 0
-    weights = np.exp(log_w)
-    rest = weights[:, 1:].sum(axis=1)
-    total = 1.0 + rest
-    weights /= total[:, None]
-    rest /= total  # 1 - p_0
-    entropy = np.log(total) - np.einsum("tn,tn->t", weights, log_w)
-    np.clip(entropy, 0.0, math.log(n), out=entropy)
-    sum_p2 = np.einsum("tn,tn->t", weights, weights)
-    pair = np.empty((trials, 2, n), F32)  # p and p^2, float32
-    pair[:, 0] = weights
-    np.square(pair[:, 0], out=pair[:, 1])
-    w32 = pair[:, 0]
-
-    # the noise, chunk by chunk, and each scale's form from sigma * max|z| over the block
-    chunk = key_chunk(n, d, k)
-    starts = range(0, n, chunk)
-    z = [standard_noise32(rng, noise, (trials, k, min(n, start + chunk) - start)) for start in starts]
-    bound = max(max(float(part.max()), -float(part.min())) for part in z)
-    forms = np.array([form(s, bound) for s in scales], dtype=int)
-    order = np.argsort(forms, kind="stable")  # scales sorted by form: each form is one run of rows
-    sigma = scales[order].astype(F32)[:, None, None, None]
-    runs = {f: (int(np.searchsorted(forms[order], f)), int(np.searchsorted(forms[order], f, side="right"))) for f in (1, 2, 3)}
-    size = len(scales)
-    group = group_scales(n, d, k)
-    buffer = np.empty((min(group, size), trials, k, chunk), F32)
-    heavy = runs[3][1] > runs[3][0]
-    log_w32 = log_w.astype(F32) if heavy else None
-    del log_w
-    row_max = _row_max(z, log_w32, sigma[runs[3][0] : runs[3][1]], chunk) if heavy else None
-
-    single = len(starts) == 1
-    sums_a = None if single else np.zeros((size, trials, k, d))
-    sums_b = None if single else np.zeros((size, trials, k, 1))
+    clean = clean_softmax(rng, trials, n, logit_scale)
+    plan = plan_noise(rng, clean, noise, k, d, scales)
+    del clean.log_w
+    size, group = len(scales), group_scales(n, d, k)
+    buffer = np.empty((min(group, size), trials, k, plan.chunk), F32)
+    single = len(plan.starts) == 1
+    tails = sorted({t for t in (delta_next.tail_power(noise, float(s)) for s in scales) if t is not None})
+    powers = (3.0, 4.0, *tails)
+    sums = Sums(
+        moments=np.zeros((trials, 2, d)),
+        norms=np.empty((trials, n), F32),
+        powers=powers,
+        high_w=np.zeros((trials, len(powers), d)),
+        high_ww=np.zeros((trials, len(powers))),
+        high_p=np.zeros((trials, len(powers))),
+        outputs_a=None if single else np.zeros((size, trials, k, d)),
+        outputs_b=None if single else np.zeros((size, trials, k, 1)),
+    )
     sq_sorted = np.empty((size, trials))
-    moments = np.zeros((trials, 2, d))  # sum p w, sum p^2 w
-    norms = np.empty((trials, n), F32)  # ||w_i||^2
+    w32 = clean.pair[:, 0]
     kept = [] if record else None
     reference = None
-    for c, start in enumerate(starts):
-        stop = min(n, start + chunk)
+    for c, start in enumerate(plan.starts):
+        stop = min(n, start + plan.chunk)
         values = standard_normal(rng, (trials, stop - start, d))
         if record:
             kept.append(values.copy())
         if start == 0:
             head = values[:, 0, :]
             reference = w32[:, :1, None] * head[:, None, :]  # r = p_0 v_0, (T, 1, d)
-            head_rel = (rest[:, None] * head).astype(F32)  # (1 - p_0) v_0
+            head_rel = (clean.rest[:, None] * head).astype(F32)  # (1 - p_0) v_0
             values -= reference
             values[:, 0, :] = head_rel
         else:
             values -= reference
-        np.einsum("tmd,tmd->tm", values, values, out=norms[:, start:stop])
-        moments += np.matmul(pair[:, :, start:stop], values)
+        np.einsum("tmd,tmd->tm", values, values, out=sums.norms[:, start:stop])
+        sums.moments += np.matmul(clean.pair[:, :, start:stop], values)
+        _high_moments(clean.weights[:, start:stop], sums.norms[:, start:stop], values, powers, sums.high_w, sums.high_ww, sums.high_p)
         weighted = w32[:, start:stop, None] * values  # p w
-        p_col = pair[:, 0, start:stop, None]
-        ones = np.ones((1, stop - start, 1), F32) if heavy else None
-        for g0 in range(0, size, group):
-            g1 = min(size, g0 + group)
-            noisy = buffer[: g1 - g0, :, :, : stop - start]
-            np.multiply(z[c][None], sigma[g0:g1], out=noisy)
-            out_a = np.empty((g1 - g0, trials, k, d), F32)  # sum f w (p-weighted in forms 1, 2)
-            out_b = np.empty((g1 - g0, trials, k, 1), F32)  # sum f (p-weighted in forms 1, 2)
-            for which, (r0, r1) in runs.items():
-                r0, r1 = max(r0, g0), min(r1, g1)
-                if r0 >= r1:
-                    continue
-                part = noisy[r0 - g0 : r1 - g0]
-                if which == 1:
-                    np.expm1(part, out=part)
-                elif which == 2:
-                    np.exp(part, out=part)
-                else:
-                    part += log_w32[None, :, None, start:stop]
-                    part -= row_max[r0 - runs[3][0] : r1 - runs[3][0]]
-                    np.exp(part, out=part)
-                np.matmul(part, values if which == 3 else weighted, out=out_a[r0 - g0 : r1 - g0])
-                np.matmul(part, ones if which == 3 else p_col, out=out_b[r0 - g0 : r1 - g0])
+        for g0, g1, out_a, out_b in noisy_outputs(plan, c, weighted, values, clean.pair[:, 0, start:stop, None], buffer, group):
             if single:
-                sq_sorted[g0:g1] = _sq_err(out_a, out_b, moments[:, 0], runs, g0)
+                sq_sorted[g0:g1] = _sq_err(out_a, out_b, sums.moments[:, 0], plan.runs, g0)
             else:
-                sums_a[g0:g1] += out_a
-                sums_b[g0:g1] += out_b
+                sums.outputs_a[g0:g1] += out_a
+                sums.outputs_b[g0:g1] += out_b
         del weighted, values
     if not single:
-        sq_sorted = _sq_err(sums_a, sums_b, moments[:, 0], runs, 0)
+        sq_sorted = _sq_err(sums.outputs_a, sums.outputs_b, sums.moments[:, 0], plan.runs, 0)
     sq_err = np.empty_like(sq_sorted)
-    sq_err[order] = sq_sorted
+    sq_err[plan.order] = sq_sorted
+    result = metrics(clean, sums, sq_err, noise, scales)
+    if record:
+        return result, Draws(logits=clean.logits, noise=np.concatenate(plan.z, axis=2), values=np.concatenate(kept, axis=1))
+    return result
 
-    u_o, p2_w = moments[:, 0], moments[:, 1]
+
+def metrics(clean: CleanSoftmax, sums: Sums, sq_err: np.ndarray, noise: str, scales: np.ndarray) -> list[dict[str, np.ndarray]]:
+    """Per scale, the trial metrics from the block's sums (the formulas of the module docstring)."""
+    weights, sum_p2 = clean.weights, clean.sum_p2
+    u_o, p2_w = sums.moments[:, 0], sums.moments[:, 1]
     uu = np.einsum("td,td->t", u_o, u_o)
-    spread = np.maximum(np.einsum("tn,tn->t", weights, norms) - uu, 0.0)
-    p2_ww = np.einsum("tn,tn,tn->t", weights, weights, norms)
+    spread = np.maximum(np.einsum("tn,tn->t", weights, sums.norms) - uu, 0.0)
+    p2_ww = np.einsum("tn,tn,tn->t", weights, weights, sums.norms)
     grad_sq = np.maximum(p2_ww - 2 * np.einsum("td,td->t", u_o, p2_w) + uu * sum_p2, 0.0)
     n_eff = 1.0 / sum_p2
-    result = [{"sq_err": sq, "spread": spread, "grad_sq": grad_sq, "entropy": entropy, "n_eff": n_eff} for sq in sq_err]
-    if record:
-        return result, Draws(logits=logits, noise=np.concatenate(z, axis=2), values=np.concatenate(kept, axis=1))
+    # c_r = sum p^r ||w - u_o||^2 = sum p^r ||w||^2 - 2 u_o . sum p^r w + ||u_o||^2 sum p^r, like grad_sq
+    c_high = np.maximum(sums.high_ww - 2 * np.einsum("td,trd->tr", u_o, sums.high_w) + uu[:, None] * sums.high_p, 0.0)
+    m2_vec = p2_w - sum_p2[:, None] * u_o  # sum p^2 (w - u_o) = sum p^2 (v - o)
+    shared = {"sum_p2": sum_p2, "sum_p3": sums.high_p[:, 0], "c3": c_high[:, 0], "c4": c_high[:, 1], "m2": np.einsum("td,td->t", m2_vec, m2_vec)}
+    no_tail = np.full(len(sum_p2), np.nan)
+    result = []
+    for s, sq in zip(scales, sq_err):
+        tail = delta_next.tail_power(noise, float(s))
+        c_tail = no_tail if tail is None else c_high[:, sums.powers.index(tail)]
+        result.append({"sq_err": sq, "spread": spread, "grad_sq": grad_sq, "entropy": clean.entropy, "n_eff": n_eff, **shared, "c_tail": c_tail})
     return result
+
+
+def _high_moments(weights, norms, values, powers, high_w, high_ww, high_p) -> None:
+    """Add one key chunk's sum p^r w (float32 product, like `moments`), sum p^r ||w||^2 and sum p^r
+    (float64) for r in `powers` to the accumulators (T, R, d), (T, R), (T, R). A separate product from
+    `moments`, so that the rows the older metrics use are computed exactly as before. Powers below
+    1e-30 are flushed to 0 in the float32 rows (their terms are negligible; denormals slow the product)."""
+    rows = np.empty((weights.shape[0], len(powers), weights.shape[1]), F32)
+    square = weights * weights
+    for j, r in enumerate(powers):
+        p_r = square * weights if r == 3 else square * square if r == 4 else np.power(weights, r)
+        high_p[:, j] += p_r.sum(axis=1)
+        high_ww[:, j] += np.einsum("tm,tm->t", p_r, norms)
+        np.copyto(rows[:, j], p_r, casting="same_kind")
+    rows[rows < 1e-30] = 0
+    high_w += np.matmul(rows, values)
 
 
 def _row_max(z, log_w32, sigma, chunk) -> np.ndarray:

@@ -1,0 +1,145 @@
+"""Speed of the training kernels: the batched block (all trials of a block trained as one array
+program) against the naive loop that trains one run at a time (tests/training_oracles.py: the
+literal formulas, numpy's float64 samplers), and the time of default-sweep-sized blocks.
+
+    PYTHONPATH=src python -m benchmarks.training [--quick] [--sweep]
+
+Both sides are timed end to end per run (data, initialisation, training, evaluations), on the same
+parameters, with BLAS pinned to one thread. "1 thread": one block (or naive runs one after the
+other) in this thread, timed in CPU seconds of the thread (the machine is shared: wall time would
+measure the other users). "2 threads": a ThreadPoolExecutor runs two blocks at once (the way the
+driver shares blocks out), against two threads each running naive runs, timed in wall seconds (so
+they suffer from any other load; the load average is printed). Rates are run-steps per
+second (a run-step = one optimiser step of one run, including its share of the evaluations); the
+best of `repeats` timings is kept, since the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from attnsim.kernels import contrastive_training as ct
+from attnsim.kernels import recall_training as rt
+from attnsim.tuning import tune_allocator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from training_oracles import contrastive_naive_run, recall_naive_run
+
+RECALL = {"n": 64, "d": 32, "batch": 32, "scale": 1.0, "optimiser": "adam", "lr": 0.01}
+RECALL_SMALL = RECALL | {"n": 16, "d": 16}  # the default sweep's size
+CONTRASTIVE = {"n": 64, "classes": 8, "latent_dim": 8, "input_dim": 64, "embed_dim": 16, "tau": 0.1, "optimiser": "adam", "lr": 0.01}
+CASES = {
+    "recall": (rt, RECALL, recall_naive_run),
+    "recall, default-sweep size": (rt, RECALL_SMALL, recall_naive_run),
+    "contrastive": (ct, CONTRASTIVE, contrastive_naive_run),
+}
+
+
+def best(fn, repeats: int, cpu: bool = False) -> float:
+    """Best of `repeats` timings: CPU time of this thread with `cpu` (immune to other processes on a
+    shared machine; right for 1-thread work, BLAS being pinned to this thread), else wall time."""
+    clock = time.thread_time if cpu else time.perf_counter
+    times = []
+    for _ in range(repeats):
+        start = clock()
+        fn()
+        times.append(clock() - start)
+    return min(times)
+
+
+def batched_rate(module, params: dict, trials: int, steps: int, threads: int, repeats: int, points: int = 1) -> float:
+    """Run-steps per second of `threads` blocks of `trials` trials run concurrently."""
+    pts = [params | {"steps": steps, "lr": params["lr"] * (1 + 0.1 * i)} for i in range(points)]
+
+    def block(seed):
+        module.simulate_block(np.random.default_rng(seed), trials, pts)
+
+    def run():
+        if threads == 1:
+            block(0)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(block, range(threads)))
+
+    return threads * trials * steps * points / best(run, repeats, cpu=threads == 1)
+
+
+def naive_rate(naive, params: dict, runs: int, steps: int, threads: int, repeats: int) -> float:
+    p = params | {"steps": steps}
+
+    def some(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(runs):
+            naive(rng, p)
+
+    def run():
+        if threads == 1:
+            some(0)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(some, range(threads)))
+
+    return threads * runs * steps / best(run, repeats, cpu=threads == 1)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat: checks the script runs")
+    parser.add_argument("--sweep", action="store_true", help="also time default-sweep-sized blocks (a few minutes)")
+    parser.add_argument("--trials", type=int, default=64, help="trials per batched block (default 64)")
+    args = parser.parse_args(argv)
+    tune_allocator()
+    steps, runs, repeats = (5, 1, 1) if args.quick else (40, 3, 3)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared: figures are best of {repeats})")
+    with threadpool_limits(limits=1):
+        for name, (module, params, naive) in CASES.items():
+            size = ", ".join(f"{k}={params[k]}" for k in ("n", "d", "batch", "input_dim", "embed_dim", "classes") if k in params)
+            print(f"\n{name} ({size}; {steps} steps per run, {args.trials} trials per block)")
+            fast_1 = None
+            for threads in (1, 2):
+                fast = batched_rate(module, params, args.trials, steps, threads, repeats)
+                fast_1 = fast_1 or fast
+                slow = naive_rate(naive, params, runs, steps, threads, repeats)
+                print(f"  {threads} thread(s): batched {fast:10.0f} run-steps/s   naive {slow:8.0f} run-steps/s   speed-up {fast / slow:6.1f}x")
+            single = batched_rate(module, params, 1, steps, 1, repeats)
+            print(f"  the kernel one run at a time (1-trial blocks), 1 thread: {single:8.0f} run-steps/s; batching alone gains {fast_1 / single:5.1f}x")
+            if not args.quick:
+                for trials in (8, 32, 128):
+                    rate = batched_rate(module, params, trials, steps, 1, repeats)
+                    print(f"  block of {trials:4d} trials, 1 thread: {rate:10.0f} run-steps/s")
+        if args.sweep:
+            sweep()
+    return 0
+
+
+def sweep() -> None:
+    """Default-sweep-sized work on 1 thread: 200 runs x 300 steps of one point, and a block of 8 points."""
+    print("\ndefault-sweep-sized blocks, 1 thread, CPU seconds (200 trials, 300 steps)")
+    recall = {"n": 16, "d": 16, "batch": 32, "steps": 300, "scale": 1.0}
+    clock = time.thread_time  # CPU seconds of this thread (BLAS pinned to it)
+    for points in (
+        [recall | {"optimiser": "adam", "lr": 0.01}],
+        [recall | {"optimiser": o, "lr": lr, "scale": s} for o, lr in (("adam", 0.01), ("sgd", 1.0)) for s in (0.3, 1.0, 3.0, 10.0)],
+    ):
+        start = clock()
+        rt.simulate_block(np.random.default_rng(0), 200, points)
+        took = clock() - start
+        print(f"  recall n=16 d=16 batch=32, {len(points)} point(s): {took:6.1f} s ({took / len(points):5.1f} s per point)")
+    contrastive = {"n": 64, "steps": 300, "optimiser": "adam", "lr": 0.01}
+    for points in ([contrastive | {"tau": 0.1}], [contrastive | {"tau": t} for t in (0.05, 0.1, 0.2, 0.5, 1.0)]):
+        start = clock()
+        ct.simulate_block(np.random.default_rng(0), 200, points)
+        took = clock() - start
+        print(f"  contrastive n=64 D=64 d_out=16 C=8, {len(points)} point(s): {took:6.1f} s ({took / len(points):5.1f} s per point)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

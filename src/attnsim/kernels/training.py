@@ -1,0 +1,112 @@
+"""What the training kernels share: the optimisers, batched over trials, the evaluation
+schedule and the checks of the training parameters.
+
+Every array handled here has the trials on its leading axis; an optimiser updates all the
+trials of a block at once, and a trial whose weights stop being finite is reset (weights and
+moments to 0) so that NaN never spreads, the kernel recording the step at which it happened.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from attnsim.errors import ConfigError
+
+OPTIMISERS = ("sgd", "adam")
+ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
+CHECKPOINTS = 8  # loss_ckpt_0 .. loss_ckpt_7
+EVALS_PER_CHECKPOINT = 4  # evaluation grid: round(steps^(j / 28)), j = 0..28 (contains the checkpoints)
+
+
+def round_half_up(x: float) -> int:
+    return math.floor(x + 0.5)
+
+
+def checkpoint_steps(steps: int) -> list[int]:
+    """Step after which checkpoint j is measured: round(steps^(j/7)), j = 0..7 (j = 0: after step 1)."""
+    return [round_half_up(steps ** (j / (CHECKPOINTS - 1))) for j in range(CHECKPOINTS)]
+
+
+def evaluation_steps(steps: int) -> list[int]:
+    """Steps after which the monitor loss is measured (besides step 0): round(steps^(j/28)), j = 0..28,
+    without repeats; a superset of `checkpoint_steps` (j/7 and 4j/28 are the same float)."""
+    count = (CHECKPOINTS - 1) * EVALS_PER_CHECKPOINT
+    return sorted({round_half_up(steps ** (j / count)) for j in range(count + 1)})
+
+
+def first_reached(losses: Mapping[int, np.ndarray], threshold: float, trials: int) -> np.ndarray:
+    """Per trial, the first evaluation step whose loss is <= threshold, +inf if none."""
+    reached = np.full(trials, np.inf)
+    for step in sorted(losses, reverse=True):  # the earliest step is written last
+        reached = np.where(losses[step] <= threshold, float(step), reached)
+    return reached
+
+
+class Optimiser:
+    """SGD (w -= lr g) or Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8, bias-corrected) on a list
+    of weight arrays (T, ...), updated in place."""
+
+    def __init__(self, name: str, lr: float, weights: list[np.ndarray]):
+        self.adam = name == "adam"
+        self.lr = float(lr)
+        self.m = [np.zeros_like(w) for w in weights] if self.adam else []
+        self.v = [np.zeros_like(w) for w in weights] if self.adam else []
+
+    def update(self, weights: list[np.ndarray], grads: list[np.ndarray], step: int) -> None:
+        """Apply step number `step` (1-based: Adam's bias correction uses it)."""
+        if not self.adam:
+            for w, g in zip(weights, grads):
+                w -= self.lr * g
+            return
+        c1, c2 = 1.0 - ADAM_BETA1**step, 1.0 - ADAM_BETA2**step
+        for w, g, m, v in zip(weights, grads, self.m, self.v):
+            m *= ADAM_BETA1
+            m += (1.0 - ADAM_BETA1) * g
+            v *= ADAM_BETA2
+            v += (1.0 - ADAM_BETA2) * (g * g)
+            w -= self.lr * (m / c1) / (np.sqrt(v / c2) + ADAM_EPS)
+
+    def reset(self, weights: list[np.ndarray], trials: np.ndarray) -> None:
+        """Zero the weights and moments of the masked trials."""
+        for x in (*weights, *self.m, *self.v):
+            x[trials] = 0.0
+
+
+def not_finite(weights: list[np.ndarray]) -> np.ndarray:
+    """(T,) True where any weight of the trial is NaN or infinite."""
+    ok = np.ones(weights[0].shape[0], dtype=bool)
+    for w in weights:
+        ok &= np.isfinite(w).reshape(w.shape[0], -1).all(axis=1)
+    return ~ok
+
+
+def check_integer(p: Mapping, key: str, minimum: int, what: str) -> None:
+    if key not in p:
+        raise ConfigError(f"{key}: missing")
+    value = p[key]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{key}: need at least {minimum} {what}, got {value}")
+
+
+def check_number(p: Mapping, key: str, positive: bool = True) -> None:
+    """A finite number, > 0 if `positive` else >= 0."""
+    value = p.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+        raise ConfigError(f"{key}: expected a finite number, got {value!r}")
+    if positive and value <= 0:
+        raise ConfigError(f"{key}: must be > 0, got {value}")
+    if not positive and value < 0:
+        raise ConfigError(f"{key}: must be >= 0, got {value}")
+
+
+def check_training(p: Mapping) -> None:
+    """The parameters every training kind has: steps >= 1, lr > 0, a known optimiser."""
+    check_integer(p, "steps", 1, "training step(s)")
+    if p.get("optimiser") not in OPTIMISERS:
+        raise ConfigError(f"optimiser: unknown optimiser {p.get('optimiser')!r}; expected one of {', '.join(OPTIMISERS)}")
+    check_number(p, "lr")

@@ -1,0 +1,37 @@
+"""Slow per-trial reference for `real_noise`: one window through the model alone, the head's q, k, v,
+and plain formulas, one noisy draw at a time."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def head_row(bert, ids: np.ndarray, position: int, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
+    """(logits (n,), values (n, 32)) of one query row, from a forward pass of this window alone."""
+    out = bert.forward(ids[None, :], np.ones((1, len(ids)), dtype=bool), capture=[layer])
+    a = out.attention[layer].head(head)
+    q, k = a.q[0, position].astype(np.float64), a.k[0].astype(np.float64)
+    return np.array([q @ k[i] for i in range(len(ids))]) / math.sqrt(len(q)), a.v[0].astype(np.float64)
+
+
+def naive_trial(logits, values, noise, noise_scale: float) -> dict[str, float]:
+    """Plain float64 formulas for one row and its K noise vectors."""
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    o = p @ values
+    errors = []
+    for eps in np.asarray(noise, dtype=np.float64):
+        x = logits + noise_scale * eps
+        q = np.exp(x - x.max())
+        q /= q.sum()
+        errors.append(float(np.sum((q @ values - o) ** 2)))
+    dist2 = np.sum((values - o) ** 2, axis=1)
+    return {
+        "sq_err": float(np.mean(errors)),
+        "entropy": float(-sum(pi * math.log(pi) for pi in p if pi > 0)),
+        "n_eff": float(1 / np.sum(p**2)),
+        "grad_sq": float(np.sum(p**2 * dist2)),
+        "spread": float(np.sum(p * dist2)),
+    }

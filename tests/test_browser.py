@@ -1,0 +1,383 @@
+"""The Snakemake report and results/claims.html as a reader sees them, in headless Chromium.
+
+A tiny run of every experiment kind goes through the real workflow and `snakemake --report`;
+Selenium then drives Debian's chromium through Debian's chromedriver (both given by path, so
+Selenium Manager never runs and nothing is downloaded). The report is a single-page app: the
+test clicks through it like a reader (sidebar category -> figure -> back) and checks that each
+figure decodes at its file's size with its caption beside it, that the claims table (in the
+report and in claims.html) has one row per claim with its verdict visible, that every link in
+claims.html resolves, and that no page logs a console error (level SEVERE).
+
+Screenshots of the report's home, one figure page and the claims page go to the test's tmp
+directory; `ATTNSIM_SCREENSHOTS=1 pytest tests/test_browser.py` also copies them to
+docs/screenshots/ (the README shows them).
+
+Needs /usr/bin/chromium and /usr/bin/chromedriver (`apt-get install chromium chromium-driver`;
+.ci/run installs them); skipped elsewhere, never under CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from unittest import mock
+from urllib.parse import unquote, urlparse
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import REPO, small_config
+from workflow_helpers import snakemake, write_config
+
+from attnsim.kinds import get_kind
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+NEEDS = "needs Debian's chromium and chromium-driver: apt-get install chromium chromium-driver"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",  # root
+    "--disable-gpu",
+    "--disable-dev-shm-usage",  # a small /dev/shm (containers) crashes tabs otherwise
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+VIEWPORT = (1280, 900)
+SCREENSHOTS = REPO / "docs" / "screenshots"
+DOCS_SHOTS = ("report-home", "report-figure", "report-claims")  # the ones docs/screenshots/ keeps
+SCREENSHOT_MAX_BYTES = 300_000
+FIGURE_SHOWN = ("robustness", "collapse")  # the figure page in docs/screenshots/report-figure.png
+VERDICTS = ("holds", "fails", "outside regime", "not measured")
+CSS = "css selector"  # selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
+WAIT = 60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
+
+# One experiment of every kind, a few points each: every figure and caption of the report appears.
+EXPERIMENTS = {
+    "entropy": {"kind": "logit_entropy", "trials": 10, "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1.0, 3.0]}},
+    "temperature": {"kind": "temperature_entropy", "trials": 10, "grid": {"n": [16], "d": [3], "tau": [0.3, 1.0]}},
+    "gradient": {"kind": "init_gradient", "trials": 10, "grid": {"n": [16], "d": [4], "scale": [0.5, 100.0]}},
+}
+
+
+@pytest.fixture(scope="module")
+def webdriver_module():
+    """Selenium, or a skip with the reason (a failure under CI, which installs everything)."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    reason = f"{NEEDS} (missing: {', '.join(missing)})" if missing else ""
+    try:
+        from selenium import webdriver
+    except ImportError:
+        reason = reason or "needs selenium: pip install -e '.[test]'"
+        webdriver = None
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser test cannot run under CI: {reason}")
+        pytest.skip(reason)
+    return webdriver
+
+
+@pytest.fixture(scope="module")
+def run(webdriver_module, tmp_path_factory):
+    """A finished tiny run with its report: the workdir (no run where the test will skip)."""
+    workdir = tmp_path_factory.mktemp("browser-run")
+    config = small_config(chunk_size=64)
+    config["experiments"]["robustness"]["trials"] = 10
+    config["experiments"].update(EXPERIMENTS)
+    write_config(workdir, config)
+    snakemake(workdir, "--cores", "2")
+    snakemake(workdir, "--report", "results/report.html")
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    """Where screenshots go; with ATTNSIM_SCREENSHOTS set, copied to docs/screenshots/ at the end."""
+    folder = tmp_path_factory.mktemp("screenshots")
+    yield folder
+    if os.environ.get("ATTNSIM_SCREENSHOTS"):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        for name in DOCS_SHOTS:
+            shutil.copy2(folder / f"{name}.png", SCREENSHOTS / f"{name}.png")
+
+
+@pytest.fixture(scope="module")
+def browser(webdriver_module, tmp_path_factory):
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.selenium_manager import SeleniumManager
+
+    options = webdriver_module.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.add_argument(f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    forbidden = AssertionError("Selenium Manager must not run: it would download a driver or a browser")
+    with pytest.MonkeyPatch.context() as env, mock.patch.object(SeleniumManager, "binary_paths", side_effect=forbidden):
+        env.setenv("SE_OFFLINE", "true")  # belt and braces: even if it ran, no downloads
+        env.delenv("SE_CHROMEDRIVER", raising=False)  # would override the driver path given below
+        driver = webdriver_module.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        # Headless --window-size includes window chrome; this makes the page area exactly VIEWPORT.
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False})
+        yield driver
+    finally:
+        driver.quit()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def console_errors(driver) -> list[str]:
+    """The browser's console entries at level SEVERE since the last call (reading drains the log)."""
+    return [f"{e.get('source')}: {e['message']}" for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def screenshot(driver, folder: Path, name: str) -> Path:
+    path = folder / f"{name}.png"
+    assert driver.save_screenshot(str(path))
+    assert 0 < path.stat().st_size < SCREENSHOT_MAX_BYTES, f"{path.name}: {path.stat().st_size} bytes"
+    return path
+
+
+def text(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def wait(driver, condition, message: str):
+    """condition(driver) once it is truthy; else fail with the message and what the page shows."""
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+    except TimeoutException:
+        shows = driver.execute_script("return document.body ? document.body.innerText.slice(0, 600) : ''")
+        pytest.fail(f"{message} (after {WAIT} s); the page shows: {text(shows)!r}")
+
+
+def sidebar_entries(driver) -> dict:
+    """The report's sidebar menu (General and Results): entry text -> link."""
+    return {a.text.strip(): a for a in driver.find_elements(CSS, "#app nav ul li a") if a.text.strip()}
+
+
+def open_report(driver, run: Path) -> None:
+    driver.get((run / "results/report.html").as_uri())
+    wait(driver, lambda d: "Claims" in sidebar_entries(d), "the report's sidebar never listed the Claims category")
+
+
+def click_sidebar(driver, name: str) -> None:
+    entries = wait(driver, lambda d: (e := sidebar_entries(d)) and name in e and e, f"no sidebar entry {name!r}")
+    entries[name].click()
+
+
+def breadcrumb(driver, name: str | None = None) -> None:
+    """Click the breadcrumb above the sidebar: the home icon (None) or the entry called `name`."""
+    links = driver.find_elements(CSS, "#app nav ol li a")
+    link = links[0] if name is None else next(a for a in links if a.text.strip() == name)
+    link.click()
+
+
+def result_rows(driver) -> dict:
+    """A category's table of results in the sidebar: label (first cell) -> row."""
+    rows = wait(driver, lambda d: d.find_elements(CSS, "#app nav table tbody tr"), "no results table in the sidebar")
+    return {row.find_element(CSS, "td").text.strip(): row for row in rows}
+
+
+def show(driver, label: str, filename: str):
+    """Click a result's eye button (in the current category's table); the element (img or iframe)
+    that then shows the file in the main pane."""
+    result_rows(driver)[label].find_element(CSS, 'a[iconname="eye"]').click()
+    selector = f'#app img[src*="filename={filename};"], #app iframe[src*="filename={filename};"]'
+    in_main = lambda d: [e for e in d.find_elements(CSS, selector) if not d.execute_script("return !!arguments[0].closest('nav')", e)]
+    return wait(driver, in_main, f"{label}: {filename} not shown")[0]
+
+
+def describe(driver, label: str) -> str:
+    """Click a result's info button: the sidebar shows its caption (the result stays shown). The sidebar's text."""
+    result_rows(driver)[label].find_element(CSS, 'a[iconname="information-circle"]').click()
+    sidebar = lambda d: d.find_element(CSS, "#app nav").text
+    wait(driver, lambda d: "DESCRIPTION" in sidebar(d).upper(), f"{label}: no description")
+    return text(sidebar(driver))
+
+
+def png_width(path: Path) -> int:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big")  # IHDR width
+
+
+def caption_opening(kind: str, figure: str, experiment: str) -> str:
+    """The caption's first sentence as the reader sees it: the kind's report/<figure>.rst, rendered."""
+    rst = get_kind(kind).caption(figure).read_text()
+    rst = rst.replace("{{ snakemake.wildcards.experiment }}", experiment).replace("**", "").replace("``", "")
+    return text(rst).split(". ")[0]
+
+
+CLAIM_ROWS_JS = """
+const rows = [];
+for (const tr of document.querySelectorAll('tr')) {
+  const first = tr.cells[0];
+  if (!first) continue;
+  const ids = [...first.querySelectorAll('code')].map(c => c.textContent.trim());
+  if (!ids.length) continue;
+  // the cells a reader sees without scrolling sideways
+  const cells = [...tr.cells].filter(td => td.checkVisibility() && td.getClientRects().length
+                                           && td.getBoundingClientRect().left >= 0
+                                           && td.getBoundingClientRect().right <= document.documentElement.clientWidth + 1)
+                             .map(td => td.innerText.replace(/\\s+/g, ' ').trim().toLowerCase());
+  rows.push({ids: ids, cells: cells});
+}
+return rows;
+"""
+
+LINKS_JS = """
+return [...document.querySelectorAll('a[href]')].map(a => {
+  const raw = a.getAttribute('href');
+  const frag = raw.startsWith('#') ? decodeURIComponent(raw.slice(1)) : null;
+  return {raw: raw, href: a.href,
+          target: frag === null ? null : !!(document.getElementById(frag) || document.getElementsByName(frag).length)};
+});
+"""
+
+IMAGES_JS = "return [...document.images].map(i => ({src: i.src.slice(0, 80), complete: i.complete, width: i.naturalWidth}));"
+
+
+def check_claims_table(driver, claims) -> None:
+    """In the current document: one table row per claim (its id in a <code> of the first cell),
+    the row's verdict in a cell of its own that is visible without scrolling sideways."""
+    rows = driver.execute_script(CLAIM_ROWS_JS)
+    expected = dict(zip(claims["claim_id"], claims["verdict"]))
+    found = {}
+    for row in rows:
+        ids = [i for i in row["ids"] if i in expected]
+        assert len(ids) <= 1, f"one row holds several claims: {ids}"
+        if ids:
+            assert ids[0] not in found, f"claim {ids[0]} has more than one row"
+            found[ids[0]] = row["cells"]
+    assert sorted(found) == sorted(expected), f"rows for {sorted(found)}, claims.parquet has {sorted(expected)}"
+    for claim_id, verdict in expected.items():
+        others = [v for v in VERDICTS if v != verdict]
+        cells = [c for c in found[claim_id] if verdict in c and not any(o in c for o in others)]
+        assert cells, f"{claim_id}: verdict {verdict!r} not in a cell visible without scrolling sideways; visible cells: {found[claim_id]}"
+
+
+def broken_links(driver) -> list[str]:
+    """Links in the current document that lead nowhere: a missing local file or #anchor, or a
+    relative link in a document that has no folder to resolve it against (an embedded data: page).
+    Links to the web are not followed (no network here)."""
+    broken = []
+    for link in driver.execute_script(LINKS_JS):
+        url = urlparse(link["href"])
+        if link["target"] is not None:
+            ok = link["target"]
+        elif url.scheme == "file":
+            ok = Path(unquote(url.path)).exists()
+        else:
+            ok = url.scheme in ("http", "https", "mailto")
+        if not ok:
+            broken.append(f"{link['raw']} (resolves to {link['href'][:100]})")
+    return broken
+
+
+def undecoded_images(driver) -> list[dict]:
+    return [i for i in driver.execute_script(IMAGES_JS) if not (i["complete"] and i["width"] > 0)]
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_report_opens_offline_on_its_home_and_general_pages(run, browser, shots):
+    started = time.monotonic()
+    open_report(browser, run)
+    entries = sidebar_entries(browser)
+    experiments = sorted(EXPERIMENTS) + ["robustness"]
+    assert {"Workflow", "Statistics", "About", "Claims", *experiments} <= set(entries), sorted(entries)
+    home = text(browser.find_element(CSS, "#app").text)
+    opening = text((REPO / "workflow/report/workflow.rst").read_text().split("\n\n")[0])  # the report's own first sentence
+    assert opening.split(" (")[0] in home and "Configuration of this run: seed 7" in home
+    assert not undecoded_images(browser)
+    screenshot(browser, shots, "report-home")
+    for page in ("Statistics", "About", "Workflow"):
+        click_sidebar(browser, page)
+        wait(browser, lambda d: d.execute_script("return document.querySelector('#app').innerText.length") > 100, f"{page} page is empty")
+        breadcrumb(browser)
+    network = [e for e in browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)") if e.startswith(("http:", "https:"))]
+    assert not network, f"the report loads from the network (it must open offline): {network}"
+    assert console_errors(browser) == []
+    print(f"home and general pages: {time.monotonic() - started:.1f} s")
+
+
+def test_every_figure_renders_with_its_caption(run, browser, shots):
+    started = time.monotonic()
+    open_report(browser, run)
+    experiments = {"robustness": "noisy_attention", **{name: e["kind"] for name, e in EXPERIMENTS.items()}}
+    shown = 0
+    for experiment, kind in experiments.items():
+        figures = list(get_kind(kind).figures)
+        on_disk = sorted(p.stem for p in (run / "results/figures" / experiment).glob("*.png"))
+        assert on_disk == sorted(figures)
+        click_sidebar(browser, experiment)
+        assert sorted(result_rows(browser)) == sorted(figures), f"{experiment}: sidebar lists {sorted(result_rows(browser))}"
+        for figure in figures:
+            image = show(browser, figure, f"{figure}.png")
+            assert image.tag_name == "img"
+            wait(
+                browser,
+                lambda d, image=image: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", image),
+                f"{experiment}/{figure}: image does not decode",
+            )
+            width = browser.execute_script("return arguments[0].naturalWidth", image)
+            assert width == png_width(run / "results/figures" / experiment / f"{figure}.png")
+            assert image.is_displayed() and image.size["width"] > 200, f"{experiment}/{figure}: image not visible ({image.size})"
+            caption, sidebar = caption_opening(kind, figure, experiment), describe(browser, figure)
+            assert caption in sidebar, f"{experiment}/{figure}: caption {caption!r} not shown; sidebar reads {sidebar[:400]!r}"
+            if (experiment, figure) == FIGURE_SHOWN:
+                screenshot(browser, shots, "report-figure")
+            shown += 1
+            breadcrumb(browser, experiment)
+        breadcrumb(browser)
+    assert shown == 6
+    assert console_errors(browser) == []
+    print(f"{shown} figures: {time.monotonic() - started:.1f} s")
+
+
+def test_report_claims_page_has_every_claim_with_its_verdict(run, browser, shots):
+    started = time.monotonic()
+    claims = pq.read_table(run / "results/claims.parquet").to_pandas()
+    open_report(browser, run)
+    click_sidebar(browser, "Claims")
+    assert list(result_rows(browser)) == ["results/claims.html"]
+    frame = show(browser, "results/claims.html", "claims.html")
+    assert frame.tag_name == "iframe" and frame.is_displayed() and frame.size["height"] > 300
+    browser.switch_to.frame(frame)
+    try:
+        wait(browser, lambda d: d.execute_script("return document.readyState") == "complete", "claims page did not load")
+        check_claims_table(browser, claims)
+        assert not undecoded_images(browser)
+        broken = broken_links(browser)
+    finally:
+        browser.switch_to.default_content()
+    assert not broken, f"links in the report's claims page lead nowhere (it is embedded as a data: URL, so relative links cannot resolve): {broken}"
+    screenshot(browser, shots, "report-claims")
+    caption = text((REPO / "workflow/report/claims.rst").read_text()).split(":")[0]  # "The claims table, the project's headline result"
+    assert caption in describe(browser, "results/claims.html")
+    assert console_errors(browser) == []
+    print(f"claims page: {time.monotonic() - started:.1f} s")
+
+
+def test_claims_html_has_every_claim_with_its_verdict_and_its_links_resolve(run, browser, shots):
+    claims = pq.read_table(run / "results/claims.parquet").to_pandas()
+    browser.get((run / "results/claims.html").as_uri())
+    check_claims_table(browser, claims)
+    assert not undecoded_images(browser), undecoded_images(browser)
+    assert broken_links(browser) == []
+    screenshot(browser, shots, "claims")  # not copied to docs: the report's claims page shows the same table
+    assert console_errors(browser) == []

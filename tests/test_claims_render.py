@@ -1,0 +1,290 @@
+"""The claims table as readers see it: every number labelled and rounded, rows grouped under the essay's
+statements with a tally, every figure link resolving (standalone and inside the report), every claim's
+figure declared by its kind and naming the claim in its caption, and the CLI's formats."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+import yaml
+
+from attnsim import store
+from attnsim.claims import engine, render
+from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
+from attnsim.cli import main
+from attnsim.config import load
+from attnsim.kinds import get_kind
+from attnsim.plan import experiment_json, plan_experiment
+from attnsim.simulate import run_chunk
+from attnsim.summarise import collect
+
+# A tiny run with one experiment of every kind, each grid reaching every claim's regime.
+TINY = {
+    "seed": 11,
+    "chunk_size": 64,
+    "experiments": {
+        "robustness": {
+            "kind": "noisy_attention",
+            "trials": 20,
+            "grid": {
+                "n": [64, 256, 1024, 4096],
+                "d": [4],
+                "logit_scale": [0.0],
+                "noise": ["gaussian", "uniform", "laplace", "gumbel", "student_t"],
+                "noise_draws": [2],
+                "noise_scale": [0.1, 0.5],
+            },
+        },
+        "entropy_scale": {
+            "kind": "logit_entropy",
+            "trials": 20,
+            "grid": {"n": [256, 1024], "d": [4], "logits": ["gaussian"], "scale": [0.1, 0.3, 1.0]},
+        },
+        "temperature": {"kind": "temperature_entropy", "trials": 20, "grid": {"n": [16], "d": [3], "tau": [0.1, 1.0]}},
+        "init_gradient": {"kind": "init_gradient", "trials": 50, "grid": {"n": [16], "d": [4], "scale": [0.1, 1.0, 100.0]}},
+    },
+}
+
+
+def tiny_png(path: Path) -> None:
+    """A real (1 x 1) PNG where the figures rule writes the experiment's figure."""
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (4, 3), "white").save(path)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """results/ of a tiny run: store, figures (placeholders where the figures rule draws them), claims.*"""
+    work = tmp_path_factory.mktemp("tiny")
+    (work / "config.yaml").write_text(yaml.safe_dump(TINY))
+    settings = load(TINY)
+    root = work / "results" / "store"
+    for name, e in settings.experiments.items():
+        plan = plan_experiment(settings, name, root)
+        paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
+        collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
+        for figure in get_kind(e.kind).figures:
+            tiny_png(work / "results" / "figures" / name / f"{figure}.png")
+    assert main(["claims", "--config", str(work / "config.yaml"), "--store", str(root), "--write", str(work / "results")]) in (0, None)
+    return work / "results"
+
+
+def written_claims(results: Path, measured_only: bool = True) -> list[Claim]:
+    """The claims table as written; with `measured_only`, the claims of the tiny run's kinds (every
+    registered kind has rows, the others' are 'not measured')."""
+    from attnsim.claims.io import from_table
+
+    claims = from_table(store.read_table(results / "claims.parquet"))
+    if not measured_only:
+        return claims
+    measured = {judge(None).claim_id for e in TINY["experiments"].values() for judge in get_kind(e["kind"]).submodule("claims").CLAIMS}
+    return [c for c in claims if c.claim_id in measured | {"entropy_in_bounds"}]
+
+
+def expected_count() -> int:
+    kinds = {e["kind"] for e in TINY["experiments"].values()}
+    return 1 + sum(len(get_kind(k).submodule("claims").CLAIMS) for k in kinds)
+
+
+def test_every_claim_declares_its_fields(tiny_run):
+    claims = written_claims(tiny_run)
+    assert len(claims) == expected_count()
+    for c in claims:
+        assert c.statement in STATEMENTS and c.number in NUMBER_KINDS, c.claim_id
+        assert c.threshold and c.compared_to, c.claim_id
+        assert c.verdict in ("holds", "fails"), (c.claim_id, c.verdict)  # the tiny grid reaches every regime
+        assert c.figure and c.points > 0 and c.trials > 0 and c.experiments, c.claim_id
+
+
+def test_every_claims_figure_is_drawn_by_its_kind_and_its_caption_names_the_claim(tiny_run):
+    for c in written_claims(tiny_run):
+        experiment, figure = c.figure.split("/")
+        kind = get_kind(TINY["experiments"][experiment]["kind"])
+        assert figure in kind.figures, c.claim_id
+        assert f"``{c.claim_id}``" in kind.caption(figure).read_text(), f"caption of {figure} should name {c.claim_id}"
+
+
+class Links(HTMLParser):
+    """hrefs and srcs of a page, the ids it defines, and its claim rows (first cell's <code>, verdict cell)."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids, self.rows, self.tables = [], set(), [], 0
+        self._cell, self._in_row, self._code, self._verdict = 0, False, False, False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        for key in ("href", "src"):
+            if key in attrs:
+                self.links.append((tag, key, attrs[key], attrs.get("data-embedded")))
+        if tag == "table":
+            self.tables += 1
+        if tag == "tr":
+            self._in_row, self._cell = True, 0
+            self.rows.append({"id": None, "verdict": None})
+        if tag == "td" and self._in_row:
+            self._cell += 1
+            self._verdict = "verdict" in (attrs.get("class") or "").split()
+        if tag == "code" and self._in_row and self._cell == 1 and self.rows[-1]["id"] is None:
+            self._code = True
+
+    def handle_endtag(self, tag):
+        if tag == "code":
+            self._code = False
+        if tag == "td":
+            self._verdict = False
+
+    def handle_data(self, data):
+        if self._code:
+            self.rows[-1]["id"] = data
+        if self._verdict:
+            self.rows[-1]["verdict"] = data
+
+
+def test_every_link_of_claims_html_resolves_standalone_and_in_the_report(tiny_run):
+    page = Links()
+    page.feed((tiny_run / "claims.html").read_text())
+    figure_links = [link for link in page.links if link[3]]
+    assert len(figure_links) == len(store.read_table(tiny_run / "claims.parquet").filter(pc.field("figure") != ""))
+    for _tag, _key, target, embedded in page.links:
+        if target.startswith("data:image/png;base64,"):
+            assert base64.b64decode(target.split(",", 1)[1]).startswith(b"\x89PNG")
+        elif target.startswith("#"):
+            assert target[1:] in page.ids, target
+        else:  # standalone: relative to results/, where claims.html is
+            assert (tiny_run / target).is_file(), target
+        if embedded:  # inside the report (a data: URL, no relative link resolves) the link goes here
+            assert embedded[1:] in page.ids and target == f"figures/{embedded[len('#figure-') :].replace('-', '/', 1)}.png"
+    for figure in {link[3] for link in figure_links}:  # each figure's embedded copy is a real PNG
+        assert re.search(f"id='{figure[1:]}'><a class='figure-file' href='[^']+'><img src='data:image/png;base64,", (tiny_run / "claims.html").read_text())
+
+
+def test_html_is_semantic_a_table_per_statement_a_row_per_claim(tiny_run):
+    page = Links()
+    page.feed((tiny_run / "claims.html").read_text())
+    claims = written_claims(tiny_run, measured_only=False)
+    assert page.tables == len({c.statement for c in claims}) >= 3
+    rows = [r for r in page.rows if r["id"]]
+    assert [r["id"] for r in rows] == [c.claim_id for g in render.groups(claims) for c in g[1]]
+    assert {r["id"]: r["verdict"] for r in rows} == {c.claim_id: c.verdict for c in claims}
+    text = (tiny_run / "claims.html").read_text()
+    for c in claims:
+        assert c.number in text and render.measured_text(c) in text.replace("&#x27;", "'")
+
+
+def claim(number, measured, low, high, predicted=math.nan, **fields) -> Claim:
+    c = Claim("x", "a claim", "a regime", number=number, statement="robustness", **fields)
+    c.measured, c.ci_low, c.ci_high, c.predicted = measured, low, high, predicted
+    return c
+
+
+@pytest.mark.parametrize(
+    "number, values, expected",
+    [
+        ("mean (95% CI)", (0.9912, 0.9859, 0.9965), "mean (95% CI): 0.9912 [0.9859, 0.9965]"),
+        ("fitted slope (95% CI)", (-0.49118, -0.50213, -0.48024), "fitted slope (95% CI): -0.491 [-0.502, -0.480]"),
+        ("rank correlation (95% CI)", (0.8123, 0.7, 0.9), "rank correlation (95% CI): 0.81 [0.70, 0.90]"),
+        ("range over points", (0.16390, -0.21324, 0.16390), "range over points: 0.1639 (smallest -0.2132, largest 0.1639)"),
+        ("extreme over trials", (1.0, 1.326e-300, 1.0), "extreme over trials: 1 (smallest 1.326e-300, largest 1)"),
+        ("onset", (50.0, 50.0, 50.0), "onset: 50 (same at every point)"),
+        ("onset", (50.0, 20.0, 50.0), "onset: 50 (smallest 20, largest 50)"),
+        ("share of points", (0.9375, math.nan, math.nan), "share of points: 0.9375"),
+        ("mean (95% CI)", (math.nan, math.nan, math.nan), "mean (95% CI): –"),
+    ],
+)
+def test_each_number_kind_is_labelled_and_rounded(number, values, expected):
+    assert render.measured_labelled(claim(number, *values)) == expected
+
+
+def test_what_a_claim_is_compared_with():
+    assert render.compared_text(claim("onset", 50, 50, 50, compared_to="no prediction of the scale")) == "no prediction of the scale"
+    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "1 (the delta method)"
+    with_dev = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0)
+    with_dev.rel_deviation = -0.0088
+    assert render.deviation_text(with_dev) == "-0.88%"
+
+
+def test_groups_follow_the_statements_and_tally_each():
+    def c(i, statement, verdict):
+        return Claim(i, "", "", statement=statement, verdict=verdict)
+
+    claims = [c("t1", "temperature", "holds"), c("r1", "robustness", "holds"), c("new", "training", "fails"), c("r2", "robustness", "not measured")]
+    grouped = render.groups(claims)
+    assert [(k, [x.claim_id for x in v]) for k, v in grouped] == [("robustness", ["r1", "r2"]), ("temperature", ["t1"]), ("training", ["new"])]
+    assert render.tally(grouped[0][1]) == "1 of 2 hold; 1 not measured"
+    assert render.tally(grouped[1][1]) == "1 of 1 hold"
+    assert render.tally(claims) == "2 of 4 hold; 1 fails, 1 not measured"
+    assert render.title("training") == "Training"  # a statement a new kind brings, before it has a title
+    markdown = render.markdown(claims)
+    assert markdown.index("## 1. Robustness") < markdown.index("## 2. Temperature") < markdown.index("## 3. Training: 0 of 1 hold; 1 fails")
+
+
+def test_markdown_groups_and_links(tiny_run):
+    text = (tiny_run / "claims.md").read_text()
+    claims = written_claims(tiny_run, measured_only=False)
+    assert text.startswith(f"# Claims: {render.tally(claims)}")
+    for number, (key, members) in enumerate(render.groups(claims), 1):
+        assert f"## {number}. {render.title(key)}: {render.tally(members)}" in text
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        assert (tiny_run / target).is_file(), target
+
+
+def test_cli_formats(tiny_run, capsys, monkeypatch):
+    work = tiny_run.parent
+    monkeypatch.chdir(work)
+    args = ["claims", "--config", "config.yaml", "--store", "results/store"]
+    claims = written_claims(tiny_run, measured_only=False)
+
+    main(args + ["--format", "json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["claim_id"] for r in rows] == [c.claim_id for c in claims]
+    assert all(isinstance(r["points"], int) and (r["measured"] is None or isinstance(r["measured"], float)) for r in rows)
+
+    main(args + ["--format", "csv"])
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(table) == len(claims) and {"number", "threshold", "figure", "points", "trials"} <= set(table[0])
+
+    main(args + ["--format", "markdown"])
+    markdown = capsys.readouterr().out
+    main(args + ["--markdown"])
+    assert capsys.readouterr().out == markdown == (tiny_run / "claims.md").read_text()
+
+    monkeypatch.setenv("COLUMNS", "80")
+    main(args)
+    out = capsys.readouterr().out
+    assert out.startswith(f"claims: {render.tally(claims)}")
+    assert all(len(line) <= 80 for line in out.splitlines()), max(out.splitlines(), key=len)
+    flowing = " ".join(out.split())  # long titles wrap at 80 columns
+    for number, (key, members) in enumerate(render.groups(claims), 1):
+        assert f"{number}. {render.title(key)}: {render.tally(members)}" in flowing
+    assert all(c.claim_id in out and c.number in flowing for c in claims)
+
+
+def test_terminal_fits_any_width():
+    claims = [claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, threshold="holds if " + "very long reason " * 10)]
+    for width in (60, 100, 200):
+        lines = render.terminal(claims, width=width).splitlines()
+        assert all(len(line) <= width for line in lines)
+    assert len(render.short(claims, width=100).splitlines()) < len(render.terminal(claims, width=100).splitlines())
+
+
+def test_entropy_bounds_points_to_the_logit_entropy_figure():
+    import pandas as pd
+
+    frame = pd.DataFrame({"experiment": ["ent"], "entropy_min": [0.1], "entropy_max": [1.0], "n": [4], "n_trials": [10]})
+    other = frame.assign(experiment="aaa")
+    c = engine.entropy_bounds({"aaa": other, "ent": frame}, {"aaa": "noisy_attention", "ent": "logit_entropy"})
+    assert c.figure == "ent/entropy_vs_scale" and c.points == 2 and c.trials == 20 and c.experiments == "aaa, ent"

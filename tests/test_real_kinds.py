@@ -1,0 +1,332 @@
+"""The real-attention kinds (docs/science.md §5.5-5.7): each against a slow per-trial oracle on the
+model's own q, k, v; numbers independent of threads, siblings, order and blocks; every bad input
+refused in one line before anything is written; jobs find the assets, or say how to provide them."""
+
+# ruff: noqa: F811  (pytest fixtures imported from model_assets are parameters by design)
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from model_assets import asset_cache, glove_dir, minilm_dir  # noqa: F401  (fixtures)
+from oracles import real_entropy as entropy_oracle
+from oracles import real_noise as noise_oracle
+from oracles import real_temperature as temperature_oracle
+
+from attnsim import assets
+from attnsim.chunkspec import ChunkSpec
+from attnsim.cli import main
+from attnsim.config import load
+from attnsim.errors import AssetError, AttnsimError, ConfigError
+from attnsim.grid import make_point
+from attnsim.kinds import get_kind
+from attnsim.models import heads
+from attnsim.simulate import run_chunk, simulate_points
+
+REAL = ("real_noise", "real_entropy", "real_temperature")
+
+
+@pytest.fixture
+def resources(minilm_dir, glove_dir):
+    """Jobs read the test cache's assets (both fetched once per machine)."""
+    assets.set_resources(minilm_dir.parent)
+    yield minilm_dir.parent
+    assets.set_resources(None)
+
+
+# --------------------------------------------------------------------------- oracles
+
+
+def test_real_noise_matches_the_per_trial_oracle(resources):
+    from attnsim.kinds.real_noise import kernel
+
+    points = [dict(layer=layer, head=head, noise=f, noise_scale=s) for layer, head in ((0, 3), (5, 11)) for f in ("gaussian", "student_t") for s in (0.1, 2.0)]
+    out, (ids, positions, z) = kernel.simulate(np.random.default_rng(4), 5, 12, 3, points, record=True)
+    bert = heads.trained()
+    for t in range(5):
+        for p, metrics in zip(points, out):
+            logits, values = noise_oracle.head_row(bert, ids[t], int(positions[t]), p["layer"], p["head"])
+            ref = noise_oracle.naive_trial(logits, values, z[(p["noise"], p["layer"], p["head"])][t], p["noise_scale"])
+            for name, value in ref.items():
+                assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
+
+
+def test_real_noise_summary_uses_the_delta_method_of_noisy_attention(resources):
+    pts = [make_point("real_noise", dict(n=16, noise_draws=4, layer=2, head=1, noise=f, noise_scale=0.1)) for f in ("gaussian", "student_t")]
+    results = simulate_points("real_noise", 3, 6, pts)
+    gaussian, student = (results[p.id] for p in pts)
+    assert np.allclose(gaussian["sq_err_pred"], math.expm1(0.01) * gaussian["grad_sq"])
+    assert np.isinf(student["sq_err_pred"]).all() and np.array_equal(gaussian["entropy"], student["entropy"])  # same rows, same heads
+
+
+def test_real_entropy_matches_the_per_trial_oracle(resources):
+    from attnsim.kinds.real_entropy import kernel
+
+    # large init: early layers only (deeper, float32 rounding of the batched vs the lone forward pass is amplified)
+    points = [dict(init_std=s, layer=layer, head=head) for s in (0.0, 0.05) for layer, head in ((0, 0), (4, 9))]
+    points += [dict(init_std=1.0, layer=0, head=2), dict(init_std=1.0, layer=1, head=4)]
+    out, (ids, positions, models) = kernel.simulate(np.random.default_rng(8), 4, 10, points, record=True)
+    assert models[0.0] is heads.trained()
+    for t in range(4):
+        for p, metrics in zip(points, out):
+            logits, values = noise_oracle.head_row(models[p["init_std"]], ids[t], int(positions[t]), p["layer"], p["head"])
+            ref = entropy_oracle.naive_trial(logits, values)
+            for name, value in ref.items():
+                assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
+
+
+def test_scaled_initialisation_is_berts_at_that_std():
+    from attnsim.kinds.real_entropy.kernel import scaled
+    from attnsim.models.minilm import Bert, BertConfig
+
+    config = BertConfig(layers=2, vocab_size=100)
+    unit = Bert.random(np.random.default_rng(2), std=1.0, config=config)
+    literal = entropy_oracle.naive_init(0.05, 2, config)
+    model = scaled(unit, 0.05)
+    for key in ("qkv", "out", "up", "down", "qkv_bias", "norm1"):
+        np.testing.assert_allclose(np.asarray(model.layers[1][key], float), np.asarray(literal.layers[1][key], float), rtol=1e-6)
+    np.testing.assert_allclose(model.word, literal.word, rtol=1e-6)
+    assert unit.layers[0]["qkv"].std() == pytest.approx(1, abs=0.01)  # scaling makes copies
+
+
+def test_real_temperature_matches_the_per_trial_oracle(resources, glove_dir):
+    from attnsim.kinds.real_temperature import kernel
+    from attnsim.models.glove import Glove
+    from attnsim.models.minilm import MiniLM
+
+    glove = Glove(glove_dir)
+    words = kernel.glove_words(glove.index)
+    assert len(words) == kernel.GLOVE_POPULATION and len(set(words)) == len(words)
+    sentences = kernel.minilm_sentences()
+    assert len(sentences) == kernel.MINILM_POPULATION
+    for embeddings in ("glove", "minilm"):
+        cosines, order = kernel.draw_cosines(np.random.default_rng(1), 3, 20, embeddings, record=True)
+        assert all(len(set(row)) == 21 for row in order)  # a query and n distinct keys
+        stats = kernel.statistics(cosines, [0.1, 1.0])
+        for t in range(3):
+            if embeddings == "glove":
+                vectors = glove.lookup([words[i] for i in order[t]])[1]
+            else:
+                vectors = MiniLM(resources / "minilm").encode([sentences[i] for i in order[t]])
+            for tau, metrics in zip((0.1, 1.0), stats):
+                ref = temperature_oracle.naive_trial(vectors[0], vectors[1:], tau)
+                for name, value in ref.items():
+                    assert metrics[name][t] == pytest.approx(value, rel=1e-4, abs=1e-6), (embeddings, t, tau, name)
+    assert kernel.participation_ratio("glove") == pytest.approx(temperature_oracle.participation_ratio(glove.lookup(words)[1]), rel=1e-9)
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+def many_points(kind: str) -> list:
+    if kind == "real_noise":
+        grid = [
+            dict(n=9, noise_draws=2, layer=layer, head=h, noise=f, noise_scale=s)
+            for layer, h in ((0, 0), (3, 5))
+            for f in ("gaussian", "laplace")
+            for s in (0.1, 1.0)
+        ]
+    elif kind == "real_entropy":
+        grid = [dict(n=9, init_std=s, layer=layer, head=h) for s in (0.0, 0.02, 0.5) for layer, h in ((1, 2), (5, 7))]
+    else:
+        grid = [dict(embeddings=e, n=n, tau=t) for e in ("glove", "minilm") for n in (5, 9) for t in (0.1, 2.0)]
+    return [make_point(kind, params) for params in grid]
+
+
+@pytest.mark.parametrize("kind", REAL)
+def test_numbers_do_not_depend_on_threads_siblings_order_or_blocks(kind, resources, monkeypatch):
+    """Bit for bit: 1, 2 or 3 threads; points alone, reversed or together; with several blocks per point."""
+    from attnsim.kinds import base
+
+    monkeypatch.setattr(base, "TARGET_BLOCK_BYTES", 60_000)
+    monkeypatch.setattr(heads, "SUB_TOKENS", 30)  # several forward sub-batches per block
+    pts = many_points(kind)
+    assert get_kind(kind).block_trials(pts[0].params) < 11  # several blocks per point
+    reference = simulate_points(kind, 5, 11, pts, threads=1)
+    runs = [simulate_points(kind, 5, 11, pts, threads=2), simulate_points(kind, 5, 11, pts[::-1], threads=3)]
+    runs += [simulate_points(kind, 5, 11, [p]) for p in pts[::3]]
+    for run in runs:
+        for pid, metrics in run.items():
+            for name, values in metrics.items():
+                assert np.array_equal(values, reference[pid][name], equal_nan=True), (pid, name)
+
+
+def test_chunk_files_record_the_assets_and_the_corpus(resources, tmp_path):
+    pts = tuple(many_points("real_temperature")[:2])
+    spec = ChunkSpec("temp", get_kind("real_temperature"), 1, 4, pts)
+    assets.set_resources(None)
+    path = run_chunk(spec, tmp_path / "chunk.parquet", resources=resources)
+    meta = json.loads(pq.read_metadata(path).metadata[b"attnsim"])
+    assert meta["asset_minilm"]["wheel_sha256"] == assets.get("minilm").wheel_sha256 and meta["asset_glove"]["files"] == assets.get("glove").files
+    assert meta["corpus"]["source"] == "pydoc_data.topics" and len(meta["corpus"]["sha256"]) == 64 and meta["corpus"]["python_version"]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def real_config(kind: str, **grid) -> dict:
+    base = {
+        "real_noise": dict(n=[16], noise_draws=[2], layer=[0], head=[0], noise=["gaussian"], noise_scale=[0.1]),
+        "real_entropy": dict(n=[16], init_std=[0.0], layer=[0], head=[0]),
+        "real_temperature": dict(embeddings=["minilm"], n=[16], tau=[1.0]),
+    }[kind]
+    return {"seed": 1, "experiments": {"x": {"kind": kind, "trials": 4, "grid": base | grid}}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "grid", "needle"),
+    [
+        ("real_noise", dict(layer=[6]), "experiments.x.grid.layer[0]: 6 is greater than the maximum of 5"),
+        ("real_noise", dict(head=[12]), "experiments.x.grid.head[0]: 12 is greater than the maximum of 11"),
+        ("real_noise", dict(head=[-1]), "experiments.x.grid.head[0]: -1 is less than the minimum of 0"),
+        ("real_noise", dict(n=[513]), "experiments.x.grid.n[0]: 513 is greater than the maximum of 512"),
+        ("real_entropy", dict(n=[2]), "experiments.x.grid.n[0]: 2 is less than the minimum of 3"),
+        ("real_entropy", dict(layer=[0, 9]), "experiments.x.grid.layer[1]: 9 is greater than the maximum of 5"),
+        ("real_entropy", dict(init_std=[-0.02]), "experiments.x.grid.init_std[0]: -0.02 is less than the minimum of 0"),
+        ("real_temperature", dict(tau=[0.0]), "experiments.x.grid.tau[0]: 0.0 is less than the minimum of 0.0001"),
+        ("real_temperature", dict(tau=[-1.0]), "experiments.x.grid.tau[0]: -1.0 is less than the minimum of 0.0001"),
+        ("real_temperature", dict(n=[300]), "grid.n: 300 keys exceed the 255 other members of the minilm population"),
+        ("real_temperature", dict(embeddings=["bert"]), "experiments.x.grid.embeddings[0]: 'bert' is not one of minilm, glove"),
+    ],
+)
+def test_bad_grid_is_refused_in_one_line(kind, grid, needle):
+    with pytest.raises(ConfigError) as error:
+        load(real_config(kind, **grid))
+    assert "\n" not in str(error.value) and needle in str(error.value)
+
+
+def test_n_longer_than_the_text_is_refused(monkeypatch):
+    from attnsim.models import corpus
+
+    monkeypatch.setattr(corpus, "sentences", lambda: ("A short text of seven words here.",))
+    with pytest.raises(ConfigError, match=r"grid.n: 16 tokens exceed the corpus \(pydoc_data.topics, 7 words\)"):
+        load(real_config("real_noise"))
+
+
+def test_bad_config_writes_nothing(tmp_path, capsys):
+    import yaml
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(real_config("real_noise", layer=[6])))
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "grid.layer[0]: 6 is greater than the maximum of 5" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
+
+
+# --------------------------------------------------------------------------- assets for jobs
+
+
+def one_line(error) -> str:
+    text = str(error.value)
+    assert "\n" not in text and isinstance(error.value, AttnsimError)
+    return text
+
+
+def test_job_without_a_copy_says_how_to_provide_the_files(tmp_path):
+    assets.set_resources(tmp_path / "resources")
+    try:
+        with pytest.raises(AssetError) as error:
+            assets.path("minilm")
+    finally:
+        assets.set_resources(None)
+    text = one_line(error)
+    assert "attnsim fetch-asset minilm --resources" in text and "assets.minilm: /path/to/a/copy" in text
+
+
+def test_install_links_a_local_copy_writes_the_marker_and_jobs_trust_it(minilm_dir, tmp_path, monkeypatch):
+    resources = tmp_path / "resources"
+    assert main(["fetch-asset", "minilm", "--resources", str(resources), "--local-copy", str(minilm_dir)]) == 0
+    assert (resources / "minilm").is_symlink() and (resources / "minilm").resolve() == minilm_dir.resolve()
+    marker = json.loads((resources / "minilm.verified").read_text())
+    assert marker["directory"] == str(minilm_dir.resolve()) and set(marker["files"]) == set(assets.get("minilm").files)
+    monkeypatch.setenv(assets.RESOURCES_ENV, str(resources))
+    monkeypatch.setattr(assets, "verify", lambda *a: pytest.fail("hashed although the marker is current"))
+    assert assets.path("minilm") == resources / "minilm"
+
+
+def test_changed_file_after_the_marker_is_refused(minilm_dir, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(minilm_dir, copy)
+    resources = tmp_path / "resources"
+    assets.install("minilm", resources, copy)
+    data = (copy / "config.json").read_bytes()
+    (copy / "config.json").write_bytes(data.replace(b"384", b"385", 1))
+    assets.set_resources(resources)
+    try:
+        with pytest.raises(AssetError, match="config.json has sha256") as error:
+            assets.path("minilm")
+    finally:
+        assets.set_resources(None)
+    one_line(error)
+
+
+def test_install_refuses_a_mismatching_copy_and_writes_nothing(minilm_dir, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(minilm_dir, copy)
+    with open(copy / "vocab.txt", "ab") as handle:
+        handle.write(b"extra\n")
+    resources = tmp_path / "resources"
+    with pytest.raises(AssetError, match="vocab.txt has sha256") as error:
+        assets.install("minilm", resources, copy)
+    one_line(error)
+    assert not resources.exists() or not [p for p in resources.iterdir() if not p.name.startswith(".")]
+
+
+def test_install_without_network_or_copy_says_how(tmp_path, monkeypatch, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
+    assert main(["fetch-asset", "glove", "--resources", str(tmp_path / "resources")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "assets.glove: /path/to/a/copy" in err[0]
+    assert not os.listdir(tmp_path / "resources")
+
+
+# --------------------------------------------------------------------------- the workflow, end to end
+
+
+def tiny_real_config(minilm_dir, glove_dir, chunk_size: int) -> dict:
+    return {
+        "seed": 3,
+        "chunk_size": chunk_size,
+        "assets": {"minilm": str(minilm_dir), "glove": str(glove_dir)},  # local copies: no network needed
+        "experiments": {
+            "noise": {
+                "kind": "real_noise",
+                "trials": 6,
+                "grid": dict(n=[8], noise_draws=[3], layer=[0, 5], head=[0, 1], noise=["gaussian", "student_t"], noise_scale=[0.1, 0.5]),
+            },
+            "entropy": {"kind": "real_entropy", "trials": 6, "grid": dict(n=[8], init_std=[0.0, 0.02, 1.0], layer=[0, 5], head=[0, 1])},
+            "temperature": {"kind": "real_temperature", "trials": 50, "grid": dict(embeddings=["glove", "minilm"], n=[4, 16], tau=[0.05, 1.0, 5.0])},
+        },
+    }
+
+
+@pytest.mark.slow
+def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, glove_dir, tmp_path):
+    from workflow_helpers import point_rows, snakemake, write_config
+
+    runs = {}
+    for cores, chunk_size in ((1, 3), (2, 64)):
+        workdir = tmp_path / f"cores{cores}"
+        write_config(workdir, tiny_real_config(minilm_dir, glove_dir, chunk_size))
+        snakemake(workdir, "--cores", str(cores), timeout=900)
+        runs[cores] = point_rows(workdir)
+        assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (workdir / "resources/glove.verified").is_file()
+        for figure in ("noise/real_noise_map", "noise/real_noise_rate", "entropy/real_entropy_layers", "temperature/real_temperature_gap"):
+            assert (workdir / "results/figures" / f"{figure}.png").stat().st_size > 10_000
+        claims = (workdir / "results/claims.md").read_text()
+        assert "real_delta_method" in claims and "real_tau_one_gap" in claims
+        summary = workdir / "results/store/summary/kind=real_entropy/experiment=entropy/summary.parquet"
+        meta = json.loads(pq.read_metadata(summary).metadata[b"attnsim"])
+        assert meta["asset_minilm"]["files"] == assets.get("minilm").files and meta["corpus"]["source"] == "pydoc_data.topics"
+    assert len(runs[1]) == 16 + 12 + 12 and runs[1] == runs[2]
+    again = snakemake(tmp_path / "cores2", "--cores", "2")
+    assert "Nothing to be done" in again.stdout + again.stderr

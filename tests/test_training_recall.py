@@ -1,0 +1,245 @@
+"""The recall-training kernel: gradients against finite differences (float64, and 120-digit decimals
+for one-hot starts), the batched training against a naive one-run-at-a-time loop on the same
+draws, determinism, common random numbers, divergence handling, schedule and bad input."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+
+import numpy as np
+import pytest
+from training_oracles import recall_examples, recall_forward_backward, recall_train
+
+from attnsim.errors import ConfigError
+from attnsim.kernels import recall_training as rt
+
+BASE = {"n": 6, "d": 4, "batch": 5, "steps": 30, "scale": 1.0, "optimiser": "adam", "lr": 0.02}
+
+
+def small_examples(seed, trials=2, examples=3, n=5, d=4):
+    return rt.draw_examples(np.random.default_rng(seed), trials, examples, n, d)
+
+
+def weights(seed, trials, d, scale):
+    rng = np.random.default_rng(seed)
+    return [scale * rng.standard_normal((trials, d, d)) for _ in range(2)] + [rng.standard_normal((trials, d, d)) / math.sqrt(d)]
+
+
+def mean_loss(w, ex, noise):
+    return rt.attention(*w, ex, noise, grad=False)["loss"].mean(axis=-1)  # (T,)
+
+
+# --------------------------------------------------------------------------- gradients
+
+
+@pytest.mark.parametrize("scale", [0.1, 0.5, 1.0, 2.0])
+def test_gradients_match_central_differences(scale):
+    ex = small_examples(1)
+    w = weights(2, 2, 4, scale)
+    out = rt.attention(*w, ex, 0.3)
+    h = 1e-6
+    for which, name in enumerate(("gq", "gk", "gv")):
+        numeric = np.zeros_like(w[which])
+        for idx in np.ndindex(*w[which].shape[1:]):
+            up = [x.copy() for x in w]
+            down = [x.copy() for x in w]
+            up[which][(slice(None), *idx)] += h
+            down[which][(slice(None), *idx)] -= h
+            numeric[(slice(None), *idx)] = (mean_loss(up, ex, 0.3) - mean_loss(down, ex, 0.3)) / (2 * h)
+        np.testing.assert_allclose(out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max()))
+
+
+def test_logit_gradient_matches_naive_and_sums_to_zero():
+    ex = small_examples(3)
+    w = weights(4, 2, 4, 1.3)
+    out = rt.attention(*w, ex, 0.3)
+    for t in range(2):
+        ref = recall_forward_backward(*(x[t] for x in w), *recall_examples(ex, t, 0.3))
+        np.testing.assert_allclose(out["grad_logits_sq"][t], ref["grad_logits_sq"], rtol=1e-10)
+        for name in ("loss", "entropy", "correct", "gq", "gk", "gv"):
+            np.testing.assert_allclose(out[name][t], ref[name], rtol=1e-10, atol=1e-14)
+
+
+def precise_loss(wq, wk, wv, keys, values, q):
+    """Mean loss over examples in 120-digit decimals, from the exact binary inputs."""
+    E, n, d = keys.shape
+    D = lambda x: x if isinstance(x, Decimal) else Decimal(float(x))
+    root = Decimal(d).sqrt()
+    total = Decimal(0)
+    Wq = [[D(x) for x in row] for row in wq]
+    Wk = [[D(x) for x in row] for row in wk]
+    Wv = [[D(x) for x in row] for row in wv]
+    for e in range(E):
+        qv = [D(x) for x in q[e]]
+        u = [sum(qv[i] * Wq[i][j] for i in range(d)) for j in range(d)]
+        s = []
+        for k in range(n):
+            kv = [D(x) for x in keys[e, k]]
+            kw = [sum(kv[i] * Wk[i][j] for i in range(d)) for j in range(d)]
+            s.append(sum(u[j] * kw[j] for j in range(d)) / root)
+        top = max(s)
+        ex = [(x - top).exp() for x in s]
+        z = sum(ex)
+        r = [sum(ex[k] / z * D(values[e, k, i]) for k in range(n)) for i in range(d)]
+        o = [sum(r[i] * Wv[i][j] for i in range(d)) for j in range(d)]
+        total += sum((o[j] - D(values[e, 0, j])) ** 2 for j in range(d))
+    return total / E
+
+
+@pytest.mark.parametrize("scale", [6.0, 10.0, 100.0])
+def test_one_hot_start_gradients_match_high_precision_differences(scale):
+    """At one-hot starts dL/dW_q is ~p_2 (1e-20 .. 1e-300 here): float64 differences see nothing, so the
+    central differences are taken in 120-digit decimals; the kernel must keep the relative accuracy
+    (the centred softmax backward) or, where the exact gradient is below ~1e-290, be as small."""
+    ex = small_examples(5, trials=1, examples=2, n=4, d=3)
+    w = weights(6, 1, 3, scale)
+    out = rt.attention(*w, ex, 0.3)
+    assert out["entropy"].max() < 1e-6  # one-hot
+    keys, values, q = recall_examples(ex, 0, 0.3)
+    with localcontext() as ctx:
+        ctx.prec = 120
+        h = Decimal("1e-40")
+        for which, name in enumerate(("gq", "gk")):
+            numeric = np.zeros((3, 3))
+            for i, j in np.ndindex(3, 3):
+                mats = [[[Decimal(float(x)) for x in row] for row in m[0]] for m in w]
+                base = mats[which][i][j]
+                mats[which][i][j] = base + h
+                up = precise_loss(*[np.array(m, dtype=object) for m in mats], keys, values, q)
+                mats[which][i][j] = base - h
+                down = precise_loss(*[np.array(m, dtype=object) for m in mats], keys, values, q)
+                numeric[i, j] = float((up - down) / (2 * h))
+            big = np.abs(numeric) > 1e-290
+            assert np.any(big) or scale == 100.0
+            np.testing.assert_allclose(out[name][0][big], numeric[big], rtol=1e-8)
+            assert np.all(np.abs(out[name][0][~big]) < 1e-280)
+    if scale == 100.0:  # the logit gradient has vanished exactly, not at a rounding floor
+        assert out["grad_logits_sq"].max() < 1e-500 or out["grad_logits_sq"].max() == 0.0
+
+
+# --------------------------------------------------------------------------- training against the naive loop
+
+
+def run_both(points, trials=3, seed=11):
+    results, draws = rt.simulate(np.random.default_rng(seed), trials, points, record=True)
+    for point, result in zip(points, results):
+        p = rt.resolved(point)
+        for t in range(trials):
+            init = tuple(z[t] for z in draws.init)
+            monitor = recall_examples(draws.monitor, t, p["query_noise"])
+            final = recall_examples(draws.final, t, p["query_noise"])
+            batches = [recall_examples(b, t, p["query_noise"]) for b in draws.batches]
+            ref = recall_train(p, init, monitor, final, batches)
+            for name in rt.METRICS:
+                assert result[name].shape == (trials,) and result[name].dtype == np.float64
+                np.testing.assert_allclose(result[name][t], ref[name], rtol=1e-7, atol=1e-12, err_msg=f"{name} {point} trial {t}")
+    return results
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0, 30.0])
+def test_batched_training_matches_naive_loop(scale, monkeypatch):
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    points = [BASE | {"scale": scale, "optimiser": o, "lr": lr, "threshold": 0.9} for o, lr in (("sgd", 0.5), ("adam", 0.03))]
+    points.append(BASE | {"scale": scale, "steps": 7, "query_noise": 0.0})
+    run_both(points)
+
+
+def test_divergence_is_flagged_and_losses_are_infinite(monkeypatch):
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    points = [BASE | {"optimiser": "sgd", "lr": 1e12, "scale": 1.0}, BASE | {"optimiser": "sgd", "lr": 0.1}]
+    wild, calm = run_both(points)
+    assert np.all(wild["diverged"] == 1) and np.all(np.isfinite(wild["diverged_step"]))
+    assert np.all(wild["final_loss"] == np.inf) and np.all(wild["loss_ckpt_7"] == np.inf)
+    assert np.all(wild["final_accuracy"] == 0) and np.all(np.isnan(wild["final_entropy"]))
+    assert np.all(np.isfinite(wild["init_loss"]))  # measured before training
+    assert np.all(calm["diverged"] == 0) and np.all(calm["diverged_step"] == np.inf)
+    assert all(np.all(np.isfinite(v)) for k, v in calm.items() if k not in ("diverged_step", "steps_to_threshold"))
+
+
+def test_a_finite_but_exploding_loss_counts_as_divergence(monkeypatch):
+    """SGD with a large step grows W_v geometrically while every weight stays finite (1e120 x chance
+    was seen); above DIVERGED_LOSS x chance the run is flagged, so no such value reaches a mean."""
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    res = run_both([BASE | {"optimiser": "sgd", "lr": 16.0, "scale": 10.0, "steps": 60}])[0]
+    assert np.all(res["diverged"] == 1)
+    assert np.all(res["final_loss"] == np.inf) and np.all(np.isfinite(res["init_loss"]))
+
+
+# --------------------------------------------------------------------------- determinism and common random numbers
+
+
+def test_deterministic_and_points_do_not_interact(monkeypatch):
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    points = [BASE | {"scale": s, "optimiser": o, "lr": lr, "steps": st} for s, o, lr, st in ((0.3, "sgd", 0.3, 30), (10.0, "adam", 0.01, 12))]
+    together = rt.simulate_block(np.random.default_rng(5), 4, points)
+    again = rt.simulate_block(np.random.default_rng(5), 4, points)
+    alone = [rt.simulate_block(np.random.default_rng(5), 4, [p])[0] for p in points]
+    for a, b, c in zip(together, again, alone):
+        for name in rt.METRICS:
+            np.testing.assert_array_equal(a[name], b[name])
+            np.testing.assert_array_equal(a[name], c[name])
+
+
+def test_shorter_run_is_a_prefix_of_a_longer_one(monkeypatch):
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    long, short = rt.simulate_block(np.random.default_rng(8), 3, [BASE | {"steps": 40}, BASE | {"steps": 10}])
+    long_steps, short_steps = rt.checkpoint_steps(40), rt.checkpoint_steps(10)
+    common = set(long_steps) & set(short_steps)
+    assert common == {1, 2, 3, 5}
+    for step in common:
+        np.testing.assert_array_equal(long[f"loss_ckpt_{long_steps.index(step)}"], short[f"loss_ckpt_{short_steps.index(step)}"])
+    np.testing.assert_array_equal(long["init_loss"], short["init_loss"])
+
+
+def test_chance_and_bayes_losses():
+    """Uniform attention with W_v = I scores chance (1 - 1/n); the Bayes head (W_q W_k^T =
+    d^1.5/noise^2 I, W_v = I) is near perfect at the default noise."""
+    n, d, E, noise = 8, 16, 4000, rt.DEFAULTS["query_noise"]
+    ex = rt.draw_examples(np.random.default_rng(9), 1, E, n, d)
+    eye = np.eye(d)[None]
+    uniform = rt.attention(0 * eye, 0 * eye, eye, ex, noise, grad=False)
+    assert uniform["loss"].mean() / rt.chance_loss(n) == pytest.approx(1.0, abs=0.02)
+    bayes = rt.attention(eye * d**1.5 / noise**2, eye, eye, ex, noise, grad=False)
+    assert bayes["loss"].mean() / rt.chance_loss(n) < 1e-3
+    assert bayes["correct"].mean() > 0.999
+
+
+# --------------------------------------------------------------------------- schedule and bad input
+
+
+def test_schedule():
+    assert rt.checkpoint_steps(300) == [1, 2, 5, 12, 26, 59, 133, 300]
+    assert rt.checkpoint_steps(1) == [1] * 8
+    for steps in (1, 2, 7, 300, 1000, 12345):
+        evals = rt.evaluation_steps(steps)
+        assert set(rt.checkpoint_steps(steps)) <= set(evals) and evals[0] == 1 and evals[-1] == steps
+
+
+@pytest.mark.parametrize(
+    "bad, key",
+    [
+        ({"lr": 0.0}, "lr"),
+        ({"lr": -1e-3}, "lr"),
+        ({"steps": 0}, "steps"),
+        ({"optimiser": "rmsprop"}, "optimiser"),
+        ({"scale": 0.0}, "scale"),
+        ({"n": 1}, "n"),
+        ({"d": 1}, "d"),
+        ({"batch": 0}, "batch"),
+        ({"query_noise": -0.1}, "query_noise"),
+        ({"lr": float("nan")}, "lr"),
+        ({"steps": 2.5}, "steps"),
+        ({"threshold": 0}, "threshold"),
+    ],
+)
+def test_bad_input(bad, key):
+    with pytest.raises(ConfigError, match=f"^{key}:"):
+        rt.validate(BASE | bad)
+    with pytest.raises(ConfigError, match=f"^{key}:"):
+        rt.simulate_block(np.random.default_rng(0), 2, [BASE | bad])
+
+
+def test_points_of_one_block_must_share_the_stream():
+    with pytest.raises(ValueError, match="share"):
+        rt.simulate_block(np.random.default_rng(0), 2, [BASE, BASE | {"n": 7}])

@@ -1,0 +1,268 @@
+"""Naive one-run-at-a-time references for the training kernels (used by the tests and by
+benchmarks/training.py).
+
+Each trains ONE run (one trial of one point) with plain, literal float64 formulas written
+independently of the kernels: the head is computed the textbook way (project every key and
+value, K W_k and V W_v, then the logits), the softmax backward is the uncentred
+p * (dp - p.dp), InfoNCE uses explicit log-sum-exp over rows and columns. They consume the
+kernels' recorded draws (or draw their own, for the benchmark), so the same draws must give
+the same numbers up to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnsim.kernels import contrastive_training as ct
+from attnsim.kernels import recall_training as rt
+
+# --------------------------------------------------------------------------- recall
+
+
+def recall_forward_backward(wq, wk, wv, keys, values, q):
+    """Literal head on unit keys/values (E, n, d), queries (E, d): per-example loss, entropy,
+    correct, ||dl/ds||^2 and the gradients of the mean loss."""
+    E, _n, d = keys.shape
+    kw = keys @ wk  # (E, n, d)
+    qw = q @ wq  # (E, d)
+    s = np.einsum("ed,end->en", qw, kw) / math.sqrt(d)
+    z = s - s.max(axis=1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.nansum(np.where(p > 0, p * np.log(p), 0.0), axis=1)
+    vw = values @ wv  # (E, n, d)
+    o = np.einsum("en,end->ed", p, vw)
+    err = o - values[:, 0]
+    loss = np.sum(err**2, axis=1)
+    correct = np.array([float(np.argmin(np.sum((values[e] - o[e]) ** 2, axis=1)) == 0) for e in range(E)])
+    do = 2 * err / E
+    gv = np.zeros_like(wv)
+    gk = np.zeros_like(wk)
+    gq = np.zeros_like(wq)
+    ds_all = np.zeros_like(s)
+    for e in range(E):
+        gv += np.einsum("n,na,b->ab", p[e], values[e], do[e])
+        dp = vw[e] @ do[e]  # (n,)
+        ds = p[e] * (dp - p[e] @ dp)
+        ds_all[e] = ds * E
+        dkw = np.outer(ds, qw[e]) / math.sqrt(d)  # (n, d)
+        dqw = ds @ kw[e] / math.sqrt(d)  # (d,)
+        gk += keys[e].T @ dkw
+        gq += np.outer(q[e], dqw)
+    return {"loss": loss, "entropy": entropy, "correct": correct, "grad_logits_sq": np.sum(ds_all**2, axis=1), "gq": gq, "gk": gk, "gv": gv}
+
+
+def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float]:
+    """One run: `init` = (Z_q, Z_k, Z_v) (d, d); `monitor`, `final`, `batches[i]` = (keys, values, q)
+    with unit keys and values; returns the kernel's metrics for this run."""
+    p = rt.resolved(params)
+    d = init[0].shape[0]
+    n = monitor[0].shape[1]
+    chance = 1 - 1 / n
+    w = [p["scale"] * init[0], p["scale"] * init[1], init[2] / math.sqrt(d)]
+    m = [np.zeros((d, d)) for _ in range(3)]
+    v = [np.zeros((d, d)) for _ in range(3)]
+    first = recall_forward_backward(*w, *monitor)
+    out = {
+        "init_entropy": first["entropy"].mean(),
+        "init_grad_logits": math.sqrt(first["grad_logits_sq"].mean()),
+        "init_grad_qk": math.sqrt(np.sum(first["gq"] ** 2) + np.sum(first["gk"] ** 2)),
+        "init_loss": first["loss"].mean() / chance,
+    }
+    losses = {0: out["init_loss"]}
+    evals = rt.evaluation_steps(p["steps"])
+    diverged = math.inf
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    for step in range(1, p["steps"] + 1):
+        with np.errstate(all="ignore"):
+            g = recall_forward_backward(*w, *batches[step - 1])
+            grads = [g["gq"], g["gk"], g["gv"]]
+            for i in range(3):
+                if p["optimiser"] == "adam":
+                    m[i] = b1 * m[i] + (1 - b1) * grads[i]
+                    v[i] = b2 * v[i] + (1 - b2) * grads[i] ** 2
+                    w[i] = w[i] - p["lr"] * (m[i] / (1 - b1**step)) / (np.sqrt(v[i] / (1 - b2**step)) + eps)
+                else:
+                    w[i] = w[i] - p["lr"] * grads[i]
+            bad = not all(np.all(np.isfinite(x)) for x in w)
+            if step in evals:
+                losses[step] = recall_forward_backward(*w, *monitor)["loss"].mean() / chance
+                bad = bad or not losses[step] <= 1e6
+        if bad:
+            diverged = min(diverged, step)
+            w = [np.zeros((d, d)) for _ in range(3)]
+            m = [np.zeros((d, d)) for _ in range(3)]
+            v = [np.zeros((d, d)) for _ in range(3)]
+        if step in evals and math.isfinite(diverged):
+            losses[step] = math.inf
+    for j, step in enumerate(rt.checkpoint_steps(p["steps"])):
+        out[f"loss_ckpt_{j}"] = losses[step]
+    hits = [step for step in sorted(losses) if losses[step] <= p["threshold"]]
+    out["steps_to_threshold"] = float(hits[0]) if hits else math.inf
+    last = recall_forward_backward(*w, *final)
+    gone = math.isfinite(diverged)
+    out["final_loss"] = math.inf if gone else last["loss"].mean() / chance
+    out["final_accuracy"] = 0.0 if gone else last["correct"].mean()
+    out["final_entropy"] = math.nan if gone else last["entropy"].mean()
+    out["diverged"] = float(gone)
+    out["diverged_step"] = diverged
+    return out
+
+
+def recall_examples(ex: rt.Examples, t: int, query_noise: float):
+    """(keys, values, q) of trial t of the kernel's recorded examples, as unit vectors."""
+    one = ex.trial(t)
+    return one.unit_keys()[0], one.unit_values()[0], one.queries(query_noise)[0]
+
+
+def recall_draw(rng: np.random.Generator, examples: int, n: int, d: int, query_noise: float):
+    """Fresh examples for one run from numpy's float64 sampler (for the benchmark)."""
+    keys = rng.standard_normal((examples, n, d))
+    keys /= np.linalg.norm(keys, axis=-1, keepdims=True)
+    values = rng.standard_normal((examples, n, d))
+    values /= np.linalg.norm(values, axis=-1, keepdims=True)
+    q = keys[:, 0] + query_noise / math.sqrt(d) * rng.standard_normal((examples, d))
+    return keys, values, q
+
+
+def recall_naive_run(rng: np.random.Generator, params: dict) -> dict[str, float]:
+    """One complete run drawing its own data (for the benchmark): the literal loop end to end."""
+    p = rt.resolved(params)
+    n, d = p["n"], p["d"]
+    init = tuple(rng.standard_normal((d, d)) for _ in range(3))
+    monitor = recall_draw(rng, rt.EVAL_EXAMPLES, n, d, p["query_noise"])
+    final = recall_draw(rng, rt.EVAL_EXAMPLES, n, d, p["query_noise"])
+
+    class Lazy:
+        def __getitem__(self, i):
+            return recall_draw(rng, p["batch"], n, d, p["query_noise"])
+
+    return recall_train(p, init, monitor, final, Lazy())
+
+
+# --------------------------------------------------------------------------- contrastive
+
+
+def contrastive_forward_backward(w, x1, x2, tau):
+    """Literal symmetric InfoNCE for one batch (n, D) with W (d, D): loss, entropy, alignment, the
+    per-pair kernel values for uniformity, and dL/dW."""
+    from scipy.special import logsumexp, softmax
+
+    n = x1.shape[0]
+    y1, y2 = x1 @ w.T, x2 @ w.T
+    r1, r2 = np.linalg.norm(y1, axis=1), np.linalg.norm(y2, axis=1)
+    z1, z2 = y1 / r1[:, None], y2 / r2[:, None]
+    s = z1 @ z2.T / tau
+    loss = 0.5 * np.mean(logsumexp(s, axis=1) - np.diag(s)) + 0.5 * np.mean(logsumexp(s, axis=0) - np.diag(s))
+    pr, pc = softmax(s, axis=1), softmax(s, axis=0)
+    entropy = np.mean([-np.sum(row[row > 0] * np.log(row[row > 0])) for row in pr])
+    alignment = np.mean(np.sum((z1 - z2) ** 2, axis=1))
+    kernel = [math.exp(-2 * np.sum((z1[a] - z1[b]) ** 2)) for a in range(n) for b in range(n) if a != b]
+    ds = (0.5 / n) * (pr - np.eye(n)) + (0.5 / n) * (pc - np.eye(n))
+    dz1, dz2 = ds @ z2 / tau, ds.T @ z1 / tau
+    dy1 = np.stack([(np.eye(len(z)) - np.outer(z, z)) @ g / r for z, g, r in zip(z1, dz1, r1)])
+    dy2 = np.stack([(np.eye(len(z)) - np.outer(z, z)) @ g / r for z, g, r in zip(z2, dz2, r2)])
+    return {"loss": loss, "entropy": entropy, "alignment": alignment, "kernel": kernel, "gw": dy1.T @ x1 + dy2.T @ x2}
+
+
+def contrastive_views(points, labels, noise, view_noise):
+    """Two views (n, D) of one batch: class points (C, D), labels (n,), noise (2, n, D)."""
+    D = points.shape[1]
+    c = view_noise / math.sqrt(D)
+    return points[labels] + c * noise[0], points[labels] + c * noise[1]
+
+
+def contrastive_probe(w, points, probe_noise, view_noise):
+    C, D = points.shape
+    per = probe_noise.shape[1] // C
+    labels = np.repeat(np.arange(C), per)
+    x = points[labels] + view_noise / math.sqrt(D) * probe_noise  # (2, per C, D)
+    z = [(xi @ w.T) / np.linalg.norm(xi @ w.T, axis=1, keepdims=True) for xi in x]
+    means = np.stack([z[0][labels == c].mean(axis=0) for c in range(C)])
+    means /= np.linalg.norm(means, axis=1, keepdims=True)
+    return float(np.mean([np.argmax(means @ zi) == c for zi, c in zip(z[1], labels)]))
+
+
+def contrastive_train(params: dict, points, init, monitor, final, probe, batches) -> dict[str, float]:
+    """One run: points (C, D); init (d, D) standard normals; monitor/final = (labels (E, n), noise (E, 2, n, D));
+    probe (2, per C, D); batches[i] = (labels (n,), noise (2, n, D))."""
+    p = ct.resolved(params)
+    tau, vn = p["tau"], p["view_noise"]
+    D = init.shape[1]
+    w = init / math.sqrt(D)
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+
+    def evaluate(sets, stats=False):
+        outs = [contrastive_forward_backward(w, *contrastive_views(points, lab, nz, vn), tau) for lab, nz in zip(*sets)]
+        res = {"loss": np.mean([o["loss"] for o in outs]), "entropy": np.mean([o["entropy"] for o in outs])}
+        if stats:
+            res["alignment"] = np.mean([o["alignment"] for o in outs])
+            res["uniformity"] = math.log(np.mean(np.concatenate([o["kernel"] for o in outs])))
+        return res
+
+    first = evaluate(monitor)
+    out = {"init_loss": first["loss"], "init_entropy": first["entropy"], "init_probe_accuracy": contrastive_probe(w, points, probe, vn)}
+    losses = {0: first["loss"]}
+    evals = ct.evaluation_steps(p["steps"])
+    diverged, entropy_min = math.inf, math.inf
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    for step in range(1, p["steps"] + 1):
+        with np.errstate(all="ignore"):
+            g = contrastive_forward_backward(w, *contrastive_views(points, *batches[step - 1], vn), tau)
+            entropy_min = min(entropy_min, g["entropy"]) if np.isfinite(g["entropy"]) else entropy_min
+            if p["optimiser"] == "adam":
+                m = b1 * m + (1 - b1) * g["gw"]
+                v = b2 * v + (1 - b2) * g["gw"] ** 2
+                w = w - p["lr"] * (m / (1 - b1**step)) / (np.sqrt(v / (1 - b2**step)) + eps)
+            else:
+                w = w - p["lr"] * g["gw"]
+            bad = not np.all(np.isfinite(w))
+            if step in evals:
+                losses[step] = evaluate(monitor)["loss"]
+                bad = bad or not math.isfinite(losses[step])
+        if bad:
+            diverged = min(diverged, step)
+            w, m, v = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+        if step in evals and math.isfinite(diverged):
+            losses[step] = math.inf
+    for j, step in enumerate(ct.checkpoint_steps(p["steps"])):
+        out[f"loss_ckpt_{j}"] = losses[step]
+    gone = math.isfinite(diverged)
+    with np.errstate(all="ignore"):
+        last = evaluate(final, stats=True)
+        acc = contrastive_probe(w, points, probe, vn)
+    out["entropy_min"] = math.nan if gone else entropy_min
+    out["final_loss"] = math.inf if gone else last["loss"]
+    out["final_entropy"] = math.nan if gone else last["entropy"]
+    out["alignment"] = math.nan if gone else last["alignment"]
+    out["uniformity"] = math.nan if gone else last["uniformity"]
+    out["probe_accuracy"] = 0.0 if gone else acc
+    out["diverged"] = float(gone)
+    out["diverged_step"] = diverged
+    return out
+
+
+def contrastive_naive_run(rng: np.random.Generator, params: dict) -> dict[str, float]:
+    """One complete run drawing its own data with numpy's float64 samplers (for the benchmark)."""
+    p = ct.resolved(params)
+    n, C, k, D, d = (p[key] for key in ("n", "classes", "latent_dim", "input_dim", "embed_dim"))
+    mu = rng.standard_normal((C, k))
+    mu /= np.linalg.norm(mu, axis=1, keepdims=True)
+    q, r = np.linalg.qr(rng.standard_normal((D, k)))
+    points = mu @ (q * np.sign(np.diag(r))).T
+
+    def sets():
+        return rng.integers(0, C, (ct.EVAL_BATCHES, n)), rng.standard_normal((ct.EVAL_BATCHES, 2, n, D))
+
+    monitor, final = sets(), sets()
+    probe = rng.standard_normal((2, ct.PROBE_PER_CLASS * C, D))
+    init = rng.standard_normal((d, D))
+
+    class Lazy:
+        def __getitem__(self, i):
+            return rng.integers(0, C, n), rng.standard_normal((2, n, D))
+
+    return contrastive_train(p, points, init, monitor, final, probe, Lazy())

