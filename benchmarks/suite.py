@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from attnsim.tuning import tune_allocator
-from benchmarks import kernels, machine, table, workflow
+from benchmarks import kernels, machine, table, training, workflow
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     section("machine limits", lambda: machine.measure_limits(args.cores, args.quick)[1])
     section("kernels vs naive loops", lambda: kernels.kernel_rows(kernels.measure_kernels(args.cores, args.quick), args.cores))
+    section("training kernels vs naive loops", training.table_rows, args.quick)
     section("allocator tuning", kernels.allocator_rows, args.quick)
     section("memory per job", kernels.memory_rows, args.quick)
     section("default sweep", workflow.sweep_rows, args.cores, args.quick)

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from attnsim.kernels import contrastive_training as ct
-from attnsim.kernels import recall_training as rt
+from attnsim.kinds.contrastive_training import kernel as ct
+from attnsim.kinds.recall_training import kernel as rt
 from attnsim.tuning import tune_allocator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -88,6 +88,25 @@ def naive_rate(naive, params: dict, runs: int, steps: int, threads: int, repeats
                 list(pool.map(some, range(threads)))
 
     return threads * runs * steps / best(run, repeats, cpu=threads == 1)
+
+
+def table_rows(quick: bool = False) -> list:
+    """Rows of `python -m benchmarks`: per case, the batched kernel and the naive loop on 1 thread (CPU
+    run-steps per second, 64-trial blocks) and the speed-up, whose target is 10x."""
+    from benchmarks.table import Row
+
+    steps, runs, repeats, trials = (5, 1, 1, 8) if quick else (40, 3, 3, 64)
+    rows = []
+    with threadpool_limits(limits=1):
+        for name, (module, params, naive) in CASES.items():
+            size = ", ".join(f"{k}={params[k]}" for k in ("n", "d", "batch", "input_dim", "embed_dim", "classes") if k in params)
+            fast = batched_rate(module, params, trials, steps, 1, repeats)
+            slow = naive_rate(naive, params, runs, steps, 1, repeats)
+            note = f"{size}; {steps} steps per run, {trials}-trial blocks; 1 thread, CPU time, best of {repeats}"
+            rows.append(Row(f"training {name}: kernel", fast, "run-steps/s", note=note))
+            rows.append(Row(f"training {name}: naive loop", slow, "run-steps/s", note="one run at a time (tests/training_oracles.py), 1 thread"))
+            rows.append(Row(f"training {name}: speedup over naive", fast / slow, "x", ">= 10", note="batched kernel / naive loop"))
+    return rows
 
 
 def main(argv=None) -> int:

@@ -66,6 +66,11 @@ def expected_rows(cores: int) -> set[str]:
             "real run kernel time (sum over jobs)",
         )
     }
+    rows |= {
+        f"training {case}: {what}"
+        for case in ("recall", "recall, default-sweep size", "contrastive")
+        for what in ("kernel", "naive loop", "speedup over naive")
+    }
     return rows
 
 

@@ -51,6 +51,17 @@ TINY = {
         },
         "temperature": {"kind": "temperature_entropy", "trials": 20, "grid": {"n": [16], "d": [3], "tau": [0.1, 1.0]}},
         "init_gradient": {"kind": "init_gradient", "trials": 50, "grid": {"n": [16], "d": [4], "scale": [0.1, 1.0, 100.0]}},
+        "trainability": {
+            "kind": "recall_training",
+            "trials": 8,
+            "grid": {"n": [6], "d": [4], "batch": [4], "scale": [0.3, 30.0], "optimiser": ["sgd", "adam"], "lr": [0.5], "steps": [10]},
+        },
+        "contrastive": {
+            "kind": "contrastive_training",
+            "trials": 8,
+            "grid": {"n": [8], "classes": [3], "latent_dim": [2], "input_dim": [6], "embed_dim": [3], "view_noise": [0.5], "tau": [0.1, 1.0]}
+            | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]},
+        },
     },
 }
 

@@ -330,3 +330,19 @@ def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, g
     assert len(runs[1]) == 16 + 12 + 12 and runs[1] == runs[2]
     again = snakemake(tmp_path / "cores2", "--cores", "2")
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_real_noise_next_order_sums_equal_the_theory_on_explicit_rows():
+    """The real kernel's sums for sq_err_next are delta_next.next_order_stats of the same rows (docs/science.md §2.8)."""
+    from attnsim.kinds.real_noise.kernel import next_order_sums
+    from attnsim.models.heads import row_stats
+    from attnsim.theory import delta_next
+
+    rng = np.random.default_rng(3)
+    logits, values = rng.normal(size=(5, 40)) * 3, rng.normal(size=(5, 40, 8)).astype(np.float32)
+    stats = row_stats(logits, values)
+    got = next_order_sums(stats, tail_power=2.6)
+    expected = delta_next.next_order_stats(stats["p"], values, tail_power=2.6)
+    for name in ("sum_p2", "sum_p3", "c3", "c4", "m2", "c_tail"):
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-9, err_msg=name)
+    assert np.isnan(next_order_sums(stats, tail_power=None)["c_tail"]).all()

@@ -11,7 +11,7 @@ import pytest
 from training_oracles import contrastive_forward_backward, contrastive_train
 
 from attnsim.errors import ConfigError
-from attnsim.kernels import contrastive_training as ct
+from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.theory.entropy import exact_gap
 
 BASE = {"n": 6, "classes": 3, "latent_dim": 3, "input_dim": 7, "embed_dim": 4, "steps": 25, "tau": 0.2, "optimiser": "adam", "lr": 0.05}

@@ -12,7 +12,7 @@ import pytest
 from training_oracles import recall_examples, recall_forward_backward, recall_train
 
 from attnsim.errors import ConfigError
-from attnsim.kernels import recall_training as rt
+from attnsim.kinds.recall_training import kernel as rt
 
 BASE = {"n": 6, "d": 4, "batch": 5, "steps": 30, "scale": 1.0, "optimiser": "adam", "lr": 0.02}
 

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from attnsim.kernels import contrastive_training as ct
-from attnsim.kernels import recall_training as rt
+from attnsim.kinds.contrastive_training import kernel as ct
+from attnsim.kinds.recall_training import kernel as rt
 
 # --------------------------------------------------------------------------- recall
 

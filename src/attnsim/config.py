@@ -178,7 +178,10 @@ def check_semantics(settings: Settings) -> None:
             )
         kind = get_kind(experiment.kind)
         if kind.check_grid is not None:
-            kind.check_grid(experiment.grid)
+            try:
+                kind.check_grid(experiment.grid)
+            except ConfigError as error:  # its message starts with grid.<key>: make it the full path
+                raise ConfigError(f"experiments.{name}.{error}") from None
         worst = max(expand(experiment), key=lambda p: kind.bytes_per_trial(p.params))
         need = kind.bytes_per_trial(worst.params)
         if need > budget:

@@ -88,6 +88,15 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
             fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} {metric}: {by_name[metric].doc}"}))
+        if metric in kind.finite_metrics:
+            fields.append(
+                pa.field(
+                    f"{metric}_finite",
+                    pa.int64(),
+                    nullable=False,
+                    metadata={"description": f"number of trials with a finite {metric}: its mean, SE and CI are over these only"},
+                )
+            )
     for metric in kind.extreme_metrics:
         for suffix, text in (("min", "smallest"), ("max", "largest")):
             fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} value over trials of {metric}"}))

@@ -61,7 +61,11 @@ def summarise_points(
         pid, params, metrics = point.id, dict(point.params), trials[point.id]
         row = {"point_id": pid, **params, "n_trials": len(metrics[kind.main_metric]), "stop_reason": stop_reason(metrics[kind.main_metric], target_se)}
         for name in kind.summary_metrics:
-            for suffix, value in mean_ci(metrics[name]).items():
+            values = metrics[name]
+            if name in kind.finite_metrics:  # a diverged run's +inf/NaN: left out of the mean and counted
+                values = values[np.isfinite(values)]
+                row[f"{name}_finite"] = int(values.size)
+            for suffix, value in mean_ci(values).items():
                 row[f"{name}_{suffix}"] = value
         for name in kind.extreme_metrics:
             row[f"{name}_min"], row[f"{name}_max"] = float(np.min(metrics[name])), float(np.max(metrics[name]))

@@ -110,3 +110,25 @@ def check_training(p: Mapping) -> None:
     if p.get("optimiser") not in OPTIMISERS:
         raise ConfigError(f"optimiser: unknown optimiser {p.get('optimiser')!r}; expected one of {', '.join(OPTIMISERS)}")
     check_number(p, "lr")
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def quantiles(values: np.ndarray, probs=(0.25, 0.5, 0.75)) -> list[float]:
+    """Quantiles over all trials with +inf (a diverged run's loss) ranked last: linear
+    interpolation between neighbours, the neighbour itself when it falls exactly on one, and +inf
+    as soon as the upper neighbour is +inf (so no inf - inf = NaN). NaN trials are not expected
+    in the columns this is used on; they would rank after +inf."""
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    out = []
+    for prob in probs:
+        pos = prob * (x.size - 1)
+        lo, frac = int(math.floor(pos)), pos - math.floor(pos)
+        if frac == 0:
+            out.append(float(x[lo]))
+        elif not np.isfinite(x[lo + 1]):
+            out.append(float(x[lo + 1]))
+        else:
+            out.append(float(x[lo] + frac * (x[lo + 1] - x[lo])))
+    return out

@@ -98,8 +98,11 @@ class Kind:
     constant_metrics: tuple[str, ...] = ()  # per-trial columns that are constant per point: no mean/CI
     entropy_figure: str = ""  # a figure of this kind showing the entropy between 0 and log n (cited by the entropy-bounds claim)
     extreme_metrics: tuple[str, ...] = ()  # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
+    # metrics a trial may leave non-finite (+inf or NaN: a diverged training run): their mean, SE and CI are over
+    # the finite trials only, and the summary adds `<m>_finite`, the number of those trials (medians etc.: extra_summary)
+    finite_metrics: tuple[str, ...] = ()
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
-    check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError)
+    check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
     assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.assets names), fetched before any job runs
     provenance: Callable[[], dict] | None = None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
 

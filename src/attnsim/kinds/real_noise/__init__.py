@@ -13,7 +13,7 @@ import numpy as np
 
 from attnsim.kinds.base import Kind, Param
 from attnsim.kinds.columns import F64, I64, STR
-from attnsim.kinds.noisy_attention import EXTRA, METRICS, THEORY, extra_summary, theory
+from attnsim.kinds.noisy_attention import EXTRA, METRICS, THEORY, extra_summary, sq_err_next, theory
 from attnsim.kinds.noisy_attention.kernel import safe_ratio
 from attnsim.kinds.real_noise import kernel
 from attnsim.models import heads
@@ -56,6 +56,7 @@ def simulate_block(rng, trials, points):
                 "grad_sq": out["grad_sq"],
                 "kappa": np.full(trials, k),
                 "sq_err_pred": sq_err_pred,
+                "sq_err_next": sq_err_next(out, p["noise"], p["noise_scale"]),
             }
         )
     return results

@@ -23,6 +23,7 @@ import numpy as np
 
 from attnsim.kernels.noise import standard_noise32
 from attnsim.models import heads
+from attnsim.theory import delta_next
 from attnsim.theory.noise import NOISE_FAMILIES
 
 
@@ -42,8 +43,29 @@ def noisy_sq_err(log_p: np.ndarray, dev: np.ndarray, z: np.ndarray, sigma: float
     return np.einsum("tkd,tkd->t", diff, diff) / z.shape[1]
 
 
+NEXT_ORDER_SUMS = ("sum_p2", "sum_p3", "c3", "c4", "m2", "c_tail")
+
+
+def next_order_sums(stats: dict[str, np.ndarray], tail_power: float | None) -> dict[str, np.ndarray]:
+    """The sums `delta_next.next_order_from_stats` needs, from a row's p and dev = v - o (docs/science.md §2.8):
+    c_r = sum p^r ||v - o||^2, m2 = ||sum p^2 (v - o)||^2; c_tail (r = k*) nan where no tail term applies."""
+    p, dev = stats["p"], stats["dev"]
+    dist2 = np.einsum("...nd,...nd->...n", dev, dev)
+    p2 = p * p
+    m2 = np.einsum("...n,...nd->...d", p2, dev)
+    return {
+        "sum_p2": stats["sum_p2"],
+        "sum_p3": np.sum(p2 * p, axis=-1),
+        "c3": np.sum(p2 * p * dist2, axis=-1),
+        "c4": np.sum(p2 * p2 * dist2, axis=-1),
+        "m2": np.einsum("...d,...d->...", m2, m2),
+        "c_tail": np.full(p.shape[0], np.nan) if tail_power is None else np.sum(p**tail_power * dist2, axis=-1),
+    }
+
+
 def simulate(rng: np.random.Generator, trials: int, n: int, noise_draws: int, points: Sequence, record: bool = False):
-    """Per point (dicts with layer, head, noise, noise_scale): sq_err, spread, grad_sq, entropy, n_eff (T,).
+    """Per point (dicts with layer, head, noise, noise_scale): sq_err, spread, grad_sq, entropy, n_eff (T,)
+    and the clean-row sums of the next-order theory (`next_order_sums`: sum_p2, sum_p3, c3, c4, m2, c_tail).
 
     With `record`, also (ids, positions, {(family, layer, head): z}) for the tests' oracle."""
     ids, positions = heads.draw_trials(rng, n, trials)
@@ -53,7 +75,7 @@ def simulate(rng: np.random.Generator, trials: int, n: int, noise_draws: int, po
     wanted: dict[tuple[int, int], list[int]] = defaultdict(list)  # (layer, head) -> indices of points
     for i, p in enumerate(points):
         wanted[(p["layer"], p["head"])].append(i)
-    out = [{k: np.empty(trials) for k in ("sq_err", "spread", "grad_sq", "entropy", "n_eff")} for _ in points]
+    out = [{k: np.empty(trials) for k in ("sq_err", "spread", "grad_sq", "entropy", "n_eff", *NEXT_ORDER_SUMS)} for _ in points]
     for part, layers in heads.rows(heads.trained(), ids, positions, {layer for layer, _ in wanted}):
         for (layer, head), members in wanted.items():
             logits, values = layers[layer]
@@ -66,6 +88,8 @@ def simulate(rng: np.random.Generator, trials: int, n: int, noise_draws: int, po
                 row["grad_sq"][part] = stats["grad_sq"]
                 row["entropy"][part] = stats["entropy"]
                 row["n_eff"][part] = 1.0 / stats["sum_p2"]
+                for name, values in next_order_sums(stats, delta_next.tail_power(p["noise"], float(p["noise_scale"]))).items():
+                    row[name][part] = values
     if record:
         return out, (ids, positions, z)
     return out

@@ -22,7 +22,7 @@ mean of the example's values (E[v_0 | values] = mean_i v_i), whose loss is exact
 values, E v_i . v_j = 0 for i != j); uniform attention with W_v = I attains it. Perfect is 0. The
 Bayes loss is positive but small: unit keys make the exact posterior over the target pair
 softmax((d / query_noise^2) q . k_i), which this model can represent exactly
-(W_q W_k^T = (d^{3/2} / query_noise^2) I, W_v = I); see docs/training-notes.md for its size.
+(W_q W_k^T = (d^{3/2} / query_noise^2) I, W_v = I); see docs/science.md §6.2 for its size.
 
 Hand-written gradients (per example, g = dl/do = 2 (o - v_0)):
   dW_v = r^T g,  dr = g W_v^T,  dp_i = v_i . dr,

@@ -111,7 +111,7 @@ def _binomial_pmf(trials: int, prob: float) -> np.ndarray:
 
 
 def loss_floor(n: int, classes: int, tau: float) -> float:
-    """Lower bound on the expected symmetric InfoNCE loss for this data (docs/training-notes.md):
+    """Lower bound on the expected symmetric InfoNCE loss for this data (docs/science.md §6.5):
     E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Binomial(n - 1, 1/C) the other
     examples of the anchor's class. Attained by perfectly aligned views, each class collapsed to a
     vertex of a regular simplex (needs C <= embed_dim + 1; otherwise a bound not attained)."""

@@ -1,0 +1,260 @@
+"""The training kinds as kinds: determinism through the driver, summaries of diverged runs, claims on
+synthetic summaries (holding and failing), bad grids refused in one line, and one end-to-end run.
+(The kernels' numerics: test_training_recall.py, test_training_contrastive.py.)"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from workflow_helpers import point_rows, snakemake, tree, write_config
+
+from attnsim.cli import main
+from attnsim.grid import make_point
+from attnsim.kernels.training import quantiles
+from attnsim.kinds import get_kind
+from attnsim.kinds.contrastive_training import claims as contrastive_claims
+from attnsim.kinds.recall_training import claims as recall_claims
+from attnsim.kinds.recall_training import wilson
+from attnsim.simulate import simulate_points
+from attnsim.summarise import summarise_points
+
+RECALL = {"n": [6], "d": [4], "batch": [5], "scale": [0.3, 3.0], "optimiser": ["sgd", "adam"], "lr": [0.5, 16.0], "steps": [12]}
+CONTRASTIVE = {
+    "n": [8],
+    "classes": [3],
+    "latent_dim": [2],
+    "input_dim": [6],
+    "embed_dim": [3],
+    "view_noise": [0.5],
+    "tau": [0.1, 1.0],
+    "optimiser": ["sgd", "adam"],
+    "lr": [0.05, 300.0],
+    "steps": [6],
+}
+
+
+def grid_points(kind: str, grid: dict, **change) -> list:
+    import itertools
+
+    grid = grid | change
+    names = get_kind(kind).param_names
+    return [make_point(kind, dict(zip(names, values))) for values in itertools.product(*(grid[n] for n in names))]
+
+
+@pytest.mark.parametrize("kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE)])
+def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypatch):
+    """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; small blocks (many per
+    point); with diverging runs among them (SGD at a huge step) so the +inf/NaN paths run too."""
+    from attnsim.kinds import base
+
+    monkeypatch.setattr(base, "TARGET_BLOCK_BYTES", 60_000)
+    pts = grid_points(kind, grid)
+    other = grid_points(kind, grid, n=[grid["n"][0] + 1], **({"scale": [1.0]} if kind == "recall_training" else {"tau": [0.5]}))[:2]
+    pts += other  # a second stream
+    reference = simulate_points(kind, 11, 13, pts, threads=1)
+    assert get_kind(kind).block_trials(pts[0].params) < 13  # several blocks per point
+    if kind == "recall_training":  # (a normalised encoder does not diverge: its gradient shrinks as W grows)
+        assert any(reference[p.id]["diverged"].any() for p in pts) and any(not reference[p.id]["diverged"].any() for p in pts)
+    runs = [simulate_points(kind, 11, 13, pts, threads=2), simulate_points(kind, 11, 13, pts[::-1], threads=3)]
+    runs += [simulate_points(kind, 11, 13, [p]) for p in pts[::5]]
+    for run in runs:
+        for pid, metrics in run.items():
+            for name, values in metrics.items():
+                assert np.array_equal(values, reference[pid][name], equal_nan=True), (pid, name)
+
+
+# --------------------------------------------------------------------------- summaries of diverged runs
+
+
+def test_quantiles_rank_inf_last_and_never_nan():
+    assert quantiles(np.array([3.0, 1.0, 2.0, 4.0])) == [1.75, 2.5, 3.25]
+    assert quantiles(np.array([1.0, np.inf, 2.0, np.inf])) == [1.75, np.inf, np.inf]
+    assert quantiles(np.array([np.inf, np.inf])) == [np.inf, np.inf, np.inf]
+    assert quantiles(np.array([5.0]), (0.5,)) == [5.0]
+
+
+def test_wilson_interval():
+    low, high = wilson(0, 48)
+    assert low == 0 and 0.07 < high < 0.08
+    low, high = wilson(48, 48)
+    assert 0.92 < low < 0.93 and high == 1
+    assert wilson(0, 0)[0] != wilson(0, 0)[0]  # NaN
+
+
+def diverge(kind, metrics: dict, trials) -> None:
+    """Mark `trials` of one point's results as diverged, by the kernels' conventions."""
+    for name in get_kind(kind).finite_metrics:
+        metrics[name][trials] = 5.0 if name == "diverged_step" else (np.inf if "loss" in name or name == "steps_to_threshold" else np.nan)
+    metrics["diverged"][trials] = 1.0
+    metrics["probe_accuracy" if "probe_accuracy" in metrics else "final_accuracy"][trials] = 0.0
+
+
+@pytest.mark.parametrize("kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE)])
+def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
+    """Diverged runs (+inf losses, NaN entropies) stay out of every mean, are counted, and rank last in the
+    medians; the divergence rate is the mean of `diverged`; a point whose runs all diverged has no mean (NaN, count 0)."""
+    k = get_kind(kind)
+    pts = grid_points(kind, grid, lr=[grid["lr"][0]])[:3]  # the small step: no run diverges by itself
+    trials = simulate_points(kind, 3, 16, pts)
+    assert not any(trials[p.id]["diverged"].any() for p in pts)
+    diverge(kind, trials[pts[0].id], slice(0, 3))
+    diverge(kind, trials[pts[1].id], slice(0, 12))
+    diverge(kind, trials[pts[2].id], slice(None))
+    table = summarise_points(kind, "x", trials, pts).to_pandas()
+    assert table["diverged_mean"].tolist() == [3 / 16, 12 / 16, 1.0]
+    assert (table["final_loss_median"] == [np.median(trials[pts[0].id]["final_loss"]), np.inf, np.inf]).all()
+    for name in k.finite_metrics:
+        assert table[f"{name}_finite"].tolist() == [int(np.isfinite(trials[p.id][name]).sum()) for p in pts], name
+        if name in ("diverged_step", "steps_to_threshold"):  # +inf = never: finite only where it happened
+            continue
+        assert table[f"{name}_finite"].tolist() == [13, 4, 0], name
+        stats = table[[f"{name}_mean", f"{name}_se", f"{name}_ci_low", f"{name}_ci_high"]].to_numpy()
+        assert np.isfinite(stats[:2]).all() and np.isnan(stats[2]).all(), name
+        assert table[f"{name}_mean"].iloc[0] == pytest.approx(np.mean(trials[pts[0].id][name][3:]))
+    assert (table["diverged_step_mean"] == 5.0).all() and table["diverged_step_finite"].tolist() == [3, 12, 16]
+    other = [c for c in table.columns if c.endswith("_mean") and c.removesuffix("_mean") not in k.finite_metrics]
+    assert np.isfinite(table[other].to_numpy()).all()
+
+
+# --------------------------------------------------------------------------- claims on synthetic summaries
+
+
+def recall_summary(one_hot_share: float, uniform_share: float, optimiser: str = "sgd") -> pd.DataFrame:
+    scales = [0.3, 1.0, 3.0, 10.0, 100.0]
+    entropy = [2.77, 2.36, 0.40, 0.03, 0.0004]
+    share = [uniform_share, uniform_share, 0.5, one_hot_share, one_hot_share]
+    loss = [0.03, 0.02, 0.9, 1.2, 1.3]
+    rows = []
+    for s, h, r, f in zip(scales, entropy, share, loss):
+        low, high = wilson(round(r * 48), 48)
+        rows.append(
+            dict(experiment="e", n_trials=48, scale=s, optimiser=optimiser, lr=1.0, log_n=math.log(16), init_entropy_mean=h, reached_share=r)
+            | dict(reached_ci_low=low, reached_ci_high=high, final_loss_median=f)
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("one_hot, uniform, verdict", [(0.0, 1.0, "holds"), (0.25, 1.0, "fails"), (0.0, 0.5, "fails"), (0.1, 0.9, "holds")])
+def test_one_hot_claim(one_hot, uniform, verdict):
+    claim = recall_claims.one_hot_start_untrainable(recall_summary(one_hot, uniform), "sgd")
+    assert claim.verdict == verdict, claim.evidence
+    assert claim.figure == "e/trainability" and claim.trials == 4 * 48
+    assert recall_claims.one_hot_start_untrainable(recall_summary(0.0, 1.0), "adam").verdict == "outside regime"
+    assert recall_claims.one_hot_start_untrainable(None, "sgd").verdict == "not measured"
+
+
+def test_rank_correlation_claim():
+    s = pd.concat([recall_summary(0.0, 1.0), recall_summary(0.0, 1.0, "adam")], ignore_index=True)
+    claim = recall_claims.entropy_predicts_final_loss(s)
+    assert claim.verdict == "holds" and claim.measured == pytest.approx(-0.9) and claim.ci_high < 0  # scale 0.3 is slower than 1: one discordant pair
+    s["final_loss_median"] = s["final_loss_median"].to_numpy()[::-1]  # more entropy, more loss
+    assert recall_claims.entropy_predicts_final_loss(s).verdict == "fails"
+    assert recall_claims.entropy_predicts_final_loss(s.head(3)).verdict == "outside regime"
+    lo, hi = recall_claims.fisher_interval(0.0, 12)
+    assert lo == pytest.approx(-hi) and 0.5 < hi < 0.6
+
+
+def contrastive_summary(probe_at_one: float, lowest_at_one: float) -> pd.DataFrame:
+    rows = []
+    for tau, probe in ((0.1, 0.65), (0.5, 0.62), (1.0, probe_at_one)):
+        floor = 2.99 if tau == 1.0 else 0.5
+        lowest = lowest_at_one if tau == 1.0 else 1.0
+        setting = dict(n=32, classes=16, latent_dim=8, input_dim=32, embed_dim=8, view_noise=2.0, optimiser="adam", lr=0.01, steps=300)
+        rows.append(
+            setting
+            | dict(experiment="c", n_trials=48, tau=tau, probe_accuracy_mean=probe, probe_accuracy_ci_low=probe - 0.012, probe_accuracy_ci_high=probe + 0.012)
+            | dict(entropy_lowest=lowest, entropy_floor=floor, entropy_lowest_excess=lowest - floor, entropy_floor_tolerance=1e-11, entropy_min_finite=48)
+            | dict(entropy_min_mean=lowest + 0.05, log_n=math.log(32), entropy_gap=math.log(32) - floor, ideal_entropy=3.39, probe_chance=1 / 16)
+            | dict(alignment_mean=0.8, uniformity_mean=-2.5)
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("probe, verdict", [(0.55, "holds"), (0.63, "fails"), (0.7, "fails")])
+def test_probe_claim(probe, verdict):
+    claim = contrastive_claims.worse_probe_at_tau_one(contrastive_summary(probe, 3.3))
+    assert claim.verdict == verdict and claim.figure == "c/temperature_sweep"
+
+
+@pytest.mark.parametrize("lowest, verdict", [(3.3, "holds"), (2.99, "holds"), (2.98, "fails")])
+def test_entropy_floor_claim(lowest, verdict):
+    assert contrastive_claims.training_entropy_floor(contrastive_summary(0.55, lowest)).verdict == verdict
+    assert contrastive_claims.training_entropy_floor(contrastive_summary(0.55, lowest).query("tau < 1")).verdict == "outside regime"
+
+
+# --------------------------------------------------------------------------- bad grids: one line naming the key
+
+
+def tiny_config(**grids) -> dict:
+    return {
+        "seed": 5,
+        "chunk_size": 2,
+        "experiments": {
+            "recall": {
+                "kind": "recall_training",
+                "trials": 6,
+                "grid": RECALL | {"scale": [0.3, 30.0], "optimiser": ["sgd"], "lr": [2.0]} | grids.get("recall", {}),
+            },
+            "contrastive": {
+                "kind": "contrastive_training",
+                "trials": 6,
+                "grid": CONTRASTIVE | {"optimiser": ["adam"], "lr": [0.05]} | grids.get("contrastive", {}),
+            },
+        },
+    }
+
+
+BAD = {
+    "lr zero": ({"recall": {"lr": [0.0]}}, "experiments.recall.grid.lr[0]"),
+    "lr negative": ({"contrastive": {"lr": [-1.0]}}, "experiments.contrastive.grid.lr[0]"),
+    "steps zero": ({"recall": {"steps": [0]}}, "experiments.recall.grid.steps[0]"),
+    "tau zero": ({"contrastive": {"tau": [1.0, 0.0]}}, "experiments.contrastive.grid.tau[1]"),
+    "unknown optimiser": ({"recall": {"optimiser": ["sgd", "rmsprop"]}}, "experiments.recall.grid.optimiser[1]"),
+    "classes over n": ({"contrastive": {"classes": [3, 9]}}, "experiments.contrastive.grid.classes: 9 classes but batches of n = 8"),
+    "input below latent": ({"contrastive": {"latent_dim": [4], "input_dim": [6, 3]}}, "experiments.contrastive.grid.input_dim: 3 is below latent_dim = 4"),
+    "scale zero": ({"recall": {"scale": [0.0]}}, "experiments.recall.grid.scale[0]"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_grid_is_one_line_naming_the_key(case, tmp_path, capsys):
+    grids, key = BAD[case]
+    path = write_config(tmp_path, tiny_config(**grids))
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnsim: error: {key}") and err.count("\n") == 1, err
+
+
+@pytest.mark.slow
+def test_bad_grid_stops_snakemake_before_anything_is_written(tmp_path):
+    write_config(tmp_path, tiny_config(contrastive={"classes": [9]}))
+    result = snakemake(tmp_path, "-n", "--cores", "1", check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 1 and "experiments.contrastive.grid.classes" in lines[0], result.stderr
+    assert tree(tmp_path) == {}
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.mark.slow
+def test_workflow_runs_both_training_kinds_and_rows_do_not_depend_on_cores_or_chunks(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    write_config(first, tiny_config())
+    snakemake(first, "--cores", "2")
+    for figure in ("recall/trainability.png", "recall/learning_curves.png", "contrastive/temperature_sweep.png"):
+        assert (first / "results/figures" / figure).stat().st_size > 10_000
+    claims = (first / "results/claims.md").read_text()
+    for claim in ("one_hot_start_untrainable_sgd", "entropy_predicts_final_loss", "tau_one_training_entropy_floor", "tau_one_worse_probe"):
+        assert claim in claims
+    config = tiny_config()
+    config["chunk_size"] = 64
+    (second).mkdir()
+    (second / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    snakemake(second, "--cores", "1")
+    rows = point_rows(first)
+    assert rows == point_rows(second) and len(rows) == 4
