@@ -48,6 +48,11 @@ def expected_rows(cores: int) -> set[str]:
             "after the last chunk",
             "non-kernel share of wall time",
             "non-kernel share of the simulate jobs",
+            "CPU time (all processes)",
+            "fixed overhead",
+            "fixed overhead, CPU time",
+            *(f"simulate CPU, {experiment}" for experiment in ("robustness", "entropy_scale")),  # the quick sweep's experiments
+            *(f"fixed overhead, {rule} jobs (sum)" for rule in ("simulate", "collect", "figures", "claims")),
         )
     }
     rows |= {

@@ -47,7 +47,10 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             lines.append(f"{name:<20} {e.kind:<20} (no summary yet)")
             continue
         s = store.read_table(path).to_pandas()
-        lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {e.trials} trials")
+        low, high = (int(s["n_trials"].min()), int(s["n_trials"].max())) if len(s) else (e.trials, e.trials)
+        trials = f"{e.trials}" if low == high == e.trials else f"{low}-{high}"
+        adaptive = f" (rounds of {e.trials} to SE <= {e.target_se:g})" if e.target_se is not None else ""
+        lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {trials} trials{adaptive}")
         kind = get_kind(e.kind)
         headline = kind.headline(s) if kind.headline else ""
         if headline:

@@ -16,6 +16,8 @@ rule claims:
         ),
     log:
         "results/logs/claims.log",
+    benchmark:
+        "results/benchmarks/claims.tsv"
     priority: PRIORITY["claims"]
     params:
         experiments=experiments_json(),

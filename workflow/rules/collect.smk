@@ -10,6 +10,8 @@ rule collect:
         "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
     log:
         "results/logs/collect/{experiment}-{kind}.log",
+    benchmark:
+        "results/benchmarks/collect/{experiment}-{kind}.tsv"
     priority: PRIORITY["collect"]
     params:
         experiment=experiment_json,

@@ -25,6 +25,8 @@ for _kind in all_kinds().values():
             },
         log:
             "results/logs/figures/{experiment}.log",
+        benchmark:
+            "results/benchmarks/figures/{experiment}.tsv"
         priority: PRIORITY["figures"]
         localrule: True
         params:

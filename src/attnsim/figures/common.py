@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
-from attnsim.figures.style import PALETTE
+from attnsim.figures.style import PALETTE, palette
 
 
 def n_colours(values) -> dict:
     ns = sorted(set(int(v) for v in values))
-    return dict(zip(ns, sns.color_palette(PALETTE, len(ns))))
+    return dict(zip(ns, palette(PALETTE, len(ns))))
 
 
 def fine_grid(values, points: int = 240) -> np.ndarray:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, yerr
-from attnsim.figures.style import PALETTE
+from attnsim.figures.style import PALETTE, palette
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.kernel import loss_floor
 from attnsim.theory.entropy import exact_gap
@@ -29,7 +28,7 @@ def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
 def temperature_sweep(summary: pd.DataFrame):
     """(a) probe accuracy, (b) alignment and uniformity, (c) batch entropy vs its floor, (d) loss vs its floor; all against tau."""
     groups = list(summary.sort_values("tau").groupby(SETTING))
-    colours = dict(zip([k for k, _ in groups], sns.color_palette(PALETTE, max(len(groups), 2))))
+    colours = dict(zip([k for k, _ in groups], palette(PALETTE, max(len(groups), 2))))
     fig, axes = plt.subplots(2, 2, figsize=(12.5, 9.0))
     (probe_ax, geo_ax), (ent_ax, loss_ax) = axes
     unif_ax = geo_ax.twinx()

@@ -6,35 +6,23 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
-from attnsim.figures.style import PALETTE, theory_legend_handle
+from attnsim.figures.style import PALETTE, palette, theory_legend_handle
 from attnsim.kinds.noisy_attention.claims import THRESHOLDS
 from attnsim.theory import delta_next
 
 
 def rel_err_vs_n(summary: pd.DataFrame):
-    """rel_err vs n (log-log), a line per noise scale, facets noise family x logit scale."""
+    """rel_err vs n (log-log), a line per noise scale, facets noise family (columns) x logit scale (rows)."""
     data = summary[summary["noise_scale"] > 0].copy()
     data["sigma"] = data["noise_scale"].map(lambda s: f"{s:g}")
     scales = sorted(data["noise_scale"].unique())
-    colours = dict(zip((f"{s:g}" for s in scales), sns.color_palette(PALETTE, len(scales))))
-    grid = sns.FacetGrid(
-        data,
-        row="logit_scale",
-        col="noise",
-        sharey=False,
-        height=2.6,
-        aspect=1.1,
-        margin_titles=True,
-        col_order=[f for f in ("gaussian", "uniform", "laplace", "gumbel", "student_t") if f in set(data["noise"])],
-    )
-    for (row, col), ax in np.ndenumerate(grid.axes):
-        facet = (
-            data[(data["logit_scale"] == grid.row_names[row]) & (data["noise"] == grid.col_names[col])]
-            if grid.row_names
-            else data[data["noise"] == grid.col_names[col]]
-        )
+    colours = dict(zip((f"{s:g}" for s in scales), palette(PALETTE, len(scales))))
+    rows = sorted(data["logit_scale"].unique())
+    cols = [f for f in ("gaussian", "uniform", "laplace", "gumbel", "student_t") if f in set(data["noise"])]
+    fig, axes = plt.subplots(len(rows), len(cols), figsize=(2.86 * len(cols), 2.6 * len(rows)), sharex=True, squeeze=False)
+    for (row, col), ax in np.ndenumerate(axes):
+        facet = data[(data["logit_scale"] == rows[row]) & (data["noise"] == cols[col])]
         for sigma, line in facet.sort_values("n").groupby("sigma", sort=False):
             colour = colours[sigma]
             ax.plot(line["n"], line["rel_err_mean"], "o-", color=colour, ms=3, lw=1.2, label=f"σ = {sigma}")
@@ -46,18 +34,27 @@ def rel_err_vs_n(summary: pd.DataFrame):
             ax.text(0.03, 0.04, "κ = ∞ for some σ:\nno prediction", transform=ax.transAxes, fontsize=7, color="firebrick")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-    grid.set_axis_labels("number of keys n", "rel. error √(‖õ−o‖² / Σp‖v−o‖²)")
-    grid.set_titles(row_template="logit std = {row_name}", col_template="noise: {col_name}")
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.tick_params(labelbottom=True)  # every row keeps its n labels
+        if row == 0:
+            ax.set_title(f"noise: {cols[col]}")
+        if row == len(rows) - 1:
+            ax.set_xlabel("number of keys n")
+        if col == 0:
+            ax.set_ylabel("rel. error √(‖õ−o‖² / Σp‖v−o‖²)")
+        if col == len(cols) - 1:  # the row's title in the right margin
+            ax.annotate(f"logit std = {rows[row]}", xy=(1.02, 0.5), xycoords="axes fraction", rotation=270, ha="left", va="center")
+    fig.tight_layout()
     handles = [plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours]
-    grid.figure.legend(
+    fig.legend(
         handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")],
         loc="upper center",
         ncol=len(handles) + 1,
         bbox_to_anchor=(0.5, 0.0),
         frameon=False,
     )
-    grid.figure.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)", y=1.02)
-    return grid.figure
+    fig.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)", y=1.02)
+    return fig
 
 
 def collapse(summary: pd.DataFrame):
@@ -123,7 +120,7 @@ def delta_shortfall(summary: pd.DataFrame):
     data["short"] = 1 - data["err_ratio"]
     data["sum_p2"] = data["kappa_sum_p2"] / data["kappa"]
     scales = sorted(data["noise_scale"].unique())
-    colours = dict(zip(scales, sns.color_palette("tab10", len(scales))))  # neighbouring sigmas must stay apart
+    colours = dict(zip(scales, palette("tab10", len(scales))))  # neighbouring sigmas must stay apart
     markers = {"delta": "o", "delta_slow": "D"}
     x_all = data["kappa_sum_p2"]
     y_floor = 1e-4

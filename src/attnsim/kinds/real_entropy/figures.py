@@ -6,10 +6,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
+from attnsim.figures.style import palette
 from attnsim.stats import mean_ci
 
 
@@ -22,7 +22,7 @@ def real_entropy_layers(summary: pd.DataFrame):
     95% CI; dots: heads), a colour per weights; theory: log n, the small-scale entropy at init, 2/n, 1/n."""
     ns = sorted(summary["n"].unique())
     stds = sorted(summary["init_std"].unique())
-    colours = {s: ("k" if s == 0 else c) for s, c in zip(stds, [None] + sns.color_palette("viridis", max(1, len(stds) - 1)))}
+    colours = {s: ("k" if s == 0 else c) for s, c in zip(stds, [None] + palette("viridis", max(1, len(stds) - 1)))}
     rows = (("entropy_mean", "entropy H (nats)"), ("sink_weight_mean", "weight on [CLS] + [SEP]"), ("grad_rel_mean", "‖∂o/∂s‖² / value spread"))
     fig, axes = plt.subplots(len(rows), len(ns), figsize=(max(7.5, 5.2 * len(ns) + 0.8), 9.5), squeeze=False, sharex=True)
     rng = np.random.default_rng(0)  # jitter of the head dots only

@@ -7,12 +7,11 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import PALETTE
+from attnsim.figures.style import PALETTE, palette
 from attnsim.kinds.real_noise.claims import THRESHOLDS, n_eff_of
 
 
@@ -83,7 +82,7 @@ def real_noise_rate(summary: pd.DataFrame):
     data = summary[summary["noise_scale"] > 0].copy()
     data["n_eff_h"] = n_eff_of(data)
     settings = _settings(data)
-    colours = dict(zip(settings, sns.color_palette(PALETTE, len(settings))))
+    colours = dict(zip(settings, palette(PALETTE, len(settings))))
     markers = dict(zip(sorted(data["n"].unique()), "os^Dv"))
     fig, ax = plt.subplots(figsize=(7.2, 5.2))
     handles = []

@@ -6,12 +6,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below, yerr
-from attnsim.figures.style import PALETTE
+from attnsim.figures.style import PALETTE, palette
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
 
 RUN = ["optimiser", "lr", "n", "d", "batch", "steps"]  # one curve per run setting; scale on the x-axis
@@ -23,7 +22,7 @@ def _label(key) -> str:
 
 
 def _colours(keys) -> dict:
-    return dict(zip(keys, sns.color_palette(PALETTE, max(len(keys), 2))))
+    return dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
 
 
 def trainability(summary: pd.DataFrame):
@@ -103,7 +102,7 @@ def learning_curves(summary: pd.DataFrame):
     """Monitor loss / chance at the log-spaced checkpoints: median and quartile band per scale, a panel per run setting."""
     groups = list(summary.groupby(RUN))
     scales = sorted(summary["scale"].unique())
-    colours = dict(zip(scales, sns.color_palette("viridis", len(scales))))
+    colours = dict(zip(scales, palette("viridis", len(scales))))
     fig, axes = plt.subplots(1, len(groups), figsize=(6.2 * len(groups), 4.8), squeeze=False, sharey=True)
     for ax, (key, rows) in zip(axes[0], groups):
         steps = checkpoint_steps(int(key[-1]))
