@@ -159,11 +159,6 @@ def run(root: Path, sql: str) -> pd.DataFrame:
         raise QueryError(f"query failed: {first}") from None
 
 
-def tables(root: Path) -> list[str]:
-    con = connect(root)
-    return [row[0] for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()]
-
-
 def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
     """Render a result; text formats go to stdout unless `output` is given."""
     if fmt not in FORMATS:
@@ -186,4 +181,4 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
     return text
 
 
-__all__ = ["connect", "run", "tables", "emit", "StoreError"]
+__all__ = ["connect", "run", "emit", "StoreError"]
