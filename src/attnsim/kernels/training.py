@@ -9,7 +9,7 @@ moments to 0) so that NaN never spreads, the kernel recording the step at which 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -131,4 +131,19 @@ def quantiles(values: np.ndarray, probs=(0.25, 0.5, 0.75)) -> list[float]:
             out.append(float(x[lo + 1]))
         else:
             out.append(float(x[lo] + frac * (x[lo + 1] - x[lo])))
+    return out
+
+
+def block_points(points: Sequence[Mapping], resolved, validate, stream_params: Sequence[str]) -> list[dict]:
+    """The block's points with their defaults filled in (`resolved`) and checked (`validate`); they must
+    share the parameters that shape the draws, or their common random numbers would mean nothing."""
+    if not points:
+        raise ValueError("no points")
+    out = [resolved(p) for p in points]
+    for p in out:
+        validate(p)
+    stream = [out[0][k] for k in stream_params]
+    for p in out[1:]:
+        if [p[k] for k in stream_params] != stream:
+            raise ValueError(f"points of one block must share {tuple(stream_params)}")
     return out

@@ -52,6 +52,7 @@ from attnsim.kernels.softmax import EXP_FLOOR
 from attnsim.kernels.training import (
     CHECKPOINTS,
     Optimiser,
+    block_points,
     check_integer,
     check_number,
     check_training,
@@ -152,19 +153,6 @@ def theory(params: Mapping) -> dict[str, float]:
         "probe_chance": 1.0 / classes,
         "simplex_attainable": float(classes <= int(p["embed_dim"]) + 1),
     }
-
-
-def _check_points(points: Sequence[Mapping]) -> list[dict]:
-    if not points:
-        raise ValueError("no points")
-    out = [resolved(p) for p in points]
-    for p in out:
-        validate(p)
-    stream = [out[0][k] for k in STREAM_PARAMS]
-    for p in out[1:]:
-        if [p[k] for k in STREAM_PARAMS] != stream:
-            raise ValueError(f"points of one block must share {STREAM_PARAMS}")
-    return out
 
 
 def bytes_per_trial(n: int, input_dim: int, embed_dim: int, classes: int) -> int:
@@ -404,7 +392,7 @@ def simulate_block(rng: np.random.Generator, trials: int, points: Sequence[Mappi
 def simulate(rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False):
     """Train `trials` independent runs per point; the points share the block's draws (all must have
     the same STREAM_PARAMS). With `record`, also return the `Draws` (small sizes only: tests)."""
-    pts = _check_points(points)
+    pts = block_points(points, resolved, validate, STREAM_PARAMS)
     n, classes, latent_dim, input_dim, embed_dim = (int(pts[0][k]) for k in STREAM_PARAMS)
     world = draw_world(rng, trials, classes, latent_dim, input_dim)
     monitor = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)

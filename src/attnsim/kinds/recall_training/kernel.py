@@ -61,6 +61,7 @@ from attnsim.kernels.softmax import EXP_FLOOR
 from attnsim.kernels.training import (
     CHECKPOINTS,
     Optimiser,
+    block_points,
     check_integer,
     check_number,
     check_training,
@@ -116,19 +117,6 @@ def validate(params: Mapping) -> None:
     check_number(p, "scale")
     check_number(p, "query_noise", positive=False)
     check_number(p, "threshold")
-
-
-def _check_points(points: Sequence[Mapping]) -> list[dict]:
-    if not points:
-        raise ValueError("no points")
-    out = [resolved(p) for p in points]
-    for p in out:
-        validate(p)
-    stream = [out[0][k] for k in STREAM_PARAMS]
-    for p in out[1:]:
-        if [p[k] for k in STREAM_PARAMS] != stream:
-            raise ValueError(f"points of one block must share {STREAM_PARAMS}")
-    return out
 
 
 def bytes_per_trial(n: int, d: int, batch: int = DEFAULTS["batch"]) -> int:
@@ -324,7 +312,7 @@ def simulate_block(rng: np.random.Generator, trials: int, points: Sequence[Mappi
 def simulate(rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False):
     """Train `trials` independent runs per point; the points share the block's draws (all must have
     the same n, d, batch). With `record`, also return the `Draws` (small sizes only: tests)."""
-    pts = _check_points(points)
+    pts = block_points(points, resolved, validate, STREAM_PARAMS)
     n, d, batch = (int(pts[0][k]) for k in STREAM_PARAMS)
     monitor = draw_examples(rng, trials, EVAL_EXAMPLES, n, d)
     final = draw_examples(rng, trials, EVAL_EXAMPLES, n, d)
