@@ -158,7 +158,8 @@ def disk_full_message(path: Path, table: pa.Table, error: OSError) -> str:
     return f"{path}: could not be written, {why}; it needs up to {need / 2**20:,.1f} MiB free ({free}); free some space and rerun"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this host is running (a writer whose temp file must not be swept)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -174,7 +175,7 @@ def sweep_orphans(root: Path) -> list[Path]:
     host = socket.gethostname()
     for tmp in Path(root).glob("*/kind=*/experiment=*/.*.tmp"):
         parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.tmp
-        if len(parts) == 4 and parts[1] == host and parts[2].isdigit() and not _alive(int(parts[2])):
+        if len(parts) == 4 and parts[1] == host and parts[2].isdigit() and not process_alive(int(parts[2])):
             tmp.unlink(missing_ok=True)
             removed.append(tmp)
     return removed

@@ -84,24 +84,25 @@ def simulate_block(rng, trials, points):
     per_scale = kernel.simulate(
         rng, trials, first["n"], first["d"], first["logit_scale"], first["noise"], first["noise_draws"], [p["noise_scale"] for p in points]
     )
-    results = []
-    for p, out in zip(points, per_scale):
-        k = kappa(p["noise"], p["noise_scale"])
-        sq_err_pred = k * out["grad_sq"] if math.isfinite(k) else np.full(trials, np.inf)
-        results.append(
-            {
-                "sq_err": out["sq_err"],
-                "rel_err": np.sqrt(kernel.safe_ratio(out["sq_err"], out["spread"])),
-                "rel_err_pred": np.sqrt(kernel.safe_ratio(sq_err_pred, out["spread"])),
-                "entropy": out["entropy"],
-                "n_eff": out["n_eff"],
-                "grad_sq": out["grad_sq"],
-                "kappa": np.full(trials, k),
-                "sq_err_pred": sq_err_pred,
-                "sq_err_next": sq_err_next(out, p["noise"], p["noise_scale"]),
-            }
-        )
-    return results
+    return [trial_metrics(out, p, trials) for p, out in zip(points, per_scale)]
+
+
+def trial_metrics(out: dict[str, np.ndarray], p, trials: int) -> dict[str, np.ndarray]:
+    """The stored metrics of one point from a kernel's per-trial sums (sq_err, spread, grad_sq, entropy,
+    n_eff and the next-order sums): the delta-method and next-order predictions beside the measurement."""
+    k = kappa(p["noise"], p["noise_scale"])
+    sq_err_pred = k * out["grad_sq"] if math.isfinite(k) else np.full(trials, np.inf)
+    return {
+        "sq_err": out["sq_err"],
+        "rel_err": np.sqrt(kernel.safe_ratio(out["sq_err"], out["spread"])),
+        "rel_err_pred": np.sqrt(kernel.safe_ratio(sq_err_pred, out["spread"])),
+        "entropy": out["entropy"],
+        "n_eff": out["n_eff"],
+        "grad_sq": out["grad_sq"],
+        "kappa": np.full(trials, k),
+        "sq_err_pred": sq_err_pred,
+        "sq_err_next": sq_err_next(out, p["noise"], p["noise_scale"]),
+    }
 
 
 def sq_err_next(stats: dict[str, np.ndarray], noise: str, sigma: float) -> np.ndarray:

@@ -7,17 +7,12 @@ queries, keys and values of one head of one layer of the trained model.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from attnsim.kinds.base import Kind, Param
 from attnsim.kinds.columns import F64, I64, STR
-from attnsim.kinds.noisy_attention import EXTRA, METRICS, THEORY, extra_summary, sq_err_next, theory
-from attnsim.kinds.noisy_attention.kernel import safe_ratio
+from attnsim.kinds.noisy_attention import EXTRA, METRICS, THEORY, extra_summary, theory, trial_metrics
 from attnsim.kinds.real_noise import kernel
 from attnsim.models import heads
-from attnsim.theory.noise import NOISE_FAMILIES, kappa
+from attnsim.theory.noise import NOISE_FAMILIES
 
 PARAMS = (
     heads.n_param(),
@@ -42,24 +37,7 @@ def bytes_per_trial(p) -> int:
 
 def simulate_block(rng, trials, points):
     first = points[0]
-    results = []
-    for p, out in zip(points, kernel.simulate(rng, trials, first["n"], first["noise_draws"], points)):
-        k = kappa(p["noise"], p["noise_scale"])
-        sq_err_pred = k * out["grad_sq"] if math.isfinite(k) else np.full(trials, np.inf)
-        results.append(
-            {
-                "sq_err": out["sq_err"],
-                "rel_err": np.sqrt(safe_ratio(out["sq_err"], out["spread"])),
-                "rel_err_pred": np.sqrt(safe_ratio(sq_err_pred, out["spread"])),
-                "entropy": out["entropy"],
-                "n_eff": out["n_eff"],
-                "grad_sq": out["grad_sq"],
-                "kappa": np.full(trials, k),
-                "sq_err_pred": sq_err_pred,
-                "sq_err_next": sq_err_next(out, p["noise"], p["noise_scale"]),
-            }
-        )
-    return results
+    return [trial_metrics(out, p, trials) for p, out in zip(points, kernel.simulate(rng, trials, first["n"], first["noise_draws"], points))]
 
 
 def headline(s) -> str:
