@@ -211,7 +211,10 @@ th,td{border:1px solid #d0d7de;padding:4px 6px;vertical-align:top;font-size:88%;
 th{background:#f6f8fa}
 td.measured .value{font-family:ui-monospace,monospace}
 .kind,.regime,.note{color:#59636e;font-size:92%}
-td.verdict{font-weight:bold;white-space:nowrap}
+th:nth-child(1){width:21%}th:nth-child(2){width:14%}th:nth-child(3){width:12%}th:nth-child(4){width:9%}
+th:nth-child(5){width:18%}th:nth-child(6){width:14%}th:nth-child(7){width:12%}
+td{overflow-wrap:anywhere}
+td.verdict{font-weight:bold;overflow-wrap:normal}
 td.verdict.holds{color:#1a7f37}td.verdict.fails{color:#cf222e}
 td.verdict.outside-regime{color:#9a6700}td.verdict.not-measured{color:#6e7781}
 figure{display:inline-block;margin:0.5em 1em 1em 0;vertical-align:top;max-width:48em}
