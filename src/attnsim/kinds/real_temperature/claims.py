@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from attnsim.claims.engine import Claim, pooled
+from attnsim.kinds.temperature_entropy.claims import judge_exact_bound, judge_gap_at_most
 from attnsim.theory.entropy import asymptotic_gap
 
 FIGURE = "real_temperature_gap"
@@ -46,10 +47,7 @@ def tau_one(s: pd.DataFrame | None) -> Claim:
         claim.verdict = "outside regime"
         return claim
     claim.based_on(rows, figure=FIGURE)
-    claim.predicted, claim.measured = g1, float(rows["gap_max"].max())
-    claim.ci_low, claim.ci_high = float(rows["gap_mean"].min()), claim.measured
-    claim.rel_deviation = (claim.measured - g1) / g1
-    claim.verdict = "holds" if claim.measured <= g1 else "fails"
+    judge_gap_at_most(claim, rows, g1)
     claim.evidence = "largest gap per embeddings: " + ", ".join(f"{e} {v:.4f}" for e, v in rows.groupby("embeddings")["gap_max"].max().items())
     return claim
 
@@ -67,12 +65,7 @@ def exact_bound(s: pd.DataFrame | None) -> Claim:
     if s is None:
         return claim
     claim.based_on(s, figure=FIGURE)
-    excess = s["gap_max"] - s["gap_exact"]
-    claim.predicted, claim.measured = 0.0, float(excess.max())
-    claim.ci_low, claim.ci_high = float(excess.min()), float(excess.max())
-    claim.verdict = "holds" if bool(s["gap_within_bound"].all()) else "fails"
-    claim.evidence = f"largest gap_max - gap_exact over {len(s)} points: {excess.max():.3g} (<= 0: within the bound)"
-    return claim
+    return judge_exact_bound(claim, s)
 
 
 def variance_prediction(s: pd.DataFrame | None) -> Claim:

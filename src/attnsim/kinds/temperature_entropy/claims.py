@@ -9,6 +9,25 @@ from attnsim.claims.engine import Claim
 from attnsim.theory.entropy import asymptotic_gap
 
 
+def judge_gap_at_most(claim: Claim, rows: pd.DataFrame, bound: float) -> Claim:
+    """holds when no trial's gap (the points' `gap_max`) exceeds `bound`; interval = smallest mean gap to largest trial gap."""
+    claim.predicted, claim.measured = bound, float(rows["gap_max"].max())
+    claim.ci_low, claim.ci_high = float(rows["gap_mean"].min()), claim.measured
+    claim.rel_deviation = (claim.measured - bound) / bound
+    claim.verdict = "holds" if claim.measured <= bound else "fails"
+    return claim
+
+
+def judge_exact_bound(claim: Claim, s: pd.DataFrame) -> Claim:
+    """holds when every point's largest trial gap is within its exact finite-n worst case (`gap_within_bound`)."""
+    excess = s["gap_max"] - s["gap_exact"]
+    claim.predicted, claim.measured = 0.0, float(excess.max())
+    claim.ci_low, claim.ci_high = float(excess.min()), float(excess.max())
+    claim.verdict = "holds" if bool(s["gap_within_bound"].all()) else "fails"
+    claim.evidence = f"largest gap_max - gap_exact over {len(s)} points: {excess.max():.3g} (<= 0 means within the bound)"
+    return claim
+
+
 def tau_one_bound(s: pd.DataFrame | None) -> Claim:
     g1 = float(asymptotic_gap(1.0))
     claim = Claim(
@@ -27,10 +46,7 @@ def tau_one_bound(s: pd.DataFrame | None) -> Claim:
         claim.verdict = "outside regime"
         return claim
     claim.based_on(rows, figure="temperature_gap")
-    claim.predicted, claim.measured = g1, float(rows["gap_max"].max())
-    claim.ci_low, claim.ci_high = float(rows["gap_mean"].min()), float(rows["gap_max"].max())
-    claim.rel_deviation = (claim.measured - g1) / g1
-    claim.verdict = "holds" if claim.measured <= g1 else "fails"
+    judge_gap_at_most(claim, rows, g1)
     claim.evidence = f"largest gap over {int(rows['n_trials'].sum()):,} trials ({len(rows)} points); interval = smallest mean gap to largest trial gap"
     return claim
 
@@ -48,12 +64,7 @@ def exact_bound(s: pd.DataFrame | None) -> Claim:
     if s is None:
         return claim
     claim.based_on(s, figure="temperature_gap")
-    excess = s["gap_max"] - s["gap_exact"]
-    claim.predicted, claim.measured = 0.0, float(excess.max())
-    claim.ci_low, claim.ci_high = float(excess.min()), float(excess.max())
-    claim.verdict = "holds" if bool(s["gap_within_bound"].all()) else "fails"
-    claim.evidence = f"largest gap_max - gap_exact over {len(s)} points: {excess.max():.3g} (<= 0 means within the bound)"
-    return claim
+    return judge_exact_bound(claim, s)
 
 
 def smaller_tau_widens(s: pd.DataFrame | None) -> Claim:
