@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from attnsim import store
 from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
 from attnsim.claims.render import html, markdown
+from attnsim.store import parquet as store
 
 SCHEMA = pa.schema(
     [
