@@ -101,6 +101,8 @@ def _claims(args) -> None:
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
         print(render.csv_text(io.table(rows)), end="")
+    elif form == "latex":
+        print(render.latex(rows), end="")
     else:
         print(render.terminal(rows))
 
@@ -164,9 +166,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
     p.add_argument(
         "--format",
-        choices=("table", "markdown", "json", "csv"),
+        choices=("table", "markdown", "json", "csv", "latex"),
         default="table",
-        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts)",
+        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts), "
+        "latex (a booktabs table to \\input in a paper); all in the grouped order",
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.set_defaults(func=_claims)
