@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from attnsim.config.grid import expand
 from attnsim.config.load import load
 from attnsim.kinds import get_kind
-from attnsim.plan.grid import expand
 from attnsim.run.simulate import simulate_points
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "reference_rows.json").read_text())
