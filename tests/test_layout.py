@@ -155,11 +155,7 @@ def test_kinds_never_import_sibling_kinds():
     for m, targets in graph.items():
         parts = m.split(".")
         if len(parts) >= 3 and parts[1] == "kinds" and parts[2] not in SHARED:
-            bad += [
-                f"{m} -> {t}"
-                for t in targets
-                if t.startswith("attnsim.kinds.") and t.split(".")[2] not in (parts[2], *SHARED)
-            ]
+            bad += [f"{m} -> {t}" for t in targets if t.startswith("attnsim.kinds.") and t.split(".")[2] not in (parts[2], *SHARED)]
     assert set(bad) <= KNOWN_SIBLING
 
 
