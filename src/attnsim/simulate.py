@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from attnsim import assets, store
+from attnsim import assets, cpu, store
 from attnsim.chunkspec import ChunkSpec
 from attnsim.grid import Point
 from attnsim.kinds import as_kind
@@ -213,6 +213,7 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path |
         trials=spec.trials,
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
+        cpu=cpu.provenance(),  # the CPU class that computed these rows (docs/usage.md, Reproducibility)
         **(spec.kind.provenance() if spec.kind.provenance else {}),
     )
     store.write_atomic(table, output, meta)
