@@ -4,7 +4,7 @@ One file per kind, tests/data/reference_rows/<kind>.json:
 
 - ``config``: the kind's reference sweep (a seed and experiments of that kind only);
 - ``metrics``: the metrics hashed, in hashing order (a kind that gains a metric keeps its list);
-- ``digests``: CPU class (attnsim.cpu.cpu_class, e.g. ``X86_V4-SkylakeX``) -> point id -> sha256
+- ``digests``: CPU class (attnsim.run.cpu.cpu_class, e.g. ``X86_V4-SkylakeX``) -> point id -> sha256
   of the point's rows: bit-identity is checked on every class recorded here;
 - ``values``: point id -> metric -> [finite trials, mean, min, median, max] over the finite
   trials, as computed on ``values_class``: on a class without digests the rows are checked
@@ -54,10 +54,10 @@ def write(kind: str, reference: dict) -> Path:
 
 def rows(reference: dict, threads: int) -> dict[str, dict[str, np.ndarray]]:
     """point id -> metric -> (trials,) float64, for the reference sweep's recorded metrics."""
-    from attnsim.config import load
-    from attnsim.grid import expand
+    from attnsim.config.load import load
     from attnsim.kinds import get_kind
-    from attnsim.simulate import simulate_points
+    from attnsim.plan.grid import expand
+    from attnsim.run.simulate import simulate_points
 
     settings = load(reference["config"])
     out = {}
@@ -121,7 +121,7 @@ def check(kind: str, threads: int = 1) -> dict:
     """What the test asserts, for one kind on this machine: a dict with ``class``, ``mode``
     ("digests" when this class is recorded, else "tolerance"), ``points``, ``failed`` (point ids),
     ``worst`` (largest difference in units of the scale, tolerance mode) and ``ids_match``."""
-    from attnsim import cpu
+    from attnsim.run import cpu
 
     reference = read(kind)
     computed = rows(reference, threads)
@@ -163,8 +163,8 @@ def check(kind: str, threads: int = 1) -> dict:
 
 def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> str:
     """Record this CPU class's digests and the values of `kind`; returns what was done, one line."""
-    from attnsim import cpu
     from attnsim.kinds import get_kind
+    from attnsim.run import cpu
 
     path = DATA / f"{kind}.json"
     if path.exists():

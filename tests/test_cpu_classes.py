@@ -13,12 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import small_config
 
-from attnsim import cpu, store
-from attnsim.config import load
-from attnsim.plan import experiment_json, plan_experiment
-from attnsim.simulate import run_chunk
-from attnsim.status import run_summary
-from attnsim.summarise import collect
+from attnsim.config.load import load
+from attnsim.plan.sweep import experiment_json, plan_experiment
+from attnsim.run import cpu
+from attnsim.run.collect import collect
+from attnsim.run.simulate import run_chunk
+from attnsim.run.status import run_summary
+from attnsim.store import parquet as store
 
 
 def test_class_is_numpy_level_and_blas_core():
@@ -39,7 +40,7 @@ def test_class_follows_numpy_dispatch_limits():
     order = list(__cpu_dispatch__)
     env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(order[order.index(level) :])}
     out = subprocess.run(
-        [sys.executable, "-c", "from attnsim import cpu; print(cpu.cpu_class())"],
+        [sys.executable, "-c", "from attnsim.run import cpu; print(cpu.cpu_class())"],
         env=env,
         capture_output=True,
         text=True,

@@ -219,7 +219,7 @@ UNRECORDED_CLASS = "unrecorded"  # chunks written before provenance named the CP
 
 
 def cpu_classes(paths: list[Path], experiment: str = "") -> dict[str, int]:
-    """CPU class (attnsim.cpu.cpu_class) -> number of the chunk files `paths` it computed.
+    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunk files `paths` it computed.
 
     Mixing classes in one experiment is allowed and reported: each point's rows come from one
     chunk, so each is bit-identical to what its class computes and within the cross-class
