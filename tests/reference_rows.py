@@ -54,9 +54,9 @@ def write(kind: str, reference: dict) -> Path:
 
 def rows(reference: dict, threads: int) -> dict[str, dict[str, np.ndarray]]:
     """point id -> metric -> (trials,) float64, for the reference sweep's recorded metrics."""
+    from attnsim.config.grid import expand
     from attnsim.config.load import load
     from attnsim.kinds import get_kind
-    from attnsim.plan.grid import expand
     from attnsim.run.simulate import simulate_points
 
     settings = load(reference["config"])

@@ -24,11 +24,11 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
+from attnsim.config.grid import Point
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.models import assets
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.plan.grid import Point
 from attnsim.run import cpu
 from attnsim.seeding import block_generator
 from attnsim.store import parquet as store

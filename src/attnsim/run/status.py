@@ -60,9 +60,10 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             lines.append(f"{'':<20} {headline}")
     claims_file = Path(root).parent / "claims.parquet"
     if claims_file.exists():
-        from attnsim.claims.render import short_from_table
+        from attnsim.claims.io import from_table
+        from attnsim.claims.render import short
 
-        lines += ["", "claims (results/claims.html, results/claims.md, attnsim claims):", short_from_table(store.read_table(claims_file))]
+        lines += ["", "claims (results/claims.html, results/claims.md, attnsim claims):", short(from_table(store.read_table(claims_file)))]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
     lines.append(f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained file)")
