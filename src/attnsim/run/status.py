@@ -51,6 +51,9 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         trials = f"{e.trials}" if low == high == e.trials else f"{low}-{high}"
         adaptive = f" (rounds of {e.trials} to SE <= {e.target_se:g})" if e.target_se is not None else ""
         lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {trials} trials{adaptive}")
+        classes = store.read_meta(path).get("cpu_classes", {})
+        if len(classes) > 1:
+            lines.append(f"{'':<20} {store.mixed_classes_note(name, classes)}")
         kind = get_kind(e.kind)
         headline = kind.headline(s) if kind.headline else ""
         if headline:
