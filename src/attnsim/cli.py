@@ -159,6 +159,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
+    p = sub.add_parser(
+        "plan",
+        help="what `attnsim run` would cost: points, trials, jobs per rule, CPU-hours, memory per job, the job limit; extra arguments go to snakemake",
+        add_help=False,
+    )
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: None)  # handled before parsing
+
     p = sub.add_parser("claims", help="the claims table: prediction vs measurement and a verdict per claim")
     config_option(p)
     store_option(p)
@@ -226,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         from attnsim.run.runner import run
 
         return run(argv[1:])
+    if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
+        from attnsim.run.runner import plan
+
+        return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING,
