@@ -37,16 +37,16 @@ positive pairs and the uniformity log E exp(-2 ||z_a - z_b||^2) over pairs of di
 of a batch (view 1) (Wang & Isola 2020); the share of each anchor's negative weight on its
 hardest negative and on same-class negatives (Wang & Liu 2021); tau and the monitor entropy at
 the checkpoints; three evaluations of the final encoder on held-out examples (one view each of
-fresh instances, PROBE_PER_CLASS per class to fit and as many to test): the nearest-class-mean
+fresh instances, probe_per_class(C) per class to fit and as many to test): the nearest-class-mean
 probe (cosine), 5-NN (cosine; votes tied broken by the larger summed cosine) and a least-squares
 linear probe (ridge RIDGE * N on [z, 1], one-hot targets, argmax).
 
 Draws per block, in this order, from `rng`: the class points (T, C, k), the embedding's Gaussian
 (T, D, k), the monitor batches (labels (T, EVAL_BATCHES, n) by rng.integers, noise (T, EVAL_BATCHES,
-2, n, D)), the final held-out batches (likewise), the probe noise (T, 2, PROBE_PER_CLASS C, D),
+2, n, D)), the final held-out batches (likewise), the probe noise (T, 2, probe_per_class(C) C, D),
 the initial weights (T, d_out, D), then per step the labels (T, n) and noise (T, 2, n, D). The
 instance noise comes from a child generator (`rng.spawn(1)`, which leaves rng's stream as it is)
-in this order: monitor and final (T, EVAL_BATCHES, 2, n, D) each, probe (T, 2, PROBE_PER_CLASS C,
+in this order: monitor and final (T, EVAL_BATCHES, 2, n, D) each, probe (T, 2, probe_per_class(C) C,
 D), then per step (T, 2, n, D) (row 0: the instance of view 1, and of both views with instance
 positives); it is drawn only when a point of the block has instance_noise > 0 (it would be
 multiplied by 0 otherwise). Normals are float32 Box-Muller (`attnsim.kernels.sampling`), used in
@@ -80,7 +80,8 @@ from attnsim.kernels.training import (
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 
 EVAL_BATCHES = 4  # held-out batches of n examples in the monitor set and in the final set
-PROBE_PER_CLASS = 10  # probe examples per class to fit the evaluations, and as many to test them
+PROBE_PER_CLASS = 10  # at least this many probe examples per class to fit the evaluations, as many to test them
+PROBE_EXAMPLES = 256  # and at least this many in all (the test set's binomial noise: sd <= 0.031 per run)
 KNN = 5  # neighbours of the k-NN evaluation
 RIDGE = 1e-3  # ridge of the linear probe, per fitting example
 TAU_CLAMP = 0.01  # CLIP's clamp: logit scale <= 100
@@ -110,8 +111,7 @@ METRICS = {
     "final_entropy": "batch softmax entropy (nats, mean over anchors) on the held-out batches after training" + _NAN_IF_DIVERGED,
     "final_entropy_floor": "log n - g_n(tau_final): the floor of final_entropy at the run's final temperature",
     "alignment": "E ||z - z'||^2 over held-out positive pairs (0 = perfectly aligned, max 4)" + _NAN_IF_DIVERGED,
-    "uniformity": "log E exp(-2 ||z_a - z_b||^2) over pairs of distinct held-out examples of a batch (-8 .. 0, lower = more uniform)"
-    + _NAN_IF_DIVERGED,
+    "uniformity": "log E exp(-2 ||z_a - z_b||^2) over pairs of distinct held-out examples of a batch (-8 .. 0, lower = more uniform)" + _NAN_IF_DIVERGED,
     "hardest_negative_share": "held-out: per anchor, the largest softmax weight on a negative over the total weight on negatives, "
     "mean over anchors (1/(n-1) for uniform weights, 1 if one negative takes it all)" + _NAN_IF_DIVERGED,
     "same_class_negative_share": "held-out: per anchor with a negative of its own class, the share of its negative weight on such "
@@ -124,8 +124,7 @@ METRICS = {
     "init_probe_accuracy": "the nearest-class-mean probe on the initial (random) encoder",
     **{f"tau_ckpt_{j}": f"temperature after step round(steps^({j}/7)) (= tau unless learned)" for j in range(CHECKPOINTS)},
     **{
-        f"entropy_ckpt_{j}": f"monitor batch softmax entropy (nats, mean over anchors) after step round(steps^({j}/7)), at tau_ckpt_{j}"
-        + _NAN_IF_DIVERGED
+        f"entropy_ckpt_{j}": f"monitor batch softmax entropy (nats, mean over anchors) after step round(steps^({j}/7)), at tau_ckpt_{j}" + _NAN_IF_DIVERGED
         for j in range(CHECKPOINTS)
     },
     **{f"entropy_floor_ckpt_{j}": f"log n - g_n(tau_ckpt_{j}): the floor of entropy_ckpt_{j}" for j in range(CHECKPOINTS)},
@@ -223,15 +222,21 @@ def theory(params: Mapping) -> dict[str, float]:
     }
 
 
+def probe_per_class(classes: int) -> int:
+    """Probe examples per class, in the fit set and in the test set: PROBE_PER_CLASS, or more so
+    that there are at least PROBE_EXAMPLES in all."""
+    return max(PROBE_PER_CLASS, -(-PROBE_EXAMPLES // classes))
+
+
 def bytes_per_trial(n: int, input_dim: int, embed_dim: int, classes: int) -> int:
     """Peak working set per trial (one point stepped at a time): the monitor and final batches
     (float64 view and instance noise, 2 x 2 x EVAL_BATCHES x 2 n D), the probe noise (view and
     instance), a training batch (float32 draws and float64 inputs, view and instance), the
     activations of an evaluation pass (inputs, embeddings, 5 n x n matrices per batch), the
-    evaluations' cosine matrix ((PROBE_PER_CLASS C)^2 plus its top-k) and the weights with
+    evaluations' cosine matrix ((probe_per_class(C) C)^2 plus its top-k) and the weights with
     Adam's moments. Each further point adds 3 d_out D doubles."""
     D, d = input_dim, embed_dim
-    probe = PROBE_PER_CLASS * classes
+    probe = probe_per_class(classes) * classes
     held = 8 * 2 * (2 * EVAL_BATCHES * 2 * n * D + 2 * probe * D)
     batch = 2 * 12 * 2 * n * D
     activations = 8 * EVAL_BATCHES * (2 * n * D + 4 * n * d + 6 * n * n)
@@ -286,9 +291,7 @@ def draw_world(rng: np.random.Generator, trials: int, classes: int, latent_dim: 
     return World(mu @ np.swapaxes(q, -1, -2))  # (T, C, D), unit rows
 
 
-def draw_batches(
-    rng: np.random.Generator, trials: int, batches: int, n: int, classes: int, input_dim: int, aux: np.random.Generator | None = None
-) -> Batches:
+def draw_batches(rng: np.random.Generator, trials: int, batches: int, n: int, classes: int, input_dim: int, aux: np.random.Generator | None = None) -> Batches:
     """Labels and view noise from `rng`; instance noise from `aux` when given."""
     labels = rng.integers(0, classes, size=(trials, batches, n))
     noise = standard_normal(rng, (trials, batches, 2, n, input_dim)).astype(np.float64)
@@ -298,7 +301,7 @@ def draw_batches(
 
 @dataclass
 class Probe:
-    """Held-out examples of the evaluations: view noise (T, 2, PROBE_PER_CLASS C, D), class-major
+    """Held-out examples of the evaluations: view noise (T, 2, probe_per_class(C) C, D), class-major
     (row 0 fits, row 1 tests), and instance noise of the same shape or None."""
 
     noise: np.ndarray
@@ -623,7 +626,7 @@ def simulate(rng: np.random.Generator, trials: int, points: Sequence[Mapping], r
     world = draw_world(rng, trials, classes, latent_dim, input_dim)
     monitor = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)
     final = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)
-    probe = Probe(standard_normal(rng, (trials, 2, PROBE_PER_CLASS * classes, input_dim)).astype(np.float64))
+    probe = Probe(standard_normal(rng, (trials, 2, probe_per_class(classes) * classes, input_dim)).astype(np.float64))
     init = standard_normal(rng, (trials, embed_dim, input_dim)).astype(np.float64)
     if aux is not None:
         for held in (monitor, final):
