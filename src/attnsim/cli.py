@@ -70,7 +70,7 @@ def _schema(args) -> None:
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.store.parquet import schema_document, schema_markdown
+    from attnsim.docgen import schema_document, schema_markdown
 
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
@@ -121,7 +121,7 @@ def _fetch_asset(args) -> None:
 
 
 def _embed(args) -> None:
-    from attnsim.models.embed import embed
+    from attnsim.run.embed import embed
 
     print(embed(args.texts, args.resources, args.model_dir, args.output))
 
