@@ -109,6 +109,7 @@ def test_learned_tau_falls(log_tau, verdict):
     s = frame(learned(CLASS, 1.0, log_tau), learned(CLASS, 0.07, -1.5))
     claim = cc.learned_tau_falls(s)
     assert claim.verdict == verdict and claim.points == 1  # only the run from tau = 1 is in the regime
+    assert claim.bound == 1.0 and claim.measured == pytest.approx(math.exp(log_tau))
 
 
 @pytest.mark.parametrize("log_tau, verdict", [(math.log(0.25), "holds"), (math.log(0.01), "fails"), (math.log(0.2 * math.sqrt(2)), "inconclusive")])
@@ -116,7 +117,7 @@ def test_learned_tau_settles_at_best(log_tau, verdict):
     s = frame(sweep(CLASS, CLASS_WORSE), learned(CLASS, 1.0, log_tau))  # best 0.2, tied 0.05-0.2: band [0.035, 0.28]
     claim = cc.learned_tau_settles_at_best(s)
     assert claim.verdict == verdict, claim.evidence
-    assert claim.predicted == pytest.approx(math.log(0.2))
+    assert claim.predicted == pytest.approx(0.2) and claim.measured == pytest.approx(math.exp(log_tau))
     assert cc.learned_tau_settles_at_best(frame(learned(CLASS, 1.0, log_tau))).verdict == "outside regime"  # no fixed tau to compare
 
 

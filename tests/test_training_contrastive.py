@@ -99,9 +99,11 @@ def test_batched_training_matches_naive_loop_with_instances_and_learnt_tau(posit
         inst | {"tau": 1.0, "tau_mode": "learned"},
         inst | {"tau": 0.07, "tau_mode": "learned", "optimiser": "sgd", "lr": 0.5},
         inst | {"tau": 0.02, "tau_mode": "learned_clamped", "steps": 12},
+        inst | {"tau_mode": "learned", "optimiser": "sgd", "lr": 1e5, "steps": 6},  # tau under- or overflows: diverged
         BASE | {"positives": positives},
     ]
     results = run_both(points)
+    assert results[4]["diverged"].all() and np.isfinite(results[4]["final_entropy_floor"]).all()
     assert np.all(results[3]["tau_final"] >= ct.TAU_CLAMP)
     assert np.all(results[1]["tau_final"] != 1.0)
 

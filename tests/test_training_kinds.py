@@ -29,7 +29,10 @@ CONTRASTIVE = {
     "input_dim": [6],
     "embed_dim": [3],
     "view_noise": [0.5],
+    "positives": ["class"],
+    "instance_noise": [0.0],
     "tau": [0.1, 1.0],
+    "tau_mode": ["fixed"],
     "optimiser": ["sgd", "adam"],
     "lr": [0.05, 300.0],
     "steps": [6],
@@ -40,11 +43,17 @@ def grid_points(kind: str, grid: dict, **change) -> list:
     import itertools
 
     grid = grid | change
-    names = get_kind(kind).param_names
-    return [make_point(kind, dict(zip(names, values))) for values in itertools.product(*(grid[n] for n in names))]
+    params = get_kind(kind).params
+    lists = [grid[p.name] if p.name in grid else [p.default] for p in params]  # a parameter left out takes its default
+    return [make_point(kind, dict(zip([p.name for p in params], values))) for values in itertools.product(*lists)]
 
 
-@pytest.mark.parametrize("kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE)])
+CONTRASTIVE_INSTANCE_LEARNED = CONTRASTIVE | {"positives": ["instance"], "instance_noise": [0.5], "tau_mode": ["fixed", "learned"]}
+
+
+@pytest.mark.parametrize(
+    "kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE), ("contrastive_training", CONTRASTIVE_INSTANCE_LEARNED)]
+)
 def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypatch):
     """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; small blocks (many per
     point); with diverging runs among them (SGD at a huge step) so the +inf/NaN paths run too."""

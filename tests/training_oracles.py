@@ -246,10 +246,11 @@ def contrastive_train(params: dict, points, init, monitor, final, probe, batches
     mt = vt = 0.0
 
     def tau():
-        return math.exp(-t) if learned else p["tau"]
+        with np.errstate(over="ignore"):
+            return float(np.exp(-t)) if learned else p["tau"]
 
     def floor(tt):
-        return math.log(n) - float(exact_gap(n, tt))
+        return math.log(n) - float(exact_gap(n, tt)) if 0 < tt < math.inf else math.nan
 
     def evaluate(sets, stats=False):
         labels, noise, inst = sets
@@ -299,7 +300,7 @@ def contrastive_train(params: dict, points, init, monitor, final, probe, batches
                     t = t - p["lr"] * g["gt"]
             if clamp:
                 t = min(t, math.log(1 / ct.TAU_CLAMP))
-            bad = not (np.all(np.isfinite(w)) and math.isfinite(t))
+            bad = not (np.all(np.isfinite(w)) and math.isfinite(t) and 0 < tau() < math.inf)
             if step in evals:
                 res = evaluate(monitor)
                 losses[step], entropies[step], taus[step] = res["loss"], res["entropy"], tau()
@@ -309,7 +310,7 @@ def contrastive_train(params: dict, points, init, monitor, final, probe, batches
             w, m, v = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
             t = mt = vt = 0.0
         if step in evals and math.isfinite(diverged):
-            losses[step], entropies[step] = math.inf, math.nan
+            losses[step], entropies[step], taus[step] = math.inf, math.nan, math.nan
     for j, step in enumerate(ct.checkpoint_steps(p["steps"])):
         out[f"loss_ckpt_{j}"] = losses[step]
         out[f"entropy_ckpt_{j}"] = entropies[step]

@@ -86,7 +86,7 @@ FINITE = (
     "hardest_negative_share",
     "same_class_negative_share",
     "same_class_negative_count_share",
-    *(f"entropy_ckpt_{j}" for j in range(CHECKPOINTS)),
+    *(f"{m}_ckpt_{j}" for m in ("entropy", "tau", "entropy_floor") for j in range(CHECKPOINTS)),
     "diverged_step",
 )
 

@@ -246,6 +246,11 @@ def _learned_from_one(s: pd.DataFrame | None, claim: Claim) -> pd.DataFrame | No
     return select_regime(claim, s, lambda r: _learned(r) & np.isclose(r["tau"], THRESHOLDS.tau), figure="learned_temperature")
 
 
+def _geometric(r) -> tuple[float, float, float]:
+    """The learnt tau's geometric mean over runs with its 95% interval: exp of log tau_final's."""
+    return tuple(math.exp(r[f"log_tau_final_{k}"]) for k in ("mean", "ci_low", "ci_high"))
+
+
 def learned_tau_falls(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "learned_tau_falls",
@@ -254,24 +259,23 @@ def learned_tau_falls(s: pd.DataFrame | None) -> Claim:
         number="range over points",
         regime="contrastive_training, learnt tau (learned or learned_clamped) starting at tau = 1, every setting",
         reason=REASON,
-        compared_to="0; measured: log(tau_final), mean over runs (95% interval), the point farthest from the claim",
-        threshold="per point, holds if the interval of log tau_final lies below log 1 = 0, fails if above; combined as per setting",
+        compared_to="the start, tau = 1; measured: tau after training, geometric mean over runs (95% interval), the point farthest from the claim",
+        threshold="per point, holds if the interval of tau_final lies below 1, fails if above; combined as per setting",
     )
     rows = _learned_from_one(s, claim)
     if rows is None:
         return claim
     verdicts = [one_sided_verdict(lo, hi, 0.0, "below") for lo, hi in zip(rows["log_tau_final_ci_low"], rows["log_tau_final_ci_high"])]
-    worst = rows["log_tau_final_mean"].idxmax()
-    w = rows.loc[worst]
-    claim.bound, claim.side = 0.0, "below"
-    claim.measured, claim.ci_low, claim.ci_high = float(w["log_tau_final_mean"]), float(w["log_tau_final_ci_low"]), float(w["log_tau_final_ci_high"])
-    claim.detectable = float(((rows["log_tau_final_ci_high"] - rows["log_tau_final_ci_low"]) / 2).max())
+    w = rows.loc[rows["log_tau_final_mean"].idxmax()]
+    claim.bound, claim.side = 1.0, "below"
+    claim.measured, claim.ci_low, claim.ci_high = _geometric(w)
+    claim.detectable = float(max((math.exp(r["log_tau_final_ci_high"]) - math.exp(r["log_tau_final_ci_low"])) / 2 for _, r in rows.iterrows()))
     claim.verdict = _combine(verdicts)
     ends = ", ".join(f"{math.exp(v):.3g}" for v in rows["log_tau_final_mean"])
     claim.evidence = (
         f"{len(rows)} point(s): {_counts(verdicts)}; tau after training (geometric mean over runs): {ends}; "
-        f"least fall ({_setting_text(w)}, {w['positives']} positives): tau {math.exp(w['log_tau_final_mean']):.3g} "
-        f"[{math.exp(w['log_tau_final_ci_low']):.3g}, {math.exp(w['log_tau_final_ci_high']):.3g}] after {int(w['steps'])} steps"
+        f"least fall ({_setting_text(w)}, {w['positives']} positives): tau {claim.measured:.3g} "
+        f"[{claim.ci_low:.3g}, {claim.ci_high:.3g}] after {int(w['steps'])} steps"
     )
     return claim
 
@@ -285,8 +289,8 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
         regime="contrastive_training, learnt tau from tau = 1, in settings that also ran at least two fixed temperatures",
         reason=REASON,
         compared_to="the best fixed tau of the same setting (by its claim's accuracy: probe for class, 5-NN for instance positives); "
-        "measured: log tau_final (95% interval), the point farthest from it",
-        threshold="per point, holds if the interval of log tau_final lies inside [log tau_low - log sqrt 2, log tau_high + log sqrt 2] "
+        "measured: tau after training, geometric mean over runs (95% interval), the point farthest from it",
+        threshold="per point, holds if the interval of tau_final lies inside [tau_low / sqrt 2, tau_high * sqrt 2] "
         "(the fixed tau tied with the best, widened by half a grid step), fails if outside; combined as per setting",
     )
     rows = _learned_from_one(s, claim)
@@ -308,11 +312,10 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
         return claim
     verdicts = [v for _, _, v, _ in judged]
     r, b, _, _ = max(judged, key=lambda j: j[3])
-    claim.predicted = math.log(b["best_tau"])
-    claim.tolerance = math.nan
-    claim.measured, claim.ci_low, claim.ci_high = float(r["log_tau_final_mean"]), float(r["log_tau_final_ci_low"]), float(r["log_tau_final_ci_high"])
-    claim.rel_deviation = math.nan
-    claim.detectable = float(max((j[0]["log_tau_final_ci_high"] - j[0]["log_tau_final_ci_low"]) / 2 for j in judged))
+    claim.predicted = float(b["best_tau"])
+    claim.measured, claim.ci_low, claim.ci_high = _geometric(r)
+    claim.rel_deviation = (claim.measured - claim.predicted) / claim.predicted
+    claim.detectable = float(max((math.exp(j[0]["log_tau_final_ci_high"]) - math.exp(j[0]["log_tau_final_ci_low"])) / 2 for j in judged))
     claim.verdict = _combine(verdicts)
     parts = [
         f"{j[0]['positives']} ({_setting_text(j[0])}): learnt {math.exp(j[0]['log_tau_final_mean']):.3g} vs best fixed {j[1]['best_tau']:g} "

@@ -122,13 +122,13 @@ METRICS = {
     "knn_accuracy": f"held-out accuracy of {KNN}-NN (cosine) on the final embeddings (chance 1/C); 0 if diverged",
     "linear_probe_accuracy": "held-out accuracy of the least-squares linear probe on the final embeddings (chance 1/C); 0 if diverged",
     "init_probe_accuracy": "the nearest-class-mean probe on the initial (random) encoder",
-    **{f"tau_ckpt_{j}": f"temperature after step round(steps^({j}/7)) (= tau unless learned)" for j in range(CHECKPOINTS)},
+    **{f"tau_ckpt_{j}": f"temperature after step round(steps^({j}/7)) (= tau unless learned); NaN once diverged" for j in range(CHECKPOINTS)},
     **{
         f"entropy_ckpt_{j}": f"monitor batch softmax entropy (nats, mean over anchors) after step round(steps^({j}/7)), at tau_ckpt_{j}" + _NAN_IF_DIVERGED
         for j in range(CHECKPOINTS)
     },
-    **{f"entropy_floor_ckpt_{j}": f"log n - g_n(tau_ckpt_{j}): the floor of entropy_ckpt_{j}" for j in range(CHECKPOINTS)},
-    "tau_final": "temperature after training (= tau unless learned)",
+    **{f"entropy_floor_ckpt_{j}": f"log n - g_n(tau_ckpt_{j}): the floor of entropy_ckpt_{j}; NaN once diverged" for j in range(CHECKPOINTS)},
+    "tau_final": "temperature after training (= tau unless learned; 1 if a learnt run diverged: its t is reset to 0)",
     "log_tau_final": "log(tau_final) = -t (nats); averages the learned temperature on its own (log) scale",
     "diverged": "1 if the weights or a monitor loss became NaN/inf during training, else 0",
     "diverged_step": "the step whose update made the weights (or whose monitor loss) non-finite; +inf if never",
@@ -548,10 +548,17 @@ class Run:
 
     def tau(self):
         """The temperature: the point's tau, or per trial exp(-t)."""
-        return np.exp(-self.w[1]) if self.learned else float(self.p["tau"])
+        if not self.learned:
+            return float(self.p["tau"])
+        with np.errstate(over="ignore"):
+            return np.exp(-self.w[1])
 
     def floor(self, tau):
-        return entropy_floor(self.n, tau) if self.learned else self.fixed_floor
+        """log n - g_n(tau); a learnt tau that left (0, inf) (its run has diverged) gives NaN."""
+        if not self.learned:
+            return self.fixed_floor
+        ok = (tau > 0) & np.isfinite(tau)
+        return np.where(ok, entropy_floor(self.n, np.where(ok, tau, 1.0)), np.nan)
 
     def step(self, batch: Batches, step: int) -> None:
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
@@ -563,6 +570,9 @@ class Run:
             if self.clamp:
                 np.minimum(self.w[1], math.log(1.0 / TAU_CLAMP), out=self.w[1])
             bad = not_finite(self.w)
+            if self.learned:  # a temperature that under- or overflowed diverged too
+                tau = self.tau()
+                bad |= ~((tau > 0) & np.isfinite(tau))
             if step in self.evals:
                 tau = self.tau()
                 monitor = infonce(self.w[0], *self.monitor, tau, grad=False, stats=False)
@@ -579,6 +589,7 @@ class Run:
             gone = np.isfinite(self.diverged_step)
             self.losses[step] = np.where(gone, np.inf, self.losses[step])
             self.entropies[step] = np.where(gone, np.nan, self.entropies[step])
+            self.taus[step] = np.where(gone, np.nan, self.taus[step])
 
     def finish(self, final: Batches, probe: Probe) -> dict[str, np.ndarray]:
         out = dict(self.init)
@@ -586,7 +597,8 @@ class Run:
             out[f"loss_ckpt_{j}"] = self.losses[step]
             out[f"entropy_ckpt_{j}"] = self.entropies[step]
             out[f"tau_ckpt_{j}"] = self.taus[step]
-            out[f"entropy_floor_ckpt_{j}"] = np.broadcast_to(self.floor(self.taus[step]), self.taus[step].shape)
+            floor = np.broadcast_to(self.floor(self.taus[step]), self.taus[step].shape)
+            out[f"entropy_floor_ckpt_{j}"] = np.where(np.isnan(self.taus[step]), np.nan, floor)
         diverged = np.isfinite(self.diverged_step)
         tau = self.tau()
         with np.errstate(all="ignore"):
