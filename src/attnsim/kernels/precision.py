@@ -26,6 +26,7 @@ logit under the weights, and logit_shift_model, the model's second-order predict
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ METRIC_NAMES = (
     "sq_err_iid",
     "sq_err_model",
     "sq_err_next",
+    "ratio_iid",
+    "ratio_model",
     "kappa_pooled",
     "kappa_model",
     "grad_sq",
@@ -49,6 +52,7 @@ METRIC_NAMES = (
     "n_eff",
     "logit_shift",
     "logit_shift_model",
+    "shift_var_model",
     "flushed",
     "saturated",
     "sq_err_unrotated",
@@ -117,42 +121,61 @@ def pooled_kappa(a: np.ndarray) -> np.ndarray:
     return var / (1.0 + mean) ** 2
 
 
-def uniform_moments(h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def uniform_moments(h) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For eps ~ U(-h, h): (m, kappa, mu3) = (E e^eps, E u^2, E u^3) of u = e^eps / m - 1,
-    from E e^{k eps} = sinh(k h) / (k h) (series below h = 1e-4, where cancellation would cost digits)."""
+    from E e^{k eps} = sinh(k h) / (k h); series below h = 1e-2, where the differences would cancel."""
+    h = np.asarray(h, dtype=np.float64)
+    safe = np.maximum(h, 1e-300)
 
     def sinhc(x):
-        small = x < 1e-4
-        safe = np.where(small, 1.0, x)
-        return np.where(small, 1.0 + x * x / 6.0, np.sinh(safe) / safe)
+        return np.where(x < 1e-4, 1.0 + x * x / 6.0, np.sinh(x) / np.where(x < 1e-4, 1.0, x))
 
-    m1, m2, m3 = sinhc(h), sinhc(2 * h), sinhc(3 * h)
-    small = h < 1e-2  # kappa = h^2/3 - h^4/45 + ..., mu3 = 2 h^4 / 15 + ... (series: no cancellation)
+    m1, m2, m3 = sinhc(safe), sinhc(2 * safe), sinhc(3 * safe)
+    small = h < 1e-2  # kappa = h^2/3 - h^4/45 + ..., mu3 = 2 h^4 / 15 + ...
     h2 = h * h
     kappa = np.where(small, h2 / 3.0 - h2 * h2 / 45.0, m2 / (m1 * m1) - 1.0)
     mu3 = np.where(small, 2.0 * h2 * h2 / 15.0, m3 / m1**3 - 3.0 * m2 / (m1 * m1) + 2.0)
     return m1, kappa, mu3
 
 
-def next_order_logits(clean: Clean, var: np.ndarray) -> np.ndarray:
-    """Second-order prediction of E|o~ - o|^2 for independent uniform logit errors of variance
-    `var` (T, n) (docs/science.md §11.3): the essay's cancellation fails, the clean weights become
+@functools.cache
+def _moment_table(fmt: Format) -> tuple[int, np.ndarray]:
+    """(E0, table (3, count)): `uniform_moments` at h = 2^(E - 1) for every ulp exponent E >= E0
+    a float32 can have in the format; rows m, kappa, mu3."""
+    first = fmt.min_exp - fmt.bits + 1
+    exponents = np.arange(first, 128 - fmt.bits + 2)
+    with np.errstate(over="ignore", invalid="ignore"):  # ulps beyond ~2^10 (logits > 2^13): nonsense, never met
+        return first, np.stack(uniform_moments(np.ldexp(0.5, exponents)))
+
+
+def moments_at(exponent: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`uniform_moments` of the errors with ulp 2^exponent, by table look-up (ulps are powers of 2)."""
+    first, table = _moment_table(fmt)
+    m = table[:, exponent - first]
+    return m[0], m[1], m[2]
+
+
+def next_order_logits(clean: Clean, exponent: np.ndarray, fmt: Format) -> np.ndarray:
+    """Second-order prediction of E|o~ - o|^2 for independent uniform logit errors on +- ulp/2,
+    ulp = 2^exponent (T, n) (docs/science.md §11.3): the essay's cancellation fails, the clean weights become
     q_i = p_i m_i / sum p_j m_j (m_i = E e^{eps_i}), the output moves by the bias b = sum q_i (v_i - o),
     and around it p1 of §2.8 with per-key moments:
 
         sum q^2 kappa |x'|^2 - 2 sum q^3 mu3 |x'|^2 + 3 (sum q^2 kappa |x'|^2)(sum q^2 kappa)
         + |b|^2 - 2 b . sum q^2 kappa x',     x'_i = v_i - o - b."""
-    h = np.sqrt(3.0 * var)
-    m, kappa, mu3 = uniform_moments(h)
+    m, kappa, mu3 = moments_at(exponent, fmt)
     q = clean.p * m
     q /= q.sum(axis=-1, keepdims=True)
-    b = np.einsum("tn,tnd->td", q, clean.dev)
-    xp = clean.dev - b[:, None, :]
-    xx = np.einsum("tnd,tnd->tn", xp, xp)
     qk = q * q * kappa
+    both = np.matmul(np.stack([q, qk], axis=1), clean.dev)  # (T, 2, dv): b = sum q x, sum q^2 kappa x
+    b, qkx = both[:, 0], both[:, 1]
+    bb = np.einsum("td,td->t", b, b)
+    xb = np.matmul(clean.dev, b[:, :, None])[:, :, 0]  # x_i . b
+    xx = clean.dist2 - 2 * xb + bb[:, None]  # |x_i - b|^2
     g = np.sum(qk * xx, axis=-1)
     first = g - 2 * np.sum(q**3 * mu3 * xx, axis=-1) + 3 * g * qk.sum(axis=-1)
-    return first + np.einsum("td,td->t", b, b) - 2 * np.einsum("td,td->t", b, np.einsum("tn,tnd->td", qk, xp))
+    # b . sum q^2 kappa (x - b) = b . sum q^2 kappa x - |b|^2 sum q^2 kappa
+    return first + bb - 2 * (np.einsum("td,td->t", b, qkx) - bb * qk.sum(axis=-1))
 
 
 def shift_prediction(clean: Clean, diag: np.ndarray, cov_p: np.ndarray) -> np.ndarray:
@@ -161,6 +184,12 @@ def shift_prediction(clean: Clean, diag: np.ndarray, cov_p: np.ndarray) -> np.nd
     p, s = clean.p, clean.logits
     centred = s - np.sum(p * s, axis=-1, keepdims=True)
     return np.sum(p * centred * (0.5 * diag - cov_p), axis=-1)
+
+
+def shift_gradient(clean: Clean) -> np.ndarray:
+    """d logit_shift / d eps_i at eps = 0: p_i (s_i - s_bar) (T, n); its first-order variance is g^T C g."""
+    p, s = clean.p, clean.logits
+    return p * (s - np.sum(p * s, axis=-1, keepdims=True))
 
 
 def rotations(gaussian: np.ndarray) -> np.ndarray:
@@ -185,50 +214,69 @@ def _logit_metrics(clean: Clean, noisy: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def _ratio(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """measured / predicted per row, 0 where both are 0 (an exact rounding), nan where the prediction is."""
+    out = measured / np.where(predicted > 0, predicted, 1.0)
+    out[(predicted <= 0) & (measured > 0)] = np.inf
+    out[np.isnan(predicted)] = np.nan
+    return out
+
+
 def _share(mask: np.ndarray) -> np.ndarray:
     return mask.reshape(mask.shape[0], -1).mean(axis=-1)
 
 
 def logits_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
     s32 = clean.logits.astype(F32)
-    rounded = rounding.to_format(s32, fmt)
+    rounded = rounding.round_to(s32, fmt)
     out = _logit_metrics(clean, rounded.astype(np.float64))
-    var = rounding.error_variance(s32, fmt)
+    exponent = rounding.ulp_exponent(s32, fmt)
+    var = np.ldexp(1.0 / 12.0, 2 * exponent)
     p2 = clean.p * clean.p
     out["sq_err_model"] = np.sum(p2 * var * clean.dist2, axis=-1)
-    out["sq_err_next"] = next_order_logits(clean, var)
+    out["sq_err_next"] = next_order_logits(clean, exponent, fmt)
     out["logit_shift_model"] = shift_prediction(clean, var, clean.p * var)
+    g = shift_gradient(clean)
+    out["shift_var_model"] = np.sum(g * g * var, axis=-1)
     out["flushed"] = _share(rounding.flushed(s32, rounded))
     out["saturated"] = _share(rounding.saturated(s32, fmt))
     return out
 
 
+def _count(mask: np.ndarray) -> np.ndarray:
+    return mask.reshape(mask.shape[0], -1).sum(axis=-1)
+
+
 def qk_site(clean: Clean, q: np.ndarray, k: np.ndarray, fmt: Format) -> dict[str, np.ndarray]:
-    """q (T, d), k (T, n, d) float64 as they are cast (already rotated for `qk_rotated`)."""
-    d = q.shape[-1]
-    q32, k32 = q.astype(F32), k.astype(F32)
-    rq, rk = rounding.to_format(q32, fmt), rounding.to_format(k32, fmt)
+    """q (T, d), k (T, n, d) as they are cast (already rotated for `qk_rotated`). The model's sums
+    are float32 (predictions need no more), the measured error float64."""
+    trials, n, d = k.shape
+    q32, k32 = np.asarray(q, dtype=F32), np.ascontiguousarray(k, dtype=F32)
+    rq, rk = rounding.round_to(q32, fmt), rounding.round_to(k32, fmt)
     product = np.matmul(rk, rq[:, :, None])[:, :, 0]  # (T, n) float32 accumulation
     product *= F32(1.0 / math.sqrt(d))
     out = _logit_metrics(clean, product.astype(np.float64))
-    # eps_i ~ (dq . k_i + q . dk_i) / sqrt(d): Cov = K diag(Vq) K^T / d + diag(sum_m q_m^2 Vk_im / d)
-    vq = rounding.error_variance(q32, fmt)  # (T, d)
-    vk = rounding.error_variance(k32, fmt)  # (T, n, d)
-    qd, kd = q32.astype(np.float64), k32.astype(np.float64)
-    own = np.einsum("tm,tnm->tn", qd * qd, vk) / d  # key i's own term D_i
-    pk = clean.p[:, :, None] * kd  # (T, n, d)
-    a = np.matmul(pk.transpose(0, 2, 1), clean.dev)  # (T, d, dv): sum_i p_i k_im (v_i - o)
+    # eps_i ~ (dq . k_i + q . dk_i) / sqrt(d): Cov = K diag(Vq) K^T / d + diag(D), D_i = sum_m q_m^2 Vk_im / d
+    vq = rounding.error_variance(q32, fmt).astype(F32) / F32(d)  # (T, d), with the 1/d
+    vk = rounding.error_variance(k32, fmt).astype(F32)  # (T, n, d)
+    own = np.matmul(vk, (q32 * q32)[:, :, None])[:, :, 0] / F32(d)  # D (T, n)
+    p32 = clean.p.astype(F32)
+    pk = np.ascontiguousarray((p32[:, :, None] * k32).transpose(0, 2, 1))  # (T, d, n): p_i k_im
+    a = np.matmul(pk, clean.dev.astype(F32))  # (T, d, dv): sum_i p_i k_im (v_i - o)
     p2 = clean.p * clean.p
-    out["sq_err_model"] = np.einsum("tm,tmv,tmv->t", vq, a, a) / d + np.sum(p2 * own * clean.dist2, axis=-1)
-    diag = np.einsum("tm,tnm->tn", vq, kd * kd) / d + own
-    kbar = pk.sum(axis=1)  # (T, d): sum_j p_j k_j
-    cov_p = np.einsum("tm,tnm,tm->tn", vq, kd, kbar) / d + clean.p * own
-    out["logit_shift_model"] = shift_prediction(clean, diag, cov_p)
-    out["sq_err_next"] = np.full(len(q), np.nan)
-    cast = np.concatenate([q32[:, None, :], k32], axis=1)
-    both = np.concatenate([rq[:, None, :], rk], axis=1)
-    out["flushed"] = _share(rounding.flushed(cast, both))
-    out["saturated"] = _share(rounding.saturated(cast, fmt))
+    out["sq_err_model"] = np.einsum("tm,tmv,tmv->t", vq, a, a).astype(np.float64) + np.sum(p2 * own * clean.dist2, axis=-1)
+    square = k32 * k32
+    diag = np.matmul(square, vq[:, :, None])[:, :, 0] + own  # C_ii
+    kbar = pk.sum(axis=-1)  # (T, d): sum_j p_j k_j
+    cov_p = np.matmul(k32, (vq * kbar)[:, :, None])[:, :, 0] + p32 * own  # (C p)_i
+    out["logit_shift_model"] = shift_prediction(clean, diag.astype(np.float64), cov_p.astype(np.float64))
+    g = shift_gradient(clean)
+    gk = np.matmul(g.astype(F32)[:, None, :], k32)[:, 0, :]  # (T, d): sum_i g_i k_im
+    out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1).astype(np.float64) + np.sum(g * g * own, axis=-1)
+    out["sq_err_next"] = np.full(trials, np.nan)
+    size = (n + 1) * d
+    out["flushed"] = (_count(rounding.flushed(q32, rq)) + _count(rounding.flushed(k32, rk))) / size
+    out["saturated"] = (_count(rounding.saturated(q32, fmt)) + _count(rounding.saturated(k32, fmt))) / size
     return out
 
 
@@ -237,12 +285,13 @@ def probs_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
     weights = np.exp(np.maximum(s - np.max(s, axis=-1, keepdims=True), -700.0))  # P, top key 1
     total = weights.sum(axis=-1)
     p32 = weights.astype(F32)
-    rounded = rounding.to_format(p32, fmt).astype(np.float64)
+    rounded = rounding.round_to(p32, fmt).astype(np.float64)
     diff = np.einsum("tn,tnd->td", (rounded - weights) / total[:, None], clean.values)
     relative = rounded / weights - 1.0  # fl(P) / P - 1, -1 where flushed
     kappa = pooled_kappa(relative)
     v2 = np.einsum("tnd,tnd->tn", clean.values, clean.values)
     var = rounding.error_variance(p32, fmt)
+    var[weights == 1.0] = 0.0  # the top key's P = 1 is exact in every format
     nan = np.full(len(s), np.nan)
     return {
         "sq_err": np.einsum("td,td->t", diff, diff),
@@ -252,6 +301,7 @@ def probs_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
         "sq_err_next": nan,
         "logit_shift": nan,
         "logit_shift_model": nan,
+        "shift_var_model": nan,
         "flushed": _share(rounding.flushed(p32, rounded)),
         "saturated": _share(rounding.saturated(p32, fmt)),
     }
@@ -259,7 +309,7 @@ def probs_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
 
 def output_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
     o32 = clean.o.astype(F32)
-    rounded = rounding.to_format(o32, fmt).astype(np.float64)
+    rounded = rounding.round_to(o32, fmt).astype(np.float64)
     diff = rounded - clean.o
     nan = np.full(len(o32), np.nan)
     return {
@@ -270,6 +320,7 @@ def output_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
         "sq_err_next": nan,
         "logit_shift": nan,
         "logit_shift_model": nan,
+        "shift_var_model": nan,
         "flushed": _share(rounding.flushed(o32, rounded)),
         "saturated": _share(rounding.saturated(o32, fmt)),
     }
@@ -282,7 +333,18 @@ class Block:
     def __init__(self, logits, values, q=None, k=None, rotation=None):
         self.clean = clean_rows(logits, values)
         self.q, self.k, self.rotation = q, k, rotation
+        self._rotated = None
         self._done: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+
+    def rotated(self) -> tuple[np.ndarray, np.ndarray]:
+        """R q (T, d) and R k_i (T, n, d), computed once per block in float64, kept as float32 (the
+        numbers a kernel would cast; their float32 rounding, ~1e-7 relative, joins the site's error)."""
+        if self._rotated is None:
+            r = self.rotation
+            q = np.matmul(r, self.q.astype(np.float64)[:, :, None])[:, :, 0]
+            k = np.matmul(self.k.astype(np.float64), np.ascontiguousarray(r.transpose(0, 2, 1)))
+            self._rotated = (q.astype(F32), k.astype(F32))
+        return self._rotated
 
     def site(self, site: str, fmt_name: str) -> dict[str, np.ndarray]:
         key = (site, fmt_name)
@@ -296,8 +358,7 @@ class Block:
         if site == "qk":
             return qk_site(self.clean, self.q, self.k, fmt)
         if site == "qk_rotated":
-            r = self.rotation
-            return qk_site(self.clean, np.einsum("tab,tb->ta", r, self.q), np.matmul(self.k, r.transpose(0, 2, 1)), fmt)
+            return qk_site(self.clean, *self.rotated(), fmt)
         if site == "probs":
             return probs_site(self.clean, fmt)
         if site == "output":
@@ -311,6 +372,8 @@ class Block:
         out.update(grad_sq=c.grad_sq, spread=c.spread, entropy=c.entropy, n_eff=c.n_eff)
         with np.errstate(divide="ignore", invalid="ignore"):
             out["kappa_model"] = out["sq_err_model"] / c.grad_sq if site != "output" else np.full(len(c.grad_sq), np.nan)
+            out["ratio_iid"] = _ratio(out["sq_err"], out["sq_err_iid"])
+            out["ratio_model"] = _ratio(out["sq_err"], out["sq_err_model"])
         if site == "qk_rotated":
             plain = self.site("qk", fmt_name)
             out["sq_err_unrotated"], out["sq_err_model_unrotated"] = plain["sq_err"], plain["sq_err_model"]

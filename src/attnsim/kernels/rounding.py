@@ -33,6 +33,7 @@ class Format:
     bits: int  # significand bits t, the implicit leading bit included
     min_exp: int  # exponent of the smallest normal number
     max: float  # largest finite value
+    cast_is_fast: bool = False  # ml-dtypes' cast beats the bit arithmetic of `round_to` (bfloat16)
 
     @property
     def eps(self) -> float:
@@ -44,16 +45,16 @@ class Format:
         return 2.0 ** (self.min_exp - self.bits + 1)
 
 
-def _format(name: str, dtype, bits: int, min_exp: int) -> Format:
+def _format(name: str, dtype, bits: int, min_exp: int, cast_is_fast: bool = False) -> Format:
     info = ml_dtypes.finfo(dtype)
     assert int(info.nmant) + 1 == bits and float(info.smallest_normal) == 2.0**min_exp, name
-    return Format(name, np.dtype(dtype), bits, min_exp, float(info.max))
+    return Format(name, np.dtype(dtype), bits, min_exp, float(info.max), cast_is_fast)
 
 
 FORMATS = {
     f.name: f
     for f in (
-        _format("bfloat16", ml_dtypes.bfloat16, 8, -126),
+        _format("bfloat16", ml_dtypes.bfloat16, 8, -126, cast_is_fast=True),
         _format("float16", np.float16, 11, -14),
         _format("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 4, -6),
         _format("float8_e5m2", ml_dtypes.float8_e5m2, 3, -14),
@@ -63,26 +64,74 @@ FORMAT_NAMES = tuple(FORMATS)
 
 
 def to_format(x, fmt: Format) -> np.ndarray:
-    """x rounded to the format (saturating, see the module docstring), returned as float32
-    (every value of these formats is a float32). The input is first made float32."""
+    """x rounded to the format through ml-dtypes' cast (saturating, see the module docstring),
+    as float32 (every value of these formats is a float32). The input is first made float32.
+    The reference rounding; the kernels use `round_to`, proven identical by the tests."""
     x32 = np.asarray(x, dtype=F32)
     clipped = np.clip(x32, F32(-fmt.max), F32(fmt.max))
-    return clipped.astype(fmt.dtype).astype(F32)
+    with np.errstate(invalid="ignore"):  # NaN stays NaN
+        return clipped.astype(fmt.dtype).astype(F32)
+
+
+_SIGN, _MAGNITUDE, _INF = np.uint32(0x80000000), np.uint32(0x7FFFFFFF), np.uint32(0x7F800000)
+
+
+def round_to(x, fmt: Format, bits_only: bool = False) -> np.ndarray:
+    """The same numbers as `to_format` (bit for bit, NaN as NaN), by integer arithmetic on the
+    float32 bits, ~3x faster than the float8 casts (bfloat16 uses its cast, which is faster,
+    unless `bits_only`):
+
+    - the format's normal range: round to nearest even on the magnitude's bits, dropping the
+      24 - t low significand bits (a carry into the exponent is the correct rounding up);
+    - below 2^min_exp (the format's subnormals, and float32's): (|x| + M) - M in float32 with
+      M = 2^(min_exp - t + 24), whose float32 spacing is the format's subnormal spacing, so
+      the addition rounds to nearest even on that grid and the subtraction is exact;
+    - then saturation at +-max; the sign is carried over; NaN stays NaN."""
+    if fmt.cast_is_fast and not bits_only:
+        return to_format(x, fmt)
+    x32 = np.ascontiguousarray(x, dtype=F32)
+    bits = x32.view(np.uint32)
+    magnitude = bits & _MAGNITUDE
+    shift = 24 - fmt.bits
+    lsb = (magnitude >> np.uint32(shift)) & np.uint32(1)
+    rounded = magnitude + np.uint32((1 << (shift - 1)) - 1)
+    rounded += lsb
+    rounded &= np.uint32(~((1 << shift) - 1) & 0xFFFFFFFF)
+    small = magnitude < np.uint32((fmt.min_exp + 127) << 23) if fmt.min_exp > -127 else None
+    if small is not None and small.any():
+        big = F32(2.0 ** (fmt.min_exp - fmt.bits + 24))
+        tiny = magnitude[small].view(F32) + big
+        tiny -= big
+        rounded[small] = tiny.view(np.uint32)
+    np.minimum(rounded, np.asarray(fmt.max, F32).view(np.uint32), out=rounded)
+    rounded |= bits & _SIGN
+    out = rounded.view(F32)
+    nan = magnitude > _INF
+    if nan.any():
+        out[nan] = np.nan
+    return out
+
+
+def ulp_exponent(x, fmt: Format) -> np.ndarray:
+    """E with ulp(x) = 2^E (int32), from the float32 exponent bits (see `ulp`)."""
+    x32 = np.ascontiguousarray(x, dtype=F32)
+    exponent = ((x32.view(np.uint32) >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int32)
+    exponent -= 127
+    np.maximum(exponent, fmt.min_exp, out=exponent)
+    exponent += 1 - fmt.bits
+    return exponent
 
 
 def ulp(x, fmt: Format) -> np.ndarray:
-    """The format's grid spacing at |x| (float64): 2^(max(floor(log2|x|), min_exp) - t + 1);
-    the subnormal spacing at x = 0. Not capped at `max` (the model does not cover saturation)."""
-    a = np.abs(np.asarray(x, dtype=np.float64))
-    _, e = np.frexp(a)  # a = m 2^e, m in [0.5, 1): floor(log2 a) = e - 1
-    e = np.where(a > 0, e - 1, fmt.min_exp)
-    return np.ldexp(1.0, np.maximum(e, fmt.min_exp) - fmt.bits + 1)
+    """The format's grid spacing at float32(x), float64: 2^(max(floor(log2|x|), min_exp) - t + 1)
+    (floor(log2|x|) from the float32 exponent bits; zero and float32 subnormals take the format's
+    subnormal spacing). Not capped at `max` (the model does not cover saturation)."""
+    return np.ldexp(1.0, ulp_exponent(x, fmt))
 
 
 def error_variance(x, fmt: Format) -> np.ndarray:
     """Var(fl(x) - x | x) = ulp(x)^2 / 12 of the standard model (float64)."""
-    u = ulp(x, fmt)
-    return u * u / 12.0
+    return np.ldexp(1.0 / 12.0, 2 * ulp_exponent(x, fmt))
 
 
 def flushed(x, rounded) -> np.ndarray:
@@ -92,4 +141,5 @@ def flushed(x, rounded) -> np.ndarray:
 
 def saturated(x, fmt: Format) -> np.ndarray:
     """Boolean: |x| beyond the largest finite value (the cast saturated)."""
-    return np.abs(np.asarray(x, dtype=F32)) > F32(fmt.max)
+    x32 = np.ascontiguousarray(x, dtype=F32)
+    return (x32.view(np.uint32) & _MAGNITUDE) > np.asarray(fmt.max, F32).view(np.uint32)

@@ -35,7 +35,8 @@ def channel_variances(d: int, outlier_channels: int, outlier_scale: float) -> np
 
 
 def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, outlier_channels: int, outlier_scale: float, rotate: bool):
-    """(logits (T, n), values (T, n, d), q (T, d), k (T, n, d), rotations (T, d, d) or None), float64."""
+    """(logits (T, n) float64, values (T, n, d) float64, q (T, d) and k (T, n, d) float32, rotations
+    (T, d, d) float64 or None); the logits are q . k / sqrt(d) in float64 of the float32 q and k."""
     lam = channel_variances(d, outlier_channels, outlier_scale)
     zq = standard_normal(rng, (trials, d)).astype(np.float64)
     zk = standard_normal(rng, (trials, n, d)).astype(np.float64)
@@ -43,9 +44,9 @@ def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, ou
     root = np.sqrt(lam)
     qhat = zq * root
     qhat *= np.sqrt(d / np.sum(lam * qhat * qhat, axis=-1))[:, None]
-    q = math.sqrt(sigma) * qhat
-    k = zk * (math.sqrt(sigma) * root)
-    logits = np.matmul(k, q[:, :, None])[:, :, 0] / math.sqrt(d)
+    q = (math.sqrt(sigma) * qhat).astype(np.float32)  # the numbers a kernel would cast: the reference uses them exactly
+    k = (zk * (math.sqrt(sigma) * root)).astype(np.float32)
+    logits = np.matmul(k.astype(np.float64), q.astype(np.float64)[:, :, None])[:, :, 0] / math.sqrt(d)
     rotations = precision.rotations(standard_normal(rng, (trials, d, d))) if rotate else None
     return logits, values, q, k, rotations
 
