@@ -1,21 +1,22 @@
-"""Synthetic rows for `precision_attention`: queries, keys and values drawn so that the logits
-are i.i.d. N(0, logit_scale^2) given the query, optionally with outlier features.
+"""Synthetic rows for `precision_attention`: logits i.i.d. N(0, logit_scale^2), values N(0, I_d),
+and, for the sites that round q and k, a query and keys with exactly those logits, optionally with
+outlier features (docs/science.md §11.5).
 
-Draw order per block (every point of a stream shares it: common random numbers across formats
-and sites): the query's standard normals (T, d), the keys' (T, n, d), the values' (T, n, d),
-all float32 Box-Muller (`kernels.sampling.standard_normal`); then, only when a point of the
-block rounds at `qk_rotated`, the (T, d, d) normals of the rotations. The rotations are drawn
-last, so whether a block has that site changes no other point's numbers.
+Draw order per block (common random numbers across formats and sites): the query's standard
+normals (T, d), the logits' (T, n), the values' (T, n, d), all float32 Box-Muller
+(`kernels.sampling.standard_normal`); then, only when a point of the block rounds q and k, the
+keys' normals (T, n, d); then, only for `qk_rotated`, the rotations' (T, d, d). What a site does
+not need is drawn after everything it does, so no point's numbers depend on its siblings.
 
 Features: channel m has variance lambda_m = outlier_scale^2 for the first `outlier_channels`
-channels, 1 for the others. With z_q, z_k standard normals, sigma = logit_scale:
-
-    q = sqrt(sigma) qhat,  qhat_m = z_q,m sqrt(lambda_m) sqrt(d / sum_m lambda_m^2 z_q,m^2),
-    k_im = sqrt(sigma lambda_m) z_k,im,
-
-so s_i = q . k_i / sqrt(d) is exactly N(0, sigma^2) given q, i.i.d. over keys, for every
-outlier setting (docs/science.md §11.5); the outliers change only how the logit is spread over
-the channels, which is what rounding q and k sees. Values: v ~ N(0, I_d).
+channels, 1 for the others. With sigma = logit_scale, q = sqrt(sigma) qhat, qhat = z_q sqrt(lambda)
+normalised to sum_m lambda_m qhat_m^2 = d, and Lambda = sigma diag(lambda), the keys are drawn
+given their logits: k_i = z_i + Lambda q (s_i - q . z_i / sqrt(d)) / (sqrt(d) sigma^2) with
+z_i ~ N(0, Lambda), the Gaussian conditional law of k_i ~ N(0, Lambda) given q . k_i / sqrt(d) = s_i
+(whose variance q^T Lambda q / d is sigma^2). So q . k_i / sqrt(d) = s_i: the outliers change only
+how each logit is spread over the channels. q and k are kept as float32 (the numbers a kernel
+casts); their float32 representation of s, ~1e-7 relative, joins the qk sites' error (below 1e-6
+of it even in fp16).
 """
 
 from __future__ import annotations
@@ -34,28 +35,36 @@ def channel_variances(d: int, outlier_channels: int, outlier_scale: float) -> np
     return lam
 
 
-def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, outlier_channels: int, outlier_scale: float, rotate: bool):
-    """(logits (T, n) float64, values (T, n, d) float64, q (T, d) and k (T, n, d) float32, rotations
-    (T, d, d) float64 or None); the logits are q . k / sqrt(d) in float64 of the float32 q and k."""
+def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, outlier_channels: int, outlier_scale: float, keys: bool, rotate: bool):
+    """(logits (T, n) float64, values (T, n, d) float64, q (T, d) float32, k (T, n, d) float32 or None,
+    rotations (T, d, d) float64 or None); k when `keys` or `rotate`, rotations when `rotate`."""
     lam = channel_variances(d, outlier_channels, outlier_scale)
     zq = standard_normal(rng, (trials, d)).astype(np.float64)
-    zk = standard_normal(rng, (trials, n, d)).astype(np.float64)
+    logits = standard_normal(rng, (trials, n)).astype(np.float64)
+    logits *= sigma
     values = standard_normal(rng, (trials, n, d)).astype(np.float64)
-    root = np.sqrt(lam)
-    qhat = zq * root
+    qhat = zq * np.sqrt(lam)
     qhat *= np.sqrt(d / np.sum(lam * qhat * qhat, axis=-1))[:, None]
-    q = (math.sqrt(sigma) * qhat).astype(np.float32)  # the numbers a kernel would cast: the reference uses them exactly
-    k = (zk * (math.sqrt(sigma) * root)).astype(np.float32)
-    logits = np.matmul(k.astype(np.float64), q.astype(np.float64)[:, :, None])[:, :, 0] / math.sqrt(d)
+    q = math.sqrt(sigma) * qhat
+    k = None
+    if keys or rotate:
+        z = standard_normal(rng, (trials, n, d)).astype(np.float64)
+        z *= np.sqrt(sigma * lam)
+        if sigma > 0:
+            spread = (sigma * lam) * q / (math.sqrt(d) * sigma**2)  # Lambda q / (sqrt(d) sigma^2), (T, d)
+            gap = logits - np.matmul(z, q[:, :, None])[:, :, 0] / math.sqrt(d)  # s_i - q . z_i / sqrt(d)
+            z += gap[:, :, None] * spread[:, None, :]
+        k = z.astype(np.float32)
     rotations = precision.rotations(standard_normal(rng, (trials, d, d))) if rotate else None
-    return logits, values, q, k, rotations
+    return logits, values, q.astype(np.float32), k, rotations
 
 
 def simulate_block(rng: np.random.Generator, trials: int, points) -> list[dict[str, np.ndarray]]:
     first = points[0]
     rotate = any(p["site"] == "qk_rotated" for p in points)
+    keys = any(p["site"] == "qk" for p in points)
     logits, values, q, k, rotations = draw(
-        rng, trials, int(first["n"]), int(first["d"]), float(first["logit_scale"]), int(first["outlier_channels"]), float(first["outlier_scale"]), rotate
+        rng, trials, int(first["n"]), int(first["d"]), float(first["logit_scale"]), int(first["outlier_channels"]), float(first["outlier_scale"]), keys, rotate
     )
     block = precision.Block(logits, values, q, k, rotations)
     return [block.metrics(p["site"], p["format"]) for p in points]
