@@ -9,7 +9,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim import plan as planning, resources, store
+from attnsim import plan as planning, progress, resources, store
 from attnsim.config import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
@@ -171,6 +171,8 @@ def write_chunk_specs():
     """Each pending chunk's spec file, for its job (real runs only: `onstart` never runs in a dry run)."""
     threads = resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
     planning.write_specs(PLANS, RESULTS, threads)
+    # what this run computes, for its progress lines (attnsim.progress)
+    progress.write_manifest(PLANS, RESULTS, _local_cores())
 
 
 def print_run_summary():
