@@ -152,6 +152,8 @@ def test_write_manifest_uses_the_planners_costs(tmp_path):
         assert entry["points"] == cost.points and entry["trials"] == [cost.points * 20] * 2
         assert entry["seconds"] == pytest.approx(resources.expected_seconds(cost) + progress.JOB_START_SECONDS)
     assert record["experiments"]["robustness"] == {"kind": "noisy_attention", "points": 16, "done_points": 0, "trials": [320, 320]}
+    path.unlink()
+    assert progress.write_manifest({}, tmp_path / "results", cores=2) is None and not path.exists()  # a job's process
 
 
 # ---------------------------------------------------------------- the plugin, as Snakemake drives it

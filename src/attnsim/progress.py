@@ -37,9 +37,13 @@ def manifest_path(results: Path) -> Path:
     return Path(results) / MANIFEST
 
 
-def write_manifest(plans, results: Path, cores: int | None) -> Path:
-    """What this run is about to compute, for its progress lines (the submitting process only)."""
+def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
+    """What this run is about to compute, for its progress lines. Only the submitting process has
+    plans: a job's process (which may run the workflow's hooks too) writes nothing."""
     from attnsim import resources
+
+    if not plans:
+        return None
 
     chunks, experiments = {}, {}
     for plan in plans.values():
