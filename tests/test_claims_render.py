@@ -41,7 +41,7 @@ TINY = {
                 "logit_scale": [0.0],
                 "noise": ["gaussian", "uniform", "laplace", "gumbel", "student_t"],
                 "noise_draws": [2],
-                "noise_scale": [0.1, 0.5],
+                "noise_scale": [0.1, 0.5, 1.0],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
             },
         },
         "entropy_scale": {
