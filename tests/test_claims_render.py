@@ -17,15 +17,15 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
-from attnsim import store
 from attnsim.claims import engine, render
 from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
 from attnsim.cli import main
-from attnsim.config import load
+from attnsim.config.load import load
 from attnsim.kinds import get_kind
-from attnsim.plan import experiment_json, plan_experiment
-from attnsim.simulate import run_chunk
-from attnsim.summarise import collect
+from attnsim.plan.sweep import experiment_json, plan_experiment
+from attnsim.run.collect import collect
+from attnsim.run.simulate import run_chunk
+from attnsim.store import parquet as store
 
 # A tiny run with one experiment of every kind, each grid reaching every claim's regime.
 TINY = {

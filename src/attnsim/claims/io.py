@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from attnsim import store
 from attnsim.claims.engine import NUMBER_KINDS, ROLES, SIDES, STATEMENTS, VERDICTS, Claim
 from attnsim.claims.render import html, markdown, ordered
+from attnsim.store import parquet as store
 
 SCHEMA = pa.schema(
     [
