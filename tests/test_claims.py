@@ -155,7 +155,7 @@ def test_temperature_claims():
 
 
 def test_config_without_experiments_gives_not_measured(tmp_path):
-    rows = engine.evaluate(io.load_summaries(tmp_path / "store", {}), {})
+    rows = io.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
     assert len(rows) == 1 + sum(len(k.submodule("claims").CLAIMS) for k in all_kinds().values())  # every kind's claims and entropy_in_bounds
     written = io.write(rows, tmp_path, {"seed": 1})

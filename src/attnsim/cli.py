@@ -82,7 +82,7 @@ def _schema(args) -> None:
 def _claims(args) -> None:
     import json
 
-    from attnsim.claims import engine, io, render
+    from attnsim.claims import io, render
     from attnsim.config.load import load_file
 
     if args.experiments:
@@ -91,7 +91,7 @@ def _claims(args) -> None:
         settings = load_file(args.config)
         experiments = {name: e.kind for name, e in settings.experiments.items()}
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
-    rows = engine.evaluate(io.load_summaries(args.store, experiments), experiments)
+    rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
     form = "markdown" if args.markdown else args.format

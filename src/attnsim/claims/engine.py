@@ -5,8 +5,8 @@ Each kind's claims live in its package (`<kind>/claims.py`: `CLAIMS`, functions 
 summaries, and `THRESHOLDS`, the numbers that turn measurements into verdicts). Every claim
 declares, before any data, its `regime` (the parameters where theory makes the prediction), its
 `tolerance` and its `reason` (the docs/science.md section the regime and tolerance come from).
-Nothing is typed in: a verdict changes only through data. Reading the store is
-`attnsim.claims.io`, rendering `attnsim.claims.render`.
+Nothing is typed in: a verdict changes only through data. Reading the store and running every
+kind's claims is `attnsim.claims.io` (`evaluate`), rendering `attnsim.claims.render`.
 
 Roles: `evidence` (the essay's claims, judged by data that could have come out otherwise) and
 `sanity` (true by construction, a mathematical bound checked on every trial: it fails only
@@ -34,7 +34,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from attnsim.kinds import all_kinds
 from attnsim.stats import mean_ci, t_quantile
 
 VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
@@ -296,10 +295,10 @@ def pooled(values, se=None) -> dict:
     return stats
 
 
-def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, str] | None = None) -> Claim:
-    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes
-    (`experiments`, name -> kind, picks the experiment whose figure shows it). A sanity check: Gibbs'
-    inequality makes it true by construction."""
+def entropy_bounds(summaries: dict[str, pd.DataFrame], figures: dict[str, str] | None = None) -> Claim:
+    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes;
+    `figures` (experiment -> its kind's figure of H between 0 and log n) picks the figure shown, the
+    first by experiment name. A sanity check: Gibbs' inequality makes it true by construction."""
     claim = Claim(
         "entropy_in_bounds",
         "The entropy of the attention weights lies in [0, log n] for every trial.",
@@ -317,8 +316,7 @@ def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, st
     columns = ["experiment", "entropy_min", "entropy_max", "n", "n_trials"]
     rows = pd.concat([s[[c for c in columns if c in s]] for s in frames], ignore_index=True)
     claim.based_on(rows)
-    kinds = all_kinds()  # the first experiment whose kind has a figure of H between 0 and log n shows it
-    shown = sorted((name, kinds[k].entropy_figure) for name, k in (experiments or {}).items() if k in kinds and kinds[k].entropy_figure and name in summaries)
+    shown = sorted((name, figure) for name, figure in (figures or {}).items() if figure and name in summaries)
     claim.figure = f"{shown[0][0]}/{shown[0][1]}" if shown else ""
     low = float(rows["entropy_min"].min())
     high = float((rows["entropy_max"] / np.log(rows["n"].to_numpy(float))).max())
@@ -334,19 +332,3 @@ def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, st
     if low < 0:
         claim.verdict = "fails"
     return claim
-
-
-def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[Claim]:
-    """Every registered kind's claims (name -> summary of the config's experiments of that kind, if
-    any), then the claims that hold for every kind."""
-    by_kind: dict[str, list[pd.DataFrame]] = {}
-    for name, kind in experiments.items():
-        if name in summaries:
-            by_kind.setdefault(kind, []).append(summaries[name])
-    claims = []
-    for name, kind in all_kinds().items():
-        frames = by_kind.get(name)
-        frame = pd.concat(frames, ignore_index=True) if frames else None
-        claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
-    claims.append(entropy_bounds(summaries, experiments))
-    return claims
