@@ -9,15 +9,13 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim.plan import cost as resources
-
-from attnsim.plan import sweep as planning
-
-from attnsim.store import parquet as store
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.plan import cost as resources
+from attnsim.plan import sweep as planning
 from attnsim.run.status import run_summary
+from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
 RESULTS = Path("results")
