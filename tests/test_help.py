@@ -12,9 +12,11 @@ import pytest
 import yaml
 from conftest import REPO, small_config
 
-from attnsim import __version__, query, status
+from attnsim import __version__
 from attnsim.cli import QUERY_FORMATS, main
-from attnsim.runner import translate
+from attnsim.run import status
+from attnsim.run.runner import translate
+from attnsim.store import query
 
 
 def help_of(*args: str, capsys) -> str:
@@ -78,11 +80,11 @@ def test_show_never_says_100_percent_with_work_pending():
 
 
 def test_show_gives_an_adaptive_experiments_trial_range(tmp_path, monkeypatch, capsys):
-    from attnsim import store
-    from attnsim.config import load
-    from attnsim.plan import experiment_json, plan_experiment
-    from attnsim.simulate import run_chunk
-    from attnsim.summarise import collect
+    from attnsim.config.load import load
+    from attnsim.plan.sweep import experiment_json, plan_experiment
+    from attnsim.run.collect import collect
+    from attnsim.run.simulate import run_chunk
+    from attnsim.store import parquet as store
 
     monkeypatch.chdir(tmp_path)
     config = small_config()

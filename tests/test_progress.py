@@ -1,5 +1,5 @@
 """What a run prints: one line per finished job with points, trials, wall time and an ETA from the
-cost model; a line when an asset is fetched; a failed job's one-line error (attnsim.progress and
+cost model; a line when an asset is fetched; a failed job's one-line error (attnsim.run.progress and
 the logger plugin snakemake_logger_plugin_attnsim, which profiles/default selects)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.tests import MockOutputSettings, TestLogHandlerBase
 from workflow_helpers import snakemake, write_config
 
-from attnsim import progress
+from attnsim.run import progress
 from snakemake_logger_plugin_attnsim import LogHandler, LogHandlerSettings
 
 LINE = re.compile(r"^\[ *(\d+)/(\d+) +(\d+:\d\d)\] (\S+)")
@@ -137,9 +137,9 @@ def test_a_failed_job_shows_its_last_error_line(tmp_path):
 def test_write_manifest_uses_the_planners_costs(tmp_path):
     from conftest import small_config
 
-    from attnsim import resources
-    from attnsim.config import load
-    from attnsim.plan import plan_all
+    from attnsim.config.load import load
+    from attnsim.plan import cost as resources
+    from attnsim.plan.sweep import plan_all
 
     plans = plan_all(load(small_config()), tmp_path / "results/store")
     path = progress.write_manifest(plans, tmp_path / "results", cores=2)

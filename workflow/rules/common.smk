@@ -9,11 +9,14 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim import plan as planning, progress, resources, store
-from attnsim.config import load_workflow_config
+from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
-from attnsim.status import run_summary
+from attnsim.plan import cost as resources
+from attnsim.plan import sweep as planning
+from attnsim.run import progress
+from attnsim.run.status import run_summary
+from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
 RESULTS = Path("results")
@@ -171,7 +174,7 @@ def write_chunk_specs():
     """Each pending chunk's spec file, for its job (real runs only: `onstart` never runs in a dry run)."""
     threads = resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
     planning.write_specs(PLANS, RESULTS, threads)
-    # what this run computes, for its progress lines (attnsim.progress)
+    # what this run computes, for its progress lines (attnsim.run.progress)
     progress.write_manifest(PLANS, RESULTS, _local_cores())
 
 
@@ -184,7 +187,7 @@ def check_cluster_fit():
     (it would wait in the queue for ever). The executor is known only once the run starts.
     """
     # imported here: the hook stays one self-contained block
-    from attnsim import cluster
+    from attnsim.plan import cluster
 
     plugin = workflow.executor_plugin
     if plugin is not None and plugin.name == "slurm":
