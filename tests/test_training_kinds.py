@@ -13,12 +13,12 @@ import yaml
 from workflow_helpers import point_rows, snakemake, tree, write_config
 
 from attnsim.cli import main
+from attnsim.config.grid import make_point
 from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
 from attnsim.kinds.contrastive_training import claims as contrastive_claims
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
-from attnsim.plan.grid import make_point
 from attnsim.run.collect import summarise_points
 from attnsim.run.simulate import simulate_points
 

@@ -289,12 +289,6 @@ def short(claims: list[Claim], width: int | None = None) -> str:
     return terminal(claims, width, detail=False)
 
 
-def short_from_table(claims_table, width: int | None = None) -> str:
-    from attnsim.claims.io import from_table
-
-    return short(from_table(claims_table), width)
-
-
 # --- scripts -----------------------------------------------------------------------------------
 
 

@@ -119,23 +119,6 @@ def row_stats(logits: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def n_param(doc: str = "tokens per window ([CLS], n - 2 consecutive word pieces of the corpus, [SEP]): the number of keys of each row"):
-    from attnsim.kinds.base import Param
-    from attnsim.kinds.columns import I64
-
-    return Param("n", I64, doc, minimum=3, maximum=corpus.MAX_POSITIONS)
-
-
-def layer_head_params():
-    from attnsim.kinds.base import Param
-    from attnsim.kinds.columns import I64
-
-    return (
-        Param("layer", I64, f"encoder layer of all-MiniLM-L6-v2, 0 (first) to {LAYERS - 1}", minimum=0, maximum=LAYERS - 1),
-        Param("head", I64, f"attention head of the layer, 0 to {HEADS - 1}", minimum=0, maximum=HEADS - 1),
-    )
-
-
 def check_windows(grid) -> None:
     """Refuse an n the corpus cannot fill (it has at least as many word pieces as words), before anything runs."""
     from attnsim.errors import ConfigError

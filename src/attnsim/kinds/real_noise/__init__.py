@@ -7,6 +7,7 @@ queries, keys and values of one head of one layer of the trained model.
 
 from __future__ import annotations
 
+from attnsim.kinds import real_model
 from attnsim.kinds.base import Kind, Param
 from attnsim.kinds.columns import F64, I64, STR
 from attnsim.kinds.logit_noise import EXTRA, METRICS, THEORY, extra_summary, theory, trial_metrics
@@ -15,9 +16,9 @@ from attnsim.models import heads
 from attnsim.theory.noise import NOISE_FAMILIES
 
 PARAMS = (
-    heads.n_param(),
+    real_model.n_param(),
     Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
-    *heads.layer_head_params(),
+    *real_model.layer_head_params(),
     Param(
         "noise",
         STR,
