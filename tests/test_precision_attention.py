@@ -30,7 +30,9 @@ def point(**kw):
 def test_kernel_matches_the_naive_oracle(site, fmt):
     p = point(format=fmt, site=site)
     rng = np.random.default_rng(11)
-    logits, values, q, k, rotations = kernel.draw(rng, 5, p["n"], p["d"], p["logit_scale"], p["outlier_channels"], p["outlier_scale"], True, site == "qk_rotated")
+    logits, values, q, k, rotations = kernel.draw(
+        rng, 5, p["n"], p["d"], p["logit_scale"], p["outlier_channels"], p["outlier_scale"], True, site == "qk_rotated"
+    )
     got = precision.Block(logits, values, q, k, rotations).metrics(site, fmt)
     # at q and k the float32 sums differ in order (~1e-7 of s): up to ~1e-3 of the fp16 error
     rel = 5e-3 if site.startswith("qk") else 2e-6
@@ -89,12 +91,36 @@ def test_the_rounding_model_holds_for_bfloat16_logits_and_the_iid_method_falls_s
 
 def summary_rows(**columns) -> pd.DataFrame:
     base = dict(
-        experiment="e", n_trials=1000, n=256, d=16, logit_scale=1.0, outlier_channels=0, outlier_scale=1.0, format="bfloat16", site="logits",
-        kappa_eff=1e-5, kappa_eff_unrotated=np.nan, saturated_mean=0.0, flushed_mean=0.0,
-        ratio_model_mean=1.0, ratio_model_ci_low=0.98, ratio_model_ci_high=1.02,
-        ratio_iid_mean=4.0, ratio_iid_ci_low=3.9, ratio_iid_ci_high=4.1, median_ratio_iid=3.5, iid_factor_model=4.1,
-        rotation_gain=np.nan, rotation_gain_ci_low=np.nan, rotation_gain_ci_high=np.nan, rotation_gain_model=np.nan, rotation_gain_theory=1.1,
-        shift_ratio=np.nan, shift_ratio_ci_low=np.nan, shift_ratio_ci_high=np.nan, shift_z_model=0.1,
+        experiment="e",
+        n_trials=1000,
+        n=256,
+        d=16,
+        logit_scale=1.0,
+        outlier_channels=0,
+        outlier_scale=1.0,
+        format="bfloat16",
+        site="logits",
+        kappa_eff=1e-5,
+        kappa_eff_unrotated=np.nan,
+        saturated_mean=0.0,
+        flushed_mean=0.0,
+        ratio_model_mean=1.0,
+        ratio_model_ci_low=0.98,
+        ratio_model_ci_high=1.02,
+        ratio_iid_mean=4.0,
+        ratio_iid_ci_low=3.9,
+        ratio_iid_ci_high=4.1,
+        median_ratio_iid=3.5,
+        iid_factor_model=4.1,
+        rotation_gain=np.nan,
+        rotation_gain_ci_low=np.nan,
+        rotation_gain_ci_high=np.nan,
+        rotation_gain_model=np.nan,
+        rotation_gain_theory=1.1,
+        shift_ratio=np.nan,
+        shift_ratio_ci_low=np.nan,
+        shift_ratio_ci_high=np.nan,
+        shift_z_model=0.1,
     )
     return pd.DataFrame([{**base, **columns}])
 
@@ -117,8 +143,16 @@ def test_iid_claim_fails_on_the_factor_and_names_it():
 
 def test_rotation_claim_compares_the_gain_with_the_models():
     rows = summary_rows(
-        site="qk_rotated", format="float8_e4m3fn", outlier_channels=4, outlier_scale=8.0, kappa_eff=0.002, kappa_eff_unrotated=0.008,
-        rotation_gain=5.0, rotation_gain_ci_low=4.8, rotation_gain_ci_high=5.2, rotation_gain_model=5.05,
+        site="qk_rotated",
+        format="float8_e4m3fn",
+        outlier_channels=4,
+        outlier_scale=8.0,
+        kappa_eff=0.002,
+        kappa_eff_unrotated=0.008,
+        rotation_gain=5.0,
+        rotation_gain_ci_low=4.8,
+        rotation_gain_ci_high=5.2,
+        rotation_gain_model=5.05,
     )
     assert claims.rotation(rows).verdict == "holds"
     assert claims.rotation(rows.assign(rotation_gain_model=2.6)).verdict == "fails"

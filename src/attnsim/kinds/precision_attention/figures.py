@@ -41,8 +41,15 @@ def precision_error(summary: pd.DataFrame):
     data = summary[summary["logit_scale"] > 0].copy()
     if data.empty:
         return _empty("no point with logit std > 0 in this experiment")
-    data["inputs"] = np.where(data["outlier_channels"] > 0, data["outlier_channels"].astype(str) + " outliers ×" + data["outlier_scale"].map("{:g}".format), "isotropic")
-    panels = [(site, inputs) for site in ("logits", "qk", "qk_rotated", "probs", "output") for inputs in sorted(data["inputs"].unique()) if ((data["site"] == site) & (data["inputs"] == inputs)).any()]
+    data["inputs"] = np.where(
+        data["outlier_channels"] > 0, data["outlier_channels"].astype(str) + " outliers ×" + data["outlier_scale"].map("{:g}".format), "isotropic"
+    )
+    panels = [
+        (site, inputs)
+        for site in ("logits", "qk", "qk_rotated", "probs", "output")
+        for inputs in sorted(data["inputs"].unique())
+        if ((data["site"] == site) & (data["inputs"] == inputs)).any()
+    ]
     colours = _colours(data["format"])
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
@@ -61,7 +68,9 @@ def precision_error(summary: pd.DataFrame):
             for mask, face in ((inside, colour), (~inside, "0.75")):
                 if mask.any():
                     sub = line[mask]
-                    _errorbar(ax, x[mask], sub["ratio_model_mean"], sub["ratio_model_ci_low"], sub["ratio_model_ci_high"], fmt="o", color=colour, mfc=face, ms=5)
+                    _errorbar(
+                        ax, x[mask], sub["ratio_model_mean"], sub["ratio_model_ci_low"], sub["ratio_model_ci_high"], fmt="o", color=colour, mfc=face, ms=5
+                    )
             if line["ratio_iid_mean"].notna().any():
                 _errorbar(ax, x, line["ratio_iid_mean"], line["ratio_iid_ci_low"], line["ratio_iid_ci_high"], fmt="s", color=colour, mfc="none", ms=5, ls=":")
         ax.axhline(1.0, color="0.2", lw=0.9)
@@ -98,7 +107,9 @@ def precision_rotation(summary: pd.DataFrame):
     markers = dict(zip(sorted(data["logit_scale"].unique()), "os^Dv"))
     for (fmt, sigma), line in data.groupby(["format", "logit_scale"]):
         line = line.assign(x=np.where(line["outlier_channels"] > 0, line["outlier_scale"], 1.0)).sort_values("x")
-        _errorbar(ax, line["x"], line["rotation_gain"], line["rotation_gain_ci_low"], line["rotation_gain_ci_high"], fmt=markers[sigma], color=colours[fmt], ms=5)
+        _errorbar(
+            ax, line["x"], line["rotation_gain"], line["rotation_gain_ci_low"], line["rotation_gain_ci_high"], fmt=markers[sigma], color=colours[fmt], ms=5
+        )
         ax.plot(line["x"], line["rotation_gain_model"], "--", color=colours[fmt], lw=1)
     theory = data.assign(x=np.where(data["outlier_channels"] > 0, data["outlier_scale"], 1.0)).groupby("x")["rotation_gain_theory"].first().sort_index()
     ax.plot(theory.index, theory.to_numpy(), ":", color="0.2", lw=1.4)
