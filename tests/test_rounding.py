@@ -85,3 +85,16 @@ def test_formats_match_ml_dtypes():
     assert FORMATS["bfloat16"].dtype == np.dtype(ml_dtypes.bfloat16)
     for fmt in FORMATS.values():
         assert fmt.smallest_subnormal == float(ml_dtypes.finfo(fmt.dtype).smallest_subnormal)
+
+
+def test_without_ml_dtypes_only_the_formats_stop_with_one_line(monkeypatch):
+    from attnsim.errors import AttnsimError
+
+    monkeypatch.setattr(rounding, "ml_dtypes", None)
+    rounding._formats.cache_clear()
+    try:
+        assert list(rounding.FORMATS) == list(rounding.FORMAT_NAMES)  # names (the config schema) need nothing
+        with pytest.raises(AttnsimError, match=r"pip install 'ml-dtypes"):
+            rounding.FORMATS["float8_e4m3fn"]
+    finally:
+        rounding._formats.cache_clear()

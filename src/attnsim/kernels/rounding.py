@@ -18,10 +18,18 @@ exactly -x: the value is flushed to 0); `flushed` and `saturated` count those el
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 
-import ml_dtypes
 import numpy as np
+
+from attnsim.errors import AttnsimError
+
+try:
+    import ml_dtypes
+except ImportError:  # a core dependency; without it only the low-precision kinds stop, with one line
+    ml_dtypes = None
 
 F32 = np.float32
 
@@ -51,16 +59,36 @@ def _format(name: str, dtype, bits: int, min_exp: int, cast_is_fast: bool = Fals
     return Format(name, np.dtype(dtype), bits, min_exp, float(info.max), cast_is_fast)
 
 
-FORMATS = {
-    f.name: f
-    for f in (
+FORMAT_NAMES = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+
+
+@cache
+def _formats() -> dict[str, Format]:
+    if ml_dtypes is None:
+        raise AttnsimError("the low-precision formats need ml-dtypes: pip install 'ml-dtypes>=0.5' (a dependency of attnsim)")
+    table = (
         _format("bfloat16", ml_dtypes.bfloat16, 8, -126, cast_is_fast=True),
         _format("float16", np.float16, 11, -14),
         _format("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 4, -6),
         _format("float8_e5m2", ml_dtypes.float8_e5m2, 3, -14),
     )
-}
-FORMAT_NAMES = tuple(FORMATS)
+    return {f.name: f for f in table}
+
+
+class _Formats(Mapping):
+    """name -> Format, built on first use (so that importing attnsim needs no ml-dtypes)."""
+
+    def __getitem__(self, name: str) -> Format:
+        return _formats()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(FORMAT_NAMES)
+
+    def __len__(self) -> int:
+        return len(FORMAT_NAMES)
+
+
+FORMATS: Mapping[str, Format] = _Formats()
 
 
 def to_format(x, fmt: Format) -> np.ndarray:
