@@ -41,7 +41,7 @@ TINY = {
                 "logit_scale": [0.0],
                 "noise": ["gaussian", "uniform", "laplace", "gumbel", "student_t"],
                 "noise_draws": [2],
-                "noise_scale": [0.1, 0.5],
+                "noise_scale": [0.1, 0.5, 1.0],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
             },
         },
         "entropy_scale": {
@@ -380,5 +380,6 @@ def test_entropy_bounds_points_to_the_logit_entropy_figure():
 
     frame = pd.DataFrame({"experiment": ["ent"], "entropy_min": [0.1], "entropy_max": [1.0], "n": [4], "n_trials": [10]})
     other = frame.assign(experiment="aaa")
-    c = engine.entropy_bounds({"aaa": other, "ent": frame}, {"aaa": "noisy_attention", "ent": "logit_entropy"})
+    figures = {name: get_kind(kind).entropy_figure for name, kind in {"aaa": "noisy_attention", "ent": "logit_entropy"}.items()}
+    c = engine.entropy_bounds({"aaa": other, "ent": frame}, {k: v for k, v in figures.items() if v})
     assert c.figure == "ent/entropy_vs_scale" and c.points == 2 and c.trials == 20 and c.experiments == "aaa, ent"
