@@ -19,7 +19,7 @@ from attnsim.figures.style import PALETTE, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
-from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, loss_floor
+from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, instance_loss_floor, loss_floor
 from attnsim.theory.entropy import exact_gap
 
 MAP_AXES = (
@@ -61,19 +61,27 @@ def _empty(ax, text):
     ax.set_axis_off()
 
 
+def _placeholder(text: str):
+    """A small figure saying why there is nothing to draw (the kind draws every figure for every
+    experiment; an experiment of learnt temperatures has no fixed-tau sweep, and so on)."""
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    _empty(ax, text)
+    return fig
+
+
 def temperature_sweep(summary: pd.DataFrame):
     """(a) nearest-class-mean probe, (b) 5-NN and linear probe, (c) alignment and uniformity, (d)
     batch entropy vs its floor, (e) the hardest negative's and same-class negatives' share of the
     negative weight, (f) loss vs its floor; all against tau, fixed temperatures only."""
     rows = fixed(summary)
     groups = list(rows.sort_values("tau").groupby(SETTING))
+    if not groups:
+        return _placeholder(
+            "no fixed temperature in this experiment (its learnt ones: learned_temperature)"
+        )
     colours = dict(zip([k for k, _ in groups], palette(PALETTE, max(len(groups), 2))))
     fig, axes = plt.subplots(3, 2, figsize=(12.5, 13.0))
     (probe_ax, eval_ax), (geo_ax, ent_ax), (neg_ax, loss_ax) = axes
-    if not groups:
-        for ax in axes.flat:
-            _empty(ax, "no fixed temperature in this experiment")
-        return fig
     unif_ax = geo_ax.twinx()
     fine = fine_grid(rows["tau"])
     for key, line in groups:
@@ -108,14 +116,20 @@ def temperature_sweep(summary: pd.DataFrame):
         ent_ax.plot(
             fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2
         )
-        ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
+        if p["positives"] == "class":  # the ideal encoder of the class task
+            ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
         ent_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
         _band(neg_ax, line, "hardest_negative_share", c)
         _band(neg_ax, line, "same_class_negative_share", c, marker="s", ls="--")
         neg_ax.plot(line["tau"], line["same_class_negative_count_share_mean"], ":", color=c, lw=1.0)
         neg_ax.axhline(1 / (n - 1), color=c, lw=0.9, ls="-.")
         _band(loss_ax, line, "final_loss", c)
-        loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
+        if p["positives"] == "class":
+            loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
+        else:  # instance positives: every example its own class
+            loss_ax.plot(
+                fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--"
+            )
         loss_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
     probe_ax.set_ylabel("held-out accuracy: nearest class mean")
     probe_ax.set_title("(a) representation quality: nearest-class-mean probe")
@@ -132,7 +146,7 @@ def temperature_sweep(summary: pd.DataFrame):
     neg_ax.set_yscale("log")
     neg_ax.set_title("(e) on its hardest negative (circles) and on same-class negatives (squares)")
     loss_ax.set_ylabel("held-out InfoNCE loss (nats)")
-    loss_ax.set_title("(f) loss vs its floor with C classes")
+    loss_ax.set_title("(f) loss vs its floor (class positives: C classes; instance: dashed)")
     for ax in axes.flat:
         ax.set_xscale("log")
         ax.set_xlabel("temperature τ (logits = cosines / τ)")
@@ -172,7 +186,15 @@ def temperature_sweep(summary: pd.DataFrame):
             [],
             color="k",
             lw=2.2,
-            label="(d) entropy floor log n − g_n(τ) (exact, any encoder); (f) loss floor",
+            label="(d) entropy floor log n − g_n(τ) (exact); (f) loss floor (C classes)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="k",
+            lw=1.4,
+            ls="--",
+            label="(f) instance positives: log(1 + (n − 1) e^(−n/((n − 1)τ))), one class each",
         ),
         Line2D(
             [],
@@ -180,7 +202,7 @@ def temperature_sweep(summary: pd.DataFrame):
             color="0.45",
             marker="x",
             ls=":",
-            label="(d) entropy of the encoder attaining the loss floor",
+            label="(d) entropy of the encoder attaining the loss floor (class positives)",
         ),
         Line2D(
             [],
@@ -219,9 +241,7 @@ def temperature_map(summary: pd.DataFrame):
     }
     tables = {pos: t for pos, t in tables.items() if len(t)}
     if not tables:
-        fig, ax = plt.subplots(figsize=(6, 3))
-        _empty(ax, "no setting with two or more fixed temperatures")
-        return fig
+        return _placeholder("no task with two or more fixed temperatures in this experiment")
     layout = {}
     for pos, table in tables.items():  # each row's own columns: the combinations its settings ran
         cols = _columns(table)
@@ -300,11 +320,11 @@ def learned_temperature(summary: pd.DataFrame):
     same setting; (b) the monitor batch entropy along the way against the floor log n - g_n(tau_t)
     and log n."""
     learned = summary[summary["tau_mode"] != "fixed"]
-    fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     if learned.empty:
-        for ax in (tau_ax, ent_ax):
-            _empty(ax, "no learnt temperature in this experiment")
-        return fig
+        return _placeholder(
+            "no learnt temperature in this experiment (its fixed ones: temperature_sweep)"
+        )
+    fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     keys = list(learned.groupby(SETTING).groups)
     colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
     styles = {}

@@ -210,12 +210,12 @@ def _binomial_pmf(trials: int, prob: float) -> np.ndarray:
 
 
 def loss_floor(n: int, classes: int, tau: float) -> float:
-    """Lower bound on the expected symmetric InfoNCE loss for this data (docs/science.md §6.5):
-    E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Binomial(n - 1, 1/C) the other
+    """Lower bound on the expected symmetric InfoNCE loss with class positives (docs/science.md
+    §6.5): E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Binomial(n - 1, 1/C) the other
     examples of the anchor's class. Attained by perfectly aligned views, each class collapsed to a
-    vertex of a regular simplex (needs C <= embed_dim + 1; otherwise a bound not attained).
-    With class positives this holds at any instance noise; with instance positives the
-    same-class candidates are distinguishable and the bound is loose (docs/science.md §10.1)."""
+    vertex of a regular simplex (needs C <= embed_dim + 1; otherwise a bound not attained). It
+    holds at any instance noise. With instance positives it is no bound (same-class instances can
+    be told apart, docs/science.md §10.1): compare with `instance_loss_floor` there."""
     pmf = _binomial_pmf(n - 1, 1.0 / classes)
     m = np.arange(n)
     r = math.exp(-classes / ((classes - 1) * tau))
