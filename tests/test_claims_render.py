@@ -60,7 +60,8 @@ TINY = {
             "kind": "contrastive_training",
             "trials": 8,
             "grid": {"n": [8], "classes": [3], "latent_dim": [2], "input_dim": [6], "embed_dim": [3], "view_noise": [0.5], "tau": [0.1, 1.0]}
-            | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]},
+            | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]}
+            | {"positives": ["class", "instance"], "instance_noise": [0.5], "tau_mode": ["fixed", "learned"]},
         },
     },
 }
