@@ -26,13 +26,14 @@ def dropout_error(summary):
         main = "exact" if form == "transformers" else "next"
         scales = sorted(part["logit_scale"].unique())
         shift = dict(zip(scales, np.exp(np.linspace(-0.04, 0.04, len(scales)))))
+        styles = dict(zip(scales, ("-", "--", ":", "-.") * 4))
         for (mean, sigma), line in part.groupby(["value_mean", "logit_scale"]):
             line = line.sort_values("rate")
             x = line["rate"].to_numpy(float) * shift[sigma]  # the logit stds side by side
             for name, marker, face in ((main, "o", colours[mean]), ("iid", "s", "none")):
                 y = line[f"ratio_{name}_mean"].to_numpy(float)
                 err = np.vstack([y - line[f"ratio_{name}_ci_low"], line[f"ratio_{name}_ci_high"] - y])
-                ax.errorbar(x, y, yerr=err, fmt=marker, color=colours[mean], mfc=face, ms=5, capsize=2, ls="-" if name == "iid" else "none", lw=0.7)
+                ax.errorbar(x, y, yerr=err, fmt=marker, color=colours[mean], mfc=face, ms=5, capsize=2, ls=styles[sigma] if name == "iid" else "none", lw=0.8)
         ax.axhline(1.0, color="0.2", lw=0.9)
         ax.axhspan(1 - tol, 1 + tol, color="0.85", alpha=0.6, lw=0)
         ax.set_xscale("log")
@@ -40,6 +41,8 @@ def dropout_error(summary):
         ax.set_title(f"form {form}" + (" (masked after softmax, ×1/(1−p))" if form == "transformers" else " (ε = −∞, renormalised)"), fontsize=9)
     axes[0, 0].set_ylabel("measured / predicted ‖õ − o‖² (mean over rows)")
     handles = [Line2D([], [], color=c, marker="o", ls="none", label=f"‖value mean‖ = {m:g}") for m, c in colours.items() if m in means]
+    all_scales = sorted(data["logit_scale"].unique())
+    handles += [Line2D([], [], color="0.3", ls=st, label=f"logit std σ = {v:g}") for v, st in zip(all_scales, ("-", "--", ":", "-.") * 4)]
     handles += [
         Line2D([], [], color="0.3", marker="o", ls="none", label="÷ exact p/(1−p)Σw²‖v‖² (transformers) or next order (logit)"),
         Line2D([], [], color="0.3", marker="s", mfc="none", label="÷ essay's delta κΣw²‖v−o‖², κ = p/(1−p)"),
