@@ -80,7 +80,8 @@ def million_config(kind_name: str, points: int = 10**6, **settings) -> dict:
     kind = get_kind(kind_name)
     example = copy.deepcopy(dict(kind.example))
     grid = example["grid"]
-    numeric = [p for p in kind.params if not p.choices and not str(p.type).startswith("string") and len(set(grid[p.name])) > 1]
+    listed = [p for p in kind.params if p.name in grid]  # parameters left out take their defaults
+    numeric = [p for p in listed if not p.choices and not str(p.type).startswith("string") and len(set(grid[p.name])) > 1]
     integers = [p for p in numeric if str(p.type).startswith("int")]
     floats = [p for p in numeric if p not in integers]
     fixed = int(np.prod([len(v) for k, v in grid.items() if k not in {p.name for p in numeric}]))
@@ -90,6 +91,10 @@ def million_config(kind_name: str, points: int = 10**6, **settings) -> dict:
         count = int(min(high - low + 1, round(factor ** (1 / len(numeric)))))
         grid[param.name] = sorted({int(round(v)) for v in np.linspace(low, high, count)})
         factor /= len(grid[param.name])
+    if not floats:  # integers only: every integer between the smallest and largest listed value
+        for param in integers:
+            low, high = min(grid[param.name]), max(grid[param.name])
+            grid[param.name] = list(range(low, high + 1))
     for position, param in enumerate(floats):
         low, high = min(grid[param.name]), max(grid[param.name])
         count = max(2, int(np.ceil(factor ** (1 / (len(floats) - position)))))

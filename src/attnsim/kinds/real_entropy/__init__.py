@@ -82,7 +82,7 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last float list)
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
     example={"trials": 16, "grid": {"n": [16, 32], "init_std": [0.0, 0.02], "layer": [0], "head": [0, 1]}},
     name="real_entropy",
     package=__name__,
