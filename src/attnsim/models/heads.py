@@ -9,7 +9,7 @@ and each trial keeps only its query's row of each needed layer: the logits s_i =
 in float64 and the head's values v_i (float32, as the model computes them).
 
 The model and the corpus are loaded once per process (`trained`, `stream`) from the verified
-asset (`attnsim.assets.path`).
+asset (`attnsim.models.assets.path`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from functools import cache
 
 import numpy as np
 
-from attnsim import assets
-from attnsim.models import corpus
+from attnsim.models import assets, corpus
 from attnsim.models.minilm import Bert, BertConfig, WordPiece
 
 CONFIG = BertConfig()  # all-MiniLM-L6-v2: 6 layers, 12 heads, d_h = 32, hidden 384

@@ -37,8 +37,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnsim import store
 from attnsim.errors import AssetError
+from attnsim.store import parquet as store
 
 CHUNK = 1 << 20
 

@@ -5,7 +5,7 @@ keys without a word, so a second `seed:` further down silently wins. Here the fi
 is composed first and every mapping checked; the error names the key's dotted path
 and both lines. Values are read exactly as PyYAML reads them (as Snakemake does),
 so both see the same config; numbers written as text (`1e-3` is a string in
-YAML 1.1) are turned into numbers later, by the schema (`attnsim.coerce`).
+YAML 1.1) are turned into numbers later, by the schema (`attnsim.config.coerce`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _key_path(path: list) -> str:
-    from attnsim.config import key_path  # local import: config imports this module
+    from attnsim.config.load import key_path  # local import: config imports this module
 
     return key_path(path)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnsim import store
-from attnsim.config import load_file
+from attnsim.config.load import load_file
 from attnsim.kinds import get_kind
-from attnsim.plan import plan_all
+from attnsim.plan.sweep import plan_all
+from attnsim.store import parquet as store
 
 
 def show(config: Path, root: Path) -> str:
