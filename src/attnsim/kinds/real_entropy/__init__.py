@@ -55,8 +55,29 @@ EXTRA = (
     Column("grad_rel_sink_rows", F64, "mean grad_rel of the sink-dominated rows; null without one"),
     Column("grad_rel_other_rows", F64, "mean grad_rel of the other rows; null without one"),
     Column("entropy_median", F64, "median entropy over the rows (the typical row)"),
+    Column("entropy_median_ci_low", F64, "lower end of the distribution-free 95% interval of the median entropy (order statistics)"),
+    Column("entropy_median_ci_high", F64, "upper end of that interval"),
     Column("grad_rel_median", F64, "median grad_rel over the rows (the typical row)"),
+    Column("grad_rel_median_ci_low", F64, "lower end of the distribution-free 95% interval of the median grad_rel"),
+    Column("grad_rel_median_ci_high", F64, "upper end of that interval"),
 )
+
+
+def median_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(median, low, high): the distribution-free interval [x_(j), x_(T+1-j)] of order statistics,
+    j the largest with P(Binomial(T, 1/2) < j) <= (1 - confidence)/2 (nan ends when T is too small)."""
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    t = x.size
+    tail, cumulative, j = (1 - confidence) / 2, 0.0, 0
+    for k in range(t + 1):
+        cumulative += math.comb(t, k) / 2.0**t
+        if cumulative > tail:
+            j = k  # P(B < k) <= tail < P(B <= k): j = k
+            break
+    median = float(np.median(x))
+    if j < 1:
+        return median, math.nan, math.nan
+    return median, float(x[j - 1]), float(x[t - j])
 
 THEORY = (
     LOG_N,
@@ -92,7 +113,7 @@ def extra_summary(metrics, p) -> dict[str, object]:
     for name in ("entropy", "grad_rel"):
         for label, mask in (("sink", sink), ("other", ~sink)):
             out[f"{name}_{label}_rows"] = float(np.mean(metrics[name][mask])) if mask.any() else None
-        out[f"{name}_median"] = float(np.median(metrics[name]))
+        out[f"{name}_median"], out[f"{name}_median_ci_low"], out[f"{name}_median_ci_high"] = median_interval(metrics[name])
     return out
 
 

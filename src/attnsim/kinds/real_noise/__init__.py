@@ -28,8 +28,9 @@ from attnsim.theory.noise import NOISE_FAMILIES
 # A row is sink-dominated when [CLS] and [SEP] together hold more than half of its weight (§5.12).
 SINK_ROW = 0.5
 # A row is in the delta method's regime when its predicted first correction
-# |3 kappa^2 - 2 mu3| / kappa * sum p^2 is below this (§2.8, §5.10): the per-row law's rows.
-ROW_CORRECTION = 0.05
+# |3 kappa^2 - 2 mu3| / kappa * sum p^2 is at most this, half the delta method's tolerance 0.05, so
+# the neglected term alone cannot move the ratio out of its band (§2.8, §5.10): the per-row law's rows.
+ROW_CORRECTION = 0.025
 
 PARAMS = (
     heads.n_param(),
@@ -85,8 +86,15 @@ EXTRA = (
     Column(
         "predicted_correction",
         F64,
-        "correction_coefficient * sum_p2_mean: the predicted relative size of the delta method's "
-        "first correction at this point (§2.8); null where there is none",
+        "correction_coefficient * the grad_sq-weighted mean of sum p^2 over the rows: the predicted "
+        "relative size of the delta method's first correction to err_ratio (a ratio of means, so "
+        "rows count by their predicted error; §2.8, §5.10); null where there is none",
+    ),
+    Column(
+        "next_truncation",
+        F64,
+        "the grad_sq-weighted mean over rows of (correction_coefficient * sum p^2)^3: the size of "
+        "the first term the next-order theory neglects (§5.10); null where there is none",
     ),
     Column("row_ratio", F64, f"mean over rows with correction below {ROW_CORRECTION} of sq_err / sq_err_pred: the per-row law"),
     Column("row_ratio_se", F64, "standard error of row_ratio (rows as independent)"),
@@ -151,8 +159,14 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     sum_p2 = 1.0 / metrics["n_eff"]
     coefficient = correction_coefficient(p["noise"], float(p["noise_scale"]))
     out["sum_p2_mean"] = float(np.mean(sum_p2))
-    out["predicted_correction"] = None if math.isnan(coefficient) else coefficient * float(np.mean(sum_p2))
     pred = metrics["sq_err_pred"]
+    grad = metrics["grad_sq"]
+    if math.isnan(coefficient) or not np.sum(grad) > 0:
+        out["predicted_correction"] = out["next_truncation"] = None
+    else:
+        weight = grad / np.sum(grad)
+        out["predicted_correction"] = float(coefficient * np.dot(weight, sum_p2))
+        out["next_truncation"] = float(np.dot(weight, (coefficient * sum_p2) ** 3))
     rows = (coefficient * sum_p2 < ROW_CORRECTION) & (pred > 0) & np.isfinite(pred) if math.isfinite(coefficient) else np.zeros(len(pred), bool)
     if rows.sum() >= 2:
         stats = mean_ci(metrics["sq_err"][rows] / pred[rows])
