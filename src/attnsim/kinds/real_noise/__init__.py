@@ -32,18 +32,11 @@ SINK_ROW = 0.5
 # the neglected term alone cannot move the ratio out of its band (§2.8, §5.10): the per-row law's rows.
 ROW_CORRECTION = 0.025
 
+# `keys` before layer and head: points are enumerated (and cut into chunk jobs) in this order, so a
+# job holds one window length and makes one model pass per trial, not one per window.
 PARAMS = (
     heads.n_param(),
     Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
-    *heads.layer_head_params(),
-    Param(
-        "noise",
-        STR,
-        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std "
-        "noise_scale (docs/science.md §2.3)",
-        choices=NOISE_FAMILIES,
-    ),
-    Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
     Param(
         "keys",
         I64,
@@ -55,6 +48,15 @@ PARAMS = (
         maximum=heads.corpus.MAX_POSITIONS,
         default=0,
     ),
+    *heads.layer_head_params(),
+    Param(
+        "noise",
+        STR,
+        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std "
+        "noise_scale (docs/science.md §2.3)",
+        choices=NOISE_FAMILIES,
+    ),
+    Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
 )
 
 METRICS = (

@@ -241,7 +241,8 @@ def within_head_slopes(s: pd.DataFrame, value: str = "rel_err_mean", se: str = "
                 "n_trials": int(part["n_trials"].sum()),
             }
         )
-    return pd.DataFrame(out)
+    columns = [*keys, "slope", "slope_se", "n_eff_slope", "n_eff_share", "in_delta", "windows", "n_trials"]
+    return pd.DataFrame(out, columns=columns)
 
 
 def _smallest_light_sigma(slopes: pd.DataFrame) -> pd.DataFrame:

@@ -41,9 +41,9 @@ def real_noise_map(summary: pd.DataFrame):
     fig, axes = plt.subplots(
         len(ns),
         len(settings),
-        figsize=(0.4 * len(heads) * len(settings) + 1.5, 0.42 * len(layers) * len(ns) + 1.8),
+        figsize=(0.4 * len(heads) * len(settings) + 1.5, 0.5 * len(layers) * len(ns) + 1.8),
         squeeze=False,
-        gridspec_kw={"wspace": 0.55},
+        gridspec_kw={"wspace": 0.55, "hspace": 0.75},
     )
     tol = THRESHOLDS.ratio_tolerance
     ratio_norm = mcolors.TwoSlopeNorm(vcenter=1.0, vmin=0.5, vmax=1.5)
@@ -182,6 +182,8 @@ def real_noise_within_heads(summary: pd.DataFrame):
     (ax_a, ax_b), (ax_c, ax_d) = axes
     slopes = within_head_slopes(summary) if "keys" in summary else pd.DataFrame()
     light_rows = summary[light(summary)]
+    if light_rows.empty:  # heavy tails only: their error (no theory line where kappa = inf)
+        light_rows = summary[summary["noise_scale"] > 0]
     sigma = float(light_rows["noise_scale"].min()) if len(light_rows) else np.nan
     nested = light_rows[(light_rows["keys"] > 0) & (light_rows["noise_scale"] == sigma)]
     layers = sorted(summary["layer"].unique())
@@ -193,7 +195,8 @@ def real_noise_within_heads(summary: pd.DataFrame):
     if len(nested):
         x = np.array(sorted(nested["n_keys"].unique()), float)
         kappa = float(nested["kappa"].iloc[0])
-        ax_a.plot(x, np.sqrt(kappa / x), "--", color="firebrick", lw=1.6)
+        if np.isfinite(kappa):
+            ax_a.plot(x, np.sqrt(kappa / x), "--", color="firebrick", lw=1.6)
         ax_c.plot(x, x, "--", color="firebrick", lw=1.6)
     for ax in (ax_a, ax_c):
         ax.set_xscale("log", base=2)
@@ -231,7 +234,8 @@ def real_noise_within_heads(summary: pd.DataFrame):
         n_eff = 1 / part["sum_p2_mean"]
         ax_d.scatter(n_eff, part["rel_err_mean"], c=[colours[layer] for layer in part["layer"]], s=18)
         x = np.geomspace(max(0.8, n_eff.min()), n_eff.max() * 1.2, 50)
-        ax_d.plot(x, np.sqrt(float(part["kappa"].iloc[0]) / x), "--", color="firebrick", lw=1.4)
+        if np.isfinite(part["kappa"].iloc[0]):
+            ax_d.plot(x, np.sqrt(float(part["kappa"].iloc[0]) / x), "--", color="firebrick", lw=1.4)
         ax_d.set_title(f"across heads at {n_show} keys: a cross-section, not a rate", fontsize=9.5)
     ax_d.set_xscale("log")
     ax_d.set_yscale("log")
@@ -267,6 +271,10 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
             ax.text(0.5, 0.5, "no trials", ha="center", transform=ax.transAxes)
         return fig
     rows = trials[trials["noise"].isin(LIGHT) & (trials["noise_scale"] > 0)]
+    if rows.empty:
+        for ax in (ax_a, ax_b):
+            ax.text(0.5, 0.5, "no light-tailed noise (finite κ) in this experiment", ha="center", transform=ax.transAxes)
+        return fig
     sigma = float(rows["noise_scale"].min())
     rows = rows[(rows["noise_scale"] == sigma) & (rows["sq_err_pred"] > 0) & (rows["spread"] > 0)]
     if len(rows) > MAX_ROWS:
