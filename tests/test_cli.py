@@ -121,9 +121,9 @@ def test_bad_config_and_bad_arguments(filled, capsys):
 
 
 def one_point_spec(trials: int) -> str:
+    from attnsim.config.grid import make_point
     from attnsim.kinds import get_kind
     from attnsim.plan.chunkspec import ChunkSpec
-    from attnsim.plan.grid import make_point
 
     point = make_point("noisy_attention", {"n": 16, "d": 4, "logit_scale": 1.0, "noise": "gaussian", "noise_draws": 1, "noise_scale": 0.5})
     return ChunkSpec("robustness", get_kind("noisy_attention"), 7, trials, (point,)).to_json()

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from attnsim.config.grid import make_point
 from attnsim.kinds import all_kinds
-from attnsim.plan.grid import make_point
 from attnsim.run.simulate import simulate_points
 
 EXTREMES = {

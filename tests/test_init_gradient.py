@@ -11,8 +11,8 @@ import pytest
 from oracles import init_gradient as oracle
 from scipy import stats
 
+from attnsim.config.grid import make_point
 from attnsim.kinds.init_gradient import KIND, kernel
-from attnsim.plan.grid import make_point
 from attnsim.run.simulate import simulate_points
 
 METRICS = ("entropy", "grad_sq", "jacobian_fro", "n_eff")

@@ -10,8 +10,8 @@ import pytest
 from oracles import logit_entropy as oracle
 from scipy import stats
 
+from attnsim.config.grid import make_point
 from attnsim.kinds.logit_entropy import KIND, kernel
-from attnsim.plan.grid import make_point
 from attnsim.run.simulate import simulate_points
 from attnsim.theory.entropy import small_scale_entropy
 

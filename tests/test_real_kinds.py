@@ -20,12 +20,12 @@ from oracles import real_noise as noise_oracle
 from oracles import real_temperature as temperature_oracle
 
 from attnsim.cli import main
+from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.errors import AssetError, AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.plan.grid import make_point
 from attnsim.run.simulate import run_chunk, simulate_points
 
 REAL = ("real_noise", "real_entropy", "real_temperature")
@@ -481,3 +481,17 @@ def test_real_entropy_medians_have_distribution_free_intervals():
     assert all(math.isnan(x) for x in median_interval(np.arange(5.0))[1:])  # 5 rows cannot give 95%
     low, high = wilson(72, 72)
     assert high == 1.0 and low == pytest.approx(0.9493, abs=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["real_noise", "real_entropy"])
+def test_every_claim_declares_its_regime_reason_and_band_before_the_data(kind):
+    """Issue 21's form for the trained-head claims: role, regime and reason (a docs/science.md
+    section) declared with no data; an equivalence claim's tolerance is one of its THRESHOLDS."""
+    module = get_kind(kind).submodule("claims")
+    values = set(vars(module.THRESHOLDS).values())
+    for judge in module.CLAIMS:
+        claim = judge(None)
+        assert claim.verdict == "not measured" and claim.role == "evidence" and claim.regime
+        assert claim.reason.startswith("docs/science.md §"), claim.reason
+        if not math.isnan(claim.tolerance):
+            assert claim.tolerance in values

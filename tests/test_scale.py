@@ -14,10 +14,10 @@ import pytest
 from conftest import REPO, small_config
 from test_training_kinds import CONTRASTIVE, RECALL
 
+from attnsim.config.grid import expand, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.config.load import load, load_file
 from attnsim.kinds import all_kinds
 from attnsim.plan import cost as resources
-from attnsim.plan.grid import expand, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
 from attnsim.run.collect import summarise_chunks, summarise_points, trials_by_point
 from attnsim.run.simulate import run_chunk, simulate_points
@@ -38,8 +38,27 @@ GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
     "init_gradient": {"n": [16], "d": [16, 8], "scale": [0.1, 100, 1e-3]},
     "recall_training": RECALL,  # lr 16 diverges: +inf/NaN trials, the finite-only metrics
     "contrastive_training": CONTRASTIVE,
+    "precision_attention": {
+        "n": [16],
+        "d": [4],
+        "logit_scale": [0, 3],
+        "outlier_channels": [1],
+        "outlier_scale": [10],
+        "format": ["float8_e4m3fn", "bfloat16"],
+        "site": ["logits", "qk_rotated", "probs"],
+    },
+    "attention_dropout": {
+        "n": [16],
+        "d": [2],
+        "logit_scale": [1],
+        "value_mean": [0, 2],
+        "noise_draws": [2],
+        "rate": [0, 0.5],
+        "form": ["transformers", "logit"],
+    },
 }
 DEFAULT_GRIDS = {e.kind: e.grid for e in load_file(REPO / "config.yaml").experiments.values()}  # every kind, assets or not
+DEFAULT_GRIDS.setdefault("real_precision", {"n": [12], "layer": [0, 5], "head": [3], "format": ["bfloat16"], "site": ["logits", "qk"]})  # preset only
 
 
 def any_grid(kind: str) -> dict:
@@ -68,7 +87,7 @@ def test_every_kind_is_covered():
 
 
 def test_chunk_bounds_is_grid_chunk():
-    from attnsim.plan.grid import chunk
+    from attnsim.config.grid import chunk
 
     rng = np.random.default_rng(3)
     costs = rng.choice([16.0, 64.0, 256.0, 1e4], 500)
@@ -175,7 +194,7 @@ def test_simulate_points_unchanged_by_points_from_rows():
 
 
 def test_config_check_does_not_expand_the_grid(monkeypatch):
-    from attnsim.plan import grid as grid_module
+    from attnsim.config import grid as grid_module
 
     monkeypatch.setattr(grid_module, "make_point", lambda *a, **k: pytest.fail("a point was made"))
     monkeypatch.setattr(grid_module, "expand", lambda *a, **k: pytest.fail("the grid was expanded"))

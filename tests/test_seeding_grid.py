@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from conftest import small_config
 
+from attnsim.config.grid import chunk, chunk_id, expand, make_point
 from attnsim.config.load import load, load_file
 from attnsim.kinds import all_kinds
-from attnsim.plan.grid import chunk, chunk_id, expand, make_point
 from attnsim.plan.sweep import MAX_CHUNK_COST_RATIO, plan_experiment
 from attnsim.seeding import block_generator, canonical_value, point_id
 

@@ -7,12 +7,12 @@ import pyarrow as pa
 import pytest
 from conftest import small_config
 
+from attnsim.config.grid import expand, make_point
 from attnsim.config.load import load
 from attnsim.errors import ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.plan.grid import expand, make_point
 from attnsim.run.simulate import simulate_points, trials_table
 
 

@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from attnsim.config.grid import make_point
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.plan.grid import make_point
 from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 

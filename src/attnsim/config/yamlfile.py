@@ -20,10 +20,12 @@ from attnsim.errors import ConfigError
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _key_path(path: list) -> str:
-    from attnsim.config.load import key_path  # local import: config imports this module
-
-    return key_path(path)
+def key_path(path) -> str:
+    """A key's place in the config as the error messages name it: `experiments.x.grid.n[2]`."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "config"
 
 
 def duplicate_keys(node: yaml.Node, path: list | None = None, seen: set | None = None):
@@ -51,7 +53,7 @@ def duplicate_keys(node: yaml.Node, path: list | None = None, seen: set | None =
 def check_duplicates(text: str, where: str) -> None:
     """ConfigError for the first key given twice in `text` (a file named `where`)."""
     for path, key, line, again in duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader)):
-        raise ConfigError(f"{where}: {_key_path([*path, key])}: key given twice (lines {line} and {again}); keep one")
+        raise ConfigError(f"{where}: {key_path([*path, key])}: key given twice (lines {line} and {again}); keep one")
 
 
 def load(path: str | Path):

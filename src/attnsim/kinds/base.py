@@ -45,8 +45,8 @@ class Param(Column):
     The experiment's `grid.<name>` is a non-empty list of distinct values; each value must be of
     the column's type, within [minimum, maximum] (or above `exclusive_minimum`), one of
     `choices` if given. `config.schema` generates the JSON Schema from these declarations.
-    A parameter added to an existing kind declares a `default`: a config that leaves it out of
-    the grid gets `[default]`, so configs written before it keep working.
+    A parameter with a `default` may be left out of a grid: it then takes the one value
+    [default] (so a parameter added to a kind keeps existing configs valid).
     """
 
     minimum: float | None = None

@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
+from attnsim.config.grid import Point, chunk_id, points_from_rows
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.plan.grid import Point, chunk_id, points_from_rows
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from attnsim.config.grid import GridColumns, Point, canonical_column_value, chunk_id_of, grid_columns, points_from_rows, row_ids
 from attnsim.config.load import Settings
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
 from attnsim.plan import cost as resources
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.plan.grid import GridColumns, Point, canonical_column_value, chunk_id_of, grid_columns, points_from_rows, row_ids
 from attnsim.store import parquet as store
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its

@@ -13,10 +13,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from attnsim.config.grid import GridColumns, Point, grid_columns
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
-from attnsim.plan.grid import GridColumns, Point, grid_columns
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
 from attnsim.store import parquet as store
@@ -235,6 +235,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
+        cpu_classes=store.cpu_classes(chunk_paths, spec["experiment"]),
         **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from attnsim.kinds import real_model
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N_EFF, STR
 from attnsim.kinds.real_entropy import kernel
@@ -21,7 +22,7 @@ from attnsim.theory.entropy import rem_entropy, small_scale_entropy
 BERT_STD = 0.02  # BERT's initializer_range
 
 PARAMS = (
-    heads.n_param(),
+    real_model.n_param(),
     Param(
         "init_std",
         F64,
@@ -29,7 +30,7 @@ PARAMS = (
         minimum=0,
         maximum=10,
     ),
-    *heads.layer_head_params(),
+    *real_model.layer_head_params(),
 )
 
 METRICS = (
@@ -47,6 +48,7 @@ METRICS = (
 
 # A row is sink-dominated when [CLS] and [SEP] together hold more than half of its weight (§5.12).
 SINK_ROW = 0.5
+SINK_EPSILON = 0.3  # Gu et al. 2024: a token is a sink of a head when the mean attention it receives exceeds this
 
 EXTRA = (
     Column("sink_rows", F64, f"share of rows whose [CLS] + [SEP] weight exceeds {SINK_ROW}"),
@@ -126,6 +128,10 @@ def headline(s) -> str:
     if len(trained):
         sinks = trained.groupby("layer")["sink_weight_mean"].mean()
         parts.append("trained [CLS]/[SEP] weight per layer: " + ", ".join(f"L{k} {v:.2f}" for k, v in sinks.items()))
+        if "cls_weight_mean" in trained:
+            per_head = trained.groupby(["layer", "head"])[["cls_weight_mean", "sep_weight_mean"]].mean()
+            sink = per_head.max(axis=1) > SINK_EPSILON
+            parts.append(f"heads with a sink (mean attention received > {SINK_EPSILON}): {int(sink.sum())} of {len(sink)}")
     return "; ".join(parts)
 
 

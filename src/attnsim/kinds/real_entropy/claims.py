@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from attnsim.claims.engine import Claim, one_sided_verdict, pooled, select_regime
-from attnsim.kinds.real_entropy import SINK_ROW
+from attnsim.kinds.real_entropy import SINK_EPSILON, SINK_ROW
+from attnsim.models.heads import LAYERS
 
 FIGURE, FIGURE_SINKS = "real_entropy_layers", "real_entropy_sinks"
 Z975 = 1.959963984540054
@@ -34,7 +35,7 @@ class Thresholds:
     # are 3 and 4 (0-based), fixed before the data (§5.12)
     clark_depth: tuple[float, float] = (5.5 / 12, 9.5 / 12)
     sep_share: float = 0.5
-    sink_epsilon: float = 0.3  # Gu et al. 2024: a token is a sink when the mean attention it receives exceeds this
+    sink_epsilon: float = SINK_EPSILON  # Gu et al. 2024: a token is a sink when the mean attention it receives exceeds this
 
 
 THRESHOLDS = Thresholds()
@@ -206,8 +207,6 @@ def sep_sink(s: pd.DataFrame | None) -> Claim:
         claim.evidence = "summary without sep_weight (algorithm version 1)"
         return claim
     trained = s[s["init_std"] == 0]
-    from attnsim.models.heads import LAYERS
-
     depth = _layer_depth(trained["layer"], LAYERS)
     rows = select_regime(claim, trained, (depth >= low) & (depth <= high), FIGURE_SINKS)
     if rows is None:

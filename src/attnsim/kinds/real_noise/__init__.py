@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from attnsim.errors import ConfigError
-from attnsim.kinds import logit_noise
+from attnsim.kinds import logit_noise, real_model
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, I64, STR
 from attnsim.kinds.real_noise import kernel
@@ -35,7 +35,7 @@ ROW_CORRECTION = 0.025
 # `keys` before layer and head: points are enumerated (and cut into chunk jobs) in this order, so a
 # job holds one window length and makes one model pass per trial, not one per window.
 PARAMS = (
-    heads.n_param(),
+    real_model.n_param(),
     Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
     Param(
         "keys",
@@ -48,7 +48,7 @@ PARAMS = (
         maximum=heads.corpus.MAX_POSITIONS,
         default=0,
     ),
-    *heads.layer_head_params(),
+    *real_model.layer_head_params(),
     Param(
         "noise",
         STR,
