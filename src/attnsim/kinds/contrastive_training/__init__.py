@@ -253,6 +253,22 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last float list)
+    example={
+        "trials": 8,
+        "grid": {
+            "n": [16, 32],
+            "classes": [8, 16],
+            "latent_dim": [8],
+            "input_dim": [32],
+            "embed_dim": [8],
+            "view_noise": [2.0],
+            "tau": [0.1, 0.2],
+            "optimiser": ["adam"],
+            "lr": [0.01],
+            "steps": [50],
+        },
+    },
     name="contrastive_training",
     package=__name__,
     description="InfoNCE training of a linear encoder across temperatures, class or instance "
