@@ -16,6 +16,7 @@ class Thresholds:
     kappa_eff_max: float = 0.01  # the first-order regime of §11.4 (neglected terms <= ~3%)
     flushed_max: float = 1e-3
     ratio_tolerance: float = 0.05
+    min_heads: int = 3  # a layer's between-head interval needs at least this many points
 
 
 THRESHOLDS = Thresholds()
@@ -64,6 +65,10 @@ def iid_delta(s: pd.DataFrame | None) -> Claim:
     if rows is None:
         return claim
     layers = per_layer(rows, "ratio_iid_mean")
+    layers = layers[layers["heads"] >= t.min_heads]
+    if layers.empty:
+        claim.verdict = "outside regime"
+        return claim
     claim.per_point(layers, "value", "low", "high", 1.0, t.ratio_tolerance, describe=_describe)
     claim.evidence += f"; the rounding model's factor over the i.i.d. method: {rows['iid_factor_model'].min():.2f}-{rows['iid_factor_model'].max():.2f}"
     return claim
@@ -79,7 +84,7 @@ def model_delta(s: pd.DataFrame | None) -> Claim:
         number="mean (95% CI)",
         role="evidence",
         regime=f"real_precision, kappa_eff <= {t.kappa_eff_max} (or site output), no saturation, <= {t.flushed_max:g} flushed; "
-        "per layer, format and site, the points of its heads pooled",
+        f"per layer, format and site with >= {t.min_heads} heads in the regime, their points pooled",
         reason=REASON,
         compared_to="1: mean over rows of sq_err / sq_err_model, per layer, format and site",
         threshold=f"every group's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
@@ -88,6 +93,10 @@ def model_delta(s: pd.DataFrame | None) -> Claim:
     if rows is None:
         return claim
     groups = per_layer(rows, "ratio_model_mean", keys=("layer", "format", "site"))
+    groups = groups[groups["heads"] >= t.min_heads]
+    if groups.empty:
+        claim.verdict = "outside regime"
+        return claim
     return claim.per_point(
         groups,
         "value",
