@@ -206,7 +206,7 @@ def load(config: dict) -> Settings:
             name=name,
             kind=spec["kind"],
             trials=spec["trials"],
-            grid=spec["grid"],
+            grid=get_kind(spec["kind"]).with_defaults(spec["grid"]),
             description=spec.get("description", ""),
             target_se=spec.get("target_se"),
             max_trials=spec.get("max_trials"),

@@ -44,13 +44,16 @@ class Param(Column):
 
     The experiment's `grid.<name>` is a non-empty list of distinct values; each value must be of
     the column's type, within [minimum, maximum] (or above `exclusive_minimum`), one of
-    `choices` if given. `config.schema` generates the JSON Schema from these declarations.
+    `choices` if given. `config.schema` generates the JSON Schema from these declarations. A
+    parameter with a `default` may be left out of a grid: it then takes `[default]` (so a kind
+    can gain a parameter without breaking the configs written before it).
     """
 
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: float | None = None
     choices: tuple[str, ...] = ()
+    default: object = None
 
     def item_schema(self) -> dict:
         if self.choices:
@@ -128,9 +131,14 @@ class Kind:
         return {
             "type": "object",
             "additionalProperties": False,
-            "required": list(self.param_names),
+            "required": [p.name for p in self.params if p.default is None],
             "properties": {p.name: p.list_schema() for p in self.params},
         }
+
+    def with_defaults(self, grid: Mapping[str, list]) -> dict[str, list]:
+        """The grid with every left-out parameter that has a default set to `[default]`."""
+        filled = {p.name: [p.default] for p in self.params if p.default is not None and p.name not in grid}
+        return {**grid, **filled}
 
     def submodule(self, name: str):
         """The kind's `figures` or `claims` module, imported only when needed (plotting is slow to import)."""
