@@ -23,8 +23,8 @@ import numpy as np
 import yaml
 from threadpoolctl import threadpool_limits
 
-from attnsim.config import load
-from attnsim.plan import plan_all, write_specs
+from attnsim.config.load import load
+from attnsim.plan.sweep import plan_all, write_specs
 from benchmarks import naive
 from benchmarks.table import Row
 from benchmarks.workflow import planned_jobs  # the tests' parser of Snakemake's dry-run job table
@@ -108,7 +108,7 @@ def planning_rows(repeats: int, quick: bool) -> list[Row]:
         rows += [
             Row(f"scale: {label} points, snakemake -n", statistics.median(walls), "s", target[0], note=f"median; {spread(walls)}; empty store; {load_text()}"),
             Row(f"scale: {label} points, snakemake -n peak RSS", max(rss), "MiB", target[1], note="largest over the repeats"),
-            Row(f"scale: {label} points, planning alone", planning, "s", note="attnsim.plan.plan_all in-process (ids, costs, chunks)"),
+            Row(f"scale: {label} points, planning alone", planning, "s", note="attnsim.plan.sweep.plan_all in-process (ids, costs, chunks)"),
             Row(f"scale: {label} points, chunk jobs (laptop default)", jobs, "jobs", note="job_minutes 2 (the default); rows per job <= 2^22"),
             Row(
                 f"scale: {label} points, chunk jobs (SLURM profile)",
@@ -252,9 +252,9 @@ def build_store(directory: Path, cores: int) -> float:
 def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
     import pyarrow.parquet as pq
 
-    from attnsim import store
-    from attnsim.config import load_file
-    from attnsim.plan import experiment_json
+    from attnsim.config.load import load_file
+    from attnsim.plan.sweep import experiment_json
+    from attnsim.store import parquet as store
 
     rows = []
     root = directory / "results/store"

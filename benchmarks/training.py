@@ -28,7 +28,7 @@ from threadpoolctl import threadpool_limits
 
 from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.kinds.recall_training import kernel as rt
-from attnsim.tuning import tune_allocator
+from attnsim.run.tuning import tune_allocator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from training_oracles import contrastive_naive_run, recall_naive_run

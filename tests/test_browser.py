@@ -54,7 +54,7 @@ SCREENSHOTS = REPO / "docs" / "screenshots"
 DOCS_SHOTS = ("report-home", "report-figure", "report-claims")  # the ones docs/screenshots/ keeps
 SCREENSHOT_MAX_BYTES = 300_000
 FIGURE_SHOWN = ("robustness", "collapse")  # the figure page in docs/screenshots/report-figure.png
-VERDICTS = ("holds", "fails", "outside regime", "not measured")
+VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
 CSS = "css selector"  # selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
 WAIT = 60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
 

@@ -8,13 +8,13 @@ import math
 import pandas as pd
 import pytest
 
-from attnsim import store
 from attnsim.claims import engine, io
 from attnsim.kinds import all_kinds
 from attnsim.kinds.init_gradient import claims as gradient_claims
 from attnsim.kinds.logit_entropy import claims as entropy_claims
 from attnsim.kinds.noisy_attention import claims as noisy_claims
 from attnsim.kinds.temperature_entropy import claims as temperature_claims
+from attnsim.store import parquet as store
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 from attnsim.theory.noise import kappa
 
@@ -146,9 +146,9 @@ def test_config_without_experiments_gives_not_measured(tmp_path):
 def test_entropy_bounds_covers_every_trial_through_the_summaries():
     from types import SimpleNamespace
 
-    from attnsim.grid import expand
-    from attnsim.simulate import simulate_points
-    from attnsim.summarise import summarise_points
+    from attnsim.config.grid import expand
+    from attnsim.run.collect import summarise_points
+    from attnsim.run.simulate import simulate_points
 
     points = expand(SimpleNamespace(kind="logit_entropy", grid={"n": [2, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1e4]}))
     summary = summarise_points("logit_entropy", "ent", simulate_points("logit_entropy", 1, 10, points), points).to_pandas()

@@ -17,15 +17,15 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
-from attnsim import store
 from attnsim.claims import engine, render
 from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
 from attnsim.cli import main
-from attnsim.config import load
+from attnsim.config.load import load
 from attnsim.kinds import get_kind
-from attnsim.plan import experiment_json, plan_experiment
-from attnsim.simulate import run_chunk
-from attnsim.summarise import collect
+from attnsim.plan.sweep import experiment_json, plan_experiment
+from attnsim.run.collect import collect
+from attnsim.run.simulate import run_chunk
+from attnsim.store import parquet as store
 
 # A tiny run with one experiment of every kind, each grid reaching every claim's regime.
 TINY = {
@@ -114,7 +114,7 @@ def test_every_claim_declares_its_fields(tiny_run):
     for c in claims:
         assert c.statement in STATEMENTS and c.number in NUMBER_KINDS, c.claim_id
         assert c.threshold and c.compared_to, c.claim_id
-        assert c.verdict in ("holds", "fails"), (c.claim_id, c.verdict)  # the tiny grid reaches every regime
+        assert c.verdict in ("holds", "fails", "inconclusive"), (c.claim_id, c.verdict)  # the tiny grid reaches every regime
         assert c.figure and c.points > 0 and c.trials > 0 and c.experiments, c.claim_id
 
 
@@ -187,7 +187,7 @@ def test_html_is_semantic_a_table_per_statement_a_row_per_claim(tiny_run):
     page = Links()
     page.feed((tiny_run / "claims.html").read_text())
     claims = written_claims(tiny_run, measured_only=False)
-    assert page.tables == len({c.statement for c in claims}) >= 3
+    assert page.tables == len(render.groups(claims)) == len({c.statement for c in claims if c.role == "evidence"}) + 1 >= 4
     rows = [r for r in page.rows if r["id"]]
     assert [r["id"] for r in rows] == [c.claim_id for g in render.groups(claims) for c in g[1]]
     assert {r["id"]: r["verdict"] for r in rows} == {c.claim_id: c.verdict for c in claims}
@@ -222,25 +222,57 @@ def test_each_number_kind_is_labelled_and_rounded(number, values, expected):
 
 def test_what_a_claim_is_compared_with():
     assert render.compared_text(claim("onset", 50, 50, 50, compared_to="no prediction of the scale")) == "no prediction of the scale"
-    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "1 (the delta method)"
+    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "predicted 1 (the delta method)"
     with_dev = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0)
     with_dev.rel_deviation = -0.0088
     assert render.deviation_text(with_dev) == "-0.88%"
 
 
 def test_groups_follow_the_statements_and_tally_each():
-    def c(i, statement, verdict):
-        return Claim(i, "", "", statement=statement, verdict=verdict)
+    def c(i, statement, verdict, role="evidence"):
+        return Claim(i, "", "", statement=statement, verdict=verdict, role=role)
 
-    claims = [c("t1", "temperature", "holds"), c("r1", "robustness", "holds"), c("new", "training", "fails"), c("r2", "robustness", "not measured")]
+    claims = [
+        c("t1", "temperature", "holds"),
+        c("b1", "temperature", "holds", role="sanity"),
+        c("r1", "robustness", "holds"),
+        c("new", "training", "fails"),
+        c("r2", "robustness", "not measured"),
+        c("r3", "robustness", "inconclusive"),
+        c("b2", "information", "holds", role="sanity"),
+    ]
     grouped = render.groups(claims)
-    assert [(k, [x.claim_id for x in v]) for k, v in grouped] == [("robustness", ["r1", "r2"]), ("temperature", ["t1"]), ("training", ["new"])]
-    assert render.tally(grouped[0][1]) == "1 of 2 hold; 1 not measured"
-    assert render.tally(grouped[1][1]) == "1 of 1 hold"
-    assert render.tally(claims) == "2 of 4 hold; 1 fails, 1 not measured"
+    assert [(k, [x.claim_id for x in v]) for k, v in grouped] == [
+        ("robustness", ["r1", "r2", "r3"]),
+        ("temperature", ["t1"]),
+        ("training", ["new"]),
+        ("sanity", ["b1", "b2"]),
+    ]
+    assert [x.claim_id for x in render.ordered(claims)] == ["r1", "r2", "r3", "t1", "new", "b1", "b2"]
+    assert render.group_tally(*grouped[0]) == "1 of 3 hold; 1 inconclusive, 1 not measured"
+    assert render.group_tally(*grouped[1]) == "1 of 1 hold"
+    assert render.group_tally(*grouped[3]) == "2 sanity checks: all pass"
+    assert render.tally(claims) == "5 evidence claims: 2 hold, 1 fail, 1 inconclusive, 1 not measured; 2 sanity checks: all pass"
+    claims[1].verdict = "fails"
+    assert render.tally(claims).endswith("; 2 sanity checks: 1 pass, 1 fail")
     assert render.title("training") == "Training"  # a statement a new kind brings, before it has a title
     markdown = render.markdown(claims)
     assert markdown.index("## 1. Robustness") < markdown.index("## 2. Temperature") < markdown.index("## 3. Training: 0 of 1 hold; 1 fails")
+    assert markdown.index("## 3. Training") < markdown.index("## 4. Sanity checks: 2 sanity checks: 1 pass, 1 fail")
+
+
+def test_predicted_only_for_the_number_the_verdict_is_about():
+    """An equivalence claim shows 'predicted X ± tol'; a one-sided claim shows its bound as
+    'compared with', never a theory number its verdict is not about."""
+    eq = Claim("eq", "", "", number="mean (95% CI)", tolerance=0.05)
+    eq.equivalence(1.0, {"mean": 0.99, "ci_low": 0.98, "ci_high": 1.0}, None, "")
+    assert render.compared_text(eq).startswith("predicted 1 ± 0.05") and "predicted 1 ± 0.05" in render.terminal([eq], 100)
+    assert "detectable deviation ±0.01 (tolerance ±0.05)" in render.terminal([eq], 100)
+    slow = Claim("slow", "", "", number="fitted slope (95% CI)", compared_to="theory: k* - 2 = 0.8284")
+    slow.predicted = 0.8284  # set by a caller before the one-sided judgement: one_sided clears it
+    slow.one_sided({"mean": 0.54, "ci_low": 0.43, "ci_high": 0.68}, 1.0, "below", "")
+    out = render.terminal([slow], 100)
+    assert slow.verdict == "holds" and "predicted" not in out and "compared with: below 1" in out
 
 
 def test_markdown_groups_and_links(tiny_run):
@@ -248,7 +280,7 @@ def test_markdown_groups_and_links(tiny_run):
     claims = written_claims(tiny_run, measured_only=False)
     assert text.startswith(f"# Claims: {render.tally(claims)}")
     for number, (key, members) in enumerate(render.groups(claims), 1):
-        assert f"## {number}. {render.title(key)}: {render.tally(members)}" in text
+        assert f"## {number}. {render.title(key)}: {render.group_tally(key, members)}" in text
     for target in re.findall(r"\]\(([^)]+)\)", text):
         assert (tiny_run / target).is_file(), target
 
@@ -261,12 +293,17 @@ def test_cli_formats(tiny_run, capsys, monkeypatch):
 
     main(args + ["--format", "json"])
     rows = json.loads(capsys.readouterr().out)
+    assert [c.claim_id for c in claims] == [c.claim_id for c in render.ordered(claims)]  # the grouped table's order
     assert [r["claim_id"] for r in rows] == [c.claim_id for c in claims]
     assert all(isinstance(r["points"], int) and (r["measured"] is None or isinstance(r["measured"], float)) for r in rows)
 
     main(args + ["--format", "csv"])
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert len(table) == len(claims) and {"number", "threshold", "figure", "points", "trials"} <= set(table[0])
+    assert len(table) == len(claims) and {"number", "threshold", "figure", "points", "trials", "role", "regime"} <= set(table[0])
+    assert [r["claim_id"] for r in table] == [c.claim_id for c in claims]
+
+    main(args + ["--format", "latex"])
+    check_latex(capsys.readouterr().out, claims)
 
     main(args + ["--format", "markdown"])
     markdown = capsys.readouterr().out
@@ -276,12 +313,57 @@ def test_cli_formats(tiny_run, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     main(args)
     out = capsys.readouterr().out
-    assert out.startswith(f"claims: {render.tally(claims)}")
     assert all(len(line) <= 80 for line in out.splitlines()), max(out.splitlines(), key=len)
     flowing = " ".join(out.split())  # long titles wrap at 80 columns
+    assert flowing.startswith(f"claims: {render.tally(claims)}")
     for number, (key, members) in enumerate(render.groups(claims), 1):
-        assert f"{number}. {render.title(key)}: {render.tally(members)}" in flowing
+        assert f"{number}. {render.title(key)}: {render.group_tally(key, members)}" in flowing
     assert all(c.claim_id in out and c.number in flowing for c in claims)
+
+
+def check_latex(text: str, claims: list[Claim]) -> None:
+    """The LaTeX table compiles if a TeX engine is installed; otherwise (this machine has none) its
+    structure is checked: one booktabs tabular, balanced braces, ASCII only, no unescaped special
+    character, four cells per row, every claim once and in the grouped table's order."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    body = [line for line in text.splitlines() if line and not line.startswith("%")]
+    assert body[0] == "\\begin{tabular}{@{}llll@{}}" and body[1] == "\\toprule" and body[-2:] == ["\\bottomrule", "\\end{tabular}"]
+    assert text.isascii()
+    unescaped = re.sub(r"\\[A-Za-z]+|\\.", "", "\n".join(body))
+    assert unescaped.count("{") == unescaped.count("}")
+    assert not re.search(r"[_%#~^]", unescaped), re.findall(r".{20}[_%#~^].{5}", unescaped)
+    assert unescaped.count("$") % 2 == 0
+    rows = [line for line in body if line.endswith("\\\\")]
+    ids = []
+    for line in rows[1:]:
+        cells = re.split(r"(?<!\\)&", line[: -len("\\\\")])
+        if line.startswith("\\multicolumn"):
+            assert len(cells) == 1
+            continue
+        assert len(cells) == 4, line
+        ids.append(re.match(r"\\texttt\{(.*)\}", cells[0].strip()).group(1).replace("\\_", "_"))
+        assert cells[3].strip() in engine.VERDICTS
+    assert ids == [c.claim_id for c in render.ordered(claims)]
+    assert sum(line.startswith("\\multicolumn") for line in rows) == len(render.groups(claims))
+    engine_path = shutil.which("pdflatex") or shutil.which("lualatex")
+    if engine_path:
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "table.tex").write_text(text)
+            Path(tmp, "doc.tex").write_text("\\documentclass{article}\\usepackage{booktabs}\\begin{document}\\input{table}\\end{document}\n")
+            done = subprocess.run([engine_path, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp, capture_output=True, text=True)
+            assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_latex_escapes_what_tex_reads_as_commands():
+    c = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0, tolerance=0.05)
+    c.claim_id, c.verdict = "a_b_c", "holds"
+    text = render.latex([c])
+    check_latex(text, [c])
+    assert "\\texttt{a\\_b\\_c}" in text and "1 $\\pm$ 0.05" in text
+    assert render.tex("50% & $x_1$ ~ #1 σ") == "50\\% \\& \\$x\\_1\\$ \\textasciitilde{} \\#1 $\\sigma$"
 
 
 def test_terminal_fits_any_width():

@@ -15,12 +15,12 @@ import pytest
 import yaml
 from conftest import REPO, small_config
 
-from attnsim import store
 from attnsim.cli import main
-from attnsim.config import load
-from attnsim.plan import experiment_json, plan_experiment
-from attnsim.simulate import run_chunk
-from attnsim.summarise import collect
+from attnsim.config.load import load
+from attnsim.plan.sweep import experiment_json, plan_experiment
+from attnsim.run.collect import collect
+from attnsim.run.simulate import run_chunk
+from attnsim.store import parquet as store
 
 
 @pytest.fixture
@@ -121,9 +121,9 @@ def test_bad_config_and_bad_arguments(filled, capsys):
 
 
 def one_point_spec(trials: int) -> str:
-    from attnsim.chunkspec import ChunkSpec
-    from attnsim.grid import make_point
+    from attnsim.config.grid import make_point
     from attnsim.kinds import get_kind
+    from attnsim.plan.chunkspec import ChunkSpec
 
     point = make_point("noisy_attention", {"n": 16, "d": 4, "logit_scale": 1.0, "noise": "gaussian", "noise_draws": 1, "noise_scale": 0.5})
     return ChunkSpec("robustness", get_kind("noisy_attention"), 7, trials, (point,)).to_json()
@@ -274,7 +274,7 @@ def test_connection_itself_is_confined(outside, sql):
     """Even past the read-only check, DuckDB itself refuses: external access off, settings locked."""
     import duckdb
 
-    from attnsim.query import connect
+    from attnsim.store.query import connect
 
     con = connect(outside / "results/store")
     with pytest.raises(duckdb.Error):

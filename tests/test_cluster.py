@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from attnsim import cluster
-from attnsim.cluster import ClusterFitError, Partition, Request
+from attnsim.plan import cluster
+from attnsim.plan.cluster import ClusterFitError, Partition, Request
 
 # `sinfo --noheader --Node --format '%P|%c|%m|%l'` on the test cluster (tests/slurm/local-cluster.sh)
 LOCAL = "debug*|2|23000|infinite\n"

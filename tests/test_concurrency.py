@@ -14,8 +14,9 @@ import pytest
 from test_interruption import attnsim_run, checkout, chunks, config
 from workflow_helpers import point_rows, write_config
 
-from attnsim import query, store
 from attnsim.errors import QueryError
+from attnsim.store import parquet as store
+from attnsim.store import query
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from conftest import REPO, small_config
 
-from attnsim.config import load, load_file
+from attnsim.config.load import load, load_file
 from attnsim.errors import ConfigError
 
 
@@ -121,13 +121,13 @@ def test_load_file_errors(tmp_path):
 
 
 def test_schema_file_in_workflow_is_the_package_base_schema():
-    from attnsim.config import base_schema
+    from attnsim.config.load import base_schema
 
     assert yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text()) == base_schema()
 
 
 def test_schema_grid_keys_match_kind_parameters():
-    from attnsim.config import schema
+    from attnsim.config.load import schema
     from attnsim.kinds import all_kinds
 
     defs = schema()["$defs"]
@@ -216,7 +216,7 @@ def test_equal_configs_written_differently_hash_alike(tmp_path):
 
 
 def test_coerce_numbers_follows_any_schema_shape():
-    from attnsim.coerce import coerce_numbers
+    from attnsim.config.coerce import coerce_numbers
 
     schema = {
         "type": "object",
@@ -266,7 +266,7 @@ def test_keys_given_twice_are_refused_with_both_lines(tmp_path, capsys, old, new
 
 def test_yaml_merge_keys_are_not_duplicates(tmp_path):
     text = SMALL_YAML.replace("experiments:", "defaults: &d {kind: noisy_attention, trials: 20}\nexperiments:")
-    from attnsim.yamlfile import check_duplicates
+    from attnsim.config.yamlfile import check_duplicates
 
     check_duplicates("a: &x {b: 1}\nc:\n  <<: *x\n  b: 2\n", "f.yaml")  # an override of a merged key is not a repeat
     check_duplicates(text, "f.yaml")

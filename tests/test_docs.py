@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-from attnsim.store import schema_document
+from attnsim.docgen import schema_document
 
 
 def test_results_schema_document_is_current():

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from attnsim.grid import make_point
+from attnsim.config.grid import make_point
 from attnsim.kinds import all_kinds
-from attnsim.simulate import simulate_points
+from attnsim.run.simulate import simulate_points
 
 EXTREMES = {
     "noisy_attention": [

@@ -11,13 +11,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from attnsim import store  # noqa: E402
+from attnsim.config.grid import expand  # noqa: E402
 from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.figures.render import render  # noqa: E402
-from attnsim.grid import expand  # noqa: E402
 from attnsim.kinds import get_kind  # noqa: E402
-from attnsim.simulate import simulate_points  # noqa: E402
-from attnsim.summarise import summarise_points  # noqa: E402
+from attnsim.run.collect import summarise_points  # noqa: E402
+from attnsim.run.simulate import simulate_points  # noqa: E402
+from attnsim.store import parquet as store  # noqa: E402
 
 GRIDS = {
     "logit_entropy": {"n": [16, 256], "d": [8], "logits": ["gaussian", "dot_product"], "scale": [0.0, 0.1, 1.0, 3.0, 30.0]},

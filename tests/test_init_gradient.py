@@ -11,9 +11,9 @@ import pytest
 from oracles import init_gradient as oracle
 from scipy import stats
 
-from attnsim.grid import make_point
+from attnsim.config.grid import make_point
 from attnsim.kinds.init_gradient import KIND, kernel
-from attnsim.simulate import simulate_points
+from attnsim.run.simulate import simulate_points
 
 METRICS = ("entropy", "grad_sq", "jacobian_fro", "n_eff")
 

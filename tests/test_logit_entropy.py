@@ -10,9 +10,9 @@ import pytest
 from oracles import logit_entropy as oracle
 from scipy import stats
 
-from attnsim.grid import make_point
+from attnsim.config.grid import make_point
 from attnsim.kinds.logit_entropy import KIND, kernel
-from attnsim.simulate import simulate_points
+from attnsim.run.simulate import simulate_points
 from attnsim.theory.entropy import small_scale_entropy
 
 METRICS = ("entropy", "entropy_norm", "renyi2", "max_weight", "n_eff")

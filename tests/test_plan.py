@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from conftest import small_config
 
-from attnsim import store
-from attnsim.config import load
+from attnsim.config.load import load
 from attnsim.errors import StoreError
-from attnsim.plan import plan_all, plan_experiment
-from attnsim.simulate import run_chunk
+from attnsim.plan.sweep import plan_all, plan_experiment
+from attnsim.run.simulate import run_chunk
+from attnsim.store import parquet as store
 
 
 def run_plan(settings, root):
@@ -59,8 +59,8 @@ def test_changed_trials_or_seed_is_refused_not_mixed(tmp_path):
 def test_adaptive_experiment_records_why_each_point_stopped(tmp_path):
     import pyarrow.parquet as pq
 
-    from attnsim.plan import experiment_json
-    from attnsim.summarise import collect
+    from attnsim.plan.sweep import experiment_json
+    from attnsim.run.collect import collect
 
     config = small_config()
     config["experiments"]["robustness"].update(target_se=0.01, max_trials=60)

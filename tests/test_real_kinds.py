@@ -18,15 +18,14 @@ from oracles import real_entropy as entropy_oracle
 from oracles import real_noise as noise_oracle
 from oracles import real_temperature as temperature_oracle
 
-from attnsim import assets
-from attnsim.chunkspec import ChunkSpec
 from attnsim.cli import main
-from attnsim.config import load
+from attnsim.config.grid import make_point
+from attnsim.config.load import load
 from attnsim.errors import AssetError, AttnsimError, ConfigError
-from attnsim.grid import make_point
 from attnsim.kinds import get_kind
-from attnsim.models import heads
-from attnsim.simulate import run_chunk, simulate_points
+from attnsim.models import assets, heads
+from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.run.simulate import run_chunk, simulate_points
 
 REAL = ("real_noise", "real_entropy", "real_temperature")
 

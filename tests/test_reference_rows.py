@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnsim.config import load
-from attnsim.grid import expand
+from attnsim.config.grid import expand
+from attnsim.config.load import load
 from attnsim.kinds import get_kind
-from attnsim.simulate import simulate_points
+from attnsim.run.simulate import simulate_points
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "reference_rows.json").read_text())
 

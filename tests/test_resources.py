@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from attnsim import resources
-from attnsim.chunkspec import ChunkSpec
-from attnsim.grid import make_point
+from attnsim.config.grid import make_point
 from attnsim.kinds import get_kind
+from attnsim.plan import cost as resources
+from attnsim.plan.chunkspec import ChunkSpec
 
 
 def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkSpec:

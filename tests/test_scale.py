@@ -14,14 +14,15 @@ import pytest
 from conftest import REPO, small_config
 from test_training_kinds import CONTRASTIVE, RECALL
 
-from attnsim import resources, store
-from attnsim.config import load, load_file
-from attnsim.grid import expand, grid_columns, make_point, points_from_rows, row_ids
+from attnsim.config.grid import expand, grid_columns, make_point, points_from_rows, row_ids
+from attnsim.config.load import load, load_file
 from attnsim.kinds import all_kinds
-from attnsim.plan import chunk_bounds, plan_all, plan_experiment
+from attnsim.plan import cost as resources
+from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
+from attnsim.run.collect import summarise_chunks, summarise_points, trials_by_point
+from attnsim.run.simulate import run_chunk, simulate_points
 from attnsim.seeding import point_id
-from attnsim.simulate import run_chunk, simulate_points
-from attnsim.summarise import summarise_chunks, summarise_points, trials_by_point
+from attnsim.store import parquet as store
 
 GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
     "noisy_attention": {
@@ -67,7 +68,7 @@ def test_every_kind_is_covered():
 
 
 def test_chunk_bounds_is_grid_chunk():
-    from attnsim.grid import chunk
+    from attnsim.config.grid import chunk
 
     rng = np.random.default_rng(3)
     costs = rng.choice([16.0, 64.0, 256.0, 1e4], 500)
@@ -174,7 +175,7 @@ def test_simulate_points_unchanged_by_points_from_rows():
 
 
 def test_config_check_does_not_expand_the_grid(monkeypatch):
-    from attnsim import grid as grid_module
+    from attnsim.config import grid as grid_module
 
     monkeypatch.setattr(grid_module, "make_point", lambda *a, **k: pytest.fail("a point was made"))
     monkeypatch.setattr(grid_module, "expand", lambda *a, **k: pytest.fail("the grid was expanded"))
@@ -209,7 +210,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
 
     from workflow_helpers import snakemake, tree, write_config
 
-    from attnsim.plan import write_specs
+    from attnsim.plan.sweep import write_specs
 
     write_config(tmp_path, small_config(chunk_size=8))
     plans = plan_all(load(small_config(chunk_size=8)), tmp_path / "results/store")
@@ -266,10 +267,10 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from attnsim import query
     from attnsim.errors import StoreError
-    from attnsim.plan import experiment_json
-    from attnsim.summarise import collect
+    from attnsim.plan.sweep import experiment_json
+    from attnsim.run.collect import collect
+    from attnsim.store import query
 
     settings = load(kind_config("temperature_entropy"))
     plan = plan_experiment(settings, "e", tmp_path)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import small_config
 
-from attnsim.config import load, load_file
-from attnsim.grid import chunk, chunk_id, expand, make_point
+from attnsim.config.grid import chunk, chunk_id, expand, make_point
+from attnsim.config.load import load, load_file
 from attnsim.kinds import all_kinds
-from attnsim.plan import MAX_CHUNK_COST_RATIO, plan_experiment
+from attnsim.plan.sweep import MAX_CHUNK_COST_RATIO, plan_experiment
 from attnsim.seeding import block_generator, canonical_value, point_id
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,13 +7,13 @@ import pyarrow as pa
 import pytest
 from conftest import small_config
 
-from attnsim.chunkspec import ChunkSpec
-from attnsim.config import load
+from attnsim.config.grid import expand, make_point
+from attnsim.config.load import load
 from attnsim.errors import ConfigError
-from attnsim.grid import expand, make_point
 from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND
-from attnsim.simulate import simulate_points, trials_table
+from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.run.simulate import simulate_points, trials_table
 
 
 def points():
@@ -70,7 +70,7 @@ def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_round
 
 
 def test_round_blocks_split_evenly():
-    from attnsim.simulate import round_blocks
+    from attnsim.run.simulate import round_blocks
 
     big = make_point("noisy_attention", dict(n=4096, d=64, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=0.5))
     sizes = round_blocks(KIND, big.params, 201)
@@ -124,7 +124,7 @@ def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
 
     from threadpoolctl import threadpool_info
 
-    from attnsim import simulate as driver
+    from attnsim.run import simulate as driver
 
     seen = []
 

@@ -8,12 +8,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from attnsim import store
-from attnsim.chunkspec import ChunkSpec
+from attnsim.config.grid import make_point
 from attnsim.errors import StoreError
-from attnsim.grid import make_point
 from attnsim.kinds import get_kind
-from attnsim.simulate import run_chunk
+from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.run.simulate import run_chunk
+from attnsim.store import parquet as store
 
 
 def write_chunk(root, trials=4):
@@ -97,7 +97,7 @@ def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
 
 def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(tmp_path):
     from attnsim.kinds import all_kinds
-    from attnsim.summarise import summarise_points, trials_by_point
+    from attnsim.run.collect import summarise_points, trials_by_point
 
     metrics = [m.name for m in all_kinds()["noisy_attention"].metrics]
     path, points = write_chunk(tmp_path / "a", trials=5)

@@ -13,14 +13,14 @@ import yaml
 from workflow_helpers import point_rows, snakemake, tree, write_config
 
 from attnsim.cli import main
-from attnsim.grid import make_point
+from attnsim.config.grid import make_point
 from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
 from attnsim.kinds.contrastive_training import claims as contrastive_claims
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
-from attnsim.simulate import simulate_points
-from attnsim.summarise import summarise_points
+from attnsim.run.collect import summarise_points
+from attnsim.run.simulate import simulate_points
 
 RECALL = {"n": [6], "d": [4], "batch": [5], "scale": [0.3, 3.0], "optimiser": ["sgd", "adam"], "lr": [0.5, 16.0], "steps": [12]}
 CONTRASTIVE = {

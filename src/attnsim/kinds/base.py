@@ -3,7 +3,7 @@
 A kind is one package, `attnsim/kinds/<kind>/` (or a plugin's package, registered under the
 entry-point group `attnsim.kinds`): its `__init__.py` defines `KIND = Kind(...)`, `kernel.py`
 computes trial blocks, `figures.py` draws from the summary (captions in `report/<figure>.rst`)
-and `claims.py` judges the essay's claims. The driver (`attnsim.simulate`), the planner, the
+and `claims.py` judges the essay's claims. The driver (`attnsim.run.simulate`), the planner, the
 store, the summaries, the figures, the claims engine and the workflow work from these
 declarations only. See docs/adding-a-kind.md.
 """
@@ -106,7 +106,7 @@ class Kind:
     finite_metrics: tuple[str, ...] = ()
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
-    assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.assets names), fetched before any job runs
+    assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.models.assets names), fetched before any job runs
     provenance: Callable[[], dict] | None = None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
     # Optional: `theory` over columns, (param name -> numpy array) -> (theory column -> array), the same
     # numbers as `theory` point by point (tests compare them); a summary of a million points then

@@ -9,7 +9,7 @@ and each trial keeps only its query's row of each needed layer: the logits s_i =
 in float64 and the head's values v_i (float32, as the model computes them).
 
 The model and the corpus are loaded once per process (`trained`, `stream`) from the verified
-asset (`attnsim.assets.path`).
+asset (`attnsim.models.assets.path`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from functools import cache
 
 import numpy as np
 
-from attnsim import assets
-from attnsim.models import corpus
+from attnsim.models import assets, corpus
 from attnsim.models.minilm import Bert, BertConfig, WordPiece
 
 CONFIG = BertConfig()  # all-MiniLM-L6-v2: 6 layers, 12 heads, d_h = 32, hidden 384
@@ -118,23 +117,6 @@ def row_stats(logits: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
         "log_p": -gaps - np.log(z),
         "dev": dev,
     }
-
-
-def n_param(doc: str = "tokens per window ([CLS], n - 2 consecutive word pieces of the corpus, [SEP]): the number of keys of each row"):
-    from attnsim.kinds.base import Param
-    from attnsim.kinds.columns import I64
-
-    return Param("n", I64, doc, minimum=3, maximum=corpus.MAX_POSITIONS)
-
-
-def layer_head_params():
-    from attnsim.kinds.base import Param
-    from attnsim.kinds.columns import I64
-
-    return (
-        Param("layer", I64, f"encoder layer of all-MiniLM-L6-v2, 0 (first) to {LAYERS - 1}", minimum=0, maximum=LAYERS - 1),
-        Param("head", I64, f"attention head of the layer, 0 to {HEADS - 1}", minimum=0, maximum=HEADS - 1),
-    )
 
 
 def check_windows(grid) -> None:

@@ -382,12 +382,4 @@ def _sq_err(sum_a: np.ndarray, sum_b: np.ndarray, u_o: np.ndarray, runs: dict, f
     return sq
 
 
-def safe_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator with 0/0 = 0 and x/0 = +inf (one-hot weights), never NaN."""
-    out = np.zeros_like(numerator)
-    np.divide(numerator, denominator, out=out, where=denominator > 0)
-    out[(denominator <= 0) & (numerator > 0)] = np.inf
-    return out
-
-
 # --------------------------------------------------------------------------- oracle for the tests

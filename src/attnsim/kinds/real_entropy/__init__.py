@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from attnsim.kinds import real_model
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N_EFF, STR
 from attnsim.kinds.real_entropy import kernel
@@ -19,7 +20,7 @@ from attnsim.theory.entropy import rem_entropy, small_scale_entropy
 BERT_STD = 0.02  # BERT's initializer_range
 
 PARAMS = (
-    heads.n_param(),
+    real_model.n_param(),
     Param(
         "init_std",
         F64,
@@ -27,7 +28,7 @@ PARAMS = (
         minimum=0,
         maximum=10,
     ),
-    *heads.layer_head_params(),
+    *real_model.layer_head_params(),
 )
 
 METRICS = (

@@ -1,23 +1,24 @@
 """Kind `real_noise`: i.i.d. logit noise on the trained heads of all-MiniLM-L6-v2 (docs/science.md §5.6).
 
-The same metrics, theory and summary as `noisy_attention` (§2), but each trial's logits and
+The same metrics, theory and summary as `noisy_attention` (§2, `attnsim.kinds.logit_noise`), but each trial's logits and
 values are one real attention row: a corpus window of n tokens, a query position, and the
 queries, keys and values of one head of one layer of the trained model.
 """
 
 from __future__ import annotations
 
+from attnsim.kinds import real_model
 from attnsim.kinds.base import Kind, Param
 from attnsim.kinds.columns import F64, I64, STR
-from attnsim.kinds.noisy_attention import EXTRA, METRICS, THEORY, extra_summary, theory, trial_metrics
+from attnsim.kinds.logit_noise import EXTRA, METRICS, THEORY, extra_summary, theory, trial_metrics
 from attnsim.kinds.real_noise import kernel
 from attnsim.models import heads
 from attnsim.theory.noise import NOISE_FAMILIES
 
 PARAMS = (
-    heads.n_param(),
+    real_model.n_param(),
     Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
-    *heads.layer_head_params(),
+    *real_model.layer_head_params(),
     Param(
         "noise",
         STR,

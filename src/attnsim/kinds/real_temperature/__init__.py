@@ -115,7 +115,7 @@ def extra_summary(metrics, p) -> dict[str, object]:
 
 
 def provenance() -> dict:
-    from attnsim.assets import asset_provenance
+    from attnsim.models.assets import asset_provenance
 
     return {**asset_provenance("minilm"), **asset_provenance("glove"), **corpus.corpus_provenance()}
 

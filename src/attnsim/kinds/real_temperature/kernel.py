@@ -20,8 +20,7 @@ from functools import cache
 
 import numpy as np
 
-from attnsim import assets
-from attnsim.models import corpus
+from attnsim.models import assets, corpus
 
 MINILM_POPULATION = 256  # sentences: each embedding is a forward pass, so the population is kept small
 GLOVE_POPULATION = 2048  # words

@@ -37,8 +37,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnsim import store
 from attnsim.errors import AssetError
+from attnsim.files import process_alive
 
 CHUNK = 1 << 20
 
@@ -171,7 +171,7 @@ def sweep_orphans(resources_dir: Path) -> list[Path]:
     for tmp in Path(resources_dir).glob(".*.tmp"):
         parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.<random>.tmp (the host may hold dots)
         owner = parts[0].split(".", 2) if len(parts) == 4 else []
-        if len(owner) == 3 and owner[1] in ASSETS and owner[2] == socket.gethostname() and parts[1].isdigit() and not store.process_alive(int(parts[1])):
+        if len(owner) == 3 and owner[1] in ASSETS and owner[2] == socket.gethostname() and parts[1].isdigit() and not process_alive(int(parts[1])):
             shutil.rmtree(tmp, ignore_errors=True)
             removed.append(tmp)
     return removed

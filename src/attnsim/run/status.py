@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnsim import store
-from attnsim.config import load_file
+from attnsim.config.load import load_file
 from attnsim.kinds import get_kind
-from attnsim.plan import plan_all
+from attnsim.plan.sweep import plan_all
+from attnsim.store import parquet as store
 
 
 def show(config: Path, root: Path) -> str:
@@ -57,9 +57,10 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             lines.append(f"{'':<20} {headline}")
     claims_file = Path(root).parent / "claims.parquet"
     if claims_file.exists():
-        from attnsim.claims.render import short_from_table
+        from attnsim.claims.io import from_table
+        from attnsim.claims.render import short
 
-        lines += ["", "claims (results/claims.html, results/claims.md, attnsim claims):", short_from_table(store.read_table(claims_file))]
+        lines += ["", "claims (results/claims.html, results/claims.md, attnsim claims):", short(from_table(store.read_table(claims_file)))]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
     lines.append(f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained file)")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from attnsim.assets import asset_provenance, locate
+from attnsim.models.assets import asset_provenance, locate
 
 FORMAT = "attnsim-embeddings/1"
 
@@ -39,7 +39,7 @@ def embed(texts: Sequence[str], resources: Path, model_dir: Path | None = None, 
     """Embed `texts` (fetching the model into `resources` unless `model_dir` is given); write
     `output` if asked; return the cosine matrix as text."""
     from attnsim.models.minilm import MiniLM
-    from attnsim.store import provenance, write_atomic
+    from attnsim.store.parquet import provenance, write_atomic
 
     embeddings = MiniLM(locate("minilm", resources, model_dir)).encode(texts)
     if output is not None:

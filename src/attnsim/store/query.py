@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from attnsim import store
 from attnsim.errors import QueryError, StoreError
+from attnsim.store import parquet as store
 
 FORMATS = ("table", "csv", "json", "parquet")
 

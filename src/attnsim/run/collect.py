@@ -13,13 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from attnsim import store
+from attnsim.config.grid import GridColumns, Point, grid_columns
 from attnsim.errors import StoreError
-from attnsim.grid import GridColumns, Point, grid_columns
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
+from attnsim.store import parquet as store
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import json
-import os
 import platform
 import shutil
 import socket
@@ -27,6 +26,7 @@ import pyarrow.parquet as pq
 
 import attnsim
 from attnsim.errors import StoreError
+from attnsim.files import atomic_path, process_alive
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
 from attnsim.seeding import digest
@@ -129,19 +129,13 @@ def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
     A full disk or quota is a StoreError naming the file and the space it needs; no temp file stays."""
     path = Path(path)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta, sort_keys=True).encode()})
-    tmp = path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp, compression="zstd", write_statistics=True)
     except OSError as error:
         if error.errno not in DISK_FULL:
             raise
         raise StoreError(disk_full_message(path, table, error)) from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -156,17 +150,6 @@ def disk_full_message(path: Path, table: pa.Table, error: OSError) -> str:
         free = "free space unknown"
     why = "disk quota exceeded" if error.errno == errno.EDQUOT else "no space left on device"
     return f"{path}: could not be written, {why}; it needs up to {need / 2**20:,.1f} MiB free ({free}); free some space and rerun"
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process of this host is running (a writer whose temp file must not be swept)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep_orphans(root: Path) -> list[Path]:
@@ -210,58 +193,3 @@ def chunk_files(root: Path, table: str = "trials") -> list[Path]:
 
 def experiment_chunks(root: Path, kind: str, experiment: str) -> list[Path]:
     return sorted(experiment_dir(root, "trials", kind, experiment).glob("chunk-*.parquet"))
-
-
-def schema_markdown(kind_name: str) -> str:
-    """The README's column tables for one kind, generated from the schemas (so they cannot drift)."""
-    lines = []
-    for title, schema in (("trials", trials_schema(kind_name)), ("summary", summary_schema(kind_name))):
-        lines += [f"**`{title}`** table of `{kind_name}`", "", "| column | type | meaning |", "|---|---|---|"]
-        for f in [c.field() for c in PARTITIONS] + list(schema):
-            base = next((f.name[: -len(s)] for s in ("_se", "_ci_low", "_ci_high") if f.name.endswith(s)), None)
-            if base and f"{base}_mean" in schema.names:
-                continue  # documented with its mean
-            doc = f.metadata[b"description"].decode().replace("|", "\\|")
-            name = f"`{f.name}`"
-            if f.name.endswith("_mean"):
-                name += ", `_se`, `_ci_low`, `_ci_high`"
-                doc = doc.replace("mean over trials of", "mean, its standard error and 95% interval, of")
-            lines.append(f"| {name} | {f.type} | {doc} |")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def schema_document() -> str:
-    """docs/results-schema.md: every kind's columns, generated (a test keeps the file in sync)."""
-    from attnsim.kinds import all_kinds
-
-    head = [
-        "# The result store's columns",
-        "",
-        "Generated from the kinds' declarations by `attnsim schema --write docs/results-schema.md`;",
-        "`tests/test_docs.py` fails when this file is out of date. Layout, provenance and queries: README.md.",
-        "Every `<metric>_mean` comes with `_se` (standard error), `_ci_low` and `_ci_high` (95% Student-t interval).",
-        "",
-    ]
-    body = []
-    for name, kind in all_kinds().items():
-        body += [f"## `{name}`", "", kind.description, "", schema_markdown(name)]
-    return "\n".join(head + body + claims_schema_markdown()).rstrip() + "\n"
-
-
-def claims_schema_markdown() -> list[str]:
-    """The columns of results/claims.parquet (one row per claim), from `attnsim.claims.io.SCHEMA`."""
-    from attnsim.claims.io import SCHEMA
-
-    lines = [
-        "## The claims table",
-        "",
-        "`results/claims.parquet`, one row per claim (also `attnsim claims --format json` or `csv`); missing numbers are null.",
-        "",
-        "| column | type | meaning |",
-        "|---|---|---|",
-    ]
-    for f in SCHEMA:
-        doc = f.metadata[b"description"].decode().replace("|", "\\|")
-        lines.append(f"| `{f.name}` | {f.type} | {doc} |")
-    return lines + [""]

@@ -24,12 +24,13 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from attnsim import assets, store
-from attnsim.chunkspec import ChunkSpec
-from attnsim.grid import Point
+from attnsim.config.grid import Point
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
+from attnsim.models import assets
+from attnsim.plan.chunkspec import ChunkSpec
 from attnsim.seeding import block_generator
+from attnsim.store import parquet as store
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +186,7 @@ def _process_cpu_seconds() -> float:
 
 def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path | None = None) -> Path:
     """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
-    assets are (`attnsim.assets.path`); the provenance gets the kind's own fields (`Kind.provenance`)."""
+    assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields (`Kind.provenance`)."""
     started = time.perf_counter()
     if resources is not None:
         assets.set_resources(resources)

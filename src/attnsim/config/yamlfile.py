@@ -5,7 +5,7 @@ keys without a word, so a second `seed:` further down silently wins. Here the fi
 is composed first and every mapping checked; the error names the key's dotted path
 and both lines. Values are read exactly as PyYAML reads them (as Snakemake does),
 so both see the same config; numbers written as text (`1e-3` is a string in
-YAML 1.1) are turned into numbers later, by the schema (`attnsim.coerce`).
+YAML 1.1) are turned into numbers later, by the schema (`attnsim.config.coerce`).
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from attnsim.errors import ConfigError
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _key_path(path: list) -> str:
-    from attnsim.config import key_path  # local import: config imports this module
-
-    return key_path(path)
+def key_path(path) -> str:
+    """A key's place in the config as the error messages name it: `experiments.x.grid.n[2]`."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "config"
 
 
 def duplicate_keys(node: yaml.Node, path: list | None = None, seen: set | None = None):
@@ -51,7 +53,7 @@ def duplicate_keys(node: yaml.Node, path: list | None = None, seen: set | None =
 def check_duplicates(text: str, where: str) -> None:
     """ConfigError for the first key given twice in `text` (a file named `where`)."""
     for path, key, line, again in duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader)):
-        raise ConfigError(f"{where}: {_key_path([*path, key])}: key given twice (lines {line} and {again}); keep one")
+        raise ConfigError(f"{where}: {key_path([*path, key])}: key given twice (lines {line} and {again}); keep one")
 
 
 def load(path: str | Path):

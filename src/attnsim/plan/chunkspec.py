@@ -1,4 +1,4 @@
-"""The chunk: what one simulate job computes, planned by `attnsim.plan` and read by the job.
+"""The chunk: what one simulate job computes, planned by `attnsim.plan.sweep` and read by the job.
 
 A chunk is an experiment's run of grid points with the settings their numbers depend on. It
 has one serialisation, compact JSON (the job's only input, and stored in the provenance of
@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
+from attnsim.config.grid import Point, chunk_id, points_from_rows
 from attnsim.errors import AttnsimError, ConfigError
-from attnsim.grid import Point, chunk_id, points_from_rows
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 
@@ -35,8 +35,8 @@ class ChunkSpec:
 
     @cached_property
     def cost(self):
-        """What its resource requests depend on (`attnsim.resources`)."""
-        from attnsim.resources import POINT_WORK, SECONDS_PER_BYTE, ChunkCost
+        """What its resource requests depend on (`attnsim.plan.cost`)."""
+        from attnsim.plan.cost import POINT_WORK, SECONDS_PER_BYTE, ChunkCost
 
         kind, points, trials = self.kind, self.points, self.trial_cap
         per_point = [kind.bytes_per_trial(p.params) for p in points]

@@ -16,19 +16,20 @@ from pathlib import Path
 import yaml
 from jsonschema import ValidationError, validators
 
-from attnsim import yamlfile
-from attnsim.coerce import StrictValidator, coerce_numbers, non_finite
+from attnsim.config import yamlfile
+from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
+from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
 from attnsim.seeding import digest
 
-SCHEMA_FILE = "config.schema.yaml"
+SCHEMA_FILE = "schema.yaml"
 
 
 @cache
 def base_schema() -> dict:
     """The schema of the keys every config has (also workflow/schemas/, for Snakemake's own check)."""
-    return yaml.safe_load(files("attnsim").joinpath(SCHEMA_FILE).read_text())
+    return yaml.safe_load(files("attnsim.config").joinpath(SCHEMA_FILE).read_text())
 
 
 @cache
@@ -59,13 +60,6 @@ def _with_defaults(validator_class):
         yield from validate_properties(validator, properties, instance, schema_)
 
     return validators.extend(validator_class, {"properties": set_defaults})
-
-
-def key_path(path) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "config"
 
 
 def _deepest(error: ValidationError) -> ValidationError:
@@ -150,7 +144,7 @@ class Experiment:
     max_trials: int | None = None
 
     def results_key(self, seed: int) -> str:
-        from attnsim.store import results_key
+        from attnsim.store.parquet import results_key
 
         return results_key(self.kind, self.trials, seed, self.target_se, self.max_trials)
 
@@ -170,7 +164,7 @@ def check_semantics(settings: Settings) -> None:
     """Checks a schema cannot express: memory of the largest point against the budget."""
     import numpy as np
 
-    from attnsim.grid import grid_columns  # local import: grid imports this module
+    from attnsim.config.grid import grid_columns  # local import: grid imports this module
 
     budget = settings.memory_budget_mb * 2**20
     for name, experiment in settings.experiments.items():

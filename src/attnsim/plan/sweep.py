@@ -3,7 +3,7 @@
 Read at workflow start by the submitting process only (jobs read their chunk's spec file). Points
 already in the store with the same results key are done; the rest are cut into chunks, one job
 each. A chunk ends once it holds `chunk_size` points, or its estimated cost reaches the smaller
-of `job_minutes` of CPU time (`attnsim.resources`' cost model) and MAX_CHUNK_COST_RATIO average
+of `job_minutes` of CPU time (`attnsim.plan.cost`' cost model) and MAX_CHUNK_COST_RATIO average
 chunks of its experiment, or its rows reach MAX_CHUNK_ROWS. Finished chunks stay targets under
 their own ids, with the spec read back from their provenance, so Snakemake sees them as up to
 date.
@@ -24,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from attnsim import resources, store
-from attnsim.chunkspec import ChunkSpec
-from attnsim.config import Settings
+from attnsim.config.grid import GridColumns, Point, canonical_column_value, chunk_id_of, grid_columns, points_from_rows, row_ids
+from attnsim.config.load import Settings
 from attnsim.errors import StoreError
-from attnsim.grid import GridColumns, Point, canonical_column_value, chunk_id_of, grid_columns, points_from_rows, row_ids
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
+from attnsim.plan import cost as resources
+from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.store import parquet as store
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
 # estimated cost over the whole grid, so that the budget does not depend on what is done,

@@ -1,0 +1,34 @@
+"""Grid parameters shared by the kinds that read all-MiniLM-L6-v2's attention heads: the window
+length, the layer and the head, bounded by the model and the corpus."""
+
+from __future__ import annotations
+
+from attnsim.kinds.base import Param
+from attnsim.kinds.columns import I64
+from attnsim.models import corpus
+from attnsim.models.heads import HEADS, LAYERS
+
+
+def n_param(
+    doc: str = "tokens per window ([CLS], n - 2 consecutive word pieces of the corpus, [SEP]): the number of keys of each row",
+):
+    return Param("n", I64, doc, minimum=3, maximum=corpus.MAX_POSITIONS)
+
+
+def layer_head_params():
+    return (
+        Param(
+            "layer",
+            I64,
+            f"encoder layer of all-MiniLM-L6-v2, 0 (first) to {LAYERS - 1}",
+            minimum=0,
+            maximum=LAYERS - 1,
+        ),
+        Param(
+            "head",
+            I64,
+            f"attention head of the layer, 0 to {HEADS - 1}",
+            minimum=0,
+            maximum=HEADS - 1,
+        ),
+    )
