@@ -200,7 +200,7 @@ def load(config: dict) -> Settings:
             name=name,
             kind=spec["kind"],
             trials=spec["trials"],
-            grid=get_kind(spec["kind"]).with_defaults(spec["grid"]),
+            grid=spec["grid"],
             description=spec.get("description", ""),
             target_se=spec.get("target_se"),
             max_trials=spec.get("max_trials"),

@@ -68,9 +68,13 @@ class Optimiser:
         """Apply step number `step` (1-based: Adam's bias correction uses it)."""
         if self.normalised:
             for w, g in zip(weights, grads):
-                norm = np.sqrt(np.sum(g * g, axis=tuple(range(1, g.ndim))))
-                factor = np.divide(self.lr, norm, out=np.zeros_like(norm), where=norm > 0)
-                w -= factor.reshape((-1,) + (1,) * (g.ndim - 1)) * g
+                # the direction of a gradient of 1e-300 too: its square would underflow, so the norm
+                # is taken of g / max|g| (exact scaling by the largest entry per trial)
+                axes = tuple(range(1, g.ndim))
+                big = np.max(np.abs(g), axis=axes, keepdims=True)
+                unit = np.divide(g, big, out=np.zeros_like(g), where=big > 0)
+                norm = np.sqrt(np.sum(unit * unit, axis=axes, keepdims=True))
+                w -= np.divide(self.lr * unit, norm, out=np.zeros_like(g), where=norm > 0)
             return
         if not self.adam:
             for w, g in zip(weights, grads):

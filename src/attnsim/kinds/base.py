@@ -72,7 +72,10 @@ class Param(Column):
         return schema
 
     def list_schema(self) -> dict:
-        return {"description": self.doc, "type": "array", "minItems": 1, "uniqueItems": True, "items": self.item_schema()}
+        schema = {"description": self.doc, "type": "array", "minItems": 1, "uniqueItems": True, "items": self.item_schema()}
+        if self.default is not None:
+            schema["default"] = [self.default]  # the config validator fills it in where left out
+        return schema
 
 
 Params = Mapping[str, object]
@@ -134,11 +137,6 @@ class Kind:
             "required": [p.name for p in self.params if p.default is None],
             "properties": {p.name: p.list_schema() for p in self.params},
         }
-
-    def with_defaults(self, grid: Mapping[str, list]) -> dict[str, list]:
-        """The grid with every left-out parameter that has a default set to `[default]`."""
-        filled = {p.name: [p.default] for p in self.params if p.default is not None and p.name not in grid}
-        return {**grid, **filled}
 
     def submodule(self, name: str):
         """The kind's `figures` or `claims` module, imported only when needed (plotting is slow to import)."""

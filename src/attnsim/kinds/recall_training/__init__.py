@@ -7,7 +7,7 @@ one-hot weights (entropy ~ 0, vanishing logit gradient) takes to escape its plat
 Adam or normalised gradient descent, and whether entropy collapses when the learning rate is
 too large (with and without QK-norm). Escape times are right-censored survival data: per point
 the Kaplan-Meier median with its 95% interval and the share escaped by each checkpoint
-(`attnsim.survival`).
+(`attnsim.kernels.survival`).
 
 Diverged runs store +inf losses and NaN entropies (kernel.py); their summary: `finite_metrics`
 (means over the finite runs, with counts), medians and quartiles over all runs (+inf last), the
@@ -17,7 +17,6 @@ share of runs that reached the loss threshold, and `diverged_mean`, the divergen
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_ste
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param
 from attnsim.kinds.recall_training import kernel
-from attnsim.survival import escape_summary
+from attnsim.kernels.survival import escape_summary, wilson
 
 LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
 TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
@@ -89,18 +88,6 @@ EXTRA = (
     Column("collapse_first_ci_low", F64, "lower end of the 95% Wilson interval of collapse_first_share"),
     Column("collapse_first_ci_high", F64, "upper end of the 95% Wilson interval of collapse_first_share"),
 )
-
-
-def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (sensible at 0 and at 1, unlike the t-interval)."""
-    if trials == 0:
-        return math.nan, math.nan
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    share = successes / trials
-    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z / (1 + z * z / trials) * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
-    low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return (0.0 if successes == 0 else low), (1.0 if successes == trials else high)  # exact at the ends (no rounding residue)
 
 
 def bytes_per_trial(p) -> int:

@@ -82,15 +82,41 @@ def kaplan_meier(time, event, z: float = Z95) -> KaplanMeier:
     return KaplanMeier(times, at_risk, events, survival, greenwood, low, high, int(time.size))
 
 
+def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (sensible at 0 and at 1, unlike the t-interval)."""
+    if trials == 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    share = successes / trials
+    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z / (1 + z * z / trials) * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if successes == 0 else low), (1.0 if successes == trials else high)  # exact at the ends
+
+
+def escaped_share(km: KaplanMeier, time, event, t: float) -> tuple[float, float, float]:
+    """1 - S(t) with its 95% interval: from the log-log band where 0 < S(t) < 1; where S(t) is 0 or 1
+    (the band has no width there) the Wilson interval of the escaped count among the runs not
+    censored before t (without censoring before t, Kaplan-Meier is that binomial share)."""
+    s, low, high = km.at(t)
+    if 0.0 < s < 1.0:
+        return 1.0 - s, 1.0 - high, 1.0 - low
+    time, event = np.asarray(time, dtype=np.float64), np.asarray(event, dtype=np.float64)
+    known = int(np.sum((time >= t) | (event == 1)))
+    escaped = int(np.sum((time <= t) & (event == 1)))
+    w_low, w_high = wilson(escaped, known)
+    return 1.0 - s, w_low, w_high
+
+
 def escape_summary(time, event, checkpoints) -> dict[str, object]:
     """Per grid point: the median escape time with its 95% interval, and the share escaped by each
-    checkpoint step with its 95% interval (1 - S, from the log-log band of S)."""
+    checkpoint step with its 95% interval (`escaped_share`)."""
     km = kaplan_meier(time, event)
     median, low, high = km.quantile(0.5)
     out: dict[str, object] = {"escape_median": median, "escape_median_ci_low": low, "escape_median_ci_high": high}
     for j, step in enumerate(checkpoints):
-        s, s_low, s_high = km.at(step)
-        out[f"escaped_ckpt_{j}"] = 1.0 - s
-        out[f"escaped_ckpt_{j}_ci_low"] = 1.0 - s_high
-        out[f"escaped_ckpt_{j}_ci_high"] = 1.0 - s_low
+        share, s_low, s_high = escaped_share(km, time, event, step)
+        out[f"escaped_ckpt_{j}"] = share
+        out[f"escaped_ckpt_{j}_ci_low"] = s_low
+        out[f"escaped_ckpt_{j}_ci_high"] = s_high
     return out
