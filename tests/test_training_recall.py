@@ -148,8 +148,8 @@ def test_batched_training_matches_naive_loop(scale, monkeypatch):
     points = [BASE | {"scale": scale, "optimiser": o, "lr": lr, "threshold": 0.9} for o, lr in optimisers]
     points.append(BASE | {"scale": scale, "steps": 7, "query_noise": 0.0})
     points.append(BASE | {"scale": scale, "values": "identity", "optimiser": "sgd", "lr": 0.5, "threshold": 0.9})
-    points.append(BASE | {"scale": scale, "qk_norm": "on", "threshold": 0.9})
-    points.append(BASE | {"scale": scale, "qk_norm": "on", "values": "identity", "optimiser": "normgd", "lr": 0.1})
+    points.append(BASE | {"scale": scale, "logits": "qk_norm", "threshold": 0.9})
+    points.append(BASE | {"scale": scale, "logits": "qk_norm", "values": "identity", "optimiser": "normgd", "lr": 0.1})
     run_both(points)
 
 
@@ -326,7 +326,7 @@ def test_schedule():
         ({"steps": 2.5}, "steps"),
         ({"threshold": 0}, "threshold"),
         ({"values": "frozen"}, "values"),
-        ({"qk_norm": "yes"}, "qk_norm"),
+        ({"logits": "cosine"}, "logits"),
         ({"stop": "early"}, "stop"),
     ],
 )

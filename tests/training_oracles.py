@@ -98,9 +98,9 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
     w = [p["scale"] * init[0], p["scale"] * init[1]]
     if p["values"] == "trainable":
         w.append(init[2] / math.sqrt(d))
-    if p["qk_norm"] == "on":
+    if p["logits"] == "qk_norm":
         w.append(np.array(math.sqrt(d)))
-    trainable_v, qk = p["values"] == "trainable", p["qk_norm"] == "on"
+    trainable_v, qk = p["values"] == "trainable", p["logits"] == "qk_norm"
 
     def model(w, data):
         return recall_forward_backward(w[0], w[1], w[2] if trainable_v else None, *data, gain=float(w[-1]) if qk else None)

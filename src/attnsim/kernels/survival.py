@@ -26,6 +26,7 @@ from statistics import NormalDist
 import numpy as np
 
 Z95 = NormalDist().inv_cdf(0.975)
+QUANTILES = (0.1, 0.25, 0.75, 0.9)  # escape-time quantiles a summary keeps besides the median
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,14 @@ def escaped_share(km: KaplanMeier, time, event, t: float) -> tuple[float, float,
 
 
 def escape_summary(time, event, checkpoints) -> dict[str, object]:
-    """Per grid point: the median escape time with its 95% interval, and the share escaped by each
-    checkpoint step with its 95% interval (`escaped_share`)."""
+    """Per grid point: the median escape time with its 95% interval, the times by which 10%, 25%,
+    75% and 90% have escaped (+inf if not reached), and the share escaped by each checkpoint step
+    with its 95% interval (`escaped_share`)."""
     km = kaplan_meier(time, event)
     median, low, high = km.quantile(0.5)
     out: dict[str, object] = {"escape_median": median, "escape_median_ci_low": low, "escape_median_ci_high": high}
+    for share in QUANTILES:
+        out[f"escape_q{round(100 * share)}"] = km.quantile(share)[0]
     for j, step in enumerate(checkpoints):
         share, s_low, s_high = escaped_share(km, time, event, step)
         out[f"escaped_ckpt_{j}"] = share

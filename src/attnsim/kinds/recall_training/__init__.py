@@ -43,7 +43,7 @@ PARAMS = (
     Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
     Param("steps", I64, "optimiser steps per run: the budget of a run that stops at the threshold", minimum=1, maximum=100000),
     Param("values", STR, "trainable (W_v ~ N(0, 1/d), trained) or identity (W_v = I, fixed)", choices=kernel.VALUES, default="trainable"),
-    Param("qk_norm", STR, "on: logits = g cos(q W_q, k W_k), a trained gain g from sqrt(d) (QK-norm); off: plain dot products", choices=kernel.QK_NORM, default="off"),
+    Param("logits", STR, "dot: q W_q (k W_k)^T / sqrt(d); qk_norm: g cos(q W_q, k W_k), a trained gain g from sqrt(d) (QK-norm)", choices=kernel.LOGITS, default="dot"),
     Param("stop", STR, "threshold: a run stops (weights frozen) at its first evaluation with loss / chance <= threshold; never: runs all steps", choices=kernel.STOPS, default="never"),
 )
 
@@ -76,6 +76,10 @@ EXTRA = (
     Column("escape_median_ci_low", F64, "lower end of the 95% interval of escape_median (Brookmeyer-Crowley on the log-log band)"),
     Column("escape_median_ci_high", F64, "upper end of the 95% interval of escape_median; +inf when the band's lower edge never reaches 1/2"),
     *(
+        Column(f"escape_q{q}", F64, f"Kaplan-Meier time by which {q}% of the runs had escaped; +inf if fewer did")
+        for q in (10, 25, 75, 90)
+    ),
+    *(
         Column(f"{name}{end}", F64, f"{label} share of runs escaped by checkpoint {j} (step round(steps^({j}/7))): 1 - S, Kaplan-Meier{note}")
         for j, name in enumerate(ESCAPED)
         for end, label, note in (("", "the", ""), ("_ci_low", "lower end of the 95% interval of the", ", log-log band"), ("_ci_high", "upper end of the 95% interval of the", ", log-log band"))
@@ -101,7 +105,7 @@ ESCAPE_EXPONENT = {"sgd": 1.0, "adam": 0.5, "normgd": 0.5}
 
 
 def theory(p) -> dict[str, object]:
-    qk = p["qk_norm"] == "on"
+    qk = p["logits"] == "qk_norm"
     sigma = 1.0 if qk else float(p["scale"]) ** 2 * math.sqrt(1 + kernel.DEFAULTS["query_noise"] ** 2)
     return {
         "log_n": math.log(p["n"]),
@@ -139,9 +143,9 @@ def headline(s) -> str:
     """Per run setting: the median escape time (Kaplan-Meier) at the most one-hot start that has one,
     and the share escaped within the budget at the most one-hot start."""
     parts = []
-    for (optimiser, lr, values, qk), rows in s.groupby(["optimiser", "lr", "values", "qk_norm"]):
+    for (optimiser, lr, values, qk), rows in s.groupby(["optimiser", "lr", "values", "logits"]):
         low = rows.loc[rows["init_entropy_mean"].idxmin()]
-        setting = f"{optimiser} lr {lr:g}" + (", W_v = I" if values == "identity" else "") + (", QK-norm" if qk == "on" else "")
+        setting = f"{optimiser} lr {lr:g}" + (", W_v = I" if values == "identity" else "") + (", QK-norm" if qk == "qk_norm" else "")
         parts.append(
             f"{setting}: {low['escaped_ckpt_7']:.0%} escape within {low['steps']:g} steps from scale {low['scale']:g} "
             f"(H0 = {low['init_entropy_mean']:.2g} nats), median {low['escape_median']:.4g} steps"
@@ -162,7 +166,7 @@ KIND = Kind(
     simulate_block=kernel.simulate_block,
     theory=theory,
     main_metric="final_accuracy",
-    figures=("trainability", "learning_curves", "escape_survival", "escape_law", "separating", "entropy_collapse"),
+    figures=("trainability", "learning_curves", "escape_survival", "escape_law", "separating", "training_entropy"),
     headline=headline,
     extra_columns=EXTRA,
     extra_summary=extra_summary,

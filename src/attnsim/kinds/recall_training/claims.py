@@ -56,17 +56,19 @@ REASON = "docs/science.md §9.7"
 
 
 def _escape(rows: pd.DataFrame) -> pd.Series:
-    return rows["stop"] == "threshold"
+    """Every run has an escape time (the first evaluation at or below the threshold), whether it
+    stops there or trains on: the time is the same (tests/test_training_recall.py)."""
+    return rows["stop"].isin(("threshold", "never"))
 
 
 def _one_hot(rows: pd.DataFrame) -> pd.Series:
-    return _escape(rows) & (rows["init_entropy_mean"] < THRESHOLDS.one_hot_entropy) & (rows["qk_norm"] == "off")
+    return _escape(rows) & (rows["init_entropy_mean"] < THRESHOLDS.one_hot_entropy) & (rows["logits"] == "dot")
 
 
 def _setting(row) -> str:
     text = f"{row['optimiser']} lr {row['lr']:g}"
     text += ", W_v = I" if row["values"] == "identity" else ""
-    return text + (", QK-norm" if row["qk_norm"] == "on" else "")
+    return text + (", QK-norm" if row["logits"] == "qk_norm" else "")
 
 
 def _share_stats(row, column: str = LAST) -> dict:
@@ -81,7 +83,7 @@ def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
         "With one-hot initial weights (large initial logits) training is impossible: runs do not escape the plateau.",
         statement="information",
         number="range over points",
-        regime=f"recall_training escape runs (stop at the threshold) from one-hot starts (mean initial entropy < {t.one_hot_entropy} nats), any optimiser, within each run's budget",
+        regime=f"recall_training runs from one-hot starts (mean initial entropy < {t.one_hot_entropy} nats), any optimiser, within each run's budget",
         reason=REASON,
         compared_to=f"at most {t.impossible_share:.0%} of runs escape; measured: the Kaplan-Meier share escaped by the budget, per point (95% interval)",
         threshold=f"holds if every one-hot point's interval lies below {t.impossible_share:.0%}, fails if any lies entirely above it (runs escape), else inconclusive",
@@ -107,7 +109,7 @@ def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
 
 
 def _law_rows(rows: pd.DataFrame, optimiser: str) -> pd.Series:
-    return _escape(rows) & (rows["optimiser"] == optimiser) & (rows["qk_norm"] == "off") & (rows["logit_std"] >= THRESHOLDS.law_logit_std)
+    return _escape(rows) & (rows["optimiser"] == optimiser) & (rows["logits"] == "dot") & (rows["logit_std"] >= THRESHOLDS.law_logit_std)
 
 
 def _fits(rows: pd.DataFrame, predictor: str = "logit_std") -> list[tuple[pd.Series, dict]]:
@@ -127,7 +129,7 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
         f"From one-hot starts, training by {optimiser} is not impossible but slow: the median escape time grows with the initial logit scale.",
         statement="information",
         number="fitted slope (95% CI)",
-        regime=f"recall_training escape runs, {optimiser}, no QK-norm, initial logit std >= {t.law_logit_std:g}; per run setting (lr, W_v) with at least 3 points whose median escape time is finite",
+        regime=f"recall_training runs, {optimiser}, no QK-norm, initial logit std >= {t.law_logit_std:g}; per run setting (lr, W_v) with at least 3 points whose median escape time is finite",
         reason="docs/science.md §9.4",
         compared_to="a positive exponent; measured: the slope of log median escape time against log initial logit std (weighted fit to the Kaplan-Meier medians)",
         threshold="holds if every setting's 95% interval lies above 0, fails if any lies entirely below, else inconclusive",
@@ -199,7 +201,7 @@ def information_story(s: pd.DataFrame | None) -> Claim:
         "then full-size steps in the gradient's direction (normalised gradient descent) stall too.",
         statement="information",
         number="range over points",
-        regime=f"recall_training escape runs by normgd from one-hot starts (mean initial entropy < {t.one_hot_entropy} nats), no QK-norm",
+        regime=f"recall_training runs by normgd from one-hot starts (mean initial entropy < {t.one_hot_entropy} nats), no QK-norm",
         reason="docs/science.md §9.5",
         compared_to=f"at most {t.information_share:.0%} of runs escape (the information story); measured: the share escaped by the budget, per point",
         threshold=f"holds if every point's 95% interval lies below {t.information_share:.0%}, fails if any lies entirely above (the direction carries the information; the stall was the gradient's size)",
@@ -239,7 +241,7 @@ def collapse_precedes_divergence(s: pd.DataFrame | None) -> Claim:
         compared_to=f"more than {t.collapse_first_share:.0%}; measured: the share of diverged runs whose monitor entropy fell below 0.1 nats before they diverged (Wilson 95%)",
         threshold=f"holds if the interval lies above {t.collapse_first_share:.0%}, fails if entirely below, else inconclusive",
     )
-    rows = select_regime(claim, s, lambda r: _collapse_rows(r) & (r["qk_norm"] == "off") & (r["diverged_count"] > 0), figure="entropy_collapse")
+    rows = select_regime(claim, s, lambda r: _collapse_rows(r) & (r["logits"] == "dot") & (r["diverged_count"] > 0), figure="training_entropy")
     if rows is None:
         return claim
     diverged = int(rows["diverged_count"].sum())
@@ -267,9 +269,9 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
         return claim
     base = s[_collapse_rows(s)]
     key = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"]
-    off = base[(base["qk_norm"] == "off") & (base["collapsed_ci_low"] > t.qk_collapse_share)]
-    on = base[base["qk_norm"] == "on"].merge(off[key], on=key)
-    rows = select_regime(claim, on, np.ones(len(on), dtype=bool), figure="entropy_collapse")
+    off = base[(base["logits"] == "dot") & (base["collapsed_ci_low"] > t.qk_collapse_share)]
+    on = base[base["logits"] == "qk_norm"].merge(off[key], on=key)
+    rows = select_regime(claim, on, np.ones(len(on), dtype=bool), figure="training_entropy")
     if rows is None:
         return claim
     verdicts = ["holds" if hi < t.qk_collapse_share else "fails" if lo > t.qk_collapse_share else "inconclusive" for lo, hi in zip(rows["collapsed_ci_low"], rows["collapsed_ci_high"])]
@@ -295,7 +297,7 @@ def zhai_bound(s: pd.DataFrame | None) -> Claim:
         compared_to="0; measured: the smallest entropy minus bound over all runs",
         threshold="holds if the smallest margin is >= -1e-9 (rounding)",
     )
-    rows = select_regime(claim, s, lambda r: np.isfinite(r["zhai_margin_min_min"]), figure="entropy_collapse")
+    rows = select_regime(claim, s, lambda r: np.isfinite(r["zhai_margin_min_min"]), figure="training_entropy")
     if rows is None:
         return claim
     low = float(rows["zhai_margin_min_min"].min())
@@ -332,7 +334,7 @@ def entropy_predicts_final_loss(s: pd.DataFrame | None) -> Claim:
         compared_to="a negative correlation; measured: Spearman correlation over a setting's initial scales of the mean initial entropy and the median final loss / chance",
         threshold="per setting, holds if the 95% interval (Fisher z, Bonett-Wright variance) lies below 0, fails if entirely above; all settings must hold",
     )
-    rows = select_regime(claim, s, lambda r: (r["stop"] == "never") & (r["qk_norm"] == "off"))
+    rows = select_regime(claim, s, lambda r: (r["stop"] == "never") & (r["logits"] == "dot"))
     if rows is None:
         return claim
     results = []

@@ -16,7 +16,7 @@ Model: u = q W_q, a = u W_k^T / sqrt(d), s_i = k_i . a (= q W_q (k_i W_k)^T / sq
 p = softmax(s), r = sum_i p_i v_i, o = r W_v; loss l = ||o - v_0||^2 per example, mean over the
 minibatch. Initialisation: W_q, W_k entries N(0, scale^2) (logit std ~ scale^2, as in the
 `init_gradient` kind), W_v entries N(0, 1/d) whatever the scale, so the scale acts on the logits
-only. `values = identity`: W_v = I, fixed (o = r). `qk_norm = on`: the logits are
+only. `values = identity`: W_v = I, fixed (o = r). `logits = qk_norm`: the logits are
 s_i = g (u / ||u||) . (k_i W_k / ||k_i W_k||), a cosine times a trained gain g starting at
 sqrt(d) (QK-norm, as LayerNorm'd queries and keys without their gains give; |s_i| <= |g|).
 
@@ -87,9 +87,9 @@ from attnsim.kernels.training import (
 EVAL_EXAMPLES = 64  # examples in the monitor set and in the final held-out set
 EVALS_PER_CHECKPOINT = 16  # evaluation grid: round(steps^(j / 112)), j = 0..112
 VALUES = ("trainable", "identity")
-QK_NORM = ("off", "on")
+LOGITS = ("dot", "qk_norm")
 STOPS = ("never", "threshold")
-DEFAULTS = {"query_noise": 0.3, "batch": 32, "threshold": 0.1, "values": "trainable", "qk_norm": "off", "stop": "never"}
+DEFAULTS = {"query_noise": 0.3, "batch": 32, "threshold": 0.1, "values": "trainable", "logits": "dot", "stop": "never"}
 # A run whose monitor loss exceeds this many times chance has diverged even if still finite (SGD
 # with a large step size grows W_v geometrically: 1e120 x chance was seen while every weight was
 # finite; such values would swamp any mean).
@@ -152,7 +152,7 @@ def validate(params: Mapping) -> None:
     check_number(p, "query_noise", positive=False)
     check_number(p, "threshold")
     check_choice(p, "values", VALUES)
-    check_choice(p, "qk_norm", QK_NORM)
+    check_choice(p, "logits", LOGITS)
     check_choice(p, "stop", STOPS)
 
 
@@ -339,7 +339,7 @@ def initial_weights(init, params: Mapping) -> list[np.ndarray]:
     w = [scale * zq, scale * zk]
     if params["values"] == "trainable":
         w.append(zv / math.sqrt(d))
-    if params["qk_norm"] == "on":
+    if params["logits"] == "qk_norm":
         w.append(np.full((zq.shape[0], 1, 1), math.sqrt(d)))
     return w
 
@@ -357,7 +357,7 @@ class Run:
         self.threshold = float(params["threshold"])
         self.stop = params["stop"] == "threshold"
         self.trainable_v = params["values"] == "trainable"
-        self.qk = params["qk_norm"] == "on"
+        self.qk = params["logits"] == "qk_norm"
         self.w = initial_weights(init, params)
         self.saved = [x.copy() for x in self.w]
         self.opt = Optimiser(params["optimiser"], params["lr"], self.w)

@@ -23,7 +23,7 @@ import pandas as pd
 from attnsim.stats import t_quantile
 
 Z95 = 1.959963984540054
-SETTING = ["optimiser", "lr", "values", "qk_norm", "n", "d", "batch", "steps"]  # one law per run setting
+SETTING = ["optimiser", "lr", "values", "logits", "n", "d", "batch", "steps"]  # one law per run setting
 PREDICTORS = {
     "logit_std": ("init_logit_std_mean", "initial logit std"),
     "entropy": ("init_entropy_mean", "initial entropy H0 (nats)"),
