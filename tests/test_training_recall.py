@@ -248,7 +248,7 @@ def test_qk_norm_and_identity_value_gradients_match_central_differences(scale):
                 down = [x.copy() for x in arrays]
                 up[which][(slice(None), *idx)] += h
                 down[which][(slice(None), *idx)] -= h
-                f = lambda a: rt.attention(a[0], a[1], wv, ex, 0.3, grad=False, gain=a[2])["loss"].mean(axis=-1)
+                f = lambda a, wv=wv: rt.attention(a[0], a[1], wv, ex, 0.3, grad=False, gain=a[2])["loss"].mean(axis=-1)
                 numeric[(slice(None), *idx)] = (f(up) - f(down)) / (2 * h)
             np.testing.assert_allclose(out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max()))
         assert ("gv" in out) == (wv is not None)

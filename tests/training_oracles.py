@@ -79,7 +79,12 @@ def recall_bound(wq, wk, gain, keys, q):
     spectral norms (or |gain| sqrt(n) with QK-norm): two-level logits with gap R sqrt(n/(n-1))."""
     E, n, d = keys.shape
     if gain is None:
-        radius = np.array([np.linalg.svd(wq @ wk.T / math.sqrt(d), compute_uv=False)[0] * np.linalg.svd(keys[e], compute_uv=False)[0] * np.linalg.norm(q[e]) for e in range(E)])
+        radius = np.array(
+            [
+                np.linalg.svd(wq @ wk.T / math.sqrt(d), compute_uv=False)[0] * np.linalg.svd(keys[e], compute_uv=False)[0] * np.linalg.norm(q[e])
+                for e in range(E)
+            ]
+        )
     else:
         radius = np.full(E, abs(gain) * math.sqrt(n))
     gap = radius * math.sqrt(n / (n - 1))

@@ -20,11 +20,11 @@ import math
 
 import numpy as np
 
+from attnsim.kernels.survival import escape_summary, wilson
 from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param
 from attnsim.kinds.recall_training import kernel
-from attnsim.kernels.survival import escape_summary, wilson
 
 LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
 TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
@@ -43,8 +43,20 @@ PARAMS = (
     Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
     Param("steps", I64, "optimiser steps per run: the budget of a run that stops at the threshold", minimum=1, maximum=100000),
     Param("values", STR, "trainable (W_v ~ N(0, 1/d), trained) or identity (W_v = I, fixed)", choices=kernel.VALUES, default="trainable"),
-    Param("logits", STR, "dot: q W_q (k W_k)^T / sqrt(d); qk_norm: g cos(q W_q, k W_k), a trained gain g from sqrt(d) (QK-norm)", choices=kernel.LOGITS, default="dot"),
-    Param("stop", STR, "threshold: a run stops (weights frozen) at its first evaluation with loss / chance <= threshold; never: runs all steps", choices=kernel.STOPS, default="never"),
+    Param(
+        "logits",
+        STR,
+        "dot: q W_q (k W_k)^T / sqrt(d); qk_norm: g cos(q W_q, k W_k), a trained gain g from sqrt(d) (QK-norm)",
+        choices=kernel.LOGITS,
+        default="dot",
+    ),
+    Param(
+        "stop",
+        STR,
+        "threshold: a run stops (weights frozen) at its first evaluation with loss / chance <= threshold; never: runs all steps",
+        choices=kernel.STOPS,
+        default="never",
+    ),
 )
 
 METRICS = tuple(Column(name, F64, doc) for name, doc in kernel.METRICS.items())
@@ -54,10 +66,18 @@ ESCAPED = tuple(f"escaped_ckpt_{j}" for j in range(CHECKPOINTS))
 THEORY = (
     LOG_N,
     Column("chance_loss", F64, "1 - 1/n: the loss of predicting the mean value (losses are reported as fractions of it)"),
-    Column("logit_std", F64, "scale^2 sqrt(1 + query_noise^2): std of the initial logits over the weights (unit keys, query norm^2 ~ 1 + query_noise^2); 1 with QK-norm (sqrt(d) times a cosine of std 1/sqrt(d))"),
+    Column(
+        "logit_std",
+        F64,
+        "scale^2 sqrt(1 + query_noise^2): std of the initial logits over the weights (unit keys, query norm^2 ~ 1 + query_noise^2); 1 with QK-norm (sqrt(d) times a cosine of std 1/sqrt(d))",
+    ),
     Column("entropy_small_scale", F64, "log n - logit_std^2 / 2: the small-scale entropy law (docs/science.md §3.3), valid while logit_std << 1"),
     Column("threshold", F64, f"loss / chance that counts as learnt ({kernel.DEFAULTS['threshold']}): steps_to_threshold and reached_share"),
-    Column("escape_exponent", F64, "predicted exponent b of escape time ~ logit_std^b from one-hot starts (docs/science.md §9.4): 1 for sgd, 1/2 for adam and normgd"),
+    Column(
+        "escape_exponent",
+        F64,
+        "predicted exponent b of escape time ~ logit_std^b from one-hot starts (docs/science.md §9.4): 1 for sgd, 1/2 for adam and normgd",
+    ),
 )
 
 EXTRA = (
@@ -72,23 +92,30 @@ EXTRA = (
     Column("reached_share", F64, "share of trials whose monitor loss reached the threshold (finite steps_to_threshold)"),
     Column("reached_ci_low", F64, "lower end of the 95% Wilson interval of reached_share"),
     Column("reached_ci_high", F64, "upper end of the 95% Wilson interval of reached_share"),
-    Column("escape_median", F64, "Kaplan-Meier median of the escape time (escape_step, escaped): the first event time with S <= 1/2; +inf if more than half censored"),
+    Column(
+        "escape_median",
+        F64,
+        "Kaplan-Meier median of the escape time (escape_step, escaped): the first event time with S <= 1/2; +inf if more than half censored",
+    ),
     Column("escape_median_ci_low", F64, "lower end of the 95% interval of escape_median (Brookmeyer-Crowley on the log-log band)"),
     Column("escape_median_ci_high", F64, "upper end of the 95% interval of escape_median; +inf when the band's lower edge never reaches 1/2"),
-    *(
-        Column(f"escape_q{q}", F64, f"Kaplan-Meier time by which {q}% of the runs had escaped; +inf if fewer did")
-        for q in (10, 25, 75, 90)
-    ),
+    *(Column(f"escape_q{q}", F64, f"Kaplan-Meier time by which {q}% of the runs had escaped; +inf if fewer did") for q in (10, 25, 75, 90)),
     *(
         Column(f"{name}{end}", F64, f"{label} share of runs escaped by checkpoint {j} (step round(steps^({j}/7))): 1 - S, Kaplan-Meier{note}")
         for j, name in enumerate(ESCAPED)
-        for end, label, note in (("", "the", ""), ("_ci_low", "lower end of the 95% interval of the", ", log-log band"), ("_ci_high", "upper end of the 95% interval of the", ", log-log band"))
+        for end, label, note in (
+            ("", "the", ""),
+            ("_ci_low", "lower end of the 95% interval of the", ", log-log band"),
+            ("_ci_high", "upper end of the 95% interval of the", ", log-log band"),
+        )
     ),
     Column("collapsed_share", F64, "share of runs whose monitor entropy fell below 0.1 nats at some evaluation (finite collapse_step)"),
     Column("collapsed_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_share"),
     Column("collapsed_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_share"),
     Column("diverged_count", I64, "runs that diverged"),
-    Column("collapse_first_share", F64, "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they diverged; NaN if none diverged"),
+    Column(
+        "collapse_first_share", F64, "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they diverged; NaN if none diverged"
+    ),
     Column("collapse_first_ci_low", F64, "lower end of the 95% Wilson interval of collapse_first_share"),
     Column("collapse_first_ci_high", F64, "upper end of the 95% Wilson interval of collapse_first_share"),
 )

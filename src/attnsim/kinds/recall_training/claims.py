@@ -138,9 +138,9 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
     if rows is None:
         return claim
     fits = _fits(rows)
-    if not fits:
-        claim.verdict = "outside regime"
-        claim.evidence = f"no setting has 3 points with a finite median escape time ({len(rows)} points in regime: the runs stay censored)"
+    if not fits:  # measured, but the medians are beyond the budget: the growth cannot be fitted
+        claim.verdict = "inconclusive"
+        claim.evidence = f"no setting has 3 points with a finite median escape time ({len(rows)} points in regime: the medians are censored)"
         return claim
     low = min(fits, key=lambda f: f[1]["slope_low"])
     claim.one_sided({"mean": low[1]["slope"], "ci_low": low[1]["slope_low"], "ci_high": low[1]["slope_high"]}, 0.0, "above", "")
@@ -175,8 +175,8 @@ def plateau_law(s: pd.DataFrame | None, optimiser: str) -> Claim:
         return claim
     fits = _fits(rows)
     if not fits:
-        claim.verdict = "outside regime"
-        claim.evidence = "no setting has 3 points with a finite median escape time"
+        claim.verdict = "inconclusive"
+        claim.evidence = f"no setting has 3 points with a finite median escape time ({len(rows)} points in regime: the medians are censored)"
         return claim
     table = pd.DataFrame([{"slope": f["slope"], "low": f["slope_low"], "high": f["slope_high"], "setting": _setting(row)} for row, f in fits])
     claim.per_point(table, "slope", "low", "high", predicted, describe=lambda r: r["setting"])
@@ -188,7 +188,9 @@ def plateau_law(s: pd.DataFrame | None, optimiser: str) -> Claim:
         ranked = sorted((k for k in PREDICTORS if math.isfinite(cv[k])), key=lambda k: cv[k])
         scores = ", ".join(f"{PREDICTORS[k][1]} {cv[k]:.3f}" for k in ranked)
         claim.evidence += f"; out of sample (leave one scale out, RMSE of log10 median over {cv['points']} points): {scores}"
-    claim.evidence += "; " + "; ".join(f"{r}: {sl:.2f} [{lo:.2f}, {hi:.2f}]" for r, sl, lo, hi in zip(table["setting"], table["slope"], table["low"], table["high"]))
+    claim.evidence += "; " + "; ".join(
+        f"{r}: {sl:.2f} [{lo:.2f}, {hi:.2f}]" for r, sl, lo, hi in zip(table["setting"], table["slope"], table["low"], table["high"])
+    )
     return claim
 
 
@@ -236,14 +238,21 @@ def collapse_precedes_divergence(s: pd.DataFrame | None) -> Claim:
         "Too large a learning rate first collapses the attention entropy, then training diverges (Zhai et al. 2023).",
         statement="information",
         number="mean (95% CI)",
-        regime="recall_training runs from a healthy start (scale <= 1) without QK-norm that diverged, all learning rates pooled",
+        regime="recall_training runs of a fixed budget from a healthy start (scale <= 1) without QK-norm, at least 8 per point; the diverged ones, all learning rates pooled",
         reason="docs/science.md §9.6",
         compared_to=f"more than {t.collapse_first_share:.0%}; measured: the share of diverged runs whose monitor entropy fell below 0.1 nats before they diverged (Wilson 95%)",
         threshold=f"holds if the interval lies above {t.collapse_first_share:.0%}, fails if entirely below, else inconclusive",
     )
-    rows = select_regime(claim, s, lambda r: _collapse_rows(r) & (r["logits"] == "dot") & (r["diverged_count"] > 0), figure="training_entropy")
+    rows = select_regime(claim, s, lambda r: _collapse_rows(r) & (r["logits"] == "dot"), figure="training_entropy")
     if rows is None:
         return claim
+    if rows["diverged_count"].sum() == 0:
+        claim.verdict = "inconclusive"
+        claim.evidence = (
+            f"no run diverged at the {len(rows)} points in regime (learning rates {', '.join(f'{v:g}' for v in sorted(rows['lr'].unique()))}): nothing to order"
+        )
+        return claim
+    rows = rows[rows["diverged_count"] > 0]
     diverged = int(rows["diverged_count"].sum())
     first = int(np.round((rows["collapse_first_share"] * rows["diverged_count"]).sum()))
     low, high = wilson(first, diverged)
@@ -260,27 +269,32 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
         "QK-norm prevents the entropy collapse that a large learning rate causes.",
         statement="information",
         number="range over points",
-        regime="recall_training runs from a healthy start (scale <= 1) with QK-norm, at the optimiser and learning rates where, without QK-norm, the collapsed share's interval lies above 50%",
+        regime="recall_training runs of a fixed budget from a healthy start (scale <= 1) with QK-norm, at least 8 per point; judged at the "
+        "optimiser and learning rates where, without QK-norm, the collapsed share's interval lies above 50%",
         reason="docs/science.md §9.6",
         compared_to=f"at most {t.qk_collapse_share:.0%}; measured: the share of runs whose entropy fell below 0.1 nats at some evaluation, per point (Wilson 95%)",
-        threshold=f"holds if every point's interval lies below {t.qk_collapse_share:.0%}, fails if any lies entirely above, else inconclusive",
+        threshold=f"holds if every such point's interval lies below {t.qk_collapse_share:.0%}, fails if any lies entirely above, else inconclusive "
+        "(also when no learning rate collapses without QK-norm: nothing to prevent)",
     )
-    if s is None:
-        return claim
-    base = s[_collapse_rows(s)]
-    key = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"]
-    off = base[(base["logits"] == "dot") & (base["collapsed_ci_low"] > t.qk_collapse_share)]
-    on = base[base["logits"] == "qk_norm"].merge(off[key], on=key)
-    rows = select_regime(claim, on, np.ones(len(on), dtype=bool), figure="training_entropy")
+    rows = select_regime(claim, s, lambda r: _collapse_rows(r) & (r["logits"] == "qk_norm"), figure="training_entropy")
     if rows is None:
         return claim
-    verdicts = ["holds" if hi < t.qk_collapse_share else "fails" if lo > t.qk_collapse_share else "inconclusive" for lo, hi in zip(rows["collapsed_ci_low"], rows["collapsed_ci_high"])]
-    top = rows.loc[rows["collapsed_share"].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = float(top["collapsed_share"]), float(rows["collapsed_share"].min()), float(rows["collapsed_share"].max())
+    key = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"]
+    base = s[_collapse_rows(s)]
+    off = base[(base["logits"] == "dot") & (base["collapsed_ci_low"] > t.qk_collapse_share)]
+    judged = rows.merge(off[key], on=key)
+    if judged.empty:
+        claim.verdict = "inconclusive"
+        claim.evidence = f"without QK-norm no learning rate of these {len(rows)} points collapsed in most runs: nothing to prevent"
+        return claim
+    lows, highs = judged["collapsed_ci_low"], judged["collapsed_ci_high"]
+    verdicts = ["holds" if hi < t.qk_collapse_share else "fails" if lo > t.qk_collapse_share else "inconclusive" for lo, hi in zip(lows, highs)]
+    top = judged.loc[judged["collapsed_share"].idxmax()]
+    claim.measured, claim.ci_low, claim.ci_high = float(top["collapsed_share"]), float(judged["collapsed_share"].min()), float(judged["collapsed_share"].max())
     claim.bound, claim.side = t.qk_collapse_share, "below"
     claim.verdict = "fails" if "fails" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
     claim.evidence = f"{len(off)} learning rates collapse without QK-norm; with it: " + "; ".join(
-        f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed, {r['diverged_mean']:.0%} diverged" for _, r in rows.iterrows()
+        f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed, {r['diverged_mean']:.0%} diverged" for _, r in judged.iterrows()
     )
     return claim
 

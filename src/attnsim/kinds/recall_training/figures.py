@@ -169,13 +169,27 @@ def escape_survival(summary: pd.DataFrame):
             hi = np.array([row[f"escaped_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
             qs = [(row[f"escape_q{q}"], q / 100) for q in (10, 25)] + [(row["escape_median"], 0.5)] + [(row[f"escape_q{q}"], q / 100) for q in (75, 90)]
             points = sorted([(t, 1 - s) for t, s in zip(steps, share)] + [(t, 1 - q) for t, q in qs if np.isfinite(t)])
-            ax.step([0.8] + [p[0] for p in points], [1.0] + [p[1] for p in points], where="post", color=c, lw=1.6,
-                    label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})")
+            ax.step(
+                [0.8] + [p[0] for p in points],
+                [1.0] + [p[1] for p in points],
+                where="post",
+                color=c,
+                lw=1.6,
+                label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})",
+            )
             ax.fill_between(steps, 1 - hi, 1 - lo, step="post", color=c, alpha=0.15, lw=0)
             if np.isfinite(row["escape_median"]):
                 right = row["escape_median_ci_high"] if np.isfinite(row["escape_median_ci_high"]) else budget
-                ax.errorbar(row["escape_median"], 0.5, xerr=[[row["escape_median"] - row["escape_median_ci_low"]], [right - row["escape_median"]]],
-                            fmt="o", color=c, ms=4, capsize=3, lw=1.1)
+                ax.errorbar(
+                    row["escape_median"],
+                    0.5,
+                    xerr=[[row["escape_median"] - row["escape_median_ci_low"]], [right - row["escape_median"]]],
+                    fmt="o",
+                    color=c,
+                    ms=4,
+                    capsize=3,
+                    lw=1.1,
+                )
         ax.axvline(budget, color="0.4", ls=":", lw=1.0)
         ax.axhline(0.5, color="0.6", lw=0.7)
         ax.set_xscale("log")
@@ -184,7 +198,7 @@ def escape_survival(summary: pd.DataFrame):
         ax.set_xlabel("training step")
         ax.set_title(_label(key), fontsize=9.5)
         ax.legend(fontsize=7.5, frameon=False, loc="lower left")
-    for ax in axes.flat[len(groups):]:
+    for ax in axes.flat[len(groups) :]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel("share of runs not yet escaped (Kaplan–Meier)")
@@ -217,14 +231,19 @@ def _law_panel(ax, summary, predictor, colours, show_theory):
         law = fit_setting(regime, predictor)
         if law is not None:
             grid = np.geomspace(law["x"].min(), law["x"].max(), 50)
-            ax.plot(grid, 10 ** (law["intercept"] + law["slope"] * np.log10(grid)), "-", color=c, lw=1.5,
-                    label=f"fit: slope {law['slope']:.2f} [{law['slope_low']:.2f}, {law['slope_high']:.2f}]")
+            ax.plot(
+                grid,
+                10 ** (law["intercept"] + law["slope"] * np.log10(grid)),
+                "-",
+                color=c,
+                lw=1.5,
+                label=f"fit: slope {law['slope']:.2f} [{law['slope_low']:.2f}, {law['slope_high']:.2f}]",
+            )
             if show_theory:
                 b = float(rows["escape_exponent"].iloc[0])
                 mid_x = 10 ** np.mean(np.log10(law["x"]))
                 mid_y = law["intercept"] + law["slope"] * np.log10(mid_x)
-                ax.plot(grid, 10 ** (mid_y + b * (np.log10(grid) - np.log10(mid_x))), "--", color=c, lw=1.1, alpha=0.8,
-                        label=f"predicted slope {b:g} (§9.4)")
+                ax.plot(grid, 10 ** (mid_y + b * (np.log10(grid) - np.log10(mid_x))), "--", color=c, lw=1.1, alpha=0.8, label=f"predicted slope {b:g} (§9.4)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(label + (" (linear)" if predictor == "entropy" else ""))
@@ -273,8 +292,16 @@ def separating(summary: pd.DataFrame):
         rows = rows.sort_values("logit_std")
         x = rows["logit_std"]
         share = rows["escaped_ckpt_7"]
-        share_ax.errorbar(x, share, yerr=np.clip([share - rows["escaped_ckpt_7_ci_low"], rows["escaped_ckpt_7_ci_high"] - share], 0, None),
-                          fmt="o-", color=c, ms=4, capsize=2, lw=1.4)
+        share_ax.errorbar(
+            x,
+            share,
+            yerr=np.clip([share - rows["escaped_ckpt_7_ci_low"], rows["escaped_ckpt_7_ci_high"] - share], 0, None),
+            fmt="o-",
+            color=c,
+            ms=4,
+            capsize=2,
+            lw=1.4,
+        )
         one_hot = rows[rows["init_entropy_mean"] < 0.1]
         share_ax.plot(one_hot["logit_std"], one_hot["escaped_ckpt_7"], "s", color=c, ms=8, mfc="none")
         med = rows["escape_median"].astype(float)
@@ -299,8 +326,10 @@ def separating(summary: pd.DataFrame):
     time_ax.set_ylabel("median escape time (steps; 95% interval)")
     time_ax.set_title("(b) how long it takes; dashed: logit_std^b, b predicted (§9.4)", fontsize=10)
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
-    handles += [Patch(color="firebrick", alpha=0.25, label="information story's prediction for one-hot starts"),
-                Line2D([], [], color="0.3", marker="^", ls="", mfc="none", label="median beyond the budget")]
+    handles += [
+        Patch(color="firebrick", alpha=0.25, label="information story's prediction for one-hot starts"),
+        Line2D([], [], color="0.3", marker="^", ls="", mfc="none", label="median beyond the budget"),
+    ]
     legend_below(fig, handles, ncol=2, y=0.02)
     fig.suptitle("Separating the explanations: steps of fixed size in the gradient's direction (normgd) from one-hot starts", y=1.02)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
@@ -328,8 +357,15 @@ def training_entropy(summary: pd.DataFrame):
             hi = np.array([row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
             bound = np.array([row[f"zhai_bound_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
             x = np.concatenate([[0.7], steps])
-            ax.plot(x, np.concatenate([[row["init_entropy_mean"]], mean]), "o-", color=c, ms=3.5, lw=1.5,
-                    label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse, {row['diverged_mean']:.0%} diverge")
+            ax.plot(
+                x,
+                np.concatenate([[row["init_entropy_mean"]], mean]),
+                "o-",
+                color=c,
+                ms=3.5,
+                lw=1.5,
+                label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse, {row['diverged_mean']:.0%} diverge",
+            )
             ax.fill_between(steps, lo, hi, color=c, alpha=0.18, lw=0)
             ax.plot(steps, bound, "--", color=c, lw=1.0)
         ax.axhline(rows["log_n"].iloc[0], color="0.4", ls=":", lw=0.9)

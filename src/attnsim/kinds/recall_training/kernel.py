@@ -107,10 +107,7 @@ METRICS = {
     "init_grad_qk": "||(dL/dW_q, dL/dW_k)||_F at initialisation, L the mean loss over the monitor set",
     "init_loss": "monitor-set loss at initialisation, as a fraction of chance (1 - 1/n)",
     **{f"loss_ckpt_{j}": f"monitor-set loss / chance after step round(steps^({j}/7)); +inf once diverged" for j in range(CHECKPOINTS)},
-    **{
-        f"entropy_ckpt_{j}": f"monitor-set mean attention entropy (nats) after step round(steps^({j}/7)); NaN once diverged"
-        for j in range(CHECKPOINTS)
-    },
+    **{f"entropy_ckpt_{j}": f"monitor-set mean attention entropy (nats) after step round(steps^({j}/7)); NaN once diverged" for j in range(CHECKPOINTS)},
     **{
         f"zhai_bound_ckpt_{j}": f"mean over the monitor set of the entropy lower bound from the logits' norm bound after step round(steps^({j}/7)) (docs/science.md §9.6); NaN once diverged"
         for j in range(CHECKPOINTS)
@@ -499,6 +496,7 @@ class Run:
         out["diverged"] = diverged.astype(np.float64)
         out["diverged_step"] = self.diverged_step.copy()
         return {name: np.asarray(out[name], dtype=np.float64) for name in METRICS}
+
 
 def simulate_block(rng: np.random.Generator, trials: int, points: Sequence[Mapping]) -> list[dict[str, np.ndarray]]:
     """Kernel contract: per point, metric -> (trials,) float64 (see METRICS)."""

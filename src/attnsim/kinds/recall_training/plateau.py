@@ -102,6 +102,4 @@ def out_of_sample(rows: pd.DataFrame) -> dict[str, float]:
                 f = fit(x[keep], data["y"].to_numpy()[keep], data["se"].to_numpy()[keep])
                 guess = f["intercept"] + f["slope"] * math.log10(x[i])
                 errors[name].append(guess - data["y"].to_numpy()[i])
-    return {name: (math.sqrt(np.mean(np.square(e))) if e else math.nan) for name, e in errors.items()} | {
-        "points": max(len(e) for e in errors.values())
-    }
+    return {name: (math.sqrt(np.mean(np.square(e))) if e else math.nan) for name, e in errors.items()} | {"points": max(len(e) for e in errors.values())}
