@@ -206,6 +206,7 @@ def collapse_rows(first_collapsed: int, diverged: int, qk_collapsed: float) -> p
             SETTING
             | dict(experiment="c", n_trials=40, scale=1.0, optimiser="adam", lr=1.0, steps=3000, stop="never", logits=logits, logit_std=1.0)
             | dict(collapsed_share=collapsed, collapsed_ci_low=low, collapsed_ci_high=high, diverged_mean=diverged / 40, zhai_margin_min_min=0.0)
+            | dict(collapsed_early_share=collapsed / 2)
             | dict(diverged_count=diverged if logits == "dot" else 0, collapse_first_share=first_collapsed / diverged if logits == "dot" else math.nan)
             | dict(collapse_first_ci_low=f_low, collapse_first_ci_high=f_high)
         )

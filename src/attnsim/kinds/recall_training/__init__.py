@@ -112,6 +112,13 @@ EXTRA = (
     Column("collapsed_share", F64, "share of runs whose monitor entropy fell below 0.1 nats at some evaluation (finite collapse_step)"),
     Column("collapsed_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_share"),
     Column("collapsed_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_share"),
+    Column(
+        "collapsed_early_share",
+        F64,
+        "share of runs whose entropy collapsed (< 0.1 nats) while the loss was still above the threshold (collapse_step < escape time; a run that never escaped counts from its collapse): collapse before learning",
+    ),
+    Column("collapsed_early_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_early_share"),
+    Column("collapsed_early_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_early_share"),
     Column("diverged_count", I64, "runs that diverged"),
     Column(
         "collapse_first_share", F64, "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they diverged; NaN if none diverged"
@@ -158,6 +165,10 @@ def extra_summary(metrics, p) -> dict[str, object]:
     collapsed = int(np.isfinite(metrics["collapse_step"]).sum())
     out["collapsed_share"] = collapsed / trials
     out["collapsed_ci_low"], out["collapsed_ci_high"] = wilson(collapsed, trials)
+    escape = np.where(metrics["escaped"] == 1, metrics["escape_step"], np.inf)
+    early = int(np.sum(metrics["collapse_step"] < escape))
+    out["collapsed_early_share"] = early / trials
+    out["collapsed_early_ci_low"], out["collapsed_early_ci_high"] = wilson(early, trials)
     gone = metrics["diverged"] == 1
     first = int(np.sum(metrics["collapse_step"][gone] < metrics["diverged_step"][gone]))
     out["diverged_count"] = int(gone.sum())

@@ -257,7 +257,11 @@ def collapse_precedes_divergence(s: pd.DataFrame | None) -> Claim:
     first = int(np.round((rows["collapse_first_share"] * rows["diverged_count"]).sum()))
     low, high = wilson(first, diverged)
     claim.one_sided({"mean": first / diverged, "ci_low": low, "ci_high": high}, t.collapse_first_share, "above", "")
-    per = "; ".join(f"{_setting(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} collapsed first" for _, r in rows.iterrows())
+    per = "; ".join(
+        f"{_setting(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} collapsed first, "
+        f"{r['collapsed_early_share']:.0%} of all runs collapsed before learning"
+        for _, r in rows.iterrows()
+    )
     claim.evidence = f"{first} of {diverged} diverged runs had collapsed first; {per}"
     return claim
 
@@ -293,8 +297,13 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
     claim.measured, claim.ci_low, claim.ci_high = float(top["collapsed_share"]), float(judged["collapsed_share"].min()), float(judged["collapsed_share"].max())
     claim.bound, claim.side = t.qk_collapse_share, "below"
     claim.verdict = "fails" if "fails" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
-    claim.evidence = f"{len(off)} learning rates collapse without QK-norm; with it: " + "; ".join(
-        f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed, {r['diverged_mean']:.0%} diverged" for _, r in judged.iterrows()
+    claim.evidence = (
+        f"{len(off)} learning rates collapse without QK-norm; with it: "
+        + "; ".join(
+            f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed ({r['collapsed_early_share']:.0%} before learning), {r['diverged_mean']:.0%} diverged"
+            for _, r in judged.iterrows()
+        )
+        + " (a sharp head is this task's solution: a collapse after learning is no pathology)"
     )
     return claim
 

@@ -151,8 +151,8 @@ def _settings(summary: pd.DataFrame):
 
 def escape_survival(summary: pd.DataFrame):
     """Survival curves of the escape time per initial scale, a panel per run setting: the share of
-    runs not yet escaped, Kaplan-Meier, at the checkpoints (95% log-log band) and at the 10/25/50/
-    75/90% quantiles; the median with its 95% interval as a horizontal bar at 1/2."""
+    runs not yet escaped, Kaplan-Meier, at the checkpoints (with their 95% intervals) and at the
+    10/25/50/75/90% quantiles; the median with its 95% interval as a horizontal bar at 1/2."""
     groups = _settings(summary)
     scales = sorted(summary["scale"].unique())
     colours = dict(zip(scales, palette("viridis", max(len(scales), 2))))
@@ -177,7 +177,18 @@ def escape_survival(summary: pd.DataFrame):
                 lw=1.6,
                 label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})",
             )
-            ax.fill_between(steps, 1 - hi, 1 - lo, step="post", color=c, alpha=0.15, lw=0)
+            inside = (share > 0) & (share < 1) | (lo > 0) | (hi < 1)  # checkpoints where something is known
+            ax.errorbar(
+                steps[inside],
+                1 - share[inside],
+                yerr=np.clip([hi[inside] - share[inside], share[inside] - lo[inside]], 0, None),
+                fmt="s",
+                color=c,
+                ms=3,
+                capsize=2,
+                lw=0.9,
+                alpha=0.8,
+            )
             if np.isfinite(row["escape_median"]):
                 right = row["escape_median_ci_high"] if np.isfinite(row["escape_median_ci_high"]) else budget
                 ax.errorbar(
@@ -204,7 +215,7 @@ def escape_survival(summary: pd.DataFrame):
         ax.set_ylabel("share of runs not yet escaped (Kaplan–Meier)")
     handles = [
         Line2D([], [], color="0.3", lw=1.6, label="share still above the loss threshold (steps: checkpoints and quantiles)"),
-        Patch(color="0.6", alpha=0.35, label="95% log-log band (Wilson at 0 and 1)"),
+        Line2D([], [], color="0.3", marker="s", ms=3, ls="", label="at the checkpoints: 95% log-log interval (Wilson at 0 and 1)"),
         Line2D([], [], color="0.3", marker="o", ls="", label="median escape time with its 95% interval"),
         Line2D([], [], color="0.4", ls=":", label="budget: runs still above it are censored there"),
     ]
@@ -364,7 +375,7 @@ def training_entropy(summary: pd.DataFrame):
                 color=c,
                 ms=3.5,
                 lw=1.5,
-                label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse, {row['diverged_mean']:.0%} diverge",
+                label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse ({row['collapsed_early_share']:.0%} before learning), {row['diverged_mean']:.0%} diverge",
             )
             ax.fill_between(steps, lo, hi, color=c, alpha=0.18, lw=0)
             ax.plot(steps, bound, "--", color=c, lw=1.0)
@@ -376,13 +387,18 @@ def training_entropy(summary: pd.DataFrame):
         ax.set_ylabel("monitor mean attention entropy (nats)")
         title = f"{optimiser}, {'QK-norm' if qk == 'qk_norm' else 'no QK-norm'}{', W_v = I' if values == 'identity' else ''}, scale {scale:g}"
         ax.set_title(f"({chr(97 + col)}) {title}", fontsize=10)
-        ax.legend(fontsize=7, frameon=False, loc="lower left")
+        ax.legend(fontsize=7, frameon=False, loc="best")
         low_ax = axes[1, col]
-        for name, marker, label in (("collapsed", "o-", "entropy collapsed (< 0.1 nats)"), ("diverged", "x--", "diverged")):
+        labels = (
+            ("collapsed", "o-", "entropy collapsed (< 0.1 nats)"),
+            ("collapsed_early", "s-", "collapsed before the loss reached the threshold"),
+            ("diverged", "x--", "diverged"),
+        )
+        for name, marker, label in labels:
             share = rows.sort_values("lr")
-            mean = share[f"{name}_share"] if name == "collapsed" else share["diverged_mean"]
-            if name == "collapsed":
-                lo, hi = share["collapsed_ci_low"], share["collapsed_ci_high"]
+            mean = share[f"{name}_share"] if name != "diverged" else share["diverged_mean"]
+            if name != "diverged":
+                lo, hi = share[f"{name}_ci_low"], share[f"{name}_ci_high"]
             else:
                 bounds = [wilson(int(round(m * t)), int(t)) for m, t in zip(share["diverged_mean"], share["n_trials"])]
                 lo, hi = pd.Series([b[0] for b in bounds], index=share.index), pd.Series([b[1] for b in bounds], index=share.index)
