@@ -33,9 +33,7 @@ def schema_markdown(kind_name: str) -> str:
             name = f"`{f.name}`"
             if f.name.endswith("_mean"):
                 name += ", `_se`, `_ci_low`, `_ci_high`"
-                doc = doc.replace(
-                    "mean over trials of", "mean, its standard error and 95% interval, of"
-                )
+                doc = doc.replace("mean over trials of", "mean, its standard error and 95% interval, of")
             lines.append(f"| {name} | {f.type} | {doc} |")
         lines.append("")
     return "\n".join(lines)

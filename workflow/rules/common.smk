@@ -9,15 +9,14 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim.plan import cost as resources
-
-from attnsim.plan import sweep as planning
-
-from attnsim.store import parquet as store
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.plan import cost as resources
+from attnsim.plan import sweep as planning
+from attnsim.run import progress
 from attnsim.run.status import run_summary
+from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
 RESULTS = Path("results")
@@ -175,6 +174,8 @@ def write_chunk_specs():
     """Each pending chunk's spec file, for its job (real runs only: `onstart` never runs in a dry run)."""
     threads = resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
     planning.write_specs(PLANS, RESULTS, threads)
+    # what this run computes, for its progress lines (attnsim.run.progress)
+    progress.write_manifest(PLANS, RESULTS, _local_cores())
 
 
 def print_run_summary():

@@ -44,9 +44,9 @@ class Param(Column):
 
     The experiment's `grid.<name>` is a non-empty list of distinct values; each value must be of
     the column's type, within [minimum, maximum] (or above `exclusive_minimum`), one of
-    `choices` if given. `config.schema` generates the JSON Schema from these declarations. A
-    parameter with a `default` may be left out of a grid: it then takes `[default]` (so a kind
-    can gain a parameter without breaking the configs written before it).
+    `choices` if given. `config.schema` generates the JSON Schema from these declarations.
+    A parameter with a `default` may be left out of a grid: it then takes the one value
+    [default] (so a parameter added to a kind keeps existing configs valid).
     """
 
     minimum: float | None = None
@@ -74,7 +74,7 @@ class Param(Column):
     def list_schema(self) -> dict:
         schema = {"description": self.doc, "type": "array", "minItems": 1, "uniqueItems": True, "items": self.item_schema()}
         if self.default is not None:
-            schema["default"] = [self.default]  # the config validator fills it in where left out
+            schema["default"] = [self.default]
         return schema
 
 

@@ -29,6 +29,7 @@ from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.models import assets
 from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.run import cpu
 from attnsim.seeding import block_generator
 from attnsim.store import parquet as store
 
@@ -214,6 +215,7 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path |
         trials=spec.trials,
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
+        cpu=cpu.provenance(),  # the CPU class that computed these rows (docs/usage.md, Reproducibility)
         **(spec.kind.provenance() if spec.kind.provenance else {}),
     )
     store.write_atomic(table, output, meta)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import json
+import logging
 import platform
 import shutil
 import socket
@@ -30,6 +31,8 @@ from attnsim.files import atomic_path, process_alive
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
 from attnsim.seeding import digest
+
+log = logging.getLogger(__name__)
 
 META_KEY = b"attnsim"
 FORMAT = "attnsim-store/1"
@@ -193,3 +196,31 @@ def chunk_files(root: Path, table: str = "trials") -> list[Path]:
 
 def experiment_chunks(root: Path, kind: str, experiment: str) -> list[Path]:
     return sorted(experiment_dir(root, "trials", kind, experiment).glob("chunk-*.parquet"))
+
+
+UNRECORDED_CLASS = "unrecorded"  # chunks written before provenance named the CPU class
+
+
+def cpu_classes(paths: list[Path], experiment: str = "") -> dict[str, int]:
+    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunk files `paths` it computed.
+
+    Mixing classes in one experiment is allowed and reported: each point's rows come from one
+    chunk, so each is bit-identical to what its class computes and within the cross-class
+    tolerance of any other class's (docs/science.md §8.4); the experiment as a whole is then
+    reproducible point by point, not bit for bit on one machine. The summary's provenance
+    records the counts and collect logs a warning naming the classes."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        klass = read_meta(Path(path)).get("cpu", {}).get("class", UNRECORDED_CLASS)
+        counts[klass] = counts.get(klass, 0) + 1
+    if len(counts) > 1:
+        log.warning("%s", mixed_classes_note(experiment, counts))
+    return dict(sorted(counts.items()))
+
+
+def mixed_classes_note(experiment: str, counts: dict[str, int]) -> str:
+    classes = ", ".join(f"{c} ({n} chunk{'s' * (n != 1)})" for c, n in sorted(counts.items()))
+    return (
+        f"{experiment}: rows computed on {len(counts)} CPU classes: {classes}; each point is bit-identical to its class's "
+        "rows and within docs/science.md §8.4's tolerance of the others, the experiment is not bit-identical to a one-class run"
+    )

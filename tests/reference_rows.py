@@ -1,0 +1,247 @@
+"""Reference rows: a small sweep per kind, its digests per CPU class and its per-point values.
+
+One file per kind, tests/data/reference_rows/<kind>.json:
+
+- ``config``: the kind's reference sweep (a seed and experiments of that kind only);
+- ``metrics``: the metrics hashed, in hashing order (a kind that gains a metric keeps its list);
+- ``digests``: CPU class (attnsim.run.cpu.cpu_class, e.g. ``X86_V4-SkylakeX``) -> point id -> sha256
+  of the point's rows: bit-identity is checked on every class recorded here;
+- ``values``: point id -> metric -> [finite trials, mean, min, median, max] over the finite
+  trials, as computed on ``values_class``: on a class without digests the rows are checked
+  against these within ``tolerance`` (docs/science.md §8.4).
+
+Record (after a deliberate change of a kind's rows, with a new ``algorithm_version``):
+
+    python -m tests.reference_rows record KIND [KIND ...]     # from the repository's root
+    python -m tests.reference_rows record NEW_KIND --config sweep.yaml   # a kind's first file
+    python -m tests.reference_rows check [KIND ...]           # what the test checks, as JSON
+
+``record`` computes the rows on this machine at 1 and 2 threads (they must be equal), writes this
+class's digests and the values, and keeps other classes' digests only if this class's digests
+did not change (otherwise they are dropped and those classes are checked within the tolerance
+until someone records them on such a machine). It records this machine's CPU class only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parent / "data" / "reference_rows"
+DEFAULT_TOLERANCE = {"rtol": 1e-4}
+
+
+def kind_names() -> list[str]:
+    return sorted(p.stem for p in DATA.glob("*.json"))
+
+
+def read(kind: str) -> dict:
+    return json.loads((DATA / f"{kind}.json").read_text())
+
+
+def write(kind: str, reference: dict) -> Path:
+    path = DATA / f"{kind}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(reference, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def rows(reference: dict, threads: int) -> dict[str, dict[str, np.ndarray]]:
+    """point id -> metric -> (trials,) float64, for the reference sweep's recorded metrics."""
+    from attnsim.config.grid import expand
+    from attnsim.config.load import load
+    from attnsim.kinds import get_kind
+    from attnsim.run.simulate import simulate_points
+
+    settings = load(reference["config"])
+    out = {}
+    for experiment in settings.experiments.values():
+        kind = get_kind(experiment.kind)
+        points = expand(experiment)
+        results = simulate_points(kind, settings.seed, experiment.trials, points, threads=threads)
+        for point in points:
+            out[point.id] = {m: np.ascontiguousarray(results[point.id][m], dtype=np.float64) for m in reference["metrics"]}
+    return out
+
+
+def digest(metrics: dict[str, np.ndarray], names: list[str]) -> str:
+    h = hashlib.sha256()
+    for name in names:
+        h.update(name.encode())
+        h.update(metrics[name].tobytes())
+    return h.hexdigest()
+
+
+def point_values(values: np.ndarray) -> list[float]:
+    """[finite trials, mean, min, median, max] over the finite trials (NaN when none)."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return [0, math.nan, math.nan, math.nan, math.nan]
+    return [
+        int(finite.size),
+        float(finite.mean()),
+        float(finite.min()),
+        float(np.median(finite)),
+        float(finite.max()),
+    ]
+
+
+def values_of(computed: dict, names: list[str]) -> dict:
+    return {pid: {m: point_values(metrics[m]) for m in names} for pid, metrics in computed.items()}
+
+
+def within_tolerance(got: list[float], ref: list[float], rtol: float) -> bool:
+    """Same finite count; mean, min, median and max each within rtol x the point's largest finite
+    magnitude of the metric (max(|min|, |max|) of the reference): docs/science.md §8.4."""
+    if got[0] != ref[0]:
+        return False
+    if ref[0] == 0:
+        return True
+    scale = max(abs(ref[2]), abs(ref[4]))
+    return all(abs(g - r) <= rtol * scale for g, r in zip(got[1:], ref[1:]))
+
+
+def worst_difference(got: list[float], ref: list[float]) -> float:
+    """The largest |difference| of mean/min/median/max in units of the point's scale (inf if the
+    finite counts differ)."""
+    if got[0] != ref[0]:
+        return math.inf
+    scale = max(abs(ref[2]), abs(ref[4])) if ref[0] else 0.0
+    diffs = [abs(g - r) for g, r in zip(got[1:], ref[1:])] if ref[0] else [0.0]
+    return max(diffs) / scale if scale else (0.0 if max(diffs) == 0 else math.inf)
+
+
+def check(kind: str, threads: int = 1) -> dict:
+    """What the test asserts, for one kind on this machine: a dict with ``class``, ``mode``
+    ("digests" when this class is recorded, else "tolerance"), ``points``, ``failed`` (point ids),
+    ``worst`` (largest difference in units of the scale, tolerance mode) and ``ids_match``."""
+    from attnsim.run import cpu
+
+    reference = read(kind)
+    computed = rows(reference, threads)
+    klass = cpu.cpu_class()
+    recorded = reference["digests"].get(klass)
+    out = {
+        "kind": kind,
+        "class": klass,
+        "points": len(computed),
+        "recorded_classes": sorted(reference["digests"]),
+    }
+    if recorded is not None:
+        got = {pid: digest(m, reference["metrics"]) for pid, m in computed.items()}
+        out |= {
+            "mode": "digests",
+            "ids_match": set(got) == set(recorded),
+            "failed": sorted(p for p in recorded if got.get(p) != recorded[p]),
+        }
+        return out
+    rtol = reference.get("tolerance", DEFAULT_TOLERANCE)["rtol"]
+    values = values_of(computed, reference["metrics"])
+    failed, worst = [], 0.0
+    for pid, metrics in reference["values"].items():
+        if pid not in values:
+            continue
+        for metric, ref in metrics.items():
+            worst = max(worst, worst_difference(values[pid][metric], ref))
+            if not within_tolerance(values[pid][metric], ref, rtol):
+                failed.append(f"{pid}:{metric}")
+    out |= {
+        "mode": "tolerance",
+        "rtol": rtol,
+        "ids_match": set(values) == set(reference["values"]),
+        "failed": failed,
+        "worst": worst,
+    }
+    return out
+
+
+def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> str:
+    """Record this CPU class's digests and the values of `kind`; returns what was done, one line."""
+    from attnsim.kinds import get_kind
+    from attnsim.run import cpu
+
+    path = DATA / f"{kind}.json"
+    if path.exists():
+        reference = read(kind)
+        if config is not None:
+            reference["config"] = config
+    elif config is None:
+        raise SystemExit(f"{path}: no reference sweep for {kind!r} yet; give one with --config sweep.yaml")
+    else:
+        reference = {"config": config, "digests": {}, "tolerance": dict(DEFAULT_TOLERANCE)}
+    kinds = {e["kind"] for e in reference["config"]["experiments"].values()}
+    if kinds != {kind}:
+        raise SystemExit(f"{path}: the reference sweep of {kind!r} must hold experiments of that kind only, not {sorted(kinds)}")
+    current = [m.name for m in get_kind(kind).metrics]
+    if all_metrics or "metrics" not in reference:
+        reference["metrics"] = current
+    one, two = rows(reference, 1), rows(reference, 2)
+    digests = {pid: digest(m, reference["metrics"]) for pid, m in one.items()}
+    if digests != {pid: digest(m, reference["metrics"]) for pid, m in two.items()}:
+        raise SystemExit(f"{kind}: rows differ between 1 and 2 threads; a kernel must not depend on the thread count")
+    klass = cpu.cpu_class()
+    old = reference["digests"].get(klass)
+    dropped = []
+    if old != digests:
+        dropped = sorted(c for c in reference["digests"] if c != klass)
+        reference["digests"] = {}
+    reference["digests"][klass] = digests
+    notes = {c: n for c, n in reference.get("digests_notes", {}).items() if c in reference["digests"]}
+    machine = cpu.provenance()
+    notes[klass] = (
+        f"computed on {machine['model']} (numpy {np.__version__} dispatch {machine['numpy_dispatch']}, "
+        f"{machine['blas']['internal_api']} {machine['blas']['version']} core {machine['blas']['architecture']}), "
+        "identical at 1 and 2 threads"
+    )
+    reference["digests_notes"] = notes
+    reference["values"] = values_of(one, reference["metrics"])
+    reference["values_class"] = klass
+    reference.setdefault("tolerance", dict(DEFAULT_TOLERANCE))
+    write(kind, reference)
+    note = f"; dropped the changed rows' digests of {', '.join(dropped)} (checked within the tolerance until recorded there)" if dropped else ""
+    return f"{path.relative_to(DATA.parents[2])}: {len(digests)} points recorded for {klass}{note}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.reference_rows", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="record this CPU class's digests and the values of KIND(s)")
+    rec.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind with a file")
+    rec.add_argument(
+        "--config",
+        help="a YAML or JSON sweep (seed, experiments of KIND) for a new or changed reference sweep",
+    )
+    rec.add_argument(
+        "--all-metrics",
+        action="store_true",
+        help="hash every metric the kind has now (else keep the recorded list)",
+    )
+    chk = sub.add_parser("check", help="print what the test checks, as JSON; exit 1 on a failure")
+    chk.add_argument("kinds", nargs="*", metavar="KIND")
+    chk.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    kinds = args.kinds or kind_names()
+    if args.command == "record":
+        config = None
+        if args.config:
+            import yaml
+
+            config = yaml.safe_load(Path(args.config).read_text())
+            if len(kinds) != 1:
+                raise SystemExit("--config applies to one KIND")
+        for kind in kinds:
+            print(record(kind, config, args.all_metrics))
+        return 0
+    results = [check(kind, args.threads) for kind in kinds]
+    print(json.dumps(results, indent=1))
+    return 1 if any(r["failed"] or not r["ids_match"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
