@@ -210,4 +210,5 @@ KIND = Kind(
     extra_summary=extra_summary,
     finite_metrics=FINITE,
     extreme_metrics=("zhai_margin_min",),
+    block_factor=4,  # ~36 trials per block: a step's array calls cost ~1 ms per point whatever the trials
 )
