@@ -149,6 +149,7 @@ def test_rotation_claim_compares_the_gain_with_the_models():
         outlier_scale=8.0,
         kappa_eff=0.002,
         kappa_eff_unrotated=0.008,
+        saturated_unrotated_mean=0.0,
         rotation_gain=5.0,
         rotation_gain_ci_low=4.8,
         rotation_gain_ci_high=5.2,
@@ -157,6 +158,7 @@ def test_rotation_claim_compares_the_gain_with_the_models():
     assert claims.rotation(rows).verdict == "holds"
     assert claims.rotation(rows.assign(rotation_gain_model=2.6)).verdict == "fails"
     assert claims.rotation(rows.assign(outlier_channels=0)).verdict == "outside regime"
+    assert claims.rotation(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"  # the model has no saturation
 
 
 def test_every_claim_states_its_regime_role_and_reason():

@@ -38,8 +38,27 @@ GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
     "init_gradient": {"n": [16], "d": [16, 8], "scale": [0.1, 100, 1e-3]},
     "recall_training": RECALL,  # lr 16 diverges: +inf/NaN trials, the finite-only metrics
     "contrastive_training": CONTRASTIVE,
+    "precision_attention": {
+        "n": [16],
+        "d": [4],
+        "logit_scale": [0, 3],
+        "outlier_channels": [1],
+        "outlier_scale": [10],
+        "format": ["float8_e4m3fn", "bfloat16"],
+        "site": ["logits", "qk_rotated", "probs"],
+    },
+    "attention_dropout": {
+        "n": [16],
+        "d": [2],
+        "logit_scale": [1],
+        "value_mean": [0, 2],
+        "noise_draws": [2],
+        "rate": [0, 0.5],
+        "form": ["transformers", "logit"],
+    },
 }
 DEFAULT_GRIDS = {e.kind: e.grid for e in load_file(REPO / "config.yaml").experiments.values()}  # every kind, assets or not
+DEFAULT_GRIDS.setdefault("real_precision", {"n": [12], "layer": [0, 5], "head": [3], "format": ["bfloat16"], "site": ["logits", "qk"]})  # preset only
 
 
 def any_grid(kind: str) -> dict:

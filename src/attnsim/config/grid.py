@@ -34,7 +34,7 @@ def make_point(kind: Kind | str, params: dict) -> Point:
     kind = as_kind(kind)
     canonical = {}
     for column in kind.params:
-        value = params[column.name]
+        value = params[column.name] if column.default is None else params.get(column.name, column.default)
         if pa.types.is_floating(column.type):
             value = float(value)
         elif pa.types.is_integer(column.type):

@@ -57,6 +57,7 @@ METRIC_NAMES = (
     "saturated",
     "sq_err_unrotated",
     "sq_err_model_unrotated",
+    "saturated_unrotated",
 )
 
 
@@ -377,7 +378,8 @@ class Block:
         if site == "qk_rotated":
             plain = self.site("qk", fmt_name)
             out["sq_err_unrotated"], out["sq_err_model_unrotated"] = plain["sq_err"], plain["sq_err_model"]
+            out["saturated_unrotated"] = plain["saturated"]
         else:
             nan = np.full(len(c.grad_sq), np.nan)
-            out["sq_err_unrotated"], out["sq_err_model_unrotated"] = nan, nan
+            out["sq_err_unrotated"], out["sq_err_model_unrotated"], out["saturated_unrotated"] = nan, nan, nan
         return {name: np.asarray(out[name], dtype=np.float64) for name in METRIC_NAMES}

@@ -53,6 +53,7 @@ _DOCS = {
     "saturated": "share of the site's cast numbers beyond the format's largest finite value",
     "sq_err_unrotated": "at site qk_rotated: the same row's sq_err with q and k cast unrotated (else nan)",
     "sq_err_model_unrotated": "at site qk_rotated: the same row's sq_err_model unrotated (else nan)",
+    "saturated_unrotated": "at site qk_rotated: the share of the unrotated casts that saturated (else nan)",
 }
 METRICS = tuple(Column(name, F64, _DOCS[name]) for name in METRIC_NAMES)
 

@@ -80,8 +80,10 @@ from attnsim.kernels.training import (
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 
 EVAL_BATCHES = 4  # held-out batches of n examples in the monitor set and in the final set
-PROBE_PER_CLASS = 10  # at least this many probe examples per class to fit the evaluations, as many to test them
-PROBE_EXAMPLES = 256  # and at least this many in all (the test set's binomial noise: sd <= 0.031 per run)
+# probe examples per class to fit the evaluations (as many to test them): at least PROBE_PER_CLASS,
+# and at least PROBE_EXAMPLES in all (the test set's binomial noise: sd <= 0.031 per run)
+PROBE_PER_CLASS = 10
+PROBE_EXAMPLES = 256
 KNN = 5  # neighbours of the k-NN evaluation
 RIDGE = 1e-3  # ridge of the linear probe, per fitting example
 TAU_CLAMP = 0.01  # CLIP's clamp: logit scale <= 100
@@ -102,36 +104,65 @@ STREAM_PARAMS = ("n", "classes", "latent_dim", "input_dim", "embed_dim")
 _NAN_IF_DIVERGED = "; NaN if diverged"
 METRICS = {
     "init_loss": "symmetric InfoNCE loss (nats) at initialisation, mean over the monitor batches",
-    "init_entropy": "batch softmax entropy (nats, mean over anchors) at initialisation on the monitor batches",
-    **{f"loss_ckpt_{j}": f"monitor loss (nats) after step round(steps^({j}/7)); +inf once diverged" for j in range(CHECKPOINTS)},
-    "entropy_min": "minimum over training steps of the training batch's softmax entropy (mean over anchors, before the step's update)" + _NAN_IF_DIVERGED,
-    "entropy_floor_excess_min": "minimum over training steps of the training batch's entropy minus its floor log n - g_n(tau_t) at the step's tau"
-    + _NAN_IF_DIVERGED,
-    "final_loss": "InfoNCE loss (nats) on the fresh held-out batches after training; +inf if diverged",
-    "final_entropy": "batch softmax entropy (nats, mean over anchors) on the held-out batches after training" + _NAN_IF_DIVERGED,
-    "final_entropy_floor": "log n - g_n(tau_final): the floor of final_entropy at the run's final temperature",
-    "alignment": "E ||z - z'||^2 over held-out positive pairs (0 = perfectly aligned, max 4)" + _NAN_IF_DIVERGED,
-    "uniformity": "log E exp(-2 ||z_a - z_b||^2) over pairs of distinct held-out examples of a batch (-8 .. 0, lower = more uniform)" + _NAN_IF_DIVERGED,
-    "hardest_negative_share": "held-out: per anchor, the largest softmax weight on a negative over the total weight on negatives, "
-    "mean over anchors (1/(n-1) for uniform weights, 1 if one negative takes it all)" + _NAN_IF_DIVERGED,
-    "same_class_negative_share": "held-out: per anchor with a negative of its own class, the share of its negative weight on such "
-    "negatives, mean over those anchors; NaN if diverged or no anchor has one",
-    "same_class_negative_count_share": "the same share for uniform weights: per such anchor, its same-class negatives over n - 1 "
-    "(what same_class_negative_share is compared with); NaN if no anchor has one",
-    "probe_accuracy": "held-out accuracy of the nearest-class-mean probe on the final embeddings (chance 1/C); 0 if diverged",
-    "knn_accuracy": f"held-out accuracy of {KNN}-NN (cosine) on the final embeddings (chance 1/C); 0 if diverged",
-    "linear_probe_accuracy": "held-out accuracy of the least-squares linear probe on the final embeddings (chance 1/C); 0 if diverged",
-    "init_probe_accuracy": "the nearest-class-mean probe on the initial (random) encoder",
-    **{f"tau_ckpt_{j}": f"temperature after step round(steps^({j}/7)) (= tau unless learned); NaN once diverged" for j in range(CHECKPOINTS)},
+    "init_entropy": "batch softmax entropy (nats, mean over anchors) at initialisation on the "
+    "monitor batches",
     **{
-        f"entropy_ckpt_{j}": f"monitor batch softmax entropy (nats, mean over anchors) after step round(steps^({j}/7)), at tau_ckpt_{j}" + _NAN_IF_DIVERGED
+        f"loss_ckpt_{j}": f"monitor loss (nats) after step round(steps^({j}/7)); +inf once diverged"
         for j in range(CHECKPOINTS)
     },
-    **{f"entropy_floor_ckpt_{j}": f"log n - g_n(tau_ckpt_{j}): the floor of entropy_ckpt_{j}; NaN once diverged" for j in range(CHECKPOINTS)},
-    "tau_final": "temperature after training (= tau unless learned; 1 if a learnt run diverged: its t is reset to 0)",
-    "log_tau_final": "log(tau_final) = -t (nats); averages the learned temperature on its own (log) scale",
+    "entropy_min": "minimum over training steps of the training batch's softmax entropy (mean over "
+    "anchors, before the step's update)" + _NAN_IF_DIVERGED,
+    "entropy_floor_excess_min": "minimum over training steps of the training batch's entropy minus "
+    "its floor log n - g_n(tau_t) at the step's tau" + _NAN_IF_DIVERGED,
+    "final_loss": "InfoNCE loss (nats) on the fresh held-out batches after training; +inf if "
+    "diverged",
+    "final_entropy": "batch softmax entropy (nats, mean over anchors) on the held-out batches "
+    "after training" + _NAN_IF_DIVERGED,
+    "final_entropy_floor": "log n - g_n(tau_final): the floor of final_entropy at the run's final "
+    "temperature",
+    "alignment": "E ||z - z'||^2 over held-out positive pairs (0 = perfectly aligned, max 4)"
+    + _NAN_IF_DIVERGED,
+    "uniformity": "log E exp(-2 ||z_a - z_b||^2) over pairs of distinct held-out examples of a "
+    "batch (-8 .. 0, lower = more uniform)" + _NAN_IF_DIVERGED,
+    "hardest_negative_share": "held-out: per anchor, the largest softmax weight on a negative over "
+    "the total weight on negatives, "
+    "mean over anchors (1/(n-1) for uniform weights, 1 if one negative takes it all)"
+    + _NAN_IF_DIVERGED,
+    "same_class_negative_share": "held-out: per anchor with a negative of its own class, the share "
+    "of its negative weight on such "
+    "negatives, mean over those anchors; NaN if diverged or no anchor has one",
+    "same_class_negative_count_share": "the same share for uniform weights: per such anchor, its "
+    "same-class negatives over n - 1 "
+    "(what same_class_negative_share is compared with); NaN if no anchor has one",
+    "probe_accuracy": "held-out accuracy of the nearest-class-mean probe on the final embeddings "
+    "(chance 1/C); 0 if diverged",
+    "knn_accuracy": f"held-out accuracy of {KNN}-NN (cosine) on the final embeddings (chance 1/C); "
+    f"0 if diverged",
+    "linear_probe_accuracy": "held-out accuracy of the least-squares linear probe on the final "
+    "embeddings (chance 1/C); 0 if diverged",
+    "init_probe_accuracy": "the nearest-class-mean probe on the initial (random) encoder",
+    **{
+        f"tau_ckpt_{j}": f"temperature after step round(steps^({j}/7)) (= tau unless learned); NaN "
+        f"once diverged"
+        for j in range(CHECKPOINTS)
+    },
+    **{
+        f"entropy_ckpt_{j}": f"monitor batch softmax entropy (nats, mean over anchors) after step "
+        f"round(steps^({j}/7)), at tau_ckpt_{j}" + _NAN_IF_DIVERGED
+        for j in range(CHECKPOINTS)
+    },
+    **{
+        f"entropy_floor_ckpt_{j}": f"log n - g_n(tau_ckpt_{j}): the floor of entropy_ckpt_{j}; NaN "
+        f"once diverged"
+        for j in range(CHECKPOINTS)
+    },
+    "tau_final": "temperature after training (= tau unless learned; 1 if a learnt run diverged: "
+    "its t is reset to 0)",
+    "log_tau_final": "log(tau_final) = -t (nats); averages the learned temperature on its own "
+    "(log) scale",
     "diverged": "1 if the weights or a monitor loss became NaN/inf during training, else 0",
-    "diverged_step": "the step whose update made the weights (or whose monitor loss) non-finite; +inf if never",
+    "diverged_step": "the step whose update made the weights (or whose monitor loss) non-finite; "
+    "+inf if never",
 }
 
 
@@ -143,12 +174,15 @@ def resolved(params: Mapping) -> dict:
 
 
 def validate(params: Mapping) -> None:
-    """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot run."""
+    """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot
+    run."""
     p = resolved(params)
     check_integer(p, "n", 2, "examples per batch")
     check_integer(p, "classes", 2, "classes")
     if p["classes"] > p["n"]:
-        raise ConfigError(f"classes: more classes ({p['classes']}) than examples per batch (n = {p['n']})")
+        raise ConfigError(
+            f"classes: more classes ({p['classes']}) than examples per batch (n = {p['n']})"
+        )
     check_integer(p, "latent_dim", 2, "latent dimension(s)")
     check_integer(p, "input_dim", p["latent_dim"], "input dimension(s) (input_dim >= latent_dim)")
     check_integer(p, "embed_dim", 2, "embedding dimension(s)")
@@ -161,22 +195,27 @@ def validate(params: Mapping) -> None:
     if p["tau_mode"] not in TAU_MODES:
         raise ConfigError(f"tau_mode: {p['tau_mode']!r} is not one of {', '.join(TAU_MODES)}")
     if p["tau_mode"] == "learned_clamped" and p["tau"] < TAU_CLAMP:
-        raise ConfigError(f"tau: the initial temperature {p['tau']} is below the clamp {TAU_CLAMP} of tau_mode learned_clamped")
+        raise ConfigError(
+            f"tau: the initial temperature {p['tau']} is below the clamp {TAU_CLAMP} of tau_mode "
+            f"learned_clamped"
+        )
 
 
 def _binomial_pmf(trials: int, prob: float) -> np.ndarray:
     m = np.arange(trials + 1)
-    log_comb = np.array([math.lgamma(trials + 1) - math.lgamma(k + 1) - math.lgamma(trials - k + 1) for k in m])
+    log_comb = np.array(
+        [math.lgamma(trials + 1) - math.lgamma(k + 1) - math.lgamma(trials - k + 1) for k in m]
+    )
     return np.exp(log_comb + m * math.log(prob) + (trials - m) * math.log1p(-prob))
 
 
 def loss_floor(n: int, classes: int, tau: float) -> float:
-    """Lower bound on the expected symmetric InfoNCE loss for this data (docs/science.md §6.5):
-    E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Binomial(n - 1, 1/C) the other
+    """Lower bound on the expected symmetric InfoNCE loss with class positives (docs/science.md
+    §6.5): E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Binomial(n - 1, 1/C) the other
     examples of the anchor's class. Attained by perfectly aligned views, each class collapsed to a
-    vertex of a regular simplex (needs C <= embed_dim + 1; otherwise a bound not attained).
-    With class positives this holds at any instance noise; with instance positives the
-    same-class candidates are distinguishable and the bound is loose (docs/science.md §10.1)."""
+    vertex of a regular simplex (needs C <= embed_dim + 1; otherwise a bound not attained). It
+    holds at any instance noise. With instance positives it is no bound (same-class instances can
+    be told apart, docs/science.md §10.1): compare with `instance_loss_floor` there."""
     pmf = _binomial_pmf(n - 1, 1.0 / classes)
     m = np.arange(n)
     r = math.exp(-classes / ((classes - 1) * tau))
@@ -195,7 +234,8 @@ def ideal_entropy(n: int, classes: int, tau: float) -> float:
 
 
 def instance_loss_floor(n: int, tau: float) -> float:
-    """The floor without classes (all examples distinct): log(1 + (n - 1) e^{(c - 1)/tau}), c = -1/(n - 1)."""
+    """The floor without classes (all examples distinct): log(1 + (n - 1) e^{(c - 1)/tau}), c =
+    -1/(n - 1)."""
     return math.log1p((n - 1) * math.exp(-n / ((n - 1) * tau)))
 
 
@@ -263,12 +303,17 @@ class Batches:
     noise: np.ndarray
     instance: np.ndarray | None = None
 
-    def inputs(self, world: World, view_noise: float, instance_noise: float = 0.0, positives: str = "class") -> tuple[np.ndarray, np.ndarray]:
+    def inputs(
+        self, world: World, view_noise: float, instance_noise: float = 0.0, positives: str = "class"
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The two views (T, E, n, D) each: the class point, plus the instance noise (one instance
-        for both views with `instance` positives, one each with `class` positives), plus the view noise."""
+        for both views with `instance` positives, one each with `class` positives), plus the view
+        noise."""
         T, E, n = self.labels.shape
         D = world.points.shape[-1]
-        signal = np.take_along_axis(world.points, self.labels.reshape(T, E * n, 1), axis=1).reshape(T, E, n, D)
+        signal = np.take_along_axis(world.points, self.labels.reshape(T, E * n, 1), axis=1).reshape(
+            T, E, n, D
+        )
         c = float(view_noise) / math.sqrt(D)
         x1, x2 = signal + c * self.noise[:, :, 0], signal + c * self.noise[:, :, 1]
         if instance_noise > 0:
@@ -282,7 +327,9 @@ class Batches:
         return Batches(self.labels[t : t + 1], self.noise[t : t + 1], inst)
 
 
-def draw_world(rng: np.random.Generator, trials: int, classes: int, latent_dim: int, input_dim: int) -> World:
+def draw_world(
+    rng: np.random.Generator, trials: int, classes: int, latent_dim: int, input_dim: int
+) -> World:
     mu = standard_normal(rng, (trials, classes, latent_dim)).astype(np.float64)
     mu /= np.sqrt(np.einsum("tck,tck->tc", mu, mu))[..., None]
     gauss = standard_normal(rng, (trials, input_dim, latent_dim)).astype(np.float64)
@@ -291,11 +338,23 @@ def draw_world(rng: np.random.Generator, trials: int, classes: int, latent_dim: 
     return World(mu @ np.swapaxes(q, -1, -2))  # (T, C, D), unit rows
 
 
-def draw_batches(rng: np.random.Generator, trials: int, batches: int, n: int, classes: int, input_dim: int, aux: np.random.Generator | None = None) -> Batches:
+def draw_batches(
+    rng: np.random.Generator,
+    trials: int,
+    batches: int,
+    n: int,
+    classes: int,
+    input_dim: int,
+    aux: np.random.Generator | None = None,
+) -> Batches:
     """Labels and view noise from `rng`; instance noise from `aux` when given."""
     labels = rng.integers(0, classes, size=(trials, batches, n))
     noise = standard_normal(rng, (trials, batches, 2, n, input_dim)).astype(np.float64)
-    instance = None if aux is None else standard_normal(aux, (trials, batches, 2, n, input_dim)).astype(np.float64)
+    instance = (
+        None
+        if aux is None
+        else standard_normal(aux, (trials, batches, 2, n, input_dim)).astype(np.float64)
+    )
     return Batches(labels, noise, instance)
 
 
@@ -307,7 +366,9 @@ class Probe:
     noise: np.ndarray
     instance: np.ndarray | None = None
 
-    def inputs(self, world: World, view_noise: float, instance_noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def inputs(
+        self, world: World, view_noise: float, instance_noise: float = 0.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(T, 2, per C, D) inputs, one view of a fresh instance each, and their labels (per C,)."""
         T, C, D = world.points.shape
         per = self.noise.shape[2] // C
@@ -326,11 +387,14 @@ def _t(x: np.ndarray) -> np.ndarray:
 
 
 def _embed(w: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """z = W x / ||W x|| for x (T, E, n, D), W (T, d, D): returns z (T, E, n, d) and ||W x|| (T, E, n)."""
+    """z = W x / ||W x|| for x (T, E, n, D), W (T, d, D): returns z (T, E, n, d) and ||W x|| (T, E,
+    n)."""
     T, E, n, D = x.shape
     y = (x.reshape(T, E * n, D) @ _t(w)).reshape(T, E, n, -1)
     sq = np.einsum("...d,...d->...", y, y)
-    if not np.all((sq > 1e-280) & (sq < 1e280)):  # rare: huge or tiny weights; rescale as np.linalg.norm does
+    if not np.all(
+        (sq > 1e-280) & (sq < 1e280)
+    ):  # rare: huge or tiny weights; rescale as np.linalg.norm does
         big = np.max(np.abs(y), axis=-1, keepdims=True)
         with np.errstate(all="ignore"):
             norm = big[..., 0] * np.sqrt(np.einsum("...d,...d->...", y / big, y / big))
@@ -367,10 +431,11 @@ def _per_trial(tau, ndim: int):
 
 def negative_shares(p_row: np.ndarray, labels: np.ndarray | None) -> dict[str, np.ndarray]:
     """Where each anchor's negative weight goes (p_row (T, E, n, n), anchor rows). `hardest` (T, E):
-    the mean over anchors of the hardest negative's share of the negative weight. With labels
-    (T, E, n), over the anchors of all E batches that have a negative of their own class (T,):
-    `same_class`, the mean share of negative weight on those negatives, and `same_class_count`,
-    the mean of their count over n - 1 (the share under uniform weights); NaN where no anchor has one."""
+    the mean over anchors of the hardest negative's share of the negative weight. With labels (T, E,
+    n), over the anchors of all E batches that have a negative of their own class (T,):
+    `same_class`, the mean share of negative weight on those negatives, and `same_class_count`, the
+    mean of their count over n - 1 (the share under uniform weights); NaN where no anchor has one.
+    """
     n = p_row.shape[-1]
     off = ~np.eye(n, dtype=bool)
     neg = np.where(off, p_row, 0.0)
@@ -391,7 +456,14 @@ def negative_shares(p_row: np.ndarray, labels: np.ndarray | None) -> dict[str, n
 
 
 def infonce(
-    w: np.ndarray, x1: np.ndarray, x2: np.ndarray, tau, grad: bool = True, stats: bool = True, labels: np.ndarray | None = None, grad_t: bool = False
+    w: np.ndarray,
+    x1: np.ndarray,
+    x2: np.ndarray,
+    tau,
+    grad: bool = True,
+    stats: bool = True,
+    labels: np.ndarray | None = None,
+    grad_t: bool = False,
 ) -> dict[str, np.ndarray]:
     """Symmetric InfoNCE of the encoder W (T, d, D) on batches of views x1, x2 (T, E, n, D) at
     temperature tau (a scalar, or one per trial: (T,)).
@@ -414,7 +486,8 @@ def infonce(
     p_row, lse_row, h_row = _softmax(s, -1, floor)
     p_col, lse_col, _ = _softmax(s, -2, floor)
     out = {
-        "loss": 0.5 * (lse_row.mean(axis=-1) + lse_col.mean(axis=-1)) - diag.mean(axis=-1) / (tau_b if np.ndim(tau_b) == 0 else tau_b[..., 0, 0]),
+        "loss": 0.5 * (lse_row.mean(axis=-1) + lse_col.mean(axis=-1))
+        - diag.mean(axis=-1) / (tau_b if np.ndim(tau_b) == 0 else tau_b[..., 0, 0]),
         "entropy": np.clip(h_row, 0.0, math.log(n)).mean(axis=-1),
     }
     if stats:
@@ -438,7 +511,9 @@ def infonce(
     dz2 -= np.einsum("...d,...d->...", dz2, z2)[..., None] * z2
     dz2 /= norm2[..., None]  # dy2
     d = w.shape[1]
-    out["gw"] = _t(dz1.reshape(T, E * n, d)) @ x1.reshape(T, E * n, D) + _t(dz2.reshape(T, E * n, d)) @ x2.reshape(T, E * n, D)
+    out["gw"] = _t(dz1.reshape(T, E * n, d)) @ x1.reshape(T, E * n, D) + _t(
+        dz2.reshape(T, E * n, d)
+    ) @ x2.reshape(T, E * n, D)
     return out
 
 
@@ -446,12 +521,14 @@ def infonce(
 
 
 def _embed_probe(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Embeddings (T, 2, per C, d) of the probe inputs; a diverged trial's NaN embeddings become 0."""
+    """Embeddings (T, 2, per C, d) of the probe inputs; a diverged trial's NaN embeddings are 0."""
     z, _ = _embed(w, x)
     return np.where(np.isfinite(z), z, 0.0)
 
 
-def probe_accuracy(w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float = 0.0) -> np.ndarray:
+def probe_accuracy(
+    w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float = 0.0
+) -> np.ndarray:
     """Nearest-class-mean probe: class means of the embedded fit examples, cosine-nearest class of
     the embedded test examples; (T,) accuracy."""
     x, labels = probe.inputs(world, view_noise, instance_noise)
@@ -475,8 +552,8 @@ def knn_accuracy(z: np.ndarray, labels: np.ndarray, classes: int, k: int = KNN) 
 
 
 def linear_probe_accuracy(z: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
-    """Least-squares linear probe: ridge regression (RIDGE * N) of one-hot targets on [z, 1] over the
-    fit examples, argmax on the test examples."""
+    """Least-squares linear probe: ridge regression (RIDGE * N) of one-hot targets on [z, 1] over
+    the fit examples, argmax on the test examples."""
     T, _, N, d = z.shape
     ones = np.ones((T, 2, N, 1))
     f = np.concatenate([z, ones], axis=-1)  # (T, 2, N, d + 1)
@@ -487,7 +564,9 @@ def linear_probe_accuracy(z: np.ndarray, labels: np.ndarray, classes: int) -> np
     return (np.argmax(f[:, 1] @ coef, axis=-1) == labels).mean(axis=-1)
 
 
-def evaluations(w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float) -> dict[str, np.ndarray]:
+def evaluations(
+    w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float
+) -> dict[str, np.ndarray]:
     """The three held-out evaluations of the encoder W: (T,) accuracies."""
     x, labels = probe.inputs(world, view_noise, instance_noise)
     classes = world.points.shape[1]
@@ -517,18 +596,26 @@ class Draws:
 class Run:
     """One grid point's runs of a block."""
 
-    def __init__(self, params: dict, world: World, init: np.ndarray, monitor: Batches, probe: Probe):
+    def __init__(
+        self, params: dict, world: World, init: np.ndarray, monitor: Batches, probe: Probe
+    ):
         self.p = params
         self.world = world
         self.steps = int(params["steps"])
         self.n = int(params["n"])
-        self.noise = (float(params["view_noise"]), float(params["instance_noise"]), params["positives"])
+        self.noise = (
+            float(params["view_noise"]),
+            float(params["instance_noise"]),
+            params["positives"],
+        )
         self.learned = params["tau_mode"] != "fixed"
         self.clamp = params["tau_mode"] == "learned_clamped"
         trials = init.shape[0]
         self.w = [init / math.sqrt(init.shape[-1])]
         if self.learned:
-            self.w.append(np.full(trials, math.log(1.0 / float(params["tau"]))))  # t = log(1/tau), per trial
+            self.w.append(
+                np.full(trials, math.log(1.0 / float(params["tau"])))
+            )  # t = log(1/tau), per trial
         self.opt = Optimiser(params["optimiser"], params["lr"], self.w)
         self.evals = set(evaluation_steps(self.steps))
         self.monitor = monitor.inputs(world, *self.noise)
@@ -563,7 +650,14 @@ class Run:
     def step(self, batch: Batches, step: int) -> None:
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
             tau = self.tau()
-            out = infonce(self.w[0], *batch.inputs(self.world, *self.noise), tau, grad=True, stats=False, grad_t=self.learned)
+            out = infonce(
+                self.w[0],
+                *batch.inputs(self.world, *self.noise),
+                tau,
+                grad=True,
+                stats=False,
+                grad_t=self.learned,
+            )
             np.fmin(self.entropy_min, out["entropy"][:, 0], out=self.entropy_min)  # fmin: NaN-safe
             np.fmin(self.excess_min, out["entropy"][:, 0] - self.floor(tau), out=self.excess_min)
             self.opt.update(self.w, [out["gw"], out["gt"]] if self.learned else [out["gw"]], step)
@@ -603,7 +697,9 @@ class Run:
         tau = self.tau()
         with np.errstate(all="ignore"):
             labels = final.labels
-            last = infonce(self.w[0], *final.inputs(self.world, *self.noise), tau, grad=False, labels=labels)
+            last = infonce(
+                self.w[0], *final.inputs(self.world, *self.noise), tau, grad=False, labels=labels
+            )
             accuracy = evaluations(self.w[0], self.world, probe, *self.noise[:2])
         out["entropy_min"] = np.where(diverged, np.nan, self.entropy_min)
         out["entropy_floor_excess_min"] = np.where(diverged, np.nan, self.excess_min)
@@ -612,7 +708,9 @@ class Run:
         out["final_entropy_floor"] = np.broadcast_to(self.floor(tau), diverged.shape)
         out["alignment"] = np.where(diverged, np.nan, last["alignment"].mean(axis=-1))
         out["uniformity"] = np.where(diverged, np.nan, last["uniformity"])
-        out["hardest_negative_share"] = np.where(diverged, np.nan, last["hardest_share"].mean(axis=-1))
+        out["hardest_negative_share"] = np.where(
+            diverged, np.nan, last["hardest_share"].mean(axis=-1)
+        )
         out["same_class_negative_share"] = np.where(diverged, np.nan, last["same_class_share"])
         out["same_class_negative_count_share"] = last["same_class_count_share"]
         for name, value in accuracy.items():
@@ -624,21 +722,31 @@ class Run:
         return {name: np.array(out[name], dtype=np.float64) for name in METRICS}
 
 
-def simulate_block(rng: np.random.Generator, trials: int, points: Sequence[Mapping]) -> list[dict[str, np.ndarray]]:
+def simulate_block(
+    rng: np.random.Generator, trials: int, points: Sequence[Mapping]
+) -> list[dict[str, np.ndarray]]:
     """Kernel contract: per point, metric -> (trials,) float64 (see METRICS)."""
     return simulate(rng, trials, points)
 
 
-def simulate(rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False):
+def simulate(
+    rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False
+):
     """Train `trials` independent runs per point; the points share the block's draws (all must have
     the same STREAM_PARAMS). With `record`, also return the `Draws` (small sizes only: tests)."""
     pts = block_points(points, resolved, validate, STREAM_PARAMS)
     n, classes, latent_dim, input_dim, embed_dim = (int(pts[0][k]) for k in STREAM_PARAMS)
-    aux = rng.spawn(1)[0] if any(float(p["instance_noise"]) > 0 for p in pts) else None  # leaves rng's stream as it is
+    aux = (
+        rng.spawn(1)[0] if any(float(p["instance_noise"]) > 0 for p in pts) else None
+    )  # leaves rng's stream as it is
     world = draw_world(rng, trials, classes, latent_dim, input_dim)
     monitor = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)
     final = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)
-    probe = Probe(standard_normal(rng, (trials, 2, probe_per_class(classes) * classes, input_dim)).astype(np.float64))
+    probe = Probe(
+        standard_normal(rng, (trials, 2, probe_per_class(classes) * classes, input_dim)).astype(
+            np.float64
+        )
+    )
     init = standard_normal(rng, (trials, embed_dim, input_dim)).astype(np.float64)
     if aux is not None:
         for held in (monitor, final):

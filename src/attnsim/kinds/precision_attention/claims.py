@@ -116,7 +116,7 @@ def rotation(s: pd.DataFrame | None) -> Claim:
         number="mean (95% CI)",
         role="evidence",
         regime=f"precision_attention, site qk_rotated, fp8 formats, outlier_channels > 0, outlier_scale > 1, kappa_eff of "
-        f"both casts <= {t.kappa_eff_max}, nothing saturated",
+        f"both casts <= {t.kappa_eff_max}, nothing saturated in either cast",
         reason="docs/science.md §11.5",
         compared_to="1: measured gain mean(sq_err_unrotated) / mean(sq_err) over the model's mean(sq_err_model_unrotated) / "
         "mean(sq_err_model), at every point; compared with the closed form (d + 2) sum lambda^2 / (sum lambda)^2",
@@ -127,7 +127,8 @@ def rotation(s: pd.DataFrame | None) -> Claim:
         fp8 = r["format"].str.startswith("float8")
         outliers = (r["outlier_channels"] > 0) & (r["outlier_scale"] > 1)
         small = (r["kappa_eff"] <= t.kappa_eff_max) & (r["kappa_eff_unrotated"] <= t.kappa_eff_max)
-        return (r["site"] == "qk_rotated") & fp8 & outliers & small.fillna(False) & (r["saturated_mean"] == 0)
+        unsaturated = (r["saturated_mean"] == 0) & (r["saturated_unrotated_mean"] == 0)
+        return (r["site"] == "qk_rotated") & fp8 & outliers & small.fillna(False) & unsaturated
 
     rows = select_regime(claim, s, regime, FIGURE_ROTATION)
     if rows is None:
