@@ -97,7 +97,7 @@ def test_defaults_are_filled_and_input_untouched():
     config.pop("chunk_size")
     before = copy.deepcopy(config)
     settings = load(config)
-    assert settings.chunk_size == 64 and settings.memory_budget_mb == 4096
+    assert settings.chunk_size is None and settings.max_jobs is None and settings.memory_budget_mb == 4096  # jobs sized by cost
     assert config == before
 
 

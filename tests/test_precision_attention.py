@@ -154,9 +154,13 @@ def test_rotation_claim_compares_the_gain_with_the_models():
         rotation_gain_ci_low=4.8,
         rotation_gain_ci_high=5.2,
         rotation_gain_model=5.05,
+        rotation_accuracy=0.99,
+        rotation_accuracy_ci_low=0.96,
+        rotation_accuracy_ci_high=1.02,
     )
     assert claims.rotation(rows).verdict == "holds"
-    assert claims.rotation(rows.assign(rotation_gain_model=2.6)).verdict == "fails"
+    assert claims.rotation(rows.assign(rotation_accuracy=1.9, rotation_accuracy_ci_low=1.8, rotation_accuracy_ci_high=2.0)).verdict == "fails"
+    assert claims.rotation(rows.assign(rotation_accuracy_ci_low=0.85)).verdict == "inconclusive"
     assert claims.rotation(rows.assign(outlier_channels=0)).verdict == "outside regime"
     assert claims.rotation(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"  # the model has no saturation
 

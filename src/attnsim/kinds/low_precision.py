@@ -120,6 +120,11 @@ EXTRA = (
     Column("kappa_eff_unrotated", F64, "at site qk_rotated: mean(sq_err_model_unrotated) / mean(grad_sq), the unrotated cast's kappa_eff"),
     Column("kappa_eff", F64, "mean(sq_err_model) / mean(grad_sq): the effective error variance of the point (the regime's control variable)"),
     *_with_ci("rotation_gain", "mean(sq_err_unrotated) / mean(sq_err) at site qk_rotated, paired: the error reduction of the rotation"),
+    *_with_ci(
+        "rotation_accuracy",
+        "at site qk_rotated: mean over rows of sq_err_unrotated / sq_err_model_unrotated over the mean of sq_err / sq_err_model, "
+        "paired: 1 when the model is as accurate with the rotation as without, i.e. when it predicts the gain",
+    ),
     Column("rotation_gain_model", F64, "mean(sq_err_model_unrotated) / mean(sq_err_model): the reduction the rounding model predicts"),
     *_with_ci("shift_ratio", "mean(logit_shift) / mean(logit_shift_model), paired: 1 if the model's bias held"),
     Column("shift_z_model", F64, "|mean(logit_shift_model)| / its first-order standard error at this trial count (model only)"),
@@ -141,6 +146,9 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     out.update(_ratio("rotation_gain", m["sq_err_unrotated"], m["sq_err"]))
     out["kappa_eff_unrotated"] = _mean_ratio(m["sq_err_model_unrotated"], m["grad_sq"])
     out["rotation_gain_model"] = _mean_ratio(m["sq_err_model_unrotated"], m["sq_err_model"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plain = m["sq_err_unrotated"] / m["sq_err_model_unrotated"]
+    out.update(_ratio("rotation_accuracy", plain, m["ratio_model"]))
     shift_model = m["logit_shift_model"]
     out.update(_signed_ratio("shift_ratio", m["logit_shift"], shift_model))
     out["shift_z_model"] = _z(shift_model, m["shift_var_model"])

@@ -101,6 +101,19 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={
+        "trials": 100,
+        "grid": {
+            "n": [64, 256],
+            "d": [16],
+            "logit_scale": [0.5, 1.5],
+            "value_mean": [0.0, 2.0],
+            "noise_draws": [8],
+            "rate": [0.1, 0.3],
+            "form": ["transformers", "logit"],
+        },
+    },
     name="attention_dropout",
     description="attention dropout (transformers' and as logit noise) vs the essay's delta method and the exact law",
     package=__name__,

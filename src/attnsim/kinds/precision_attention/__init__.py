@@ -55,6 +55,19 @@ def simulate_block(rng, trials, points):
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={
+        "trials": 100,
+        "grid": {
+            "n": [64, 256],
+            "d": [16],
+            "logit_scale": [1.0, 3.0],
+            "outlier_channels": [2],
+            "outlier_scale": [4.0],
+            "format": ["bfloat16", "float8_e4m3fn"],
+            "site": ["logits", "probs"],
+        },
+    },
     name="precision_attention",
     description="attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
     package=__name__,

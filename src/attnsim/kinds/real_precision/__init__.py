@@ -32,6 +32,17 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={
+        "trials": 16,
+        "grid": {
+            "n": [16, 512],
+            "layer": [0, 5],
+            "head": [0, 11],
+            "format": ["bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"],
+            "site": ["logits", "qk", "qk_rotated", "probs", "output"],
+        },
+    },
     name="real_precision",
     description="trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
     package=__name__,

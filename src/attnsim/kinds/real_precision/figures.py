@@ -20,12 +20,16 @@ def real_precision_layers(summary):
     rounding model filled, the essay's i.i.d. delta method hollow) with the between-head 95%
     interval, colour = format; grey = points outside the model's regime included."""
     sites = [s for s in ("logits", "qk", "qk_rotated", "probs", "output") if s in set(summary["site"])]
-    fig, axes = plt.subplots(1, len(sites), figsize=(4.6 * len(sites), 3.8), squeeze=False, sharey=True)
+    cols = min(3, len(sites))
+    rows_ = -(-len(sites) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(4.8 * cols, 3.6 * rows_), squeeze=False, sharey=True)
     present = [f for f in FORMAT_NAMES if f in set(summary["format"])]
     colours = dict(zip(present, palette("colorblind", len(present))))
     offsets = dict(zip(present, np.linspace(-0.2, 0.2, len(present))))
     tol = THRESHOLDS.ratio_tolerance
-    for ax, site in zip(axes[0], sites):
+    for ax in list(axes.flat)[len(sites) :]:
+        ax.set_visible(False)
+    for ax, site in zip(axes.flat, sites):
         part = summary[summary["site"] == site]
         for fmt in present:
             rows = part[part["format"] == fmt]
@@ -45,7 +49,8 @@ def real_precision_layers(summary):
         ax.set_yscale("log")
         ax.set_xlabel("layer")
         ax.set_title(f"site {site}", fontsize=9)
-    axes[0, 0].set_ylabel("measured / predicted ‖õ − o‖², mean over heads")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("measured / predicted, mean over heads")
     handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
     handles += [
         Line2D([], [], color="0.3", marker="o", ls="none", label="÷ rounding model"),
@@ -54,5 +59,5 @@ def real_precision_layers(summary):
     ]
     fig.suptitle("Trained heads of all-MiniLM-L6-v2 with one rounding: measured over predicted error per layer", y=1.0)
     fig.tight_layout()
-    legend_below(fig, handles, ncol=5, y=0.0)
+    legend_below(fig, handles, ncol=4, y=0.0)
     return fig

@@ -192,6 +192,8 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={"trials": 8, "grid": {"n": [8, 16], "d": [8, 16], "batch": [32], "scale": [0.1, 1.0], "optimiser": ["sgd"], "lr": [4.0], "steps": [50]}},
     name="recall_training",
     package=__name__,
     description="attention trained on associative recall from initial weight scales 0.1 ... 100: how long does a one-hot start take to escape, and does a large learning rate collapse the entropy?",
