@@ -140,6 +140,22 @@ def test_schema_grid_keys_match_kind_parameters():
             assert grid["properties"][param.name]["description"] == param.doc
 
 
+def test_a_parameter_with_a_default_may_be_left_out_of_a_grid():
+    """A kind that gains a parameter keeps the configs written before it: the left-out parameter
+    takes [default] (recall_training's values, logits and stop), and a given one is checked."""
+    from attnsim.config.load import load
+
+    grid = {"n": [16], "d": [16], "batch": [32], "scale": [1.0], "optimiser": ["sgd"], "lr": [1.0], "steps": [10]}
+    config = {"seed": 1, "experiments": {"old": {"kind": "recall_training", "trials": 2, "grid": grid}}}
+    settings = load(config)
+    filled = settings.experiments["old"].grid
+    assert filled["values"] == ["trainable"] and filled["logits"] == ["dot"] and filled["stop"] == ["never"]
+    assert "values" not in config["experiments"]["old"]["grid"]  # the caller's mapping is not changed
+    config["experiments"]["old"]["grid"] = grid | {"stop": ["sometimes"]}
+    with pytest.raises(ConfigError, match=r"^experiments\.old\.grid\.stop\[0\]"):
+        load(config)
+
+
 # --- NaN and infinities, numbers written as text, keys given twice -------------------------
 
 SMALL_YAML = """\
