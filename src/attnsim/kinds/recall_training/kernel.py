@@ -112,7 +112,7 @@ METRICS = {
         f"zhai_bound_ckpt_{j}": f"mean over the monitor set of the entropy lower bound from the logits' norm bound after step round(steps^({j}/7)) (docs/science.md §9.6); NaN once diverged"
         for j in range(CHECKPOINTS)
     },
-    "zhai_margin_min": "smallest (entropy - bound) over the monitor examples and checkpoints (>= 0 by construction; NaN if diverged before the first)",
+    "zhai_margin_min": "smallest (entropy - bound) over the monitor examples, at initialisation, the checkpoints and the stop (>= 0 by construction)",
     "steps_to_threshold": "first evaluation step (0 or in evaluation_steps) with monitor loss / chance <= threshold; +inf if never",
     "escape_step": "the escape time as a right-censored time: steps_to_threshold if the run escaped, else the step it stopped at (its budget, or its divergence)",
     "escaped": "1 if the run reached the threshold (escape_step is its time), 0 if censored",
@@ -228,12 +228,12 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("...d,...d->...", a, b)
 
 
-def attention(wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, gain=None) -> dict[str, np.ndarray]:
+def attention(wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, gain=None, correct: bool = True) -> dict[str, np.ndarray]:
     """Forward (and backward) pass of the head for weights (T, d, d) on examples (T, E, ...);
     `wv` None is W_v = I; `gain` (T, 1, 1) switches QK-norm on (logits = gain x cosine).
 
-    Returns per example (T, E): `loss` l = ||o - v_0||^2, `entropy`, `correct` (1.0 where the
-    nearest value to o is v_0), `logits` (T, E, n); with `grad`, also `grad_logits_sq`
+    Returns per example (T, E): `loss` l = ||o - v_0||^2, `entropy`, `logits` (T, E, n), with
+    `correct` also `correct` (1.0 where the nearest value to o is v_0); with `grad`, `grad_logits_sq`
     ||dl/ds||^2 per example and `gq`, `gk`, `gv` (T, d, d), `gg` (T, 1, 1) with QK-norm, the
     gradients of the mean loss over the E examples.
     """
@@ -263,8 +263,9 @@ def attention(wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, g
     o = r if wv is None else r @ wv
     err = o - ex.target()
     out = {"loss": _dot(err, err), "entropy": entropy, "logits": s}
-    scores = (values @ o[..., None])[..., 0] * ex.ival  # o . v_i
-    out["correct"] = (np.argmax(scores, axis=-1) == 0).astype(np.float64)
+    if correct:
+        scores = (values @ o[..., None])[..., 0] * ex.ival  # o . v_i
+        out["correct"] = (np.argmax(scores, axis=-1) == 0).astype(np.float64)
     if not grad:
         return out
     g = 2.0 * err  # dl/do per example
@@ -373,7 +374,7 @@ class Run:
         self.bound = np.full(trials, np.nan)
         self.losses: dict[int, np.ndarray] = {}
         self.ckpt: dict[int, dict[str, np.ndarray]] = {}
-        first = attention(*self._model(self.w), monitor, self.noise, grad=True, gain=self._gain(self.w))
+        first = attention(*self._model(self.w), monitor, self.noise, grad=True, gain=self._gain(self.w), correct=False)
         s = first["logits"]
         self.init = {
             "init_entropy": first["entropy"].mean(axis=-1),
@@ -403,12 +404,17 @@ class Run:
         rows = self.rows[ok]
         self.loss[rows] = loss[ok]
         self.entropy[rows] = entropy[ok]
-        bound = entropy_bound(*self.w[:2], self._gain(self.w), self.key_norms, self.query_norms, self.n)
-        self.bound[rows] = bound.mean(axis=-1)[ok]
-        self.margin[rows] = np.fmin(self.margin[rows], np.min(per_example - bound, axis=-1)[ok])
         first = lambda times, hit: np.where(np.isinf(times[rows]) & hit[ok], float(step), times[rows])
+        escapes = ok & np.isinf(self.escape_step[self.rows]) & (loss <= self.threshold)  # (rows,)
         self.escape_step[rows] = first(self.escape_step, loss <= self.threshold)
         self.collapse_step[rows] = first(self.collapse_step, entropy < COLLAPSED_ENTROPY)
+        # the bound (an SVD per trial) at the checkpoints, and for a run that stops here (its frozen value)
+        take = ok if (step == 0 or step in self.checkpoints) else (escapes if self.stop else np.zeros_like(ok))
+        if np.any(take):
+            bound = entropy_bound(*self.w[:2], self._gain(self.w), self.key_norms, self.query_norms, self.n)
+            at = self.rows[take]
+            self.bound[at] = bound.mean(axis=-1)[take]
+            self.margin[at] = np.fmin(self.margin[at], np.min(per_example - bound, axis=-1)[take])
         self.losses[step] = self._current()["loss"]
         if step in self.checkpoints:
             self.ckpt[step] = self._current()
@@ -425,12 +431,12 @@ class Run:
     def step(self, ex: Examples, step: int) -> None:
         batch = ex if self.rows.size == ex.keys.shape[0] else ex.take(self.rows)
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
-            out = attention(*self._model(self.w), batch, self.noise, grad=True, gain=self._gain(self.w))
+            out = attention(*self._model(self.w), batch, self.noise, grad=True, gain=self._gain(self.w), correct=False)
             grads = [out["gq"], out["gk"]] + ([out["gv"]] if self.trainable_v else []) + ([out["gg"]] if self.qk else [])
             self.opt.update(self.w, grads, step)
             bad = not_finite(self.w) & self.live
             if step in self.evals:
-                ev = attention(*self._model(self.w), self.monitor, self.noise, grad=False, gain=self._gain(self.w))
+                ev = attention(*self._model(self.w), self.monitor, self.noise, grad=False, gain=self._gain(self.w), correct=False)
                 loss = ev["loss"].mean(axis=-1) / chance_loss(self.n)
                 bad |= self.live & ~(loss <= DIVERGED_LOSS)  # also NaN
                 self._diverge(bad, step)
