@@ -282,7 +282,8 @@ def _law_panel(ax, summary, predictor, colours, show_theory):
     ax.set_xlabel(label + (" (linear)" if predictor == "entropy" else ""))
     if predictor == "entropy":
         ax.set_xscale("linear")
-    ax.legend(fontsize=7, frameon=False, loc="best")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, frameon=False, loc="best")
 
 
 def escape_law(summary: pd.DataFrame):
