@@ -466,6 +466,8 @@ def test_rate_within_heads_recovers_the_slope_and_judges_it():
     few = nest_summary(-0.45, heads_=2)  # two heads per layer: an interval with one degree of freedom
     few = few.assign(rel_err_mean=few["rel_err_mean"] * np.exp(np.random.default_rng(2).normal(0, 0.05, len(few))))
     assert claims.rate_within_heads(few).verdict == "inconclusive"
+    lone = nest_summary(-0.5, heads_=1)  # two heads in all: too few for a between-head interval, not judged
+    assert claims.rate_within_heads(lone).verdict == "outside regime"
     spread = exact.assign(sum_p2_mean=1.0)  # n_eff = 1: no head in the rate's regime
     assert claims.rate_within_heads(spread).verdict == "outside regime"
     assert claims.rate_within_heads(exact.assign(keys=0)).verdict == "outside regime"  # no nest

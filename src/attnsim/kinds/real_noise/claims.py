@@ -46,6 +46,9 @@ class Thresholds:
     # the small-scale regime (§3.3) where n_eff / n = exp(-sigma_s^2) does not change with n (§5.9)
     rate_n_eff_share: float = 0.5
     min_windows: int = 3  # a within-head slope needs at least this many window lengths
+    # a statement about the typical head of a group needs a between-head interval: at least 3 heads
+    # (2 degrees of freedom); smaller groups are listed in the evidence, not judged
+    min_heads: int = 3
     # heavy tails (kappa = inf, E e^eps = inf): "does not fall" = the within-head slope is above
     # this
     breakdown_slope: float = -0.25
@@ -123,11 +126,27 @@ def by_group(rows: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def combine(
-    claim: Claim, groups: pd.DataFrame, verdicts: list[str], worst: int, label: str
-) -> Claim:
-    """The claim's verdict from its groups' verdicts (every group holds -> holds, any fails ->
-    fails)."""
+def combine(claim: Claim, groups: pd.DataFrame, verdicts: list[str], label: str) -> Claim:
+    """The claim's verdict from its groups' verdicts: every judged group holds -> holds, any
+    fails ->
+    fails, else inconclusive. Groups of fewer than `min_heads` heads are listed, not judged (none
+    left: outside regime). Shown: the judged group farthest from the prediction (for a one-sided
+    claim: the one whose interval reaches farthest to the wrong side of the bound)."""
+    few = groups["heads"].to_numpy() < THRESHOLDS.min_heads
+    if few.any():
+        skipped = ", ".join(_describe(g) for _, g in groups[few].iterrows())
+        label += f"; not judged (fewer than {THRESHOLDS.min_heads} heads): {skipped}"
+    verdicts = [v for v, f in zip(verdicts, few) if not f]
+    groups = groups[~few].reset_index(drop=True)
+    if groups.empty:
+        claim.verdict = "outside regime"
+        claim.evidence = label
+        return claim
+    if claim.side:
+        edge = groups["ci_low"] if claim.side == "above" else -groups["ci_high"]
+        worst = int(np.argmin(edge.to_numpy(float)))
+    else:
+        worst = int(np.argmax(np.abs(groups["mean"].to_numpy(float) - claim.predicted)))
     claim.verdict = (
         "fails"
         if "fails" in verdicts
@@ -135,11 +154,9 @@ def combine(
     )
     row = groups.iloc[worst]
     claim.measured, claim.ci_low, claim.ci_high = (
-        float(row["mean"]),
-        float(row["ci_low"]),
-        float(row["ci_high"]),
+        float(row[k]) for k in ("mean", "ci_low", "ci_high")
     )
-    claim.detectable = float(max((g["ci_high"] - g["ci_low"]) / 2 for _, g in groups.iterrows()))
+    claim.detectable = float(((groups["ci_high"] - groups["ci_low"]) / 2).max())
     counts = {v: verdicts.count(v) for v in ("holds", "inconclusive", "fails") if verdicts.count(v)}
     claim.evidence = (
         f"{label}: "
@@ -176,13 +193,11 @@ def equivalence_groups(claim: Claim, rows: pd.DataFrame, value: str, label: str)
         equivalence_verdict(g["ci_low"], g["ci_high"], 1.0, t.ratio_tolerance)
         for _, g in groups.iterrows()
     ]
-    worst = int(np.argmax(np.abs(groups["mean"].to_numpy(float) - 1)))
     claim.predicted, claim.tolerance = 1.0, t.ratio_tolerance
     combine(
         claim,
         groups,
         verdicts,
-        worst,
         f"{len(groups)} (layer, σ) groups over {len(rows)} head points",
     )
     claim.rel_deviation = claim.measured - 1.0
@@ -426,7 +441,8 @@ def rate_within_heads(s: pd.DataFrame | None) -> Claim:
         tolerance=t.slope_tolerance,
         compared_to="−1/2, the exponent of sqrt(κ / n) for weights whose logit law does not change "
         "with n; per layer the mean over its heads",
-        threshold=f"every layer's 95% interval (between heads) inside −1/2 ± {t.slope_tolerance}",
+        threshold=f"the 95% interval (between the regime's heads, all layers together; at least "
+        f"{t.min_heads} heads) inside −1/2 ± {t.slope_tolerance}",
     )
     if s is None:
         return claim
@@ -450,14 +466,21 @@ def rate_within_heads(s: pd.DataFrame | None) -> Claim:
     claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
     claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
     claim.points, claim.trials = int(chosen["windows"].sum()), int(chosen["n_trials"].sum())
-    groups = by_group(chosen, ["layer"], "slope")
+    groups = by_group(
+        chosen, ["noise", "noise_scale"], "slope"
+    )  # every head in the regime, all layers
     verdicts = [
         equivalence_verdict(g["ci_low"], g["ci_high"], -0.5, t.slope_tolerance)
         for _, g in groups.iterrows()
     ]
-    worst = int(np.argmax(np.abs(groups["mean"].to_numpy(float) + 0.5)))
     claim.predicted = -0.5
-    combine(claim, groups, verdicts, worst, f"{len(chosen)} heads in {len(groups)} layers")
+    layers = ", ".join(f"L{k} {v}" for k, v in chosen.groupby("layer")["head"].nunique().items())
+    combine(
+        claim,
+        groups,
+        verdicts,
+        f"{len(chosen)} heads in the regime (per layer: {layers}), judged together",
+    )
     claim.rel_deviation = (claim.measured + 0.5) / 0.5
     claim.evidence += "; " + every
     return claim
@@ -509,9 +532,8 @@ def rate_follows_delta(s: pd.DataFrame | None) -> Claim:
         equivalence_verdict(g["ci_low"], g["ci_high"], 0.0, t.slope_tolerance)
         for _, g in groups.iterrows()
     ]
-    worst = int(np.argmax(np.abs(groups["mean"].to_numpy(float))))
     claim.predicted = 0.0
-    combine(claim, groups, verdicts, worst, f"{len(both)} heads in {len(groups)} layers")
+    combine(claim, groups, verdicts, f"{len(both)} heads in {len(groups)} layers")
     claim.evidence += "; predicted within-head slopes per layer: " + _per_layer_text(
         both, "slope_pred"
     )
@@ -564,7 +586,6 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
         claim,
         groups,
         verdicts,
-        int(np.argmin(groups["ci_low"].to_numpy(float))),
         f"{len(rows)} head series in {len(groups)} layers",
     )
     claim.evidence += "; per layer: " + _per_layer_text(rows)
