@@ -185,23 +185,30 @@ def real_noise_sigma(summary: pd.DataFrame):
             if part.empty:
                 continue
             groups = by_group(part, ["noise_scale"], column)
-            inside = (
-                part.assign(inside=regime(part))
-                .groupby("noise_scale")["inside"]
-                .all()
-                .reindex(groups["noise_scale"])
-                .to_numpy(bool)
-            )
-            x = groups["noise_scale"].to_numpy(float) * np.exp((k - (len(layers) - 1) / 2) * width)
+            offset = np.exp((k - (len(layers) - 1) / 2) * width)
+            x = groups["noise_scale"].to_numpy(float) * offset
             y, low, high = (groups[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
             low, high = np.where(np.isfinite(low), low, y), np.where(np.isfinite(high), high, y)
             ax.errorbar(
-                x, y, yerr=[y - low, high - y], color=colours[layer], lw=1.0, capsize=2, fmt="-"
+                x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="-"
             )
-            ax.scatter(x[inside], y[inside], color=colours[layer], s=22, zorder=3)
-            ax.scatter(
-                x[~inside], y[~inside], facecolor="white", edgecolor=colours[layer], s=22, zorder=3
-            )
+            ax.scatter(x, y, facecolor="white", edgecolor=colours[layer], s=18, zorder=3)
+            inside = part[regime(part)]  # what the claim judges: the heads in its regime
+            judged = by_group(inside, ["noise_scale"], column) if len(inside) else inside
+            if len(judged):
+                judged = judged[judged["heads"] >= t.min_heads]
+                xj = judged["noise_scale"].to_numpy(float) * offset * 1.03
+                yj, lj, hj = (judged[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
+                ax.errorbar(
+                    xj,
+                    yj,
+                    yerr=[yj - lj, hj - yj],
+                    fmt="none",
+                    ecolor=colours[layer],
+                    lw=1.4,
+                    capsize=3,
+                )
+                ax.scatter(xj, yj, color=colours[layer], s=30, zorder=4, edgecolor="k", lw=0.5)
             if column == "err_ratio" and "next_ratio" in part:
                 theory = part.groupby("noise_scale")["next_ratio"].mean()
                 ax.plot(
@@ -257,7 +264,7 @@ def real_noise_sigma(summary: pd.DataFrame):
             color="0.3",
             marker="o",
             ls="none",
-            label="in the claim's regime (from the predicted correction)",
+            label=f"the claim's groups: heads in its regime (at least {THRESHOLDS.min_heads})",
         ),
         Line2D(
             [],
@@ -266,7 +273,7 @@ def real_noise_sigma(summary: pd.DataFrame):
             marker="o",
             mfc="white",
             ls="none",
-            label="outside it (shown, not judged)",
+            label="all heads of the layer (shown, not judged)",
         ),
         Line2D([], [], color="0.3", ls="--", label="(a) next-order prediction of the ratio"),
         Patch(color="0.88", label=f"1 ± {tol}: the tolerance"),
