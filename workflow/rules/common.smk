@@ -12,6 +12,7 @@ from snakemake.utils import validate
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.plan import bill
 from attnsim.plan import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.run import progress
@@ -41,6 +42,19 @@ try:
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
+    if (
+        PLANNING
+    ):  # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs
+        _cores = workflow.resource_settings.cores if workflow.local_exec else None
+        BILL = bill.bill(
+            SETTINGS,
+            PLANS,
+            STORE,
+            resources.spare_threads(planning.pending_chunks(PLANS), _cores),
+        )
+        if workflow.output_settings.dryrun:
+            print(bill.render(BILL, SETTINGS, workflow.resource_settings.nodes))
+        bill.check_limit(BILL, SETTINGS)
 except AttnsimError as error:
     _fail(error)
 

@@ -2,9 +2,9 @@
 
 Read at workflow start by the submitting process only (jobs read their chunk's spec file). Points
 already in the store with the same results key are done; the rest are cut into chunks, one job
-each. A chunk ends once it holds `chunk_size` points, or its estimated cost reaches the smaller
-of `job_minutes` of CPU time (`attnsim.plan.cost`' cost model) and MAX_CHUNK_COST_RATIO average
-chunks of its experiment, or its rows reach MAX_CHUNK_ROWS. Finished chunks stay targets under
+each, sized by cost (`chunk_limits`): about `job_minutes` of estimated CPU time each
+(`attnsim.plan.cost`'s model), at most MAX_CHUNK_ROWS trial rows, and at most `chunk_size`
+points if the config sets one. Finished chunks stay targets under
 their own ids, with the spec read back from their provenance, so Snakemake sees them as up to
 date.
 
@@ -251,15 +251,28 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     costs = grid_costs(kind, grid, trial_cap)
     todo = np.flatnonzero(~done)
     ids = point_ids(grid, todo)
-    size = min(settings.chunk_size, max(1, MAX_CHUNK_ROWS // trial_cap))
-    balance = MAX_CHUNK_COST_RATIO * float(costs.point_work.sum()) / math.ceil(grid.size / settings.chunk_size)
-    budget = min(balance, settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE)
+    size, budget = chunk_limits(settings, grid.size, float(costs.point_work.sum()), trial_cap)
     for start, end in chunk_bounds(costs.point_work[todo], size, budget):
         rows = todo[start:end]
         chunk = chunk_id_of(ids[start:end])
         plan.table[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows, trial_cap), rows=rows)
         plan.pending.append(chunk)
     return plan
+
+
+def chunk_limits(settings: Settings, points: int, total_work: float, trial_cap: int) -> tuple[int, float]:
+    """(most points, cost budget) of an experiment's chunks. Jobs are sized by cost: the whole grid's
+    estimated work (done or not, so the cut does not depend on progress) in ceil(work / job) chunks
+    of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
+    MAX_CHUNK_ROWS trial rows. `chunk_size`, if set, is one more upper bound on points, and then a
+    chunk also stays under MAX_CHUNK_COST_RATIO times its experiment's average chunk."""
+    job = settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE
+    budget = total_work / max(1, math.ceil(total_work / job)) if total_work > 0 else math.inf
+    size = max(1, MAX_CHUNK_ROWS // trial_cap)
+    if settings.chunk_size:
+        size = min(size, settings.chunk_size)
+        budget = min(budget, MAX_CHUNK_COST_RATIO * total_work / math.ceil(points / settings.chunk_size))
+    return size, budget
 
 
 def point_ids(grid: GridColumns, rows: np.ndarray) -> list[str]:
