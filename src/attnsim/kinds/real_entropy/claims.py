@@ -329,7 +329,8 @@ def sink_statistics(trained: pd.DataFrame) -> str:
         cls = int((heads["cls_weight_mean"] > t.sink_epsilon).sum())
         sep = int((heads["sep_weight_mean"] > t.sink_epsilon).sum())
         shares.append(
-            f"n = {n}: {int(sink.sum())} of {len(sink)} = {sink.mean():.2f} [{low:.2f}, {high:.2f}] "
+            f"n = {n}: {int(sink.sum())} of {len(sink)} = {sink.mean():.2f} [{low:.2f}, "
+            f"{high:.2f}] "
             f"({cls} on [CLS], {sep} on [SEP])"
         )
     return (
