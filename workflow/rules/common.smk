@@ -182,6 +182,7 @@ def all_targets(wildcards=None):
 
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
+    planning.remove_replaced(PLANS, STORE)  # chunks an interrupted run's top-ups replaced
 
 
 def write_chunk_specs():
@@ -190,6 +191,12 @@ def write_chunk_specs():
     planning.write_specs(PLANS, RESULTS, threads)
     # what this run computes, for its progress lines (attnsim.run.progress)
     progress.write_manifest(PLANS, RESULTS, _local_cores())
+
+
+def remove_replaced_chunks():
+    """Stored chunks whose points this run topped up with more trials: their rows live on in the
+    top-ups' files (query views never see a point twice)."""
+    planning.remove_replaced(PLANS, STORE)
 
 
 def print_run_summary():
