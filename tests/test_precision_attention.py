@@ -218,15 +218,11 @@ def test_rotation_claim_compares_the_gain_with_the_models():
         rotation_accuracy_ci_high=1.02,
     )
     assert claims.rotation(rows).verdict == "holds"
-    assert (
-        claims.rotation(
-            rows.assign(
-                rotation_accuracy=1.9, rotation_accuracy_ci_low=1.8, rotation_accuracy_ci_high=2.0
-            )
-        ).verdict
-        == "fails"
-    )
-    assert claims.rotation(rows.assign(rotation_accuracy_ci_low=0.85)).verdict == "inconclusive"
+    assert claims.rotation(rows.assign(rotation_gain_model=2.6)).verdict == "fails"
+    # 4.4 / 5.05 = 0.871: the interval leaves the band at its lower edge
+    assert claims.rotation(rows.assign(rotation_gain_ci_low=4.4)).verdict == "inconclusive"
+    # the paired per-row form is shown, never judged (it was chosen after a first run)
+    assert claims.rotation(rows.assign(rotation_accuracy_ci_low=0.5)).verdict == "holds"
     assert claims.rotation(rows.assign(outlier_channels=0)).verdict == "outside regime"
     assert (
         claims.rotation(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"

@@ -165,11 +165,10 @@ def rotation(s: pd.DataFrame | None) -> Claim:
         "outlier_scale > 1, kappa_eff of "
         f"both casts <= {t.kappa_eff_max}, nothing saturated in either cast",
         reason="docs/science.md §11.5",
-        compared_to="1: the model's accuracy without the rotation over its accuracy with it (mean "
-        "per-row ratios, paired), "
-        "which is measured over predicted gain; compared with the measured gain "
-        "mean(sq_err_unrotated) / mean(sq_err), "
-        "the model's and the closed form (d + 2) sum lambda^2 / (sum lambda)^2",
+        compared_to="1: measured gain mean(sq_err_unrotated) / mean(sq_err) over the model's "
+        "mean(sq_err_model_unrotated) / mean(sq_err_model), at every point; compared with the "
+        "paired per-row form (rotation_accuracy: shown, never judged, as it was picked after a "
+        "first run) and the closed form (d + 2) sum lambda^2 / (sum lambda)^2",
         threshold=f"every point's 95% interval inside 1 ± {t.rotation_tolerance} (equivalence)",
     )
 
@@ -183,16 +182,20 @@ def rotation(s: pd.DataFrame | None) -> Claim:
     rows = select_regime(claim, s, regime, FIGURE_ROTATION)
     if rows is None:
         return claim
+    # The statistic declared before the data: measured over predicted gain as a ratio of mean
+    # errors. The paired per-row form (half the interval) was picked after a first run showed
+    # this one inconclusive, so it is reported beside the verdict and never decides it.
+    scaled = rows.assign(
+        gain_ratio=rows["rotation_gain"] / rows["rotation_gain_model"],
+        gain_low=rows["rotation_gain_ci_low"] / rows["rotation_gain_model"],
+        gain_high=rows["rotation_gain_ci_high"] / rows["rotation_gain_model"],
+    )
     claim.per_point(
-        rows,
-        "rotation_accuracy",
-        "rotation_accuracy_ci_low",
-        "rotation_accuracy_ci_high",
-        1.0,
-        t.rotation_tolerance,
-        describe=_point,
+        scaled, "gain_ratio", "gain_low", "gain_high", 1.0, t.rotation_tolerance, describe=_point
     )
     claim.evidence += (
+        f"; paired per-row form (not judged) {rows['rotation_accuracy'].min():.3f}-"
+        f"{rows['rotation_accuracy'].max():.3f}"
         f"; measured gains {rows['rotation_gain'].min():.2f}-{rows['rotation_gain'].max():.2f} "
         "(ratio of means, 95% CI "
         f"{rows['rotation_gain_ci_low'].min():.2f}-{rows['rotation_gain_ci_high'].max():.2f}), "

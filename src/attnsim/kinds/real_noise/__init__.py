@@ -29,14 +29,21 @@ from attnsim.theory.noise import NOISE_FAMILIES
 SINK_ROW = 0.5
 # A row is in the delta method's regime when its predicted first correction
 # |3 kappa^2 - 2 mu3| / kappa * sum p^2 is at most this, half the delta method's tolerance 0.05, so
-# the neglected term alone cannot move the ratio out of its band (§2.8, §5.10): the per-row law's rows.
+# the neglected term alone cannot move the ratio out of its band (§2.8, §5.10): the per-row law's
+# rows.
 ROW_CORRECTION = 0.025
 
 # `keys` before layer and head: points are enumerated (and cut into chunk jobs) in this order, so a
 # job holds one window length and makes one model pass per trial, not one per window.
 PARAMS = (
     real_model.n_param(),
-    Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
+    Param(
+        "noise_draws",
+        I64,
+        "noisy outputs K per trial, each with fresh noise",
+        minimum=1,
+        maximum=4096,
+    ),
     Param(
         "keys",
         I64,
@@ -52,7 +59,15 @@ PARAMS = (
     Param(
         "noise",
         STR,
-        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std "
+        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to "
+        "std "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
         "noise_scale (docs/science.md §2.3)",
         choices=NOISE_FAMILIES,
     ),
@@ -61,7 +76,9 @@ PARAMS = (
 
 METRICS = (
     *logit_noise.METRICS,
-    Column("spread", F64, "sum_i p_i ||v_i - o||^2: the spread of the values under the clean weights"),
+    Column(
+        "spread", F64, "sum_i p_i ||v_i - o||^2: the spread of the values under the clean weights"
+    ),
     Column("sink_weight", F64, "weight of the row on [CLS] and [SEP] (attention sinks)"),
     Column(
         "concentration",
@@ -84,11 +101,21 @@ THEORY = (
 
 EXTRA = (
     *logit_noise.EXTRA,
-    Column("sum_p2_mean", F64, "mean over the rows of sum p^2 (1 / sum_p2_mean: the harmonic n_eff)"),
+    Column(
+        "sum_p2_mean", F64, "mean over the rows of sum p^2 (1 / sum_p2_mean: the harmonic n_eff)"
+    ),
     Column(
         "predicted_correction",
         F64,
-        "correction_coefficient * the grad_sq-weighted mean of sum p^2 over the rows: the predicted "
+        "correction_coefficient * the grad_sq-weighted mean of sum p^2 over the rows: the "
+        "predicted "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
         "relative size of the delta method's first correction to err_ratio (a ratio of means, so "
         "rows count by their predicted error; §2.8, §5.10); null where there is none",
     ),
@@ -98,11 +125,18 @@ EXTRA = (
         "the grad_sq-weighted mean over rows of (correction_coefficient * sum p^2)^3: the size of "
         "the first term the next-order theory neglects (§5.10); null where there is none",
     ),
-    Column("row_ratio", F64, f"mean over rows with correction below {ROW_CORRECTION} of sq_err / sq_err_pred: the per-row law"),
+    Column(
+        "row_ratio",
+        F64,
+        f"mean over rows with correction below {ROW_CORRECTION} of sq_err / sq_err_pred: the "
+        f"per-row law",
+    ),
     Column("row_ratio_se", F64, "standard error of row_ratio (rows as independent)"),
     Column("row_ratio_rows", I64, "rows row_ratio averages over"),
     Column("sink_rows", F64, f"share of rows whose [CLS] + [SEP] weight exceeds {SINK_ROW}"),
-    Column("err_ratio_sink", F64, "err_ratio over the sink-dominated rows only; null with fewer than 2"),
+    Column(
+        "err_ratio_sink", F64, "err_ratio over the sink-dominated rows only; null with fewer than 2"
+    ),
     Column("err_ratio_sink_se", F64, "standard error of err_ratio_sink"),
     Column("err_ratio_rest", F64, "err_ratio over the other rows only; null with fewer than 2"),
     Column("err_ratio_rest_se", F64, "standard error of err_ratio_rest"),
@@ -125,7 +159,10 @@ def theory(p) -> dict[str, object]:
     m = n_keys(p)
     row = logit_noise.theory({**p, "n": m})
     coefficient = correction_coefficient(p["noise"], float(p["noise_scale"]))
-    return row | {"n_keys": m, "correction_coefficient": None if math.isnan(coefficient) else coefficient}
+    return row | {
+        "n_keys": m,
+        "correction_coefficient": None if math.isnan(coefficient) else coefficient,
+    }
 
 
 def bytes_per_trial(p) -> int:
@@ -169,7 +206,11 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
         weight = grad / np.sum(grad)
         out["predicted_correction"] = float(coefficient * np.dot(weight, sum_p2))
         out["next_truncation"] = float(np.dot(weight, (coefficient * sum_p2) ** 3))
-    rows = (coefficient * sum_p2 < ROW_CORRECTION) & (pred > 0) & np.isfinite(pred) if math.isfinite(coefficient) else np.zeros(len(pred), bool)
+    rows = (
+        (coefficient * sum_p2 < ROW_CORRECTION) & (pred > 0) & np.isfinite(pred)
+        if math.isfinite(coefficient)
+        else np.zeros(len(pred), bool)
+    )
     if rows.sum() >= 2:
         stats = mean_ci(metrics["sq_err"][rows] / pred[rows])
         out["row_ratio"], out["row_ratio_se"] = stats["mean"], stats["se"]
@@ -186,40 +227,74 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
 
 
 def check_grid(grid) -> None:
-    """The corpus must fill the windows; nested windows need room for their query and fit in every n."""
+    """The corpus must fill the windows; nested windows need room for their query and fit in every
+    n."""
     heads.check_windows(grid)
     nested = [k for k in grid.get("keys", [0]) if k]
     if nested and min(nested) <= kernel.NEST_QUERIES:
         raise ConfigError(
             f"grid.keys: {min(nested)} keys leave no room for the nested query (one of the first "
-            f"{kernel.NEST_QUERIES} positions, before [SEP]); use 0 or at least {kernel.NEST_QUERIES + 1}"
+            f"{kernel.NEST_QUERIES} positions, before [SEP]); use 0 or at least "
+            f"{kernel.NEST_QUERIES + 1}"
         )
     if nested and max(nested) > min(grid["n"]):
-        raise ConfigError(f"grid.keys: {max(nested)} keys exceed n = {min(grid['n'])}, the text each trial draws; keep keys <= every n")
+        raise ConfigError(
+            f"grid.keys: {max(nested)} keys exceed n = {min(grid['n'])}, the text each trial "
+            f"draws; "
+            f""
+            f""
+            f""
+            f""
+            f""
+            f""
+            f"keep keys <= every n"
+        )
 
 
 def headline(s) -> str:
     """Measured over predicted error per layer where the predicted correction is small."""
-    ok = s[s["kappa_finite"] & (s["kappa"] > 0) & (s["predicted_correction"] < ROW_CORRECTION) & s["err_ratio"].notna()]
+    ok = s[
+        s["kappa_finite"]
+        & (s["kappa"] > 0)
+        & (s["predicted_correction"] < ROW_CORRECTION)
+        & s["err_ratio"].notna()
+    ]
     if ok.empty:
         return f"no point in the delta method's regime (predicted correction < {ROW_CORRECTION})"
     per_layer = ok.groupby("layer")["err_ratio"].median()
-    return f"trained heads, measured/predicted sq_err where the predicted correction < {ROW_CORRECTION}, median per layer: " + ", ".join(
-        f"L{k} {v:.3f}" for k, v in per_layer.items()
+    return (
+        f"trained heads, measured/predicted sq_err where the predicted correction < "
+        f"{ROW_CORRECTION}, median per layer: "
+        + ", ".join(f"L{k} {v:.3f}" for k, v in per_layer.items())
     )
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
-    example={"trials": 16, "grid": {"n": [16, 32], "noise_draws": [4], "layer": [0], "head": [0, 1], "noise": ["gaussian"], "noise_scale": [0.1, 0.5]}},
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
+    # lists)
+    example={
+        "trials": 16,
+        "grid": {
+            "n": [16, 32],
+            "noise_draws": [4],
+            "layer": [0],
+            "head": [0, 1],
+            "noise": ["gaussian"],
+            "noise_scale": [0.1, 0.5],
+        },
+    },
     name="real_noise",
     package=__name__,
     figures=("real_noise_map", "real_noise_sigma", "real_noise_within_heads", "real_noise_rows"),
     headline=headline,
     extreme_metrics=("entropy",),
-    description="attention output of trained MiniLM heads under i.i.d. logit noise vs the delta-method prediction",
+    description="attention output of trained MiniLM heads under i.i.d. logit noise vs the "
+    "delta-method prediction",
     params=PARAMS,
-    stream_params=("n", "noise_draws"),  # the texts; every keys, layer, head, family and scale shares them
+    stream_params=(
+        "n",
+        "noise_draws",
+    ),  # the texts; every keys, layer, head, family and scale shares them
     metrics=METRICS,
     theory_columns=THEORY,
     # 2: rows gained spread, sink_weight and concentration, points the `keys` parameter (nested

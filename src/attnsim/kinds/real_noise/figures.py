@@ -19,7 +19,16 @@ LAYER_MAP = "viridis"
 
 
 def _letter(ax, letter: str) -> None:
-    ax.text(-0.08, 1.02, f"({letter})", transform=ax.transAxes, ha="right", va="bottom", fontsize=10, fontweight="bold")
+    ax.text(
+        -0.08,
+        1.02,
+        f"({letter})",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=10,
+        fontweight="bold",
+    )
 
 
 def _layer_colours(layers) -> dict:
@@ -27,13 +36,18 @@ def _layer_colours(layers) -> dict:
 
 
 def _settings(summary: pd.DataFrame) -> list[tuple]:
-    keys = summary[["noise", "noise_scale", "noise_draws"]].drop_duplicates().sort_values(["noise", "noise_scale"])
+    keys = (
+        summary[["noise", "noise_scale", "noise_draws"]]
+        .drop_duplicates()
+        .sort_values(["noise", "noise_scale"])
+    )
     return [tuple(r) for r in keys.itertuples(index=False)]
 
 
 def real_noise_map(summary: pd.DataFrame):
     """Per number of keys (rows) and noise setting (columns): a layer x head map of err_ratio =
-    measured / predicted sq_err (finite kappa; crossed cells: the 95% interval misses 1 +- tolerance;
+    measured / predicted sq_err (finite kappa; crossed cells: the 95% interval misses 1 +-
+    tolerance;
     dots: outside the delta method's regime, predicted correction above its bound), or of rel_err
     where kappa = inf (no prediction). Points of several texts per window length are averaged."""
     settings, ns = _settings(summary), sorted(summary["n_keys"].unique())
@@ -49,21 +63,41 @@ def real_noise_map(summary: pd.DataFrame):
     ratio_norm = mcolors.TwoSlopeNorm(vcenter=1.0, vmin=0.5, vmax=1.5)
     heavy = summary[~summary["kappa_finite"]]
     rel_norm = (
-        mcolors.LogNorm(vmin=max(float(heavy["rel_err_mean"].min()), 1e-4), vmax=float(heavy["rel_err_mean"].max()) * 1.01) if len(heavy) else None
+        mcolors.LogNorm(
+            vmin=max(float(heavy["rel_err_mean"].min()), 1e-4),
+            vmax=float(heavy["rel_err_mean"].max()) * 1.01,
+        )
+        if len(heavy)
+        else None
     )
 
     def grid(part, column):
-        return part.pivot_table(index="layer", columns="head", values=column, aggfunc="mean").reindex(index=layers, columns=heads).to_numpy(float)
+        return (
+            part.pivot_table(index="layer", columns="head", values=column, aggfunc="mean")
+            .reindex(index=layers, columns=heads)
+            .to_numpy(float)
+        )
 
     for row, n in enumerate(ns):
         for col, (noise, sigma, k) in enumerate(settings):
             ax = axes[row, col]
-            part = summary[(summary["n_keys"] == n) & (summary["noise"] == noise) & (summary["noise_scale"] == sigma) & (summary["noise_draws"] == k)]
+            part = summary[
+                (summary["n_keys"] == n)
+                & (summary["noise"] == noise)
+                & (summary["noise_scale"] == sigma)
+                & (summary["noise_draws"] == k)
+            ]
             finite = bool(part["kappa_finite"].all()) and bool((part["kappa"] > 0).all())
             if finite:
-                image = ax.imshow(grid(part, "err_ratio"), cmap="RdBu_r", norm=ratio_norm, aspect="auto")
-                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label("measured / predicted (theory: 1)", fontsize=7.5)
-                miss = (grid(part, "err_ratio_ci_low") > 1 + tol) | (grid(part, "err_ratio_ci_high") < 1 - tol)
+                image = ax.imshow(
+                    grid(part, "err_ratio"), cmap="RdBu_r", norm=ratio_norm, aspect="auto"
+                )
+                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(
+                    "measured / predicted (theory: 1)", fontsize=7.5
+                )
+                miss = (grid(part, "err_ratio_ci_low") > 1 + tol) | (
+                    grid(part, "err_ratio_ci_high") < 1 - tol
+                )
                 for i, j in zip(*np.nonzero(miss)):
                     ax.plot(j, i, marker="x", color="k", ms=5, mew=1.0)
                 outside = ~(grid(part, "predicted_correction") <= THRESHOLDS.delta_correction)
@@ -71,8 +105,12 @@ def real_noise_map(summary: pd.DataFrame):
                     ax.plot(j, i, marker=".", color="0.15", ms=3)
                 title = f"{noise} σ = {sigma:g}: measured / predicted"
             else:
-                image = ax.imshow(grid(part, "rel_err_mean"), cmap="magma", norm=rel_norm, aspect="auto")
-                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label("rel. error (no prediction)", fontsize=7.5)
+                image = ax.imshow(
+                    grid(part, "rel_err_mean"), cmap="magma", norm=rel_norm, aspect="auto"
+                )
+                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(
+                    "rel. error (no prediction)", fontsize=7.5
+                )
                 title = f"{noise} σ = {sigma:g} (κ = ∞): rel. error"
             ax.set_title(f"{title}\n{n} keys, K = {k}", fontsize=8.5)
             ax.set_xticks(range(len(heads)), heads, fontsize=7)
@@ -82,11 +120,23 @@ def real_noise_map(summary: pd.DataFrame):
                 ax.set_ylabel("layer", fontsize=8)
     handles = [
         Line2D([], [], marker="x", color="k", ls="none", label=f"95% CI misses 1 ± {tol}"),
-        Line2D([], [], marker=".", color="0.15", ls="none", label=f"predicted correction > {THRESHOLDS.delta_correction}: outside the delta method's regime"),
+        Line2D(
+            [],
+            [],
+            marker=".",
+            color="0.15",
+            ls="none",
+            label=f"predicted correction > {THRESHOLDS.delta_correction}: outside the delta "
+            f"method's regime",
+        ),
         Patch(color=plt.get_cmap("RdBu_r")(0.5), label="white = 1: the delta method exact"),
     ]
     legend_below(fig, handles, ncol=3, y=-0.02)
-    fig.suptitle("Delta method on the trained heads of all-MiniLM-L6-v2: measured / predicted squared error per layer and head", y=1.0)
+    fig.suptitle(
+        "Delta method on the trained heads of all-MiniLM-L6-v2: measured / predicted squared error "
+        "per layer and head",
+        y=1.0,
+    )
     return fig
 
 
@@ -96,7 +146,8 @@ def _band(ax, tol: float) -> None:
 
 
 def real_noise_sigma(summary: pd.DataFrame):
-    """(a) the delta method's ratio and (b) the next order's, per layer against the noise scale (mean
+    """(a) the delta method's ratio and (b) the next order's, per layer against the noise scale
+    (mean
     over the layer's heads and windows, 95% CI between them; filled markers: in the claim's regime);
     dashed in (a): the next-order theory's own prediction of the delta ratio. (c) the delta ratio of
     sink-dominated rows (filled) and of the other rows (open)."""
@@ -104,15 +155,28 @@ def real_noise_sigma(summary: pd.DataFrame):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), sharey=False)
     if data.empty:
         for ax in axes:
-            ax.text(0.5, 0.5, "no light-tailed noise in this sweep", ha="center", transform=ax.transAxes)
+            ax.text(
+                0.5, 0.5, "no light-tailed noise in this sweep", ha="center", transform=ax.transAxes
+            )
         return fig
     layers = sorted(data["layer"].unique())
     colours = _layer_colours(layers)
     tol, t = THRESHOLDS.ratio_tolerance, THRESHOLDS
     width = np.log(data["noise_scale"].max() / data["noise_scale"].min() + 1) * 0.012
     panels = (
-        ("err_ratio", "measured / delta method", lambda r: r["predicted_correction"] <= t.delta_correction),
-        ("next_err_ratio", "measured / next-order theory", lambda r: (r["predicted_correction"] > t.delta_correction) & (r["next_truncation"] <= t.next_truncation)),
+        (
+            "err_ratio",
+            "measured / delta method",
+            lambda r: r["predicted_correction"] <= t.delta_correction,
+        ),
+        (
+            "next_err_ratio",
+            "measured / next-order theory",
+            lambda r: (
+                (r["predicted_correction"] > t.delta_correction)
+                & (r["next_truncation"] <= t.next_truncation)
+            ),
+        ),
     )
     for ax, (column, label, regime) in zip(axes[:2], panels):
         _band(ax, tol)
@@ -121,16 +185,39 @@ def real_noise_sigma(summary: pd.DataFrame):
             if part.empty:
                 continue
             groups = by_group(part, ["noise_scale"], column)
-            inside = part.assign(inside=regime(part)).groupby("noise_scale")["inside"].all().reindex(groups["noise_scale"]).to_numpy(bool)
-            x = groups["noise_scale"].to_numpy(float) * np.exp((k - (len(layers) - 1) / 2) * width)
+            offset = np.exp((k - (len(layers) - 1) / 2) * width)
+            x = groups["noise_scale"].to_numpy(float) * offset
             y, low, high = (groups[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
             low, high = np.where(np.isfinite(low), low, y), np.where(np.isfinite(high), high, y)
-            ax.errorbar(x, y, yerr=[y - low, high - y], color=colours[layer], lw=1.0, capsize=2, fmt="-")
-            ax.scatter(x[inside], y[inside], color=colours[layer], s=22, zorder=3)
-            ax.scatter(x[~inside], y[~inside], facecolor="white", edgecolor=colours[layer], s=22, zorder=3)
+            ax.errorbar(
+                x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="-"
+            )
+            ax.scatter(x, y, facecolor="white", edgecolor=colours[layer], s=18, zorder=3)
+            inside = part[regime(part)]  # what the claim judges: the heads in its regime
+            judged = by_group(inside, ["noise_scale"], column) if len(inside) else inside
+            if len(judged):
+                judged = judged[judged["heads"] >= t.min_heads]
+                xj = judged["noise_scale"].to_numpy(float) * offset * 1.03
+                yj, lj, hj = (judged[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
+                ax.errorbar(
+                    xj,
+                    yj,
+                    yerr=[yj - lj, hj - yj],
+                    fmt="none",
+                    ecolor=colours[layer],
+                    lw=1.4,
+                    capsize=3,
+                )
+                ax.scatter(xj, yj, color=colours[layer], s=30, zorder=4, edgecolor="k", lw=0.5)
             if column == "err_ratio" and "next_ratio" in part:
                 theory = part.groupby("noise_scale")["next_ratio"].mean()
-                ax.plot(theory.index * np.exp((k - (len(layers) - 1) / 2) * width), theory.to_numpy(float), "--", color=colours[layer], lw=0.9)
+                ax.plot(
+                    theory.index * np.exp((k - (len(layers) - 1) / 2) * width),
+                    theory.to_numpy(float),
+                    "--",
+                    color=colours[layer],
+                    lw=0.9,
+                )
         ax.set_xscale("log")
         ax.set_xlabel("noise std σ")
         ax.set_ylabel(label)
@@ -144,11 +231,17 @@ def real_noise_sigma(summary: pd.DataFrame):
             if part_c.empty:
                 continue
             groups = by_group(part_c, ["noise_scale"], column)
-            x = groups["noise_scale"].to_numpy(float) * np.exp((k - (len(layers) - 1) / 2) * width + (0.02 if face else 0))
+            x = groups["noise_scale"].to_numpy(float) * np.exp(
+                (k - (len(layers) - 1) / 2) * width + (0.02 if face else 0)
+            )
             y, low, high = (groups[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
             low, high = np.where(np.isfinite(low), low, y), np.where(np.isfinite(high), high, y)
-            ax.errorbar(x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="none")
-            ax.scatter(x, y, facecolor=face or colours[layer], edgecolor=colours[layer], s=20, zorder=3)
+            ax.errorbar(
+                x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="none"
+            )
+            ax.scatter(
+                x, y, facecolor=face or colours[layer], edgecolor=colours[layer], s=20, zorder=3
+            )
     ax.set_xscale("log")
     ax.set_xlabel("noise std σ")
     ax.set_ylabel("measured / delta method, by row type")
@@ -158,16 +251,39 @@ def real_noise_sigma(summary: pd.DataFrame):
     axes[1].set_title("next-order theory (p2) per layer", fontsize=10)
     axes[2].set_title("sink-dominated rows (filled) vs the others (open)", fontsize=10)
     for ax in axes:
-        ax.set_ylim(0, 1.6)  # the next-order prediction runs off to ~50 at sigma = 1 (small n_eff): clipped
-    handles = [Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers]
+        ax.set_ylim(
+            0, 1.6
+        )  # the next-order prediction runs off to ~50 at sigma = 1 (small n_eff): clipped
+    handles = [
+        Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="o", ls="none", label="in the claim's regime (from the predicted correction)"),
-        Line2D([], [], color="0.3", marker="o", mfc="white", ls="none", label="outside it (shown, not judged)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            ls="none",
+            label=f"the claim's groups: heads in its regime (at least {THRESHOLDS.min_heads})",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            mfc="white",
+            ls="none",
+            label="all heads of the layer (shown, not judged)",
+        ),
         Line2D([], [], color="0.3", ls="--", label="(a) next-order prediction of the ratio"),
         Patch(color="0.88", label=f"1 ± {tol}: the tolerance"),
     ]
     legend_below(fig, handles, ncol=5, y=-0.02)
-    fig.suptitle("Trained heads under logit noise of growing σ (gaussian/uniform): where the delta method and its next order hold", y=1.02)
+    fig.suptitle(
+        "Trained heads under logit noise of growing σ (gaussian/uniform): where the delta method "
+        "and its next order hold",
+        y=1.02,
+    )
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
@@ -213,13 +329,46 @@ def real_noise_within_heads(summary: pd.DataFrame):
         for offset, frame, face in ((-0.12, chosen, None), (0.12, predicted, "white")):
             groups = by_group(frame, ["layer"], "slope")
             y, low, high = (groups[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
-            ax_b.errorbar(groups["layer"] + offset, y, yerr=[y - low, high - y], fmt="none", ecolor="0.3", capsize=3)
-            ax_b.scatter(groups["layer"] + offset, y, c=[colours[layer] for layer in groups["layer"]], edgecolor="0.2", s=40, zorder=3, marker="o" if face is None else "s")
+            ax_b.errorbar(
+                groups["layer"] + offset,
+                y,
+                yerr=[y - low, high - y],
+                fmt="none",
+                ecolor="0.3",
+                capsize=3,
+            )
+            ax_b.scatter(
+                groups["layer"] + offset,
+                y,
+                c=[colours[layer] for layer in groups["layer"]],
+                edgecolor="0.2",
+                s=40,
+                zorder=3,
+                marker="o" if face is None else "s",
+            )
         rng = np.random.default_rng(0)  # jitter of the head dots only
-        ax_b.scatter(chosen["layer"] - 0.12 + rng.uniform(-0.05, 0.05, len(chosen)), chosen["slope"], s=6, color="0.5", alpha=0.5, lw=0)
-        in_regime = chosen[chosen["in_delta"] & (chosen["n_eff_share"] >= THRESHOLDS.rate_n_eff_share)]
-        ax_b.scatter(in_regime["layer"] - 0.12, in_regime["slope"], s=30, facecolor="none", edgecolor="firebrick", lw=1.0)
-    ax_b.axhspan(-0.5 - THRESHOLDS.slope_tolerance, -0.5 + THRESHOLDS.slope_tolerance, color="0.88", zorder=0)
+        ax_b.scatter(
+            chosen["layer"] - 0.12 + rng.uniform(-0.05, 0.05, len(chosen)),
+            chosen["slope"],
+            s=6,
+            color="0.5",
+            alpha=0.5,
+            lw=0,
+        )
+        in_regime = chosen[
+            chosen["in_delta"] & (chosen["n_eff_share"] >= THRESHOLDS.rate_n_eff_share)
+        ]
+        ax_b.scatter(
+            in_regime["layer"] - 0.12,
+            in_regime["slope"],
+            s=30,
+            facecolor="none",
+            edgecolor="firebrick",
+            lw=1.0,
+        )
+    ax_b.axhspan(
+        -0.5 - THRESHOLDS.slope_tolerance, -0.5 + THRESHOLDS.slope_tolerance, color="0.88", zorder=0
+    )
     ax_b.axhline(-0.5, color="firebrick", lw=1.4)
     ax_b.axhline(0.0, color="0.5", lw=0.8, ls=":")
     ax_b.set_xlabel("layer")
@@ -230,9 +379,16 @@ def real_noise_within_heads(summary: pd.DataFrame):
     single = light_rows[light_rows["noise_scale"] == sigma]
     if len(single):
         n_show = int(single["n_keys"].value_counts().idxmax())
-        part = single[single["n_keys"] == n_show].groupby(["layer", "head"])[["rel_err_mean", "sum_p2_mean", "kappa"]].mean().reset_index()
+        part = (
+            single[single["n_keys"] == n_show]
+            .groupby(["layer", "head"])[["rel_err_mean", "sum_p2_mean", "kappa"]]
+            .mean()
+            .reset_index()
+        )
         n_eff = 1 / part["sum_p2_mean"]
-        ax_d.scatter(n_eff, part["rel_err_mean"], c=[colours[layer] for layer in part["layer"]], s=18)
+        ax_d.scatter(
+            n_eff, part["rel_err_mean"], c=[colours[layer] for layer in part["layer"]], s=18
+        )
         x = np.geomspace(max(0.8, n_eff.min()), n_eff.max() * 1.2, 50)
         if np.isfinite(part["kappa"].iloc[0]):
             ax_d.plot(x, np.sqrt(float(part["kappa"].iloc[0]) / x), "--", color="firebrick", lw=1.4)
@@ -243,20 +399,48 @@ def real_noise_within_heads(summary: pd.DataFrame):
     ax_d.set_ylabel("rel. error of the head")
     for ax, letter in zip((ax_a, ax_b, ax_c, ax_d), "abcd"):
         _letter(ax, letter)
-    handles = [Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers]
+    handles = [
+        Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers
+    ]
     handles += [
-        Line2D([], [], color="firebrick", ls="--", label="theory: −1/2 rate / n_eff = n / √(κ/n_eff)"),
-        Line2D([], [], color="firebrick", marker="o", mfc="none", ls="none", label=f"(b) heads in the rate claim's regime (n_eff ≥ {THRESHOLDS.rate_n_eff_share:g} n)"),
+        Line2D(
+            [], [], color="firebrick", ls="--", label="theory: −1/2 rate / n_eff = n / √(κ/n_eff)"
+        ),
+        Line2D(
+            [],
+            [],
+            color="firebrick",
+            marker="o",
+            mfc="none",
+            ls="none",
+            label=f"(b) heads in the rate claim's regime (n_eff ≥ {THRESHOLDS.rate_n_eff_share:g} "
+            f"n)",
+        ),
         Patch(color="0.88", label=f"−1/2 ± {THRESHOLDS.slope_tolerance}"),
     ]
     legend_below(fig, handles, ncol=5, y=-0.01)
-    fig.suptitle("The rate within heads: nested windows over the same texts and queries (trained all-MiniLM-L6-v2)", y=1.0)
+    fig.suptitle(
+        "The rate within heads: nested windows over the same texts and queries (trained "
+        "all-MiniLM-L6-v2)",
+        y=1.0,
+    )
     fig.tight_layout(rect=(0, 0.05, 1, 0.98))
     return fig
 
 
-ROW_COLUMNS = ("layer", "noise", "noise_scale", "sq_err", "sq_err_pred", "grad_sq", "spread", "n_eff")
-MAX_ROWS = 6000  # rows drawn per panel (an even subsample: the figure shows single rows, not a summary)
+ROW_COLUMNS = (
+    "layer",
+    "noise",
+    "noise_scale",
+    "sq_err",
+    "sq_err_pred",
+    "grad_sq",
+    "spread",
+    "n_eff",
+)
+MAX_ROWS = (
+    6000  # rows drawn per panel (an even subsample: the figure shows single rows, not a summary)
+)
 
 
 def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
@@ -273,14 +457,29 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
     rows = trials[trials["noise"].isin(LIGHT) & (trials["noise_scale"] > 0)]
     if rows.empty:
         for ax in (ax_a, ax_b):
-            ax.text(0.5, 0.5, "no light-tailed noise (finite κ) in this experiment", ha="center", transform=ax.transAxes)
+            ax.text(
+                0.5,
+                0.5,
+                "no light-tailed noise (finite κ) in this experiment",
+                ha="center",
+                transform=ax.transAxes,
+            )
         return fig
     sigma = float(rows["noise_scale"].min())
     rows = rows[(rows["noise_scale"] == sigma) & (rows["sq_err_pred"] > 0) & (rows["spread"] > 0)]
     if len(rows) > MAX_ROWS:
         rows = rows.iloc[np.linspace(0, len(rows) - 1, MAX_ROWS).astype(int)]
     norm = mcolors.LogNorm(vmin=1, vmax=max(2.0, float(rows["n_eff"].max())))
-    image = ax_a.scatter(rows["sq_err_pred"], rows["sq_err"], c=rows["n_eff"], cmap="plasma", norm=norm, s=3, alpha=0.5, lw=0)
+    image = ax_a.scatter(
+        rows["sq_err_pred"],
+        rows["sq_err"],
+        c=rows["n_eff"],
+        cmap="plasma",
+        norm=norm,
+        s=3,
+        alpha=0.5,
+        lw=0,
+    )
     lo, hi = float(rows["sq_err_pred"].min()), float(rows["sq_err_pred"].max())
     ax_a.plot([lo, hi], [lo, hi], color="k", lw=1.2)
     edges = np.geomspace(1, max(2.0, float(rows["n_eff"].max())) * 1.0001, 9)
@@ -293,7 +492,14 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
         ratio = part["sq_err"] / part["sq_err_pred"]
         half = 1.96 * ratio.std(ddof=1) / np.sqrt(len(part))
         centre = np.sqrt(edges[b] * edges[b + 1])
-        inset.errorbar(centre, ratio.mean(), yerr=half, fmt="o", ms=3, color=plt.get_cmap("plasma")(norm(centre)))
+        inset.errorbar(
+            centre,
+            ratio.mean(),
+            yerr=half,
+            fmt="o",
+            ms=3,
+            color=plt.get_cmap("plasma")(norm(centre)),
+        )
     inset.axhline(1, color="k", lw=0.8)
     inset.set_xscale("log")
     inset.set_xlabel("n_eff bin", fontsize=7)
@@ -305,7 +511,16 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
     ax_a.set_ylabel(f"measured ‖õ−o‖² of the row (mean of K draws), σ = {sigma:g}")
     ax_a.set_title("the per-row law: diagonal = theory", fontsize=10)
     sum_p2 = 1 / rows["n_eff"]
-    ax_b.scatter(sum_p2, rows["grad_sq"] / rows["spread"], c=rows["n_eff"], cmap="plasma", norm=norm, s=3, alpha=0.5, lw=0)
+    ax_b.scatter(
+        sum_p2,
+        rows["grad_sq"] / rows["spread"],
+        c=rows["n_eff"],
+        cmap="plasma",
+        norm=norm,
+        s=3,
+        alpha=0.5,
+        lw=0,
+    )
     x = np.linspace(0.5, 1, 100)
     p = (1 + np.sqrt(2 * x - 1)) / 2  # two keys with weights p, 1 - p: sum p^2 = x
     ax_b.plot(x, 2 * p * (1 - p), color="0.2", ls=":", lw=1.4)
@@ -324,7 +539,9 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
         Line2D([], [], color="0.2", ls=":", lw=1.4, label="two keys (p, 1 − p): 2p(1 − p)"),
     ]
     legend_below(fig, handles, ncol=2, y=-0.02)
-    fig.suptitle(f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)", y=1.0)
+    fig.suptitle(
+        f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)", y=1.0
+    )
     return fig
 
 
