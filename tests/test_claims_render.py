@@ -174,6 +174,18 @@ def test_every_claim_declares_its_fields(tiny_run):
         assert c.figure and c.points > 0 and c.trials > 0 and c.experiments, c.claim_id
 
 
+def test_no_holds_wider_than_its_band_on_a_small_real_run(tiny_run):
+    """On the tiny run (20 trials a point) every claim whose interval is wider than its band is
+    inconclusive or fails, never holds; every holds states the deviation it could detect."""
+    claims = written_claims(tiny_run, measured_only=False)
+    banded = [c for c in claims if c.verdict == "holds" and not math.isnan(c.tolerance)]
+    for c in banded:
+        assert c.detectable <= c.tolerance, (c.claim_id, c.detectable, c.tolerance)
+    wide = [c for c in claims if not math.isnan(c.tolerance) and c.detectable > c.tolerance]
+    assert all(c.verdict in ("inconclusive", "fails") for c in wide), [(c.claim_id, c.verdict) for c in wide]
+    assert wide, "the tiny run should have a claim too weak to decide"
+
+
 def test_every_claims_figure_is_drawn_by_its_kind_and_its_caption_names_the_claim(tiny_run):
     for c in written_claims(tiny_run):
         experiment, figure = c.figure.split("/")
