@@ -72,11 +72,12 @@ TINY = {
                 "n": [6],
                 "d": [4],
                 "batch": [4],
-                "scale": [0.3, 30.0],
-                "optimiser": ["sgd", "adam"],
+                "scale": [0.3, 1.0, 3.0, 30.0],
+                "optimiser": ["sgd", "adam", "normgd"],
                 "lr": [0.5],
                 "steps": [10],
-            },
+            }
+            | {"logits": ["dot", "qk_norm"]},
         },
         "contrastive": {
             "kind": "contrastive_training",
