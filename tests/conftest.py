@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# the plugin example's own tests run from outside the tree, with the plugin installed (test_figure_check.py)
+collect_ignore = ["plugin_example"]
 
 NOISY_GRID = {
     "n": [16, 64],

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, yerr
-from attnsim.figures.style import PALETTE, palette
+from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.kernel import loss_floor
 from attnsim.theory.entropy import exact_gap
@@ -25,6 +25,7 @@ def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
     ax.errorbar(line["tau"], line[f"{metric}_mean"], yerr=yerr(line, metric), fmt=marker + ls, color=colour, ms=4, lw=1.5, capsize=2.5, label=label)
 
 
+@figure_function
 def temperature_sweep(summary: pd.DataFrame):
     """(a) probe accuracy, (b) alignment and uniformity, (c) batch entropy vs its floor, (d) loss vs its floor; all against tau."""
     groups = list(summary.sort_values("tau").groupby(SETTING))
@@ -77,6 +78,5 @@ def temperature_sweep(summary: pd.DataFrame):
         Line2D([], [], color="0.5", ls=":", label="log n (uniform weights; the loss of a blind encoder)"),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures", y=1.0)
-    fig.tight_layout()
+    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
     return fig

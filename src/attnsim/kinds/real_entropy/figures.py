@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import palette
+from attnsim.figures.style import figure_function, palette
 from attnsim.stats import mean_ci
 
 
@@ -17,6 +17,7 @@ def _label(std: float) -> str:
     return "trained" if std == 0 else f"init std {std:g}"
 
 
+@figure_function
 def real_entropy_layers(summary: pd.DataFrame):
     """Columns: n. Rows: mean entropy, weight on [CLS]/[SEP], grad_rel, per layer (mean over heads with
     95% CI; dots: heads), a colour per weights; theory: log n, the small-scale entropy at init, 2/n, 1/n."""
@@ -69,6 +70,5 @@ def real_entropy_layers(summary: pd.DataFrame):
         Line2D([], [], color="firebrick", ls="--", label="uniform weights: 2/n on [CLS]+[SEP], 1/n gradient"),
     ]
     legend_below(fig, handles, ncol=3, y=0.0)
-    fig.suptitle("Entropy of real attention rows per layer (all-MiniLM-L6-v2): trained vs re-initialised (mean over heads, 95% CI)", y=1.0)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.98))
+    fig.suptitle("Entropy of real attention rows per layer (all-MiniLM-L6-v2): trained vs re-initialised (mean over heads, 95% CI)")
     return fig

@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import PALETTE, palette
+from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kinds.real_noise.claims import THRESHOLDS, n_eff_of
 
 
@@ -20,6 +20,7 @@ def _settings(summary: pd.DataFrame) -> list[tuple]:
     return [tuple(r) for r in keys.itertuples(index=False)]
 
 
+@figure_function
 def real_noise_map(summary: pd.DataFrame):
     """Per n (rows) and noise setting (columns): a layer x head map of err_ratio = measured / predicted
     sq_err (finite kappa; crossed cells: the 95% interval misses 1 ± tolerance; dots: kappa Σp² >= 0.01),
@@ -72,10 +73,11 @@ def real_noise_map(summary: pd.DataFrame):
         Patch(color=plt.get_cmap("RdBu_r")(0.5), label="white = 1: the delta method exact"),
     ]
     legend_below(fig, handles, ncol=3, y=-0.02)
-    fig.suptitle("Delta method on the trained heads of all-MiniLM-L6-v2: measured / predicted squared error per layer and head", y=1.0)
+    fig.suptitle("Delta method on the trained heads of all-MiniLM-L6-v2: measured / predicted squared error per layer and head")
     return fig
 
 
+@figure_function
 def real_noise_rate(summary: pd.DataFrame):
     """rel_err (mean, 95% CI) against n_eff = 1 / mean Σp² per point (one point per layer, head and n),
     a colour per noise setting, beside sqrt(κ / n_eff) (finite κ)."""
@@ -118,5 +120,4 @@ def real_noise_rate(summary: pd.DataFrame):
     ax.set_ylabel("rel. error √(‖õ−o‖² / Σp‖v−o‖²)  (mean, 95% CI)")
     ax.set_title("Error of noisy attention on trained heads vs the effective number of keys\n(one point per layer, head and n)")
     legend_below(fig, handles, ncol=3, y=-0.02)
-    fig.tight_layout()
     return fig

@@ -10,7 +10,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below, yerr
-from attnsim.figures.style import PALETTE, palette
+from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
 
 RUN = ["optimiser", "lr", "n", "d", "batch", "steps"]  # one curve per run setting; scale on the x-axis
@@ -25,6 +25,7 @@ def _colours(keys) -> dict:
     return dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
 
 
+@figure_function
 def trainability(summary: pd.DataFrame):
     """(a) final loss / chance vs scale (median, quartiles, mean over finite runs) with the initial entropy
     on a second axis; (b) share of runs reaching the threshold (Wilson 95%) and divergence rate;
@@ -89,15 +90,14 @@ def trainability(summary: pd.DataFrame):
         Line2D([], [], color="0.3", marker="o", label="(c) mean ± 95% CI; dashed: median (the typical run)"),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.tight_layout(w_pad=3.0)
     fig.suptitle(
         "Training one attention head on associative recall from a given initial scale (top axis: logit std ≈ scale²):\n"
         "a start with one-hot weights (H₀ → 0, vanishing logit gradient) does not learn",
-        y=1.06,
     )
     return fig
 
 
+@figure_function
 def learning_curves(summary: pd.DataFrame):
     """Monitor loss / chance at the log-spaced checkpoints: median and quartile band per scale, a panel per run setting."""
     groups = list(summary.groupby(RUN))
@@ -124,6 +124,5 @@ def learning_curves(summary: pd.DataFrame):
     handles = [Line2D([], [], color="k", alpha=0.6, label="chance (predict the mean value)"), Line2D([], [], color="firebrick", ls="--", label="threshold")]
     handles += [Patch(color="0.6", alpha=0.4, label="quartiles over runs (diverged runs count as +∞)")]
     legend_below(fig, handles, ncol=3, y=0.0)
-    fig.suptitle("Learning curves of associative recall from each initial scale", y=1.02)
-    fig.tight_layout()
+    fig.suptitle("Learning curves of associative recall from each initial scale")
     return fig
