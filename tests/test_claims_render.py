@@ -60,7 +60,8 @@ TINY = {
             "kind": "contrastive_training",
             "trials": 8,
             "grid": {"n": [8], "classes": [3], "latent_dim": [2], "input_dim": [6], "embed_dim": [3], "view_noise": [0.5], "tau": [0.1, 1.0]}
-            | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]},
+            | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]}
+            | {"positives": ["class", "instance"], "instance_noise": [0.5], "tau_mode": ["fixed", "learned"]},
         },
     },
 }
@@ -222,7 +223,9 @@ def test_each_number_kind_is_labelled_and_rounded(number, values, expected):
 
 def test_what_a_claim_is_compared_with():
     assert render.compared_text(claim("onset", 50, 50, 50, compared_to="no prediction of the scale")) == "no prediction of the scale"
-    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "predicted 1 (the delta method)"
+    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "compared with 1 (the delta method)"
+    banded = claim("mean (95% CI)", 1, 1, 1, predicted=1.0, tolerance=0.05, compared_to="the delta method")
+    assert render.compared_text(banded) == "predicted 1 ± 0.05 (the delta method)"
     with_dev = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0)
     with_dev.rel_deviation = -0.0088
     assert render.deviation_text(with_dev) == "-0.88%"

@@ -38,7 +38,7 @@ LAYERS = [
     ("run", ["attnsim.run"]),
     ("entry", ["attnsim.cli", "attnsim.docgen"]),
 ]
-SHARED = ("base", "columns", "gap_claims", "logit_noise", "real_model")  # kinds/ modules that are not kinds
+SHARED = ("base", "columns", "gap_claims", "logit_noise", "low_precision", "real_model")  # kinds/ modules that are not kinds
 RANK = {prefix: rank for rank, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
 
 

@@ -16,7 +16,6 @@ from attnsim.cli import main
 from attnsim.config.grid import make_point
 from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
-from attnsim.kinds.contrastive_training import claims as contrastive_claims
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
 from attnsim.run.collect import summarise_points
@@ -30,7 +29,10 @@ CONTRASTIVE = {
     "input_dim": [6],
     "embed_dim": [3],
     "view_noise": [0.5],
+    "positives": ["class"],
+    "instance_noise": [0.0],
     "tau": [0.1, 1.0],
+    "tau_mode": ["fixed"],
     "optimiser": ["sgd", "adam"],
     "lr": [0.05, 300.0],
     "steps": [6],
@@ -41,11 +43,17 @@ def grid_points(kind: str, grid: dict, **change) -> list:
     import itertools
 
     grid = grid | change
-    names = get_kind(kind).param_names
-    return [make_point(kind, dict(zip(names, values))) for values in itertools.product(*(grid[n] for n in names))]
+    params = get_kind(kind).params
+    lists = [grid[p.name] if p.name in grid else [p.default] for p in params]  # a parameter left out takes its default
+    return [make_point(kind, dict(zip([p.name for p in params], values))) for values in itertools.product(*lists)]
 
 
-@pytest.mark.parametrize("kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE)])
+CONTRASTIVE_INSTANCE_LEARNED = CONTRASTIVE | {"positives": ["instance"], "instance_noise": [0.5], "tau_mode": ["fixed", "learned"]}
+
+
+@pytest.mark.parametrize(
+    "kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE), ("contrastive_training", CONTRASTIVE_INSTANCE_LEARNED)]
+)
 def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypatch):
     """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; small blocks (many per
     point); with diverging runs among them (SGD at a huge step) so the +inf/NaN paths run too."""
@@ -156,34 +164,6 @@ def test_rank_correlation_claim():
     assert recall_claims.entropy_predicts_final_loss(s.head(3)).verdict == "outside regime"
     lo, hi = recall_claims.fisher_interval(0.0, 12)
     assert lo == pytest.approx(-hi) and 0.5 < hi < 0.6
-
-
-def contrastive_summary(probe_at_one: float, lowest_at_one: float) -> pd.DataFrame:
-    rows = []
-    for tau, probe in ((0.1, 0.65), (0.5, 0.62), (1.0, probe_at_one)):
-        floor = 2.99 if tau == 1.0 else 0.5
-        lowest = lowest_at_one if tau == 1.0 else 1.0
-        setting = dict(n=32, classes=16, latent_dim=8, input_dim=32, embed_dim=8, view_noise=2.0, optimiser="adam", lr=0.01, steps=300)
-        rows.append(
-            setting
-            | dict(experiment="c", n_trials=48, tau=tau, probe_accuracy_mean=probe, probe_accuracy_ci_low=probe - 0.012, probe_accuracy_ci_high=probe + 0.012)
-            | dict(entropy_lowest=lowest, entropy_floor=floor, entropy_lowest_excess=lowest - floor, entropy_floor_tolerance=1e-11, entropy_min_finite=48)
-            | dict(entropy_min_mean=lowest + 0.05, log_n=math.log(32), entropy_gap=math.log(32) - floor, ideal_entropy=3.39, probe_chance=1 / 16)
-            | dict(alignment_mean=0.8, uniformity_mean=-2.5)
-        )
-    return pd.DataFrame(rows)
-
-
-@pytest.mark.parametrize("probe, verdict", [(0.55, "holds"), (0.63, "fails"), (0.7, "fails")])
-def test_probe_claim(probe, verdict):
-    claim = contrastive_claims.worse_probe_at_tau_one(contrastive_summary(probe, 3.3))
-    assert claim.verdict == verdict and claim.figure == "c/temperature_sweep"
-
-
-@pytest.mark.parametrize("lowest, verdict", [(3.3, "holds"), (2.99, "holds"), (2.98, "fails")])
-def test_entropy_floor_claim(lowest, verdict):
-    assert contrastive_claims.training_entropy_floor(contrastive_summary(0.55, lowest)).verdict == verdict
-    assert contrastive_claims.training_entropy_floor(contrastive_summary(0.55, lowest).query("tau < 1")).verdict == "outside regime"
 
 
 # --------------------------------------------------------------------------- bad grids: one line naming the key

@@ -145,9 +145,9 @@ def recall_naive_run(rng: np.random.Generator, params: dict) -> dict[str, float]
 # --------------------------------------------------------------------------- contrastive
 
 
-def contrastive_forward_backward(w, x1, x2, tau):
+def contrastive_forward_backward(w, x1, x2, tau, labels=None):
     """Literal symmetric InfoNCE for one batch (n, D) with W (d, D): loss, entropy, alignment, the
-    per-pair kernel values for uniformity, and dL/dW."""
+    per-pair kernel values for uniformity, the negative-weight shares, dL/dW and dL/dt (t = log 1/tau)."""
     from scipy.special import logsumexp, softmax
 
     n = x1.shape[0]
@@ -160,86 +160,180 @@ def contrastive_forward_backward(w, x1, x2, tau):
     entropy = np.mean([-np.sum(row[row > 0] * np.log(row[row > 0])) for row in pr])
     alignment = np.mean(np.sum((z1 - z2) ** 2, axis=1))
     kernel = [math.exp(-2 * np.sum((z1[a] - z1[b]) ** 2)) for a in range(n) for b in range(n) if a != b]
+    hardest, same, count = [], [], []
+    for a in range(n):
+        negatives = [pr[a, b] for b in range(n) if b != a]
+        hardest.append(max(negatives) / sum(negatives))
+        if labels is not None:
+            mates = [b for b in range(n) if b != a and labels[b] == labels[a]]
+            if mates:
+                same.append(sum(pr[a, b] for b in mates) / sum(negatives))
+                count.append(len(mates) / (n - 1))
     ds = (0.5 / n) * (pr - np.eye(n)) + (0.5 / n) * (pc - np.eye(n))
     dz1, dz2 = ds @ z2 / tau, ds.T @ z1 / tau
     dy1 = np.stack([(np.eye(len(z)) - np.outer(z, z)) @ g / r for z, g, r in zip(z1, dz1, r1)])
     dy2 = np.stack([(np.eye(len(z)) - np.outer(z, z)) @ g / r for z, g, r in zip(z2, dz2, r2)])
-    return {"loss": loss, "entropy": entropy, "alignment": alignment, "kernel": kernel, "gw": dy1.T @ x1 + dy2.T @ x2}
+    return {
+        "loss": loss,
+        "entropy": entropy,
+        "alignment": alignment,
+        "kernel": kernel,
+        "hardest": np.mean(hardest),
+        "same": same,
+        "count": count,
+        "gw": dy1.T @ x1 + dy2.T @ x2,
+        "gt": float(np.sum(ds * s)),  # dS/dt = S
+    }
 
 
-def contrastive_views(points, labels, noise, view_noise):
-    """Two views (n, D) of one batch: class points (C, D), labels (n,), noise (2, n, D)."""
+def contrastive_views(points, labels, noise, view_noise, instance=None, instance_noise=0.0, positives="class"):
+    """Two views (n, D) of one batch: class points (C, D), labels (n,), view noise (2, n, D) and
+    instance noise (2, n, D): an instance is point + instance noise; a view adds view noise; with
+    instance positives both views take instance row 0, with class positives one row each."""
     D = points.shape[1]
-    c = view_noise / math.sqrt(D)
-    return points[labels] + c * noise[0], points[labels] + c * noise[1]
+    c, ci = view_noise / math.sqrt(D), instance_noise / math.sqrt(D)
+    views = []
+    for v in (0, 1):
+        x = points[labels] + c * noise[v]
+        if instance_noise > 0:
+            x = x + ci * instance[0 if positives == "instance" else v]
+        views.append(x)
+    return views[0], views[1]
 
 
-def contrastive_probe(w, points, probe_noise, view_noise):
+def contrastive_evaluations(w, points, probe_noise, probe_instance, view_noise, instance_noise):
+    """Nearest class mean, 5-NN and the least-squares linear probe, each literal; probe (2, per C, D) class-major."""
     C, D = points.shape
     per = probe_noise.shape[1] // C
     labels = np.repeat(np.arange(C), per)
-    x = points[labels] + view_noise / math.sqrt(D) * probe_noise  # (2, per C, D)
+    x = points[labels] + view_noise / math.sqrt(D) * probe_noise
+    if instance_noise > 0:
+        x = x + instance_noise / math.sqrt(D) * probe_instance
     z = [(xi @ w.T) / np.linalg.norm(xi @ w.T, axis=1, keepdims=True) for xi in x]
     means = np.stack([z[0][labels == c].mean(axis=0) for c in range(C)])
     means /= np.linalg.norm(means, axis=1, keepdims=True)
-    return float(np.mean([np.argmax(means @ zi) == c for zi, c in zip(z[1], labels)]))
+    ncm = float(np.mean([np.argmax(means @ zi) == c for zi, c in zip(z[1], labels)]))
+    zf = [np.where(np.isfinite(zi), zi, 0.0) for zi in z]
+    right = 0
+    for zi, c in zip(zf[1], labels):
+        sims = zf[0] @ zi
+        order = sorted(range(len(sims)), key=lambda j: -sims[j])[: ct.KNN]
+        votes = {k: (sum(1 for j in order if labels[j] == k), sum(sims[j] for j in order if labels[j] == k)) for k in range(C)}
+        right += max(range(C), key=lambda k: votes[k]) == c
+    knn = right / len(labels)
+    f = [np.hstack([zi, np.ones((len(zi), 1))]) for zi in zf]
+    y = np.eye(C)[labels]
+    coef = np.linalg.solve(f[0].T @ f[0] + ct.RIDGE * len(labels) * np.eye(f[0].shape[1]), f[0].T @ y)
+    linear = float(np.mean(np.argmax(f[1] @ coef, axis=1) == labels))
+    return {"probe_accuracy": ncm, "knn_accuracy": knn, "linear_probe_accuracy": linear}
 
 
 def contrastive_train(params: dict, points, init, monitor, final, probe, batches) -> dict[str, float]:
-    """One run: points (C, D); init (d, D) standard normals; monitor/final = (labels (E, n), noise (E, 2, n, D));
-    probe (2, per C, D); batches[i] = (labels (n,), noise (2, n, D))."""
+    """One run: points (C, D); init (d, D) standard normals; monitor/final = (labels (E, n), noise (E, 2, n, D),
+    instance noise (E, 2, n, D) or None); probe = (noise (2, per C, D), instance or None);
+    batches[i] = (labels (n,), noise (2, n, D), instance (2, n, D) or None)."""
+    from attnsim.theory.entropy import exact_gap
+
     p = ct.resolved(params)
-    tau, vn = p["tau"], p["view_noise"]
+    vn, inn, pos = p["view_noise"], p["instance_noise"], p["positives"]
+    learned, clamp = p["tau_mode"] != "fixed", p["tau_mode"] == "learned_clamped"
+    n = p["n"]
     D = init.shape[1]
     w = init / math.sqrt(D)
+    t = math.log(1 / p["tau"])
     m = np.zeros_like(w)
     v = np.zeros_like(w)
+    mt = vt = 0.0
+
+    def tau():
+        with np.errstate(over="ignore"):
+            return float(np.exp(-t)) if learned else p["tau"]
+
+    def floor(tt):
+        return math.log(n) - float(exact_gap(n, tt)) if 0 < tt < math.inf else math.nan
 
     def evaluate(sets, stats=False):
-        outs = [contrastive_forward_backward(w, *contrastive_views(points, lab, nz, vn), tau) for lab, nz in zip(*sets)]
+        labels, noise, inst = sets
+        outs = [
+            contrastive_forward_backward(w, *contrastive_views(points, labels[e], noise[e], vn, None if inst is None else inst[e], inn, pos), tau(), labels[e])
+            for e in range(len(labels))
+        ]
         res = {"loss": np.mean([o["loss"] for o in outs]), "entropy": np.mean([o["entropy"] for o in outs])}
         if stats:
             res["alignment"] = np.mean([o["alignment"] for o in outs])
             res["uniformity"] = math.log(np.mean(np.concatenate([o["kernel"] for o in outs])))
+            res["hardest"] = np.mean([o["hardest"] for o in outs])
+            same = [x for o in outs for x in o["same"]]
+            count = [x for o in outs for x in o["count"]]
+            res["same"] = np.mean(same) if same else math.nan
+            res["count"] = np.mean(count) if count else math.nan
         return res
 
     first = evaluate(monitor)
-    out = {"init_loss": first["loss"], "init_entropy": first["entropy"], "init_probe_accuracy": contrastive_probe(w, points, probe, vn)}
-    losses = {0: first["loss"]}
+    out = {
+        "init_loss": first["loss"],
+        "init_entropy": first["entropy"],
+        "init_probe_accuracy": contrastive_evaluations(w, points, probe[0], probe[1], vn, inn)["probe_accuracy"],
+    }
+    losses, entropies, taus = {0: first["loss"]}, {0: first["entropy"]}, {0: tau()}
     evals = ct.evaluation_steps(p["steps"])
-    diverged, entropy_min = math.inf, math.inf
+    diverged, entropy_min, excess_min = math.inf, math.inf, math.inf
     b1, b2, eps = 0.9, 0.999, 1e-8
     for step in range(1, p["steps"] + 1):
         with np.errstate(all="ignore"):
-            g = contrastive_forward_backward(w, *contrastive_views(points, *batches[step - 1], vn), tau)
-            entropy_min = min(entropy_min, g["entropy"]) if np.isfinite(g["entropy"]) else entropy_min
+            labels, noise, inst = batches[step - 1]
+            g = contrastive_forward_backward(w, *contrastive_views(points, labels, noise, vn, inst, inn, pos), tau())
+            if np.isfinite(g["entropy"]):
+                entropy_min = min(entropy_min, g["entropy"])
+                excess_min = min(excess_min, g["entropy"] - floor(tau()))
             if p["optimiser"] == "adam":
                 m = b1 * m + (1 - b1) * g["gw"]
                 v = b2 * v + (1 - b2) * g["gw"] ** 2
                 w = w - p["lr"] * (m / (1 - b1**step)) / (np.sqrt(v / (1 - b2**step)) + eps)
+                if learned:
+                    mt = b1 * mt + (1 - b1) * g["gt"]
+                    vt = b2 * vt + (1 - b2) * g["gt"] ** 2
+                    t = t - p["lr"] * (mt / (1 - b1**step)) / (math.sqrt(vt / (1 - b2**step)) + eps)
             else:
                 w = w - p["lr"] * g["gw"]
-            bad = not np.all(np.isfinite(w))
+                if learned:
+                    t = t - p["lr"] * g["gt"]
+            if clamp:
+                t = min(t, math.log(1 / ct.TAU_CLAMP))
+            bad = not (np.all(np.isfinite(w)) and math.isfinite(t) and 0 < tau() < math.inf)
             if step in evals:
-                losses[step] = evaluate(monitor)["loss"]
+                res = evaluate(monitor)
+                losses[step], entropies[step], taus[step] = res["loss"], res["entropy"], tau()
                 bad = bad or not math.isfinite(losses[step])
         if bad:
             diverged = min(diverged, step)
             w, m, v = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+            t = mt = vt = 0.0
         if step in evals and math.isfinite(diverged):
-            losses[step] = math.inf
+            losses[step], entropies[step], taus[step] = math.inf, math.nan, math.nan
     for j, step in enumerate(ct.checkpoint_steps(p["steps"])):
         out[f"loss_ckpt_{j}"] = losses[step]
+        out[f"entropy_ckpt_{j}"] = entropies[step]
+        out[f"tau_ckpt_{j}"] = taus[step]
+        out[f"entropy_floor_ckpt_{j}"] = floor(taus[step])
     gone = math.isfinite(diverged)
     with np.errstate(all="ignore"):
         last = evaluate(final, stats=True)
-        acc = contrastive_probe(w, points, probe, vn)
+        acc = contrastive_evaluations(w, points, probe[0], probe[1], vn, inn)
     out["entropy_min"] = math.nan if gone else entropy_min
+    out["entropy_floor_excess_min"] = math.nan if gone else excess_min
     out["final_loss"] = math.inf if gone else last["loss"]
     out["final_entropy"] = math.nan if gone else last["entropy"]
+    out["final_entropy_floor"] = floor(tau())
     out["alignment"] = math.nan if gone else last["alignment"]
     out["uniformity"] = math.nan if gone else last["uniformity"]
-    out["probe_accuracy"] = 0.0 if gone else acc
+    out["hardest_negative_share"] = math.nan if gone else last["hardest"]
+    out["same_class_negative_share"] = math.nan if gone else last["same"]
+    out["same_class_negative_count_share"] = last["count"]
+    for name, value in acc.items():
+        out[name] = 0.0 if gone else value
+    out["tau_final"] = tau()
+    out["log_tau_final"] = math.log(tau())
     out["diverged"] = float(gone)
     out["diverged_step"] = diverged
     return out
@@ -253,16 +347,19 @@ def contrastive_naive_run(rng: np.random.Generator, params: dict) -> dict[str, f
     mu /= np.linalg.norm(mu, axis=1, keepdims=True)
     q, r = np.linalg.qr(rng.standard_normal((D, k)))
     points = mu @ (q * np.sign(np.diag(r))).T
+    inst = p["instance_noise"] > 0
 
     def sets():
-        return rng.integers(0, C, (ct.EVAL_BATCHES, n)), rng.standard_normal((ct.EVAL_BATCHES, 2, n, D))
+        shape = (ct.EVAL_BATCHES, 2, n, D)
+        return rng.integers(0, C, (ct.EVAL_BATCHES, n)), rng.standard_normal(shape), rng.standard_normal(shape) if inst else None
 
     monitor, final = sets(), sets()
-    probe = rng.standard_normal((2, ct.PROBE_PER_CLASS * C, D))
+    shape = (2, ct.probe_per_class(C) * C, D)
+    probe = (rng.standard_normal(shape), rng.standard_normal(shape) if inst else None)
     init = rng.standard_normal((d, D))
 
     class Lazy:
         def __getitem__(self, i):
-            return rng.integers(0, C, n), rng.standard_normal((2, n, D))
+            return rng.integers(0, C, n), rng.standard_normal((2, n, D)), rng.standard_normal((2, n, D)) if inst else None
 
     return contrastive_train(p, points, init, monitor, final, probe, Lazy())

@@ -298,6 +298,19 @@ def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):
     K = tail_constant(noise, sigma) if tail else 0.0
     if not (math.isfinite(mu3) and (order == "p1" or math.isfinite(mu4)) and math.isfinite(K)):
         return constant(math.nan)
+    out = expansion_from_moments(stats, kappa, mu3, mu4, order)
+    if order == "u4":
+        return out
+    if tail:
+        out = out - K * np.asarray(stats["c_tail"])
+    return out
+
+
+def expansion_from_moments(stats, kappa: float, mu3: float, mu4: float, order: str = "p2"):
+    """p1, p2 or u4 of `next_order_from_stats` (without the heavy-tail term) for any i.i.d. law of
+    u = e^eps / E[e^eps] - 1 given by its moments kappa, mu3, mu4 (another kind's noise law, e.g.
+    dropout as logit noise, docs/science.md §11.6)."""
+    g = np.asarray(stats["grad_sq"], dtype=np.float64)
     p2, c3 = np.asarray(stats["sum_p2"]), np.asarray(stats["c3"])
     if order == "u4":
         c4, m2 = np.asarray(stats["c4"]), np.asarray(stats["m2"])
@@ -306,8 +319,6 @@ def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):
     if order == "p2":
         c4, m2, p3 = np.asarray(stats["c4"]), np.asarray(stats["m2"]), np.asarray(stats["sum_p3"])
         out = out + 3 * (mu4 - 3 * kappa**2) * c4 + 6 * kappa**2 * m2 - 4 * kappa * mu3 * (g * p3 + 3 * c3 * p2) + 15 * kappa**3 * g * p2 * p2
-    if tail:
-        out = out - K * np.asarray(stats["c_tail"])
     return out
 
 
