@@ -7,12 +7,12 @@ context, restored afterwards) and with matplotlib's constrained layout, so the f
 layout: legends and titles stay inside its canvas whatever the fonts, and `fig.savefig(...)`,
 `plt.show()` or a notebook keep them. To draw a figure in your own style:
 
-    from attnsim.kinds.temperature_entropy import figures
-    fig = figures.temperature_gap(summary, style=None)          # your current rcParams
-    fig = figures.temperature_gap(summary, style="ggplot")      # any matplotlib style (name, file, dict)
+    figures = attnsim.kinds.get_kind(kind).submodule("figures")
+    fig = figures.<figure>(summary, style=None)          # your current rcParams
+    fig = figures.<figure>(summary, style="ggplot")      # any matplotlib style (name, file, dict)
     with plt.style.context("dark_background"):
-        fig = figures.temperature_gap(summary, style=None)
-    fig.savefig("mine.pdf")                                     # the legend is kept
+        fig = figures.<figure>(summary, style=None)
+    fig.savefig("mine.pdf")                              # the legend is kept
 
 seaborn is imported once per figure job (~0.55 CPU-s measured on this project's machines): the
 price of its theme and palettes instead of a copy of them here.
