@@ -46,12 +46,23 @@ STORE = RESULTS / "store"
 
 # %%
 summary = pd.read_parquet(STORE / "summary/kind=temperature_entropy")
-columns = ["experiment", "n", "d", "tau", "gap_mean", "gap_ci_low", "gap_ci_high", "gap_max", "n_trials"]
+columns = [
+    "experiment",
+    "n",
+    "d",
+    "tau",
+    "gap_mean",
+    "gap_ci_low",
+    "gap_ci_high",
+    "gap_max",
+    "n_trials",
+]
 print(summary[columns].sort_values(["d", "n", "tau"]).head(8).to_string(index=False))
 
 points = duckdb.sql(f"""
     SELECT kind, count(*) AS points, CAST(sum(n_trials) AS BIGINT) AS trials
-    FROM read_parquet('{STORE}/summary/**/*.parquet', hive_partitioning = true, union_by_name = true)
+    FROM read_parquet('{STORE}/summary/**/*.parquet',
+                      hive_partitioning = true, union_by_name = true)
     GROUP BY kind ORDER BY kind
 """).df()
 print(points.to_string(index=False))
@@ -68,12 +79,17 @@ g1 = float(asymptotic_gap(1.0))
 at_one = summary[np.isclose(summary["tau"], 1.0)]
 largest = float(at_one["gap_max"].max())
 verdict = "holds" if largest <= g1 else "fails"
-print(f"tau = 1: the largest gap over {int(at_one['n_trials'].sum()):,} trials is {largest:.4f} nats; g(1) = {g1:.4f}: {verdict}")
+print(
+    f"tau = 1: the largest gap over {int(at_one['n_trials'].sum()):,} trials is {largest:.4f} nats;"
+    f" g(1) = {g1:.4f}: {verdict}"
+)
 
 claims = pd.read_parquet(RESULTS / "claims.parquet").set_index("claim_id")
 pipeline = claims.loc["tau_one_gap"]
 print(f"the pipeline says: {pipeline['verdict']} (measured {pipeline['measured']:.4f})")
-assert pipeline["verdict"] == verdict and np.isclose(pipeline["measured"], largest, rtol=0, atol=1e-12)
+assert pipeline["verdict"] == verdict and np.isclose(
+    pipeline["measured"], largest, rtol=0, atol=1e-12
+)
 
 # %% [markdown]
 # ## 3. A figure in your own style
@@ -85,10 +101,19 @@ assert pipeline["verdict"] == verdict and np.isclose(pipeline["measured"], large
 
 # %%
 figures = get_kind("temperature_entropy").submodule("figures")
-mine = {"font.family": "serif", "font.size": 12, "axes.facecolor": "#f6f1e7", "axes.grid": True, "grid.color": "white"}
+mine = {
+    "font.family": "serif",
+    "font.size": 12,
+    "axes.facecolor": "#f6f1e7",
+    "axes.grid": True,
+    "grid.color": "white",
+}
 with plt.style.context(mine):
     fig = figures.temperature_gap(summary, style=None)
 out = RESULTS / "examples"
 out.mkdir(parents=True, exist_ok=True)
 fig.savefig(out / "temperature_gap_mine.png", dpi=110)
-print(f"wrote {out / 'temperature_gap_mine.png'} ({fig.get_figwidth():.1f} x {fig.get_figheight():.1f} in)")
+print(
+    f"wrote {out / 'temperature_gap_mine.png'}"
+    f" ({fig.get_figwidth():.1f} x {fig.get_figheight():.1f} in)"
+)

@@ -29,7 +29,8 @@ def test_every_built_in_kind_passes():
 
 
 def test_top_level_names():
-    source = "import numpy as np\nfrom x import y as z\ndef f(): pass\n@deco\ndef g(): pass\nh = f\nclass C: pass\n"
+    source = "import numpy as np\nfrom x import y as z\ndef f(): pass\n@deco\ndef g(): pass\n"
+    source += "h = f\nclass C: pass\n"
     assert top_level_names(source) == {"np", "z", "f", "g", "h", "C"}
 
 
@@ -37,11 +38,18 @@ def test_a_figure_without_function_or_caption_is_named():
     kind = get_kind("temperature_entropy")
     with pytest.raises(ConfigError) as missing:
         check_kind(dataclasses.replace(kind, figures=("temperature_gap", "gap_vs_d")))
-    assert str(missing.value).startswith("kind temperature_entropy, figure gap_vs_d: declared in Kind.figures but")
+    assert str(missing.value).startswith(
+        "kind temperature_entropy, figure gap_vs_d: declared in Kind.figures but"
+    )
     # a function that exists without its caption: the fetcher of report/*.rst is the package data
     with pytest.raises(ConfigError) as uncaptioned:
-        check_kind(dataclasses.replace(kind, figures=("asymptotic_gap",)))  # a name the module imports
-    assert "kind temperature_entropy, figure asymptotic_gap: its caption report/asymptotic_gap.rst is missing" in str(uncaptioned.value)
+        check_kind(
+            dataclasses.replace(kind, figures=("asymptotic_gap",))
+        )  # a name the module imports
+    assert (
+        "kind temperature_entropy, figure asymptotic_gap: its caption"
+        " report/asymptotic_gap.rst is missing" in str(uncaptioned.value)
+    )
     with pytest.raises(ConfigError) as no_module:
         check_kind(dataclasses.replace(kind, package="attnsim.kinds.base"))
     assert "has no module attnsim.kinds.base.figures" in str(no_module.value)
@@ -63,20 +71,39 @@ def test_the_run_stops_before_any_job_with_one_line(tmp_path, monkeypatch):
     target = site / "broken_plugin"
     target.mkdir(parents=True)
     for name in ("figures.py", "claims.py"):
-        (target / name).write_text((source / name).read_text().replace("attnsim_plugin_example", "broken_plugin"))
+        (target / name).write_text(
+            (source / name).read_text().replace("attnsim_plugin_example", "broken_plugin")
+        )
     init = (source / "__init__.py").read_text()
-    init = init.replace('name="shifted_logits"', 'name="broken_shift"').replace('figures=("shift_deviation",)', 'figures=("shift_deviation", "shift_histogram")')
+    init = init.replace('name="shifted_logits"', 'name="broken_shift"').replace(
+        'figures=("shift_deviation",)', 'figures=("shift_deviation", "shift_histogram")'
+    )
     (target / "__init__.py").write_text(init)
     (target / "report").mkdir()
-    (target / "report/shift_deviation.rst").write_text((source / "report/shift_deviation.rst").read_text())
+    (target / "report/shift_deviation.rst").write_text(
+        (source / "report/shift_deviation.rst").read_text()
+    )
     fake_distribution(site, "broken_plugin", "broken_shift")
-    write_config(tmp_path / "w", {"seed": 1, "experiments": {"shift": {"kind": "broken_shift", "trials": 5, "grid": {"n": [8], "shift": [1.0]}}}})
+    write_config(
+        tmp_path / "w",
+        {
+            "seed": 1,
+            "experiments": {
+                "shift": {"kind": "broken_shift", "trials": 5, "grid": {"n": [8], "shift": [1.0]}}
+            },
+        },
+    )
     before = tree(tmp_path / "w")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    )
     result = snakemake(tmp_path / "w", "--cores", "1", check=False)
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr
-    assert lines[0].startswith("attnsim: error: kind broken_shift, figure shift_histogram: declared in Kind.figures but broken_plugin.figures defines no shift_histogram()")
+    assert lines[0].startswith(
+        "attnsim: error: kind broken_shift, figure shift_histogram: declared in Kind.figures"
+        " but broken_plugin.figures defines no shift_histogram()"
+    )
     assert tree(tmp_path / "w") == before  # no job ran, nothing was written
 
 
@@ -87,15 +114,31 @@ def guide_block(name: str) -> str:
 
 
 def test_the_guide_shows_the_plugins_own_tests_verbatim():
-    assert guide_block("tests/test_shifted_logits.py") == (PLUGIN / "tests/test_shifted_logits.py").read_text()
+    assert (
+        guide_block("tests/test_shifted_logits.py")
+        == (PLUGIN / "tests/test_shifted_logits.py").read_text()
+    )
 
 
 def test_the_plugins_own_tests_pass_from_outside_the_tree(tmp_path):
     site = tmp_path / "site"
     fake_distribution(site, "attnsim_plugin_example", "shifted_logits")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(PLUGIN / "src")]))
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the plugin's repository: none of attnsim's test settings
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(PLUGIN)]
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\n"
+    )  # the plugin's repository: none of attnsim's test settings
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-c",
+        str(tmp_path / "pytest.ini"),
+        "--rootdir",
+        str(PLUGIN),
+    ]
     cmd.append(str(PLUGIN / "tests/test_shifted_logits.py"))
     run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "4 passed" in run.stdout, run.stdout[-3000:] + run.stderr[-2000:]

@@ -32,10 +32,15 @@ def summary(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("style") / "store"
     config = small_config()
-    config["experiments"] = {"temperature": {"kind": "temperature_entropy", "trials": 20, "grid": GRID}}
+    config["experiments"] = {
+        "temperature": {"kind": "temperature_entropy", "trials": 20, "grid": GRID}
+    }
     settings = load(config)
     plan = plan_experiment(settings, "temperature", root)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        for c in plan.pending
+    ]
     out = store.summary_path(root, plan.kind, "temperature")
     collect(experiment_json(settings, "temperature"), paths, out)
     return store.read_table(out).to_pandas()
@@ -53,7 +58,9 @@ backend = matplotlib.rcParams._get_backend_or_none()  # before anything reads rc
 after = {k: dict.__getitem__(matplotlib.rcParams, k) for k in dict.keys(matplotlib.rcParams)}
 print(sorted(k for k in before if before[k] != after[k]), backend)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[] None", out  # no theme set, no backend chosen
 
 
@@ -61,7 +68,9 @@ def test_every_figure_function_is_wrapped():
     for kind in all_kinds().values():
         module = kind.submodule("figures")
         for name in kind.figures:
-            assert getattr(getattr(module, name), "figure_function", False), f"{kind.name}.{name} lacks @figure_function"
+            assert getattr(getattr(module, name), "figure_function", False), (
+                f"{kind.name}.{name} lacks @figure_function"
+            )
 
 
 def inside(fig) -> list[str]:
@@ -73,7 +82,12 @@ def inside(fig) -> list[str]:
         if artist is None:
             continue
         box = artist.get_window_extent()
-        if box.x0 < canvas.x0 - 1 or box.x1 > canvas.x1 + 1 or box.y0 < canvas.y0 - 1 or box.y1 > canvas.y1 + 1:
+        if (
+            box.x0 < canvas.x0 - 1
+            or box.x1 > canvas.x1 + 1
+            or box.y0 < canvas.y0 - 1
+            or box.y1 > canvas.y1 + 1
+        ):
             out.append(type(artist).__name__)
     return out
 
@@ -84,12 +98,20 @@ def test_theme_is_applied_for_the_call_only(summary):
     fig = figures.temperature_gap(summary)
     assert dict(matplotlib.rcParams) == before
     assert fig.axes[0].get_facecolor()[:3] == pytest.approx((1.0, 1.0, 1.0))  # seaborn whitegrid
-    assert fig.axes[0].xaxis.label.get_fontsize() == pytest.approx(style.theme_rc()["axes.labelsize"])
+    assert fig.axes[0].xaxis.label.get_fontsize() == pytest.approx(
+        style.theme_rc()["axes.labelsize"]
+    )
     assert inside(fig) == []
     plt.close(fig)
 
 
-@pytest.mark.parametrize("user", [{"font.size": 16, "legend.fontsize": 15, "axes.labelsize": 16, "figure.titlesize": 22}, "dark_background"])
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"font.size": 16, "legend.fontsize": 15, "axes.labelsize": 16, "figure.titlesize": 22},
+        "dark_background",
+    ],
+)
 def test_a_figure_in_the_readers_style_keeps_its_legend(summary, user):
     figures = get_kind("temperature_entropy").submodule("figures")
     with plt.style.context(user):
@@ -104,7 +126,9 @@ def test_a_figure_in_the_readers_style_keeps_its_legend(summary, user):
     assert buffer.tell() > 10_000
     # a named matplotlib style works the same without a context of the caller's own
     other = figures.temperature_gap(summary, style="ggplot")
-    assert inside(other) == [] and other.axes[0].get_facecolor()[:3] != fig.axes[0].get_facecolor()[:3]
+    assert (
+        inside(other) == [] and other.axes[0].get_facecolor()[:3] != fig.axes[0].get_facecolor()[:3]
+    )
     # and resizing it afterwards keeps the legend in too: the layout runs at draw time
     fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.3)
     assert inside(fig) == []
@@ -119,4 +143,7 @@ def test_save_writes_what_a_plain_savefig_writes(summary, tmp_path):
     assert [p.name for p in written] == ["gap.png", "gap.pdf"]
     data = written[0].read_bytes()
     pixels = (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"))
-    assert all(abs(p - s) <= 1 for p, s in zip(pixels, size)), (pixels, size)  # the canvas, nothing cropped
+    assert all(abs(p - s) <= 1 for p, s in zip(pixels, size)), (
+        pixels,
+        size,
+    )  # the canvas, nothing cropped

@@ -26,14 +26,26 @@ def render(text: str, experiment: str = "robustness") -> tuple[str, str]:
     """(html, docutils' messages) for a caption, the way Snakemake's report renders one."""
     links = "\n\n" + "\n".join(f".. _{t}: javascript:void(0)" for t in TARGETS) + "\n"
     snakemake = SimpleNamespace(wildcards=SimpleNamespace(experiment=experiment), config={})
-    rst = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(text + links).render(snakemake=snakemake, categories=[], files=[])
+    rst = (
+        jinja2.Environment(undefined=jinja2.StrictUndefined)
+        .from_string(text + links)
+        .render(snakemake=snakemake, categories=[], files=[])
+    )
     messages = io.StringIO()
-    html = publish_parts(rst, writer="html", settings_overrides={"warning_stream": messages, "report_level": 2, "halt_level": 5})["body"]
+    html = publish_parts(
+        rst,
+        writer="html",
+        settings_overrides={"warning_stream": messages, "report_level": 2, "halt_level": 5},
+    )["body"]
     return html, messages.getvalue()
 
 
 def captions() -> list[tuple[str, Path]]:
-    found = [(f"{kind.name}/{figure}", kind.caption(figure)) for kind in all_kinds().values() for figure in kind.figures]
+    found = [
+        (f"{kind.name}/{figure}", kind.caption(figure))
+        for kind in all_kinds().values()
+        for figure in kind.figures
+    ]
     found += [(f"plugin_example/{p.stem}", p) for p in PLUGIN_CAPTIONS]
     found += [("workflow/claims", REPO / "workflow/report/claims.rst")]
     return found
@@ -55,5 +67,8 @@ def test_the_check_sees_a_substitution_and_the_fix():
 
 
 def test_every_kind_has_its_captions():
-    assert len(captions()) == sum(len(k.figures) for k in all_kinds().values()) + len(PLUGIN_CAPTIONS) + 1
+    assert (
+        len(captions())
+        == sum(len(k.figures) for k in all_kinds().values()) + len(PLUGIN_CAPTIONS) + 1
+    )
     assert PLUGIN_CAPTIONS

@@ -61,7 +61,8 @@ class LogHandlerSettings(LogHandlerSettingsBase):
     full: bool = field(
         default=False,
         metadata={
-            "help": "Print Snakemake's full log (rule blocks, shell commands) instead of attnsim's one line per finished job.",
+            "help": "Print Snakemake's full log (rule blocks, shell commands) instead of"
+            " attnsim's one line per finished job.",
             "env_var": False,
         },
     )
@@ -71,7 +72,12 @@ class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
         common = self.common_settings
         self.stream = sys.stdout if getattr(common, "stdout", False) else sys.stderr
-        self.full = bool(getattr(self.settings, "full", False) or common.verbose or common.dryrun or common.debug_dag)
+        self.full = bool(
+            getattr(self.settings, "full", False)
+            or common.verbose
+            or common.dryrun
+            or common.debug_dag
+        )
         self.default = None
         self.progress = None
         if self.full:
@@ -157,7 +163,9 @@ class LogHandler(LogHandlerBase):
         if event == LogEvent.JOB_FINISHED:
             return self._progress().job_finished(record.job_id)
         if event == LogEvent.JOB_ERROR:
-            return self._progress().job_failed(record.jobid, record.rule_name, getattr(record, "log", ()))
+            return self._progress().job_failed(
+                record.jobid, record.rule_name, getattr(record, "log", ())
+            )
         if event == LogEvent.GROUP_ERROR:
             return [self._plain(record)]
         if event == LogEvent.ERROR and "CalledProcessError" in self._plain(record):

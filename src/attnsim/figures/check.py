@@ -40,15 +40,23 @@ def check_kind(kind) -> None:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ConfigError(f"{where}: declares figures {', '.join(kind.figures)} but has no module {module}")
+        raise ConfigError(
+            f"{where}: declares figures {', '.join(kind.figures)} but has no module {module}"
+        )
     with open(spec.origin, encoding="utf-8") as f:
         defined = top_level_names(f.read())
     for figure in kind.figures:
         if figure not in defined:
-            raise ConfigError(f"{where}, figure {figure}: declared in Kind.figures but {module} defines no {figure}() ({spec.origin})")
+            raise ConfigError(
+                f"{where}, figure {figure}: declared in Kind.figures but {module} defines"
+                f" no {figure}() ({spec.origin})"
+            )
         caption = kind.caption(figure)
         if not caption.is_file():
-            raise ConfigError(f"{where}, figure {figure}: its caption report/{figure}.rst is missing ({caption}); is report/*.rst package data?")
+            raise ConfigError(
+                f"{where}, figure {figure}: its caption report/{figure}.rst is missing ({caption});"
+                " is report/*.rst package data?"
+            )
 
 
 def check_experiments(settings) -> None:

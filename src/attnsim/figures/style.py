@@ -30,14 +30,20 @@ import matplotlib.pyplot as plt
 
 PALETTE = "viridis"
 # seaborn.set_theme's arguments: what `theme()` applies, within its context only
-THEME = {"context": "paper", "style": "whitegrid", "font_scale": 1.1, "palette": "deep", "font": "sans-serif"}
+THEME = {
+    "context": "paper",
+    "style": "whitegrid",
+    "font_scale": 1.1,
+    "palette": "deep",
+    "font": "sans-serif",
+}
 # every figure lays itself out at draw time (figure legends placed "outside ..." get their room)
 LAYOUT = {"figure.constrained_layout.use": True}
 
 
 def palette(name: str, count: int) -> list[tuple[float, float, float]]:
-    """`count` colours of a named palette (seaborn.color_palette): a qualitative map's first colours, else
-    colours spread over the map with its ends excluded."""
+    """`count` colours of a named palette (seaborn.color_palette): a qualitative map's first
+    colours, else colours spread over the map with its ends excluded."""
     import seaborn as sns
 
     return [tuple(map(float, colour)) for colour in sns.color_palette(name, count)]

