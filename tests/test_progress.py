@@ -261,6 +261,28 @@ def test_handler_quiets_rule_blocks_and_keeps_warnings(capsys, tmp_path, monkeyp
     ]
 
 
+def test_quiet_runs_keep_only_the_failure_line(capsys, tmp_path, monkeypatch):
+    from snakemake.settings.enums import Quietness
+
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "job.log"
+    log.write_text("attnsim: error: grid.n: the reason\n")
+    for quiet in ({Quietness.PROGRESS, Quietness.RULES}, {Quietness.ALL}):
+        h = handler(capsys, quiet=quiet)
+        h.emit(record(LogEvent.RUN_INFO, "", stats={"simulate": 2, "total": 2}))
+        for jobid in (1, 2):
+            h.emit(record(LogEvent.JOB_INFO, "", jobid=jobid, rule_name="simulate", wildcards={}))
+        h.emit(record(LogEvent.JOB_FINISHED, "", job_id=1))
+        h.emit(record(None, "a warning", level=logging.WARNING))
+        error = {"jobid": 2, "rule_name": "simulate", "log": [str(log)]}
+        h.emit(record(LogEvent.JOB_ERROR, "Error in rule simulate", level=logging.ERROR, **error))
+        err = capsys.readouterr().err.splitlines()
+        warning = [] if Quietness.ALL in quiet else ["a warning"]
+        assert err[:-1] == warning and err[-1].endswith(
+            "Error in rule simulate: attnsim: error: grid.n: the reason; log: " + str(log)
+        )
+
+
 def test_handler_full_log_and_dry_runs_print_what_snakemake_prints(capsys):
     for settings in ({"verbose": True}, {"dryrun": True}):
         h = handler(capsys, **settings)
