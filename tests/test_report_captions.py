@@ -7,11 +7,13 @@ block on its page. The built report is checked end to end in tests/test_progress
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import jinja2
 import pytest
+import yaml
 from conftest import REPO
 from docutils.core import publish_parts
 
@@ -22,15 +24,16 @@ PLUGIN_CAPTIONS = sorted((REPO / "tests/plugin_example/src").rglob("report/*.rst
 TARGETS = ("Workflow", "Statistics", "Claims", "claims.html")
 
 
-def render(text: str, experiment: str = "robustness") -> tuple[str, str]:
+def render(
+    text: str, experiment: str = "robustness", config: dict | None = None
+) -> tuple[str, str]:
     """(html, docutils' messages) for a caption, the way Snakemake's report renders one."""
     links = "\n\n" + "\n".join(f".. _{t}: javascript:void(0)" for t in TARGETS) + "\n"
-    snakemake = SimpleNamespace(wildcards=SimpleNamespace(experiment=experiment), config={})
-    rst = (
-        jinja2.Environment(undefined=jinja2.StrictUndefined)
-        .from_string(text + links)
-        .render(snakemake=snakemake, categories=[], files=[])
-    )
+    wildcards = SimpleNamespace(experiment=experiment)
+    snakemake = SimpleNamespace(wildcards=wildcards, config=config or {})
+    # Snakemake's report renders with trim_blocks and lstrip_blocks
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    rst = env.from_string(text + links).render(snakemake=snakemake, categories=[], files=[])
     messages = io.StringIO()
     html = publish_parts(
         rst,
@@ -56,6 +59,26 @@ def test_caption_renders_without_docutils_messages(name, path):
     html, messages = render(path.read_text())
     assert messages == "", f"{path.relative_to(REPO)}: {messages}"
     assert "system-message" not in html and len(html) > 200
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "config.yaml",
+        *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "workflow/presets").glob("*.yaml")),
+    ],
+)
+def test_the_report_home_renders_for_every_shipped_config(config):
+    """workflow/report/workflow.rst, the report's home page, with the default sweep and each preset:
+    no docutils message, and one short line per experiment (a long page would push its start
+    out of view in the report's centred home pane)."""
+    settings = yaml.safe_load((REPO / config).read_text())
+    html, messages = render((REPO / "workflow/report/workflow.rst").read_text(), config=settings)
+    assert messages == "", messages
+    assert "system-message" not in html and f"seed {settings['seed']}" in html
+    for name in settings["experiments"]:
+        assert f"<strong>{name}</strong>" in html
+    assert len(re.sub(r"<[^>]+>", "", html)) < 2500 + 120 * len(settings["experiments"])
 
 
 def test_the_check_sees_a_substitution_and_the_fix():
