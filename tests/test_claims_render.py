@@ -54,7 +54,8 @@ TINY = {
         "trainability": {
             "kind": "recall_training",
             "trials": 8,
-            "grid": {"n": [6], "d": [4], "batch": [4], "scale": [0.3, 30.0], "optimiser": ["sgd", "adam"], "lr": [0.5], "steps": [10]},
+            "grid": {"n": [6], "d": [4], "batch": [4], "scale": [0.3, 1.0, 3.0, 30.0], "optimiser": ["sgd", "adam", "normgd"], "lr": [0.5], "steps": [10]}
+            | {"logits": ["dot", "qk_norm"]},
         },
         "contrastive": {
             "kind": "contrastive_training",

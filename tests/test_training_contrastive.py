@@ -16,7 +16,17 @@ from attnsim.errors import ConfigError
 from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.theory.entropy import exact_gap
 
-BASE = {"n": 6, "classes": 3, "latent_dim": 3, "input_dim": 7, "embed_dim": 4, "steps": 25, "tau": 0.2, "optimiser": "adam", "lr": 0.05}
+BASE = {
+    "n": 6,
+    "classes": 3,
+    "latent_dim": 3,
+    "input_dim": 7,
+    "embed_dim": 4,
+    "steps": 25,
+    "tau": 0.2,
+    "optimiser": "adam",
+    "lr": 0.05,
+}
 
 
 def small_inputs(seed, trials=2, batches=2, n=5, D=7, classes=3):
@@ -37,7 +47,8 @@ def test_gradient_matches_central_differences(tau):
         up[(slice(None), *idx)] += h
         down[(slice(None), *idx)] -= h
         numeric[(slice(None), *idx)] = (
-            ct.infonce(up, x1, x2, tau, grad=False)["loss"].mean(-1) - ct.infonce(down, x1, x2, tau, grad=False)["loss"].mean(-1)
+            ct.infonce(up, x1, x2, tau, grad=False)["loss"].mean(-1)
+            - ct.infonce(down, x1, x2, tau, grad=False)["loss"].mean(-1)
         ) / (2 * h)
     np.testing.assert_allclose(out["gw"], numeric, rtol=1e-6, atol=1e-9)
 
@@ -51,8 +62,14 @@ def test_forward_and_gradient_match_the_literal_formulas():
         for e, ref in enumerate(refs):
             for name in ("loss", "entropy", "alignment"):
                 np.testing.assert_allclose(out[name][t, e], ref[name], rtol=1e-12)
-        np.testing.assert_allclose(out["gw"][t], np.mean([r["gw"] for r in refs], axis=0), rtol=1e-10, atol=1e-14)
-        np.testing.assert_allclose(out["uniformity"][t], math.log(np.mean(np.concatenate([r["kernel"] for r in refs]))), rtol=1e-12)
+        np.testing.assert_allclose(
+            out["gw"][t], np.mean([r["gw"] for r in refs], axis=0), rtol=1e-10, atol=1e-14
+        )
+        np.testing.assert_allclose(
+            out["uniformity"][t],
+            math.log(np.mean(np.concatenate([r["kernel"] for r in refs]))),
+            rtol=1e-12,
+        )
 
 
 def _at(x, t, e=None):
@@ -77,13 +94,21 @@ def run_both(points, trials=3, seed=11):
             )
             for name in ct.METRICS:
                 assert result[name].shape == (trials,) and result[name].dtype == np.float64
-                np.testing.assert_allclose(result[name][t], ref[name], rtol=1e-7, atol=1e-12, err_msg=f"{name} {point} trial {t}")
+                np.testing.assert_allclose(
+                    result[name][t],
+                    ref[name],
+                    rtol=1e-7,
+                    atol=1e-12,
+                    err_msg=f"{name} {point} trial {t}",
+                )
     return results
 
 
 @pytest.mark.parametrize("tau", [0.05, 1.0])
 def test_batched_training_matches_naive_loop(tau):
-    points = [BASE | {"tau": tau, "optimiser": o, "lr": lr} for o, lr in (("sgd", 0.5), ("adam", 0.05))]
+    points = [
+        BASE | {"tau": tau, "optimiser": o, "lr": lr} for o, lr in (("sgd", 0.5), ("adam", 0.05))
+    ]
     points.append(BASE | {"tau": tau, "steps": 9, "view_noise": 0.0})
     run_both(points)
 
@@ -99,7 +124,13 @@ def test_batched_training_matches_naive_loop_with_instances_and_learnt_tau(posit
         inst | {"tau": 1.0, "tau_mode": "learned"},
         inst | {"tau": 0.07, "tau_mode": "learned", "optimiser": "sgd", "lr": 0.5},
         inst | {"tau": 0.02, "tau_mode": "learned_clamped", "steps": 12},
-        inst | {"tau_mode": "learned", "optimiser": "sgd", "lr": 1e5, "steps": 6},  # tau under- or overflows: diverged
+        inst
+        | {
+            "tau_mode": "learned",
+            "optimiser": "sgd",
+            "lr": 1e5,
+            "steps": 6,
+        },  # tau under- or overflows: diverged
         BASE | {"positives": positives},
     ]
     results = run_both(points)
@@ -109,7 +140,8 @@ def test_batched_training_matches_naive_loop_with_instances_and_learnt_tau(posit
 
 
 def test_clamp_keeps_tau_at_least_one_hundredth(monkeypatch):
-    """A loss that always asks for a smaller tau (dL/dt = -1): the clamped run stops at 0.01, the unclamped one goes below."""
+    """A loss that always asks for a smaller tau (dL/dt = -1): the clamped run stops at 0.01, the
+    unclamped one goes below."""
     infonce = ct.infonce
 
     def pushing(*args, **kwargs):
@@ -120,7 +152,11 @@ def test_clamp_keeps_tau_at_least_one_hundredth(monkeypatch):
 
     monkeypatch.setattr(ct, "infonce", pushing)
     point = BASE | {"tau": 0.0105, "steps": 5}
-    clamped, free = ct.simulate_block(np.random.default_rng(2), 3, [point | {"tau_mode": m} for m in ("learned_clamped", "learned")])
+    clamped, free = ct.simulate_block(
+        np.random.default_rng(2),
+        3,
+        [point | {"tau_mode": m} for m in ("learned_clamped", "learned")],
+    )
     np.testing.assert_allclose(clamped["tau_final"], ct.TAU_CLAMP, rtol=1e-12)
     np.testing.assert_allclose(clamped["tau_ckpt_1"], ct.TAU_CLAMP, rtol=1e-12)
     assert np.all(free["tau_final"] < 0.9 * ct.TAU_CLAMP)
@@ -130,7 +166,9 @@ def test_class_positives_without_instance_noise_do_not_draw_it():
     """The instance noise comes from a child generator: a block without it gives the same numbers
     for its points as a block with an instance-noise point beside them."""
     alone = ct.simulate_block(np.random.default_rng(8), 3, [BASE])[0]
-    beside = ct.simulate_block(np.random.default_rng(8), 3, [BASE, BASE | {"instance_noise": 1.0}])[0]
+    beside = ct.simulate_block(np.random.default_rng(8), 3, [BASE, BASE | {"instance_noise": 1.0}])[
+        0
+    ]
     for name in ct.METRICS:
         np.testing.assert_array_equal(alone[name], beside[name], err_msg=name)
 
@@ -155,15 +193,18 @@ def test_temperature_gradient_matches_central_differences(tau):
 
 
 def test_positives_are_built_as_documented():
-    """view = A mu_c + (instance_noise/sqrt D) eta + (view_noise/sqrt D) eps: with instance positives the two views
-    share eta, so E[(x1 - P)·(x2 - P)] = instance_noise^2 and E||x - P||^2 = instance_noise^2 + view_noise^2; with class
-    positives the views' deviations are independent (E[(x1 - P)·(x2 - P)] = 0). Checked on 4000 x 64 examples with a
-    tolerance of 4 standard errors."""
+    """view = A mu_c + (instance_noise/sqrt D) eta + (view_noise/sqrt D) eps: with instance
+    positives the two views share eta, so E[(x1 - P)·(x2 - P)] = instance_noise^2 and E||x - P||^2 =
+    instance_noise^2 + view_noise^2; with class positives the views' deviations are independent
+    (E[(x1 - P)·(x2 - P)] = 0). Checked on 4000 x 64 examples with a tolerance of 4 standard errors.
+    """
     D, n, si, sv = 16, 64, 1.5, 0.8
     rng = np.random.default_rng(3)
     world = ct.draw_world(rng, 4, 3, 3, D)
     batches = ct.draw_batches(rng, 4, 1000, n, 3, D, aux=np.random.default_rng(4))
-    signal = np.take_along_axis(world.points, batches.labels.reshape(4, -1, 1), axis=1).reshape(4, 1000, n, D)
+    signal = np.take_along_axis(world.points, batches.labels.reshape(4, -1, 1), axis=1).reshape(
+        4, 1000, n, D
+    )
     for positives, shared in (("instance", si**2), ("class", 0.0)):
         x1, x2 = batches.inputs(world, sv, si, positives)
         cross = np.einsum("...d,...d->...", x1 - signal, x2 - signal).ravel()
@@ -172,10 +213,18 @@ def test_positives_are_built_as_documented():
         assert abs(cross.mean() - shared) < 4 * se, (positives, cross.mean(), shared, se)
         assert abs(own.mean() - (si**2 + sv**2)) < 4 * own.std() / math.sqrt(own.size)
     # without instance noise both kinds are the same views
-    for a, b in zip(batches.inputs(world, sv, 0.0, "instance"), batches.inputs(world, sv, 0.0, "class")):
+    for a, b in zip(
+        batches.inputs(world, sv, 0.0, "instance"), batches.inputs(world, sv, 0.0, "class")
+    ):
         np.testing.assert_array_equal(a, b)
-    # held-out examples are one view of a fresh instance: E||x - P||^2 = si^2 + sv^2, fit and test independent
-    probe = ct.Probe(*(ct.standard_normal(np.random.default_rng(s), (4, 2, 300, D)).astype(np.float64) for s in (5, 6)))
+    # held-out examples are one view of a fresh instance: E||x - P||^2 = si^2 + sv^2, and the fit
+    # and test examples are independent
+    probe = ct.Probe(
+        *(
+            ct.standard_normal(np.random.default_rng(s), (4, 2, 300, D)).astype(np.float64)
+            for s in (5, 6)
+        )
+    )
     x, labels = probe.inputs(ct.World(world.points), sv, si)
     dev = x - world.points[:, None, labels]
     sq = np.einsum("...d,...d->...", dev, dev).ravel()
@@ -211,8 +260,8 @@ def test_normalisation_survives_huge_and_tiny_weights():
 
 
 def test_divergence_is_flagged(monkeypatch):
-    """InfoNCE's normalisation bounds the gradient (~1 / (tau ||Wx||)), so real runs rarely diverge; a
-    NaN is injected into trial 1's weights at step 3 to check the bookkeeping."""
+    """InfoNCE's normalisation bounds the gradient (~1 / (tau ||Wx||)), so real runs rarely diverge;
+    a NaN is injected into trial 1's weights at step 3 to check the bookkeeping."""
     update = ct.Optimiser.update
 
     def poisoned(self, weights, grads, step):
@@ -223,8 +272,16 @@ def test_divergence_is_flagged(monkeypatch):
     monkeypatch.setattr(ct.Optimiser, "update", poisoned)
     res = ct.simulate_block(np.random.default_rng(1), 3, [BASE])[0]
     assert list(res["diverged"]) == [0, 1, 0] and list(res["diverged_step"]) == [np.inf, 3, np.inf]
-    assert res["final_loss"][1] == np.inf and np.isnan(res["final_entropy"][1]) and np.isnan(res["alignment"][1])
-    assert res["probe_accuracy"][1] == 0 and res["loss_ckpt_7"][1] == np.inf and np.isfinite(res["loss_ckpt_1"][1])
+    assert (
+        res["final_loss"][1] == np.inf
+        and np.isnan(res["final_entropy"][1])
+        and np.isnan(res["alignment"][1])
+    )
+    assert (
+        res["probe_accuracy"][1] == 0
+        and res["loss_ckpt_7"][1] == np.inf
+        and np.isfinite(res["loss_ckpt_1"][1])
+    )
     assert all(np.all(np.isfinite(v[[0, 2]])) for k, v in res.items() if k != "diverged_step")
 
 
@@ -249,7 +306,8 @@ def test_world_is_orthonormally_embedded():
 
 @pytest.mark.parametrize("tau", [0.05, 0.2, 1.0])
 def test_entropy_never_below_the_exact_floor(tau):
-    """Any embeddings: the mean row entropy stays above log n - exact_gap(n, tau), adversarial ones included."""
+    """Any embeddings: the mean row entropy stays above log n - exact_gap(n, tau), adversarial ones
+    included."""
     n = 8
     rng = np.random.default_rng(1)
     x1 = rng.standard_normal((50, 1, n, 5))
@@ -280,17 +338,31 @@ def test_loss_floor_is_attained_by_the_ideal_encoder_and_not_beaten(tau):
     out = ct.infonce(np.eye(C)[None].repeat(len(labels), 0), z, z, tau, grad=False)
     sem = out["loss"].std() / math.sqrt(out["loss"].size)
     assert out["loss"].mean() == pytest.approx(ct.loss_floor(n, C, tau), abs=4 * sem)
-    assert out["entropy"].mean() == pytest.approx(ct.ideal_entropy(n, C, tau), abs=4 * out["entropy"].std() / math.sqrt(out["entropy"].size))
+    assert out["entropy"].mean() == pytest.approx(
+        ct.ideal_entropy(n, C, tau), abs=4 * out["entropy"].std() / math.sqrt(out["entropy"].size)
+    )
     # trained encoders never go below the floor (mean over runs)
-    res = ct.simulate_block(np.random.default_rng(3), 16, [BASE | {"n": n, "classes": C, "tau": tau, "steps": 150, "view_noise": 0.3}])[0]
+    res = ct.simulate_block(
+        np.random.default_rng(3),
+        16,
+        [BASE | {"n": n, "classes": C, "tau": tau, "steps": 150, "view_noise": 0.3}],
+    )[0]
     assert res["final_loss"].mean() >= ct.loss_floor(n, C, tau) - 3 * res["final_loss"].std() / 4
 
 
 def test_entropy_never_below_the_floor_at_a_learnt_tau():
-    """Training with a learnt temperature: every step's batch entropy stays above log n - g_n(tau_t)."""
-    res = ct.simulate_block(np.random.default_rng(4), 6, [BASE | {"tau": t, "tau_mode": "learned", "steps": 60} for t in (0.07, 1.0)])
+    """Training with a learnt temperature: every step's batch entropy stays above log n -
+    g_n(tau_t)."""
+    res = ct.simulate_block(
+        np.random.default_rng(4),
+        6,
+        [BASE | {"tau": t, "tau_mode": "learned", "steps": 60} for t in (0.07, 1.0)],
+    )
     for r in res:
-        assert np.all(r["entropy_floor_excess_min"] >= -1e-12 * (1 + math.log(BASE["n"]) + 2 / r["tau_final"].min()))
+        assert np.all(
+            r["entropy_floor_excess_min"]
+            >= -1e-12 * (1 + math.log(BASE["n"]) + 2 / r["tau_final"].min())
+        )
         for j in range(ct.CHECKPOINTS):
             assert np.all(r[f"entropy_ckpt_{j}"] >= r[f"entropy_floor_ckpt_{j}"] - 1e-9)
 

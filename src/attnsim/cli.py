@@ -224,6 +224,14 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.set_defaults(func=_show)
 
+    p = sub.add_parser(
+        "plan",
+        help="what `attnsim run` would cost: points, trials, jobs per rule, CPU-hours, memory per job, the job limit; extra arguments go to snakemake",
+        add_help=False,
+    )
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: None)  # handled before parsing
+
     p = sub.add_parser("claims", help="the verdicts: per claim, what was measured, against what, holds or fails")
     config_option(p)
     store_option(p)
@@ -319,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
             print(HELP, end="")
             return 0
         return run(translate(argv[1:]))
+    if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
+        from attnsim.run.runner import plan
+
+        return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING,

@@ -13,6 +13,7 @@ from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.figures import check as figure_check
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.plan import bill
 from attnsim.plan import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.run import progress
@@ -44,6 +45,19 @@ try:
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
     if PLANNING:  # every declared figure has its function and caption, before any job
         figure_check.check_experiments(SETTINGS)
+    if (
+        PLANNING
+    ):  # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs
+        _cores = workflow.resource_settings.cores if workflow.local_exec else None
+        BILL = bill.bill(
+            SETTINGS,
+            PLANS,
+            STORE,
+            resources.spare_threads(planning.pending_chunks(PLANS), _cores),
+        )
+        if workflow.output_settings.dryrun:
+            print(bill.render(BILL, SETTINGS, workflow.resource_settings.nodes))
+        bill.check_limit(BILL, SETTINGS)
 except AttnsimError as error:
     _fail(error)
 
@@ -171,6 +185,7 @@ def all_targets(wildcards=None):
 
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
+    planning.remove_replaced(PLANS, STORE)  # chunks an interrupted run's top-ups replaced
 
 
 def write_chunk_specs():
@@ -179,6 +194,12 @@ def write_chunk_specs():
     planning.write_specs(PLANS, RESULTS, threads)
     # what this run computes, for its progress lines (attnsim.run.progress)
     progress.write_manifest(PLANS, RESULTS, _local_cores())
+
+
+def remove_replaced_chunks():
+    """Stored chunks whose points this run topped up with more trials: their rows live on in the
+    top-ups' files (query views never see a point twice)."""
+    planning.remove_replaced(PLANS, STORE)
 
 
 def print_run_summary():

@@ -36,16 +36,35 @@ def _dim(name: str, doc: str) -> Param:
 
 
 PARAMS = (
-    Param("n", I64, "examples per batch: each anchor's softmax is over n candidates", minimum=2, maximum=4096),
-    _dim("classes", "number of latent classes C (2 <= C <= n); class points uniform on the unit sphere of R^latent_dim"),
+    Param(
+        "n",
+        I64,
+        "examples per batch: each anchor's softmax is over n candidates",
+        minimum=2,
+        maximum=4096,
+    ),
+    _dim(
+        "classes",
+        "number of latent classes C (2 <= C <= n); class points uniform on the unit sphere of R^latent_dim",
+    ),
     _dim("latent_dim", "dimension k of the latent class points"),
-    _dim("input_dim", "dimension D of the inputs (>= latent_dim): class point embedded by a random isometry, plus noise"),
+    _dim(
+        "input_dim",
+        "dimension D of the inputs (>= latent_dim): class point embedded by a random isometry, plus noise",
+    ),
     _dim("embed_dim", "dimension of the encoder's output z = W x / ||W x||"),
-    Param("view_noise", F64, "norm of each view's Gaussian noise (the signal has norm 1)", minimum=0, maximum=1000),
+    Param(
+        "view_noise",
+        F64,
+        "norm of each view's Gaussian noise (the signal has norm 1)",
+        minimum=0,
+        maximum=1000,
+    ),
     Param(
         "positives",
         STR,
-        "the positive pair: 'class', two views of two instances of the class (supervised-contrastive-like); "
+        "the positive pair: 'class', two views of two instances of the class "
+        "(supervised-contrastive-like); "
         "'instance', two views of one instance (SimCLR-like: same-class instances are negatives)",
         choices=kernel.POSITIVES,
         default="class",
@@ -58,7 +77,13 @@ PARAMS = (
         maximum=1000,
         default=0.0,
     ),
-    Param("tau", F64, "temperature: logits are cosines / tau (the initial temperature if learnt)", exclusive_minimum=0, maximum=10000),
+    Param(
+        "tau",
+        F64,
+        "temperature: logits are cosines / tau (the initial temperature if learnt)",
+        exclusive_minimum=0,
+        maximum=10000,
+    ),
     Param(
         "tau_mode",
         STR,
@@ -69,7 +94,13 @@ PARAMS = (
     ),
     Param("optimiser", STR, "sgd, or adam (beta1 0.9, beta2 0.999, eps 1e-8)", choices=OPTIMISERS),
     Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
-    Param("steps", I64, "optimiser steps per run (one batch of n examples each)", minimum=1, maximum=100000),
+    Param(
+        "steps",
+        I64,
+        "optimiser steps per run (one batch of n examples each)",
+        minimum=1,
+        maximum=100000,
+    ),
 )
 
 # a task (a curve of the figures, a comparison of the claims): everything but the temperature
@@ -92,12 +123,32 @@ FINITE = (
 
 THEORY = (
     LOG_N,
-    Column("entropy_gap", F64, "g_n(tau): exact finite-n worst case of log n - H for logits cos / tau (attnsim.theory.entropy.exact_gap)"),
+    Column(
+        "entropy_gap",
+        F64,
+        "g_n(tau): exact finite-n worst case of log n - H for logits cos / tau (attnsim.theory.entropy.exact_gap)",
+    ),
     Column("entropy_gap_asymptotic", F64, "g(tau): the n -> inf worst case; g(1) = 0.4745"),
-    Column("entropy_floor", F64, "log n - g_n(tau): no batch softmax entropy can be lower, whatever the encoder"),
-    Column("loss_floor", F64, "E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Bin(n - 1, 1/C): floor of the expected loss with C classes"),
-    Column("ideal_entropy", F64, "batch entropy of the encoder that attains loss_floor (classes collapsed to a regular simplex)"),
-    Column("instance_loss_floor", F64, "log(1 + (n - 1) exp(-n / ((n - 1) tau))): the floor if every example were its own class"),
+    Column(
+        "entropy_floor",
+        F64,
+        "log n - g_n(tau): no batch softmax entropy can be lower, whatever the encoder",
+    ),
+    Column(
+        "loss_floor",
+        F64,
+        "E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Bin(n - 1, 1/C): floor of the expected loss with C classes",
+    ),
+    Column(
+        "ideal_entropy",
+        F64,
+        "batch entropy of the encoder that attains loss_floor (classes collapsed to a regular simplex)",
+    ),
+    Column(
+        "instance_loss_floor",
+        F64,
+        "log(1 + (n - 1) exp(-n / ((n - 1) tau))): the floor if every example were its own class",
+    ),
     Column("probe_chance", F64, "1 / C: the probe's chance accuracy"),
     Column("hardest_share_uniform", F64, "1 / (n - 1): hardest_negative_share under uniform weights"),
     Column("simplex_attainable", F64, "1 if C <= embed_dim + 1 (loss_floor can be attained), else 0"),
@@ -109,16 +160,33 @@ EXTRA = (
         for m in LOSSES
         for q, label in (("q25", "lower quartile"), ("median", "median"), ("q75", "upper quartile"))
     ),
-    Column("entropy_lowest", F64, "smallest entropy_min over the point's non-diverged trials: the lowest batch entropy any run reached in training"),
-    Column("entropy_lowest_excess", F64, "entropy_lowest - entropy_floor: >= 0 while every run respects the floor"),
-    Column("entropy_floor_tolerance", F64, "float64 rounding allowance on entropy >= entropy_floor: 1e-12 (1 + log n + 2/tau) nats"),
+    Column(
+        "entropy_lowest",
+        F64,
+        "smallest entropy_min over the point's non-diverged trials: the lowest batch entropy any run reached in training",
+    ),
+    Column(
+        "entropy_lowest_excess",
+        F64,
+        "entropy_lowest - entropy_floor: >= 0 while every run respects the floor",
+    ),
+    Column(
+        "entropy_floor_tolerance",
+        F64,
+        "float64 rounding allowance on entropy >= entropy_floor: 1e-12 (1 + log n + 2/tau) nats",
+    ),
     Column(
         "entropy_excess_lowest",
         F64,
-        "smallest entropy_floor_excess_min over the point's non-diverged trials: the closest any run's training batch came "
+        "smallest entropy_floor_excess_min over the point's non-diverged trials: the closest any "
+        "run's training batch came "
         "to the floor log n - g_n(tau_t) at its own temperature (learned tau included)",
     ),
-    Column("entropy_excess_tolerance", F64, "float64 rounding allowance at the smallest temperature reached: 1e-12 (1 + log n + 2/tau_min) nats"),
+    Column(
+        "entropy_excess_tolerance",
+        F64,
+        "float64 rounding allowance at the smallest temperature reached: 1e-12 (1 + log n + 2/tau_min) nats",
+    ),
 )
 
 
@@ -127,7 +195,8 @@ def bytes_per_trial(p) -> int:
 
 
 def check_grid(grid: Mapping[str, list]) -> None:
-    """Combinations the schema cannot refuse: more classes than examples per batch, inputs narrower than the latent space."""
+    """Combinations the schema cannot refuse: more classes than examples per batch, inputs narrower
+    than the latent space."""
     if max(grid["classes"]) > min(grid["n"]):
         raise ConfigError(f"grid.classes: {max(grid['classes'])} classes but batches of n = {min(grid['n'])} examples; need classes <= n for every combination")
     if min(grid["input_dim"]) < max(grid["latent_dim"]):
@@ -184,9 +253,26 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last float list)
+    example={
+        "trials": 8,
+        "grid": {
+            "n": [16, 32],
+            "classes": [8, 16],
+            "latent_dim": [8],
+            "input_dim": [32],
+            "embed_dim": [8],
+            "view_noise": [2.0],
+            "tau": [0.1, 0.2],
+            "optimiser": ["adam"],
+            "lr": [0.01],
+            "steps": [50],
+        },
+    },
     name="contrastive_training",
     package=__name__,
-    description="InfoNCE training of a linear encoder across temperatures, class or instance positives, fixed or learnt tau: "
+    description="InfoNCE training of a linear encoder across temperatures, class or instance "
+    "positives, fixed or learnt tau: "
     "loss and entropy floors, alignment, uniformity, negative weights, three held-out evaluations",
     params=PARAMS,
     stream_params=kernel.STREAM_PARAMS,

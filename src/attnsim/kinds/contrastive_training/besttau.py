@@ -31,7 +31,7 @@ def fixed(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def same_setting(frame: pd.DataFrame, setting) -> pd.DataFrame:
-    """The rows of `frame` whose SETTING parameters equal those of `setting` (a row or a mapping)."""
+    """The rows of `frame` whose SETTING parameters equal those of `setting` (a row, a mapping)."""
     mask = pd.Series(True, index=frame.index)
     for k in SETTING:
         mask &= frame[k] == setting[k]

@@ -80,7 +80,12 @@ def training_entropy_floor(s: pd.DataFrame | None) -> Claim:
         compared_to="the floor log n - g_n(1); measured: the lowest batch entropy any run reached in training, range over points",
         threshold="holds if no run goes below the floor by more than float64 rounding (1e-12 (1 + log n + 2/tau) nats): a bound, so no statistical tolerance",
     )
-    rows = select_regime(claim, s, lambda r: np.isclose(r["tau"], THRESHOLDS.tau) & ~_learned(r) & r["entropy_lowest"].notna(), figure="temperature_sweep")
+    rows = select_regime(
+        claim,
+        s,
+        lambda r: np.isclose(r["tau"], THRESHOLDS.tau) & ~_learned(r) & r["entropy_lowest"].notna(),
+        figure="temperature_sweep",
+    )
     if rows is None:
         return claim
     worst = rows.loc[rows["entropy_lowest_excess"].idxmin()]
@@ -88,12 +93,18 @@ def training_entropy_floor(s: pd.DataFrame | None) -> Claim:
     claim.bound = float(worst["entropy_floor"])
     claim.side = "above"
     claim.measured = float(worst["entropy_lowest"])
-    claim.ci_low, claim.ci_high = float(rows["entropy_lowest"].min()), float(rows["entropy_lowest"].max())
+    claim.ci_low, claim.ci_high = (
+        float(rows["entropy_lowest"].min()),
+        float(rows["entropy_lowest"].max()),
+    )
     return claim.sanity_check(
         ok,
-        f"{int(rows['entropy_min_finite'].sum()):,} non-diverged runs; lowest training entropy {worst['entropy_lowest']:.4f} nats vs floor "
-        f"{worst['entropy_floor']:.4f} (log n = {worst['log_n']:.4f}, g_n(1) = {worst['entropy_gap']:.4f}); "
-        f"mean lowest per run {worst['entropy_min_mean']:.4f}; the ideal encoder's entropy {worst['ideal_entropy']:.4f}",
+        f"{int(rows['entropy_min_finite'].sum()):,} non-diverged runs; lowest training entropy "
+        f"{worst['entropy_lowest']:.4f} nats vs floor "
+        f"{worst['entropy_floor']:.4f} (log n = {worst['log_n']:.4f}, g_n(1) = "
+        f"{worst['entropy_gap']:.4f}); "
+        f"mean lowest per run {worst['entropy_min_mean']:.4f}; the ideal encoder's entropy "
+        f"{worst['ideal_entropy']:.4f}",
     )
 
 
@@ -109,22 +120,31 @@ def learned_entropy_floor(s: pd.DataFrame | None) -> Claim:
         compared_to="0: no excess below the floor; measured: the smallest entropy - floor(tau_t) of any run's training batch, range over points",
         threshold="holds if no run's excess is below -1e-12 (1 + log n + 2/tau_min) nats (float64 rounding): a bound",
     )
-    rows = select_regime(claim, s, lambda r: _learned(r) & r["entropy_excess_lowest"].notna(), figure="learned_temperature")
+    rows = select_regime(
+        claim,
+        s,
+        lambda r: _learned(r) & r["entropy_excess_lowest"].notna(),
+        figure="learned_temperature",
+    )
     if rows is None:
         return claim
     worst = rows.loc[rows["entropy_excess_lowest"].idxmin()]
     ok = bool((rows["entropy_excess_lowest"] >= -rows["entropy_excess_tolerance"]).all())
     claim.bound, claim.side = 0.0, "above"
     claim.measured = float(worst["entropy_excess_lowest"])
-    claim.ci_low, claim.ci_high = float(rows["entropy_excess_lowest"].min()), float(rows["entropy_excess_lowest"].max())
+    claim.ci_low, claim.ci_high = (
+        float(rows["entropy_excess_lowest"].min()),
+        float(rows["entropy_excess_lowest"].max()),
+    )
     return claim.sanity_check(
         ok,
-        f"{int(rows['n_trials'].sum()):,} runs at {len(rows)} points; closest approach {worst['entropy_excess_lowest']:.4f} nats above the floor "
+        f"{int(rows['n_trials'].sum()):,} runs at {len(rows)} points; closest approach "
+        f"{worst['entropy_excess_lowest']:.4f} nats above the floor "
         f"(tau_0 = {worst['tau']:g}, tau ends at {math.exp(worst['log_tau_final_mean']):.3g})",
     )
 
 
-# --------------------------------------------------------------------------- tau = 1 against smaller tau
+# ------------------------------------------------------------------ tau = 1 against smaller tau
 
 
 def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure: str) -> Claim:
@@ -154,10 +174,14 @@ def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure:
     claim.verdict = _combine(verdicts)
     best = table.loc[table["diff"].idxmin()]
     claim.evidence = (
-        f"{len(table)} setting(s): {_counts(verdicts)}. Farthest from the claim ({_setting_text(decisive)}): {metric} {decisive['one_mean']:.3f} at tau = 1 "
-        f"vs {decisive['smaller_mean']:.3f} at tau = {decisive['smaller_tau']:g}, difference {decisive['diff']:+.3f} "
-        f"[{decisive['diff_low']:+.3f}, {decisive['diff_high']:+.3f}]; best tau there {decisive['best_tau']:g} "
-        f"(tied {decisive['tau_low']:g}-{decisive['tau_high']:g}). Most in favour ({_setting_text(best)}): difference {best['diff']:+.3f} "
+        f"{len(table)} setting(s): {_counts(verdicts)}. Farthest from the claim "
+        f"({_setting_text(decisive)}): {metric} {decisive['one_mean']:.3f} at tau = 1 "
+        f"vs {decisive['smaller_mean']:.3f} at tau = {decisive['smaller_tau']:g}, difference "
+        f"{decisive['diff']:+.3f} "
+        f"[{decisive['diff_low']:+.3f}, {decisive['diff_high']:+.3f}]; best tau there "
+        f"{decisive['best_tau']:g} "
+        f"(tied {decisive['tau_low']:g}-{decisive['tau_high']:g}). Most in favour "
+        f"({_setting_text(best)}): difference {best['diff']:+.3f} "
         f"[{best['diff_low']:+.3f}, {best['diff_high']:+.3f}]"
     )
     claim.setting_verdicts = table
@@ -167,14 +191,16 @@ def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure:
 def worse_probe_at_tau_one(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "tau_one_worse_probe",
-        "Because tau = 1 keeps the entropy near log n (too little information), the representation learnt at tau = 1 is worse "
+        "Because tau = 1 keeps the entropy near log n (too little information), the representation "
+        "learnt at tau = 1 is worse "
         "than at a smaller temperature: lower held-out probe accuracy (class positives).",
         statement="temperature",
         number="range over points",
         regime="contrastive_training, class positives, fixed tau; per setting (every parameter but tau): tau = 1 against the best tau < 1",
         reason=REASON,
         compared_to="0; measured: probe accuracy at tau = 1 minus the best at tau < 1 (nearest class mean, 95% interval), the setting farthest from the claim",
-        threshold="per setting, holds if the difference's 95% interval lies below 0, fails if above; the claim holds if every setting holds, fails if any fails",
+        threshold="per setting, holds if the difference's 95% interval lies below 0, fails if "
+        "above; the claim holds if every setting holds, fails if any fails",
     )
     return _tau_one_worse(claim, s, "class", "temperature_sweep")
 
@@ -182,14 +208,16 @@ def worse_probe_at_tau_one(s: pd.DataFrame | None) -> Claim:
 def instance_worse_knn_at_tau_one(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "instance_tau_one_worse_knn",
-        "With instance positives (SimCLR-style: two views of one instance, same-class instances are negatives) too, tau = 1 "
+        "With instance positives (SimCLR-style: two views of one instance, same-class instances "
+        "are negatives) too, tau = 1 "
         "learns a worse representation than a smaller temperature: lower held-out 5-NN accuracy.",
         statement="temperature",
         number="range over points",
         regime="contrastive_training, instance positives with instance_noise > 0, fixed tau; per setting: tau = 1 against the best tau < 1",
         reason=REASON,
         compared_to="0; measured: 5-NN accuracy at tau = 1 minus the best at tau < 1 (95% interval), the setting farthest from the claim",
-        threshold="per setting, holds if the difference's 95% interval lies below 0, fails if above; the claim holds if every setting holds, fails if any fails",
+        threshold="per setting, holds if the difference's 95% interval lies below 0, fails if "
+        "above; the claim holds if every setting holds, fails if any fails",
     )
     return _tau_one_worse(claim, s, "instance", "temperature_sweep")
 
@@ -197,17 +225,24 @@ def instance_worse_knn_at_tau_one(s: pd.DataFrame | None) -> Claim:
 def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "tau_one_floor_binds",
-        "The entropy floor is what limits tau = 1: trained at tau = 1, the encoder presses the batch entropy against the floor "
+        "The entropy floor is what limits tau = 1: trained at tau = 1, the encoder presses the "
+        "batch entropy against the floor "
         "log n - g_n(1) (it would go lower if it could).",
         statement="temperature",
         number="range over points",
         regime="contrastive_training, class positives, fixed tau = 1, every setting",
         reason=REASON,
-        compared_to=f"{THRESHOLDS.floor_share:g}; measured: the share (log n - H) / g_n(1) of the allowed range that the trained encoder's "
+        compared_to=f"{THRESHOLDS.floor_share:g}; measured: the share (log n - H) / g_n(1) of the "
+        f"allowed range that the trained encoder's "
         "held-out batch entropy uses (95% interval), the setting farthest from the claim",
         threshold=f"per setting, holds if the share's 95% interval lies above {THRESHOLDS.floor_share:g}, fails if below; combined as per setting",
     )
-    rows = select_regime(claim, s, lambda r: (r["positives"] == "class") & ~_learned(r) & np.isclose(r["tau"], THRESHOLDS.tau), figure="temperature_sweep")
+    rows = select_regime(
+        claim,
+        s,
+        lambda r: (r["positives"] == "class") & ~_learned(r) & np.isclose(r["tau"], THRESHOLDS.tau),
+        figure="temperature_sweep",
+    )
     if rows is None:
         return claim
     gap = rows["entropy_gap"]
@@ -217,13 +252,19 @@ def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
     verdicts = [one_sided_verdict(lo, hi, THRESHOLDS.floor_share, "above") for lo, hi in zip(low, high)]
     worst = share.idxmin()
     claim.bound, claim.side = THRESHOLDS.floor_share, "above"
-    claim.measured, claim.ci_low, claim.ci_high = float(share[worst]), float(low[worst]), float(high[worst])
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(share[worst]),
+        float(low[worst]),
+        float(high[worst]),
+    )
     claim.detectable = float(((high - low) / 2).max())
     claim.verdict = _combine(verdicts)
     w = rows.loc[worst]
     text = (
-        f"{len(rows)} setting(s): {_counts(verdicts)}. Farthest ({_setting_text(w)}): H = {w['final_entropy_mean']:.3f} nats, "
-        f"log n = {w['log_n']:.3f}, floor {w['entropy_floor']:.3f}: {share[worst]:.2f} [{low[worst]:.2f}, {high[worst]:.2f}] of the range used"
+        f"{len(rows)} setting(s): {_counts(verdicts)}. Farthest ({_setting_text(w)}): H = "
+        f"{w['final_entropy_mean']:.3f} nats, "
+        f"log n = {w['log_n']:.3f}, floor {w['entropy_floor']:.3f}: {share[worst]:.2f} "
+        f"[{low[worst]:.2f}, {high[worst]:.2f}] of the range used"
     )
     # what the best tau's encoder needs: its own entropy range, against what tau = 1 allows
     if s is not None:
@@ -232,8 +273,10 @@ def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
             best = same.loc[same[f"{CLAIM_METRIC['class']}_mean"].idxmax()]
             used = best["log_n"] - best["final_entropy_mean"]
             text += (
-                f"; the best tau there ({best['tau']:g}, probe {best['probe_accuracy_mean']:.3f} vs {w['probe_accuracy_mean']:.3f}) ends at "
-                f"log n - H = {used:.3f} nats, compared with g_n(1) = {float(exact_gap(int(w['n']), 1.0)):.3f}"
+                f"; the best tau there ({best['tau']:g}, probe {best['probe_accuracy_mean']:.3f} "
+                f"vs {w['probe_accuracy_mean']:.3f}) ends at "
+                f"log n - H = {used:.3f} nats, compared with g_n(1) = "
+                f"{float(exact_gap(int(w['n']), 1.0)):.3f}"
             )
     claim.evidence = text
     return claim
@@ -243,7 +286,12 @@ def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
 
 
 def _learned_from_one(s: pd.DataFrame | None, claim: Claim) -> pd.DataFrame | None:
-    return select_regime(claim, s, lambda r: _learned(r) & np.isclose(r["tau"], THRESHOLDS.tau), figure="learned_temperature")
+    return select_regime(
+        claim,
+        s,
+        lambda r: _learned(r) & np.isclose(r["tau"], THRESHOLDS.tau),
+        figure="learned_temperature",
+    )
 
 
 def _geometric(r) -> tuple[float, float, float]:
@@ -273,7 +321,8 @@ def learned_tau_falls(s: pd.DataFrame | None) -> Claim:
     claim.verdict = _combine(verdicts)
     ends = ", ".join(f"{math.exp(v):.3g}" for v in rows["log_tau_final_mean"])
     claim.evidence = (
-        f"{len(rows)} point(s): {_counts(verdicts)}; tau after training (geometric mean over runs): {ends}; "
+        f"{len(rows)} point(s): {_counts(verdicts)}; tau after training (geometric mean over "
+        f"runs): {ends}; "
         f"least fall ({_setting_text(w)}, {w['positives']} positives): tau {claim.measured:.3g} "
         f"[{claim.ci_low:.3g}, {claim.ci_high:.3g}] after {int(w['steps'])} steps"
     )
@@ -288,10 +337,14 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
         number="range over points",
         regime="contrastive_training, learnt tau from tau = 1, in settings that also ran at least two fixed temperatures",
         reason=REASON,
-        compared_to="the best fixed tau of the same setting (by its claim's accuracy: probe for class, 5-NN for instance positives); "
-        "measured: tau after training, geometric mean over runs (95% interval), the point farthest from it",
-        threshold="per point, holds if the interval of tau_final lies inside [tau_low / sqrt 2, tau_high * sqrt 2] "
-        "(the fixed tau tied with the best, widened by half a grid step), fails if outside; combined as per setting",
+        compared_to="the best fixed tau of the same setting (by its claim's accuracy: probe for "
+        "class, 5-NN for instance positives); "
+        "measured: tau after training, geometric mean over runs (95% interval), the point farthest "
+        "from it",
+        threshold="per point, holds if the interval of tau_final lies inside [tau_low / sqrt 2, "
+        "tau_high * sqrt 2] "
+        "(the fixed tau tied with the best, widened by half a grid step), fails if outside; "
+        "combined as per setting",
     )
     rows = _learned_from_one(s, claim)
     if rows is None:
@@ -303,7 +356,10 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
         if table.empty:
             continue
         b = table.iloc[0]
-        lo, hi = math.log(b["tau_low"] / THRESHOLDS.settle_widening), math.log(b["tau_high"] * THRESHOLDS.settle_widening)
+        lo, hi = (
+            math.log(b["tau_low"] / THRESHOLDS.settle_widening),
+            math.log(b["tau_high"] * THRESHOLDS.settle_widening),
+        )
         centre, half = (lo + hi) / 2, (hi - lo) / 2
         verdict = equivalence_verdict(r["log_tau_final_ci_low"], r["log_tau_final_ci_high"], centre, half)
         judged.append((r, b, verdict, abs(r["log_tau_final_mean"] - math.log(b["best_tau"]))))
@@ -318,7 +374,8 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
     claim.detectable = float(max((math.exp(j[0]["log_tau_final_ci_high"]) - math.exp(j[0]["log_tau_final_ci_low"])) / 2 for j in judged))
     claim.verdict = _combine(verdicts)
     parts = [
-        f"{j[0]['positives']} ({_setting_text(j[0])}): learnt {math.exp(j[0]['log_tau_final_mean']):.3g} vs best fixed {j[1]['best_tau']:g} "
+        f"{j[0]['positives']} ({_setting_text(j[0])}): learnt "
+        f"{math.exp(j[0]['log_tau_final_mean']):.3g} vs best fixed {j[1]['best_tau']:g} "
         f"(tied {j[1]['tau_low']:g}-{j[1]['tau_high']:g}) → {j[2]}"
         for j in judged
     ]

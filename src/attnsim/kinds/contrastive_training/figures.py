@@ -19,10 +19,13 @@ from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
-from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, loss_floor
+from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, instance_loss_floor, loss_floor
 from attnsim.theory.entropy import exact_gap
 
-MAP_AXES = ("view_noise", "instance_noise")  # the heat map's x and y; the other varying parameters make columns
+MAP_AXES = (
+    "view_noise",
+    "instance_noise",
+)  # the heat map's x and y; the other varying parameters make columns
 
 
 def _label(key) -> str:
@@ -35,7 +38,17 @@ def _label(key) -> str:
 
 
 def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
-    ax.errorbar(line["tau"], line[f"{metric}_mean"], yerr=yerr(line, metric), fmt=marker + ls, color=colour, ms=4, lw=1.5, capsize=2.5, label=label)
+    ax.errorbar(
+        line["tau"],
+        line[f"{metric}_mean"],
+        yerr=yerr(line, metric),
+        fmt=marker + ls,
+        color=colour,
+        ms=4,
+        lw=1.5,
+        capsize=2.5,
+        label=label,
+    )
 
 
 def _empty(ax, text):
@@ -43,20 +56,26 @@ def _empty(ax, text):
     ax.set_axis_off()
 
 
+def _placeholder(text: str):
+    """A small figure saying why there is nothing to draw (the kind draws every figure for every
+    experiment; an experiment of learnt temperatures has no fixed-tau sweep, and so on)."""
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    _empty(ax, text)
+    return fig
+
+
 @figure_function
 def temperature_sweep(summary: pd.DataFrame):
-    """(a) nearest-class-mean probe, (b) 5-NN and linear probe, (c) alignment and uniformity, (d) batch entropy vs
-    its floor, (e) the hardest negative's and same-class negatives' share of the negative weight, (f) loss vs its
-    floor; all against tau, fixed temperatures only."""
+    """(a) nearest-class-mean probe, (b) 5-NN and linear probe, (c) alignment and uniformity, (d)
+    batch entropy vs its floor, (e) the hardest negative's and same-class negatives' share of the
+    negative weight, (f) loss vs its floor; all against tau, fixed temperatures only."""
     rows = fixed(summary)
     groups = list(rows.sort_values("tau").groupby(SETTING))
+    if not groups:
+        return _placeholder("no fixed temperature in this experiment (its learnt ones: learned_temperature)")
     colours = dict(zip([k for k, _ in groups], palette(PALETTE, max(len(groups), 2))))
     fig, axes = plt.subplots(3, 2, figsize=(12.5, 13.0))
     (probe_ax, eval_ax), (geo_ax, ent_ax), (neg_ax, loss_ax) = axes
-    if not groups:
-        for ax in axes.flat:
-            _empty(ax, "no fixed temperature in this experiment")
-        return fig
     unif_ax = geo_ax.twinx()
     fine = fine_grid(rows["tau"])
     for key, line in groups:
@@ -69,7 +88,17 @@ def temperature_sweep(summary: pd.DataFrame):
         metric = CLAIM_METRIC[p["positives"]]
         best = line.loc[line[f"{metric}_mean"].idxmax()]
         target = probe_ax if metric == "probe_accuracy" else eval_ax
-        target.plot([best["tau"]], [best[f"{metric}_mean"]], marker="*", ms=14, color=c, mec="k", mew=0.5, ls="none", zorder=5)
+        target.plot(
+            [best["tau"]],
+            [best[f"{metric}_mean"]],
+            marker="*",
+            ms=14,
+            color=c,
+            mec="k",
+            mew=0.5,
+            ls="none",
+            zorder=5,
+        )
         _band(eval_ax, line, "knn_accuracy", c, marker="^")
         _band(eval_ax, line, "linear_probe_accuracy", c, marker="D", ls="--")
         eval_ax.axhline(1 / classes, color=c, lw=0.9, ls="-.")
@@ -79,14 +108,18 @@ def temperature_sweep(summary: pd.DataFrame):
         _band(ent_ax, line, "entropy_min", c, marker="v", ls="--")
         ent_ax.plot(line["tau"], line["entropy_lowest"], "^", color=c, mfc="none", ms=6, ls="none")
         ent_ax.plot(fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2)
-        ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
+        if p["positives"] == "class":  # the ideal encoder of the class task
+            ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
         ent_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
         _band(neg_ax, line, "hardest_negative_share", c)
         _band(neg_ax, line, "same_class_negative_share", c, marker="s", ls="--")
         neg_ax.plot(line["tau"], line["same_class_negative_count_share_mean"], ":", color=c, lw=1.0)
         neg_ax.axhline(1 / (n - 1), color=c, lw=0.9, ls="-.")
         _band(loss_ax, line, "final_loss", c)
-        loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
+        if p["positives"] == "class":
+            loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
+        else:  # instance positives: every example its own class
+            loss_ax.plot(fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--")
         loss_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
     probe_ax.set_ylabel("held-out accuracy: nearest class mean")
     probe_ax.set_title("(a) representation quality: nearest-class-mean probe")
@@ -103,7 +136,7 @@ def temperature_sweep(summary: pd.DataFrame):
     neg_ax.set_yscale("log")
     neg_ax.set_title("(e) on its hardest negative (circles) and on same-class negatives (squares)")
     loss_ax.set_ylabel("held-out InfoNCE loss (nats)")
-    loss_ax.set_title("(f) loss vs its floor with C classes")
+    loss_ax.set_title("(f) loss vs its floor (class positives: C classes; instance: dashed)")
     for ax in axes.flat:
         ax.set_xscale("log")
         ax.set_xlabel("temperature τ (logits = cosines / τ)")
@@ -111,13 +144,70 @@ def temperature_sweep(summary: pd.DataFrame):
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
     handles += [
         Line2D([], [], color="0.3", marker="o", label="mean over runs ± 95% CI, after training"),
-        Line2D([], [], color="0.3", marker="s", ls=":", label="(a) probe on the random initial encoder; dash-dot: chance 1/C"),
-        Line2D([], [], color="0.3", marker="*", ms=11, mec="k", mew=0.5, ls="none", label="best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))"),
-        Line2D([], [], color="0.3", marker="v", ls="--", label="(d) lowest training-batch entropy of a run (mean); triangles: lowest of any run"),
-        Line2D([], [], color="k", lw=2.2, label="(d) entropy floor log n − g_n(τ) (exact, any encoder); (f) loss floor"),
-        Line2D([], [], color="0.45", marker="x", ls=":", label="(d) entropy of the encoder attaining the loss floor"),
-        Line2D([], [], color="0.3", ls=":", label="(e) dotted: same-class share under uniform weights; dash-dot: 1/(n − 1)"),
-        Line2D([], [], color="0.5", ls=":", label="log n (uniform weights; the loss of a blind encoder)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="s",
+            ls=":",
+            label="(a) probe on the random initial encoder; dash-dot: chance 1/C",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="*",
+            ms=11,
+            mec="k",
+            mew=0.5,
+            ls="none",
+            label="best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="v",
+            ls="--",
+            label="(d) lowest training-batch entropy of a run (mean); triangles: lowest of any run",
+        ),
+        Line2D(
+            [],
+            [],
+            color="k",
+            lw=2.2,
+            label="(d) entropy floor log n − g_n(τ) (exact); (f) loss floor (C classes)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="k",
+            lw=1.4,
+            ls="--",
+            label="(f) instance positives: log(1 + (n − 1) e^(−n/((n − 1)τ))), one class each",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.45",
+            marker="x",
+            ls=":",
+            label="(d) entropy of the encoder attaining the loss floor (class positives)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls=":",
+            label="(e) dotted: same-class share under uniform weights; dash-dot: 1/(n − 1)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.5",
+            ls=":",
+            label="log n (uniform weights; the loss of a blind encoder)",
+        ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
     fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
@@ -125,24 +215,27 @@ def temperature_sweep(summary: pd.DataFrame):
 
 
 def _columns(table: pd.DataFrame) -> list[str]:
-    """Setting parameters besides the map's axes and the positives that vary: one panel column per combination."""
+    """Setting parameters besides the map's axes and the positives that vary: one panel column per
+    combination."""
     return [k for k in SETTING if k not in (*MAP_AXES, "positives") and table[k].nunique() > 1]
 
 
 @figure_function
 def temperature_map(summary: pd.DataFrame):
-    """Best fixed tau (colour, log scale; text: tau* and the range tied with it) over view noise (x) and instance
-    noise (y); one panel row per kind of positives, one column per combination of the other varying parameters."""
+    """Best fixed tau (colour, log scale; text: tau* and the range tied with it) over view noise (x)
+    and instance noise (y); one panel row per kind of positives, one column per combination of the
+    other varying parameters."""
     tables = {pos: best_tau(fixed(summary)[fixed(summary)["positives"] == pos], metric) for pos, metric in CLAIM_METRIC.items()}
     tables = {pos: t for pos, t in tables.items() if len(t)}
     if not tables:
-        fig, ax = plt.subplots(figsize=(6, 3))
-        _empty(ax, "no setting with two or more fixed temperatures")
-        return fig
+        return _placeholder("no task with two or more fixed temperatures in this experiment")
     layout = {}
     for pos, table in tables.items():  # each row's own columns: the combinations its settings ran
         cols = _columns(table)
-        layout[pos] = (cols, sorted(table[cols].drop_duplicates().itertuples(index=False, name=None)) if cols else [()])
+        layout[pos] = (
+            cols,
+            sorted(table[cols].drop_duplicates().itertuples(index=False, name=None)) if cols else [()],
+        )
     width = max(len(combos) for _, combos in layout.values())
     lo, hi = -2.0, math.log10(2.0)  # the preset's range of tau, 0.01 .. 2, whatever was run
     fig, axes = plt.subplots(len(tables), width, figsize=(4.2 * width + 1.5, 3.8 * len(tables)), squeeze=False)
@@ -169,7 +262,15 @@ def temperature_map(summary: pd.DataFrame):
                 if "diff" in row and np.isfinite(row.get("diff", np.nan)):
                     sign = "\nτ=1 worse" if row["diff_high"] < 0 else ("\nτ=1 better" if row["diff_low"] > 0 else "\nτ=1 tied")
                 colour = "white" if grid[i, j] < (lo + hi) / 2 else "black"
-                ax.text(j, i, f"{row['best_tau']:g}\n[{row['tau_low']:g}–{row['tau_high']:g}]{sign}", ha="center", va="center", fontsize=7.5, color=colour)
+                ax.text(
+                    j,
+                    i,
+                    f"{row['best_tau']:g}\n[{row['tau_low']:g}–{row['tau_high']:g}]{sign}",
+                    ha="center",
+                    va="center",
+                    fontsize=7.5,
+                    color=colour,
+                )
             image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=lo, vmax=hi, aspect="auto")
             ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
             ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
@@ -182,20 +283,21 @@ def temperature_map(summary: pd.DataFrame):
     if image is not None:
         bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
         bar.set_label("log10 best fixed τ")
-    fig.suptitle("Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = 1 against the best τ < 1)")
+    fig.suptitle(
+        "Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = 1 against the best τ < 1)",
+    )
     return fig
 
 
 @figure_function
 def learned_temperature(summary: pd.DataFrame):
-    """(a) the learnt tau at the checkpoints (mean over runs, 95% CI) with the best fixed tau of the same setting;
-    (b) the monitor batch entropy along the way against the floor log n - g_n(tau_t) and log n."""
+    """(a) the learnt tau at the checkpoints (mean over runs, 95% CI) with the best fixed tau of the
+    same setting; (b) the monitor batch entropy along the way against the floor log n - g_n(tau_t)
+    and log n."""
     learned = summary[summary["tau_mode"] != "fixed"]
-    fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     if learned.empty:
-        for ax in (tau_ax, ent_ax):
-            _empty(ax, "no learnt temperature in this experiment")
-        return fig
+        return _placeholder("no learnt temperature in this experiment (its fixed ones: temperature_sweep)")
+    fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     keys = list(learned.groupby(SETTING).groups)
     colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
     styles = {}
@@ -216,7 +318,10 @@ def learned_temperature(summary: pd.DataFrame):
             steps,
             ent,
             yerr=np.vstack(
-                [ent - [row[f"entropy_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)], [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent]
+                [
+                    ent - [row[f"entropy_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)],
+                    [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent,
+                ]
             ),
             fmt=ls,
             marker="o",

@@ -80,8 +80,10 @@ from attnsim.kernels.training import (
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 
 EVAL_BATCHES = 4  # held-out batches of n examples in the monitor set and in the final set
-PROBE_PER_CLASS = 10  # at least this many probe examples per class to fit the evaluations, as many to test them
-PROBE_EXAMPLES = 256  # and at least this many in all (the test set's binomial noise: sd <= 0.031 per run)
+# probe examples per class to fit the evaluations (as many to test them): at least PROBE_PER_CLASS,
+# and at least PROBE_EXAMPLES in all (the test set's binomial noise: sd <= 0.031 per run)
+PROBE_PER_CLASS = 10
+PROBE_EXAMPLES = 256
 KNN = 5  # neighbours of the k-NN evaluation
 RIDGE = 1e-3  # ridge of the linear probe, per fitting example
 TAU_CLAMP = 0.01  # CLIP's clamp: logit scale <= 100
@@ -105,18 +107,21 @@ METRICS = {
     "init_entropy": "batch softmax entropy (nats, mean over anchors) at initialisation on the monitor batches",
     **{f"loss_ckpt_{j}": f"monitor loss (nats) after step round(steps^({j}/7)); +inf once diverged" for j in range(CHECKPOINTS)},
     "entropy_min": "minimum over training steps of the training batch's softmax entropy (mean over anchors, before the step's update)" + _NAN_IF_DIVERGED,
-    "entropy_floor_excess_min": "minimum over training steps of the training batch's entropy minus its floor log n - g_n(tau_t) at the step's tau"
-    + _NAN_IF_DIVERGED,
+    "entropy_floor_excess_min": "minimum over training steps of the training batch's entropy minus "
+    "its floor log n - g_n(tau_t) at the step's tau" + _NAN_IF_DIVERGED,
     "final_loss": "InfoNCE loss (nats) on the fresh held-out batches after training; +inf if diverged",
     "final_entropy": "batch softmax entropy (nats, mean over anchors) on the held-out batches after training" + _NAN_IF_DIVERGED,
     "final_entropy_floor": "log n - g_n(tau_final): the floor of final_entropy at the run's final temperature",
     "alignment": "E ||z - z'||^2 over held-out positive pairs (0 = perfectly aligned, max 4)" + _NAN_IF_DIVERGED,
     "uniformity": "log E exp(-2 ||z_a - z_b||^2) over pairs of distinct held-out examples of a batch (-8 .. 0, lower = more uniform)" + _NAN_IF_DIVERGED,
-    "hardest_negative_share": "held-out: per anchor, the largest softmax weight on a negative over the total weight on negatives, "
+    "hardest_negative_share": "held-out: per anchor, the largest softmax weight on a negative over "
+    "the total weight on negatives, "
     "mean over anchors (1/(n-1) for uniform weights, 1 if one negative takes it all)" + _NAN_IF_DIVERGED,
-    "same_class_negative_share": "held-out: per anchor with a negative of its own class, the share of its negative weight on such "
+    "same_class_negative_share": "held-out: per anchor with a negative of its own class, the share "
+    "of its negative weight on such "
     "negatives, mean over those anchors; NaN if diverged or no anchor has one",
-    "same_class_negative_count_share": "the same share for uniform weights: per such anchor, its same-class negatives over n - 1 "
+    "same_class_negative_count_share": "the same share for uniform weights: per such anchor, its "
+    "same-class negatives over n - 1 "
     "(what same_class_negative_share is compared with); NaN if no anchor has one",
     "probe_accuracy": "held-out accuracy of the nearest-class-mean probe on the final embeddings (chance 1/C); 0 if diverged",
     "knn_accuracy": f"held-out accuracy of {KNN}-NN (cosine) on the final embeddings (chance 1/C); 0 if diverged",
@@ -143,7 +148,8 @@ def resolved(params: Mapping) -> dict:
 
 
 def validate(params: Mapping) -> None:
-    """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot run."""
+    """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot
+    run."""
     p = resolved(params)
     check_integer(p, "n", 2, "examples per batch")
     check_integer(p, "classes", 2, "classes")
@@ -171,12 +177,12 @@ def _binomial_pmf(trials: int, prob: float) -> np.ndarray:
 
 
 def loss_floor(n: int, classes: int, tau: float) -> float:
-    """Lower bound on the expected symmetric InfoNCE loss for this data (docs/science.md §6.5):
-    E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Binomial(n - 1, 1/C) the other
+    """Lower bound on the expected symmetric InfoNCE loss with class positives (docs/science.md
+    §6.5): E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Binomial(n - 1, 1/C) the other
     examples of the anchor's class. Attained by perfectly aligned views, each class collapsed to a
-    vertex of a regular simplex (needs C <= embed_dim + 1; otherwise a bound not attained).
-    With class positives this holds at any instance noise; with instance positives the
-    same-class candidates are distinguishable and the bound is loose (docs/science.md §10.1)."""
+    vertex of a regular simplex (needs C <= embed_dim + 1; otherwise a bound not attained). It
+    holds at any instance noise. With instance positives it is no bound (same-class instances can
+    be told apart, docs/science.md §10.1): compare with `instance_loss_floor` there."""
     pmf = _binomial_pmf(n - 1, 1.0 / classes)
     m = np.arange(n)
     r = math.exp(-classes / ((classes - 1) * tau))
@@ -195,7 +201,8 @@ def ideal_entropy(n: int, classes: int, tau: float) -> float:
 
 
 def instance_loss_floor(n: int, tau: float) -> float:
-    """The floor without classes (all examples distinct): log(1 + (n - 1) e^{(c - 1)/tau}), c = -1/(n - 1)."""
+    """The floor without classes (all examples distinct): log(1 + (n - 1) e^{(c - 1)/tau}), c =
+    -1/(n - 1)."""
     return math.log1p((n - 1) * math.exp(-n / ((n - 1) * tau)))
 
 
@@ -265,7 +272,8 @@ class Batches:
 
     def inputs(self, world: World, view_noise: float, instance_noise: float = 0.0, positives: str = "class") -> tuple[np.ndarray, np.ndarray]:
         """The two views (T, E, n, D) each: the class point, plus the instance noise (one instance
-        for both views with `instance` positives, one each with `class` positives), plus the view noise."""
+        for both views with `instance` positives, one each with `class` positives), plus the view
+        noise."""
         T, E, n = self.labels.shape
         D = world.points.shape[-1]
         signal = np.take_along_axis(world.points, self.labels.reshape(T, E * n, 1), axis=1).reshape(T, E, n, D)
@@ -291,7 +299,15 @@ def draw_world(rng: np.random.Generator, trials: int, classes: int, latent_dim: 
     return World(mu @ np.swapaxes(q, -1, -2))  # (T, C, D), unit rows
 
 
-def draw_batches(rng: np.random.Generator, trials: int, batches: int, n: int, classes: int, input_dim: int, aux: np.random.Generator | None = None) -> Batches:
+def draw_batches(
+    rng: np.random.Generator,
+    trials: int,
+    batches: int,
+    n: int,
+    classes: int,
+    input_dim: int,
+    aux: np.random.Generator | None = None,
+) -> Batches:
     """Labels and view noise from `rng`; instance noise from `aux` when given."""
     labels = rng.integers(0, classes, size=(trials, batches, n))
     noise = standard_normal(rng, (trials, batches, 2, n, input_dim)).astype(np.float64)
@@ -326,7 +342,8 @@ def _t(x: np.ndarray) -> np.ndarray:
 
 
 def _embed(w: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """z = W x / ||W x|| for x (T, E, n, D), W (T, d, D): returns z (T, E, n, d) and ||W x|| (T, E, n)."""
+    """z = W x / ||W x|| for x (T, E, n, D), W (T, d, D): returns z (T, E, n, d) and ||W x|| (T, E,
+    n)."""
     T, E, n, D = x.shape
     y = (x.reshape(T, E * n, D) @ _t(w)).reshape(T, E, n, -1)
     sq = np.einsum("...d,...d->...", y, y)
@@ -367,10 +384,11 @@ def _per_trial(tau, ndim: int):
 
 def negative_shares(p_row: np.ndarray, labels: np.ndarray | None) -> dict[str, np.ndarray]:
     """Where each anchor's negative weight goes (p_row (T, E, n, n), anchor rows). `hardest` (T, E):
-    the mean over anchors of the hardest negative's share of the negative weight. With labels
-    (T, E, n), over the anchors of all E batches that have a negative of their own class (T,):
-    `same_class`, the mean share of negative weight on those negatives, and `same_class_count`,
-    the mean of their count over n - 1 (the share under uniform weights); NaN where no anchor has one."""
+    the mean over anchors of the hardest negative's share of the negative weight. With labels (T, E,
+    n), over the anchors of all E batches that have a negative of their own class (T,):
+    `same_class`, the mean share of negative weight on those negatives, and `same_class_count`, the
+    mean of their count over n - 1 (the share under uniform weights); NaN where no anchor has one.
+    """
     n = p_row.shape[-1]
     off = ~np.eye(n, dtype=bool)
     neg = np.where(off, p_row, 0.0)
@@ -391,7 +409,14 @@ def negative_shares(p_row: np.ndarray, labels: np.ndarray | None) -> dict[str, n
 
 
 def infonce(
-    w: np.ndarray, x1: np.ndarray, x2: np.ndarray, tau, grad: bool = True, stats: bool = True, labels: np.ndarray | None = None, grad_t: bool = False
+    w: np.ndarray,
+    x1: np.ndarray,
+    x2: np.ndarray,
+    tau,
+    grad: bool = True,
+    stats: bool = True,
+    labels: np.ndarray | None = None,
+    grad_t: bool = False,
 ) -> dict[str, np.ndarray]:
     """Symmetric InfoNCE of the encoder W (T, d, D) on batches of views x1, x2 (T, E, n, D) at
     temperature tau (a scalar, or one per trial: (T,)).
@@ -446,7 +471,7 @@ def infonce(
 
 
 def _embed_probe(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Embeddings (T, 2, per C, d) of the probe inputs; a diverged trial's NaN embeddings become 0."""
+    """Embeddings (T, 2, per C, d) of the probe inputs; a diverged trial's NaN embeddings are 0."""
     z, _ = _embed(w, x)
     return np.where(np.isfinite(z), z, 0.0)
 
@@ -475,8 +500,8 @@ def knn_accuracy(z: np.ndarray, labels: np.ndarray, classes: int, k: int = KNN) 
 
 
 def linear_probe_accuracy(z: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
-    """Least-squares linear probe: ridge regression (RIDGE * N) of one-hot targets on [z, 1] over the
-    fit examples, argmax on the test examples."""
+    """Least-squares linear probe: ridge regression (RIDGE * N) of one-hot targets on [z, 1] over
+    the fit examples, argmax on the test examples."""
     T, _, N, d = z.shape
     ones = np.ones((T, 2, N, 1))
     f = np.concatenate([z, ones], axis=-1)  # (T, 2, N, d + 1)
@@ -522,7 +547,11 @@ class Run:
         self.world = world
         self.steps = int(params["steps"])
         self.n = int(params["n"])
-        self.noise = (float(params["view_noise"]), float(params["instance_noise"]), params["positives"])
+        self.noise = (
+            float(params["view_noise"]),
+            float(params["instance_noise"]),
+            params["positives"],
+        )
         self.learned = params["tau_mode"] != "fixed"
         self.clamp = params["tau_mode"] == "learned_clamped"
         trials = init.shape[0]
@@ -563,7 +592,14 @@ class Run:
     def step(self, batch: Batches, step: int) -> None:
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
             tau = self.tau()
-            out = infonce(self.w[0], *batch.inputs(self.world, *self.noise), tau, grad=True, stats=False, grad_t=self.learned)
+            out = infonce(
+                self.w[0],
+                *batch.inputs(self.world, *self.noise),
+                tau,
+                grad=True,
+                stats=False,
+                grad_t=self.learned,
+            )
             np.fmin(self.entropy_min, out["entropy"][:, 0], out=self.entropy_min)  # fmin: NaN-safe
             np.fmin(self.excess_min, out["entropy"][:, 0] - self.floor(tau), out=self.excess_min)
             self.opt.update(self.w, [out["gw"], out["gt"]] if self.learned else [out["gw"]], step)
