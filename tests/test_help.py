@@ -75,6 +75,12 @@ def test_run_help_is_short_and_points_to_snakemakes(capsys):
     assert main(["run", "--configfile", "x.yaml", "-h"]) == 0 and capsys.readouterr().out == text
 
 
+def test_plan_help_is_short(capsys):
+    assert main(["plan", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: attnsim plan") and len(text.splitlines()) < 20
+
+
 def test_run_options_become_snakemakes():
     assert translate(["--report", "-v", "--cores", "2"]) == [
         "--report",

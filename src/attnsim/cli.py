@@ -140,6 +140,7 @@ examples:
   attnsim run                        the default sweep (~1 min on 2 cores): store, figures, claims
   attnsim run --report               ... and results/report.html, one self-contained page
   attnsim run -n                     the jobs a run would do, without doing them
+  attnsim plan                       what it would cost: points, trials, jobs, CPU-hours, memory
   attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
   attnsim show                       per experiment: points done, chunks still to run
   attnsim claims                     the verdicts (--format markdown|json|csv for documents)
@@ -175,6 +176,21 @@ examples:
   attnsim query "DESCRIBE robustness"
   attnsim query "SELECT noise, max(err_ratio) FROM robustness GROUP BY noise" --format csv
   attnsim query "SELECT * FROM robustness_trials" --format parquet --output trials.parquet
+"""
+
+
+PLAN_HELP = """\
+usage: attnsim plan [SNAKEMAKE OPTION ...]
+
+What `attnsim run` with the same options would cost, without running anything: points, trials,
+jobs per rule, estimated CPU-hours and memory per job, and under a cluster profile the job count
+against the profile's limit (a sweep past it stops with one line). It is a dry run (`snakemake -n`)
+that prints only that bill.
+
+examples:
+  attnsim plan
+  attnsim plan --configfile workflow/presets/large.yaml
+  attnsim plan --workflow-profile workflow/profiles/slurm --configfile workflow/presets/million.yaml
 """
 
 
@@ -224,14 +240,6 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.set_defaults(func=_show)
 
-    p = sub.add_parser(
-        "plan",
-        help="what `attnsim run` would cost: points, trials, jobs per rule, CPU-hours, memory per job, the job limit; extra arguments go to snakemake",
-        add_help=False,
-    )
-    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
-    p.set_defaults(func=lambda args: None)  # handled before parsing
-
     p = sub.add_parser("claims", help="the verdicts: per claim, what was measured, against what, holds or fails")
     config_option(p)
     store_option(p)
@@ -263,6 +271,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--output", type=Path, help="write to this file instead of stdout (required for parquet)")
     store_option(p)
     p.set_defaults(func=_query)
+
+    p = sub.add_parser(
+        "plan",
+        help="what a run would cost: points, trials, jobs, CPU-hours, memory (snakemake args too)",
+        add_help=False,
+    )
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: None)  # handled before parsing
 
     p = sub.add_parser("summary", help="the end-of-run summary again (experiments, headlines, claims)")
     config_option(p)
@@ -330,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
         from attnsim.run.runner import plan
 
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            print(PLAN_HELP, end="")
+            return 0
         return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(
