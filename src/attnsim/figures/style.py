@@ -107,27 +107,22 @@ def fit_canvas(fig, pad: float = PAD_INCHES) -> None:
     """Grow the figure so that its panels keep the size they were drawn for and everything else
     fits around them: constrained layout makes room for figure legends ("outside" placements)
     and the title by shrinking the panels; this adds that room to the canvas instead (and the
-    width of a legend or title wider than the panels). Two layout passes, no rasterising."""
+    width of anything reaching past the sides, a wide legend or title or annotation). One layout
+    pass, without rasterising; the next draw (a savefig, a notebook's display) lays it out."""
     if not fig.get_constrained_layout():
         return
     width, height = fig.get_size_inches()
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    extra_height, widest = 0.0, 0.0
+    extra_height = 0.0
     for artist in [*fig.legends, fig._suptitle, fig._supxlabel]:
         if artist is None or not artist.get_visible() or not artist.get_in_layout():
             continue
-        box = artist.get_window_extent(renderer)
-        widest = max(widest, box.width / fig.dpi)
         if artist in fig.legends and getattr(artist, "_outside_loc", None) is None:
             continue  # a legend inside the panels takes no room of its own
-        extra_height += box.height / fig.dpi + pad
-    fig.set_size_inches(max(width, widest + 2 * pad), height + extra_height, forward=False)
-    fig.draw_without_rendering()
-    content = fig.get_tightbbox(renderer)
-    grow = max(0.0, content.width + 2 * pad - fig.get_figwidth())
-    if grow > 0:  # something still reaches past the sides (a long annotation): widen once more
-        fig.set_size_inches(fig.get_figwidth() + grow, fig.get_figheight(), forward=False)
+        extra_height += artist.get_window_extent(renderer).height / fig.dpi + pad
+    content = fig.get_tightbbox(renderer)  # inches; wider than the canvas if something sticks out
+    fig.set_size_inches(max(width, content.width + 2 * pad), height + extra_height, forward=False)
 
 
 def save(fig, png: Path) -> list[Path]:
