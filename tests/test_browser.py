@@ -69,16 +69,19 @@ EXPERIMENTS = {
 
 
 def every_kind(experiments: dict) -> dict:
-    """One experiment per kind not in `experiments`: the default sweep's first of that kind, on the
-    first value of each grid list with a few trials (its figures may be sparse; its caption is whole)."""
+    """One experiment per kind not in `experiments`: the first of that kind in config.yaml (then in
+    the presets), on the first value of each grid list with a few trials (its figures may be
+    sparse; its captions are whole)."""
     import yaml
 
     shown = {e["kind"] for e in experiments.values()} | {"noisy_attention"}
     more = {}
-    for name, e in yaml.safe_load((REPO / "config.yaml").read_text())["experiments"].items():
-        if e["kind"] not in shown:
-            shown.add(e["kind"])
-            more[name] = {"kind": e["kind"], "trials": min(3, int(e["trials"])), "grid": {k: v[:1] for k, v in e["grid"].items()}}
+    for config in [REPO / "config.yaml", *sorted((REPO / "workflow/presets").glob("*.yaml"))]:
+        for name, e in yaml.safe_load(config.read_text())["experiments"].items():
+            if e["kind"] not in shown and name not in more:
+                shown.add(e["kind"])
+                grid = {k: v[:1] for k, v in e["grid"].items()}
+                more[name] = {"kind": e["kind"], "trials": min(3, int(e["trials"])), "grid": grid}
     return more
 
 
