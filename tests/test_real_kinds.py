@@ -131,7 +131,8 @@ def many_points(kind: str) -> list:
             for f in ("gaussian", "laplace")
             for s in (0.1, 1.0)
         ]
-        grid += [dict(n=20, noise_draws=2, keys=k, layer=3, head=5, noise="gaussian", noise_scale=0.3) for k in (0, 16, 20)]
+        nested = dict(n=20, noise_draws=2, layer=3, head=5, noise="gaussian", noise_scale=0.3)
+        grid += [nested | {"keys": k} for k in (0, 16, 20)]
     elif kind == "real_entropy":
         grid = [dict(n=9, init_std=s, layer=layer, head=h) for s in (0.0, 0.02, 0.5) for layer, h in ((1, 2), (5, 7))]
     else:
@@ -186,9 +187,9 @@ def real_config(kind: str, **grid) -> dict:
         ("real_noise", dict(head=[12]), "experiments.x.grid.head[0]: 12 is greater than the maximum of 11"),
         ("real_noise", dict(head=[-1]), "experiments.x.grid.head[0]: -1 is less than the minimum of 0"),
         ("real_noise", dict(n=[513]), "experiments.x.grid.n[0]: 513 is greater than the maximum of 512"),
-        ("real_noise", dict(n=[64], keys=[8]), "experiments.x.grid.keys: 8 keys leave no room for the nested query"),
+        ("real_noise", dict(n=[64], keys=[8]), "grid.keys: 8 keys leave no room for the nested query"),
         ("real_noise", dict(n=[32, 64], keys=[16, 48]), "experiments.x.grid.keys: 48 keys exceed n = 32"),
-        ("real_noise", dict(keys=[-1]), "experiments.x.grid.keys[0]: -1 is less than the minimum of 0"),
+        ("real_noise", dict(keys=[-1]), "grid.keys[0]: -1 is less than the minimum of 0"),
         ("real_entropy", dict(n=[2]), "experiments.x.grid.n[0]: 2 is less than the minimum of 3"),
         ("real_entropy", dict(layer=[0, 9]), "experiments.x.grid.layer[1]: 9 is greater than the maximum of 5"),
         ("real_entropy", dict(init_std=[-0.02]), "experiments.x.grid.init_std[0]: -0.02 is less than the minimum of 0"),
@@ -364,26 +365,43 @@ def test_nested_windows_come_from_the_same_texts_and_queries(resources):
     from attnsim.kinds.real_noise import kernel
 
     sizes = (16, 24, 40)
-    points = [dict(keys=m, layer=layer, head=head, noise="gaussian", noise_scale=0.3) for m in sizes for layer, head in ((1, 4), (4, 0))]
-    out, (ids, positions, nested, z) = kernel.simulate(np.random.default_rng(6), 4, 40, 3, points, record=True)
+    points = [
+        dict(keys=m, layer=layer, head=head, noise="gaussian", noise_scale=0.3)
+        for m in sizes
+        for layer, head in ((1, 4), (4, 0))
+    ]
+    out, (ids, positions, nested, z) = kernel.simulate(
+        np.random.default_rng(6), 4, 40, 3, points, record=True
+    )
     tok = heads.tokenizer()
     assert ((nested >= 0) & (nested < kernel.NEST_QUERIES)).all()
     windows = {m: kernel.window(ids, positions, nested, m) for m in sizes}
     for m, (w, query) in windows.items():
-        assert w.shape == (4, m) and (w[:, 0] == tok.cls_id).all() and (w[:, -1] == tok.sep_id).all()
-        np.testing.assert_array_equal(w[:, 1:-1], ids[:, 1 : m - 1])  # the same text, cut after m - 2 pieces
+        assert (
+            w.shape == (4, m) and (w[:, 0] == tok.cls_id).all() and (w[:, -1] == tok.sep_id).all()
+        )
+        # the same text, cut after m - 2 pieces
+        np.testing.assert_array_equal(w[:, 1:-1], ids[:, 1 : m - 1])
         np.testing.assert_array_equal(query, nested)  # the same query position for every m
-        np.testing.assert_array_equal(w[np.arange(4), query], ids[np.arange(4), nested])  # hence the same query token
-    np.testing.assert_array_equal(windows[16][0][:, :15], windows[40][0][:, :15])  # identical up to the shortest window's [SEP]
+        # hence the same query token
+        np.testing.assert_array_equal(w[np.arange(4), query], ids[np.arange(4), nested])
+    # identical up to the shortest window's [SEP]
+    np.testing.assert_array_equal(windows[16][0][:, :15], windows[40][0][:, :15])
     bert = heads.trained()
     for t in range(4):
         for p, metrics in zip(points, out):
-            logits, values = noise_oracle.head_row(bert, windows[p["keys"]][0][t], int(nested[t]), p["layer"], p["head"])
-            ref = noise_oracle.naive_trial(logits, values, z[("gaussian", p["layer"], p["head"])][t][:, : p["keys"]], 0.3)
+            logits, values = noise_oracle.head_row(
+                bert, windows[p["keys"]][0][t], int(nested[t]), p["layer"], p["head"]
+            )
+            ref = noise_oracle.naive_trial(
+                logits, values, z[("gaussian", p["layer"], p["head"])][t][:, : p["keys"]], 0.3
+            )
             for name, value in ref.items():
                 assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
             p_row = np.exp(logits - logits.max())
-            assert metrics["sink_weight"][t] == pytest.approx((p_row[0] + p_row[-1]) / p_row.sum(), rel=1e-6)
+            assert metrics["sink_weight"][t] == pytest.approx(
+                (p_row[0] + p_row[-1]) / p_row.sum(), rel=1e-6
+            )
 
 
 def test_keys_zero_keeps_the_rows_of_version_one(resources):
@@ -393,18 +411,21 @@ def test_keys_zero_keeps_the_rows_of_version_one(resources):
     assert settings.experiments["x"].grid["keys"] == [0]
     base = dict(n=20, noise_draws=2, layer=2, head=3, noise="gaussian", noise_scale=0.3)
     alone = simulate_points("real_noise", 3, 6, [make_point("real_noise", base)])
-    together = simulate_points("real_noise", 3, 6, [make_point("real_noise", base | {"keys": k}) for k in (0, 16, 20)])
+    together = simulate_points(
+        "real_noise", 3, 6, [make_point("real_noise", base | {"keys": k}) for k in (0, 16, 20)]
+    )
     key = make_point("real_noise", base).id
     for name in ("sq_err", "entropy", "n_eff", "grad_sq", "sq_err_next"):
         assert np.array_equal(alone[key][name], together[key][name])
     nested_full = together[make_point("real_noise", base | {"keys": 20}).id]
-    assert not np.array_equal(nested_full["entropy"], alone[key]["entropy"])  # the same window, another query
+    # the same window, another query
+    assert not np.array_equal(nested_full["entropy"], alone[key]["entropy"])
 
 
 def test_summary_columns_of_the_row_law_and_sinks():
-    """extra_summary: the predicted correction is |3 kappa^2 - 2 mu3| / kappa times the grad_sq-weighted
-    mean sum p^2; row_ratio averages sq_err / sq_err_pred over the rows in the delta regime; the
-    sink-dominated rows get their own paired ratio."""
+    """extra_summary: the predicted correction is |3 kappa^2 - 2 mu3| / kappa times the
+    grad_sq-weighted mean sum p^2; row_ratio averages sq_err / sq_err_pred over the rows in the
+    delta regime; the sink-dominated rows get their own paired ratio."""
     from attnsim.kinds import real_noise as rn
     from attnsim.theory.delta_next import u_moments
 
@@ -426,17 +447,22 @@ def test_summary_columns_of_the_row_law_and_sinks():
     out = rn.extra_summary(metrics, {"noise": "gaussian", "noise_scale": 0.3, "n": 64, "keys": 0})
     k, mu3, _ = u_moments("gaussian", 0.3)
     coefficient = abs(3 * k * k - 2 * mu3) / k
-    assert out["predicted_correction"] == pytest.approx(coefficient * np.dot(grad, 1 / n_eff) / grad.sum())
+    assert out["predicted_correction"] == pytest.approx(
+        coefficient * np.dot(grad, 1 / n_eff) / grad.sum()
+    )
     in_regime = coefficient / n_eff <= rn.ROW_CORRECTION
     assert out["row_ratio_rows"] == int(in_regime.sum()) == t // 2  # only the rows with n_eff = 30
-    assert out["row_ratio"] == pytest.approx(np.mean(metrics["sq_err"][in_regime] / pred[in_regime]))
+    assert out["row_ratio"] == pytest.approx(
+        np.mean(metrics["sq_err"][in_regime] / pred[in_regime])
+    )
     assert out["sink_rows"] == 0.5
     sink = metrics["sink_weight"] > rn.SINK_ROW
     assert out["err_ratio_sink"] == pytest.approx(metrics["sq_err"][sink].sum() / pred[sink].sum())
 
 
 def nest_summary(slope: float, heads_: int = 12, se: float = 0.002, layers=(0, 1)) -> pd.DataFrame:
-    """A constructed real_noise summary: every head's rel_err = a n^slope over nested windows, its n_eff = n."""
+    """A constructed real_noise summary: every head's rel_err = a n^slope over nested windows, its
+    n_eff = n."""
     rows = []
     for layer in layers:
         for head in range(heads_):
@@ -444,9 +470,24 @@ def nest_summary(slope: float, heads_: int = 12, se: float = 0.002, layers=(0, 1
             for m in (16, 32, 64):
                 rel = a * m**slope
                 rows.append(
-                    dict(layer=layer, head=head, noise="gaussian", noise_scale=0.1, noise_draws=8, n=64, keys=m, n_keys=m,
-                         rel_err_mean=rel, rel_err_se=se * rel, rel_err_pred_mean=rel, rel_err_pred_se=se * rel,
-                         sum_p2_mean=1 / m, predicted_correction=0.001, n_trials=100, experiment="x")
+                    dict(
+                        layer=layer,
+                        head=head,
+                        noise="gaussian",
+                        noise_scale=0.1,
+                        noise_draws=8,
+                        n=64,
+                        keys=m,
+                        n_keys=m,
+                        rel_err_mean=rel,
+                        rel_err_se=se * rel,
+                        rel_err_pred_mean=rel,
+                        rel_err_pred_se=se * rel,
+                        sum_p2_mean=1 / m,
+                        predicted_correction=0.001,
+                        n_trials=100,
+                        experiment="x",
+                    )
                 )
     return pd.DataFrame(rows)
 
@@ -457,16 +498,30 @@ def test_rate_within_heads_recovers_the_slope_and_judges_it():
     jitter = np.random.default_rng(1).normal(0, 0.01, 2 * 12 * 3)
     exact = nest_summary(-0.5)
     slopes = claims.within_head_slopes(exact)
-    assert len(slopes) == 24 and np.allclose(slopes["slope"], -0.5) and np.allclose(slopes["n_eff_slope"], 1.0)
+    assert (
+        len(slopes) == 24
+        and np.allclose(slopes["slope"], -0.5)
+        and np.allclose(slopes["n_eff_slope"], 1.0)
+    )
     noisy = exact.assign(rel_err_mean=exact["rel_err_mean"] * np.exp(jitter))
     assert claims.rate_within_heads(noisy).verdict == "holds"
     assert claims.rate_follows_delta(noisy).verdict == "holds"
     slow = nest_summary(-0.2)
-    assert claims.rate_within_heads(slow.assign(rel_err_mean=slow["rel_err_mean"] * np.exp(jitter))).verdict == "fails"
-    few = nest_summary(-0.45, heads_=2)  # two heads per layer: an interval with one degree of freedom
-    few = few.assign(rel_err_mean=few["rel_err_mean"] * np.exp(np.random.default_rng(2).normal(0, 0.05, len(few))))
+    assert (
+        claims.rate_within_heads(
+            slow.assign(rel_err_mean=slow["rel_err_mean"] * np.exp(jitter))
+        ).verdict
+        == "fails"
+    )
+    # two heads per layer (four in all): a wide interval
+    few = nest_summary(-0.45, heads_=2)
+    few = few.assign(
+        rel_err_mean=few["rel_err_mean"]
+        * np.exp(np.random.default_rng(2).normal(0, 0.05, len(few)))
+    )
     assert claims.rate_within_heads(few).verdict == "inconclusive"
-    lone = nest_summary(-0.5, heads_=1)  # two heads in all: too few for a between-head interval, not judged
+    # two heads in all: too few for a between-head interval, not judged
+    lone = nest_summary(-0.5, heads_=1)
     assert claims.rate_within_heads(lone).verdict == "outside regime"
     spread = exact.assign(sum_p2_mean=1.0)  # n_eff = 1: no head in the rate's regime
     assert claims.rate_within_heads(spread).verdict == "outside regime"
@@ -479,7 +534,10 @@ def test_real_entropy_medians_have_distribution_free_intervals():
     from attnsim.kinds.real_entropy.claims import wilson
 
     median, low, high = median_interval(np.arange(48.0))
-    assert median == 23.5 and (low, high) == (16.0, 31.0)  # order statistics 17 and 32: P(Bin(48, 1/2) <= 16) = 0.0154
+    assert median == 23.5 and (low, high) == (
+        16.0,
+        31.0,
+    )  # order statistics 17 and 32: P(Bin(48, 1/2) <= 16) = 0.0154
     assert all(math.isnan(x) for x in median_interval(np.arange(5.0))[1:])  # 5 rows cannot give 95%
     low, high = wilson(72, 72)
     assert high == 1.0 and low == pytest.approx(0.9493, abs=1e-4)

@@ -29,7 +29,8 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     written = []
     for figure in figures or kind.figures:
         draw = getattr(module, figure)
-        columns = getattr(draw, "trial_columns", None)  # a figure of single trials declares the columns it reads
+        # a figure of single trials declares the columns it reads
+        columns = getattr(draw, "trial_columns", None)
         args = (frame,) if columns is None else (frame, trials_of(summary_path, frame, columns))
         written += save(draw(*args), Path(outdir) / f"{figure}.png")
     return written
@@ -37,12 +38,14 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
 
 def trials_of(summary_path: Path, summary, columns) -> pd.DataFrame | None:
     """The trials of the summary's points (its experiment's chunk files, only `columns` and the
-    point ids), for a figure of single trials; chunks of points no longer in the grid are left out."""
+    point ids), for a figure of single trials; rows of points no longer in the grid are left
+    out."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     meta = store.read_meta(summary_path)
-    root = Path(summary_path).parents[3]  # <root>/summary/kind=<kind>/experiment=<experiment>/summary.parquet
+    # <root>/summary/kind=<kind>/experiment=<experiment>/summary.parquet
+    root = Path(summary_path).parents[3]
     wanted = pa.array(summary["point_id"].astype(str).tolist())
     tables = []
     for path in store.experiment_chunks(root, meta["kind"], meta["experiment"]):

@@ -213,8 +213,12 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
-    example={"trials": 16, "grid": {"n": [16, 32], "init_std": [0.0, 0.02], "layer": [0], "head": [0, 1]}},
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
+    # lists)
+    example={
+        "trials": 16,
+        "grid": {"n": [16, 32], "init_std": [0.0, 0.02], "layer": [0], "head": [0, 1]},
+    },
     name="real_entropy",
     package=__name__,
     figures=("real_entropy_layers", "real_entropy_sinks"),

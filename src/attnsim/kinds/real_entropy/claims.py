@@ -319,17 +319,25 @@ def sink_statistics(trained: pd.DataFrame) -> str:
             f"{part['sep_weight_mean'].mean():.2f}, "
             f"'.'/',' {part['punct_weight_mean'].mean():.2f}, other token {other:.3f}"
         )
-    heads = trained.groupby(["layer", "head"])[["cls_weight_mean", "sep_weight_mean"]].mean()
-    sink = (heads.max(axis=1) > t.sink_epsilon).to_numpy()
-    low, high = wilson(int(sink.sum()), len(sink))
-    cls = int((heads["cls_weight_mean"] > t.sink_epsilon).sum())
-    sep = int((heads["sep_weight_mean"] > t.sink_epsilon).sum())
+    shares = []
+    for n, by_n in trained.groupby(
+        "n"
+    ):  # the attention a sink receives depends on the window length
+        heads = by_n.groupby(["layer", "head"])[["cls_weight_mean", "sep_weight_mean"]].mean()
+        sink = (heads.max(axis=1) > t.sink_epsilon).to_numpy()
+        low, high = wilson(int(sink.sum()), len(sink))
+        cls = int((heads["cls_weight_mean"] > t.sink_epsilon).sum())
+        sep = int((heads["sep_weight_mean"] > t.sink_epsilon).sum())
+        shares.append(
+            f"n = {n}: {int(sink.sum())} of {len(sink)} = {sink.mean():.2f} [{low:.2f}, "
+            f"{high:.2f}] "
+            f"({cls} on [CLS], {sep} on [SEP])"
+        )
     return (
         "mean attention received per layer: "
         + "; ".join(parts)
         + f"; heads with a sink at ε = {t.sink_epsilon} (Gu et al. 2024): "
-        f"{int(sink.sum())} of {len(sink)} = {sink.mean():.2f} [{low:.2f}, {high:.2f}] ({cls} on "
-        f"[CLS], {sep} on [SEP])"
+        + "; ".join(shares)
     )
 
 

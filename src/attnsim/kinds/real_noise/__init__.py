@@ -270,8 +270,19 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
-    example={"trials": 16, "grid": {"n": [16, 32], "noise_draws": [4], "layer": [0], "head": [0, 1], "noise": ["gaussian"], "noise_scale": [0.1, 0.5]}},
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
+    # lists)
+    example={
+        "trials": 16,
+        "grid": {
+            "n": [16, 32],
+            "noise_draws": [4],
+            "layer": [0],
+            "head": [0, 1],
+            "noise": ["gaussian"],
+            "noise_scale": [0.1, 0.5],
+        },
+    },
     name="real_noise",
     package=__name__,
     figures=("real_noise_map", "real_noise_sigma", "real_noise_within_heads", "real_noise_rows"),
