@@ -77,7 +77,7 @@ def test_lines_count_jobs_points_trials_and_the_eta_falls(tmp_path):
     header = p.job_started(1, "simulate", sim | {"chunk": "aaaa"})
     assert header == [
         "attnsim: 5 jobs: 2 simulate (40 points, 800 trials; ~0:04 on 2 cores by the cost model),"
-        " 1 collect, 1 figures, claims"
+        " collect, figures, claims"
     ]
     assert p.job_started(2, "simulate", sim | {"chunk": "bbbb"}) == []
     clock.t += 2.0
@@ -127,7 +127,7 @@ def test_a_stale_manifest_is_not_used(tmp_path):
     p = progress.Progress(results=manifest(tmp_path, pid=1), pid=2, now=Clock())
     p.run_info(STATS)
     assert p.job_started(1, "simulate", {"experiment": "robustness", "chunk": "aaaa"}) == [
-        "attnsim: 5 jobs: 2 simulate, 1 collect, 1 figures, claims"
+        "attnsim: 5 jobs: 2 simulate, collect, figures, claims"
     ]
     assert p.job_finished(1) == ["[1/5    0:00] simulate robustness, 0.0 s"]
 
@@ -349,19 +349,18 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
     header = [
         line for line in err.splitlines() if line.startswith("attnsim: ") and " jobs: " in line
     ]
-    # 4 points of 20 trials, 4 adaptive points of 50-400 trials, chunks of 3 points: 2 + 2 jobs
+    # 4 points of 20 trials, 4 adaptive points of 50-400 trials, chunks of 3 points: 2 + 2 jobs;
+    # one figures job draws every experiment's figures
     assert header == [
-        "attnsim: 9 jobs: 4 simulate (8 points, 280-1,680 trials; ~" + header[0].split("~", 1)[1]
+        "attnsim: 8 jobs: 4 simulate (8 points, 280-1,680 trials; ~" + header[0].split("~", 1)[1]
     ], err
-    assert header[0].endswith("by the cost model), 2 collect, 2 figures, claims")
+    assert header[0].endswith("by the cost model), 2 collect, figures, claims")
     lines = run_lines(err)
-    assert [int(LINE.match(line).group(1)) for line in lines] == list(range(1, 10)) and all(
-        LINE.match(x).group(2) == "9" for x in lines
+    assert [int(LINE.match(line).group(1)) for line in lines] == list(range(1, 9)) and all(
+        LINE.match(x).group(2) == "8" for x in lines
     )
     rules = [LINE.match(line).group(4) for line in lines]
-    assert sorted(rules) == sorted(
-        ["simulate"] * 4 + ["collect"] * 2 + ["figures"] * 2 + ["claims,"]
-    )
+    assert sorted(rules) == sorted(["simulate"] * 4 + ["collect"] * 2 + ["figures,", "claims,"])
     simulated = [line for line in lines if " simulate " in line]
     rows = sum(
         pq.read_metadata(p).num_rows
@@ -383,7 +382,7 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
         "steps (",
     ):
         assert noise not in err, noise
-    assert len(err.splitlines()) <= 9 + 8, err
+    assert len(err.splitlines()) <= 8 + 8, err
     assert "attnsim run summary" in run.stdout
     # --report: the report was built after the run, with no docutils message on the way
     assert (tmp_path / "results/report.html").stat().st_size > 100_000

@@ -68,13 +68,12 @@ def any_grid(kind: str) -> dict:
 
 @pytest.mark.parametrize("kind", sorted(GRIDS))
 def test_columnar_ids_are_seeding_point_ids(kind):
-    grid = grid_columns(SimpleNamespace(kind=kind, grid=GRIDS[kind]))
-    points = expand(SimpleNamespace(kind=kind, grid=GRIDS[kind]))
+    given = load({"seed": 1, "experiments": {"e": {"kind": kind, "trials": 2, "grid": copy.deepcopy(GRIDS[kind])}}}).experiments["e"].grid  # defaults filled
+    grid = grid_columns(SimpleNamespace(kind=kind, grid=given))
+    points = expand(SimpleNamespace(kind=kind, grid=given))
     assert grid.ids() == [p.id for p in points] == [point_id(kind, p.params) for p in points]
     raw = [
-        tuple(
-            GRIDS[kind][n][i] for n, i in zip(all_kinds()[kind].param_names, np.unravel_index(k, [len(GRIDS[kind][n]) for n in all_kinds()[kind].param_names]))
-        )
+        tuple(given[n][i] for n, i in zip(all_kinds()[kind].param_names, np.unravel_index(k, [len(given[n]) for n in all_kinds()[kind].param_names])))
         for k in range(grid.size)
     ]
     assert row_ids(kind, raw) == grid.ids()  # from raw (uncanonical) values, as a spec holds them

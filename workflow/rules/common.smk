@@ -153,6 +153,29 @@ def all_summaries():
     ]
 
 
+def figure_threads(wildcards):
+    """The figures job draws experiments in parallel on the local cores (it runs last, beside claims)."""
+    return max(1, min(len(SETTINGS.experiments), _local_cores() or 1))
+
+
+CAPTIONS = Path(
+    ".snakemake/attnsim-captions"
+)  # not results/: a dry run writes nothing there
+
+
+def figure_caption(experiment, kind, figure):
+    """The kind's caption of `figure` (report/<figure>.rst) for this experiment: the one figures job
+    has no wildcards, so the experiment's name replaces `snakemake.wildcards.experiment` in a copy
+    (rewritten only when it changes)."""
+    text = get_kind(kind).caption(figure).read_text()
+    text = text.replace("snakemake.wildcards.experiment", json.dumps(experiment))
+    path = CAPTIONS / experiment / f"{figure}.rst"
+    if workflow.is_main_process and not (path.exists() and path.read_text() == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(path.resolve())
+
+
 def all_figure_pngs():
     """Every experiment's figures (PNG): claims.html links to them and embeds a copy for the report."""
     return [
@@ -185,7 +208,9 @@ def all_targets(wildcards=None):
 
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
-    planning.remove_replaced(PLANS, STORE)  # chunks an interrupted run's top-ups replaced
+    planning.remove_replaced(
+        PLANS, STORE
+    )  # chunks an interrupted run's top-ups replaced
 
 
 def write_chunk_specs():

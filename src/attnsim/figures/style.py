@@ -27,6 +27,7 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
+import seaborn as sns  # no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
 
 PALETTE = "viridis"
 # seaborn.set_theme's arguments: what `theme()` applies, within its context only
@@ -44,14 +45,11 @@ LAYOUT = {"figure.constrained_layout.use": True}
 def palette(name: str, count: int) -> list[tuple[float, float, float]]:
     """`count` colours of a named palette (seaborn.color_palette): a qualitative map's first
     colours, else colours spread over the map with its ends excluded."""
-    import seaborn as sns
-
     return [tuple(map(float, colour)) for colour in sns.color_palette(name, count)]
 
 
 def theme_rc(**overrides) -> dict:
     """attnsim's theme as rcParams (seaborn.set_theme's, without setting them): for `rc_context`."""
-    import seaborn as sns
     from cycler import cycler
 
     settings = THEME | overrides
