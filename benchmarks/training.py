@@ -1,5 +1,5 @@
 """Speed of the training kernels: the batched block (all trials of a block trained as one array
-program) against the naive loop that trains one run at a time (tests/training_oracles.py: the
+program) against the naive loop that trains one run at a time (tests/oracles/training.py: the
 literal formulas, numpy's float64 samplers), and the time of default-sweep-sized blocks.
 
     PYTHONPATH=src python -m benchmarks.training [--quick] [--sweep]
@@ -30,8 +30,8 @@ from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.kinds.recall_training import kernel as rt
 from attnsim.run.tuning import tune_allocator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from training_oracles import contrastive_naive_run, recall_naive_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the oracles
+from oracles.training import contrastive_naive_run, recall_naive_run
 
 RECALL = {"n": 64, "d": 32, "batch": 32, "scale": 1.0, "optimiser": "adam", "lr": 0.01}
 RECALL_SMALL = RECALL | {"n": 16, "d": 16}  # the default sweep's size
@@ -109,7 +109,7 @@ def table_rows(quick: bool = False) -> list:
             slow = naive_rate(naive, params, runs, steps, 1, repeats)
             note = f"{size}; {steps} steps per run, {trials}-trial blocks; 1 thread, CPU time, best of {repeats}"
             rows.append(Row(f"training {name}: kernel", fast, "run-steps/s", note=note))
-            rows.append(Row(f"training {name}: naive loop", slow, "run-steps/s", note="one run at a time (tests/training_oracles.py), 1 thread"))
+            rows.append(Row(f"training {name}: naive loop", slow, "run-steps/s", note="one run at a time (tests/oracles/training.py), 1 thread"))
             rows.append(Row(f"training {name}: speedup over naive", fast / slow, "x", ">= 10", note="batched kernel / naive loop"))
         rows += plateau_rows(quick)
     return rows
@@ -148,7 +148,7 @@ def plateau_rows(quick: bool = False) -> list:
     rows.append(
         Row("plateau map: kernel, one point (adam, scale 40)", fast, "run-steps/s", note=f"16-trial block, {steps} steps, stop at the threshold (none reached)")
     )
-    rows.append(Row("plateau map: naive loop, same point", slow, "run-steps/s", note=f"one run at a time (tests/training_oracles.py), {slow_steps} steps"))
+    rows.append(Row("plateau map: naive loop, same point", slow, "run-steps/s", note=f"one run at a time (tests/oracles/training.py), {slow_steps} steps"))
     rows.append(
         Row(
             "plateau map: speedup over naive",

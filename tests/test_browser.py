@@ -28,9 +28,8 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, small_config
-from model_assets import asset_cache, glove_dir, minilm_dir  # noqa: F401  (fixtures)
-from workflow_helpers import snakemake, write_config
+from helpers.configs import REPO, small_config
+from helpers.workflow import snakemake, write_config
 
 from attnsim.kinds import all_kinds, get_kind
 

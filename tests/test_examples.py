@@ -10,7 +10,7 @@ import os
 
 import pytest
 import yaml
-from conftest import REPO, small_config
+from helpers.configs import REPO, small_config
 
 from attnsim.cli import main
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from workflow_helpers import snakemake, tree, write_config
+from helpers.configs import REPO
+from helpers.workflow import snakemake, tree, write_config
 
 from attnsim.errors import ConfigError
 from attnsim.figures.check import check_kind, top_level_names

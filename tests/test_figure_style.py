@@ -11,7 +11,7 @@ import sys
 import matplotlib
 import matplotlib.pyplot as plt
 import pytest
-from conftest import small_config
+from helpers.configs import small_config
 
 from attnsim.figures import style
 from attnsim.kinds import all_kinds, get_kind

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
+from helpers.configs import REPO
+from helpers.workflow import snakemake, write_config
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.tests import MockOutputSettings, TestLogHandlerBase
-from workflow_helpers import snakemake, write_config
 
 from attnsim.run import progress
 from snakemake_logger_plugin_attnsim import LogHandler, LogHandlerSettings
@@ -171,7 +171,7 @@ def test_a_failed_job_shows_its_last_error_line(tmp_path):
 
 
 def test_write_manifest_uses_the_planners_costs(tmp_path):
-    from conftest import small_config
+    from helpers.configs import small_config
 
     from attnsim.config.load import load
     from attnsim.plan import cost as resources

@@ -12,8 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import REPO, small_config
-from test_training_kinds import CONTRASTIVE, RECALL
+from helpers.configs import CONTRASTIVE, RECALL, REPO, small_config
 
 from attnsim.config.grid import expand, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.config.load import load, load_file
@@ -226,7 +225,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     import subprocess
     import sys
 
-    from workflow_helpers import snakemake, tree, write_config
+    from helpers.workflow import snakemake, tree, write_config
 
     from attnsim.plan.sweep import write_specs
 
@@ -262,7 +261,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
 
 @pytest.mark.slow
 def test_a_dry_run_writes_nothing_and_one_chunk_takes_every_core(tmp_path):
-    from workflow_helpers import snakemake, tree, write_config
+    from helpers.workflow import snakemake, tree, write_config
 
     config = small_config(chunk_size=100)  # 16 points: one chunk
     write_config(tmp_path, config)
@@ -375,7 +374,7 @@ def test_a_million_points_dry_run_in_20_s_and_1_gb(kind, tmp_path):
 
 
 def test_past_max_jobs_the_run_stops_in_one_line_and_submits_nothing(tmp_path):
-    from workflow_helpers import snakemake, write_config
+    from helpers.workflow import snakemake, write_config
 
     write_config(tmp_path, small_config(chunk_size=2) | {"max_jobs": 3})
     result = snakemake(tmp_path, "--cores", "1", check=False)
@@ -389,7 +388,7 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
     import subprocess
     import sys
 
-    from workflow_helpers import write_config
+    from helpers.workflow import write_config
 
     write_config(tmp_path, small_config() | {"max_jobs": 100})
     cmd = [str(Path(sys.executable).parent / "attnsim"), "plan", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2"]

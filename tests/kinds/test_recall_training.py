@@ -9,7 +9,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
-from training_oracles import recall_examples, recall_forward_backward, recall_train
+from oracles.training import recall_examples, recall_forward_backward, recall_train
 
 from attnsim.errors import ConfigError
 from attnsim.kernels.training import Optimiser

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import point_rows, snakemake, tree, write_config
+from helpers.configs import CONTRASTIVE, RECALL
+from helpers.workflow import point_rows, snakemake, tree, write_config
 
 from attnsim.cli import main
 from attnsim.config.grid import make_point
@@ -20,23 +21,6 @@ from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
 from attnsim.run.collect import summarise_points
 from attnsim.run.simulate import simulate_points
-
-RECALL = {"n": [6], "d": [4], "batch": [5], "scale": [0.3, 3.0], "optimiser": ["sgd", "adam"], "lr": [0.5, 16.0], "steps": [12]}
-CONTRASTIVE = {
-    "n": [8],
-    "classes": [3],
-    "latent_dim": [2],
-    "input_dim": [6],
-    "embed_dim": [3],
-    "view_noise": [0.5],
-    "positives": ["class"],
-    "instance_noise": [0.0],
-    "tau": [0.1, 1.0],
-    "tau_mode": ["fixed"],
-    "optimiser": ["sgd", "adam"],
-    "lr": [0.05, 300.0],
-    "steps": [6],
-}
 
 
 def grid_points(kind: str, grid: dict, **change) -> list:
