@@ -22,6 +22,7 @@ from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, f
 from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, instance_loss_floor, loss_floor
 from attnsim.theory.entropy import exact_gap
 
+LINE_STYLES = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 4)))  # one per initial tau
 MAP_AXES = (
     "view_noise",
     "instance_noise",
@@ -254,7 +255,11 @@ def temperature_map(summary: pd.DataFrame):
     width = max(len(combos) for _, combos in layout.values())
     lo, hi = -2.0, math.log10(2.0)  # the preset's range of tau, 0.01 .. 2, whatever was run
     fig, axes = plt.subplots(
-        len(tables), width, figsize=(4.2 * width + 1.5, 3.8 * len(tables)), squeeze=False
+        len(tables),
+        width,
+        figsize=(4.2 * width + 1.5, 3.8 * len(tables) + 0.6),
+        squeeze=False,
+        layout="constrained",
     )
     image = None
     for r, (pos, table) in enumerate(tables.items()):
@@ -296,7 +301,8 @@ def temperature_map(summary: pd.DataFrame):
             ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
             ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
             ax.set_xlabel("view noise")
-            ax.set_ylabel("instance noise")
+            if c == 0:
+                ax.set_ylabel("instance noise")
             title = f"{pos} positives ({CLAIM_METRIC[pos].replace('_accuracy', '')})"
             if combo:
                 title += "\n" + ", ".join(
@@ -309,8 +315,7 @@ def temperature_map(summary: pd.DataFrame):
         bar.set_label("log10 best fixed τ")
     fig.suptitle(
         "Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = "
-        "1 against the best τ < 1)",
-        y=1.0,
+        "1 against the best τ < 1)"
     )
     return fig
 
@@ -332,14 +337,14 @@ def learned_temperature(summary: pd.DataFrame):
         key = tuple(row[k] for k in SETTING)
         c = colours[key]
         ls = styles.setdefault(
-            (row["tau"], row["tau_mode"]), ["-", "--", ":", "-."][len(styles) % 4]
+            (row["tau"], row["tau_mode"]), LINE_STYLES[len(styles) % len(LINE_STYLES)]
         )
         steps = [0, *checkpoint_steps(int(row["steps"]))]
         steps = np.array(steps[1:], dtype=float)
         tau = np.array([row[f"tau_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         low = np.array([row[f"tau_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
         high = np.array([row[f"tau_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-        tau_ax.plot(steps, tau, ls, marker="o", ms=3.5, color=c)
+        tau_ax.plot(steps, tau, ls=ls, marker="o", ms=3.5, color=c)
         tau_ax.fill_between(steps, low, high, color=c, alpha=0.25, lw=0)
         ent = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         floor = np.array([row[f"entropy_floor_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
@@ -352,13 +357,13 @@ def learned_temperature(summary: pd.DataFrame):
                     [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent,
                 ]
             ),
-            fmt=ls,
-            marker="o",
+            fmt="o",
+            ls=ls,
             ms=3.5,
             color=c,
             capsize=2,
         )
-        ent_ax.plot(steps, floor, ls, color="k", lw=1.6)
+        ent_ax.plot(steps, floor, ls=ls, color="k", lw=1.6)
         ent_ax.axhline(row["log_n"], color="0.5", lw=0.9, ls=":")
     for key in keys:
         p = dict(zip(SETTING, key))
