@@ -12,7 +12,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REPO
+from helpers.configs import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -28,8 +28,8 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, small_config
-from workflow_helpers import snakemake, write_config
+from helpers.configs import REPO, small_config
+from helpers.workflow import snakemake, write_config
 
 from attnsim.kinds import get_kind
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import REPO
+from helpers.configs import REPO
 
 from attnsim.docgen import schema_document
 

@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 import yaml
-from conftest import REPO, small_config
+from helpers.configs import REPO, small_config
 
 from attnsim import __version__
 from attnsim.cli import QUERY_FORMATS, main

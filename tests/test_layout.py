@@ -87,7 +87,10 @@ def layer(module: str) -> int:
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan)."""
+    """Strongly connected components with more than one module (Tarjan). A module importing its
+    own package's declarations (a kind's besttau.py reading its __init__'s SETTING while the
+    __init__ imports it lazily) is the one kind of circle Python resolves by design: left out."""
+    graph = {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import jinja2
 import pytest
-from conftest import REPO
 from docutils.core import publish_parts
+from helpers.configs import REPO
 
 from attnsim.kinds import all_kinds
 

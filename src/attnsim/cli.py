@@ -36,9 +36,12 @@ def _collect(args) -> None:
 
 
 def _figures(args) -> None:
-    from attnsim.figures.render import render
+    from attnsim.figures.render import render, render_all
 
-    render(args.summary, args.outdir, args.figure)
+    if args.summary is not None:
+        render(args.summary, args.outdir, args.figure)
+    else:
+        render_all(args.summaries, args.outdir, args.threads)
 
 
 def _query(args) -> None:
@@ -142,6 +145,7 @@ examples:
   attnsim run -n                     the jobs a run would do, without doing them
   attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
   attnsim show                       per experiment: points done, chunks still to run
+  attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
   attnsim claims                     the verdicts (--format markdown|json|csv for documents)
   attnsim query "SHOW TABLES"        the store's views; then SQL over them:
   attnsim query "SELECT n, noise, err_ratio FROM robustness LIMIT 5" --format csv
@@ -256,6 +260,14 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.set_defaults(func=_query)
 
+    p = sub.add_parser(
+        "plan",
+        help="the bill of `attnsim run`: points, trials, jobs, CPU-hours, memory per job, max_jobs",
+        add_help=False,
+    )
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: None)  # handled before parsing
+
     p = sub.add_parser("summary", help="the end-of-run summary again (experiments, headlines, claims)")
     config_option(p)
     store_option(p)
@@ -302,10 +314,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 
-    p = sub.add_parser("figures", description="(workflow) draw an experiment's figures from its summary")  # the workflow's: not listed
-    p.add_argument("--summary", required=True, type=Path)
+    p = sub.add_parser("figures", description="(workflow) draw experiments' figures from their summaries")  # the workflow's: not listed
+    p.add_argument("summaries", nargs="*", type=Path, help="summary files: each experiment's figures go to OUTDIR/<experiment>/")
+    p.add_argument("--summary", type=Path, help="one summary: its figures go to OUTDIR itself")
     p.add_argument("--outdir", required=True, type=Path, help="writes <figure>.png and <figure>.pdf here")
-    p.add_argument("--figure", action="append", help="only this figure (repeatable; default: all of the kind's)")
+    p.add_argument("--figure", action="append", help="with --summary: only this figure (repeatable; default: all of the kind's)")
+    p.add_argument("--threads", type=int, default=1, help="experiments drawn at once (forked after one import of the plotting stack)")
     p.set_defaults(func=_figures)
     return top
 
@@ -319,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
             print(HELP, end="")
             return 0
         return run(translate(argv[1:]))
+    if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
+        from attnsim.run.runner import plan
+
+        return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING,

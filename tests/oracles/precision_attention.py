@@ -45,7 +45,9 @@ def row(logits, values, q, k, rotation, fmt_name: str, site: str) -> dict[str, f
         d = len(q64)
         rq, rk = to_format(q64, fmt).astype(np.float64), to_format(k64, fmt).astype(np.float64)
         noisy = np.empty(n)
-        for i in range(n):  # accumulated in float32, as the kernel's matrix product (in another order)
+        for i in range(
+            n
+        ):  # accumulated in float32, as the kernel's matrix product (in another order)
             acc = np.float32(0)
             for m in range(d):
                 acc = np.float32(acc + np.float32(rk[i, m]) * np.float32(rq[m]))
@@ -67,7 +69,12 @@ def row(logits, values, q, k, rotation, fmt_name: str, site: str) -> dict[str, f
         kappa = np.var(rel) / (1 + np.mean(rel)) ** 2
         var = np.array([0.0 if w == 1.0 else ulp(w, fmt) ** 2 / 12 for w in weights])
         model = sum(var[i] * (v[i] @ v[i]) for i in range(n)) / weights.sum() ** 2
-        return {**out, "sq_err": float(diff @ diff), "sq_err_iid": kappa * grad_sq, "sq_err_model": model}
+        return {
+            **out,
+            "sq_err": float(diff @ diff),
+            "sq_err_iid": kappa * grad_sq,
+            "sq_err_model": model,
+        }
     elif site == "output":
         rounded = to_format(o.astype(F32), fmt).astype(np.float64)
         diff = rounded - o
@@ -78,4 +85,10 @@ def row(logits, values, q, k, rotation, fmt_name: str, site: str) -> dict[str, f
     a = np.expm1(noisy - s)
     kappa = np.var(a) / (1 + np.mean(a)) ** 2
     shift = float((w - p) @ s)
-    return {**out, "sq_err": float(diff @ diff), "sq_err_iid": kappa * grad_sq, "sq_err_model": model, "logit_shift": shift}
+    return {
+        **out,
+        "sq_err": float(diff @ diff),
+        "sq_err_iid": kappa * grad_sq,
+        "sq_err_model": model,
+        "logit_shift": shift,
+    }

@@ -12,6 +12,7 @@ from snakemake.utils import validate
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.plan import bill
 from attnsim.plan import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.run import progress
@@ -41,6 +42,19 @@ try:
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
+    if (
+        PLANNING
+    ):  # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs
+        _cores = workflow.resource_settings.cores if workflow.local_exec else None
+        BILL = bill.bill(
+            SETTINGS,
+            PLANS,
+            STORE,
+            resources.spare_threads(planning.pending_chunks(PLANS), _cores),
+        )
+        if workflow.output_settings.dryrun:
+            print(bill.render(BILL, SETTINGS, workflow.resource_settings.nodes))
+        bill.check_limit(BILL, SETTINGS)
 except AttnsimError as error:
     _fail(error)
 
@@ -136,6 +150,29 @@ def all_summaries():
     ]
 
 
+def figure_threads(wildcards):
+    """The figures job draws experiments in parallel on the local cores (it runs last, beside claims)."""
+    return max(1, min(len(SETTINGS.experiments), _local_cores() or 1))
+
+
+CAPTIONS = Path(
+    ".snakemake/attnsim-captions"
+)  # not results/: a dry run writes nothing there
+
+
+def figure_caption(experiment, kind, figure):
+    """The kind's caption of `figure` (report/<figure>.rst) for this experiment: the one figures job
+    has no wildcards, so the experiment's name replaces `snakemake.wildcards.experiment` in a copy
+    (rewritten only when it changes)."""
+    text = get_kind(kind).caption(figure).read_text()
+    text = text.replace("snakemake.wildcards.experiment", json.dumps(experiment))
+    path = CAPTIONS / experiment / f"{figure}.rst"
+    if workflow.is_main_process and not (path.exists() and path.read_text() == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(path.resolve())
+
+
 def all_figure_pngs():
     """Every experiment's figures (PNG): claims.html links to them and embeds a copy for the report."""
     return [
@@ -168,6 +205,9 @@ def all_targets(wildcards=None):
 
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
+    planning.remove_replaced(
+        PLANS, STORE
+    )  # chunks an interrupted run's top-ups replaced
 
 
 def write_chunk_specs():
@@ -176,6 +216,12 @@ def write_chunk_specs():
     planning.write_specs(PLANS, RESULTS, threads)
     # what this run computes, for its progress lines (attnsim.run.progress)
     progress.write_manifest(PLANS, RESULTS, _local_cores())
+
+
+def remove_replaced_chunks():
+    """Stored chunks whose points this run topped up with more trials: their rows live on in the
+    top-ups' files (query views never see a point twice)."""
+    planning.remove_replaced(PLANS, STORE)
 
 
 def print_run_summary():

@@ -1,12 +1,17 @@
-"""Draw the figures of an experiment from its summary file, in one process (one import of the plotting stack)."""
+"""Draw the figures of experiments from their summary files: one process per run imports the
+plotting stack once (`render_all`; the workflow's one figures job), forked workers draw."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnsim.errors import AttnsimError
 from attnsim.kinds import get_kind
 from attnsim.store import parquet as store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
@@ -21,5 +26,47 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     frame = store.read_table(summary_path).to_pandas()
     written = []
     for figure in figures or kind.figures:
-        written += save(getattr(module, figure)(frame), Path(outdir) / f"{figure}.png")
+        draw = getattr(module, figure)
+        # a figure of single trials declares the columns it reads
+        columns = getattr(draw, "trial_columns", None)
+        args = (frame,) if columns is None else (frame, trials_of(summary_path, frame, columns))
+        written += save(draw(*args), Path(outdir) / f"{figure}.png")
     return written
+
+
+def render_all(summaries: list[Path], outdir: Path, threads: int = 1) -> list[Path]:
+    """Every figure of every summary's experiment into <outdir>/<experiment>/, `threads` experiments
+    at a time in workers forked after the imports (each worker then pays no import)."""
+    import multiprocessing
+
+    from attnsim.figures import style  # noqa: F401 (the plotting stack, imported once for all workers)
+
+    jobs = []
+    for path in summaries:
+        meta = store.read_meta(path)
+        get_kind(meta["kind"]).submodule("figures")  # imported before the fork too
+        jobs.append((Path(path), Path(outdir) / meta["experiment"]))
+    if threads <= 1 or len(jobs) <= 1:
+        return [p for job in jobs for p in render(*job)]
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1), multiprocessing.get_context("fork").Pool(min(threads, len(jobs))) as pool:
+        return [p for written in pool.starmap(render, jobs, chunksize=1) for p in written]
+
+
+def trials_of(summary_path: Path, summary, columns) -> pd.DataFrame | None:
+    """The trials of the summary's points (its experiment's chunk files, only `columns` and the
+    point ids), for a figure of single trials; rows of points no longer in the grid are left
+    out."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    meta = store.read_meta(summary_path)
+    # <root>/summary/kind=<kind>/experiment=<experiment>/summary.parquet
+    root = Path(summary_path).parents[3]
+    wanted = pa.array(summary["point_id"].astype(str).tolist())
+    tables = []
+    for path in store.experiment_chunks(root, meta["kind"], meta["experiment"]):
+        table = store.read_table(path, columns=["point_id", *columns])
+        tables.append(table.filter(pc.is_in(table["point_id"].cast(pa.string()), value_set=wanted)))
+    return pa.concat_tables(tables).to_pandas() if tables else None

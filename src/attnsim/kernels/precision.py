@@ -12,7 +12,8 @@ accumulates), so the measured error is that site's alone. Sites (`SITES`):
 - `qk_rotated`: the same after one random orthogonal R per row: q' = R q, k' = R k (q'.k' = q.k),
   rounded in the rotated basis (incoherent processing, FlashAttention-3).
 - `probs`: P = exp(s - max s) (FlashAttention's unnormalised weights, the top key exactly 1) cast
-  to the format before P V; the row sum l from the unrounded P, so o~ = fl(P) V / l (not renormalised).
+  to the format before P V; the row sum l from the unrounded P, so o~ = fl(P) V / l (not
+  renormalised).
 - `output`: o~ = fl(o).
 
 Per row (`site_metrics`): the measured sq_err = |o~ - o|^2; sq_err_iid, the essay's delta method
@@ -57,6 +58,7 @@ METRIC_NAMES = (
     "saturated",
     "sq_err_unrotated",
     "sq_err_model_unrotated",
+    "saturated_unrotated",
 )
 
 
@@ -77,7 +79,8 @@ class Clean:
 
 
 def clean_rows(logits: np.ndarray, values: np.ndarray) -> Clean:
-    """Softmax statistics in float64 (docs/science.md §1.5): v - o formed as (v - v_top) - (o - v_top)."""
+    """Softmax statistics in float64 (docs/science.md §1.5): v - o formed as (v - v_top) - (o -
+    v_top)."""
     logits = np.asarray(logits, dtype=np.float64)
     v = np.asarray(values, dtype=np.float64)
     n = logits.shape[-1]
@@ -123,7 +126,8 @@ def pooled_kappa(a: np.ndarray) -> np.ndarray:
 
 def uniform_moments(h) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For eps ~ U(-h, h): (m, kappa, mu3) = (E e^eps, E u^2, E u^3) of u = e^eps / m - 1,
-    from E e^{k eps} = sinh(k h) / (k h); series below h = 1e-2, where the differences would cancel."""
+    from E e^{k eps} = sinh(k h) / (k h); series below h = 1e-2, where the differences would
+    cancel."""
     h = np.asarray(h, dtype=np.float64)
     safe = np.maximum(h, 1e-300)
 
@@ -144,12 +148,15 @@ def _moment_table(fmt: Format) -> tuple[int, np.ndarray]:
     a float32 can have in the format; rows m, kappa, mu3."""
     first = fmt.min_exp - fmt.bits + 1
     exponents = np.arange(first, 128 - fmt.bits + 2)
-    with np.errstate(over="ignore", invalid="ignore"):  # ulps beyond ~2^10 (logits > 2^13): nonsense, never met
+    with np.errstate(
+        over="ignore", invalid="ignore"
+    ):  # ulps beyond ~2^10 (logits > 2^13): nonsense, never met
         return first, np.stack(uniform_moments(np.ldexp(0.5, exponents)))
 
 
 def moments_at(exponent: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`uniform_moments` of the errors with ulp 2^exponent, by table look-up (ulps are powers of 2)."""
+    """`uniform_moments` of the errors with ulp 2^exponent, by table look-up (ulps are powers of
+    2)."""
     first, table = _moment_table(fmt)
     m = table[:, exponent - first]
     return m[0], m[1], m[2]
@@ -157,8 +164,10 @@ def moments_at(exponent: np.ndarray, fmt: Format) -> tuple[np.ndarray, np.ndarra
 
 def next_order_logits(clean: Clean, exponent: np.ndarray, fmt: Format) -> np.ndarray:
     """Second-order prediction of E|o~ - o|^2 for independent uniform logit errors on +- ulp/2,
-    ulp = 2^exponent (T, n) (docs/science.md §11.3): the essay's cancellation fails, the clean weights become
-    q_i = p_i m_i / sum p_j m_j (m_i = E e^{eps_i}), the output moves by the bias b = sum q_i (v_i - o),
+    ulp = 2^exponent (T, n) (docs/science.md §11.3): the essay's cancellation fails, the clean
+    weights become
+    q_i = p_i m_i / sum p_j m_j (m_i = E e^{eps_i}), the output moves by the bias b = sum q_i (v_i -
+    o),
     and around it p1 of §2.8 with per-key moments:
 
         sum q^2 kappa |x'|^2 - 2 sum q^3 mu3 |x'|^2 + 3 (sum q^2 kappa |x'|^2)(sum q^2 kappa)
@@ -167,7 +176,9 @@ def next_order_logits(clean: Clean, exponent: np.ndarray, fmt: Format) -> np.nda
     q = clean.p * m
     q /= q.sum(axis=-1, keepdims=True)
     qk = q * q * kappa
-    both = np.matmul(np.stack([q, qk], axis=1), clean.dev)  # (T, 2, dv): b = sum q x, sum q^2 kappa x
+    both = np.matmul(
+        np.stack([q, qk], axis=1), clean.dev
+    )  # (T, 2, dv): b = sum q x, sum q^2 kappa x
     b, qkx = both[:, 0], both[:, 1]
     bb = np.einsum("td,td->t", b, b)
     xb = np.matmul(clean.dev, b[:, :, None])[:, :, 0]  # x_i . b
@@ -180,14 +191,16 @@ def next_order_logits(clean: Clean, exponent: np.ndarray, fmt: Format) -> np.nda
 
 def shift_prediction(clean: Clean, diag: np.ndarray, cov_p: np.ndarray) -> np.ndarray:
     """Second-order mean of sum (w~ - p) s under zero-mean logit errors of covariance C:
-    sum p_i (s_i - s_bar) (C_ii / 2 - (C p)_i), from diag = C_ii and cov_p = C p (docs/science.md §11.3)."""
+    sum p_i (s_i - s_bar) (C_ii / 2 - (C p)_i), from diag = C_ii and cov_p = C p (docs/science.md
+    §11.3)."""
     p, s = clean.p, clean.logits
     centred = s - np.sum(p * s, axis=-1, keepdims=True)
     return np.sum(p * centred * (0.5 * diag - cov_p), axis=-1)
 
 
 def shift_gradient(clean: Clean) -> np.ndarray:
-    """d logit_shift / d eps_i at eps = 0: p_i (s_i - s_bar) (T, n); its first-order variance is g^T C g."""
+    """d logit_shift / d eps_i at eps = 0: p_i (s_i - s_bar) (T, n); its first-order variance is g^T
+    C g."""
     p, s = clean.p, clean.logits
     return p * (s - np.sum(p * s, axis=-1, keepdims=True))
 
@@ -215,7 +228,8 @@ def _logit_metrics(clean: Clean, noisy: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _ratio(measured: np.ndarray, predicted: np.ndarray) -> np.ndarray:
-    """measured / predicted per row, 0 where both are 0 (an exact rounding), nan where the prediction is."""
+    """measured / predicted per row, 0 where both are 0 (an exact rounding), nan where the
+    prediction is."""
     out = measured / np.where(predicted > 0, predicted, 1.0)
     out[(predicted <= 0) & (measured > 0)] = np.inf
     out[np.isnan(predicted)] = np.nan
@@ -256,7 +270,8 @@ def qk_site(clean: Clean, q: np.ndarray, k: np.ndarray, fmt: Format) -> dict[str
     product = np.matmul(rk, rq[:, :, None])[:, :, 0]  # (T, n) float32 accumulation
     product *= F32(1.0 / math.sqrt(d))
     out = _logit_metrics(clean, product.astype(np.float64))
-    # eps_i ~ (dq . k_i + q . dk_i) / sqrt(d): Cov = K diag(Vq) K^T / d + diag(D), D_i = sum_m q_m^2 Vk_im / d
+    # eps_i ~ (dq . k_i + q . dk_i) / sqrt(d): Cov = K diag(Vq) K^T / d + diag(D),
+    # D_i = sum_m q_m^2 Vk_im / d
     vq = rounding.error_variance(q32, fmt).astype(F32) / F32(d)  # (T, d), with the 1/d
     vk = rounding.error_variance(k32, fmt).astype(F32)  # (T, n, d)
     own = np.matmul(vk, (q32 * q32)[:, :, None])[:, :, 0] / F32(d)  # D (T, n)
@@ -264,19 +279,27 @@ def qk_site(clean: Clean, q: np.ndarray, k: np.ndarray, fmt: Format) -> dict[str
     pk = np.ascontiguousarray((p32[:, :, None] * k32).transpose(0, 2, 1))  # (T, d, n): p_i k_im
     a = np.matmul(pk, clean.dev.astype(F32))  # (T, d, dv): sum_i p_i k_im (v_i - o)
     p2 = clean.p * clean.p
-    out["sq_err_model"] = np.einsum("tm,tmv,tmv->t", vq, a, a).astype(np.float64) + np.sum(p2 * own * clean.dist2, axis=-1)
+    out["sq_err_model"] = np.einsum("tm,tmv,tmv->t", vq, a, a).astype(np.float64) + np.sum(
+        p2 * own * clean.dist2, axis=-1
+    )
     square = k32 * k32
     diag = np.matmul(square, vq[:, :, None])[:, :, 0] + own  # C_ii
     kbar = pk.sum(axis=-1)  # (T, d): sum_j p_j k_j
     cov_p = np.matmul(k32, (vq * kbar)[:, :, None])[:, :, 0] + p32 * own  # (C p)_i
-    out["logit_shift_model"] = shift_prediction(clean, diag.astype(np.float64), cov_p.astype(np.float64))
+    out["logit_shift_model"] = shift_prediction(
+        clean, diag.astype(np.float64), cov_p.astype(np.float64)
+    )
     g = shift_gradient(clean)
     gk = np.matmul(g.astype(F32)[:, None, :], k32)[:, 0, :]  # (T, d): sum_i g_i k_im
-    out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1).astype(np.float64) + np.sum(g * g * own, axis=-1)
+    out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1).astype(np.float64) + np.sum(
+        g * g * own, axis=-1
+    )
     out["sq_err_next"] = np.full(trials, np.nan)
     size = (n + 1) * d
     out["flushed"] = (_count(rounding.flushed(q32, rq)) + _count(rounding.flushed(k32, rk))) / size
-    out["saturated"] = (_count(rounding.saturated(q32, fmt)) + _count(rounding.saturated(k32, fmt))) / size
+    out["saturated"] = (
+        _count(rounding.saturated(q32, fmt)) + _count(rounding.saturated(k32, fmt))
+    ) / size
     return out
 
 
@@ -338,7 +361,8 @@ class Block:
 
     def rotated(self) -> tuple[np.ndarray, np.ndarray]:
         """R q (T, d) and R k_i (T, n, d), computed once per block in float64, kept as float32 (the
-        numbers a kernel would cast; their float32 rounding, ~1e-7 relative, joins the site's error)."""
+        numbers a kernel would cast; their float32 rounding, ~1e-7 relative, joins the site's
+        error)."""
         if self._rotated is None:
             r = self.rotation
             q = np.matmul(r, self.q.astype(np.float64)[:, :, None])[:, :, 0]
@@ -371,13 +395,25 @@ class Block:
         out = dict(self.site(site, fmt_name))
         out.update(grad_sq=c.grad_sq, spread=c.spread, entropy=c.entropy, n_eff=c.n_eff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out["kappa_model"] = out["sq_err_model"] / c.grad_sq if site != "output" else np.full(len(c.grad_sq), np.nan)
+            out["kappa_model"] = (
+                out["sq_err_model"] / c.grad_sq
+                if site != "output"
+                else np.full(len(c.grad_sq), np.nan)
+            )
             out["ratio_iid"] = _ratio(out["sq_err"], out["sq_err_iid"])
             out["ratio_model"] = _ratio(out["sq_err"], out["sq_err_model"])
         if site == "qk_rotated":
             plain = self.site("qk", fmt_name)
-            out["sq_err_unrotated"], out["sq_err_model_unrotated"] = plain["sq_err"], plain["sq_err_model"]
+            out["sq_err_unrotated"], out["sq_err_model_unrotated"] = (
+                plain["sq_err"],
+                plain["sq_err_model"],
+            )
+            out["saturated_unrotated"] = plain["saturated"]
         else:
             nan = np.full(len(c.grad_sq), np.nan)
-            out["sq_err_unrotated"], out["sq_err_model_unrotated"] = nan, nan
+            out["sq_err_unrotated"], out["sq_err_model_unrotated"], out["saturated_unrotated"] = (
+                nan,
+                nan,
+                nan,
+            )
         return {name: np.asarray(out[name], dtype=np.float64) for name in METRIC_NAMES}

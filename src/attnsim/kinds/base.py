@@ -115,6 +115,10 @@ class Kind:
     # numbers as `theory` point by point (tests compare them); a summary of a million points then
     # costs no million Python calls. Without it, `theory` is called per point.
     theory_table: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+    # A small valid experiment of this kind ({"trials": ..., "grid": {...}}, every parameter listed):
+    # the docs' examples and the scale tests, which lengthen its last float parameter with two or
+    # more values to a million points. Built-in kinds must declare one (a test checks).
+    example: Mapping[str, object] | None = None
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:

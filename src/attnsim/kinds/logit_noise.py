@@ -30,7 +30,9 @@ def safe_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 METRICS = (
     Column("sq_err", F64, "mean over the K noisy draws of ||o~_k - o||^2"),
     Column("rel_err", F64, "sqrt(sq_err / sum_i p_i ||v_i - o||^2); 0 when both are 0"),
-    Column("rel_err_pred", F64, "delta-method rel_err: sqrt(sq_err_pred / sum_i p_i ||v_i - o||^2)"),
+    Column(
+        "rel_err_pred", F64, "delta-method rel_err: sqrt(sq_err_pred / sum_i p_i ||v_i - o||^2)"
+    ),
     Column("entropy", F64, "entropy of the clean weights, nats"),
     N_EFF,
     GRAD_SQ,
@@ -39,8 +41,17 @@ METRICS = (
     Column(
         "sq_err_next",
         F64,
-        "next-order prediction of sq_err from the trial's clean weights and values (docs/science.md §2.8): "
-        "p2 where k* > 3, p1 where 2 < k* <= 3, with the heavy-tail term where k* < 5; +inf where k* <= 2 (kappa = inf), nan at an integer k*",
+        "next-order prediction of sq_err from the trial's clean weights and values "
+        "(docs/science.md "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        "§2.8): "
+        "p2 where k* > 3, p1 where 2 < k* <= 3, with the heavy-tail term where k* < 5; +inf where "
+        "k* <= 2 (kappa = inf), nan at an integer k*",
     ),
 )
 
@@ -50,31 +61,58 @@ THEORY = (
     Column(
         "noise_regime",
         STR,
-        "delta (E[e^{k eps}] finite for k <= 4), delta_slow (kappa finite, E[e^{3 eps}] or E[e^{4 eps}] = inf), "
+        "delta (E[e^{k eps}] finite for k <= 4), delta_slow (kappa finite, E[e^{3 eps}] or E[e^{4 "
+        "eps}] = inf), "
         "heavy (only E[e^eps] finite) or no_mean (E[e^eps] = inf)",
     ),
     Column(
-        "moment_order", F64, "k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform, sqrt2/sigma (laplace), pi/(sqrt6 sigma) (gumbel), 0 (student_t)"
+        "moment_order",
+        F64,
+        "k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform, sqrt2/sigma (laplace), "
+        "pi/(sqrt6 sigma) (gumbel), 0 (student_t)",
     ),
-    Column("finite_moment_order", I64, "highest integer k <= 4 with E[e^{k eps}] < inf (4: every moment of the next-order theory finite; >= 2: kappa finite)"),
+    Column(
+        "finite_moment_order",
+        I64,
+        "highest integer k <= 4 with E[e^{k eps}] < inf (4: every moment of the next-order theory "
+        "finite; >= 2: kappa finite)",
+    ),
     Column("rel_err_uniform", F64, "sqrt(kappa / n): the predicted rel_err for uniform weights"),
 )
 
 EXTRA = (
-    Column("err_ratio", F64, "mean(sq_err) / mean(sq_err_pred), paired over trials; null when kappa is 0 or inf"),
+    Column(
+        "err_ratio",
+        F64,
+        "mean(sq_err) / mean(sq_err_pred), paired over trials; null when kappa is 0 or inf",
+    ),
     Column("err_ratio_se", F64, "delta-method standard error of err_ratio"),
     Column("err_ratio_ci_low", F64, "lower end of the 95% interval of err_ratio"),
     Column("err_ratio_ci_high", F64, "upper end of the 95% interval of err_ratio"),
-    Column("kappa_sum_p2", F64, "kappa * mean(sum_i p_i^2): small means the delta method should hold"),
-    Column("next_ratio", F64, "mean(sq_err_next) / mean(sq_err_pred): the err_ratio the next-order theory predicts; null where it has none"),
-    Column("next_err_ratio", F64, "mean(sq_err) / mean(sq_err_next), paired over trials: 1 when the next-order theory is exact; null where it has none"),
+    Column(
+        "kappa_sum_p2", F64, "kappa * mean(sum_i p_i^2): small means the delta method should hold"
+    ),
+    Column(
+        "next_ratio",
+        F64,
+        "mean(sq_err_next) / mean(sq_err_pred): the err_ratio the next-order theory predicts; null "
+        "where it has none",
+    ),
+    Column(
+        "next_err_ratio",
+        F64,
+        "mean(sq_err) / mean(sq_err_next), paired over trials: 1 when the next-order theory is "
+        "exact; null where it has none",
+    ),
     Column("next_err_ratio_se", F64, "delta-method standard error of next_err_ratio"),
 )
 
 
 def trial_metrics(out: dict[str, np.ndarray], p, trials: int) -> dict[str, np.ndarray]:
-    """The stored metrics of one point from a kernel's per-trial sums (sq_err, spread, grad_sq, entropy,
-    n_eff and the next-order sums): the delta-method and next-order predictions beside the measurement."""
+    """The stored metrics of one point from a kernel's per-trial sums (sq_err, spread, grad_sq,
+    entropy,
+    n_eff and the next-order sums): the delta-method and next-order predictions beside the
+    measurement."""
     k = kappa(p["noise"], p["noise_scale"])
     sq_err_pred = k * out["grad_sq"] if math.isfinite(k) else np.full(trials, np.inf)
     return {
@@ -91,12 +129,16 @@ def trial_metrics(out: dict[str, np.ndarray], p, trials: int) -> dict[str, np.nd
 
 
 def sq_err_next(stats: dict[str, np.ndarray], noise: str, sigma: float) -> np.ndarray:
-    """Per trial, the next-order prediction of E||o~ - o||^2 (`delta_next.next_order_from_stats`) at the
-    highest order this noise allows (`delta_next.prediction_order`); +inf where there is none (k* <= 2)."""
+    """Per trial, the next-order prediction of E||o~ - o||^2 (`delta_next.next_order_from_stats`) at
+    the
+    highest order this noise allows (`delta_next.prediction_order`); +inf where there is none (k*
+    <= 2)."""
     order = delta_next.prediction_order(noise, sigma)
     if order is None:
         return np.full(len(stats["grad_sq"]), np.inf)
-    return np.asarray(delta_next.next_order_from_stats(stats, noise, sigma, order), dtype=np.float64)
+    return np.asarray(
+        delta_next.next_order_from_stats(stats, noise, sigma, order), dtype=np.float64
+    )
 
 
 def theory(p) -> dict[str, object]:
@@ -114,16 +156,23 @@ def theory(p) -> dict[str, object]:
 def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     ratio = ratio_of_means(metrics["sq_err"], metrics["sq_err_pred"])
     ratio = {k: (None if math.isnan(v) else v) for k, v in ratio.items()}
-    nxt = {k: (None if math.isnan(v) else v) for k, v in ratio_of_means(metrics["sq_err"], metrics["sq_err_next"]).items()}
+    nxt = {
+        k: (None if math.isnan(v) else v)
+        for k, v in ratio_of_means(metrics["sq_err"], metrics["sq_err_next"]).items()
+    }
     predicted = np.mean(metrics["sq_err_pred"])
-    next_ratio = float(np.mean(metrics["sq_err_next"]) / predicted) if 0 < predicted < math.inf else math.nan
+    next_ratio = (
+        float(np.mean(metrics["sq_err_next"]) / predicted) if 0 < predicted < math.inf else math.nan
+    )
     k = metrics["kappa"][0]
     return {
         "err_ratio": ratio["mean"],
         "err_ratio_se": ratio["se"],
         "err_ratio_ci_low": ratio["ci_low"],
         "err_ratio_ci_high": ratio["ci_high"],
-        "kappa_sum_p2": float(k * np.mean(1.0 / metrics["n_eff"])) if math.isfinite(k) else math.inf,
+        "kappa_sum_p2": float(k * np.mean(1.0 / metrics["n_eff"]))
+        if math.isfinite(k)
+        else math.inf,
         "next_ratio": None if not math.isfinite(next_ratio) else next_ratio,
         "next_err_ratio": nxt["mean"],
         "next_err_ratio_se": nxt["se"],

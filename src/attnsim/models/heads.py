@@ -66,8 +66,11 @@ def truncated(bert: Bert, depth: int) -> Bert:
     return shallow
 
 
-def rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, np.ndarray]]]]:
-    """Per sub-batch of trials: (their slice, layer -> (logits (t, H, n) float64, values (t, H, n, d_h) float32))."""
+def rows(
+    bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]
+) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, np.ndarray]]]]:
+    """Per sub-batch of trials: (their slice, layer -> (logits (t, H, n) float64, values (t, H, n,
+    d_h) float32))."""
     layers = sorted(set(layers))
     model = truncated(bert, layers[-1] + 1)
     trials, n = ids.shape
@@ -87,9 +90,12 @@ def rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[in
         yield part, found
 
 
-def query_key_rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, ...]]]]:
+def query_key_rows(
+    bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]
+) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, ...]]]]:
     """Like `rows`, with the query and keys themselves: per sub-batch, layer -> (logits (t, H, n)
-    float64 as in `rows`, q (t, H, d_h), k (t, H, n, d_h), v (t, H, n, d_h), float32 as the model has them)."""
+    float64 as in `rows`, q (t, H, d_h), k (t, H, n, d_h), v (t, H, n, d_h), float32 as the model
+    has them)."""
     layers = sorted(set(layers))
     model = truncated(bert, layers[-1] + 1)
     trials, n = ids.shape
@@ -104,13 +110,16 @@ def query_key_rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: I
         for layer in layers:
             a = out.attention[layer]
             q = np.ascontiguousarray(a.q[index, :, positions[part]])  # (t, H, d)
-            logits = (q.astype(np.float64)[:, :, None, :] @ a.k.astype(np.float64).transpose(0, 1, 3, 2))[:, :, 0, :] * scale
+            logits = (
+                q.astype(np.float64)[:, :, None, :] @ a.k.astype(np.float64).transpose(0, 1, 3, 2)
+            )[:, :, 0, :] * scale
             found[layer] = (logits, q, np.ascontiguousarray(a.k), np.ascontiguousarray(a.v))
         yield part, found
 
 
 def row_stats(logits: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
-    """Softmax statistics of rows (..., n) with values (..., n, d), in float64 (docs/science.md §1.5, §2.4).
+    """Softmax statistics of rows (..., n) with values (..., n, d), in float64 (docs/science.md
+    §1.5, §2.4).
 
     The values are measured from the top key's value v_m (w_i = v_i - v_m, u = o - v_m), so
     v_i - o = w_i - u stays accurate when the weights are one-hot.
@@ -142,13 +151,18 @@ def row_stats(logits: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def check_windows(grid) -> None:
-    """Refuse an n the corpus cannot fill (it has at least as many word pieces as words), before anything runs."""
+    """Refuse an n the corpus cannot fill (it has at least as many word pieces as words), before
+    anything runs."""
     from attnsim.errors import ConfigError
 
     words = sum(len(s.split()) for s in corpus.sentences())
     longest = max(grid["n"])
     if longest - 2 > words:
-        raise ConfigError(f"grid.n: {longest} tokens exceed the corpus (pydoc_data.topics, {words} words)")
+        raise ConfigError(
+            f"grid.n: {longest} tokens exceed the corpus (pydoc_data.topics, {words} words)"
+        )
 
 
-FORWARD_BYTES_PER_TOKEN = 16 * 1024  # activations per token if a block went through at once: the planner's cost measure
+FORWARD_BYTES_PER_TOKEN = (
+    16 * 1024
+)  # activations per token if a block went through at once: the planner's cost measure

@@ -107,6 +107,23 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
     return 1  # not reached
 
 
+def plan(extra: list[str], workdir: Path = Path(".")) -> int:
+    """`attnsim plan`: a dry run that prints only the workflow's bill (the lines from `plan:` on,
+    `attnsim.plan.bill`) or the one-line error that stops the sweep."""
+    import subprocess
+
+    result = subprocess.run(command(["--dry-run", *extra]), cwd=workdir, capture_output=True, text=True)
+    lines = result.stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("plan: ")), None)
+    if start is not None:
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+        print("\n".join(lines[start:end]))
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("attnsim: error")]
+        print("\n".join(errors) if errors else result.stderr.rstrip(), file=sys.stderr)
+    return result.returncode
+
+
 def extra_config(extra: list[str]) -> list[str]:
     """The arguments that select the config (needed to parse the workflow for --unlock)."""
     keep, take = [], 0

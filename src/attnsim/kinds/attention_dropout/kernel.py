@@ -21,7 +21,9 @@ from attnsim.theory import delta_next, dropout
 FORMS = ("transformers", "logit")
 
 
-def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, value_mean: float, k: int):
+def draw(
+    rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, value_mean: float, k: int
+):
     logits = standard_normal(rng, (trials, n)).astype(np.float64) * sigma
     values = standard_normal(rng, (trials, n, d)).astype(np.float64)
     values[:, :, 0] += value_mean
@@ -76,7 +78,10 @@ def point_metrics(clean, stats, u, rate: float, form: str) -> dict[str, np.ndarr
     bias_sq = (k * np.einsum("td,td->t", mean, mean) - sq_err) / (k - 1) if k > 1 else nan
     iid = kappa * clean.grad_sq
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = {name: np.where(pred > 0, sq_err / pred, np.where(sq_err > 0, np.inf, 0.0)) for name, pred in (("exact", exact), ("iid", iid), ("next", nxt))}
+        ratio = {
+            name: np.where(pred > 0, sq_err / pred, np.where(sq_err > 0, np.inf, 0.0))
+            for name, pred in (("exact", exact), ("iid", iid), ("next", nxt))
+        }
     for name, pred in (("exact", exact), ("next", nxt)):
         ratio[name][np.isnan(pred)] = np.nan
     return {
@@ -100,7 +105,15 @@ def point_metrics(clean, stats, u, rate: float, form: str) -> dict[str, np.ndarr
 
 def simulate_block(rng, trials: int, points) -> list[dict[str, np.ndarray]]:
     first = points[0]
-    logits, values, u = draw(rng, trials, int(first["n"]), int(first["d"]), float(first["logit_scale"]), float(first["value_mean"]), int(first["noise_draws"]))
+    logits, values, u = draw(
+        rng,
+        trials,
+        int(first["n"]),
+        int(first["d"]),
+        float(first["logit_scale"]),
+        float(first["value_mean"]),
+        int(first["noise_draws"]),
+    )
     clean = precision.clean_rows(logits, values)
     stats = sums(clean)
     return [point_metrics(clean, stats, u, float(p["rate"]), p["form"]) for p in points]

@@ -306,4 +306,21 @@ KIND = Kind(
     extra_summary=extra_summary,
     finite_metrics=FINITE,
     check_grid=check_grid,
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last
+    # float list)
+    example={
+        "trials": 8,
+        "grid": {
+            "n": [16, 32],
+            "classes": [8, 16],
+            "latent_dim": [8],
+            "input_dim": [32],
+            "embed_dim": [8],
+            "view_noise": [2.0],
+            "tau": [0.1, 0.2],
+            "optimiser": ["adam"],
+            "lr": [0.01],
+            "steps": [50],
+        },
+    },
 )

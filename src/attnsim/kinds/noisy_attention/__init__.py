@@ -62,6 +62,11 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last float list)
+    example={
+        "trials": 100,
+        "grid": {"n": [16, 64], "d": [16], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "laplace"], "noise_draws": [8], "noise_scale": [0.1, 0.5]},
+    },
     name="noisy_attention",
     package=__name__,
     figures=("rel_err_vs_n", "collapse", "delta_shortfall"),

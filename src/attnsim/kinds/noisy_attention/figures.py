@@ -9,6 +9,7 @@ import pandas as pd
 
 from attnsim.figures.style import PALETTE, palette, theory_legend_handle
 from attnsim.kinds.noisy_attention.claims import THRESHOLDS, predicted_correction, predicted_truncation
+from attnsim.theory import delta_next
 
 
 def rel_err_vs_n(summary: pd.DataFrame):
@@ -29,8 +30,13 @@ def rel_err_vs_n(summary: pd.DataFrame):
             finite = line[np.isfinite(line["rel_err_pred_mean"])]
             if len(finite):
                 ax.plot(finite["n"], finite["rel_err_pred_mean"], "--", color=colour, lw=1)
-        if len(facet) and not facet["kappa_finite"].all():
-            ax.text(0.03, 0.04, "κ = ∞ for some σ:\nno prediction", transform=ax.transAxes, fontsize=7, color="firebrick")
+            heavy = line[[delta_next.regime(f, float(x)) == "heavy" for f, x in zip(line["noise"], line["noise_scale"])]]
+            if len(heavy) >= 2:  # kappa = inf, mean finite: the stable-law rate n^(1/k* - 1) (§2.7), from the first point
+                k_star = delta_next.moment_order(heavy["noise"].iloc[0], float(heavy["noise_scale"].iloc[0]))
+                first = heavy.iloc[0]
+                ax.plot(heavy["n"], first["rel_err_mean"] * (heavy["n"] / first["n"]) ** (1 / k_star - 1), ":", color=colour, lw=1.2)
+        if len(facet) and (~facet["kappa_finite"] & facet["kappa_finite"].any()).any():
+            ax.text(0.03, 0.04, "κ = ∞ for some σ: dotted = n^(1/k*−1)\nwhere a mean exists", transform=ax.transAxes, fontsize=7, color="firebrick")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.spines[["top", "right"]].set_visible(False)
@@ -46,7 +52,11 @@ def rel_err_vs_n(summary: pd.DataFrame):
     fig.tight_layout()
     handles = [plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours]
     fig.legend(
-        handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")],
+        handles=[
+            *handles,
+            theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)"),
+            plt.Line2D([], [], color="0.2", ls=":", lw=1.2, label="κ = ∞ with a mean: slope 1/k* − 1 (§2.7)"),
+        ],
         loc="upper center",
         ncol=len(handles) + 1,
         bbox_to_anchor=(0.5, 0.0),

@@ -14,9 +14,25 @@ from attnsim.kinds.precision_attention import kernel
 PARAMS = (
     N,
     d_param("dimension of queries, keys and values"),
-    scale_param("logit_scale", "std sigma of the logits: s_i = q . k_i / sqrt(d) ~ N(0, sigma^2) given q, i.i.d. over keys"),
-    Param("outlier_channels", I64, "number of outlier feature channels of q and k (0: isotropic), docs/science.md §11.5", minimum=0, maximum=4096),
-    Param("outlier_scale", F64, "std of the outlier channels relative to the others (ignored when outlier_channels is 0)", minimum=1, maximum=1000),
+    scale_param(
+        "logit_scale",
+        "std sigma of the logits: s_i = q . k_i / sqrt(d) ~ N(0, sigma^2) given q, i.i.d. over "
+        "keys",
+    ),
+    Param(
+        "outlier_channels",
+        I64,
+        "number of outlier feature channels of q and k (0: isotropic), docs/science.md §11.5",
+        minimum=0,
+        maximum=4096,
+    ),
+    Param(
+        "outlier_scale",
+        F64,
+        "std of the outlier channels relative to the others (ignored when outlier_channels is 0)",
+        minimum=1,
+        maximum=1000,
+    ),
     low_precision.FORMAT,
     low_precision.SITE,
 )
@@ -26,14 +42,17 @@ THEORY = (
     Column(
         "rotation_gain_theory",
         F64,
-        "(d + 2) sum lambda^2 / (sum lambda)^2: the qk error's reduction by a random rotation in the relative-rounding "
+        "(d + 2) sum lambda^2 / (sum lambda)^2: the qk error's reduction by a random rotation in "
+        "the relative-rounding "
         "approximation, lambda the channel variances (docs/science.md §11.5)",
     ),
 )
 
 
 def theory(p) -> dict[str, object]:
-    lam = kernel.channel_variances(int(p["d"]), int(p["outlier_channels"]), float(p["outlier_scale"]))
+    lam = kernel.channel_variances(
+        int(p["d"]), int(p["outlier_channels"]), float(p["outlier_scale"])
+    )
     gain = (len(lam) + 2) * float(np.sum(lam * lam)) / float(np.sum(lam)) ** 2
     return {**low_precision.format_theory(p), "rotation_gain_theory": gain}
 
@@ -55,14 +74,30 @@ def simulate_block(rng, trials, points):
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
+    # numeric lists)
+    example={
+        "trials": 100,
+        "grid": {
+            "n": [64, 256],
+            "d": [16],
+            "logit_scale": [1.0, 3.0],
+            "outlier_channels": [2],
+            "outlier_scale": [4.0],
+            "format": ["bfloat16", "float8_e4m3fn"],
+            "site": ["logits", "probs"],
+        },
+    },
     name="precision_attention",
-    description="attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
+    description="attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the "
+    "rounding model",
     package=__name__,
     params=PARAMS,
     stream_params=("n", "d", "logit_scale", "outlier_channels", "outlier_scale"),
     metrics=low_precision.METRICS,
     theory_columns=THEORY,
-    algorithm_version=1,
+    # 2: the rows gained saturated_unrotated (the others unchanged: tests/test_reference_rows.py)
+    algorithm_version=2,
     bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"])),
     simulate_block=simulate_block,
     theory=theory,

@@ -44,7 +44,9 @@ def precision_error(summary: pd.DataFrame):
         return _empty("no point with logit std > 0 in this experiment")
     data["inputs"] = np.where(
         data["outlier_channels"] > 0,
-        data["outlier_channels"].astype(str) + " outliers ×" + data["outlier_scale"].map("{:g}".format),
+        data["outlier_channels"].astype(str)
+        + " outliers ×"
+        + data["outlier_scale"].map("{:g}".format),
         "isotropic",
     )
     panels = [
@@ -73,11 +75,28 @@ def precision_error(summary: pd.DataFrame):
                 if mask.any():
                     sub = line[mask]
                     _errorbar(
-                        top, x[mask], sub["ratio_model_mean"], sub["ratio_model_ci_low"], sub["ratio_model_ci_high"], fmt="o", color=colour, mfc=face, ms=5
+                        top,
+                        x[mask],
+                        sub["ratio_model_mean"],
+                        sub["ratio_model_ci_low"],
+                        sub["ratio_model_ci_high"],
+                        fmt="o",
+                        color=colour,
+                        mfc=face,
+                        ms=5,
                     )
             if line["ratio_iid_mean"].notna().any():
                 _errorbar(
-                    bottom, x, line["ratio_iid_mean"], line["ratio_iid_ci_low"], line["ratio_iid_ci_high"], fmt="s", color=colour, mfc="none", ms=5, ls=":"
+                    bottom,
+                    x,
+                    line["ratio_iid_mean"],
+                    line["ratio_iid_ci_low"],
+                    line["ratio_iid_ci_high"],
+                    fmt="s",
+                    color=colour,
+                    mfc="none",
+                    ms=5,
+                    ls=":",
                 )
         top.axhspan(1 - tol, 1 + tol, color="0.85", alpha=0.6, lw=0)
         for ax in (top, bottom):
@@ -90,14 +109,44 @@ def precision_error(summary: pd.DataFrame):
         bottom.set_xlabel("logit std σ")
     axes[0, 0].set_ylabel("measured / rounding model")
     axes[1, 0].set_ylabel("measured / i.i.d. delta (κ pooled)")
-    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
+        for f, c in colours.items()
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="o", ls="none", label="÷ rounding model Σp²Var(ε|s)‖v−o‖² (top)"),
-        Line2D([], [], color="0.3", marker="s", mfc="none", ls=":", label="÷ i.i.d. delta κ_pooled Σp²‖v−o‖² (bottom)"),
-        Line2D([], [], color="0.3", marker="o", mfc="0.75", ls="none", label="outside the model's regime"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            ls="none",
+            label="÷ rounding model Σp²Var(ε|s)‖v−o‖² (top)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="s",
+            mfc="none",
+            ls=":",
+            label="÷ i.i.d. delta κ_pooled Σp²‖v−o‖² (bottom)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            mfc="0.75",
+            ls="none",
+            label="outside the model's regime",
+        ),
         plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"1 ± {tol}"),
     ]
-    fig.suptitle("Attention with one rounding: measured error over the two predictions (mean per-row ratio, 95% CI)", y=1.0)
+    fig.suptitle(
+        "Attention with one rounding: measured error over the two predictions (mean per-row "
+        "ratio, 95% CI)",
+        y=1.0,
+    )
     fig.tight_layout()
     legend_below(fig, handles, ncol=4, y=0.0)
     return fig
@@ -114,7 +163,10 @@ def precision_rotation(summary: pd.DataFrame):
     colours = _colours(data["format"])
     markers = dict(zip(sorted(data["logit_scale"].unique()), "os^Dv"))
     for (fmt, sigma), part in data.groupby(["format", "logit_scale"]):
-        for column, face in (("rotation_gain_model", colours[fmt]), ("rotation_gain_theory", "none")):
+        for column, face in (
+            ("rotation_gain_model", colours[fmt]),
+            ("rotation_gain_theory", "none"),
+        ):
             _errorbar(
                 ax,
                 part[column],
@@ -126,7 +178,12 @@ def precision_rotation(summary: pd.DataFrame):
                 mfc=face,
                 ms=6,
             )
-    values = np.concatenate([data[c].to_numpy(float) for c in ("rotation_gain", "rotation_gain_model", "rotation_gain_theory")])
+    values = np.concatenate(
+        [
+            data[c].to_numpy(float)
+            for c in ("rotation_gain", "rotation_gain_model", "rotation_gain_theory")
+        ]
+    )
     values = values[np.isfinite(values) & (values > 0)]
     lo, hi = values.min() / 1.3, values.max() * 1.3
     line = np.geomspace(lo, hi, 50)
@@ -141,11 +198,21 @@ def precision_rotation(summary: pd.DataFrame):
     ax.set_xlabel("predicted gain")
     ax.set_ylabel("measured gain: error without / with rotation")
     ax.set_title("Incoherent processing: a random rotation of q and k before the cast")
-    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
-    handles += [Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}") for s, m in markers.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
+        for f, c in colours.items()
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="o", ls="none", label="vs the rounding model, same rows"),
-        Line2D([], [], color="0.3", marker="o", mfc="none", ls="none", label="vs (d + 2) Σλ² / (Σλ)²"),
+        Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}")
+        for s, m in markers.items()
+    ]
+    handles += [
+        Line2D(
+            [], [], color="0.3", marker="o", ls="none", label="vs the rounding model, same rows"
+        ),
+        Line2D(
+            [], [], color="0.3", marker="o", mfc="none", ls="none", label="vs (d + 2) Σλ² / (Σλ)²"
+        ),
         plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"y = x ± {tol:.0%}"),
         Line2D([], [], color="0.6", ls="-.", label="FlashAttention-3's 2.6"),
     ]
@@ -167,7 +234,16 @@ def precision_bias(summary: pd.DataFrame):
     for ax, (fmt, colour) in zip(axes[0], colours.items()):
         line = data[data["format"] == fmt].sort_values("logit_scale")
         x = line["logit_scale"].to_numpy(float)
-        _errorbar(ax, x, line["logit_shift_mean"], line["logit_shift_ci_low"], line["logit_shift_ci_high"], fmt="o", color=colour, ms=5)
+        _errorbar(
+            ax,
+            x,
+            line["logit_shift_mean"],
+            line["logit_shift_ci_low"],
+            line["logit_shift_ci_high"],
+            fmt="o",
+            color=colour,
+            ms=5,
+        )
         ax.plot(x * 1.04, line["logit_shift_model_mean"], "D", color=colour, mfc="none", ms=6)
         ax.axhline(0.0, color="0.5", lw=0.8)
         ax.set_xscale("log")
@@ -179,7 +255,15 @@ def precision_bias(summary: pd.DataFrame):
     axes[0, 0].set_ylabel("mean Σ(w̃ − p)s")
     handles = [
         Line2D([], [], color="0.3", marker="o", ls="none", label="measured (95% CI)"),
-        Line2D([], [], color="0.3", marker="D", mfc="none", ls="none", label="model: Σ p(s − s̄)(1/2 − p) Var(ε|s)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="D",
+            mfc="none",
+            ls="none",
+            label="model: Σ p(s − s̄)(1/2 − p) Var(ε|s)",
+        ),
     ]
     fig.suptitle("Bias of rounded logits: the shift of the weights' mean logit", y=1.02)
     fig.tight_layout()

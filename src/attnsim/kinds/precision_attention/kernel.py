@@ -35,8 +35,19 @@ def channel_variances(d: int, outlier_channels: int, outlier_scale: float) -> np
     return lam
 
 
-def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, outlier_channels: int, outlier_scale: float, keys: bool, rotate: bool):
-    """(logits (T, n) float64, values (T, n, d) float64, q (T, d) float32, k (T, n, d) float32 or None,
+def draw(
+    rng: np.random.Generator,
+    trials: int,
+    n: int,
+    d: int,
+    sigma: float,
+    outlier_channels: int,
+    outlier_scale: float,
+    keys: bool,
+    rotate: bool,
+):
+    """(logits (T, n) float64, values (T, n, d) float64, q (T, d) float32, k (T, n, d) float32 or
+    None,
     rotations (T, d, d) float64 or None); k when `keys` or `rotate`, rotations when `rotate`."""
     lam = channel_variances(d, outlier_channels, outlier_scale)
     zq = standard_normal(rng, (trials, d)).astype(np.float64)
@@ -51,8 +62,12 @@ def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, ou
         z = standard_normal(rng, (trials, n, d)).astype(np.float64)
         z *= np.sqrt(sigma * lam)
         if sigma > 0:
-            spread = (sigma * lam) * q / (math.sqrt(d) * sigma**2)  # Lambda q / (sqrt(d) sigma^2), (T, d)
-            gap = logits - np.matmul(z, q[:, :, None])[:, :, 0] / math.sqrt(d)  # s_i - q . z_i / sqrt(d)
+            spread = (
+                (sigma * lam) * q / (math.sqrt(d) * sigma**2)
+            )  # Lambda q / (sqrt(d) sigma^2), (T, d)
+            gap = logits - np.matmul(z, q[:, :, None])[:, :, 0] / math.sqrt(
+                d
+            )  # s_i - q . z_i / sqrt(d)
             z += gap[:, :, None] * spread[:, None, :]
         k = z.astype(np.float32)
     rotations = precision.rotations(standard_normal(rng, (trials, d, d))) if rotate else None
@@ -64,7 +79,15 @@ def simulate_block(rng: np.random.Generator, trials: int, points) -> list[dict[s
     rotate = any(p["site"] == "qk_rotated" for p in points)
     keys = any(p["site"] == "qk" for p in points)
     logits, values, q, k, rotations = draw(
-        rng, trials, int(first["n"]), int(first["d"]), float(first["logit_scale"]), int(first["outlier_channels"]), float(first["outlier_scale"]), keys, rotate
+        rng,
+        trials,
+        int(first["n"]),
+        int(first["d"]),
+        float(first["logit_scale"]),
+        int(first["outlier_channels"]),
+        float(first["outlier_scale"]),
+        keys,
+        rotate,
     )
     block = precision.Block(logits, values, q, k, rotations)
     return [block.metrics(p["site"], p["format"]) for p in points]

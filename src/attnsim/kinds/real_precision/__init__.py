@@ -9,11 +9,17 @@ from attnsim.kinds.base import Kind
 from attnsim.kinds.real_precision import kernel
 from attnsim.models import heads
 
-PARAMS = (real_model.n_param(), *real_model.layer_head_params(), low_precision.FORMAT, low_precision.SITE)
+PARAMS = (
+    real_model.n_param(),
+    *real_model.layer_head_params(),
+    low_precision.FORMAT,
+    low_precision.SITE,
+)
 
 
 def bytes_per_trial(p) -> int:
-    """The forward pass's activations per token (the planner's cost measure, as the other real kinds)
+    """The forward pass's activations per token (the planner's cost measure, as the other real
+    kinds)
     and one head's rows through the precision kernel."""
     n = int(p["n"])
     return n * heads.FORWARD_BYTES_PER_TOKEN + 8 * 6 * n * heads.HEAD_SIZE
@@ -28,18 +34,33 @@ def headline(s) -> str:
     if rows.empty:
         return ""
     per_layer = rows.groupby("layer")["ratio_iid_mean"].mean()
-    return "trained heads, logits rounded: measured / i.i.d. delta per layer " + ", ".join(f"L{k} {v:.2f}" for k, v in per_layer.items())
+    return "trained heads, logits rounded: measured / i.i.d. delta per layer " + ", ".join(
+        f"L{k} {v:.2f}" for k, v in per_layer.items()
+    )
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
+    # numeric lists)
+    example={
+        "trials": 16,
+        "grid": {
+            "n": [16, 512],
+            "layer": [0, 5],
+            "head": [0, 11],
+            "format": ["bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"],
+            "site": ["logits", "qk", "qk_rotated", "probs", "output"],
+        },
+    },
     name="real_precision",
-    description="trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
+    description="trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta "
+    "method and the rounding model",
     package=__name__,
     params=PARAMS,
     stream_params=("n",),  # the windows; every layer, head, format and site shares them
     metrics=low_precision.METRICS,
     theory_columns=low_precision.FORMAT_THEORY,
-    algorithm_version=1,
+    algorithm_version=2,  # 2: the rows gained saturated_unrotated
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=low_precision.format_theory,

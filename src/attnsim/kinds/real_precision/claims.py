@@ -16,6 +16,7 @@ class Thresholds:
     kappa_eff_max: float = 0.01  # the first-order regime of §11.4 (neglected terms <= ~3%)
     flushed_max: float = 1e-3
     ratio_tolerance: float = 0.05
+    min_heads: int = 3  # a layer's between-head interval needs at least this many points
 
 
 THRESHOLDS = Thresholds()
@@ -26,7 +27,11 @@ REASON = "docs/science.md §11.7"
 def in_regime(rows: pd.DataFrame) -> pd.Series:
     t = THRESHOLDS
     small = (rows["kappa_eff"] <= t.kappa_eff_max) | (rows["site"] == "output")
-    return small.fillna(False) & (rows["saturated_mean"] == 0) & (rows["flushed_mean"] <= t.flushed_max)
+    return (
+        small.fillna(False)
+        & (rows["saturated_mean"] == 0)
+        & (rows["flushed_mean"] <= t.flushed_max)
+    )
 
 
 def per_layer(rows: pd.DataFrame, column: str, keys=("layer",)) -> pd.DataFrame:
@@ -36,7 +41,15 @@ def per_layer(rows: pd.DataFrame, column: str, keys=("layer",)) -> pd.DataFrame:
     for key, part in rows.groupby(list(keys)):
         stats = pooled(part[column].to_numpy(float))
         key = key if isinstance(key, tuple) else (key,)
-        out.append({**dict(zip(keys, key)), "value": stats["mean"], "low": stats["ci_low"], "high": stats["ci_high"], "heads": len(part)})
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "value": stats["mean"],
+                "low": stats["ci_low"],
+                "high": stats["ci_high"],
+                "heads": len(part),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -49,23 +62,34 @@ def iid_delta(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_rounding_iid_delta",
-        "On the trained heads of all-MiniLM-L6-v2, rounding the logits acts like i.i.d. logit noise: the essay's delta "
-        "method with kappa of the row's pooled rounding errors predicts the output's change, in every layer.",
+        "On the trained heads of all-MiniLM-L6-v2, rounding the logits acts like i.i.d. logit "
+        "noise: the essay's delta "
+        "method with kappa of the row's pooled rounding errors predicts the output's change, in "
+        "every layer.",
         statement="robustness",
         number="mean (95% CI)",
         role="evidence",
-        regime=f"real_precision, site logits, kappa_eff <= {t.kappa_eff_max}, no saturation, <= {t.flushed_max:g} flushed; "
+        regime=f"real_precision, site logits, kappa_eff <= {t.kappa_eff_max}, no saturation, <= "
+        f"{t.flushed_max:g} flushed; "
         "per layer, the points of its heads and formats pooled",
         reason=REASON,
-        compared_to="1: mean over rows of sq_err / sq_err_iid, per layer (mean over its points, between-point interval)",
+        compared_to="1: mean over rows of sq_err / sq_err_iid, per layer (mean over its points, "
+        "between-point interval)",
         threshold=f"every layer's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
     )
     rows = select_regime(claim, s, lambda r: (r["site"] == "logits") & in_regime(r), FIGURE)
     if rows is None:
         return claim
     layers = per_layer(rows, "ratio_iid_mean")
+    layers = layers[layers["heads"] >= t.min_heads]
+    if layers.empty:
+        claim.verdict = "outside regime"
+        return claim
     claim.per_point(layers, "value", "low", "high", 1.0, t.ratio_tolerance, describe=_describe)
-    claim.evidence += f"; the rounding model's factor over the i.i.d. method: {rows['iid_factor_model'].min():.2f}-{rows['iid_factor_model'].max():.2f}"
+    claim.evidence += (
+        "; the rounding model's factor over the i.i.d. method: "
+        f"{rows['iid_factor_model'].min():.2f}-{rows['iid_factor_model'].max():.2f}"
+    )
     return claim
 
 
@@ -73,13 +97,16 @@ def model_delta(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_rounding_model",
-        "On the trained heads the rounding model (Var = ulp^2/12 per rounded number) predicts the output's change to first "
+        "On the trained heads the rounding model (Var = ulp^2/12 per rounded number) predicts the "
+        "output's change to first "
         "order at every site and format, in every layer.",
         statement="robustness",
         number="mean (95% CI)",
         role="evidence",
-        regime=f"real_precision, kappa_eff <= {t.kappa_eff_max} (or site output), no saturation, <= {t.flushed_max:g} flushed; "
-        "per layer, format and site, the points of its heads pooled",
+        regime=f"real_precision, kappa_eff <= {t.kappa_eff_max} (or site output), no saturation, "
+        f"<= {t.flushed_max:g} flushed; "
+        f"per layer, format and site with >= {t.min_heads} heads in the regime, their points "
+        "pooled",
         reason=REASON,
         compared_to="1: mean over rows of sq_err / sq_err_model, per layer, format and site",
         threshold=f"every group's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
@@ -88,6 +115,10 @@ def model_delta(s: pd.DataFrame | None) -> Claim:
     if rows is None:
         return claim
     groups = per_layer(rows, "ratio_model_mean", keys=("layer", "format", "site"))
+    groups = groups[groups["heads"] >= t.min_heads]
+    if groups.empty:
+        claim.verdict = "outside regime"
+        return claim
     return claim.per_point(
         groups,
         "value",
@@ -95,7 +126,9 @@ def model_delta(s: pd.DataFrame | None) -> Claim:
         "high",
         1.0,
         t.ratio_tolerance,
-        describe=lambda r: f"layer {int(r['layer'])}, {r['format']}, {r['site']} ({int(r['heads'])} heads)",
+        describe=lambda r: (
+            f"layer {int(r['layer'])}, {r['format']}, {r['site']} ({int(r['heads'])} heads)"
+        ),
     )
 
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from training_oracles import contrastive_forward_backward, contrastive_train
+from oracles.training import contrastive_forward_backward, contrastive_train
 
 from attnsim.errors import ConfigError
 from attnsim.kinds.contrastive_training import kernel as ct

@@ -21,88 +21,171 @@ from attnsim.kinds.recall_training import kernel as rt
 # --------------------------------------------------------------------------- recall
 
 
-def recall_forward_backward(wq, wk, wv, keys, values, q):
+def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None):
     """Literal head on unit keys/values (E, n, d), queries (E, d): per-example loss, entropy,
-    correct, ||dl/ds||^2 and the gradients of the mean loss."""
+    correct, logits, ||dl/ds||^2 and the gradients of the mean loss. `wv` None: W_v = I;
+    `gain` (a float): QK-norm logits gain * cos(q W_q, k_i W_k), and `gg` its gradient."""
     E, _n, d = keys.shape
     kw = keys @ wk  # (E, n, d)
     qw = q @ wq  # (E, d)
-    s = np.einsum("ed,end->en", qw, kw) / math.sqrt(d)
+    if gain is None:
+        s = np.einsum("ed,end->en", qw, kw) / math.sqrt(d)
+    else:
+        qn = qw / np.linalg.norm(qw, axis=1, keepdims=True)
+        kn = kw / np.linalg.norm(kw, axis=2, keepdims=True)
+        s = gain * np.einsum("ed,end->en", qn, kn)
     z = s - s.max(axis=1, keepdims=True)
     p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.nansum(np.where(p > 0, p * np.log(p), 0.0), axis=1)
-    vw = values @ wv  # (E, n, d)
+    w_v = np.eye(d) if wv is None else wv
+    vw = values @ w_v  # (E, n, d)
     o = np.einsum("en,end->ed", p, vw)
     err = o - values[:, 0]
     loss = np.sum(err**2, axis=1)
     correct = np.array([float(np.argmin(np.sum((values[e] - o[e]) ** 2, axis=1)) == 0) for e in range(E)])
     do = 2 * err / E
-    gv = np.zeros_like(wv)
+    gv = np.zeros_like(w_v)
     gk = np.zeros_like(wk)
     gq = np.zeros_like(wq)
+    gg = 0.0
     ds_all = np.zeros_like(s)
     for e in range(E):
         gv += np.einsum("n,na,b->ab", p[e], values[e], do[e])
         dp = vw[e] @ do[e]  # (n,)
         ds = p[e] * (dp - p[e] @ dp)
         ds_all[e] = ds * E
-        dkw = np.outer(ds, qw[e]) / math.sqrt(d)  # (n, d)
-        dqw = ds @ kw[e] / math.sqrt(d)  # (d,)
+        if gain is None:
+            dkw = np.outer(ds, qw[e]) / math.sqrt(d)  # (n, d)
+            dqw = ds @ kw[e] / math.sqrt(d)  # (d,)
+        else:  # s_i = gain qw.kw_i / (|qw| |kw_i|): the quotient rule, literally
+            nq, nk = np.linalg.norm(qw[e]), np.linalg.norm(kw[e], axis=1)
+            cos = s[e] / gain
+            gg += ds @ cos
+            dqw = gain * sum(ds[i] * (kw[e][i] / (nq * nk[i]) - cos[i] * qw[e] / nq**2) for i in range(len(ds)))
+            dkw = np.stack([gain * ds[i] * (qw[e] / (nq * nk[i]) - cos[i] * kw[e][i] / nk[i] ** 2) for i in range(len(ds))])
         gk += keys[e].T @ dkw
         gq += np.outer(q[e], dqw)
-    return {"loss": loss, "entropy": entropy, "correct": correct, "grad_logits_sq": np.sum(ds_all**2, axis=1), "gq": gq, "gk": gk, "gv": gv}
+    out = {"loss": loss, "entropy": entropy, "correct": correct, "logits": s, "grad_logits_sq": np.sum(ds_all**2, axis=1), "gq": gq, "gk": gk}
+    if wv is not None:
+        out["gv"] = gv
+    if gain is not None:
+        out["gg"] = gg
+    return out
+
+
+def recall_bound(wq, wk, gain, keys, q):
+    """Per example: Zhai et al.'s least entropy for a logit vector of norm <= R, with R from the
+    spectral norms (or |gain| sqrt(n) with QK-norm): two-level logits with gap R sqrt(n/(n-1))."""
+    E, n, d = keys.shape
+    if gain is None:
+        radius = np.array(
+            [
+                np.linalg.svd(wq @ wk.T / math.sqrt(d), compute_uv=False)[0] * np.linalg.svd(keys[e], compute_uv=False)[0] * np.linalg.norm(q[e])
+                for e in range(E)
+            ]
+        )
+    else:
+        radius = np.full(E, abs(gain) * math.sqrt(n))
+    gap = radius * math.sqrt(n / (n - 1))
+    b = np.exp(-gap)
+    return np.log(1 + (n - 1) * b) + gap * (n - 1) * b / (1 + (n - 1) * b)
 
 
 def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float]:
     """One run: `init` = (Z_q, Z_k, Z_v) (d, d); `monitor`, `final`, `batches[i]` = (keys, values, q)
-    with unit keys and values; returns the kernel's metrics for this run."""
+    with unit keys and values; returns the kernel's metrics for this run. A run that stops
+    (`stop = threshold`) or diverges keeps its weights from then on (diverged: its losses +inf)."""
     p = rt.resolved(params)
     d = init[0].shape[0]
     n = monitor[0].shape[1]
     chance = 1 - 1 / n
-    w = [p["scale"] * init[0], p["scale"] * init[1], init[2] / math.sqrt(d)]
-    m = [np.zeros((d, d)) for _ in range(3)]
-    v = [np.zeros((d, d)) for _ in range(3)]
-    first = recall_forward_backward(*w, *monitor)
+    w = [p["scale"] * init[0], p["scale"] * init[1]]
+    if p["values"] == "trainable":
+        w.append(init[2] / math.sqrt(d))
+    if p["logits"] == "qk_norm":
+        w.append(np.array(math.sqrt(d)))
+    trainable_v, qk = p["values"] == "trainable", p["logits"] == "qk_norm"
+
+    def model(w, data):
+        return recall_forward_backward(w[0], w[1], w[2] if trainable_v else None, *data, gain=float(w[-1]) if qk else None)
+
+    def bound(w):
+        return recall_bound(w[0], w[1], float(w[-1]) if qk else None, monitor[0], monitor[2])
+
+    m = [np.zeros_like(x) for x in w]
+    v = [np.zeros_like(x) for x in w]
+    first = model(w, monitor)
     out = {
         "init_entropy": first["entropy"].mean(),
+        "init_logit_std": math.sqrt(np.mean(np.var(first["logits"], axis=1))),
         "init_grad_logits": math.sqrt(first["grad_logits_sq"].mean()),
         "init_grad_qk": math.sqrt(np.sum(first["gq"] ** 2) + np.sum(first["gk"] ** 2)),
         "init_loss": first["loss"].mean() / chance,
     }
     losses = {0: out["init_loss"]}
-    evals = rt.evaluation_steps(p["steps"])
-    diverged = math.inf
+    entropies = {0: first["entropy"].mean()}
+    bounds = {0: bound(w).mean()}
+    margin = np.min(first["entropy"] - bound(w))
+    evals = rt.evaluation_steps(p["steps"], rt.EVALS_PER_CHECKPOINT)
+    checkpoints = set(rt.checkpoint_steps(p["steps"]))
+    diverged, escaped = math.inf, math.inf
     b1, b2, eps = 0.9, 0.999, 1e-8
     for step in range(1, p["steps"] + 1):
+        if math.isfinite(diverged) or (p["stop"] == "threshold" and math.isfinite(escaped)):
+            if step in evals:  # stopped: frozen weights, the same values
+                last = max(losses)
+                losses[step], entropies[step], bounds[step] = losses[last], entropies[last], bounds[last]
+            continue
         with np.errstate(all="ignore"):
-            g = recall_forward_backward(*w, *batches[step - 1])
-            grads = [g["gq"], g["gk"], g["gv"]]
-            for i in range(3):
+            g = model(w, batches[step - 1])
+            grads = [g["gq"], g["gk"]] + ([g["gv"]] if trainable_v else []) + ([np.array(g["gg"])] if qk else [])
+            for i in range(len(w)):
                 if p["optimiser"] == "adam":
                     m[i] = b1 * m[i] + (1 - b1) * grads[i]
                     v[i] = b2 * v[i] + (1 - b2) * grads[i] ** 2
                     w[i] = w[i] - p["lr"] * (m[i] / (1 - b1**step)) / (np.sqrt(v[i] / (1 - b2**step)) + eps)
+                elif p["optimiser"] == "normgd":
+                    big = np.max(np.abs(grads[i]))
+                    norm = math.sqrt(np.sum((grads[i] / big) ** 2)) * big if big > 0 else 0.0
+                    w[i] = w[i] - (p["lr"] / norm * grads[i] if norm > 0 else 0.0)
                 else:
                     w[i] = w[i] - p["lr"] * grads[i]
             bad = not all(np.all(np.isfinite(x)) for x in w)
-            if step in evals:
-                losses[step] = recall_forward_backward(*w, *monitor)["loss"].mean() / chance
-                bad = bad or not losses[step] <= 1e6
+            if step in evals and not bad:
+                ev = model(w, monitor)
+                losses[step] = ev["loss"].mean() / chance
+                bad = not losses[step] <= 1e6
         if bad:
-            diverged = min(diverged, step)
-            w = [np.zeros((d, d)) for _ in range(3)]
-            m = [np.zeros((d, d)) for _ in range(3)]
-            v = [np.zeros((d, d)) for _ in range(3)]
-        if step in evals and math.isfinite(diverged):
-            losses[step] = math.inf
-    for j, step in enumerate(rt.checkpoint_steps(p["steps"])):
-        out[f"loss_ckpt_{j}"] = losses[step]
-    hits = [step for step in sorted(losses) if losses[step] <= p["threshold"]]
-    out["steps_to_threshold"] = float(hits[0]) if hits else math.inf
-    last = recall_forward_backward(*w, *final)
+            diverged = step
+            if step in evals:
+                losses[step], entropies[step], bounds[step] = math.inf, math.nan, math.nan
+            continue
+        if step in evals:
+            entropies[step] = ev["entropy"].mean()
+            stops = losses[step] <= p["threshold"] and not math.isfinite(escaped)
+            if stops:
+                escaped = step
+            if step in checkpoints or (stops and p["stop"] == "threshold"):  # where the kernel takes the bound
+                here = bound(w)
+                bounds[step] = here.mean()
+                margin = min(margin, np.min(ev["entropy"] - here))
+            else:
+                bounds[step] = bounds[max(bounds)]
     gone = math.isfinite(diverged)
+    for j, step in enumerate(rt.checkpoint_steps(p["steps"])):
+        dead = gone and step >= diverged
+        out[f"loss_ckpt_{j}"] = math.inf if dead else losses[step]
+        out[f"entropy_ckpt_{j}"] = math.nan if dead else entropies[step]
+        out[f"zhai_bound_ckpt_{j}"] = math.nan if dead else bounds[step]
+    out["zhai_margin_min"] = margin
+    hits = [step for step in sorted(losses) if losses[step] <= p["threshold"] and not (gone and step >= diverged)]
+    out["steps_to_threshold"] = float(hits[0]) if hits else math.inf
+    out["escaped"] = float(bool(hits))
+    out["escape_step"] = float(hits[0]) if hits else float(diverged if gone else p["steps"])
+    falls = [step for step in sorted(entropies) if entropies[step] < 0.1 and not (gone and step >= diverged)]
+    out["collapse_step"] = float(falls[0]) if falls else math.inf
+    last = model(w, final)
     out["final_loss"] = math.inf if gone else last["loss"].mean() / chance
     out["final_accuracy"] = 0.0 if gone else last["correct"].mean()
     out["final_entropy"] = math.nan if gone else last["entropy"].mean()
