@@ -186,6 +186,21 @@ examples:
 """
 
 
+PLAN_HELP = """\
+usage: attnsim plan [SNAKEMAKE OPTION ...]
+
+What `attnsim run` with the same options would cost, without running anything: points, trials,
+jobs per rule, estimated CPU-hours and memory per job, and under a cluster profile the job count
+against the profile's limit (a sweep past it stops with one line). It is a dry run (`snakemake -n`)
+that prints only that bill.
+
+examples:
+  attnsim plan
+  attnsim plan --configfile workflow/presets/large.yaml
+  attnsim plan --workflow-profile workflow/profiles/slurm --configfile workflow/presets/million.yaml
+"""
+
+
 class _TopParser(argparse.ArgumentParser):
     """The top-level help, written for a newcomer: the commands people use, then examples."""
 
@@ -341,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
         from attnsim.run.runner import plan
 
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            print(PLAN_HELP, end="")
+            return 0
         return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(
