@@ -74,8 +74,12 @@ def _schema(args) -> None:
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.docgen import schema_document, schema_markdown
+    from attnsim.docgen import schema_document, schema_markdown, update_docs
 
+    if args.update_docs:
+        for path in update_docs(Path(".")):
+            print(f"wrote {path}")
+        return
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
         args.write.write_text(text)
@@ -293,6 +297,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", help="only this experiment kind")
     p.add_argument("--write", type=Path, help="write the tables to this file (docs/results-schema.md) instead of printing")
     p.add_argument("--config", action="store_true", help="print the whole config JSON Schema, kinds' grids included")
+    p.add_argument("--update-docs", action="store_true", help="rewrite docs/results-schema.md and the tables of kinds in README.md and docs/usage.md (from the repository's root)")
     p.set_defaults(func=_schema)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
