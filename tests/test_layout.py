@@ -34,7 +34,7 @@ LAYERS = [
     ("store", ["attnsim.store"]),
     ("config", ["attnsim.config"]),
     ("plan", ["attnsim.plan"]),
-    ("outputs", ["attnsim.claims.io", "attnsim.claims.render", "attnsim.figures.render"]),
+    ("outputs", ["attnsim.claims.io", "attnsim.claims.render", "attnsim.figures.render", "attnsim.figures.check"]),
     ("run", ["attnsim.run"]),
     ("entry", ["attnsim.cli", "attnsim.docgen"]),
 ]

@@ -74,8 +74,12 @@ def _schema(args) -> None:
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.docgen import schema_document, schema_markdown
+    from attnsim.docgen import schema_document, schema_markdown, update_docs
 
+    if args.update_docs:
+        for path in update_docs(Path(".")):
+            print(f"wrote {path}")
+        return
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
         args.write.write_text(text)
@@ -182,6 +186,21 @@ examples:
 """
 
 
+PLAN_HELP = """\
+usage: attnsim plan [SNAKEMAKE OPTION ...]
+
+What `attnsim run` with the same options would cost, without running anything: points, trials,
+jobs per rule, estimated CPU-hours and memory per job, and under a cluster profile the job count
+against the profile's limit (a sweep past it stops with one line). It is a dry run (`snakemake -n`)
+that prints only that bill.
+
+examples:
+  attnsim plan
+  attnsim plan --configfile workflow/presets/large.yaml
+  attnsim plan --workflow-profile workflow/profiles/slurm --configfile workflow/presets/million.yaml
+"""
+
+
 class _TopParser(argparse.ArgumentParser):
     """The top-level help, written for a newcomer: the commands people use, then examples."""
 
@@ -278,6 +297,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", help="only this experiment kind")
     p.add_argument("--write", type=Path, help="write the tables to this file (docs/results-schema.md) instead of printing")
     p.add_argument("--config", action="store_true", help="print the whole config JSON Schema, kinds' grids included")
+    p.add_argument("--update-docs", action="store_true", help="rewrite docs/results-schema.md and the tables of kinds in README.md and docs/usage.md (from the repository's root)")
     p.set_defaults(func=_schema)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
@@ -336,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
         from attnsim.run.runner import plan
 
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            print(PLAN_HELP, end="")
+            return 0
         return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(

@@ -11,6 +11,7 @@ from snakemake.utils import validate
 
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
+from attnsim.figures import check as figure_check
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.plan import bill
 from attnsim.plan import cost as resources
@@ -42,6 +43,8 @@ try:
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
+    if PLANNING:  # every declared figure has its function and caption, before any job
+        figure_check.check_experiments(SETTINGS)
     if (
         PLANNING
     ):  # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs

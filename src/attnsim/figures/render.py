@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: all of the kind's)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # the figures job draws to files only (a figure module never chooses)
     from attnsim.figures.style import save
 
     kind = get_kind(store.read_meta(summary_path)["kind"])

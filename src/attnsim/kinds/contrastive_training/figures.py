@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, yerr
-from attnsim.figures.style import PALETTE, palette
+from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
@@ -70,6 +70,7 @@ def _placeholder(text: str):
     return fig
 
 
+@figure_function
 def temperature_sweep(summary: pd.DataFrame):
     """(a) nearest-class-mean probe, (b) 5-NN and linear probe, (c) alignment and uniformity, (d)
     batch entropy vs its floor, (e) the hardest negative's and same-class negatives' share of the
@@ -221,8 +222,7 @@ def temperature_sweep(summary: pd.DataFrame):
         ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures", y=1.0)
-    fig.tight_layout()
+    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
     return fig
 
 
@@ -232,6 +232,7 @@ def _columns(table: pd.DataFrame) -> list[str]:
     return [k for k in SETTING if k not in (*MAP_AXES, "positives") and table[k].nunique() > 1]
 
 
+@figure_function
 def temperature_map(summary: pd.DataFrame):
     """Best fixed tau (colour, log scale; text: tau* and the range tied with it) over view noise (x)
     and instance noise (y); one panel row per kind of positives, one column per combination of the
@@ -320,6 +321,7 @@ def temperature_map(summary: pd.DataFrame):
     return fig
 
 
+@figure_function
 def learned_temperature(summary: pd.DataFrame):
     """(a) the learnt tau at the checkpoints (mean over runs, 95% CI) with the best fixed tau of the
     same setting; (b) the monitor batch entropy along the way against the floor log n - g_n(tau_t)
@@ -389,6 +391,5 @@ def learned_temperature(summary: pd.DataFrame):
         for (tau, mode), ls in styles.items()
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)", y=1.0)
-    fig.tight_layout()
+    fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)")
     return fig

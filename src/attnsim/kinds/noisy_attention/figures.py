@@ -7,11 +7,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from attnsim.figures.style import PALETTE, palette, theory_legend_handle
+from attnsim.figures.style import PALETTE, figure_function, palette, theory_legend_handle
 from attnsim.kinds.noisy_attention.claims import THRESHOLDS, predicted_correction, predicted_truncation
 from attnsim.theory import delta_next
 
 
+@figure_function
 def rel_err_vs_n(summary: pd.DataFrame):
     """rel_err vs n (log-log), a line per noise scale, facets noise family (columns) x logit scale (rows)."""
     data = summary[summary["noise_scale"] > 0].copy()
@@ -49,7 +50,6 @@ def rel_err_vs_n(summary: pd.DataFrame):
             ax.set_ylabel("rel. error √(‖õ−o‖² / Σp‖v−o‖²)")
         if col == len(cols) - 1:  # the row's title in the right margin
             ax.annotate(f"logit std = {rows[row]}", xy=(1.02, 0.5), xycoords="axes fraction", rotation=270, ha="left", va="center")
-    fig.tight_layout()
     handles = [plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours]
     fig.legend(
         handles=[
@@ -62,10 +62,11 @@ def rel_err_vs_n(summary: pd.DataFrame):
         bbox_to_anchor=(0.5, 0.0),
         frameon=False,
     )
-    fig.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)", y=1.02)
+    fig.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)")
     return fig
 
 
+@figure_function
 def collapse(summary: pd.DataFrame):
     """Measured vs predicted sq_err for all finite-kappa points, coloured by kappa * sum p^2."""
     data = summary[summary["kappa_finite"] & (summary["kappa"] > 0)].copy()
@@ -112,6 +113,7 @@ def collapse(summary: pd.DataFrame):
 SHORTFALL_FAMILIES = ("gaussian", "uniform", "laplace", "gumbel")
 
 
+@figure_function
 def delta_shortfall(summary: pd.DataFrame):
     """Where the delta method falls short and whether the next order mends it, a column per family:
     top, the delta method's measured shortfall |1 - measured/predicted| against the first correction
@@ -164,7 +166,6 @@ def delta_shortfall(summary: pd.DataFrame):
         plt.Line2D([], [], color="firebrick", lw=0.8, label=f"tolerance {t.ratio_tolerance:g}"),
         plt.Line2D([], [], color="0.4", lw=0.8, ls="-.", label=f"regime edge {t.correction_max:g} (judged left of it)"),
     ]
-    fig.tight_layout()
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(handles), 6), frameon=False, fontsize=8)
-    fig.suptitle("Where the delta method falls short (top) and whether the next order mends it (bottom)", y=1.02)
+    fig.suptitle("Where the delta method falls short (top) and whether the next order mends it (bottom)")
     return fig

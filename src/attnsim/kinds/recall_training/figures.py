@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below, yerr
-from attnsim.figures.style import PALETTE, palette
+from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
 from attnsim.kinds.recall_training.plateau import PREDICTORS, fit_setting, out_of_sample
@@ -63,6 +63,7 @@ def _colours(keys) -> dict:
     return dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
 
 
+@figure_function
 def trainability(summary: pd.DataFrame):
     """(a) final loss / chance vs scale (median, quartiles, mean over finite runs) with the initial
     entropy
@@ -228,17 +229,16 @@ def trainability(summary: pd.DataFrame):
         ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.tight_layout(w_pad=3.0)
     fig.suptitle(
         "Training one attention head on associative recall from a given initial scale (top axis: "
         "logit std ≈ scale²):\n"
         "a start with one-hot weights (H₀ → 0, vanishing logit gradient) is slow to learn within "
         "this budget",
-        y=1.06,
     )
     return fig
 
 
+@figure_function
 def learning_curves(summary: pd.DataFrame):
     """Monitor loss / chance at the log-spaced checkpoints: median and quartile band per scale, a
     panel per run setting."""
@@ -284,8 +284,7 @@ def learning_curves(summary: pd.DataFrame):
         Patch(color="0.6", alpha=0.4, label="quartiles over runs (diverged runs count as +∞)")
     ]
     legend_below(fig, handles, ncol=3, y=0.0)
-    fig.suptitle("Learning curves of associative recall from each initial scale", y=1.02)
-    fig.tight_layout()
+    fig.suptitle("Learning curves of associative recall from each initial scale")
     return fig
 
 
@@ -296,6 +295,7 @@ def _settings(summary: pd.DataFrame):
     return list(summary.groupby(RUN))
 
 
+@figure_function
 def escape_survival(summary: pd.DataFrame):
     """Survival curves of the escape time per initial scale, a panel per run setting: the share of
     runs not yet escaped, Kaplan-Meier, at the checkpoints (with their 95% intervals) and at the
@@ -409,9 +409,7 @@ def escape_survival(summary: pd.DataFrame):
     fig.suptitle(
         "Escape from the plateau: time to reach loss / chance ≤ threshold, per initial scale "
         "(right-censored at the budget)",
-        y=1.01,
     )
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 
@@ -478,6 +476,7 @@ def _law_panel(ax, summary, predictor, colours, show_theory):
         ax.legend(fontsize=7, frameon=False, loc="best")
 
 
+@figure_function
 def escape_law(summary: pd.DataFrame):
     """Median escape time (Kaplan-Meier, 95% interval; ^ where more than half were censored at the
     budget) against the three predictors measured at initialisation, with the weighted fit of the
@@ -526,12 +525,11 @@ def escape_law(summary: pd.DataFrame):
     fig.suptitle(
         "The plateau law: escape time against the initial logit std, the initial entropy and the "
         "initial gradient norm",
-        y=1.02,
     )
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
+@figure_function
 def separating(summary: pd.DataFrame):
     """(a) Share escaped within the budget against the initial logit std (95% interval) for every
     setting, beside what each explanation predicts from one-hot starts: the information story
@@ -618,12 +616,11 @@ def separating(summary: pd.DataFrame):
     fig.suptitle(
         "Separating the explanations: steps of fixed size in the gradient's direction (normgd) "
         "from one-hot starts",
-        y=1.02,
     )
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
+@figure_function
 def training_entropy(summary: pd.DataFrame):
     """Top: mean monitor entropy at the checkpoints (95% interval over non-diverged runs) per
     learning rate, a panel per optimiser and QK-norm setting, with Zhai et al.'s lower bound from
@@ -727,7 +724,5 @@ def training_entropy(summary: pd.DataFrame):
     fig.suptitle(
         "Entropy collapse during training: entropy trajectories per learning rate, with and "
         "without QK-norm",
-        y=1.0,
     )
-    fig.tight_layout(rect=(0, 0.05, 1, 0.98))
     return fig
