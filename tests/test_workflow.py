@@ -107,10 +107,14 @@ def test_configfile_replaces_the_default_sweep(tmp_path):
     assert "experiment=other" in dry.stdout and "experiment=robustness" not in dry.stdout
 
 
-def test_changed_trials_are_refused_with_instructions(finished):
+def test_fewer_trials_are_refused_with_instructions_and_more_are_a_top_up(finished):
     workdir, _ = finished
     config = small_config(chunk_size=8)
-    config["experiments"]["robustness"]["trials"] = 21
-    path = write_config(workdir, config, "more_trials.yaml")
+    config["experiments"]["robustness"]["trials"] = 19
+    path = write_config(workdir, config, "fewer_trials.yaml")
     result = snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path), check=False)
-    assert result.returncode != 0 and "would mix" in result.stderr and "trials=21" in result.stderr
+    assert result.returncode != 0 and "fewer trials (trials=19)" in result.stderr and "never dropped" in result.stderr
+    config["experiments"]["robustness"]["trials"] = 21  # more: planned as top-ups of the stored chunks (tests/test_topup.py)
+    path = write_config(workdir, config, "more_trials.yaml")
+    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path))
+    assert "rule simulate:" in result.stdout and "plan: 1 experiments, 16 points (16 to run" in result.stdout

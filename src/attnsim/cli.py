@@ -32,7 +32,8 @@ def _simulate(args) -> None:
 def _collect(args) -> None:
     from attnsim.run.collect import collect
 
-    collect(args.experiment, args.chunks, args.output)
+    experiment = args.experiment if args.experiment is not None else args.experiment_file.read_text()
+    collect(experiment, args.chunks, args.output)
 
 
 def _figures(args) -> None:
@@ -93,7 +94,9 @@ def _claims(args) -> None:
     from attnsim.claims import io, render
     from attnsim.config.load import load_file
 
-    if args.experiments:
+    if args.experiments_file is not None:
+        experiments, meta = json.loads(args.experiments_file.read_text()), {}
+    elif args.experiments:
         experiments, meta = json.loads(args.experiments), {}
     else:
         settings = load_file(args.config)
@@ -251,6 +254,7 @@ def parser() -> argparse.ArgumentParser:
     config_option(p)
     store_option(p)
     p.add_argument("--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config")
+    p.add_argument("--experiments-file", type=Path, help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), instead of --config")
     p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
     p.add_argument(
         "--format",
@@ -329,7 +333,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_simulate)
 
     p = sub.add_parser("collect", description="(workflow) summarise an experiment's chunks")  # the workflow's: not listed
-    p.add_argument("--experiment", required=True, help="experiment settings (JSON)")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--experiment-file", type=Path, help="a file holding the experiment's settings (the workflow writes results/plan/<experiment>/experiment.json)")
+    given.add_argument("--experiment", help="experiment settings (JSON)")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)

@@ -20,6 +20,6 @@ rule claims:
         "results/benchmarks/claims.tsv"
     priority: PRIORITY["claims"]
     params:
-        experiments=experiments_json(),
+        experiments=experiments_json(),  # not on the command line: reruns the claims when they change
     shell:
-        "attnsim claims --experiments {params.experiments:q} --store results/store --write results > {log:q} 2>&1"
+        "attnsim claims --experiments-file results/plan/experiments.json --store results/store --write results > {log:q} 2>&1"

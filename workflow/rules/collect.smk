@@ -14,6 +14,7 @@ rule collect:
         "results/benchmarks/collect/{experiment}-{kind}.tsv"
     priority: PRIORITY["collect"]
     params:
-        experiment=experiment_json,
+        settings=experiment_json,  # not on the command line: reruns the summary when they change
+        spec=experiment_spec,  # the same settings as a file, written at the run's start
     shell:
-        "attnsim collect --experiment {params.experiment:q} --output {output:q} {input:q} > {log:q} 2>&1"
+        "attnsim collect --experiment-file {params.spec:q} --output {output:q} {input:q} > {log:q} 2>&1"

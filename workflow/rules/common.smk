@@ -140,6 +140,10 @@ def experiment_json(wildcards):
     return planning.experiment_json(SETTINGS, wildcards.experiment)
 
 
+def experiment_spec(wildcards):
+    return planning.experiment_spec_path(RESULTS, wildcards.experiment)
+
+
 def summary_file(wildcards):
     return store.summary_path(
         STORE, SETTINGS.experiments[wildcards.experiment].kind, wildcards.experiment
@@ -217,6 +221,8 @@ def write_chunk_specs():
     """Each pending chunk's spec file, for its job (real runs only: `onstart` never runs in a dry run)."""
     threads = resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
     planning.write_specs(PLANS, RESULTS, threads)
+    if PLANNING:  # the submitting process only (a job's Snakemake runs onstart too)
+        planning.write_experiment_specs(SETTINGS, RESULTS)
     # what this run computes, for its progress lines (attnsim.run.progress)
     progress.write_manifest(PLANS, RESULTS, _local_cores())
 

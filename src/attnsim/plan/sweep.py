@@ -339,6 +339,30 @@ def spec_path(results: Path, experiment: str, chunk: str) -> Path:
     return Path(results) / "plan" / experiment / f"chunk-{chunk}.json"
 
 
+def experiment_spec_path(results: Path, experiment: str) -> Path:
+    """The experiment's settings (`experiment_json`), for its collect job (not on a command line)."""
+    return Path(results) / "plan" / experiment / "experiment.json"
+
+
+def experiments_spec_path(results: Path) -> Path:
+    """Experiment name -> kind of the sweep, for the claims job."""
+    return Path(results) / "plan" / "experiments.json"
+
+
+def write_experiment_specs(settings: Settings, results: Path) -> None:
+    """Each experiment's settings and the sweep's name -> kind map, as files for the jobs that need
+    them (at a run's start; a file that already says the same is left alone)."""
+    texts = {experiment_spec_path(results, name): experiment_json(settings, name) for name in settings.experiments}
+    texts[experiments_spec_path(results)] = json.dumps({name: e.kind for name, e in settings.experiments.items()}, sort_keys=True)
+    for path, text in texts.items():
+        try:
+            if path.read_text() == text:
+                continue
+        except OSError:
+            pass
+        files.write_text(path, text, fsync=False)
+
+
 def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int = 1) -> int:
     """Write each pending chunk's spec (and the threads its job was planned with) to its spec file,
     atomically; a file that already says the same is left alone. Returns how many were written."""
