@@ -144,13 +144,13 @@ commands:
 {commands}
 
 examples:
-  attnsim run                        the default sweep (~1 min on 2 cores): store, figures, claims
+  attnsim run                        the default sweep: store, figures, claims, a summary
   attnsim run --report               ... and results/report.html, one self-contained page
   attnsim run -n                     the jobs a run would do, without doing them
   attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
   attnsim show                       per experiment: points done, chunks still to run
   attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
-  attnsim claims                     the verdicts (--format markdown|json|csv for documents)
+  attnsim claims                     the verdicts (--format markdown|latex|json|csv for documents)
   attnsim query "SHOW TABLES"        the store's views; then SQL over them:
   attnsim query "SELECT n, noise, err_ratio FROM robustness LIMIT 5" --format csv
 
