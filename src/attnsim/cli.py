@@ -43,7 +43,7 @@ def _figures(args) -> None:
 def _query(args) -> None:
     from attnsim.store import query
 
-    frame = query.run(args.store, args.sql)
+    frame = query.run(args.store, args.sql, timeout=args.timeout, memory=args.memory)
     text = query.emit(frame, args.format, args.output)
     if text is not None:
         print(text)
@@ -141,6 +141,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("sql")
     p.add_argument("--format", default="table", help="table (default), csv, json or parquet")
     p.add_argument("--output", type=Path, help="write to this file instead of stdout (required for parquet)")
+    p.add_argument("--timeout", type=float, default=300.0, help="stop the query after this many seconds (default: %(default)g)")
+    p.add_argument("--memory", default="1GB", help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: %(default)s)")
     store_option(p)
     p.set_defaults(func=_query)
 

@@ -42,8 +42,19 @@ try:
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
+    # summaries made from chunks that are gone or changed: rebuilt (their chunks recomputed)
+    STALE = (
+        store.stale_summaries(
+            STORE, {n: e.kind for n, e in SETTINGS.experiments.items()}
+        )
+        if PLANNING
+        else {}
+    )
 except AttnsimError as error:
     _fail(error)
+
+for _path, _why in STALE.items():
+    print(f"attnsim: {_path}: out of date ({_why})", file=sys.stderr)
 
 
 wildcard_constraints:
@@ -118,6 +129,15 @@ PRIORITY = resources.PRIORITY
 def experiment_chunks(wildcards):
     plan = PLANS[wildcards.experiment]  # only the submitting process runs collect
     return [store.chunk_path(STORE, plan.kind, plan.name, c) for c in plan.chunks]
+
+
+def experiment_folder(wildcards):
+    """The chunks' folder, once it exists: its mtime changes when a chunk file is deleted, so
+    Snakemake rebuilds the summary (and recomputes the missing chunk) instead of trusting it.
+    """
+    plan = PLANS[wildcards.experiment]
+    folder = store.experiment_dir(STORE, "trials", plan.kind, plan.name)
+    return [folder] if folder.is_dir() else []
 
 
 def experiment_json(wildcards):

@@ -228,8 +228,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
                 f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now says kind={experiment.kind}; rename the experiment or move that folder away"
             )
     done = np.zeros(grid.size, dtype=bool)
-    for path in store.experiment_chunks(root, experiment.kind, name):
-        meta = store.read_meta(path)
+    for path, meta in store.experiment_inventory(root, experiment.kind, name):  # copies named, never counted
         if meta.get("results_key") != key:
             raise StoreError(
                 f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "

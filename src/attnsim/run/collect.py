@@ -235,7 +235,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
-        cpu_classes=store.cpu_classes(chunk_paths, spec["experiment"]),
+        **store.inputs_provenance(chunk_paths, spec["experiment"]),  # chunk digests, CPU classes
         **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta)

@@ -12,10 +12,12 @@ pyarrow.dataset and by the ``*.parquet`` globs used here and in DuckDB.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import errno
 import json
 import logging
+import os
 import platform
 import shutil
 import socket
@@ -31,6 +33,7 @@ from attnsim.files import atomic_path, process_alive
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
 from attnsim.seeding import digest
+from attnsim.store import integrity
 
 log = logging.getLogger(__name__)
 
@@ -131,10 +134,11 @@ def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
     """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
     A full disk or quota is a StoreError naming the file and the space it needs; no temp file stays."""
     path = Path(path)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta, sort_keys=True).encode()})
+    raw = json.dumps({**meta, "content_sha256": integrity.content_digests(table)}, sort_keys=True).encode()
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: raw, integrity.META_DIGEST_KEY: integrity.meta_digest(raw)})
     try:
         with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+            pq.write_table(table, tmp, compression="zstd", write_statistics=True, write_page_checksum=True)
     except OSError as error:
         if error.errno not in DISK_FULL:
             raise
@@ -167,25 +171,60 @@ def sweep_orphans(root: Path) -> list[Path]:
     return removed
 
 
+_META_CACHE: dict[tuple, dict] = {}
+
+
 def read_meta(path: Path) -> dict:
-    """Provenance of a store file; StoreError if it is truncated or not one of ours."""
+    """Provenance of a store file; StoreError if it is truncated or not one of ours. Cached per
+    (path, inode, size, mtime): planning and the inventory read each footer once."""
+    try:
+        st = os.stat(path)
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if key in _META_CACHE:
+        return copy.deepcopy(_META_CACHE[key])
+    meta = _read_meta(path)
+    if key is not None:
+        if len(_META_CACHE) > 100_000:
+            _META_CACHE.clear()
+        _META_CACHE[key] = copy.deepcopy(meta)
+    return meta
+
+
+def _read_meta(path: Path) -> dict:
     try:
         metadata = pq.read_metadata(path).metadata or {}
     except (OSError, pa.ArrowException) as error:
-        raise StoreError(f"{path}: not a readable Parquet file ({error}); delete it and rerun to recompute it") from None
+        raise StoreError(f"{path}: not a readable Parquet file ({one_line(error)}); delete it and rerun to recompute it") from None
     raw = metadata.get(META_KEY)
     if raw is None:
         raise StoreError(f"{path}: a foreign Parquet file (no attnsim provenance) inside the store; move it out of results/")
-    meta = json.loads(raw)
+    integrity.verify_meta(path, raw, metadata.get(integrity.META_DIGEST_KEY))
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        raise StoreError(f"{path}: damaged (its provenance is not JSON); delete it and rerun to recompute it") from None
     if meta.get("format") != FORMAT:
         raise StoreError(f"{path}: store format {meta.get('format')!r}, this attnsim reads {FORMAT!r}")
     return meta
 
 
 def read_table(path: Path, columns: list[str] | None = None, dictionary: list[str] | None = None) -> pa.Table:
-    """A store file's table (checked first); `dictionary` columns are read dictionary-encoded."""
-    read_meta(path)
-    return pq.read_table(path, columns=columns, read_dictionary=dictionary)
+    """A store file's table (checked first); `dictionary` columns are read dictionary-encoded.
+    Damage is a StoreError naming the file: page checksums, then the columns' content checksums."""
+    meta = read_meta(path)
+    try:
+        table = pq.read_table(path, columns=columns, read_dictionary=dictionary, page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as error:
+        raise StoreError(f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it") from None
+    integrity.verify_columns(path, table, meta)
+    return table
+
+
+def one_line(error: Exception) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def chunk_files(root: Path, table: str = "trials") -> list[Path]:
@@ -198,11 +237,38 @@ def experiment_chunks(root: Path, kind: str, experiment: str) -> list[Path]:
     return sorted(experiment_dir(root, "trials", kind, experiment).glob("chunk-*.parquet"))
 
 
+def experiment_inventory(root: Path, kind: str, experiment: str) -> list[tuple[Path, dict]]:
+    """(path, provenance) of every chunk file of an experiment, each checked against its name: a
+    second copy of a chunk is a StoreError naming it (`integrity.experiment_files`)."""
+    folder = experiment_dir(root, "trials", kind, experiment)
+    return integrity.experiment_files(sorted(folder.glob("*.parquet")), read_meta)
+
+
+def stale_summaries(root: Path, experiments: dict[str, str]) -> dict[Path, str]:
+    """summary file -> why it no longer describes its experiment's chunk files (a chunk deleted or
+    replaced since it was made), for `experiments` (name -> kind). Planning forces these summaries
+    to be rebuilt, so a deleted chunk is recomputed instead of trusted from the old summary."""
+    out = {}
+    for name, kind in experiments.items():
+        path = summary_path(root, kind, name)
+        why = integrity.stale_summary(path, experiment_inventory(root, kind, name), read_meta)
+        if why:
+            out[path] = why
+    return out
+
+
 UNRECORDED_CLASS = "unrecorded"  # chunks written before provenance named the CPU class
 
 
-def cpu_classes(paths: list[Path], experiment: str = "") -> dict[str, int]:
-    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunk files `paths` it computed.
+def inputs_provenance(paths: list[Path], experiment: str) -> dict:
+    """What a summary records of the chunk files it was made from: `chunks` (chunk id -> content
+    digest, so planning sees a deleted or replaced chunk) and `cpu_classes` (`cpu_classes`)."""
+    metas = integrity.experiment_files(paths, read_meta)
+    return {"chunks": integrity.summary_inputs(metas), "cpu_classes": cpu_classes([m for _, m in metas], experiment)}
+
+
+def cpu_classes(metas: list[dict], experiment: str = "") -> dict[str, int]:
+    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunks (provenances `metas`) it computed.
 
     Mixing classes in one experiment is allowed and reported: each point's rows come from one
     chunk, so each is bit-identical to what its class computes and within the cross-class
@@ -210,8 +276,8 @@ def cpu_classes(paths: list[Path], experiment: str = "") -> dict[str, int]:
     reproducible point by point, not bit for bit on one machine. The summary's provenance
     records the counts and collect logs a warning naming the classes."""
     counts: dict[str, int] = {}
-    for path in paths:
-        klass = read_meta(Path(path)).get("cpu", {}).get("class", UNRECORDED_CLASS)
+    for meta in metas:
+        klass = meta.get("cpu", {}).get("class", UNRECORDED_CLASS)
         counts[klass] = counts.get(klass, 0) + 1
     if len(counts) > 1:
         log.warning("%s", mixed_classes_note(experiment, counts))
