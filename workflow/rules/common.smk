@@ -187,6 +187,16 @@ def all_targets(wildcards=None):
     return targets
 
 
+def lock_store():
+    """One run per store, from any working directory (results/ may be a shared folder)."""
+    from attnsim.store import lock
+
+    try:
+        lock.acquire(RESULTS)
+    except AttnsimError as error:
+        _fail(error)
+
+
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
 

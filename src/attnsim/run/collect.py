@@ -223,6 +223,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(spec["kind"])
     metrics = [m.name for m in kind.metrics]
+    inputs = store.inputs_provenance(chunk_paths, spec["experiment"])  # copies named, CPU classes counted
     tables = (store.read_table(Path(p), ["point_id", *metrics], dictionary=["point_id"]) for p in chunk_paths)
     summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
     meta = store.provenance(
@@ -235,7 +236,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
-        **store.inputs_provenance(chunk_paths, spec["experiment"]),  # chunk digests, CPU classes
+        **inputs,  # the chunks' content digests and CPU classes
         **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta)

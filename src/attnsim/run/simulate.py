@@ -29,7 +29,7 @@ from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.models import assets
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run import cpu
+from attnsim.run import cpu, validate
 from attnsim.seeding import block_generator
 from attnsim.store import parquet as store
 
@@ -73,7 +73,9 @@ def simulate_points(
 
     def run(task):
         stream, members, block, count = task
-        return kind.simulate_block(block_generator(seed, stream, block), count, [m.params for m in members])
+        output = kind.simulate_block(block_generator(seed, stream, block), count, [m.params for m in members])
+        validate.check_block(kind, members, count, output)  # shape, dtype, NaN as the kind declares
+        return output
 
     with threadpool_limits(limits=1), ThreadPoolExecutor(threads) as pool:
         for round_ in itertools.count():

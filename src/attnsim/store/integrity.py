@@ -29,22 +29,36 @@ META_DIGEST_KEY = b"attnsim.sha256"  # sha256 of the provenance JSON stored unde
 
 def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
     """sha256 of a column's values, independent of how it is chunked or encoded (plain or
-    dictionary): numbers by their bytes, strings by their lengths and UTF-8 bytes."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
-    h = hashlib.sha256(str(array.type).encode())
-    if array.null_count:
-        h.update(np.asarray(array.is_null()).tobytes())
-    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-        array = array.cast(pa.large_string())
-        h.update(np.asarray(pc.utf8_length(array).fill_null(0), dtype=np.int64).tobytes())
-        offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
-        if len(offsets):
-            h.update(memoryview(array.buffers()[2])[int(offsets[0]) : int(offsets[-1])] if array.buffers()[2] else b"")
-    else:
-        h.update(np.ascontiguousarray(array.fill_null(0) if array.null_count else array).tobytes())
+    dictionary): numbers by their bytes (hashed in place), strings by their sorted distinct
+    values and each row's rank among them (so a dictionary-encoded read is not decoded)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    value_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    h = hashlib.sha256(str(value_type).encode())
+    if pa.types.is_string(value_type) or pa.types.is_large_string(value_type):
+        _strings(h, chunks)
+        return h.hexdigest()
+    for chunk in chunks:
+        if chunk.null_count:
+            h.update(np.asarray(chunk.is_null()).tobytes())
+            chunk = chunk.fill_null(0)
+        width = chunk.type.bit_width // 8
+        h.update(memoryview(chunk.buffers()[1])[chunk.offset * width : (chunk.offset + len(chunk)) * width])
     return h.hexdigest()
+
+
+def _strings(h, chunks) -> None:
+    parts = []
+    for chunk in chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = pc.dictionary_encode(chunk)
+        codes = chunk.indices.fill_null(-1) if chunk.null_count else chunk.indices
+        parts.append((chunk.dictionary.to_pylist(), np.asarray(codes)))
+    distinct = sorted({v for values, _ in parts for v in values if v is not None})
+    rank = {v: i for i, v in enumerate(distinct)}
+    h.update(json.dumps(distinct).encode())
+    for values, codes in parts:
+        lookup = np.array([rank[v] if v is not None else -1 for v in values] + [-1], dtype=np.int64)
+        h.update(np.take(lookup, codes).data)  # code -1 (a null) takes the appended -1
 
 
 def content_digests(table: pa.Table) -> dict[str, str]:
@@ -71,7 +85,11 @@ def verify_columns(path: Path, table: pa.Table, meta: dict) -> None:
     if not recorded:
         return  # written before content checksums
     for name in table.column_names:
-        if name in recorded and column_digest(table[name]) != recorded[name]:
+        if name not in recorded:
+            if name in ("kind", "experiment"):  # hive partition columns, from the path
+                continue
+            raise StoreError(f"{path}: damaged (a column {name!r} it was not written with); delete it and rerun to recompute it")
+        if column_digest(table[name]) != recorded[name]:
             raise StoreError(f"{path}: damaged (column {name} does not match its checksum); delete it and rerun to recompute it")
 
 

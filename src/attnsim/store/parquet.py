@@ -195,7 +195,7 @@ def read_meta(path: Path) -> dict:
 def _read_meta(path: Path) -> dict:
     try:
         metadata = pq.read_metadata(path).metadata or {}
-    except (OSError, pa.ArrowException) as error:
+    except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes that are not UTF-8
         raise StoreError(f"{path}: not a readable Parquet file ({one_line(error)}); delete it and rerun to recompute it") from None
     raw = metadata.get(META_KEY)
     if raw is None:
@@ -216,7 +216,7 @@ def read_table(path: Path, columns: list[str] | None = None, dictionary: list[st
     meta = read_meta(path)
     try:
         table = pq.read_table(path, columns=columns, read_dictionary=dictionary, page_checksum_verification=True)
-    except (OSError, pa.ArrowException) as error:
+    except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes that are not UTF-8
         raise StoreError(f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it") from None
     integrity.verify_columns(path, table, meta)
     return table

@@ -69,6 +69,7 @@ KIND = Kind(
     extra_columns=EXTRA,
     extra_summary=extra_summary,
     constant_metrics=("kappa",),
+    infinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),  # +inf where kappa is (no finite moment)
     block_factor=8,
     check_grid=heads.check_windows,
     assets=("minilm",),
