@@ -34,6 +34,7 @@ rule all:
 # sweep dead writers' temp files, write the pending chunks' spec files for their jobs.
 onstart:
     lock_store()
+    verify_assets()
     check_cluster_fit()
     sweep_dead_writers()
     write_chunk_specs()

@@ -52,7 +52,7 @@ def test_every_column_chunk_with_a_flipped_bit_is_refused_on_read(chunks):
     original = paths[0].read_bytes()
     ranges = column_ranges(paths[0])
     assert len(ranges) >= 10
-    for name, start, end in ranges:
+    for name, _start, end in ranges:
         for offset in (end - 3, end - 1):  # inside the last page's compressed data
             paths[0].write_bytes(original)
             flip(paths[0], offset, bit=offset % 8)

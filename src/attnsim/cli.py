@@ -109,8 +109,11 @@ def _claims(args) -> None:
 
 def _check(args) -> None:
     from attnsim.config.load import load_file
+    from attnsim.models.assets import check_local_copy
 
     settings = load_file(args.config)
+    for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
+        check_local_copy(name, copy)
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
 
 

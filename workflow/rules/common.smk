@@ -42,6 +42,13 @@ try:
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
+    if (
+        PLANNING
+    ):  # the config's asset copies exist and hold the right files (hashed at the start)
+        from attnsim.models.assets import check_local_copy
+
+        for _name, _copy in SETTINGS.assets.items():
+            check_local_copy(_name, _copy, hash=False)
     # summaries made from chunks that are gone or changed: rebuilt (their chunks recomputed)
     STALE = (
         store.stale_summaries(
@@ -193,6 +200,19 @@ def lock_store():
 
     try:
         lock.acquire(RESULTS)
+    except AttnsimError as error:
+        _fail(error)
+
+
+def verify_assets():
+    """Every asset this run's kinds read, hashed in full before any job (resources/ and the
+    config's `assets:` copies); a wrong file stops the run in one line, nothing removed.
+    """
+    from attnsim.models import assets
+
+    needed = [a for e in SETTINGS.experiments.values() for a in get_kind(e.kind).assets]
+    try:
+        assets.check_run_assets(needed, SETTINGS.assets, Path("resources"))
     except AttnsimError as error:
         _fail(error)
 

@@ -89,7 +89,7 @@ def view_files(files: dict[str, list[Path]]) -> dict[str, list[Path]]:
             owners.setdefault(name.lower(), set()).add(f"{table}:{experiment}")
     for name, paths in per_experiment.items():
         if name.lower() in RESERVED_VIEWS or len(owners[name.lower()]) > 1:
-            log.warning("view %s: not made, the name belongs to more than one table (%s)", name, ", ".join(sorted(owners[name.lower()])))
+            log.warning("view %s: not made, the name collides with another view of the store (%s)", name, ", ".join(sorted(owners[name.lower()])))
             continue
         views[name] = paths
     return views
