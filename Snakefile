@@ -41,4 +41,5 @@ onstart:
 
 
 onsuccess:
+    remove_replaced_chunks()
     print_run_summary()

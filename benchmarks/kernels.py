@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from attnsim.config.grid import make_point
 from attnsim.kinds import get_kind
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.plan.grid import make_point
 from attnsim.run.simulate import simulate_points
 from benchmarks import naive
 from benchmarks.machine import Limits, best_seconds, bound_limits
@@ -166,7 +166,7 @@ ALLOCATOR_PROBE = textwrap.dedent(
         from attnsim.run.tuning import tune_allocator
         assert tune_allocator()
     from threadpoolctl import threadpool_limits
-    from attnsim.plan.grid import make_point
+    from attnsim.config.grid import make_point
     from attnsim.run.simulate import simulate_points
     kind, params, name, values, trials = json.loads(sys.argv[2])
     pts = [make_point(kind, params | {name: v}) for v in values]

@@ -69,6 +69,40 @@ def sweep(points: int) -> dict:
     return config
 
 
+def million_config(kind_name: str, points: int = 10**6, **settings) -> dict:
+    """A config of about `points` points of one kind and no chunk settings: the kind's example
+    experiment (`Kind.example`) with each numeric parameter of two or more values lengthened to
+    evenly spaced values between its smallest and largest (integers: at most every integer
+    between them), sharing the factor so that no list gets far longer than the others (the scale
+    tests and rows of every built-in kind)."""
+    from attnsim.kinds import get_kind
+
+    kind = get_kind(kind_name)
+    example = copy.deepcopy(dict(kind.example))
+    grid = example["grid"]
+    listed = [p for p in kind.params if p.name in grid]  # parameters left out take their defaults
+    numeric = [p for p in listed if not p.choices and not str(p.type).startswith("string") and len(set(grid[p.name])) > 1]
+    integers = [p for p in numeric if str(p.type).startswith("int")]
+    floats = [p for p in numeric if p not in integers]
+    fixed = int(np.prod([len(v) for k, v in grid.items() if k not in {p.name for p in numeric}]))
+    factor = points / fixed
+    for param in integers:  # as many integers as the range has, up to an even share of the factor
+        low, high = min(grid[param.name]), max(grid[param.name])
+        count = int(min(high - low + 1, round(factor ** (1 / len(numeric)))))
+        grid[param.name] = sorted({int(round(v)) for v in np.linspace(low, high, count)})
+        factor /= len(grid[param.name])
+    if not floats:  # integers only: every integer between the smallest and largest listed value
+        for param in integers:
+            low, high = min(grid[param.name]), max(grid[param.name])
+            grid[param.name] = list(range(low, high + 1))
+    for position, param in enumerate(floats):
+        low, high = min(grid[param.name]), max(grid[param.name])
+        count = max(2, int(np.ceil(factor ** (1 / (len(floats) - position)))))
+        grid[param.name] = [float(v) for v in np.linspace(low, high, count)]
+        factor /= count
+    return {"seed": 1, **settings, "experiments": {kind_name: {"kind": kind_name, **example}}}
+
+
 def load_text() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} CPUs"
@@ -78,9 +112,14 @@ def spread(values: list[float]) -> str:
     return f"min {min(values):.2f}, median {statistics.median(values):.2f}, max {max(values):.2f} over {len(values)}"
 
 
-def profile_job_minutes() -> float:
+def profile_settings() -> dict:
+    """The config keys the SLURM profile sets (job_minutes, max_jobs), as numbers."""
     entries = yaml.safe_load(PROFILE.read_text())["config"]
-    return float(dict(e.split("=", 1) for e in entries)["job_minutes"])
+    return {k: yaml.safe_load(v) for k, v in (e.split("=", 1) for e in entries)}
+
+
+def profile_job_minutes() -> float:
+    return float(profile_settings()["job_minutes"])
 
 
 def planning_rows(repeats: int, quick: bool) -> list[Row]:

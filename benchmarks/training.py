@@ -40,6 +40,11 @@ CASES = {
     "recall": (rt, RECALL, recall_naive_run),
     "recall, default-sweep size": (rt, RECALL_SMALL, recall_naive_run),
     "contrastive": (ct, CONTRASTIVE, contrastive_naive_run),
+    "contrastive, instance positives, learnt tau": (
+        ct,
+        CONTRASTIVE | {"positives": "instance", "instance_noise": 1.0, "tau_mode": "learned"},
+        contrastive_naive_run,
+    ),
 }
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from attnsim.config.grid import expand
 from attnsim.config.load import load
-from attnsim.plan.grid import expand
 from benchmarks.table import Row
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

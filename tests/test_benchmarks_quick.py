@@ -68,7 +68,7 @@ def expected_rows(cores: int) -> set[str]:
     }
     rows |= {
         f"training {case}: {what}"
-        for case in ("recall", "recall, default-sweep size", "contrastive")
+        for case in ("recall", "recall, default-sweep size", "contrastive", "contrastive, instance positives, learnt tau")
         for what in ("kernel", "naive loop", "speedup over naive")
     }
     return rows

@@ -19,11 +19,11 @@ from attnsim.theory.entropy import asymptotic_gap, exact_gap
 from attnsim.theory.noise import kappa
 
 
-def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student_t")):
+def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student_t"), sigmas=(0.1, 0.5)):
     """A synthetic noisy_attention summary: rel_err ~ n^slope (finite kappa) or n^heavy_slope (kappa = inf)."""
     rows = []
     for family in families:
-        for sigma in (0.1, 0.5):
+        for sigma in sigmas:
             k = kappa(family, sigma)
             for n in (64, 256, 1024, 4096):
                 rel = (math.sqrt(k) if math.isfinite(k) else 0.3) * n ** (slope if math.isfinite(k) else heavy_slope)
@@ -63,27 +63,38 @@ def test_error_rate_slope():
 
 
 def test_breakdown():
-    assert noisy_claims.breakdown(noisy(heavy_slope=0.1)).verdict == "holds"
-    falling = noisy_claims.breakdown(noisy(heavy_slope=-0.5))
+    """No mean: judged where Student t's largest noisy logit sigma n^(1/3) reaches log n (sigma = 2
+    at every n here; sigma = 0.5 nowhere up to n = 4096)."""
+    s = noisy(heavy_slope=0.1, sigmas=(0.5, 2.0))
+    holds = noisy_claims.breakdown(s)
+    assert holds.verdict == "holds" and holds.points == 4 and math.isnan(holds.predicted) and holds.bound == -0.25
+    falling = noisy_claims.breakdown(noisy(heavy_slope=-0.5, sigmas=(0.5, 2.0)))
     assert falling.verdict == "fails" and falling.measured == pytest.approx(-0.5)
+    assert noisy_claims.breakdown(noisy(heavy_slope=0.1)).verdict == "outside regime"  # sigma 0.1, 0.5: not yet dominated
     assert noisy_claims.breakdown(noisy(families=("gaussian",))).verdict == "outside regime"
 
 
-def entropy_summary(shift=0.0):
+def entropy_summary(shift=0.0, se=1e-5, null=False):
+    """A synthetic logit_entropy summary: H = log n - sigma^2/2 + shift (or the null H = log n)."""
     rows = []
     for n in (256, 4096):
         for sigma in (0.0, 0.1, 0.3, 1.0):
             x = sigma / math.sqrt(2 * math.log(n))
-            h = math.log(n) - sigma**2 / 2 + shift
+            h = math.log(n) if null else math.log(n) - sigma**2 / 2 + shift
             rows.append(
                 dict(
                     n=n,
                     logits="gaussian",
                     sigma_eff=sigma,
+                    log_n=math.log(n),
                     entropy_mean=h,
+                    entropy_ci_low=h - 1.96 * se,
+                    entropy_ci_high=h + 1.96 * se,
                     entropy_small_scale=math.log(n) - sigma**2 / 2,
                     rem_x=x,
                     entropy_norm_mean=h / math.log(n),
+                    entropy_norm_ci_low=(h - 1.96 * se) / math.log(n),
+                    entropy_norm_ci_high=(h + 1.96 * se) / math.log(n),
                 )
             )
     return pd.DataFrame(rows)
@@ -91,9 +102,18 @@ def entropy_summary(shift=0.0):
 
 def test_small_scale_and_rem():
     assert entropy_claims.small_scale_entropy(entropy_summary()).verdict == "holds"
-    assert entropy_claims.small_scale_entropy(entropy_summary(shift=0.05)).verdict == "fails"
+    assert entropy_claims.small_scale_entropy(entropy_summary(shift=-0.05)).verdict == "fails"  # deficit 0.05 too large
     assert entropy_claims.rem_collapse(entropy_summary()).verdict == "holds"
     assert entropy_claims.rem_collapse(entropy_summary(shift=-1.5)).verdict == "fails"
+
+
+def test_small_scale_entropy_fails_for_the_null_h_equals_log_n():
+    """The null H = log n (no deficit at all) must fail, not hold because a wide interval meets a band."""
+    null = entropy_claims.small_scale_entropy(entropy_summary(null=True))
+    assert null.verdict == "fails" and null.measured == pytest.approx(0.0)
+    assert null.evidence.startswith("0 of 4 points hold (4 fails)")
+    # even with a noisy measurement, as long as the intervals exclude the prediction's band
+    assert entropy_claims.small_scale_entropy(entropy_summary(null=True, se=1e-4)).verdict == "fails"
 
 
 def gradient_summary(vanish=True):
@@ -123,17 +143,19 @@ def temperature_summary(excess=-1e-3):
 
 def test_temperature_claims():
     s = temperature_summary()
-    assert temperature_claims.tau_one_bound(s).verdict == "holds" and temperature_claims.tau_one_bound(s).predicted == pytest.approx(0.4745, abs=5e-5)
+    bound = temperature_claims.tau_one_bound(s)
+    assert bound.verdict == "holds" and bound.role == "sanity" and bound.bound == pytest.approx(0.4745, abs=5e-5) and bound.side == "below"
     assert temperature_claims.exact_bound(s).verdict == "holds"
     widen = temperature_claims.smaller_tau_widens(s)
-    assert widen.verdict == "holds" and widen.predicted == pytest.approx(float(asymptotic_gap(0.1)))
+    assert widen.verdict == "holds" and widen.bound == pytest.approx(float(asymptotic_gap(1.0))) and math.isnan(widen.predicted)
+    assert f"g(0.1) = {float(asymptotic_gap(0.1)):.4g}" in widen.evidence
     over = temperature_summary(excess=0.6)
     assert temperature_claims.exact_bound(over).verdict == "fails" and temperature_claims.tau_one_bound(over).verdict == "fails"
     assert temperature_claims.smaller_tau_widens(s[s["tau"] >= 1]).verdict == "outside regime"
 
 
 def test_config_without_experiments_gives_not_measured(tmp_path):
-    rows = engine.evaluate(io.load_summaries(tmp_path / "store", {}), {})
+    rows = io.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
     assert len(rows) == 1 + sum(len(k.submodule("claims").CLAIMS) for k in all_kinds().values())  # every kind's claims and entropy_in_bounds
     written = io.write(rows, tmp_path, {"seed": 1})

@@ -41,7 +41,7 @@ TINY = {
                 "logit_scale": [0.0],
                 "noise": ["gaussian", "uniform", "laplace", "gumbel", "student_t"],
                 "noise_draws": [2],
-                "noise_scale": [0.1, 0.5],
+                "noise_scale": [0.1, 0.5, 1.0],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
             },
         },
         "entropy_scale": {
@@ -54,13 +54,15 @@ TINY = {
         "trainability": {
             "kind": "recall_training",
             "trials": 8,
-            "grid": {"n": [6], "d": [4], "batch": [4], "scale": [0.3, 30.0], "optimiser": ["sgd", "adam"], "lr": [0.5], "steps": [10]},
+            "grid": {"n": [6], "d": [4], "batch": [4], "scale": [0.3, 1.0, 3.0, 30.0], "optimiser": ["sgd", "adam", "normgd"], "lr": [0.5], "steps": [10]}
+            | {"logits": ["dot", "qk_norm"]},
         },
         "contrastive": {
             "kind": "contrastive_training",
             "trials": 8,
             "grid": {"n": [8], "classes": [3], "latent_dim": [2], "input_dim": [6], "embed_dim": [3], "view_noise": [0.5], "tau": [0.1, 1.0]}
-            | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]},
+            | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]}
+            | {"positives": ["class", "instance"], "instance_noise": [0.5], "tau_mode": ["fixed", "learned"]},
         },
     },
 }
@@ -222,7 +224,9 @@ def test_each_number_kind_is_labelled_and_rounded(number, values, expected):
 
 def test_what_a_claim_is_compared_with():
     assert render.compared_text(claim("onset", 50, 50, 50, compared_to="no prediction of the scale")) == "no prediction of the scale"
-    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "predicted 1 (the delta method)"
+    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "compared with 1 (the delta method)"
+    banded = claim("mean (95% CI)", 1, 1, 1, predicted=1.0, tolerance=0.05, compared_to="the delta method")
+    assert render.compared_text(banded) == "predicted 1 ± 0.05 (the delta method)"
     with_dev = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0)
     with_dev.rel_deviation = -0.0088
     assert render.deviation_text(with_dev) == "-0.88%"
@@ -379,5 +383,6 @@ def test_entropy_bounds_points_to_the_logit_entropy_figure():
 
     frame = pd.DataFrame({"experiment": ["ent"], "entropy_min": [0.1], "entropy_max": [1.0], "n": [4], "n_trials": [10]})
     other = frame.assign(experiment="aaa")
-    c = engine.entropy_bounds({"aaa": other, "ent": frame}, {"aaa": "noisy_attention", "ent": "logit_entropy"})
+    figures = {name: get_kind(kind).entropy_figure for name, kind in {"aaa": "noisy_attention", "ent": "logit_entropy"}.items()}
+    c = engine.entropy_bounds({"aaa": other, "ent": frame}, {k: v for k, v in figures.items() if v})
     assert c.figure == "ent/entropy_vs_scale" and c.points == 2 and c.trials == 20 and c.experiments == "aaa, ent"

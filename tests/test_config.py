@@ -97,7 +97,7 @@ def test_defaults_are_filled_and_input_untouched():
     config.pop("chunk_size")
     before = copy.deepcopy(config)
     settings = load(config)
-    assert settings.chunk_size == 64 and settings.memory_budget_mb == 4096
+    assert settings.chunk_size is None and settings.max_jobs is None and settings.memory_budget_mb == 4096  # jobs sized by cost
     assert config == before
 
 
@@ -133,10 +133,27 @@ def test_schema_grid_keys_match_kind_parameters():
     defs = schema()["$defs"]
     for name, kind in all_kinds().items():
         grid = defs[f"{name}_grid"]
-        assert set(grid["required"]) == set(kind.param_names) == set(grid["properties"])
+        assert set(grid["properties"]) == set(kind.param_names)
+        assert set(grid["required"]) == {p.name for p in kind.params if p.default is None}  # a default may be left out
         for param in kind.params:  # generated from the declarations: type, bounds and choices
             assert grid["properties"][param.name]["items"] == param.item_schema()
             assert grid["properties"][param.name]["description"] == param.doc
+
+
+def test_a_parameter_with_a_default_may_be_left_out_of_a_grid():
+    """A kind that gains a parameter keeps the configs written before it: the left-out parameter
+    takes [default] (recall_training's values, logits and stop), and a given one is checked."""
+    from attnsim.config.load import load
+
+    grid = {"n": [16], "d": [16], "batch": [32], "scale": [1.0], "optimiser": ["sgd"], "lr": [1.0], "steps": [10]}
+    config = {"seed": 1, "experiments": {"old": {"kind": "recall_training", "trials": 2, "grid": grid}}}
+    settings = load(config)
+    filled = settings.experiments["old"].grid
+    assert filled["values"] == ["trainable"] and filled["logits"] == ["dot"] and filled["stop"] == ["never"]
+    assert "values" not in config["experiments"]["old"]["grid"]  # the caller's mapping is not changed
+    config["experiments"]["old"]["grid"] = grid | {"stop": ["sometimes"]}
+    with pytest.raises(ConfigError, match=r"^experiments\.old\.grid\.stop\[0\]"):
+        load(config)
 
 
 # --- NaN and infinities, numbers written as text, keys given twice -------------------------

@@ -46,14 +46,14 @@ def test_removing_a_value_keeps_results_and_drops_targets(tmp_path):
     assert plan.pending == [] and plan.done_points == 8 and len(plan.chunks) == 1
 
 
-def test_changed_trials_or_seed_is_refused_not_mixed(tmp_path):
+def test_changed_seed_is_refused_and_fewer_trials_too(tmp_path):
     run_plan(load(small_config()), tmp_path)
-    config = small_config()
-    config["experiments"]["robustness"]["trials"] = 40
-    with pytest.raises(StoreError, match=r"stored with trials=20, seed=7.*now asks for trials=40, seed=7.*would mix"):
-        plan_experiment(load(config), "robustness", tmp_path)
-    with pytest.raises(StoreError, match="seed=8"):
+    with pytest.raises(StoreError, match=r"stored with trials=20, seed=7.*now asks for trials=20, seed=8.*would mix"):
         plan_experiment(load(small_config(seed=8)), "robustness", tmp_path)
+    config = small_config()
+    config["experiments"]["robustness"]["trials"] = 10
+    with pytest.raises(StoreError, match=r"stored with trials=20, seed=7.*asks for fewer trials \(trials=10\); computed trials are never dropped"):
+        plan_experiment(load(config), "robustness", tmp_path)
 
 
 def test_adaptive_experiment_records_why_each_point_stopped(tmp_path):

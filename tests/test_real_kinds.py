@@ -11,6 +11,7 @@ import os
 import shutil
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from model_assets import asset_cache, glove_dir, minilm_dir  # noqa: F401  (fixtures)
@@ -45,7 +46,7 @@ def test_real_noise_matches_the_per_trial_oracle(resources):
     from attnsim.kinds.real_noise import kernel
 
     points = [dict(layer=layer, head=head, noise=f, noise_scale=s) for layer, head in ((0, 3), (5, 11)) for f in ("gaussian", "student_t") for s in (0.1, 2.0)]
-    out, (ids, positions, z) = kernel.simulate(np.random.default_rng(4), 5, 12, 3, points, record=True)
+    out, (ids, positions, _, z) = kernel.simulate(np.random.default_rng(4), 5, 12, 3, points, record=True)
     bert = heads.trained()
     for t in range(5):
         for p, metrics in zip(points, out):
@@ -130,6 +131,8 @@ def many_points(kind: str) -> list:
             for f in ("gaussian", "laplace")
             for s in (0.1, 1.0)
         ]
+        nested = dict(n=20, noise_draws=2, layer=3, head=5, noise="gaussian", noise_scale=0.3)
+        grid += [nested | {"keys": k} for k in (0, 16, 20)]
     elif kind == "real_entropy":
         grid = [dict(n=9, init_std=s, layer=layer, head=h) for s in (0.0, 0.02, 0.5) for layer, h in ((1, 2), (5, 7))]
     else:
@@ -184,6 +187,9 @@ def real_config(kind: str, **grid) -> dict:
         ("real_noise", dict(head=[12]), "experiments.x.grid.head[0]: 12 is greater than the maximum of 11"),
         ("real_noise", dict(head=[-1]), "experiments.x.grid.head[0]: -1 is less than the minimum of 0"),
         ("real_noise", dict(n=[513]), "experiments.x.grid.n[0]: 513 is greater than the maximum of 512"),
+        ("real_noise", dict(n=[64], keys=[8]), "grid.keys: 8 keys leave no room for the nested query"),
+        ("real_noise", dict(n=[32, 64], keys=[16, 48]), "experiments.x.grid.keys: 48 keys exceed n = 32"),
+        ("real_noise", dict(keys=[-1]), "grid.keys[0]: -1 is less than the minimum of 0"),
         ("real_entropy", dict(n=[2]), "experiments.x.grid.n[0]: 2 is less than the minimum of 3"),
         ("real_entropy", dict(layer=[0, 9]), "experiments.x.grid.layer[1]: 9 is greater than the maximum of 5"),
         ("real_entropy", dict(init_std=[-0.02]), "experiments.x.grid.init_std[0]: -0.02 is less than the minimum of 0"),
@@ -300,7 +306,7 @@ def tiny_real_config(minilm_dir, glove_dir, chunk_size: int) -> dict:
             "noise": {
                 "kind": "real_noise",
                 "trials": 6,
-                "grid": dict(n=[8], noise_draws=[3], layer=[0, 5], head=[0, 1], noise=["gaussian", "student_t"], noise_scale=[0.1, 0.5]),
+                "grid": dict(n=[16], keys=[0, 16], noise_draws=[3], layer=[0, 5], head=[0, 1], noise=["gaussian", "student_t"], noise_scale=[0.1, 0.5]),
             },
             "entropy": {"kind": "real_entropy", "trials": 6, "grid": dict(n=[8], init_std=[0.0, 0.02, 1.0], layer=[0, 5], head=[0, 1])},
             "temperature": {"kind": "real_temperature", "trials": 50, "grid": dict(embeddings=["glove", "minilm"], n=[4, 16], tau=[0.05, 1.0, 5.0])},
@@ -319,14 +325,15 @@ def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, g
         snakemake(workdir, "--cores", str(cores), timeout=900)
         runs[cores] = point_rows(workdir)
         assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (workdir / "resources/glove.verified").is_file()
-        for figure in ("noise/real_noise_map", "noise/real_noise_rate", "entropy/real_entropy_layers", "temperature/real_temperature_gap"):
+        figures = [f"noise/{f}" for f in get_kind("real_noise").figures] + [f"entropy/{f}" for f in get_kind("real_entropy").figures]
+        for figure in (*figures, "temperature/real_temperature_gap"):
             assert (workdir / "results/figures" / f"{figure}.png").stat().st_size > 10_000
         claims = (workdir / "results/claims.md").read_text()
         assert "real_delta_method" in claims and "real_tau_one_gap" in claims
         summary = workdir / "results/store/summary/kind=real_entropy/experiment=entropy/summary.parquet"
         meta = json.loads(pq.read_metadata(summary).metadata[b"attnsim"])
         assert meta["asset_minilm"]["files"] == assets.get("minilm").files and meta["corpus"]["source"] == "pydoc_data.topics"
-    assert len(runs[1]) == 16 + 12 + 12 and runs[1] == runs[2]
+    assert len(runs[1]) == 32 + 12 + 12 and runs[1] == runs[2]
     again = snakemake(tmp_path / "cores2", "--cores", "2")
     assert "Nothing to be done" in again.stdout + again.stderr
 
@@ -345,3 +352,174 @@ def test_real_noise_next_order_sums_equal_the_theory_on_explicit_rows():
     for name in ("sum_p2", "sum_p3", "c3", "c4", "m2", "c_tail"):
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-9, err_msg=name)
     assert np.isnan(next_order_sums(stats, tail_power=None)["c_tail"]).all()
+
+
+# --------------------------------------------------------------------------- nested windows (§5.9)
+
+
+def test_nested_windows_come_from_the_same_texts_and_queries(resources):
+    """The within-head rate compares like with like: for every number of keys m a trial's window is
+    [CLS], the first m - 2 word pieces of the same text, [SEP]; its query is the same position (so
+    the same token with the same left context) in every window; and the rows are those of a
+    forward pass of that window alone (the oracle), with the first m columns of the head's noise."""
+    from attnsim.kinds.real_noise import kernel
+
+    sizes = (16, 24, 40)
+    points = [dict(keys=m, layer=layer, head=head, noise="gaussian", noise_scale=0.3) for m in sizes for layer, head in ((1, 4), (4, 0))]
+    out, (ids, positions, nested, z) = kernel.simulate(np.random.default_rng(6), 4, 40, 3, points, record=True)
+    tok = heads.tokenizer()
+    assert ((nested >= 0) & (nested < kernel.NEST_QUERIES)).all()
+    windows = {m: kernel.window(ids, positions, nested, m) for m in sizes}
+    for m, (w, query) in windows.items():
+        assert w.shape == (4, m) and (w[:, 0] == tok.cls_id).all() and (w[:, -1] == tok.sep_id).all()
+        # the same text, cut after m - 2 pieces
+        np.testing.assert_array_equal(w[:, 1:-1], ids[:, 1 : m - 1])
+        np.testing.assert_array_equal(query, nested)  # the same query position for every m
+        # hence the same query token
+        np.testing.assert_array_equal(w[np.arange(4), query], ids[np.arange(4), nested])
+    # identical up to the shortest window's [SEP]
+    np.testing.assert_array_equal(windows[16][0][:, :15], windows[40][0][:, :15])
+    bert = heads.trained()
+    for t in range(4):
+        for p, metrics in zip(points, out):
+            logits, values = noise_oracle.head_row(bert, windows[p["keys"]][0][t], int(nested[t]), p["layer"], p["head"])
+            ref = noise_oracle.naive_trial(logits, values, z[("gaussian", p["layer"], p["head"])][t][:, : p["keys"]], 0.3)
+            for name, value in ref.items():
+                assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
+            p_row = np.exp(logits - logits.max())
+            assert metrics["sink_weight"][t] == pytest.approx((p_row[0] + p_row[-1]) / p_row.sum(), rel=1e-6)
+
+
+def test_keys_zero_keeps_the_rows_of_version_one(resources):
+    """keys = 0 (the default) is the trial's own window and query: the metrics version 1 had are
+    unchanged by nested siblings in the block, and a config without `keys` gets [0]."""
+    settings = load(real_config("real_noise"))
+    assert settings.experiments["x"].grid["keys"] == [0]
+    base = dict(n=20, noise_draws=2, layer=2, head=3, noise="gaussian", noise_scale=0.3)
+    alone = simulate_points("real_noise", 3, 6, [make_point("real_noise", base)])
+    together = simulate_points("real_noise", 3, 6, [make_point("real_noise", base | {"keys": k}) for k in (0, 16, 20)])
+    key = make_point("real_noise", base).id
+    for name in ("sq_err", "entropy", "n_eff", "grad_sq", "sq_err_next"):
+        assert np.array_equal(alone[key][name], together[key][name])
+    nested_full = together[make_point("real_noise", base | {"keys": 20}).id]
+    # the same window, another query
+    assert not np.array_equal(nested_full["entropy"], alone[key]["entropy"])
+
+
+def test_summary_columns_of_the_row_law_and_sinks():
+    """extra_summary: the predicted correction is |3 kappa^2 - 2 mu3| / kappa times the
+    grad_sq-weighted mean sum p^2; row_ratio averages sq_err / sq_err_pred over the rows in the
+    delta regime; the sink-dominated rows get their own paired ratio."""
+    from attnsim.kinds import real_noise as rn
+    from attnsim.theory.delta_next import u_moments
+
+    rng = np.random.default_rng(0)
+    t = 400
+    n_eff = np.where(np.arange(t) % 2 == 0, 1.2, 30.0)
+    grad = rng.uniform(0.5, 2.0, t)
+    kappa = math.expm1(0.09)
+    pred = kappa * grad
+    metrics = {
+        "sq_err": pred * rng.uniform(0.9, 1.1, t),
+        "sq_err_pred": pred,
+        "sq_err_next": pred,
+        "grad_sq": grad,
+        "n_eff": n_eff,
+        "kappa": np.full(t, kappa),
+        "sink_weight": np.where(np.arange(t) % 2 == 0, 0.9, 0.1),
+    }
+    out = rn.extra_summary(metrics, {"noise": "gaussian", "noise_scale": 0.3, "n": 64, "keys": 0})
+    k, mu3, _ = u_moments("gaussian", 0.3)
+    coefficient = abs(3 * k * k - 2 * mu3) / k
+    assert out["predicted_correction"] == pytest.approx(coefficient * np.dot(grad, 1 / n_eff) / grad.sum())
+    in_regime = coefficient / n_eff <= rn.ROW_CORRECTION
+    assert out["row_ratio_rows"] == int(in_regime.sum()) == t // 2  # only the rows with n_eff = 30
+    assert out["row_ratio"] == pytest.approx(np.mean(metrics["sq_err"][in_regime] / pred[in_regime]))
+    assert out["sink_rows"] == 0.5
+    sink = metrics["sink_weight"] > rn.SINK_ROW
+    assert out["err_ratio_sink"] == pytest.approx(metrics["sq_err"][sink].sum() / pred[sink].sum())
+
+
+def nest_summary(slope: float, heads_: int = 12, se: float = 0.002, layers=(0, 1)) -> pd.DataFrame:
+    """A constructed real_noise summary: every head's rel_err = a n^slope over nested windows, its
+    n_eff = n."""
+    rows = []
+    for layer in layers:
+        for head in range(heads_):
+            a = 0.1 * (1 + 0.05 * head)
+            for m in (16, 32, 64):
+                rel = a * m**slope
+                rows.append(
+                    dict(
+                        layer=layer,
+                        head=head,
+                        noise="gaussian",
+                        noise_scale=0.1,
+                        noise_draws=8,
+                        n=64,
+                        keys=m,
+                        n_keys=m,
+                        rel_err_mean=rel,
+                        rel_err_se=se * rel,
+                        rel_err_pred_mean=rel,
+                        rel_err_pred_se=se * rel,
+                        sum_p2_mean=1 / m,
+                        predicted_correction=0.001,
+                        n_trials=100,
+                        experiment="x",
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
+def test_rate_within_heads_recovers_the_slope_and_judges_it():
+    from attnsim.kinds.real_noise import claims
+
+    jitter = np.random.default_rng(1).normal(0, 0.01, 2 * 12 * 3)
+    exact = nest_summary(-0.5)
+    slopes = claims.within_head_slopes(exact)
+    assert len(slopes) == 24 and np.allclose(slopes["slope"], -0.5) and np.allclose(slopes["n_eff_slope"], 1.0)
+    noisy = exact.assign(rel_err_mean=exact["rel_err_mean"] * np.exp(jitter))
+    assert claims.rate_within_heads(noisy).verdict == "holds"
+    assert claims.rate_follows_delta(noisy).verdict == "holds"
+    slow = nest_summary(-0.2)
+    assert claims.rate_within_heads(slow.assign(rel_err_mean=slow["rel_err_mean"] * np.exp(jitter))).verdict == "fails"
+    # two heads per layer (four in all): a wide interval
+    few = nest_summary(-0.45, heads_=2)
+    few = few.assign(rel_err_mean=few["rel_err_mean"] * np.exp(np.random.default_rng(2).normal(0, 0.05, len(few))))
+    assert claims.rate_within_heads(few).verdict == "inconclusive"
+    # two heads in all: too few for a between-head interval, not judged
+    lone = nest_summary(-0.5, heads_=1)
+    assert claims.rate_within_heads(lone).verdict == "outside regime"
+    spread = exact.assign(sum_p2_mean=1.0)  # n_eff = 1: no head in the rate's regime
+    assert claims.rate_within_heads(spread).verdict == "outside regime"
+    assert claims.rate_within_heads(exact.assign(keys=0)).verdict == "outside regime"  # no nest
+    assert claims.rate_within_heads(None).verdict == "not measured"
+
+
+def test_real_entropy_medians_have_distribution_free_intervals():
+    from attnsim.kinds.real_entropy import median_interval
+    from attnsim.kinds.real_entropy.claims import wilson
+
+    median, low, high = median_interval(np.arange(48.0))
+    assert median == 23.5 and (low, high) == (
+        16.0,
+        31.0,
+    )  # order statistics 17 and 32: P(Bin(48, 1/2) <= 16) = 0.0154
+    assert all(math.isnan(x) for x in median_interval(np.arange(5.0))[1:])  # 5 rows cannot give 95%
+    low, high = wilson(72, 72)
+    assert high == 1.0 and low == pytest.approx(0.9493, abs=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["real_noise", "real_entropy"])
+def test_every_claim_declares_its_regime_reason_and_band_before_the_data(kind):
+    """Issue 21's form for the trained-head claims: role, regime and reason (a docs/science.md
+    section) declared with no data; an equivalence claim's tolerance is one of its THRESHOLDS."""
+    module = get_kind(kind).submodule("claims")
+    values = set(vars(module.THRESHOLDS).values())
+    for judge in module.CLAIMS:
+        claim = judge(None)
+        assert claim.verdict == "not measured" and claim.role == "evidence" and claim.regime
+        assert claim.reason.startswith("docs/science.md §"), claim.reason
+        if not math.isnan(claim.tolerance):
+            assert claim.tolerance in values

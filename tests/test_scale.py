@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -38,8 +39,27 @@ GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
     "init_gradient": {"n": [16], "d": [16, 8], "scale": [0.1, 100, 1e-3]},
     "recall_training": RECALL,  # lr 16 diverges: +inf/NaN trials, the finite-only metrics
     "contrastive_training": CONTRASTIVE,
+    "precision_attention": {
+        "n": [16],
+        "d": [4],
+        "logit_scale": [0, 3],
+        "outlier_channels": [1],
+        "outlier_scale": [10],
+        "format": ["float8_e4m3fn", "bfloat16"],
+        "site": ["logits", "qk_rotated", "probs"],
+    },
+    "attention_dropout": {
+        "n": [16],
+        "d": [2],
+        "logit_scale": [1],
+        "value_mean": [0, 2],
+        "noise_draws": [2],
+        "rate": [0, 0.5],
+        "form": ["transformers", "logit"],
+    },
 }
 DEFAULT_GRIDS = {e.kind: e.grid for e in load_file(REPO / "config.yaml").experiments.values()}  # every kind, assets or not
+DEFAULT_GRIDS.setdefault("real_precision", {"n": [12], "layer": [0, 5], "head": [3], "format": ["bfloat16"], "site": ["logits", "qk"]})  # preset only
 
 
 def any_grid(kind: str) -> dict:
@@ -87,7 +107,7 @@ def million_like(points: int, **settings) -> dict:
         "logits": ["gaussian", "dot_product"],
         "scale": [round(0.01 * 1.01**i, 8) for i in range(scales)],
     }
-    return {"seed": 1, "chunk_size": 10**7, **settings, "experiments": {"big": {"kind": "logit_entropy", "trials": 100, "grid": grid}}}
+    return {"seed": 1, **settings, "experiments": {"big": {"kind": "logit_entropy", "trials": 100, "grid": grid}}}
 
 
 def test_jobs_are_sized_by_cost_and_rows(tmp_path):
@@ -99,7 +119,6 @@ def test_jobs_are_sized_by_cost_and_rows(tmp_path):
     # costly points: job_minutes sets the count, and no job's estimate passes it by more than a point
     heavy = {
         "seed": 1,
-        "chunk_size": 10**7,
         "experiments": {
             "big": {
                 "kind": "logit_entropy",
@@ -301,3 +320,84 @@ def test_cost_dependence_is_found_however_params_are_read():
     for whole in (lambda p: {**p}["scale"], lambda p: dict(p)["scale"], lambda p: dict(p.items())["scale"], lambda p: sorted(p)[0] and p.copy()["scale"]):
         assert grid.evaluate(whole).tolist() == [0.1, 0.2, 0.3] * 4
     assert grid.evaluate(lambda p: p.get("d") * ("scale" in p)).tolist() == [2] * 3 + [4] * 3 + [2] * 3 + [4] * 3
+
+
+BUILT_IN = sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds."))
+
+
+def test_every_built_in_kind_declares_an_example_that_is_a_valid_experiment():
+    for name in BUILT_IN:
+        example = all_kinds()[name].example
+        assert example is not None, name
+        settings = load({"seed": 1, "experiments": {"e": {"kind": name, **example}}})
+        assert set(settings.experiments["e"].grid) <= set(all_kinds()[name].param_names), name
+
+
+@pytest.mark.parametrize("kind", BUILT_IN)
+def test_a_million_points_of_any_kind_plan_in_seconds_into_few_cluster_jobs(kind, tmp_path):
+    """No chunk settings, the SLURM profile's job_minutes and max_jobs: at most 2,000 jobs (the
+    profile's limit), planned in <= 20 s (the whole dry run: test below, and benchmarks --scale)."""
+    from attnsim.plan import bill
+    from benchmarks.scale import million_config, profile_settings
+
+    started = time.perf_counter()
+    settings = load(million_config(kind, **profile_settings()))
+    plans = plan_all(settings, tmp_path)
+    seconds = time.perf_counter() - started
+    cost = bill.bill(settings, plans, tmp_path)
+    # a kind of integer parameters only may have fewer points in all (real_precision: 0.7 M)
+    assert settings.chunk_size is None and cost.points >= (10**6 if kind != "real_precision" else 7 * 10**5)
+    assert cost.jobs["simulate"] <= settings.max_jobs == 2000
+    assert all(p.cost(c).points * p.cost(c).trial_cap <= 2**22 for p in plans.values() for c in p.pending)
+    assert seconds <= 20, f"{kind}: planning took {seconds:.1f} s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", BUILT_IN)
+def test_a_million_points_dry_run_in_20_s_and_1_gb(kind, tmp_path):
+    """`snakemake -n` of a 10^6-point config of every kind in a fresh process: its CPU time (the
+    wall time on idle cores; a shared machine's wall time says more about the load) and peak RSS."""
+    import os
+    import subprocess
+
+    import yaml
+
+    from benchmarks.scale import env, million_config, profile_settings, snakemake_cmd
+
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(million_config(kind), sort_keys=False))
+    overrides = [f"{k}={v}" for k, v in profile_settings().items()]
+    cmd = snakemake_cmd(tmp_path, "-n", "--cores", "2", "--configfile", "sweep.yaml", "--config", *overrides)
+    process = subprocess.Popen(cmd, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    cpu, rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    assert os.waitstatus_to_exitcode(status) == 0 and "plan: 1 experiments, 1,0" in out and not (tmp_path / "results").exists()
+    assert cpu <= 20 and rss <= 1024, (kind, cpu, rss)
+
+
+def test_past_max_jobs_the_run_stops_in_one_line_and_submits_nothing(tmp_path):
+    from workflow_helpers import snakemake, write_config
+
+    write_config(tmp_path, small_config(chunk_size=2) | {"max_jobs": 3})
+    result = snakemake(tmp_path, "--cores", "1", check=False)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("attnsim: error")]
+    assert result.returncode != 0 and len(errors) == 1, result.stderr
+    assert errors[0].startswith("attnsim: error: max_jobs: the sweep needs 8 simulate jobs, over max_jobs = 3; raise job_minutes")
+    assert not (tmp_path / "results").exists() and "rule simulate" not in result.stdout
+
+
+def test_attnsim_plan_prints_the_bill(tmp_path):
+    import subprocess
+    import sys
+
+    from workflow_helpers import write_config
+
+    write_config(tmp_path, small_config() | {"max_jobs": 100})
+    cmd = [str(Path(sys.executable).parent / "attnsim"), "plan", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2"]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and len(lines) == 4, result.stdout + result.stderr
+    assert lines[0].startswith("plan: 1 experiments, 16 points (16 to run, up to 320 trials)")
+    assert lines[1].startswith("  jobs to run: simulate ") and "collect 1, figures 1, claims 1" in lines[1]
+    assert "CPU-minutes estimated" in lines[2] and "peak memory per job" in lines[2]
+    assert "simulate jobs of max_jobs = 100" in lines[3] and not (tmp_path / "results").exists()

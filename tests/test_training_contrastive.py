@@ -1,6 +1,8 @@
-"""The contrastive-training kernel: InfoNCE gradients against central differences, the batched
-training against a naive one-run-at-a-time loop on the same draws, the floors (loss and entropy)
-against brute force and simulation, determinism, divergence and bad input."""
+"""The contrastive-training kernel: InfoNCE gradients (encoder and learnt temperature) against
+central differences, the batched training against a naive one-run-at-a-time loop on the same
+draws (class and instance positives, fixed and learnt tau), the positives built as documented,
+the evaluations, the floors (loss and entropy) against brute force and simulation, determinism,
+divergence and bad input."""
 
 from __future__ import annotations
 
@@ -14,7 +16,17 @@ from attnsim.errors import ConfigError
 from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.theory.entropy import exact_gap
 
-BASE = {"n": 6, "classes": 3, "latent_dim": 3, "input_dim": 7, "embed_dim": 4, "steps": 25, "tau": 0.2, "optimiser": "adam", "lr": 0.05}
+BASE = {
+    "n": 6,
+    "classes": 3,
+    "latent_dim": 3,
+    "input_dim": 7,
+    "embed_dim": 4,
+    "steps": 25,
+    "tau": 0.2,
+    "optimiser": "adam",
+    "lr": 0.05,
+}
 
 
 def small_inputs(seed, trials=2, batches=2, n=5, D=7, classes=3):
@@ -50,7 +62,17 @@ def test_forward_and_gradient_match_the_literal_formulas():
             for name in ("loss", "entropy", "alignment"):
                 np.testing.assert_allclose(out[name][t, e], ref[name], rtol=1e-12)
         np.testing.assert_allclose(out["gw"][t], np.mean([r["gw"] for r in refs], axis=0), rtol=1e-10, atol=1e-14)
-        np.testing.assert_allclose(out["uniformity"][t], math.log(np.mean(np.concatenate([r["kernel"] for r in refs]))), rtol=1e-12)
+        np.testing.assert_allclose(
+            out["uniformity"][t],
+            math.log(np.mean(np.concatenate([r["kernel"] for r in refs]))),
+            rtol=1e-12,
+        )
+
+
+def _at(x, t, e=None):
+    if x is None:
+        return None
+    return x[t] if e is None else x[t, e]
 
 
 def run_both(points, trials=3, seed=11):
@@ -62,14 +84,20 @@ def run_both(points, trials=3, seed=11):
                 p,
                 draws.world.points[t],
                 draws.init[t],
-                (draws.monitor.labels[t], draws.monitor.noise[t]),
-                (draws.final.labels[t], draws.final.noise[t]),
-                draws.probe[t],
-                [(b.labels[t, 0], b.noise[t, 0]) for b in draws.batches],
+                (draws.monitor.labels[t], draws.monitor.noise[t], _at(draws.monitor.instance, t)),
+                (draws.final.labels[t], draws.final.noise[t], _at(draws.final.instance, t)),
+                (draws.probe.noise[t], _at(draws.probe.instance, t)),
+                [(b.labels[t, 0], b.noise[t, 0], _at(b.instance, t, 0)) for b in draws.batches],
             )
             for name in ct.METRICS:
                 assert result[name].shape == (trials,) and result[name].dtype == np.float64
-                np.testing.assert_allclose(result[name][t], ref[name], rtol=1e-7, atol=1e-12, err_msg=f"{name} {point} trial {t}")
+                np.testing.assert_allclose(
+                    result[name][t],
+                    ref[name],
+                    rtol=1e-7,
+                    atol=1e-12,
+                    err_msg=f"{name} {point} trial {t}",
+                )
     return results
 
 
@@ -78,6 +106,133 @@ def test_batched_training_matches_naive_loop(tau):
     points = [BASE | {"tau": tau, "optimiser": o, "lr": lr} for o, lr in (("sgd", 0.5), ("adam", 0.05))]
     points.append(BASE | {"tau": tau, "steps": 9, "view_noise": 0.0})
     run_both(points)
+
+
+@pytest.mark.parametrize("positives", ["class", "instance"])
+def test_batched_training_matches_naive_loop_with_instances_and_learnt_tau(positives):
+    """Instance noise on (both kinds of positives), fixed and learnt temperatures (Adam, SGD, CLIP's
+    clamp: a large SGD step drives tau to the clamp), and a point without instance noise in the
+    same block (it ignores the instance draws)."""
+    inst = BASE | {"positives": positives, "instance_noise": 0.7}
+    points = [
+        inst,
+        inst | {"tau": 1.0, "tau_mode": "learned"},
+        inst | {"tau": 0.07, "tau_mode": "learned", "optimiser": "sgd", "lr": 0.5},
+        inst | {"tau": 0.02, "tau_mode": "learned_clamped", "steps": 12},
+        inst
+        | {
+            "tau_mode": "learned",
+            "optimiser": "sgd",
+            "lr": 1e5,
+            "steps": 6,
+        },  # tau under- or overflows: diverged
+        BASE | {"positives": positives},
+    ]
+    results = run_both(points)
+    assert results[4]["diverged"].all() and np.isfinite(results[4]["final_entropy_floor"]).all()
+    assert np.all(results[3]["tau_final"] >= ct.TAU_CLAMP)
+    assert np.all(results[1]["tau_final"] != 1.0)
+
+
+def test_clamp_keeps_tau_at_least_one_hundredth(monkeypatch):
+    """A loss that always asks for a smaller tau (dL/dt = -1): the clamped run stops at 0.01, the
+    unclamped one goes below."""
+    infonce = ct.infonce
+
+    def pushing(*args, **kwargs):
+        out = infonce(*args, **kwargs)
+        if kwargs.get("grad_t"):
+            out["gt"] = np.full_like(out["gt"], -1.0)
+        return out
+
+    monkeypatch.setattr(ct, "infonce", pushing)
+    point = BASE | {"tau": 0.0105, "steps": 5}
+    clamped, free = ct.simulate_block(
+        np.random.default_rng(2),
+        3,
+        [point | {"tau_mode": m} for m in ("learned_clamped", "learned")],
+    )
+    np.testing.assert_allclose(clamped["tau_final"], ct.TAU_CLAMP, rtol=1e-12)
+    np.testing.assert_allclose(clamped["tau_ckpt_1"], ct.TAU_CLAMP, rtol=1e-12)
+    assert np.all(free["tau_final"] < 0.9 * ct.TAU_CLAMP)
+
+
+def test_class_positives_without_instance_noise_do_not_draw_it():
+    """The instance noise comes from a child generator: a block without it gives the same numbers
+    for its points as a block with an instance-noise point beside them."""
+    alone = ct.simulate_block(np.random.default_rng(8), 3, [BASE])[0]
+    beside = ct.simulate_block(np.random.default_rng(8), 3, [BASE, BASE | {"instance_noise": 1.0}])[0]
+    for name in ct.METRICS:
+        np.testing.assert_array_equal(alone[name], beside[name], err_msg=name)
+
+
+@pytest.mark.parametrize("tau", [0.05, 0.3, 2.0])
+def test_temperature_gradient_matches_central_differences(tau):
+    """dL/dt for t = log(1/tau), per trial, against central differences of the loss in t."""
+    _, (x1, x2) = small_inputs(7)
+    w = np.random.default_rng(8).standard_normal((2, 4, 7))
+    taus = np.array([tau, 1.7 * tau])
+    out = ct.infonce(w, x1, x2, taus, grad=True, grad_t=True)
+    h = 1e-6
+    t = np.log(1 / taus)
+    up = ct.infonce(w, x1, x2, np.exp(-(t + h)), grad=False)["loss"].mean(-1)
+    down = ct.infonce(w, x1, x2, np.exp(-(t - h)), grad=False)["loss"].mean(-1)
+    np.testing.assert_allclose(out["gt"], (up - down) / (2 * h), rtol=1e-6, atol=1e-9)
+    # a per-trial tau gives each trial what a scalar tau gives it
+    for i, one in enumerate(taus):
+        alone = ct.infonce(w, x1, x2, float(one))
+        np.testing.assert_allclose(out["loss"][i], alone["loss"][i], rtol=1e-13)
+        np.testing.assert_allclose(out["gw"][i], alone["gw"][i], rtol=1e-12, atol=1e-15)
+
+
+def test_positives_are_built_as_documented():
+    """view = A mu_c + (instance_noise/sqrt D) eta + (view_noise/sqrt D) eps: with instance
+    positives the two views share eta, so E[(x1 - P)·(x2 - P)] = instance_noise^2 and E||x - P||^2 =
+    instance_noise^2 + view_noise^2; with class positives the views' deviations are independent
+    (E[(x1 - P)·(x2 - P)] = 0). Checked on 4000 x 64 examples with a tolerance of 4 standard errors.
+    """
+    D, n, si, sv = 16, 64, 1.5, 0.8
+    rng = np.random.default_rng(3)
+    world = ct.draw_world(rng, 4, 3, 3, D)
+    batches = ct.draw_batches(rng, 4, 1000, n, 3, D, aux=np.random.default_rng(4))
+    signal = np.take_along_axis(world.points, batches.labels.reshape(4, -1, 1), axis=1).reshape(4, 1000, n, D)
+    for positives, shared in (("instance", si**2), ("class", 0.0)):
+        x1, x2 = batches.inputs(world, sv, si, positives)
+        cross = np.einsum("...d,...d->...", x1 - signal, x2 - signal).ravel()
+        own = np.einsum("...d,...d->...", x1 - signal, x1 - signal).ravel()
+        se = cross.std() / math.sqrt(cross.size)
+        assert abs(cross.mean() - shared) < 4 * se, (positives, cross.mean(), shared, se)
+        assert abs(own.mean() - (si**2 + sv**2)) < 4 * own.std() / math.sqrt(own.size)
+    # without instance noise both kinds are the same views
+    for a, b in zip(batches.inputs(world, sv, 0.0, "instance"), batches.inputs(world, sv, 0.0, "class")):
+        np.testing.assert_array_equal(a, b)
+    # held-out examples are one view of a fresh instance: E||x - P||^2 = si^2 + sv^2, and the fit
+    # and test examples are independent
+    probe = ct.Probe(*(ct.standard_normal(np.random.default_rng(s), (4, 2, 300, D)).astype(np.float64) for s in (5, 6)))
+    x, labels = probe.inputs(ct.World(world.points), sv, si)
+    dev = x - world.points[:, None, labels]
+    sq = np.einsum("...d,...d->...", dev, dev).ravel()
+    assert abs(sq.mean() - (si**2 + sv**2)) < 4 * sq.std() / math.sqrt(sq.size)
+    cross = np.einsum("...d,...d->...", dev[:, 0], dev[:, 1]).ravel()
+    assert abs(cross.mean()) < 4 * cross.std() / math.sqrt(cross.size)
+
+
+def test_evaluations_on_separable_and_blind_encoders():
+    """A perfect encoder (the identity on noiseless, separated classes) scores 1 on all three
+    evaluations; a blind one (every input to the same direction) scores chance or below."""
+    C, D, per = 4, 6, ct.probe_per_class(4)
+    points = np.eye(D)[:C][None]  # (1, C, D)
+    probe = ct.Probe(np.zeros((1, 2, per * C, D)))
+    acc = ct.evaluations(np.eye(D)[None], ct.World(points), probe, 0.0, 0.0)
+    assert all(v[0] == 1.0 for v in acc.values()), acc
+    rng = np.random.default_rng(0)
+    probe = ct.Probe(rng.standard_normal((1, 2, per * C, D)))
+    blind = np.zeros((1, 3, D))
+    blind[0, 0, -1] = 1.0  # sees only a noise coordinate
+    with np.errstate(invalid="ignore"):  # a class whose embeddings cancel has no mean direction
+        acc = ct.evaluations(blind, ct.World(points), probe, 1.0, 0.0)
+    for name, v in acc.items():
+        assert v[0] < 1 / C + 4 * math.sqrt(0.25 * 0.75 / (per * C)), (name, v)
 
 
 def test_normalisation_survives_huge_and_tiny_weights():
@@ -89,8 +244,8 @@ def test_normalisation_survives_huge_and_tiny_weights():
 
 
 def test_divergence_is_flagged(monkeypatch):
-    """InfoNCE's normalisation bounds the gradient (~1 / (tau ||Wx||)), so real runs rarely diverge; a
-    NaN is injected into trial 1's weights at step 3 to check the bookkeeping."""
+    """InfoNCE's normalisation bounds the gradient (~1 / (tau ||Wx||)), so real runs rarely diverge;
+    a NaN is injected into trial 1's weights at step 3 to check the bookkeeping."""
     update = ct.Optimiser.update
 
     def poisoned(self, weights, grads, step):
@@ -127,7 +282,8 @@ def test_world_is_orthonormally_embedded():
 
 @pytest.mark.parametrize("tau", [0.05, 0.2, 1.0])
 def test_entropy_never_below_the_exact_floor(tau):
-    """Any embeddings: the mean row entropy stays above log n - exact_gap(n, tau), adversarial ones included."""
+    """Any embeddings: the mean row entropy stays above log n - exact_gap(n, tau), adversarial ones
+    included."""
     n = 8
     rng = np.random.default_rng(1)
     x1 = rng.standard_normal((50, 1, n, 5))
@@ -160,8 +316,26 @@ def test_loss_floor_is_attained_by_the_ideal_encoder_and_not_beaten(tau):
     assert out["loss"].mean() == pytest.approx(ct.loss_floor(n, C, tau), abs=4 * sem)
     assert out["entropy"].mean() == pytest.approx(ct.ideal_entropy(n, C, tau), abs=4 * out["entropy"].std() / math.sqrt(out["entropy"].size))
     # trained encoders never go below the floor (mean over runs)
-    res = ct.simulate_block(np.random.default_rng(3), 16, [BASE | {"n": n, "classes": C, "tau": tau, "steps": 150, "view_noise": 0.3}])[0]
+    res = ct.simulate_block(
+        np.random.default_rng(3),
+        16,
+        [BASE | {"n": n, "classes": C, "tau": tau, "steps": 150, "view_noise": 0.3}],
+    )[0]
     assert res["final_loss"].mean() >= ct.loss_floor(n, C, tau) - 3 * res["final_loss"].std() / 4
+
+
+def test_entropy_never_below_the_floor_at_a_learnt_tau():
+    """Training with a learnt temperature: every step's batch entropy stays above log n -
+    g_n(tau_t)."""
+    res = ct.simulate_block(
+        np.random.default_rng(4),
+        6,
+        [BASE | {"tau": t, "tau_mode": "learned", "steps": 60} for t in (0.07, 1.0)],
+    )
+    for r in res:
+        assert np.all(r["entropy_floor_excess_min"] >= -1e-12 * (1 + math.log(BASE["n"]) + 2 / r["tau_final"].min()))
+        for j in range(ct.CHECKPOINTS):
+            assert np.all(r[f"entropy_ckpt_{j}"] >= r[f"entropy_floor_ckpt_{j}"] - 1e-9)
 
 
 def test_theory_columns():
@@ -188,6 +362,10 @@ def test_theory_columns():
         ({"input_dim": 2}, "input_dim"),
         ({"view_noise": -1.0}, "view_noise"),
         ({"tau": float("inf")}, "tau"),
+        ({"positives": "pairs"}, "positives"),
+        ({"tau_mode": "annealed"}, "tau_mode"),
+        ({"instance_noise": -0.5}, "instance_noise"),
+        ({"tau_mode": "learned_clamped", "tau": 0.005}, "tau"),
     ],
 )
 def test_bad_input(bad, key):

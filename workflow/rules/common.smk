@@ -9,15 +9,15 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from attnsim.plan import cost as resources
-
-from attnsim.plan import sweep as planning
-
-from attnsim.store import parquet as store
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.plan import bill
+from attnsim.plan import cost as resources
+from attnsim.plan import sweep as planning
+from attnsim.run import progress
 from attnsim.run.status import run_summary
+from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
 RESULTS = Path("results")
@@ -42,6 +42,19 @@ try:
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
+    if (
+        PLANNING
+    ):  # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs
+        _cores = workflow.resource_settings.cores if workflow.local_exec else None
+        BILL = bill.bill(
+            SETTINGS,
+            PLANS,
+            STORE,
+            resources.spare_threads(planning.pending_chunks(PLANS), _cores),
+        )
+        if workflow.output_settings.dryrun:
+            print(bill.render(BILL, SETTINGS, workflow.resource_settings.nodes))
+        bill.check_limit(BILL, SETTINGS)
     if (
         PLANNING
     ):  # the config's asset copies exist and hold the right files (hashed at the start)
@@ -219,12 +232,23 @@ def verify_assets():
 
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
+    planning.remove_replaced(
+        PLANS, STORE
+    )  # chunks an interrupted run's top-ups replaced
 
 
 def write_chunk_specs():
     """Each pending chunk's spec file, for its job (real runs only: `onstart` never runs in a dry run)."""
     threads = resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
     planning.write_specs(PLANS, RESULTS, threads)
+    # what this run computes, for its progress lines (attnsim.run.progress)
+    progress.write_manifest(PLANS, RESULTS, _local_cores())
+
+
+def remove_replaced_chunks():
+    """Stored chunks whose points this run topped up with more trials: their rows live on in the
+    top-ups' files (query views never see a point twice)."""
+    planning.remove_replaced(PLANS, STORE)
 
 
 def print_run_summary():

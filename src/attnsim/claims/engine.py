@@ -5,8 +5,8 @@ Each kind's claims live in its package (`<kind>/claims.py`: `CLAIMS`, functions 
 summaries, and `THRESHOLDS`, the numbers that turn measurements into verdicts). Every claim
 declares, before any data, its `regime` (the parameters where theory makes the prediction), its
 `tolerance` and its `reason` (the docs/science.md section the regime and tolerance come from).
-Nothing is typed in: a verdict changes only through data. Reading the store is
-`attnsim.claims.io`, rendering `attnsim.claims.render`.
+Nothing is typed in: a verdict changes only through data. Reading the store and running every
+kind's claims is `attnsim.claims.io` (`evaluate`), rendering `attnsim.claims.render`.
 
 Roles: `evidence` (the essay's claims, judged by data that could have come out otherwise) and
 `sanity` (true by construction, a mathematical bound checked on every trial: it fails only
@@ -34,13 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from attnsim.kinds import all_kinds
-from attnsim.stats import mean_ci
+from attnsim.stats import mean_ci, t_quantile
 
 VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
 ROLES = ("evidence", "sanity")
 SIDES = ("above", "below")
 ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
+Z95 = 1.959963984540054  # normal 95% quantile
 
 
 # The essay's three statements, in the project's words; every claim belongs to one of them (its
@@ -182,12 +182,7 @@ class Claim:
         halves = [_half_width(lo, hi) for lo, hi in zip(lows, highs)]
         self.detectable = max(halves) if halves else math.nan
         count = verdicts.value_counts()
-        if count.get("fails", 0):
-            self.verdict = "fails"
-        elif count.get("inconclusive", 0):
-            self.verdict = "inconclusive"
-        else:
-            self.verdict = "holds"
+        self.verdict = combine_verdicts(verdicts)
         where = f" at {describe(rows.loc[worst])}" if describe else ""
         parts = [f"{count.get(v, 0)} {v}" for v in ("fails", "inconclusive") if count.get(v, 0)]
         self.evidence = (
@@ -240,6 +235,18 @@ def equivalence_verdict(low: float, high: float, predicted: float, tolerance: fl
     return "inconclusive"
 
 
+def combine_verdicts(verdicts) -> str:
+    """The verdict of a claim made of several judged parts (points, series): fails if any part
+    fails, inconclusive if any is inconclusive (and none fails), holds if every part holds (and
+    there is at least one)."""
+    verdicts = list(verdicts)
+    if "fails" in verdicts:
+        return "fails"
+    if "inconclusive" in verdicts or not verdicts:
+        return "inconclusive"
+    return "holds"
+
+
 def one_sided_verdict(low: float, high: float, bound: float, side: str) -> str:
     """holds: [low, high] entirely on `side` of `bound`; fails: entirely on the other side;
     inconclusive: it contains the bound, or no interval."""
@@ -268,20 +275,30 @@ def select_regime(claim: Claim, rows: pd.DataFrame | None, mask, figure: str | N
     return selected
 
 
-def pooled(values) -> dict:
+def pooled(values, se=None) -> dict:
     """Mean over points with a between-point standard error and t interval (points differ for
-    real, not only by noise). One point has no between-point spread: its interval is unknown (nan),
-    so a claim resting on it is inconclusive."""
+    real, not only by noise). With `se`, each value's own standard error, the mean's SE is at least
+    sqrt(sum se^2) / k, what the values' own noise alone gives: identical but noisy values (a
+    sweep of few trials) must not look certain. One point without `se` has no interval (nan), so
+    a claim resting on it is inconclusive."""
     values = np.asarray(values, dtype=float)
+    own = None if se is None else float(np.sqrt(np.sum(np.asarray(se, dtype=float) ** 2)) / max(values.size, 1))
     if values.size == 1:
-        return {"mean": float(values[0]), "se": math.nan, "ci_low": math.nan, "ci_high": math.nan}
-    return mean_ci(values)
+        if own is None or not math.isfinite(own):
+            return {"mean": float(values[0]), "se": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+        half = Z95 * own
+        return {"mean": float(values[0]), "se": own, "ci_low": float(values[0]) - half, "ci_high": float(values[0]) + half}
+    stats = mean_ci(values)
+    if own is not None and (own > stats["se"] or not math.isfinite(own)):
+        half = t_quantile(0.975, values.size - 1) * own
+        stats = {"mean": stats["mean"], "se": own, "ci_low": stats["mean"] - half, "ci_high": stats["mean"] + half}
+    return stats
 
 
-def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, str] | None = None) -> Claim:
-    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes
-    (`experiments`, name -> kind, picks the experiment whose figure shows it). A sanity check: Gibbs'
-    inequality makes it true by construction."""
+def entropy_bounds(summaries: dict[str, pd.DataFrame], figures: dict[str, str] | None = None) -> Claim:
+    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes;
+    `figures` (experiment -> its kind's figure of H between 0 and log n) picks the figure shown, the
+    first by experiment name. A sanity check: Gibbs' inequality makes it true by construction."""
     claim = Claim(
         "entropy_in_bounds",
         "The entropy of the attention weights lies in [0, log n] for every trial.",
@@ -299,8 +316,7 @@ def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, st
     columns = ["experiment", "entropy_min", "entropy_max", "n", "n_trials"]
     rows = pd.concat([s[[c for c in columns if c in s]] for s in frames], ignore_index=True)
     claim.based_on(rows)
-    kinds = all_kinds()  # the first experiment whose kind has a figure of H between 0 and log n shows it
-    shown = sorted((name, kinds[k].entropy_figure) for name, k in (experiments or {}).items() if k in kinds and kinds[k].entropy_figure and name in summaries)
+    shown = sorted((name, figure) for name, figure in (figures or {}).items() if figure and name in summaries)
     claim.figure = f"{shown[0][0]}/{shown[0][1]}" if shown else ""
     low = float(rows["entropy_min"].min())
     high = float((rows["entropy_max"] / np.log(rows["n"].to_numpy(float))).max())
@@ -316,19 +332,3 @@ def entropy_bounds(summaries: dict[str, pd.DataFrame], experiments: dict[str, st
     if low < 0:
         claim.verdict = "fails"
     return claim
-
-
-def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[Claim]:
-    """Every registered kind's claims (name -> summary of the config's experiments of that kind, if
-    any), then the claims that hold for every kind."""
-    by_kind: dict[str, list[pd.DataFrame]] = {}
-    for name, kind in experiments.items():
-        if name in summaries:
-            by_kind.setdefault(kind, []).append(summaries[name])
-    claims = []
-    for name, kind in all_kinds().items():
-        frames = by_kind.get(name)
-        frame = pd.concat(frames, ignore_index=True) if frames else None
-        claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
-    claims.append(entropy_bounds(summaries, experiments))
-    return claims

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from attnsim.claims.engine import NUMBER_KINDS, ROLES, SIDES, STATEMENTS, VERDICTS, Claim
+from attnsim.claims.engine import NUMBER_KINDS, ROLES, SIDES, STATEMENTS, VERDICTS, Claim, entropy_bounds
 from attnsim.claims.render import html, markdown, ordered
 from attnsim.store import parquet as store
 
@@ -95,3 +95,23 @@ def write(claims: list[Claim], results: Path, provenance: dict) -> list[Path]:
         os.replace(tmp, path)
         written.append(path)
     return written
+
+
+def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[Claim]:
+    """Every registered kind's claims (name -> summary of the config's experiments of that kind, if
+    any), then the claims that hold for every kind (the entropy bound)."""
+    from attnsim.kinds import all_kinds
+
+    kinds = all_kinds()
+    by_kind: dict[str, list[pd.DataFrame]] = {}
+    for name, kind in experiments.items():
+        if name in summaries:
+            by_kind.setdefault(kind, []).append(summaries[name])
+    claims = []
+    for name, kind in kinds.items():
+        frames = by_kind.get(name)
+        frame = pd.concat(frames, ignore_index=True) if frames else None
+        claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
+    figures = {name: kinds[k].entropy_figure for name, k in experiments.items() if k in kinds and kinds[k].entropy_figure}
+    claims.append(entropy_bounds(summaries, figures))
+    return claims

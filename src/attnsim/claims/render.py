@@ -90,14 +90,10 @@ def deviation_text(c: Claim) -> str:
 
 def compared_text(c: Claim) -> str:
     """What the measurement is compared with: "predicted X ± tol" only when the verdict is about X
-    (an equivalence band), else "compared with" the bound and its side, or the text alone."""
+    (an equivalence band: the claim has a tolerance); a number without a band, or the bound of a
+    one-sided or sanity claim, is "compared with"; else the text alone."""
     about = f" ({c.compared_to})" if c.compared_to else ""
-    if not _nan(c.predicted):
-        band = f" ± {numbers.value(c.tolerance)}" if not _nan(c.tolerance) else ""
-        return f"predicted {numbers.value(c.predicted)}{band}{about}"
-    if not _nan(c.bound) and c.side:
-        return f"compared with: {c.side} {numbers.value(c.bound)}{about}"
-    return c.compared_to or "no prediction"
+    return (short_compared(c)[2:] + about) if short_compared(c) else (c.compared_to or "no prediction")
 
 
 def detectable_text(c: Claim) -> str:
@@ -112,12 +108,14 @@ def detectable_text(c: Claim) -> str:
 
 
 def short_compared(c: Claim) -> str:
-    """'; predicted 1 ± 0.05' or '; compared with: below 1', for the one-line renderings."""
-    if not _nan(c.predicted):
-        band = f" ± {numbers.value(c.tolerance)}" if not _nan(c.tolerance) else ""
-        return f"; predicted {numbers.value(c.predicted)}{band}"
+    """'; predicted 1 ± 0.05' (an equivalence band), '; compared with: below 1' (a bound), '; compared
+    with 0.0118' (a number the verdict is not decided against), or '', for the one-line renderings."""
+    if not _nan(c.predicted) and not _nan(c.tolerance):
+        return f"; predicted {numbers.value(c.predicted)} ± {numbers.value(c.tolerance)}"
     if not _nan(c.bound) and c.side:
         return f"; compared with: {c.side} {numbers.value(c.bound)}"
+    if not _nan(c.predicted):
+        return f"; compared with {numbers.value(c.predicted)}"
     return ""
 
 

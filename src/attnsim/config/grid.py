@@ -34,7 +34,7 @@ def make_point(kind: Kind | str, params: dict) -> Point:
     kind = as_kind(kind)
     canonical = {}
     for column in kind.params:
-        value = params[column.name]
+        value = params[column.name] if column.default is None else params.get(column.name, column.default)
         if pa.types.is_floating(column.type):
             value = float(value)
         elif pa.types.is_integer(column.type):
@@ -146,27 +146,38 @@ class GridColumns:
     def ids(self) -> list[str]:
         """Every point's id (as `seeding.point_id`), in enumeration order.
 
-        The canonical text is `head + value of the last parameter + tail`, where head and tail
-        depend only on the other parameters: head is hashed once per combination of those, and
-        each point copies that hash state and adds its own value and the tail."""
+        The canonical text is `head + field of one parameter + tail`, where head and tail depend
+        only on the other parameters: the parameter with the most values is that inner one, head
+        is hashed once per combination of the others (their `"name":value` fields rendered once
+        each), and each point copies that hash state and adds its own field and the tail."""
         names = self.kind.param_names
-        rendered = {name: [_json(v).encode() for v in self.values[name]] for name in names}
-        inner = names[-1]
+        fields = {name: [_json(name).encode() + b":" + _json(v).encode() for v in self.values[name]] for name in names}
+        inner = max(names, key=lambda name: len(self.values[name]))
+        outer = [name for name in names if name != inner]
         keys = sorted(names)
         at = keys.index(inner)
-        field = lambda name, value: _json(name).encode() + b":" + value
+        before, after = keys[:at], keys[at + 1 :]
         start = b'{"kind":' + _json(self.kind.name).encode() + b',"params":{'
+        strides = {}
+        stride = 1
+        for name in reversed(names):
+            strides[name] = stride
+            stride *= len(self.values[name])
+        inner_fields = fields[inner]
+        step = strides[inner]
         sha256, n = hashlib.sha256, ID_HEX_DIGITS
-        out: list[str] = []
-        for combo in itertools.product(*(rendered[name] for name in names[:-1])):
-            given = dict(zip(names[:-1], combo))
-            head = start + b",".join(field(k, given[k]) for k in keys[:at]) + (b"," if at else b"") + _json(inner).encode() + b":"
-            tail = b"".join(b"," + field(k, given[k]) for k in keys[at + 1 :]) + b"}}"
+        out: list[str] = [""] * self.size
+        ranges = [range(len(self.values[name])) for name in outer]
+        for combo in itertools.product(*ranges):
+            given = dict(zip(outer, combo))
+            base = sum(given[name] * strides[name] for name in outer)
+            head = start + b"".join(fields[k][given[k]] + b"," for k in before)
+            tail = b"".join(b"," + fields[k][given[k]] for k in after) + b"}}"
             state = sha256(head)
-            for value in rendered[inner]:
+            for i, value in enumerate(inner_fields):
                 h = state.copy()
                 h.update(value + tail)
-                out.append(h.hexdigest()[:n])
+                out[base + i * step] = h.hexdigest()[:n]
         return out
 
     def codes(self, names) -> tuple[np.ndarray, tuple[int, ...]]:

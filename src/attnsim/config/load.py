@@ -152,12 +152,13 @@ class Experiment:
 @dataclass(frozen=True)
 class Settings:
     seed: int
-    chunk_size: int
+    chunk_size: int | None  # an optional upper bound on a chunk's points (chunks are sized by cost)
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
     assets: dict[str, str] = field(default_factory=dict)  # asset name -> local copy to use instead of downloading
     job_minutes: float = 2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
+    max_jobs: int | None = None  # refuse a sweep that needs more simulate jobs (a cluster's limit)
 
 
 def check_semantics(settings: Settings) -> None:
@@ -212,9 +213,10 @@ def load(config: dict) -> Settings:
     science = {"seed": config["seed"], "experiments": config["experiments"]}
     settings = Settings(
         seed=config["seed"],
-        chunk_size=config["chunk_size"],
+        chunk_size=config.get("chunk_size"),
         memory_budget_mb=config["memory_budget_mb"],
         job_minutes=config["job_minutes"],
+        max_jobs=config.get("max_jobs"),
         experiments=experiments,
         config_hash=digest(json.loads(json.dumps(science))),
         assets=dict(config.get("assets", {})),

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnsim.errors import AttnsimError
 from attnsim.kinds import get_kind
 from attnsim.store import parquet as store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
@@ -21,5 +25,27 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     frame = store.read_table(summary_path).to_pandas()
     written = []
     for figure in figures or kind.figures:
-        written += save(getattr(module, figure)(frame), Path(outdir) / f"{figure}.png")
+        draw = getattr(module, figure)
+        # a figure of single trials declares the columns it reads
+        columns = getattr(draw, "trial_columns", None)
+        args = (frame,) if columns is None else (frame, trials_of(summary_path, frame, columns))
+        written += save(draw(*args), Path(outdir) / f"{figure}.png")
     return written
+
+
+def trials_of(summary_path: Path, summary, columns) -> pd.DataFrame | None:
+    """The trials of the summary's points (its experiment's chunk files, only `columns` and the
+    point ids), for a figure of single trials; rows of points no longer in the grid are left
+    out."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    meta = store.read_meta(summary_path)
+    # <root>/summary/kind=<kind>/experiment=<experiment>/summary.parquet
+    root = Path(summary_path).parents[3]
+    wanted = pa.array(summary["point_id"].astype(str).tolist())
+    tables = []
+    for path in store.experiment_chunks(root, meta["kind"], meta["experiment"]):
+        table = store.read_table(path, columns=["point_id", *columns])
+        tables.append(table.filter(pc.is_in(table["point_id"].cast(pa.string()), value_set=wanted)))
+    return pa.concat_tables(tables).to_pandas() if tables else None

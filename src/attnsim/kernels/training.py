@@ -1,21 +1,27 @@
 """What the training kernels share: the optimisers, batched over trials, the evaluation
-schedule and the checks of the training parameters.
+schedule, the training loop and the checks of the training parameters.
 
 Every array handled here has the trials on its leading axis; an optimiser updates all the
 trials of a block at once, and a trial whose weights stop being finite is reset (weights and
 moments to 0) so that NaN never spreads, the kernel recording the step at which it happened.
+A kernel whose runs stop early (at a loss threshold) keeps only its unfinished trials in its
+working arrays (`Optimiser.keep`), so a stopped run costs nothing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from attnsim.errors import ConfigError
 
 OPTIMISERS = ("sgd", "adam")
+# normgd: W -= lr g / ||g||_F per weight array and trial (the step's size fixed, only its direction
+# from the gradient; no step where g = 0 exactly)
+NORMALISED = "normgd"
+ALL_OPTIMISERS = (*OPTIMISERS, NORMALISED)
 ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 CHECKPOINTS = 8  # loss_ckpt_0 .. loss_ckpt_7
 EVALS_PER_CHECKPOINT = 4  # evaluation grid: round(steps^(j / 28)), j = 0..28 (contains the checkpoints)
@@ -30,10 +36,11 @@ def checkpoint_steps(steps: int) -> list[int]:
     return [round_half_up(steps ** (j / (CHECKPOINTS - 1))) for j in range(CHECKPOINTS)]
 
 
-def evaluation_steps(steps: int) -> list[int]:
-    """Steps after which the monitor loss is measured (besides step 0): round(steps^(j/28)), j = 0..28,
-    without repeats; a superset of `checkpoint_steps` (j/7 and 4j/28 are the same float)."""
-    count = (CHECKPOINTS - 1) * EVALS_PER_CHECKPOINT
+def evaluation_steps(steps: int, per_checkpoint: int = EVALS_PER_CHECKPOINT) -> list[int]:
+    """Steps after which the monitor loss is measured (besides step 0): round(steps^(j/(7 k))),
+    j = 0..7k with k = `per_checkpoint`, without repeats; a superset of `checkpoint_steps` (j/7
+    and kj/(7k) are the same float: IEEE division is correctly rounded)."""
+    count = (CHECKPOINTS - 1) * per_checkpoint
     return sorted({round_half_up(steps ** (j / count)) for j in range(count + 1)})
 
 
@@ -46,17 +53,29 @@ def first_reached(losses: Mapping[int, np.ndarray], threshold: float, trials: in
 
 
 class Optimiser:
-    """SGD (w -= lr g) or Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8, bias-corrected) on a list
-    of weight arrays (T, ...), updated in place."""
+    """SGD (w -= lr g), Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8, bias-corrected) or
+    normalised gradient descent (w -= lr g / ||g||_F per array and trial) on a list of weight
+    arrays (T, ...), updated in place."""
 
     def __init__(self, name: str, lr: float, weights: list[np.ndarray]):
         self.adam = name == "adam"
+        self.normalised = name == NORMALISED
         self.lr = float(lr)
         self.m = [np.zeros_like(w) for w in weights] if self.adam else []
         self.v = [np.zeros_like(w) for w in weights] if self.adam else []
 
     def update(self, weights: list[np.ndarray], grads: list[np.ndarray], step: int) -> None:
         """Apply step number `step` (1-based: Adam's bias correction uses it)."""
+        if self.normalised:
+            for w, g in zip(weights, grads):
+                # the direction of a gradient of 1e-300 too: its square would underflow, so the norm
+                # is taken of g / max|g| (exact scaling by the largest entry per trial)
+                axes = tuple(range(1, g.ndim))
+                big = np.max(np.abs(g), axis=axes, keepdims=True)
+                unit = np.divide(g, big, out=np.zeros_like(g), where=big > 0)
+                norm = np.sqrt(np.sum(unit * unit, axis=axes, keepdims=True))
+                w -= np.divide(self.lr * unit, norm, out=np.zeros_like(g), where=norm > 0)
+            return
         if not self.adam:
             for w, g in zip(weights, grads):
                 w -= self.lr * g
@@ -73,6 +92,12 @@ class Optimiser:
         """Zero the weights and moments of the masked trials."""
         for x in (*weights, *self.m, *self.v):
             x[trials] = 0.0
+
+    def keep(self, trials: np.ndarray) -> None:
+        """Keep only the state of the selected trials (a mask or indices, applied to the leading axis),
+        for a kernel that drops its finished runs from its working arrays."""
+        self.m = [m[trials] for m in self.m]
+        self.v = [v[trials] for v in self.v]
 
 
 def not_finite(weights: list[np.ndarray]) -> np.ndarray:
@@ -104,12 +129,40 @@ def check_number(p: Mapping, key: str, positive: bool = True) -> None:
         raise ConfigError(f"{key}: must be >= 0, got {value}")
 
 
-def check_training(p: Mapping) -> None:
+def check_training(p: Mapping, optimisers: Sequence[str] = OPTIMISERS) -> None:
     """The parameters every training kind has: steps >= 1, lr > 0, a known optimiser."""
     check_integer(p, "steps", 1, "training step(s)")
-    if p.get("optimiser") not in OPTIMISERS:
-        raise ConfigError(f"optimiser: unknown optimiser {p.get('optimiser')!r}; expected one of {', '.join(OPTIMISERS)}")
+    if p.get("optimiser") not in optimisers:
+        known = ", ".join(optimisers)
+        raise ConfigError(f"optimiser: unknown optimiser {p.get('optimiser')!r}; expected one of {known}")
     check_number(p, "lr")
+
+
+def check_choice(p: Mapping, key: str, choices: Sequence[str]) -> None:
+    if p.get(key) not in choices:
+        raise ConfigError(f"{key}: expected one of {', '.join(choices)}, got {p.get(key)!r}")
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def train(runs: Sequence, draw: Callable[[], object], record: list | None = None) -> None:
+    """The training loop of a block: per step one minibatch for all the block's trials, drawn
+    whether or not a run still needs it (a trial's data never depends on when another stopped),
+    then the step of every run that has not finished. A run has `steps` (its budget),
+    `step(batch, step)` and optionally `finished` (True once all its trials have stopped); the loop
+    ends at the largest budget, or once every run has finished (nothing drawn after that is used).
+    With `record`, every minibatch is appended to it (tests)."""
+    last = max(int(run.steps) for run in runs)
+    for step in range(1, last + 1):
+        if all(getattr(run, "finished", False) or step > run.steps for run in runs):
+            return
+        batch = draw()
+        if record is not None:
+            record.append(batch)
+        for run in runs:
+            if step <= run.steps and not getattr(run, "finished", False):
+                run.step(batch, step)
 
 
 # --------------------------------------------------------------------------- summaries

@@ -45,12 +45,15 @@ class Param(Column):
     The experiment's `grid.<name>` is a non-empty list of distinct values; each value must be of
     the column's type, within [minimum, maximum] (or above `exclusive_minimum`), one of
     `choices` if given. `config.schema` generates the JSON Schema from these declarations.
+    A parameter with a `default` may be left out of a grid: it then takes the one value
+    [default] (so a parameter added to a kind keeps existing configs valid).
     """
 
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: float | None = None
     choices: tuple[str, ...] = ()
+    default: object = None
 
     def item_schema(self) -> dict:
         if self.choices:
@@ -69,7 +72,10 @@ class Param(Column):
         return schema
 
     def list_schema(self) -> dict:
-        return {"description": self.doc, "type": "array", "minItems": 1, "uniqueItems": True, "items": self.item_schema()}
+        schema = {"description": self.doc, "type": "array", "minItems": 1, "uniqueItems": True, "items": self.item_schema()}
+        if self.default is not None:
+            schema["default"] = [self.default]
+        return schema
 
 
 Params = Mapping[str, object]
@@ -112,6 +118,10 @@ class Kind:
     # numbers as `theory` point by point (tests compare them); a summary of a million points then
     # costs no million Python calls. Without it, `theory` is called per point.
     theory_table: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+    # A small valid experiment of this kind ({"trials": ..., "grid": {...}}, every parameter listed):
+    # the docs' examples and the scale tests, which lengthen its last float parameter with two or
+    # more values to a million points. Built-in kinds must declare one (a test checks).
+    example: Mapping[str, object] | None = None
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:
@@ -131,7 +141,7 @@ class Kind:
         return {
             "type": "object",
             "additionalProperties": False,
-            "required": list(self.param_names),
+            "required": [p.name for p in self.params if p.default is None],
             "properties": {p.name: p.list_schema() for p in self.params},
         }
 

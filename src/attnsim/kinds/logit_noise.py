@@ -39,8 +39,17 @@ METRICS = (
     Column(
         "sq_err_next",
         F64,
-        "next-order prediction of sq_err from the trial's clean weights and values (docs/science.md §2.8): "
-        "p2 where k* > 3, p1 where 2 < k* <= 3, with the heavy-tail term where k* < 5; +inf where k* <= 2 (kappa = inf), nan at an integer k*",
+        "next-order prediction of sq_err from the trial's clean weights and values "
+        "(docs/science.md "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        "§2.8): "
+        "p2 where k* > 3, p1 where 2 < k* <= 3, with the heavy-tail term where k* < 5; +inf where "
+        "k* <= 2 (kappa = inf), nan at an integer k*",
     ),
 )
 
@@ -50,31 +59,52 @@ THEORY = (
     Column(
         "noise_regime",
         STR,
-        "delta (E[e^{k eps}] finite for k <= 4), delta_slow (kappa finite, E[e^{3 eps}] or E[e^{4 eps}] = inf), "
+        "delta (E[e^{k eps}] finite for k <= 4), delta_slow (kappa finite, E[e^{3 eps}] or E[e^{4 "
+        "eps}] = inf), "
         "heavy (only E[e^eps] finite) or no_mean (E[e^eps] = inf)",
     ),
     Column(
-        "moment_order", F64, "k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform, sqrt2/sigma (laplace), pi/(sqrt6 sigma) (gumbel), 0 (student_t)"
+        "moment_order",
+        F64,
+        "k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform, sqrt2/sigma (laplace), pi/(sqrt6 sigma) (gumbel), 0 (student_t)",
     ),
-    Column("finite_moment_order", I64, "highest integer k <= 4 with E[e^{k eps}] < inf (4: every moment of the next-order theory finite; >= 2: kappa finite)"),
+    Column(
+        "finite_moment_order",
+        I64,
+        "highest integer k <= 4 with E[e^{k eps}] < inf (4: every moment of the next-order theory finite; >= 2: kappa finite)",
+    ),
     Column("rel_err_uniform", F64, "sqrt(kappa / n): the predicted rel_err for uniform weights"),
 )
 
 EXTRA = (
-    Column("err_ratio", F64, "mean(sq_err) / mean(sq_err_pred), paired over trials; null when kappa is 0 or inf"),
+    Column(
+        "err_ratio",
+        F64,
+        "mean(sq_err) / mean(sq_err_pred), paired over trials; null when kappa is 0 or inf",
+    ),
     Column("err_ratio_se", F64, "delta-method standard error of err_ratio"),
     Column("err_ratio_ci_low", F64, "lower end of the 95% interval of err_ratio"),
     Column("err_ratio_ci_high", F64, "upper end of the 95% interval of err_ratio"),
     Column("kappa_sum_p2", F64, "kappa * mean(sum_i p_i^2): small means the delta method should hold"),
-    Column("next_ratio", F64, "mean(sq_err_next) / mean(sq_err_pred): the err_ratio the next-order theory predicts; null where it has none"),
-    Column("next_err_ratio", F64, "mean(sq_err) / mean(sq_err_next), paired over trials: 1 when the next-order theory is exact; null where it has none"),
+    Column(
+        "next_ratio",
+        F64,
+        "mean(sq_err_next) / mean(sq_err_pred): the err_ratio the next-order theory predicts; null where it has none",
+    ),
+    Column(
+        "next_err_ratio",
+        F64,
+        "mean(sq_err) / mean(sq_err_next), paired over trials: 1 when the next-order theory is exact; null where it has none",
+    ),
     Column("next_err_ratio_se", F64, "delta-method standard error of next_err_ratio"),
 )
 
 
 def trial_metrics(out: dict[str, np.ndarray], p, trials: int) -> dict[str, np.ndarray]:
-    """The stored metrics of one point from a kernel's per-trial sums (sq_err, spread, grad_sq, entropy,
-    n_eff and the next-order sums): the delta-method and next-order predictions beside the measurement."""
+    """The stored metrics of one point from a kernel's per-trial sums (sq_err, spread, grad_sq,
+    entropy,
+    n_eff and the next-order sums): the delta-method and next-order predictions beside the
+    measurement."""
     k = kappa(p["noise"], p["noise_scale"])
     sq_err_pred = k * out["grad_sq"] if math.isfinite(k) else np.full(trials, np.inf)
     return {
@@ -91,8 +121,10 @@ def trial_metrics(out: dict[str, np.ndarray], p, trials: int) -> dict[str, np.nd
 
 
 def sq_err_next(stats: dict[str, np.ndarray], noise: str, sigma: float) -> np.ndarray:
-    """Per trial, the next-order prediction of E||o~ - o||^2 (`delta_next.next_order_from_stats`) at the
-    highest order this noise allows (`delta_next.prediction_order`); +inf where there is none (k* <= 2)."""
+    """Per trial, the next-order prediction of E||o~ - o||^2 (`delta_next.next_order_from_stats`) at
+    the
+    highest order this noise allows (`delta_next.prediction_order`); +inf where there is none (k*
+    <= 2)."""
     order = delta_next.prediction_order(noise, sigma)
     if order is None:
         return np.full(len(stats["grad_sq"]), np.inf)

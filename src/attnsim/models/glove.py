@@ -34,6 +34,7 @@ class Glove:
         callers lower-case first. A missing word is a KeyError unless `skip_missing`."""
         missing = [w for w in words if w not in self.index]
         if missing and not skip_missing:
-            raise KeyError(f"not in GloVe's vocabulary: {', '.join(map(repr, missing[:5]))}{' ...' if len(missing) > 5 else ''}")
+            more = " ..." if len(missing) > 5 else ""
+            raise KeyError(f"not in GloVe's vocabulary: {', '.join(map(repr, missing[:5]))}{more}")
         found = [w for w in words if w in self.index]
         return found, np.asarray(self.vectors[[self.index[w] for w in found]], dtype=np.float32).reshape(len(found), self.vectors.shape[1])

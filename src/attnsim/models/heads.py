@@ -67,7 +67,8 @@ def truncated(bert: Bert, depth: int) -> Bert:
 
 
 def rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, np.ndarray]]]]:
-    """Per sub-batch of trials: (their slice, layer -> (logits (t, H, n) float64, values (t, H, n, d_h) float32))."""
+    """Per sub-batch of trials: (their slice, layer -> (logits (t, H, n) float64, values (t, H, n,
+    d_h) float32))."""
     layers = sorted(set(layers))
     model = truncated(bert, layers[-1] + 1)
     trials, n = ids.shape
@@ -87,8 +88,32 @@ def rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[in
         yield part, found
 
 
+def query_key_rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, ...]]]]:
+    """Like `rows`, with the query and keys themselves: per sub-batch, layer -> (logits (t, H, n)
+    float64 as in `rows`, q (t, H, d_h), k (t, H, n, d_h), v (t, H, n, d_h), float32 as the model
+    has them)."""
+    layers = sorted(set(layers))
+    model = truncated(bert, layers[-1] + 1)
+    trials, n = ids.shape
+    step = sub_batch(n)
+    scale = 1.0 / math.sqrt(bert.config.head_size)
+    for start in range(0, trials, step):
+        part = slice(start, min(trials, start + step))
+        batch = ids[part]
+        out = model.forward(batch, np.ones(batch.shape, dtype=bool), capture=layers)
+        index = np.arange(len(batch))
+        found = {}
+        for layer in layers:
+            a = out.attention[layer]
+            q = np.ascontiguousarray(a.q[index, :, positions[part]])  # (t, H, d)
+            logits = (q.astype(np.float64)[:, :, None, :] @ a.k.astype(np.float64).transpose(0, 1, 3, 2))[:, :, 0, :] * scale
+            found[layer] = (logits, q, np.ascontiguousarray(a.k), np.ascontiguousarray(a.v))
+        yield part, found
+
+
 def row_stats(logits: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
-    """Softmax statistics of rows (..., n) with values (..., n, d), in float64 (docs/science.md §1.5, §2.4).
+    """Softmax statistics of rows (..., n) with values (..., n, d), in float64 (docs/science.md
+    §1.5, §2.4).
 
     The values are measured from the top key's value v_m (w_i = v_i - v_m, u = o - v_m), so
     v_i - o = w_i - u stays accurate when the weights are one-hot.
@@ -120,7 +145,8 @@ def row_stats(logits: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def check_windows(grid) -> None:
-    """Refuse an n the corpus cannot fill (it has at least as many word pieces as words), before anything runs."""
+    """Refuse an n the corpus cannot fill (it has at least as many word pieces as words), before
+    anything runs."""
     from attnsim.errors import ConfigError
 
     words = sum(len(s.split()) for s in corpus.sentences())

@@ -167,7 +167,8 @@ class Output:
     attention: dict[int, LayerAttention] = field(default_factory=dict)  # the captured layers
 
     def embeddings(self) -> np.ndarray:
-        """sentence-transformers' pipeline: mean over real tokens, then L2 normalisation (float32)."""
+        """sentence-transformers' pipeline: mean over real tokens, then L2 normalisation
+        (float32)."""
         m = self.mask[..., None].astype(np.float64)
         pooled = (self.hidden.astype(np.float64) * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
@@ -180,7 +181,11 @@ class Bert:
         self.config, self.dtype = config, np.dtype(dtype)
         w = {k: np.asarray(v, dtype=self.dtype) for k, v in weights.items() if k.startswith(("embeddings.", "encoder."))}
         e = "embeddings."
-        self.word, self.position, self.token_type = w[e + "word_embeddings.weight"], w[e + "position_embeddings.weight"], w[e + "token_type_embeddings.weight"]
+        self.word, self.position, self.token_type = (
+            w[e + "word_embeddings.weight"],
+            w[e + "position_embeddings.weight"],
+            w[e + "token_type_embeddings.weight"],
+        )
         self.embed_norm = (w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"])
         self.layers = []
         for i in range(config.layers):
@@ -192,7 +197,10 @@ class Bert:
                     "qkv_bias": np.concatenate([w[a + n + ".bias"] for n in ("query", "key", "value")]),
                     "out": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),
                     "out_bias": w[p + "attention.output.dense.bias"],
-                    "norm1": (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
+                    "norm1": (
+                        w[p + "attention.output.LayerNorm.weight"],
+                        w[p + "attention.output.LayerNorm.bias"],
+                    ),
                     "up": np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
                     "up_bias": w[p + "intermediate.dense.bias"],
                     "down": np.ascontiguousarray(w[p + "output.dense.weight"].T),
@@ -206,12 +214,23 @@ class Bert:
         from safetensors.numpy import load_file
 
         model_dir = Path(model_dir)
-        return cls(load_file(model_dir / "model.safetensors"), BertConfig.from_json(model_dir / "config.json"), dtype)
+        return cls(
+            load_file(model_dir / "model.safetensors"),
+            BertConfig.from_json(model_dir / "config.json"),
+            dtype,
+        )
 
     @classmethod
-    def random(cls, rng: np.random.Generator, std: float = 0.02, config: BertConfig = BertConfig(), dtype=np.float32) -> Bert:
+    def random(
+        cls,
+        rng: np.random.Generator,
+        std: float = 0.02,
+        config: BertConfig = BertConfig(),
+        dtype=np.float32,
+    ) -> Bert:
         """Same architecture, BERT's initialisation: linear and embedding weights N(0, std²) (the
-        padding token's embedding 0), biases 0, LayerNorm weight 1 and bias 0; drawn in a fixed order."""
+        padding token's embedding 0), biases 0, LayerNorm weight 1 and bias 0; drawn in a fixed
+        order."""
         weights = {}
         for name, shape in weight_shapes(config):
             if name.endswith("LayerNorm.weight"):
@@ -250,14 +269,19 @@ class Bert:
             probs /= probs.sum(axis=-1, keepdims=True)
             context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch * seq, c.hidden)
             x = layer_norm(x + context @ L["out"] + L["out_bias"], *L["norm1"], c.eps)
-            x = layer_norm(x + gelu(x @ L["up"] + L["up_bias"]) @ L["down"] + L["down_bias"], *L["norm2"], c.eps)
+            x = layer_norm(
+                x + gelu(x @ L["up"] + L["up_bias"]) @ L["down"] + L["down_bias"],
+                *L["norm2"],
+                c.eps,
+            )
             if i in keep:
                 attention[i] = LayerAttention(q, k, v, probs, mask)
         return Output(x.reshape(batch, seq, c.hidden), mask, attention)
 
 
 def weight_shapes(c: BertConfig) -> list[tuple[str, tuple[int, ...]]]:
-    """The encoder's tensors in the checkpoint's naming, in a fixed order (the random init's draw order)."""
+    """The encoder's tensors in the checkpoint's naming, in a fixed order (the random init's draw
+    order)."""
     shapes = [
         ("embeddings.word_embeddings.weight", (c.vocab_size, c.hidden)),
         ("embeddings.position_embeddings.weight", (c.max_positions, c.hidden)),

@@ -17,6 +17,7 @@ from attnsim.config.grid import Point, chunk_id, points_from_rows
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
+from attnsim.seeding import digest
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,12 @@ class ChunkSpec:
     points: tuple[Point, ...]
     target_se: float | None = None  # adaptive precision on the kind's main metric
     max_trials: int | None = None
+    extends: str | None = None  # a top-up: the stored chunk (same folder) whose trials it reuses
 
     @cached_property
     def id(self) -> str:
-        return chunk_id(list(self.points))
+        base = chunk_id(list(self.points))
+        return base if self.extends is None else topup_id(base, self.trials, self.target_se, self.max_trials)
 
     @cached_property
     def cost(self):
@@ -62,6 +65,8 @@ class ChunkSpec:
         }
         if self.target_se is not None:
             spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
+        if self.extends is not None:
+            spec["extends"] = self.extends
         return json.dumps(spec, separators=(",", ":"))
 
     @classmethod
@@ -72,6 +77,12 @@ class ChunkSpec:
             if spec["params"] != list(kind.param_names):
                 raise ValueError(f"parameters {spec['params']} do not match kind {kind.name}: {list(kind.param_names)}")
             points = tuple(points_from_rows(kind, spec["points"]))
-            return cls(spec["experiment"], kind, spec["seed"], spec["trials"], points, spec.get("target_se"), spec.get("max_trials"))
+            return cls(spec["experiment"], kind, spec["seed"], spec["trials"], points, spec.get("target_se"), spec.get("max_trials"), spec.get("extends"))
         except (ValueError, KeyError, TypeError, AttnsimError) as error:
             raise ConfigError(f"chunk spec: {error}") from None
+
+
+def topup_id(base: str, trials: int, target_se: float | None, max_trials: int | None) -> str:
+    """The id of a top-up chunk: its points' chunk id and the trial settings it computes to (a
+    file name apart from the chunk it extends, which keeps the points' plain id)."""
+    return digest({"chunk": base, "trials": trials, "target_se": target_se, "max_trials": max_trials})

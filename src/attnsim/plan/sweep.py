@@ -2,9 +2,9 @@
 
 Read at workflow start by the submitting process only (jobs read their chunk's spec file). Points
 already in the store with the same results key are done; the rest are cut into chunks, one job
-each. A chunk ends once it holds `chunk_size` points, or its estimated cost reaches the smaller
-of `job_minutes` of CPU time (`attnsim.plan.cost`' cost model) and MAX_CHUNK_COST_RATIO average
-chunks of its experiment, or its rows reach MAX_CHUNK_ROWS. Finished chunks stay targets under
+each, sized by cost (`chunk_limits`): about `job_minutes` of estimated CPU time each
+(`attnsim.plan.cost`'s model), at most MAX_CHUNK_ROWS trial rows, and at most `chunk_size`
+points if the config sets one. Finished chunks stay targets under
 their own ids, with the spec read back from their provenance, so Snakemake sees them as up to
 date.
 
@@ -30,7 +30,7 @@ from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
 from attnsim.plan import cost as resources
-from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.plan.chunkspec import ChunkSpec, topup_id
 from attnsim.store import parquet as store
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
@@ -53,6 +53,7 @@ class Chunk:
     cost: resources.ChunkCost | None  # None for finished chunks until asked (see ExperimentPlan.cost)
     rows: np.ndarray | None = None  # pending: indices into the experiment's grid
     spec_text: str | None = None  # finished: the spec from its provenance
+    extends: str | None = None  # pending top-up: the stored chunk whose trials it reuses
 
 
 @dataclass
@@ -67,6 +68,7 @@ class ExperimentPlan:
     table: dict[str, Chunk] = field(default_factory=dict)  # chunk id -> chunk, finished and pending
     pending: list[str] = field(default_factory=list)  # chunk ids still to compute
     done_points: int = 0
+    replaced: list[Path] = field(default_factory=list)  # stored chunks that top-ups replace (removed once they exist)
 
     @property
     def n_points(self) -> int:
@@ -91,7 +93,7 @@ class ExperimentPlan:
             return ChunkSpec.from_json(entry.spec_text)
         kind = get_kind(self.kind)
         points = tuple(points_from_rows(kind, self.grid.rows(entry.rows)))
-        return ChunkSpec(self.name, kind, self.seed, self.trials, points, self.target_se, self.max_trials)
+        return ChunkSpec(self.name, kind, self.seed, self.trials, points, self.target_se, self.max_trials, entry.extends)
 
     def spec_json(self, chunk: str, **extra) -> str:
         """The chunk's spec as `ChunkSpec.to_json` writes it (plus `extra` keys), from the columns."""
@@ -109,6 +111,8 @@ class ExperimentPlan:
             }
             if self.target_se is not None:
                 spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
+            if entry.extends is not None:
+                spec["extends"] = entry.extends
         return json.dumps(spec | extra, separators=(",", ":"))
 
     def cost(self, chunk: str) -> resources.ChunkCost:
@@ -221,44 +225,92 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     plan = ExperimentPlan(
         name, experiment.kind, grid, seed=settings.seed, trials=experiment.trials, target_se=experiment.target_se, max_trials=experiment.max_trials
     )
-    key = experiment.results_key(settings.seed)
     for other in sorted(Path(root, "trials").glob(f"kind=*/experiment={name}")):
         if other.name and other.parent.name != f"kind={experiment.kind}" and any(other.glob("*.parquet")):
             raise StoreError(
                 f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now says kind={experiment.kind}; rename the experiment or move that folder away"
             )
     done = np.zeros(grid.size, dtype=bool)
+    extendable = []  # stored chunks with fewer trials than the config asks for: topped up below
     for path, meta in store.experiment_inventory(root, experiment.kind, name):  # copies named, never counted
-        if meta.get("results_key") != key:
-            raise StoreError(
-                f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "
-                f"seed={settings.seed}"
-                + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
-                + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
-            )
         spec = json.loads(meta["spec"])
         if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
             ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec
+        same = _stored_settings(path, meta, spec, settings, experiment, kind)
         rows = _grid_rows(kind, grid, spec["points"])
         rows = rows[rows >= 0]
-        if len(rows):
+        if not same:
+            extendable.append((path, meta["chunk"], rows))
+        elif len(rows):
             chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
             plan.table[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
             done[rows] = True
-    plan.done_points = int(done.sum())
     trial_cap = experiment.max_trials or experiment.trials
     costs = grid_costs(kind, grid, trial_cap)
+    size, budget = chunk_limits(settings, grid.size, float(costs.point_work.sum()), trial_cap)
+    for path, old, rows in extendable:  # a top-up per stored chunk: its points, more trials
+        rows = rows[~done[rows]]
+        if len(rows):
+            ids = point_ids(grid, rows)
+            for start, end in chunk_bounds(costs.point_work[rows], size, budget):
+                chunk = topup_id(chunk_id_of(ids[start:end]), experiment.trials, experiment.target_se, experiment.max_trials)
+                plan.table[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows[start:end], trial_cap), rows=rows[start:end], extends=old)
+                plan.pending.append(chunk)
+            done[rows] = True
+        plan.replaced.append(path)
+    plan.done_points = int(done.sum()) - sum(plan.cost(c).points for c in plan.pending)
     todo = np.flatnonzero(~done)
     ids = point_ids(grid, todo)
-    size = min(settings.chunk_size, max(1, MAX_CHUNK_ROWS // trial_cap))
-    balance = MAX_CHUNK_COST_RATIO * float(costs.point_work.sum()) / math.ceil(grid.size / settings.chunk_size)
-    budget = min(balance, settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE)
     for start, end in chunk_bounds(costs.point_work[todo], size, budget):
         rows = todo[start:end]
         chunk = chunk_id_of(ids[start:end])
         plan.table[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows, trial_cap), rows=rows)
         plan.pending.append(chunk)
     return plan
+
+
+def _stored_settings(path: Path, meta: dict, spec: dict, settings: Settings, experiment, kind: Kind) -> bool:
+    """True if a stored chunk has the config's trial settings, False if the config asks for more
+    trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
+    the missing blocks are computed, `attnsim.run.simulate.simulate_points`); otherwise the rows
+    would mix, or fewer trials would drop computed ones: one line, nothing runs."""
+    old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
+    new = (experiment.trials, experiment.target_se, experiment.max_trials)
+    lineage = meta.get("seed") == settings.seed and meta.get("algorithm_version") == kind.algorithm_version
+    if lineage and old == new:
+        return True
+    if lineage:
+        if old[1] is None and new[1] is None and new[0] > old[0]:  # more trials
+            return False
+        if old[0] == new[0] and new[1] is not None and (old[1] is None or (new[1] <= old[1] and new[2] >= old[2])):
+            return False  # more rounds of the same size: adaptive from fixed, lower target_se, higher max_trials
+        if old[1] is None and new[1] is None or old[0] == new[0]:
+            raise StoreError(
+                f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer trials (trials={experiment.trials}"
+                + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
+                + "); computed trials are never dropped: ask for at least as many, or move that folder away (or rename the experiment) and rerun"
+            )
+    raise StoreError(
+        f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "
+        f"seed={settings.seed}"
+        + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
+        + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
+    )
+
+
+def chunk_limits(settings: Settings, points: int, total_work: float, trial_cap: int) -> tuple[int, float]:
+    """(most points, cost budget) of an experiment's chunks. Jobs are sized by cost: the whole grid's
+    estimated work (done or not, so the cut does not depend on progress) in ceil(work / job) chunks
+    of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
+    MAX_CHUNK_ROWS trial rows. `chunk_size`, if set, is one more upper bound on points, and then a
+    chunk also stays under MAX_CHUNK_COST_RATIO times its experiment's average chunk."""
+    job = settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE
+    budget = total_work / max(1, math.ceil(total_work / job)) if total_work > 0 else math.inf
+    size = max(1, MAX_CHUNK_ROWS // trial_cap)
+    if settings.chunk_size:
+        size = min(size, settings.chunk_size)
+        budget = min(budget, MAX_CHUNK_COST_RATIO * total_work / math.ceil(points / settings.chunk_size))
+    return size, budget
 
 
 def point_ids(grid: GridColumns, rows: np.ndarray) -> list[str]:
@@ -330,3 +382,18 @@ def experiment_json(settings: Settings, name: str) -> str:
     if e.target_se is not None:
         spec |= {"target_se": e.target_se, "max_trials": e.max_trials}
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def remove_replaced(plans: Mapping[str, ExperimentPlan], root: Path) -> list[Path]:
+    """Delete the stored chunks that top-ups replaced, once every top-up of theirs exists (at a
+    run's start for an interrupted run's leftovers, and at its end): a chunk's points then live in
+    one file. Returns the files removed."""
+    removed = []
+    for plan in plans.values():
+        for path in plan.replaced:
+            old = path.stem.removeprefix("chunk-")
+            tops = [c for c, entry in plan.table.items() if entry.extends == old]
+            if all(store.chunk_path(root, plan.kind, plan.name, c).exists() for c in tops):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed

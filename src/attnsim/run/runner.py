@@ -15,7 +15,48 @@ import shutil
 import sys
 from pathlib import Path
 
-DEFAULT_ARGS = ["--cores", "all", "--rerun-incomplete"]
+DEFAULT_ARGS = ["--cores", "all", "--rerun-incomplete"]  # also in profiles/default (plain snakemake)
+REPORT = "results/report.html"
+
+HELP = f"""\
+usage: attnsim run [--report] [-v] [SNAKEMAKE OPTION ...] [TARGET ...]
+
+Run the sweep of config.yaml: `snakemake --cores all --rerun-incomplete` with the workflow's
+default profile (profiles/default), after clearing the lock a killed run left behind (only when
+no Snakemake works in this directory). Only what is missing or changed is computed. It prints a
+line per finished job (points and trials done, wall time, ETA) and ends with a summary; a failed
+job's line names its rule, its wildcards and its one-line error.
+
+options of attnsim run:
+  --report         also write {REPORT} when the run ends (snakemake --report-after-run)
+  -v, --verbose    Snakemake's full log (rule blocks, shell commands) instead of the job lines
+  -h, --help       this help
+
+Snakemake options used most (any other goes through as well):
+  -n, --dry-run                 the jobs that would run, with the reason for each
+  --configfile FILE             the sweep to run instead of config.yaml (replaces it, not merged)
+  --config KEY=VALUE ...        override config keys, e.g. --config seed=1
+  --cores N                     use N cores (default: all)
+  --workflow-profile workflow/profiles/slurm
+                                submit the jobs to a SLURM cluster (docs/cluster.md)
+  --keep-going                  keep running the other jobs when one fails
+  --forceall                    recompute everything (the store's finished points are kept otherwise)
+
+Snakemake's own help, all of its options: snakemake --help
+"""
+
+
+def translate(args: list[str]) -> list[str]:
+    """attnsim run's own options into Snakemake's: --report, -v/--verbose."""
+    out = []
+    for arg in args:
+        if arg == "--report":
+            out += ["--report", REPORT, "--report-after-run"]
+        elif arg in ("-v", "--verbose"):  # Snakemake's -v is --version: nobody means that here
+            out.append("--logger-attnsim-full")
+        else:
+            out.append(arg)
+    return out
 
 
 def live_snakemake_dirs() -> set[Path] | None:
@@ -74,6 +115,23 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
     print("attnsim: " + " ".join(cmd), file=sys.stderr)
     os.execv(cmd[0], cmd)
     return 1  # not reached
+
+
+def plan(extra: list[str], workdir: Path = Path(".")) -> int:
+    """`attnsim plan`: a dry run that prints only the workflow's bill (the lines from `plan:` on,
+    `attnsim.plan.bill`) or the one-line error that stops the sweep."""
+    import subprocess
+
+    result = subprocess.run(command(["--dry-run", *extra]), cwd=workdir, capture_output=True, text=True)
+    lines = result.stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("plan: ")), None)
+    if start is not None:
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+        print("\n".join(lines[start:end]))
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("attnsim: error")]
+        print("\n".join(errors) if errors else result.stderr.rstrip(), file=sys.stderr)
+    return result.returncode
 
 
 def extra_config(extra: list[str]) -> list[str]:

@@ -49,6 +49,39 @@ def standard_error(values: np.ndarray) -> float:
     return float(np.std(values, ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.inf
 
 
+def stored_blocks(kind: Kind, params, trials: int, rows: int) -> set[tuple[int, int, int]]:
+    """(block index, first trial, trials) of the blocks a point's first `rows` stored trials came
+    from, drawn in rounds of `trials` (`simulate_points`): what a top-up may reuse."""
+    sizes = round_blocks(kind, params, trials)
+    blocks, offset = set(), 0
+    for round_ in range(rows // trials):
+        for j, count in enumerate(sizes):
+            blocks.add((round_ * len(sizes) + j, offset, count))
+            offset += count
+    return blocks
+
+
+def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, dict]:
+    """The stored trials of `spec`'s points in chunk file `path` as `simulate_points`' `known`,
+    and that chunk's spec."""
+    import json
+
+    old = json.loads(store.read_meta(path)["spec"])
+    metrics = [m.name for m in spec.kind.metrics]
+    table = store.read_table(path, ["point_id", *metrics])
+    ids = np.asarray(table.column("point_id").to_pylist(), dtype=object)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    ends = np.r_[starts[1:], len(ids)]
+    where = {ids[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
+    columns = {m: table.column(m).to_numpy() for m in metrics}
+    known = {}
+    for point in spec.points:
+        if point.id in where:
+            s, e = where[point.id]
+            known[point.id] = ({m: columns[m][s:e] for m in metrics}, stored_blocks(spec.kind, point.params, old["trials"], e - s))
+    return known, old
+
+
 def simulate_points(
     kind: Kind | str,
     seed: int,
@@ -57,22 +90,34 @@ def simulate_points(
     threads: int = 1,
     target_se: float | None = None,
     max_trials: int | None = None,
+    known: dict | None = None,
+    stats: dict | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
     """point id -> metric -> (trials,) array.
 
     Trials come in rounds of `trials`. With `target_se`, a point gets more rounds until the
     standard error of its kind's main metric is at most `target_se` or another round would
     pass `max_trials`: cheap points stop early, hard ones get more trials.
+
+    `known`: point id -> (metric -> stored trials, `stored_blocks` of them), rows computed before
+    with other settings (a top-up of trials). A block whose every member has it stored (same
+    index, first trial and size, hence the same numbers) is read, not computed: the result is
+    bit-identical to computing everything. `stats["reused_trials"]` counts the trials read.
     """
     kind = as_kind(kind)
+    known = known or {}
     limit = max_trials if target_se is not None and max_trials else trials
     active: dict[str, list[Point]] = defaultdict(list)
     for point in points:
         active[point.stream].append(point)
     pieces: dict[str, dict[str, list]] = {p.id: defaultdict(list) for p in points}
+    reused = [0]
 
     def run(task):
-        stream, members, block, count = task
+        stream, members, block, count, offset = task
+        if all(m.id in known and (block, offset, count) in known[m.id][1] for m in members):
+            reused[0] += count * len(members)
+            return [{name: values[offset : offset + count] for name, values in known[m.id][0].items()} for m in members]
         output = kind.simulate_block(block_generator(seed, stream, block), count, [m.params for m in members])
         validate.check_block(kind, members, count, output)  # shape, dtype, NaN as the kind declares
         return output
@@ -82,8 +127,9 @@ def simulate_points(
             tasks = []
             for stream, members in active.items():
                 sizes = round_blocks(kind, members[0].params, trials)
-                tasks += [(stream, members, round_ * len(sizes) + j, count) for j, count in enumerate(sizes)]
-            for (_, members, _, _), per_point in zip(tasks, pool.map(run, tasks)):
+                starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) + round_ * trials
+                tasks += [(stream, members, round_ * len(sizes) + j, count, int(starts[j])) for j, count in enumerate(sizes)]
+            for (_, members, _, _, _), per_point in zip(tasks, pool.map(run, tasks)):
                 for member, metrics in zip(members, per_point):
                     for name, values in metrics.items():
                         pieces[member.id][name].append(values)
@@ -96,6 +142,8 @@ def simulate_points(
             }
             if not active:
                 break
+    if stats is not None:
+        stats["reused_trials"] = reused[0]
     return {pid: {name: np.concatenate(parts) for name, parts in metrics.items()} for pid, metrics in pieces.items()}
 
 
@@ -204,7 +252,16 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path |
             JOB_START_NOTE,
             since[1],
         )
-    results = simulate_points(spec.kind, spec.seed, spec.trials, points, threads, spec.target_se, spec.max_trials)
+    source, known, topped_up = None, {}, {}
+    if spec.extends is not None:  # a top-up: reuse the stored chunk's trial blocks
+        source = Path(output).parent / f"chunk-{spec.extends}.parquet"
+        known, old_spec = stored_trials(spec, source)
+        topped_up = {key: old_spec.get(key) for key in ("trials", "target_se", "max_trials")} | {"chunk": spec.extends}
+    stats: dict = {}
+    results = simulate_points(spec.kind, spec.seed, spec.trials, points, threads, spec.target_se, spec.max_trials, known=known, stats=stats)
+    if source is not None:
+        topped_up["reused_trials"] = stats["reused_trials"]
+        log.info("chunk %s: tops up chunk %s: %d stored trials reused", spec.id, spec.extends, stats["reused_trials"])
     log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
     table = trials_table(spec.kind, points, results)
     meta = store.provenance(
@@ -218,6 +275,7 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path |
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
         cpu=cpu.provenance(),  # the CPU class that computed these rows (docs/usage.md, Reproducibility)
+        **({"topped_up": topped_up} if topped_up else {}),  # the chunk it replaces, its settings, the trials reused
         **(spec.kind.provenance() if spec.kind.provenance else {}),
     )
     store.write_atomic(table, output, meta)

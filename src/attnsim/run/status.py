@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from attnsim.config.load import load_file
@@ -22,7 +23,8 @@ def show(config: Path, root: Path) -> str:
                 "kind": e.kind,
                 "points": plan.n_points,
                 "done": plan.done_points,
-                "trials/point": e.trials,
+                "trials/point": _trials_asked(e),
+                "trials run": _trials_run(root, e.kind, name),
                 "chunks to run": len(plan.pending),
             }
         )
@@ -33,10 +35,48 @@ def show(config: Path, root: Path) -> str:
     text = pd.DataFrame(rows).to_string(index=False)
     total = sum(r["points"] for r in rows)
     done = sum(r["done"] for r in rows)
-    text += f"\n\n{done} of {total} points done ({100 * done / max(total, 1):.0f}%), store: {root}"
+    pending = sum(r["chunks to run"] for r in rows)
+    text += f"\n\n{done} of {total} points done ({percent_done(done, total)}), store: {root}"
+    if pending:
+        text += f"\n{pending} chunk{'s' if pending != 1 else ''} still to run: attnsim run"
     if extra:
         text += f"\nalso in the store, not in {config}: {', '.join(extra)}"
     return text
+
+
+def percent_done(done: int, total: int) -> str:
+    """Rounded down: 100% only when everything is done, 0% only when nothing is."""
+    if total <= 0 or done >= total:
+        return "100%"
+    if done <= 0:
+        return "0%"
+    for digits in (0, 1, 2, 3):
+        scale = 10**digits
+        value = math.floor(100 * scale * done / total) / scale
+        if 0 < value < 100 and (digits or value >= 1):
+            return f"{value:.{digits}f}%"
+    return "<0.001%" if done / total < 0.5 else ">99.999%"
+
+
+def _trials_asked(e) -> str:
+    """The config's trials per point: a number, or the adaptive range (rounds of trials, up to max)."""
+    if e.target_se is None:
+        return f"{e.trials}"
+    return f"{e.trials}-{e.max_trials} adaptive"
+
+
+def _trials_run(root: Path, kind: str, name: str) -> str:
+    """Trials per point in the store's summary (its smallest and largest), or '-' before one."""
+    path = store.summary_path(root, kind, name)
+    if not path.exists():
+        return "-"
+    import pyarrow.compute as pc
+
+    column = store.read_table(path).column("n_trials")
+    if len(column) == 0:
+        return "-"
+    low, high = pc.min(column).as_py(), pc.max(column).as_py()
+    return f"{low}" if low == high else f"{low}-{high}"
 
 
 def run_summary(settings, root: Path, elapsed: float | None = None) -> str:

@@ -298,6 +298,19 @@ def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):
     K = tail_constant(noise, sigma) if tail else 0.0
     if not (math.isfinite(mu3) and (order == "p1" or math.isfinite(mu4)) and math.isfinite(K)):
         return constant(math.nan)
+    out = expansion_from_moments(stats, kappa, mu3, mu4, order)
+    if order == "u4":
+        return out
+    if tail:
+        out = out - K * np.asarray(stats["c_tail"])
+    return out
+
+
+def expansion_from_moments(stats, kappa: float, mu3: float, mu4: float, order: str = "p2"):
+    """p1, p2 or u4 of `next_order_from_stats` (without the heavy-tail term) for any i.i.d. law of
+    u = e^eps / E[e^eps] - 1 given by its moments kappa, mu3, mu4 (another kind's noise law, e.g.
+    dropout as logit noise, docs/science.md §11.6)."""
+    g = np.asarray(stats["grad_sq"], dtype=np.float64)
     p2, c3 = np.asarray(stats["sum_p2"]), np.asarray(stats["c3"])
     if order == "u4":
         c4, m2 = np.asarray(stats["c4"]), np.asarray(stats["m2"])
@@ -306,8 +319,6 @@ def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):
     if order == "p2":
         c4, m2, p3 = np.asarray(stats["c4"]), np.asarray(stats["m2"]), np.asarray(stats["sum_p3"])
         out = out + 3 * (mu4 - 3 * kappa**2) * c4 + 6 * kappa**2 * m2 - 4 * kappa * mu3 * (g * p3 + 3 * c3 * p2) + 15 * kappa**3 * g * p2 * p2
-    if tail:
-        out = out - K * np.asarray(stats["c_tail"])
     return out
 
 
@@ -322,3 +333,66 @@ def sq_err_next_order(p, v, noise: str, sigma: float, order: str = "p2"):
     """Next-order prediction of E|o~ - o|^2 for clean weights p (..., n) (normalised here) and values
     v (..., n, d), batched over any leading axes; see `next_order_from_stats` for the orders."""
     return next_order_from_stats(next_order_stats(p, v, tail_power=moment_order(noise, sigma)), noise, sigma, order)
+
+
+# --------------------------------------------------------------------------- predicted sizes (regimes)
+
+
+def correction_sizes(noise: str, sigma: float, sum_p2: float, logit_scale: float = 0.0) -> dict[str, float] | None:
+    """The predicted relative size of each term of the expansion of `ratio` = E|o~ - o|^2 / (kappa G)
+    (docs/science.md §2.8) at mean sum p^2 = `sum_p2`, for clean logits s_i ~ N(0, logit_scale^2)
+    (logit_scale 0: uniform weights), from the noise law and sum p^2 alone: nothing measured enters.
+
+    Weights p_i ~ e^{s_i} give P_r = sum p^r ~ n^{1-r} e^{l^2 r (r-1)/2} (l = logit_scale), so with
+    P = P2: P3 = P^2 e^{l^2}, c_r / G ~ P_r / P2 = P^{r-2} e^{l^2 (r-1)(r-2)/2} and, for values
+    independent of the weights, m2 / G ~ P^2 (e^{3 l^2} - 2 e^{l^2} + 1). Signed relative terms:
+
+        first  = P (3 kappa - 2 (mu3 / kappa) e^{l^2})                       (uniform: (3 kappa^2 - 2 mu3) / kappa * P)
+        tail   = -(K / kappa) P^{k* - 2} e^{l^2 (k* - 1)(k* - 2) / 2}     (2 < k* < 5, non-integer; else 0)
+        second = P^2 [3 (mu4 - 3 kappa^2) / kappa e^{3 l^2} + 6 kappa (e^{3 l^2} - 2 e^{l^2} + 1)
+                      - 16 mu3 e^{l^2} + 15 kappa^2]                         (uniform: the 1/n^2 term of §2.8)
+
+    with mu3, mu4 continued past their poles (`u_moments(continued=True)`). Also `order`, the order
+    of the stored next-order prediction (`prediction_order`), and `k_star`. None where kappa is 0 or
+    infinite (no delta method) and at an integer k* (log terms: no prediction of the size).
+    """
+    k_star = moment_order(noise, sigma)
+    if not k_star > 2 or not sum_p2 > 0:
+        return None
+    kappa, mu3, mu4 = u_moments(noise, sigma, continued=True)
+    if not (kappa > 0 and math.isfinite(kappa)) or (math.isfinite(k_star) and k_star == round(k_star)):
+        return None
+    e1, e3 = math.exp(logit_scale**2), math.exp(3 * logit_scale**2)
+    p = float(sum_p2)
+    first = p * (3 * kappa - 2 * mu3 / kappa * e1)
+    tail = 0.0
+    if k_star < 5:
+        k = k_star
+        tail = -tail_constant(noise, sigma) / kappa * p ** (k - 2) * math.exp(logit_scale**2 * (k - 1) * (k - 2) / 2)
+    second = p * p * (3 * (mu4 - 3 * kappa**2) / kappa * e3 + 6 * kappa * (e3 - 2 * e1 + 1) - 16 * mu3 * e1 + 15 * kappa**2)
+    return {"first": first, "tail": tail, "second": second, "k_star": k_star, "order": prediction_order(noise, sigma)}
+
+
+def delta_correction(sizes: dict[str, float] | None) -> float:
+    """The predicted size of the delta method's first correction: |first| + |tail| where
+    2 < k* <= 4 (the heavy-tail term leads the regular second order there), else |first|; +inf
+    without a prediction (`correction_sizes` None). Added in size, not in sign: the regime does not
+    rely on the two cancelling."""
+    if sizes is None:
+        return math.inf
+    tail = abs(sizes["tail"]) if sizes["k_star"] <= 4 else 0.0
+    return abs(sizes["first"]) + tail
+
+
+def next_order_truncation(sizes: dict[str, float] | None) -> float:
+    """The predicted size of what the stored next-order prediction leaves out (+inf without one):
+    - p1 (2 < k* <= 3: first order and heavy-tail term kept): the regular second order |second|;
+    - p2 (k* > 3: second order kept): the next term estimated from the last two kept ones,
+      second^2 / max(|first|, |second|), the ratio estimate of §2.8's own truncation estimate
+      (p2 - p1)^2 / |p1 - kappa G|, bounded by |second| itself."""
+    if sizes is None or sizes["order"] is None:
+        return math.inf
+    first, second = abs(sizes["first"]), abs(sizes["second"])
+    if sizes["order"] == "p1":
+        return second
+    return second * second / max(first, second) if second > 0 else 0.0

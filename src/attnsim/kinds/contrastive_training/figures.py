@@ -1,8 +1,13 @@
-"""Figure of `contrastive_training` (docs/science.md §6.4-§6.6): what InfoNCE training reaches at each
-temperature: probe accuracy, alignment and uniformity, the batch entropy against its floor
-log n - g_n(tau), and the loss against its floor; means with 95% intervals."""
+"""Figures of `contrastive_training` (docs/science.md §6.4-§6.6, §10): what InfoNCE training
+reaches at each fixed temperature (three evaluations, alignment and uniformity, the batch entropy
+against its floor, where the negative weight goes, the loss against its floor); the map of the
+best temperature over the task's difficulty, one panel row per kind of positives; the learnt
+temperature's trajectory with the batch entropy against the floor along it. Means over runs
+with 95% intervals."""
 
 from __future__ import annotations
+
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -11,57 +16,126 @@ from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, yerr
 from attnsim.figures.style import PALETTE, palette
+from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
-from attnsim.kinds.contrastive_training.kernel import loss_floor
+from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
+from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, instance_loss_floor, loss_floor
 from attnsim.theory.entropy import exact_gap
+
+MAP_AXES = (
+    "view_noise",
+    "instance_noise",
+)  # the heat map's x and y; the other varying parameters make columns
 
 
 def _label(key) -> str:
-    n, classes, k, D, d, noise, optimiser, lr, steps = key
-    return f"n={n}, C={classes}, k={k}, D={D}, d_out={d}, view noise {noise:g}, {optimiser} lr {lr:g}, {steps} steps"
+    p = dict(zip(SETTING, key))
+    text = f"{p['positives']}, n={p['n']}, C={p['classes']}, k={p['latent_dim']}, D={p['input_dim']}, d_out={p['embed_dim']}"
+    text += f", view noise {p['view_noise']:g}"
+    if p["instance_noise"]:
+        text += f", instance noise {p['instance_noise']:g}"
+    return text + f", {p['optimiser']} lr {p['lr']:g}, {p['steps']} steps"
 
 
 def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
-    ax.errorbar(line["tau"], line[f"{metric}_mean"], yerr=yerr(line, metric), fmt=marker + ls, color=colour, ms=4, lw=1.5, capsize=2.5, label=label)
+    ax.errorbar(
+        line["tau"],
+        line[f"{metric}_mean"],
+        yerr=yerr(line, metric),
+        fmt=marker + ls,
+        color=colour,
+        ms=4,
+        lw=1.5,
+        capsize=2.5,
+        label=label,
+    )
+
+
+def _empty(ax, text):
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="0.4")
+    ax.set_axis_off()
+
+
+def _placeholder(text: str):
+    """A small figure saying why there is nothing to draw (the kind draws every figure for every
+    experiment; an experiment of learnt temperatures has no fixed-tau sweep, and so on)."""
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    _empty(ax, text)
+    return fig
 
 
 def temperature_sweep(summary: pd.DataFrame):
-    """(a) probe accuracy, (b) alignment and uniformity, (c) batch entropy vs its floor, (d) loss vs its floor; all against tau."""
-    groups = list(summary.sort_values("tau").groupby(SETTING))
+    """(a) nearest-class-mean probe, (b) 5-NN and linear probe, (c) alignment and uniformity, (d)
+    batch entropy vs its floor, (e) the hardest negative's and same-class negatives' share of the
+    negative weight, (f) loss vs its floor; all against tau, fixed temperatures only."""
+    rows = fixed(summary)
+    groups = list(rows.sort_values("tau").groupby(SETTING))
+    if not groups:
+        return _placeholder("no fixed temperature in this experiment (its learnt ones: learned_temperature)")
     colours = dict(zip([k for k, _ in groups], palette(PALETTE, max(len(groups), 2))))
-    fig, axes = plt.subplots(2, 2, figsize=(12.5, 9.0))
-    (probe_ax, geo_ax), (ent_ax, loss_ax) = axes
+    fig, axes = plt.subplots(3, 2, figsize=(12.5, 13.0))
+    (probe_ax, eval_ax), (geo_ax, ent_ax), (neg_ax, loss_ax) = axes
     unif_ax = geo_ax.twinx()
-    fine = fine_grid(summary["tau"])
+    fine = fine_grid(rows["tau"])
     for key, line in groups:
         c = colours[key]
-        n, classes = key[0], key[1]
+        p = dict(zip(SETTING, key))
+        n, classes = p["n"], p["classes"]
         _band(probe_ax, line, "probe_accuracy", c)
         _band(probe_ax, line, "init_probe_accuracy", c, marker="s", ls=":")
         probe_ax.axhline(1 / classes, color=c, lw=0.9, ls="-.")
-        best = line.loc[line["probe_accuracy_mean"].idxmax()]
-        probe_ax.plot([best["tau"]], [best["probe_accuracy_mean"]], marker="*", ms=14, color=c, mec="k", mew=0.5, ls="none", zorder=5)
+        metric = CLAIM_METRIC[p["positives"]]
+        best = line.loc[line[f"{metric}_mean"].idxmax()]
+        target = probe_ax if metric == "probe_accuracy" else eval_ax
+        target.plot(
+            [best["tau"]],
+            [best[f"{metric}_mean"]],
+            marker="*",
+            ms=14,
+            color=c,
+            mec="k",
+            mew=0.5,
+            ls="none",
+            zorder=5,
+        )
+        _band(eval_ax, line, "knn_accuracy", c, marker="^")
+        _band(eval_ax, line, "linear_probe_accuracy", c, marker="D", ls="--")
+        eval_ax.axhline(1 / classes, color=c, lw=0.9, ls="-.")
         _band(geo_ax, line, "alignment", c)
         _band(unif_ax, line, "uniformity", c, marker="D", ls="--")
         _band(ent_ax, line, "final_entropy", c)
         _band(ent_ax, line, "entropy_min", c, marker="v", ls="--")
         ent_ax.plot(line["tau"], line["entropy_lowest"], "^", color=c, mfc="none", ms=6, ls="none")
         ent_ax.plot(fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2)
-        ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
+        if p["positives"] == "class":  # the ideal encoder of the class task
+            ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
         ent_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
+        _band(neg_ax, line, "hardest_negative_share", c)
+        _band(neg_ax, line, "same_class_negative_share", c, marker="s", ls="--")
+        neg_ax.plot(line["tau"], line["same_class_negative_count_share_mean"], ":", color=c, lw=1.0)
+        neg_ax.axhline(1 / (n - 1), color=c, lw=0.9, ls="-.")
         _band(loss_ax, line, "final_loss", c)
-        loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
+        if p["positives"] == "class":
+            loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
+        else:  # instance positives: every example its own class
+            loss_ax.plot(fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--")
         loss_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
-    probe_ax.set_ylabel("held-out probe accuracy (nearest class mean)")
-    probe_ax.set_title("(a) representation quality")
-    probe_ax.set_ylim(0, 1.02)
+    probe_ax.set_ylabel("held-out accuracy: nearest class mean")
+    probe_ax.set_title("(a) representation quality: nearest-class-mean probe")
+    eval_ax.set_ylabel("held-out accuracy: 5-NN (triangles), linear probe (diamonds)")
+    eval_ax.set_title("(b) the same encoders read by 5-NN and a linear probe")
+    for ax in (probe_ax, eval_ax):
+        ax.set_ylim(0, 1.02)
     geo_ax.set_ylabel("alignment E‖z − z′‖² (circles; lower = better)")
     unif_ax.set_ylabel("uniformity log E exp(−2‖z_a − z_b‖²)\n(diamonds; lower = more uniform)")
-    geo_ax.set_title("(b) alignment and uniformity (Wang & Isola)")
+    geo_ax.set_title("(c) alignment and uniformity (Wang & Isola)")
     ent_ax.set_ylabel("batch softmax entropy (nats, mean over anchors)")
-    ent_ax.set_title("(c) entropy during and after training vs its floor log n − g_n(τ)")
+    ent_ax.set_title("(d) entropy during and after training vs its floor log n − g_n(τ)")
+    neg_ax.set_ylabel("share of an anchor's negative weight")
+    neg_ax.set_yscale("log")
+    neg_ax.set_title("(e) on its hardest negative (circles) and on same-class negatives (squares)")
     loss_ax.set_ylabel("held-out InfoNCE loss (nats)")
-    loss_ax.set_title("(d) loss vs its floor with C classes")
+    loss_ax.set_title("(f) loss vs its floor (class positives: C classes; instance: dashed)")
     for ax in axes.flat:
         ax.set_xscale("log")
         ax.set_xlabel("temperature τ (logits = cosines / τ)")
@@ -69,14 +143,212 @@ def temperature_sweep(summary: pd.DataFrame):
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
     handles += [
         Line2D([], [], color="0.3", marker="o", label="mean over runs ± 95% CI, after training"),
-        Line2D([], [], color="0.3", marker="s", ls=":", label="(a) probe on the random initial encoder; dash-dot: chance 1/C"),
-        Line2D([], [], color="0.3", marker="*", ms=11, mec="k", mew=0.5, ls="none", label="(a) best τ of the sweep"),
-        Line2D([], [], color="0.3", marker="v", ls="--", label="(c) lowest training-batch entropy of a run (mean); triangles: lowest of any run"),
-        Line2D([], [], color="k", lw=2.2, label="(c) entropy floor log n − g_n(τ) (exact, any encoder); (d) loss floor"),
-        Line2D([], [], color="0.45", marker="x", ls=":", label="(c) entropy of the encoder attaining the loss floor"),
-        Line2D([], [], color="0.5", ls=":", label="log n (uniform weights; the loss of a blind encoder)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="s",
+            ls=":",
+            label="(a) probe on the random initial encoder; dash-dot: chance 1/C",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="*",
+            ms=11,
+            mec="k",
+            mew=0.5,
+            ls="none",
+            label="best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="v",
+            ls="--",
+            label="(d) lowest training-batch entropy of a run (mean); triangles: lowest of any run",
+        ),
+        Line2D(
+            [],
+            [],
+            color="k",
+            lw=2.2,
+            label="(d) entropy floor log n − g_n(τ) (exact); (f) loss floor (C classes)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="k",
+            lw=1.4,
+            ls="--",
+            label="(f) instance positives: log(1 + (n − 1) e^(−n/((n − 1)τ))), one class each",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.45",
+            marker="x",
+            ls=":",
+            label="(d) entropy of the encoder attaining the loss floor (class positives)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls=":",
+            label="(e) dotted: same-class share under uniform weights; dash-dot: 1/(n − 1)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.5",
+            ls=":",
+            label="log n (uniform weights; the loss of a blind encoder)",
+        ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
     fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures", y=1.0)
+    fig.tight_layout()
+    return fig
+
+
+def _columns(table: pd.DataFrame) -> list[str]:
+    """Setting parameters besides the map's axes and the positives that vary: one panel column per
+    combination."""
+    return [k for k in SETTING if k not in (*MAP_AXES, "positives") and table[k].nunique() > 1]
+
+
+def temperature_map(summary: pd.DataFrame):
+    """Best fixed tau (colour, log scale; text: tau* and the range tied with it) over view noise (x)
+    and instance noise (y); one panel row per kind of positives, one column per combination of the
+    other varying parameters."""
+    tables = {pos: best_tau(fixed(summary)[fixed(summary)["positives"] == pos], metric) for pos, metric in CLAIM_METRIC.items()}
+    tables = {pos: t for pos, t in tables.items() if len(t)}
+    if not tables:
+        return _placeholder("no task with two or more fixed temperatures in this experiment")
+    layout = {}
+    for pos, table in tables.items():  # each row's own columns: the combinations its settings ran
+        cols = _columns(table)
+        layout[pos] = (
+            cols,
+            sorted(table[cols].drop_duplicates().itertuples(index=False, name=None)) if cols else [()],
+        )
+    width = max(len(combos) for _, combos in layout.values())
+    lo, hi = -2.0, math.log10(2.0)  # the preset's range of tau, 0.01 .. 2, whatever was run
+    fig, axes = plt.subplots(len(tables), width, figsize=(4.2 * width + 1.5, 3.8 * len(tables)), squeeze=False)
+    image = None
+    for r, (pos, table) in enumerate(tables.items()):
+        cols, combos = layout[pos]
+        for ax in axes[r, len(combos) :]:
+            ax.set_axis_off()
+        for c, combo in enumerate(combos):
+            ax = axes[r, c]
+            ax.grid(False)
+            part = table
+            for k, v in zip(cols, combo):
+                part = part[part[k] == v]
+            if part.empty:
+                _empty(ax, "not run")
+                continue
+            xs, ys = sorted(part[MAP_AXES[0]].unique()), sorted(part[MAP_AXES[1]].unique())
+            grid = np.full((len(ys), len(xs)), np.nan)
+            for _, row in part.iterrows():
+                i, j = ys.index(row[MAP_AXES[1]]), xs.index(row[MAP_AXES[0]])
+                grid[i, j] = math.log10(row["best_tau"])
+                sign = ""
+                if "diff" in row and np.isfinite(row.get("diff", np.nan)):
+                    sign = "\nτ=1 worse" if row["diff_high"] < 0 else ("\nτ=1 better" if row["diff_low"] > 0 else "\nτ=1 tied")
+                colour = "white" if grid[i, j] < (lo + hi) / 2 else "black"
+                ax.text(
+                    j,
+                    i,
+                    f"{row['best_tau']:g}\n[{row['tau_low']:g}–{row['tau_high']:g}]{sign}",
+                    ha="center",
+                    va="center",
+                    fontsize=7.5,
+                    color=colour,
+                )
+            image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=lo, vmax=hi, aspect="auto")
+            ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
+            ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
+            ax.set_xlabel("view noise")
+            ax.set_ylabel("instance noise")
+            title = f"{pos} positives ({CLAIM_METRIC[pos].replace('_accuracy', '')})"
+            if combo:
+                title += "\n" + ", ".join(f"{k} {v:g}" if not isinstance(v, str) else f"{k} {v}" for k, v in zip(cols, combo))
+            ax.set_title(title, fontsize=9)
+    if image is not None:
+        bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
+        bar.set_label("log10 best fixed τ")
+    fig.suptitle(
+        "Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = 1 against the best τ < 1)",
+        y=1.0,
+    )
+    return fig
+
+
+def learned_temperature(summary: pd.DataFrame):
+    """(a) the learnt tau at the checkpoints (mean over runs, 95% CI) with the best fixed tau of the
+    same setting; (b) the monitor batch entropy along the way against the floor log n - g_n(tau_t)
+    and log n."""
+    learned = summary[summary["tau_mode"] != "fixed"]
+    if learned.empty:
+        return _placeholder("no learnt temperature in this experiment (its fixed ones: temperature_sweep)")
+    fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
+    keys = list(learned.groupby(SETTING).groups)
+    colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
+    styles = {}
+    for _, row in learned.sort_values("tau").iterrows():
+        key = tuple(row[k] for k in SETTING)
+        c = colours[key]
+        ls = styles.setdefault((row["tau"], row["tau_mode"]), ["-", "--", ":", "-."][len(styles) % 4])
+        steps = [0, *checkpoint_steps(int(row["steps"]))]
+        steps = np.array(steps[1:], dtype=float)
+        tau = np.array([row[f"tau_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
+        low = np.array([row[f"tau_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
+        high = np.array([row[f"tau_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
+        tau_ax.plot(steps, tau, ls, marker="o", ms=3.5, color=c)
+        tau_ax.fill_between(steps, low, high, color=c, alpha=0.25, lw=0)
+        ent = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
+        floor = np.array([row[f"entropy_floor_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
+        ent_ax.errorbar(
+            steps,
+            ent,
+            yerr=np.vstack(
+                [
+                    ent - [row[f"entropy_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)],
+                    [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent,
+                ]
+            ),
+            fmt=ls,
+            marker="o",
+            ms=3.5,
+            color=c,
+            capsize=2,
+        )
+        ent_ax.plot(steps, floor, ls, color="k", lw=1.6)
+        ent_ax.axhline(row["log_n"], color="0.5", lw=0.9, ls=":")
+    for key in keys:
+        p = dict(zip(SETTING, key))
+        table = best_tau(same_setting(fixed(summary), p), CLAIM_METRIC[p["positives"]])
+        if len(table):
+            b = table.iloc[0]
+            tau_ax.axhline(b["best_tau"], color=colours[key], lw=2.5, alpha=0.6)
+            tau_ax.axhspan(b["tau_low"], b["tau_high"], color=colours[key], alpha=0.08)
+    tau_ax.set_xscale("log")
+    tau_ax.set_yscale("log")
+    tau_ax.set_xlabel("training step")
+    tau_ax.set_ylabel("learnt temperature τ_t (mean over runs, 95% CI)")
+    tau_ax.set_title("(a) the learnt τ; thick line: best fixed τ of the same task (band: tied with it)")
+    ent_ax.set_xscale("log")
+    ent_ax.set_xlabel("training step")
+    ent_ax.set_ylabel("monitor batch entropy (nats, mean over anchors)")
+    ent_ax.set_title("(b) entropy along the way vs its floor log n − g_n(τ_t) (black)")
+    handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k in keys]
+    handles += [Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {tau:g}, {mode}") for (tau, mode), ls in styles.items()]
+    legend_below(fig, handles, ncol=2, y=0.02)
+    fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)", y=1.0)
     fig.tight_layout()
     return fig

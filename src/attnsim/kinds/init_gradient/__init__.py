@@ -77,6 +77,8 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={"trials": 100, "grid": {"n": [16, 256], "d": [16], "scale": [0.1, 1.0]}},
     name="init_gradient",
     package=__name__,
     figures=("gradient_vs_entropy",),

@@ -91,6 +91,8 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={"trials": 100, "grid": {"n": [16, 64], "d": [64], "logits": ["gaussian", "dot_product"], "scale": [0.1, 1.0]}},
     name="logit_entropy",
     package=__name__,
     figures=("entropy_vs_scale", "entropy_collapse"),

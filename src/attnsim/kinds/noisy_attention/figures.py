@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 
 from attnsim.figures.style import PALETTE, palette, theory_legend_handle
-from attnsim.kinds.noisy_attention.claims import THRESHOLDS
-from attnsim.theory import delta_next
+from attnsim.kinds.noisy_attention.claims import THRESHOLDS, predicted_correction, predicted_truncation
 
 
 def rel_err_vs_n(summary: pd.DataFrame):
@@ -104,70 +103,58 @@ SHORTFALL_FAMILIES = ("gaussian", "uniform", "laplace", "gumbel")
 
 
 def delta_shortfall(summary: pd.DataFrame):
-    """1 - measured/predicted against kappa sum p^2 (log-log), a panel per family, colour = sigma,
-    marker = regime (delta / delta_slow), the next-order theory's 1 - next_ratio as dashed lines."""
+    """Where the delta method falls short and whether the next order mends it, a column per family:
+    top, the delta method's measured shortfall |1 - measured/predicted| against the first correction
+    theory predicts at the point (§2.8, the x of the delta_method claims' regime); bottom, the
+    next-order theory's |1 - measured/next-order| against the size of the term it leaves out (the x
+    of next_order_theory's regime). Colour = noise std sigma; filled = in the claim's regime, hollow
+    = outside; the y = x line is the prediction of the shortfall's size."""
     data = summary[summary["kappa_finite"] & (summary["kappa"] > 0) & summary["err_ratio"].notna()].copy()
     families = [f for f in SHORTFALL_FAMILIES if f in set(data["noise"])]
-    fig, axes = plt.subplots(1, max(1, len(families)), figsize=(3.3 * max(1, len(families)), 3.6), sharey=True, squeeze=False)
-    axes = axes[0]
+    columns = max(1, len(families))
+    fig, axes = plt.subplots(2, columns, figsize=(3.0 * columns, 5.6), sharex="row", sharey="row", squeeze=False)
     if data.empty:
-        axes[0].text(0.5, 0.5, "no point with 0 < κ < ∞ in this sweep", ha="center", transform=axes[0].transAxes)
-        axes[0].set_title("delta-method shortfall")
-        axes[0].set_xlabel("κ · Σp²")
+        axes[0, 0].text(0.5, 0.5, "no point with 0 < κ < ∞ in this sweep", ha="center", transform=axes[0, 0].transAxes)
         return fig
-    regime = [delta_next.regime(f, float(s)) for f, s in zip(data["noise"], data["noise_scale"])]
-    data["regime"] = regime
-    data["short"] = 1 - data["err_ratio"]
-    data["sum_p2"] = data["kappa_sum_p2"] / data["kappa"]
+    t = THRESHOLDS
+    floor = 1e-4
+    data["correction"] = predicted_correction(data).clip(lower=floor)
+    data["truncation"] = predicted_truncation(data).clip(lower=floor)
     scales = sorted(data["noise_scale"].unique())
-    colours = dict(zip(scales, palette("tab10", len(scales))))  # neighbouring sigmas must stay apart
-    markers = {"delta": "o", "delta_slow": "D"}
-    x_all = data["kappa_sum_p2"]
-    y_floor = 1e-4
-    for ax, family in zip(axes, families):
-        facet = data[data["noise"] == family]
-        for (sigma, regime_name), part in facet.groupby(["noise_scale", "regime"]):
-            colour = colours[sigma]
-            y = part["short"].abs().clip(lower=y_floor)
-            err = 1.96 * part["err_ratio_se"]
-            lower = np.minimum(err, y * 0.999)
-            negative = part["short"] < 0
-            ax.errorbar(part["kappa_sum_p2"], y, yerr=[lower, err], fmt="none", ecolor=colour, elinewidth=0.7, alpha=0.6, zorder=1)
-            ax.scatter(
-                part["kappa_sum_p2"],
-                y,
-                marker=markers.get(regime_name, "o"),
-                s=26 if regime_name == "delta_slow" else 18,
-                facecolor=[(1, 1, 1, 0) if neg else colour for neg in negative],
-                edgecolor="black" if regime_name == "delta_slow" else colour,
-                linewidth=0.9 if regime_name == "delta_slow" else 0.8,
-                zorder=3,
-            )
-        if "next_ratio" in facet:  # where the series is in its range (the next_order_theory claim's n_eff bound)
-            for (sigma, _scale), line in facet.sort_values("kappa_sum_p2").groupby(["noise_scale", "logit_scale"]):
-                short = 1 - line["next_ratio"].astype(float)
-                keep = (short > 0) & (line["kappa"] / line["kappa_sum_p2"] >= THRESHOLDS.next_min_n_eff)
-                if keep.sum() >= 2:
-                    ax.plot(line["kappa_sum_p2"][keep], short[keep], "--", color=colours[sigma], lw=1, zorder=2)
-        span = np.geomspace(max(x_all.min(), 1e-6), min(x_all.max(), 0.3), 50)
-        ax.plot(span, 3 * span, ":", color="0.4", lw=1, zorder=0)  # gaussian's first correction at small sigma, uniform weights
-        ax.axhline(THRESHOLDS.ratio_tolerance, color="firebrick", lw=0.8, zorder=0)
-        ax.axvline(THRESHOLDS.delta_kappa_p2, color="0.5", lw=0.8, ls="-.", zorder=0)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_ylim(y_floor * 0.8, 2.0)
-        ax.set_title(f"noise: {family}")
-        ax.set_xlabel("κ · Σp²  (mean over trials)")
-    axes[0].set_ylabel("1 − measured / predicted  (|·|, 95% CI)")
+    colours = dict(zip(scales, palette("tab10", len(scales))))
+    panels = (
+        ("correction", "err_ratio", data["err_ratio_se"], t.correction_max, "predicted first correction (§2.8)", "delta method"),
+        ("truncation", "next_err_ratio", data["next_err_ratio_se"], t.truncation_max, "predicted omitted term (§2.8)", "next-order theory"),
+    )
+    for row, (x_name, ratio, se, cut, x_label, name) in enumerate(panels):
+        for ax, family in zip(axes[row], families):
+            facet = data[(data["noise"] == family) & data[ratio].notna()]
+            for sigma, part in facet.groupby("noise_scale"):
+                colour = colours[sigma]
+                y = (1 - part[ratio].astype(float)).abs().clip(lower=floor)
+                err = 1.96 * se[part.index].astype(float)
+                ax.errorbar(part[x_name], y, yerr=[np.minimum(err, y * 0.999), err], fmt="none", ecolor=colour, elinewidth=0.6, alpha=0.5, zorder=1)
+                inside = part[x_name] <= cut
+                ax.scatter(part[x_name], y, s=16, facecolor=[colour if i else "white" for i in inside], edgecolor=colour, linewidth=0.9, zorder=3)
+            ax.plot([floor, 2.0], [floor, 2.0], ":", color="0.35", lw=1, zorder=0)
+            ax.axhline(t.ratio_tolerance, color="firebrick", lw=0.8, zorder=0)
+            ax.axvline(cut, color="0.4", lw=0.8, ls="-.", zorder=0)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlim(floor * 0.8, 2.0)
+            ax.set_ylim(floor * 0.8, 2.0)
+            if row == 0:
+                ax.set_title(f"noise: {family}")
+            ax.set_xlabel(x_label)
+        axes[row, 0].set_ylabel(f"{name}\n|1 − measured / predicted|")
     handles = [plt.Line2D([], [], color=colours[s], marker="o", ls="", ms=5, label=f"σ = {s:g}") for s in scales]
     handles += [
-        plt.Line2D([], [], color="0.5", marker="D", markeredgecolor="black", ls="", ms=5, label="delta_slow (2 < k* ≤ 4)"),
-        plt.Line2D([], [], color="0.5", marker="o", markerfacecolor="white", ls="", ms=5, label="ratio > 1 (|1 − ratio| shown)"),
-        theory_legend_handle(f"next-order theory (§2.8), n_eff ≥ {THRESHOLDS.next_min_n_eff:g}"),
-        plt.Line2D([], [], color="0.4", ls=":", label="3 κΣp² (light tails)"),
-        plt.Line2D([], [], color="firebrick", lw=0.8, label=f"tolerance {THRESHOLDS.ratio_tolerance:g}"),
-        plt.Line2D([], [], color="0.5", lw=0.8, ls="-.", label=f"κΣp² = {THRESHOLDS.delta_kappa_p2:g} (claim regime below)"),
+        plt.Line2D([], [], color="0.4", marker="o", markerfacecolor="white", ls="", ms=5, label="outside the claim's regime"),
+        plt.Line2D([], [], color="0.35", ls=":", label="y = x (shortfall as predicted)"),
+        plt.Line2D([], [], color="firebrick", lw=0.8, label=f"tolerance {t.ratio_tolerance:g}"),
+        plt.Line2D([], [], color="0.4", lw=0.8, ls="-.", label=f"regime edge {t.correction_max:g} (judged left of it)"),
     ]
+    fig.tight_layout()
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(handles), 6), frameon=False, fontsize=8)
-    fig.suptitle("Where the delta method falls short: 1 − measured/predicted error against κΣp²", y=1.02)
+    fig.suptitle("Where the delta method falls short (top) and whether the next order mends it (bottom)", y=1.02)
     return fig

@@ -20,20 +20,36 @@ import numpy as np
 from attnsim.models import heads
 from attnsim.models.minilm import Bert
 
-SCALED = ("qkv", "out", "up", "down")  # a layer's linear weights (its biases are 0, its LayerNorms 1 and 0)
+PUNCTUATION = (".", ",")
+SCALED = (
+    "qkv",
+    "out",
+    "up",
+    "down",
+)  # a layer's linear weights (its biases are 0, its LayerNorms 1 and 0)
 
 
 def scaled(unit: Bert, std: float) -> Bert:
     """The model `unit` (weights N(0, 1)) with every linear and embedding weight times `std`."""
     model = copy.copy(unit)
     s = np.float32(std)
-    model.word, model.position, model.token_type = unit.word * s, unit.position * s, unit.token_type * s
+    model.word, model.position, model.token_type = (
+        unit.word * s,
+        unit.position * s,
+        unit.token_type * s,
+    )
     model.layers = [{k: (v * s if k in SCALED else v) for k, v in layer.items()} for layer in unit.layers]
     return model
 
 
-def row_metrics(logits: np.ndarray, values: np.ndarray, n: int) -> dict[str, np.ndarray]:
-    """Per row (t, H, n): entropy, n_eff, max_weight, grad_sq, grad_rel, sink_weight, logit_std."""
+def punctuation_ids() -> np.ndarray:
+    """Word-piece ids of "." and "," (the punctuation Clark et al. 2019 find heads attending to)."""
+    return np.array([heads.tokenizer().tokenizer.token_to_id(t) for t in PUNCTUATION], dtype=np.int64)
+
+
+def row_metrics(logits: np.ndarray, values: np.ndarray, n: int, punctuation: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per row (t, H, n): entropy, n_eff, max_weight, grad_sq, grad_rel, sink_weight, logit_std and,
+    given the window's punctuation mask (t, n), the weight on [CLS], on [SEP] and on "." and ","."""
     stats = heads.row_stats(logits, values)
     v = values.astype(np.float64)
     centred = v - v.mean(axis=-2, keepdims=True)
@@ -47,11 +63,15 @@ def row_metrics(logits: np.ndarray, values: np.ndarray, n: int) -> dict[str, np.
         "grad_rel": np.divide(stats["grad_sq"], value_spread, out=np.zeros_like(value_spread), where=value_spread > 0),
         "sink_weight": p[..., 0] + p[..., -1],
         "logit_std": logits.std(axis=-1),
+        "cls_weight": p[..., 0],
+        "sep_weight": p[..., -1],
+        "punct_weight": np.zeros(p.shape[:-1]) if punctuation is None else np.einsum("thn,tn->th", p, punctuation),
     }
 
 
 def simulate(rng: np.random.Generator, trials: int, n: int, points: Sequence, record: bool = False):
-    """Per point (dicts with init_std, layer, head): metric -> (T,). With `record`, also (ids, positions, models)."""
+    """Per point (dicts with init_std, layer, head): metric -> (T,). With `record`, also (ids,
+    positions, models)."""
     ids, positions = heads.draw_trials(rng, n, trials)
     stds = sorted({float(p["init_std"]) for p in points})
     unit = Bert.random(rng, std=1.0) if any(s > 0 for s in stds) else None
@@ -59,13 +79,14 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points: Sequence, re
     wanted: dict[float, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))  # std -> layer -> point indices
     for i, p in enumerate(points):
         wanted[float(p["init_std"])][p["layer"]].append(i)
+    punctuation = np.isin(ids, punctuation_ids()).astype(np.float64)
     out: list[dict[str, np.ndarray]] = [{} for _ in points]
     for std, by_layer in wanted.items():
         for part, layers in heads.rows(models[std], ids, positions, by_layer):
             for layer, members in by_layer.items():
                 logits, values = layers[layer]
                 chosen = sorted({points[i]["head"] for i in members})
-                metrics = row_metrics(logits[:, chosen], values[:, chosen], n)
+                metrics = row_metrics(logits[:, chosen], values[:, chosen], n, punctuation[part])
                 for i in members:
                     column = chosen.index(points[i]["head"])
                     for name, value in metrics.items():

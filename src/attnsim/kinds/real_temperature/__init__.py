@@ -132,6 +132,8 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={"trials": 100, "grid": {"embeddings": ["minilm", "glove"], "n": [16, 128], "tau": [0.1, 1.0]}},
     name="real_temperature",
     package=__name__,
     figures=("real_temperature_gap",),

@@ -1,9 +1,13 @@
 """Kind `recall_training`: trainability of one softmax attention head from its initial scale
-(associative recall, docs/science.md §6.1-§6.3).
+(associative recall, docs/science.md §6.1-§6.3 and §9).
 
 A trial is one complete training run from its own seed. The weight scale sets the initial logit
-spread (std ~ scale^2, the x-axis of `init_gradient`); the question is whether a start with
-one-hot weights (entropy ~ 0, vanishing logit gradient) can be trained, by SGD or by Adam.
+spread (std ~ scale^2, the x-axis of `init_gradient`); the question is how long a start with
+one-hot weights (entropy ~ 0, vanishing logit gradient) takes to escape its plateau, by SGD,
+Adam or normalised gradient descent, and whether entropy collapses when the learning rate is
+too large (with and without QK-norm). Escape times are right-censored survival data: per point
+the Kaplan-Meier median with its 95% interval and the share escaped by each checkpoint
+(`attnsim.kernels.survival`).
 
 Diverged runs store +inf losses and NaN entropies (kernel.py); their summary: `finite_metrics`
 (means over the finite runs, with counts), medians and quartiles over all runs (+inf last), the
@@ -13,36 +17,67 @@ share of runs that reached the loss threshold, and `diverged_mean`, the divergen
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 import numpy as np
 
-from attnsim.kernels.training import CHECKPOINTS, OPTIMISERS, quantiles
+from attnsim.kernels.survival import escape_summary, wilson
+from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param
 from attnsim.kinds.recall_training import kernel
 
 LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
+TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
 
 PARAMS = (
     Param("n", I64, "key/value pairs per example (the target is one of them)", minimum=2, maximum=4096),
     d_param("dimension of keys, values and queries (unit vectors); W_q, W_k, W_v are d x d", minimum=2),
     Param("batch", I64, "training examples per step (fresh each step)", minimum=1, maximum=4096),
     Param("scale", F64, "std of the initial entries of W_q and W_k (logit std ~ scale^2); W_v ~ N(0, 1/d) always", exclusive_minimum=0, maximum=10000),
-    Param("optimiser", STR, "sgd, or adam (beta1 0.9, beta2 0.999, eps 1e-8)", choices=OPTIMISERS),
+    Param(
+        "optimiser",
+        STR,
+        "sgd, adam (beta1 0.9, beta2 0.999, eps 1e-8) or normgd (W -= lr g / ||g||_F per weight matrix: the step's size fixed, its direction from the gradient)",
+        choices=ALL_OPTIMISERS,
+    ),
     Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
-    Param("steps", I64, "optimiser steps per run", minimum=1, maximum=100000),
+    Param("steps", I64, "optimiser steps per run: the budget of a run that stops at the threshold", minimum=1, maximum=100000),
+    Param("values", STR, "trainable (W_v ~ N(0, 1/d), trained) or identity (W_v = I, fixed)", choices=kernel.VALUES, default="trainable"),
+    Param(
+        "logits",
+        STR,
+        "dot: q W_q (k W_k)^T / sqrt(d); qk_norm: g cos(q W_q, k W_k), a trained gain g from sqrt(d) (QK-norm)",
+        choices=kernel.LOGITS,
+        default="dot",
+    ),
+    Param(
+        "stop",
+        STR,
+        "threshold: a run stops (weights frozen) at its first evaluation with loss / chance <= threshold; never: runs all steps",
+        choices=kernel.STOPS,
+        default="never",
+    ),
 )
 
 METRICS = tuple(Column(name, F64, doc) for name, doc in kernel.METRICS.items())
-FINITE = (*LOSSES, "steps_to_threshold", "final_entropy", "diverged_step")
+FINITE = (*LOSSES, *TRAJECTORIES, "zhai_margin_min", "steps_to_threshold", "collapse_step", "final_entropy", "diverged_step")
+ESCAPED = tuple(f"escaped_ckpt_{j}" for j in range(CHECKPOINTS))
 
 THEORY = (
     LOG_N,
     Column("chance_loss", F64, "1 - 1/n: the loss of predicting the mean value (losses are reported as fractions of it)"),
-    Column("logit_std", F64, "scale^2 sqrt(1 + query_noise^2): std of the initial logits over the weights (unit keys, query norm^2 ~ 1 + query_noise^2)"),
+    Column(
+        "logit_std",
+        F64,
+        "scale^2 sqrt(1 + query_noise^2): std of the initial logits over the weights (unit keys, query norm^2 ~ 1 + query_noise^2); 1 with QK-norm (sqrt(d) times a cosine of std 1/sqrt(d))",
+    ),
     Column("entropy_small_scale", F64, "log n - logit_std^2 / 2: the small-scale entropy law (docs/science.md §3.3), valid while logit_std << 1"),
     Column("threshold", F64, f"loss / chance that counts as learnt ({kernel.DEFAULTS['threshold']}): steps_to_threshold and reached_share"),
+    Column(
+        "escape_exponent",
+        F64,
+        "predicted exponent b of escape time ~ logit_std^b from one-hot starts (docs/science.md §9.4): 1 for sgd, 1/2 for adam and normgd",
+    ),
 )
 
 EXTRA = (
@@ -57,33 +92,62 @@ EXTRA = (
     Column("reached_share", F64, "share of trials whose monitor loss reached the threshold (finite steps_to_threshold)"),
     Column("reached_ci_low", F64, "lower end of the 95% Wilson interval of reached_share"),
     Column("reached_ci_high", F64, "upper end of the 95% Wilson interval of reached_share"),
+    Column(
+        "escape_median",
+        F64,
+        "Kaplan-Meier median of the escape time (escape_step, escaped): the first event time with S <= 1/2; +inf if more than half censored",
+    ),
+    Column("escape_median_ci_low", F64, "lower end of the 95% interval of escape_median (Brookmeyer-Crowley on the log-log band)"),
+    Column("escape_median_ci_high", F64, "upper end of the 95% interval of escape_median; +inf when the band's lower edge never reaches 1/2"),
+    *(Column(f"escape_q{q}", F64, f"Kaplan-Meier time by which {q}% of the runs had escaped; +inf if fewer did") for q in (10, 25, 75, 90)),
+    *(
+        Column(f"{name}{end}", F64, f"{label} share of runs escaped by checkpoint {j} (step round(steps^({j}/7))): 1 - S, Kaplan-Meier{note}")
+        for j, name in enumerate(ESCAPED)
+        for end, label, note in (
+            ("", "the", ""),
+            ("_ci_low", "lower end of the 95% interval of the", ", log-log band"),
+            ("_ci_high", "upper end of the 95% interval of the", ", log-log band"),
+        )
+    ),
+    Column("collapsed_share", F64, "share of runs whose monitor entropy fell below 0.1 nats at some evaluation (finite collapse_step)"),
+    Column("collapsed_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_share"),
+    Column("collapsed_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_share"),
+    Column(
+        "collapsed_early_share",
+        F64,
+        "share of runs whose entropy collapsed (< 0.1 nats) while the loss was still above the threshold (collapse_step < escape time; a run that never escaped counts from its collapse): collapse before learning",
+    ),
+    Column("collapsed_early_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_early_share"),
+    Column("collapsed_early_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_early_share"),
+    Column("diverged_count", I64, "runs that diverged"),
+    Column(
+        "collapse_first_share", F64, "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they diverged; NaN if none diverged"
+    ),
+    Column("collapse_first_ci_low", F64, "lower end of the 95% Wilson interval of collapse_first_share"),
+    Column("collapse_first_ci_high", F64, "upper end of the 95% Wilson interval of collapse_first_share"),
 )
-
-
-def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (sensible at 0 and at 1, unlike the t-interval)."""
-    if trials == 0:
-        return math.nan, math.nan
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    share = successes / trials
-    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z / (1 + z * z / trials) * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
-    low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return (0.0 if successes == 0 else low), (1.0 if successes == trials else high)  # exact at the ends (no rounding residue)
 
 
 def bytes_per_trial(p) -> int:
     return kernel.bytes_per_trial(int(p["n"]), int(p["d"]), int(p["batch"]))
 
 
+# The plateau law's exponent (docs/science.md §9.4): escape time ~ logit_std^b from a one-hot start,
+# b = 1 for SGD (the step shrinks with the gradient, ~1/logit_std), 1/2 for the optimisers whose
+# step does not (Adam while the gradient is well above its eps, normgd): they travel ~scale.
+ESCAPE_EXPONENT = {"sgd": 1.0, "adam": 0.5, "normgd": 0.5}
+
+
 def theory(p) -> dict[str, object]:
-    sigma = float(p["scale"]) ** 2 * math.sqrt(1 + kernel.DEFAULTS["query_noise"] ** 2)
+    qk = p["logits"] == "qk_norm"
+    sigma = 1.0 if qk else float(p["scale"]) ** 2 * math.sqrt(1 + kernel.DEFAULTS["query_noise"] ** 2)
     return {
         "log_n": math.log(p["n"]),
         "chance_loss": kernel.chance_loss(int(p["n"])),
         "logit_std": sigma,
         "entropy_small_scale": math.log(p["n"]) - sigma**2 / 2,
         "threshold": kernel.DEFAULTS["threshold"],
+        "escape_exponent": ESCAPE_EXPONENT[p["optimiser"]],
     }
 
 
@@ -97,38 +161,56 @@ def extra_summary(metrics, p) -> dict[str, object]:
     reached, trials = int(np.isfinite(metrics["steps_to_threshold"]).sum()), len(metrics["steps_to_threshold"])
     out["reached_share"] = reached / trials
     out["reached_ci_low"], out["reached_ci_high"] = wilson(reached, trials)
+    out |= escape_summary(metrics["escape_step"], metrics["escaped"], checkpoint_steps(int(p["steps"])))
+    collapsed = int(np.isfinite(metrics["collapse_step"]).sum())
+    out["collapsed_share"] = collapsed / trials
+    out["collapsed_ci_low"], out["collapsed_ci_high"] = wilson(collapsed, trials)
+    escape = np.where(metrics["escaped"] == 1, metrics["escape_step"], np.inf)
+    early = int(np.sum(metrics["collapse_step"] < escape))
+    out["collapsed_early_share"] = early / trials
+    out["collapsed_early_ci_low"], out["collapsed_early_ci_high"] = wilson(early, trials)
+    gone = metrics["diverged"] == 1
+    first = int(np.sum(metrics["collapse_step"][gone] < metrics["diverged_step"][gone]))
+    out["diverged_count"] = int(gone.sum())
+    out["collapse_first_share"] = first / out["diverged_count"] if out["diverged_count"] else math.nan
+    out["collapse_first_ci_low"], out["collapse_first_ci_high"] = wilson(first, out["diverged_count"])
     return out
 
 
 def headline(s) -> str:
-    """Per optimiser: share of runs reaching the threshold at the most one-hot start and at the best start."""
+    """Per run setting: the median escape time (Kaplan-Meier) at the most one-hot start that has one,
+    and the share escaped within the budget at the most one-hot start."""
     parts = []
-    for (optimiser, lr), rows in s.groupby(["optimiser", "lr"]):
+    for (optimiser, lr, values, qk), rows in s.groupby(["optimiser", "lr", "values", "logits"]):
         low = rows.loc[rows["init_entropy_mean"].idxmin()]
-        best = rows.loc[rows["reached_share"].idxmax()]
+        setting = f"{optimiser} lr {lr:g}" + (", W_v = I" if values == "identity" else "") + (", QK-norm" if qk == "qk_norm" else "")
         parts.append(
-            f"{optimiser} lr {lr:g}: {low['reached_share']:.0%} of runs learn from scale {low['scale']:g} (H0 = {low['init_entropy_mean']:.2g} nats), "
-            f"{best['reached_share']:.0%} from scale {best['scale']:g}"
+            f"{setting}: {low['escaped_ckpt_7']:.0%} escape within {low['steps']:g} steps from scale {low['scale']:g} "
+            f"(H0 = {low['init_entropy_mean']:.2g} nats), median {low['escape_median']:.4g} steps"
         )
     return "; ".join(parts)
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={"trials": 8, "grid": {"n": [8, 16], "d": [8, 16], "batch": [32], "scale": [0.1, 1.0], "optimiser": ["sgd"], "lr": [4.0], "steps": [50]}},
     name="recall_training",
     package=__name__,
-    description="attention trained on associative recall from initial weight scales 0.1 ... 100: does a one-hot start train?",
+    description="attention trained on associative recall from initial weight scales 0.1 ... 100: how long does a one-hot start take to escape, and does a large learning rate collapse the entropy?",
     params=PARAMS,
     stream_params=kernel.STREAM_PARAMS,
     metrics=METRICS,
     theory_columns=THEORY,
-    algorithm_version=1,
+    algorithm_version=2,  # 2: escape times (stop at the threshold), normgd, W_v = I, QK-norm, entropy trajectories
     bytes_per_trial=bytes_per_trial,
     simulate_block=kernel.simulate_block,
     theory=theory,
     main_metric="final_accuracy",
-    figures=("trainability", "learning_curves"),
+    figures=("trainability", "learning_curves", "escape_survival", "escape_law", "separating", "training_entropy"),
     headline=headline,
     extra_columns=EXTRA,
     extra_summary=extra_summary,
     finite_metrics=FINITE,
+    extreme_metrics=("zhai_margin_min",),
+    block_factor=4,  # ~36 trials per block: a step's array calls cost ~1 ms per point whatever the trials
 )

@@ -1,5 +1,7 @@
-"""Figures of `recall_training` (docs/science.md §6.1-§6.3): trainability against the initial scale,
-beside the initial entropy and the initial logit gradient; learning curves per scale."""
+"""Figures of `recall_training` (docs/science.md §6.1-§6.3, §9): trainability against the initial
+scale, beside the initial entropy and the initial logit gradient; learning curves per scale;
+survival curves of the escape time per scale; the escape time against its predictors with the
+fitted law; the separating experiment (normalised steps); entropy trajectories per learning rate."""
 
 from __future__ import annotations
 
@@ -11,14 +13,17 @@ from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below, yerr
 from attnsim.figures.style import PALETTE, palette
+from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
+from attnsim.kinds.recall_training.plateau import PREDICTORS, fit_setting, out_of_sample
 
-RUN = ["optimiser", "lr", "n", "d", "batch", "steps"]  # one curve per run setting; scale on the x-axis
+RUN = ["optimiser", "lr", "values", "logits", "stop", "n", "d", "batch", "steps"]  # one curve per run setting
 
 
 def _label(key) -> str:
-    optimiser, lr, n, d, batch, steps = key
-    return f"{optimiser} lr {lr:g} (n={n}, d={d}, {steps} steps)"
+    optimiser, lr, values, qk, stop, n, d, batch, steps = key
+    extra = (", W_v = I" if values == "identity" else "") + (", QK-norm" if qk == "qk_norm" else "")
+    return f"{optimiser} lr {lr:g}{extra} (n={n}, d={d}, {steps} steps{', stop at threshold' if stop == 'threshold' else ''})"
 
 
 def _colours(keys) -> dict:
@@ -54,7 +59,7 @@ def trainability(summary: pd.DataFrame):
         if line["diverged_mean"].max() > 0:
             share_ax.plot(x, line["diverged_mean"], "x:", color=c, ms=6, lw=1.0)
         grad_ax.errorbar(x, line["init_grad_logits_mean"], yerr=yerr(line, "init_grad_logits", log=True), fmt="o-", color=c, ms=4, lw=1.4, capsize=2)
-        grad_ax.plot(x, line["init_grad_logits_median"].where(line["init_grad_logits_median"] > 0), "--", color=c, lw=1.2)
+        grad_ax.plot(x, line["init_grad_logits_median"], "--", color=c, lw=1.2)
     first = data.drop_duplicates("scale")
     entropy_ax.errorbar(
         first["scale"], first["init_entropy_mean"], yerr=yerr(first, "init_entropy"), fmt="s--", color="0.35", ms=3.5, lw=1.1, capsize=2, zorder=2
@@ -73,6 +78,14 @@ def trainability(summary: pd.DataFrame):
     share_ax.set_ylabel("share of runs reaching loss/chance ≤ threshold\n(95% Wilson interval)")
     share_ax.set_title("(b) how often training succeeds")
     grad_ax.set_yscale("log")
+    # the axis shows the means (what training sees) down to 1e-4 of their largest value; medians
+    # below that (the typical one-hot row: e^-gap, down to 0) are marked at the bottom edge
+    means = data["init_grad_logits_mean"].to_numpy()
+    floor = max(np.nanmin(means[means > 0]) / 3, np.nanmax(means) * 1e-4) if np.any(means > 0) else 1e-6
+    grad_ax.set_ylim(floor, np.nanmax(data["init_grad_logits_ci_high"]) * 2)
+    for key, line in groups:
+        below = line[~(line["init_grad_logits_median"] >= floor)]
+        grad_ax.plot(below["scale"], np.full(len(below), floor * 1.15), "v", color=colours[key], ms=6, clip_on=False)
     grad_ax.set_ylabel("initial ‖∂ℓ/∂s‖ per example (RMS over the monitor set)")
     grad_ax.set_title("(c) the initial logit gradient (init_gradient relation)")
     for ax in axes:
@@ -86,13 +99,13 @@ def trainability(summary: pd.DataFrame):
         Line2D([], [], color="0.3", marker="o", label="(a) median over runs; band: quartiles; bars: mean ± 95% CI over non-diverged runs"),
         Line2D([], [], color="0.35", marker="s", ls="--", label="(a) initial entropy H₀ (right axis); dotted: log n"),
         Line2D([], [], color="0.3", marker="x", ls=":", label="(b) share of runs that diverged (if any)"),
-        Line2D([], [], color="0.3", marker="o", label="(c) mean ± 95% CI; dashed: median (the typical run)"),
+        Line2D([], [], color="0.3", marker="o", label="(c) mean ± 95% CI; dashed: median (the typical run); ▼ median below the axis"),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
     fig.tight_layout(w_pad=3.0)
     fig.suptitle(
         "Training one attention head on associative recall from a given initial scale (top axis: logit std ≈ scale²):\n"
-        "a start with one-hot weights (H₀ → 0, vanishing logit gradient) does not learn",
+        "a start with one-hot weights (H₀ → 0, vanishing logit gradient) is slow to learn within this budget",
         y=1.06,
     )
     return fig
@@ -105,7 +118,7 @@ def learning_curves(summary: pd.DataFrame):
     colours = dict(zip(scales, palette("viridis", len(scales))))
     fig, axes = plt.subplots(1, len(groups), figsize=(6.2 * len(groups), 4.8), squeeze=False, sharey=True)
     for ax, (key, rows) in zip(axes[0], groups):
-        steps = checkpoint_steps(int(key[-1]))
+        steps = checkpoint_steps(int(key[-1]))  # the run's budget
         for _, row in rows.sort_values("scale").iterrows():
             c = colours[row["scale"]]
             med = np.array([row[f"loss_ckpt_{j}_median"] for j in range(CHECKPOINTS)])
@@ -126,4 +139,282 @@ def learning_curves(summary: pd.DataFrame):
     legend_below(fig, handles, ncol=3, y=0.0)
     fig.suptitle("Learning curves of associative recall from each initial scale", y=1.02)
     fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- escape times (§9)
+
+
+def _settings(summary: pd.DataFrame):
+    return list(summary.groupby(RUN))
+
+
+def escape_survival(summary: pd.DataFrame):
+    """Survival curves of the escape time per initial scale, a panel per run setting: the share of
+    runs not yet escaped, Kaplan-Meier, at the checkpoints (with their 95% intervals) and at the
+    10/25/50/75/90% quantiles; the median with its 95% interval as a horizontal bar at 1/2."""
+    groups = _settings(summary)
+    scales = sorted(summary["scale"].unique())
+    colours = dict(zip(scales, palette("viridis", max(len(scales), 2))))
+    cols = min(len(groups), 3)
+    rows_n = int(np.ceil(len(groups) / cols))
+    fig, axes = plt.subplots(rows_n, cols, figsize=(5.6 * cols, 4.3 * rows_n), squeeze=False, sharey=True)
+    for ax, (key, rows) in zip(axes.flat, groups):
+        budget = int(key[-1])
+        steps = np.array(checkpoint_steps(budget), dtype=float)
+        for _, row in rows.sort_values("scale").iterrows():
+            c = colours[row["scale"]]
+            share = np.array([row[f"escaped_ckpt_{j}"] for j in range(CHECKPOINTS)])
+            lo = np.array([row[f"escaped_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
+            hi = np.array([row[f"escaped_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
+            qs = [(row[f"escape_q{q}"], q / 100) for q in (10, 25)] + [(row["escape_median"], 0.5)] + [(row[f"escape_q{q}"], q / 100) for q in (75, 90)]
+            points = sorted([(t, 1 - s) for t, s in zip(steps, share)] + [(t, 1 - q) for t, q in qs if np.isfinite(t)])
+            ax.step(
+                [0.8] + [p[0] for p in points],
+                [1.0] + [p[1] for p in points],
+                where="post",
+                color=c,
+                lw=1.6,
+                label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})",
+            )
+            inside = (share > 0) & (share < 1) | (lo > 0) | (hi < 1)  # checkpoints where something is known
+            ax.errorbar(
+                steps[inside],
+                1 - share[inside],
+                yerr=np.clip([hi[inside] - share[inside], share[inside] - lo[inside]], 0, None),
+                fmt="s",
+                color=c,
+                ms=3,
+                capsize=2,
+                lw=0.9,
+                alpha=0.8,
+            )
+            if np.isfinite(row["escape_median"]):
+                right = row["escape_median_ci_high"] if np.isfinite(row["escape_median_ci_high"]) else budget
+                ax.errorbar(
+                    row["escape_median"],
+                    0.5,
+                    xerr=[[row["escape_median"] - row["escape_median_ci_low"]], [right - row["escape_median"]]],
+                    fmt="o",
+                    color=c,
+                    ms=4,
+                    capsize=3,
+                    lw=1.1,
+                )
+        ax.axvline(budget, color="0.4", ls=":", lw=1.0)
+        ax.axhline(0.5, color="0.6", lw=0.7)
+        ax.set_xscale("log")
+        ax.set_xlim(0.8, budget * 1.3)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("training step")
+        ax.set_title(_label(key), fontsize=9.5)
+        ax.legend(fontsize=7.5, frameon=False, loc="lower left")
+    for ax in axes.flat[len(groups) :]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("share of runs not yet escaped (Kaplan–Meier)")
+    handles = [
+        Line2D([], [], color="0.3", lw=1.6, label="share still above the loss threshold (steps: checkpoints and quantiles)"),
+        Line2D([], [], color="0.3", marker="s", ms=3, ls="", label="at the checkpoints: 95% log-log interval (Wilson at 0 and 1)"),
+        Line2D([], [], color="0.3", marker="o", ls="", label="median escape time with its 95% interval"),
+        Line2D([], [], color="0.4", ls=":", label="budget: runs still above it are censored there"),
+    ]
+    legend_below(fig, handles, ncol=2, y=0.0)
+    fig.suptitle("Escape from the plateau: time to reach loss / chance ≤ threshold, per initial scale (right-censored at the budget)", y=1.01)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def _law_panel(ax, summary, predictor, colours, show_theory):
+    column, label = PREDICTORS[predictor]
+    for key, rows in _settings(summary):
+        c = colours[key]
+        rows = rows.sort_values(column)
+        x = rows[column].astype(float)
+        med = rows["escape_median"].astype(float)
+        ok = np.isfinite(med)
+        low = rows["escape_median_ci_low"].astype(float)
+        high = rows["escape_median_ci_high"].astype(float).where(lambda h: np.isfinite(h), rows["steps"].astype(float))
+        ax.errorbar(x[ok], med[ok], yerr=[med[ok] - low[ok], high[ok] - med[ok]], fmt="o", color=c, ms=4.5, capsize=2, lw=1.0)
+        censored = ~ok
+        ax.plot(x[censored], rows["steps"][censored].astype(float), "^", color=c, ms=7, mfc="none")  # median beyond the budget
+        regime = rows[rows["logit_std"] >= 4.0]
+        law = fit_setting(regime, predictor)
+        if law is not None:
+            grid = np.geomspace(law["x"].min(), law["x"].max(), 50)
+            ax.plot(
+                grid,
+                10 ** (law["intercept"] + law["slope"] * np.log10(grid)),
+                "-",
+                color=c,
+                lw=1.5,
+                label=f"fit: slope {law['slope']:.2f} [{law['slope_low']:.2f}, {law['slope_high']:.2f}]",
+            )
+            if show_theory:
+                b = float(rows["escape_exponent"].iloc[0])
+                mid_x = 10 ** np.mean(np.log10(law["x"]))
+                mid_y = law["intercept"] + law["slope"] * np.log10(mid_x)
+                ax.plot(grid, 10 ** (mid_y + b * (np.log10(grid) - np.log10(mid_x))), "--", color=c, lw=1.1, alpha=0.8, label=f"predicted slope {b:g} (§9.4)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(label + (" (linear)" if predictor == "entropy" else ""))
+    if predictor == "entropy":
+        ax.set_xscale("linear")
+    ax.legend(fontsize=7, frameon=False, loc="best")
+
+
+def escape_law(summary: pd.DataFrame):
+    """Median escape time (Kaplan-Meier, 95% interval; ^ where more than half were censored at the
+    budget) against the three predictors measured at initialisation, with the weighted fit of the
+    law over the regime (logit std >= 4) and the predicted exponent (§9.4); the titles give each
+    predictor's out-of-sample error (leave one scale out)."""
+    groups = _settings(summary)
+    colours = _colours([k for k, _ in groups])
+    cv = out_of_sample(summary[summary["logit_std"] >= 4.0])
+    finite = {k: cv[k] for k in PREDICTORS if np.isfinite(cv[k])}
+    best = min(finite, key=finite.get) if finite else None
+    fig, axes = plt.subplots(1, 3, figsize=(16.5, 5.0))
+    for ax, predictor in zip(axes, PREDICTORS):
+        _law_panel(ax, summary, predictor, colours, show_theory=predictor == "logit_std")
+        score = f"out-of-sample RMSE of log₁₀ median: {cv[predictor]:.3f}" if np.isfinite(cv[predictor]) else "out of sample: too few points"
+        ax.set_title(f"{'(best) ' if predictor == best else ''}{score}", fontsize=9)
+    axes[0].set_ylabel("median escape time (steps; 95% interval)")
+    handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
+    handles += [
+        Line2D([], [], color="0.3", marker="^", ls="", mfc="none", label="median beyond the budget (drawn at the budget)"),
+        Line2D([], [], color="0.3", ls="--", label="predicted exponent through the fit's centre (left panel)"),
+    ]
+    legend_below(fig, handles, ncol=2, y=0.02)
+    fig.suptitle("The plateau law: escape time against the initial logit std, the initial entropy and the initial gradient norm", y=1.02)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def separating(summary: pd.DataFrame):
+    """(a) Share escaped within the budget against the initial logit std (95% interval) for every
+    setting, beside what each explanation predicts from one-hot starts: the information story
+    (no direction to follow: normalised steps stall, share ~0) and the vanishing-gradient story
+    (full-size steps escape in a time growing like logit_std^(1/2)); (b) the median escape time."""
+    groups = _settings(summary)
+    colours = _colours([k for k, _ in groups])
+    fig, (share_ax, time_ax) = plt.subplots(1, 2, figsize=(13.0, 5.0))
+    for key, rows in groups:
+        c = colours[key]
+        rows = rows.sort_values("logit_std")
+        x = rows["logit_std"]
+        share = rows["escaped_ckpt_7"]
+        share_ax.errorbar(
+            x,
+            share,
+            yerr=np.clip([share - rows["escaped_ckpt_7_ci_low"], rows["escaped_ckpt_7_ci_high"] - share], 0, None),
+            fmt="o-",
+            color=c,
+            ms=4,
+            capsize=2,
+            lw=1.4,
+        )
+        one_hot = rows[rows["init_entropy_mean"] < 0.1]
+        share_ax.plot(one_hot["logit_std"], one_hot["escaped_ckpt_7"], "s", color=c, ms=8, mfc="none")
+        med = rows["escape_median"].astype(float)
+        ok = np.isfinite(med)
+        high = rows["escape_median_ci_high"].astype(float).where(lambda h: np.isfinite(h), rows["steps"].astype(float))
+        time_ax.errorbar(x[ok], med[ok], yerr=[med[ok] - rows["escape_median_ci_low"][ok], high[ok] - med[ok]], fmt="o-", color=c, ms=4, capsize=2)
+        time_ax.plot(x[~ok], rows["steps"][~ok], "^", color=c, ms=7, mfc="none")
+        if ok.sum() >= 2:
+            anchor_x, anchor_y = float(x[ok].iloc[0]), float(med[ok].iloc[0])
+            grid = np.geomspace(anchor_x, float(x.max()), 40)
+            b = float(rows["escape_exponent"].iloc[0])
+            time_ax.plot(grid, anchor_y * (grid / anchor_x) ** b, "--", color=c, lw=1.0, alpha=0.8)
+    share_ax.axhspan(0, 0.05, color="firebrick", alpha=0.12, lw=0)
+    share_ax.text(summary["logit_std"].min(), 0.06, " information story: one-hot starts stall (≤ 5%)", fontsize=8, color="firebrick")
+    for ax in (share_ax, time_ax):
+        ax.set_xscale("log")
+        ax.set_xlabel("initial logit std (≈ scale²)")
+    share_ax.set_ylim(-0.03, 1.03)
+    share_ax.set_ylabel("share escaped within the budget (Kaplan–Meier, 95%)")
+    share_ax.set_title("(a) does a one-hot start (□: H₀ < 0.1 nats) escape?", fontsize=10)
+    time_ax.set_yscale("log")
+    time_ax.set_ylabel("median escape time (steps; 95% interval)")
+    time_ax.set_title("(b) how long it takes; dashed: logit_std^b, b predicted (§9.4)", fontsize=10)
+    handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
+    handles += [
+        Patch(color="firebrick", alpha=0.25, label="information story's prediction for one-hot starts"),
+        Line2D([], [], color="0.3", marker="^", ls="", mfc="none", label="median beyond the budget"),
+    ]
+    legend_below(fig, handles, ncol=2, y=0.02)
+    fig.suptitle("Separating the explanations: steps of fixed size in the gradient's direction (normgd) from one-hot starts", y=1.02)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig
+
+
+def training_entropy(summary: pd.DataFrame):
+    """Top: mean monitor entropy at the checkpoints (95% interval over non-diverged runs) per
+    learning rate, a panel per optimiser and QK-norm setting, with Zhai et al.'s lower bound from
+    the logits' norm (dashed) and log n; bottom: the share of runs whose entropy collapsed (< 0.1
+    nats) and the share that diverged, against the learning rate (Wilson 95%)."""
+    keys = ["optimiser", "logits", "values", "scale", "steps"]
+    panels = list(summary.groupby(keys))
+    fig, axes = plt.subplots(2, len(panels), figsize=(5.8 * len(panels), 8.6), squeeze=False)
+    for col, (key, rows) in enumerate(panels):
+        optimiser, qk, values, scale, budget = key
+        lrs = sorted(rows["lr"].unique())
+        colours = dict(zip(lrs, palette("plasma", max(len(lrs) + 1, 2))))
+        ax = axes[0, col]
+        steps = np.array(checkpoint_steps(int(budget)), dtype=float)
+        for _, row in rows.sort_values("lr").iterrows():
+            c = colours[row["lr"]]
+            mean = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
+            lo = np.array([row[f"entropy_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
+            hi = np.array([row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
+            bound = np.array([row[f"zhai_bound_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
+            x = np.concatenate([[0.7], steps])
+            ax.plot(
+                x,
+                np.concatenate([[row["init_entropy_mean"]], mean]),
+                "o-",
+                color=c,
+                ms=3.5,
+                lw=1.5,
+                label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse ({row['collapsed_early_share']:.0%} before learning), {row['diverged_mean']:.0%} diverge",
+            )
+            ax.fill_between(steps, lo, hi, color=c, alpha=0.18, lw=0)
+            ax.plot(steps, bound, "--", color=c, lw=1.0)
+        ax.axhline(rows["log_n"].iloc[0], color="0.4", ls=":", lw=0.9)
+        ax.axhline(0.1, color="firebrick", ls="-.", lw=0.9)
+        ax.set_xscale("log")
+        ax.set_ylim(-0.05, rows["log_n"].iloc[0] * 1.06)
+        ax.set_xlabel("training step (first point: initialisation)")
+        ax.set_ylabel("monitor mean attention entropy (nats)")
+        title = f"{optimiser}, {'QK-norm' if qk == 'qk_norm' else 'no QK-norm'}{', W_v = I' if values == 'identity' else ''}, scale {scale:g}"
+        ax.set_title(f"({chr(97 + col)}) {title}", fontsize=10)
+        ax.legend(fontsize=7, frameon=False, loc="best")
+        low_ax = axes[1, col]
+        labels = (
+            ("collapsed", "o-", "entropy collapsed (< 0.1 nats)"),
+            ("collapsed_early", "s-", "collapsed before the loss reached the threshold"),
+            ("diverged", "x--", "diverged"),
+        )
+        for name, marker, label in labels:
+            share = rows.sort_values("lr")
+            mean = share[f"{name}_share"] if name != "diverged" else share["diverged_mean"]
+            if name != "diverged":
+                lo, hi = share[f"{name}_ci_low"], share[f"{name}_ci_high"]
+            else:
+                bounds = [wilson(int(round(m * t)), int(t)) for m, t in zip(share["diverged_mean"], share["n_trials"])]
+                lo, hi = pd.Series([b[0] for b in bounds], index=share.index), pd.Series([b[1] for b in bounds], index=share.index)
+            low_ax.errorbar(share["lr"], mean, yerr=np.clip([mean - lo, hi - mean], 0, None), fmt=marker, ms=5, capsize=2, label=label)
+        low_ax.set_xscale("log")
+        low_ax.set_ylim(-0.03, 1.03)
+        low_ax.set_xlabel("learning rate")
+        low_ax.set_ylabel("share of runs (95% Wilson interval)")
+        low_ax.legend(fontsize=8, frameon=False)
+    handles = [
+        Line2D([], [], color="0.3", marker="o", label="mean entropy over non-diverged runs (band: 95% interval)"),
+        Line2D([], [], color="0.3", ls="--", label="lower bound from the logits' norm (Zhai et al. 2023; §9.6)"),
+        Line2D([], [], color="0.4", ls=":", label="log n (uniform)"),
+        Line2D([], [], color="firebrick", ls="-.", label="collapse level, 0.1 nats"),
+    ]
+    legend_below(fig, handles, ncol=2, y=0.01)
+    fig.suptitle("Entropy collapse during training: entropy trajectories per learning rate, with and without QK-norm", y=1.0)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.98))
     return fig

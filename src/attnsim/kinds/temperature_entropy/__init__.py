@@ -92,6 +92,8 @@ def headline(s) -> str:
 
 
 KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    example={"trials": 100, "grid": {"n": [16, 256], "d": [3, 32], "tau": [0.1, 1.0]}},
     name="temperature_entropy",
     package=__name__,
     figures=("temperature_gap",),

@@ -1,0 +1,106 @@
+"""Kind `precision_attention`: attention with one rounding to bf16, fp16 or fp8, on synthetic rows
+(docs/science.md §11): the measured error against the essay's i.i.d. delta method and the rounding
+model's heteroscedastic prediction, incoherent processing on outlier features."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnsim.kinds import low_precision
+from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.columns import F64, I64, N, d_param, scale_param
+from attnsim.kinds.precision_attention import kernel
+
+PARAMS = (
+    N,
+    d_param("dimension of queries, keys and values"),
+    scale_param(
+        "logit_scale",
+        "std sigma of the logits: s_i = q . k_i / sqrt(d) ~ N(0, sigma^2) given q, i.i.d. over keys",
+    ),
+    Param(
+        "outlier_channels",
+        I64,
+        "number of outlier feature channels of q and k (0: isotropic), docs/science.md §11.5",
+        minimum=0,
+        maximum=4096,
+    ),
+    Param(
+        "outlier_scale",
+        F64,
+        "std of the outlier channels relative to the others (ignored when outlier_channels is 0)",
+        minimum=1,
+        maximum=1000,
+    ),
+    low_precision.FORMAT,
+    low_precision.SITE,
+)
+
+THEORY = (
+    *low_precision.FORMAT_THEORY,
+    Column(
+        "rotation_gain_theory",
+        F64,
+        "(d + 2) sum lambda^2 / (sum lambda)^2: the qk error's reduction by a random rotation in "
+        "the relative-rounding "
+        "approximation, lambda the channel variances (docs/science.md §11.5)",
+    ),
+)
+
+
+def theory(p) -> dict[str, object]:
+    lam = kernel.channel_variances(int(p["d"]), int(p["outlier_channels"]), float(p["outlier_scale"]))
+    gain = (len(lam) + 2) * float(np.sum(lam * lam)) / float(np.sum(lam)) ** 2
+    return {**low_precision.format_theory(p), "rotation_gain_theory": gain}
+
+
+def headline(s) -> str:
+    rows = s[s["site"] == "logits"]
+    if rows.empty:
+        return ""
+    iid = rows["err_ratio_iid"].dropna()
+    model = rows["err_ratio_model"].dropna()
+    return (
+        f"logits rounded: measured / i.i.d. delta {iid.min():.2f}-{iid.max():.2f}, "
+        f"measured / rounding model {model.min():.3f}-{model.max():.3f} ({len(rows)} points)"
+    )
+
+
+def simulate_block(rng, trials, points):
+    return kernel.simulate_block(rng, trials, points)
+
+
+KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
+    # numeric lists)
+    example={
+        "trials": 100,
+        "grid": {
+            "n": [64, 256],
+            "d": [16],
+            "logit_scale": [1.0, 3.0],
+            "outlier_channels": [2],
+            "outlier_scale": [4.0],
+            "format": ["bfloat16", "float8_e4m3fn"],
+            "site": ["logits", "probs"],
+        },
+    },
+    name="precision_attention",
+    description="attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
+    package=__name__,
+    params=PARAMS,
+    stream_params=("n", "d", "logit_scale", "outlier_channels", "outlier_scale"),
+    metrics=low_precision.METRICS,
+    theory_columns=THEORY,
+    # 2: the rows gained saturated_unrotated (the others unchanged: tests/test_reference_rows.py)
+    algorithm_version=2,
+    bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"])),
+    simulate_block=simulate_block,
+    theory=theory,
+    main_metric="sq_err",
+    figures=("precision_error", "precision_rotation", "precision_bias"),
+    headline=headline,
+    extra_columns=low_precision.EXTRA,
+    extra_summary=low_precision.extra_summary,
+    extreme_metrics=("entropy",),
+)

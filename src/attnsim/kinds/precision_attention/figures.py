@@ -1,0 +1,250 @@
+"""Figures of `precision_attention` (docs/science.md §11): the measured error over both predictions
+per format, site and logit scale; the rotation's gain on outlier features; the bias."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+
+from attnsim.figures.common import legend_below
+from attnsim.figures.style import palette
+from attnsim.kernels.rounding import FORMAT_NAMES
+from attnsim.kinds.precision_attention.claims import THRESHOLDS, in_model_regime
+
+SHORT = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
+def _colours(formats) -> dict:
+    present = [f for f in FORMAT_NAMES if f in set(formats)]
+    return dict(zip(present, palette("colorblind", len(present))))
+
+
+def _empty(text: str):
+    fig, ax = plt.subplots(figsize=(5.5, 2.0))
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=10)
+    ax.set_axis_off()
+    return fig
+
+
+def _errorbar(ax, x, y, low, high, **kwargs):
+    y, low, high = (np.asarray(a, dtype=float) for a in (y, low, high))
+    err = np.vstack([np.clip(y - low, 0, None), np.clip(high - y, 0, None)])
+    ax.errorbar(x, y, yerr=err, capsize=2, elinewidth=0.8, **kwargs)
+
+
+def precision_error(summary: pd.DataFrame):
+    """Columns: rounding site (and input family). Top row: mean over rows of measured / predicted
+    error for the rounding model against the logit std, per format (linear, the tolerance band);
+    grey-filled = outside the model's regime (kappa_eff > 0.01, or flushed / saturated casts).
+    Bottom row: the same for the essay's i.i.d. delta method with pooled kappa (log scale)."""
+    data = summary[summary["logit_scale"] > 0].copy()
+    if data.empty:
+        return _empty("no point with logit std > 0 in this experiment")
+    data["inputs"] = np.where(
+        data["outlier_channels"] > 0,
+        data["outlier_channels"].astype(str) + " outliers ×" + data["outlier_scale"].map("{:g}".format),
+        "isotropic",
+    )
+    panels = [
+        (site, inputs)
+        for site in ("logits", "qk", "qk_rotated", "probs", "output")
+        for inputs in sorted(data["inputs"].unique())
+        if ((data["site"] == site) & (data["inputs"] == inputs)).any()
+    ]
+    colours = _colours(data["format"])
+    cols = len(panels)
+    fig, axes = plt.subplots(2, cols, figsize=(3.9 * cols, 6.4), squeeze=False, sharex="col")
+    tol = THRESHOLDS.ratio_tolerance
+    scales = sorted(data["logit_scale"].unique())
+    offsets = dict(zip(colours, np.linspace(-0.05, 0.05, len(colours))))
+    for col, (site, inputs) in enumerate(panels):
+        part = data[(data["site"] == site) & (data["inputs"] == inputs)]
+        regime = in_model_regime(part)
+        top, bottom = axes[0, col], axes[1, col]
+        for fmt, colour in colours.items():
+            line = part[part["format"] == fmt].sort_values("logit_scale")
+            if line.empty:
+                continue
+            x = line["logit_scale"].to_numpy(float) * np.exp(offsets[fmt])
+            inside = regime[line.index].to_numpy(bool)
+            for mask, face in ((inside, colour), (~inside, "0.75")):
+                if mask.any():
+                    sub = line[mask]
+                    _errorbar(
+                        top,
+                        x[mask],
+                        sub["ratio_model_mean"],
+                        sub["ratio_model_ci_low"],
+                        sub["ratio_model_ci_high"],
+                        fmt="o",
+                        color=colour,
+                        mfc=face,
+                        ms=5,
+                    )
+            if line["ratio_iid_mean"].notna().any():
+                _errorbar(
+                    bottom,
+                    x,
+                    line["ratio_iid_mean"],
+                    line["ratio_iid_ci_low"],
+                    line["ratio_iid_ci_high"],
+                    fmt="s",
+                    color=colour,
+                    mfc="none",
+                    ms=5,
+                    ls=":",
+                )
+        top.axhspan(1 - tol, 1 + tol, color="0.85", alpha=0.6, lw=0)
+        for ax in (top, bottom):
+            ax.axhline(1.0, color="0.2", lw=0.9)
+            ax.set_xscale("log")
+            ax.set_xticks(scales, [f"{v:g}" for v in scales])
+            ax.minorticks_off()
+        bottom.set_yscale("log")
+        top.set_title(f"site {site}, {inputs}", fontsize=9)
+        bottom.set_xlabel("logit std σ")
+    axes[0, 0].set_ylabel("measured / rounding model")
+    axes[1, 0].set_ylabel("measured / i.i.d. delta (κ pooled)")
+    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
+    handles += [
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            ls="none",
+            label="÷ rounding model Σp²Var(ε|s)‖v−o‖² (top)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="s",
+            mfc="none",
+            ls=":",
+            label="÷ i.i.d. delta κ_pooled Σp²‖v−o‖² (bottom)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            mfc="0.75",
+            ls="none",
+            label="outside the model's regime",
+        ),
+        plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"1 ± {tol}"),
+    ]
+    fig.suptitle(
+        "Attention with one rounding: measured error over the two predictions (mean per-row ratio, 95% CI)",
+        y=1.0,
+    )
+    fig.tight_layout()
+    legend_below(fig, handles, ncol=4, y=0.0)
+    return fig
+
+
+def precision_rotation(summary: pd.DataFrame):
+    """Site qk_rotated: measured gain mean(err unrotated) / mean(err rotated) (95% CI) against the
+    gain predicted by the rounding model from the same rows (filled) and by the closed form
+    (d + 2) sum lambda^2 / (sum lambda)^2 (hollow), log-log, with y = x and the claim's band."""
+    data = summary[(summary["site"] == "qk_rotated") & (summary["logit_scale"] > 0)]
+    if data.empty:
+        return _empty("no point at site qk_rotated in this experiment")
+    fig, ax = plt.subplots(figsize=(6.2, 5.0))
+    colours = _colours(data["format"])
+    markers = dict(zip(sorted(data["logit_scale"].unique()), "os^Dv"))
+    for (fmt, sigma), part in data.groupby(["format", "logit_scale"]):
+        for column, face in (
+            ("rotation_gain_model", colours[fmt]),
+            ("rotation_gain_theory", "none"),
+        ):
+            _errorbar(
+                ax,
+                part[column],
+                part["rotation_gain"],
+                part["rotation_gain_ci_low"],
+                part["rotation_gain_ci_high"],
+                fmt=markers[sigma],
+                color=colours[fmt],
+                mfc=face,
+                ms=6,
+            )
+    values = np.concatenate([data[c].to_numpy(float) for c in ("rotation_gain", "rotation_gain_model", "rotation_gain_theory")])
+    values = values[np.isfinite(values) & (values > 0)]
+    lo, hi = values.min() / 1.3, values.max() * 1.3
+    line = np.geomspace(lo, hi, 50)
+    tol = THRESHOLDS.rotation_tolerance
+    ax.plot(line, line, color="0.2", lw=0.9)
+    ax.fill_between(line, line * (1 - tol), line * (1 + tol), color="0.85", alpha=0.6, lw=0)
+    ax.axhline(2.6, color="0.6", lw=0.8, ls="-.")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("predicted gain")
+    ax.set_ylabel("measured gain: error without / with rotation")
+    ax.set_title("Incoherent processing: a random rotation of q and k before the cast")
+    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
+    handles += [Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}") for s, m in markers.items()]
+    handles += [
+        Line2D([], [], color="0.3", marker="o", ls="none", label="vs the rounding model, same rows"),
+        Line2D([], [], color="0.3", marker="o", mfc="none", ls="none", label="vs (d + 2) Σλ² / (Σλ)²"),
+        plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"y = x ± {tol:.0%}"),
+        Line2D([], [], color="0.6", ls="-.", label="FlashAttention-3's 2.6"),
+    ]
+    fig.tight_layout()
+    legend_below(fig, handles, ncol=3, y=0.0)
+    return fig
+
+
+def precision_bias(summary: pd.DataFrame):
+    """Site logits, one panel per format (own scale): the mean shift of the weights' mean logit
+    sum (w~ - p) s with its 95% interval against the logit std, beside the rounding model's
+    second-order prediction from E[e^eps_i] (hollow diamonds)."""
+    data = summary[(summary["site"] == "logits") & (summary["logit_scale"] > 0)]
+    if data.empty:
+        return _empty("no point at site logits in this experiment")
+    colours = _colours(data["format"])
+    fig, axes = plt.subplots(1, len(colours), figsize=(3.3 * len(colours), 3.4), squeeze=False)
+    scales = sorted(data["logit_scale"].unique())
+    for ax, (fmt, colour) in zip(axes[0], colours.items()):
+        line = data[data["format"] == fmt].sort_values("logit_scale")
+        x = line["logit_scale"].to_numpy(float)
+        _errorbar(
+            ax,
+            x,
+            line["logit_shift_mean"],
+            line["logit_shift_ci_low"],
+            line["logit_shift_ci_high"],
+            fmt="o",
+            color=colour,
+            ms=5,
+        )
+        ax.plot(x * 1.04, line["logit_shift_model_mean"], "D", color=colour, mfc="none", ms=6)
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xticks(scales, [f"{v:g}" for v in scales])
+        ax.minorticks_off()
+        ax.ticklabel_format(axis="y", style="sci", scilimits=(-2, 2))
+        ax.set_title(SHORT.get(fmt, fmt), fontsize=9)
+        ax.set_xlabel("logit std σ")
+    axes[0, 0].set_ylabel("mean Σ(w̃ − p)s")
+    handles = [
+        Line2D([], [], color="0.3", marker="o", ls="none", label="measured (95% CI)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="D",
+            mfc="none",
+            ls="none",
+            label="model: Σ p(s − s̄)(1/2 − p) Var(ε|s)",
+        ),
+    ]
+    fig.suptitle("Bias of rounded logits: the shift of the weights' mean logit", y=1.02)
+    fig.tight_layout()
+    legend_below(fig, handles, ncol=2, y=0.0)
+    return fig

@@ -1,0 +1,95 @@
+"""Synthetic rows for `precision_attention`: logits i.i.d. N(0, logit_scale^2), values N(0, I_d),
+and, for the sites that round q and k, a query and keys with exactly those logits, optionally with
+outlier features (docs/science.md §11.5).
+
+Draw order per block (common random numbers across formats and sites): the query's standard
+normals (T, d), the logits' (T, n), the values' (T, n, d), all float32 Box-Muller
+(`kernels.sampling.standard_normal`); then, only when a point of the block rounds q and k, the
+keys' normals (T, n, d); then, only for `qk_rotated`, the rotations' (T, d, d). What a site does
+not need is drawn after everything it does, so no point's numbers depend on its siblings.
+
+Features: channel m has variance lambda_m = outlier_scale^2 for the first `outlier_channels`
+channels, 1 for the others. With sigma = logit_scale, q = sqrt(sigma) qhat, qhat = z_q sqrt(lambda)
+normalised to sum_m lambda_m qhat_m^2 = d, and Lambda = sigma diag(lambda), the keys are drawn
+given their logits: k_i = z_i + Lambda q (s_i - q . z_i / sqrt(d)) / (sqrt(d) sigma^2) with
+z_i ~ N(0, Lambda), the Gaussian conditional law of k_i ~ N(0, Lambda) given q . k_i / sqrt(d) = s_i
+(whose variance q^T Lambda q / d is sigma^2). So q . k_i / sqrt(d) = s_i: the outliers change only
+how each logit is spread over the channels. q and k are kept as float32 (the numbers a kernel
+casts); their float32 representation of s, ~1e-7 relative, joins the qk sites' error (below 1e-6
+of it even in fp16).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnsim.kernels import precision
+from attnsim.kernels.sampling import standard_normal
+
+
+def channel_variances(d: int, outlier_channels: int, outlier_scale: float) -> np.ndarray:
+    lam = np.ones(d)
+    lam[: min(int(outlier_channels), d)] = float(outlier_scale) ** 2
+    return lam
+
+
+def draw(
+    rng: np.random.Generator,
+    trials: int,
+    n: int,
+    d: int,
+    sigma: float,
+    outlier_channels: int,
+    outlier_scale: float,
+    keys: bool,
+    rotate: bool,
+):
+    """(logits (T, n) float64, values (T, n, d) float64, q (T, d) float32, k (T, n, d) float32 or
+    None,
+    rotations (T, d, d) float64 or None); k when `keys` or `rotate`, rotations when `rotate`."""
+    lam = channel_variances(d, outlier_channels, outlier_scale)
+    zq = standard_normal(rng, (trials, d)).astype(np.float64)
+    logits = standard_normal(rng, (trials, n)).astype(np.float64)
+    logits *= sigma
+    values = standard_normal(rng, (trials, n, d)).astype(np.float64)
+    qhat = zq * np.sqrt(lam)
+    qhat *= np.sqrt(d / np.sum(lam * qhat * qhat, axis=-1))[:, None]
+    q = math.sqrt(sigma) * qhat
+    k = None
+    if keys or rotate:
+        z = standard_normal(rng, (trials, n, d)).astype(np.float64)
+        z *= np.sqrt(sigma * lam)
+        if sigma > 0:
+            spread = (sigma * lam) * q / (math.sqrt(d) * sigma**2)  # Lambda q / (sqrt(d) sigma^2), (T, d)
+            gap = logits - np.matmul(z, q[:, :, None])[:, :, 0] / math.sqrt(d)  # s_i - q . z_i / sqrt(d)
+            z += gap[:, :, None] * spread[:, None, :]
+        k = z.astype(np.float32)
+    rotations = precision.rotations(standard_normal(rng, (trials, d, d))) if rotate else None
+    return logits, values, q.astype(np.float32), k, rotations
+
+
+def simulate_block(rng: np.random.Generator, trials: int, points) -> list[dict[str, np.ndarray]]:
+    first = points[0]
+    rotate = any(p["site"] == "qk_rotated" for p in points)
+    keys = any(p["site"] == "qk" for p in points)
+    logits, values, q, k, rotations = draw(
+        rng,
+        trials,
+        int(first["n"]),
+        int(first["d"]),
+        float(first["logit_scale"]),
+        int(first["outlier_channels"]),
+        float(first["outlier_scale"]),
+        keys,
+        rotate,
+    )
+    block = precision.Block(logits, values, q, k, rotations)
+    return [block.metrics(p["site"], p["format"]) for p in points]
+
+
+def bytes_per_trial(n: int, d: int) -> int:
+    """q, k, values, v - o, a rotated copy of k and the float32 casts (~6 float64 n x d arrays),
+    the (d x d) rotation and the (d x d) sums of the qk model."""
+    return 8 * (6 * n * d + 3 * d * d + 8 * n)

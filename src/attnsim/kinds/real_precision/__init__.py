@@ -1,0 +1,74 @@
+"""Kind `real_precision`: the trained heads of all-MiniLM-L6-v2 with one rounding to bf16, fp16 or
+fp8 (docs/science.md §11.7): the same measurements and predictions as `precision_attention`, on
+real rows (a corpus window, a query position, one head of one layer)."""
+
+from __future__ import annotations
+
+from attnsim.kinds import low_precision, real_model
+from attnsim.kinds.base import Kind
+from attnsim.kinds.real_precision import kernel
+from attnsim.models import heads
+
+PARAMS = (
+    real_model.n_param(),
+    *real_model.layer_head_params(),
+    low_precision.FORMAT,
+    low_precision.SITE,
+)
+
+
+def bytes_per_trial(p) -> int:
+    """The forward pass's activations per token (the planner's cost measure, as the other real
+    kinds)
+    and one head's rows through the precision kernel."""
+    n = int(p["n"])
+    return n * heads.FORWARD_BYTES_PER_TOKEN + 8 * 6 * n * heads.HEAD_SIZE
+
+
+def simulate_block(rng, trials, points):
+    return kernel.simulate(rng, trials, int(points[0]["n"]), points)
+
+
+def headline(s) -> str:
+    rows = s[s["site"] == "logits"]
+    if rows.empty:
+        return ""
+    per_layer = rows.groupby("layer")["ratio_iid_mean"].mean()
+    return "trained heads, logits rounded: measured / i.i.d. delta per layer " + ", ".join(f"L{k} {v:.2f}" for k, v in per_layer.items())
+
+
+KIND = Kind(
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
+    # numeric lists)
+    example={
+        "trials": 16,
+        "grid": {
+            "n": [16, 512],
+            "layer": [0, 5],
+            "head": [0, 11],
+            "format": ["bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"],
+            "site": ["logits", "qk", "qk_rotated", "probs", "output"],
+        },
+    },
+    name="real_precision",
+    description="trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
+    package=__name__,
+    params=PARAMS,
+    stream_params=("n",),  # the windows; every layer, head, format and site shares them
+    metrics=low_precision.METRICS,
+    theory_columns=low_precision.FORMAT_THEORY,
+    algorithm_version=2,  # 2: the rows gained saturated_unrotated
+    bytes_per_trial=bytes_per_trial,
+    simulate_block=simulate_block,
+    theory=low_precision.format_theory,
+    main_metric="sq_err",
+    figures=("real_precision_layers",),
+    headline=headline,
+    extra_columns=low_precision.EXTRA,
+    extra_summary=low_precision.extra_summary,
+    extreme_metrics=("entropy",),
+    block_factor=8,
+    check_grid=heads.check_windows,
+    assets=("minilm",),
+    provenance=heads.provenance,
+)

@@ -1,0 +1,86 @@
+"""Figure of `real_precision` (docs/science.md §11.7): measured over predicted error per layer of
+all-MiniLM-L6-v2, heads pooled, per format and site."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
+
+from attnsim.figures.common import legend_below
+from attnsim.figures.style import palette
+from attnsim.kernels.rounding import FORMAT_NAMES
+from attnsim.kinds.real_precision.claims import THRESHOLDS, in_regime, per_layer
+
+SHORT = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
+def real_precision_layers(summary):
+    """One panel per site: per layer, the mean over its heads of measured / predicted error (the
+    rounding model filled, the essay's i.i.d. delta method hollow) with the between-head 95%
+    interval, colour = format; grey = points outside the model's regime included."""
+    sites = [s for s in ("logits", "qk", "qk_rotated", "probs", "output") if s in set(summary["site"])]
+    cols = min(3, len(sites))
+    rows_ = -(-len(sites) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(4.8 * cols, 3.6 * rows_), squeeze=False, sharey=True)
+    present = [f for f in FORMAT_NAMES if f in set(summary["format"])]
+    colours = dict(zip(present, palette("colorblind", len(present))))
+    offsets = dict(zip(present, np.linspace(-0.2, 0.2, len(present))))
+    tol = THRESHOLDS.ratio_tolerance
+    for ax in list(axes.flat)[len(sites) :]:
+        ax.set_visible(False)
+    for ax, site in zip(axes.flat, sites):
+        part = summary[summary["site"] == site]
+        for fmt in present:
+            rows = part[part["format"] == fmt]
+            if rows.empty:
+                continue
+            inside = bool(in_regime(rows).all())
+            for column, marker, face in (
+                ("ratio_model_mean", "o", colours[fmt] if inside else "0.75"),
+                ("ratio_iid_mean", "s", "none"),
+            ):
+                if rows[column].isna().all():
+                    continue
+                layers = per_layer(rows, column)
+                x = layers["layer"].to_numpy(float) + offsets[fmt]
+                y = layers["value"].to_numpy(float)
+                err = np.vstack([np.clip(y - layers["low"], 0, None), np.clip(layers["high"] - y, 0, None)])
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=np.nan_to_num(err),
+                    fmt=marker,
+                    color=colours[fmt],
+                    mfc=face,
+                    ms=5,
+                    capsize=2,
+                )
+        ax.axhline(1.0, color="0.2", lw=0.9)
+        ax.axhspan(1 - tol, 1 + tol, color="0.85", alpha=0.6, lw=0)
+        ax.set_yscale("log")
+        ax.set_xlabel("layer")
+        ax.set_title(f"site {site}", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("measured / predicted, mean over heads")
+    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
+    handles += [
+        Line2D([], [], color="0.3", marker="o", ls="none", label="÷ rounding model"),
+        Line2D([], [], color="0.3", marker="s", mfc="none", ls="none", label="÷ i.i.d. delta, κ pooled"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            mfc="0.75",
+            ls="none",
+            label="some heads outside the model's regime",
+        ),
+    ]
+    fig.suptitle(
+        "Trained heads of all-MiniLM-L6-v2 with one rounding: measured over predicted error per layer",
+        y=1.0,
+    )
+    fig.tight_layout()
+    legend_below(fig, handles, ncol=4, y=0.0)
+    return fig

@@ -1,0 +1,105 @@
+"""The plateau law (docs/science.md §9.4-§9.5): how the median escape time grows with a
+predictor measured at initialisation, fitted per run setting to the Kaplan-Meier medians with
+their intervals, and the out-of-sample comparison of predictors. Used by the claims and the
+figures of `recall_training`.
+
+Fit: log10(median) = a + b log10(x) by weighted least squares, each point weighted by 1/se^2 with
+se = the half-width of its 95% interval in log10 / 1.96 (one-sided where the upper end is +inf);
+points whose median is censored (+inf) are left out and counted. Where the points scatter more
+than their intervals allow (chi^2 / dof > 1: the law is an approximation) the slope's variance
+is inflated by that factor; its 95% interval uses Student t with m - 2 degrees of freedom.
+
+Out of sample: leave one point (one initial scale) out, fit on the others, predict it; the
+root-mean-square error of log10(median) over the left-out points, per predictor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from attnsim.stats import t_quantile
+
+Z95 = 1.959963984540054
+SETTING = ["optimiser", "lr", "values", "logits", "n", "d", "batch", "steps"]  # one law per run setting
+PREDICTORS = {
+    "logit_std": ("init_logit_std_mean", "initial logit std"),
+    "entropy": ("init_entropy_mean", "initial entropy H0 (nats)"),
+    "gradient": ("init_grad_qk_mean", "initial gradient norm ||dL/dW_q,k||"),
+}
+
+
+def log_medians(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per point: y = log10(median escape time) and its se; only points with a finite median and
+    a finite, positive lower end."""
+    med, lo, hi = (rows[c].astype(float) for c in ("escape_median", "escape_median_ci_low", "escape_median_ci_high"))
+    ok = np.isfinite(med) & (lo > 0)
+    y = np.log10(med.where(ok))
+    half_low = y - np.log10(lo.where(ok))
+    half_high = np.log10(hi.where(ok & np.isfinite(hi))) - y
+    half = np.fmax(half_low, half_high.fillna(half_low))
+    se = np.maximum(half / Z95, 0.02)  # a floor: the evaluation grid's resolution (~7% = 0.03 in log10)
+    return pd.DataFrame({"y": y, "se": se}, index=rows.index)[ok]
+
+
+def fit(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> dict[str, float]:
+    """Weighted least squares of y on log10(x): slope, intercept, their 95% intervals, chi^2/dof."""
+    lx = np.log10(np.asarray(x, dtype=float))
+    w = 1.0 / np.asarray(se, dtype=float) ** 2
+    m = lx.size
+    design = np.column_stack([np.ones(m), lx])
+    cov = np.linalg.inv(design.T @ (design * w[:, None]))
+    coef = cov @ (design.T @ (w * y))
+    resid = y - design @ coef
+    dof = m - 2
+    chi2 = float(np.sum(w * resid**2) / dof) if dof > 0 else math.nan
+    inflate = max(1.0, chi2) if dof > 0 else math.nan
+    t = t_quantile(0.975, dof) if dof > 0 else math.nan
+    se_slope = math.sqrt(cov[1, 1] * inflate) if dof > 0 else math.nan
+    return {
+        "slope": float(coef[1]),
+        "intercept": float(coef[0]),
+        "slope_low": float(coef[1] - t * se_slope),
+        "slope_high": float(coef[1] + t * se_slope),
+        "slope_se": se_slope,
+        "chi2_dof": chi2,
+        "points": m,
+    }
+
+
+def fit_setting(rows: pd.DataFrame, predictor: str = "logit_std") -> dict | None:
+    """The law of one run setting's points against `predictor` (a key of PREDICTORS); None with
+    fewer than 3 points with a finite median."""
+    column = PREDICTORS[predictor][0]
+    data = log_medians(rows)
+    x = rows.loc[data.index, column].astype(float)
+    good = np.isfinite(x) & (x > 0)
+    data, x = data[good], x[good]
+    if len(data) < 3:
+        return None
+    out = fit(x.to_numpy(), data["y"].to_numpy(), data["se"].to_numpy())
+    out["censored"] = int(len(rows) - len(data))
+    out["x"], out["y"], out["se"] = x.to_numpy(), data["y"].to_numpy(), data["se"].to_numpy()
+    return out
+
+
+def out_of_sample(rows: pd.DataFrame) -> dict[str, float]:
+    """Per predictor: leave-one-point-out RMSE of log10(median) over the points of every run
+    setting with at least 4 finite medians (the left-out point predicted from a fit on >= 3)."""
+    errors: dict[str, list[float]] = {k: [] for k in PREDICTORS}
+    for _, group in rows.groupby(SETTING):
+        data = log_medians(group)
+        if len(data) < 4:
+            continue
+        for name, (column, _) in PREDICTORS.items():
+            x = group.loc[data.index, column].astype(float).to_numpy()
+            if not np.all(np.isfinite(x) & (x > 0)):
+                continue
+            for i in range(len(data)):
+                keep = np.arange(len(data)) != i
+                f = fit(x[keep], data["y"].to_numpy()[keep], data["se"].to_numpy()[keep])
+                guess = f["intercept"] + f["slope"] * math.log10(x[i])
+                errors[name].append(guess - data["y"].to_numpy()[i])
+    return {name: (math.sqrt(np.mean(np.square(e))) if e else math.nan) for name, e in errors.items()} | {"points": max(len(e) for e in errors.values())}

@@ -1,0 +1,84 @@
+"""What a sweep will cost before it runs (`attnsim plan`, `attnsim run -n`): points, trials, jobs
+per rule, estimated CPU-hours and the largest job's memory, and the refusal of a sweep that needs
+more jobs than `max_jobs` allows (one line, before anything is submitted)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnsim.config.load import Settings
+from attnsim.errors import ConfigError
+from attnsim.plan import cost
+from attnsim.plan.sweep import ExperimentPlan
+from attnsim.store import parquet as store
+
+
+@dataclass(frozen=True)
+class Bill:
+    experiments: int
+    points: int
+    points_to_run: int
+    trials_to_run: int  # the most trials the pending points can get (max_trials for adaptive ones)
+    jobs: dict[str, int]  # rule -> jobs to run
+    cpu_hours: float  # the cost model's expected CPU time of the simulate jobs
+    largest_job_hours: float
+    peak_mem_mb: int  # the largest simulate job's request
+    threads: int
+
+    @property
+    def total_jobs(self) -> int:
+        return sum(self.jobs.values())
+
+
+def bill(settings: Settings, plans: Mapping[str, ExperimentPlan], root: Path, threads: int = 1) -> Bill:
+    points = to_run = trials = 0
+    cpu = largest = 0.0
+    mem = 0
+    simulate = stale = 0
+    for name, plan in plans.items():
+        points += plan.n_points
+        for chunk in plan.pending:
+            c = plan.cost(chunk)
+            to_run += c.points
+            trials += c.points * c.trial_cap
+            seconds = cost.expected_seconds(c)
+            cpu += seconds
+            largest = max(largest, seconds)
+            mem = max(mem, cost.chunk_mem_mb(c, threads))
+        simulate += len(plan.pending)
+        if plan.pending or not store.summary_path(root, plan.kind, name).exists():
+            stale += 1
+    jobs = {"simulate": simulate, "collect": stale, "figures": stale, "claims": 1 if stale else 0}
+    return Bill(len(plans), points, to_run, trials, jobs, cpu / 3600, largest / 3600, mem, threads)
+
+
+def _hours(hours: float) -> str:
+    return f"{hours:,.2f} CPU-hours" if hours >= 0.1 else f"{hours * 60:,.1f} CPU-minutes"
+
+
+def render(b: Bill, settings: Settings, at_once: int | None = None) -> str:
+    """A few lines; under a cluster profile (`max_jobs` set) the job count against the limit."""
+    jobs = ", ".join(f"{rule} {count:,}" for rule, count in b.jobs.items())
+    lines = [
+        f"plan: {b.experiments} experiments, {b.points:,} points ({b.points_to_run:,} to run, up to {b.trials_to_run:,} trials)",
+        f"  jobs to run: {jobs} (total {b.total_jobs:,})",
+        f"  simulate: about {_hours(b.cpu_hours)} estimated (largest job {_hours(b.largest_job_hours)}), "
+        f"peak memory per job {b.peak_mem_mb:,} MB at {b.threads} thread{'s' if b.threads > 1 else ''}",
+    ]
+    sizing = f"jobs sized by cost: job_minutes = {settings.job_minutes:g}" + (f", chunk_size = {settings.chunk_size:,}" if settings.chunk_size else "")
+    limit = f"{b.jobs['simulate']:,} simulate jobs of max_jobs = {settings.max_jobs:,}" if settings.max_jobs else "no max_jobs set"
+    lines.append(f"  {sizing}; {limit}" + (f"; at most {at_once:,} at once (--jobs)" if at_once else ""))
+    return "\n".join(lines)
+
+
+def check_limit(b: Bill, settings: Settings) -> None:
+    """One line when the sweep needs more simulate jobs than `max_jobs`: nothing may be submitted."""
+    if settings.max_jobs is not None and b.jobs["simulate"] > settings.max_jobs:
+        raise ConfigError(
+            f"max_jobs: the sweep needs {b.jobs['simulate']:,} simulate jobs, over max_jobs = {settings.max_jobs:,}; "
+            f"raise job_minutes (now {settings.job_minutes:g}) for fewer, larger jobs"
+            + (", or raise or remove chunk_size" if settings.chunk_size else "")
+            + ", or raise max_jobs if the cluster allows it; nothing was submitted"
+        )

@@ -1,0 +1,252 @@
+"""Verdicts that can fail (issue 21, docs/science.md §7.4), for the claims of noisy_attention,
+logit_entropy, init_gradient, temperature_entropy, real_temperature and the engine's entropy bound:
+
+- every claim declares its role, regime, reason (a docs/science.md section) and, if statistical,
+  its tolerance, in its kind's package, the same whatever the data;
+- a low-power sweep (intervals wider than the band) gives `inconclusive`, never `holds`, for every
+  statistical claim;
+- the heavy-tail claims compare with their own predictions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnsim.claims import engine
+from attnsim.kinds import get_kind
+from attnsim.kinds.logit_entropy import claims as entropy_claims
+from attnsim.kinds.noisy_attention import claims as noisy_claims
+from attnsim.kinds.real_temperature import claims as real_temperature_claims
+from attnsim.theory import delta_next
+from attnsim.theory.noise import kappa
+
+MINE = ("noisy_attention", "logit_entropy", "init_gradient", "temperature_entropy", "real_temperature")
+SANITY = {
+    "entropy_in_bounds",
+    "tau_one_gap",
+    "exact_gap_bound",
+    "smaller_tau_widens",
+    "real_tau_one_gap",
+    "real_exact_gap_bound",
+    "real_smaller_tau_widens",
+    "one_hot_vanishing_gradient",
+}
+REASON = re.compile(r"^docs/science\.md §\d+\.\d+")
+
+
+def declared() -> list[engine.Claim]:
+    return [judge(None) for kind in MINE for judge in get_kind(kind).submodule("claims").CLAIMS] + [engine.entropy_bounds({})]
+
+
+@pytest.mark.parametrize("claim", declared(), ids=lambda c: c.claim_id)
+def test_every_claim_declares_role_regime_reason_and_tolerance(claim):
+    assert claim.role == ("sanity" if claim.claim_id in SANITY else "evidence")
+    assert claim.regime and claim.condition == claim.regime
+    assert REASON.match(claim.reason), claim.reason
+    assert claim.verdict == "not measured"
+    statistical = claim.role == "evidence" and not claim.claim_id.startswith(("delta_slow_rate", "heavy_tail_breakdown"))
+    if statistical:  # equivalence claims: the band is declared before the data, from the kind's THRESHOLDS
+        assert 0 < claim.tolerance < math.inf
+        values = vars(get_kind(_kind_of(claim)).submodule("claims").THRESHOLDS).values()
+        assert claim.tolerance in values
+
+
+def _kind_of(claim):
+    for kind in MINE:
+        if claim.claim_id in {judge(None).claim_id for judge in get_kind(kind).submodule("claims").CLAIMS}:
+            return kind
+    raise KeyError(claim.claim_id)
+
+
+def test_thresholds_are_frozen_constants_of_each_package():
+    for kind in ("noisy_attention", "logit_entropy", "init_gradient", "real_temperature"):
+        thresholds = get_kind(kind).submodule("claims").THRESHOLDS
+        with pytest.raises(AttributeError):
+            thresholds.__setattr__(next(iter(vars(thresholds))), 0.0)  # frozen: nothing sets them at run time
+
+
+def test_regime_and_tolerance_do_not_depend_on_the_data():
+    """The same claim judged on data that holds and on data that fails declares the same regime,
+    tolerance and reason as before any data."""
+    s_good, s_bad = noisy(ratio=1.0), noisy(ratio=0.7)
+    for judge in (noisy_claims.next_order, noisy_claims.error_rate, lambda s: noisy_claims.delta_method(s, "gaussian")):
+        before, good, bad = judge(None), judge(s_good), judge(s_bad)
+        assert before.regime == good.regime == bad.regime and before.reason == good.reason == bad.reason
+        assert before.tolerance == good.tolerance == bad.tolerance
+
+
+def noisy(ratio=1.0, se=0.002, families=("gaussian", "laplace", "gumbel", "student_t"), sigmas=(0.1, 1.0, 2.0), rel_se=0.005):
+    """A noisy_attention summary at uniform weights (n = 256 ... 65536) and logit_scale 1: err_ratio and
+    next_err_ratio = `ratio` with SE `se`; rel_err follows n^-1/2 (finite kappa), n^(1/k* - 1)
+    (heavy) or stays flat (no mean), with relative SE `rel_se`."""
+    rows = []
+    for family in families:
+        for sigma in sigmas:
+            k = kappa(family, sigma)
+            k_star = delta_next.moment_order(family, sigma)
+            regime = delta_next.regime(family, sigma)
+            slope = -0.5 if math.isfinite(k) else (1 / k_star - 1 if regime == "heavy" else 0.0)
+            for logit_scale in (0.0, 1.0):
+                for n in (256, 1024, 4096, 16384, 65536):
+                    p2 = (1 if logit_scale == 0 else math.e) / n
+                    rel = 0.3 * n**slope
+                    finite = math.isfinite(k)
+                    rows.append(
+                        dict(
+                            experiment="robustness",
+                            n=n,
+                            d=16,
+                            logit_scale=logit_scale,
+                            noise=family,
+                            noise_draws=8,
+                            noise_scale=sigma,
+                            n_trials=1000,
+                            kappa=k,
+                            kappa_finite=finite,
+                            kappa_sum_p2=k * p2 if finite else math.inf,
+                            err_ratio=ratio if finite else None,
+                            err_ratio_se=se if finite else None,
+                            err_ratio_ci_low=ratio - 1.96 * se if finite else None,
+                            err_ratio_ci_high=ratio + 1.96 * se if finite else None,
+                            next_ratio=ratio if finite else None,
+                            next_err_ratio=ratio if finite else None,
+                            next_err_ratio_se=se if finite else None,
+                            rel_err_mean=rel,
+                            rel_err_se=rel * rel_se,
+                        )
+                    )
+    frame = pd.DataFrame(rows)
+    return frame
+
+
+def test_heavy_tail_slow_rate_is_compared_with_its_own_slope():
+    """kappa = inf with a mean (laplace, gumbel at sigma = 1): holds when each series falls like
+    n^(1/k* - 1); fails when it falls like n^-1/2 instead; student_t (no mean) is not in its regime."""
+    s = noisy(families=("laplace", "gumbel", "student_t"), sigmas=(1.0,))
+    c = noisy_claims.heavy_rate(s)
+    assert c.verdict == "holds" and c.points == 10 and "laplace σ=1: slope -0.293" in c.evidence
+    assert "every slope lies between -1/2 and 0" in c.evidence
+    heavy = s["noise"] != "student_t"
+    s.loc[heavy, "rel_err_mean"] = 0.3 * s.loc[heavy, "n"] ** -0.5
+    s.loc[heavy, "rel_err_se"] = s.loc[heavy, "rel_err_mean"] * 0.005
+    assert noisy_claims.heavy_rate(s).verdict == "fails"
+    assert noisy_claims.heavy_rate(noisy(families=("student_t",), sigmas=(1.0,))).verdict == "outside regime"
+
+
+def test_heavy_tail_breakdown_is_no_mean_only():
+    s = noisy(families=("laplace", "gumbel", "student_t"), sigmas=(1.0, 2.0))
+    c = noisy_claims.breakdown(s)
+    assert c.verdict == "holds" and "laplace σ=1" not in c.evidence and "laplace σ=2" in c.evidence and "student_t σ=1" in c.evidence
+
+
+def _low_power(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """The same estimates with intervals 50x wider: a sweep of very few trials."""
+    frame = frame.copy()
+    for mean, (low, high) in columns.items():
+        half = 50 * (frame[high] - frame[low]).abs().clip(lower=1e-3) / 2
+        frame[low], frame[high] = frame[mean] - half, frame[mean] + half
+    return frame
+
+
+def test_a_low_power_sweep_is_inconclusive_never_holds():
+    """Every statistical claim whose interval is wider than its band is inconclusive: the same
+    estimates, centred on the prediction, with the intervals of a sweep of few trials."""
+    good = noisy(ratio=1.0)
+    weak = noisy(ratio=1.0, se=0.2, rel_se=2.0)  # per-point intervals +-0.39 against +-0.05; slopes with wide intervals
+    weak["rel_err_mean"] *= scatter(weak)  # few trials: the curves scatter about the line
+    weak["rel_err_se"] = 2.0 * weak["rel_err_mean"]
+    for judge in (
+        *(lambda s, f=f: noisy_claims.delta_method(s, f) for f in ("gaussian", "laplace", "gumbel")),
+        noisy_claims.next_order,
+        noisy_claims.error_rate,
+        noisy_claims.heavy_rate,
+    ):
+        strong = judge(good)
+        low = judge(weak)
+        assert strong.verdict == "holds", (strong.claim_id, strong.evidence)
+        assert low.verdict == "inconclusive", (low.claim_id, low.verdict, low.evidence)
+        assert low.detectable > low.tolerance
+    # the no-mean breakdown: a flat error whose slope interval reaches below -1/4
+    flat = noisy(families=("student_t",), sigmas=(2.0,), rel_se=2.0)
+    flat["rel_err_mean"] *= scatter(flat)
+    flat["rel_err_se"] = 2.0 * flat["rel_err_mean"]
+    assert noisy_claims.breakdown(noisy(families=("student_t",), sigmas=(2.0,))).verdict == "holds"
+    assert noisy_claims.breakdown(flat).verdict == "inconclusive"
+
+    entropy = entropy_summary()
+    assert entropy_claims.small_scale_entropy(entropy).verdict == "holds" and entropy_claims.rem_collapse(entropy).verdict == "holds"
+    wide = _low_power(entropy, {"entropy_mean": ("entropy_ci_low", "entropy_ci_high"), "entropy_norm_mean": ("entropy_norm_ci_low", "entropy_norm_ci_high")})
+    wide["entropy_norm_ci_low"] = wide["entropy_norm_mean"] - 0.2
+    wide["entropy_norm_ci_high"] = wide["entropy_norm_mean"] + 0.2
+    assert entropy_claims.small_scale_entropy(wide).verdict == "inconclusive"
+    assert entropy_claims.rem_collapse(wide).verdict == "inconclusive"
+
+    real = real_temperature_summary()
+    assert real_temperature_claims.variance_prediction(real).verdict == "holds"
+    assert real_temperature_claims.random_direction(real).verdict == "holds"
+    wide = real.assign(gap_var_ratio_ci_low=real["gap_var_ratio"] - 0.3, gap_var_ratio_ci_high=real["gap_var_ratio"] + 0.3)
+    wide = wide.assign(gap_ci_low=wide["gap_mean"] * 0.5, gap_ci_high=wide["gap_mean"] * 1.5)
+    assert real_temperature_claims.variance_prediction(wide).verdict == "inconclusive"
+    assert real_temperature_claims.random_direction(wide).verdict == "inconclusive"
+
+
+def scatter(frame: pd.DataFrame, size: float = 0.5) -> np.ndarray:
+    """e^(+-size) alternating along n: no trend, a large residual (a curve measured with few trials)."""
+    rank = frame.groupby(noisy_claims.SERIES + ["logit_scale"])["n"].rank().to_numpy()
+    return np.exp(size * np.where(rank % 2 == 1, 1.0, -1.0))
+
+
+def entropy_summary(se=1e-5):
+    rows = []
+    for n in (256, 4096):
+        for sigma in (0.1, 0.3):
+            h = math.log(n) - sigma**2 / 2
+            x = sigma / math.sqrt(2 * math.log(n))
+            rows.append(
+                dict(
+                    n=n,
+                    logits="gaussian",
+                    sigma_eff=sigma,
+                    log_n=math.log(n),
+                    entropy_mean=h,
+                    entropy_ci_low=h - 1.96 * se,
+                    entropy_ci_high=h + 1.96 * se,
+                    rem_x=x,
+                    entropy_norm_mean=1 - x**2,
+                    entropy_norm_ci_low=1 - x**2 - 1e-4,
+                    entropy_norm_ci_high=1 - x**2 + 1e-4,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def real_temperature_summary():
+    rows = []
+    for embeddings, dim in (("glove", 50), ("minilm", 384)):
+        for tau in (5.0, 10.0):
+            law = 1 / (2 * dim * tau**2)
+            rows.append(
+                dict(
+                    embeddings=embeddings,
+                    n=16,
+                    tau=tau,
+                    dim=dim,
+                    n_trials=100,
+                    gap_mean=law,
+                    gap_ci_low=law * 0.99,
+                    gap_ci_high=law * 1.01,
+                    gap_var_pred_mean=law,
+                    gap_var_ratio=1.0,
+                    gap_var_ratio_ci_low=0.99,
+                    gap_var_ratio_ci_high=1.01,
+                    gap_random_direction=law,
+                    var_cos_d=1.0,
+                    d_eff=float(dim),
+                )
+            )
+    return pd.DataFrame(rows)
