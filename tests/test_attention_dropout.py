@@ -37,7 +37,11 @@ def test_bernoulli_moments():
     u = np.array([1 / q - 1, -1.0])  # kept, dropped
     w = np.array([q, rate])
     kappa, mu3, mu4 = dropout.u_moments(rate)
-    assert kappa == pytest.approx(np.sum(w * u**2)) and mu3 == pytest.approx(np.sum(w * u**3)) and mu4 == pytest.approx(np.sum(w * u**4))
+    assert (
+        kappa == pytest.approx(np.sum(w * u**2))
+        and mu3 == pytest.approx(np.sum(w * u**3))
+        and mu4 == pytest.approx(np.sum(w * u**4))
+    )
     assert dropout.kappa(rate) == pytest.approx(rate / q)
 
 
@@ -45,7 +49,9 @@ def test_transformers_form_is_unbiased_with_the_exact_law():
     """6000 rows x 8 masks, fixed seed: the mean per-row ratio to the exact law is 1 within 4 SE
     (and
     the SE is small), and the bias estimate is 0 within 4 SE."""
-    p = dict(n=64, d=4, logit_scale=1.0, value_mean=3.0, noise_draws=8, rate=0.2, form="transformers")
+    p = dict(
+        n=64, d=4, logit_scale=1.0, value_mean=3.0, noise_draws=8, rate=0.2, form="transformers"
+    )
     rows = [KIND.simulate_block(np.random.default_rng(50 + b), 600, [p])[0] for b in range(10)]
     ratio = np.concatenate([r["ratio_exact"] for r in rows])
     se = ratio.std(ddof=1) / math.sqrt(ratio.size)
@@ -53,7 +59,9 @@ def test_transformers_form_is_unbiased_with_the_exact_law():
     bias = np.concatenate([r["bias_sq"] for r in rows])
     assert abs(bias.mean()) < 4 * bias.std(ddof=1) / math.sqrt(bias.size)
     iid = np.concatenate([r["ratio_iid"] for r in rows])
-    assert iid.mean() > 1.5  # ||v||^2 = d + 9 against ||v - o||^2 ~ d: the essay's formula falls far short
+    assert (
+        iid.mean() > 1.5
+    )  # ||v||^2 = d + 9 against ||v - o||^2 ~ d: the essay's formula falls far short
 
 
 def summary(**columns) -> pd.DataFrame:
@@ -94,8 +102,13 @@ def test_claims_judge_by_equivalence_in_their_regimes():
         ratio_iid_ci_high=1.32,
         value_factor=1.3,
     )
-    assert claims.transformers_exact(t).verdict == "holds" and claims.transformers_exact(t).role == "sanity"
+    assert (
+        claims.transformers_exact(t).verdict == "holds"
+        and claims.transformers_exact(t).role == "sanity"
+    )
     iid = claims.transformers_iid(t)
     assert iid.verdict == "fails" and "1.300" in iid.evidence
     for judge in claims.CLAIMS:
-        assert judge(None).verdict == "not measured" and judge(None).reason == "docs/science.md §11.6"
+        assert (
+            judge(None).verdict == "not measured" and judge(None).reason == "docs/science.md §11.6"
+        )

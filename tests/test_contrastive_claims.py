@@ -57,7 +57,9 @@ def row(
         entropy_min_finite=48,
         entropy_min_mean=lowest + 0.05,
     )
-    out |= dict(entropy_lowest=lowest, entropy_lowest_excess=lowest - floor, entropy_floor_tolerance=1e-11)
+    out |= dict(
+        entropy_lowest=lowest, entropy_lowest_excess=lowest - floor, entropy_floor_tolerance=1e-11
+    )
     out |= dict(entropy_excess_lowest=excess, entropy_excess_tolerance=1e-11)
     out |= dict(
         final_entropy_mean=entropy,
@@ -94,7 +96,9 @@ def frame(*rows) -> pd.DataFrame:
 
 def test_best_tau_and_its_tied_range():
     t = best_tau(frame(sweep(CLASS, CLASS_WORSE)), "probe_accuracy").iloc[0]
-    assert t["best_tau"] == 0.2 and t["tau_low"] == 0.05 and t["tau_high"] == 0.2  # 0.65 is within the margin of 0.66 (0.017), 0.62 is not
+    assert (
+        t["best_tau"] == 0.2 and t["tau_low"] == 0.05 and t["tau_high"] == 0.2
+    )  # 0.65 is within the margin of 0.66 (0.017), 0.62 is not
     assert t["diff"] == pytest.approx(-0.11) and t["smaller_tau"] == 0.2 and t["diff_high"] < 0
     assert t["diff_high"] - t["diff"] == pytest.approx(2.0117 * 0.006 * math.sqrt(2), rel=1e-3)
 
@@ -109,7 +113,11 @@ def test_best_tau_and_its_tied_range():
 )
 def test_tau_one_worse_probe(accs, verdict):
     claim = cc.worse_probe_at_tau_one(frame(sweep(CLASS, accs)))
-    assert claim.verdict == verdict and claim.figure == "c/temperature_sweep" and claim.role == "evidence"
+    assert (
+        claim.verdict == verdict
+        and claim.figure == "c/temperature_sweep"
+        and claim.role == "evidence"
+    )
 
 
 def test_tau_one_worse_probe_is_judged_per_setting_and_scoped_to_class_positives():
@@ -120,20 +128,39 @@ def test_tau_one_worse_probe_is_judged_per_setting_and_scoped_to_class_positives
         sweep(INSTANCE, INSTANCE_BETTER),
     )
     claim = cc.worse_probe_at_tau_one(s)
-    assert claim.verdict == "fails" and "1 holds, 1 fails" in claim.evidence and len(claim.setting_verdicts) == 2
-    assert cc.worse_probe_at_tau_one(frame(sweep(INSTANCE, INSTANCE_BETTER))).verdict == "outside regime"
-    assert cc.worse_probe_at_tau_one(frame(sweep(CLASS, {0.05: 0.6, 0.2: 0.7}))).verdict == "outside regime"  # no tau = 1
+    assert (
+        claim.verdict == "fails"
+        and "1 holds, 1 fails" in claim.evidence
+        and len(claim.setting_verdicts) == 2
+    )
+    assert (
+        cc.worse_probe_at_tau_one(frame(sweep(INSTANCE, INSTANCE_BETTER))).verdict
+        == "outside regime"
+    )
+    assert (
+        cc.worse_probe_at_tau_one(frame(sweep(CLASS, {0.05: 0.6, 0.2: 0.7}))).verdict
+        == "outside regime"
+    )  # no tau = 1
     assert cc.worse_probe_at_tau_one(None).verdict == "not measured"
 
 
 def test_instance_claim():
-    assert cc.instance_worse_knn_at_tau_one(frame(sweep(INSTANCE, INSTANCE_BETTER))).verdict == "fails"
+    assert (
+        cc.instance_worse_knn_at_tau_one(frame(sweep(INSTANCE, INSTANCE_BETTER))).verdict == "fails"
+    )
     assert cc.instance_worse_knn_at_tau_one(frame(sweep(INSTANCE, CLASS_WORSE))).verdict == "holds"
     # without instance noise instance positives are the class task: outside this claim's regime
-    assert cc.instance_worse_knn_at_tau_one(frame(sweep(INSTANCE | {"instance_noise": 0.0}, INSTANCE_BETTER))).verdict == "outside regime"
+    assert (
+        cc.instance_worse_knn_at_tau_one(
+            frame(sweep(INSTANCE | {"instance_noise": 0.0}, INSTANCE_BETTER))
+        ).verdict
+        == "outside regime"
+    )
 
 
-@pytest.mark.parametrize("entropy, verdict", [(3.35, "fails"), (3.01, "holds"), (3.4657 - 0.9 * 0.4738, "inconclusive")])
+@pytest.mark.parametrize(
+    "entropy, verdict", [(3.35, "fails"), (3.01, "holds"), (3.4657 - 0.9 * 0.4738, "inconclusive")]
+)
 def test_floor_binds(entropy, verdict):
     s = frame(sweep(CLASS, {0.2: 0.66}), [row(CLASS, 1.0, 0.55, entropy=entropy)])
     claim = cc.floor_limits_accuracy(s)
@@ -154,16 +181,24 @@ def learned(setting, tau0, log_tau, **kw):
 
 
 def test_learned_entropy_floor():
-    assert cc.learned_entropy_floor(frame(learned(CLASS, 1.0, -1.4, excess=0.002))).verdict == "holds"
-    assert cc.learned_entropy_floor(frame(learned(CLASS, 1.0, -1.4, excess=-1e-6))).verdict == "fails"
+    assert (
+        cc.learned_entropy_floor(frame(learned(CLASS, 1.0, -1.4, excess=0.002))).verdict == "holds"
+    )
+    assert (
+        cc.learned_entropy_floor(frame(learned(CLASS, 1.0, -1.4, excess=-1e-6))).verdict == "fails"
+    )
     assert cc.learned_entropy_floor(frame(sweep(CLASS, CLASS_WORSE))).verdict == "outside regime"
 
 
-@pytest.mark.parametrize("log_tau, verdict", [(-1.4, "holds"), (0.3, "fails"), (-0.005, "inconclusive")])
+@pytest.mark.parametrize(
+    "log_tau, verdict", [(-1.4, "holds"), (0.3, "fails"), (-0.005, "inconclusive")]
+)
 def test_learned_tau_falls(log_tau, verdict):
     s = frame(learned(CLASS, 1.0, log_tau), learned(CLASS, 0.07, -1.5))
     claim = cc.learned_tau_falls(s)
-    assert claim.verdict == verdict and claim.points == 1  # only the run from tau = 1 is in the regime
+    assert (
+        claim.verdict == verdict and claim.points == 1
+    )  # only the run from tau = 1 is in the regime
     assert claim.bound == 1.0 and claim.measured == pytest.approx(math.exp(log_tau))
 
 
@@ -176,14 +211,25 @@ def test_learned_tau_falls(log_tau, verdict):
     ],
 )
 def test_learned_tau_settles_at_best(log_tau, verdict):
-    s = frame(sweep(CLASS, CLASS_WORSE), learned(CLASS, 1.0, log_tau))  # best 0.2, tied 0.05-0.2: band [0.035, 0.28]
+    s = frame(
+        sweep(CLASS, CLASS_WORSE), learned(CLASS, 1.0, log_tau)
+    )  # best 0.2, tied 0.05-0.2: band [0.035, 0.28]
     claim = cc.learned_tau_settles_at_best(s)
     assert claim.verdict == verdict, claim.evidence
-    assert claim.predicted == pytest.approx(0.2) and claim.measured == pytest.approx(math.exp(log_tau))
-    assert cc.learned_tau_settles_at_best(frame(learned(CLASS, 1.0, log_tau))).verdict == "outside regime"  # no fixed tau to compare
+    assert claim.predicted == pytest.approx(0.2) and claim.measured == pytest.approx(
+        math.exp(log_tau)
+    )
+    assert (
+        cc.learned_tau_settles_at_best(frame(learned(CLASS, 1.0, log_tau))).verdict
+        == "outside regime"
+    )  # no fixed tau to compare
 
 
 def test_every_claim_declares_its_regime_and_reason_before_the_data():
     for judge in cc.CLAIMS:
         claim = judge(None)
-        assert claim.verdict == "not measured" and claim.regime and claim.reason.startswith("docs/science.md §"), claim.claim_id
+        assert (
+            claim.verdict == "not measured"
+            and claim.regime
+            and claim.reason.startswith("docs/science.md §")
+        ), claim.claim_id

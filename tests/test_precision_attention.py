@@ -54,9 +54,13 @@ def test_kernel_matches_the_naive_oracle(site, fmt):
     # at q and k the float32 sums differ in order (~1e-7 of s): up to ~1e-3 of the fp16 error
     rel = 5e-3 if site.startswith("qk") else 2e-6
     for t in range(5):
-        want = oracle.row(logits[t], values[t], q[t], k[t], None if rotations is None else rotations[t], fmt, site)
+        want = oracle.row(
+            logits[t], values[t], q[t], k[t], None if rotations is None else rotations[t], fmt, site
+        )
         for name, value in want.items():
-            tolerance = rel if name in ("sq_err", "sq_err_iid", "logit_shift") else 2e-5  # model sums: float32 at qk
+            tolerance = (
+                rel if name in ("sq_err", "sq_err_iid", "logit_shift") else 2e-5
+            )  # model sums: float32 at qk
             assert got[name][t] == pytest.approx(value, rel=tolerance, abs=1e-13), (name, t)
     for name in ("sq_err", "sq_err_model", "grad_sq"):
         assert np.all(np.isfinite(got[name]))
@@ -64,9 +68,13 @@ def test_kernel_matches_the_naive_oracle(site, fmt):
 
 def test_logits_are_gaussian_given_q_for_every_outlier_setting():
     for channels, scale in ((0, 1.0), (3, 20.0)):
-        logits, _, q, k, _ = kernel.draw(np.random.default_rng(5), 400, 256, 16, 3.0, channels, scale, True, False)
+        logits, _, q, k, _ = kernel.draw(
+            np.random.default_rng(5), 400, 256, 16, 3.0, channels, scale, True, False
+        )
         z = logits / 3.0
-        assert abs(z.mean()) < 4 / math.sqrt(z.size) and abs(z.std() - 1) < 0.01  # N(0, 1) per key, 102400 keys
+        assert (
+            abs(z.mean()) < 4 / math.sqrt(z.size) and abs(z.std() - 1) < 0.01
+        )  # N(0, 1) per key, 102400 keys
         assert np.allclose(
             logits,
             np.einsum("tnd,td->tn", k.astype(np.float64), q.astype(np.float64)) / 4.0,
@@ -95,7 +103,9 @@ def test_rotation_preserves_the_logits_and_is_orthogonal():
 
 def test_a_points_rows_do_not_depend_on_the_other_points_of_its_block():
     p = point(n=32, d=8)
-    alone = KIND.simulate_block(np.random.default_rng(9), 7, [point(n=32, d=8, site="qk_rotated", format="float8_e4m3fn")])
+    alone = KIND.simulate_block(
+        np.random.default_rng(9), 7, [point(n=32, d=8, site="qk_rotated", format="float8_e4m3fn")]
+    )
     crowd = KIND.simulate_block(
         np.random.default_rng(9),
         7,
@@ -164,8 +174,16 @@ def summary_rows(**columns) -> pd.DataFrame:
 def test_model_claim_holds_fails_and_is_inconclusive_by_equivalence():
     judge = claims.model_delta("bfloat16")
     assert judge(summary_rows()).verdict == "holds"
-    assert judge(summary_rows(ratio_model_mean=1.2, ratio_model_ci_low=1.1, ratio_model_ci_high=1.3)).verdict == "fails"
-    assert judge(summary_rows(ratio_model_ci_low=0.9, ratio_model_ci_high=1.1)).verdict == "inconclusive"  # a wide interval never holds
+    assert (
+        judge(
+            summary_rows(ratio_model_mean=1.2, ratio_model_ci_low=1.1, ratio_model_ci_high=1.3)
+        ).verdict
+        == "fails"
+    )
+    assert (
+        judge(summary_rows(ratio_model_ci_low=0.9, ratio_model_ci_high=1.1)).verdict
+        == "inconclusive"
+    )  # a wide interval never holds
     assert judge(summary_rows(kappa_eff=0.5)).verdict == "outside regime"
     assert judge(summary_rows(flushed_mean=0.1)).verdict == "outside regime"
     assert judge(None).verdict == "not measured"
@@ -174,7 +192,12 @@ def test_model_claim_holds_fails_and_is_inconclusive_by_equivalence():
 def test_iid_claim_fails_on_the_factor_and_names_it():
     claim = claims.iid_delta(summary_rows())
     assert claim.verdict == "fails" and "factor" in claim.evidence and claim.role == "evidence"
-    assert claims.iid_delta(summary_rows(ratio_iid_mean=1.0, ratio_iid_ci_low=0.99, ratio_iid_ci_high=1.01)).verdict == "holds"
+    assert (
+        claims.iid_delta(
+            summary_rows(ratio_iid_mean=1.0, ratio_iid_ci_low=0.99, ratio_iid_ci_high=1.01)
+        ).verdict
+        == "holds"
+    )
 
 
 def test_rotation_claim_compares_the_gain_with_the_models():
@@ -201,10 +224,16 @@ def test_rotation_claim_compares_the_gain_with_the_models():
     # the paired per-row form is shown, never judged (it was chosen after a first run)
     assert claims.rotation(rows.assign(rotation_accuracy_ci_low=0.5)).verdict == "holds"
     assert claims.rotation(rows.assign(outlier_channels=0)).verdict == "outside regime"
-    assert claims.rotation(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"  # the model has no saturation
+    assert (
+        claims.rotation(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"
+    )  # the model has no saturation
 
 
 def test_every_claim_states_its_regime_role_and_reason():
     for judge in claims.CLAIMS:
         claim = judge(None)
-        assert claim.regime and claim.reason.startswith("docs/science.md §11") and claim.role in ("evidence", "sanity")
+        assert (
+            claim.regime
+            and claim.reason.startswith("docs/science.md §11")
+            and claim.role in ("evidence", "sanity")
+        )

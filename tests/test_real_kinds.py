@@ -365,13 +365,21 @@ def test_nested_windows_come_from_the_same_texts_and_queries(resources):
     from attnsim.kinds.real_noise import kernel
 
     sizes = (16, 24, 40)
-    points = [dict(keys=m, layer=layer, head=head, noise="gaussian", noise_scale=0.3) for m in sizes for layer, head in ((1, 4), (4, 0))]
-    out, (ids, positions, nested, z) = kernel.simulate(np.random.default_rng(6), 4, 40, 3, points, record=True)
+    points = [
+        dict(keys=m, layer=layer, head=head, noise="gaussian", noise_scale=0.3)
+        for m in sizes
+        for layer, head in ((1, 4), (4, 0))
+    ]
+    out, (ids, positions, nested, z) = kernel.simulate(
+        np.random.default_rng(6), 4, 40, 3, points, record=True
+    )
     tok = heads.tokenizer()
     assert ((nested >= 0) & (nested < kernel.NEST_QUERIES)).all()
     windows = {m: kernel.window(ids, positions, nested, m) for m in sizes}
     for m, (w, query) in windows.items():
-        assert w.shape == (4, m) and (w[:, 0] == tok.cls_id).all() and (w[:, -1] == tok.sep_id).all()
+        assert (
+            w.shape == (4, m) and (w[:, 0] == tok.cls_id).all() and (w[:, -1] == tok.sep_id).all()
+        )
         # the same text, cut after m - 2 pieces
         np.testing.assert_array_equal(w[:, 1:-1], ids[:, 1 : m - 1])
         np.testing.assert_array_equal(query, nested)  # the same query position for every m
@@ -382,12 +390,18 @@ def test_nested_windows_come_from_the_same_texts_and_queries(resources):
     bert = heads.trained()
     for t in range(4):
         for p, metrics in zip(points, out):
-            logits, values = noise_oracle.head_row(bert, windows[p["keys"]][0][t], int(nested[t]), p["layer"], p["head"])
-            ref = noise_oracle.naive_trial(logits, values, z[("gaussian", p["layer"], p["head"])][t][:, : p["keys"]], 0.3)
+            logits, values = noise_oracle.head_row(
+                bert, windows[p["keys"]][0][t], int(nested[t]), p["layer"], p["head"]
+            )
+            ref = noise_oracle.naive_trial(
+                logits, values, z[("gaussian", p["layer"], p["head"])][t][:, : p["keys"]], 0.3
+            )
             for name, value in ref.items():
                 assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
             p_row = np.exp(logits - logits.max())
-            assert metrics["sink_weight"][t] == pytest.approx((p_row[0] + p_row[-1]) / p_row.sum(), rel=1e-6)
+            assert metrics["sink_weight"][t] == pytest.approx(
+                (p_row[0] + p_row[-1]) / p_row.sum(), rel=1e-6
+            )
 
 
 def test_keys_zero_keeps_the_rows_of_version_one(resources):
@@ -397,7 +411,9 @@ def test_keys_zero_keeps_the_rows_of_version_one(resources):
     assert settings.experiments["x"].grid["keys"] == [0]
     base = dict(n=20, noise_draws=2, layer=2, head=3, noise="gaussian", noise_scale=0.3)
     alone = simulate_points("real_noise", 3, 6, [make_point("real_noise", base)])
-    together = simulate_points("real_noise", 3, 6, [make_point("real_noise", base | {"keys": k}) for k in (0, 16, 20)])
+    together = simulate_points(
+        "real_noise", 3, 6, [make_point("real_noise", base | {"keys": k}) for k in (0, 16, 20)]
+    )
     key = make_point("real_noise", base).id
     for name in ("sq_err", "entropy", "n_eff", "grad_sq", "sq_err_next"):
         assert np.array_equal(alone[key][name], together[key][name])
@@ -431,10 +447,14 @@ def test_summary_columns_of_the_row_law_and_sinks():
     out = rn.extra_summary(metrics, {"noise": "gaussian", "noise_scale": 0.3, "n": 64, "keys": 0})
     k, mu3, _ = u_moments("gaussian", 0.3)
     coefficient = abs(3 * k * k - 2 * mu3) / k
-    assert out["predicted_correction"] == pytest.approx(coefficient * np.dot(grad, 1 / n_eff) / grad.sum())
+    assert out["predicted_correction"] == pytest.approx(
+        coefficient * np.dot(grad, 1 / n_eff) / grad.sum()
+    )
     in_regime = coefficient / n_eff <= rn.ROW_CORRECTION
     assert out["row_ratio_rows"] == int(in_regime.sum()) == t // 2  # only the rows with n_eff = 30
-    assert out["row_ratio"] == pytest.approx(np.mean(metrics["sq_err"][in_regime] / pred[in_regime]))
+    assert out["row_ratio"] == pytest.approx(
+        np.mean(metrics["sq_err"][in_regime] / pred[in_regime])
+    )
     assert out["sink_rows"] == 0.5
     sink = metrics["sink_weight"] > rn.SINK_ROW
     assert out["err_ratio_sink"] == pytest.approx(metrics["sq_err"][sink].sum() / pred[sink].sum())
@@ -478,15 +498,27 @@ def test_rate_within_heads_recovers_the_slope_and_judges_it():
     jitter = np.random.default_rng(1).normal(0, 0.01, 2 * 12 * 3)
     exact = nest_summary(-0.5)
     slopes = claims.within_head_slopes(exact)
-    assert len(slopes) == 24 and np.allclose(slopes["slope"], -0.5) and np.allclose(slopes["n_eff_slope"], 1.0)
+    assert (
+        len(slopes) == 24
+        and np.allclose(slopes["slope"], -0.5)
+        and np.allclose(slopes["n_eff_slope"], 1.0)
+    )
     noisy = exact.assign(rel_err_mean=exact["rel_err_mean"] * np.exp(jitter))
     assert claims.rate_within_heads(noisy).verdict == "holds"
     assert claims.rate_follows_delta(noisy).verdict == "holds"
     slow = nest_summary(-0.2)
-    assert claims.rate_within_heads(slow.assign(rel_err_mean=slow["rel_err_mean"] * np.exp(jitter))).verdict == "fails"
+    assert (
+        claims.rate_within_heads(
+            slow.assign(rel_err_mean=slow["rel_err_mean"] * np.exp(jitter))
+        ).verdict
+        == "fails"
+    )
     # two heads per layer (four in all): a wide interval
     few = nest_summary(-0.45, heads_=2)
-    few = few.assign(rel_err_mean=few["rel_err_mean"] * np.exp(np.random.default_rng(2).normal(0, 0.05, len(few))))
+    few = few.assign(
+        rel_err_mean=few["rel_err_mean"]
+        * np.exp(np.random.default_rng(2).normal(0, 0.05, len(few)))
+    )
     assert claims.rate_within_heads(few).verdict == "inconclusive"
     # two heads in all: too few for a between-head interval, not judged
     lone = nest_summary(-0.5, heads_=1)

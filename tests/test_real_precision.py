@@ -35,7 +35,8 @@ def test_query_key_rows_agree_with_rows(resources):
             got = layers2[layer]
             assert np.array_equal(got[0], logits) and np.array_equal(got[3], values)
             assert np.allclose(
-                (got[1].astype(np.float64)[:, :, None, :] * got[2]).sum(-1) / np.sqrt(heads.HEAD_SIZE),
+                (got[1].astype(np.float64)[:, :, None, :] * got[2]).sum(-1)
+                / np.sqrt(heads.HEAD_SIZE),
                 logits,
             )
 
@@ -49,14 +50,20 @@ def test_kernel_matches_the_naive_oracle(resources):
         for f in ("bfloat16", "float8_e5m2")
         for s in ("logits", "qk_rotated", "probs")
     ]
-    out, (ids, positions, rotations) = kernel.simulate(np.random.default_rng(4), 4, 12, points, record=True)
+    out, (ids, positions, rotations) = kernel.simulate(
+        np.random.default_rng(4), 4, 12, points, record=True
+    )
     ((_, layers),) = list(heads.query_key_rows(heads.trained(), ids, positions, [0, 5]))
     for p, metrics in zip(points, out):
         logits, q, k, v = layers[p["layer"]]
         h = p["head"]
         for t in range(4):
-            ref = oracle.row(logits[t, h], v[t, h], q[t, h], k[t, h], rotations[t], p["format"], p["site"])
-            rel = 5e-3 if p["site"].startswith("qk") else 2e-6  # the float32 products' order (see test_precision_attention)
+            ref = oracle.row(
+                logits[t, h], v[t, h], q[t, h], k[t, h], rotations[t], p["format"], p["site"]
+            )
+            rel = (
+                5e-3 if p["site"].startswith("qk") else 2e-6
+            )  # the float32 products' order (see test_precision_attention)
             for name, value in ref.items():
                 tolerance = rel if name in ("sq_err", "sq_err_iid", "logit_shift") else 2e-5
                 assert metrics[name][t] == pytest.approx(value, rel=tolerance, abs=1e-13), (

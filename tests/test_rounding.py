@@ -26,7 +26,9 @@ def candidates(fmt, rng) -> np.ndarray:
     """Bit patterns that exercise every rounding case of the format."""
     grid = representable(fmt)
     positive = grid[grid > 0]
-    mids = (positive[:-1].astype(np.float64) + positive[1:]) / 2  # ties (exact in float32: at most 24 bits)
+    mids = (
+        positive[:-1].astype(np.float64) + positive[1:]
+    ) / 2  # ties (exact in float32: at most 24 bits)
     ties = mids.astype(F32)
     assert np.all(ties.astype(np.float64) == mids)
     near = [
@@ -37,7 +39,9 @@ def candidates(fmt, rng) -> np.ndarray:
     ]
     top = F32(fmt.max)
     with np.errstate(over="ignore"):  # bfloat16's max times 2 is inf: one more overflow case
-        beyond = np.array([top * F32(1.03), top * F32(1.0625), top * F32(1.07), top * 2, np.finfo(F32).max], F32)
+        beyond = np.array(
+            [top * F32(1.03), top * F32(1.0625), top * F32(1.07), top * 2, np.finfo(F32).max], F32
+        )
     half_sub = F32(fmt.smallest_subnormal / 2)
     tiny = np.array(
         [
@@ -54,7 +58,9 @@ def candidates(fmt, rng) -> np.ndarray:
     random_bits = rng.integers(0, 2**32, 2_000_000, dtype=np.uint64).astype(np.uint32).view(F32)
     exponents = rng.integers(fmt.min_exp - fmt.bits - 3, 20, 200_000)
     mantissas = rng.integers(0, 2**23, exponents.size, dtype=np.uint32)
-    binades = (mantissas | np.uint32(0x3F800000)).view(F32).astype(np.float64) * np.ldexp(1.0, exponents)
+    binades = (mantissas | np.uint32(0x3F800000)).view(F32).astype(np.float64) * np.ldexp(
+        1.0, exponents
+    )
     values = np.concatenate([positive, ties, *near, beyond, tiny, special, binades.astype(F32)])
     return np.concatenate([values, -values, random_bits])
 
@@ -68,9 +74,13 @@ def test_bit_rounding_equals_the_saturating_cast(name):
     nan = np.isnan(cast)
     assert np.array_equal(np.isnan(bits), nan), "NaN in, NaN out"
     assert np.isnan(x[nan]).all(), "saturation: only NaN inputs give NaN"
-    same = cast[~nan].view(np.uint32) == bits[~nan].view(np.uint32)  # bit for bit: the sign of 0 too
+    same = cast[~nan].view(np.uint32) == bits[~nan].view(
+        np.uint32
+    )  # bit for bit: the sign of 0 too
     assert same.all(), f"{(~same).sum()} differ, first {x[~nan][~same][:4]}"
-    assert np.array_equal(rounding.round_to(x, fmt)[~nan].view(np.uint32), cast[~nan].view(np.uint32))
+    assert np.array_equal(
+        rounding.round_to(x, fmt)[~nan].view(np.uint32), cast[~nan].view(np.uint32)
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
@@ -78,9 +88,15 @@ def test_saturation_and_underflow(name):
     fmt = FORMATS[name]
     big = np.array([min(fmt.max * 1.5, 3.4e38), -np.inf, np.inf], F32)
     assert np.array_equal(rounding.round_to(big, fmt), np.array([fmt.max, -fmt.max, fmt.max], F32))
-    assert rounding.saturated(big, fmt).all() and not rounding.saturated(np.array([fmt.max], F32), fmt).any()
+    assert (
+        rounding.saturated(big, fmt).all()
+        and not rounding.saturated(np.array([fmt.max], F32), fmt).any()
+    )
     tiny = np.array([fmt.smallest_subnormal * 0.49], F32)
-    assert rounding.round_to(tiny, fmt)[0] == 0 and rounding.flushed(tiny, rounding.round_to(tiny, fmt)).all()
+    assert (
+        rounding.round_to(tiny, fmt)[0] == 0
+        and rounding.flushed(tiny, rounding.round_to(tiny, fmt)).all()
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
@@ -89,7 +105,9 @@ def test_ulp_is_the_grid_spacing_and_bounds_the_error(name):
     grid = representable(fmt)
     positive = grid[(grid > 0) & (grid < fmt.max)]
     spacing = np.diff(np.append(positive, np.inf))[:-1]
-    assert np.array_equal(rounding.ulp(positive[:-1], fmt), spacing.astype(np.float64))  # the spacing above each value
+    assert np.array_equal(
+        rounding.ulp(positive[:-1], fmt), spacing.astype(np.float64)
+    )  # the spacing above each value
     x = np.random.default_rng(3).uniform(-1, 1, 100_000).astype(F32) * F32(min(fmt.max, 1e4))
     error = rounding.round_to(x, fmt).astype(np.float64) - x
     assert np.all(np.abs(error) <= rounding.ulp(x, fmt) / 2)
@@ -109,7 +127,9 @@ def test_without_ml_dtypes_only_the_formats_stop_with_one_line(monkeypatch):
     monkeypatch.setattr(rounding, "ml_dtypes", None)
     rounding._formats.cache_clear()
     try:
-        assert list(rounding.FORMATS) == list(rounding.FORMAT_NAMES)  # names (the config schema) need nothing
+        assert list(rounding.FORMATS) == list(
+            rounding.FORMAT_NAMES
+        )  # names (the config schema) need nothing
         with pytest.raises(AttnsimError, match=r"pip install 'ml-dtypes"):
             rounding.FORMATS["float8_e4m3fn"]
     finally:

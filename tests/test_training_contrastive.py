@@ -47,7 +47,8 @@ def test_gradient_matches_central_differences(tau):
         up[(slice(None), *idx)] += h
         down[(slice(None), *idx)] -= h
         numeric[(slice(None), *idx)] = (
-            ct.infonce(up, x1, x2, tau, grad=False)["loss"].mean(-1) - ct.infonce(down, x1, x2, tau, grad=False)["loss"].mean(-1)
+            ct.infonce(up, x1, x2, tau, grad=False)["loss"].mean(-1)
+            - ct.infonce(down, x1, x2, tau, grad=False)["loss"].mean(-1)
         ) / (2 * h)
     np.testing.assert_allclose(out["gw"], numeric, rtol=1e-6, atol=1e-9)
 
@@ -61,7 +62,9 @@ def test_forward_and_gradient_match_the_literal_formulas():
         for e, ref in enumerate(refs):
             for name in ("loss", "entropy", "alignment"):
                 np.testing.assert_allclose(out[name][t, e], ref[name], rtol=1e-12)
-        np.testing.assert_allclose(out["gw"][t], np.mean([r["gw"] for r in refs], axis=0), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(
+            out["gw"][t], np.mean([r["gw"] for r in refs], axis=0), rtol=1e-10, atol=1e-14
+        )
         np.testing.assert_allclose(
             out["uniformity"][t],
             math.log(np.mean(np.concatenate([r["kernel"] for r in refs]))),
@@ -103,7 +106,9 @@ def run_both(points, trials=3, seed=11):
 
 @pytest.mark.parametrize("tau", [0.05, 1.0])
 def test_batched_training_matches_naive_loop(tau):
-    points = [BASE | {"tau": tau, "optimiser": o, "lr": lr} for o, lr in (("sgd", 0.5), ("adam", 0.05))]
+    points = [
+        BASE | {"tau": tau, "optimiser": o, "lr": lr} for o, lr in (("sgd", 0.5), ("adam", 0.05))
+    ]
     points.append(BASE | {"tau": tau, "steps": 9, "view_noise": 0.0})
     run_both(points)
 
@@ -161,7 +166,9 @@ def test_class_positives_without_instance_noise_do_not_draw_it():
     """The instance noise comes from a child generator: a block without it gives the same numbers
     for its points as a block with an instance-noise point beside them."""
     alone = ct.simulate_block(np.random.default_rng(8), 3, [BASE])[0]
-    beside = ct.simulate_block(np.random.default_rng(8), 3, [BASE, BASE | {"instance_noise": 1.0}])[0]
+    beside = ct.simulate_block(np.random.default_rng(8), 3, [BASE, BASE | {"instance_noise": 1.0}])[
+        0
+    ]
     for name in ct.METRICS:
         np.testing.assert_array_equal(alone[name], beside[name], err_msg=name)
 
@@ -195,7 +202,9 @@ def test_positives_are_built_as_documented():
     rng = np.random.default_rng(3)
     world = ct.draw_world(rng, 4, 3, 3, D)
     batches = ct.draw_batches(rng, 4, 1000, n, 3, D, aux=np.random.default_rng(4))
-    signal = np.take_along_axis(world.points, batches.labels.reshape(4, -1, 1), axis=1).reshape(4, 1000, n, D)
+    signal = np.take_along_axis(world.points, batches.labels.reshape(4, -1, 1), axis=1).reshape(
+        4, 1000, n, D
+    )
     for positives, shared in (("instance", si**2), ("class", 0.0)):
         x1, x2 = batches.inputs(world, sv, si, positives)
         cross = np.einsum("...d,...d->...", x1 - signal, x2 - signal).ravel()
@@ -204,11 +213,18 @@ def test_positives_are_built_as_documented():
         assert abs(cross.mean() - shared) < 4 * se, (positives, cross.mean(), shared, se)
         assert abs(own.mean() - (si**2 + sv**2)) < 4 * own.std() / math.sqrt(own.size)
     # without instance noise both kinds are the same views
-    for a, b in zip(batches.inputs(world, sv, 0.0, "instance"), batches.inputs(world, sv, 0.0, "class")):
+    for a, b in zip(
+        batches.inputs(world, sv, 0.0, "instance"), batches.inputs(world, sv, 0.0, "class")
+    ):
         np.testing.assert_array_equal(a, b)
     # held-out examples are one view of a fresh instance: E||x - P||^2 = si^2 + sv^2, and the fit
     # and test examples are independent
-    probe = ct.Probe(*(ct.standard_normal(np.random.default_rng(s), (4, 2, 300, D)).astype(np.float64) for s in (5, 6)))
+    probe = ct.Probe(
+        *(
+            ct.standard_normal(np.random.default_rng(s), (4, 2, 300, D)).astype(np.float64)
+            for s in (5, 6)
+        )
+    )
     x, labels = probe.inputs(ct.World(world.points), sv, si)
     dev = x - world.points[:, None, labels]
     sq = np.einsum("...d,...d->...", dev, dev).ravel()
@@ -256,8 +272,16 @@ def test_divergence_is_flagged(monkeypatch):
     monkeypatch.setattr(ct.Optimiser, "update", poisoned)
     res = ct.simulate_block(np.random.default_rng(1), 3, [BASE])[0]
     assert list(res["diverged"]) == [0, 1, 0] and list(res["diverged_step"]) == [np.inf, 3, np.inf]
-    assert res["final_loss"][1] == np.inf and np.isnan(res["final_entropy"][1]) and np.isnan(res["alignment"][1])
-    assert res["probe_accuracy"][1] == 0 and res["loss_ckpt_7"][1] == np.inf and np.isfinite(res["loss_ckpt_1"][1])
+    assert (
+        res["final_loss"][1] == np.inf
+        and np.isnan(res["final_entropy"][1])
+        and np.isnan(res["alignment"][1])
+    )
+    assert (
+        res["probe_accuracy"][1] == 0
+        and res["loss_ckpt_7"][1] == np.inf
+        and np.isfinite(res["loss_ckpt_1"][1])
+    )
     assert all(np.all(np.isfinite(v[[0, 2]])) for k, v in res.items() if k != "diverged_step")
 
 
@@ -314,7 +338,9 @@ def test_loss_floor_is_attained_by_the_ideal_encoder_and_not_beaten(tau):
     out = ct.infonce(np.eye(C)[None].repeat(len(labels), 0), z, z, tau, grad=False)
     sem = out["loss"].std() / math.sqrt(out["loss"].size)
     assert out["loss"].mean() == pytest.approx(ct.loss_floor(n, C, tau), abs=4 * sem)
-    assert out["entropy"].mean() == pytest.approx(ct.ideal_entropy(n, C, tau), abs=4 * out["entropy"].std() / math.sqrt(out["entropy"].size))
+    assert out["entropy"].mean() == pytest.approx(
+        ct.ideal_entropy(n, C, tau), abs=4 * out["entropy"].std() / math.sqrt(out["entropy"].size)
+    )
     # trained encoders never go below the floor (mean over runs)
     res = ct.simulate_block(
         np.random.default_rng(3),
@@ -333,7 +359,10 @@ def test_entropy_never_below_the_floor_at_a_learnt_tau():
         [BASE | {"tau": t, "tau_mode": "learned", "steps": 60} for t in (0.07, 1.0)],
     )
     for r in res:
-        assert np.all(r["entropy_floor_excess_min"] >= -1e-12 * (1 + math.log(BASE["n"]) + 2 / r["tau_final"].min()))
+        assert np.all(
+            r["entropy_floor_excess_min"]
+            >= -1e-12 * (1 + math.log(BASE["n"]) + 2 / r["tau_final"].min())
+        )
         for j in range(ct.CHECKPOINTS):
             assert np.all(r[f"entropy_ckpt_{j}"] >= r[f"entropy_floor_ckpt_{j}"] - 1e-9)
 

@@ -20,7 +20,11 @@ def row(logits, values, uniforms, rate: float, form: str) -> dict[str, float]:
             out = sum(p[i] * keep[i] / q * v[i] for i in range(n))
         else:
             total = sum(p[i] * keep[i] for i in range(n))
-            out = sum(p[i] * keep[i] * v[i] for i in range(n)) / total if total > 0 else np.zeros_like(o)
+            out = (
+                sum(p[i] * keep[i] * v[i] for i in range(n)) / total
+                if total > 0
+                else np.zeros_like(o)
+            )
         diffs.append(out - o)
         errors.append(float((out - o) @ (out - o)))
     kappa = rate / q

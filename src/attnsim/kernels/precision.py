@@ -148,7 +148,9 @@ def _moment_table(fmt: Format) -> tuple[int, np.ndarray]:
     a float32 can have in the format; rows m, kappa, mu3."""
     first = fmt.min_exp - fmt.bits + 1
     exponents = np.arange(first, 128 - fmt.bits + 2)
-    with np.errstate(over="ignore", invalid="ignore"):  # ulps beyond ~2^10 (logits > 2^13): nonsense, never met
+    with np.errstate(
+        over="ignore", invalid="ignore"
+    ):  # ulps beyond ~2^10 (logits > 2^13): nonsense, never met
         return first, np.stack(uniform_moments(np.ldexp(0.5, exponents)))
 
 
@@ -174,7 +176,9 @@ def next_order_logits(clean: Clean, exponent: np.ndarray, fmt: Format) -> np.nda
     q = clean.p * m
     q /= q.sum(axis=-1, keepdims=True)
     qk = q * q * kappa
-    both = np.matmul(np.stack([q, qk], axis=1), clean.dev)  # (T, 2, dv): b = sum q x, sum q^2 kappa x
+    both = np.matmul(
+        np.stack([q, qk], axis=1), clean.dev
+    )  # (T, 2, dv): b = sum q x, sum q^2 kappa x
     b, qkx = both[:, 0], both[:, 1]
     bb = np.einsum("td,td->t", b, b)
     xb = np.matmul(clean.dev, b[:, :, None])[:, :, 0]  # x_i . b
@@ -275,19 +279,27 @@ def qk_site(clean: Clean, q: np.ndarray, k: np.ndarray, fmt: Format) -> dict[str
     pk = np.ascontiguousarray((p32[:, :, None] * k32).transpose(0, 2, 1))  # (T, d, n): p_i k_im
     a = np.matmul(pk, clean.dev.astype(F32))  # (T, d, dv): sum_i p_i k_im (v_i - o)
     p2 = clean.p * clean.p
-    out["sq_err_model"] = np.einsum("tm,tmv,tmv->t", vq, a, a).astype(np.float64) + np.sum(p2 * own * clean.dist2, axis=-1)
+    out["sq_err_model"] = np.einsum("tm,tmv,tmv->t", vq, a, a).astype(np.float64) + np.sum(
+        p2 * own * clean.dist2, axis=-1
+    )
     square = k32 * k32
     diag = np.matmul(square, vq[:, :, None])[:, :, 0] + own  # C_ii
     kbar = pk.sum(axis=-1)  # (T, d): sum_j p_j k_j
     cov_p = np.matmul(k32, (vq * kbar)[:, :, None])[:, :, 0] + p32 * own  # (C p)_i
-    out["logit_shift_model"] = shift_prediction(clean, diag.astype(np.float64), cov_p.astype(np.float64))
+    out["logit_shift_model"] = shift_prediction(
+        clean, diag.astype(np.float64), cov_p.astype(np.float64)
+    )
     g = shift_gradient(clean)
     gk = np.matmul(g.astype(F32)[:, None, :], k32)[:, 0, :]  # (T, d): sum_i g_i k_im
-    out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1).astype(np.float64) + np.sum(g * g * own, axis=-1)
+    out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1).astype(np.float64) + np.sum(
+        g * g * own, axis=-1
+    )
     out["sq_err_next"] = np.full(trials, np.nan)
     size = (n + 1) * d
     out["flushed"] = (_count(rounding.flushed(q32, rq)) + _count(rounding.flushed(k32, rk))) / size
-    out["saturated"] = (_count(rounding.saturated(q32, fmt)) + _count(rounding.saturated(k32, fmt))) / size
+    out["saturated"] = (
+        _count(rounding.saturated(q32, fmt)) + _count(rounding.saturated(k32, fmt))
+    ) / size
     return out
 
 
@@ -383,7 +395,11 @@ class Block:
         out = dict(self.site(site, fmt_name))
         out.update(grad_sq=c.grad_sq, spread=c.spread, entropy=c.entropy, n_eff=c.n_eff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            out["kappa_model"] = out["sq_err_model"] / c.grad_sq if site != "output" else np.full(len(c.grad_sq), np.nan)
+            out["kappa_model"] = (
+                out["sq_err_model"] / c.grad_sq
+                if site != "output"
+                else np.full(len(c.grad_sq), np.nan)
+            )
             out["ratio_iid"] = _ratio(out["sq_err"], out["sq_err_iid"])
             out["ratio_model"] = _ratio(out["sq_err"], out["sq_err_model"])
         if site == "qk_rotated":

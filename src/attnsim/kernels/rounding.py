@@ -28,7 +28,9 @@ from attnsim.errors import AttnsimError
 
 try:
     import ml_dtypes
-except ImportError:  # a core dependency; without it only the low-precision kinds stop, with one line
+except (
+    ImportError
+):  # a core dependency; without it only the low-precision kinds stop, with one line
     ml_dtypes = None
 
 F32 = np.float32
@@ -65,7 +67,10 @@ FORMAT_NAMES = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 @cache
 def _formats() -> dict[str, Format]:
     if ml_dtypes is None:
-        raise AttnsimError("the low-precision formats need ml-dtypes: pip install 'ml-dtypes>=0.5' (a dependency of attnsim)")
+        raise AttnsimError(
+            "the low-precision formats need ml-dtypes: pip install 'ml-dtypes>=0.5' (a dependency "
+            "of attnsim)"
+        )
     table = (
         _format("bfloat16", ml_dtypes.bfloat16, 8, -126, cast_is_fast=True),
         _format("float16", np.float16, 11, -14),

@@ -30,7 +30,9 @@ def safe_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 METRICS = (
     Column("sq_err", F64, "mean over the K noisy draws of ||o~_k - o||^2"),
     Column("rel_err", F64, "sqrt(sq_err / sum_i p_i ||v_i - o||^2); 0 when both are 0"),
-    Column("rel_err_pred", F64, "delta-method rel_err: sqrt(sq_err_pred / sum_i p_i ||v_i - o||^2)"),
+    Column(
+        "rel_err_pred", F64, "delta-method rel_err: sqrt(sq_err_pred / sum_i p_i ||v_i - o||^2)"
+    ),
     Column("entropy", F64, "entropy of the clean weights, nats"),
     N_EFF,
     GRAD_SQ,
@@ -66,12 +68,14 @@ THEORY = (
     Column(
         "moment_order",
         F64,
-        "k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform, sqrt2/sigma (laplace), pi/(sqrt6 sigma) (gumbel), 0 (student_t)",
+        "k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform, sqrt2/sigma (laplace), "
+        "pi/(sqrt6 sigma) (gumbel), 0 (student_t)",
     ),
     Column(
         "finite_moment_order",
         I64,
-        "highest integer k <= 4 with E[e^{k eps}] < inf (4: every moment of the next-order theory finite; >= 2: kappa finite)",
+        "highest integer k <= 4 with E[e^{k eps}] < inf (4: every moment of the next-order theory "
+        "finite; >= 2: kappa finite)",
     ),
     Column("rel_err_uniform", F64, "sqrt(kappa / n): the predicted rel_err for uniform weights"),
 )
@@ -85,16 +89,20 @@ EXTRA = (
     Column("err_ratio_se", F64, "delta-method standard error of err_ratio"),
     Column("err_ratio_ci_low", F64, "lower end of the 95% interval of err_ratio"),
     Column("err_ratio_ci_high", F64, "upper end of the 95% interval of err_ratio"),
-    Column("kappa_sum_p2", F64, "kappa * mean(sum_i p_i^2): small means the delta method should hold"),
+    Column(
+        "kappa_sum_p2", F64, "kappa * mean(sum_i p_i^2): small means the delta method should hold"
+    ),
     Column(
         "next_ratio",
         F64,
-        "mean(sq_err_next) / mean(sq_err_pred): the err_ratio the next-order theory predicts; null where it has none",
+        "mean(sq_err_next) / mean(sq_err_pred): the err_ratio the next-order theory predicts; null "
+        "where it has none",
     ),
     Column(
         "next_err_ratio",
         F64,
-        "mean(sq_err) / mean(sq_err_next), paired over trials: 1 when the next-order theory is exact; null where it has none",
+        "mean(sq_err) / mean(sq_err_next), paired over trials: 1 when the next-order theory is "
+        "exact; null where it has none",
     ),
     Column("next_err_ratio_se", F64, "delta-method standard error of next_err_ratio"),
 )
@@ -128,7 +136,9 @@ def sq_err_next(stats: dict[str, np.ndarray], noise: str, sigma: float) -> np.nd
     order = delta_next.prediction_order(noise, sigma)
     if order is None:
         return np.full(len(stats["grad_sq"]), np.inf)
-    return np.asarray(delta_next.next_order_from_stats(stats, noise, sigma, order), dtype=np.float64)
+    return np.asarray(
+        delta_next.next_order_from_stats(stats, noise, sigma, order), dtype=np.float64
+    )
 
 
 def theory(p) -> dict[str, object]:
@@ -146,16 +156,23 @@ def theory(p) -> dict[str, object]:
 def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     ratio = ratio_of_means(metrics["sq_err"], metrics["sq_err_pred"])
     ratio = {k: (None if math.isnan(v) else v) for k, v in ratio.items()}
-    nxt = {k: (None if math.isnan(v) else v) for k, v in ratio_of_means(metrics["sq_err"], metrics["sq_err_next"]).items()}
+    nxt = {
+        k: (None if math.isnan(v) else v)
+        for k, v in ratio_of_means(metrics["sq_err"], metrics["sq_err_next"]).items()
+    }
     predicted = np.mean(metrics["sq_err_pred"])
-    next_ratio = float(np.mean(metrics["sq_err_next"]) / predicted) if 0 < predicted < math.inf else math.nan
+    next_ratio = (
+        float(np.mean(metrics["sq_err_next"]) / predicted) if 0 < predicted < math.inf else math.nan
+    )
     k = metrics["kappa"][0]
     return {
         "err_ratio": ratio["mean"],
         "err_ratio_se": ratio["se"],
         "err_ratio_ci_low": ratio["ci_low"],
         "err_ratio_ci_high": ratio["ci_high"],
-        "kappa_sum_p2": float(k * np.mean(1.0 / metrics["n_eff"])) if math.isfinite(k) else math.inf,
+        "kappa_sum_p2": float(k * np.mean(1.0 / metrics["n_eff"]))
+        if math.isfinite(k)
+        else math.inf,
         "next_ratio": None if not math.isfinite(next_ratio) else next_ratio,
         "next_err_ratio": nxt["mean"],
         "next_err_ratio_se": nxt["se"],

@@ -35,37 +35,50 @@ SITE = Param(
 
 _DOCS = {
     "sq_err": "||o~ - o||^2: the output with the one rounding against the float64 reference",
-    "sq_err_iid": "the essay's i.i.d. delta method kappa_pooled * sum p^2 ||v - o||^2 (nan at site output)",
+    "sq_err_iid": "the essay's i.i.d. delta method kappa_pooled * sum p^2 ||v - o||^2 (nan at "
+    "site output)",
     "sq_err_model": "the rounding model's first-order prediction (uniform errors of variance "
     "ulp^2/12 at the rounded "
     "numbers; logits: sum p^2 Var(eps_i | s_i) ||v_i - o||^2; qk: with the errors' covariance; "
     "probs: "
     "sum p^2 Var(P_i)/P_i^2 ||v_i||^2; output: sum_m ulp(o_m)^2/12), docs/science.md §11.2",
-    "sq_err_next": "the model's next order with the bias of E[e^eps_i] (logits site only, else nan), docs/science.md §11.3",
+    "sq_err_next": "the model's next order with the bias of E[e^eps_i] (logits site only, else "
+    "nan), docs/science.md §11.3",
     "ratio_iid": "sq_err / sq_err_iid of the row: its mean over rows is 1 if the i.i.d. method "
     "held (each prediction is "
     "conditional on the row), nan at site output",
-    "ratio_model": "sq_err / sq_err_model of the row: its mean over rows is 1 if the rounding model's first order held",
-    "kappa_pooled": "kappa = Var(e^eps)/E[e^eps]^2 of the row's own errors pooled over its keys (probs: e^eps = fl(P)/P)",
-    "kappa_model": "sq_err_model / grad_sq: the effective variance the model gives the row's errors (nan at site output)",
+    "ratio_model": "sq_err / sq_err_model of the row: its mean over rows is 1 if the rounding "
+    "model's first order held",
+    "kappa_pooled": "kappa = Var(e^eps)/E[e^eps]^2 of the row's own errors pooled over its keys "
+    "(probs: e^eps = fl(P)/P)",
+    "kappa_model": "sq_err_model / grad_sq: the effective variance the model gives the row's "
+    "errors (nan at site output)",
     "grad_sq": GRAD_SQ.doc,
     "spread": "sum_i p_i ||v_i - o||^2",
     "entropy": "entropy of the clean weights, nats",
     "n_eff": N_EFF.doc,
-    "logit_shift": "sum_i (w~_i - p_i) s_i: how far the rounding moves the weights' mean logit (logit sites, else nan)",
-    "logit_shift_model": "the model's second-order mean of logit_shift from E[e^eps_i] depending on s_i (docs/science.md §11.3)",
-    "shift_var_model": "the model's first-order variance of logit_shift, g^T C g with g_i = p_i (s_i - s_bar) (logit sites)",
+    "logit_shift": "sum_i (w~_i - p_i) s_i: how far the rounding moves the weights' mean logit "
+    "(logit sites, else nan)",
+    "logit_shift_model": "the model's second-order mean of logit_shift from E[e^eps_i] depending "
+    "on s_i (docs/science.md §11.3)",
+    "shift_var_model": "the model's first-order variance of logit_shift, g^T C g with g_i = p_i "
+    "(s_i - s_bar) (logit sites)",
     "flushed": "share of the site's nonzero cast numbers that became 0 (underflow)",
     "saturated": "share of the site's cast numbers beyond the format's largest finite value",
-    "sq_err_unrotated": "at site qk_rotated: the same row's sq_err with q and k cast unrotated (else nan)",
-    "sq_err_model_unrotated": "at site qk_rotated: the same row's sq_err_model unrotated (else nan)",
-    "saturated_unrotated": "at site qk_rotated: the share of the unrotated casts that saturated (else nan)",
+    "sq_err_unrotated": "at site qk_rotated: the same row's sq_err with q and k cast unrotated "
+    "(else nan)",
+    "sq_err_model_unrotated": "at site qk_rotated: the same row's sq_err_model unrotated (else "
+    "nan)",
+    "saturated_unrotated": "at site qk_rotated: the share of the unrotated casts that saturated "
+    "(else nan)",
 }
 METRICS = tuple(Column(name, F64, _DOCS[name]) for name in METRIC_NAMES)
 
 FORMAT_THEORY = (
     Column("significand_bits", F64, "t: significand bits of the format, the implicit bit included"),
-    Column("unit_roundoff", F64, "u = 2^-t: the largest relative rounding error in the normal range"),
+    Column(
+        "unit_roundoff", F64, "u = 2^-t: the largest relative rounding error in the normal range"
+    ),
     Column("format_max", F64, "largest finite value of the format (saturation beyond)"),
 )
 
@@ -83,7 +96,10 @@ def _ratio(prefix: str, x: np.ndarray, y: np.ndarray) -> dict[str, object]:
     r = ratio_of_means(x, y) if np.all(np.isfinite(x)) and np.all(np.isfinite(y)) else {}
     keys = ("mean", "ci_low", "ci_high")
     names = (prefix, f"{prefix}_ci_low", f"{prefix}_ci_high")
-    return {name: (None if key not in r or math.isnan(r[key]) else r[key]) for name, key in zip(names, keys)}
+    return {
+        name: (None if key not in r or math.isnan(r[key]) else r[key])
+        for name, key in zip(names, keys)
+    }
 
 
 def median_ci(values: np.ndarray) -> dict[str, float]:
@@ -102,7 +118,11 @@ def median_ci(values: np.ndarray) -> dict[str, float]:
 def _median_ratio(prefix: str, x: np.ndarray, y: np.ndarray) -> dict[str, object]:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = x / y
-    m = median_ci(ratio[np.isfinite(ratio)]) if np.any(np.isfinite(ratio)) else {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+    m = (
+        median_ci(ratio[np.isfinite(ratio)])
+        if np.any(np.isfinite(ratio))
+        else {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+    )
     return {prefix: m["mean"], f"{prefix}_ci_low": m["ci_low"], f"{prefix}_ci_high": m["ci_high"]}
 
 
@@ -122,7 +142,8 @@ def _with_ci(name: str, doc: str) -> tuple[Column, ...]:
 EXTRA = (
     *_with_ci(
         "err_ratio_iid",
-        "mean(sq_err) / mean(sq_err_iid), paired over trials: 1 if the essay's i.i.d. delta method held",
+        "mean(sq_err) / mean(sq_err_iid), paired over trials: 1 if the essay's i.i.d. delta "
+        "method held",
     ),
     *_with_ci(
         "err_ratio_model",
@@ -140,26 +161,31 @@ EXTRA = (
     Column(
         "iid_factor_model",
         F64,
-        "mean(sq_err_model) / mean(sq_err_iid): the factor by which the model says the i.i.d. method falls short",
+        "mean(sq_err_model) / mean(sq_err_iid): the factor by which the model says the i.i.d. "
+        "method falls short",
     ),
     Column(
         "next_correction",
         F64,
-        "mean(sq_err_next) / mean(sq_err_model) - 1: the first-order model's error the next order predicts",
+        "mean(sq_err_next) / mean(sq_err_model) - 1: the first-order model's error the next order "
+        "predicts",
     ),
     Column(
         "kappa_eff_unrotated",
         F64,
-        "at site qk_rotated: mean(sq_err_model_unrotated) / mean(grad_sq), the unrotated cast's kappa_eff",
+        "at site qk_rotated: mean(sq_err_model_unrotated) / mean(grad_sq), the unrotated cast's "
+        "kappa_eff",
     ),
     Column(
         "kappa_eff",
         F64,
-        "mean(sq_err_model) / mean(grad_sq): the effective error variance of the point (the regime's control variable)",
+        "mean(sq_err_model) / mean(grad_sq): the effective error variance of the point (the "
+        "regime's control variable)",
     ),
     *_with_ci(
         "rotation_gain",
-        "mean(sq_err_unrotated) / mean(sq_err) at site qk_rotated, paired: the error reduction of the rotation",
+        "mean(sq_err_unrotated) / mean(sq_err) at site qk_rotated, paired: the error reduction of "
+        "the rotation",
     ),
     *_with_ci(
         "rotation_accuracy",
@@ -171,7 +197,8 @@ EXTRA = (
     Column(
         "rotation_gain_model",
         F64,
-        "mean(sq_err_model_unrotated) / mean(sq_err_model): the reduction the rounding model predicts",
+        "mean(sq_err_model_unrotated) / mean(sq_err_model): the reduction the rounding model "
+        "predicts",
     ),
     *_with_ci(
         "shift_ratio",
@@ -180,7 +207,8 @@ EXTRA = (
     Column(
         "shift_z_model",
         F64,
-        "|mean(logit_shift_model)| / its first-order standard error at this trial count (model only)",
+        "|mean(logit_shift_model)| / its first-order standard error at this trial count (model "
+        "only)",
     ),
 )
 
@@ -216,7 +244,10 @@ def _signed_ratio(prefix: str, x: np.ndarray, y: np.ndarray) -> dict[str, object
         return dict.fromkeys(names)
     sign = 1.0 if np.mean(y) > 0 else -1.0
     r = ratio_of_means(sign * x, sign * y)
-    return {name: (None if math.isnan(r[key]) else r[key]) for name, key in zip(names, ("mean", "ci_low", "ci_high"))}
+    return {
+        name: (None if math.isnan(r[key]) else r[key])
+        for name, key in zip(names, ("mean", "ci_low", "ci_high"))
+    }
 
 
 def _z(mean_model: np.ndarray, var_model: np.ndarray) -> float | None:

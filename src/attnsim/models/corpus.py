@@ -90,8 +90,12 @@ class TokenStream:
         self.tokenizer = tokenizer
         pieces = tokenizer.pieces(sentences() if texts is None else texts)
         lengths = np.array([len(p) for p in pieces], dtype=np.int64)
-        self.ids = np.fromiter((i for p in pieces for i in p), dtype=np.int64, count=int(lengths.sum()))
-        self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]  # where each sentence begins
+        self.ids = np.fromiter(
+            (i for p in pieces for i in p), dtype=np.int64, count=int(lengths.sum())
+        )
+        self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[
+            lengths > 0
+        ]  # where each sentence begins
 
     def windows(self, n: int, count: int, rng: np.random.Generator) -> np.ndarray:
         """(count, n) ids: [CLS], n-2 consecutive pieces starting at a sentence start drawn
@@ -99,7 +103,9 @@ class TokenStream:
         if n > MAX_POSITIONS:
             raise ConfigError(f"n: {n} tokens exceed MiniLM's {MAX_POSITIONS} positions")
         if n < 3:
-            raise ConfigError(f"n: {n} tokens leave no room for text between [CLS] and [SEP] (need n >= 3)")
+            raise ConfigError(
+                f"n: {n} tokens leave no room for text between [CLS] and [SEP] (need n >= 3)"
+            )
         body = n - 2
         valid = self.starts[self.starts + body <= len(self.ids)]
         if len(valid) == 0:

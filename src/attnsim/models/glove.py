@@ -20,16 +20,22 @@ VOCABULARY = "glove_6B_index.parquet"
 class Glove:
     def __init__(self, asset_dir: Path):
         asset_dir = Path(asset_dir)
-        self.vectors = np.load(asset_dir / VECTORS, mmap_mode="r")  # (400000, 50) float32, row i = words[i]
+        self.vectors = np.load(
+            asset_dir / VECTORS, mmap_mode="r"
+        )  # (400000, 50) float32, row i = words[i]
         self.words = pq.read_table(asset_dir / VOCABULARY).column("index").to_pylist()
         if len(self.words) != len(self.vectors):
-            raise ValueError(f"{asset_dir}: {len(self.words)} words but {len(self.vectors)} vectors")
+            raise ValueError(
+                f"{asset_dir}: {len(self.words)} words but {len(self.vectors)} vectors"
+            )
         self.index = {word: row for row, word in enumerate(self.words)}
 
     def __contains__(self, word: str) -> bool:
         return word in self.index
 
-    def lookup(self, words: Sequence[str], skip_missing: bool = False) -> tuple[list[str], np.ndarray]:
+    def lookup(
+        self, words: Sequence[str], skip_missing: bool = False
+    ) -> tuple[list[str], np.ndarray]:
         """(the words found, their vectors as a (len, 50) float32 array); GloVe is lower-case, so
         callers lower-case first. A missing word is a KeyError unless `skip_missing`."""
         missing = [w for w in words if w not in self.index]
@@ -37,4 +43,6 @@ class Glove:
             more = " ..." if len(missing) > 5 else ""
             raise KeyError(f"not in GloVe's vocabulary: {', '.join(map(repr, missing[:5]))}{more}")
         found = [w for w in words if w in self.index]
-        return found, np.asarray(self.vectors[[self.index[w] for w in found]], dtype=np.float32).reshape(len(found), self.vectors.shape[1])
+        return found, np.asarray(
+            self.vectors[[self.index[w] for w in found]], dtype=np.float32
+        ).reshape(len(found), self.vectors.shape[1])

@@ -66,7 +66,9 @@ def truncated(bert: Bert, depth: int) -> Bert:
     return shallow
 
 
-def rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, np.ndarray]]]]:
+def rows(
+    bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]
+) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, np.ndarray]]]]:
     """Per sub-batch of trials: (their slice, layer -> (logits (t, H, n) float64, values (t, H, n,
     d_h) float32))."""
     layers = sorted(set(layers))
@@ -88,7 +90,9 @@ def rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[in
         yield part, found
 
 
-def query_key_rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, ...]]]]:
+def query_key_rows(
+    bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]
+) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, ...]]]]:
     """Like `rows`, with the query and keys themselves: per sub-batch, layer -> (logits (t, H, n)
     float64 as in `rows`, q (t, H, d_h), k (t, H, n, d_h), v (t, H, n, d_h), float32 as the model
     has them)."""
@@ -106,7 +110,9 @@ def query_key_rows(bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: I
         for layer in layers:
             a = out.attention[layer]
             q = np.ascontiguousarray(a.q[index, :, positions[part]])  # (t, H, d)
-            logits = (q.astype(np.float64)[:, :, None, :] @ a.k.astype(np.float64).transpose(0, 1, 3, 2))[:, :, 0, :] * scale
+            logits = (
+                q.astype(np.float64)[:, :, None, :] @ a.k.astype(np.float64).transpose(0, 1, 3, 2)
+            )[:, :, 0, :] * scale
             found[layer] = (logits, q, np.ascontiguousarray(a.k), np.ascontiguousarray(a.v))
         yield part, found
 
@@ -152,7 +158,11 @@ def check_windows(grid) -> None:
     words = sum(len(s.split()) for s in corpus.sentences())
     longest = max(grid["n"])
     if longest - 2 > words:
-        raise ConfigError(f"grid.n: {longest} tokens exceed the corpus (pydoc_data.topics, {words} words)")
+        raise ConfigError(
+            f"grid.n: {longest} tokens exceed the corpus (pydoc_data.topics, {words} words)"
+        )
 
 
-FORWARD_BYTES_PER_TOKEN = 16 * 1024  # activations per token if a block went through at once: the planner's cost measure
+FORWARD_BYTES_PER_TOKEN = (
+    16 * 1024
+)  # activations per token if a block went through at once: the planner's cost measure

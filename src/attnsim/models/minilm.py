@@ -46,8 +46,13 @@ class BertConfig:
     @classmethod
     def from_json(cls, path: Path) -> BertConfig:
         c = json.loads(Path(path).read_text())
-        if c.get("hidden_act", "gelu") != "gelu" or c.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{path}: only BERT with erf GELU and absolute positions is implemented")
+        if (
+            c.get("hidden_act", "gelu") != "gelu"
+            or c.get("position_embedding_type", "absolute") != "absolute"
+        ):
+            raise ValueError(
+                f"{path}: only BERT with erf GELU and absolute positions is implemented"
+            )
         return cls(
             c["vocab_size"],
             c["hidden_size"],
@@ -70,17 +75,23 @@ class WordPiece:
         self.tokenizer = Tokenizer.from_file(str(tokenizer_json))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
-        self.cls_id, self.sep_id, self.pad_id = (self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]"))
+        self.cls_id, self.sep_id, self.pad_id = (
+            self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")
+        )
 
     def pieces(self, texts: Sequence[str]) -> list[list[int]]:
         """Word-piece ids of each text: no [CLS]/[SEP], no truncation."""
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
-    def batch(self, texts: Sequence[str], max_length: int = MAX_SEQ_LENGTH) -> tuple[np.ndarray, np.ndarray]:
+    def batch(
+        self, texts: Sequence[str], max_length: int = MAX_SEQ_LENGTH
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(ids, mask) of each text's sequence (`wrap`), right-padded to the longest."""
         return self.pad(self.wrap(self.pieces(texts), max_length))
 
-    def wrap(self, pieces: Sequence[Sequence[int]], max_length: int = MAX_SEQ_LENGTH) -> list[list[int]]:
+    def wrap(
+        self, pieces: Sequence[Sequence[int]], max_length: int = MAX_SEQ_LENGTH
+    ) -> list[list[int]]:
         """``[CLS] pieces[:max_length-2] [SEP]``: sentence-transformers' truncation of one text."""
         return [[self.cls_id, *p[: max_length - 2], self.sep_id] for p in pieces]
 
@@ -171,7 +182,9 @@ class Output:
         (float32)."""
         m = self.mask[..., None].astype(np.float64)
         pooled = (self.hidden.astype(np.float64) * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(
+            np.float32
+        )
 
 
 class Bert:
@@ -179,7 +192,11 @@ class Bert:
 
     def __init__(self, weights: dict[str, np.ndarray], config: BertConfig, dtype=np.float32):
         self.config, self.dtype = config, np.dtype(dtype)
-        w = {k: np.asarray(v, dtype=self.dtype) for k, v in weights.items() if k.startswith(("embeddings.", "encoder."))}
+        w = {
+            k: np.asarray(v, dtype=self.dtype)
+            for k, v in weights.items()
+            if k.startswith(("embeddings.", "encoder."))
+        }
         e = "embeddings."
         self.word, self.position, self.token_type = (
             w[e + "word_embeddings.weight"],
@@ -193,8 +210,12 @@ class Bert:
             a = p + "attention.self."
             self.layers.append(
                 {
-                    "qkv": np.ascontiguousarray(np.concatenate([w[a + n + ".weight"] for n in ("query", "key", "value")]).T),
-                    "qkv_bias": np.concatenate([w[a + n + ".bias"] for n in ("query", "key", "value")]),
+                    "qkv": np.ascontiguousarray(
+                        np.concatenate([w[a + n + ".weight"] for n in ("query", "key", "value")]).T
+                    ),
+                    "qkv_bias": np.concatenate(
+                        [w[a + n + ".bias"] for n in ("query", "key", "value")]
+                    ),
                     "out": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),
                     "out_bias": w[p + "attention.output.dense.bias"],
                     "norm1": (
@@ -242,24 +263,36 @@ class Bert:
         weights["embeddings.word_embeddings.weight"][config.pad_id] = 0.0
         return cls(weights, config, dtype)
 
-    def forward(self, ids: np.ndarray, mask: np.ndarray, capture: Iterable[int] | bool = ()) -> Output:
+    def forward(
+        self, ids: np.ndarray, mask: np.ndarray, capture: Iterable[int] | bool = ()
+    ) -> Output:
         """Token states for a right-padded batch; `capture` (layer indices, or True for all)
         keeps those layers' queries, keys, values and attention probabilities."""
         c = self.config
         ids, mask = np.asarray(ids), np.asarray(mask, dtype=bool)
         batch, seq = ids.shape
         if seq > c.max_positions:
-            raise ValueError(f"sequences of {seq} tokens exceed the model's {c.max_positions} positions")
+            raise ValueError(
+                f"sequences of {seq} tokens exceed the model's {c.max_positions} positions"
+            )
         if not mask[:, 0].all():
-            raise ValueError("every sequence needs at least its first token unmasked (right padding)")
+            raise ValueError(
+                "every sequence needs at least its first token unmasked (right padding)"
+            )
         keep = set(range(c.layers)) if capture is True else set(capture or ())
         heads, d = c.heads, c.head_size
         x = self.word[ids] + self.position[:seq] + self.token_type[0]
         x = layer_norm(x.reshape(batch * seq, c.hidden), *self.embed_norm, c.eps)
-        key_bias = np.where(mask, 0.0, -np.inf).astype(self.dtype)[:, None, None, :]  # exp(-inf) = 0: padded keys get no weight
+        key_bias = np.where(mask, 0.0, -np.inf).astype(self.dtype)[
+            :, None, None, :
+        ]  # exp(-inf) = 0: padded keys get no weight
         attention = {}
         for i, L in enumerate(self.layers):
-            qkv = (x @ L["qkv"] + L["qkv_bias"]).reshape(batch, seq, 3, heads, d).transpose(2, 0, 3, 1, 4)
+            qkv = (
+                (x @ L["qkv"] + L["qkv_bias"])
+                .reshape(batch, seq, 3, heads, d)
+                .transpose(2, 0, 3, 1, 4)
+            )
             q, k, v = qkv[0], qkv[1], qkv[2]  # (batch, heads, seq, d)
             scores = q @ k.transpose(0, 1, 3, 2)
             scores *= self.dtype.type(1.0 / math.sqrt(d))
@@ -315,7 +348,9 @@ class MiniLM:
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """(len(texts), 384) float32 unit vectors, like ``SentenceTransformer.encode``."""
         sequences = self.tokenizer.wrap(self.tokenizer.pieces(texts))
-        order = np.argsort([len(s) for s in sequences], kind="stable")  # similar lengths share a batch
+        order = np.argsort(
+            [len(s) for s in sequences], kind="stable"
+        )  # similar lengths share a batch
         out = np.empty((len(texts), self.bert.config.hidden), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]

@@ -31,7 +31,8 @@ PARAMS = (
     Param(
         "form",
         STR,
-        "transformers (masked after softmax, x 1/(1 - rate), not renormalised) or logit (eps = -inf, renormalised)",
+        "transformers (masked after softmax, x 1/(1 - rate), not renormalised) or logit (eps = "
+        "-inf, renormalised)",
         choices=kernel.FORMS,
     ),
 )
@@ -51,7 +52,8 @@ METRICS = (
     Column(
         "sq_err_next",
         F64,
-        "logit form: the next order p2 of docs/science.md §2.8 with the Bernoulli moments (nan for transformers)",
+        "logit form: the next order p2 of docs/science.md §2.8 with the Bernoulli moments (nan "
+        "for transformers)",
     ),
     Column("ratio_exact", F64, "sq_err / sq_err_exact of the row"),
     Column("ratio_iid", F64, "sq_err / sq_err_iid of the row"),
@@ -60,7 +62,8 @@ METRICS = (
     Column(
         "bias_sq_pred",
         F64,
-        "its prediction: 0 (transformers: E w~ = p), kappa^2 ||sum p^2 (v - o)||^2 (logit form, leading order)",
+        "its prediction: 0 (transformers: E w~ = p), kappa^2 ||sum p^2 (v - o)||^2 (logit form, "
+        "leading order)",
     ),
     Column("value_sq", F64, "sum p^2 ||v||^2"),
     GRAD_SQ,
@@ -75,7 +78,8 @@ THEORY = (
     Column(
         "first_correction",
         F64,
-        "|3 kappa^2 - 2 mu3| / kappa of the Bernoulli law: the delta method's first correction is this times sum p^2",
+        "|3 kappa^2 - 2 mu3| / kappa of the Bernoulli law: the delta method's first correction is "
+        "this times sum p^2",
     ),
     Column("all_dropped_prob", F64, "rate^n: the chance a mask drops every key"),
 )
@@ -105,7 +109,8 @@ EXTRA = (
     Column(
         "value_factor",
         F64,
-        "mean(value_sq) / mean(grad_sq): the exact transformers-form error over the essay's formula",
+        "mean(value_sq) / mean(grad_sq): the exact transformers-form error over the essay's "
+        "formula",
     ),
     Column(
         "delta_correction",
@@ -125,12 +130,18 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
         for suffix, key in (("", "mean"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
             value = r.get(key, math.nan)
             out[f"err_ratio_{name}{suffix}"] = None if math.isnan(value) else value
-    out["value_factor"] = float(np.mean(metrics["value_sq"]) / np.mean(metrics["grad_sq"])) if np.mean(metrics["grad_sq"]) > 0 else None
+    out["value_factor"] = (
+        float(np.mean(metrics["value_sq"]) / np.mean(metrics["grad_sq"]))
+        if np.mean(metrics["grad_sq"]) > 0
+        else None
+    )
     nxt, iid = metrics["sq_err_next"], metrics["sq_err_iid"]
     if np.all(np.isfinite(nxt)) and np.mean(iid) > 0:
         out["delta_correction"] = abs(float(np.mean(nxt) / np.mean(iid)) - 1.0)
     else:
-        out["delta_correction"] = dropout.first_correction(float(p["rate"])) * float(np.mean(1.0 / metrics["n_eff"]))
+        out["delta_correction"] = dropout.first_correction(float(p["rate"])) * float(
+            np.mean(1.0 / metrics["n_eff"])
+        )
     return out
 
 
@@ -138,7 +149,10 @@ def headline(s) -> str:
     rows = s[s["rate"] > 0]
     parts = []
     for form, part in rows.groupby("form"):
-        parts.append(f"{form}: measured / essay's delta {part['ratio_iid_mean'].min():.3f}-{part['ratio_iid_mean'].max():.3f}")
+        parts.append(
+            f"{form}: measured / essay's delta "
+            f"{part['ratio_iid_mean'].min():.3f}-{part['ratio_iid_mean'].max():.3f}"
+        )
     return "; ".join(parts)
 
 
@@ -158,14 +172,17 @@ KIND = Kind(
         },
     },
     name="attention_dropout",
-    description="attention dropout (transformers' and as logit noise) vs the essay's delta method and the exact law",
+    description="attention dropout (transformers' and as logit noise) vs the essay's delta method "
+    "and the exact law",
     package=__name__,
     params=PARAMS,
     stream_params=("n", "d", "logit_scale", "value_mean", "noise_draws"),
     metrics=METRICS,
     theory_columns=THEORY,
     algorithm_version=1,
-    bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"]), int(p["noise_draws"])),
+    bytes_per_trial=lambda p: kernel.bytes_per_trial(
+        int(p["n"]), int(p["d"]), int(p["noise_draws"])
+    ),
     simulate_block=kernel.simulate_block,
     theory=theory,
     main_metric="sq_err",

@@ -24,7 +24,10 @@ REASON = "docs/science.md §11.6"
 
 
 def _point(row) -> str:
-    return f"({row['form']}, rate={row['rate']:g}, σ={row['logit_scale']:g}, value_mean={row['value_mean']:g}, n={row['n']})"
+    return (
+        f"({row['form']}, rate={row['rate']:g}, σ={row['logit_scale']:g}, "
+        f"value_mean={row['value_mean']:g}, n={row['n']})"
+    )
 
 
 def transformers_exact(s: pd.DataFrame | None) -> Claim:
@@ -37,12 +40,16 @@ def transformers_exact(s: pd.DataFrame | None) -> Claim:
         statement="robustness",
         number="mean (95% CI)",
         role="sanity",
-        regime="attention_dropout, form transformers, rate > 0 (an identity: w~ - w has independent entries of variance w^2 p/(1 - p))",
+        regime="attention_dropout, form transformers, rate > 0 (an identity: w~ - w has "
+        "independent entries of variance w^2 p/(1 - p))",
         reason=REASON,
         compared_to="1: mean over rows of sq_err / (p/(1 - p) sum p^2 ||v||^2), at every point",
-        threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (it can fail only through a bug)",
+        threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (it can fail only "
+        "through a bug)",
     )
-    rows = select_regime(claim, s, lambda r: (r["form"] == "transformers") & (r["rate"] > 0), FIGURE)
+    rows = select_regime(
+        claim, s, lambda r: (r["form"] == "transformers") & (r["rate"] > 0), FIGURE
+    )
     if rows is None:
         return claim
     return claim.per_point(
@@ -60,18 +67,22 @@ def transformers_iid(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "dropout_transformers_iid",
-        "The essay's delta method, kappa sum p^2 ||v - o||^2 with the dropout law's kappa = p/(1 - p), predicts the error of dropout as transformers apply it.",
+        "The essay's delta method, kappa sum p^2 ||v - o||^2 with the dropout law's kappa = p/(1 "
+        "- p), predicts the error of dropout as transformers apply it.",
         statement="robustness",
         number="mean (95% CI)",
         role="evidence",
-        regime="attention_dropout, form transformers, rate > 0 (no expansion: the error is linear in the mask)",
+        regime="attention_dropout, form transformers, rate > 0 (no expansion: the error is linear "
+        "in the mask)",
         reason=REASON,
         compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
         "compared with the exact "
         "factor sum p^2 ||v||^2 / sum p^2 ||v - o||^2",
         threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
     )
-    rows = select_regime(claim, s, lambda r: (r["form"] == "transformers") & (r["rate"] > 0), FIGURE)
+    rows = select_regime(
+        claim, s, lambda r: (r["form"] == "transformers") & (r["rate"] > 0), FIGURE
+    )
     if rows is None:
         return claim
     claim.per_point(
@@ -107,13 +118,18 @@ def logit_delta(s: pd.DataFrame | None) -> Claim:
         "(docs/science.md §2.8 with the Bernoulli moments, from the same rows' clean sums) <= "
         f"{t.delta_correction_max}",
         reason=REASON,
-        compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; compared with the next order",
+        compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
+        "compared with the next order",
         threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
     )
     rows = select_regime(
         claim,
         s,
-        lambda r: (r["form"] == "logit") & (r["rate"] > 0) & (r["delta_correction"] <= t.delta_correction_max),
+        lambda r: (
+            (r["form"] == "logit")
+            & (r["rate"] > 0)
+            & (r["delta_correction"] <= t.delta_correction_max)
+        ),
         FIGURE,
     )
     if rows is None:
@@ -127,7 +143,10 @@ def logit_delta(s: pd.DataFrame | None) -> Claim:
         t.ratio_tolerance,
         describe=_point,
     )
-    claim.evidence += f"; next order: measured / p2 {rows['ratio_next_mean'].min():.3f}-{rows['ratio_next_mean'].max():.3f}"
+    claim.evidence += (
+        "; next order: measured / p2 "
+        f"{rows['ratio_next_mean'].min():.3f}-{rows['ratio_next_mean'].max():.3f}"
+    )
     return claim
 
 

@@ -19,7 +19,9 @@ def dropout_error(summary):
     essay's delta method with kappa = p/(1 - p)."""
     data = summary[summary["rate"] > 0]
     forms = [f for f in ("transformers", "logit") if f in set(data["form"])]
-    fig, axes = plt.subplots(1, max(1, len(forms)), figsize=(5.2 * max(1, len(forms)), 4.0), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, max(1, len(forms)), figsize=(5.2 * max(1, len(forms)), 4.0), squeeze=False, sharey=True
+    )
     means = sorted(data["value_mean"].unique())
     colours = dict(zip(means, palette("viridis", max(2, len(means)))))
     tol = THRESHOLDS.ratio_tolerance
@@ -34,7 +36,9 @@ def dropout_error(summary):
             x = line["rate"].to_numpy(float) * shift[sigma]  # the logit stds side by side
             for name, marker, face in ((main, "o", colours[mean]), ("iid", "s", "none")):
                 y = line[f"ratio_{name}_mean"].to_numpy(float)
-                err = np.vstack([y - line[f"ratio_{name}_ci_low"], line[f"ratio_{name}_ci_high"] - y])
+                err = np.vstack(
+                    [y - line[f"ratio_{name}_ci_low"], line[f"ratio_{name}_ci_high"] - y]
+                )
                 ax.errorbar(
                     x,
                     y,
@@ -52,13 +56,25 @@ def dropout_error(summary):
         ax.set_xscale("log")
         ax.set_xlabel("dropout rate p")
         ax.set_title(
-            f"form {form}" + (" (masked after softmax, ×1/(1−p))" if form == "transformers" else " (ε = −∞, renormalised)"),
+            f"form {form}"
+            + (
+                " (masked after softmax, ×1/(1−p))"
+                if form == "transformers"
+                else " (ε = −∞, renormalised)"
+            ),
             fontsize=9,
         )
     axes[0, 0].set_ylabel("measured / predicted ‖õ − o‖² (mean over rows)")
-    handles = [Line2D([], [], color=c, marker="o", ls="none", label=f"‖value mean‖ = {m:g}") for m, c in colours.items() if m in means]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="none", label=f"‖value mean‖ = {m:g}")
+        for m, c in colours.items()
+        if m in means
+    ]
     all_scales = sorted(data["logit_scale"].unique())
-    handles += [Line2D([], [], color="0.3", ls=st, label=f"logit std σ = {v:g}") for v, st in zip(all_scales, ("-", "--", ":", "-.") * 4)]
+    handles += [
+        Line2D([], [], color="0.3", ls=st, label=f"logit std σ = {v:g}")
+        for v, st in zip(all_scales, ("-", "--", ":", "-.") * 4)
+    ]
     handles += [
         Line2D(
             [],

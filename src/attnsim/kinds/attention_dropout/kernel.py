@@ -21,7 +21,9 @@ from attnsim.theory import delta_next, dropout
 FORMS = ("transformers", "logit")
 
 
-def draw(rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, value_mean: float, k: int):
+def draw(
+    rng: np.random.Generator, trials: int, n: int, d: int, sigma: float, value_mean: float, k: int
+):
     logits = standard_normal(rng, (trials, n)).astype(np.float64) * sigma
     values = standard_normal(rng, (trials, n, d)).astype(np.float64)
     values[:, :, 0] += value_mean
@@ -76,7 +78,10 @@ def point_metrics(clean, stats, u, rate: float, form: str) -> dict[str, np.ndarr
     bias_sq = (k * np.einsum("td,td->t", mean, mean) - sq_err) / (k - 1) if k > 1 else nan
     iid = kappa * clean.grad_sq
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = {name: np.where(pred > 0, sq_err / pred, np.where(sq_err > 0, np.inf, 0.0)) for name, pred in (("exact", exact), ("iid", iid), ("next", nxt))}
+        ratio = {
+            name: np.where(pred > 0, sq_err / pred, np.where(sq_err > 0, np.inf, 0.0))
+            for name, pred in (("exact", exact), ("iid", iid), ("next", nxt))
+        }
     for name, pred in (("exact", exact), ("next", nxt)):
         ratio[name][np.isnan(pred)] = np.nan
     return {

@@ -16,7 +16,8 @@ PARAMS = (
     d_param("dimension of queries, keys and values"),
     scale_param(
         "logit_scale",
-        "std sigma of the logits: s_i = q . k_i / sqrt(d) ~ N(0, sigma^2) given q, i.i.d. over keys",
+        "std sigma of the logits: s_i = q . k_i / sqrt(d) ~ N(0, sigma^2) given q, i.i.d. over "
+        "keys",
     ),
     Param(
         "outlier_channels",
@@ -49,7 +50,9 @@ THEORY = (
 
 
 def theory(p) -> dict[str, object]:
-    lam = kernel.channel_variances(int(p["d"]), int(p["outlier_channels"]), float(p["outlier_scale"]))
+    lam = kernel.channel_variances(
+        int(p["d"]), int(p["outlier_channels"]), float(p["outlier_scale"])
+    )
     gain = (len(lam) + 2) * float(np.sum(lam * lam)) / float(np.sum(lam)) ** 2
     return {**low_precision.format_theory(p), "rotation_gain_theory": gain}
 
@@ -86,7 +89,8 @@ KIND = Kind(
         },
     },
     name="precision_attention",
-    description="attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
+    description="attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the "
+    "rounding model",
     package=__name__,
     params=PARAMS,
     stream_params=("n", "d", "logit_scale", "outlier_channels", "outlier_scale"),

@@ -50,7 +50,10 @@ def in_model_regime(rows: pd.DataFrame) -> pd.Series:
 
 
 def _point(row) -> str:
-    return f"({row['format']}, {row['site']}, σ={row['logit_scale']:g}, n={row['n']}, outliers={row['outlier_channels']}x{row['outlier_scale']:g})"
+    return (
+        f"({row['format']}, {row['site']}, σ={row['logit_scale']:g}, n={row['n']}, "
+        f"outliers={row['outlier_channels']}x{row['outlier_scale']:g})"
+    )
 
 
 def iid_delta(s: pd.DataFrame | None) -> Claim:
@@ -74,7 +77,9 @@ def iid_delta(s: pd.DataFrame | None) -> Claim:
         "predicts",
         threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
     )
-    rows = select_regime(claim, s, lambda r: (r["site"] == "logits") & in_model_regime(r), FIGURE_ERROR)
+    rows = select_regime(
+        claim, s, lambda r: (r["site"] == "logits") & in_model_regime(r), FIGURE_ERROR
+    )
     if rows is None:
         return claim
     claim.per_point(
@@ -119,7 +124,9 @@ def model_delta(fmt: str):
             compared_to="1: mean over rows of sq_err / sq_err_model, at every point of the regime",
             threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
         )
-        rows = select_regime(claim, s, lambda r: (r["format"] == fmt) & in_model_regime(r), FIGURE_ERROR)
+        rows = select_regime(
+            claim, s, lambda r: (r["format"] == fmt) & in_model_regime(r), FIGURE_ERROR
+        )
         if rows is None:
             return claim
         claim.per_point(
@@ -183,7 +190,9 @@ def rotation(s: pd.DataFrame | None) -> Claim:
         gain_low=rows["rotation_gain_ci_low"] / rows["rotation_gain_model"],
         gain_high=rows["rotation_gain_ci_high"] / rows["rotation_gain_model"],
     )
-    claim.per_point(scaled, "gain_ratio", "gain_low", "gain_high", 1.0, t.rotation_tolerance, describe=_point)
+    claim.per_point(
+        scaled, "gain_ratio", "gain_low", "gain_high", 1.0, t.rotation_tolerance, describe=_point
+    )
     claim.evidence += (
         f"; paired per-row form (not judged) {rows['rotation_accuracy'].min():.3f}-"
         f"{rows['rotation_accuracy'].max():.3f}"
@@ -219,7 +228,11 @@ def bias(s: pd.DataFrame | None) -> Claim:
     )
 
     def regime(r):
-        return (r["site"] == "logits") & (r["shift_z_model"] >= t.shift_z_min).fillna(False) & (r["saturated_mean"] == 0)
+        return (
+            (r["site"] == "logits")
+            & (r["shift_z_model"] >= t.shift_z_min).fillna(False)
+            & (r["saturated_mean"] == 0)
+        )
 
     rows = select_regime(claim, s, regime, FIGURE_BIAS)
     if rows is None:

@@ -44,7 +44,9 @@ def precision_error(summary: pd.DataFrame):
         return _empty("no point with logit std > 0 in this experiment")
     data["inputs"] = np.where(
         data["outlier_channels"] > 0,
-        data["outlier_channels"].astype(str) + " outliers ×" + data["outlier_scale"].map("{:g}".format),
+        data["outlier_channels"].astype(str)
+        + " outliers ×"
+        + data["outlier_scale"].map("{:g}".format),
         "isotropic",
     )
     panels = [
@@ -107,7 +109,10 @@ def precision_error(summary: pd.DataFrame):
         bottom.set_xlabel("logit std σ")
     axes[0, 0].set_ylabel("measured / rounding model")
     axes[1, 0].set_ylabel("measured / i.i.d. delta (κ pooled)")
-    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
+        for f, c in colours.items()
+    ]
     handles += [
         Line2D(
             [],
@@ -138,7 +143,8 @@ def precision_error(summary: pd.DataFrame):
         plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"1 ± {tol}"),
     ]
     fig.suptitle(
-        "Attention with one rounding: measured error over the two predictions (mean per-row ratio, 95% CI)",
+        "Attention with one rounding: measured error over the two predictions (mean per-row "
+        "ratio, 95% CI)",
         y=1.0,
     )
     fig.tight_layout()
@@ -172,7 +178,12 @@ def precision_rotation(summary: pd.DataFrame):
                 mfc=face,
                 ms=6,
             )
-    values = np.concatenate([data[c].to_numpy(float) for c in ("rotation_gain", "rotation_gain_model", "rotation_gain_theory")])
+    values = np.concatenate(
+        [
+            data[c].to_numpy(float)
+            for c in ("rotation_gain", "rotation_gain_model", "rotation_gain_theory")
+        ]
+    )
     values = values[np.isfinite(values) & (values > 0)]
     lo, hi = values.min() / 1.3, values.max() * 1.3
     line = np.geomspace(lo, hi, 50)
@@ -187,11 +198,21 @@ def precision_rotation(summary: pd.DataFrame):
     ax.set_xlabel("predicted gain")
     ax.set_ylabel("measured gain: error without / with rotation")
     ax.set_title("Incoherent processing: a random rotation of q and k before the cast")
-    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
-    handles += [Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}") for s, m in markers.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
+        for f, c in colours.items()
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="o", ls="none", label="vs the rounding model, same rows"),
-        Line2D([], [], color="0.3", marker="o", mfc="none", ls="none", label="vs (d + 2) Σλ² / (Σλ)²"),
+        Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}")
+        for s, m in markers.items()
+    ]
+    handles += [
+        Line2D(
+            [], [], color="0.3", marker="o", ls="none", label="vs the rounding model, same rows"
+        ),
+        Line2D(
+            [], [], color="0.3", marker="o", mfc="none", ls="none", label="vs (d + 2) Σλ² / (Σλ)²"
+        ),
         plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"y = x ± {tol:.0%}"),
         Line2D([], [], color="0.6", ls="-.", label="FlashAttention-3's 2.6"),
     ]

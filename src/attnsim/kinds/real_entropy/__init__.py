@@ -27,7 +27,8 @@ PARAMS = (
     Param(
         "init_std",
         F64,
-        "0: the trained weights of all-MiniLM-L6-v2; > 0: the same architecture re-initialised as BERT does, weights N(0, init_std^2) (BERT: 0.02)",
+        "0: the trained weights of all-MiniLM-L6-v2; > 0: the same architecture re-initialised as "
+        "BERT does, weights N(0, init_std^2) (BERT: 0.02)",
         minimum=0,
         maximum=10,
     ),
@@ -42,18 +43,22 @@ METRICS = (
     Column(
         "grad_rel",
         F64,
-        "grad_sq / mean_i ||v_i - mean v||^2: the logit gradient in units of the values' spread (1/n at uniform weights, 0 when one-hot)",
+        "grad_sq / mean_i ||v_i - mean v||^2: the logit gradient in units of the values' spread "
+        "(1/n at uniform weights, 0 when one-hot)",
     ),
     Column(
         "sink_weight",
         F64,
         "weight on the window's [CLS] and [SEP] keys (attention sinks; 2/n at uniform weights)",
     ),
-    Column("logit_std", F64, "standard deviation of the row's logits q.k_i/sqrt(32) over its n keys"),
+    Column(
+        "logit_std", F64, "standard deviation of the row's logits q.k_i/sqrt(32) over its n keys"
+    ),
     Column(
         "cls_weight",
         F64,
-        "weight on the window's [CLS] (its mean over rows: the attention [CLS] receives, docs/science.md §5.12)",
+        "weight on the window's [CLS] (its mean over rows: the attention [CLS] receives, "
+        "docs/science.md §5.12)",
     ),
     Column("sep_weight", F64, "weight on the window's [SEP]"),
     Column(
@@ -115,17 +120,27 @@ THEORY = (
     Column(
         "logit_std_init",
         F64,
-        "init_std^2 * 384: the logit std at initialisation (docs/science.md §5.3); null for trained weights",
+        "init_std^2 * 384: the logit std at initialisation (docs/science.md §5.3); null for "
+        "trained "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        "weights",
     ),
     Column(
         "entropy_small_scale",
         F64,
-        "log n - logit_std_init^2 / 2: the small-scale entropy (§3.3) at initialisation; null for trained weights",
+        "log n - logit_std_init^2 / 2: the small-scale entropy (§3.3) at initialisation; null for "
+        "trained weights",
     ),
     Column(
         "entropy_rem",
         F64,
-        "random-energy-model entropy (§3.4) at logit_std_init; 0 once frozen; null for trained weights",
+        "random-energy-model entropy (§3.4) at logit_std_init; 0 once frozen; null for trained "
+        "weights",
     ),
     Column("sink_uniform", F64, "2/n: the weight on [CLS] and [SEP] under uniform weights"),
 )
@@ -163,8 +178,12 @@ def extra_summary(metrics, p) -> dict[str, object]:
     out: dict[str, object] = {"sink_rows": float(np.mean(sink))}
     for name in ("entropy", "grad_rel"):
         for label, mask in (("sink", sink), ("other", ~sink)):
-            out[f"{name}_{label}_rows"] = float(np.mean(metrics[name][mask])) if mask.any() else None
-        out[f"{name}_median"], out[f"{name}_median_ci_low"], out[f"{name}_median_ci_high"] = median_interval(metrics[name])
+            out[f"{name}_{label}_rows"] = (
+                float(np.mean(metrics[name][mask])) if mask.any() else None
+            )
+        out[f"{name}_median"], out[f"{name}_median_ci_low"], out[f"{name}_median_ci_high"] = (
+            median_interval(metrics[name])
+        )
     return out
 
 
@@ -177,11 +196,19 @@ def headline(s) -> str:
     trained = s[s["init_std"] == 0]
     if len(trained):
         sinks = trained.groupby("layer")["sink_weight_mean"].mean()
-        parts.append("trained [CLS]/[SEP] weight per layer: " + ", ".join(f"L{k} {v:.2f}" for k, v in sinks.items()))
+        parts.append(
+            "trained [CLS]/[SEP] weight per layer: "
+            + ", ".join(f"L{k} {v:.2f}" for k, v in sinks.items())
+        )
         if "cls_weight_mean" in trained:
-            per_head = trained.groupby(["layer", "head"])[["cls_weight_mean", "sep_weight_mean"]].mean()
+            per_head = trained.groupby(["layer", "head"])[
+                ["cls_weight_mean", "sep_weight_mean"]
+            ].mean()
             sink = per_head.max(axis=1) > SINK_EPSILON
-            parts.append(f"heads with a sink (mean attention received > {SINK_EPSILON}): {int(sink.sum())} of {len(sink)}")
+            parts.append(
+                f"heads with a sink (mean attention received > {SINK_EPSILON}): {int(sink.sum())} "
+                f"of {len(sink)}"
+            )
     return "; ".join(parts)
 
 
@@ -197,9 +224,12 @@ KIND = Kind(
     figures=("real_entropy_layers", "real_entropy_sinks"),
     headline=headline,
     extreme_metrics=("entropy",),
-    description="entropy of real attention rows of MiniLM, trained vs re-initialised, against log n",
+    description="entropy of real attention rows of MiniLM, trained vs re-initialised, against log "
+    "n",
     params=PARAMS,
-    stream_params=("n",),  # the windows and the random weights; every init_std, layer and head shares them
+    stream_params=(
+        "n",
+    ),  # the windows and the random weights; every init_std, layer and head shares them
     metrics=METRICS,
     theory_columns=THEORY,
     # 2: rows gained cls_weight, sep_weight and punct_weight, the summary the sink-row and median

@@ -28,9 +28,13 @@ class Thresholds:
     # nats: §5.3 predicts log n - H ~ (0.02^2 * 384)^2 / 2 = 0.011; 0.05 allows the ||x|| and key
     # correlations it neglects
     near_log_n: float = 0.05
-    one_hot_entropy: float = 0.1  # nats: "one-hot", as in init_gradient's one_hot_vanishing_gradient
+    one_hot_entropy: float = (
+        0.1  # nats: "one-hot", as in init_gradient's one_hot_vanishing_gradient
+    )
     vanish_fraction: float = 0.1  # grad_rel below this fraction of its uniform value 1/n
-    large_std: float = 0.2  # the claim about large init needs init_std >= this (logit std >= 15, §5.3)
+    large_std: float = (
+        0.2  # the claim about large init needs init_std >= this (logit std >= 15, §5.3)
+    )
     # "trained heads lie in between" holds for at least this share of heads (a claim about typical
     # heads)
     between_share: float = 0.9
@@ -59,25 +63,33 @@ def wilson(successes: int, trials: int) -> tuple[float, float]:
 
 
 def combined(verdicts: list[str]) -> str:
-    return "fails" if "fails" in verdicts else ("inconclusive" if "inconclusive" in verdicts else "holds")
+    return (
+        "fails"
+        if "fails" in verdicts
+        else ("inconclusive" if "inconclusive" in verdicts else "holds")
+    )
 
 
 def _counts(verdicts: list[str]) -> str:
-    return ", ".join(f"{verdicts.count(v)} {v}" for v in ("holds", "inconclusive", "fails") if verdicts.count(v))
+    return ", ".join(
+        f"{verdicts.count(v)} {v}" for v in ("holds", "inconclusive", "fails") if verdicts.count(v)
+    )
 
 
 def standard_init(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_init_entropy_near_log_n",
-        f"At BERT's initialisation (std {t.bert_std}) every head's attention rows are nearly uniform: H within {t.near_log_n} nats of log n.",
+        f"At BERT's initialisation (std {t.bert_std}) every head's attention rows are nearly "
+        f"uniform: H within {t.near_log_n} nats of log n.",
         statement="information",
         number="range over points",
         regime=f"real_entropy, init_std = {t.bert_std}, every layer, head and n",
         reason="docs/science.md §3.3, §5.3",
         compared_to=f"the bound {t.near_log_n} nats: the mean gap log n − H of each head; compared "
         f"with (logit std)²/2 = (init_std²·384)²/2, the small-scale gap",
-        threshold=f"every head's 95% interval of the gap below {t.near_log_n} (one-sided, per head)",
+        threshold=f"every head's 95% interval of the gap below {t.near_log_n} (one-sided, per "
+        f"head)",
     )
     rows = select_regime(claim, s, lambda r: np.isclose(r["init_std"], t.bert_std), FIGURE)
     if rows is None:
@@ -108,14 +120,17 @@ def large_init(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_large_init_one_hot",
-        "Re-initialised with a large std, every head's typical row is one-hot and its logit gradient ||do/ds|| has vanished.",
+        "Re-initialised with a large std, every head's typical row is one-hot and its logit "
+        "gradient ||do/ds|| has vanished.",
         statement="information",
         number="range over points",
-        regime=f"real_entropy, the sweep's largest init_std (≥ {t.large_std}), every layer, head and n; per head the median row",
+        regime=f"real_entropy, the sweep's largest init_std (≥ {t.large_std}), every layer, head "
+        f"and n; per head the median row",
         reason="docs/science.md §3.6, §5.3",
         compared_to=f"the bounds: median H < {t.one_hot_entropy} nats and median grad_rel < "
         f"{t.vanish_fraction}/n; measured: the largest median H; the means beside",
-        threshold="every head's distribution-free 95% interval of both medians below its bound (one-sided, per head)",
+        threshold="every head's distribution-free 95% interval of both medians below its bound "
+        "(one-sided, per head)",
     )
     rows = select_regime(claim, s, lambda r: r["init_std"] >= t.large_std)
     if rows is None:
@@ -130,8 +145,12 @@ def large_init(s: pd.DataFrame | None) -> Claim:
     verdicts = []
     for (_, r), bound in zip(rows.iterrows(), vanish):
         v = [
-            one_sided_verdict(r["entropy_median_ci_low"], r["entropy_median_ci_high"], t.one_hot_entropy, "below"),
-            one_sided_verdict(r["grad_rel_median_ci_low"], r["grad_rel_median_ci_high"], bound, "below"),
+            one_sided_verdict(
+                r["entropy_median_ci_low"], r["entropy_median_ci_high"], t.one_hot_entropy, "below"
+            ),
+            one_sided_verdict(
+                r["grad_rel_median_ci_low"], r["grad_rel_median_ci_high"], bound, "below"
+            ),
         ]
         verdicts.append(combined(v))
     worst = rows["entropy_median"].idxmax()
@@ -142,7 +161,9 @@ def large_init(s: pd.DataFrame | None) -> Claim:
         float(rows["entropy_median"].max()),
     )
     claim.verdict = combined(verdicts)
-    mean_one_hot = int(((rows["entropy_mean"] < t.one_hot_entropy) & (rows["grad_rel_mean"] < vanish)).sum())
+    mean_one_hot = int(
+        ((rows["entropy_mean"] < t.one_hot_entropy) & (rows["grad_rel_mean"] < vanish)).sum()
+    )
     per_layer = rows.groupby("layer")["entropy_median"].max()
     claim.evidence = (
         f"init_std = {rows['init_std'].iloc[0]:g}, {len(rows)} heads on the median row: "
@@ -159,10 +180,19 @@ def trained_between(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_trained_between",
-        "Trained heads lie between the two initialisations: less entropy than BERT's standard init, more than a large init.",
+        "Trained heads lie between the two initialisations: less entropy than BERT's standard "
+        "init, "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        "more than a large init.",
         statement="information",
         number="share of points",
-        regime=f"real_entropy, heads measured trained, at init_std = {t.bert_std} and at the largest init_std ≥ {t.large_std}",
+        regime=f"real_entropy, heads measured trained, at init_std = {t.bert_std} and at the "
+        f"largest init_std ≥ {t.large_std}",
         reason="docs/science.md §5.7",
         compared_to=f"the bound {t.between_share:.0%}: the share of trained heads whose mean H is "
         f"strictly between (95% intervals apart), with its 95% Wilson interval",
@@ -187,13 +217,19 @@ def trained_between(s: pd.DataFrame | None) -> Claim:
             *(c for c in ("entropy_other_rows",) if c in trained),
         ]
     ]
-    merged = merged.merge(standard[cols].rename(columns=lambda c: c if c in key else f"{c}_standard"), on=key)
-    merged = merged.merge(large[cols].rename(columns=lambda c: c if c in key else f"{c}_large"), on=key)
+    merged = merged.merge(
+        standard[cols].rename(columns=lambda c: c if c in key else f"{c}_standard"), on=key
+    )
+    merged = merged.merge(
+        large[cols].rename(columns=lambda c: c if c in key else f"{c}_large"), on=key
+    )
     if merged.empty:
         claim.verdict = "outside regime"
         return claim
     claim.based_on(merged, FIGURE)
-    between = (merged["entropy_ci_high"] < merged["entropy_ci_low_standard"]) & (merged["entropy_ci_low"] > merged["entropy_ci_high_large"])
+    between = (merged["entropy_ci_high"] < merged["entropy_ci_low_standard"]) & (
+        merged["entropy_ci_low"] > merged["entropy_ci_high_large"]
+    )
     low, high = wilson(int(between.sum()), len(merged))
     claim.one_sided(
         {"mean": float(between.mean()), "ci_low": low, "ci_high": high},
@@ -210,7 +246,9 @@ def trained_between(s: pd.DataFrame | None) -> Claim:
     if "entropy_other_rows" in merged:
         rest = merged["entropy_other_rows"]
         kept = rest.notna()
-        apart = (rest[kept] < merged.loc[kept, "entropy_ci_low_standard"]) & (rest[kept] > merged.loc[kept, "entropy_ci_high_large"])
+        apart = (rest[kept] < merged.loc[kept, "entropy_ci_low_standard"]) & (
+            rest[kept] > merged.loc[kept, "entropy_ci_high_large"]
+        )
         claim.evidence += (
             f"; without the sink-dominated rows ([CLS] + [SEP] > {SINK_ROW:g}) the trained mean H "
             f"is {rest.mean():.3f} and "
@@ -228,13 +266,17 @@ def sep_sink(s: pd.DataFrame | None) -> Claim:
     low, high = t.clark_depth
     claim = Claim(
         "real_sep_sink_middle_layers",
-        "As Clark et al. (2019) found in BERT, more than half of the trained model's attention in its middle-to-late layers goes to [SEP].",
+        "As Clark et al. (2019) found in BERT, more than half of the trained model's attention in "
+        "its middle-to-late layers goes to [SEP].",
         statement="information",
         number="mean (95% CI)",
-        regime=f"real_entropy, trained weights, the layers at BERT's layers 6–10 relative depth, (layer + 1/2)/6 in [{low:.3f}, {high:.3f}]",
+        regime=f"real_entropy, trained weights, the layers at BERT's layers 6–10 relative depth, "
+        f"(layer + 1/2)/6 in [{low:.3f}, {high:.3f}]",
         reason="docs/science.md §5.12",
-        compared_to=f"the bound {t.sep_share}: per layer, the mean over heads of the attention [SEP] receives",
-        threshold=f"every such layer's 95% interval (between heads) above {t.sep_share} (one-sided)",
+        compared_to=f"the bound {t.sep_share}: per layer, the mean over heads of the attention "
+        f"[SEP] receives",
+        threshold=f"every such layer's 95% interval (between heads) above {t.sep_share} "
+        f"(one-sided)",
     )
     if s is None:
         return claim
@@ -247,8 +289,13 @@ def sep_sink(s: pd.DataFrame | None) -> Claim:
     rows = select_regime(claim, trained, (depth >= low) & (depth <= high), FIGURE_SINKS)
     if rows is None:
         return claim
-    groups = [(layer, pooled(part["sep_weight_mean"].to_numpy(float))) for layer, part in rows.groupby("layer")]
-    verdicts = [one_sided_verdict(g["ci_low"], g["ci_high"], t.sep_share, "above") for _, g in groups]
+    groups = [
+        (layer, pooled(part["sep_weight_mean"].to_numpy(float)))
+        for layer, part in rows.groupby("layer")
+    ]
+    verdicts = [
+        one_sided_verdict(g["ci_low"], g["ci_high"], t.sep_share, "above") for _, g in groups
+    ]
     worst = min(range(len(groups)), key=lambda i: groups[i][1]["mean"])
     g = groups[worst][1]
     claim.bound, claim.side = t.sep_share, "above"
@@ -273,14 +320,25 @@ def sink_statistics(trained: pd.DataFrame) -> str:
             f"'.'/',' {part['punct_weight_mean'].mean():.2f}, other token {other:.3f}"
         )
     shares = []
-    for n, by_n in trained.groupby("n"):  # the attention a sink receives depends on the window length
+    for n, by_n in trained.groupby(
+        "n"
+    ):  # the attention a sink receives depends on the window length
         heads = by_n.groupby(["layer", "head"])[["cls_weight_mean", "sep_weight_mean"]].mean()
         sink = (heads.max(axis=1) > t.sink_epsilon).to_numpy()
         low, high = wilson(int(sink.sum()), len(sink))
         cls = int((heads["cls_weight_mean"] > t.sink_epsilon).sum())
         sep = int((heads["sep_weight_mean"] > t.sink_epsilon).sum())
-        shares.append(f"n = {n}: {int(sink.sum())} of {len(sink)} = {sink.mean():.2f} [{low:.2f}, {high:.2f}] ({cls} on [CLS], {sep} on [SEP])")
-    return "mean attention received per layer: " + "; ".join(parts) + f"; heads with a sink at ε = {t.sink_epsilon} (Gu et al. 2024): " + "; ".join(shares)
+        shares.append(
+            f"n = {n}: {int(sink.sum())} of {len(sink)} = {sink.mean():.2f} [{low:.2f}, "
+            f"{high:.2f}] "
+            f"({cls} on [CLS], {sep} on [SEP])"
+        )
+    return (
+        "mean attention received per layer: "
+        + "; ".join(parts)
+        + f"; heads with a sink at ε = {t.sink_epsilon} (Gu et al. 2024): "
+        + "; ".join(shares)
+    )
 
 
 CLAIMS = (standard_init, large_init, trained_between, sep_sink)

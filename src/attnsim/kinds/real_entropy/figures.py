@@ -26,13 +26,18 @@ def real_entropy_layers(summary: pd.DataFrame):
     2/n, 1/n."""
     ns = sorted(summary["n"].unique())
     stds = sorted(summary["init_std"].unique())
-    colours = {s: ("k" if s == 0 else c) for s, c in zip(stds, [None] + palette("viridis", max(1, len(stds) - 1)))}
+    colours = {
+        s: ("k" if s == 0 else c)
+        for s, c in zip(stds, [None] + palette("viridis", max(1, len(stds) - 1)))
+    }
     rows = (
         ("entropy_mean", "entropy H (nats)"),
         ("sink_weight_mean", "weight on [CLS] + [SEP]"),
         ("grad_rel_mean", "‖∂o/∂s‖² / value spread"),
     )
-    fig, axes = plt.subplots(len(rows), len(ns), figsize=(max(7.5, 5.2 * len(ns) + 0.8), 8.5), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(rows), len(ns), figsize=(max(7.5, 5.2 * len(ns) + 0.8), 8.5), squeeze=False, sharex=True
+    )
     rng = np.random.default_rng(0)  # jitter of the head dots only
     for col, n in enumerate(ns):
         data = summary[summary["n"] == n]
@@ -42,10 +47,17 @@ def real_entropy_layers(summary: pd.DataFrame):
             for k, std in enumerate(stds):
                 part = data[data["init_std"] == std]
                 offset = (k - (len(stds) - 1) / 2) * 0.08
-                stats = [mean_ci(part[part["layer"] == layer][metric].to_numpy(float)) for layer in layers]
+                stats = [
+                    mean_ci(part[part["layer"] == layer][metric].to_numpy(float))
+                    for layer in layers
+                ]
                 mean = np.array([st["mean"] for st in stats])
-                low = np.array([st["ci_low"] if np.isfinite(st["ci_low"]) else st["mean"] for st in stats])
-                high = np.array([st["ci_high"] if np.isfinite(st["ci_high"]) else st["mean"] for st in stats])
+                low = np.array(
+                    [st["ci_low"] if np.isfinite(st["ci_low"]) else st["mean"] for st in stats]
+                )
+                high = np.array(
+                    [st["ci_high"] if np.isfinite(st["ci_high"]) else st["mean"] for st in stats]
+                )
                 x = np.array(layers, float) + offset
                 ax.scatter(
                     part["layer"] + offset + rng.uniform(-0.02, 0.02, len(part)),
@@ -57,7 +69,9 @@ def real_entropy_layers(summary: pd.DataFrame):
                 )
                 below = np.maximum(mean - low, 0)
                 if metric == "grad_rel_mean":
-                    below = np.minimum(below, 0.999 * mean)  # log scale: an interval reaching 0 is drawn to just above it
+                    below = np.minimum(
+                        below, 0.999 * mean
+                    )  # log scale: an interval reaching 0 is drawn to just above it
                 ax.errorbar(
                     x,
                     mean,
@@ -69,7 +83,9 @@ def real_entropy_layers(summary: pd.DataFrame):
                     capsize=2,
                 )
                 if metric == "entropy_mean" and std > 0:
-                    ax.axhline(float(part["entropy_rem"].iloc[0]), color=colours[std], ls=":", lw=1.2)
+                    ax.axhline(
+                        float(part["entropy_rem"].iloc[0]), color=colours[std], ls=":", lw=1.2
+                    )
             if metric == "entropy_mean":
                 ax.axhline(np.log(n), color="firebrick", lw=1.6)
                 ax.set_ylim(-0.1, np.log(n) * 1.08)
@@ -115,11 +131,14 @@ def real_entropy_layers(summary: pd.DataFrame):
         ),
     ]
     fig.suptitle(
-        "Entropy of real attention rows per layer (all-MiniLM-L6-v2):\ntrained vs re-initialised (mean over heads, 95% CI)",
+        "Entropy of real attention rows per layer (all-MiniLM-L6-v2):\ntrained vs re-initialised "
+        "(mean over heads, 95% CI)",
         y=1.0,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.97))
-    legend_below(fig, handles, ncol=2, y=0.0)  # below the axes' area: save() keeps it in the tight box
+    legend_below(
+        fig, handles, ncol=2, y=0.0
+    )  # below the axes' area: save() keeps it in the tight box
     return fig
 
 
@@ -153,7 +172,9 @@ def real_entropy_sinks(summary: pd.DataFrame):
     (ax_a, ax_b), (ax_c, ax_d) = axes
     if trained.empty or "cls_weight_mean" not in trained:
         for ax in axes.flat:
-            ax.text(0.5, 0.5, "no trained rows with sink weights", ha="center", transform=ax.transAxes)
+            ax.text(
+                0.5, 0.5, "no trained rows with sink weights", ha="center", transform=ax.transAxes
+            )
         return fig
     eps = THRESHOLDS.sink_epsilon
     per_head = trained.groupby(["layer", "head"])[["cls_weight_mean", "sep_weight_mean"]].mean()
@@ -167,7 +188,9 @@ def real_entropy_sinks(summary: pd.DataFrame):
         image = ax.imshow(grid, cmap="magma", vmin=0, vmax=1, aspect="auto")
         for i, j in zip(*np.nonzero(grid > eps)):
             ax.plot(j, i, marker="x", color="deepskyblue", ms=6, mew=1.4)
-        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(f"mean attention {title} receives")
+        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(
+            f"mean attention {title} receives"
+        )
         ax.set_xticks(range(len(heads)), heads, fontsize=7)
         ax.set_yticks(range(len(layers)), layers, fontsize=7)
         ax.set_xlabel("head")
@@ -178,12 +201,18 @@ def real_entropy_sinks(summary: pd.DataFrame):
         "[CLS]": trained["cls_weight_mean"],
         "[SEP]": trained["sep_weight_mean"],
         '"." and ","': trained["punct_weight_mean"],
-        "all other tokens": 1 - trained["cls_weight_mean"] - trained["sep_weight_mean"] - trained["punct_weight_mean"],
+        "all other tokens": 1
+        - trained["cls_weight_mean"]
+        - trained["sep_weight_mean"]
+        - trained["punct_weight_mean"],
     }
     colours = palette("viridis", len(parts))
     for k, (label, values) in enumerate(parts.items()):
         frame = trained.assign(value=values)
-        stats = [mean_ci(frame[frame["layer"] == layer].groupby("head")["value"].mean().to_numpy(float)) for layer in layers]
+        stats = [
+            mean_ci(frame[frame["layer"] == layer].groupby("head")["value"].mean().to_numpy(float))
+            for layer in layers
+        ]
         mean = np.array([st["mean"] for st in stats])
         low = np.array([st["ci_low"] for st in stats])
         high = np.array([st["ci_high"] for st in stats])
@@ -234,10 +263,19 @@ def real_entropy_sinks(summary: pd.DataFrame):
     ):
         if column not in trained:
             continue
-        stats = [mean_ci(trained[(trained["layer"] == layer) & trained[column].notna()][column].to_numpy(float)) for layer in layers]
+        stats = [
+            mean_ci(
+                trained[(trained["layer"] == layer) & trained[column].notna()][column].to_numpy(
+                    float
+                )
+            )
+            for layer in layers
+        ]
         mean = np.array([st["mean"] for st in stats])
         low = np.array([st["ci_low"] if np.isfinite(st["ci_low"]) else st["mean"] for st in stats])
-        high = np.array([st["ci_high"] if np.isfinite(st["ci_high"]) else st["mean"] for st in stats])
+        high = np.array(
+            [st["ci_high"] if np.isfinite(st["ci_high"]) else st["mean"] for st in stats]
+        )
         ax_d.errorbar(
             np.array(layers, float) + (k - 0.5) * 0.08,
             mean,
@@ -247,7 +285,9 @@ def real_entropy_sinks(summary: pd.DataFrame):
             capsize=2,
             label=label,
         )
-    ax_d.axhline(np.log(float(trained["n"].min())), color="firebrick", lw=1.4, label="log n: uniform weights")
+    ax_d.axhline(
+        np.log(float(trained["n"].min())), color="firebrick", lw=1.4, label="log n: uniform weights"
+    )
     ax_d.set_xticks(layers)
     ax_d.set_xlabel("layer")
     ax_d.set_ylabel("mean entropy H (nats; mean over heads, 95% CI)")

@@ -38,34 +38,46 @@ def scaled(unit: Bert, std: float) -> Bert:
         unit.position * s,
         unit.token_type * s,
     )
-    model.layers = [{k: (v * s if k in SCALED else v) for k, v in layer.items()} for layer in unit.layers]
+    model.layers = [
+        {k: (v * s if k in SCALED else v) for k, v in layer.items()} for layer in unit.layers
+    ]
     return model
 
 
 def punctuation_ids() -> np.ndarray:
     """Word-piece ids of "." and "," (the punctuation Clark et al. 2019 find heads attending to)."""
-    return np.array([heads.tokenizer().tokenizer.token_to_id(t) for t in PUNCTUATION], dtype=np.int64)
+    return np.array(
+        [heads.tokenizer().tokenizer.token_to_id(t) for t in PUNCTUATION], dtype=np.int64
+    )
 
 
-def row_metrics(logits: np.ndarray, values: np.ndarray, n: int, punctuation: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def row_metrics(
+    logits: np.ndarray, values: np.ndarray, n: int, punctuation: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Per row (t, H, n): entropy, n_eff, max_weight, grad_sq, grad_rel, sink_weight, logit_std and,
     given the window's punctuation mask (t, n), the weight on [CLS], on [SEP] and on "." and ","."""
     stats = heads.row_stats(logits, values)
     v = values.astype(np.float64)
     centred = v - v.mean(axis=-2, keepdims=True)
-    value_spread = np.einsum("...nd,...nd->...", centred, centred) / n  # mean_i ||v_i - mean v||^2: uniform weights' spread
+    value_spread = (
+        np.einsum("...nd,...nd->...", centred, centred) / n
+    )  # mean_i ||v_i - mean v||^2: uniform weights' spread
     p = stats["p"]
     return {
         "entropy": stats["entropy"],
         "n_eff": 1.0 / stats["sum_p2"],
         "max_weight": stats["max_weight"],
         "grad_sq": stats["grad_sq"],
-        "grad_rel": np.divide(stats["grad_sq"], value_spread, out=np.zeros_like(value_spread), where=value_spread > 0),
+        "grad_rel": np.divide(
+            stats["grad_sq"], value_spread, out=np.zeros_like(value_spread), where=value_spread > 0
+        ),
         "sink_weight": p[..., 0] + p[..., -1],
         "logit_std": logits.std(axis=-1),
         "cls_weight": p[..., 0],
         "sep_weight": p[..., -1],
-        "punct_weight": np.zeros(p.shape[:-1]) if punctuation is None else np.einsum("thn,tn->th", p, punctuation),
+        "punct_weight": np.zeros(p.shape[:-1])
+        if punctuation is None
+        else np.einsum("thn,tn->th", p, punctuation),
     }
 
 
@@ -76,7 +88,9 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points: Sequence, re
     stds = sorted({float(p["init_std"]) for p in points})
     unit = Bert.random(rng, std=1.0) if any(s > 0 for s in stds) else None
     models = {s: (heads.trained() if s == 0 else scaled(unit, s)) for s in stds}
-    wanted: dict[float, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))  # std -> layer -> point indices
+    wanted: dict[float, dict[int, list[int]]] = defaultdict(
+        lambda: defaultdict(list)
+    )  # std -> layer -> point indices
     for i, p in enumerate(points):
         wanted[float(p["init_std"])][p["layer"]].append(i)
     punctuation = np.isin(ids, punctuation_ids()).astype(np.float64)

@@ -59,7 +59,16 @@ PARAMS = (
     Param(
         "noise",
         STR,
-        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std noise_scale (docs/science.md §2.3)",
+        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to "
+        "std "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        "noise_scale (docs/science.md §2.3)",
         choices=NOISE_FAMILIES,
     ),
     Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
@@ -67,7 +76,9 @@ PARAMS = (
 
 METRICS = (
     *logit_noise.METRICS,
-    Column("spread", F64, "sum_i p_i ||v_i - o||^2: the spread of the values under the clean weights"),
+    Column(
+        "spread", F64, "sum_i p_i ||v_i - o||^2: the spread of the values under the clean weights"
+    ),
     Column("sink_weight", F64, "weight of the row on [CLS] and [SEP] (attention sinks)"),
     Column(
         "concentration",
@@ -83,13 +94,16 @@ THEORY = (
     Column(
         "correction_coefficient",
         F64,
-        "|3 kappa^2 - 2 mu3| / kappa: the first correction of the delta method is this times sum p^2 (§2.8); null where kappa is 0 or infinite or mu3 diverges",
+        "|3 kappa^2 - 2 mu3| / kappa: the first correction of the delta method is this times "
+        "sum p^2 (§2.8); null where kappa is 0 or infinite or mu3 diverges",
     ),
 )
 
 EXTRA = (
     *logit_noise.EXTRA,
-    Column("sum_p2_mean", F64, "mean over the rows of sum p^2 (1 / sum_p2_mean: the harmonic n_eff)"),
+    Column(
+        "sum_p2_mean", F64, "mean over the rows of sum p^2 (1 / sum_p2_mean: the harmonic n_eff)"
+    ),
     Column(
         "predicted_correction",
         F64,
@@ -114,12 +128,15 @@ EXTRA = (
     Column(
         "row_ratio",
         F64,
-        f"mean over rows with correction below {ROW_CORRECTION} of sq_err / sq_err_pred: the per-row law",
+        f"mean over rows with correction below {ROW_CORRECTION} of sq_err / sq_err_pred: the "
+        f"per-row law",
     ),
     Column("row_ratio_se", F64, "standard error of row_ratio (rows as independent)"),
     Column("row_ratio_rows", I64, "rows row_ratio averages over"),
     Column("sink_rows", F64, f"share of rows whose [CLS] + [SEP] weight exceeds {SINK_ROW}"),
-    Column("err_ratio_sink", F64, "err_ratio over the sink-dominated rows only; null with fewer than 2"),
+    Column(
+        "err_ratio_sink", F64, "err_ratio over the sink-dominated rows only; null with fewer than 2"
+    ),
     Column("err_ratio_sink_se", F64, "standard error of err_ratio_sink"),
     Column("err_ratio_rest", F64, "err_ratio over the other rows only; null with fewer than 2"),
     Column("err_ratio_rest_se", F64, "standard error of err_ratio_rest"),
@@ -189,7 +206,11 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
         weight = grad / np.sum(grad)
         out["predicted_correction"] = float(coefficient * np.dot(weight, sum_p2))
         out["next_truncation"] = float(np.dot(weight, (coefficient * sum_p2) ** 3))
-    rows = (coefficient * sum_p2 < ROW_CORRECTION) & (pred > 0) & np.isfinite(pred) if math.isfinite(coefficient) else np.zeros(len(pred), bool)
+    rows = (
+        (coefficient * sum_p2 < ROW_CORRECTION) & (pred > 0) & np.isfinite(pred)
+        if math.isfinite(coefficient)
+        else np.zeros(len(pred), bool)
+    )
     if rows.sum() >= 2:
         stats = mean_ci(metrics["sq_err"][rows] / pred[rows])
         out["row_ratio"], out["row_ratio_se"] = stats["mean"], stats["se"]
@@ -217,17 +238,34 @@ def check_grid(grid) -> None:
             f"{kernel.NEST_QUERIES + 1}"
         )
     if nested and max(nested) > min(grid["n"]):
-        raise ConfigError(f"grid.keys: {max(nested)} keys exceed n = {min(grid['n'])}, the text each trial draws; keep keys <= every n")
+        raise ConfigError(
+            f"grid.keys: {max(nested)} keys exceed n = {min(grid['n'])}, the text each trial "
+            f"draws; "
+            f""
+            f""
+            f""
+            f""
+            f""
+            f""
+            f"keep keys <= every n"
+        )
 
 
 def headline(s) -> str:
     """Measured over predicted error per layer where the predicted correction is small."""
-    ok = s[s["kappa_finite"] & (s["kappa"] > 0) & (s["predicted_correction"] < ROW_CORRECTION) & s["err_ratio"].notna()]
+    ok = s[
+        s["kappa_finite"]
+        & (s["kappa"] > 0)
+        & (s["predicted_correction"] < ROW_CORRECTION)
+        & s["err_ratio"].notna()
+    ]
     if ok.empty:
         return f"no point in the delta method's regime (predicted correction < {ROW_CORRECTION})"
     per_layer = ok.groupby("layer")["err_ratio"].median()
-    return f"trained heads, measured/predicted sq_err where the predicted correction < {ROW_CORRECTION}, median per layer: " + ", ".join(
-        f"L{k} {v:.3f}" for k, v in per_layer.items()
+    return (
+        f"trained heads, measured/predicted sq_err where the predicted correction < "
+        f"{ROW_CORRECTION}, median per layer: "
+        + ", ".join(f"L{k} {v:.3f}" for k, v in per_layer.items())
     )
 
 
@@ -250,7 +288,8 @@ KIND = Kind(
     figures=("real_noise_map", "real_noise_sigma", "real_noise_within_heads", "real_noise_rows"),
     headline=headline,
     extreme_metrics=("entropy",),
-    description="attention output of trained MiniLM heads under i.i.d. logit noise vs the delta-method prediction",
+    description="attention output of trained MiniLM heads under i.i.d. logit noise vs the "
+    "delta-method prediction",
     params=PARAMS,
     stream_params=(
         "n",
@@ -268,7 +307,7 @@ KIND = Kind(
     extra_columns=EXTRA,
     extra_summary=extra_summary,
     constant_metrics=("kappa",),
-    infinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),  # +inf where kappa is (no finite moment)
+    infinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),  # +inf where kappa is
     block_factor=8,
     check_grid=check_grid,
     assets=("minilm",),

@@ -52,7 +52,9 @@ class Thresholds:
     # heavy tails (kappa = inf, E e^eps = inf): "does not fall" = the within-head slope is above
     # this
     breakdown_slope: float = -0.25
-    breakdown_min_sigma: float = 0.25  # as noisy_attention: smaller sigma needs far larger n to show (§2.7)
+    breakdown_min_sigma: float = (
+        0.25  # as noisy_attention: smaller sigma needs far larger n to show (§2.7)
+    )
     # sink-dominated rows: judged where the layer has at least this many of them over its points
     min_sink_rows: int = 20
 
@@ -75,13 +77,23 @@ def light(s: pd.DataFrame) -> pd.Series:
 
 
 def delta_regime(s: pd.DataFrame) -> pd.Series:
-    return light(s) & (s["predicted_correction"] <= THRESHOLDS.delta_correction) & s["err_ratio"].notna()
+    return (
+        light(s)
+        & (s["predicted_correction"] <= THRESHOLDS.delta_correction)
+        & s["err_ratio"].notna()
+    )
 
 
 def next_regime(s: pd.DataFrame) -> pd.Series:
     t = THRESHOLDS
     c = s["predicted_correction"]
-    return light(s) & (c > t.delta_correction) & (s["next_truncation"] <= t.next_truncation) & s["next_err_ratio"].notna() & s["next_err_ratio_se"].notna()
+    return (
+        light(s)
+        & (c > t.delta_correction)
+        & (s["next_truncation"] <= t.next_truncation)
+        & s["next_err_ratio"].notna()
+        & s["next_err_ratio_se"].notna()
+    )
 
 
 def ratio_interval(rows: pd.DataFrame, value: str, se: str) -> pd.DataFrame:
@@ -100,9 +112,17 @@ def by_group(rows: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
     (its windows, which share texts, queries and noise) are averaged first, so they count once."""
     out = []
     for key, part in rows.groupby(keys):
-        per_head = part.groupby(["layer", "head"])[value].mean() if {"layer", "head"} <= set(part) else part[value]
+        per_head = (
+            part.groupby(["layer", "head"])[value].mean()
+            if {"layer", "head"} <= set(part)
+            else part[value]
+        )
         stats = pooled(per_head.to_numpy(float))
-        out.append(dict(zip(keys, key if isinstance(key, tuple) else (key,))) | stats | {"points": len(part), "heads": len(per_head)})
+        out.append(
+            dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+            | stats
+            | {"points": len(part), "heads": len(per_head)}
+        )
     return pd.DataFrame(out)
 
 
@@ -127,12 +147,22 @@ def combine(claim: Claim, groups: pd.DataFrame, verdicts: list[str], label: str)
         worst = int(np.argmin(edge.to_numpy(float)))
     else:
         worst = int(np.argmax(np.abs(groups["mean"].to_numpy(float) - claim.predicted)))
-    claim.verdict = "fails" if "fails" in verdicts else ("inconclusive" if "inconclusive" in verdicts else "holds")
+    claim.verdict = (
+        "fails"
+        if "fails" in verdicts
+        else ("inconclusive" if "inconclusive" in verdicts else "holds")
+    )
     row = groups.iloc[worst]
-    claim.measured, claim.ci_low, claim.ci_high = (float(row[k]) for k in ("mean", "ci_low", "ci_high"))
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(row[k]) for k in ("mean", "ci_low", "ci_high")
+    )
     claim.detectable = float(((groups["ci_high"] - groups["ci_low"]) / 2).max())
     counts = {v: verdicts.count(v) for v in ("holds", "inconclusive", "fails") if verdicts.count(v)}
-    claim.evidence = f"{label}: " + ", ".join(f"{c} {v}" for v, c in counts.items()) + f"; shown: the group farthest from the prediction ({_describe(row)})"
+    claim.evidence = (
+        f"{label}: "
+        + ", ".join(f"{c} {v}" for v, c in counts.items())
+        + f"; shown: the group farthest from the prediction ({_describe(row)})"
+    )
     return claim
 
 
@@ -145,7 +175,11 @@ def _describe(row) -> str:
 
 def _layer_sigma_text(groups: pd.DataFrame) -> str:
     return "; ".join(
-        f"L{int(layer)}: " + ", ".join(f"σ {g['noise_scale']:g} {g['mean']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]" for _, g in part.iterrows())
+        f"L{int(layer)}: "
+        + ", ".join(
+            f"σ {g['noise_scale']:g} {g['mean']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]"
+            for _, g in part.iterrows()
+        )
         for layer, part in groups.groupby("layer")
     )
 
@@ -155,7 +189,10 @@ def equivalence_groups(claim: Claim, rows: pd.DataFrame, value: str, label: str)
     1."""
     t = THRESHOLDS
     groups = by_group(rows, ["layer", "noise", "noise_scale"], value)
-    verdicts = [equivalence_verdict(g["ci_low"], g["ci_high"], 1.0, t.ratio_tolerance) for _, g in groups.iterrows()]
+    verdicts = [
+        equivalence_verdict(g["ci_low"], g["ci_high"], 1.0, t.ratio_tolerance)
+        for _, g in groups.iterrows()
+    ]
     claim.predicted, claim.tolerance = 1.0, t.ratio_tolerance
     combine(
         claim,
@@ -183,7 +220,9 @@ def by_sigma(s: pd.DataFrame, value: str) -> str:
     for layer, part in groups.groupby("layer"):
         marks = []
         for _, g in part.sort_values("noise_scale").iterrows():
-            verdict = equivalence_verdict(g["ci_low"], g["ci_high"], 1.0, THRESHOLDS.ratio_tolerance)
+            verdict = equivalence_verdict(
+                g["ci_low"], g["ci_high"], 1.0, THRESHOLDS.ratio_tolerance
+            )
             marks.append(f"{g['noise_scale']:g} {g['mean']:.3f}{VERDICT_MARK[verdict]}")
         out.append(f"L{int(layer)} " + " ".join(marks))
     return "; ".join(out)
@@ -218,8 +257,13 @@ def delta_method(s: pd.DataFrame | None) -> Claim:
         f"the error) ≤ {t.delta_correction}",
         reason="docs/science.md §2.8, §5.10",
         tolerance=t.ratio_tolerance,
-        compared_to="1: measured / predicted mean squared error, per layer and σ the mean over heads",
-        threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance} (the delta method's tolerance everywhere)",
+        compared_to="1: measured / predicted mean squared error, per layer and σ the mean over "
+        "heads",
+        threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance} (the "
+        f"delta "
+        f""
+        f""
+        f"method's tolerance everywhere)",
     )
     rows = select_regime(claim, s, delta_regime, FIGURE_SIGMA)
     if rows is None:
@@ -253,16 +297,25 @@ def next_order(s: pd.DataFrame | None) -> Claim:
         f"(|3κ² − 2μ3|/κ · Σp²)³ per row weighted like the error, ≤ {t.next_truncation}",
         reason="docs/science.md §2.8, §5.10",
         tolerance=t.ratio_tolerance,
-        compared_to="1: measured / next-order mean squared error, per layer and σ the mean over heads",
-        threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance}, the delta method's tolerance, so the two verdicts compare",
+        compared_to="1: measured / next-order mean squared error, per layer and σ the mean over "
+        "heads",
+        threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance}, the "
+        f"delta "
+        f""
+        f""
+        f"method's tolerance, so the two verdicts compare",
     )
     rows = select_regime(claim, s, next_regime, FIGURE_SIGMA)
     if rows is None:
         if s is not None:
-            claim.evidence = "every σ measured, all heads (σ ratio verdict): " + by_sigma(s, "next_err_ratio")
+            claim.evidence = "every σ measured, all heads (σ ratio verdict): " + by_sigma(
+                s, "next_err_ratio"
+            )
         return claim
     equivalence_groups(claim, rows, "next_err_ratio", "next_err_ratio")
-    claim.evidence += "; every σ measured, all heads (σ ratio verdict): " + by_sigma(s, "next_err_ratio")
+    claim.evidence += "; every σ measured, all heads (σ ratio verdict): " + by_sigma(
+        s, "next_err_ratio"
+    )
     return claim
 
 
@@ -283,10 +336,13 @@ def per_row_law(s: pd.DataFrame | None) -> Claim:
         "grad_sq = sum p^2 * spread).",
         statement="robustness",
         number="mean (95% CI)",
-        regime=f"real_noise, gaussian or uniform noise; in each point the rows whose own predicted correction |3κ² − 2μ3|/κ · Σp² ≤ {ROW_CORRECTION}",
+        regime=f"real_noise, gaussian or uniform noise; in each point the rows whose own predicted "
+        f"correction "
+        f"|3κ² − 2μ3|/κ · Σp² ≤ {ROW_CORRECTION}",
         reason="docs/science.md §2.8, §5.11",
         tolerance=t.ratio_tolerance,
-        compared_to="1: the mean over rows of sq_err / (κ Σp²‖v − o‖²), per layer and σ the mean over heads",
+        compared_to="1: the mean over rows of sq_err / (κ Σp²‖v − o‖²), per layer and σ the mean "
+        "over heads",
         threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance}",
     )
     rows = select_regime(
@@ -299,11 +355,16 @@ def per_row_law(s: pd.DataFrame | None) -> Claim:
         return claim
     equivalence_groups(claim, rows, "row_ratio", "row_ratio")
     shorthand = rows.groupby("layer")["concentration_mean"].mean()
-    claim.evidence += "; compared with the shorthand's grad_sq / (Σp² spread) = 1: mean per layer " + ", ".join(f"L{k} {v:.2f}" for k, v in shorthand.items())
+    claim.evidence += (
+        "; compared with the shorthand's grad_sq / (Σp² spread) = 1: mean per layer "
+        + ", ".join(f"L{k} {v:.2f}" for k, v in shorthand.items())
+    )
     return claim
 
 
-def within_head_slopes(s: pd.DataFrame, value: str = "rel_err_mean", se: str = "rel_err_se") -> pd.DataFrame:
+def within_head_slopes(
+    s: pd.DataFrame, value: str = "rel_err_mean", se: str = "rel_err_se"
+) -> pd.DataFrame:
     """Per head and noise setting of a nest (keys > 0, several window lengths): the weighted
     least-squares slope of log `value` on log n_keys, its standard error from the points' SEs, the
     slope of log n_eff (harmonic), and the nest's smallest window with its n_eff share."""
@@ -329,7 +390,9 @@ def within_head_slopes(s: pd.DataFrame, value: str = "rel_err_mean", se: str = "
                 "slope_se": float(1 / math.sqrt(sxx)),
                 "n_eff_slope": float(np.polyfit(x, np.log(n_eff), 1)[0]),
                 "n_eff_share": float(n_eff[0] / first["n_keys"]),
-                "in_delta": bool((part["predicted_correction"] <= THRESHOLDS.delta_correction).all()),
+                "in_delta": bool(
+                    (part["predicted_correction"] <= THRESHOLDS.delta_correction).all()
+                ),
                 "windows": len(part),
                 "n_trials": int(part["n_trials"].sum()),
             }
@@ -355,7 +418,10 @@ def _smallest_light_sigma(slopes: pd.DataFrame) -> pd.DataFrame:
 
 
 def _per_layer_text(slopes: pd.DataFrame, value: str = "slope") -> str:
-    return ", ".join(f"L{int(g['layer'])} {g['mean']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]" for _, g in by_group(slopes, ["layer"], value).iterrows())
+    return ", ".join(
+        f"L{int(g['layer'])} {g['mean']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]"
+        for _, g in by_group(slopes, ["layer"], value).iterrows()
+    )
 
 
 def rate_within_heads(s: pd.DataFrame | None) -> Claim:
@@ -373,8 +439,10 @@ def rate_within_heads(s: pd.DataFrame | None) -> Claim:
         f"the smallest window",
         reason="docs/science.md §3.3, §5.9",
         tolerance=t.slope_tolerance,
-        compared_to="−1/2, the exponent of sqrt(κ / n) for weights whose logit law does not change with n; per layer the mean over its heads",
-        threshold=f"the 95% interval (between the regime's heads, all layers together; at least {t.min_heads} heads) inside −1/2 ± {t.slope_tolerance}",
+        compared_to="−1/2, the exponent of sqrt(κ / n) for weights whose logit law does not change "
+        "with n; per layer the mean over its heads",
+        threshold=f"the 95% interval (between the regime's heads, all layers together; at least "
+        f"{t.min_heads} heads) inside −1/2 ± {t.slope_tolerance}",
     )
     if s is None:
         return claim
@@ -383,18 +451,28 @@ def rate_within_heads(s: pd.DataFrame | None) -> Claim:
         claim.verdict = "outside regime"
         claim.evidence = "no nest of ≥ 3 windows (keys > 0) with light noise in the sweep"
         return claim
-    every = "within-head slopes of all heads per layer (mean, 95% CI between heads): " + _per_layer_text(slopes)
+    every = (
+        "within-head slopes of all heads per layer (mean, 95% CI between heads): "
+        + _per_layer_text(slopes)
+    )
     every += "; their n_eff slopes: " + _per_layer_text(slopes, "n_eff_slope")
     chosen = slopes[slopes["in_delta"] & (slopes["n_eff_share"] >= t.rate_n_eff_share)]
     if chosen.empty:
         claim.verdict = "outside regime"
-        claim.evidence = f"no head with n_eff ≥ {t.rate_n_eff_share:g} n at its smallest window; " + every
+        claim.evidence = (
+            f"no head with n_eff ≥ {t.rate_n_eff_share:g} n at its smallest window; " + every
+        )
         return claim
     claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
     claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
     claim.points, claim.trials = int(chosen["windows"].sum()), int(chosen["n_trials"].sum())
-    groups = by_group(chosen, ["noise", "noise_scale"], "slope")  # every head in the regime, all layers
-    verdicts = [equivalence_verdict(g["ci_low"], g["ci_high"], -0.5, t.slope_tolerance) for _, g in groups.iterrows()]
+    groups = by_group(
+        chosen, ["noise", "noise_scale"], "slope"
+    )  # every head in the regime, all layers
+    verdicts = [
+        equivalence_verdict(g["ci_low"], g["ci_high"], -0.5, t.slope_tolerance)
+        for _, g in groups.iterrows()
+    ]
     claim.predicted = -0.5
     layers = ", ".join(f"L{k} {v}" for k, v in chosen.groupby("layer")["head"].nunique().items())
     combine(
@@ -422,8 +500,10 @@ def rate_follows_delta(s: pd.DataFrame | None) -> Claim:
         f"(correction ≤ {t.delta_correction}), every head",
         reason="docs/science.md §2.8, §5.9",
         tolerance=t.slope_tolerance,
-        compared_to="0: measured minus predicted within-head slope; per layer the mean over its heads",
-        threshold=f"every layer's 95% interval (between heads) inside 0 ± {t.slope_tolerance}, the rate's tolerance",
+        compared_to="0: measured minus predicted within-head slope; per layer the mean over its "
+        "heads",
+        threshold=f"every layer's 95% interval (between heads) inside 0 ± {t.slope_tolerance}, the "
+        f"rate's tolerance",
     )
     if s is None:
         return claim
@@ -436,7 +516,9 @@ def rate_follows_delta(s: pd.DataFrame | None) -> Claim:
     if measured.empty or predicted.empty:
         claim.verdict = "outside regime"
         return claim
-    both = measured.merge(predicted[[*keys, "slope"]].rename(columns={"slope": "slope_pred"}), on=keys)
+    both = measured.merge(
+        predicted[[*keys, "slope"]].rename(columns={"slope": "slope_pred"}), on=keys
+    )
     both = both[both["in_delta"]]
     if both.empty:
         claim.verdict = "outside regime"
@@ -446,10 +528,15 @@ def rate_follows_delta(s: pd.DataFrame | None) -> Claim:
     claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
     claim.points, claim.trials = int(both["windows"].sum()), int(both["n_trials"].sum())
     groups = by_group(both, ["layer"], "difference")
-    verdicts = [equivalence_verdict(g["ci_low"], g["ci_high"], 0.0, t.slope_tolerance) for _, g in groups.iterrows()]
+    verdicts = [
+        equivalence_verdict(g["ci_low"], g["ci_high"], 0.0, t.slope_tolerance)
+        for _, g in groups.iterrows()
+    ]
     claim.predicted = 0.0
     combine(claim, groups, verdicts, f"{len(both)} heads in {len(groups)} layers")
-    claim.evidence += "; predicted within-head slopes per layer: " + _per_layer_text(both, "slope_pred")
+    claim.evidence += "; predicted within-head slopes per layer: " + _per_layer_text(
+        both, "slope_pred"
+    )
     return claim
 
 
@@ -457,10 +544,19 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_heavy_tail_breakdown",
-        "On trained heads, logit noise without a mean (Student t) gives an error that does not fall as the window grows.",
+        "On trained heads, logit noise without a mean (Student t) gives an error that does not "
+        "fall "
+        ""
+        ""
+        ""
+        ""
+        ""
+        ""
+        "as the window grows.",
         statement="robustness",
         number="fitted slope (95% CI)",
-        regime=f"real_noise nests (keys > 0, ≥ {t.min_windows} windows), E[e^ε] = ∞ (student_t), σ ≥ {t.breakdown_min_sigma}",
+        regime=f"real_noise nests (keys > 0, ≥ {t.min_windows} windows), E[e^ε] = ∞ (student_t), σ "
+        f"≥ {t.breakdown_min_sigma}",
         reason="docs/science.md §2.7, §5.9",
         compared_to=f"the bound {t.breakdown_slope}: the within-head slope of rel_err in n, per "
         f"layer the mean over its heads (−1/2 would be the finite-κ rate)",
@@ -469,7 +565,11 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
     if s is None:
         return claim
     slopes = within_head_slopes(s) if "keys" in s else pd.DataFrame()
-    rows = slopes[(slopes["noise"] == "student_t") & (slopes["noise_scale"] >= t.breakdown_min_sigma)] if len(slopes) else slopes
+    rows = (
+        slopes[(slopes["noise"] == "student_t") & (slopes["noise_scale"] >= t.breakdown_min_sigma)]
+        if len(slopes)
+        else slopes
+    )
     if rows.empty:
         claim.verdict = "outside regime"
         return claim
@@ -477,7 +577,10 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
     claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
     claim.points, claim.trials = int(rows["windows"].sum()), int(rows["n_trials"].sum())
     groups = by_group(rows, ["layer"], "slope")
-    verdicts = [one_sided_verdict(g["ci_low"], g["ci_high"], t.breakdown_slope, "above") for _, g in groups.iterrows()]
+    verdicts = [
+        one_sided_verdict(g["ci_low"], g["ci_high"], t.breakdown_slope, "above")
+        for _, g in groups.iterrows()
+    ]
     claim.bound, claim.side = t.breakdown_slope, "above"
     combine(
         claim,
@@ -493,7 +596,8 @@ def delta_sink_rows(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_delta_method_sink_rows",
-        f"The delta method holds on sink-dominated rows (more than {SINK_ROW:g} of the weight on [CLS] and [SEP]) as on the others.",
+        f"The delta method holds on sink-dominated rows (more than {SINK_ROW:g} of the weight on "
+        f"[CLS] and [SEP]) as on the others.",
         statement="robustness",
         number="mean (95% CI)",
         regime=f"the delta method's regime (correction ≤ {t.delta_correction}); per layer, the "
@@ -501,10 +605,13 @@ def delta_sink_rows(s: pd.DataFrame | None) -> Claim:
         f"judged where the layer has ≥ {t.min_sink_rows} of them",
         reason="docs/science.md §5.12",
         tolerance=t.ratio_tolerance,
-        compared_to="1: measured / predicted mean squared error over the sink-dominated rows; the other rows' ratio beside it",
+        compared_to="1: measured / predicted mean squared error over the sink-dominated rows; the "
+        "other rows' ratio beside it",
         threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance}",
     )
-    rows = select_regime(claim, s, lambda r: delta_regime(r) & r["err_ratio_sink"].notna(), FIGURE_SIGMA)
+    rows = select_regime(
+        claim, s, lambda r: delta_regime(r) & r["err_ratio_sink"].notna(), FIGURE_SIGMA
+    )
     if rows is None:
         return claim
     counts = (rows["sink_rows"] * rows["n_trials"]).groupby(rows["layer"]).sum()
@@ -515,9 +622,14 @@ def delta_sink_rows(s: pd.DataFrame | None) -> Claim:
     claim.based_on(rows, FIGURE_SIGMA)
     equivalence_groups(claim, rows, "err_ratio_sink", "err_ratio_sink")
     rest = by_group(rows[rows["err_ratio_rest"].notna()], ["layer"], "err_ratio_rest")
-    claim.evidence += "; the other rows per layer: " + ", ".join(f"L{int(g['layer'])} {g['mean']:.3f}" for _, g in rest.iterrows())
+    claim.evidence += "; the other rows per layer: " + ", ".join(
+        f"L{int(g['layer'])} {g['mean']:.3f}" for _, g in rest.iterrows()
+    )
     claim.evidence += "; share of sink-dominated rows per layer: " + ", ".join(
-        f"L{k} {v:.2f}" for k, v in rows.groupby("layer").apply(lambda p: np.average(p["sink_rows"], weights=p["n_trials"]), include_groups=False).items()
+        f"L{k} {v:.2f}"
+        for k, v in rows.groupby("layer")
+        .apply(lambda p: np.average(p["sink_rows"], weights=p["n_trials"]), include_groups=False)
+        .items()
     )
     return claim
 

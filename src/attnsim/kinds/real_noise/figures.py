@@ -36,7 +36,11 @@ def _layer_colours(layers) -> dict:
 
 
 def _settings(summary: pd.DataFrame) -> list[tuple]:
-    keys = summary[["noise", "noise_scale", "noise_draws"]].drop_duplicates().sort_values(["noise", "noise_scale"])
+    keys = (
+        summary[["noise", "noise_scale", "noise_draws"]]
+        .drop_duplicates()
+        .sort_values(["noise", "noise_scale"])
+    )
     return [tuple(r) for r in keys.itertuples(index=False)]
 
 
@@ -68,17 +72,32 @@ def real_noise_map(summary: pd.DataFrame):
     )
 
     def grid(part, column):
-        return part.pivot_table(index="layer", columns="head", values=column, aggfunc="mean").reindex(index=layers, columns=heads).to_numpy(float)
+        return (
+            part.pivot_table(index="layer", columns="head", values=column, aggfunc="mean")
+            .reindex(index=layers, columns=heads)
+            .to_numpy(float)
+        )
 
     for row, n in enumerate(ns):
         for col, (noise, sigma, k) in enumerate(settings):
             ax = axes[row, col]
-            part = summary[(summary["n_keys"] == n) & (summary["noise"] == noise) & (summary["noise_scale"] == sigma) & (summary["noise_draws"] == k)]
+            part = summary[
+                (summary["n_keys"] == n)
+                & (summary["noise"] == noise)
+                & (summary["noise_scale"] == sigma)
+                & (summary["noise_draws"] == k)
+            ]
             finite = bool(part["kappa_finite"].all()) and bool((part["kappa"] > 0).all())
             if finite:
-                image = ax.imshow(grid(part, "err_ratio"), cmap="RdBu_r", norm=ratio_norm, aspect="auto")
-                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label("measured / predicted (theory: 1)", fontsize=7.5)
-                miss = (grid(part, "err_ratio_ci_low") > 1 + tol) | (grid(part, "err_ratio_ci_high") < 1 - tol)
+                image = ax.imshow(
+                    grid(part, "err_ratio"), cmap="RdBu_r", norm=ratio_norm, aspect="auto"
+                )
+                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(
+                    "measured / predicted (theory: 1)", fontsize=7.5
+                )
+                miss = (grid(part, "err_ratio_ci_low") > 1 + tol) | (
+                    grid(part, "err_ratio_ci_high") < 1 - tol
+                )
                 for i, j in zip(*np.nonzero(miss)):
                     ax.plot(j, i, marker="x", color="k", ms=5, mew=1.0)
                 outside = ~(grid(part, "predicted_correction") <= THRESHOLDS.delta_correction)
@@ -86,8 +105,12 @@ def real_noise_map(summary: pd.DataFrame):
                     ax.plot(j, i, marker=".", color="0.15", ms=3)
                 title = f"{noise} σ = {sigma:g}: measured / predicted"
             else:
-                image = ax.imshow(grid(part, "rel_err_mean"), cmap="magma", norm=rel_norm, aspect="auto")
-                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label("rel. error (no prediction)", fontsize=7.5)
+                image = ax.imshow(
+                    grid(part, "rel_err_mean"), cmap="magma", norm=rel_norm, aspect="auto"
+                )
+                fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02).set_label(
+                    "rel. error (no prediction)", fontsize=7.5
+                )
                 title = f"{noise} σ = {sigma:g} (κ = ∞): rel. error"
             ax.set_title(f"{title}\n{n} keys, K = {k}", fontsize=8.5)
             ax.set_xticks(range(len(heads)), heads, fontsize=7)
@@ -103,13 +126,15 @@ def real_noise_map(summary: pd.DataFrame):
             marker=".",
             color="0.15",
             ls="none",
-            label=f"predicted correction > {THRESHOLDS.delta_correction}: outside the delta method's regime",
+            label=f"predicted correction > {THRESHOLDS.delta_correction}: outside the delta "
+            f"method's regime",
         ),
         Patch(color=plt.get_cmap("RdBu_r")(0.5), label="white = 1: the delta method exact"),
     ]
     legend_below(fig, handles, ncol=3, y=-0.02)
     fig.suptitle(
-        "Delta method on the trained heads of all-MiniLM-L6-v2: measured / predicted squared error per layer and head",
+        "Delta method on the trained heads of all-MiniLM-L6-v2: measured / predicted squared error "
+        "per layer and head",
         y=1.0,
     )
     return fig
@@ -130,7 +155,9 @@ def real_noise_sigma(summary: pd.DataFrame):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), sharey=False)
     if data.empty:
         for ax in axes:
-            ax.text(0.5, 0.5, "no light-tailed noise in this sweep", ha="center", transform=ax.transAxes)
+            ax.text(
+                0.5, 0.5, "no light-tailed noise in this sweep", ha="center", transform=ax.transAxes
+            )
         return fig
     layers = sorted(data["layer"].unique())
     colours = _layer_colours(layers)
@@ -145,7 +172,10 @@ def real_noise_sigma(summary: pd.DataFrame):
         (
             "next_err_ratio",
             "measured / next-order theory",
-            lambda r: (r["predicted_correction"] > t.delta_correction) & (r["next_truncation"] <= t.next_truncation),
+            lambda r: (
+                (r["predicted_correction"] > t.delta_correction)
+                & (r["next_truncation"] <= t.next_truncation)
+            ),
         ),
     )
     for ax, (column, label, regime) in zip(axes[:2], panels):
@@ -159,7 +189,9 @@ def real_noise_sigma(summary: pd.DataFrame):
             x = groups["noise_scale"].to_numpy(float) * offset
             y, low, high = (groups[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
             low, high = np.where(np.isfinite(low), low, y), np.where(np.isfinite(high), high, y)
-            ax.errorbar(x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="-")
+            ax.errorbar(
+                x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="-"
+            )
             ax.scatter(x, y, facecolor="white", edgecolor=colours[layer], s=18, zorder=3)
             inside = part[regime(part)]  # what the claim judges: the heads in its regime
             judged = by_group(inside, ["noise_scale"], column) if len(inside) else inside
@@ -199,11 +231,17 @@ def real_noise_sigma(summary: pd.DataFrame):
             if part_c.empty:
                 continue
             groups = by_group(part_c, ["noise_scale"], column)
-            x = groups["noise_scale"].to_numpy(float) * np.exp((k - (len(layers) - 1) / 2) * width + (0.02 if face else 0))
+            x = groups["noise_scale"].to_numpy(float) * np.exp(
+                (k - (len(layers) - 1) / 2) * width + (0.02 if face else 0)
+            )
             y, low, high = (groups[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))
             low, high = np.where(np.isfinite(low), low, y), np.where(np.isfinite(high), high, y)
-            ax.errorbar(x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="none")
-            ax.scatter(x, y, facecolor=face or colours[layer], edgecolor=colours[layer], s=20, zorder=3)
+            ax.errorbar(
+                x, y, yerr=[y - low, high - y], color=colours[layer], lw=0.8, capsize=2, fmt="none"
+            )
+            ax.scatter(
+                x, y, facecolor=face or colours[layer], edgecolor=colours[layer], s=20, zorder=3
+            )
     ax.set_xscale("log")
     ax.set_xlabel("noise std σ")
     ax.set_ylabel("measured / delta method, by row type")
@@ -213,8 +251,12 @@ def real_noise_sigma(summary: pd.DataFrame):
     axes[1].set_title("next-order theory (p2) per layer", fontsize=10)
     axes[2].set_title("sink-dominated rows (filled) vs the others (open)", fontsize=10)
     for ax in axes:
-        ax.set_ylim(0, 1.6)  # the next-order prediction runs off to ~50 at sigma = 1 (small n_eff): clipped
-    handles = [Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers]
+        ax.set_ylim(
+            0, 1.6
+        )  # the next-order prediction runs off to ~50 at sigma = 1 (small n_eff): clipped
+    handles = [
+        Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers
+    ]
     handles += [
         Line2D(
             [],
@@ -238,7 +280,8 @@ def real_noise_sigma(summary: pd.DataFrame):
     ]
     legend_below(fig, handles, ncol=5, y=-0.02)
     fig.suptitle(
-        "Trained heads under logit noise of growing σ (gaussian/uniform): where the delta method and its next order hold",
+        "Trained heads under logit noise of growing σ (gaussian/uniform): where the delta method "
+        "and its next order hold",
         y=1.02,
     )
     fig.tight_layout(rect=(0, 0.08, 1, 1))
@@ -312,7 +355,9 @@ def real_noise_within_heads(summary: pd.DataFrame):
             alpha=0.5,
             lw=0,
         )
-        in_regime = chosen[chosen["in_delta"] & (chosen["n_eff_share"] >= THRESHOLDS.rate_n_eff_share)]
+        in_regime = chosen[
+            chosen["in_delta"] & (chosen["n_eff_share"] >= THRESHOLDS.rate_n_eff_share)
+        ]
         ax_b.scatter(
             in_regime["layer"] - 0.12,
             in_regime["slope"],
@@ -321,7 +366,9 @@ def real_noise_within_heads(summary: pd.DataFrame):
             edgecolor="firebrick",
             lw=1.0,
         )
-    ax_b.axhspan(-0.5 - THRESHOLDS.slope_tolerance, -0.5 + THRESHOLDS.slope_tolerance, color="0.88", zorder=0)
+    ax_b.axhspan(
+        -0.5 - THRESHOLDS.slope_tolerance, -0.5 + THRESHOLDS.slope_tolerance, color="0.88", zorder=0
+    )
     ax_b.axhline(-0.5, color="firebrick", lw=1.4)
     ax_b.axhline(0.0, color="0.5", lw=0.8, ls=":")
     ax_b.set_xlabel("layer")
@@ -332,9 +379,16 @@ def real_noise_within_heads(summary: pd.DataFrame):
     single = light_rows[light_rows["noise_scale"] == sigma]
     if len(single):
         n_show = int(single["n_keys"].value_counts().idxmax())
-        part = single[single["n_keys"] == n_show].groupby(["layer", "head"])[["rel_err_mean", "sum_p2_mean", "kappa"]].mean().reset_index()
+        part = (
+            single[single["n_keys"] == n_show]
+            .groupby(["layer", "head"])[["rel_err_mean", "sum_p2_mean", "kappa"]]
+            .mean()
+            .reset_index()
+        )
         n_eff = 1 / part["sum_p2_mean"]
-        ax_d.scatter(n_eff, part["rel_err_mean"], c=[colours[layer] for layer in part["layer"]], s=18)
+        ax_d.scatter(
+            n_eff, part["rel_err_mean"], c=[colours[layer] for layer in part["layer"]], s=18
+        )
         x = np.geomspace(max(0.8, n_eff.min()), n_eff.max() * 1.2, 50)
         if np.isfinite(part["kappa"].iloc[0]):
             ax_d.plot(x, np.sqrt(float(part["kappa"].iloc[0]) / x), "--", color="firebrick", lw=1.4)
@@ -345,9 +399,13 @@ def real_noise_within_heads(summary: pd.DataFrame):
     ax_d.set_ylabel("rel. error of the head")
     for ax, letter in zip((ax_a, ax_b, ax_c, ax_d), "abcd"):
         _letter(ax, letter)
-    handles = [Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers]
+    handles = [
+        Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers
+    ]
     handles += [
-        Line2D([], [], color="firebrick", ls="--", label="theory: −1/2 rate / n_eff = n / √(κ/n_eff)"),
+        Line2D(
+            [], [], color="firebrick", ls="--", label="theory: −1/2 rate / n_eff = n / √(κ/n_eff)"
+        ),
         Line2D(
             [],
             [],
@@ -355,13 +413,15 @@ def real_noise_within_heads(summary: pd.DataFrame):
             marker="o",
             mfc="none",
             ls="none",
-            label=f"(b) heads in the rate claim's regime (n_eff ≥ {THRESHOLDS.rate_n_eff_share:g} n)",
+            label=f"(b) heads in the rate claim's regime (n_eff ≥ {THRESHOLDS.rate_n_eff_share:g} "
+            f"n)",
         ),
         Patch(color="0.88", label=f"−1/2 ± {THRESHOLDS.slope_tolerance}"),
     ]
     legend_below(fig, handles, ncol=5, y=-0.01)
     fig.suptitle(
-        "The rate within heads: nested windows over the same texts and queries (trained all-MiniLM-L6-v2)",
+        "The rate within heads: nested windows over the same texts and queries (trained "
+        "all-MiniLM-L6-v2)",
         y=1.0,
     )
     fig.tight_layout(rect=(0, 0.05, 1, 0.98))
@@ -378,7 +438,9 @@ ROW_COLUMNS = (
     "spread",
     "n_eff",
 )
-MAX_ROWS = 6000  # rows drawn per panel (an even subsample: the figure shows single rows, not a summary)
+MAX_ROWS = (
+    6000  # rows drawn per panel (an even subsample: the figure shows single rows, not a summary)
+)
 
 
 def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
@@ -477,7 +539,9 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
         Line2D([], [], color="0.2", ls=":", lw=1.4, label="two keys (p, 1 − p): 2p(1 − p)"),
     ]
     legend_below(fig, handles, ncol=2, y=-0.02)
-    fig.suptitle(f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)", y=1.0)
+    fig.suptitle(
+        f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)", y=1.0
+    )
     return fig
 
 

@@ -38,7 +38,9 @@ from attnsim.theory.noise import NOISE_FAMILIES
 
 def head_noise(words: np.ndarray, family: str, layer: int, head: int, shape) -> np.ndarray:
     """The block's standard noise of one family for one head, from its own generator."""
-    sequence = np.random.SeedSequence([int(w) for w in words], spawn_key=(NOISE_FAMILIES.index(family), layer, head))
+    sequence = np.random.SeedSequence(
+        [int(w) for w in words], spawn_key=(NOISE_FAMILIES.index(family), layer, head)
+    )
     return standard_noise32(np.random.Generator(np.random.SFC64(sequence)), family, shape)
 
 
@@ -55,7 +57,9 @@ def noisy_sq_err(log_p: np.ndarray, dev: np.ndarray, z: np.ndarray, sigma: float
 NEXT_ORDER_SUMS = ("sum_p2", "sum_p3", "c3", "c4", "m2", "c_tail")
 
 
-def next_order_sums(stats: dict[str, np.ndarray], tail_power: float | None) -> dict[str, np.ndarray]:
+def next_order_sums(
+    stats: dict[str, np.ndarray], tail_power: float | None
+) -> dict[str, np.ndarray]:
     """The sums `delta_next.next_order_from_stats` needs, from a row's p and dev = v - o
     (docs/science.md §2.8):
     c_r = sum p^r ||v - o||^2, m2 = ||sum p^2 (v - o)||^2; c_tail (r = k*) nan where no tail term
@@ -70,7 +74,9 @@ def next_order_sums(stats: dict[str, np.ndarray], tail_power: float | None) -> d
         "c3": np.sum(p2 * p * dist2, axis=-1),
         "c4": np.sum(p2 * p2 * dist2, axis=-1),
         "m2": np.einsum("...d,...d->...", m2, m2),
-        "c_tail": np.full(p.shape[0], np.nan) if tail_power is None else np.sum(p**tail_power * dist2, axis=-1),
+        "c_tail": np.full(p.shape[0], np.nan)
+        if tail_power is None
+        else np.sum(p**tail_power * dist2, axis=-1),
     }
 
 
@@ -80,7 +86,9 @@ NEST_QUERIES = 15
 ROW_SUMS = ("sq_err", "spread", "grad_sq", "entropy", "n_eff", "sink_weight", *NEXT_ORDER_SUMS)
 
 
-def window(ids: np.ndarray, positions: np.ndarray, nested: np.ndarray, keys: int) -> tuple[np.ndarray, np.ndarray]:
+def window(
+    ids: np.ndarray, positions: np.ndarray, nested: np.ndarray, keys: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(ids (T, m), query positions (T,)) of the rows a point with `keys` uses: 0 -> the trial's own
     window and query; m > 0 -> [CLS], the first m - 2 word pieces of the trial's text, [SEP], and
     the nested query."""
@@ -111,14 +119,18 @@ def simulate(
     nested = rng.integers(NEST_QUERIES, size=trials)
     noise_keys = sorted({(p["noise"], p["layer"], p["head"]) for p in points})
     z = {key: head_noise(words, *key, (trials, noise_draws, n)) for key in noise_keys}
-    wanted: dict[int, dict[tuple[int, int], list[int]]] = defaultdict(lambda: defaultdict(list))  # keys -> (layer, head) -> points
+    wanted: dict[int, dict[tuple[int, int], list[int]]] = defaultdict(
+        lambda: defaultdict(list)
+    )  # keys -> (layer, head) -> points
     for i, p in enumerate(points):
         wanted[int(p.get("keys", 0))][(p["layer"], p["head"])].append(i)
     out = [{k: np.empty(trials) for k in ROW_SUMS} for _ in points]
     for m, by_head in sorted(wanted.items()):
         m_ids, m_positions = window(ids, positions, nested, m)
         width = m_ids.shape[1]
-        for part, layers in heads.rows(heads.trained(), m_ids, m_positions, {layer for layer, _ in by_head}):
+        for part, layers in heads.rows(
+            heads.trained(), m_ids, m_positions, {layer for layer, _ in by_head}
+        ):
             for (layer, head), members in by_head.items():
                 logits, values = layers[layer]
                 stats = heads.row_stats(logits[:, head], values[:, head])
@@ -126,7 +138,9 @@ def simulate(
                     p = points[i]
                     row = out[i]
                     noise = z[(p["noise"], layer, head)][part][..., :width]
-                    row["sq_err"][part] = noisy_sq_err(stats["log_p"], stats["dev"], noise, p["noise_scale"])
+                    row["sq_err"][part] = noisy_sq_err(
+                        stats["log_p"], stats["dev"], noise, p["noise_scale"]
+                    )
                     row["spread"][part] = stats["spread"]
                     row["grad_sq"][part] = stats["grad_sq"]
                     row["entropy"][part] = stats["entropy"]

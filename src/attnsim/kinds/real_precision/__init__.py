@@ -34,7 +34,9 @@ def headline(s) -> str:
     if rows.empty:
         return ""
     per_layer = rows.groupby("layer")["ratio_iid_mean"].mean()
-    return "trained heads, logits rounded: measured / i.i.d. delta per layer " + ", ".join(f"L{k} {v:.2f}" for k, v in per_layer.items())
+    return "trained heads, logits rounded: measured / i.i.d. delta per layer " + ", ".join(
+        f"L{k} {v:.2f}" for k, v in per_layer.items()
+    )
 
 
 KIND = Kind(
@@ -51,7 +53,8 @@ KIND = Kind(
         },
     },
     name="real_precision",
-    description="trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding model",
+    description="trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta "
+    "method and the rounding model",
     package=__name__,
     params=PARAMS,
     stream_params=("n",),  # the windows; every layer, head, format and site shares them

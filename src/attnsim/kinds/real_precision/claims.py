@@ -27,7 +27,11 @@ REASON = "docs/science.md §11.7"
 def in_regime(rows: pd.DataFrame) -> pd.Series:
     t = THRESHOLDS
     small = (rows["kappa_eff"] <= t.kappa_eff_max) | (rows["site"] == "output")
-    return small.fillna(False) & (rows["saturated_mean"] == 0) & (rows["flushed_mean"] <= t.flushed_max)
+    return (
+        small.fillna(False)
+        & (rows["saturated_mean"] == 0)
+        & (rows["flushed_mean"] <= t.flushed_max)
+    )
 
 
 def per_layer(rows: pd.DataFrame, column: str, keys=("layer",)) -> pd.DataFrame:
@@ -69,7 +73,8 @@ def iid_delta(s: pd.DataFrame | None) -> Claim:
         f"{t.flushed_max:g} flushed; "
         "per layer, the points of its heads and formats pooled",
         reason=REASON,
-        compared_to="1: mean over rows of sq_err / sq_err_iid, per layer (mean over its points, between-point interval)",
+        compared_to="1: mean over rows of sq_err / sq_err_iid, per layer (mean over its points, "
+        "between-point interval)",
         threshold=f"every layer's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
     )
     rows = select_regime(claim, s, lambda r: (r["site"] == "logits") & in_regime(r), FIGURE)
@@ -81,7 +86,10 @@ def iid_delta(s: pd.DataFrame | None) -> Claim:
         claim.verdict = "outside regime"
         return claim
     claim.per_point(layers, "value", "low", "high", 1.0, t.ratio_tolerance, describe=_describe)
-    claim.evidence += f"; the rounding model's factor over the i.i.d. method: {rows['iid_factor_model'].min():.2f}-{rows['iid_factor_model'].max():.2f}"
+    claim.evidence += (
+        "; the rounding model's factor over the i.i.d. method: "
+        f"{rows['iid_factor_model'].min():.2f}-{rows['iid_factor_model'].max():.2f}"
+    )
     return claim
 
 
@@ -118,7 +126,9 @@ def model_delta(s: pd.DataFrame | None) -> Claim:
         "high",
         1.0,
         t.ratio_tolerance,
-        describe=lambda r: f"layer {int(r['layer'])}, {r['format']}, {r['site']} ({int(r['heads'])} heads)",
+        describe=lambda r: (
+            f"layer {int(r['layer'])}, {r['format']}, {r['site']} ({int(r['heads'])} heads)"
+        ),
     )
 
 

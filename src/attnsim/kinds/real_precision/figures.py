@@ -19,10 +19,14 @@ def real_precision_layers(summary):
     """One panel per site: per layer, the mean over its heads of measured / predicted error (the
     rounding model filled, the essay's i.i.d. delta method hollow) with the between-head 95%
     interval, colour = format; grey = points outside the model's regime included."""
-    sites = [s for s in ("logits", "qk", "qk_rotated", "probs", "output") if s in set(summary["site"])]
+    sites = [
+        s for s in ("logits", "qk", "qk_rotated", "probs", "output") if s in set(summary["site"])
+    ]
     cols = min(3, len(sites))
     rows_ = -(-len(sites) // cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(4.8 * cols, 3.6 * rows_), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        rows_, cols, figsize=(4.8 * cols, 3.6 * rows_), squeeze=False, sharey=True
+    )
     present = [f for f in FORMAT_NAMES if f in set(summary["format"])]
     colours = dict(zip(present, palette("colorblind", len(present))))
     offsets = dict(zip(present, np.linspace(-0.2, 0.2, len(present))))
@@ -45,7 +49,9 @@ def real_precision_layers(summary):
                 layers = per_layer(rows, column)
                 x = layers["layer"].to_numpy(float) + offsets[fmt]
                 y = layers["value"].to_numpy(float)
-                err = np.vstack([np.clip(y - layers["low"], 0, None), np.clip(layers["high"] - y, 0, None)])
+                err = np.vstack(
+                    [np.clip(y - layers["low"], 0, None), np.clip(layers["high"] - y, 0, None)]
+                )
                 ax.errorbar(
                     x,
                     y,
@@ -63,10 +69,15 @@ def real_precision_layers(summary):
         ax.set_title(f"site {site}", fontsize=9)
     for ax in axes[:, 0]:
         ax.set_ylabel("measured / predicted, mean over heads")
-    handles = [Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f)) for f, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
+        for f, c in colours.items()
+    ]
     handles += [
         Line2D([], [], color="0.3", marker="o", ls="none", label="÷ rounding model"),
-        Line2D([], [], color="0.3", marker="s", mfc="none", ls="none", label="÷ i.i.d. delta, κ pooled"),
+        Line2D(
+            [], [], color="0.3", marker="s", mfc="none", ls="none", label="÷ i.i.d. delta, κ pooled"
+        ),
         Line2D(
             [],
             [],
@@ -78,7 +89,8 @@ def real_precision_layers(summary):
         ),
     ]
     fig.suptitle(
-        "Trained heads of all-MiniLM-L6-v2 with one rounding: measured over predicted error per layer",
+        "Trained heads of all-MiniLM-L6-v2 with one rounding: measured over predicted error per "
+        "layer",
         y=1.0,
     )
     fig.tight_layout()

@@ -23,12 +23,18 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points, record: bool
     With `record`, also (ids, positions, rotations) for the tests' oracle."""
     ids, positions = heads.draw_trials(rng, n, trials)
     rotate = any(p["site"] == "qk_rotated" for p in points)
-    rotations = precision.rotations(standard_normal(rng, (trials, heads.HEAD_SIZE, heads.HEAD_SIZE))) if rotate else None
+    rotations = (
+        precision.rotations(standard_normal(rng, (trials, heads.HEAD_SIZE, heads.HEAD_SIZE)))
+        if rotate
+        else None
+    )
     wanted: dict[tuple[int, int], list[int]] = defaultdict(list)
     for i, p in enumerate(points):
         wanted[(int(p["layer"]), int(p["head"]))].append(i)
     out: list[dict[str, np.ndarray]] = [{} for _ in points]
-    for part, layers in heads.query_key_rows(heads.trained(), ids, positions, {layer for layer, _ in wanted}):
+    for part, layers in heads.query_key_rows(
+        heads.trained(), ids, positions, {layer for layer, _ in wanted}
+    ):
         for (layer, head), members in wanted.items():
             logits, q, k, v = layers[layer]
             block = precision.Block(
