@@ -2,8 +2,7 @@
 
 A kind's `simulate_block(rng, trials, points)` returns, per point, metric -> array of `trials`
 values. A block whose output has another length, shape or dtype, misses or adds a metric, or holds
-NaN where the kind does not declare it (`Kind.finite_metrics`; +/-inf also in
-`Kind.infinite_metrics`) fails the job with one line naming the kind, the metric and the point.
+NaN or inf where the kind does not declare it (`Kind.finite_metrics`, `Kind.nonfinite_metrics`) fails the job with one line naming the kind, the metric and the point.
 """
 
 from __future__ import annotations
@@ -45,11 +44,7 @@ def check_block(kind, points: Sequence, trials: int, output) -> None:
                     raise KernelOutputError(f"{where}: {values.shape[0]} values for {trials} trials")
                 raise KernelOutputError(f"{where}: an array of shape {values.shape}, not one value per trial ({trials},)")
             if values.dtype.kind == "f" and not np.isfinite(values).all():
-                nan = int(np.isnan(values).sum())
-                inf = int(np.isinf(values).sum())
-                if nan and name not in kind.finite_metrics:
-                    raise KernelOutputError(f"{where}: {nan} of {trials} values are NaN, which the kind does not declare (finite_metrics)")
-                if inf and name not in kind.finite_metrics and name not in kind.infinite_metrics:
-                    raise KernelOutputError(
-                        f"{where}: {inf} of {trials} values are infinite, which the kind does not declare (finite_metrics, infinite_metrics)"
-                    )
+                if name not in kind.finite_metrics and name not in kind.nonfinite_metrics:
+                    nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+                    what = f"{nan} of {trials} values are NaN" if nan else f"{inf} of {trials} values are infinite"
+                    raise KernelOutputError(f"{where}: {what}, which the kind does not declare (finite_metrics, nonfinite_metrics)")
