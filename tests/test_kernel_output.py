@@ -62,10 +62,24 @@ def missing(m, trials):
     ("damage", "needle"),
     [
         (short, "metric entropy, point {pid} (n=16, d=3, tau=1.0): 19 values for 20 trials"),
-        (wide, "metric gap, point {pid} (n=16, d=3, tau=1.0): an array of shape (20, 2), not one value per trial (20,)"),
-        (nan, "metric entropy, point {pid} (n=16, d=3, tau=1.0): 1 of 20 values are NaN, which the kind does not declare"),
-        (strings, "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype <U1, not real numbers"),
-        (missing, "point {pid} (n=16, d=3, tau=1.0): simulate_block's output has missing metric gap"),
+        (
+            wide,
+            "metric gap, point {pid} (n=16, d=3, tau=1.0): an array of shape (20, 2), not one "
+            "value per trial (20,)",
+        ),
+        (
+            nan,
+            "metric entropy, point {pid} (n=16, d=3, tau=1.0): 1 of 20 values are NaN, which the "
+            "kind does not declare",
+        ),
+        (
+            strings,
+            "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype <U1, not real numbers",
+        ),
+        (
+            missing,
+            "point {pid} (n=16, d=3, tau=1.0): simulate_block's output has missing metric gap",
+        ),
     ],
 )
 def test_bad_kernel_output_is_refused_naming_kind_metric_and_point(damage, needle):
@@ -74,7 +88,11 @@ def test_bad_kernel_output_is_refused_naming_kind_metric_and_point(damage, needl
     with pytest.raises(KernelOutputError) as error:
         simulate_points(kind, 1, 20, [point])
     text = str(error.value)
-    assert text.startswith("kind plugin_kind, ") and needle.format(pid=point.id) in text and "\n" not in text, text
+    assert (
+        text.startswith("kind plugin_kind, ")
+        and needle.format(pid=point.id) in text
+        and "\n" not in text
+    ), text
 
 
 def test_nan_is_allowed_where_declared():
@@ -92,12 +110,18 @@ def test_the_job_fails_with_one_line_and_writes_nothing(tmp_path, monkeypatch, c
     output = store.chunk_path(tmp_path, "temperature_entropy", "temperature", spec.id)
     assert main(["simulate", "--spec", spec.to_json(), "--output", str(output)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"attnsim: error: kind temperature_entropy, metric entropy, point {point.id} (n=16, d=3, tau=1.0): 19 values for 20 trials"]
+    assert err == [
+        f"attnsim: error: kind temperature_entropy, metric entropy, point {point.id} (n=16, d=3, "
+        "tau=1.0): 19 values for 20 trials"
+    ]
     assert not output.exists() and not list(tmp_path.rglob("*.parquet"))
 
 
 def test_every_built_in_kind_passes_on_a_small_point():
     """The check does not refuse what the built-in kinds produce (inf where kappa is infinite)."""
-    point = make_point("noisy_attention", dict(n=16, d=2, logit_scale=1.0, noise="student_t", noise_draws=2, noise_scale=0.5))
+    point = make_point(
+        "noisy_attention",
+        dict(n=16, d=2, logit_scale=1.0, noise="student_t", noise_draws=2, noise_scale=0.5),
+    )
     out = simulate_points("noisy_attention", 1, 8, [point])[point.id]
     assert np.isinf(out["kappa"]).all()  # student_t's default df has no finite kappa: declared

@@ -25,7 +25,10 @@ def chunks(tmp_path):
     settings = load(small_config())
     root = tmp_path / "store"
     plan = plan_experiment(settings, "robustness", root)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        for c in plan.pending
+    ]
     return settings, root, paths
 
 
@@ -59,7 +62,11 @@ def test_every_column_chunk_with_a_flipped_bit_is_refused_on_read(chunks):
             with pytest.raises(StoreError) as error:
                 store.read_table(paths[0])
             text = str(error.value)
-            assert text.startswith(f"{paths[0]}: ") and "delete it and rerun to recompute it" in text and "\n" not in text, (name, offset, text)
+            assert (
+                text.startswith(f"{paths[0]}: ")
+                and "delete it and rerun to recompute it" in text
+                and "\n" not in text
+            ), (name, offset, text)
     paths[0].write_bytes(original)
     assert store.read_table(paths[0]).num_rows > 0
 
@@ -88,7 +95,9 @@ def test_a_flip_anywhere_in_the_file_is_detected_or_changes_nothing_read(chunks)
             detected[region] += 1
             continue
         assert same, f"a flip at byte {offset} ({region}) changed what is read without an error"
-    assert detected["pages"] > 0.75 * tried["pages"] and detected["footer"] > 0.4 * tried["footer"], (detected, tried)
+    assert (
+        detected["pages"] > 0.75 * tried["pages"] and detected["footer"] > 0.4 * tried["footer"]
+    ), (detected, tried)
 
 
 def test_a_flipped_bit_in_the_provenance_is_refused(chunks):
@@ -105,7 +114,14 @@ def test_collect_refuses_a_damaged_chunk_in_one_line_naming_it(chunks, capsys):
     start, end = next((s, e) for name, s, e in column_ranges(paths[1]) if name == "sq_err")
     flip(paths[1], (start + end) // 2, bit=3)
     out = store.summary_path(root, "noisy_attention", "robustness")
-    argv = ["collect", "--experiment", experiment_json(settings, "robustness"), "--output", str(out), *map(str, paths)]
+    argv = [
+        "collect",
+        "--experiment",
+        experiment_json(settings, "robustness"),
+        "--output",
+        str(out),
+        *map(str, paths),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"attnsim: error: {paths[1]}: damaged"), err
@@ -116,10 +132,16 @@ def test_every_chunk_records_the_checksums_of_its_columns(chunks):
     _, _, paths = chunks
     meta = store.read_meta(paths[0])
     assert set(meta["content_sha256"]) == set(pq.read_schema(paths[0]).names)
-    assert all(pq.ParquetFile(paths[0]).metadata.row_group(0).column(i).statistics is not None for i in range(3))
+    assert all(
+        pq.ParquetFile(paths[0]).metadata.row_group(0).column(i).statistics is not None
+        for i in range(3)
+    )
 
 
-@pytest.mark.parametrize("copy_name", ["chunk-{id} (1).parquet", "copy-of-{id}.parquet", "chunk-0123456789abcdef.parquet"])
+@pytest.mark.parametrize(
+    "copy_name",
+    ["chunk-{id} (1).parquet", "copy-of-{id}.parquet", "chunk-0123456789abcdef.parquet"],
+)
 def test_a_second_copy_of_a_chunk_is_named_not_counted(chunks, copy_name):
     settings, root, paths = chunks
     chunk = store.read_meta(paths[0])["chunk"]
@@ -128,9 +150,17 @@ def test_a_second_copy_of_a_chunk_is_named_not_counted(chunks, copy_name):
     with pytest.raises(StoreError) as error:
         plan_experiment(settings, "robustness", root)
     text = str(error.value)
-    assert text.startswith(f"{copy}: ") and f"chunk {chunk}" in text and f"delete {copy.name} and rerun" in text
+    assert (
+        text.startswith(f"{copy}: ")
+        and f"chunk {chunk}" in text
+        and f"delete {copy.name} and rerun" in text
+    )
     with pytest.raises(StoreError, match="counted twice"):
-        collect(experiment_json(settings, "robustness"), [*paths, copy], store.summary_path(root, "noisy_attention", "robustness"))
+        collect(
+            experiment_json(settings, "robustness"),
+            [*paths, copy],
+            store.summary_path(root, "noisy_attention", "robustness"),
+        )
     copy.unlink()  # the advice: then the plan is whole again
     assert plan_experiment(settings, "robustness", root).pending == []
 
@@ -144,14 +174,18 @@ def test_a_summary_knows_its_chunks_and_is_stale_when_one_goes(chunks):
     assert store.stale_summaries(root, {"robustness": "noisy_attention"}) == {}
     chunk = store.read_meta(paths[0])["chunk"]
     paths[0].unlink()
-    assert store.stale_summaries(root, {"robustness": "noisy_attention"}) == {out: f"its chunk {chunk} is no longer in the store"}
+    assert store.stale_summaries(root, {"robustness": "noisy_attention"}) == {
+        out: f"its chunk {chunk} is no longer in the store"
+    }
 
 
 # --- end to end: the workflow recomputes what is missing ------------------------------------------
 
 
 def trial_rows(workdir) -> int:
-    return sum(pq.read_metadata(p).num_rows for p in (workdir / "results/store/trials").rglob("*.parquet"))
+    return sum(
+        pq.read_metadata(p).num_rows for p in (workdir / "results/store/trials").rglob("*.parquet")
+    )
 
 
 def summary_trials(workdir) -> list[int]:
@@ -195,7 +229,11 @@ def test_a_truncated_chunk_is_named_and_the_advice_recomputes_it(finished, tmp_p
     result = snakemake(workdir, "-n", "--cores", "1", check=False)
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr
-    assert lines[0].startswith("attnsim: error: results/store/trials/") and victim.name in lines[0] and lines[0].endswith("delete it and rerun to recompute it")
+    assert (
+        lines[0].startswith("attnsim: error: results/store/trials/")
+        and victim.name in lines[0]
+        and lines[0].endswith("delete it and rerun to recompute it")
+    )
     victim.unlink()  # what the message says to do
     snakemake(workdir, "--cores", "2")
     assert trial_rows(workdir) == full and summary_trials(workdir) == [20]

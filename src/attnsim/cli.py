@@ -264,8 +264,14 @@ def parser() -> argparse.ArgumentParser:
         help="table (default: aligned text), csv, json (records) or parquet (needs --output)",
     )
     p.add_argument("--output", type=Path, help="write to this file instead of stdout (required for parquet)")
-    p.add_argument("--timeout", type=float, default=300.0, help="stop the query after this many seconds (default: %(default)g)")
-    p.add_argument("--memory", default="1GB", help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: %(default)s)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="stop the query after this many seconds (default: %(default)g)"
+    )
+    p.add_argument(
+        "--memory",
+        default="1GB",
+        help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: %(default)s)",
+    )
     store_option(p)
     p.set_defaults(func=_query)
 

@@ -30,15 +30,19 @@ PERIODIC = re.compile(r"(.+)\1{19,}$")  # Snakemake's PeriodicityDetector (20 re
 
 
 def read_text(path: Path) -> str:
-    """The text of a config file, or a one-line ConfigError: missing, a directory, too large, not UTF-8."""
+    """The text of a config file, or a one-line ConfigError: missing, a directory, too large, not
+    UTF-8."""
     path = Path(path)
     try:
         size = path.stat().st_size
         if path.is_dir():
-            raise ConfigError(f"{path}: a directory, not a config file; name a YAML file such as config.yaml")
+            raise ConfigError(
+                f"{path}: a directory, not a config file; name a YAML file such as config.yaml"
+            )
         if size > MAX_CONFIG_BYTES:
             raise ConfigError(
-                f"{path}: {size / 2**20:,.1f} MiB, over the {MAX_CONFIG_BYTES // 2**20} MiB a config may have; "
+                f"{path}: {size / 2**20:,.1f} MiB, over the {MAX_CONFIG_BYTES // 2**20} MiB a "
+                "config may have; "
                 "a grid is lists of values (write ranges out with fewer values, or split the sweep)"
             )
         data = path.read_bytes()
@@ -52,7 +56,10 @@ def read_text(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
-        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); save it as UTF-8") from None
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); save it as "
+            "UTF-8"
+        ) from None
 
 
 def expanded_size(node: yaml.Node, cap: int = MAX_EXPANDED_NODES) -> int:
@@ -86,9 +93,14 @@ def check_aliases(node: yaml.Node | None, where: str) -> None:
 
 def check_mapping(data, where: str) -> None:
     if data is None:
-        raise ConfigError(f"{where}: empty; a config is a mapping with seed: and experiments: (see config.yaml)")
+        raise ConfigError(
+            f"{where}: empty; a config is a mapping with seed: and experiments: (see config.yaml)"
+        )
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: a config is a mapping with seed: and experiments:, this file holds a {type(data).__name__}")
+        raise ConfigError(
+            f"{where}: a config is a mapping with seed: and experiments:, this file holds a "
+            f"{type(data).__name__}"
+        )
 
 
 def check_names(names) -> None:
@@ -96,13 +108,22 @@ def check_names(names) -> None:
     names = list(names)
     for name in names:
         if name in RESERVED_NAMES:
-            raise ConfigError(f"experiments.{name}: reserved, the store's view `{name}` has that name; choose another name")
-        owner = next((other for other in names if other != name and name == f"{other}_trials"), None)
+            raise ConfigError(
+                f"experiments.{name}: reserved, the store's view `{name}` has that name; choose "
+                "another name"
+            )
+        owner = next(
+            (other for other in names if other != name and name == f"{other}_trials"), None
+        )
         if owner is not None:
-            raise ConfigError(f"experiments.{name}: reserved, the view of experiment {owner}'s trials has that name; choose another name")
+            raise ConfigError(
+                f"experiments.{name}: reserved, the view of experiment {owner}'s trials has that "
+                "name; choose another name"
+            )
         if PERIODIC.search(name):
             raise ConfigError(
-                f"experiments.{name}: ends in a part repeated 20 times or more, which Snakemake refuses in a path (a periodic wildcard); choose another name"
+                f"experiments.{name}: ends in a part repeated 20 times or more, which Snakemake "
+                "refuses in a path (a periodic wildcard); choose another name"
             )
 
 
@@ -119,8 +140,10 @@ def check_size(experiments: dict, max_points: int) -> None:
         grid = experiments[name].get("grid") or {}
         shape = " x ".join(f"{k}: {len(v) if isinstance(v, list) else 1}" for k, v in grid.items())
         raise ConfigError(
-            f"experiments.{name}.grid: {sizes[name]:,} points ({shape}); the config has {total:,} in all, over max_points = "
-            f"{max_points:,}; planning them needs about {total * PLAN_BYTES_PER_POINT / 2**30:,.1f} GiB of memory: shrink the grid "
+            f"experiments.{name}.grid: {sizes[name]:,} points ({shape}); the config has {total:,} "
+            "in all, over max_points = "
+            f"{max_points:,}; planning them needs about "
+            f"{total * PLAN_BYTES_PER_POINT / 2**30:,.1f} GiB of memory: shrink the grid "
             "or raise max_points"
         )
 
@@ -131,7 +154,8 @@ CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def run_configfiles(extra: list[str], workdir: Path = Path(".")) -> list[Path]:
-    """The config files a `snakemake ...extra` run reads: those after --configfile(s), else config.yaml."""
+    """The config files a `snakemake ...extra` run reads: those after --configfile(s), else
+    config.yaml."""
     files, taking = [], False
     for arg in extra:
         if arg.startswith("--configfile=") or arg.startswith("--configfiles="):
@@ -168,12 +192,14 @@ def check_run_args(extra: list[str], workdir: Path = Path(".")) -> None:
     for item in config_overrides(extra):
         if not CONFIG_KEY.match(item):
             raise ConfigError(
-                f"--config {item}: give KEY=VALUE with KEY a top-level key of the config (e.g. --config seed=3); nested keys are set in a config file"
+                f"--config {item}: give KEY=VALUE with KEY a top-level key of the config (e.g. "
+                "--config seed=3); nested keys are set in a config file"
             )
     default = run_configfiles([], workdir)[0]
     for path in run_configfiles(extra, workdir):
         if path == default and not path.exists():
-            continue  # Snakemake's own message names the missing default (and the workflow may not need it)
+            # Snakemake's own message names the missing default (and the workflow may not need it)
+            continue
         text = read_text(path)
         try:
             node = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -147,15 +147,24 @@ def check_local_copy(name: str, local_copy: Path, hash: bool = True) -> Path:
     asset = get(name)
     local_copy = Path(local_copy).expanduser()
     if not local_copy.exists():
-        raise AssetError(f"assets.{name}: {local_copy} does not exist (a folder holding {', '.join(asset.files)}, or {asset.wheel})")
+        raise AssetError(
+            f"assets.{name}: {local_copy} does not exist "
+            f"(a folder holding {', '.join(asset.files)}, or {asset.wheel})"
+        )
     if local_copy.is_file():
         if not hash and not local_copy.name.endswith(".whl"):
-            raise AssetError(f"assets.{name}: {local_copy} is neither a folder holding {', '.join(asset.files)} nor the wheel {asset.wheel}")
+            raise AssetError(
+                f"assets.{name}: {local_copy} is neither a folder holding "
+                f"{', '.join(asset.files)} nor the wheel {asset.wheel}"
+            )
         return _check_wheel(asset, local_copy) if hash else local_copy
     if not hash:
         missing = [f for f in asset.files if not (local_copy / f).is_file()]
         if missing:
-            raise AssetError(f"assets.{name}: {local_copy} has no {missing[0]} (expected the files of {asset.requirement})")
+            raise AssetError(
+                f"assets.{name}: {local_copy} has no {missing[0]} "
+                f"(expected the files of {asset.requirement})"
+            )
         return local_copy
     return verify(name, local_copy)
 
@@ -176,7 +185,8 @@ def check_run_assets(names, configured: dict, resources: Path) -> dict[str, floa
             try:
                 verify(name, target)
             except AssetError as error:
-                raise AssetError(f"{error}; delete {target} and {marker(name, resources)} and rerun to fetch it again") from None
+                again = f"delete {target} and {marker(name, resources)} and rerun to fetch it again"
+                raise AssetError(f"{error}; {again}") from None
         spent[name] = time.perf_counter() - started
     return spent
 

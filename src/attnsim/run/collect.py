@@ -223,7 +223,8 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(spec["kind"])
     metrics = [m.name for m in kind.metrics]
-    inputs = store.inputs_provenance(chunk_paths, spec["experiment"])  # copies named, CPU classes counted
+    # copies of a chunk named, CPU classes counted, before anything is summarised
+    inputs = store.inputs_provenance(chunk_paths, spec["experiment"])
     tables = (store.read_table(Path(p), ["point_id", *metrics], dictionary=["point_id"]) for p in chunk_paths)
     summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
     meta = store.provenance(

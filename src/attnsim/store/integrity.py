@@ -42,7 +42,11 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
             h.update(np.asarray(chunk.is_null()).tobytes())
             chunk = chunk.fill_null(0)
         width = chunk.type.bit_width // 8
-        h.update(memoryview(chunk.buffers()[1])[chunk.offset * width : (chunk.offset + len(chunk)) * width])
+        h.update(
+            memoryview(chunk.buffers()[1])[
+                chunk.offset * width : (chunk.offset + len(chunk)) * width
+            ]
+        )
     return h.hexdigest()
 
 
@@ -76,7 +80,10 @@ def meta_digest(raw: bytes) -> bytes:
 
 def verify_meta(path: Path, raw: bytes, recorded: bytes | None) -> None:
     if recorded is not None and meta_digest(raw) != recorded:
-        raise StoreError(f"{path}: damaged (its provenance does not match its checksum); delete it and rerun to recompute it")
+        raise StoreError(
+            f"{path}: damaged (its provenance does not match its checksum); delete it and rerun "
+            "to recompute it"
+        )
 
 
 def verify_columns(path: Path, table: pa.Table, meta: dict) -> None:
@@ -88,9 +95,15 @@ def verify_columns(path: Path, table: pa.Table, meta: dict) -> None:
         if name not in recorded:
             if name in ("kind", "experiment"):  # hive partition columns, from the path
                 continue
-            raise StoreError(f"{path}: damaged (a column {name!r} it was not written with); delete it and rerun to recompute it")
+            raise StoreError(
+                f"{path}: damaged (a column {name!r} it was not written with); delete it and "
+                "rerun to recompute it"
+            )
         if column_digest(table[name]) != recorded[name]:
-            raise StoreError(f"{path}: damaged (column {name} does not match its checksum); delete it and rerun to recompute it")
+            raise StoreError(
+                f"{path}: damaged (column {name} does not match its checksum); delete it and "
+                "rerun to recompute it"
+            )
 
 
 # --- the inventory: an experiment's files against their provenance ------------------------------
@@ -107,10 +120,20 @@ def experiment_files(paths: list[Path], read_meta) -> list[tuple[Path, dict]]:
         chunk = meta.get("chunk")
         if chunk and path.name != f"chunk-{chunk}.parquet":
             original = path.with_name(f"chunk-{chunk}.parquet")
-            where = f"a copy of {original.name}" if original.exists() else f"chunk {chunk} under another name"
-            raise StoreError(f"{path}: {where} (its provenance says chunk {chunk}); its rows would be counted twice: delete {path.name} and rerun")
+            where = (
+                f"a copy of {original.name}"
+                if original.exists()
+                else f"chunk {chunk} under another name"
+            )
+            raise StoreError(
+                f"{path}: {where} (its provenance says chunk {chunk}); its rows would be counted "
+                f"twice: delete {path.name} and rerun"
+            )
         if chunk in by_chunk:
-            raise StoreError(f"{path}: holds chunk {chunk}, as does {by_chunk[chunk].name}; delete one of them and rerun")
+            raise StoreError(
+                f"{path}: holds chunk {chunk}, as does {by_chunk[chunk].name}; delete one of them "
+                "and rerun"
+            )
         by_chunk[chunk] = path
         out.append((path, meta))
     return out
@@ -118,7 +141,11 @@ def experiment_files(paths: list[Path], read_meta) -> list[tuple[Path, dict]]:
 
 def summary_inputs(chunk_metas: list[tuple[Path, dict]]) -> dict[str, str]:
     """chunk id -> content digest: what a summary records of the chunks it was made from."""
-    return {meta["chunk"]: file_digest(meta.get("content_sha256", {})) for _, meta in chunk_metas if meta.get("chunk")}
+    return {
+        meta["chunk"]: file_digest(meta.get("content_sha256", {}))
+        for _, meta in chunk_metas
+        if meta.get("chunk")
+    }
 
 
 def stale_summary(summary: Path, chunk_metas: list[tuple[Path, dict]], read_meta) -> str | None:
@@ -133,7 +160,9 @@ def stale_summary(summary: Path, chunk_metas: list[tuple[Path, dict]], read_meta
     current = summary_inputs(chunk_metas)
     missing = sorted(set(recorded) - set(current))
     if missing:
-        return f"its chunk {missing[0]} is no longer in the store" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        return f"its chunk {missing[0]} is no longer in the store" + (
+            f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        )
     changed = sorted(c for c in recorded if recorded[c] != current[c])
     if changed:
         return f"its chunk {changed[0]} has changed since"

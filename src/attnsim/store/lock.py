@@ -29,7 +29,8 @@ def lock_path(results: Path) -> Path:
 
 
 def acquire(results: Path) -> Path:
-    """Take the store's run lock for this process (again: a no-op); StoreError if another holds it."""
+    """Take the store's run lock for this process (again: a no-op); StoreError if another
+    holds it."""
     path = lock_path(results)
     if str(path) in _HELD:
         return path
@@ -40,8 +41,16 @@ def acquire(results: Path) -> Path:
     except BlockingIOError:
         holder = _holder(fd)
         os.close(fd)
-        raise StoreError(f"{results}: another run is using this store ({holder}); wait for it to finish or stop it, then rerun") from None
-    info = {"host": socket.gethostname(), "pid": os.getpid(), "cwd": os.getcwd(), "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        raise StoreError(
+            f"{results}: another run is using this store ({holder}); wait for it to finish or "
+            "stop it, then rerun"
+        ) from None
+    info = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps(info).encode(), 0)
     _HELD[str(path)] = fd
