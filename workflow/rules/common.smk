@@ -152,11 +152,14 @@ def experiment_chunks(wildcards):
 
 
 def experiment_folder(wildcards):
-    """The chunks' folder, once it exists: its mtime changes when a chunk file is deleted, so
-    Snakemake rebuilds the summary (and recomputes the missing chunk) instead of trusting it.
+    """The chunks' folder: its mtime changes when a chunk file is deleted, so Snakemake rebuilds
+    the summary (and recomputes the missing chunk) instead of trusting it. A real run creates it
+    (empty) so that the set of collect's inputs is the same in every run; a dry run writes nothing.
     """
     plan = PLANS[wildcards.experiment]
     folder = store.experiment_dir(STORE, "trials", plan.kind, plan.name)
+    if not folder.is_dir() and not workflow.output_settings.dryrun:
+        folder.mkdir(parents=True, exist_ok=True)
     return [folder] if folder.is_dir() else []
 
 
