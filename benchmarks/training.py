@@ -1,5 +1,5 @@
 """Speed of the training kernels: the batched block (all trials of a block trained as one array
-program) against the naive loop that trains one run at a time (tests/training_oracles.py: the
+program) against the naive loop that trains one run at a time (tests/oracles/training.py: the
 literal formulas, numpy's float64 samplers), and the time of default-sweep-sized blocks.
 
     PYTHONPATH=src python -m benchmarks.training [--quick] [--sweep]
@@ -30,8 +30,8 @@ from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.kinds.recall_training import kernel as rt
 from attnsim.run.tuning import tune_allocator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from training_oracles import contrastive_naive_run, recall_naive_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the oracles
+from oracles.training import contrastive_naive_run, recall_naive_run
 
 RECALL = {"n": 64, "d": 32, "batch": 32, "scale": 1.0, "optimiser": "adam", "lr": 0.01}
 RECALL_SMALL = RECALL | {"n": 16, "d": 16}  # the default sweep's size
@@ -109,8 +109,55 @@ def table_rows(quick: bool = False) -> list:
             slow = naive_rate(naive, params, runs, steps, 1, repeats)
             note = f"{size}; {steps} steps per run, {trials}-trial blocks; 1 thread, CPU time, best of {repeats}"
             rows.append(Row(f"training {name}: kernel", fast, "run-steps/s", note=note))
-            rows.append(Row(f"training {name}: naive loop", slow, "run-steps/s", note="one run at a time (tests/training_oracles.py), 1 thread"))
+            rows.append(Row(f"training {name}: naive loop", slow, "run-steps/s", note="one run at a time (tests/oracles/training.py), 1 thread"))
             rows.append(Row(f"training {name}: speedup over naive", fast / slow, "x", ">= 10", note="batched kernel / naive loop"))
+        rows += plateau_rows(quick)
+    return rows
+
+
+# The plateau map's one-hot points (workflow/presets/plateau.yaml): runs that never reach the
+# threshold, so they train for their whole budget; one block of the map's 16 trials per point.
+PLATEAU = [
+    RECALL_SMALL | {"scale": scale, "optimiser": o, "lr": lr, "values": v, "stop": "threshold"}
+    for scale in (40.0, 100.0)
+    for o, lr in (("sgd", 4.0), ("adam", 0.03), ("normgd", 0.3))
+    for v in ("trainable", "identity")
+]
+
+
+def plateau_rows(quick: bool = False) -> list:
+    """CPU seconds per 10^4-step run of the plateau map (one-hot starts: runs that use their whole
+    budget, the map's dominant cost), from a block of 16 trials x 12 points over `steps` steps
+    scaled to 10^4 (the cost per step is constant for a run that does not stop); and the batched
+    kernel against the naive loop on one of those points, per run-step."""
+    from benchmarks.table import Row
+
+    steps, repeats = (20, 1) if quick else (1000, 2)
+    pts = [p | {"steps": steps} for p in PLATEAU]
+
+    def block():
+        rt.simulate_block(np.random.default_rng(0), 16, pts)
+
+    per_run = best(block, repeats, cpu=True) / (16 * len(pts)) * (10_000 / steps)
+    note = f"n=16, d=16, batch=32; {len(pts)} one-hot points x 16 trials (sgd/adam/normgd, W_v trained/I, scale 40 and 100), {steps} steps scaled to 10^4; 1 thread, CPU time"
+    rows = [Row("plateau map: CPU per 10^4-step run (one-hot start, whole budget)", per_run, "s", note=note)]
+    one = [pts[2]]  # adam, W_v trained, scale 40
+    fast = batched_rate(rt, one[0] | {"steps": steps}, 16, steps, 1, repeats)
+    slow_steps = max(5, steps // 10)
+    slow = naive_rate(recall_naive_run, one[0], 1, slow_steps, 1, 1)
+    rows.append(
+        Row("plateau map: kernel, one point (adam, scale 40)", fast, "run-steps/s", note=f"16-trial block, {steps} steps, stop at the threshold (none reached)")
+    )
+    rows.append(Row("plateau map: naive loop, same point", slow, "run-steps/s", note=f"one run at a time (tests/oracles/training.py), {slow_steps} steps"))
+    rows.append(
+        Row(
+            "plateau map: speedup over naive",
+            fast / slow,
+            "x",
+            ">= 10",
+            note="batched kernel / naive loop, one point per block (the map shares blocks across 22 points)",
+        )
+    )
     return rows
 
 

@@ -28,7 +28,7 @@ from attnsim.config.load import load
 from benchmarks.table import Row
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from workflow_helpers import planned_jobs  # noqa: E402 (the tests' parser of Snakemake's dry-run job table)
+from helpers.workflow import planned_jobs  # noqa: E402 (the tests' parser of Snakemake's dry-run job table)
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_LINE = re.compile(r"kernels ran in ([0-9.]+) s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REPO
+from helpers.configs import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -44,13 +45,23 @@ def test_the_guide_adds_one_folder_and_the_kind_runs(tmp_path):
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone, capture_output=True, text=True, check=True).stdout
     changed = [line[3:] for line in status.splitlines()]
     assert changed and all(p.startswith("src/attnsim/kinds/uniform_logits/") for p in changed), changed
+    # the guide's checks, in the clone: regenerate the docs that list every kind, run the tests
+    # that look at every kind (a fast subset: the whole suite would take CI's budget several times)
+    env = dict(os.environ, PYTHONPATH=str(clone / "src"), PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    commands = re.search(r"```\n(attnsim schema --update-docs.*?)```", GUIDE, flags=re.S).group(1)
+    for line in commands.splitlines():
+        argv = shlex.split(line.split("#")[0])
+        argv = [sys.executable, "-m", "attnsim.cli", *argv[1:]] if argv[0] == "attnsim" else [sys.executable, "-m", *argv]
+        check = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True, timeout=900)
+        assert check.returncode == 0, line + "\n" + check.stdout[-3000:] + check.stderr[-3000:]
+    generated = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True).stdout
+    assert {line[3:] for line in generated.splitlines()} - set(changed) <= {"README.md", "docs/usage.md", "docs/results-schema.md"}
 
     config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", GUIDE, flags=re.S).group(1))
     config["seed"] = 5
     work = tmp_path / "work"
     work.mkdir()
     (work / "config.yaml").write_text(yaml.safe_dump(config))
-    env = dict(os.environ, PYTHONPATH=str(clone / "src"), PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
     run = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(clone / "Snakefile"), "-d", str(work), "--cores", "2"],
         cwd=work,

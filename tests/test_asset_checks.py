@@ -11,9 +11,9 @@ import time
 
 import pytest
 import yaml
-from conftest import small_config
-from model_assets import asset_cache, minilm_dir  # noqa: F401  (fixtures)
-from workflow_helpers import snakemake, write_config
+from helpers.configs import small_config
+from helpers.assets import asset_cache, minilm_dir  # noqa: F401  (fixtures)
+from helpers.workflow import snakemake, write_config
 
 from attnsim.cli import main
 from attnsim.errors import AssetError

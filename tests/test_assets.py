@@ -1,7 +1,6 @@
 """Pinned assets: fetched and verified once, reused, and every bad input refused in one line
 (unknown name, changed bytes, missing copy, no network, an interrupted fetch leaving nothing)."""
 
-# ruff: noqa: F811  (pytest fixtures imported from model_assets are parameters by design)
 from __future__ import annotations
 
 import os
@@ -11,7 +10,6 @@ import subprocess
 
 import numpy as np
 import pytest
-from model_assets import asset_cache, glove_dir, minilm_dir, minilm_wheel  # noqa: F401  (fixtures)
 
 from attnsim.errors import AssetError, AttnsimError
 from attnsim.models import assets

@@ -9,8 +9,8 @@ import shutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import small_config
-from workflow_helpers import snakemake, tree, write_config
+from helpers.configs import small_config
+from helpers.workflow import snakemake, tree, write_config
 
 from attnsim.cli import main
 

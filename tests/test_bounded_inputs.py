@@ -10,7 +10,7 @@ import time
 
 import pytest
 import yaml
-from conftest import small_config
+from helpers.configs import small_config
 
 from attnsim.cli import main
 from attnsim.config import guard

@@ -28,10 +28,10 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, small_config
-from workflow_helpers import snakemake, write_config
+from helpers.configs import REPO, small_config
+from helpers.workflow import snakemake, write_config
 
-from attnsim.kinds import get_kind
+from attnsim.kinds import all_kinds, get_kind
 
 pytestmark = pytest.mark.slow
 
@@ -58,12 +58,30 @@ VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
 CSS = "css selector"  # selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
 WAIT = 60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
 
-# One experiment of every kind, a few points each: every figure and caption of the report appears.
+# A few points of the kinds shown in docs/screenshots/, chosen by hand; every other kind gets one
+# point of its first experiment in config.yaml (`every_kind`): every figure and caption appears.
 EXPERIMENTS = {
     "entropy": {"kind": "logit_entropy", "trials": 10, "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1.0, 3.0]}},
     "temperature": {"kind": "temperature_entropy", "trials": 10, "grid": {"n": [16], "d": [3], "tau": [0.3, 1.0]}},
     "gradient": {"kind": "init_gradient", "trials": 10, "grid": {"n": [16], "d": [4], "scale": [0.5, 100.0]}},
 }
+
+
+def every_kind(experiments: dict) -> dict:
+    """One experiment per kind not in `experiments`: the first of that kind in config.yaml (then in
+    the presets), on the first value of each grid list with a few trials (its figures may be
+    sparse; its captions are whole)."""
+    import yaml
+
+    shown = {e["kind"] for e in experiments.values()} | {"noisy_attention"}
+    more = {}
+    for config in [REPO / "config.yaml", *sorted((REPO / "workflow/presets").glob("*.yaml"))]:
+        for name, e in yaml.safe_load(config.read_text())["experiments"].items():
+            if e["kind"] not in shown and name not in more:
+                shown.add(e["kind"])
+                grid = {k: v[:1] for k, v in e["grid"].items()}
+                more[name] = {"kind": e["kind"], "trials": min(3, int(e["trials"])), "grid": grid}
+    return more
 
 
 @pytest.fixture(scope="module")
@@ -84,15 +102,20 @@ def webdriver_module():
 
 
 @pytest.fixture(scope="module")
-def run(webdriver_module, tmp_path_factory):
-    """A finished tiny run with its report: the workdir (no run where the test will skip)."""
+def run(webdriver_module, tmp_path_factory, minilm_dir, glove_dir):  # noqa: F811  (fixtures)
+    """A finished tiny run of every kind with its report: the workdir (no run where the test will skip)."""
     workdir = tmp_path_factory.mktemp("browser-run")
     config = small_config(chunk_size=64)
     config["experiments"]["robustness"]["trials"] = 10
     config["experiments"].update(EXPERIMENTS)
+    config["experiments"].update(every_kind(EXPERIMENTS))
+    config["assets"] = {"minilm": str(minilm_dir), "glove": str(glove_dir)}  # the tests' verified copies
+    assert {e["kind"] for e in config["experiments"].values()} == set(all_kinds()), "a kind without an experiment here"
     write_config(workdir, config)
-    snakemake(workdir, "--cores", "2")
-    snakemake(workdir, "--report", "results/report.html")
+    snakemake(workdir, "--cores", "2", timeout=1200)  # ~40 jobs: a figure job per kind (~2 min on 2 idle cores)
+    report = snakemake(workdir, "--report", "results/report.html")
+    # docutils reports a caption's problems on stderr while the report is built (and on the page)
+    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", report.stderr + report.stdout), report.stderr
     return workdir
 
 
@@ -221,6 +244,13 @@ def caption_opening(kind: str, figure: str, experiment: str) -> str:
     return text(rst).split(". ")[0]
 
 
+def caption_closing(kind: str, figure: str) -> str:
+    """The caption's last words as the reader sees them (the claims it shows, or its last sentence)."""
+    rst = get_kind(kind).caption(figure).read_text().replace("**", "").replace("``", "").replace("\\|", "|")
+    words = text(re.sub(r":math:`([^`]*)`", r"\1", rst)).rstrip(".").split()
+    return " ".join(w.strip("`_") for w in words[-3:])
+
+
 CLAIM_ROWS_JS = """
 const rows = [];
 for (const tr of document.querySelectorAll('tr')) {
@@ -318,7 +348,7 @@ def test_report_opens_offline_on_its_home_and_general_pages(run, browser, shots)
 def test_every_figure_renders_with_its_caption(run, browser, shots):
     started = time.monotonic()
     open_report(browser, run)
-    experiments = {"robustness": "noisy_attention", **{name: e["kind"] for name, e in EXPERIMENTS.items()}}
+    experiments = {"robustness": "noisy_attention", **{name: e["kind"] for name, e in {**EXPERIMENTS, **every_kind(EXPERIMENTS)}.items()}}
     shown = 0
     for experiment, kind in experiments.items():
         figures = list(get_kind(kind).figures)
@@ -339,6 +369,8 @@ def test_every_figure_renders_with_its_caption(run, browser, shots):
             assert image.is_displayed() and image.size["width"] > 200, f"{experiment}/{figure}: image not visible ({image.size})"
             caption, sidebar = caption_opening(kind, figure, experiment), describe(browser, figure)
             assert caption in sidebar, f"{experiment}/{figure}: caption {caption!r} not shown; sidebar reads {sidebar[:400]!r}"
+            assert "System Message" not in sidebar and "Docutils" not in sidebar, f"{experiment}/{figure}: docutils error in the caption"
+            assert caption_closing(kind, figure) in sidebar, f"{experiment}/{figure}: caption cut short; sidebar reads {sidebar[-400:]!r}"
             if (experiment, figure) == FIGURE_SHOWN:
                 screenshot(browser, shots, "report-figure")
             shown += 1

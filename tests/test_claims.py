@@ -19,14 +19,19 @@ from attnsim.theory.entropy import asymptotic_gap, exact_gap
 from attnsim.theory.noise import kappa
 
 
-def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student_t"), sigmas=(0.1, 0.5)):
-    """A synthetic noisy_attention summary: rel_err ~ n^slope (finite kappa) or n^heavy_slope (kappa = inf)."""
+def noisy(
+    ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student_t"), sigmas=(0.1, 0.5)
+):
+    """A synthetic noisy_attention summary: rel_err ~ n^slope (finite kappa) or n^heavy_slope (kappa
+    = inf)."""
     rows = []
     for family in families:
         for sigma in sigmas:
             k = kappa(family, sigma)
             for n in (64, 256, 1024, 4096):
-                rel = (math.sqrt(k) if math.isfinite(k) else 0.3) * n ** (slope if math.isfinite(k) else heavy_slope)
+                rel = (math.sqrt(k) if math.isfinite(k) else 0.3) * n ** (
+                    slope if math.isfinite(k) else heavy_slope
+                )
                 rows.append(
                     dict(
                         n=n,
@@ -51,7 +56,11 @@ def noisy(ratio=1.0, slope=-0.5, heavy_slope=0.1, families=("gaussian", "student
 def test_delta_method_holds_and_fails():
     assert noisy_claims.delta_method(noisy(ratio=1.01), "gaussian").verdict == "holds"
     bad = noisy_claims.delta_method(noisy(ratio=0.8), "gaussian")
-    assert bad.verdict == "fails" and bad.measured == pytest.approx(0.8) and bad.rel_deviation == pytest.approx(-0.2)
+    assert (
+        bad.verdict == "fails"
+        and bad.measured == pytest.approx(0.8)
+        and bad.rel_deviation == pytest.approx(-0.2)
+    )
     assert noisy_claims.delta_method(noisy(), "uniform").verdict == "outside regime"
     assert noisy_claims.delta_method(None, "gaussian").verdict == "not measured"
 
@@ -67,10 +76,17 @@ def test_breakdown():
     at every n here; sigma = 0.5 nowhere up to n = 4096)."""
     s = noisy(heavy_slope=0.1, sigmas=(0.5, 2.0))
     holds = noisy_claims.breakdown(s)
-    assert holds.verdict == "holds" and holds.points == 4 and math.isnan(holds.predicted) and holds.bound == -0.25
+    assert (
+        holds.verdict == "holds"
+        and holds.points == 4
+        and math.isnan(holds.predicted)
+        and holds.bound == -0.25
+    )
     falling = noisy_claims.breakdown(noisy(heavy_slope=-0.5, sigmas=(0.5, 2.0)))
     assert falling.verdict == "fails" and falling.measured == pytest.approx(-0.5)
-    assert noisy_claims.breakdown(noisy(heavy_slope=0.1)).verdict == "outside regime"  # sigma 0.1, 0.5: not yet dominated
+    assert (
+        noisy_claims.breakdown(noisy(heavy_slope=0.1)).verdict == "outside regime"
+    )  # sigma 0.1, 0.5: not yet dominated
     assert noisy_claims.breakdown(noisy(families=("gaussian",))).verdict == "outside regime"
 
 
@@ -102,18 +118,23 @@ def entropy_summary(shift=0.0, se=1e-5, null=False):
 
 def test_small_scale_and_rem():
     assert entropy_claims.small_scale_entropy(entropy_summary()).verdict == "holds"
-    assert entropy_claims.small_scale_entropy(entropy_summary(shift=-0.05)).verdict == "fails"  # deficit 0.05 too large
+    assert (
+        entropy_claims.small_scale_entropy(entropy_summary(shift=-0.05)).verdict == "fails"
+    )  # deficit 0.05 too large
     assert entropy_claims.rem_collapse(entropy_summary()).verdict == "holds"
     assert entropy_claims.rem_collapse(entropy_summary(shift=-1.5)).verdict == "fails"
 
 
 def test_small_scale_entropy_fails_for_the_null_h_equals_log_n():
-    """The null H = log n (no deficit at all) must fail, not hold because a wide interval meets a band."""
+    """The null H = log n (no deficit at all) must fail, not hold because a wide interval meets a
+    band."""
     null = entropy_claims.small_scale_entropy(entropy_summary(null=True))
     assert null.verdict == "fails" and null.measured == pytest.approx(0.0)
     assert null.evidence.startswith("0 of 4 points hold (4 fails)")
     # even with a noisy measurement, as long as the intervals exclude the prediction's band
-    assert entropy_claims.small_scale_entropy(entropy_summary(null=True, se=1e-4)).verdict == "fails"
+    assert (
+        entropy_claims.small_scale_entropy(entropy_summary(null=True, se=1e-4)).verdict == "fails"
+    )
 
 
 def gradient_summary(vanish=True):
@@ -129,7 +150,10 @@ def gradient_summary(vanish=True):
 def test_one_hot_vanishing_gradient():
     ok = gradient_claims.one_hot_vanishing_gradient(gradient_summary())
     assert ok.verdict == "holds" and ok.measured == 100.0
-    assert gradient_claims.one_hot_vanishing_gradient(gradient_summary(vanish=False)).verdict == "outside regime"
+    assert (
+        gradient_claims.one_hot_vanishing_gradient(gradient_summary(vanish=False)).verdict
+        == "outside regime"
+    )
 
 
 def temperature_summary(excess=-1e-3):
@@ -137,31 +161,59 @@ def temperature_summary(excess=-1e-3):
     for n in (16, 256):
         for tau in (0.1, 1.0, 2.0):
             bound = float(exact_gap(n, tau))
-            rows.append(dict(n=n, d=3, tau=tau, gap_mean=bound / 3, gap_max=bound + excess, gap_exact=bound, gap_within_bound=excess <= 0, n_trials=100))
+            rows.append(
+                dict(
+                    n=n,
+                    d=3,
+                    tau=tau,
+                    gap_mean=bound / 3,
+                    gap_max=bound + excess,
+                    gap_exact=bound,
+                    gap_within_bound=excess <= 0,
+                    n_trials=100,
+                )
+            )
     return pd.DataFrame(rows)
 
 
 def test_temperature_claims():
     s = temperature_summary()
     bound = temperature_claims.tau_one_bound(s)
-    assert bound.verdict == "holds" and bound.role == "sanity" and bound.bound == pytest.approx(0.4745, abs=5e-5) and bound.side == "below"
+    assert (
+        bound.verdict == "holds"
+        and bound.role == "sanity"
+        and bound.bound == pytest.approx(0.4745, abs=5e-5)
+        and bound.side == "below"
+    )
     assert temperature_claims.exact_bound(s).verdict == "holds"
     widen = temperature_claims.smaller_tau_widens(s)
-    assert widen.verdict == "holds" and widen.bound == pytest.approx(float(asymptotic_gap(1.0))) and math.isnan(widen.predicted)
+    assert (
+        widen.verdict == "holds"
+        and widen.bound == pytest.approx(float(asymptotic_gap(1.0)))
+        and math.isnan(widen.predicted)
+    )
     assert f"g(0.1) = {float(asymptotic_gap(0.1)):.4g}" in widen.evidence
     over = temperature_summary(excess=0.6)
-    assert temperature_claims.exact_bound(over).verdict == "fails" and temperature_claims.tau_one_bound(over).verdict == "fails"
+    assert (
+        temperature_claims.exact_bound(over).verdict == "fails"
+        and temperature_claims.tau_one_bound(over).verdict == "fails"
+    )
     assert temperature_claims.smaller_tau_widens(s[s["tau"] >= 1]).verdict == "outside regime"
 
 
 def test_config_without_experiments_gives_not_measured(tmp_path):
     rows = io.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
-    assert len(rows) == 1 + sum(len(k.submodule("claims").CLAIMS) for k in all_kinds().values())  # every kind's claims and entropy_in_bounds
+    assert len(rows) == 1 + sum(
+        len(k.submodule("claims").CLAIMS) for k in all_kinds().values()
+    )  # every kind's claims and entropy_in_bounds
     written = io.write(rows, tmp_path, {"seed": 1})
     table = store.read_table(written[0])
     assert table.num_rows == len(rows) and table.schema.field("verdict").metadata[b"description"]
-    assert "not measured" in written[1].read_text() and "<table class='claims'>" in written[2].read_text()
+    assert (
+        "not measured" in written[1].read_text()
+        and "<table class='claims'>" in written[2].read_text()
+    )
     assert set(engine.VERDICTS) >= {c.verdict for c in rows}
 
 
@@ -172,8 +224,15 @@ def test_entropy_bounds_covers_every_trial_through_the_summaries():
     from attnsim.run.collect import summarise_points
     from attnsim.run.simulate import simulate_points
 
-    points = expand(SimpleNamespace(kind="logit_entropy", grid={"n": [2, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1e4]}))
-    summary = summarise_points("logit_entropy", "ent", simulate_points("logit_entropy", 1, 10, points), points).to_pandas()
+    points = expand(
+        SimpleNamespace(
+            kind="logit_entropy",
+            grid={"n": [2, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1e4]},
+        )
+    )
+    summary = summarise_points(
+        "logit_entropy", "ent", simulate_points("logit_entropy", 1, 10, points), points
+    ).to_pandas()
     claim = engine.entropy_bounds({"ent": summary})
     assert claim.verdict == "holds" and claim.ci_low >= 0 and claim.measured <= 1 + 1e-12
     assert "40 trials" in claim.evidence

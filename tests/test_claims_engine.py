@@ -42,11 +42,15 @@ def test_equivalence(mean, half, verdict):
 
 def test_equivalence_uses_the_declared_tolerance_and_needs_an_interval():
     c = claim(tolerance=0.01)
-    assert c.equivalence(0.0, stats(0.0, 0.005), None, "").verdict == "holds" and c.tolerance == 0.01
+    assert (
+        c.equivalence(0.0, stats(0.0, 0.005), None, "").verdict == "holds" and c.tolerance == 0.01
+    )
     assert c.equivalence(0.0, stats(0.0, 0.02), None, "").verdict == "inconclusive"
     nan = {"mean": 0.0, "ci_low": math.nan, "ci_high": math.nan}
     assert claim().equivalence(0.0, nan, 0.01, "").verdict == "inconclusive"
-    assert claim().judge(0.0, stats(0.0, 0.001), 0.01, "").verdict == "holds"  # the older name, same rule
+    assert (
+        claim().judge(0.0, stats(0.0, 0.001), 0.01, "").verdict == "holds"
+    )  # the older name, same rule
 
 
 def test_the_null_is_not_accepted_because_the_interval_meets_the_band():
@@ -84,7 +88,14 @@ def test_one_sided_and_sides_are_checked():
 
 
 def rows(values, half):
-    return pd.DataFrame({"x": values, "lo": [v - half for v in values], "hi": [v + half for v in values], "n": range(len(values))})
+    return pd.DataFrame(
+        {
+            "x": values,
+            "lo": [v - half for v in values],
+            "hi": [v + half for v in values],
+            "n": range(len(values)),
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -103,7 +114,9 @@ def test_per_point(values, half, verdict):
     worst = max(values, key=lambda v: abs(v - 1))
     assert c.measured == worst and c.ci_low == min(values) and c.ci_high == max(values)
     assert c.detectable == pytest.approx(half)
-    assert c.evidence.startswith(f"{sum(abs(v - 1) + half <= 0.05 for v in values)} of 3 points hold")
+    assert c.evidence.startswith(
+        f"{sum(abs(v - 1) + half <= 0.05 for v in values)} of 3 points hold"
+    )
     assert f"at n={values.index(worst)}" in c.evidence
 
 

@@ -1,5 +1,7 @@
-"""The claims table as readers see it: every number labelled and rounded, rows grouped under the essay's
-statements with a tally, every figure link resolving (standalone and inside the report), every claim's
+"""The claims table as readers see it: every number labelled and rounded, rows grouped under the
+essay's
+statements with a tally, every figure link resolving (standalone and inside the report), every
+claim's
 figure declared by its kind and naming the claim in its caption, and the CLI's formats."""
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ TINY = {
                 "logit_scale": [0.0],
                 "noise": ["gaussian", "uniform", "laplace", "gumbel", "student_t"],
                 "noise_draws": [2],
-                "noise_scale": [0.1, 0.5, 1.0],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
+                "noise_scale": [
+                    0.1,
+                    0.5,
+                    1.0,
+                ],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
             },
         },
         "entropy_scale": {
@@ -49,20 +55,48 @@ TINY = {
             "trials": 20,
             "grid": {"n": [256, 1024], "d": [4], "logits": ["gaussian"], "scale": [0.1, 0.3, 1.0]},
         },
-        "temperature": {"kind": "temperature_entropy", "trials": 20, "grid": {"n": [16], "d": [3], "tau": [0.1, 1.0]}},
-        "init_gradient": {"kind": "init_gradient", "trials": 50, "grid": {"n": [16], "d": [4], "scale": [0.1, 1.0, 100.0]}},
+        "temperature": {
+            "kind": "temperature_entropy",
+            "trials": 20,
+            "grid": {"n": [16], "d": [3], "tau": [0.1, 1.0]},
+        },
+        "init_gradient": {
+            "kind": "init_gradient",
+            "trials": 50,
+            "grid": {"n": [16], "d": [4], "scale": [0.1, 1.0, 100.0]},
+        },
         "trainability": {
             "kind": "recall_training",
             "trials": 8,
-            "grid": {"n": [6], "d": [4], "batch": [4], "scale": [0.3, 1.0, 3.0, 30.0], "optimiser": ["sgd", "adam", "normgd"], "lr": [0.5], "steps": [10]}
+            "grid": {
+                "n": [6],
+                "d": [4],
+                "batch": [4],
+                "scale": [0.3, 1.0, 3.0, 30.0],
+                "optimiser": ["sgd", "adam", "normgd"],
+                "lr": [0.5],
+                "steps": [10],
+            }
             | {"logits": ["dot", "qk_norm"]},
         },
         "contrastive": {
             "kind": "contrastive_training",
             "trials": 8,
-            "grid": {"n": [8], "classes": [3], "latent_dim": [2], "input_dim": [6], "embed_dim": [3], "view_noise": [0.5], "tau": [0.1, 1.0]}
+            "grid": {
+                "n": [8],
+                "classes": [3],
+                "latent_dim": [2],
+                "input_dim": [6],
+                "embed_dim": [3],
+                "view_noise": [0.5],
+                "tau": [0.1, 1.0],
+            }
             | {"optimiser": ["adam"], "lr": [0.05], "steps": [10]}
-            | {"positives": ["class", "instance"], "instance_noise": [0.5], "tau_mode": ["fixed", "learned"]},
+            | {
+                "positives": ["class", "instance"],
+                "instance_noise": [0.5],
+                "tau_mode": ["fixed", "learned"],
+            },
         },
     },
 }
@@ -78,18 +112,32 @@ def tiny_png(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """results/ of a tiny run: store, figures (placeholders where the figures rule draws them), claims.*"""
+    """results/ of a tiny run: store, figures (placeholders where the figures rule draws them),
+    claims.*"""
     work = tmp_path_factory.mktemp("tiny")
     (work / "config.yaml").write_text(yaml.safe_dump(TINY))
     settings = load(TINY)
     root = work / "results" / "store"
     for name, e in settings.experiments.items():
         plan = plan_experiment(settings, name, root)
-        paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
+        paths = [
+            run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+            for c in plan.pending
+        ]
         collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
         for figure in get_kind(e.kind).figures:
             tiny_png(work / "results" / "figures" / name / f"{figure}.png")
-    assert main(["claims", "--config", str(work / "config.yaml"), "--store", str(root), "--write", str(work / "results")]) in (0, None)
+    assert main(
+        [
+            "claims",
+            "--config",
+            str(work / "config.yaml"),
+            "--store",
+            str(root),
+            "--write",
+            str(work / "results"),
+        ]
+    ) in (0, None)
     return work / "results"
 
 
@@ -101,7 +149,11 @@ def written_claims(results: Path, measured_only: bool = True) -> list[Claim]:
     claims = from_table(store.read_table(results / "claims.parquet"))
     if not measured_only:
         return claims
-    measured = {judge(None).claim_id for e in TINY["experiments"].values() for judge in get_kind(e["kind"]).submodule("claims").CLAIMS}
+    measured = {
+        judge(None).claim_id
+        for e in TINY["experiments"].values()
+        for judge in get_kind(e["kind"]).submodule("claims").CLAIMS
+    }
     return [c for c in claims if c.claim_id in measured | {"entropy_in_bounds"}]
 
 
@@ -116,8 +168,23 @@ def test_every_claim_declares_its_fields(tiny_run):
     for c in claims:
         assert c.statement in STATEMENTS and c.number in NUMBER_KINDS, c.claim_id
         assert c.threshold and c.compared_to, c.claim_id
-        assert c.verdict in ("holds", "fails", "inconclusive"), (c.claim_id, c.verdict)  # the tiny grid reaches every regime
+        assert c.verdict in ("holds", "fails", "inconclusive"), (
+            c.claim_id,
+            c.verdict,
+        )  # the tiny grid reaches every regime
         assert c.figure and c.points > 0 and c.trials > 0 and c.experiments, c.claim_id
+
+
+def test_no_holds_wider_than_its_band_on_a_small_real_run(tiny_run):
+    """On the tiny run (20 trials a point) every claim whose interval is wider than its band is
+    inconclusive or fails, never holds; every holds states the deviation it could detect."""
+    claims = written_claims(tiny_run, measured_only=False)
+    banded = [c for c in claims if c.verdict == "holds" and not math.isnan(c.tolerance)]
+    for c in banded:
+        assert c.detectable <= c.tolerance, (c.claim_id, c.detectable, c.tolerance)
+    wide = [c for c in claims if not math.isnan(c.tolerance) and c.detectable > c.tolerance]
+    assert all(c.verdict in ("inconclusive", "fails") for c in wide), [(c.claim_id, c.verdict) for c in wide]
+    assert wide, "the tiny run should have a claim too weak to decide"
 
 
 def test_every_claims_figure_is_drawn_by_its_kind_and_its_caption_names_the_claim(tiny_run):
@@ -125,11 +192,14 @@ def test_every_claims_figure_is_drawn_by_its_kind_and_its_caption_names_the_clai
         experiment, figure = c.figure.split("/")
         kind = get_kind(TINY["experiments"][experiment]["kind"])
         assert figure in kind.figures, c.claim_id
-        assert f"``{c.claim_id}``" in kind.caption(figure).read_text(), f"caption of {figure} should name {c.claim_id}"
+        assert f"``{c.claim_id}``" in kind.caption(figure).read_text(), (
+            f"caption of {figure} should name {c.claim_id}"
+        )
 
 
 class Links(HTMLParser):
-    """hrefs and srcs of a page, the ids it defines, and its claim rows (first cell's <code>, verdict cell)."""
+    """hrefs and srcs of a page, the ids it defines, and its claim rows (first cell's <code>,
+    verdict cell)."""
 
     def __init__(self):
         super().__init__()
@@ -171,7 +241,9 @@ def test_every_link_of_claims_html_resolves_standalone_and_in_the_report(tiny_ru
     page = Links()
     page.feed((tiny_run / "claims.html").read_text())
     figure_links = [link for link in page.links if link[3]]
-    assert len(figure_links) == len(store.read_table(tiny_run / "claims.parquet").filter(pc.field("figure") != ""))
+    assert len(figure_links) == len(
+        store.read_table(tiny_run / "claims.parquet").filter(pc.field("figure") != "")
+    )
     for _tag, _key, target, embedded in page.links:
         if target.startswith("data:image/png;base64,"):
             assert base64.b64decode(target.split(",", 1)[1]).startswith(b"\x89PNG")
@@ -179,17 +251,31 @@ def test_every_link_of_claims_html_resolves_standalone_and_in_the_report(tiny_ru
             assert target[1:] in page.ids, target
         else:  # standalone: relative to results/, where claims.html is
             assert (tiny_run / target).is_file(), target
-        if embedded:  # inside the report (a data: URL, no relative link resolves) the link goes here
-            assert embedded[1:] in page.ids and target == f"figures/{embedded[len('#figure-') :].replace('-', '/', 1)}.png"
+        if (
+            embedded
+        ):  # inside the report (a data: URL, no relative link resolves) the link goes here
+            assert (
+                embedded[1:] in page.ids
+                and target == f"figures/{embedded[len('#figure-') :].replace('-', '/', 1)}.png"
+            )
     for figure in {link[3] for link in figure_links}:  # each figure's embedded copy is a real PNG
-        assert re.search(f"id='{figure[1:]}'><a class='figure-file' href='[^']+'><img src='data:image/png;base64,", (tiny_run / "claims.html").read_text())
+        assert re.search(
+            f"id='{figure[1:]}'><a class='figure-file' href='[^']+'><img "
+            "src='data:image/png;base64,",
+            (tiny_run / "claims.html").read_text(),
+        )
 
 
 def test_html_is_semantic_a_table_per_statement_a_row_per_claim(tiny_run):
     page = Links()
     page.feed((tiny_run / "claims.html").read_text())
     claims = written_claims(tiny_run, measured_only=False)
-    assert page.tables == len(render.groups(claims)) == len({c.statement for c in claims if c.role == "evidence"}) + 1 >= 4
+    assert (
+        page.tables
+        == len(render.groups(claims))
+        == len({c.statement for c in claims if c.role == "evidence"}) + 1
+        >= 4
+    )
     rows = [r for r in page.rows if r["id"]]
     assert [r["id"] for r in rows] == [c.claim_id for g in render.groups(claims) for c in g[1]]
     assert {r["id"]: r["verdict"] for r in rows} == {c.claim_id: c.verdict for c in claims}
@@ -208,10 +294,26 @@ def claim(number, measured, low, high, predicted=math.nan, **fields) -> Claim:
     "number, values, expected",
     [
         ("mean (95% CI)", (0.9912, 0.9859, 0.9965), "mean (95% CI): 0.9912 [0.9859, 0.9965]"),
-        ("fitted slope (95% CI)", (-0.49118, -0.50213, -0.48024), "fitted slope (95% CI): -0.491 [-0.502, -0.480]"),
-        ("rank correlation (95% CI)", (0.8123, 0.7, 0.9), "rank correlation (95% CI): 0.81 [0.70, 0.90]"),
-        ("range over points", (0.16390, -0.21324, 0.16390), "range over points: 0.1639 (smallest -0.2132, largest 0.1639)"),
-        ("extreme over trials", (1.0, 1.326e-300, 1.0), "extreme over trials: 1 (smallest 1.326e-300, largest 1)"),
+        (
+            "fitted slope (95% CI)",
+            (-0.49118, -0.50213, -0.48024),
+            "fitted slope (95% CI): -0.491 [-0.502, -0.480]",
+        ),
+        (
+            "rank correlation (95% CI)",
+            (0.8123, 0.7, 0.9),
+            "rank correlation (95% CI): 0.81 [0.70, 0.90]",
+        ),
+        (
+            "range over points",
+            (0.16390, -0.21324, 0.16390),
+            "range over points: 0.1639 (smallest -0.2132, largest 0.1639)",
+        ),
+        (
+            "extreme over trials",
+            (1.0, 1.326e-300, 1.0),
+            "extreme over trials: 1 (smallest 1.326e-300, largest 1)",
+        ),
         ("onset", (50.0, 50.0, 50.0), "onset: 50 (same at every point)"),
         ("onset", (50.0, 20.0, 50.0), "onset: 50 (smallest 20, largest 50)"),
         ("share of points", (0.9375, math.nan, math.nan), "share of points: 0.9375"),
@@ -223,9 +325,19 @@ def test_each_number_kind_is_labelled_and_rounded(number, values, expected):
 
 
 def test_what_a_claim_is_compared_with():
-    assert render.compared_text(claim("onset", 50, 50, 50, compared_to="no prediction of the scale")) == "no prediction of the scale"
-    assert render.compared_text(claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")) == "compared with 1 (the delta method)"
-    banded = claim("mean (95% CI)", 1, 1, 1, predicted=1.0, tolerance=0.05, compared_to="the delta method")
+    assert (
+        render.compared_text(claim("onset", 50, 50, 50, compared_to="no prediction of the scale"))
+        == "no prediction of the scale"
+    )
+    assert (
+        render.compared_text(
+            claim("mean (95% CI)", 1, 1, 1, predicted=1.0, compared_to="the delta method")
+        )
+        == "compared with 1 (the delta method)"
+    )
+    banded = claim(
+        "mean (95% CI)", 1, 1, 1, predicted=1.0, tolerance=0.05, compared_to="the delta method"
+    )
     assert render.compared_text(banded) == "predicted 1 ± 0.05 (the delta method)"
     with_dev = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0)
     with_dev.rel_deviation = -0.0088
@@ -252,17 +364,37 @@ def test_groups_follow_the_statements_and_tally_each():
         ("training", ["new"]),
         ("sanity", ["b1", "b2"]),
     ]
-    assert [x.claim_id for x in render.ordered(claims)] == ["r1", "r2", "r3", "t1", "new", "b1", "b2"]
+    assert [x.claim_id for x in render.ordered(claims)] == [
+        "r1",
+        "r2",
+        "r3",
+        "t1",
+        "new",
+        "b1",
+        "b2",
+    ]
     assert render.group_tally(*grouped[0]) == "1 of 3 hold; 1 inconclusive, 1 not measured"
     assert render.group_tally(*grouped[1]) == "1 of 1 hold"
     assert render.group_tally(*grouped[3]) == "2 sanity checks: all pass"
-    assert render.tally(claims) == "5 evidence claims: 2 hold, 1 fail, 1 inconclusive, 1 not measured; 2 sanity checks: all pass"
+    assert (
+        render.tally(claims)
+        == "5 evidence claims: 2 hold, 1 fail, 1 inconclusive, 1 not measured; 2 sanity checks: "
+        "all pass"
+    )
     claims[1].verdict = "fails"
     assert render.tally(claims).endswith("; 2 sanity checks: 1 pass, 1 fail")
-    assert render.title("training") == "Training"  # a statement a new kind brings, before it has a title
+    assert (
+        render.title("training") == "Training"
+    )  # a statement a new kind brings, before it has a title
     markdown = render.markdown(claims)
-    assert markdown.index("## 1. Robustness") < markdown.index("## 2. Temperature") < markdown.index("## 3. Training: 0 of 1 hold; 1 fails")
-    assert markdown.index("## 3. Training") < markdown.index("## 4. Sanity checks: 2 sanity checks: 1 pass, 1 fail")
+    assert (
+        markdown.index("## 1. Robustness")
+        < markdown.index("## 2. Temperature")
+        < markdown.index("## 3. Training: 0 of 1 hold; 1 fails")
+    )
+    assert markdown.index("## 3. Training") < markdown.index(
+        "## 4. Sanity checks: 2 sanity checks: 1 pass, 1 fail"
+    )
 
 
 def test_predicted_only_for_the_number_the_verdict_is_about():
@@ -270,9 +402,13 @@ def test_predicted_only_for_the_number_the_verdict_is_about():
     'compared with', never a theory number its verdict is not about."""
     eq = Claim("eq", "", "", number="mean (95% CI)", tolerance=0.05)
     eq.equivalence(1.0, {"mean": 0.99, "ci_low": 0.98, "ci_high": 1.0}, None, "")
-    assert render.compared_text(eq).startswith("predicted 1 ± 0.05") and "predicted 1 ± 0.05" in render.terminal([eq], 100)
+    assert render.compared_text(eq).startswith(
+        "predicted 1 ± 0.05"
+    ) and "predicted 1 ± 0.05" in render.terminal([eq], 100)
     assert "detectable deviation ±0.01 (tolerance ±0.05)" in render.terminal([eq], 100)
-    slow = Claim("slow", "", "", number="fitted slope (95% CI)", compared_to="theory: k* - 2 = 0.8284")
+    slow = Claim(
+        "slow", "", "", number="fitted slope (95% CI)", compared_to="theory: k* - 2 = 0.8284"
+    )
     slow.predicted = 0.8284  # set by a caller before the one-sided judgement: one_sided clears it
     slow.one_sided({"mean": 0.54, "ci_low": 0.43, "ci_high": 0.68}, 1.0, "below", "")
     out = render.terminal([slow], 100)
@@ -297,13 +433,26 @@ def test_cli_formats(tiny_run, capsys, monkeypatch):
 
     main(args + ["--format", "json"])
     rows = json.loads(capsys.readouterr().out)
-    assert [c.claim_id for c in claims] == [c.claim_id for c in render.ordered(claims)]  # the grouped table's order
+    assert [c.claim_id for c in claims] == [
+        c.claim_id for c in render.ordered(claims)
+    ]  # the grouped table's order
     assert [r["claim_id"] for r in rows] == [c.claim_id for c in claims]
-    assert all(isinstance(r["points"], int) and (r["measured"] is None or isinstance(r["measured"], float)) for r in rows)
+    assert all(
+        isinstance(r["points"], int) and (r["measured"] is None or isinstance(r["measured"], float))
+        for r in rows
+    )
 
     main(args + ["--format", "csv"])
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert len(table) == len(claims) and {"number", "threshold", "figure", "points", "trials", "role", "regime"} <= set(table[0])
+    assert len(table) == len(claims) and {
+        "number",
+        "threshold",
+        "figure",
+        "points",
+        "trials",
+        "role",
+        "regime",
+    } <= set(table[0])
     assert [r["claim_id"] for r in table] == [c.claim_id for c in claims]
 
     main(args + ["--format", "latex"])
@@ -334,7 +483,11 @@ def check_latex(text: str, claims: list[Claim]) -> None:
     import tempfile
 
     body = [line for line in text.splitlines() if line and not line.startswith("%")]
-    assert body[0] == "\\begin{tabular}{@{}llll@{}}" and body[1] == "\\toprule" and body[-2:] == ["\\bottomrule", "\\end{tabular}"]
+    assert (
+        body[0] == "\\begin{tabular}{@{}llll@{}}"
+        and body[1] == "\\toprule"
+        and body[-2:] == ["\\bottomrule", "\\end{tabular}"]
+    )
     assert text.isascii()
     unescaped = re.sub(r"\\[A-Za-z]+|\\.", "", "\n".join(body))
     assert unescaped.count("{") == unescaped.count("}")
@@ -356,8 +509,15 @@ def check_latex(text: str, claims: list[Claim]) -> None:
     if engine_path:
         with tempfile.TemporaryDirectory() as tmp:
             Path(tmp, "table.tex").write_text(text)
-            Path(tmp, "doc.tex").write_text("\\documentclass{article}\\usepackage{booktabs}\\begin{document}\\input{table}\\end{document}\n")
-            done = subprocess.run([engine_path, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp, capture_output=True, text=True)
+            Path(tmp, "doc.tex").write_text(
+                "\\documentclass{article}\\usepackage{booktabs}\\begin{document}\\input{table}\\end{document}\n"
+            )
+            done = subprocess.run(
+                [engine_path, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+            )
             assert done.returncode == 0, done.stdout[-2000:]
 
 
@@ -367,22 +527,51 @@ def test_latex_escapes_what_tex_reads_as_commands():
     text = render.latex([c])
     check_latex(text, [c])
     assert "\\texttt{a\\_b\\_c}" in text and "1 $\\pm$ 0.05" in text
-    assert render.tex("50% & $x_1$ ~ #1 σ") == "50\\% \\& \\$x\\_1\\$ \\textasciitilde{} \\#1 $\\sigma$"
+    assert (
+        render.tex("50% & $x_1$ ~ #1 σ")
+        == "50\\% \\& \\$x\\_1\\$ \\textasciitilde{} \\#1 $\\sigma$"
+    )
 
 
 def test_terminal_fits_any_width():
-    claims = [claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, threshold="holds if " + "very long reason " * 10)]
+    claims = [
+        claim(
+            "mean (95% CI)",
+            0.9912,
+            0.9859,
+            0.9965,
+            threshold="holds if " + "very long reason " * 10,
+        )
+    ]
     for width in (60, 100, 200):
         lines = render.terminal(claims, width=width).splitlines()
         assert all(len(line) <= width for line in lines)
-    assert len(render.short(claims, width=100).splitlines()) < len(render.terminal(claims, width=100).splitlines())
+    assert len(render.short(claims, width=100).splitlines()) < len(
+        render.terminal(claims, width=100).splitlines()
+    )
 
 
 def test_entropy_bounds_points_to_the_logit_entropy_figure():
     import pandas as pd
 
-    frame = pd.DataFrame({"experiment": ["ent"], "entropy_min": [0.1], "entropy_max": [1.0], "n": [4], "n_trials": [10]})
+    frame = pd.DataFrame(
+        {
+            "experiment": ["ent"],
+            "entropy_min": [0.1],
+            "entropy_max": [1.0],
+            "n": [4],
+            "n_trials": [10],
+        }
+    )
     other = frame.assign(experiment="aaa")
-    figures = {name: get_kind(kind).entropy_figure for name, kind in {"aaa": "noisy_attention", "ent": "logit_entropy"}.items()}
+    figures = {
+        name: get_kind(kind).entropy_figure
+        for name, kind in {"aaa": "noisy_attention", "ent": "logit_entropy"}.items()
+    }
     c = engine.entropy_bounds({"aaa": other, "ent": frame}, {k: v for k, v in figures.items() if v})
-    assert c.figure == "ent/entropy_vs_scale" and c.points == 2 and c.trials == 20 and c.experiments == "aaa, ent"
+    assert (
+        c.figure == "ent/entropy_vs_scale"
+        and c.points == 2
+        and c.trials == 20
+        and c.experiments == "aaa, ent"
+    )

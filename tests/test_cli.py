@@ -13,7 +13,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, small_config
+from helpers.configs import REPO, small_config
 
 from attnsim.cli import main
 from attnsim.config.load import load

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_interruption import attnsim_run, checkout, chunks, config
-from workflow_helpers import point_rows, write_config
+from helpers.workflow import attnsim_run, checkout, chunks, point_rows, write_config
+from helpers.workflow import interrupt_config as config
 
 from attnsim.errors import QueryError
 from attnsim.store import parquet as store

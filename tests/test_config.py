@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import yaml
-from conftest import REPO, small_config
+from helpers.configs import REPO, small_config
 
 from attnsim.config.load import load, load_file
 from attnsim.errors import ConfigError

@@ -11,7 +11,7 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import small_config
+from helpers.configs import small_config
 
 from attnsim.config.load import load
 from attnsim.plan.sweep import experiment_json, plan_experiment

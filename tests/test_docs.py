@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import REPO
+from helpers.configs import REPO
 
 from attnsim.docgen import schema_document
 
@@ -76,3 +76,14 @@ def test_shared_machinery_names_no_kind():
         names = "|".join(k.name for k in builtin)
         found += [f"{path.relative_to(REPO)}: {m}" for m in re.findall(rf"kind(?:\.name)?\s*==\s*['\"](?:{names})['\"]", text)]
     assert not found, found
+
+
+def test_the_tables_of_kinds_are_generated_from_the_declarations():
+    """README.md's and docs/usage.md's tables of kinds come from the Kind declarations: adding a
+    kind edits no other file by hand (`attnsim schema --update-docs` rewrites them)."""
+    from attnsim.docgen import GENERATED, generated_part
+
+    for relative, parts in GENERATED.items():
+        text = (REPO / relative).read_text()
+        for name, make in parts.items():
+            assert generated_part(text, name) == make(), f"{relative}: {name} out of date: attnsim schema --update-docs"

@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 import yaml
-from conftest import REPO, small_config
+from helpers.configs import REPO, small_config
 
 from attnsim import __version__
 from attnsim.cli import QUERY_FORMATS, main
@@ -33,10 +33,17 @@ def test_top_help_starts_with_the_commands_people_use_then_examples(capsys):
     commands = lines[lines.index("commands:") + 1 :]
     assert [c.split()[0] for c in commands[:4]] == ["run", "show", "claims", "query"]
     examples = lines[lines.index("examples:") + 1 :]
-    assert examples[0].split()[:2] == ["attnsim", "run"] and any("attnsim claims" in e for e in examples)
+    assert examples[0].split()[:2] == ["attnsim", "run"] and any(
+        "attnsim claims" in e for e in examples
+    )
     assert lines.index("examples:") < 30  # both on the first screen
     listed = {c.split()[0] for c in commands[: commands.index("")]}
-    assert not listed & {"simulate", "collect", "figures", "fetch-asset"}  # the workflow's, named once below
+    assert not listed & {
+        "simulate",
+        "collect",
+        "figures",
+        "fetch-asset",
+    }  # the workflow's, named once below
     assert "`attnsim simulate`" in text
     assert max(len(line) for line in lines) <= 100
 
@@ -46,8 +53,12 @@ def test_version(capsys):
         main(["--version"])
     assert done.value.code == 0
     out = capsys.readouterr().out.strip()
-    assert re.fullmatch(rf"attnsim {re.escape(__version__)} \(snakemake 9\.\S+, python 3\.\S+\)", out), out
-    run = subprocess.run([sys.executable, "-m", "attnsim.cli", "--version"], capture_output=True, text=True)
+    assert re.fullmatch(
+        rf"attnsim {re.escape(__version__)} \(snakemake 9\.\S+, python 3\.\S+\)", out
+    ), out
+    run = subprocess.run(
+        [sys.executable, "-m", "attnsim.cli", "--version"], capture_output=True, text=True
+    )
     assert run.returncode == 0 and run.stdout.strip() == out
 
 
@@ -55,12 +66,30 @@ def test_run_help_is_short_and_points_to_snakemakes(capsys):
     assert main(["run", "--help"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("usage: attnsim run") and len(text.splitlines()) < 40
-    assert "snakemake --help" in text and "--report" in text and "--configfile" in text and "-n, --dry-run" in text
+    assert (
+        "snakemake --help" in text
+        and "--report" in text
+        and "--configfile" in text
+        and "-n, --dry-run" in text
+    )
     assert main(["run", "--configfile", "x.yaml", "-h"]) == 0 and capsys.readouterr().out == text
 
 
+def test_plan_help_is_short(capsys):
+    assert main(["plan", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: attnsim plan") and len(text.splitlines()) < 20
+
+
 def test_run_options_become_snakemakes():
-    assert translate(["--report", "-v", "--cores", "2"]) == ["--report", "results/report.html", "--report-after-run", "--logger-attnsim-full", "--cores", "2"]
+    assert translate(["--report", "-v", "--cores", "2"]) == [
+        "--report",
+        "results/report.html",
+        "--report-after-run",
+        "--logger-attnsim-full",
+        "--cores",
+        "2",
+    ]
     assert translate(["-n", "--configfile", "a.yaml"]) == ["-n", "--configfile", "a.yaml"]
 
 
@@ -100,12 +129,21 @@ def test_show_gives_an_adaptive_experiments_trial_range(tmp_path, monkeypatch, c
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     assert main(["show"]) == 0
     before = capsys.readouterr().out
-    assert "20-160 adaptive" in before and "0 of 2 points done (0%)" in before and "1 chunk still to run" in before
+    assert (
+        "20-160 adaptive" in before
+        and "0 of 2 points done (0%)" in before
+        and "1 chunk still to run" in before
+    )
     settings = load(config)
     root = tmp_path / "results/store"
     plan = plan_experiment(settings, "entropy", root)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
-    collect(experiment_json(settings, "entropy"), paths, store.summary_path(root, plan.kind, "entropy"))
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        for c in plan.pending
+    ]
+    collect(
+        experiment_json(settings, "entropy"), paths, store.summary_path(root, plan.kind, "entropy")
+    )
     assert main(["show"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.strip().startswith("entropy"))
@@ -118,5 +156,7 @@ def test_citation_file_matches_the_package():
     citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert citation["cff-version"] == "1.2.0" and citation["type"] == "software"
-    assert str(citation["version"]) == project["version"] and citation["license"] == project["license"]
+    assert (
+        str(citation["version"]) == project["version"] and citation["license"] == project["license"]
+    )
     assert citation["title"] and citation["authors"] and citation["message"]

@@ -5,50 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from workflow_helpers import REPO, point_rows, snakemake, write_config
+from helpers.workflow import attnsim_run, checkout, chunks, point_rows, snakemake, write_config
+from helpers.workflow import interrupt_config as config
 
 pytestmark = pytest.mark.slow
-
-GRID = {"n": [256, 512], "d": [16], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "laplace"], "noise_draws": [8], "noise_scale": [0.1, 0.5]}
-
-
-def config(chunk_size):
-    return {"seed": 3, "chunk_size": chunk_size, "experiments": {"robustness": {"kind": "noisy_attention", "trials": 200, "grid": GRID}}}
-
-
-def checkout(workdir: Path) -> Path:
-    """A working copy of the workflow (Snakefile and workflow/ linked), as after `git clone`."""
-    for name in ("Snakefile", "workflow"):
-        if not (workdir / name).exists():
-            (workdir / name).symlink_to(REPO / name)
-    return workdir
-
-
-def attnsim_run(workdir: Path, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    # SIGINT back to its default: a shell starts background jobs with SIGINT ignored, the
-    # disposition is inherited, and Python then installs no KeyboardInterrupt handler
-    return subprocess.Popen(
-        [sys.executable, "-m", "attnsim.cli", "run", *args],
-        cwd=workdir,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-
-
-def chunks(workdir: Path) -> list[Path]:
-    return list((workdir / "results/store/trials").rglob("chunk-*.parquet"))
-
 
 def interrupt_after_first_chunk(workdir: Path, sig: int, whole_group: bool) -> str:
     run = attnsim_run(workdir, "--cores", "1")

@@ -1,7 +1,6 @@
 """The numpy MiniLM against published numbers, against its own invariants (softmax rows,
 masking, padding), and its tokenizer against a slow reference WordPiece on the whole corpus."""
 
-# ruff: noqa: F811  (pytest fixtures imported from model_assets are parameters by design)
 from __future__ import annotations
 
 import json
@@ -11,7 +10,6 @@ import unicodedata
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from model_assets import asset_cache, minilm_dir  # noqa: F401  (fixtures)
 from scipy.special import erf as scipy_erf
 
 from attnsim.cli import main

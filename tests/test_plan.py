@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import small_config
+from helpers.configs import small_config
 
 from attnsim.config.load import load
 from attnsim.errors import StoreError

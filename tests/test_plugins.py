@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REPO
+from helpers.configs import REPO
 
 pytestmark = pytest.mark.slow
 

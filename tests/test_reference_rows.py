@@ -10,10 +10,10 @@ any other class each value must lie within rtol = 1e-4 of the point's scale.
 After a deliberate change of a kind's rows (a new algorithm_version; say why in the commit),
 regenerate that kind's file in the same commit, from the repository's root:
 
-    python -m tests.reference_rows record KIND            # this machine's CPU class only
-    python -m tests.reference_rows record KIND --all-metrics   # also hash metrics added since
-    python -m tests.reference_rows record NEW_KIND --config sweep.yaml   # a new kind's sweep
-    python -m tests.reference_rows check [KIND ...]       # what this test checks, as JSON
+    python -m tests.helpers.reference_rows record KIND            # this machine's CPU class only
+    python -m tests.helpers.reference_rows record KIND --all-metrics   # also hash metrics added since
+    python -m tests.helpers.reference_rows record NEW_KIND --config sweep.yaml   # a new kind's sweep
+    python -m tests.helpers.reference_rows check [KIND ...]       # what this test checks, as JSON
 
 Recording replaces the digests of the other classes when this class's digests changed (they are
 then checked within the tolerance), and keeps them otherwise. A kind that gains a metric keeps
@@ -30,7 +30,7 @@ import sys
 import warnings
 
 import pytest
-import reference_rows as rr
+from helpers import reference_rows as rr
 
 from attnsim.kinds import get_kind
 from attnsim.run import cpu
@@ -100,7 +100,7 @@ def test_another_numpy_dispatch_is_within_the_tolerance():
     (so digests differ, or the check would not test the tolerance) and stay within it."""
     env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disable_from_current_level()}
     run = subprocess.run(
-        [sys.executable, "-m", "tests.reference_rows", "check"],
+        [sys.executable, "-m", "tests.helpers.reference_rows", "check"],
         cwd=REPO,
         env=env,
         capture_output=True,

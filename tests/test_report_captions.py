@@ -7,13 +7,15 @@ block on its page. The built report is checked end to end in tests/test_progress
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
 import jinja2
 import pytest
-from conftest import REPO
+import yaml
 from docutils.core import publish_parts
+from helpers.configs import REPO
 
 from attnsim.kinds import all_kinds
 
@@ -22,18 +24,31 @@ PLUGIN_CAPTIONS = sorted((REPO / "tests/plugin_example/src").rglob("report/*.rst
 TARGETS = ("Workflow", "Statistics", "Claims", "claims.html")
 
 
-def render(text: str, experiment: str = "robustness") -> tuple[str, str]:
+def render(
+    text: str, experiment: str = "robustness", config: dict | None = None
+) -> tuple[str, str]:
     """(html, docutils' messages) for a caption, the way Snakemake's report renders one."""
     links = "\n\n" + "\n".join(f".. _{t}: javascript:void(0)" for t in TARGETS) + "\n"
-    snakemake = SimpleNamespace(wildcards=SimpleNamespace(experiment=experiment), config={})
-    rst = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(text + links).render(snakemake=snakemake, categories=[], files=[])
+    wildcards = SimpleNamespace(experiment=experiment)
+    snakemake = SimpleNamespace(wildcards=wildcards, config=config or {})
+    # Snakemake's report renders with trim_blocks and lstrip_blocks
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    rst = env.from_string(text + links).render(snakemake=snakemake, categories=[], files=[])
     messages = io.StringIO()
-    html = publish_parts(rst, writer="html", settings_overrides={"warning_stream": messages, "report_level": 2, "halt_level": 5})["body"]
+    html = publish_parts(
+        rst,
+        writer="html",
+        settings_overrides={"warning_stream": messages, "report_level": 2, "halt_level": 5},
+    )["body"]
     return html, messages.getvalue()
 
 
 def captions() -> list[tuple[str, Path]]:
-    found = [(f"{kind.name}/{figure}", kind.caption(figure)) for kind in all_kinds().values() for figure in kind.figures]
+    found = [
+        (f"{kind.name}/{figure}", kind.caption(figure))
+        for kind in all_kinds().values()
+        for figure in kind.figures
+    ]
     found += [(f"plugin_example/{p.stem}", p) for p in PLUGIN_CAPTIONS]
     found += [("workflow/claims", REPO / "workflow/report/claims.rst")]
     return found
@@ -46,6 +61,26 @@ def test_caption_renders_without_docutils_messages(name, path):
     assert "system-message" not in html and len(html) > 200
 
 
+@pytest.mark.parametrize(
+    "config",
+    [
+        "config.yaml",
+        *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "workflow/presets").glob("*.yaml")),
+    ],
+)
+def test_the_report_home_renders_for_every_shipped_config(config):
+    """workflow/report/workflow.rst, the report's home page, with the default sweep and each preset:
+    no docutils message, and one short line per experiment (a long page would push its start
+    out of view in the report's centred home pane)."""
+    settings = yaml.safe_load((REPO / config).read_text())
+    html, messages = render((REPO / "workflow/report/workflow.rst").read_text(), config=settings)
+    assert messages == "", messages
+    assert "system-message" not in html and f"seed {settings['seed']}" in html
+    for name in settings["experiments"]:
+        assert f"<strong>{name}</strong>" in html
+    assert len(re.sub(r"<[^>]+>", "", html)) < 2500 + 120 * len(settings["experiments"])
+
+
 def test_the_check_sees_a_substitution_and_the_fix():
     """`|1 - ratio|` is reST substitution syntax; `\\|1 - ratio\\|` is the text."""
     _, messages = render("hollow = above the prediction (|1 − ratio| shown)")
@@ -55,5 +90,8 @@ def test_the_check_sees_a_substitution_and_the_fix():
 
 
 def test_every_kind_has_its_captions():
-    assert len(captions()) == sum(len(k.figures) for k in all_kinds().values()) + len(PLUGIN_CAPTIONS) + 1
+    assert (
+        len(captions())
+        == sum(len(k.figures) for k in all_kinds().values()) + len(PLUGIN_CAPTIONS) + 1
+    )
     assert PLUGIN_CAPTIONS

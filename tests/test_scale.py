@@ -12,8 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import REPO, small_config
-from test_training_kinds import CONTRASTIVE, RECALL
+from helpers.configs import CONTRASTIVE, RECALL, REPO, small_config
 
 from attnsim.config.grid import expand, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.config.load import load, load_file
@@ -68,13 +67,12 @@ def any_grid(kind: str) -> dict:
 
 @pytest.mark.parametrize("kind", sorted(GRIDS))
 def test_columnar_ids_are_seeding_point_ids(kind):
-    grid = grid_columns(SimpleNamespace(kind=kind, grid=GRIDS[kind]))
-    points = expand(SimpleNamespace(kind=kind, grid=GRIDS[kind]))
+    given = load({"seed": 1, "experiments": {"e": {"kind": kind, "trials": 2, "grid": copy.deepcopy(GRIDS[kind])}}}).experiments["e"].grid  # defaults filled
+    grid = grid_columns(SimpleNamespace(kind=kind, grid=given))
+    points = expand(SimpleNamespace(kind=kind, grid=given))
     assert grid.ids() == [p.id for p in points] == [point_id(kind, p.params) for p in points]
     raw = [
-        tuple(
-            GRIDS[kind][n][i] for n, i in zip(all_kinds()[kind].param_names, np.unravel_index(k, [len(GRIDS[kind][n]) for n in all_kinds()[kind].param_names]))
-        )
+        tuple(given[n][i] for n, i in zip(all_kinds()[kind].param_names, np.unravel_index(k, [len(given[n]) for n in all_kinds()[kind].param_names])))
         for k in range(grid.size)
     ]
     assert row_ids(kind, raw) == grid.ids()  # from raw (uncanonical) values, as a spec holds them
@@ -227,7 +225,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     import subprocess
     import sys
 
-    from workflow_helpers import snakemake, tree, write_config
+    from helpers.workflow import snakemake, tree, write_config
 
     from attnsim.plan.sweep import write_specs
 
@@ -263,7 +261,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
 
 @pytest.mark.slow
 def test_a_dry_run_writes_nothing_and_one_chunk_takes_every_core(tmp_path):
-    from workflow_helpers import snakemake, tree, write_config
+    from helpers.workflow import snakemake, tree, write_config
 
     config = small_config(chunk_size=100)  # 16 points: one chunk
     write_config(tmp_path, config)
@@ -376,7 +374,7 @@ def test_a_million_points_dry_run_in_20_s_and_1_gb(kind, tmp_path):
 
 
 def test_past_max_jobs_the_run_stops_in_one_line_and_submits_nothing(tmp_path):
-    from workflow_helpers import snakemake, write_config
+    from helpers.workflow import snakemake, write_config
 
     write_config(tmp_path, small_config(chunk_size=2) | {"max_jobs": 3})
     result = snakemake(tmp_path, "--cores", "1", check=False)
@@ -390,7 +388,7 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
     import subprocess
     import sys
 
-    from workflow_helpers import write_config
+    from helpers.workflow import write_config
 
     write_config(tmp_path, small_config() | {"max_jobs": 100})
     cmd = [str(Path(sys.executable).parent / "attnsim"), "plan", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2"]

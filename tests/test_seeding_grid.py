@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import small_config
+from helpers.configs import small_config
 
 from attnsim.config.grid import chunk, chunk_id, expand, make_point
 from attnsim.config.load import load

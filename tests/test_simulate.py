@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import small_config
+from helpers.configs import small_config
 
 from attnsim.config.grid import expand, make_point
 from attnsim.config.load import load

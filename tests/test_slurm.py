@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from workflow_helpers import REPO, point_rows, snakemake, write_config
+from helpers.workflow import REPO, point_rows, snakemake, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -8,8 +8,8 @@ import shutil
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import small_config
-from workflow_helpers import snakemake, write_config
+from helpers.configs import small_config
+from helpers.workflow import snakemake, write_config
 
 from attnsim.cli import main
 from attnsim.config.load import load

@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-from conftest import small_config
-from workflow_helpers import REPO, snakemake, write_config
+from helpers.configs import small_config
+from helpers.workflow import REPO, snakemake, write_config
 
 from attnsim.errors import StoreError
 from attnsim.store import lock

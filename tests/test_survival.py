@@ -26,8 +26,14 @@ def test_a_hand_computed_example():
     np.testing.assert_allclose(km.greenwood, np.cumsum([1 / 42, 1 / 30, 1 / 12, 1 / 6]), rtol=1e-15)
     # the log-log band at t = 8: v = (1/42 + 1/30 + 1/12 + 1/6) / log(5/14)^2, S^exp(-+ z sqrt v)
     s, v = 5 / 14, (1 / 42 + 1 / 30 + 1 / 12 + 1 / 6) / math.log(5 / 14) ** 2
-    assert km.at(8) == pytest.approx((s, s ** math.exp(Z95 * math.sqrt(v)), s ** math.exp(-Z95 * math.sqrt(v))), rel=1e-12)
-    assert km.at(1.9) == (1.0, 1.0, 1.0) and km.at(4.99)[0] == pytest.approx(5 / 7) and km.at(100)[0] == pytest.approx(5 / 14)
+    assert km.at(8) == pytest.approx(
+        (s, s ** math.exp(Z95 * math.sqrt(v)), s ** math.exp(-Z95 * math.sqrt(v))), rel=1e-12
+    )
+    assert (
+        km.at(1.9) == (1.0, 1.0, 1.0)
+        and km.at(4.99)[0] == pytest.approx(5 / 7)
+        and km.at(100)[0] == pytest.approx(5 / 14)
+    )
     # the median: the first time S <= 1/2 is 8 (S(5) = 0.536); its interval from the bands
     median, low, high = km.quantile(0.5)
     assert median == 8.0
@@ -44,9 +50,17 @@ def test_the_textbook_table_of_the_6mp_trial():
     e = [1, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]
     km = kaplan_meier(t, e)
     np.testing.assert_array_equal(km.times, [6, 7, 10, 13, 16, 22, 23])
-    np.testing.assert_allclose(km.survival, [0.857, 0.807, 0.753, 0.690, 0.627, 0.538, 0.448], atol=5e-4)
-    np.testing.assert_allclose(km.survival * np.sqrt(km.greenwood), [0.076, 0.087, 0.096, 0.107, 0.114, 0.128, 0.135], atol=5e-4)
-    np.testing.assert_allclose(km.low[:2], [0.620, 0.563], atol=5e-4)  # R's log-log limits at 6 and 7
+    np.testing.assert_allclose(
+        km.survival, [0.857, 0.807, 0.753, 0.690, 0.627, 0.538, 0.448], atol=5e-4
+    )
+    np.testing.assert_allclose(
+        km.survival * np.sqrt(km.greenwood),
+        [0.076, 0.087, 0.096, 0.107, 0.114, 0.128, 0.135],
+        atol=5e-4,
+    )
+    np.testing.assert_allclose(
+        km.low[:2], [0.620, 0.563], atol=5e-4
+    )  # R's log-log limits at 6 and 7
     np.testing.assert_allclose(km.high[:2], [0.952, 0.923], atol=5e-4)
     assert km.quantile(0.5) == (23.0, 13.0, math.inf)
 
@@ -63,19 +77,31 @@ def test_without_censoring_the_estimate_is_the_empirical_share():
 def test_escape_summary_per_checkpoint_and_all_censored():
     out = escape_summary(TIMES, EVENTS, [1, 3, 8, 9])
     assert out["escape_median"] == 8.0
-    assert [out[f"escaped_ckpt_{j}"] for j in range(4)] == pytest.approx([0.0, 2 / 7, 9 / 14, 9 / 14])
+    assert [out[f"escaped_ckpt_{j}"] for j in range(4)] == pytest.approx(
+        [0.0, 2 / 7, 9 / 14, 9 / 14]
+    )
     assert out["escaped_ckpt_1_ci_low"] < 2 / 7 < out["escaped_ckpt_1_ci_high"]
     none = escape_summary([100.0] * 5, [0] * 5, [10, 100])
     assert none["escape_median"] == math.inf and none["escape_median_ci_low"] == math.inf
     # no escape in 5 runs: 0 with the Wilson interval [0, 0.43], not a band of no width
-    assert none["escaped_ckpt_1"] == 0.0 and none["escaped_ckpt_1_ci_high"] == pytest.approx(wilson(0, 5)[1])
+    assert none["escaped_ckpt_1"] == 0.0 and none["escaped_ckpt_1_ci_high"] == pytest.approx(
+        wilson(0, 5)[1]
+    )
     assert 0.4 < wilson(0, 5)[1] < 0.45
     every = escape_summary([3.0] * 4, [1] * 4, [2, 3])
-    assert every["escape_median"] == 3.0 and every["escaped_ckpt_1"] == 1.0 and every["escaped_ckpt_0"] == 0.0
-    assert every["escaped_ckpt_1_ci_low"] == pytest.approx(wilson(4, 4)[0]) and every["escaped_ckpt_0_ci_high"] == pytest.approx(wilson(0, 4)[1])
+    assert (
+        every["escape_median"] == 3.0
+        and every["escaped_ckpt_1"] == 1.0
+        and every["escaped_ckpt_0"] == 0.0
+    )
+    assert every["escaped_ckpt_1_ci_low"] == pytest.approx(wilson(4, 4)[0]) and every[
+        "escaped_ckpt_0_ci_high"
+    ] == pytest.approx(wilson(0, 4)[1])
 
 
-@pytest.mark.parametrize("time, event", [([1.0, math.inf], [1, 0]), ([1.0, 2.0], [1, 2]), ([1.0], [1, 0])])
+@pytest.mark.parametrize(
+    "time, event", [([1.0, math.inf], [1, 0]), ([1.0, 2.0], [1, 2]), ([1.0], [1, 0])]
+)
 def test_bad_input(time, event):
     with pytest.raises(ValueError):
         kaplan_meier(time, event)

@@ -25,7 +25,13 @@ from attnsim.kinds.real_temperature import claims as real_temperature_claims
 from attnsim.theory import delta_next
 from attnsim.theory.noise import kappa
 
-MINE = ("noisy_attention", "logit_entropy", "init_gradient", "temperature_entropy", "real_temperature")
+MINE = (
+    "noisy_attention",
+    "logit_entropy",
+    "init_gradient",
+    "temperature_entropy",
+    "real_temperature",
+)
 SANITY = {
     "entropy_in_bounds",
     "tau_one_gap",
@@ -40,7 +46,9 @@ REASON = re.compile(r"^docs/science\.md §\d+\.\d+")
 
 
 def declared() -> list[engine.Claim]:
-    return [judge(None) for kind in MINE for judge in get_kind(kind).submodule("claims").CLAIMS] + [engine.entropy_bounds({})]
+    return [judge(None) for kind in MINE for judge in get_kind(kind).submodule("claims").CLAIMS] + [
+        engine.entropy_bounds({})
+    ]
 
 
 @pytest.mark.parametrize("claim", declared(), ids=lambda c: c.claim_id)
@@ -49,8 +57,12 @@ def test_every_claim_declares_role_regime_reason_and_tolerance(claim):
     assert claim.regime and claim.condition == claim.regime
     assert REASON.match(claim.reason), claim.reason
     assert claim.verdict == "not measured"
-    statistical = claim.role == "evidence" and not claim.claim_id.startswith(("delta_slow_rate", "heavy_tail_breakdown"))
-    if statistical:  # equivalence claims: the band is declared before the data, from the kind's THRESHOLDS
+    statistical = claim.role == "evidence" and not claim.claim_id.startswith(
+        ("delta_slow_rate", "heavy_tail_breakdown")
+    )
+    if (
+        statistical
+    ):  # equivalence claims: the band is declared before the data, from the kind's THRESHOLDS
         assert 0 < claim.tolerance < math.inf
         values = vars(get_kind(_kind_of(claim)).submodule("claims").THRESHOLDS).values()
         assert claim.tolerance in values
@@ -58,7 +70,9 @@ def test_every_claim_declares_role_regime_reason_and_tolerance(claim):
 
 def _kind_of(claim):
     for kind in MINE:
-        if claim.claim_id in {judge(None).claim_id for judge in get_kind(kind).submodule("claims").CLAIMS}:
+        if claim.claim_id in {
+            judge(None).claim_id for judge in get_kind(kind).submodule("claims").CLAIMS
+        }:
             return kind
     raise KeyError(claim.claim_id)
 
@@ -67,21 +81,37 @@ def test_thresholds_are_frozen_constants_of_each_package():
     for kind in ("noisy_attention", "logit_entropy", "init_gradient", "real_temperature"):
         thresholds = get_kind(kind).submodule("claims").THRESHOLDS
         with pytest.raises(AttributeError):
-            thresholds.__setattr__(next(iter(vars(thresholds))), 0.0)  # frozen: nothing sets them at run time
+            thresholds.__setattr__(
+                next(iter(vars(thresholds))), 0.0
+            )  # frozen: nothing sets them at run time
 
 
 def test_regime_and_tolerance_do_not_depend_on_the_data():
     """The same claim judged on data that holds and on data that fails declares the same regime,
     tolerance and reason as before any data."""
     s_good, s_bad = noisy(ratio=1.0), noisy(ratio=0.7)
-    for judge in (noisy_claims.next_order, noisy_claims.error_rate, lambda s: noisy_claims.delta_method(s, "gaussian")):
+    for judge in (
+        noisy_claims.next_order,
+        noisy_claims.error_rate,
+        lambda s: noisy_claims.delta_method(s, "gaussian"),
+    ):
         before, good, bad = judge(None), judge(s_good), judge(s_bad)
-        assert before.regime == good.regime == bad.regime and before.reason == good.reason == bad.reason
+        assert (
+            before.regime == good.regime == bad.regime
+            and before.reason == good.reason == bad.reason
+        )
         assert before.tolerance == good.tolerance == bad.tolerance
 
 
-def noisy(ratio=1.0, se=0.002, families=("gaussian", "laplace", "gumbel", "student_t"), sigmas=(0.1, 1.0, 2.0), rel_se=0.005):
-    """A noisy_attention summary at uniform weights (n = 256 ... 65536) and logit_scale 1: err_ratio and
+def noisy(
+    ratio=1.0,
+    se=0.002,
+    families=("gaussian", "laplace", "gumbel", "student_t"),
+    sigmas=(0.1, 1.0, 2.0),
+    rel_se=0.005,
+):
+    """A noisy_attention summary at uniform weights (n = 256 ... 65536) and logit_scale 1: err_ratio
+    and
     next_err_ratio = `ratio` with SE `se`; rel_err follows n^-1/2 (finite kappa), n^(1/k* - 1)
     (heavy) or stays flat (no mean), with relative SE `rel_se`."""
     rows = []
@@ -126,7 +156,8 @@ def noisy(ratio=1.0, se=0.002, families=("gaussian", "laplace", "gumbel", "stude
 
 def test_heavy_tail_slow_rate_is_compared_with_its_own_slope():
     """kappa = inf with a mean (laplace, gumbel at sigma = 1): holds when each series falls like
-    n^(1/k* - 1); fails when it falls like n^-1/2 instead; student_t (no mean) is not in its regime."""
+    n^(1/k* - 1); fails when it falls like n^-1/2 instead; student_t (no mean) is not in its
+    regime."""
     s = noisy(families=("laplace", "gumbel", "student_t"), sigmas=(1.0,))
     c = noisy_claims.heavy_rate(s)
     assert c.verdict == "holds" and c.points == 10 and "laplace σ=1: slope -0.293" in c.evidence
@@ -135,13 +166,21 @@ def test_heavy_tail_slow_rate_is_compared_with_its_own_slope():
     s.loc[heavy, "rel_err_mean"] = 0.3 * s.loc[heavy, "n"] ** -0.5
     s.loc[heavy, "rel_err_se"] = s.loc[heavy, "rel_err_mean"] * 0.005
     assert noisy_claims.heavy_rate(s).verdict == "fails"
-    assert noisy_claims.heavy_rate(noisy(families=("student_t",), sigmas=(1.0,))).verdict == "outside regime"
+    assert (
+        noisy_claims.heavy_rate(noisy(families=("student_t",), sigmas=(1.0,))).verdict
+        == "outside regime"
+    )
 
 
 def test_heavy_tail_breakdown_is_no_mean_only():
     s = noisy(families=("laplace", "gumbel", "student_t"), sigmas=(1.0, 2.0))
     c = noisy_claims.breakdown(s)
-    assert c.verdict == "holds" and "laplace σ=1" not in c.evidence and "laplace σ=2" in c.evidence and "student_t σ=1" in c.evidence
+    assert (
+        c.verdict == "holds"
+        and "laplace σ=1" not in c.evidence
+        and "laplace σ=2" in c.evidence
+        and "student_t σ=1" in c.evidence
+    )
 
 
 def _low_power(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
@@ -157,11 +196,16 @@ def test_a_low_power_sweep_is_inconclusive_never_holds():
     """Every statistical claim whose interval is wider than its band is inconclusive: the same
     estimates, centred on the prediction, with the intervals of a sweep of few trials."""
     good = noisy(ratio=1.0)
-    weak = noisy(ratio=1.0, se=0.2, rel_se=2.0)  # per-point intervals +-0.39 against +-0.05; slopes with wide intervals
+    weak = noisy(
+        ratio=1.0, se=0.2, rel_se=2.0
+    )  # per-point intervals +-0.39 against +-0.05; slopes with wide intervals
     weak["rel_err_mean"] *= scatter(weak)  # few trials: the curves scatter about the line
     weak["rel_err_se"] = 2.0 * weak["rel_err_mean"]
     for judge in (
-        *(lambda s, f=f: noisy_claims.delta_method(s, f) for f in ("gaussian", "laplace", "gumbel")),
+        *(
+            lambda s, f=f: noisy_claims.delta_method(s, f)
+            for f in ("gaussian", "laplace", "gumbel")
+        ),
         noisy_claims.next_order,
         noisy_claims.error_rate,
         noisy_claims.heavy_rate,
@@ -179,8 +223,17 @@ def test_a_low_power_sweep_is_inconclusive_never_holds():
     assert noisy_claims.breakdown(flat).verdict == "inconclusive"
 
     entropy = entropy_summary()
-    assert entropy_claims.small_scale_entropy(entropy).verdict == "holds" and entropy_claims.rem_collapse(entropy).verdict == "holds"
-    wide = _low_power(entropy, {"entropy_mean": ("entropy_ci_low", "entropy_ci_high"), "entropy_norm_mean": ("entropy_norm_ci_low", "entropy_norm_ci_high")})
+    assert (
+        entropy_claims.small_scale_entropy(entropy).verdict == "holds"
+        and entropy_claims.rem_collapse(entropy).verdict == "holds"
+    )
+    wide = _low_power(
+        entropy,
+        {
+            "entropy_mean": ("entropy_ci_low", "entropy_ci_high"),
+            "entropy_norm_mean": ("entropy_norm_ci_low", "entropy_norm_ci_high"),
+        },
+    )
     wide["entropy_norm_ci_low"] = wide["entropy_norm_mean"] - 0.2
     wide["entropy_norm_ci_high"] = wide["entropy_norm_mean"] + 0.2
     assert entropy_claims.small_scale_entropy(wide).verdict == "inconclusive"
@@ -189,14 +242,18 @@ def test_a_low_power_sweep_is_inconclusive_never_holds():
     real = real_temperature_summary()
     assert real_temperature_claims.variance_prediction(real).verdict == "holds"
     assert real_temperature_claims.random_direction(real).verdict == "holds"
-    wide = real.assign(gap_var_ratio_ci_low=real["gap_var_ratio"] - 0.3, gap_var_ratio_ci_high=real["gap_var_ratio"] + 0.3)
+    wide = real.assign(
+        gap_var_ratio_ci_low=real["gap_var_ratio"] - 0.3,
+        gap_var_ratio_ci_high=real["gap_var_ratio"] + 0.3,
+    )
     wide = wide.assign(gap_ci_low=wide["gap_mean"] * 0.5, gap_ci_high=wide["gap_mean"] * 1.5)
     assert real_temperature_claims.variance_prediction(wide).verdict == "inconclusive"
     assert real_temperature_claims.random_direction(wide).verdict == "inconclusive"
 
 
 def scatter(frame: pd.DataFrame, size: float = 0.5) -> np.ndarray:
-    """e^(+-size) alternating along n: no trend, a large residual (a curve measured with few trials)."""
+    """e^(+-size) alternating along n: no trend, a large residual (a curve measured with few
+    trials)."""
     rank = frame.groupby(noisy_claims.SERIES + ["logit_scale"])["n"].rank().to_numpy()
     return np.exp(size * np.where(rank % 2 == 1, 1.0, -1.0))
 

@@ -7,8 +7,8 @@ import re
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import small_config
-from workflow_helpers import planned_jobs, point_rows, snakemake, tree, write_config
+from helpers.configs import small_config
+from helpers.workflow import planned_jobs, point_rows, snakemake, tree, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+import pytest
+from helpers.configs import REPO
 
 RULE_FILES = [REPO / "Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]
+
+
+pytestmark = pytest.mark.lint  # `pytest -m lint`: a few seconds, nothing but the linters
 
 
 def test_snakefmt_clean():

@@ -36,9 +36,12 @@ def _collect(args) -> None:
 
 
 def _figures(args) -> None:
-    from attnsim.figures.render import render
+    from attnsim.figures.render import render, render_all
 
-    render(args.summary, args.outdir, args.figure)
+    if args.summary is not None:
+        render(args.summary, args.outdir, args.figure)
+    else:
+        render_all(args.summaries, args.outdir, args.threads)
 
 
 def _query(args) -> None:
@@ -71,8 +74,12 @@ def _schema(args) -> None:
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.docgen import schema_document, schema_markdown
+    from attnsim.docgen import schema_document, schema_markdown, update_docs
 
+    if args.update_docs:
+        for path in update_docs(Path(".")):
+            print(f"wrote {path}")
+        return
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
         args.write.write_text(text)
@@ -145,6 +152,7 @@ examples:
   attnsim run -n                     the jobs a run would do, without doing them
   attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
   attnsim show                       per experiment: points done, chunks still to run
+  attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
   attnsim claims                     the verdicts (--format markdown|json|csv for documents)
   attnsim query "SHOW TABLES"        the store's views; then SQL over them:
   attnsim query "SELECT n, noise, err_ratio FROM robustness LIMIT 5" --format csv
@@ -178,6 +186,21 @@ examples:
   attnsim query "DESCRIBE robustness"
   attnsim query "SELECT noise, max(err_ratio) FROM robustness GROUP BY noise" --format csv
   attnsim query "SELECT * FROM robustness_trials" --format parquet --output trials.parquet
+"""
+
+
+PLAN_HELP = """\
+usage: attnsim plan [SNAKEMAKE OPTION ...]
+
+What `attnsim run` with the same options would cost, without running anything: points, trials,
+jobs per rule, estimated CPU-hours and memory per job, and under a cluster profile the job count
+against the profile's limit (a sweep past it stops with one line). It is a dry run (`snakemake -n`)
+that prints only that bill.
+
+examples:
+  attnsim plan
+  attnsim plan --configfile workflow/presets/large.yaml
+  attnsim plan --workflow-profile workflow/profiles/slurm --configfile workflow/presets/million.yaml
 """
 
 
@@ -227,14 +250,6 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.set_defaults(func=_show)
 
-    p = sub.add_parser(
-        "plan",
-        help="what `attnsim run` would cost: points, trials, jobs per rule, CPU-hours, memory per job, the job limit; extra arguments go to snakemake",
-        add_help=False,
-    )
-    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
-    p.set_defaults(func=lambda args: None)  # handled before parsing
-
     p = sub.add_parser("claims", help="the verdicts: per claim, what was measured, against what, holds or fails")
     config_option(p)
     store_option(p)
@@ -275,6 +290,14 @@ def parser() -> argparse.ArgumentParser:
     store_option(p)
     p.set_defaults(func=_query)
 
+    p = sub.add_parser(
+        "plan",
+        help="the bill of `attnsim run`: points, trials, jobs, CPU-hours, memory per job, max_jobs",
+        add_help=False,
+    )
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: None)  # handled before parsing
+
     p = sub.add_parser("summary", help="the end-of-run summary again (experiments, headlines, claims)")
     config_option(p)
     store_option(p)
@@ -285,6 +308,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", help="only this experiment kind")
     p.add_argument("--write", type=Path, help="write the tables to this file (docs/results-schema.md) instead of printing")
     p.add_argument("--config", action="store_true", help="print the whole config JSON Schema, kinds' grids included")
+    p.add_argument("--update-docs", action="store_true", help="rewrite docs/results-schema.md and the tables of kinds in README.md and docs/usage.md (from the repository's root)")
     p.set_defaults(func=_schema)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
@@ -321,10 +345,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 
-    p = sub.add_parser("figures", description="(workflow) draw an experiment's figures from its summary")  # the workflow's: not listed
-    p.add_argument("--summary", required=True, type=Path)
+    p = sub.add_parser("figures", description="(workflow) draw experiments' figures from their summaries")  # the workflow's: not listed
+    p.add_argument("summaries", nargs="*", type=Path, help="summary files: each experiment's figures go to OUTDIR/<experiment>/")
+    p.add_argument("--summary", type=Path, help="one summary: its figures go to OUTDIR itself")
     p.add_argument("--outdir", required=True, type=Path, help="writes <figure>.png and <figure>.pdf here")
-    p.add_argument("--figure", action="append", help="only this figure (repeatable; default: all of the kind's)")
+    p.add_argument("--figure", action="append", help="with --summary: only this figure (repeatable; default: all of the kind's)")
+    p.add_argument("--threads", type=int, default=1, help="experiments drawn at once (forked after one import of the plotting stack)")
     p.set_defaults(func=_figures)
     return top
 
@@ -341,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
         from attnsim.run.runner import plan
 
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            print(PLAN_HELP, end="")
+            return 0
         return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(

@@ -1,6 +1,8 @@
 """Documentation generated from the declarations, so it cannot drift from the code: the result
 store's columns (docs/results-schema.md, `attnsim schema`) from the kinds' columns and the claims
-table's schema. tests/test_docs.py fails when a generated file is out of date."""
+table's schema, and the tables of kinds in README.md and docs/usage.md (`attnsim schema
+--update-docs` rewrites all three). tests/test_docs.py fails when a generated part is out of
+date, so a new kind needs no hand edit of any of them."""
 
 from __future__ import annotations
 
@@ -69,3 +71,77 @@ def claims_schema_markdown() -> list[str]:
         doc = f.metadata[b"description"].decode().replace("|", "\\|")
         lines.append(f"| `{f.name}` | {f.type} | {doc} |")
     return lines + [""]
+
+
+BEGIN = "<!-- generated: {name} (attnsim schema --update-docs); do not edit by hand -->"
+END = "<!-- end of generated: {name} -->"
+STATEMENTS = ("robustness", "information", "temperature")
+
+
+def _statements(kind) -> list[str]:
+    """The essay's statements a kind's claims bear on (from its claims, judged on no data)."""
+    found = {judge(None).statement for judge in kind.submodule("claims").CLAIMS}
+    return [s for s in STATEMENTS if s in found] + sorted(found - set(STATEMENTS))
+
+
+def _builtin_kinds() -> dict:
+    return {name: kind for name, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds.")}
+
+
+def kinds_readme_table() -> str:
+    """README.md's table of kinds: each kind's statements and description, by statement."""
+    rows = sorted(_builtin_kinds().items(), key=lambda item: (STATEMENTS.index(s) if (s := (_statements(item[1]) or ["~"])[0]) in STATEMENTS else 9, item[0]))
+    lines = ["| kind | statement | what it measures |", "|---|---|---|"]
+    lines += [f"| `{name}` | {', '.join(_statements(kind))} | {kind.description} |" for name, kind in rows]
+    return "\n".join(lines)
+
+
+def kinds_usage_table() -> str:
+    """docs/usage.md's table of kinds: grid parameters (with their defaults) and the main metric."""
+
+    def param(p) -> str:
+        default = getattr(p, "default", None)
+        return f"`{p.name}`" + (f" (default {default})" if default is not None else "")
+
+    lines = ["| kind | grid parameters | main metric (`target_se` applies to it) |", "|---|---|---|"]
+    for name, kind in _builtin_kinds().items():
+        lines.append(f"| `{name}` | {', '.join(param(p) for p in kind.params)} | `{kind.main_metric}` |")
+    return "\n".join(lines)
+
+
+GENERATED = {"README.md": {"kinds": kinds_readme_table}, "docs/usage.md": {"kinds": kinds_usage_table}}
+
+
+def generated_part(text: str, name: str) -> str | None:
+    begin, end = BEGIN.format(name=name), END.format(name=name)
+    if begin not in text or end not in text:
+        return None
+    return text[text.index(begin) + len(begin) : text.index(end)].strip("\n")
+
+
+def update_part(text: str, name: str, body: str) -> str:
+    """`text` with the generated part `name` replaced by `body` (the markers must be there)."""
+    begin, end = BEGIN.format(name=name), END.format(name=name)
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}\n{end}{tail}"
+
+
+def update_docs(repo) -> list:
+    """Rewrite docs/results-schema.md and the generated parts of README.md and docs/usage.md."""
+    from pathlib import Path
+
+    from attnsim import files
+
+    repo = Path(repo)
+    written = []
+    files.write_text(repo / "docs/results-schema.md", schema_document(), fsync=False)
+    written.append(repo / "docs/results-schema.md")
+    for relative, parts in GENERATED.items():
+        path = repo / relative
+        text = path.read_text()
+        for name, make in parts.items():
+            text = update_part(text, name, make())
+        files.write_text(path, text, fsync=False)
+        written.append(path)
+    return written

@@ -61,7 +61,8 @@ class LogHandlerSettings(LogHandlerSettingsBase):
     full: bool = field(
         default=False,
         metadata={
-            "help": "Print Snakemake's full log (rule blocks, shell commands) instead of attnsim's one line per finished job.",
+            "help": "Print Snakemake's full log (rule blocks, shell commands) instead of"
+            " attnsim's one line per finished job.",
             "env_var": False,
         },
     )
@@ -71,7 +72,12 @@ class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
         common = self.common_settings
         self.stream = sys.stdout if getattr(common, "stdout", False) else sys.stderr
-        self.full = bool(getattr(self.settings, "full", False) or common.verbose or common.dryrun or common.debug_dag)
+        self.full = bool(
+            getattr(self.settings, "full", False)
+            or common.verbose
+            or common.dryrun
+            or common.debug_dag
+        )
         self.default = None
         self.progress = None
         if self.full:
@@ -90,7 +96,9 @@ class LogHandler(LogHandlerBase):
                     common.printshellcmds,
                 ),
             )
-        self.quiet_all = any(str(q).lower().endswith("all") for q in (common.quiet or ()))
+        quiet = {str(q).lower().rsplit(".", 1)[-1] for q in (common.quiet or ())}
+        self.quiet_all = "all" in quiet  # -q all: errors only
+        self.quiet_progress = self.quiet_all or "progress" in quiet  # -q: no job lines
 
     # ------------------------------------------------------------------ the interface
     @property
@@ -143,10 +151,8 @@ class LogHandler(LogHandlerBase):
         event = getattr(record, "event", None)
         if event == LogEvent.RUN_INFO and getattr(record, "stats", None):
             return self._progress().run_info(record.stats)
-        if self.quiet_all:
-            return [self._plain(record)] if record.levelno >= logging.ERROR else []
         if event == LogEvent.JOB_INFO:
-            return self._progress().job_started(
+            lines = self._progress().job_started(
                 record.jobid,
                 record.rule_name,
                 getattr(record, "wildcards", {}),
@@ -154,15 +160,19 @@ class LogHandler(LogHandlerBase):
                 getattr(record, "log", ()),
                 getattr(record, "shellcmd", "") or "",
             )
+            return [] if self.quiet_progress else lines
         if event == LogEvent.JOB_FINISHED:
-            return self._progress().job_finished(record.job_id)
-        if event == LogEvent.JOB_ERROR:
-            return self._progress().job_failed(record.jobid, record.rule_name, getattr(record, "log", ()))
+            lines = self._progress().job_finished(record.job_id)
+            return [] if self.quiet_progress else lines
+        if event == LogEvent.JOB_ERROR:  # always: the failed job's one-line error
+            return self._progress().job_failed(
+                record.jobid, record.rule_name, getattr(record, "log", ())
+            )
         if event == LogEvent.GROUP_ERROR:
             return [self._plain(record)]
         if event == LogEvent.ERROR and "CalledProcessError" in self._plain(record):
             return []  # a shell command of a job failed: its JOB_ERROR line says what and why
-        if event in QUIET_EVENTS:
+        if event in QUIET_EVENTS or (self.quiet_all and record.levelno < logging.ERROR):
             return []
         message = self._plain(record)
         if not message or (record.levelno < logging.WARNING and message.startswith(QUIET_INFO)):

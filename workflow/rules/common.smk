@@ -11,6 +11,7 @@ from snakemake.utils import validate
 
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
+from attnsim.figures import check as figure_check
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.plan import bill
 from attnsim.plan import cost as resources
@@ -42,6 +43,8 @@ try:
         config, "../schemas/config.schema.yaml"
     )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
+    if PLANNING:  # every declared figure has its function and caption, before any job
+        figure_check.check_experiments(SETTINGS)
     if (
         PLANNING
     ):  # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs
@@ -178,6 +181,29 @@ def all_summaries():
         store.summary_path(STORE, e.kind, name)
         for name, e in SETTINGS.experiments.items()
     ]
+
+
+def figure_threads(wildcards):
+    """The figures job draws experiments in parallel on the local cores (it runs last, beside claims)."""
+    return max(1, min(len(SETTINGS.experiments), _local_cores() or 1))
+
+
+CAPTIONS = Path(
+    ".snakemake/attnsim-captions"
+)  # not results/: a dry run writes nothing there
+
+
+def figure_caption(experiment, kind, figure):
+    """The kind's caption of `figure` (report/<figure>.rst) for this experiment: the one figures job
+    has no wildcards, so the experiment's name replaces `snakemake.wildcards.experiment` in a copy
+    (rewritten only when it changes)."""
+    text = get_kind(kind).caption(figure).read_text()
+    text = text.replace("snakemake.wildcards.experiment", json.dumps(experiment))
+    path = CAPTIONS / experiment / f"{figure}.rst"
+    if workflow.is_main_process and not (path.exists() and path.read_text() == text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(path.resolve())
 
 
 def all_figure_pngs():

@@ -1,1 +1,2 @@
-"""Claims of the essay judged against the store: `engine` (verdicts), `io` (store in, files out), `render` (tables)."""
+"""Claims of the essay judged against the store: `engine` (verdicts), `io` (store in, files out),
+`render` (tables)."""

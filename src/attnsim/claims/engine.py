@@ -46,14 +46,22 @@ Z95 = 1.959963984540054  # normal 95% quantile
 # The essay's three statements, in the project's words; every claim belongs to one of them (its
 # `statement` is a key). The tables group claims under them, in this order, with these titles.
 STATEMENTS = {
-    "robustness": "Softmax attention barely moves when i.i.d. noise is added to its logits: the mean squared change of the "
-    "output is what the delta method predicts, kappa * sum p^2 ||v - o||^2, so the relative error shrinks like "
-    "1/sqrt(n_eff), as long as the noise has the exponential moments the argument needs; heavy-tailed noise breaks it.",
-    "information": "The entropy of the attention weights lies between 0 (one-hot) and log n (uniform) and falls as the "
-    "logits grow, first as log n - sigma^2/2, then along the random energy model; large logits at initialisation make "
-    "the weights one-hot, and the gradient through the softmax vanishes with the entropy, so training stalls.",
-    "temperature": "With cosine logits at temperature tau = 1 the entropy cannot fall more than g(1) = 0.4745 nats below "
-    "log n, so the weights stay close to uniform and carry little information; a smaller temperature widens the range, "
+    "robustness": "Softmax attention barely moves when i.i.d. noise is added to its logits: the "
+    "mean squared change of the "
+    "output is what the delta method predicts, kappa * sum p^2 ||v - o||^2, so the relative error "
+    "shrinks like "
+    "1/sqrt(n_eff), as long as the noise has the exponential moments the argument needs; "
+    "heavy-tailed noise breaks it.",
+    "information": "The entropy of the attention weights lies between 0 (one-hot) and log n "
+    "(uniform) and falls as the "
+    "logits grow, first as log n - sigma^2/2, then along the random energy model; large logits at "
+    "initialisation make "
+    "the weights one-hot, and the gradient through the softmax vanishes with the entropy, so "
+    "training stalls.",
+    "temperature": "With cosine logits at temperature tau = 1 the entropy cannot fall more than "
+    "g(1) = 0.4745 nats below "
+    "log n, so the weights stay close to uniform and carry little information; a smaller "
+    "temperature widens the range, "
     "which is why contrastive learning uses one.",
 }
 STATEMENT_TITLES = {
@@ -66,7 +74,8 @@ STATEMENT_TITLES = {
 NUMBER_KINDS = (
     "mean (95% CI)",  # a mean over points or trials with its 95% interval
     "fitted slope (95% CI)",  # a fitted exponent with its 95% interval
-    "range over points",  # measured = the value that decides, interval = smallest to largest over points
+    # measured = the value that decides, interval = smallest to largest over points
+    "range over points",
     "extreme over trials",  # the smallest/largest single trial
     "onset",  # a parameter value from which on something holds
     "share of points",  # a fraction of the points in the regime
@@ -78,7 +87,9 @@ NUMBER_KINDS = (
 class Claim:
     claim_id: str
     claim: str
-    condition: str = ""  # the regime in a reader's words (the tables' "regime"); `regime` when empty
+    condition: str = (
+        ""  # the regime in a reader's words (the tables' "regime"); `regime` when empty
+    )
     statement: str = ""  # key of STATEMENTS
     number: str = ""  # what `measured` is: one of NUMBER_KINDS
     compared_to: str = ""  # what `predicted` (or the bound) is, then what the measurement is
@@ -94,24 +105,33 @@ class Claim:
     rel_deviation: float = math.nan
     verdict: str = "not measured"
     evidence: str = ""
-    role: str = "evidence"  # evidence (could have come out otherwise) or sanity (true by construction)
+    role: str = (
+        "evidence"  # evidence (could have come out otherwise) or sanity (true by construction)
+    )
     regime: str = ""  # where theory makes the prediction, fixed before the data
     reason: str = ""  # where the regime and tolerance come from: "docs/science.md §x.y"
     tolerance: float = math.nan  # half-width of the band around `predicted` (equivalence claims)
     bound: float = math.nan  # the bound a one-sided or sanity claim is compared with
     side: str = ""  # which side of `bound` the claim is on: above or below
-    detectable: float = math.nan  # half-width of the deciding interval: smallest detectable deviation
+    detectable: float = (
+        math.nan
+    )  # half-width of the deciding interval: smallest detectable deviation
 
     def __post_init__(self):
         if self.role not in ROLES:
-            raise ValueError(f"claim {self.claim_id}: role must be one of {ROLES}, got {self.role!r}")
+            raise ValueError(
+                f"claim {self.claim_id}: role must be one of {ROLES}, got {self.role!r}"
+            )
         if self.side and self.side not in SIDES:
-            raise ValueError(f"claim {self.claim_id}: side must be one of {SIDES}, got {self.side!r}")
+            raise ValueError(
+                f"claim {self.claim_id}: side must be one of {SIDES}, got {self.side!r}"
+            )
         self.condition = self.condition or self.regime
         self.regime = self.regime or self.condition
 
     def based_on(self, rows: pd.DataFrame, figure: str | None = None) -> Claim:
-        """Record the summary rows (points) the claim rests on: experiments, points, trials, figure."""
+        """Record the summary rows (points) the claim rests on: experiments, points, trials,
+        figure."""
         experiments = sorted(rows["experiment"].unique()) if "experiment" in rows else []
         self.experiments = ", ".join(experiments)
         self.points = len(rows)
@@ -120,7 +140,9 @@ class Claim:
             self.figure = f"{experiments[0]}/{figure}"
         return self
 
-    def equivalence(self, predicted: float, stats: dict, tolerance: float | None, evidence: str) -> Claim:
+    def equivalence(
+        self, predicted: float, stats: dict, tolerance: float | None, evidence: str
+    ) -> Claim:
         """Equivalence (TOST-like): holds when the 95% interval [ci_low, ci_high] lies inside
         [predicted - tolerance, predicted + tolerance], fails when it lies entirely outside,
         inconclusive when it straddles an edge or is missing. `tolerance` None: the claim's own."""
@@ -186,12 +208,16 @@ class Claim:
         where = f" at {describe(rows.loc[worst])}" if describe else ""
         parts = [f"{count.get(v, 0)} {v}" for v in ("fails", "inconclusive") if count.get(v, 0)]
         self.evidence = (
-            f"{count.get('holds', 0)} of {len(rows)} points hold" + (f" ({', '.join(parts)})" if parts else "") + f", worst {self.measured:.3f}{where}"
+            f"{count.get('holds', 0)} of {len(rows)} points hold"
+            + (f" ({', '.join(parts)})" if parts else "")
+            + f", worst {self.measured:.3f}{where}"
         )
         self.point_verdicts = verdicts
         return self
 
-    def sanity_bound(self, value: float, bound: float, side: str, evidence: str, low: float = math.nan) -> Claim:
+    def sanity_bound(
+        self, value: float, bound: float, side: str, evidence: str, low: float = math.nan
+    ) -> Claim:
         """A bound checked on every trial (`role` sanity): holds when `value` (the most extreme
         trial) is on `side` of `bound` or on it, fails otherwise; no interval, no inconclusive.
         `low`, if given, is the other end of the range shown."""
@@ -219,7 +245,9 @@ def _half_width(low: float, high: float) -> float:
 
 
 def _column(rows: pd.DataFrame, column) -> pd.Series:
-    return (rows[column] if isinstance(column, str) else pd.Series(column, index=rows.index)).astype(float)
+    return (
+        rows[column] if isinstance(column, str) else pd.Series(column, index=rows.index)
+    ).astype(float)
 
 
 def equivalence_verdict(low: float, high: float, predicted: float, tolerance: float) -> str:
@@ -258,7 +286,9 @@ def one_sided_verdict(low: float, high: float, bound: float, side: str) -> str:
     return "inconclusive"
 
 
-def select_regime(claim: Claim, rows: pd.DataFrame | None, mask, figure: str | None = None) -> pd.DataFrame | None:
+def select_regime(
+    claim: Claim, rows: pd.DataFrame | None, mask, figure: str | None = None
+) -> pd.DataFrame | None:
     """The rows of the claim's regime, or None after setting the verdict: `not measured` when
     `rows` is None (no experiment of the kind), `outside regime` when no row is in the regime.
     `mask` is a boolean Series over `rows` or a function rows -> mask (evaluated only when there
@@ -282,21 +312,43 @@ def pooled(values, se=None) -> dict:
     sweep of few trials) must not look certain. One point without `se` has no interval (nan), so
     a claim resting on it is inconclusive."""
     values = np.asarray(values, dtype=float)
-    own = None if se is None else float(np.sqrt(np.sum(np.asarray(se, dtype=float) ** 2)) / max(values.size, 1))
+    own = (
+        None
+        if se is None
+        else float(np.sqrt(np.sum(np.asarray(se, dtype=float) ** 2)) / max(values.size, 1))
+    )
     if values.size == 1:
         if own is None or not math.isfinite(own):
-            return {"mean": float(values[0]), "se": math.nan, "ci_low": math.nan, "ci_high": math.nan}
+            return {
+                "mean": float(values[0]),
+                "se": math.nan,
+                "ci_low": math.nan,
+                "ci_high": math.nan,
+            }
         half = Z95 * own
-        return {"mean": float(values[0]), "se": own, "ci_low": float(values[0]) - half, "ci_high": float(values[0]) + half}
+        return {
+            "mean": float(values[0]),
+            "se": own,
+            "ci_low": float(values[0]) - half,
+            "ci_high": float(values[0]) + half,
+        }
     stats = mean_ci(values)
     if own is not None and (own > stats["se"] or not math.isfinite(own)):
         half = t_quantile(0.975, values.size - 1) * own
-        stats = {"mean": stats["mean"], "se": own, "ci_low": stats["mean"] - half, "ci_high": stats["mean"] + half}
+        stats = {
+            "mean": stats["mean"],
+            "se": own,
+            "ci_low": stats["mean"] - half,
+            "ci_high": stats["mean"] + half,
+        }
     return stats
 
 
-def entropy_bounds(summaries: dict[str, pd.DataFrame], figures: dict[str, str] | None = None) -> Claim:
-    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's extremes;
+def entropy_bounds(
+    summaries: dict[str, pd.DataFrame], figures: dict[str, str] | None = None
+) -> Claim:
+    """0 <= H <= log n on every trial of every experiment whose summary keeps the entropy's
+    extremes;
     `figures` (experiment -> its kind's figure of H between 0 and log n) picks the figure shown, the
     first by experiment name. A sanity check: Gibbs' inequality makes it true by construction."""
     claim = Claim(
@@ -307,16 +359,22 @@ def entropy_bounds(summaries: dict[str, pd.DataFrame], figures: dict[str, str] |
         role="sanity",
         regime="every trial of every kind, all parameters",
         reason="docs/science.md §3.1 (Gibbs' inequality: true for any weights)",
-        compared_to="the bound H / log n <= 1, with H >= 0; measured: the largest H / log n of any trial, smallest = the smallest H (nats) of any trial",
-        threshold=f"holds if no trial has H < 0 or H / log n > 1 + {ENTROPY_ROUNDING:g} (slack for float64 rounding): a bound, so no statistical tolerance",
+        compared_to="the bound H / log n <= 1, with H >= 0; measured: the largest H / log n of any "
+        "trial, smallest = the smallest H (nats) of any trial",
+        threshold=f"holds if no trial has H < 0 or H / log n > 1 + {ENTROPY_ROUNDING:g} (slack for "
+        "float64 rounding): a bound, so no statistical tolerance",
     )
-    frames = [s for s in summaries.values() if {"entropy_min", "entropy_max", "n"} <= set(s.columns)]
+    frames = [
+        s for s in summaries.values() if {"entropy_min", "entropy_max", "n"} <= set(s.columns)
+    ]
     if not frames:
         return claim
     columns = ["experiment", "entropy_min", "entropy_max", "n", "n_trials"]
     rows = pd.concat([s[[c for c in columns if c in s]] for s in frames], ignore_index=True)
     claim.based_on(rows)
-    shown = sorted((name, figure) for name, figure in (figures or {}).items() if figure and name in summaries)
+    shown = sorted(
+        (name, figure) for name, figure in (figures or {}).items() if figure and name in summaries
+    )
     claim.figure = f"{shown[0][0]}/{shown[0][1]}" if shown else ""
     low = float(rows["entropy_min"].min())
     high = float((rows["entropy_max"] / np.log(rows["n"].to_numpy(float))).max())

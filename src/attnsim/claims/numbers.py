@@ -46,7 +46,8 @@ def _decimal(x: float) -> Decimal:
 
 
 def _fixed(x: Decimal, places: int) -> str:
-    """x rounded to `places` decimal places (negative: to tens, hundreds, ...), in plain notation."""
+    """x rounded to `places` decimal places (negative: to tens, hundreds, ...), in plain
+    notation."""
     rounded = x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
     text = f"{rounded:f}"
     return text[1:] if text.startswith("-") and not rounded else text  # no "-0.00"
@@ -75,14 +76,20 @@ def value(x) -> str:
     exponent = d.adjusted()  # floor(log10 |x|)
     if _plain(abs(x)):
         return _strip(_fixed(d, SIGNIFICANT - 1 - exponent))
-    rounded = d.scaleb(-exponent).quantize(Decimal(1).scaleb(1 - SIGNIFICANT), rounding=ROUND_HALF_EVEN)
+    rounded = d.scaleb(-exponent).quantize(
+        Decimal(1).scaleb(1 - SIGNIFICANT), rounding=ROUND_HALF_EVEN
+    )
     if abs(rounded) >= 10:  # 9.9995e-5 -> 1.000e-4
-        rounded, exponent = (rounded / 10).quantize(Decimal(1).scaleb(1 - SIGNIFICANT)), exponent + 1
+        rounded, exponent = (
+            (rounded / 10).quantize(Decimal(1).scaleb(1 - SIGNIFICANT)),
+            exponent + 1,
+        )
     return f"{_strip(f'{rounded:f}')}e{exponent}"
 
 
 def interval(x, low, high) -> tuple[str, str, str]:
-    """A value and its 95% interval, all rounded to two significant digits of the half-width (rule 1),
+    """A value and its 95% interval, all rounded to two significant digits of the half-width (rule
+    1),
     or each by `value` when the interval is degenerate."""
     if any(_missing(v) or math.isinf(v) for v in (x, low, high)) or high <= low:
         return value(x), value(low), value(high)
@@ -92,7 +99,10 @@ def interval(x, low, high) -> tuple[str, str, str]:
     if _plain(magnitude):
         return tuple(_fixed(_decimal(v), -place) for v in (x, low, high))
     exponent = _decimal(magnitude).adjusted()
-    return tuple(f"{_fixed(_decimal(v).scaleb(-exponent), exponent - place)}e{exponent}" for v in (x, low, high))
+    return tuple(
+        f"{_fixed(_decimal(v).scaleb(-exponent), exponent - place)}e{exponent}"
+        for v in (x, low, high)
+    )
 
 
 def interval_text(x, low, high) -> str:
@@ -107,7 +117,12 @@ def percent(rel, half_width=None) -> str:
     special = _special(rel)
     if special:
         return special
-    if half_width is None or _missing(half_width) or not math.isfinite(half_width) or half_width <= 0:
+    if (
+        half_width is None
+        or _missing(half_width)
+        or not math.isfinite(half_width)
+        or half_width <= 0
+    ):
         text = value(100 * rel)
     else:
         text = interval(100 * rel, 100 * (rel - half_width), 100 * (rel + half_width))[0]

@@ -1,4 +1,5 @@
-"""The claims table for readers: grouped under the essay's statements, every number labelled with what
+"""The claims table for readers: grouped under the essay's statements, every number labelled with
+what
 it is and rounded to what its uncertainty supports (`attnsim.claims.numbers`), every row with the
 threshold that decided it, what it rests on and the figure that shows it.
 
@@ -35,23 +36,33 @@ from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS, Claim
 CI_KINDS = ("mean (95% CI)", "fitted slope (95% CI)", "rank correlation (95% CI)")
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
 HOW_TO_READ = (
-    "Each row is one claim: what was measured (labelled: a mean or fitted slope with its 95% confidence "
-    "interval, or a range, an extreme or an onset taken directly from the data), what it is compared with, "
+    "Each row is one claim: what was measured (labelled: a mean or fitted slope with its 95% "
+    "confidence "
+    "interval, or a range, an extreme or an onset taken directly from the data), what it is "
+    "compared with, "
     "the verdict and the threshold that decided it, what it rests on and the figure that shows it. "
-    "A value with a confidence interval is rounded to two significant digits of the interval's half-width; "
+    "A value with a confidence interval is rounded to two significant digits of the interval's "
+    "half-width; "
     "other numbers are exact reductions of the data, shown to 4 significant digits. "
-    "Verdicts: holds (the 95% interval lies inside the tolerance band, or on the claimed side of a bound), "
-    "fails (it lies entirely outside), inconclusive (it straddles a band edge: the data cannot tell), "
+    "Verdicts: holds (the 95% interval lies inside the tolerance band, or on the claimed side of a "
+    "bound), "
+    "fails (it lies entirely outside), inconclusive (it straddles a band edge: the data cannot "
+    "tell), "
     "outside regime (the sweep has the experiment but no point in the claim's regime), "
-    "not measured (no experiment of its kind). A holds states the smallest deviation the data could detect "
-    "(the interval's half-width) beside the tolerance. Sanity checks are bounds true by construction, checked "
-    "on every trial: they fail only through a bug, so they are shown and counted apart from the evidence."
+    "not measured (no experiment of its kind). A holds states the smallest deviation the data "
+    "could detect "
+    "(the interval's half-width) beside the tolerance. Sanity checks are bounds true by "
+    "construction, checked "
+    "on every trial: they fail only through a bug, so they are shown and counted apart from the "
+    "evidence."
 )
 SANITY = "sanity"  # the group key of the sanity checks
 SANITY_TITLE = "Sanity checks"
 SANITY_TEXT = (
-    "Bounds that hold by construction (mathematical identities checked on every trial). They cannot fail "
-    "except through a bug, so they are not evidence for the essay's statements and are counted apart."
+    "Bounds that hold by construction (mathematical identities checked on every trial). They "
+    "cannot fail "
+    "except through a bug, so they are not evidence for the essay's statements and are counted "
+    "apart."
 )
 
 
@@ -81,10 +92,15 @@ def measured_labelled(c: Claim) -> str:
 
 
 def deviation_text(c: Claim) -> str:
-    """The relative deviation in percent; its precision from the measurement's interval when it is a confidence interval."""
+    """The relative deviation in percent; its precision from the measurement's interval when it is a
+    confidence interval."""
     if _nan(c.rel_deviation):
         return ""
-    half = (c.ci_high - c.ci_low) / 2 / abs(c.predicted) if c.number in CI_KINDS and c.predicted else None
+    half = (
+        (c.ci_high - c.ci_low) / 2 / abs(c.predicted)
+        if c.number in CI_KINDS and c.predicted
+        else None
+    )
     return numbers.percent(c.rel_deviation, half)
 
 
@@ -93,7 +109,9 @@ def compared_text(c: Claim) -> str:
     (an equivalence band: the claim has a tolerance); a number without a band, or the bound of a
     one-sided or sanity claim, is "compared with"; else the text alone."""
     about = f" ({c.compared_to})" if c.compared_to else ""
-    return (short_compared(c)[2:] + about) if short_compared(c) else (c.compared_to or "no prediction")
+    return (
+        (short_compared(c)[2:] + about) if short_compared(c) else (c.compared_to or "no prediction")
+    )
 
 
 def detectable_text(c: Claim) -> str:
@@ -108,8 +126,10 @@ def detectable_text(c: Claim) -> str:
 
 
 def short_compared(c: Claim) -> str:
-    """'; predicted 1 ± 0.05' (an equivalence band), '; compared with: below 1' (a bound), '; compared
-    with 0.0118' (a number the verdict is not decided against), or '', for the one-line renderings."""
+    """'; predicted 1 ± 0.05' (an equivalence band), '; compared with: below 1' (a bound), ';
+    compared
+    with 0.0118' (a number the verdict is not decided against), or '', for the one-line
+    renderings."""
     if not _nan(c.predicted) and not _nan(c.tolerance):
         return f"; predicted {numbers.value(c.predicted)} ± {numbers.value(c.tolerance)}"
     if not _nan(c.bound) and c.side:
@@ -148,8 +168,14 @@ def groups(claims: list[Claim]) -> list[tuple[str, list[Claim]]]:
     """(statement key, its evidence claims), the essay's statements in order, then any other
     statement the claims name, then ("sanity", the sanity checks)."""
     evidence = [c for c in claims if c.role != "sanity"]
-    order = list(STATEMENTS) + [s for s in dict.fromkeys(c.statement for c in evidence) if s not in STATEMENTS]
-    out = [(key, [c for c in evidence if c.statement == key]) for key in order if any(c.statement == key for c in evidence)]
+    order = list(STATEMENTS) + [
+        s for s in dict.fromkeys(c.statement for c in evidence) if s not in STATEMENTS
+    ]
+    out = [
+        (key, [c for c in evidence if c.statement == key])
+        for key in order
+        if any(c.statement == key for c in evidence)
+    ]
     sanity = [c for c in claims if c.role == "sanity"]
     return out + ([(SANITY, sanity)] if sanity else [])
 
@@ -162,21 +188,34 @@ def ordered(claims: list[Claim]) -> list[Claim]:
 def title(statement: str) -> str:
     if statement == SANITY:
         return SANITY_TITLE
-    return STATEMENT_TITLES.get(statement) or (statement.replace("_", " ").capitalize() if statement else "Other claims")
+    return STATEMENT_TITLES.get(statement) or (
+        statement.replace("_", " ").capitalize() if statement else "Other claims"
+    )
 
 
 def group_text(key: str) -> str:
     return SANITY_TEXT if key == SANITY else STATEMENTS.get(key, "")
 
 
-VERDICT_WORDS = {"holds": "hold", "fails": "fail", "inconclusive": "inconclusive", "outside regime": "outside regime", "not measured": "not measured"}
+VERDICT_WORDS = {
+    "holds": "hold",
+    "fails": "fail",
+    "inconclusive": "inconclusive",
+    "outside regime": "outside regime",
+    "not measured": "not measured",
+}
 
 
 def evidence_tally(claims: list[Claim]) -> str:
-    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive' (outside regime, not measured if any)."""
+    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive' (outside regime, not measured if
+    any)."""
     evidence = [c for c in claims if c.role != "sanity"]
     count = Counter(c.verdict for c in evidence)
-    parts = [f"{count[v]} {VERDICT_WORDS[v]}" for v in VERDICTS if count[v] or v in ("holds", "fails", "inconclusive")]
+    parts = [
+        f"{count[v]} {VERDICT_WORDS[v]}"
+        for v in VERDICTS
+        if count[v] or v in ("holds", "fails", "inconclusive")
+    ]
     return f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: " + ", ".join(parts)
 
 
@@ -188,7 +227,9 @@ def sanity_tally(claims: list[Claim]) -> str:
     if count["holds"] == len(sanity):
         return head + "all pass"
     words = {"holds": "pass", "fails": "fail"}
-    return head + ", ".join(f"{count[v]} {words.get(v, VERDICT_WORDS[v])}" for v in VERDICTS if count[v])
+    return head + ", ".join(
+        f"{count[v]} {words.get(v, VERDICT_WORDS[v])}" for v in VERDICTS if count[v]
+    )
 
 
 def tally(claims: list[Claim]) -> str:
@@ -202,7 +243,8 @@ def tally(claims: list[Claim]) -> str:
 
 
 def group_tally(key: str, members: list[Claim]) -> str:
-    """A group's tally: '3 of 4 hold; 1 inconclusive' for a statement, the sanity tally for the checks."""
+    """A group's tally: '3 of 4 hold; 1 inconclusive' for a statement, the sanity tally for the
+    checks."""
     if key == SANITY:
         return sanity_tally(members)
     count = Counter(c.verdict for c in members)
@@ -229,7 +271,8 @@ def markdown(claims: list[Claim]) -> str:
         if group_text(key):
             lines += [f"> {group_text(key)}", ""]
         lines += [
-            "| claim (regime) | measured | compared with | verdict | decided by | rests on | figure |",
+            "| claim (regime) | measured | compared with | verdict | decided by | rests on | "
+            "figure |",
             "|---|---|---|---|---|---|---|",
         ]
         for c in members:
@@ -237,10 +280,15 @@ def markdown(claims: list[Claim]) -> str:
             measured = measured_labelled(c) + (f" (rel. dev. {deviation})" if deviation else "")
             figure = f"[{c.figure}]({figure_href(c)})" if c.figure else "–"
             lines.append(
-                f"| `{c.claim_id}`: {_cell(c.claim)} *({_cell(c.condition)})* | {_cell(measured)} | {_cell(compared_text(c))} "
+                f"| `{c.claim_id}`: {_cell(c.claim)} *({_cell(c.condition)})* | {_cell(measured)} "
+                f"| {_cell(compared_text(c))} "
                 f"| **{c.verdict}** | {_cell(decided_text(c))} | {_cell(rests_on(c))} | {figure} |"
             )
-        lines += ["", "Evidence:", ""] + [f"- `{c.claim_id}`: {c.evidence or 'no data'}" for c in members] + [""]
+        lines += (
+            ["", "Evidence:", ""]
+            + [f"- `{c.claim_id}`: {c.evidence or 'no data'}" for c in members]
+            + [""]
+        )
     return "\n".join(lines)
 
 
@@ -278,7 +326,11 @@ def terminal(claims: list[Claim], width: int | None = None, detail: bool = True)
 
 def _wrap(head: str, text: str, width: int, indent: int) -> list[str]:
     lines = textwrap.wrap(text, width=max(20, width - len(head)), break_on_hyphens=False) or [""]
-    rest = textwrap.wrap(" ".join(lines[1:]), width=max(20, width - indent), break_on_hyphens=False) if len(lines) > 1 else []
+    rest = (
+        textwrap.wrap(" ".join(lines[1:]), width=max(20, width - indent), break_on_hyphens=False)
+        if len(lines) > 1
+        else []
+    )
     return [head + lines[0]] + [" " * indent + line for line in rest]
 
 
@@ -339,7 +391,8 @@ def latex(claims: list[Claim]) -> str:
     comment line at the top."""
     lines = [
         f"% attnsim claims: {tex(tally(claims))}",
-        "% needs \\usepackage{booktabs}; columns: claim id, measured (95% CI or range), compared with, verdict",
+        "% needs \\usepackage{booktabs}; columns: claim id, measured (95% CI or range), compared "
+        "with, verdict",
         "\\begin{tabular}{@{}llll@{}}",
         "\\toprule",
         " & ".join(LATEX_COLUMNS) + " \\\\",
@@ -347,10 +400,17 @@ def latex(claims: list[Claim]) -> str:
     for number, (key, members) in enumerate(groups(claims), 1):
         lines.append("\\midrule")
         heading = f"{number}. {title(key)}: {group_tally(key, members)}"
-        lines.append(f"\\multicolumn{{{len(LATEX_COLUMNS)}}}{{@{{}}l}}{{\\textit{{{tex(heading)}}}}} \\\\")
+        lines.append(
+            f"\\multicolumn{{{len(LATEX_COLUMNS)}}}{{@{{}}l}}{{\\textit{{{tex(heading)}}}}} \\\\"
+        )
         for c in members:
             compared = short_compared(c)[2:] or "--"
-            cells = (f"\\texttt{{{tex(c.claim_id)}}}", tex(measured_text(c)), tex(compared), tex(c.verdict))
+            cells = (
+                f"\\texttt{{{tex(c.claim_id)}}}",
+                tex(measured_text(c)),
+                tex(compared),
+                tex(c.verdict),
+            )
             lines.append(" & ".join(cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", ""]
     return "\n".join(lines)
@@ -378,14 +438,16 @@ figure img{max-width:100%;border:1px solid #d0d7de}
 :target{outline:3px solid #0969da}
 """
 
-# The page is framed (the Snakemake report shows it from a data: URL): results/-relative links cannot
+# The page is framed (the Snakemake report shows it from a data: URL): results/-relative links
+# cannot
 # resolve there, so figure links go to the copies embedded at the bottom of the page instead.
 FRAMED_SCRIPT = """
 (function () {
   var framed = location.protocol === "data:";
   try { framed = framed || window.self !== window.top; } catch (e) { framed = true; }
   if (!framed) return;
-  document.querySelectorAll("a[data-embedded]").forEach(function (a) { a.setAttribute("href", a.getAttribute("data-embedded")); });
+  document.querySelectorAll("a[data-embedded]").forEach(function (a) { a.setAttribute("href",
+  a.getAttribute("data-embedded")); });
   document.querySelectorAll("a.figure-file").forEach(function (a) { a.removeAttribute("href"); });
 })();
 """
@@ -393,7 +455,8 @@ FRAMED_SCRIPT = """
 
 def embedded_png(path: Path, width: int = EMBEDDED_WIDTH) -> str | None:
     """A data: URI of the PNG at `path`, scaled down to `width` pixels and reduced to 256 colours
-    (figures are line drawings: this keeps them legible at a fraction of the size), or None if absent."""
+    (figures are line drawings: this keeps them legible at a fraction of the size), or None if
+    absent."""
     if not path.is_file():
         return None
     from PIL import Image
@@ -401,7 +464,9 @@ def embedded_png(path: Path, width: int = EMBEDDED_WIDTH) -> str | None:
     with Image.open(path) as image:
         image = image.convert("RGB")
         if image.width > width:
-            image = image.resize((width, round(image.height * width / image.width)), Image.Resampling.LANCZOS)
+            image = image.resize(
+                (width, round(image.height * width / image.width)), Image.Resampling.LANCZOS
+            )
         buffer = _io.BytesIO()
         image.quantize(colors=256).save(buffer, format="PNG", optimize=True)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -411,15 +476,19 @@ def _row(c: Claim) -> str:
     deviation = deviation_text(c)
     kind_class = c.verdict.replace(" ", "-")
     figure = (
-        f"<a class='figure-link' href='{escape(figure_href(c))}' data-embedded='#{escape(figure_anchor(c.figure))}'>{escape(c.figure).replace('/', '/<wbr>')}</a>"
+        f"<a class='figure-link' href='{escape(figure_href(c))}' "
+        f"data-embedded='#{escape(figure_anchor(c.figure))}'>"
+        f"{escape(c.figure).replace('/', '/<wbr>')}</a>"
         if c.figure
         else "–"
     )
     evidence = f"<br><span class='note'>{escape(c.evidence)}</span>" if c.evidence else ""
     return (
         f"<tr id='claim-{escape(c.claim_id)}'>"
-        f"<td><code>{escape(c.claim_id)}</code><br>{escape(c.claim)}<br><span class='regime'>regime: {escape(c.condition)}</span></td>"
-        f"<td class='measured'><span class='kind'>{escape(number_label(c))}</span><br><span class='value'>{escape(measured_text(c))}</span>"
+        f"<td><code>{escape(c.claim_id)}</code><br>{escape(c.claim)}<br><span "
+        f"class='regime'>regime: {escape(c.condition)}</span></td>"
+        f"<td class='measured'><span class='kind'>{escape(number_label(c))}</span><br><span "
+        f"class='value'>{escape(measured_text(c))}</span>"
         + (f"<br><span class='note'>rel. dev. {escape(deviation)}</span>" if deviation else "")
         + "</td>"
         f"<td class='compared'>{escape(compared_text(c))}</td>"
@@ -435,7 +504,8 @@ def html(claims: list[Claim], provenance: dict, results: Path | None = None) -> 
     `results`/figures when drawn), the run's provenance."""
     sections = []
     head = (
-        "<colgroup><col style='width:21%'><col style='width:17%'><col style='width:15%'><col style='width:6%'>"
+        "<colgroup><col style='width:21%'><col style='width:17%'><col style='width:15%'><col "
+        "style='width:6%'>"
         "<col style='width:17%'><col style='width:14%'><col style='width:10%'></colgroup>"
         "<thead><tr><th>claim (regime)</th><th>measured</th><th>compared with</th><th>verdict</th>"
         "<th>decided by</th><th>rests on</th><th>figure</th></tr></thead>"
@@ -444,19 +514,29 @@ def html(claims: list[Claim], provenance: dict, results: Path | None = None) -> 
         statement = f"<p class='statement'>{escape(group_text(key))}</p>" if group_text(key) else ""
         sections.append(
             f"<section class='statement-group' id='statement-{escape(key or 'other')}'>"
-            f"<h2>{number}. {escape(title(key))}</h2><p class='tally'>{escape(group_tally(key, members))}</p>{statement}"
-            f"<table class='claims'>{head}<tbody>{''.join(_row(c) for c in members)}</tbody></table></section>"
+            f"<h2>{number}. {escape(title(key))}</h2><p "
+            f"class='tally'>{escape(group_tally(key, members))}</p>{statement}"
+            f"<table class='claims'>{head}<tbody>"
+            f"{''.join(_row(c) for c in members)}</tbody></table></section>"
         )
     figures = []
     for figure in dict.fromkeys(c.figure for c in claims if c.figure):
-        shows = ", ".join(f"<a href='#claim-{escape(c.claim_id)}'><code>{escape(c.claim_id)}</code></a>" for c in claims if c.figure == figure)
+        shows = ", ".join(
+            f"<a href='#claim-{escape(c.claim_id)}'><code>{escape(c.claim_id)}</code></a>"
+            for c in claims
+            if c.figure == figure
+        )
         uri = embedded_png(Path(results) / f"figures/{figure}.png") if results else None
         image = (
-            f"<a class='figure-file' href='figures/{escape(figure)}.png'><img src='{uri}' alt='figure {escape(figure)}'></a>"
+            f"<a class='figure-file' href='figures/{escape(figure)}.png'><img src='{uri}' "
+            f"alt='figure {escape(figure)}'></a>"
             if uri
             else "<p class='note'>(not drawn yet)</p>"
         )
-        figures.append(f"<figure id='{escape(figure_anchor(figure))}'>{image}<figcaption><code>{escape(figure)}</code> shows {shows}</figcaption></figure>")
+        figures.append(
+            f"<figure id='{escape(figure_anchor(figure))}'>{image}<figcaption>"
+            f"<code>{escape(figure)}</code> shows {shows}</figcaption></figure>"
+        )
     meta = "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in provenance.items())
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>attnsim claims</title>"
@@ -465,5 +545,6 @@ def html(claims: list[Claim], provenance: dict, results: Path | None = None) -> 
         + "".join(sections)
         + "<section id='figures'><h2>Figures</h2>"
         + "".join(figures)
-        + f"</section><h2>Provenance</h2><ul>{meta}</ul><script>{FRAMED_SCRIPT}</script></body></html>\n"
+        + f"</section><h2>Provenance</h2><ul>{meta}</ul>"
+        f"<script>{FRAMED_SCRIPT}</script></body></html>\n"
     )

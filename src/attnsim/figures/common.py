@@ -1,4 +1,5 @@
-"""Drawing helpers that several kinds' figures share: colours per n, fine theory grids, CI bands and error bars."""
+"""Drawing helpers that several kinds' figures share: colours per n, fine theory grids, CI bands,
+error bars and the legend under the panels."""
 
 from __future__ import annotations
 
@@ -33,5 +34,15 @@ def yerr(frame: pd.DataFrame, metric: str, log: bool = False) -> np.ndarray:
     return np.vstack([lower, upper])
 
 
-def legend_below(fig, handles, ncol=None, y=0.0):
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, y), ncol=ncol or min(len(handles), 5), frameon=False, fontsize=8.5)
+def legend_below(fig, handles, ncol=None, y=None, fontsize=None):
+    """The figure's legend under its panels, inside the canvas: constrained layout (every figure
+    function has it, `attnsim.figures.style.figure_function`) makes room for it at draw time, so a
+    restyled or resized figure keeps it. `y` is ignored (the layout places it); the font size is
+    the style's legend.fontsize unless given."""
+    return fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=ncol or min(len(handles), 5),
+        frameon=False,
+        fontsize=fontsize,
+    )

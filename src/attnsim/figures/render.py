@@ -1,4 +1,5 @@
-"""Draw the figures of an experiment from its summary file, in one process (one import of the plotting stack)."""
+"""Draw the figures of experiments from their summary files: one process per run imports the
+plotting stack once (`render_all`; the workflow's one figures job), forked workers draw."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ if TYPE_CHECKING:
 
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: all of the kind's)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # the figures job draws to files only (a figure module never chooses)
     from attnsim.figures.style import save
 
     kind = get_kind(store.read_meta(summary_path)["kind"])
@@ -31,6 +35,26 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
         args = (frame,) if columns is None else (frame, trials_of(summary_path, frame, columns))
         written += save(draw(*args), Path(outdir) / f"{figure}.png")
     return written
+
+
+def render_all(summaries: list[Path], outdir: Path, threads: int = 1) -> list[Path]:
+    """Every figure of every summary's experiment into <outdir>/<experiment>/, `threads` experiments
+    at a time in workers forked after the imports (each worker then pays no import)."""
+    import multiprocessing
+
+    from attnsim.figures import style  # noqa: F401 (the plotting stack, imported once for all workers)
+
+    jobs = []
+    for path in summaries:
+        meta = store.read_meta(path)
+        get_kind(meta["kind"]).submodule("figures")  # imported before the fork too
+        jobs.append((Path(path), Path(outdir) / meta["experiment"]))
+    if threads <= 1 or len(jobs) <= 1:
+        return [p for job in jobs for p in render(*job)]
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1), multiprocessing.get_context("fork").Pool(min(threads, len(jobs))) as pool:
+        return [p for written in pool.starmap(render, jobs, chunksize=1) for p in written]
 
 
 def trials_of(summary_path: Path, summary, columns) -> pd.DataFrame | None:

@@ -1,4 +1,18 @@
-"""Shared look of all figures (seaborn's paper theme and palettes) and an atomic save to PNG and PDF.
+"""The look of every figure, kept to the figures that ask for it, and an atomic save to PNG and PDF.
+
+Importing this module (or a kind's figures module) changes nothing global: no backend is chosen
+(the figures job picks Agg in `render`), no theme is set. Every figure function of every kind is
+wrapped by `figure_function`, which draws it inside `theme()` (seaborn's paper theme as an rc
+context, restored afterwards) and with matplotlib's constrained layout, so the figure holds its own
+layout: legends and titles stay inside its canvas whatever the fonts, and `fig.savefig(...)`,
+`plt.show()` or a notebook keep them. To draw a figure in your own style:
+
+    figures = attnsim.kinds.get_kind(kind).submodule("figures")
+    fig = figures.<figure>(summary, style=None)          # your current rcParams
+    fig = figures.<figure>(summary, style="ggplot")      # any matplotlib style (name, file, dict)
+    with plt.style.context("dark_background"):
+        fig = figures.<figure>(summary, style=None)
+    fig.savefig("mine.pdf")                              # the legend is kept
 
 seaborn is imported once per figure job (~0.55 CPU-s measured on this project's machines): the
 price of its theme and palettes instead of a copy of them here.
@@ -6,42 +20,118 @@ price of its theme and palettes instead of a copy of them here.
 
 from __future__ import annotations
 
+import functools
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+import seaborn as sns  # no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-sns.set_theme(context="paper", style="whitegrid", font_scale=1.1)
 PALETTE = "viridis"
+# seaborn.set_theme's arguments: what `theme()` applies, within its context only
+THEME = {
+    "context": "paper",
+    "style": "whitegrid",
+    "font_scale": 1.1,
+    "palette": "deep",
+    "font": "sans-serif",
+}
+# every figure lays itself out at draw time (figure legends placed "outside ..." get their room)
+LAYOUT = {"figure.constrained_layout.use": True}
 
 
 def palette(name: str, count: int) -> list[tuple[float, float, float]]:
-    """`count` colours of a named palette (seaborn.color_palette): a qualitative map's first colours, else
-    colours spread over the map with its ends excluded."""
+    """`count` colours of a named palette (seaborn.color_palette): a qualitative map's first
+    colours, else colours spread over the map with its ends excluded."""
     return [tuple(map(float, colour)) for colour in sns.color_palette(name, count)]
 
 
-PAD_INCHES = 0.1  # margin around the drawn content, as savefig's bbox_inches="tight" leaves
+def theme_rc(**overrides) -> dict:
+    """attnsim's theme as rcParams (seaborn.set_theme's, without setting them): for `rc_context`."""
+    from cycler import cycler
+
+    settings = THEME | overrides
+    rc = dict(sns.axes_style(settings["style"]))
+    rc.update(sns.plotting_context(settings["context"], font_scale=settings["font_scale"]))
+    rc["axes.prop_cycle"] = cycler(color=sns.color_palette(settings["palette"]))
+    rc["font.family"] = settings["font"]
+    rc["legend.fontsize"] = 8.5  # the figure legends under the panels (figures.common.legend_below)
+    return rc
+
+
+@contextmanager
+def theme(rc: dict | None = None):
+    """Draw in attnsim's look inside the block; every rcParam is restored when it ends."""
+    with matplotlib.rc_context(theme_rc() | LAYOUT | (rc or {})):
+        yield
+
+
+def _context(style):
+    if isinstance(style, str) and style == "attnsim":
+        return theme()
+    if style is None:
+        return matplotlib.rc_context(LAYOUT)
+
+    @contextmanager
+    def styled():
+        with plt.style.context(style), matplotlib.rc_context(LAYOUT):
+            yield
+
+    return styled()
+
+
+def figure_function(draw):
+    """Decorator of each kind's figure functions: `draw(summary)` runs in attnsim's theme (or, with
+    `style=None`, in the caller's current style; or in a matplotlib style given by name, file or
+    dict), with constrained layout, and returns the figure. Nothing outside the call changes."""
+
+    @functools.wraps(draw)
+    def wrapper(summary, *args, style="attnsim", **kwargs):
+        with _context(style):
+            fig = draw(summary, *args, **kwargs)
+            fit_canvas(fig)
+        return fig
+
+    wrapper.figure_function = True
+    return wrapper
+
+
+PAD_INCHES = 0.1  # margin kept around the drawn content
+
+
+def fit_canvas(fig, pad: float = PAD_INCHES) -> None:
+    """Grow the figure so that its panels keep the size they were drawn for and everything else
+    fits around them: constrained layout makes room for figure legends ("outside" placements)
+    and the title by shrinking the panels; this adds that room to the canvas instead (and the
+    width of anything reaching past the sides, a wide legend or title or annotation). One layout
+    pass, without rasterising; the next draw (a savefig, a notebook's display) lays it out."""
+    if not fig.get_constrained_layout():
+        return
+    width, height = fig.get_size_inches()
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    extra_height = 0.0
+    for artist in [*fig.legends, fig._suptitle, fig._supxlabel]:
+        if artist is None or not artist.get_visible() or not artist.get_in_layout():
+            continue
+        if artist in fig.legends and getattr(artist, "_outside_loc", None) is None:
+            continue  # a legend inside the panels takes no room of its own
+        extra_height += artist.get_window_extent(renderer).height / fig.dpi + pad
+    content = fig.get_tightbbox(renderer)  # inches; wider than the canvas if something sticks out
+    fig.set_size_inches(max(width, content.width + 2 * pad), height + extra_height, forward=False)
 
 
 def save(fig, png: Path) -> list[Path]:
-    """Write `fig` as PNG and PDF next to each other, each via a hidden temp file.
-
-    The tight bounding box is found once (one layout pass without rasterising) and used for
-    both files: `bbox_inches="tight"` would lay the figure out again for each format.
-    """
+    """Write `fig` as PNG and PDF next to each other, each via a hidden temp file. The figure lays
+    itself out (constrained layout): saving adds nothing, so any other savefig gives the same."""
     png = Path(png)
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.draw_without_rendering()
-    bbox = fig.get_tightbbox().padded(PAD_INCHES)
     written = []
     for path in (png, png.with_suffix(".pdf")):
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-        fig.savefig(tmp, dpi=150, bbox_inches=bbox)
+        fig.savefig(tmp, dpi=150)
         os.replace(tmp, path)
         written.append(path)
     plt.close(fig)

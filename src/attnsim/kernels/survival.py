@@ -37,13 +37,16 @@ class KaplanMeier:
     at_risk: np.ndarray  # n_j
     events: np.ndarray  # d_j
     survival: np.ndarray  # S(t_j)
-    greenwood: np.ndarray  # sum_{i <= j} d_i / (n_i (n_i - d_i)): Var S = S^2 * greenwood (inf once S = 0)
+    greenwood: (
+        np.ndarray
+    )  # sum_{i <= j} d_i / (n_i (n_i - d_i)): Var S = S^2 * greenwood (inf once S = 0)
     low: np.ndarray  # log-log 95% band of S(t_j)
     high: np.ndarray
     runs: int
 
     def at(self, t: float) -> tuple[float, float, float]:
-        """S(t) with its 95% band (a step function, right-continuous: S(t_j) counts the events at t_j)."""
+        """S(t) with its 95% band (a step function, right-continuous: S(t_j) counts the events at
+        t_j)."""
         j = int(np.searchsorted(self.times, t, side="right")) - 1
         if j < 0:
             return 1.0, 1.0, 1.0
@@ -75,7 +78,9 @@ def kaplan_meier(time, event, z: float = Z95) -> KaplanMeier:
     events = np.array([np.sum((time == t) & (event == 1)) for t in times], dtype=np.float64)
     survival = np.cumprod(1.0 - events / at_risk)
     with np.errstate(divide="ignore", invalid="ignore"):
-        greenwood = np.cumsum(np.where(at_risk > events, events / (at_risk * (at_risk - events)), np.inf))
+        greenwood = np.cumsum(
+            np.where(at_risk > events, events / (at_risk * (at_risk - events)), np.inf)
+        )
         log_s = np.log(survival)
         se = np.sqrt(greenwood) / np.abs(log_s)
         low = np.where((survival > 0) & (survival < 1), survival ** np.exp(z * se), survival)
@@ -84,19 +89,27 @@ def kaplan_meier(time, event, z: float = Z95) -> KaplanMeier:
 
 
 def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (sensible at 0 and at 1, unlike the t-interval)."""
+    """Wilson score interval of a binomial proportion (sensible at 0 and at 1, unlike the
+    t-interval)."""
     if trials == 0:
         return math.nan, math.nan
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     share = successes / trials
     centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z / (1 + z * z / trials) * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
+    half = (
+        z
+        / (1 + z * z / trials)
+        * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
+    )
     low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return (0.0 if successes == 0 else low), (1.0 if successes == trials else high)  # exact at the ends
+    return (0.0 if successes == 0 else low), (
+        1.0 if successes == trials else high
+    )  # exact at the ends
 
 
 def escaped_share(km: KaplanMeier, time, event, t: float) -> tuple[float, float, float]:
-    """1 - S(t) with its 95% interval: from the log-log band where 0 < S(t) < 1; where S(t) is 0 or 1
+    """1 - S(t) with its 95% interval: from the log-log band where 0 < S(t) < 1; where S(t) is 0 or
+    1
     (the band has no width there) the Wilson interval of the escaped count among the runs not
     censored before t (without censoring before t, Kaplan-Meier is that binomial share)."""
     s, low, high = km.at(t)
@@ -115,7 +128,11 @@ def escape_summary(time, event, checkpoints) -> dict[str, object]:
     with its 95% interval (`escaped_share`)."""
     km = kaplan_meier(time, event)
     median, low, high = km.quantile(0.5)
-    out: dict[str, object] = {"escape_median": median, "escape_median_ci_low": low, "escape_median_ci_high": high}
+    out: dict[str, object] = {
+        "escape_median": median,
+        "escape_median_ci_low": low,
+        "escape_median_ci_high": high,
+    }
     for share in QUANTILES:
         out[f"escape_q{round(100 * share)}"] = km.quantile(share)[0]
     for j, step in enumerate(checkpoints):

@@ -24,7 +24,9 @@ NORMALISED = "normgd"
 ALL_OPTIMISERS = (*OPTIMISERS, NORMALISED)
 ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 CHECKPOINTS = 8  # loss_ckpt_0 .. loss_ckpt_7
-EVALS_PER_CHECKPOINT = 4  # evaluation grid: round(steps^(j / 28)), j = 0..28 (contains the checkpoints)
+EVALS_PER_CHECKPOINT = (
+    4  # evaluation grid: round(steps^(j / 28)), j = 0..28 (contains the checkpoints)
+)
 
 
 def round_half_up(x: float) -> int:
@@ -32,7 +34,8 @@ def round_half_up(x: float) -> int:
 
 
 def checkpoint_steps(steps: int) -> list[int]:
-    """Step after which checkpoint j is measured: round(steps^(j/7)), j = 0..7 (j = 0: after step 1)."""
+    """Step after which checkpoint j is measured: round(steps^(j/7)), j = 0..7 (j = 0: after
+    step 1)."""
     return [round_half_up(steps ** (j / (CHECKPOINTS - 1))) for j in range(CHECKPOINTS)]
 
 
@@ -94,7 +97,7 @@ class Optimiser:
             x[trials] = 0.0
 
     def keep(self, trials: np.ndarray) -> None:
-        """Keep only the state of the selected trials (a mask or indices, applied to the leading axis),
+        """Keep only the state of the selected trials (a mask or indices, on the leading axis),
         for a kernel that drops its finished runs from its working arrays."""
         self.m = [m[trials] for m in self.m]
         self.v = [v[trials] for v in self.v]
@@ -121,7 +124,11 @@ def check_integer(p: Mapping, key: str, minimum: int, what: str) -> None:
 def check_number(p: Mapping, key: str, positive: bool = True) -> None:
     """A finite number, > 0 if `positive` else >= 0."""
     value = p.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+    ):
         raise ConfigError(f"{key}: expected a finite number, got {value!r}")
     if positive and value <= 0:
         raise ConfigError(f"{key}: must be > 0, got {value}")
@@ -134,7 +141,9 @@ def check_training(p: Mapping, optimisers: Sequence[str] = OPTIMISERS) -> None:
     check_integer(p, "steps", 1, "training step(s)")
     if p.get("optimiser") not in optimisers:
         known = ", ".join(optimisers)
-        raise ConfigError(f"optimiser: unknown optimiser {p.get('optimiser')!r}; expected one of {known}")
+        raise ConfigError(
+            f"optimiser: unknown optimiser {p.get('optimiser')!r}; expected one of {known}"
+        )
     check_number(p, "lr")
 
 
@@ -187,8 +196,11 @@ def quantiles(values: np.ndarray, probs=(0.25, 0.5, 0.75)) -> list[float]:
     return out
 
 
-def block_points(points: Sequence[Mapping], resolved, validate, stream_params: Sequence[str]) -> list[dict]:
-    """The block's points with their defaults filled in (`resolved`) and checked (`validate`); they must
+def block_points(
+    points: Sequence[Mapping], resolved, validate, stream_params: Sequence[str]
+) -> list[dict]:
+    """The block's points with their defaults filled in (`resolved`) and checked (`validate`); they
+    must
     share the parameters that shape the draws, or their common random numbers would mean nothing."""
     if not points:
         raise ValueError("no points")

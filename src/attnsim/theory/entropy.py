@@ -14,6 +14,8 @@ back as numpy scalars). Only numpy and the standard library are used.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = [
@@ -221,3 +223,13 @@ def random_direction_gap(d, tau):
     d = _check("d", d, 1)
     tau = _check("tau", tau, 0, strict=True)
     return (0.5 / (d * tau**2))[()]
+
+
+def gap_tolerance(n: int, tau: float) -> float:
+    """Allowance for float64 rounding when comparing a measured gap with `exact_gap`.
+
+    Both sides are sums of terms no larger than log n and the logit range 2/tau, each
+    rounded with relative error ~1e-16 (times log2 n for the pairwise sums): at most
+    ~1e-14 (log n + 2/tau). A real violation of the bound would be far larger.
+    """
+    return 1e-12 * (1 + math.log(n) + 2 / tau)

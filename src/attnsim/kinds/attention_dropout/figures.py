@@ -8,10 +8,11 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import palette
+from attnsim.figures.style import figure_function, palette
 from attnsim.kinds.attention_dropout.claims import THRESHOLDS
 
 
+@figure_function
 def dropout_error(summary):
     """Per form (panel): mean over rows of sq_err / prediction against the rate, colour = the
     values'
@@ -93,7 +94,6 @@ def dropout_error(summary):
             label="÷ essay's delta κΣw²‖v−o‖², κ = p/(1−p)",
         ),
     ]
-    fig.suptitle("Attention dropout: measured error over its predictions (95% CI)", y=1.0)
-    fig.tight_layout()
+    fig.suptitle("Attention dropout: measured error over its predictions (95% CI)")
     legend_below(fig, handles, ncol=2, y=0.0)
     return fig

@@ -45,12 +45,14 @@ PARAMS = (
     ),
     _dim(
         "classes",
-        "number of latent classes C (2 <= C <= n); class points uniform on the unit sphere of R^latent_dim",
+        "number of latent classes C (2 <= C <= n); class points uniform on the unit sphere of "
+        "R^latent_dim",
     ),
     _dim("latent_dim", "dimension k of the latent class points"),
     _dim(
         "input_dim",
-        "dimension D of the inputs (>= latent_dim): class point embedded by a random isometry, plus noise",
+        "dimension D of the inputs (>= latent_dim): class point embedded by a random isometry, "
+        "plus noise",
     ),
     _dim("embed_dim", "dimension of the encoder's output z = W x / ||W x||"),
     Param(
@@ -72,7 +74,8 @@ PARAMS = (
     Param(
         "instance_noise",
         F64,
-        "norm of each instance's Gaussian deviation from its class point (0: instances of a class are identical)",
+        "norm of each instance's Gaussian deviation from its class point (0: instances of a class "
+        "are identical)",
         minimum=0,
         maximum=1000,
         default=0.0,
@@ -126,7 +129,8 @@ THEORY = (
     Column(
         "entropy_gap",
         F64,
-        "g_n(tau): exact finite-n worst case of log n - H for logits cos / tau (attnsim.theory.entropy.exact_gap)",
+        "g_n(tau): exact finite-n worst case of log n - H for logits cos / tau "
+        "(attnsim.theory.entropy.exact_gap)",
     ),
     Column("entropy_gap_asymptotic", F64, "g(tau): the n -> inf worst case; g(1) = 0.4745"),
     Column(
@@ -137,12 +141,14 @@ THEORY = (
     Column(
         "loss_floor",
         F64,
-        "E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Bin(n - 1, 1/C): floor of the expected loss with C classes",
+        "E_M log(1 + M + (n - 1 - M) exp(-C / ((C - 1) tau))), M ~ Bin(n - 1, 1/C): floor of the "
+        "expected loss with C classes",
     ),
     Column(
         "ideal_entropy",
         F64,
-        "batch entropy of the encoder that attains loss_floor (classes collapsed to a regular simplex)",
+        "batch entropy of the encoder that attains loss_floor (classes collapsed to a regular "
+        "simplex)",
     ),
     Column(
         "instance_loss_floor",
@@ -150,20 +156,27 @@ THEORY = (
         "log(1 + (n - 1) exp(-n / ((n - 1) tau))): the floor if every example were its own class",
     ),
     Column("probe_chance", F64, "1 / C: the probe's chance accuracy"),
-    Column("hardest_share_uniform", F64, "1 / (n - 1): hardest_negative_share under uniform weights"),
-    Column("simplex_attainable", F64, "1 if C <= embed_dim + 1 (loss_floor can be attained), else 0"),
+    Column(
+        "hardest_share_uniform", F64, "1 / (n - 1): hardest_negative_share under uniform weights"
+    ),
+    Column(
+        "simplex_attainable", F64, "1 if C <= embed_dim + 1 (loss_floor can be attained), else 0"
+    ),
 )
 
 EXTRA = (
     *(
-        Column(f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)")
+        Column(
+            f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)"
+        )
         for m in LOSSES
         for q, label in (("q25", "lower quartile"), ("median", "median"), ("q75", "upper quartile"))
     ),
     Column(
         "entropy_lowest",
         F64,
-        "smallest entropy_min over the point's non-diverged trials: the lowest batch entropy any run reached in training",
+        "smallest entropy_min over the point's non-diverged trials: the lowest batch entropy any "
+        "run reached in training",
     ),
     Column(
         "entropy_lowest_excess",
@@ -185,26 +198,36 @@ EXTRA = (
     Column(
         "entropy_excess_tolerance",
         F64,
-        "float64 rounding allowance at the smallest temperature reached: 1e-12 (1 + log n + 2/tau_min) nats",
+        "float64 rounding allowance at the smallest temperature reached: 1e-12 (1 + log n + "
+        "2/tau_min) nats",
     ),
 )
 
 
 def bytes_per_trial(p) -> int:
-    return kernel.bytes_per_trial(int(p["n"]), int(p["input_dim"]), int(p["embed_dim"]), int(p["classes"]))
+    return kernel.bytes_per_trial(
+        int(p["n"]), int(p["input_dim"]), int(p["embed_dim"]), int(p["classes"])
+    )
 
 
 def check_grid(grid: Mapping[str, list]) -> None:
     """Combinations the schema cannot refuse: more classes than examples per batch, inputs narrower
     than the latent space."""
     if max(grid["classes"]) > min(grid["n"]):
-        raise ConfigError(f"grid.classes: {max(grid['classes'])} classes but batches of n = {min(grid['n'])} examples; need classes <= n for every combination")
+        raise ConfigError(
+            f"grid.classes: {max(grid['classes'])} classes but batches of n = {min(grid['n'])} "
+            f"examples; need classes <= n for every combination"
+        )
     if min(grid["input_dim"]) < max(grid["latent_dim"]):
         raise ConfigError(
-            f"grid.input_dim: {min(grid['input_dim'])} is below latent_dim = {max(grid['latent_dim'])}; need input_dim >= latent_dim for every combination"
+            f"grid.input_dim: {min(grid['input_dim'])} is below latent_dim = "
+            f"{max(grid['latent_dim'])}; need input_dim >= latent_dim for every combination"
         )
     if "learned_clamped" in grid.get("tau_mode", []) and min(grid["tau"]) < kernel.TAU_CLAMP:
-        raise ConfigError(f"grid.tau: {min(grid['tau'])} is below the clamp {kernel.TAU_CLAMP} of tau_mode learned_clamped (tau is its initial value)")
+        raise ConfigError(
+            f"grid.tau: {min(grid['tau'])} is below the clamp {kernel.TAU_CLAMP} of tau_mode "
+            f"learned_clamped (tau is its initial value)"
+        )
 
 
 def theory(p) -> dict[str, object]:
@@ -219,11 +242,15 @@ def extra_summary(metrics, p) -> dict[str, object]:
     lowest = float(finite.min()) if finite.size else float("nan")
     out["entropy_lowest"] = lowest
     out["entropy_lowest_excess"] = lowest - kernel.theory(p)["entropy_floor"]
-    out["entropy_floor_tolerance"] = 1e-12 * (1 + math.log(p["n"]) + 2 / p["tau"])  # float64 rounding of H and of the floor
+    out["entropy_floor_tolerance"] = 1e-12 * (
+        1 + math.log(p["n"]) + 2 / p["tau"]
+    )  # float64 rounding of H and of the floor
     excess = metrics["entropy_floor_excess_min"]
     excess = excess[np.isfinite(excess)]
     out["entropy_excess_lowest"] = float(excess.min()) if excess.size else float("nan")
-    taus = np.concatenate([metrics[f"tau_ckpt_{j}"] for j in range(CHECKPOINTS)] + [metrics["tau_final"], [p["tau"]]])
+    taus = np.concatenate(
+        [metrics[f"tau_ckpt_{j}"] for j in range(CHECKPOINTS)] + [metrics["tau_final"], [p["tau"]]]
+    )
     tau_min = float(np.min(taus[np.isfinite(taus) & (taus > 0)]))
     out["entropy_excess_tolerance"] = 1e-12 * (1 + math.log(p["n"]) + 2 / tau_min)
     return out
@@ -240,7 +267,10 @@ def headline(s) -> str:
         if rows.empty:
             continue
         best = rows.loc[rows[f"{metric}_mean"].idxmax()]
-        text = f"{positives} positives: best {metric.replace('_accuracy', '')} {best[f'{metric}_mean']:.3f} at τ = {best['tau']:g}"
+        text = (
+            f"{positives} positives: best {metric.replace('_accuracy', '')} "
+            f"{best[f'{metric}_mean']:.3f} at τ = {best['tau']:g}"
+        )
         one = rows[np.isclose(rows["tau"], 1.0)]
         if len(one):
             text += f", at τ = 1 {one[f'{metric}_mean'].min():.3f}"
@@ -248,27 +278,14 @@ def headline(s) -> str:
     learned = s[s["tau_mode"] != "fixed"]
     if len(learned):
         end = np.exp(learned["log_tau_final_mean"])
-        parts.append(f"learnt τ ends at {end.min():.3g}–{end.max():.3g} from τ₀ = {learned['tau'].min():g}–{learned['tau'].max():g}")
+        parts.append(
+            f"learnt τ ends at {end.min():.3g}–{end.max():.3g} from τ₀ = "
+            f"{learned['tau'].min():g}–{learned['tau'].max():g}"
+        )
     return "; ".join(parts)
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last float list)
-    example={
-        "trials": 8,
-        "grid": {
-            "n": [16, 32],
-            "classes": [8, 16],
-            "latent_dim": [8],
-            "input_dim": [32],
-            "embed_dim": [8],
-            "view_noise": [2.0],
-            "tau": [0.1, 0.2],
-            "optimiser": ["adam"],
-            "lr": [0.01],
-            "steps": [50],
-        },
-    },
     name="contrastive_training",
     package=__name__,
     description="InfoNCE training of a linear encoder across temperatures, class or instance "
@@ -289,4 +306,21 @@ KIND = Kind(
     extra_summary=extra_summary,
     finite_metrics=FINITE,
     check_grid=check_grid,
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last
+    # float list)
+    example={
+        "trials": 8,
+        "grid": {
+            "n": [16, 32],
+            "classes": [8, 16],
+            "latent_dim": [8],
+            "input_dim": [32],
+            "embed_dim": [8],
+            "view_noise": [2.0],
+            "tau": [0.1, 0.2],
+            "optimiser": ["adam"],
+            "lr": [0.01],
+            "steps": [50],
+        },
+    },
 )

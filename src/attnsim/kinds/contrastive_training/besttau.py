@@ -56,7 +56,9 @@ def best_tau(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
             continue
         mean, se = g[f"{metric}_mean"], g[f"{metric}_se"].fillna(math.inf)
         best = g.loc[mean.idxmax()]
-        tied = mean >= best[f"{metric}_mean"] - _margin(best[f"{metric}_se"], se, np.minimum(best["n_trials"], g["n_trials"]))
+        tied = mean >= best[f"{metric}_mean"] - _margin(
+            best[f"{metric}_se"], se, np.minimum(best["n_trials"], g["n_trials"])
+        )
         row = dict(zip(SETTING, key))
         row.update(
             best_tau=float(best["tau"]),
@@ -82,7 +84,11 @@ def one_against_smaller(g: pd.DataFrame, metric: str) -> dict:
     one = one.iloc[0]
     best = smaller.loc[smaller[f"{metric}_mean"].idxmax()]
     diff = float(one[f"{metric}_mean"] - best[f"{metric}_mean"])
-    margin = float(_margin(one[f"{metric}_se"], best[f"{metric}_se"], min(one["n_trials"], best["n_trials"]))[0])
+    margin = float(
+        _margin(one[f"{metric}_se"], best[f"{metric}_se"], min(one["n_trials"], best["n_trials"]))[
+            0
+        ]
+    )
     return {
         "one_mean": float(one[f"{metric}_mean"]),
         "smaller_tau": float(best["tau"]),

@@ -57,7 +57,9 @@ def _combine(verdicts: list[str]) -> str:
 
 
 def _counts(verdicts: list[str]) -> str:
-    return ", ".join(f"{verdicts.count(v)} {v}" for v in ("holds", "fails", "inconclusive") if verdicts.count(v))
+    return ", ".join(
+        f"{verdicts.count(v)} {v}" for v in ("holds", "fails", "inconclusive") if verdicts.count(v)
+    )
 
 
 def _setting_text(row) -> str:
@@ -71,14 +73,18 @@ def _setting_text(row) -> str:
 def training_entropy_floor(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "tau_one_training_entropy_floor",
-        "At tau = 1 the batch softmax entropy never falls below log n - g(1) during contrastive training, whatever the encoder learns.",
+        "At tau = 1 the batch softmax entropy never falls below log n - g(1) during contrastive "
+        "training, whatever the encoder learns.",
         statement="temperature",
         number="extreme over trials",
         role="sanity",
-        regime="contrastive_training, fixed tau = 1, every training step of every run (exact finite-n floor log n - g_n(1))",
+        regime="contrastive_training, fixed tau = 1, every training step of every run (exact "
+        "finite-n floor log n - g_n(1))",
         reason="docs/science.md §6.5 (cosine logits lie in [-1/tau, 1/tau]: true for any encoder)",
-        compared_to="the floor log n - g_n(1); measured: the lowest batch entropy any run reached in training, range over points",
-        threshold="holds if no run goes below the floor by more than float64 rounding (1e-12 (1 + log n + 2/tau) nats): a bound, so no statistical tolerance",
+        compared_to="the floor log n - g_n(1); measured: the lowest batch entropy any run reached "
+        "in training, range over points",
+        threshold="holds if no run goes below the floor by more than float64 rounding (1e-12 (1 + "
+        "log n + 2/tau) nats): a bound, so no statistical tolerance",
     )
     rows = select_regime(
         claim,
@@ -111,14 +117,19 @@ def training_entropy_floor(s: pd.DataFrame | None) -> Claim:
 def learned_entropy_floor(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "learned_tau_entropy_floor",
-        "Along a learnt temperature's trajectory the batch entropy never falls below log n - g_n(tau_t) at the current tau_t.",
+        "Along a learnt temperature's trajectory the batch entropy never falls below log n - "
+        "g_n(tau_t) at the current tau_t.",
         statement="temperature",
         number="extreme over trials",
         role="sanity",
-        regime="contrastive_training, learnt tau (tau_mode learned or learned_clamped), every training step of every run",
-        reason="docs/science.md §10.2 (the floor of §6.5 at each step's temperature: true for any encoder and any tau)",
-        compared_to="0: no excess below the floor; measured: the smallest entropy - floor(tau_t) of any run's training batch, range over points",
-        threshold="holds if no run's excess is below -1e-12 (1 + log n + 2/tau_min) nats (float64 rounding): a bound",
+        regime="contrastive_training, learnt tau (tau_mode learned or learned_clamped), every "
+        "training step of every run",
+        reason="docs/science.md §10.2 (the floor of §6.5 at each step's temperature: true for any "
+        "encoder and any tau)",
+        compared_to="0: no excess below the floor; measured: the smallest entropy - floor(tau_t) "
+        "of any run's training batch, range over points",
+        threshold="holds if no run's excess is below -1e-12 (1 + log n + 2/tau_min) nats (float64 "
+        "rounding): a bound",
     )
     rows = select_regime(
         claim,
@@ -164,7 +175,10 @@ def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure:
         return claim
     used = pd.concat([same_setting(rows, r) for _, r in table.iterrows()])
     claim.based_on(used, figure=figure)
-    verdicts = [one_sided_verdict(lo, hi, THRESHOLDS.difference_bound, "below") for lo, hi in zip(table["diff_low"], table["diff_high"])]
+    verdicts = [
+        one_sided_verdict(lo, hi, THRESHOLDS.difference_bound, "below")
+        for lo, hi in zip(table["diff_low"], table["diff_high"])
+    ]
     table = table.assign(verdict=verdicts)
     decisive = table.loc[table["diff"].idxmax()]  # the setting farthest from the essay's side
     claim.bound, claim.side = THRESHOLDS.difference_bound, "below"
@@ -196,9 +210,11 @@ def worse_probe_at_tau_one(s: pd.DataFrame | None) -> Claim:
         "than at a smaller temperature: lower held-out probe accuracy (class positives).",
         statement="temperature",
         number="range over points",
-        regime="contrastive_training, class positives, fixed tau; per setting (every parameter but tau): tau = 1 against the best tau < 1",
+        regime="contrastive_training, class positives, fixed tau; per setting (every parameter but "
+        "tau): tau = 1 against the best tau < 1",
         reason=REASON,
-        compared_to="0; measured: probe accuracy at tau = 1 minus the best at tau < 1 (nearest class mean, 95% interval), the setting farthest from the claim",
+        compared_to="0; measured: probe accuracy at tau = 1 minus the best at tau < 1 (nearest "
+        "class mean, 95% interval), the setting farthest from the claim",
         threshold="per setting, holds if the difference's 95% interval lies below 0, fails if "
         "above; the claim holds if every setting holds, fails if any fails",
     )
@@ -213,9 +229,11 @@ def instance_worse_knn_at_tau_one(s: pd.DataFrame | None) -> Claim:
         "learns a worse representation than a smaller temperature: lower held-out 5-NN accuracy.",
         statement="temperature",
         number="range over points",
-        regime="contrastive_training, instance positives with instance_noise > 0, fixed tau; per setting: tau = 1 against the best tau < 1",
+        regime="contrastive_training, instance positives with instance_noise > 0, fixed tau; per "
+        "setting: tau = 1 against the best tau < 1",
         reason=REASON,
-        compared_to="0; measured: 5-NN accuracy at tau = 1 minus the best at tau < 1 (95% interval), the setting farthest from the claim",
+        compared_to="0; measured: 5-NN accuracy at tau = 1 minus the best at tau < 1 (95% "
+        "interval), the setting farthest from the claim",
         threshold="per setting, holds if the difference's 95% interval lies below 0, fails if "
         "above; the claim holds if every setting holds, fails if any fails",
     )
@@ -235,7 +253,8 @@ def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
         compared_to=f"{THRESHOLDS.floor_share:g}; measured: the share (log n - H) / g_n(1) of the "
         f"allowed range that the trained encoder's "
         "held-out batch entropy uses (95% interval), the setting farthest from the claim",
-        threshold=f"per setting, holds if the share's 95% interval lies above {THRESHOLDS.floor_share:g}, fails if below; combined as per setting",
+        threshold=f"per setting, holds if the share's 95% interval lies above "
+        f"{THRESHOLDS.floor_share:g}, fails if below; combined as per setting",
     )
     rows = select_regime(
         claim,
@@ -249,7 +268,9 @@ def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
     share = (rows["log_n"] - rows["final_entropy_mean"]) / gap
     low = (rows["log_n"] - rows["final_entropy_ci_high"]) / gap
     high = (rows["log_n"] - rows["final_entropy_ci_low"]) / gap
-    verdicts = [one_sided_verdict(lo, hi, THRESHOLDS.floor_share, "above") for lo, hi in zip(low, high)]
+    verdicts = [
+        one_sided_verdict(lo, hi, THRESHOLDS.floor_share, "above") for lo, hi in zip(low, high)
+    ]
     worst = share.idxmin()
     claim.bound, claim.side = THRESHOLDS.floor_share, "above"
     claim.measured, claim.ci_low, claim.ci_high = (
@@ -302,22 +323,34 @@ def _geometric(r) -> tuple[float, float, float]:
 def learned_tau_falls(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "learned_tau_falls",
-        "Trained by gradient descent from tau = 1, a learnt temperature falls: the loss itself asks for a smaller tau.",
+        "Trained by gradient descent from tau = 1, a learnt temperature falls: the loss itself "
+        "asks for a smaller tau.",
         statement="temperature",
         number="range over points",
-        regime="contrastive_training, learnt tau (learned or learned_clamped) starting at tau = 1, every setting",
+        regime="contrastive_training, learnt tau (learned or learned_clamped) starting at tau = 1, "
+        "every setting",
         reason=REASON,
-        compared_to="the start, tau = 1; measured: tau after training, geometric mean over runs (95% interval), the point farthest from the claim",
-        threshold="per point, holds if the interval of tau_final lies below 1, fails if above; combined as per setting",
+        compared_to="the start, tau = 1; measured: tau after training, geometric mean over runs "
+        "(95% interval), the point farthest from the claim",
+        threshold="per point, holds if the interval of tau_final lies below 1, fails if above; "
+        "combined as per setting",
     )
     rows = _learned_from_one(s, claim)
     if rows is None:
         return claim
-    verdicts = [one_sided_verdict(lo, hi, 0.0, "below") for lo, hi in zip(rows["log_tau_final_ci_low"], rows["log_tau_final_ci_high"])]
+    verdicts = [
+        one_sided_verdict(lo, hi, 0.0, "below")
+        for lo, hi in zip(rows["log_tau_final_ci_low"], rows["log_tau_final_ci_high"])
+    ]
     w = rows.loc[rows["log_tau_final_mean"].idxmax()]
     claim.bound, claim.side = 1.0, "below"
     claim.measured, claim.ci_low, claim.ci_high = _geometric(w)
-    claim.detectable = float(max((math.exp(r["log_tau_final_ci_high"]) - math.exp(r["log_tau_final_ci_low"])) / 2 for _, r in rows.iterrows()))
+    claim.detectable = float(
+        max(
+            (math.exp(r["log_tau_final_ci_high"]) - math.exp(r["log_tau_final_ci_low"])) / 2
+            for _, r in rows.iterrows()
+        )
+    )
     claim.verdict = _combine(verdicts)
     ends = ", ".join(f"{math.exp(v):.3g}" for v in rows["log_tau_final_mean"])
     claim.evidence = (
@@ -332,10 +365,12 @@ def learned_tau_falls(s: pd.DataFrame | None) -> Claim:
 def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "learned_tau_settles_at_best",
-        "A temperature learnt from tau = 1 settles where the best fixed temperature of the same task is.",
+        "A temperature learnt from tau = 1 settles where the best fixed temperature of the same "
+        "task is.",
         statement="temperature",
         number="range over points",
-        regime="contrastive_training, learnt tau from tau = 1, in settings that also ran at least two fixed temperatures",
+        regime="contrastive_training, learnt tau from tau = 1, in settings that also ran at least "
+        "two fixed temperatures",
         reason=REASON,
         compared_to="the best fixed tau of the same setting (by its claim's accuracy: probe for "
         "class, 5-NN for instance positives); "
@@ -361,7 +396,9 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
             math.log(b["tau_high"] * THRESHOLDS.settle_widening),
         )
         centre, half = (lo + hi) / 2, (hi - lo) / 2
-        verdict = equivalence_verdict(r["log_tau_final_ci_low"], r["log_tau_final_ci_high"], centre, half)
+        verdict = equivalence_verdict(
+            r["log_tau_final_ci_low"], r["log_tau_final_ci_high"], centre, half
+        )
         judged.append((r, b, verdict, abs(r["log_tau_final_mean"] - math.log(b["best_tau"]))))
     if not judged:
         claim.verdict = "outside regime"
@@ -371,7 +408,12 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
     claim.predicted = float(b["best_tau"])
     claim.measured, claim.ci_low, claim.ci_high = _geometric(r)
     claim.rel_deviation = (claim.measured - claim.predicted) / claim.predicted
-    claim.detectable = float(max((math.exp(j[0]["log_tau_final_ci_high"]) - math.exp(j[0]["log_tau_final_ci_low"])) / 2 for j in judged))
+    claim.detectable = float(
+        max(
+            (math.exp(j[0]["log_tau_final_ci_high"]) - math.exp(j[0]["log_tau_final_ci_low"])) / 2
+            for j in judged
+        )
+    )
     claim.verdict = _combine(verdicts)
     parts = [
         f"{j[0]['positives']} ({_setting_text(j[0])}): learnt "

@@ -15,13 +15,14 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, yerr
-from attnsim.figures.style import PALETTE, palette
+from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
 from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, instance_loss_floor, loss_floor
 from attnsim.theory.entropy import exact_gap
 
+LINE_STYLES = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 4)))  # one per initial tau
 MAP_AXES = (
     "view_noise",
     "instance_noise",
@@ -30,7 +31,10 @@ MAP_AXES = (
 
 def _label(key) -> str:
     p = dict(zip(SETTING, key))
-    text = f"{p['positives']}, n={p['n']}, C={p['classes']}, k={p['latent_dim']}, D={p['input_dim']}, d_out={p['embed_dim']}"
+    text = (
+        f"{p['positives']}, n={p['n']}, C={p['classes']}, k={p['latent_dim']}, "
+        f"D={p['input_dim']}, d_out={p['embed_dim']}"
+    )
     text += f", view noise {p['view_noise']:g}"
     if p["instance_noise"]:
         text += f", instance noise {p['instance_noise']:g}"
@@ -52,7 +56,9 @@ def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
 
 
 def _empty(ax, text):
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="0.4")
+    ax.text(
+        0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="0.4"
+    )
     ax.set_axis_off()
 
 
@@ -64,6 +70,7 @@ def _placeholder(text: str):
     return fig
 
 
+@figure_function
 def temperature_sweep(summary: pd.DataFrame):
     """(a) nearest-class-mean probe, (b) 5-NN and linear probe, (c) alignment and uniformity, (d)
     batch entropy vs its floor, (e) the hardest negative's and same-class negatives' share of the
@@ -71,7 +78,9 @@ def temperature_sweep(summary: pd.DataFrame):
     rows = fixed(summary)
     groups = list(rows.sort_values("tau").groupby(SETTING))
     if not groups:
-        return _placeholder("no fixed temperature in this experiment (its learnt ones: learned_temperature)")
+        return _placeholder(
+            "no fixed temperature in this experiment (its learnt ones: learned_temperature)"
+        )
     colours = dict(zip([k for k, _ in groups], palette(PALETTE, max(len(groups), 2))))
     fig, axes = plt.subplots(3, 2, figsize=(12.5, 13.0))
     (probe_ax, eval_ax), (geo_ax, ent_ax), (neg_ax, loss_ax) = axes
@@ -106,7 +115,9 @@ def temperature_sweep(summary: pd.DataFrame):
         _band(ent_ax, line, "final_entropy", c)
         _band(ent_ax, line, "entropy_min", c, marker="v", ls="--")
         ent_ax.plot(line["tau"], line["entropy_lowest"], "^", color=c, mfc="none", ms=6, ls="none")
-        ent_ax.plot(fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2)
+        ent_ax.plot(
+            fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2
+        )
         if p["positives"] == "class":  # the ideal encoder of the class task
             ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
         ent_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
@@ -118,7 +129,9 @@ def temperature_sweep(summary: pd.DataFrame):
         if p["positives"] == "class":
             loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
         else:  # instance positives: every example its own class
-            loss_ax.plot(fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--")
+            loss_ax.plot(
+                fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--"
+            )
         loss_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
     probe_ax.set_ylabel("held-out accuracy: nearest class mean")
     probe_ax.set_title("(a) representation quality: nearest-class-mean probe")
@@ -209,8 +222,7 @@ def temperature_sweep(summary: pd.DataFrame):
         ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures", y=1.0)
-    fig.tight_layout()
+    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
     return fig
 
 
@@ -220,11 +232,15 @@ def _columns(table: pd.DataFrame) -> list[str]:
     return [k for k in SETTING if k not in (*MAP_AXES, "positives") and table[k].nunique() > 1]
 
 
+@figure_function
 def temperature_map(summary: pd.DataFrame):
     """Best fixed tau (colour, log scale; text: tau* and the range tied with it) over view noise (x)
     and instance noise (y); one panel row per kind of positives, one column per combination of the
     other varying parameters."""
-    tables = {pos: best_tau(fixed(summary)[fixed(summary)["positives"] == pos], metric) for pos, metric in CLAIM_METRIC.items()}
+    tables = {
+        pos: best_tau(fixed(summary)[fixed(summary)["positives"] == pos], metric)
+        for pos, metric in CLAIM_METRIC.items()
+    }
     tables = {pos: t for pos, t in tables.items() if len(t)}
     if not tables:
         return _placeholder("no task with two or more fixed temperatures in this experiment")
@@ -233,11 +249,19 @@ def temperature_map(summary: pd.DataFrame):
         cols = _columns(table)
         layout[pos] = (
             cols,
-            sorted(table[cols].drop_duplicates().itertuples(index=False, name=None)) if cols else [()],
+            sorted(table[cols].drop_duplicates().itertuples(index=False, name=None))
+            if cols
+            else [()],
         )
     width = max(len(combos) for _, combos in layout.values())
     lo, hi = -2.0, math.log10(2.0)  # the preset's range of tau, 0.01 .. 2, whatever was run
-    fig, axes = plt.subplots(len(tables), width, figsize=(4.2 * width + 1.5, 3.8 * len(tables)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(tables),
+        width,
+        figsize=(4.2 * width + 1.5, 3.8 * len(tables) + 0.6),
+        squeeze=False,
+        layout="constrained",
+    )
     image = None
     for r, (pos, table) in enumerate(tables.items()):
         cols, combos = layout[pos]
@@ -259,7 +283,11 @@ def temperature_map(summary: pd.DataFrame):
                 grid[i, j] = math.log10(row["best_tau"])
                 sign = ""
                 if "diff" in row and np.isfinite(row.get("diff", np.nan)):
-                    sign = "\nτ=1 worse" if row["diff_high"] < 0 else ("\nτ=1 better" if row["diff_low"] > 0 else "\nτ=1 tied")
+                    sign = (
+                        "\nτ=1 worse"
+                        if row["diff_high"] < 0
+                        else ("\nτ=1 better" if row["diff_low"] > 0 else "\nτ=1 tied")
+                    )
                 colour = "white" if grid[i, j] < (lo + hi) / 2 else "black"
                 ax.text(
                     j,
@@ -274,28 +302,35 @@ def temperature_map(summary: pd.DataFrame):
             ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
             ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
             ax.set_xlabel("view noise")
-            ax.set_ylabel("instance noise")
+            if c == 0:
+                ax.set_ylabel("instance noise")
             title = f"{pos} positives ({CLAIM_METRIC[pos].replace('_accuracy', '')})"
             if combo:
-                title += "\n" + ", ".join(f"{k} {v:g}" if not isinstance(v, str) else f"{k} {v}" for k, v in zip(cols, combo))
+                title += "\n" + ", ".join(
+                    f"{k} {v:g}" if not isinstance(v, str) else f"{k} {v}"
+                    for k, v in zip(cols, combo)
+                )
             ax.set_title(title, fontsize=9)
     if image is not None:
         bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
         bar.set_label("log10 best fixed τ")
     fig.suptitle(
-        "Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = 1 against the best τ < 1)",
-        y=1.0,
+        "Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = "
+        "1 against the best τ < 1)"
     )
     return fig
 
 
+@figure_function
 def learned_temperature(summary: pd.DataFrame):
     """(a) the learnt tau at the checkpoints (mean over runs, 95% CI) with the best fixed tau of the
     same setting; (b) the monitor batch entropy along the way against the floor log n - g_n(tau_t)
     and log n."""
     learned = summary[summary["tau_mode"] != "fixed"]
     if learned.empty:
-        return _placeholder("no learnt temperature in this experiment (its fixed ones: temperature_sweep)")
+        return _placeholder(
+            "no learnt temperature in this experiment (its fixed ones: temperature_sweep)"
+        )
     fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     keys = list(learned.groupby(SETTING).groups)
     colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
@@ -303,13 +338,15 @@ def learned_temperature(summary: pd.DataFrame):
     for _, row in learned.sort_values("tau").iterrows():
         key = tuple(row[k] for k in SETTING)
         c = colours[key]
-        ls = styles.setdefault((row["tau"], row["tau_mode"]), ["-", "--", ":", "-."][len(styles) % 4])
+        ls = styles.setdefault(
+            (row["tau"], row["tau_mode"]), LINE_STYLES[len(styles) % len(LINE_STYLES)]
+        )
         steps = [0, *checkpoint_steps(int(row["steps"]))]
         steps = np.array(steps[1:], dtype=float)
         tau = np.array([row[f"tau_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         low = np.array([row[f"tau_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
         high = np.array([row[f"tau_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-        tau_ax.plot(steps, tau, ls, marker="o", ms=3.5, color=c)
+        tau_ax.plot(steps, tau, ls=ls, marker="o", ms=3.5, color=c)
         tau_ax.fill_between(steps, low, high, color=c, alpha=0.25, lw=0)
         ent = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         floor = np.array([row[f"entropy_floor_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
@@ -322,13 +359,13 @@ def learned_temperature(summary: pd.DataFrame):
                     [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent,
                 ]
             ),
-            fmt=ls,
-            marker="o",
+            fmt="o",
+            ls=ls,
             ms=3.5,
             color=c,
             capsize=2,
         )
-        ent_ax.plot(steps, floor, ls, color="k", lw=1.6)
+        ent_ax.plot(steps, floor, ls=ls, color="k", lw=1.6)
         ent_ax.axhline(row["log_n"], color="0.5", lw=0.9, ls=":")
     for key in keys:
         p = dict(zip(SETTING, key))
@@ -341,14 +378,18 @@ def learned_temperature(summary: pd.DataFrame):
     tau_ax.set_yscale("log")
     tau_ax.set_xlabel("training step")
     tau_ax.set_ylabel("learnt temperature τ_t (mean over runs, 95% CI)")
-    tau_ax.set_title("(a) the learnt τ; thick line: best fixed τ of the same task (band: tied with it)")
+    tau_ax.set_title(
+        "(a) the learnt τ; thick line: best fixed τ of the same task (band: tied with it)"
+    )
     ent_ax.set_xscale("log")
     ent_ax.set_xlabel("training step")
     ent_ax.set_ylabel("monitor batch entropy (nats, mean over anchors)")
     ent_ax.set_title("(b) entropy along the way vs its floor log n − g_n(τ_t) (black)")
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k in keys]
-    handles += [Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {tau:g}, {mode}") for (tau, mode), ls in styles.items()]
+    handles += [
+        Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {tau:g}, {mode}")
+        for (tau, mode), ls in styles.items()
+    ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)", y=1.0)
-    fig.tight_layout()
+    fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)")
     return fig

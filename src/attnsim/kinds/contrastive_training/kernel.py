@@ -104,39 +104,65 @@ STREAM_PARAMS = ("n", "classes", "latent_dim", "input_dim", "embed_dim")
 _NAN_IF_DIVERGED = "; NaN if diverged"
 METRICS = {
     "init_loss": "symmetric InfoNCE loss (nats) at initialisation, mean over the monitor batches",
-    "init_entropy": "batch softmax entropy (nats, mean over anchors) at initialisation on the monitor batches",
-    **{f"loss_ckpt_{j}": f"monitor loss (nats) after step round(steps^({j}/7)); +inf once diverged" for j in range(CHECKPOINTS)},
-    "entropy_min": "minimum over training steps of the training batch's softmax entropy (mean over anchors, before the step's update)" + _NAN_IF_DIVERGED,
+    "init_entropy": "batch softmax entropy (nats, mean over anchors) at initialisation on the "
+    "monitor batches",
+    **{
+        f"loss_ckpt_{j}": f"monitor loss (nats) after step round(steps^({j}/7)); +inf once diverged"
+        for j in range(CHECKPOINTS)
+    },
+    "entropy_min": "minimum over training steps of the training batch's softmax entropy (mean over "
+    "anchors, before the step's update)" + _NAN_IF_DIVERGED,
     "entropy_floor_excess_min": "minimum over training steps of the training batch's entropy minus "
     "its floor log n - g_n(tau_t) at the step's tau" + _NAN_IF_DIVERGED,
-    "final_loss": "InfoNCE loss (nats) on the fresh held-out batches after training; +inf if diverged",
-    "final_entropy": "batch softmax entropy (nats, mean over anchors) on the held-out batches after training" + _NAN_IF_DIVERGED,
-    "final_entropy_floor": "log n - g_n(tau_final): the floor of final_entropy at the run's final temperature",
-    "alignment": "E ||z - z'||^2 over held-out positive pairs (0 = perfectly aligned, max 4)" + _NAN_IF_DIVERGED,
-    "uniformity": "log E exp(-2 ||z_a - z_b||^2) over pairs of distinct held-out examples of a batch (-8 .. 0, lower = more uniform)" + _NAN_IF_DIVERGED,
+    "final_loss": "InfoNCE loss (nats) on the fresh held-out batches after training; +inf if "
+    "diverged",
+    "final_entropy": "batch softmax entropy (nats, mean over anchors) on the held-out batches "
+    "after training" + _NAN_IF_DIVERGED,
+    "final_entropy_floor": "log n - g_n(tau_final): the floor of final_entropy at the run's final "
+    "temperature",
+    "alignment": "E ||z - z'||^2 over held-out positive pairs (0 = perfectly aligned, max 4)"
+    + _NAN_IF_DIVERGED,
+    "uniformity": "log E exp(-2 ||z_a - z_b||^2) over pairs of distinct held-out examples of a "
+    "batch (-8 .. 0, lower = more uniform)" + _NAN_IF_DIVERGED,
     "hardest_negative_share": "held-out: per anchor, the largest softmax weight on a negative over "
     "the total weight on negatives, "
-    "mean over anchors (1/(n-1) for uniform weights, 1 if one negative takes it all)" + _NAN_IF_DIVERGED,
+    "mean over anchors (1/(n-1) for uniform weights, 1 if one negative takes it all)"
+    + _NAN_IF_DIVERGED,
     "same_class_negative_share": "held-out: per anchor with a negative of its own class, the share "
     "of its negative weight on such "
     "negatives, mean over those anchors; NaN if diverged or no anchor has one",
     "same_class_negative_count_share": "the same share for uniform weights: per such anchor, its "
     "same-class negatives over n - 1 "
     "(what same_class_negative_share is compared with); NaN if no anchor has one",
-    "probe_accuracy": "held-out accuracy of the nearest-class-mean probe on the final embeddings (chance 1/C); 0 if diverged",
-    "knn_accuracy": f"held-out accuracy of {KNN}-NN (cosine) on the final embeddings (chance 1/C); 0 if diverged",
-    "linear_probe_accuracy": "held-out accuracy of the least-squares linear probe on the final embeddings (chance 1/C); 0 if diverged",
+    "probe_accuracy": "held-out accuracy of the nearest-class-mean probe on the final embeddings "
+    "(chance 1/C); 0 if diverged",
+    "knn_accuracy": f"held-out accuracy of {KNN}-NN (cosine) on the final embeddings (chance 1/C); "
+    f"0 if diverged",
+    "linear_probe_accuracy": "held-out accuracy of the least-squares linear probe on the final "
+    "embeddings (chance 1/C); 0 if diverged",
     "init_probe_accuracy": "the nearest-class-mean probe on the initial (random) encoder",
-    **{f"tau_ckpt_{j}": f"temperature after step round(steps^({j}/7)) (= tau unless learned); NaN once diverged" for j in range(CHECKPOINTS)},
     **{
-        f"entropy_ckpt_{j}": f"monitor batch softmax entropy (nats, mean over anchors) after step round(steps^({j}/7)), at tau_ckpt_{j}" + _NAN_IF_DIVERGED
+        f"tau_ckpt_{j}": f"temperature after step round(steps^({j}/7)) (= tau unless learned); NaN "
+        f"once diverged"
         for j in range(CHECKPOINTS)
     },
-    **{f"entropy_floor_ckpt_{j}": f"log n - g_n(tau_ckpt_{j}): the floor of entropy_ckpt_{j}; NaN once diverged" for j in range(CHECKPOINTS)},
-    "tau_final": "temperature after training (= tau unless learned; 1 if a learnt run diverged: its t is reset to 0)",
-    "log_tau_final": "log(tau_final) = -t (nats); averages the learned temperature on its own (log) scale",
+    **{
+        f"entropy_ckpt_{j}": f"monitor batch softmax entropy (nats, mean over anchors) after step "
+        f"round(steps^({j}/7)), at tau_ckpt_{j}" + _NAN_IF_DIVERGED
+        for j in range(CHECKPOINTS)
+    },
+    **{
+        f"entropy_floor_ckpt_{j}": f"log n - g_n(tau_ckpt_{j}): the floor of entropy_ckpt_{j}; NaN "
+        f"once diverged"
+        for j in range(CHECKPOINTS)
+    },
+    "tau_final": "temperature after training (= tau unless learned; 1 if a learnt run diverged: "
+    "its t is reset to 0)",
+    "log_tau_final": "log(tau_final) = -t (nats); averages the learned temperature on its own "
+    "(log) scale",
     "diverged": "1 if the weights or a monitor loss became NaN/inf during training, else 0",
-    "diverged_step": "the step whose update made the weights (or whose monitor loss) non-finite; +inf if never",
+    "diverged_step": "the step whose update made the weights (or whose monitor loss) non-finite; "
+    "+inf if never",
 }
 
 
@@ -154,7 +180,9 @@ def validate(params: Mapping) -> None:
     check_integer(p, "n", 2, "examples per batch")
     check_integer(p, "classes", 2, "classes")
     if p["classes"] > p["n"]:
-        raise ConfigError(f"classes: more classes ({p['classes']}) than examples per batch (n = {p['n']})")
+        raise ConfigError(
+            f"classes: more classes ({p['classes']}) than examples per batch (n = {p['n']})"
+        )
     check_integer(p, "latent_dim", 2, "latent dimension(s)")
     check_integer(p, "input_dim", p["latent_dim"], "input dimension(s) (input_dim >= latent_dim)")
     check_integer(p, "embed_dim", 2, "embedding dimension(s)")
@@ -167,12 +195,17 @@ def validate(params: Mapping) -> None:
     if p["tau_mode"] not in TAU_MODES:
         raise ConfigError(f"tau_mode: {p['tau_mode']!r} is not one of {', '.join(TAU_MODES)}")
     if p["tau_mode"] == "learned_clamped" and p["tau"] < TAU_CLAMP:
-        raise ConfigError(f"tau: the initial temperature {p['tau']} is below the clamp {TAU_CLAMP} of tau_mode learned_clamped")
+        raise ConfigError(
+            f"tau: the initial temperature {p['tau']} is below the clamp {TAU_CLAMP} of tau_mode "
+            f"learned_clamped"
+        )
 
 
 def _binomial_pmf(trials: int, prob: float) -> np.ndarray:
     m = np.arange(trials + 1)
-    log_comb = np.array([math.lgamma(trials + 1) - math.lgamma(k + 1) - math.lgamma(trials - k + 1) for k in m])
+    log_comb = np.array(
+        [math.lgamma(trials + 1) - math.lgamma(k + 1) - math.lgamma(trials - k + 1) for k in m]
+    )
     return np.exp(log_comb + m * math.log(prob) + (trials - m) * math.log1p(-prob))
 
 
@@ -270,13 +303,17 @@ class Batches:
     noise: np.ndarray
     instance: np.ndarray | None = None
 
-    def inputs(self, world: World, view_noise: float, instance_noise: float = 0.0, positives: str = "class") -> tuple[np.ndarray, np.ndarray]:
+    def inputs(
+        self, world: World, view_noise: float, instance_noise: float = 0.0, positives: str = "class"
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The two views (T, E, n, D) each: the class point, plus the instance noise (one instance
         for both views with `instance` positives, one each with `class` positives), plus the view
         noise."""
         T, E, n = self.labels.shape
         D = world.points.shape[-1]
-        signal = np.take_along_axis(world.points, self.labels.reshape(T, E * n, 1), axis=1).reshape(T, E, n, D)
+        signal = np.take_along_axis(world.points, self.labels.reshape(T, E * n, 1), axis=1).reshape(
+            T, E, n, D
+        )
         c = float(view_noise) / math.sqrt(D)
         x1, x2 = signal + c * self.noise[:, :, 0], signal + c * self.noise[:, :, 1]
         if instance_noise > 0:
@@ -290,7 +327,9 @@ class Batches:
         return Batches(self.labels[t : t + 1], self.noise[t : t + 1], inst)
 
 
-def draw_world(rng: np.random.Generator, trials: int, classes: int, latent_dim: int, input_dim: int) -> World:
+def draw_world(
+    rng: np.random.Generator, trials: int, classes: int, latent_dim: int, input_dim: int
+) -> World:
     mu = standard_normal(rng, (trials, classes, latent_dim)).astype(np.float64)
     mu /= np.sqrt(np.einsum("tck,tck->tc", mu, mu))[..., None]
     gauss = standard_normal(rng, (trials, input_dim, latent_dim)).astype(np.float64)
@@ -311,7 +350,11 @@ def draw_batches(
     """Labels and view noise from `rng`; instance noise from `aux` when given."""
     labels = rng.integers(0, classes, size=(trials, batches, n))
     noise = standard_normal(rng, (trials, batches, 2, n, input_dim)).astype(np.float64)
-    instance = None if aux is None else standard_normal(aux, (trials, batches, 2, n, input_dim)).astype(np.float64)
+    instance = (
+        None
+        if aux is None
+        else standard_normal(aux, (trials, batches, 2, n, input_dim)).astype(np.float64)
+    )
     return Batches(labels, noise, instance)
 
 
@@ -323,7 +366,9 @@ class Probe:
     noise: np.ndarray
     instance: np.ndarray | None = None
 
-    def inputs(self, world: World, view_noise: float, instance_noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def inputs(
+        self, world: World, view_noise: float, instance_noise: float = 0.0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(T, 2, per C, D) inputs, one view of a fresh instance each, and their labels (per C,)."""
         T, C, D = world.points.shape
         per = self.noise.shape[2] // C
@@ -347,7 +392,9 @@ def _embed(w: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     T, E, n, D = x.shape
     y = (x.reshape(T, E * n, D) @ _t(w)).reshape(T, E, n, -1)
     sq = np.einsum("...d,...d->...", y, y)
-    if not np.all((sq > 1e-280) & (sq < 1e280)):  # rare: huge or tiny weights; rescale as np.linalg.norm does
+    if not np.all(
+        (sq > 1e-280) & (sq < 1e280)
+    ):  # rare: huge or tiny weights; rescale as np.linalg.norm does
         big = np.max(np.abs(y), axis=-1, keepdims=True)
         with np.errstate(all="ignore"):
             norm = big[..., 0] * np.sqrt(np.einsum("...d,...d->...", y / big, y / big))
@@ -439,7 +486,8 @@ def infonce(
     p_row, lse_row, h_row = _softmax(s, -1, floor)
     p_col, lse_col, _ = _softmax(s, -2, floor)
     out = {
-        "loss": 0.5 * (lse_row.mean(axis=-1) + lse_col.mean(axis=-1)) - diag.mean(axis=-1) / (tau_b if np.ndim(tau_b) == 0 else tau_b[..., 0, 0]),
+        "loss": 0.5 * (lse_row.mean(axis=-1) + lse_col.mean(axis=-1))
+        - diag.mean(axis=-1) / (tau_b if np.ndim(tau_b) == 0 else tau_b[..., 0, 0]),
         "entropy": np.clip(h_row, 0.0, math.log(n)).mean(axis=-1),
     }
     if stats:
@@ -463,7 +511,9 @@ def infonce(
     dz2 -= np.einsum("...d,...d->...", dz2, z2)[..., None] * z2
     dz2 /= norm2[..., None]  # dy2
     d = w.shape[1]
-    out["gw"] = _t(dz1.reshape(T, E * n, d)) @ x1.reshape(T, E * n, D) + _t(dz2.reshape(T, E * n, d)) @ x2.reshape(T, E * n, D)
+    out["gw"] = _t(dz1.reshape(T, E * n, d)) @ x1.reshape(T, E * n, D) + _t(
+        dz2.reshape(T, E * n, d)
+    ) @ x2.reshape(T, E * n, D)
     return out
 
 
@@ -476,7 +526,9 @@ def _embed_probe(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(z), z, 0.0)
 
 
-def probe_accuracy(w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float = 0.0) -> np.ndarray:
+def probe_accuracy(
+    w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float = 0.0
+) -> np.ndarray:
     """Nearest-class-mean probe: class means of the embedded fit examples, cosine-nearest class of
     the embedded test examples; (T,) accuracy."""
     x, labels = probe.inputs(world, view_noise, instance_noise)
@@ -512,7 +564,9 @@ def linear_probe_accuracy(z: np.ndarray, labels: np.ndarray, classes: int) -> np
     return (np.argmax(f[:, 1] @ coef, axis=-1) == labels).mean(axis=-1)
 
 
-def evaluations(w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float) -> dict[str, np.ndarray]:
+def evaluations(
+    w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float
+) -> dict[str, np.ndarray]:
     """The three held-out evaluations of the encoder W: (T,) accuracies."""
     x, labels = probe.inputs(world, view_noise, instance_noise)
     classes = world.points.shape[1]
@@ -542,7 +596,9 @@ class Draws:
 class Run:
     """One grid point's runs of a block."""
 
-    def __init__(self, params: dict, world: World, init: np.ndarray, monitor: Batches, probe: Probe):
+    def __init__(
+        self, params: dict, world: World, init: np.ndarray, monitor: Batches, probe: Probe
+    ):
         self.p = params
         self.world = world
         self.steps = int(params["steps"])
@@ -557,7 +613,9 @@ class Run:
         trials = init.shape[0]
         self.w = [init / math.sqrt(init.shape[-1])]
         if self.learned:
-            self.w.append(np.full(trials, math.log(1.0 / float(params["tau"]))))  # t = log(1/tau), per trial
+            self.w.append(
+                np.full(trials, math.log(1.0 / float(params["tau"])))
+            )  # t = log(1/tau), per trial
         self.opt = Optimiser(params["optimiser"], params["lr"], self.w)
         self.evals = set(evaluation_steps(self.steps))
         self.monitor = monitor.inputs(world, *self.noise)
@@ -639,7 +697,9 @@ class Run:
         tau = self.tau()
         with np.errstate(all="ignore"):
             labels = final.labels
-            last = infonce(self.w[0], *final.inputs(self.world, *self.noise), tau, grad=False, labels=labels)
+            last = infonce(
+                self.w[0], *final.inputs(self.world, *self.noise), tau, grad=False, labels=labels
+            )
             accuracy = evaluations(self.w[0], self.world, probe, *self.noise[:2])
         out["entropy_min"] = np.where(diverged, np.nan, self.entropy_min)
         out["entropy_floor_excess_min"] = np.where(diverged, np.nan, self.excess_min)
@@ -648,7 +708,9 @@ class Run:
         out["final_entropy_floor"] = np.broadcast_to(self.floor(tau), diverged.shape)
         out["alignment"] = np.where(diverged, np.nan, last["alignment"].mean(axis=-1))
         out["uniformity"] = np.where(diverged, np.nan, last["uniformity"])
-        out["hardest_negative_share"] = np.where(diverged, np.nan, last["hardest_share"].mean(axis=-1))
+        out["hardest_negative_share"] = np.where(
+            diverged, np.nan, last["hardest_share"].mean(axis=-1)
+        )
         out["same_class_negative_share"] = np.where(diverged, np.nan, last["same_class_share"])
         out["same_class_negative_count_share"] = last["same_class_count_share"]
         for name, value in accuracy.items():
@@ -660,21 +722,31 @@ class Run:
         return {name: np.array(out[name], dtype=np.float64) for name in METRICS}
 
 
-def simulate_block(rng: np.random.Generator, trials: int, points: Sequence[Mapping]) -> list[dict[str, np.ndarray]]:
+def simulate_block(
+    rng: np.random.Generator, trials: int, points: Sequence[Mapping]
+) -> list[dict[str, np.ndarray]]:
     """Kernel contract: per point, metric -> (trials,) float64 (see METRICS)."""
     return simulate(rng, trials, points)
 
 
-def simulate(rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False):
+def simulate(
+    rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False
+):
     """Train `trials` independent runs per point; the points share the block's draws (all must have
     the same STREAM_PARAMS). With `record`, also return the `Draws` (small sizes only: tests)."""
     pts = block_points(points, resolved, validate, STREAM_PARAMS)
     n, classes, latent_dim, input_dim, embed_dim = (int(pts[0][k]) for k in STREAM_PARAMS)
-    aux = rng.spawn(1)[0] if any(float(p["instance_noise"]) > 0 for p in pts) else None  # leaves rng's stream as it is
+    aux = (
+        rng.spawn(1)[0] if any(float(p["instance_noise"]) > 0 for p in pts) else None
+    )  # leaves rng's stream as it is
     world = draw_world(rng, trials, classes, latent_dim, input_dim)
     monitor = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)
     final = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)
-    probe = Probe(standard_normal(rng, (trials, 2, probe_per_class(classes) * classes, input_dim)).astype(np.float64))
+    probe = Probe(
+        standard_normal(rng, (trials, 2, probe_per_class(classes) * classes, input_dim)).astype(
+            np.float64
+        )
+    )
     init = standard_normal(rng, (trials, embed_dim, input_dim)).astype(np.float64)
     if aux is not None:
         for held in (monitor, final):

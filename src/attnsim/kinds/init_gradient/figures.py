@@ -9,8 +9,10 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below, n_colours, positive_band, yerr
+from attnsim.figures.style import figure_function
 
 
+@figure_function
 def gradient_vs_entropy(summary: pd.DataFrame):
     """grad_sq and jacobian_fro (log y) against entropy (top) and against scale (bottom), a colour per n."""
     colours = n_colours(summary["n"])
@@ -81,7 +83,5 @@ def gradient_vs_entropy(summary: pd.DataFrame):
     legend_below(fig, handles, ncol=min(len(handles), 6), y=0.01)
     fig.suptitle(
         f"Attention at initialisation (dot-product logits, values vᵢ ~ N(0, I_d), d = {d}):\nthe logit gradient and the softmax Jacobian vanish as the entropy goes to 0",
-        y=1.01,
     )
-    fig.tight_layout()
     return fig

@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, n_colours, yerr
+from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import rem_entropy, rem_x, small_scale_entropy
 
 COLLAPSE_X_MAX = 2.2
@@ -33,6 +34,7 @@ def _sigma_of_scale(logits: str, scale: np.ndarray) -> np.ndarray:
     return scale if logits == "gaussian" else scale**2
 
 
+@figure_function
 def entropy_vs_scale(summary: pd.DataFrame):
     """Mean entropy vs scale (log x), a line per n, a panel per logit model, with theory curves."""
     panels = _entropy_panels(summary)
@@ -75,11 +77,11 @@ def entropy_vs_scale(summary: pd.DataFrame):
         Line2D([], [], color="0.3", ls="-.", label="REM frozen phase x = σ/√(2 log n) ≥ 1: H = O(1), drawn at 0"),
     ]
     legend_below(fig, handles, ncol=min(len(handles), 5), y=0.02)
-    fig.suptitle("Entropy of softmax attention vs logit scale: measured (mean, 95% CI) against small-scale and random-energy-model theory", y=1.02)
-    fig.tight_layout()
+    fig.suptitle("Entropy of softmax attention vs logit scale: measured (mean, 95% CI) against small-scale and random-energy-model theory")
     return fig
 
 
+@figure_function
 def entropy_collapse(summary: pd.DataFrame):
     """H / log n vs x = sigma_eff / sqrt(2 log n) for every n and logit model, against 1 - x^2."""
     data = summary[np.isfinite(summary["rem_x"])].copy()
@@ -130,5 +132,4 @@ def entropy_collapse(summary: pd.DataFrame):
     if len(hidden):
         notes += ["", f"{len(hidden)} points with x > {COLLAPSE_X_MAX} not shown", f"(all with H / log n ≤ {hidden['entropy_norm_mean'].max():.2f})"]
     ax.text(0.015, 0.03, "\n".join(notes), transform=ax.transAxes, fontsize=7.5, color="0.3", va="bottom")
-    fig.tight_layout()
     return fig

@@ -7,10 +7,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from attnsim.figures.style import PALETTE, palette, theory_legend_handle
+from attnsim.figures.style import PALETTE, figure_function, palette, theory_legend_handle
 from attnsim.kinds.noisy_attention.claims import THRESHOLDS, predicted_correction, predicted_truncation
+from attnsim.theory import delta_next
 
 
+@figure_function
 def rel_err_vs_n(summary: pd.DataFrame):
     """rel_err vs n (log-log), a line per noise scale, facets noise family (columns) x logit scale (rows)."""
     data = summary[summary["noise_scale"] > 0].copy()
@@ -29,8 +31,13 @@ def rel_err_vs_n(summary: pd.DataFrame):
             finite = line[np.isfinite(line["rel_err_pred_mean"])]
             if len(finite):
                 ax.plot(finite["n"], finite["rel_err_pred_mean"], "--", color=colour, lw=1)
-        if len(facet) and not facet["kappa_finite"].all():
-            ax.text(0.03, 0.04, "κ = ∞ for some σ:\nno prediction", transform=ax.transAxes, fontsize=7, color="firebrick")
+            heavy = line[[delta_next.regime(f, float(x)) == "heavy" for f, x in zip(line["noise"], line["noise_scale"])]]
+            if len(heavy) >= 2:  # kappa = inf, mean finite: the stable-law rate n^(1/k* - 1) (§2.7), from the first point
+                k_star = delta_next.moment_order(heavy["noise"].iloc[0], float(heavy["noise_scale"].iloc[0]))
+                first = heavy.iloc[0]
+                ax.plot(heavy["n"], first["rel_err_mean"] * (heavy["n"] / first["n"]) ** (1 / k_star - 1), ":", color=colour, lw=1.2)
+        if len(facet) and (~facet["kappa_finite"] & facet["kappa_finite"].any()).any():
+            ax.text(0.03, 0.04, "κ = ∞ for some σ: dotted = n^(1/k*−1)\nwhere a mean exists", transform=ax.transAxes, fontsize=7, color="firebrick")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.spines[["top", "right"]].set_visible(False)
@@ -43,19 +50,23 @@ def rel_err_vs_n(summary: pd.DataFrame):
             ax.set_ylabel("rel. error √(‖õ−o‖² / Σp‖v−o‖²)")
         if col == len(cols) - 1:  # the row's title in the right margin
             ax.annotate(f"logit std = {rows[row]}", xy=(1.02, 0.5), xycoords="axes fraction", rotation=270, ha="left", va="center")
-    fig.tight_layout()
     handles = [plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours]
     fig.legend(
-        handles=[*handles, theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)")],
+        handles=[
+            *handles,
+            theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)"),
+            plt.Line2D([], [], color="0.2", ls=":", lw=1.2, label="κ = ∞ with a mean: slope 1/k* − 1 (§2.7)"),
+        ],
         loc="upper center",
         ncol=len(handles) + 1,
         bbox_to_anchor=(0.5, 0.0),
         frameon=False,
     )
-    fig.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)", y=1.02)
+    fig.suptitle("Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method prediction (dashed)")
     return fig
 
 
+@figure_function
 def collapse(summary: pd.DataFrame):
     """Measured vs predicted sq_err for all finite-kappa points, coloured by kappa * sum p^2."""
     data = summary[summary["kappa_finite"] & (summary["kappa"] > 0)].copy()
@@ -102,6 +113,7 @@ def collapse(summary: pd.DataFrame):
 SHORTFALL_FAMILIES = ("gaussian", "uniform", "laplace", "gumbel")
 
 
+@figure_function
 def delta_shortfall(summary: pd.DataFrame):
     """Where the delta method falls short and whether the next order mends it, a column per family:
     top, the delta method's measured shortfall |1 - measured/predicted| against the first correction
@@ -154,7 +166,6 @@ def delta_shortfall(summary: pd.DataFrame):
         plt.Line2D([], [], color="firebrick", lw=0.8, label=f"tolerance {t.ratio_tolerance:g}"),
         plt.Line2D([], [], color="0.4", lw=0.8, ls="-.", label=f"regime edge {t.correction_max:g} (judged left of it)"),
     ]
-    fig.tight_layout()
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(handles), 6), frameon=False, fontsize=8)
-    fig.suptitle("Where the delta method falls short (top) and whether the next order mends it (bottom)", y=1.02)
+    fig.suptitle("Where the delta method falls short (top) and whether the next order mends it (bottom)")
     return fig

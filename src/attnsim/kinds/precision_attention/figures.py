@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import palette
+from attnsim.figures.style import figure_function, palette
 from attnsim.kernels.rounding import FORMAT_NAMES
 from attnsim.kinds.precision_attention.claims import THRESHOLDS, in_model_regime
 
@@ -34,6 +34,7 @@ def _errorbar(ax, x, y, low, high, **kwargs):
     ax.errorbar(x, y, yerr=err, capsize=2, elinewidth=0.8, **kwargs)
 
 
+@figure_function
 def precision_error(summary: pd.DataFrame):
     """Columns: rounding site (and input family). Top row: mean over rows of measured / predicted
     error for the rounding model against the logit std, per format (linear, the tolerance band);
@@ -145,13 +146,12 @@ def precision_error(summary: pd.DataFrame):
     fig.suptitle(
         "Attention with one rounding: measured error over the two predictions (mean per-row "
         "ratio, 95% CI)",
-        y=1.0,
     )
-    fig.tight_layout()
     legend_below(fig, handles, ncol=4, y=0.0)
     return fig
 
 
+@figure_function
 def precision_rotation(summary: pd.DataFrame):
     """Site qk_rotated: measured gain mean(err unrotated) / mean(err rotated) (95% CI) against the
     gain predicted by the rounding model from the same rows (filled) and by the closed form
@@ -216,11 +216,11 @@ def precision_rotation(summary: pd.DataFrame):
         plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"y = x ± {tol:.0%}"),
         Line2D([], [], color="0.6", ls="-.", label="FlashAttention-3's 2.6"),
     ]
-    fig.tight_layout()
     legend_below(fig, handles, ncol=3, y=0.0)
     return fig
 
 
+@figure_function
 def precision_bias(summary: pd.DataFrame):
     """Site logits, one panel per format (own scale): the mean shift of the weights' mean logit
     sum (w~ - p) s with its 95% interval against the logit std, beside the rounding model's
@@ -265,7 +265,6 @@ def precision_bias(summary: pd.DataFrame):
             label="model: Σ p(s − s̄)(1/2 − p) Var(ε|s)",
         ),
     ]
-    fig.suptitle("Bias of rounded logits: the shift of the weights' mean logit", y=1.02)
-    fig.tight_layout()
+    fig.suptitle("Bias of rounded logits: the shift of the weights' mean logit")
     legend_below(fig, handles, ncol=2, y=0.0)
     return fig

@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import palette
+from attnsim.figures.style import figure_function, palette
 from attnsim.stats import mean_ci
 
 
@@ -19,6 +19,7 @@ def _label(std: float) -> str:
     return "trained" if std == 0 else f"init std {std:g}"
 
 
+@figure_function
 def real_entropy_layers(summary: pd.DataFrame):
     """Columns: n. Rows: mean entropy, weight on [CLS]/[SEP], grad_rel, per layer (mean over heads
     with
@@ -133,9 +134,7 @@ def real_entropy_layers(summary: pd.DataFrame):
     fig.suptitle(
         "Entropy of real attention rows per layer (all-MiniLM-L6-v2):\ntrained vs re-initialised "
         "(mean over heads, 95% CI)",
-        y=1.0,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
     legend_below(
         fig, handles, ncol=2, y=0.0
     )  # below the axes' area: save() keeps it in the tight box
@@ -155,6 +154,7 @@ def _letter(ax, letter: str) -> None:
     )
 
 
+@figure_function
 def real_entropy_sinks(summary: pd.DataFrame):
     """Attention sinks of the trained model as the literature measures them: (a), (b) per layer and
     head the mean attention [CLS] and [SEP] receive (crosses: a sink at epsilon = 0.3, Gu et al.
@@ -295,6 +295,5 @@ def real_entropy_sinks(summary: pd.DataFrame):
     ax_d.set_title("entropy of sink-dominated rows and of the others", fontsize=10)
     for ax, letter in zip((ax_a, ax_b, ax_c, ax_d), "abcd"):
         _letter(ax, letter)
-    fig.suptitle("Attention sinks in the trained all-MiniLM-L6-v2", y=1.0)
-    fig.tight_layout()
+    fig.suptitle("Attention sinks in the trained all-MiniLM-L6-v2")
     return fig

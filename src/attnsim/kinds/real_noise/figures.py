@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import palette
+from attnsim.figures.style import figure_function, palette
 from attnsim.kinds.real_noise.claims import LIGHT, THRESHOLDS, by_group, light, within_head_slopes
 
 LAYER_MAP = "viridis"
@@ -44,6 +44,7 @@ def _settings(summary: pd.DataFrame) -> list[tuple]:
     return [tuple(r) for r in keys.itertuples(index=False)]
 
 
+@figure_function
 def real_noise_map(summary: pd.DataFrame):
     """Per number of keys (rows) and noise setting (columns): a layer x head map of err_ratio =
     measured / predicted sq_err (finite kappa; crossed cells: the 95% interval misses 1 +-
@@ -135,7 +136,6 @@ def real_noise_map(summary: pd.DataFrame):
     fig.suptitle(
         "Delta method on the trained heads of all-MiniLM-L6-v2: measured / predicted squared error "
         "per layer and head",
-        y=1.0,
     )
     return fig
 
@@ -145,6 +145,7 @@ def _band(ax, tol: float) -> None:
     ax.axhline(1.0, color="firebrick", lw=1.3)
 
 
+@figure_function
 def real_noise_sigma(summary: pd.DataFrame):
     """(a) the delta method's ratio and (b) the next order's, per layer against the noise scale
     (mean
@@ -282,12 +283,11 @@ def real_noise_sigma(summary: pd.DataFrame):
     fig.suptitle(
         "Trained heads under logit noise of growing σ (gaussian/uniform): where the delta method "
         "and its next order hold",
-        y=1.02,
     )
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
+@figure_function
 def real_noise_within_heads(summary: pd.DataFrame):
     """(a) per head, rel_err against the number of keys over nested windows (the same texts and
     queries), beside n^-1/2; (b) per layer the within-head slope (mean over heads, 95% CI), measured
@@ -422,9 +422,7 @@ def real_noise_within_heads(summary: pd.DataFrame):
     fig.suptitle(
         "The rate within heads: nested windows over the same texts and queries (trained "
         "all-MiniLM-L6-v2)",
-        y=1.0,
     )
-    fig.tight_layout(rect=(0, 0.05, 1, 0.98))
     return fig
 
 
@@ -443,6 +441,7 @@ MAX_ROWS = (
 )
 
 
+@figure_function
 def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
     """Single attention rows (a trial each), coloured by their n_eff: (a) measured sq_err against
     the delta method's kappa sum p^2 ||v - o||^2 at the smallest light-noise sigma (theory: the
@@ -540,7 +539,7 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
     ]
     legend_below(fig, handles, ncol=2, y=-0.02)
     fig.suptitle(
-        f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)", y=1.0
+        f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)"
     )
     return fig
 

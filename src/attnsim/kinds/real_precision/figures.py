@@ -8,13 +8,14 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import palette
+from attnsim.figures.style import figure_function, palette
 from attnsim.kernels.rounding import FORMAT_NAMES
 from attnsim.kinds.real_precision.claims import THRESHOLDS, in_regime, per_layer
 
 SHORT = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
+@figure_function
 def real_precision_layers(summary):
     """One panel per site: per layer, the mean over its heads of measured / predicted error (the
     rounding model filled, the essay's i.i.d. delta method hollow) with the between-head 95%
@@ -91,8 +92,6 @@ def real_precision_layers(summary):
     fig.suptitle(
         "Trained heads of all-MiniLM-L6-v2 with one rounding: measured over predicted error per "
         "layer",
-        y=1.0,
     )
-    fig.tight_layout()
     legend_below(fig, handles, ncol=4, y=0.0)
     return fig

@@ -17,10 +17,9 @@ from attnsim.errors import ConfigError
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import BOOL, ENTROPY, F64, I64, LOG_N, STR
 from attnsim.kinds.real_temperature import kernel
-from attnsim.kinds.temperature_entropy import gap_tolerance
 from attnsim.models import corpus
 from attnsim.stats import ratio_of_means
-from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
+from attnsim.theory.entropy import asymptotic_gap, exact_gap, gap_tolerance, random_direction_gap
 
 PARAMS = (
     Param(

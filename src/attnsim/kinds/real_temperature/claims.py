@@ -23,9 +23,14 @@ FIGURE = "real_temperature_gap"
 
 @dataclass(frozen=True)
 class Thresholds:
-    small_spread: float = 0.002  # mean Var(cos)/(2 tau^2) at most this: the neglected third order ~ skew * sqrt(2 * 0.002) / 3, a few %
-    variance_tolerance: float = 0.05  # measured / predicted gap may differ from 1 by this much there
-    random_direction_tolerance: float = 0.25  # 1/(2 d tau^2) is a law of random directions: agreement within 25% counts as "predicts"
+    # mean Var(cos)/(2 tau^2) at most this: the neglected third order ~ skew * sqrt(2 * 0.002) / 3,
+    # a few %
+    small_spread: float = 0.002
+    variance_tolerance: float = (
+        0.05  # measured / predicted gap may differ from 1 by this much there
+    )
+    # 1/(2 d tau^2) is a law of random directions: agreement within 25% counts as "predicts"
+    random_direction_tolerance: float = 0.25
 
 
 THRESHOLDS = Thresholds()
@@ -43,7 +48,8 @@ def tau_one(s: pd.DataFrame | None) -> Claim:
     g1 = float(asymptotic_gap(1.0))
     claim = Claim(
         "real_tau_one_gap",
-        f"At tau = 1 no real query's cosine attention falls more than g(1) = {g1:.4f} nats below log n.",
+        f"At tau = 1 no real query's cosine attention falls more than g(1) = {g1:.4f} nats below "
+        "log n.",
         regime="real_temperature, tau = 1, every trial of every embedding and n",
         reason="docs/science.md §4.3, §5.8 (cosines in [-1, 1]: a bound on every configuration)",
         role="sanity",
@@ -56,7 +62,12 @@ def tau_one(s: pd.DataFrame | None) -> Claim:
     if rows is None:
         return claim
     per = rows.groupby("embeddings")["gap_max"].max()
-    return gap_at_most(claim, rows, g1, "largest gap per embeddings: " + ", ".join(f"{e} {v:.4f}" for e, v in per.items()))
+    return gap_at_most(
+        claim,
+        rows,
+        g1,
+        "largest gap per embeddings: " + ", ".join(f"{e} {v:.4f}" for e, v in per.items()),
+    )
 
 
 def exact_bound(s: pd.DataFrame | None) -> Claim:
@@ -79,8 +90,10 @@ def variance_prediction(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "real_gap_variance_prediction",
-        "At large tau the gap of real embeddings is Var_i(cos theta_i) / (2 tau^2), with the variance measured per query.",
-        regime=f"real_temperature, points with mean Var(cos)/(2 tau^2) <= {t.small_spread} (the neglected third order a few %)",
+        "At large tau the gap of real embeddings is Var_i(cos theta_i) / (2 tau^2), with the "
+        "variance measured per query.",
+        regime=f"real_temperature, points with mean Var(cos)/(2 tau^2) <= {t.small_spread} (the "
+        "neglected third order a few %)",
         reason="docs/science.md §4.5, §5.8",
         statement="temperature",
         number="range over points",
@@ -91,9 +104,13 @@ def variance_prediction(s: pd.DataFrame | None) -> Claim:
     rows = select_regime(claim, s, _small_spread, figure=FIGURE)
     if rows is None:
         return claim
-    claim.per_point(rows, "gap_var_ratio", "gap_var_ratio_ci_low", "gap_var_ratio_ci_high", 1.0, describe=_point)
+    claim.per_point(
+        rows, "gap_var_ratio", "gap_var_ratio_ci_low", "gap_var_ratio_ci_high", 1.0, describe=_point
+    )
     per = rows.groupby("embeddings")["gap_var_ratio"].mean()
-    claim.evidence += f"; tau >= {rows['tau'].min():g}; mean per embeddings: " + ", ".join(f"{e} {v:.3f}" for e, v in per.items())
+    claim.evidence += f"; tau >= {rows['tau'].min():g}; mean per embeddings: " + ", ".join(
+        f"{e} {v:.3f}" for e, v in per.items()
+    )
     return claim
 
 
@@ -108,20 +125,33 @@ def random_direction(s: pd.DataFrame | None) -> Claim:
         number="range over points",
         tolerance=t.random_direction_tolerance,
         compared_to="mean gap / (1/(2 d tau^2)) per point",
-        threshold=f"every point's 95% interval inside 1 ± {t.random_direction_tolerance} (equivalence)",
+        threshold=f"every point's 95% interval inside 1 ± {t.random_direction_tolerance} "
+        "(equivalence)",
     )
     rows = select_regime(claim, s, _small_spread, figure=FIGURE)
     if rows is None:
         return claim
     law = rows["gap_random_direction"]
-    claim.per_point(rows, rows["gap_mean"] / law, rows["gap_ci_low"] / law, rows["gap_ci_high"] / law, 1.0, describe=_point)
-    anisotropy = rows.groupby("embeddings").agg(var_d=("var_cos_d", "mean"), d_eff=("d_eff", "first"), d=("dim", "first"))
+    claim.per_point(
+        rows,
+        rows["gap_mean"] / law,
+        rows["gap_ci_low"] / law,
+        rows["gap_ci_high"] / law,
+        1.0,
+        describe=_point,
+    )
+    anisotropy = rows.groupby("embeddings").agg(
+        var_d=("var_cos_d", "mean"), d_eff=("d_eff", "first"), d=("dim", "first")
+    )
     ratio = rows["gap_mean"] / law
     claim.evidence += (
         "; gap x 2 d tau^2 per embeddings: "
         + ", ".join(f"{e} {ratio[rows['embeddings'] == e].mean():.2f}" for e in anisotropy.index)
         + "; Var(cos) x d: "
-        + ", ".join(f"{e} {r.var_d:.2f} (d_eff = {r.d_eff:.1f} of d = {r.d})" for e, r in anisotropy.iterrows())
+        + ", ".join(
+            f"{e} {r.var_d:.2f} (d_eff = {r.d_eff:.1f} of d = {r.d})"
+            for e, r in anisotropy.iterrows()
+        )
     )
     return claim
 
@@ -130,9 +160,11 @@ def smaller_tau_widens(s: pd.DataFrame | None) -> Claim:
     g1 = float(asymptotic_gap(1.0))
     claim = Claim(
         "real_smaller_tau_widens",
-        "On real embeddings a smaller tau widens the range of entropies beyond what tau = 1 allows.",
+        "On real embeddings a smaller tau widens the range of entropies beyond what tau = 1 "
+        "allows.",
         regime="real_temperature, the sweep's smallest tau < 1",
-        reason="docs/science.md §4.3, §5.8 (g(tau) grows like 2/tau: near-certain by construction at small tau)",
+        reason="docs/science.md §4.3, §5.8 (g(tau) grows like 2/tau: near-certain by construction "
+        "at small tau)",
         role="sanity",
         statement="temperature",
         number="extreme over trials",
@@ -144,8 +176,10 @@ def smaller_tau_widens(s: pd.DataFrame | None) -> Claim:
         s,
         FIGURE,
         lambda rows, tau, g1: (
-            f"tau = {tau:g}: mean gap {rows['gap_mean'].min():.3f} to {rows['gap_mean'].max():.3f}, "
-            f"largest {rows['gap_max'].max():.3f} vs g(1) = {g1:.4f}; the widest possible g({tau:g}) = {float(asymptotic_gap(tau)):.4g}"
+            f"tau = {tau:g}: mean gap {rows['gap_mean'].min():.3f} to "
+            f"{rows['gap_mean'].max():.3f}, "
+            f"largest {rows['gap_max'].max():.3f} vs g(1) = {g1:.4f}; the widest possible "
+            f"g({tau:g}) = {float(asymptotic_gap(tau)):.4g}"
         ),
     )
 

@@ -8,12 +8,14 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, n_colours, positive_band
+from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
 
 G1 = float(asymptotic_gap(1.0))
 NAMES = {"minilm": "MiniLM sentence embeddings", "glove": "GloVe word vectors"}
 
 
+@figure_function
 def real_temperature_gap(summary: pd.DataFrame):
     """Gap log n - H vs tau (log-log), a panel per embeddings, a colour per n."""
     kinds = sorted(summary["embeddings"].unique())
@@ -54,6 +56,5 @@ def real_temperature_gap(summary: pd.DataFrame):
         Line2D([], [], color="firebrick", marker="*", ms=10, mec="k", mew=0.5, ls="none", label=f"g(1) = {G1:.4f}"),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
-    fig.suptitle("Temperature and the entropy of cosine attention over real embeddings", y=1.02)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.suptitle("Temperature and the entropy of cosine attention over real embeddings")
     return fig

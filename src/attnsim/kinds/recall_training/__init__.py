@@ -30,78 +30,165 @@ LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
 TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
 
 PARAMS = (
-    Param("n", I64, "key/value pairs per example (the target is one of them)", minimum=2, maximum=4096),
-    d_param("dimension of keys, values and queries (unit vectors); W_q, W_k, W_v are d x d", minimum=2),
+    Param(
+        "n", I64, "key/value pairs per example (the target is one of them)", minimum=2, maximum=4096
+    ),
+    d_param(
+        "dimension of keys, values and queries (unit vectors); W_q, W_k, W_v are d x d", minimum=2
+    ),
     Param("batch", I64, "training examples per step (fresh each step)", minimum=1, maximum=4096),
-    Param("scale", F64, "std of the initial entries of W_q and W_k (logit std ~ scale^2); W_v ~ N(0, 1/d) always", exclusive_minimum=0, maximum=10000),
+    Param(
+        "scale",
+        F64,
+        "std of the initial entries of W_q and W_k (logit std ~ scale^2); W_v ~ N(0, 1/d) always",
+        exclusive_minimum=0,
+        maximum=10000,
+    ),
     Param(
         "optimiser",
         STR,
-        "sgd, adam (beta1 0.9, beta2 0.999, eps 1e-8) or normgd (W -= lr g / ||g||_F per weight matrix: the step's size fixed, its direction from the gradient)",
+        "sgd, adam (beta1 0.9, beta2 0.999, eps 1e-8) or normgd (W -= lr g / ||g||_F per weight "
+        "matrix: the step's size fixed, its direction from the gradient)",
         choices=ALL_OPTIMISERS,
     ),
     Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
-    Param("steps", I64, "optimiser steps per run: the budget of a run that stops at the threshold", minimum=1, maximum=100000),
-    Param("values", STR, "trainable (W_v ~ N(0, 1/d), trained) or identity (W_v = I, fixed)", choices=kernel.VALUES, default="trainable"),
+    Param(
+        "steps",
+        I64,
+        "optimiser steps per run: the budget of a run that stops at the threshold",
+        minimum=1,
+        maximum=100000,
+    ),
+    Param(
+        "values",
+        STR,
+        "trainable (W_v ~ N(0, 1/d), trained) or identity (W_v = I, fixed)",
+        choices=kernel.VALUES,
+        default="trainable",
+    ),
     Param(
         "logits",
         STR,
-        "dot: q W_q (k W_k)^T / sqrt(d); qk_norm: g cos(q W_q, k W_k), a trained gain g from sqrt(d) (QK-norm)",
+        "dot: q W_q (k W_k)^T / sqrt(d); qk_norm: g cos(q W_q, k W_k), a trained gain g from "
+        "sqrt(d) (QK-norm)",
         choices=kernel.LOGITS,
         default="dot",
     ),
     Param(
         "stop",
         STR,
-        "threshold: a run stops (weights frozen) at its first evaluation with loss / chance <= threshold; never: runs all steps",
+        "threshold: a run stops (weights frozen) at its first evaluation with loss / chance <= "
+        "threshold; never: runs all steps",
         choices=kernel.STOPS,
         default="never",
     ),
 )
 
 METRICS = tuple(Column(name, F64, doc) for name, doc in kernel.METRICS.items())
-FINITE = (*LOSSES, *TRAJECTORIES, "zhai_margin_min", "steps_to_threshold", "collapse_step", "final_entropy", "diverged_step")
+FINITE = (
+    *LOSSES,
+    *TRAJECTORIES,
+    "zhai_margin_min",
+    "steps_to_threshold",
+    "collapse_step",
+    "final_entropy",
+    "diverged_step",
+)
 ESCAPED = tuple(f"escaped_ckpt_{j}" for j in range(CHECKPOINTS))
 
 THEORY = (
     LOG_N,
-    Column("chance_loss", F64, "1 - 1/n: the loss of predicting the mean value (losses are reported as fractions of it)"),
+    Column(
+        "chance_loss",
+        F64,
+        "1 - 1/n: the loss of predicting the mean value (losses are reported as fractions of it)",
+    ),
     Column(
         "logit_std",
         F64,
-        "scale^2 sqrt(1 + query_noise^2): std of the initial logits over the weights (unit keys, query norm^2 ~ 1 + query_noise^2); 1 with QK-norm (sqrt(d) times a cosine of std 1/sqrt(d))",
+        "scale^2 sqrt(1 + query_noise^2): std of the initial logits over the weights (unit keys, "
+        "query norm^2 ~ 1 + query_noise^2); 1 with QK-norm (sqrt(d) times a cosine of std "
+        "1/sqrt(d))",
     ),
-    Column("entropy_small_scale", F64, "log n - logit_std^2 / 2: the small-scale entropy law (docs/science.md §3.3), valid while logit_std << 1"),
-    Column("threshold", F64, f"loss / chance that counts as learnt ({kernel.DEFAULTS['threshold']}): steps_to_threshold and reached_share"),
+    Column(
+        "entropy_small_scale",
+        F64,
+        "log n - logit_std^2 / 2: the small-scale entropy law (docs/science.md §3.3), valid while "
+        "logit_std << 1",
+    ),
+    Column(
+        "threshold",
+        F64,
+        f"loss / chance that counts as learnt ({kernel.DEFAULTS['threshold']}): steps_to_threshold "
+        "and reached_share",
+    ),
     Column(
         "escape_exponent",
         F64,
-        "predicted exponent b of escape time ~ logit_std^b from one-hot starts (docs/science.md §9.4): 1 for sgd, 1/2 for adam and normgd",
+        "predicted exponent b of escape time ~ logit_std^b from one-hot starts (docs/science.md "
+        "§9.4): 1 for sgd, 1/2 for adam and normgd",
     ),
 )
 
 EXTRA = (
     *(
-        Column(f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)")
+        Column(
+            f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)"
+        )
         for m in LOSSES
         for q, label in (("q25", "lower quartile"), ("median", "median"), ("q75", "upper quartile"))
     ),
-    Column("init_grad_logits_median", F64, "median over trials of init_grad_logits: the typical start (the mean is set by rare near-ties of the top logits)"),
+    Column(
+        "init_grad_logits_median",
+        F64,
+        "median over trials of init_grad_logits: the typical start (the mean is set by rare "
+        "near-ties of the top logits)",
+    ),
     Column("init_grad_qk_median", F64, "median over trials of init_grad_qk"),
-    Column("steps_to_threshold_median", F64, "median over all trials of steps_to_threshold (+inf if fewer than half reached it)"),
-    Column("reached_share", F64, "share of trials whose monitor loss reached the threshold (finite steps_to_threshold)"),
+    Column(
+        "steps_to_threshold_median",
+        F64,
+        "median over all trials of steps_to_threshold (+inf if fewer than half reached it)",
+    ),
+    Column(
+        "reached_share",
+        F64,
+        "share of trials whose monitor loss reached the threshold (finite steps_to_threshold)",
+    ),
     Column("reached_ci_low", F64, "lower end of the 95% Wilson interval of reached_share"),
     Column("reached_ci_high", F64, "upper end of the 95% Wilson interval of reached_share"),
     Column(
         "escape_median",
         F64,
-        "Kaplan-Meier median of the escape time (escape_step, escaped): the first event time with S <= 1/2; +inf if more than half censored",
+        "Kaplan-Meier median of the escape time (escape_step, escaped): the first event time with "
+        "S <= 1/2; +inf if more than half censored",
     ),
-    Column("escape_median_ci_low", F64, "lower end of the 95% interval of escape_median (Brookmeyer-Crowley on the log-log band)"),
-    Column("escape_median_ci_high", F64, "upper end of the 95% interval of escape_median; +inf when the band's lower edge never reaches 1/2"),
-    *(Column(f"escape_q{q}", F64, f"Kaplan-Meier time by which {q}% of the runs had escaped; +inf if fewer did") for q in (10, 25, 75, 90)),
+    Column(
+        "escape_median_ci_low",
+        F64,
+        "lower end of the 95% interval of escape_median (Brookmeyer-Crowley on the log-log band)",
+    ),
+    Column(
+        "escape_median_ci_high",
+        F64,
+        "upper end of the 95% interval of escape_median; +inf when the band's lower edge never "
+        "reaches 1/2",
+    ),
     *(
-        Column(f"{name}{end}", F64, f"{label} share of runs escaped by checkpoint {j} (step round(steps^({j}/7))): 1 - S, Kaplan-Meier{note}")
+        Column(
+            f"escape_q{q}",
+            F64,
+            f"Kaplan-Meier time by which {q}% of the runs had escaped; +inf if fewer did",
+        )
+        for q in (10, 25, 75, 90)
+    ),
+    *(
+        Column(
+            f"{name}{end}",
+            F64,
+            f"{label} share of runs escaped by checkpoint {j} (step round(steps^({j}/7))): 1 - S, "
+            f"Kaplan-Meier{note}",
+        )
         for j, name in enumerate(ESCAPED)
         for end, label, note in (
             ("", "the", ""),
@@ -109,22 +196,46 @@ EXTRA = (
             ("_ci_high", "upper end of the 95% interval of the", ", log-log band"),
         )
     ),
-    Column("collapsed_share", F64, "share of runs whose monitor entropy fell below 0.1 nats at some evaluation (finite collapse_step)"),
+    Column(
+        "collapsed_share",
+        F64,
+        "share of runs whose monitor entropy fell below 0.1 nats at some evaluation (finite "
+        "collapse_step)",
+    ),
     Column("collapsed_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_share"),
     Column("collapsed_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_share"),
     Column(
         "collapsed_early_share",
         F64,
-        "share of runs whose entropy collapsed (< 0.1 nats) while the loss was still above the threshold (collapse_step < escape time; a run that never escaped counts from its collapse): collapse before learning",
+        "share of runs whose entropy collapsed (< 0.1 nats) while the loss was still above the "
+        "threshold (collapse_step < escape time; a run that never escaped counts from its "
+        "collapse): collapse before learning",
     ),
-    Column("collapsed_early_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_early_share"),
-    Column("collapsed_early_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_early_share"),
+    Column(
+        "collapsed_early_ci_low",
+        F64,
+        "lower end of the 95% Wilson interval of collapsed_early_share",
+    ),
+    Column(
+        "collapsed_early_ci_high",
+        F64,
+        "upper end of the 95% Wilson interval of collapsed_early_share",
+    ),
     Column("diverged_count", I64, "runs that diverged"),
     Column(
-        "collapse_first_share", F64, "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they diverged; NaN if none diverged"
+        "collapse_first_share",
+        F64,
+        "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they "
+        "diverged; NaN if none diverged",
     ),
-    Column("collapse_first_ci_low", F64, "lower end of the 95% Wilson interval of collapse_first_share"),
-    Column("collapse_first_ci_high", F64, "upper end of the 95% Wilson interval of collapse_first_share"),
+    Column(
+        "collapse_first_ci_low", F64, "lower end of the 95% Wilson interval of collapse_first_share"
+    ),
+    Column(
+        "collapse_first_ci_high",
+        F64,
+        "upper end of the 95% Wilson interval of collapse_first_share",
+    ),
 )
 
 
@@ -132,7 +243,8 @@ def bytes_per_trial(p) -> int:
     return kernel.bytes_per_trial(int(p["n"]), int(p["d"]), int(p["batch"]))
 
 
-# The plateau law's exponent (docs/science.md §9.4): escape time ~ logit_std^b from a one-hot start,
+# The plateau law's exponent (docs/science.md §9.4): escape time ~ logit_std^b from a one-hot
+# start,
 # b = 1 for SGD (the step shrinks with the gradient, ~1/logit_std), 1/2 for the optimisers whose
 # step does not (Adam while the gradient is well above its eps, normgd): they travel ~scale.
 ESCAPE_EXPONENT = {"sgd": 1.0, "adam": 0.5, "normgd": 0.5}
@@ -140,7 +252,9 @@ ESCAPE_EXPONENT = {"sgd": 1.0, "adam": 0.5, "normgd": 0.5}
 
 def theory(p) -> dict[str, object]:
     qk = p["logits"] == "qk_norm"
-    sigma = 1.0 if qk else float(p["scale"]) ** 2 * math.sqrt(1 + kernel.DEFAULTS["query_noise"] ** 2)
+    sigma = (
+        1.0 if qk else float(p["scale"]) ** 2 * math.sqrt(1 + kernel.DEFAULTS["query_noise"] ** 2)
+    )
     return {
         "log_n": math.log(p["n"]),
         "chance_loss": kernel.chance_loss(int(p["n"])),
@@ -158,10 +272,15 @@ def extra_summary(metrics, p) -> dict[str, object]:
     out["init_grad_logits_median"] = float(np.median(metrics["init_grad_logits"]))
     out["init_grad_qk_median"] = float(np.median(metrics["init_grad_qk"]))
     out["steps_to_threshold_median"] = quantiles(metrics["steps_to_threshold"], (0.5,))[0]
-    reached, trials = int(np.isfinite(metrics["steps_to_threshold"]).sum()), len(metrics["steps_to_threshold"])
+    reached, trials = (
+        int(np.isfinite(metrics["steps_to_threshold"]).sum()),
+        len(metrics["steps_to_threshold"]),
+    )
     out["reached_share"] = reached / trials
     out["reached_ci_low"], out["reached_ci_high"] = wilson(reached, trials)
-    out |= escape_summary(metrics["escape_step"], metrics["escaped"], checkpoint_steps(int(p["steps"])))
+    out |= escape_summary(
+        metrics["escape_step"], metrics["escaped"], checkpoint_steps(int(p["steps"]))
+    )
     collapsed = int(np.isfinite(metrics["collapse_step"]).sum())
     out["collapsed_share"] = collapsed / trials
     out["collapsed_ci_low"], out["collapsed_ci_high"] = wilson(collapsed, trials)
@@ -172,45 +291,78 @@ def extra_summary(metrics, p) -> dict[str, object]:
     gone = metrics["diverged"] == 1
     first = int(np.sum(metrics["collapse_step"][gone] < metrics["diverged_step"][gone]))
     out["diverged_count"] = int(gone.sum())
-    out["collapse_first_share"] = first / out["diverged_count"] if out["diverged_count"] else math.nan
-    out["collapse_first_ci_low"], out["collapse_first_ci_high"] = wilson(first, out["diverged_count"])
+    out["collapse_first_share"] = (
+        first / out["diverged_count"] if out["diverged_count"] else math.nan
+    )
+    out["collapse_first_ci_low"], out["collapse_first_ci_high"] = wilson(
+        first, out["diverged_count"]
+    )
     return out
 
 
 def headline(s) -> str:
-    """Per run setting: the median escape time (Kaplan-Meier) at the most one-hot start that has one,
+    """Per run setting: the median escape time (Kaplan-Meier) at the most one-hot start that has
+    one,
     and the share escaped within the budget at the most one-hot start."""
     parts = []
     for (optimiser, lr, values, qk), rows in s.groupby(["optimiser", "lr", "values", "logits"]):
         low = rows.loc[rows["init_entropy_mean"].idxmin()]
-        setting = f"{optimiser} lr {lr:g}" + (", W_v = I" if values == "identity" else "") + (", QK-norm" if qk == "qk_norm" else "")
+        setting = (
+            f"{optimiser} lr {lr:g}"
+            + (", W_v = I" if values == "identity" else "")
+            + (", QK-norm" if qk == "qk_norm" else "")
+        )
         parts.append(
-            f"{setting}: {low['escaped_ckpt_7']:.0%} escape within {low['steps']:g} steps from scale {low['scale']:g} "
+            f"{setting}: {low['escaped_ckpt_7']:.0%} escape within {low['steps']:g} steps from "
+            f"scale {low['scale']:g} "
             f"(H0 = {low['init_entropy_mean']:.2g} nats), median {low['escape_median']:.4g} steps"
         )
     return "; ".join(parts)
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
-    example={"trials": 8, "grid": {"n": [8, 16], "d": [8, 16], "batch": [32], "scale": [0.1, 1.0], "optimiser": ["sgd"], "lr": [4.0], "steps": [50]}},
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
+    # numeric lists)
+    example={
+        "trials": 8,
+        "grid": {
+            "n": [8, 16],
+            "d": [8, 16],
+            "batch": [32],
+            "scale": [0.1, 1.0],
+            "optimiser": ["sgd"],
+            "lr": [4.0],
+            "steps": [50],
+        },
+    },
     name="recall_training",
     package=__name__,
-    description="attention trained on associative recall from initial weight scales 0.1 ... 100: how long does a one-hot start take to escape, and does a large learning rate collapse the entropy?",
+    description="attention trained on associative recall from initial weight scales 0.1 ... 100: "
+    "how long does a one-hot start take to escape, and does a large learning rate "
+    "collapse the entropy?",
     params=PARAMS,
     stream_params=kernel.STREAM_PARAMS,
     metrics=METRICS,
     theory_columns=THEORY,
-    algorithm_version=2,  # 2: escape times (stop at the threshold), normgd, W_v = I, QK-norm, entropy trajectories
+    # 2: escape times (stop at the threshold), normgd, W_v = I, QK-norm, entropy trajectories
+    algorithm_version=2,
     bytes_per_trial=bytes_per_trial,
     simulate_block=kernel.simulate_block,
     theory=theory,
     main_metric="final_accuracy",
-    figures=("trainability", "learning_curves", "escape_survival", "escape_law", "separating", "training_entropy"),
+    figures=(
+        "trainability",
+        "learning_curves",
+        "escape_survival",
+        "escape_law",
+        "separating",
+        "training_entropy",
+    ),
     headline=headline,
     extra_columns=EXTRA,
     extra_summary=extra_summary,
     finite_metrics=FINITE,
     extreme_metrics=("zhai_margin_min",),
-    block_factor=4,  # ~36 trials per block: a step's array calls cost ~1 ms per point whatever the trials
+    # ~28 trials per block: a step's array calls cost ~1 ms per point whatever the trials
+    block_factor=4,
 )

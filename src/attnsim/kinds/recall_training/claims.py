@@ -62,7 +62,11 @@ def _escape(rows: pd.DataFrame) -> pd.Series:
 
 
 def _one_hot(rows: pd.DataFrame) -> pd.Series:
-    return _escape(rows) & (rows["init_entropy_mean"] < THRESHOLDS.one_hot_entropy) & (rows["logits"] == "dot")
+    return (
+        _escape(rows)
+        & (rows["init_entropy_mean"] < THRESHOLDS.one_hot_entropy)
+        & (rows["logits"] == "dot")
+    )
 
 
 def _setting(row) -> str:
@@ -72,7 +76,11 @@ def _setting(row) -> str:
 
 
 def _share_stats(row, column: str = LAST) -> dict:
-    return {"mean": float(row[column]), "ci_low": float(row[f"{column}_ci_low"]), "ci_high": float(row[f"{column}_ci_high"])}
+    return {
+        "mean": float(row[column]),
+        "ci_low": float(row[f"{column}_ci_low"]),
+        "ci_high": float(row[f"{column}_ci_high"]),
+    }
 
 
 def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
@@ -80,13 +88,17 @@ def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "one_hot_start_impossible",
-        "With one-hot initial weights (large initial logits) training is impossible: runs do not escape the plateau.",
+        "With one-hot initial weights (large initial logits) training is impossible: runs do not "
+        "escape the plateau.",
         statement="information",
         number="range over points",
-        regime=f"recall_training runs from one-hot starts (mean initial entropy < {t.one_hot_entropy} nats), any optimiser, within each run's budget",
+        regime="recall_training runs from one-hot starts (mean initial entropy < "
+        f"{t.one_hot_entropy} nats), any optimiser, within each run's budget",
         reason=REASON,
-        compared_to=f"at most {t.impossible_share:.0%} of runs escape; measured: the Kaplan-Meier share escaped by the budget, per point (95% interval)",
-        threshold=f"holds if every one-hot point's interval lies below {t.impossible_share:.0%}, fails if any lies entirely above it (runs escape), else inconclusive",
+        compared_to=f"at most {t.impossible_share:.0%} of runs escape; measured: the Kaplan-Meier "
+        "share escaped by the budget, per point (95% interval)",
+        threshold=f"holds if every one-hot point's interval lies below {t.impossible_share:.0%}, "
+        "fails if any lies entirely above it (runs escape), else inconclusive",
     )
     rows = select_regime(claim, s, _one_hot, figure="escape_survival")
     if rows is None:
@@ -94,22 +106,46 @@ def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
     verdicts = []
     for _, row in rows.iterrows():
         lo, hi = row[f"{LAST}_ci_low"], row[f"{LAST}_ci_high"]
-        verdicts.append("holds" if hi < t.impossible_share else "fails" if lo > t.impossible_share else "inconclusive")
+        verdicts.append(
+            "holds"
+            if hi < t.impossible_share
+            else "fails"
+            if lo > t.impossible_share
+            else "inconclusive"
+        )
     top = rows.loc[rows[LAST].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = float(top[LAST]), float(rows[LAST].min()), float(rows[LAST].max())
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(top[LAST]),
+        float(rows[LAST].min()),
+        float(rows[LAST].max()),
+    )
     claim.bound, claim.side = t.impossible_share, "below"
-    claim.verdict = "fails" if "fails" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
+    claim.verdict = (
+        "fails"
+        if "fails" in verdicts
+        else "inconclusive"
+        if "inconclusive" in verdicts
+        else "holds"
+    )
     escaping = [v == "fails" for v in verdicts]
     claim.evidence = (
-        f"{sum(escaping)} of {len(rows)} one-hot points have runs escaping beyond {t.impossible_share:.0%}; most: "
-        f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] within {top['steps']:g} steps "
-        f"({_setting(top)}, scale {top['scale']:g}, H0 = {top['init_entropy_mean']:.2g} nats, median escape {top['escape_median']:.4g} steps)"
+        f"{sum(escaping)} of {len(rows)} one-hot points have runs escaping beyond "
+        f"{t.impossible_share:.0%}; most: "
+        f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] within "
+        f"{top['steps']:g} steps "
+        f"({_setting(top)}, scale {top['scale']:g}, H0 = {top['init_entropy_mean']:.2g} nats, "
+        f"median escape {top['escape_median']:.4g} steps)"
     )
     return claim
 
 
 def _law_rows(rows: pd.DataFrame, optimiser: str) -> pd.Series:
-    return _escape(rows) & (rows["optimiser"] == optimiser) & (rows["logits"] == "dot") & (rows["logit_std"] >= THRESHOLDS.law_logit_std)
+    return (
+        _escape(rows)
+        & (rows["optimiser"] == optimiser)
+        & (rows["logits"] == "dot")
+        & (rows["logit_std"] >= THRESHOLDS.law_logit_std)
+    )
 
 
 def _fits(rows: pd.DataFrame, predictor: str = "logit_std") -> list[tuple[pd.Series, dict]]:
@@ -122,17 +158,23 @@ def _fits(rows: pd.DataFrame, predictor: str = "logit_std") -> list[tuple[pd.Ser
 
 
 def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
-    """The reworded essay claim: from one-hot starts the escape time grows with the initial scale."""
+    """The reworded essay claim: from one-hot starts the escape time grows with the initial
+    scale."""
     t = THRESHOLDS
     claim = Claim(
         f"escape_time_grows_with_scale_{optimiser}",
-        f"From one-hot starts, training by {optimiser} is not impossible but slow: the median escape time grows with the initial logit scale.",
+        f"From one-hot starts, training by {optimiser} is not impossible but slow: the median "
+        "escape time grows with the initial logit scale.",
         statement="information",
         number="fitted slope (95% CI)",
-        regime=f"recall_training runs, {optimiser}, no QK-norm, initial logit std >= {t.law_logit_std:g}; per run setting (lr, W_v) with at least 3 points whose median escape time is finite",
+        regime=f"recall_training runs, {optimiser}, no QK-norm, initial logit std >= "
+        f"{t.law_logit_std:g}; per run setting (lr, W_v) with at least 3 points whose "
+        "median escape time is finite",
         reason="docs/science.md §9.4",
-        compared_to="a positive exponent; measured: the slope of log median escape time against log initial logit std (weighted fit to the Kaplan-Meier medians)",
-        threshold="holds if every setting's 95% interval lies above 0, fails if any lies entirely below, else inconclusive",
+        compared_to="a positive exponent; measured: the slope of log median escape time against "
+        "log initial logit std (weighted fit to the Kaplan-Meier medians)",
+        threshold="holds if every setting's 95% interval lies above 0, fails if any lies entirely "
+        "below, else inconclusive",
     )
     rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
     if rows is None:
@@ -140,14 +182,32 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
     fits = _fits(rows)
     if not fits:  # measured, but the medians are beyond the budget: the growth cannot be fitted
         claim.verdict = "inconclusive"
-        claim.evidence = f"no setting has 3 points with a finite median escape time ({len(rows)} points in regime: the medians are censored)"
+        claim.evidence = (
+            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
+            "regime: the medians are censored)"
+        )
         return claim
     low = min(fits, key=lambda f: f[1]["slope_low"])
-    claim.one_sided({"mean": low[1]["slope"], "ci_low": low[1]["slope_low"], "ci_high": low[1]["slope_high"]}, 0.0, "above", "")
-    verdicts = [("holds" if f["slope_low"] > 0 else "fails" if f["slope_high"] < 0 else "inconclusive") for _, f in fits]
-    claim.verdict = "fails" if "fails" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
+    claim.one_sided(
+        {"mean": low[1]["slope"], "ci_low": low[1]["slope_low"], "ci_high": low[1]["slope_high"]},
+        0.0,
+        "above",
+        "",
+    )
+    verdicts = [
+        ("holds" if f["slope_low"] > 0 else "fails" if f["slope_high"] < 0 else "inconclusive")
+        for _, f in fits
+    ]
+    claim.verdict = (
+        "fails"
+        if "fails" in verdicts
+        else "inconclusive"
+        if "inconclusive" in verdicts
+        else "holds"
+    )
     claim.evidence = "; ".join(
-        f"{_setting(row)}: slope {f['slope']:.2f} [{f['slope_low']:.2f}, {f['slope_high']:.2f}] over {f['points']} points"
+        f"{_setting(row)}: slope {f['slope']:.2f} [{f['slope_low']:.2f}, {f['slope_high']:.2f}] "
+        f"over {f['points']} points"
         + (f" ({f['censored']} censored medians left out)" if f["censored"] else "")
         for row, f in fits
     )
@@ -161,13 +221,16 @@ def plateau_law(s: pd.DataFrame | None, optimiser: str) -> Claim:
     predicted = ESCAPE_EXPONENT[optimiser]
     claim = Claim(
         f"plateau_law_{optimiser}",
-        f"From one-hot starts the median escape time of {optimiser} grows like (initial logit std)^{predicted:g} (docs/science.md §9.4).",
+        f"From one-hot starts the median escape time of {optimiser} grows like (initial logit "
+        f"std)^{predicted:g} (docs/science.md §9.4).",
         statement="information",
         number="fitted slope (95% CI)",
         regime=f"as escape_time_grows_with_scale_{optimiser}",
         reason="docs/science.md §9.4",
-        compared_to=f"predicted exponent {predicted:g} (within ±{t.law_tolerance:g}); measured: the fitted slope per setting",
-        threshold=f"per setting, holds if the slope's 95% interval lies inside {predicted:g} ± {t.law_tolerance:g}, fails if entirely outside; all settings must hold",
+        compared_to=f"predicted exponent {predicted:g} (within ±{t.law_tolerance:g}); measured: "
+        "the fitted slope per setting",
+        threshold=f"per setting, holds if the slope's 95% interval lies inside {predicted:g} ± "
+        f"{t.law_tolerance:g}, fails if entirely outside; all settings must hold",
         tolerance=t.law_tolerance,
     )
     rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
@@ -176,20 +239,41 @@ def plateau_law(s: pd.DataFrame | None, optimiser: str) -> Claim:
     fits = _fits(rows)
     if not fits:
         claim.verdict = "inconclusive"
-        claim.evidence = f"no setting has 3 points with a finite median escape time ({len(rows)} points in regime: the medians are censored)"
+        claim.evidence = (
+            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
+            "regime: the medians are censored)"
+        )
         return claim
-    table = pd.DataFrame([{"slope": f["slope"], "low": f["slope_low"], "high": f["slope_high"], "setting": _setting(row)} for row, f in fits])
+    table = pd.DataFrame(
+        [
+            {
+                "slope": f["slope"],
+                "low": f["slope_low"],
+                "high": f["slope_high"],
+                "setting": _setting(row),
+            }
+            for row, f in fits
+        ]
+    )
     claim.per_point(table, "slope", "low", "high", predicted, describe=lambda r: r["setting"])
     claim.number = "fitted slope (95% CI)"
     worst = table.loc[(table["slope"] - predicted).abs().idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = float(worst["slope"]), float(worst["low"]), float(worst["high"])
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(worst["slope"]),
+        float(worst["low"]),
+        float(worst["high"]),
+    )
     cv = out_of_sample(rows)
     if cv["points"]:
         ranked = sorted((k for k in PREDICTORS if math.isfinite(cv[k])), key=lambda k: cv[k])
         scores = ", ".join(f"{PREDICTORS[k][1]} {cv[k]:.3f}" for k in ranked)
-        claim.evidence += f"; out of sample (leave one scale out, RMSE of log10 median over {cv['points']} points): {scores}"
+        claim.evidence += (
+            f"; out of sample (leave one scale out, RMSE of log10 median over {cv['points']} "
+            f"points): {scores}"
+        )
     claim.evidence += "; " + "; ".join(
-        f"{r}: {sl:.2f} [{lo:.2f}, {hi:.2f}]" for r, sl, lo, hi in zip(table["setting"], table["slope"], table["low"], table["high"])
+        f"{r}: {sl:.2f} [{lo:.2f}, {hi:.2f}]"
+        for r, sl, lo, hi in zip(table["setting"], table["slope"], table["low"], table["high"])
     )
     return claim
 
@@ -199,66 +283,113 @@ def information_story(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "normalised_steps_stall",
-        "The essay's explanation: a one-hot start stalls because the gradient carries no information; "
+        "The essay's explanation: a one-hot start stalls because the gradient carries no "
+        "information; "
         "then full-size steps in the gradient's direction (normalised gradient descent) stall too.",
         statement="information",
         number="range over points",
-        regime=f"recall_training runs by normgd from one-hot starts (mean initial entropy < {t.one_hot_entropy} nats), no QK-norm",
+        regime="recall_training runs by normgd from one-hot starts (mean initial entropy < "
+        f"{t.one_hot_entropy} nats), no QK-norm",
         reason="docs/science.md §9.5",
-        compared_to=f"at most {t.information_share:.0%} of runs escape (the information story); measured: the share escaped by the budget, per point",
-        threshold=f"holds if every point's 95% interval lies below {t.information_share:.0%}, fails if any lies entirely above (the direction carries the information; the stall was the gradient's size)",
+        compared_to=f"at most {t.information_share:.0%} of runs escape (the information story); "
+        "measured: the share escaped by the budget, per point",
+        threshold=f"holds if every point's 95% interval lies below {t.information_share:.0%}, "
+        "fails if any lies entirely above (the direction carries the information; the "
+        "stall was the gradient's size)",
     )
-    rows = select_regime(claim, s, lambda r: _one_hot(r) & (r["optimiser"] == "normgd"), figure="separating")
+    rows = select_regime(
+        claim, s, lambda r: _one_hot(r) & (r["optimiser"] == "normgd"), figure="separating"
+    )
     if rows is None:
         return claim
     lows, highs = rows[f"{LAST}_ci_low"], rows[f"{LAST}_ci_high"]
-    verdicts = ["holds" if hi < t.information_share else "fails" if lo > t.information_share else "inconclusive" for lo, hi in zip(lows, highs)]
+    verdicts = [
+        "holds"
+        if hi < t.information_share
+        else "fails"
+        if lo > t.information_share
+        else "inconclusive"
+        for lo, hi in zip(lows, highs)
+    ]
     top = rows.loc[rows[LAST].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = float(top[LAST]), float(rows[LAST].min()), float(rows[LAST].max())
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(top[LAST]),
+        float(rows[LAST].min()),
+        float(rows[LAST].max()),
+    )
     claim.bound, claim.side = t.information_share, "below"
-    claim.verdict = "fails" if "fails" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
+    claim.verdict = (
+        "fails"
+        if "fails" in verdicts
+        else "inconclusive"
+        if "inconclusive" in verdicts
+        else "holds"
+    )
     others = s[_one_hot(s) & (s["optimiser"] == "sgd") & s["scale"].isin(rows["scale"])]
-    beside = f"; SGD at the same scales: at most {others[LAST].max():.0%} escaped" if len(others) else ""
+    beside = (
+        f"; SGD at the same scales: at most {others[LAST].max():.0%} escaped" if len(others) else ""
+    )
     claim.evidence = (
-        f"{sum(v == 'fails' for v in verdicts)} of {len(rows)} one-hot normgd points escape beyond {t.information_share:.0%}; most: "
-        f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] ({_setting(top)}, scale {top['scale']:g}, "
-        f"H0 = {top['init_entropy_mean']:.2g} nats, median escape {top['escape_median']:.4g} of {top['steps']:g} steps){beside}"
+        f"{sum(v == 'fails' for v in verdicts)} of {len(rows)} one-hot normgd points escape beyond "
+        f"{t.information_share:.0%}; most: "
+        f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] "
+        f"({_setting(top)}, scale {top['scale']:g}, "
+        f"H0 = {top['init_entropy_mean']:.2g} nats, median escape {top['escape_median']:.4g} of "
+        f"{top['steps']:g} steps){beside}"
     )
     return claim
 
 
 def _collapse_rows(rows: pd.DataFrame) -> pd.Series:
-    return (rows["stop"] == "never") & (rows["n_trials"] >= THRESHOLDS.min_runs) & (rows["scale"] <= 1.0)
+    return (
+        (rows["stop"] == "never")
+        & (rows["n_trials"] >= THRESHOLDS.min_runs)
+        & (rows["scale"] <= 1.0)
+    )
 
 
 def collapse_precedes_divergence(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "entropy_collapse_precedes_divergence",
-        "Too large a learning rate first collapses the attention entropy, then training diverges (Zhai et al. 2023).",
+        "Too large a learning rate first collapses the attention entropy, then training diverges "
+        "(Zhai et al. 2023).",
         statement="information",
         number="mean (95% CI)",
-        regime="recall_training runs of a fixed budget from a healthy start (scale <= 1) without QK-norm, at least 8 per point; the diverged ones, all learning rates pooled",
+        regime="recall_training runs of a fixed budget from a healthy start (scale <= 1) without "
+        "QK-norm, at least 8 per point; the diverged ones, all learning rates pooled",
         reason="docs/science.md §9.6",
-        compared_to=f"more than {t.collapse_first_share:.0%}; measured: the share of diverged runs whose monitor entropy fell below 0.1 nats before they diverged (Wilson 95%)",
-        threshold=f"holds if the interval lies above {t.collapse_first_share:.0%}, fails if entirely below, else inconclusive",
+        compared_to=f"more than {t.collapse_first_share:.0%}; measured: the share of diverged runs "
+        "whose monitor entropy fell below 0.1 nats before they diverged (Wilson 95%)",
+        threshold=f"holds if the interval lies above {t.collapse_first_share:.0%}, fails if "
+        "entirely below, else inconclusive",
     )
-    rows = select_regime(claim, s, lambda r: _collapse_rows(r) & (r["logits"] == "dot"), figure="training_entropy")
+    rows = select_regime(
+        claim, s, lambda r: _collapse_rows(r) & (r["logits"] == "dot"), figure="training_entropy"
+    )
     if rows is None:
         return claim
     if rows["diverged_count"].sum() == 0:
         claim.verdict = "inconclusive"
+        rates = ", ".join(f"{v:g}" for v in sorted(rows["lr"].unique()))
         claim.evidence = (
-            f"no run diverged at the {len(rows)} points in regime (learning rates {', '.join(f'{v:g}' for v in sorted(rows['lr'].unique()))}): nothing to order"
+            f"no run diverged at the {len(rows)} points in regime (learning rates {rates}): "
+            "nothing to order"
         )
         return claim
     rows = rows[rows["diverged_count"] > 0]
     diverged = int(rows["diverged_count"].sum())
     first = int(np.round((rows["collapse_first_share"] * rows["diverged_count"]).sum()))
     low, high = wilson(first, diverged)
-    claim.one_sided({"mean": first / diverged, "ci_low": low, "ci_high": high}, t.collapse_first_share, "above", "")
+    claim.one_sided(
+        {"mean": first / diverged, "ci_low": low, "ci_high": high},
+        t.collapse_first_share,
+        "above",
+        "",
+    )
     per = "; ".join(
-        f"{_setting(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} collapsed first, "
+        f"{_setting(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} "
+        "collapsed first, "
         f"{r['collapsed_early_share']:.0%} of all runs collapsed before learning"
         for _, r in rows.iterrows()
     )
@@ -273,14 +404,23 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
         "QK-norm prevents the entropy collapse that a large learning rate causes.",
         statement="information",
         number="range over points",
-        regime="recall_training runs of a fixed budget from a healthy start (scale <= 1) with QK-norm, at least 8 per point; judged at the "
-        "optimiser and learning rates where, without QK-norm, the collapsed share's interval lies above 50%",
+        regime="recall_training runs of a fixed budget from a healthy start (scale <= 1) with "
+        "QK-norm, at least 8 per point; judged at the "
+        "optimiser and learning rates where, without QK-norm, the collapsed share's interval lies "
+        "above 50%",
         reason="docs/science.md §9.6",
-        compared_to=f"at most {t.qk_collapse_share:.0%}; measured: the share of runs whose entropy fell below 0.1 nats at some evaluation, per point (Wilson 95%)",
-        threshold=f"holds if every such point's interval lies below {t.qk_collapse_share:.0%}, fails if any lies entirely above, else inconclusive "
+        compared_to=f"at most {t.qk_collapse_share:.0%}; measured: the share of runs whose entropy "
+        "fell below 0.1 nats at some evaluation, per point (Wilson 95%)",
+        threshold=f"holds if every such point's interval lies below {t.qk_collapse_share:.0%}, "
+        "fails if any lies entirely above, else inconclusive "
         "(also when no learning rate collapses without QK-norm: nothing to prevent)",
     )
-    rows = select_regime(claim, s, lambda r: _collapse_rows(r) & (r["logits"] == "qk_norm"), figure="training_entropy")
+    rows = select_regime(
+        claim,
+        s,
+        lambda r: _collapse_rows(r) & (r["logits"] == "qk_norm"),
+        figure="training_entropy",
+    )
     if rows is None:
         return claim
     key = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"]
@@ -289,18 +429,39 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
     judged = rows.merge(off[key], on=key)
     if judged.empty:
         claim.verdict = "inconclusive"
-        claim.evidence = f"without QK-norm no learning rate of these {len(rows)} points collapsed in most runs: nothing to prevent"
+        claim.evidence = (
+            f"without QK-norm no learning rate of these {len(rows)} points collapsed in most runs: "
+            "nothing to prevent"
+        )
         return claim
     lows, highs = judged["collapsed_ci_low"], judged["collapsed_ci_high"]
-    verdicts = ["holds" if hi < t.qk_collapse_share else "fails" if lo > t.qk_collapse_share else "inconclusive" for lo, hi in zip(lows, highs)]
+    verdicts = [
+        "holds"
+        if hi < t.qk_collapse_share
+        else "fails"
+        if lo > t.qk_collapse_share
+        else "inconclusive"
+        for lo, hi in zip(lows, highs)
+    ]
     top = judged.loc[judged["collapsed_share"].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = float(top["collapsed_share"]), float(judged["collapsed_share"].min()), float(judged["collapsed_share"].max())
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(top["collapsed_share"]),
+        float(judged["collapsed_share"].min()),
+        float(judged["collapsed_share"].max()),
+    )
     claim.bound, claim.side = t.qk_collapse_share, "below"
-    claim.verdict = "fails" if "fails" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
+    claim.verdict = (
+        "fails"
+        if "fails" in verdicts
+        else "inconclusive"
+        if "inconclusive" in verdicts
+        else "holds"
+    )
     claim.evidence = (
         f"{len(off)} learning rates collapse without QK-norm; with it: "
         + "; ".join(
-            f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed ({r['collapsed_early_share']:.0%} before learning), {r['diverged_mean']:.0%} diverged"
+            f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed "
+            f"({r['collapsed_early_share']:.0%} before learning), {r['diverged_mean']:.0%} diverged"
             for _, r in judged.iterrows()
         )
         + " (a sharp head is this task's solution: a collapse after learning is no pathology)"
@@ -311,7 +472,8 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
 def zhai_bound(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "entropy_above_norm_bound",
-        "The attention entropy is at least the two-level entropy set by the norm of the logits (Zhai et al. 2023), on every example at every evaluation.",
+        "The attention entropy is at least the two-level entropy set by the norm of the logits "
+        "(Zhai et al. 2023), on every example at every evaluation.",
         statement="information",
         number="extreme over trials",
         role="sanity",
@@ -320,11 +482,18 @@ def zhai_bound(s: pd.DataFrame | None) -> Claim:
         compared_to="0; measured: the smallest entropy minus bound over all runs",
         threshold="holds if the smallest margin is >= -1e-9 (rounding)",
     )
-    rows = select_regime(claim, s, lambda r: np.isfinite(r["zhai_margin_min_min"]), figure="training_entropy")
+    rows = select_regime(
+        claim, s, lambda r: np.isfinite(r["zhai_margin_min_min"]), figure="training_entropy"
+    )
     if rows is None:
         return claim
     low = float(rows["zhai_margin_min_min"].min())
-    return claim.sanity_bound(low, -1e-9, "above", f"smallest margin {low:.3g} nats over {int(rows['n_trials'].sum())} runs")
+    return claim.sanity_bound(
+        low,
+        -1e-9,
+        "above",
+        f"smallest margin {low:.3g} nats over {int(rows['n_trials'].sum())} runs",
+    )
 
 
 def spearman(x, y) -> float:
@@ -336,7 +505,8 @@ def spearman(x, y) -> float:
 
 
 def fisher_interval(rho: float, count: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Fisher-z interval of a Spearman correlation over `count` points, with the Bonett-Wright variance (1 + rho^2 / 2) / (count - 3)."""
+    """Fisher-z interval of a Spearman correlation over `count` points, with the Bonett-Wright
+    variance (1 + rho^2 / 2) / (count - 3)."""
     if count <= 3 or not math.isfinite(rho):
         return math.nan, math.nan
     z = math.atanh(max(-0.999999, min(0.999999, rho)))
@@ -349,13 +519,18 @@ def entropy_predicts_final_loss(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
         "entropy_predicts_final_loss",
-        "The lower the entropy of the weights at initialisation, the worse training ends: initial entropy and final loss are negatively rank-correlated.",
+        "The lower the entropy of the weights at initialisation, the worse training ends: initial "
+        "entropy and final loss are negatively rank-correlated.",
         statement="information",
         number="rank correlation (95% CI)",
-        regime=f"recall_training runs of a fixed budget (no stop at the threshold), no QK-norm; per run setting (optimiser, lr, W_v, budget), its distinct initial scales, at least {t.min_points}",
+        regime="recall_training runs of a fixed budget (no stop at the threshold), no QK-norm; "
+        "per run setting (optimiser, lr, W_v, budget), its distinct initial scales, at "
+        f"least {t.min_points}",
         reason="docs/science.md §6.3",
-        compared_to="a negative correlation; measured: Spearman correlation over a setting's initial scales of the mean initial entropy and the median final loss / chance",
-        threshold="per setting, holds if the 95% interval (Fisher z, Bonett-Wright variance) lies below 0, fails if entirely above; all settings must hold",
+        compared_to="a negative correlation; measured: Spearman correlation over a setting's "
+        "initial scales of the mean initial entropy and the median final loss / chance",
+        threshold="per setting, holds if the 95% interval (Fisher z, Bonett-Wright variance) lies "
+        "below 0, fails if entirely above; all settings must hold",
     )
     rows = select_regime(claim, s, lambda r: (r["stop"] == "never") & (r["logits"] == "dot"))
     if rows is None:
@@ -374,9 +549,20 @@ def entropy_predicts_final_loss(s: pd.DataFrame | None) -> Claim:
     claim.based_on(pd.concat([g for g, *_ in results]), figure="trainability")
     worst = max(results, key=lambda r: r[3] if math.isfinite(r[3]) else math.inf)
     claim.one_sided({"mean": worst[1], "ci_low": worst[2], "ci_high": worst[3]}, 0.0, "below", "")
-    verdicts = ["holds" if h < 0 else "fails" if lo > 0 else "inconclusive" for _, _, lo, h in results]
-    claim.verdict = "fails" if "fails" in verdicts else "inconclusive" if "inconclusive" in verdicts else "holds"
-    claim.evidence = "; ".join(f"{_setting(g.iloc[0])}: {rho:.2f} [{lo:.2f}, {hi:.2f}] over {len(g)} scales" for g, rho, lo, hi in results)
+    verdicts = [
+        "holds" if h < 0 else "fails" if lo > 0 else "inconclusive" for _, _, lo, h in results
+    ]
+    claim.verdict = (
+        "fails"
+        if "fails" in verdicts
+        else "inconclusive"
+        if "inconclusive" in verdicts
+        else "holds"
+    )
+    claim.evidence = "; ".join(
+        f"{_setting(g.iloc[0])}: {rho:.2f} [{lo:.2f}, {hi:.2f}] over {len(g)} scales"
+        for g, rho, lo, hi in results
+    )
     return claim
 
 

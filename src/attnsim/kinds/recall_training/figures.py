@@ -12,29 +12,66 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from attnsim.figures.common import legend_below, yerr
-from attnsim.figures.style import PALETTE, palette
+from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
 from attnsim.kinds.recall_training.plateau import PREDICTORS, fit_setting, out_of_sample
 
-RUN = ["optimiser", "lr", "values", "logits", "stop", "n", "d", "batch", "steps"]  # one curve per run setting
+RUN = [
+    "optimiser",
+    "lr",
+    "values",
+    "logits",
+    "stop",
+    "n",
+    "d",
+    "batch",
+    "steps",
+]  # one curve per run setting
 
 
 def _label(key) -> str:
     optimiser, lr, values, qk, stop, n, d, batch, steps = key
     extra = (", W_v = I" if values == "identity" else "") + (", QK-norm" if qk == "qk_norm" else "")
-    return f"{optimiser} lr {lr:g}{extra} (n={n}, d={d}, {steps} steps{', stop at threshold' if stop == 'threshold' else ''})"
+    stopping = ", stop at threshold" if stop == "threshold" else ""
+    return f"{optimiser} lr {lr:g}{extra} (n={n}, d={d}, {steps} steps{stopping})"
+
+
+def not_drawn(what: str, why: str):
+    """A small stand-in for a figure this experiment has nothing to show in (every experiment gets
+    every figure of its kind; drawing empty panels would cost seconds each)."""
+    fig, ax = plt.subplots(figsize=(6.0, 1.2))
+    ax.axis("off")
+    ax.text(
+        0.5,
+        0.5,
+        f"{what}: not drawn for this experiment\n({why})",
+        ha="center",
+        va="center",
+        fontsize=10,
+        color="0.35",
+    )
+    return fig
+
+
+def _scale_sweep(summary: pd.DataFrame) -> bool:
+    """A fixed-budget sweep over initial scales (what trainability and learning_curves show)."""
+    return summary["scale"].nunique() >= 2 and (summary["stop"] == "never").any()
 
 
 def _colours(keys) -> dict:
     return dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
 
 
+@figure_function
 def trainability(summary: pd.DataFrame):
-    """(a) final loss / chance vs scale (median, quartiles, mean over finite runs) with the initial entropy
+    """(a) final loss / chance vs scale (median, quartiles, mean over finite runs) with the initial
+    entropy
     on a second axis; (b) share of runs reaching the threshold (Wilson 95%) and divergence rate;
     (c) the initial logit gradient vs scale (this kind's init_gradient relation)."""
-    data = summary.sort_values("scale")
+    if not _scale_sweep(summary):
+        return not_drawn("trainability", "no fixed-budget sweep over initial scales")
+    data = summary[summary["stop"] == "never"].sort_values("scale")
     groups = list(data.groupby(RUN))
     colours = _colours([k for k, _ in groups])
     fig, axes = plt.subplots(1, 3, figsize=(16.5, 5.0))
@@ -44,12 +81,38 @@ def trainability(summary: pd.DataFrame):
         c = colours[key]
         x = line["scale"]
         loss_ax.plot(x, line["final_loss_median"], "o-", color=c, ms=4, lw=1.6, zorder=3)
-        loss_ax.fill_between(x, line["final_loss_q25"], np.minimum(line["final_loss_q75"], 1e3), color=c, alpha=0.22, lw=0)
-        loss_ax.errorbar(x, line["final_loss_mean"], yerr=yerr(line, "final_loss", log=True), fmt="_", color=c, ms=9, elinewidth=0.9, capsize=2, zorder=4)
+        loss_ax.fill_between(
+            x,
+            line["final_loss_q25"],
+            np.minimum(line["final_loss_q75"], 1e3),
+            color=c,
+            alpha=0.22,
+            lw=0,
+        )
+        loss_ax.errorbar(
+            x,
+            line["final_loss_mean"],
+            yerr=yerr(line, "final_loss", log=True),
+            fmt="_",
+            color=c,
+            ms=9,
+            elinewidth=0.9,
+            capsize=2,
+            zorder=4,
+        )
         share_ax.errorbar(
             x,
             line["reached_share"],
-            yerr=np.clip(np.vstack([line["reached_share"] - line["reached_ci_low"], line["reached_ci_high"] - line["reached_share"]]), 0, None),
+            yerr=np.clip(
+                np.vstack(
+                    [
+                        line["reached_share"] - line["reached_ci_low"],
+                        line["reached_ci_high"] - line["reached_share"],
+                    ]
+                ),
+                0,
+                None,
+            ),
             fmt="o-",
             color=c,
             ms=4,
@@ -58,11 +121,28 @@ def trainability(summary: pd.DataFrame):
         )
         if line["diverged_mean"].max() > 0:
             share_ax.plot(x, line["diverged_mean"], "x:", color=c, ms=6, lw=1.0)
-        grad_ax.errorbar(x, line["init_grad_logits_mean"], yerr=yerr(line, "init_grad_logits", log=True), fmt="o-", color=c, ms=4, lw=1.4, capsize=2)
+        grad_ax.errorbar(
+            x,
+            line["init_grad_logits_mean"],
+            yerr=yerr(line, "init_grad_logits", log=True),
+            fmt="o-",
+            color=c,
+            ms=4,
+            lw=1.4,
+            capsize=2,
+        )
         grad_ax.plot(x, line["init_grad_logits_median"], "--", color=c, lw=1.2)
     first = data.drop_duplicates("scale")
     entropy_ax.errorbar(
-        first["scale"], first["init_entropy_mean"], yerr=yerr(first, "init_entropy"), fmt="s--", color="0.35", ms=3.5, lw=1.1, capsize=2, zorder=2
+        first["scale"],
+        first["init_entropy_mean"],
+        yerr=yerr(first, "init_entropy"),
+        fmt="s--",
+        color="0.35",
+        ms=3.5,
+        lw=1.1,
+        capsize=2,
+        zorder=2,
     )
     entropy_ax.axhline(first["log_n"].iloc[0], color="0.35", ls=":", lw=0.9)
     entropy_ax.set_ylim(0, first["log_n"].max() * 1.05)
@@ -70,7 +150,14 @@ def trainability(summary: pd.DataFrame):
     loss_ax.axhline(1.0, color="k", lw=0.9, ls="-", alpha=0.6)
     loss_ax.axhline(first["threshold"].iloc[0], color="firebrick", lw=0.9, ls="--")
     loss_ax.text(data["scale"].min(), 1.0, " chance", va="top", fontsize=8)
-    loss_ax.text(data["scale"].min(), first["threshold"].iloc[0], " threshold", va="bottom", fontsize=8, color="firebrick")
+    loss_ax.text(
+        data["scale"].min(),
+        first["threshold"].iloc[0],
+        " threshold",
+        va="bottom",
+        fontsize=8,
+        color="firebrick",
+    )
     loss_ax.set_yscale("log")
     loss_ax.set_ylabel("final held-out loss / chance loss (1 − 1/n)")
     loss_ax.set_title("(a) loss after training vs initial scale")
@@ -81,42 +168,89 @@ def trainability(summary: pd.DataFrame):
     # the axis shows the means (what training sees) down to 1e-4 of their largest value; medians
     # below that (the typical one-hot row: e^-gap, down to 0) are marked at the bottom edge
     means = data["init_grad_logits_mean"].to_numpy()
-    floor = max(np.nanmin(means[means > 0]) / 3, np.nanmax(means) * 1e-4) if np.any(means > 0) else 1e-6
+    floor = (
+        max(np.nanmin(means[means > 0]) / 3, np.nanmax(means) * 1e-4) if np.any(means > 0) else 1e-6
+    )
     grad_ax.set_ylim(floor, np.nanmax(data["init_grad_logits_ci_high"]) * 2)
     for key, line in groups:
         below = line[~(line["init_grad_logits_median"] >= floor)]
-        grad_ax.plot(below["scale"], np.full(len(below), floor * 1.15), "v", color=colours[key], ms=6, clip_on=False)
+        grad_ax.plot(
+            below["scale"],
+            np.full(len(below), floor * 1.15),
+            "v",
+            color=colours[key],
+            ms=6,
+            clip_on=False,
+        )
     grad_ax.set_ylabel("initial ‖∂ℓ/∂s‖ per example (RMS over the monitor set)")
     grad_ax.set_title("(c) the initial logit gradient (init_gradient relation)")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xlabel("initial std of W_q, W_k entries (scale)")
-        sec = ax.secondary_xaxis("top", functions=(np.square, lambda s: np.sqrt(np.clip(s, 0, None))))
+        sec = ax.secondary_xaxis(
+            "top", functions=(np.square, lambda s: np.sqrt(np.clip(s, 0, None)))
+        )
         sec.tick_params(labelsize=7.5)
         sec.set_xlabel("initial logit std ≈ scale²", fontsize=8)
-    handles = [Line2D([], [], color=colours[k], marker="o", ms=4, label=_label(k)) for k, _ in groups]
+    handles = [
+        Line2D([], [], color=colours[k], marker="o", ms=4, label=_label(k)) for k, _ in groups
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="o", label="(a) median over runs; band: quartiles; bars: mean ± 95% CI over non-diverged runs"),
-        Line2D([], [], color="0.35", marker="s", ls="--", label="(a) initial entropy H₀ (right axis); dotted: log n"),
-        Line2D([], [], color="0.3", marker="x", ls=":", label="(b) share of runs that diverged (if any)"),
-        Line2D([], [], color="0.3", marker="o", label="(c) mean ± 95% CI; dashed: median (the typical run); ▼ median below the axis"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            label="(a) median over runs; band: quartiles; bars: mean ± 95% CI over non-diverged "
+            "runs",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.35",
+            marker="s",
+            ls="--",
+            label="(a) initial entropy H₀ (right axis); dotted: log n",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="x",
+            ls=":",
+            label="(b) share of runs that diverged (if any)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            label="(c) mean ± 95% CI; dashed: median (the typical run); ▼ median below the axis",
+        ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.tight_layout(w_pad=3.0)
     fig.suptitle(
-        "Training one attention head on associative recall from a given initial scale (top axis: logit std ≈ scale²):\n"
-        "a start with one-hot weights (H₀ → 0, vanishing logit gradient) is slow to learn within this budget",
-        y=1.06,
+        "Training one attention head on associative recall from a given initial scale (top axis: "
+        "logit std ≈ scale²):\n"
+        "a start with one-hot weights (H₀ → 0, vanishing logit gradient) is slow to learn within "
+        "this budget",
     )
     return fig
 
 
+@figure_function
 def learning_curves(summary: pd.DataFrame):
-    """Monitor loss / chance at the log-spaced checkpoints: median and quartile band per scale, a panel per run setting."""
+    """Monitor loss / chance at the log-spaced checkpoints: median and quartile band per scale, a
+    panel per run setting."""
+    if not _scale_sweep(summary):
+        return not_drawn("learning curves", "no fixed-budget sweep over initial scales")
+    summary = summary[summary["stop"] == "never"]
     groups = list(summary.groupby(RUN))
     scales = sorted(summary["scale"].unique())
     colours = dict(zip(scales, palette("viridis", len(scales))))
-    fig, axes = plt.subplots(1, len(groups), figsize=(6.2 * len(groups), 4.8), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(groups), figsize=(6.2 * len(groups), 4.8), squeeze=False, sharey=True
+    )
     for ax, (key, rows) in zip(axes[0], groups):
         steps = checkpoint_steps(int(key[-1]))  # the run's budget
         for _, row in rows.sort_values("scale").iterrows():
@@ -124,7 +258,15 @@ def learning_curves(summary: pd.DataFrame):
             med = np.array([row[f"loss_ckpt_{j}_median"] for j in range(CHECKPOINTS)])
             lo = np.array([row[f"loss_ckpt_{j}_q25"] for j in range(CHECKPOINTS)])
             hi = np.array([row[f"loss_ckpt_{j}_q75"] for j in range(CHECKPOINTS)])
-            ax.plot(steps, med, "o-", color=c, ms=3.5, lw=1.6, label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})")
+            ax.plot(
+                steps,
+                med,
+                "o-",
+                color=c,
+                ms=3.5,
+                lw=1.6,
+                label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})",
+            )
             ax.fill_between(steps, lo, np.minimum(hi, 1e3), color=c, alpha=0.2, lw=0)
         ax.axhline(1.0, color="k", lw=0.9, alpha=0.6)
         ax.axhline(rows["threshold"].iloc[0], color="firebrick", lw=0.9, ls="--")
@@ -134,11 +276,15 @@ def learning_curves(summary: pd.DataFrame):
         ax.set_title(_label(key), fontsize=10)
         ax.legend(fontsize=8, frameon=False, loc="lower left")
     axes[0, 0].set_ylabel("monitor loss / chance (median; band: quartiles)")
-    handles = [Line2D([], [], color="k", alpha=0.6, label="chance (predict the mean value)"), Line2D([], [], color="firebrick", ls="--", label="threshold")]
-    handles += [Patch(color="0.6", alpha=0.4, label="quartiles over runs (diverged runs count as +∞)")]
+    handles = [
+        Line2D([], [], color="k", alpha=0.6, label="chance (predict the mean value)"),
+        Line2D([], [], color="firebrick", ls="--", label="threshold"),
+    ]
+    handles += [
+        Patch(color="0.6", alpha=0.4, label="quartiles over runs (diverged runs count as +∞)")
+    ]
     legend_below(fig, handles, ncol=3, y=0.0)
-    fig.suptitle("Learning curves of associative recall from each initial scale", y=1.02)
-    fig.tight_layout()
+    fig.suptitle("Learning curves of associative recall from each initial scale")
     return fig
 
 
@@ -149,16 +295,24 @@ def _settings(summary: pd.DataFrame):
     return list(summary.groupby(RUN))
 
 
+@figure_function
 def escape_survival(summary: pd.DataFrame):
     """Survival curves of the escape time per initial scale, a panel per run setting: the share of
     runs not yet escaped, Kaplan-Meier, at the checkpoints (with their 95% intervals) and at the
     10/25/50/75/90% quantiles; the median with its 95% interval as a horizontal bar at 1/2."""
+    if not (summary["stop"] == "threshold").any():
+        return not_drawn(
+            "escape survival curves", "no runs that stop at the threshold: see trainability"
+        )
+    summary = summary[summary["stop"] == "threshold"]
     groups = _settings(summary)
     scales = sorted(summary["scale"].unique())
     colours = dict(zip(scales, palette("viridis", max(len(scales), 2))))
     cols = min(len(groups), 3)
     rows_n = int(np.ceil(len(groups) / cols))
-    fig, axes = plt.subplots(rows_n, cols, figsize=(5.6 * cols, 4.3 * rows_n), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        rows_n, cols, figsize=(5.6 * cols, 4.3 * rows_n), squeeze=False, sharey=True
+    )
     for ax, (key, rows) in zip(axes.flat, groups):
         budget = int(key[-1])
         steps = np.array(checkpoint_steps(budget), dtype=float)
@@ -167,8 +321,15 @@ def escape_survival(summary: pd.DataFrame):
             share = np.array([row[f"escaped_ckpt_{j}"] for j in range(CHECKPOINTS)])
             lo = np.array([row[f"escaped_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
             hi = np.array([row[f"escaped_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-            qs = [(row[f"escape_q{q}"], q / 100) for q in (10, 25)] + [(row["escape_median"], 0.5)] + [(row[f"escape_q{q}"], q / 100) for q in (75, 90)]
-            points = sorted([(t, 1 - s) for t, s in zip(steps, share)] + [(t, 1 - q) for t, q in qs if np.isfinite(t)])
+            qs = (
+                [(row[f"escape_q{q}"], q / 100) for q in (10, 25)]
+                + [(row["escape_median"], 0.5)]
+                + [(row[f"escape_q{q}"], q / 100) for q in (75, 90)]
+            )
+            points = sorted(
+                [(t, 1 - s) for t, s in zip(steps, share)]
+                + [(t, 1 - q) for t, q in qs if np.isfinite(t)]
+            )
             ax.step(
                 [0.8] + [p[0] for p in points],
                 [1.0] + [p[1] for p in points],
@@ -177,7 +338,9 @@ def escape_survival(summary: pd.DataFrame):
                 lw=1.6,
                 label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})",
             )
-            inside = (share > 0) & (share < 1) | (lo > 0) | (hi < 1)  # checkpoints where something is known
+            inside = (
+                (share > 0) & (share < 1) | (lo > 0) | (hi < 1)
+            )  # checkpoints where something is known
             ax.errorbar(
                 steps[inside],
                 1 - share[inside],
@@ -190,11 +353,18 @@ def escape_survival(summary: pd.DataFrame):
                 alpha=0.8,
             )
             if np.isfinite(row["escape_median"]):
-                right = row["escape_median_ci_high"] if np.isfinite(row["escape_median_ci_high"]) else budget
+                right = (
+                    row["escape_median_ci_high"]
+                    if np.isfinite(row["escape_median_ci_high"])
+                    else budget
+                )
                 ax.errorbar(
                     row["escape_median"],
                     0.5,
-                    xerr=[[row["escape_median"] - row["escape_median_ci_low"]], [right - row["escape_median"]]],
+                    xerr=[
+                        [row["escape_median"] - row["escape_median_ci_low"]],
+                        [right - row["escape_median"]],
+                    ],
                     fmt="o",
                     color=c,
                     ms=4,
@@ -214,14 +384,32 @@ def escape_survival(summary: pd.DataFrame):
     for ax in axes[:, 0]:
         ax.set_ylabel("share of runs not yet escaped (Kaplan–Meier)")
     handles = [
-        Line2D([], [], color="0.3", lw=1.6, label="share still above the loss threshold (steps: checkpoints and quantiles)"),
-        Line2D([], [], color="0.3", marker="s", ms=3, ls="", label="at the checkpoints: 95% log-log interval (Wilson at 0 and 1)"),
-        Line2D([], [], color="0.3", marker="o", ls="", label="median escape time with its 95% interval"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            lw=1.6,
+            label="share still above the loss threshold (steps: checkpoints and quantiles)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="s",
+            ms=3,
+            ls="",
+            label="at the checkpoints: 95% log-log interval (Wilson at 0 and 1)",
+        ),
+        Line2D(
+            [], [], color="0.3", marker="o", ls="", label="median escape time with its 95% interval"
+        ),
         Line2D([], [], color="0.4", ls=":", label="budget: runs still above it are censored there"),
     ]
     legend_below(fig, handles, ncol=2, y=0.0)
-    fig.suptitle("Escape from the plateau: time to reach loss / chance ≤ threshold, per initial scale (right-censored at the budget)", y=1.01)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.suptitle(
+        "Escape from the plateau: time to reach loss / chance ≤ threshold, per initial scale "
+        "(right-censored at the budget)",
+    )
     return fig
 
 
@@ -234,10 +422,25 @@ def _law_panel(ax, summary, predictor, colours, show_theory):
         med = rows["escape_median"].astype(float)
         ok = np.isfinite(med)
         low = rows["escape_median_ci_low"].astype(float)
-        high = rows["escape_median_ci_high"].astype(float).where(lambda h: np.isfinite(h), rows["steps"].astype(float))
-        ax.errorbar(x[ok], med[ok], yerr=[med[ok] - low[ok], high[ok] - med[ok]], fmt="o", color=c, ms=4.5, capsize=2, lw=1.0)
+        high = (
+            rows["escape_median_ci_high"]
+            .astype(float)
+            .where(lambda h: np.isfinite(h), rows["steps"].astype(float))
+        )
+        ax.errorbar(
+            x[ok],
+            med[ok],
+            yerr=[med[ok] - low[ok], high[ok] - med[ok]],
+            fmt="o",
+            color=c,
+            ms=4.5,
+            capsize=2,
+            lw=1.0,
+        )
         censored = ~ok
-        ax.plot(x[censored], rows["steps"][censored].astype(float), "^", color=c, ms=7, mfc="none")  # median beyond the budget
+        ax.plot(
+            x[censored], rows["steps"][censored].astype(float), "^", color=c, ms=7, mfc="none"
+        )  # median beyond the budget
         regime = rows[rows["logit_std"] >= 4.0]
         law = fit_setting(regime, predictor)
         if law is not None:
@@ -248,26 +451,42 @@ def _law_panel(ax, summary, predictor, colours, show_theory):
                 "-",
                 color=c,
                 lw=1.5,
-                label=f"fit: slope {law['slope']:.2f} [{law['slope_low']:.2f}, {law['slope_high']:.2f}]",
+                label=f"fit: slope {law['slope']:.2f} [{law['slope_low']:.2f}, "
+                f"{law['slope_high']:.2f}]",
             )
             if show_theory:
                 b = float(rows["escape_exponent"].iloc[0])
                 mid_x = 10 ** np.mean(np.log10(law["x"]))
                 mid_y = law["intercept"] + law["slope"] * np.log10(mid_x)
-                ax.plot(grid, 10 ** (mid_y + b * (np.log10(grid) - np.log10(mid_x))), "--", color=c, lw=1.1, alpha=0.8, label=f"predicted slope {b:g} (§9.4)")
+                ax.plot(
+                    grid,
+                    10 ** (mid_y + b * (np.log10(grid) - np.log10(mid_x))),
+                    "--",
+                    color=c,
+                    lw=1.1,
+                    alpha=0.8,
+                    label=f"predicted slope {b:g} (§9.4)",
+                )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(label + (" (linear)" if predictor == "entropy" else ""))
     if predictor == "entropy":
         ax.set_xscale("linear")
-    ax.legend(fontsize=7, frameon=False, loc="best")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, frameon=False, loc="best")
 
 
+@figure_function
 def escape_law(summary: pd.DataFrame):
     """Median escape time (Kaplan-Meier, 95% interval; ^ where more than half were censored at the
     budget) against the three predictors measured at initialisation, with the weighted fit of the
     law over the regime (logit std >= 4) and the predicted exponent (§9.4); the titles give each
     predictor's out-of-sample error (leave one scale out)."""
+    summary = summary[summary["stop"] == "threshold"]
+    if summary[summary["logit_std"] >= 4.0]["scale"].nunique() < 3:
+        return not_drawn(
+            "the plateau law", "fewer than 3 escape points with initial logit std >= 4"
+        )
     groups = _settings(summary)
     colours = _colours([k for k, _ in groups])
     cv = out_of_sample(summary[summary["logit_std"] >= 4.0])
@@ -276,25 +495,49 @@ def escape_law(summary: pd.DataFrame):
     fig, axes = plt.subplots(1, 3, figsize=(16.5, 5.0))
     for ax, predictor in zip(axes, PREDICTORS):
         _law_panel(ax, summary, predictor, colours, show_theory=predictor == "logit_std")
-        score = f"out-of-sample RMSE of log₁₀ median: {cv[predictor]:.3f}" if np.isfinite(cv[predictor]) else "out of sample: too few points"
+        score = (
+            f"out-of-sample RMSE of log₁₀ median: {cv[predictor]:.3f}"
+            if np.isfinite(cv[predictor])
+            else "out of sample: too few points"
+        )
         ax.set_title(f"{'(best) ' if predictor == best else ''}{score}", fontsize=9)
     axes[0].set_ylabel("median escape time (steps; 95% interval)")
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
     handles += [
-        Line2D([], [], color="0.3", marker="^", ls="", mfc="none", label="median beyond the budget (drawn at the budget)"),
-        Line2D([], [], color="0.3", ls="--", label="predicted exponent through the fit's centre (left panel)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="^",
+            ls="",
+            mfc="none",
+            label="median beyond the budget (drawn at the budget)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls="--",
+            label="predicted exponent through the fit's centre (left panel)",
+        ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("The plateau law: escape time against the initial logit std, the initial entropy and the initial gradient norm", y=1.02)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.suptitle(
+        "The plateau law: escape time against the initial logit std, the initial entropy and the "
+        "initial gradient norm",
+    )
     return fig
 
 
+@figure_function
 def separating(summary: pd.DataFrame):
     """(a) Share escaped within the budget against the initial logit std (95% interval) for every
     setting, beside what each explanation predicts from one-hot starts: the information story
     (no direction to follow: normalised steps stall, share ~0) and the vanishing-gradient story
     (full-size steps escape in a time growing like logit_std^(1/2)); (b) the median escape time."""
+    if not ((summary["optimiser"] == "normgd") & (summary["stop"] == "threshold")).any():
+        return not_drawn("the separating experiment", "no normalised-gradient (normgd) escape runs")
+    summary = summary[summary["stop"] == "threshold"]
     groups = _settings(summary)
     colours = _colours([k for k, _ in groups])
     fig, (share_ax, time_ax) = plt.subplots(1, 2, figsize=(13.0, 5.0))
@@ -306,7 +549,11 @@ def separating(summary: pd.DataFrame):
         share_ax.errorbar(
             x,
             share,
-            yerr=np.clip([share - rows["escaped_ckpt_7_ci_low"], rows["escaped_ckpt_7_ci_high"] - share], 0, None),
+            yerr=np.clip(
+                [share - rows["escaped_ckpt_7_ci_low"], rows["escaped_ckpt_7_ci_high"] - share],
+                0,
+                None,
+            ),
             fmt="o-",
             color=c,
             ms=4,
@@ -314,11 +561,25 @@ def separating(summary: pd.DataFrame):
             lw=1.4,
         )
         one_hot = rows[rows["init_entropy_mean"] < 0.1]
-        share_ax.plot(one_hot["logit_std"], one_hot["escaped_ckpt_7"], "s", color=c, ms=8, mfc="none")
+        share_ax.plot(
+            one_hot["logit_std"], one_hot["escaped_ckpt_7"], "s", color=c, ms=8, mfc="none"
+        )
         med = rows["escape_median"].astype(float)
         ok = np.isfinite(med)
-        high = rows["escape_median_ci_high"].astype(float).where(lambda h: np.isfinite(h), rows["steps"].astype(float))
-        time_ax.errorbar(x[ok], med[ok], yerr=[med[ok] - rows["escape_median_ci_low"][ok], high[ok] - med[ok]], fmt="o-", color=c, ms=4, capsize=2)
+        high = (
+            rows["escape_median_ci_high"]
+            .astype(float)
+            .where(lambda h: np.isfinite(h), rows["steps"].astype(float))
+        )
+        time_ax.errorbar(
+            x[ok],
+            med[ok],
+            yerr=[med[ok] - rows["escape_median_ci_low"][ok], high[ok] - med[ok]],
+            fmt="o-",
+            color=c,
+            ms=4,
+            capsize=2,
+        )
         time_ax.plot(x[~ok], rows["steps"][~ok], "^", color=c, ms=7, mfc="none")
         if ok.sum() >= 2:
             anchor_x, anchor_y = float(x[ok].iloc[0]), float(med[ok].iloc[0])
@@ -326,7 +587,13 @@ def separating(summary: pd.DataFrame):
             b = float(rows["escape_exponent"].iloc[0])
             time_ax.plot(grid, anchor_y * (grid / anchor_x) ** b, "--", color=c, lw=1.0, alpha=0.8)
     share_ax.axhspan(0, 0.05, color="firebrick", alpha=0.12, lw=0)
-    share_ax.text(summary["logit_std"].min(), 0.06, " information story: one-hot starts stall (≤ 5%)", fontsize=8, color="firebrick")
+    share_ax.text(
+        summary["logit_std"].min(),
+        0.06,
+        " information story: one-hot starts stall (≤ 5%)",
+        fontsize=8,
+        color="firebrick",
+    )
     for ax in (share_ax, time_ax):
         ax.set_xscale("log")
         ax.set_xlabel("initial logit std (≈ scale²)")
@@ -338,22 +605,31 @@ def separating(summary: pd.DataFrame):
     time_ax.set_title("(b) how long it takes; dashed: logit_std^b, b predicted (§9.4)", fontsize=10)
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
     handles += [
-        Patch(color="firebrick", alpha=0.25, label="information story's prediction for one-hot starts"),
-        Line2D([], [], color="0.3", marker="^", ls="", mfc="none", label="median beyond the budget"),
+        Patch(
+            color="firebrick", alpha=0.25, label="information story's prediction for one-hot starts"
+        ),
+        Line2D(
+            [], [], color="0.3", marker="^", ls="", mfc="none", label="median beyond the budget"
+        ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Separating the explanations: steps of fixed size in the gradient's direction (normgd) from one-hot starts", y=1.02)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.suptitle(
+        "Separating the explanations: steps of fixed size in the gradient's direction (normgd) "
+        "from one-hot starts",
+    )
     return fig
 
 
+@figure_function
 def training_entropy(summary: pd.DataFrame):
     """Top: mean monitor entropy at the checkpoints (95% interval over non-diverged runs) per
     learning rate, a panel per optimiser and QK-norm setting, with Zhai et al.'s lower bound from
     the logits' norm (dashed) and log n; bottom: the share of runs whose entropy collapsed (< 0.1
     nats) and the share that diverged, against the learning rate (Wilson 95%)."""
+    if summary["lr"].nunique() < 2:
+        return not_drawn("entropy during training", "not a sweep over learning rates")
     keys = ["optimiser", "logits", "values", "scale", "steps"]
-    panels = list(summary.groupby(keys))
+    panels = [(k, r) for k, r in summary.groupby(keys) if r["lr"].nunique() >= 2]
     fig, axes = plt.subplots(2, len(panels), figsize=(5.8 * len(panels), 8.6), squeeze=False)
     for col, (key, rows) in enumerate(panels):
         optimiser, qk, values, scale, budget = key
@@ -375,7 +651,9 @@ def training_entropy(summary: pd.DataFrame):
                 color=c,
                 ms=3.5,
                 lw=1.5,
-                label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse ({row['collapsed_early_share']:.0%} before learning), {row['diverged_mean']:.0%} diverge",
+                label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse "
+                f"({row['collapsed_early_share']:.0%} before learning), "
+                f"{row['diverged_mean']:.0%} diverge",
             )
             ax.fill_between(steps, lo, hi, color=c, alpha=0.18, lw=0)
             ax.plot(steps, bound, "--", color=c, lw=1.0)
@@ -385,7 +663,9 @@ def training_entropy(summary: pd.DataFrame):
         ax.set_ylim(-0.05, rows["log_n"].iloc[0] * 1.06)
         ax.set_xlabel("training step (first point: initialisation)")
         ax.set_ylabel("monitor mean attention entropy (nats)")
-        title = f"{optimiser}, {'QK-norm' if qk == 'qk_norm' else 'no QK-norm'}{', W_v = I' if values == 'identity' else ''}, scale {scale:g}"
+        logit = "QK-norm" if qk == "qk_norm" else "no QK-norm"
+        fixed = ", W_v = I" if values == "identity" else ""
+        title = f"{optimiser}, {logit}{fixed}, scale {scale:g}"
         ax.set_title(f"({chr(97 + col)}) {title}", fontsize=10)
         ax.legend(fontsize=7, frameon=False, loc="best")
         low_ax = axes[1, col]
@@ -400,21 +680,49 @@ def training_entropy(summary: pd.DataFrame):
             if name != "diverged":
                 lo, hi = share[f"{name}_ci_low"], share[f"{name}_ci_high"]
             else:
-                bounds = [wilson(int(round(m * t)), int(t)) for m, t in zip(share["diverged_mean"], share["n_trials"])]
-                lo, hi = pd.Series([b[0] for b in bounds], index=share.index), pd.Series([b[1] for b in bounds], index=share.index)
-            low_ax.errorbar(share["lr"], mean, yerr=np.clip([mean - lo, hi - mean], 0, None), fmt=marker, ms=5, capsize=2, label=label)
+                bounds = [
+                    wilson(int(round(m * t)), int(t))
+                    for m, t in zip(share["diverged_mean"], share["n_trials"])
+                ]
+                lo, hi = (
+                    pd.Series([b[0] for b in bounds], index=share.index),
+                    pd.Series([b[1] for b in bounds], index=share.index),
+                )
+            low_ax.errorbar(
+                share["lr"],
+                mean,
+                yerr=np.clip([mean - lo, hi - mean], 0, None),
+                fmt=marker,
+                ms=5,
+                capsize=2,
+                label=label,
+            )
         low_ax.set_xscale("log")
         low_ax.set_ylim(-0.03, 1.03)
         low_ax.set_xlabel("learning rate")
         low_ax.set_ylabel("share of runs (95% Wilson interval)")
         low_ax.legend(fontsize=8, frameon=False)
     handles = [
-        Line2D([], [], color="0.3", marker="o", label="mean entropy over non-diverged runs (band: 95% interval)"),
-        Line2D([], [], color="0.3", ls="--", label="lower bound from the logits' norm (Zhai et al. 2023; §9.6)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o",
+            label="mean entropy over non-diverged runs (band: 95% interval)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls="--",
+            label="lower bound from the logits' norm (Zhai et al. 2023; §9.6)",
+        ),
         Line2D([], [], color="0.4", ls=":", label="log n (uniform)"),
         Line2D([], [], color="firebrick", ls="-.", label="collapse level, 0.1 nats"),
     ]
     legend_below(fig, handles, ncol=2, y=0.01)
-    fig.suptitle("Entropy collapse during training: entropy trajectories per learning rate, with and without QK-norm", y=1.0)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.98))
+    fig.suptitle(
+        "Entropy collapse during training: entropy trajectories per learning rate, with and "
+        "without QK-norm",
+    )
     return fig

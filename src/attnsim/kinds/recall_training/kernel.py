@@ -89,43 +89,77 @@ EVALS_PER_CHECKPOINT = 16  # evaluation grid: round(steps^(j / 112)), j = 0..112
 VALUES = ("trainable", "identity")
 LOGITS = ("dot", "qk_norm")
 STOPS = ("never", "threshold")
-DEFAULTS = {"query_noise": 0.3, "batch": 32, "threshold": 0.1, "values": "trainable", "logits": "dot", "stop": "never"}
+DEFAULTS = {
+    "query_noise": 0.3,
+    "batch": 32,
+    "threshold": 0.1,
+    "values": "trainable",
+    "logits": "dot",
+    "stop": "never",
+}
 # A run whose monitor loss exceeds this many times chance has diverged even if still finite (SGD
 # with a large step size grows W_v geometrically: 1e120 x chance was seen while every weight was
 # finite; such values would swamp any mean).
 DIVERGED_LOSS = 1e6
 COLLAPSED_ENTROPY = 0.1  # nats: one-hot by the project's rule (init_gradient, the claims)
-STREAM_PARAMS = ("n", "d", "batch")  # the parameters that shape the draws (batch defaults to DEFAULTS)
+STREAM_PARAMS = (
+    "n",
+    "d",
+    "batch",
+)  # the parameters that shape the draws (batch defaults to DEFAULTS)
 # A run's working arrays keep only unfinished trials; they are compacted once the unfinished
 # trials are at most this share of the rows held (a compaction copies the rows' monitor set).
 COMPACT_BELOW = 0.75
 
 METRICS = {
-    "init_entropy": "entropy (nats) of the attention weights at initialisation, mean over the monitor set",
+    "init_entropy": "entropy (nats) of the attention weights at initialisation, mean over the "
+    "monitor set",
     "init_logit_std": "std over the n keys of the initial logits, RMS over the monitor set",
-    "init_grad_logits": "RMS over the monitor set of ||dl/ds|| at initialisation: per-example gradient of the loss w.r.t. the n logits",
-    "init_grad_qk": "||(dL/dW_q, dL/dW_k)||_F at initialisation, L the mean loss over the monitor set",
+    "init_grad_logits": "RMS over the monitor set of ||dl/ds|| at initialisation: per-example "
+    "gradient of the loss w.r.t. the n logits",
+    "init_grad_qk": "||(dL/dW_q, dL/dW_k)||_F at initialisation, L the mean loss over the monitor "
+    "set",
     "init_loss": "monitor-set loss at initialisation, as a fraction of chance (1 - 1/n)",
-    **{f"loss_ckpt_{j}": f"monitor-set loss / chance after step round(steps^({j}/7)); +inf once diverged" for j in range(CHECKPOINTS)},
-    **{f"entropy_ckpt_{j}": f"monitor-set mean attention entropy (nats) after step round(steps^({j}/7)); NaN once diverged" for j in range(CHECKPOINTS)},
     **{
-        f"zhai_bound_ckpt_{j}": f"mean over the monitor set of the entropy lower bound from the logits' norm bound after step round(steps^({j}/7)) (docs/science.md §9.6); NaN once diverged"
+        f"loss_ckpt_{j}": f"monitor-set loss / chance after step round(steps^({j}/7)); +inf once "
+        "diverged"
         for j in range(CHECKPOINTS)
     },
-    "zhai_margin_min": "smallest (entropy - bound) over the monitor examples and checkpoints (>= 0 by construction; NaN if diverged before the first)",
-    "steps_to_threshold": "first evaluation step (0 or in evaluation_steps) with monitor loss / chance <= threshold; +inf if never",
-    "escape_step": "the escape time as a right-censored time: steps_to_threshold if the run escaped, else the step it stopped at (its budget, or its divergence)",
+    **{
+        f"entropy_ckpt_{j}": "monitor-set mean attention entropy (nats) after step "
+        f"round(steps^({j}/7)); NaN once diverged"
+        for j in range(CHECKPOINTS)
+    },
+    **{
+        f"zhai_bound_ckpt_{j}": "mean over the monitor set of the entropy lower bound from the "
+        f"logits' norm bound after step round(steps^({j}/7)) "
+        "(docs/science.md §9.6); NaN once diverged"
+        for j in range(CHECKPOINTS)
+    },
+    "zhai_margin_min": "smallest (entropy - bound) over the monitor examples, at initialisation, "
+    "the checkpoints and the stop (>= 0 by construction)",
+    "steps_to_threshold": "first evaluation step (0 or in evaluation_steps) with monitor loss / "
+    "chance <= threshold; +inf if never",
+    "escape_step": "the escape time as a right-censored time: steps_to_threshold if the run "
+    "escaped, else the step it stopped at (its budget, or its divergence)",
     "escaped": "1 if the run reached the threshold (escape_step is its time), 0 if censored",
-    "collapse_step": "first evaluation step (0 or in evaluation_steps) with monitor mean entropy < 0.1 nats; +inf if never",
-    "final_loss": "loss / chance on the fresh held-out set after the last step (or at the stop); +inf if diverged",
-    "final_accuracy": "share of held-out queries whose output o has its nearest value (max o.v_i, unit values) at the target; 0 if diverged",
-    "final_entropy": "entropy (nats) of the attention weights after training, mean over the held-out set; NaN if diverged",
-    "diverged": "1 if the weights became NaN/inf or a monitor loss NaN/inf or above DIVERGED_LOSS (1e6) x chance, else 0",
-    "diverged_step": "the step whose update made the weights non-finite, or the evaluation step whose monitor loss was non-finite or above DIVERGED_LOSS x chance; +inf if never",
+    "collapse_step": "first evaluation step (0 or in evaluation_steps) with monitor mean entropy < "
+    "0.1 nats; +inf if never",
+    "final_loss": "loss / chance on the fresh held-out set after the last step (or at the stop); "
+    "+inf if diverged",
+    "final_accuracy": "share of held-out queries whose output o has its nearest value (max o.v_i, "
+    "unit values) at the target; 0 if diverged",
+    "final_entropy": "entropy (nats) of the attention weights after training, mean over the "
+    "held-out set; NaN if diverged",
+    "diverged": "1 if the weights became NaN/inf or a monitor loss NaN/inf or above DIVERGED_LOSS "
+    "(1e6) x chance, else 0",
+    "diverged_step": "the step whose update made the weights non-finite, or the evaluation step "
+    "whose monitor loss was non-finite or above DIVERGED_LOSS x chance; +inf if "
+    "never",
 }
 
 
-# --------------------------------------------------------------------------- schedule and validation
+# ------------------------------------------------------------------- schedule and validation
 
 
 def chance_loss(n: int) -> float:
@@ -139,7 +173,8 @@ def resolved(params: Mapping) -> dict:
 
 
 def validate(params: Mapping) -> None:
-    """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot run."""
+    """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot
+    run."""
     p = resolved(params)
     check_integer(p, "n", 2, "key/value pairs")
     check_integer(p, "d", 2, "dimension(s)")
@@ -184,7 +219,10 @@ class Examples:
 
     def queries(self, query_noise: float) -> np.ndarray:
         d = self.keys.shape[-1]
-        return self.keys[:, :, 0] * self.ikey[:, :, :1] + (float(query_noise) / math.sqrt(d)) * self.noise
+        return (
+            self.keys[:, :, 0] * self.ikey[:, :, :1]
+            + (float(query_noise) / math.sqrt(d)) * self.noise
+        )
 
     def target(self) -> np.ndarray:
         return self.values[:, :, 0] * self.ival[:, :, :1]
@@ -197,10 +235,14 @@ class Examples:
 
     def take(self, rows: np.ndarray) -> Examples:
         """The examples of the selected trials (indices on the leading axis)."""
-        return Examples(*(x[rows] for x in (self.keys, self.values, self.ikey, self.ival, self.noise)))
+        return Examples(
+            *(x[rows] for x in (self.keys, self.values, self.ikey, self.ival, self.noise))
+        )
 
     def trial(self, t: int) -> Examples:
-        return Examples(*(x[t : t + 1] for x in (self.keys, self.values, self.ikey, self.ival, self.noise)))
+        return Examples(
+            *(x[t : t + 1] for x in (self.keys, self.values, self.ikey, self.ival, self.noise))
+        )
 
 
 def _raw_and_inverse_norm(x32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -228,12 +270,15 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("...d,...d->...", a, b)
 
 
-def attention(wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, gain=None) -> dict[str, np.ndarray]:
+def attention(
+    wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, gain=None, correct: bool = True
+) -> dict[str, np.ndarray]:
     """Forward (and backward) pass of the head for weights (T, d, d) on examples (T, E, ...);
     `wv` None is W_v = I; `gain` (T, 1, 1) switches QK-norm on (logits = gain x cosine).
 
-    Returns per example (T, E): `loss` l = ||o - v_0||^2, `entropy`, `correct` (1.0 where the
-    nearest value to o is v_0), `logits` (T, E, n); with `grad`, also `grad_logits_sq`
+    Returns per example (T, E): `loss` l = ||o - v_0||^2, `entropy`, `logits` (T, E, n), with
+    `correct` also `correct` (1.0 where the nearest value to o is v_0); with `grad`,
+    `grad_logits_sq`
     ||dl/ds||^2 per example and `gq`, `gk`, `gv` (T, d, d), `gg` (T, 1, 1) with QK-norm, the
     gradients of the mean loss over the E examples.
     """
@@ -248,7 +293,9 @@ def attention(wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, g
     else:
         nu = np.sqrt(_dot(u, u))  # (T, E)
         uh = u / nu[..., None]
-        kw = (keys.reshape(trials, examples * n, d) @ wk).reshape(trials, examples, n, d)  # raw k_i W_k
+        kw = (keys.reshape(trials, examples * n, d) @ wk).reshape(
+            trials, examples, n, d
+        )  # raw k_i W_k
         m = np.sqrt(_dot(kw, kw))  # (T, E, n): the unit key's norm cancels in the cosine
         kh = kw / m[..., None]
         cos = (kh @ uh[..., None])[..., 0]
@@ -263,8 +310,9 @@ def attention(wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, g
     o = r if wv is None else r @ wv
     err = o - ex.target()
     out = {"loss": _dot(err, err), "entropy": entropy, "logits": s}
-    scores = (values @ o[..., None])[..., 0] * ex.ival  # o . v_i
-    out["correct"] = (np.argmax(scores, axis=-1) == 0).astype(np.float64)
+    if correct:
+        scores = (values @ o[..., None])[..., 0] * ex.ival  # o . v_i
+        out["correct"] = (np.argmax(scores, axis=-1) == 0).astype(np.float64)
     if not grad:
         return out
     g = 2.0 * err  # dl/do per example
@@ -287,7 +335,9 @@ def attention(wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, g
     du = gain * (dk - dsc[..., None] * uh) / nu[..., None]
     out["gq"] = (_t(q) @ du) * scale
     dkw = (gain * ds / m)[..., None] * (uh[..., None, :] - cos[..., None] * kh)  # (T, E, n, d)
-    out["gk"] = (_t(keys.reshape(trials, examples * n, d)) @ dkw.reshape(trials, examples * n, d)) * scale
+    out["gk"] = (
+        _t(keys.reshape(trials, examples * n, d)) @ dkw.reshape(trials, examples * n, d)
+    ) * scale
     return out
 
 
@@ -300,7 +350,9 @@ def two_level_entropy(gap: np.ndarray, n: int) -> np.ndarray:
     return np.log(z) + gap * (n - 1) * b / z
 
 
-def entropy_bound(wq, wk, gain, key_norms: np.ndarray, query_norms: np.ndarray, n: int) -> np.ndarray:
+def entropy_bound(
+    wq, wk, gain, key_norms: np.ndarray, query_norms: np.ndarray, n: int
+) -> np.ndarray:
     """(T, E) lower bound on each monitor example's entropy from a bound R on the norm of its
     logit vector: R = ||W_q W_k^T||_2 / sqrt(d) ||K||_2 ||q|| (K the n x d unit keys), or with
     QK-norm R = |g| sqrt(n) (|s_i| <= |g|); the bound is `two_level_entropy(R sqrt(n/(n-1)))`."""
@@ -373,17 +425,30 @@ class Run:
         self.bound = np.full(trials, np.nan)
         self.losses: dict[int, np.ndarray] = {}
         self.ckpt: dict[int, dict[str, np.ndarray]] = {}
-        first = attention(*self._model(self.w), monitor, self.noise, grad=True, gain=self._gain(self.w))
+        first = attention(
+            *self._model(self.w),
+            monitor,
+            self.noise,
+            grad=True,
+            gain=self._gain(self.w),
+            correct=False,
+        )
         s = first["logits"]
         self.init = {
             "init_entropy": first["entropy"].mean(axis=-1),
             "init_logit_std": np.sqrt(np.var(s, axis=-1).mean(axis=-1)),
             "init_grad_logits": np.sqrt(first["grad_logits_sq"].mean(axis=-1)),
-            "init_grad_qk": np.sqrt(np.sum(first["gq"] ** 2, axis=(1, 2)) + np.sum(first["gk"] ** 2, axis=(1, 2))),
+            "init_grad_qk": np.sqrt(
+                np.sum(first["gq"] ** 2, axis=(1, 2)) + np.sum(first["gk"] ** 2, axis=(1, 2))
+            ),
         }
-        self.loss = first["loss"].mean(axis=-1) / chance  # (T,) the latest monitor loss of every trial
+        self.loss = (
+            first["loss"].mean(axis=-1) / chance
+        )  # (T,) the latest monitor loss of every trial
         self.entropy = first["entropy"].mean(axis=-1)
-        self._record(0, self.loss.copy(), self.entropy.copy(), np.ones(trials, dtype=bool), first["entropy"])
+        self._record(
+            0, self.loss.copy(), self.entropy.copy(), np.ones(trials, dtype=bool), first["entropy"]
+        )
 
     # the model's arguments from the optimiser's weight list
     def _model(self, w):
@@ -396,25 +461,41 @@ class Run:
     def finished(self) -> bool:
         return not self.live.any()
 
-    def _record(self, step: int, loss: np.ndarray, entropy: np.ndarray, ok: np.ndarray, per_example) -> None:
+    def _record(
+        self, step: int, loss: np.ndarray, entropy: np.ndarray, ok: np.ndarray, per_example
+    ) -> None:
         """Bookkeeping after an evaluation of the rows `self.rows`: `loss`, `entropy` (rows,) of the
         current weights, `ok` the rows that are live and did not diverge, `per_example` (rows, E)
         their entropies (for the bound). A stopped trial keeps its last values (frozen weights)."""
         rows = self.rows[ok]
         self.loss[rows] = loss[ok]
         self.entropy[rows] = entropy[ok]
-        bound = entropy_bound(*self.w[:2], self._gain(self.w), self.key_norms, self.query_norms, self.n)
-        self.bound[rows] = bound.mean(axis=-1)[ok]
-        self.margin[rows] = np.fmin(self.margin[rows], np.min(per_example - bound, axis=-1)[ok])
-        first = lambda times, hit: np.where(np.isinf(times[rows]) & hit[ok], float(step), times[rows])
+        first = lambda times, hit: np.where(
+            np.isinf(times[rows]) & hit[ok], float(step), times[rows]
+        )
+        escapes = ok & np.isinf(self.escape_step[self.rows]) & (loss <= self.threshold)  # (rows,)
         self.escape_step[rows] = first(self.escape_step, loss <= self.threshold)
         self.collapse_step[rows] = first(self.collapse_step, entropy < COLLAPSED_ENTROPY)
+        # the bound (an SVD per trial) at the checkpoints, and for a run that stops here (its
+        # frozen value)
+        take = (
+            ok
+            if (step == 0 or step in self.checkpoints)
+            else (escapes if self.stop else np.zeros_like(ok))
+        )
+        if np.any(take):
+            bound = entropy_bound(
+                *self.w[:2], self._gain(self.w), self.key_norms, self.query_norms, self.n
+            )
+            at = self.rows[take]
+            self.bound[at] = bound.mean(axis=-1)[take]
+            self.margin[at] = np.fmin(self.margin[at], np.min(per_example - bound, axis=-1)[take])
         self.losses[step] = self._current()["loss"]
         if step in self.checkpoints:
             self.ckpt[step] = self._current()
 
     def _current(self) -> dict[str, np.ndarray]:
-        """Every trial's latest monitor values: +inf loss and NaN entropy and bound once diverged."""
+        """Every trial's latest monitor values: +inf loss, NaN entropy and bound once diverged."""
         gone = np.isfinite(self.diverged_step)
         return {
             "loss": np.where(gone, np.inf, self.loss),
@@ -425,12 +506,30 @@ class Run:
     def step(self, ex: Examples, step: int) -> None:
         batch = ex if self.rows.size == ex.keys.shape[0] else ex.take(self.rows)
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
-            out = attention(*self._model(self.w), batch, self.noise, grad=True, gain=self._gain(self.w))
-            grads = [out["gq"], out["gk"]] + ([out["gv"]] if self.trainable_v else []) + ([out["gg"]] if self.qk else [])
+            out = attention(
+                *self._model(self.w),
+                batch,
+                self.noise,
+                grad=True,
+                gain=self._gain(self.w),
+                correct=False,
+            )
+            grads = (
+                [out["gq"], out["gk"]]
+                + ([out["gv"]] if self.trainable_v else [])
+                + ([out["gg"]] if self.qk else [])
+            )
             self.opt.update(self.w, grads, step)
             bad = not_finite(self.w) & self.live
             if step in self.evals:
-                ev = attention(*self._model(self.w), self.monitor, self.noise, grad=False, gain=self._gain(self.w))
+                ev = attention(
+                    *self._model(self.w),
+                    self.monitor,
+                    self.noise,
+                    grad=False,
+                    gain=self._gain(self.w),
+                    correct=False,
+                )
                 loss = ev["loss"].mean(axis=-1) / chance_loss(self.n)
                 bad |= self.live & ~(loss <= DIVERGED_LOSS)  # also NaN
                 self._diverge(bad, step)
@@ -471,11 +570,14 @@ class Run:
         self.live = np.ones(self.rows.size, dtype=bool)
 
     def finish(self, final: Examples) -> dict[str, np.ndarray]:
-        self._freeze(self.live)  # runs that never reached their last step (none: the loop runs to it)
+        self._freeze(
+            self.live
+        )  # runs that never reached their last step (none: the loop runs to it)
         out = dict(self.init)
         out["init_loss"] = self.losses[0]
         for j, step in enumerate(self.checkpoints):
-            # a checkpoint after every trial stopped is not evaluated: the frozen weights' last values
+            # a checkpoint after every trial stopped is not evaluated: the frozen weights' last
+            # values
             values = self.ckpt.get(step) or self._current()
             out[f"loss_ckpt_{j}"] = values["loss"]
             out[f"entropy_ckpt_{j}"] = values["entropy"]
@@ -489,8 +591,12 @@ class Run:
         out["escaped"] = escaped.astype(np.float64)
         out["collapse_step"] = self.collapse_step.copy()
         with np.errstate(all="ignore"):
-            last = attention(*self._model(self.saved), final, self.noise, grad=False, gain=self._gain(self.saved))
-        out["final_loss"] = np.where(diverged, np.inf, last["loss"].mean(axis=-1) / chance_loss(self.n))
+            last = attention(
+                *self._model(self.saved), final, self.noise, grad=False, gain=self._gain(self.saved)
+            )
+        out["final_loss"] = np.where(
+            diverged, np.inf, last["loss"].mean(axis=-1) / chance_loss(self.n)
+        )
         out["final_accuracy"] = np.where(diverged, 0.0, last["correct"].mean(axis=-1))
         out["final_entropy"] = np.where(diverged, np.nan, last["entropy"].mean(axis=-1))
         out["diverged"] = diverged.astype(np.float64)
@@ -498,12 +604,16 @@ class Run:
         return {name: np.asarray(out[name], dtype=np.float64) for name in METRICS}
 
 
-def simulate_block(rng: np.random.Generator, trials: int, points: Sequence[Mapping]) -> list[dict[str, np.ndarray]]:
+def simulate_block(
+    rng: np.random.Generator, trials: int, points: Sequence[Mapping]
+) -> list[dict[str, np.ndarray]]:
     """Kernel contract: per point, metric -> (trials,) float64 (see METRICS)."""
     return simulate(rng, trials, points)
 
 
-def simulate(rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False):
+def simulate(
+    rng: np.random.Generator, trials: int, points: Sequence[Mapping], record: bool = False
+):
     """Train `trials` independent runs per point; the points share the block's draws (all must have
     the same n, d, batch). With `record`, also return the `Draws` (small sizes only: tests)."""
     pts = block_points(points, resolved, validate, STREAM_PARAMS)

@@ -23,7 +23,16 @@ import pandas as pd
 from attnsim.stats import t_quantile
 
 Z95 = 1.959963984540054
-SETTING = ["optimiser", "lr", "values", "logits", "n", "d", "batch", "steps"]  # one law per run setting
+SETTING = [
+    "optimiser",
+    "lr",
+    "values",
+    "logits",
+    "n",
+    "d",
+    "batch",
+    "steps",
+]  # one law per run setting
 PREDICTORS = {
     "logit_std": ("init_logit_std_mean", "initial logit std"),
     "entropy": ("init_entropy_mean", "initial entropy H0 (nats)"),
@@ -34,13 +43,18 @@ PREDICTORS = {
 def log_medians(rows: pd.DataFrame) -> pd.DataFrame:
     """Per point: y = log10(median escape time) and its se; only points with a finite median and
     a finite, positive lower end."""
-    med, lo, hi = (rows[c].astype(float) for c in ("escape_median", "escape_median_ci_low", "escape_median_ci_high"))
+    med, lo, hi = (
+        rows[c].astype(float)
+        for c in ("escape_median", "escape_median_ci_low", "escape_median_ci_high")
+    )
     ok = np.isfinite(med) & (lo > 0)
     y = np.log10(med.where(ok))
     half_low = y - np.log10(lo.where(ok))
     half_high = np.log10(hi.where(ok & np.isfinite(hi))) - y
     half = np.fmax(half_low, half_high.fillna(half_low))
-    se = np.maximum(half / Z95, 0.02)  # a floor: the evaluation grid's resolution (~7% = 0.03 in log10)
+    se = np.maximum(
+        half / Z95, 0.02
+    )  # a floor: the evaluation grid's resolution (~7% = 0.03 in log10)
     return pd.DataFrame({"y": y, "se": se}, index=rows.index)[ok]
 
 
@@ -102,4 +116,6 @@ def out_of_sample(rows: pd.DataFrame) -> dict[str, float]:
                 f = fit(x[keep], data["y"].to_numpy()[keep], data["se"].to_numpy()[keep])
                 guess = f["intercept"] + f["slope"] * math.log10(x[i])
                 errors[name].append(guess - data["y"].to_numpy()[i])
-    return {name: (math.sqrt(np.mean(np.square(e))) if e else math.nan) for name, e in errors.items()} | {"points": max(len(e) for e in errors.values())}
+    return {
+        name: (math.sqrt(np.mean(np.square(e))) if e else math.nan) for name, e in errors.items()
+    } | {"points": max(len(e) for e in errors.values())}

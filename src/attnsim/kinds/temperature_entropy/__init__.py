@@ -13,7 +13,7 @@ import numpy as np
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import BOOL, ENTROPY, F64, LOG_N, N, d_param
 from attnsim.kinds.temperature_entropy import kernel
-from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
+from attnsim.theory.entropy import asymptotic_gap, exact_gap, gap_tolerance, random_direction_gap
 
 PARAMS = (
     N,
@@ -60,16 +60,6 @@ def theory(p) -> dict[str, object]:
         "gap_asymptotic": float(asymptotic_gap(tau)),
         "gap_random_direction": float(random_direction_gap(d, tau)),
     }
-
-
-def gap_tolerance(n: int, tau: float) -> float:
-    """Allowance for float64 rounding when comparing a measured gap with `exact_gap`.
-
-    Both sides are sums of terms no larger than log n and the logit range 2/tau, each
-    rounded with relative error ~1e-16 (times log2 n for the pairwise sums): at most
-    ~1e-14 (log n + 2/tau). A real violation of the bound would be far larger.
-    """
-    return 1e-12 * (1 + math.log(n) + 2 / tau)
 
 
 def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:

@@ -19,8 +19,13 @@ from attnsim.kinds.gap_claims import gap_at_most, widens_beyond, within_exact_bo
 from attnsim.theory.entropy import asymptotic_gap
 
 REASON_BOUND = "docs/science.md §4.2, §4.3 (cosines in [-1, 1]: a bound on every configuration)"
-REASON_EXACT = "docs/science.md §4.4 (the exact finite-n worst case, float64 rounding 1e-12 (1 + log n + 2/tau))"
-REASON_WIDENS = "docs/science.md §4.3 (g(tau) grows like 2/tau: near-certain by construction at small tau)"
+REASON_EXACT = (
+    "docs/science.md §4.4 (the exact finite-n worst case, "
+    "float64 rounding 1e-12 (1 + log n + 2/tau))"
+)
+REASON_WIDENS = (
+    "docs/science.md §4.3 (g(tau) grows like 2/tau: near-certain by construction at small tau)"
+)
 
 
 def tau_one_bound(s: pd.DataFrame | None) -> Claim:
@@ -33,13 +38,17 @@ def tau_one_bound(s: pd.DataFrame | None) -> Claim:
         role="sanity",
         statement="temperature",
         number="extreme over trials",
-        compared_to="g(1), the largest gap log n - H any cosines allow at tau = 1; measured: the largest gap of any trial, smallest = the smallest mean gap",
+        compared_to="g(1), the largest gap log n - H any cosines allow at tau = 1; measured: the "
+        "largest gap of any trial, smallest = the smallest mean gap",
         threshold=f"holds if no trial's gap exceeds g(1) = {g1:.4f} nats: a bound, so no tolerance",
     )
     rows = select_regime(claim, s, lambda s: np.isclose(s["tau"], 1.0), figure="temperature_gap")
     if rows is None:
         return claim
-    evidence = f"largest gap over {int(rows['n_trials'].sum()):,} trials ({len(rows)} points); interval = smallest mean gap to largest trial gap"
+    evidence = (
+        f"largest gap over {int(rows['n_trials'].sum()):,} trials ({len(rows)} points); "
+        "interval = smallest mean gap to largest trial gap"
+    )
     return gap_at_most(claim, rows, g1, evidence)
 
 
@@ -52,8 +61,10 @@ def exact_bound(s: pd.DataFrame | None) -> Claim:
         role="sanity",
         statement="temperature",
         number="extreme over trials",
-        compared_to="the exact finite-n worst case, an excess of 0; measured: largest trial gap minus the exact worst case, largest over points, <= 0 within",
-        threshold="holds if at every point the largest trial gap is within the exact bound, up to float64 rounding of 1e-12 (1 + log n + 2/tau) nats",
+        compared_to="the exact finite-n worst case, an excess of 0; measured: largest trial gap "
+        "minus the exact worst case, largest over points, <= 0 within",
+        threshold="holds if at every point the largest trial gap is within the exact bound, up to "
+        "float64 rounding of 1e-12 (1 + log n + 2/tau) nats",
     )
     rows = select_regime(claim, s, lambda s: s["n"] > 0, figure="temperature_gap")
     return claim if rows is None else within_exact_bound(claim, rows)
@@ -69,14 +80,19 @@ def smaller_tau_widens(s: pd.DataFrame | None) -> Claim:
         role="sanity",
         statement="temperature",
         number="extreme over trials",
-        compared_to=f"g(1) = {g1:.4f} (to exceed); measured: the largest gap of any trial there, smallest = the smallest mean gap",
-        threshold=f"holds if the largest trial gap exceeds g(1) = {g1:.4f} nats, the most tau = 1 allows",
+        compared_to=f"g(1) = {g1:.4f} (to exceed); measured: the largest gap of any trial there, "
+        "smallest = the smallest mean gap",
+        threshold=f"holds if the largest trial gap exceeds g(1) = {g1:.4f} nats, the most tau = 1 "
+        "allows",
     )
     return widens_beyond(
         claim,
         s,
         "temperature_gap",
-        lambda rows, tau, g1: f"largest gap at tau = {tau:g} vs g(1) = {g1:.4f}; the widest possible there is g({tau:g}) = {float(asymptotic_gap(tau)):.4g}",
+        lambda rows, tau, g1: (
+            f"largest gap at tau = {tau:g} vs g(1) = {g1:.4f}; the widest possible there is "
+            f"g({tau:g}) = {float(asymptotic_gap(tau)):.4g}"
+        ),
     )
 
 

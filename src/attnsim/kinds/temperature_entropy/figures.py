@@ -9,11 +9,13 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import fine_grid, legend_below, n_colours, positive_band
+from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
 
 G1 = float(asymptotic_gap(1.0))  # 0.4745...
 
 
+@figure_function
 def temperature_gap(summary: pd.DataFrame):
     """Gap log n - H vs tau (log-log), a colour per n, a panel per d, against the worst-case bounds."""
     ds = sorted(summary["d"].unique())
@@ -59,6 +61,5 @@ def temperature_gap(summary: pd.DataFrame):
         Line2D([], [], color="firebrick", marker="*", ms=10, mec="k", mew=0.5, ls="none", label=f"g(1) = {G1:.4f}: at τ = 1 H ≥ log n − 0.4745"),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
-    fig.suptitle("How far temperature τ lets attention entropy fall below log n: random directions vs the worst case over all configurations", y=1.02)
-    fig.tight_layout()
+    fig.suptitle("How far temperature τ lets attention entropy fall below log n: random directions vs the worst case over all configurations")
     return fig

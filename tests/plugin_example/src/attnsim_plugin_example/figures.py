@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from attnsim.figures.style import figure_function
 
+
+@figure_function  # attnsim's theme for this call only, a layout that keeps the legend; style=None: yours
 def shift_deviation(summary):
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for n, line in summary.sort_values("shift").groupby("n"):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from training_oracles import contrastive_forward_backward, contrastive_train
+from oracles.training import contrastive_forward_backward, contrastive_train
 
 from attnsim.errors import ConfigError
 from attnsim.kinds.contrastive_training import kernel as ct
@@ -402,3 +402,27 @@ def test_bad_input(bad, key):
         ct.validate(BASE | bad)
     with pytest.raises(ConfigError, match=f"^{key}:"):
         ct.simulate_block(np.random.default_rng(0), 2, [BASE | bad])
+
+
+def test_config_refuses_a_clamped_start_below_the_clamp(tmp_path, capsys):
+    """tau_mode learned_clamped with an initial tau below 0.01: one line naming grid.tau."""
+    import yaml
+
+    from attnsim.cli import main
+
+    grid = {k: [v] for k, v in ct.resolved(BASE).items()} | {
+        "tau": [0.005, 0.1],
+        "tau_mode": ["learned_clamped"],
+    }
+    config = {
+        "seed": 1,
+        "experiments": {"c": {"kind": "contrastive_training", "trials": 2, "grid": grid}},
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("attnsim: error: experiments.c.grid.tau: 0.005 is below the clamp")
+        and err.count("\n") == 1
+    ), err

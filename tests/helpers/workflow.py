@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -69,3 +70,39 @@ def planned_jobs(dry_run_output: str) -> dict[str, int]:
                 break
             counts[parts[0]] = int(parts[1])
     return counts
+
+
+# a run to interrupt (test_interruption.py, test_concurrency.py)
+INTERRUPT_GRID = {"n": [256, 512], "d": [16], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "laplace"], "noise_draws": [8], "noise_scale": [0.1, 0.5]}
+
+
+def interrupt_config(chunk_size):
+    return {"seed": 3, "chunk_size": chunk_size, "experiments": {"robustness": {"kind": "noisy_attention", "trials": 200, "grid": INTERRUPT_GRID}}}
+
+
+def checkout(workdir: Path) -> Path:
+    """A working copy of the workflow (Snakefile and workflow/ linked), as after `git clone`."""
+    for name in ("Snakefile", "workflow"):
+        if not (workdir / name).exists():
+            (workdir / name).symlink_to(REPO / name)
+    return workdir
+
+
+def attnsim_run(workdir: Path, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # SIGINT back to its default: a shell starts background jobs with SIGINT ignored, the
+    # disposition is inherited, and Python then installs no KeyboardInterrupt handler
+    return subprocess.Popen(
+        [sys.executable, "-m", "attnsim.cli", "run", *args],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def chunks(workdir: Path) -> list[Path]:
+    return list((workdir / "results/store/trials").rglob("chunk-*.parquet"))

@@ -9,7 +9,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
-from training_oracles import recall_examples, recall_forward_backward, recall_train
+from oracles.training import recall_examples, recall_forward_backward, recall_train
 
 from attnsim.errors import ConfigError
 from attnsim.kernels.training import Optimiser
@@ -24,7 +24,9 @@ def small_examples(seed, trials=2, examples=3, n=5, d=4):
 
 def weights(seed, trials, d, scale):
     rng = np.random.default_rng(seed)
-    return [scale * rng.standard_normal((trials, d, d)) for _ in range(2)] + [rng.standard_normal((trials, d, d)) / math.sqrt(d)]
+    return [scale * rng.standard_normal((trials, d, d)) for _ in range(2)] + [
+        rng.standard_normal((trials, d, d)) / math.sqrt(d)
+    ]
 
 
 def mean_loss(w, ex, noise):
@@ -47,8 +49,12 @@ def test_gradients_match_central_differences(scale):
             down = [x.copy() for x in w]
             up[which][(slice(None), *idx)] += h
             down[which][(slice(None), *idx)] -= h
-            numeric[(slice(None), *idx)] = (mean_loss(up, ex, 0.3) - mean_loss(down, ex, 0.3)) / (2 * h)
-        np.testing.assert_allclose(out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max()))
+            numeric[(slice(None), *idx)] = (mean_loss(up, ex, 0.3) - mean_loss(down, ex, 0.3)) / (
+                2 * h
+            )
+        np.testing.assert_allclose(
+            out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max())
+        )
 
 
 def test_logit_gradient_matches_naive_and_sums_to_zero():
@@ -90,7 +96,8 @@ def precise_loss(wq, wk, wv, keys, values, q):
 
 @pytest.mark.parametrize("scale", [6.0, 10.0, 100.0])
 def test_one_hot_start_gradients_match_high_precision_differences(scale):
-    """At one-hot starts dL/dW_q is ~p_2 (1e-20 .. 1e-300 here): float64 differences see nothing, so the
+    """At one-hot starts dL/dW_q is ~p_2 (1e-20 .. 1e-300 here): float64 differences see nothing, so
+    the
     central differences are taken in 120-digit decimals; the kernel must keep the relative accuracy
     (the centred softmax backward) or, where the exact gradient is below ~1e-290, be as small."""
     ex = small_examples(5, trials=1, examples=2, n=4, d=3)
@@ -119,7 +126,7 @@ def test_one_hot_start_gradients_match_high_precision_differences(scale):
         assert out["grad_logits_sq"].max() < 1e-500 or out["grad_logits_sq"].max() == 0.0
 
 
-# --------------------------------------------------------------------------- training against the naive loop
+# ------------------------------------------------------------ training against the naive loop
 
 
 def run_both(points, trials=3, seed=11):
@@ -134,7 +141,13 @@ def run_both(points, trials=3, seed=11):
             ref = recall_train(p, init, monitor, final, batches)
             for name in rt.METRICS:
                 assert result[name].shape == (trials,) and result[name].dtype == np.float64
-                np.testing.assert_allclose(result[name][t], ref[name], rtol=1e-7, atol=1e-12, err_msg=f"{name} {point} trial {t}")
+                np.testing.assert_allclose(
+                    result[name][t],
+                    ref[name],
+                    rtol=1e-7,
+                    atol=1e-12,
+                    err_msg=f"{name} {point} trial {t}",
+                )
     return results
 
 
@@ -145,11 +158,25 @@ def test_batched_training_matches_naive_loop(scale, monkeypatch):
     # is the direction of a ~1e-100 gradient, which the oracle's uncentred softmax backward gets
     # from rounding residues (the kernel's centred one is accurate: the decimal test above)
     optimisers = (("sgd", 0.5), ("adam", 0.03)) + ((("normgd", 0.2),) if scale < 10 else ())
-    points = [BASE | {"scale": scale, "optimiser": o, "lr": lr, "threshold": 0.9} for o, lr in optimisers]
+    points = [
+        BASE | {"scale": scale, "optimiser": o, "lr": lr, "threshold": 0.9} for o, lr in optimisers
+    ]
     points.append(BASE | {"scale": scale, "steps": 7, "query_noise": 0.0})
-    points.append(BASE | {"scale": scale, "values": "identity", "optimiser": "sgd", "lr": 0.5, "threshold": 0.9})
+    points.append(
+        BASE
+        | {"scale": scale, "values": "identity", "optimiser": "sgd", "lr": 0.5, "threshold": 0.9}
+    )
     points.append(BASE | {"scale": scale, "logits": "qk_norm", "threshold": 0.9})
-    points.append(BASE | {"scale": scale, "logits": "qk_norm", "values": "identity", "optimiser": "normgd", "lr": 0.1})
+    points.append(
+        BASE
+        | {
+            "scale": scale,
+            "logits": "qk_norm",
+            "values": "identity",
+            "optimiser": "normgd",
+            "lr": 0.1,
+        }
+    )
     run_both(points)
 
 
@@ -160,13 +187,27 @@ def test_runs_that_stop_at_the_threshold_are_the_full_runs_up_to_the_stop(monkey
     loop too (which stops the same way)."""
     monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
     base = BASE | {"steps": 120, "threshold": 0.6, "optimiser": "adam", "lr": 0.05, "scale": 1.0}
-    points = [base, base | {"stop": "threshold"}, base | {"stop": "threshold", "scale": 4.0}, base | {"scale": 4.0}]
+    points = [
+        base,
+        base | {"stop": "threshold"},
+        base | {"stop": "threshold", "scale": 4.0},
+        base | {"scale": 4.0},
+    ]
     results = run_both(points, trials=6)
     _, draws = rt.simulate(np.random.default_rng(11), 6, points, record=True)
-    for full, stopped, fh, sh in ((results[0], results[1], draws.history[0], draws.history[1]), (results[3], results[2], draws.history[3], draws.history[2])):
+    for full, stopped, fh, sh in (
+        (results[0], results[1], draws.history[0], draws.history[1]),
+        (results[3], results[2], draws.history[3], draws.history[2]),
+    ):
         np.testing.assert_array_equal(full["escape_step"], stopped["escape_step"])
         np.testing.assert_array_equal(full["escaped"], stopped["escaped"])
-        for name in ("init_entropy", "init_logit_std", "init_grad_logits", "init_grad_qk", "init_loss"):
+        for name in (
+            "init_entropy",
+            "init_logit_std",
+            "init_grad_logits",
+            "init_grad_qk",
+            "init_loss",
+        ):
             np.testing.assert_array_equal(full[name], stopped[name])
         stop = np.where(stopped["escaped"] == 1, stopped["escape_step"], np.inf)
         compared = 0
@@ -175,25 +216,41 @@ def test_runs_that_stop_at_the_threshold_are_the_full_runs_up_to_the_stop(monkey
             np.testing.assert_array_equal(losses[upto], fh[step][upto])
             compared += upto.sum()
             after = step > stop  # frozen: the loss at the stop
-            np.testing.assert_array_equal(losses[after], np.array([sh[s][t] for s, t in zip(stop[after].astype(int), np.flatnonzero(after))]))
+            np.testing.assert_array_equal(
+                losses[after],
+                np.array(
+                    [sh[s][t] for s, t in zip(stop[after].astype(int), np.flatnonzero(after))]
+                ),
+            )
         assert compared > 6 * 10
     assert results[1]["escaped"].sum() >= 3  # the test compares runs that did stop
     done = np.flatnonzero(results[1]["escaped"] == 1)
     at_stop = [draws.history[1][int(results[1]["escape_step"][t])][t] for t in done]
-    np.testing.assert_array_equal(results[1]["loss_ckpt_7"][done], at_stop)  # the last checkpoint: frozen
+    np.testing.assert_array_equal(
+        results[1]["loss_ckpt_7"][done], at_stop
+    )  # the last checkpoint: frozen
 
 
 def test_divergence_is_flagged_and_losses_are_infinite(monkeypatch):
     monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
-    points = [BASE | {"optimiser": "sgd", "lr": 1e12, "scale": 1.0}, BASE | {"optimiser": "sgd", "lr": 0.1}]
+    points = [
+        BASE | {"optimiser": "sgd", "lr": 1e12, "scale": 1.0},
+        BASE | {"optimiser": "sgd", "lr": 0.1},
+    ]
     wild, calm = run_both(points)
     assert np.all(wild["diverged"] == 1) and np.all(np.isfinite(wild["diverged_step"]))
     assert np.all(wild["final_loss"] == np.inf) and np.all(wild["loss_ckpt_7"] == np.inf)
     assert np.all(wild["final_accuracy"] == 0) and np.all(np.isnan(wild["final_entropy"]))
     assert np.all(np.isfinite(wild["init_loss"]))  # measured before training
     assert np.all(calm["diverged"] == 0) and np.all(calm["diverged_step"] == np.inf)
-    assert all(np.all(np.isfinite(v)) for k, v in calm.items() if k not in ("diverged_step", "steps_to_threshold", "collapse_step"))
-    np.testing.assert_array_equal(wild["escape_step"], wild["diverged_step"])  # censored when it diverged
+    assert all(
+        np.all(np.isfinite(v))
+        for k, v in calm.items()
+        if k not in ("diverged_step", "steps_to_threshold", "collapse_step")
+    )
+    np.testing.assert_array_equal(
+        wild["escape_step"], wild["diverged_step"]
+    )  # censored when it diverged
     assert np.all(wild["escaped"] == 0)
 
 
@@ -206,12 +263,15 @@ def test_a_finite_but_exploding_loss_counts_as_divergence(monkeypatch):
     assert np.all(res["final_loss"] == np.inf) and np.all(np.isfinite(res["init_loss"]))
 
 
-# --------------------------------------------------------------------------- determinism and common random numbers
+# --------------------------------------------------- determinism and common random numbers
 
 
 def test_deterministic_and_points_do_not_interact(monkeypatch):
     monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
-    points = [BASE | {"scale": s, "optimiser": o, "lr": lr, "steps": st} for s, o, lr, st in ((0.3, "sgd", 0.3, 30), (10.0, "adam", 0.01, 12))]
+    points = [
+        BASE | {"scale": s, "optimiser": o, "lr": lr, "steps": st}
+        for s, o, lr, st in ((0.3, "sgd", 0.3, 30), (10.0, "adam", 0.01, 12))
+    ]
     together = rt.simulate_block(np.random.default_rng(5), 4, points)
     again = rt.simulate_block(np.random.default_rng(5), 4, points)
     alone = [rt.simulate_block(np.random.default_rng(5), 4, [p])[0] for p in points]
@@ -223,12 +283,17 @@ def test_deterministic_and_points_do_not_interact(monkeypatch):
 
 def test_shorter_run_is_a_prefix_of_a_longer_one(monkeypatch):
     monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
-    long, short = rt.simulate_block(np.random.default_rng(8), 3, [BASE | {"steps": 40}, BASE | {"steps": 10}])
+    long, short = rt.simulate_block(
+        np.random.default_rng(8), 3, [BASE | {"steps": 40}, BASE | {"steps": 10}]
+    )
     long_steps, short_steps = rt.checkpoint_steps(40), rt.checkpoint_steps(10)
     common = set(long_steps) & set(short_steps)
     assert common == {1, 2, 3, 5}
     for step in common:
-        np.testing.assert_array_equal(long[f"loss_ckpt_{long_steps.index(step)}"], short[f"loss_ckpt_{short_steps.index(step)}"])
+        np.testing.assert_array_equal(
+            long[f"loss_ckpt_{long_steps.index(step)}"],
+            short[f"loss_ckpt_{short_steps.index(step)}"],
+        )
     np.testing.assert_array_equal(long["init_loss"], short["init_loss"])
 
 
@@ -248,12 +313,22 @@ def test_qk_norm_and_identity_value_gradients_match_central_differences(scale):
                 down = [x.copy() for x in arrays]
                 up[which][(slice(None), *idx)] += h
                 down[which][(slice(None), *idx)] -= h
-                f = lambda a, wv=wv: rt.attention(a[0], a[1], wv, ex, 0.3, grad=False, gain=a[2])["loss"].mean(axis=-1)
+                f = lambda a, wv=wv: rt.attention(a[0], a[1], wv, ex, 0.3, grad=False, gain=a[2])[
+                    "loss"
+                ].mean(axis=-1)
                 numeric[(slice(None), *idx)] = (f(up) - f(down)) / (2 * h)
-            np.testing.assert_allclose(out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max()))
+            np.testing.assert_allclose(
+                out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max())
+            )
         assert ("gv" in out) == (wv is not None)
         for t in range(2):
-            ref = recall_forward_backward(w[0][t], w[1][t], None if wv is None else wv[t], *recall_examples(ex, t, 0.3), gain=float(gain[t, 0, 0]))
+            ref = recall_forward_backward(
+                w[0][t],
+                w[1][t],
+                None if wv is None else wv[t],
+                *recall_examples(ex, t, 0.3),
+                gain=float(gain[t, 0, 0]),
+            )
             for name in ("loss", "entropy", "logits", "grad_logits_sq", "gq", "gk", "gg"):
                 np.testing.assert_allclose(out[name][t], ref[name], rtol=1e-9, atol=1e-13)
     assert np.abs(rt.attention(w[0], w[1], None, ex, 0.3, gain=gain)["logits"]).max() <= gain.max()
@@ -267,8 +342,12 @@ def test_normalised_gradient_steps_have_the_learning_rate_as_their_size():
     opt = Optimiser("normgd", 0.25, w)
     opt.update(w, g, 1)
     steps = np.sqrt(np.sum((w[0] - before[0]) ** 2, axis=(1, 2)))
-    np.testing.assert_allclose(steps, 0.25, rtol=1e-12)  # the direction of a 1e-200 gradient, full size
-    np.testing.assert_array_equal((w[1] - before[1]).ravel(), [-0.25, 0.0, 0.25])  # no step where g = 0
+    np.testing.assert_allclose(
+        steps, 0.25, rtol=1e-12
+    )  # the direction of a 1e-200 gradient, full size
+    np.testing.assert_array_equal(
+        (w[1] - before[1]).ravel(), [-0.25, 0.0, 0.25]
+    )  # no step where g = 0
 
 
 def test_entropy_is_never_below_the_norm_bound():
@@ -278,7 +357,14 @@ def test_entropy_is_never_below_the_norm_bound():
         w = weights(10, 3, 4, scale)
         out = rt.attention(*w, ex, 0.3, grad=False)
         keys, q = ex.unit_keys(), ex.queries(0.3)
-        bound = rt.entropy_bound(w[0], w[1], None, np.linalg.norm(keys, ord=2, axis=(-2, -1)), np.linalg.norm(q, axis=-1), 8)
+        bound = rt.entropy_bound(
+            w[0],
+            w[1],
+            None,
+            np.linalg.norm(keys, ord=2, axis=(-2, -1)),
+            np.linalg.norm(q, axis=-1),
+            8,
+        )
         assert np.all(out["entropy"] >= bound - 1e-12) and bound.max() > 0
     assert rt.two_level_entropy(np.array([0.0]), 8)[0] == pytest.approx(math.log(8))
 
@@ -305,7 +391,11 @@ def test_schedule():
     for steps in (1, 2, 7, 300, 1000, 12345):
         for per in (4, rt.EVALS_PER_CHECKPOINT):
             evals = rt.evaluation_steps(steps, per)
-            assert set(rt.checkpoint_steps(steps)) <= set(evals) and evals[0] == 1 and evals[-1] == steps
+            assert (
+                set(rt.checkpoint_steps(steps)) <= set(evals)
+                and evals[0] == 1
+                and evals[-1] == steps
+            )
     ratios = np.diff(np.log(rt.evaluation_steps(10000, rt.EVALS_PER_CHECKPOINT)[40:]))
     assert ratios.max() < math.log(1.09)  # the escape time's resolution at 10^4 steps
 

@@ -16,8 +16,17 @@ from attnsim.theory import delta_next
 from attnsim.theory.noise import kappa
 
 
-def summary(family="gaussian", sigmas=(0.1, 0.3), ratio=1.0, next_err=1.0, se=0.004, shortfall=None, ns=(64, 256, 1024, 4096)):
-    """Rows of a noisy_attention summary at uniform and non-uniform weights; err_ratio = `ratio` (a number,
+def summary(
+    family="gaussian",
+    sigmas=(0.1, 0.3),
+    ratio=1.0,
+    next_err=1.0,
+    se=0.004,
+    shortfall=None,
+    ns=(64, 256, 1024, 4096),
+):
+    """Rows of a noisy_attention summary at uniform and non-uniform weights; err_ratio = `ratio` (a
+    number,
     or a function of the row) or 1 - shortfall(sum p^2, logit_scale, sigma)."""
     rows = []
     for sigma in sigmas:
@@ -25,8 +34,23 @@ def summary(family="gaussian", sigmas=(0.1, 0.3), ratio=1.0, next_err=1.0, se=0.
         for logit_scale in (0.0, 1.0):
             for n in ns:
                 sum_p2 = (1 if logit_scale == 0 else math.e) / n
-                row = dict(experiment="robustness", n=n, d=16, logit_scale=logit_scale, noise=family, noise_draws=8, noise_scale=sigma, n_trials=1000)
-                r = 1 - shortfall(sum_p2, logit_scale, sigma) if shortfall else ratio(row) if callable(ratio) else ratio
+                row = dict(
+                    experiment="robustness",
+                    n=n,
+                    d=16,
+                    logit_scale=logit_scale,
+                    noise=family,
+                    noise_draws=8,
+                    noise_scale=sigma,
+                    n_trials=1000,
+                )
+                r = (
+                    1 - shortfall(sum_p2, logit_scale, sigma)
+                    if shortfall
+                    else ratio(row)
+                    if callable(ratio)
+                    else ratio
+                )
                 row.update(
                     kappa=k,
                     kappa_finite=math.isfinite(k),
@@ -53,8 +77,16 @@ def test_every_point_within_tolerance_holds():
     judged = len(in_regime(s))
     c = claims.delta_method(s, "gaussian")
     assert c.verdict == "holds" and c.number == "range over points" and c.statement == "robustness"
-    assert c.evidence.startswith(f"{judged} of {judged} points hold") and c.figure == "robustness/delta_shortfall"
-    assert c.points == judged and c.trials == 1000 * judged and c.tolerance == 0.05 and c.detectable == pytest.approx(1.96 * 0.004)
+    assert (
+        c.evidence.startswith(f"{judged} of {judged} points hold")
+        and c.figure == "robustness/delta_shortfall"
+    )
+    assert (
+        c.points == judged
+        and c.trials == 1000 * judged
+        and c.tolerance == 0.05
+        and c.detectable == pytest.approx(1.96 * 0.004)
+    )
 
 
 def test_the_regime_comes_from_the_predicted_correction_not_from_kappa_sum_p2():
@@ -65,25 +97,42 @@ def test_the_regime_comes_from_the_predicted_correction_not_from_kappa_sum_p2():
     assert float(row["kappa_sum_p2"].iloc[0]) < 0.01
     assert float(claims.predicted_correction(row).iloc[0]) == pytest.approx(0.057, abs=0.002)
     assert row.index[0] not in in_regime(s).index
-    one_off = summary(ratio=lambda r: 0.90 if (r["noise_scale"], r["logit_scale"], r["n"]) == (0.3, 1.0, 64) else 1.0)
+    one_off = summary(
+        ratio=lambda r: (
+            0.90 if (r["noise_scale"], r["logit_scale"], r["n"]) == (0.3, 1.0, 64) else 1.0
+        )
+    )
     c = claims.delta_method(one_off, "gaussian")
-    assert c.verdict == "holds" and "points with a larger predicted correction are the next-order claim's evidence" in c.evidence
+    assert (
+        c.verdict == "holds"
+        and "points with a larger predicted correction are the next-order claim's evidence"
+        in c.evidence
+    )
 
 
 def test_every_point_off_fails():
     c = claims.delta_method(summary(ratio=0.8), "gaussian")
-    assert c.verdict == "fails" and c.measured == pytest.approx(0.8) and c.evidence.startswith("0 of")
+    assert (
+        c.verdict == "fails" and c.measured == pytest.approx(0.8) and c.evidence.startswith("0 of")
+    )
 
 
 def test_one_point_off_fails_although_the_mean_is_within_tolerance():
     """All points at 1.01 but one at 0.78: the mean over points is within 5%, the claim is not."""
-    s = summary(ratio=lambda row: 0.78 if (row["n"], row["noise_scale"], row["logit_scale"]) == (256, 0.1, 1.0) else 1.01)
+    s = summary(
+        ratio=lambda row: (
+            0.78 if (row["n"], row["noise_scale"], row["logit_scale"]) == (256, 0.1, 1.0) else 1.01
+        )
+    )
     judged = len(in_regime(s))
     assert abs(in_regime(s)["err_ratio"].mean() - 1) < 0.05
     c = claims.delta_method(s, "gaussian")
     assert c.verdict == "fails" and c.measured == pytest.approx(0.78)
     assert c.ci_low == pytest.approx(0.78) and c.ci_high == pytest.approx(1.01)
-    assert f"{judged - 1} of {judged} points hold (1 fails), worst 0.780 at (n=256, σ=0.1, logit_scale=1)" in c.evidence
+    assert (
+        f"{judged - 1} of {judged} points hold (1 fails), worst 0.780 at (n=256, σ=0.1, "
+        "logit_scale=1)" in c.evidence
+    )
 
 
 def test_a_point_whose_interval_straddles_the_band_edge_is_inconclusive():
@@ -94,23 +143,39 @@ def test_a_point_whose_interval_straddles_the_band_edge_is_inconclusive():
 
 
 def test_misses_are_counted_by_regime():
-    s = summary("laplace", sigmas=(0.1, 0.25), ratio=lambda row: 0.8 if row["noise_scale"] == 0.25 else 1.0, ns=(4096, 16384, 65536))
+    s = summary(
+        "laplace",
+        sigmas=(0.1, 0.25),
+        ratio=lambda row: 0.8 if row["noise_scale"] == 0.25 else 1.0,
+        ns=(4096, 16384, 65536),
+    )
     c = claims.delta_method(s, "laplace")
-    assert c.verdict == "fails" and "not holding, by noise regime: " in c.evidence and "delta fails" in c.evidence
+    assert (
+        c.verdict == "fails"
+        and "not holding, by noise regime: " in c.evidence
+        and "delta fails" in c.evidence
+    )
 
 
 def test_next_order_theory_per_point_and_its_regime():
     s = summary(next_err=1.01)
     inside = claims.predicted_truncation(s) <= claims.THRESHOLDS.truncation_max
-    assert claims.next_order(s).verdict == "holds" and claims.next_order(s).points == int(inside.sum())
-    one_off = claims.next_order(summary(next_err=lambda row: 1.2 if row["n"] == 1024 and row["logit_scale"] == 0 else 1.0))
+    assert claims.next_order(s).verdict == "holds" and claims.next_order(s).points == int(
+        inside.sum()
+    )
+    one_off = claims.next_order(
+        summary(next_err=lambda row: 1.2 if row["n"] == 1024 and row["logit_scale"] == 0 else 1.0)
+    )
     assert one_off.verdict == "fails" and one_off.measured == pytest.approx(1.2)
     # a miss where the omitted term is predicted large is not judged, only reported
     big = summary(sigmas=(1.0,), next_err=lambda row: 1.3 if row["n"] == 64 else 1.0)
     outside = int((claims.predicted_truncation(big) > claims.THRESHOLDS.truncation_max).sum())
     assert outside >= 1
     c = claims.next_order(big)
-    assert c.verdict == "holds" and f"not judged: {outside} points where the omitted term is predicted larger" in c.evidence
+    assert (
+        c.verdict == "holds"
+        and f"not judged: {outside} points where the omitted term is predicted larger" in c.evidence
+    )
 
 
 def test_correction_sizes_follow_the_uniform_weight_expansion():
@@ -118,12 +183,21 @@ def test_correction_sizes_follow_the_uniform_weight_expansion():
     kappa_, mu3, mu4 = delta_next.u_moments("gaussian", 1.0)
     z = delta_next.correction_sizes("gaussian", 1.0, 1 / 256, 0.0)
     assert z["first"] == pytest.approx((3 * kappa_**2 - 2 * mu3) / kappa_ / 256)
-    assert z["second"] == pytest.approx((3 * mu4 - 9 * kappa_**2 - 16 * kappa_ * mu3 + 15 * kappa_**3) / kappa_ / 256**2)
+    assert z["second"] == pytest.approx(
+        (3 * mu4 - 9 * kappa_**2 - 16 * kappa_ * mu3 + 15 * kappa_**3) / kappa_ / 256**2
+    )
     assert z["tail"] == 0 and delta_next.delta_correction(z) == pytest.approx(abs(z["first"]))
     assert delta_next.next_order_truncation(z) == pytest.approx(z["second"] ** 2 / abs(z["first"]))
     slow = delta_next.correction_sizes("laplace", 0.5, 1 / 256, 0.0)  # k* = 2.83: the tail term, p1
-    assert slow["order"] == "p1" and slow["tail"] < 0 and delta_next.next_order_truncation(slow) == pytest.approx(abs(slow["second"]))
-    assert delta_next.correction_sizes("student_t", 1.0, 0.01) is None and delta_next.delta_correction(None) == math.inf
+    assert (
+        slow["order"] == "p1"
+        and slow["tail"] < 0
+        and delta_next.next_order_truncation(slow) == pytest.approx(abs(slow["second"]))
+    )
+    assert (
+        delta_next.correction_sizes("student_t", 1.0, 0.01) is None
+        and delta_next.delta_correction(None) == math.inf
+    )
 
 
 def test_correction_sizes_against_the_next_order_theory_on_lognormal_weights():
@@ -136,37 +210,67 @@ def test_correction_sizes_against_the_next_order_theory_on_lognormal_weights():
         p = np.exp(s - s.max(axis=1, keepdims=True))
         v = rng.standard_normal((trials, n, d))
         stats = delta_next.next_order_stats(p, v, tail_power=delta_next.tail_power(noise, sigma))
-        theory = np.mean(delta_next.next_order_from_stats(stats, noise, sigma, "p2")) / np.mean(delta_next.sq_err_delta(p, v, noise, sigma)) - 1
+        theory = (
+            np.mean(delta_next.next_order_from_stats(stats, noise, sigma, "p2"))
+            / np.mean(delta_next.sq_err_delta(p, v, noise, sigma))
+            - 1
+        )
         z = delta_next.correction_sizes(noise, sigma, float(np.mean(stats["sum_p2"])), scale)
-        assert z["first"] + z["tail"] + z["second"] == pytest.approx(theory, rel=0.1), (noise, sigma)
+        assert z["first"] + z["tail"] + z["second"] == pytest.approx(theory, rel=0.1), (
+            noise,
+            sigma,
+        )
 
 
-@pytest.mark.parametrize(("alpha", "verdict"), [(0.83, "holds"), (1.0, "inconclusive"), (1.2, "fails")])
+@pytest.mark.parametrize(
+    ("alpha", "verdict"), [(0.83, "holds"), (1.0, "inconclusive"), (1.2, "fails")]
+)
 def test_delta_slow_exponent_is_recovered(alpha, verdict):
-    """1 - ratio = A (sum p^2)^alpha with an amplitude per logit scale, at laplace sigma = 0.5 (k* = 2.83):
+    """1 - ratio = A (sum p^2)^alpha with an amplitude per logit scale, at laplace sigma = 0.5 (k* =
+    2.83):
     the fit recovers alpha; one-sided: holds when the interval lies below 1, inconclusive when it
     contains 1, fails when it lies above."""
     amp = {0.0: 20.0, 1.0: 35.0}
-    s = summary("laplace", sigmas=(0.5,), shortfall=lambda p2, ls, sigma: amp[ls] * p2**alpha, ns=(256, 1024, 4096, 16384, 65536), se=1e-4)
+    s = summary(
+        "laplace",
+        sigmas=(0.5,),
+        shortfall=lambda p2, ls, sigma: amp[ls] * p2**alpha,
+        ns=(256, 1024, 4096, 16384, 65536),
+        se=1e-4,
+    )
     c = claims.delta_slow_rate(s, "laplace")
     assert c.verdict == verdict and c.measured == pytest.approx(alpha, abs=2e-3)
-    assert math.isnan(c.predicted) and (c.bound, c.side) == (1.0, "below") and c.number == "fitted slope (95% CI)"
+    assert (
+        math.isnan(c.predicted)
+        and (c.bound, c.side) == (1.0, "below")
+        and c.number == "fitted slope (95% CI)"
+    )
     assert c.ci_low - 1e-9 <= alpha <= c.ci_high + 1e-9
     assert ("meets theory's asymptotic k* - 2 = 0.83" in c.evidence) == (alpha == 0.83)
 
 
 def test_shortfall_fit_is_not_biased_by_unresolved_points():
-    """Points whose shortfall is below its SE (even negative) enter as they are: the exponent from noisy
+    """Points whose shortfall is below its SE (even negative) enter as they are: the exponent from
+    noisy
     data scatters around the truth (a log-log fit of the resolved points only would be too flat)."""
     rng = np.random.default_rng(0)
     fits = []
     for _ in range(200):
-        s = summary("laplace", sigmas=(0.5,), shortfall=lambda p2, ls, sigma: 20 * p2**0.8, ns=(64, 256, 1024, 4096, 16384), se=0.004)
+        s = summary(
+            "laplace",
+            sigmas=(0.5,),
+            shortfall=lambda p2, ls, sigma: 20 * p2**0.8,
+            ns=(64, 256, 1024, 4096, 16384),
+            se=0.004,
+        )
         s["err_ratio"] += rng.normal(0, 0.004, len(s))
         fits.append(claims.shortfall_fit(s, 1 - s["err_ratio"], s["err_ratio_se"])[0])
     assert abs(np.median(fits) - 0.8) < 0.03
 
 
 def test_delta_slow_is_outside_regime_without_delta_slow_points():
-    assert claims.delta_slow_rate(summary("laplace", sigmas=(0.1, 0.3)), "laplace").verdict == "outside regime"
+    assert (
+        claims.delta_slow_rate(summary("laplace", sigmas=(0.1, 0.3)), "laplace").verdict
+        == "outside regime"
+    )
     assert claims.delta_slow_rate(None, "gumbel").verdict == "not measured"

@@ -2,12 +2,10 @@
 naive
 per-row oracle of the low-precision kinds, and rows independent of threads, siblings and blocks."""
 
-# ruff: noqa: F811  (pytest fixtures imported from model_assets are parameters by design)
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from model_assets import asset_cache, minilm_dir  # noqa: F401  (fixtures)
 from oracles import precision_attention as oracle
 
 from attnsim.config.grid import make_point

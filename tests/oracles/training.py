@@ -128,6 +128,7 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
     bounds = {0: bound(w).mean()}
     margin = np.min(first["entropy"] - bound(w))
     evals = rt.evaluation_steps(p["steps"], rt.EVALS_PER_CHECKPOINT)
+    checkpoints = set(rt.checkpoint_steps(p["steps"]))
     diverged, escaped = math.inf, math.inf
     b1, b2, eps = 0.9, 0.999, 1e-8
     for step in range(1, p["steps"] + 1):
@@ -162,11 +163,15 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
             continue
         if step in evals:
             entropies[step] = ev["entropy"].mean()
-            here = bound(w)
-            bounds[step] = here.mean()
-            margin = min(margin, np.min(ev["entropy"] - here))
-            if losses[step] <= p["threshold"] and not math.isfinite(escaped):
+            stops = losses[step] <= p["threshold"] and not math.isfinite(escaped)
+            if stops:
                 escaped = step
+            if step in checkpoints or (stops and p["stop"] == "threshold"):  # where the kernel takes the bound
+                here = bound(w)
+                bounds[step] = here.mean()
+                margin = min(margin, np.min(ev["entropy"] - here))
+            else:
+                bounds[step] = bounds[max(bounds)]
     gone = math.isfinite(diverged)
     for j, step in enumerate(rt.checkpoint_steps(p["steps"])):
         dead = gone and step >= diverged

@@ -12,9 +12,9 @@ One file per kind, tests/data/reference_rows/<kind>.json:
 
 Record (after a deliberate change of a kind's rows, with a new ``algorithm_version``):
 
-    python -m tests.reference_rows record KIND [KIND ...]     # from the repository's root
-    python -m tests.reference_rows record NEW_KIND --config sweep.yaml   # a kind's first file
-    python -m tests.reference_rows check [KIND ...]           # what the test checks, as JSON
+    python -m tests.helpers.reference_rows record KIND [KIND ...]     # from the repository's root
+    python -m tests.helpers.reference_rows record NEW_KIND --config sweep.yaml   # a kind's first file
+    python -m tests.helpers.reference_rows check [KIND ...]           # what the test checks, as JSON
 
 ``record`` computes the rows on this machine at 1 and 2 threads (they must be equal), writes this
 class's digests and the values, and keeps other classes' digests only if this class's digests
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = Path(__file__).resolve().parent / "data" / "reference_rows"
+DATA = Path(__file__).resolve().parents[1] / "data" / "reference_rows"
 DEFAULT_TOLERANCE = {"rtol": 1e-4}
 
 
@@ -230,7 +230,7 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tests.reference_rows", description=__doc__.split("\n\n")[0]
+        prog="python -m tests.helpers.reference_rows", description=__doc__.split("\n\n")[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record this CPU class's digests and the values of KIND(s)")

@@ -2,7 +2,6 @@
 model's own q, k, v; numbers independent of threads, siblings, order and blocks; every bad input
 refused in one line before anything is written; jobs find the assets, or say how to provide them."""
 
-# ruff: noqa: F811  (pytest fixtures imported from model_assets are parameters by design)
 from __future__ import annotations
 
 import json
@@ -14,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from model_assets import asset_cache, glove_dir, minilm_dir  # noqa: F401  (fixtures)
 from oracles import real_entropy as entropy_oracle
 from oracles import real_noise as noise_oracle
 from oracles import real_temperature as temperature_oracle
@@ -316,7 +314,7 @@ def tiny_real_config(minilm_dir, glove_dir, chunk_size: int) -> dict:
 
 @pytest.mark.slow
 def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, glove_dir, tmp_path):
-    from workflow_helpers import point_rows, snakemake, write_config
+    from helpers.workflow import point_rows, snakemake, write_config
 
     runs = {}
     for cores, chunk_size in ((1, 3), (2, 64)):

@@ -1,0 +1,67 @@
+"""Before any job: every figure a kind declares (`Kind.figures`) has its function and its caption.
+
+Without this, a figure declared but not written is found only when the experiment's figures job
+fails, after its chunks ran; a missing caption only when the report is built. The check reads the
+figures module's source (its top-level names, with `ast`) instead of importing it: planning stays
+free of the plotting stack.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+
+from attnsim.errors import ConfigError
+
+
+def top_level_names(source: str) -> set[str]:
+    """Names a module's top level defines: functions, classes, assignments and imports."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def check_kind(kind) -> None:
+    """ConfigError naming the kind and the figure whose function or caption is missing."""
+    if not kind.figures:
+        return
+    where = f"kind {kind.name}"
+    module = f"{kind.package}.figures"
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ConfigError(
+            f"{where}: declares figures {', '.join(kind.figures)} but has no module {module}"
+        )
+    with open(spec.origin, encoding="utf-8") as f:
+        defined = top_level_names(f.read())
+    for figure in kind.figures:
+        if figure not in defined:
+            raise ConfigError(
+                f"{where}, figure {figure}: declared in Kind.figures but {module} defines"
+                f" no {figure}() ({spec.origin})"
+            )
+        caption = kind.caption(figure)
+        if not caption.is_file():
+            raise ConfigError(
+                f"{where}, figure {figure}: its caption report/{figure}.rst is missing ({caption});"
+                " is report/*.rst package data?"
+            )
+
+
+def check_experiments(settings) -> None:
+    """The figures of every kind the config's experiments use."""
+    from attnsim.kinds import get_kind
+
+    for kind in sorted({e.kind for e in settings.experiments.values()}):
+        check_kind(get_kind(kind))

@@ -1,0 +1,149 @@
+"""Figures can be redrawn in the reader's own style: importing them changes nothing global, each
+figure function draws in attnsim's theme only for its own call (or in the caller's style), and the
+figure lays itself out, so a plain `fig.savefig` of a restyled figure keeps its legend and title."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+from helpers.configs import small_config
+
+from attnsim.figures import style
+from attnsim.kinds import all_kinds, get_kind
+
+matplotlib.use("Agg")
+
+GRID = {"n": [16, 64], "d": [3, 8], "tau": [0.1, 0.3, 1.0, 3.0]}
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory):
+    """A real summary of temperature_entropy (simulated and collected as the workflow does)."""
+    from attnsim.config.load import load
+    from attnsim.plan.sweep import experiment_json, plan_experiment
+    from attnsim.run.collect import collect
+    from attnsim.run.simulate import run_chunk
+    from attnsim.store import parquet as store
+
+    root = tmp_path_factory.mktemp("style") / "store"
+    config = small_config()
+    config["experiments"] = {
+        "temperature": {"kind": "temperature_entropy", "trials": 20, "grid": GRID}
+    }
+    settings = load(config)
+    plan = plan_experiment(settings, "temperature", root)
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        for c in plan.pending
+    ]
+    out = store.summary_path(root, plan.kind, "temperature")
+    collect(experiment_json(settings, "temperature"), paths, out)
+    return store.read_table(out).to_pandas()
+
+
+def test_importing_every_figures_module_changes_no_rcparam_and_no_backend():
+    code = """
+import matplotlib
+before = {k: dict.__getitem__(matplotlib.rcParams, k) for k in dict.keys(matplotlib.rcParams)}
+from attnsim.kinds import all_kinds
+for kind in all_kinds().values():
+    kind.submodule("figures")
+import attnsim.figures.style, attnsim.figures.common, attnsim.figures.render
+backend = matplotlib.rcParams._get_backend_or_none()  # before anything reads rcParams["backend"]
+after = {k: dict.__getitem__(matplotlib.rcParams, k) for k in dict.keys(matplotlib.rcParams)}
+print(sorted(k for k in before if before[k] != after[k]), backend)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "[] None", out  # no theme set, no backend chosen
+
+
+def test_every_figure_function_is_wrapped():
+    for kind in all_kinds().values():
+        module = kind.submodule("figures")
+        for name in kind.figures:
+            assert getattr(getattr(module, name), "figure_function", False), (
+                f"{kind.name}.{name} lacks @figure_function"
+            )
+
+
+def inside(fig) -> list[str]:
+    """Names of the figure-level artists (legends, title) that reach past the canvas."""
+    fig.canvas.draw()
+    canvas = fig.bbox
+    out = []
+    for artist in [*fig.legends, fig._suptitle]:
+        if artist is None:
+            continue
+        box = artist.get_window_extent()
+        if (
+            box.x0 < canvas.x0 - 1
+            or box.x1 > canvas.x1 + 1
+            or box.y0 < canvas.y0 - 1
+            or box.y1 > canvas.y1 + 1
+        ):
+            out.append(type(artist).__name__)
+    return out
+
+
+def test_theme_is_applied_for_the_call_only(summary):
+    figures = get_kind("temperature_entropy").submodule("figures")
+    before = dict(matplotlib.rcParams)
+    fig = figures.temperature_gap(summary)
+    assert dict(matplotlib.rcParams) == before
+    assert fig.axes[0].get_facecolor()[:3] == pytest.approx((1.0, 1.0, 1.0))  # seaborn whitegrid
+    assert fig.axes[0].xaxis.label.get_fontsize() == pytest.approx(
+        style.theme_rc()["axes.labelsize"]
+    )
+    assert inside(fig) == []
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"font.size": 16, "legend.fontsize": 15, "axes.labelsize": 16, "figure.titlesize": 22},
+        "dark_background",
+    ],
+)
+def test_a_figure_in_the_readers_style_keeps_its_legend(summary, user):
+    figures = get_kind("temperature_entropy").submodule("figures")
+    with plt.style.context(user):
+        fig = figures.temperature_gap(summary, style=None)
+        if isinstance(user, dict):
+            assert fig.legends[0].get_texts()[0].get_fontsize() == 15
+        else:
+            assert fig.get_facecolor()[:3] == pytest.approx((0, 0, 0))
+    assert inside(fig) == [], "a legend or the title is cut off"
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")  # a plain savefig: no bbox_inches, no attnsim save()
+    assert buffer.tell() > 10_000
+    # a named matplotlib style works the same without a context of the caller's own
+    other = figures.temperature_gap(summary, style="ggplot")
+    assert (
+        inside(other) == [] and other.axes[0].get_facecolor()[:3] != fig.axes[0].get_facecolor()[:3]
+    )
+    # and resizing it afterwards keeps the legend in too: the layout runs at draw time
+    fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.3)
+    assert inside(fig) == []
+    plt.close("all")
+
+
+def test_save_writes_what_a_plain_savefig_writes(summary, tmp_path):
+    figures = get_kind("temperature_entropy").submodule("figures")
+    fig = figures.temperature_gap(summary)
+    size = fig.get_size_inches() * 150
+    written = style.save(fig, tmp_path / "gap.png")
+    assert [p.name for p in written] == ["gap.png", "gap.pdf"]
+    data = written[0].read_bytes()
+    pixels = (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"))
+    assert all(abs(p - s) <= 1 for p, s in zip(pixels, size)), (
+        pixels,
+        size,
+    )  # the canvas, nothing cropped
