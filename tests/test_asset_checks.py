@@ -11,8 +11,8 @@ import time
 
 import pytest
 import yaml
-from helpers.configs import small_config
 from helpers.assets import asset_cache, minilm_dir  # noqa: F401  (fixtures)
+from helpers.configs import small_config
 from helpers.workflow import snakemake, write_config
 
 from attnsim.cli import main
