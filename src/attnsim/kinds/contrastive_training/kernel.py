@@ -85,6 +85,7 @@ EVAL_BATCHES = 4  # held-out batches of n examples in the monitor set and in the
 PROBE_PER_CLASS = 10
 PROBE_EXAMPLES = 256
 KNN = 5  # neighbours of the k-NN evaluation
+EVAL_SLICE = 16  # trials whose k-NN cosine matrices are held at once
 RIDGE = 1e-3  # ridge of the linear probe, per fitting example
 TAU_CLAMP = 0.01  # CLIP's clamp: logit scale <= 100
 POSITIVES = ("class", "instance")
@@ -269,18 +270,19 @@ def probe_per_class(classes: int) -> int:
 
 
 def bytes_per_trial(n: int, input_dim: int, embed_dim: int, classes: int) -> int:
-    """Peak working set per trial (one point stepped at a time): the monitor and final batches
-    (float64 view and instance noise, 2 x 2 x EVAL_BATCHES x 2 n D), the probe noise (view and
-    instance), a training batch (float32 draws and float64 inputs, view and instance), the
-    activations of an evaluation pass (inputs, embeddings, 5 n x n matrices per batch), the
-    evaluations' cosine matrix ((probe_per_class(C) C)^2 plus its top-k) and the weights with
-    Adam's moments. Each further point adds 3 d_out D doubles."""
+    """Working set per trial of the training loop (one point stepped at a time): the monitor and
+    final batches (float64 view and instance noise, 2 x 2 x EVAL_BATCHES x 2 n D), the probe noise
+    (view and instance), a training batch (float32 draws and float64 inputs, view and instance),
+    the activations of an evaluation pass (inputs, embeddings, 6 n x n matrices per batch) and the
+    weights with Adam's moments. Each further point adds 3 d_out D doubles. The evaluations' cosine
+    matrices ((probe_per_class(C) C)^2 per trial) are held EVAL_SLICE trials at a time, once per
+    run, and are not counted."""
     D, d = input_dim, embed_dim
     probe = probe_per_class(classes) * classes
     held = 8 * 2 * (2 * EVAL_BATCHES * 2 * n * D + 2 * probe * D)
     batch = 2 * 12 * 2 * n * D
     activations = 8 * EVAL_BATCHES * (2 * n * D + 4 * n * d + 6 * n * n)
-    evaluations = 8 * (probe * probe + 2 * probe * (KNN + classes) + 4 * probe * d)
+    evaluations = 8 * (2 * probe * (KNN + classes) + 4 * probe * d)
     return held + batch + activations + evaluations + 8 * 3 * d * D + 8 * classes * D + 256
 
 
@@ -567,14 +569,18 @@ def linear_probe_accuracy(z: np.ndarray, labels: np.ndarray, classes: int) -> np
 def evaluations(
     w: np.ndarray, world: World, probe: Probe, view_noise: float, instance_noise: float
 ) -> dict[str, np.ndarray]:
-    """The three held-out evaluations of the encoder W: (T,) accuracies."""
+    """The three held-out evaluations of the encoder W: (T,) accuracies. k-NN and the linear probe
+    run EVAL_SLICE trials at a time (their cosine matrix is (N_test, N_fit) per trial)."""
     x, labels = probe.inputs(world, view_noise, instance_noise)
     classes = world.points.shape[1]
     z = _embed_probe(w, x)
+    slices = [slice(i, i + EVAL_SLICE) for i in range(0, z.shape[0], EVAL_SLICE)]
     return {
         "probe_accuracy": probe_accuracy(w, world, probe, view_noise, instance_noise),
-        "knn_accuracy": knn_accuracy(z, labels, classes),
-        "linear_probe_accuracy": linear_probe_accuracy(z, labels, classes),
+        "knn_accuracy": np.concatenate([knn_accuracy(z[sl], labels, classes) for sl in slices]),
+        "linear_probe_accuracy": np.concatenate(
+            [linear_probe_accuracy(z[sl], labels, classes) for sl in slices]
+        ),
     }
 
 
