@@ -41,9 +41,13 @@ def description() -> dict[str, str]:
         if lib.get("user_api") == "blas"
     ]
     import attnsim
+    from attnsim.run import cpu
 
+    flags = [f for f in ("AVX512F", "AVX2", "FMA3") if cpu.numpy_features().get(f)]
     return {
         "cpu": cpu_model(),
+        # the CPU class every timing depends on: numpy's SIMD dispatch and OpenBLAS's core
+        "cpu_class": f"{cpu.cpu_class()} (flags {', '.join(flags) or 'none of AVX512F, AVX2, FMA3'}; numpy dispatch {cpu.numpy_dispatch()})",
         "cores": str(cores()),
         "memory_gb": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1e9:.1f}" if hasattr(os, "sysconf") else "?",
         "python": sys.version.split()[0],

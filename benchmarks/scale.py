@@ -160,6 +160,29 @@ def planning_rows(repeats: int, quick: bool) -> list[Row]:
     return rows
 
 
+def kind_rows(quick: bool) -> list[Row]:
+    """A million points of every built-in kind (its example grown, no chunk settings) under the SLURM
+    profile's job_minutes and max_jobs: `snakemake -n` wall time and peak RSS, and the jobs planned."""
+    from attnsim.kinds import all_kinds
+
+    rows = []
+    points = 10**4 if quick else 10**6
+    label = "10k" if quick else "1M"
+    overrides = [f"{k}={v}" for k, v in profile_settings().items()]
+    for name in sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds.")):
+        with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
+            workdir = Path(tmp)
+            (workdir / "sweep.yaml").write_text(yaml.safe_dump(million_config(name, points), sort_keys=False))
+            seconds, rss, result = measured(snakemake_cmd(workdir, "-n", "--cores", "2", "--configfile", "sweep.yaml", "--config", *overrides), workdir)
+        jobs = int(re.search(r"jobs to run: simulate ([\d,]+)", result.stdout).group(1).replace(",", ""))
+        rows += [
+            Row(f"scale: {label} points of {name}, snakemake -n", seconds, "s", "<= 20" if not quick else None, note=f"no chunk settings; {load_text()}"),
+            Row(f"scale: {label} points of {name}, snakemake -n peak RSS", rss, "MiB", "<= 1024" if not quick else None),
+            Row(f"scale: {label} points of {name}, simulate jobs (SLURM profile)", jobs, "jobs", "<= 2000" if not quick else None, note="job_minutes 30"),
+        ]
+    return rows
+
+
 def startup_rows(repeats: int, quick: bool) -> list[Row]:
     """From the start of a job's `snakemake --mode remote` process (as the SLURM plugin starts it on
     a node) to its first kernel call, against sweep size; run here with the local executor inside."""
@@ -381,7 +404,7 @@ def slurm_rows(points: int, chunk_size: int) -> list[Row]:
 
 def scale_rows(cores: int, quick: bool, store_dir: Path | None, slurm: bool) -> list[Row]:
     repeats = 2 if quick else 3
-    rows = planning_rows(repeats, quick) + startup_rows(repeats, quick) + threads_rows(cores, quick)
+    rows = planning_rows(repeats, quick) + kind_rows(quick) + startup_rows(repeats, quick) + threads_rows(cores, quick)
     if store_dir is not None:
         rows += store_rows(store_dir, cores, repeats)
     if slurm:

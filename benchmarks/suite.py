@@ -18,6 +18,7 @@ def header(info: dict[str, str], quick: bool, seconds: float | None = None) -> s
         "# attnsim benchmarks" + (" (quick mode: tiny sizes, values not comparable)" if quick else ""),
         "",
         f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; {info['platform']}",
+        f"- CPU class: {info['cpu_class']}: every timing below is of this class (docs/usage.md, Reproducibility)",
         f"- Python {info['python']}, numpy {info['numpy']}, BLAS {info['blas']}; attnsim {info['attnsim']}",
         f"- run: {info['date']}" + (f", {seconds / 60:.1f} min" if seconds else "") + "; `python -m benchmarks" + (" --quick" if quick else "") + "`",
         "- kernels use every core (threads over trial blocks, BLAS on one thread each); naive loops one thread.",

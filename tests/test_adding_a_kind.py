@@ -54,7 +54,7 @@ def test_the_guide_adds_one_folder_and_the_kind_runs(tmp_path):
         argv = [sys.executable, "-m", "attnsim.cli", *argv[1:]] if argv[0] == "attnsim" else [sys.executable, "-m", *argv]
         check = subprocess.run(argv, cwd=clone, env=env, capture_output=True, text=True, timeout=900)
         assert check.returncode == 0, line + "\n" + check.stdout[-3000:] + check.stderr[-3000:]
-    generated = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True).stdout
+    generated = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone, capture_output=True, text=True, check=True).stdout
     assert {line[3:] for line in generated.splitlines()} - set(changed) <= {"README.md", "docs/usage.md", "docs/results-schema.md"}
 
     config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", GUIDE, flags=re.S).group(1))

@@ -5,7 +5,8 @@ localrules:
 # Per-point summary (mean, SE, 95% CI, theory) of an experiment's current grid.
 rule collect:
     input:
-        experiment_chunks,
+        chunks=experiment_chunks,
+        folder=experiment_folder,
     output:
         "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
     log:
@@ -16,4 +17,4 @@ rule collect:
     params:
         experiment=experiment_json,
     shell:
-        "attnsim collect --experiment {params.experiment:q} --output {output:q} {input:q} > {log:q} 2>&1"
+        "attnsim collect --experiment {params.experiment:q} --output {output:q} {input.chunks:q} > {log:q} 2>&1"
