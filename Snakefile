@@ -30,9 +30,11 @@ rule all:
         all_targets,
 
 
-# One onstart (Snakemake keeps only the last one registered): refuse jobs no node can hold,
+# One onstart (Snakemake keeps only the last one registered): one run per store, refuse jobs no node can hold,
 # sweep dead writers' temp files, write the pending chunks' spec files for their jobs.
 onstart:
+    lock_store()
+    verify_assets()
     check_cluster_fit()
     sweep_dead_writers()
     write_chunk_specs()

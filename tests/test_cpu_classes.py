@@ -61,7 +61,10 @@ def test_chunks_record_their_class_and_mixed_classes_are_reported(tmp_path, capl
     settings = load(small_config())
     root = tmp_path / "store"
     plan = plan_experiment(settings, "robustness", root)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        for c in plan.pending
+    ]
     assert len(paths) >= 3
     assert {store.read_meta(p)["cpu"]["class"] for p in paths} == {cpu.cpu_class()}
     out = store.summary_path(root, plan.kind, "robustness")
@@ -76,6 +79,9 @@ def test_chunks_record_their_class_and_mixed_classes_are_reported(tmp_path, capl
         collect(experiment_json(settings, "robustness"), paths, out)
     classes = store.read_meta(out)["cpu_classes"]
     assert classes == dict(sorted({cpu.cpu_class(): len(paths) - 1, "X86_V3-Haswell": 1}.items()))
-    assert "robustness: rows computed on 2 CPU classes: " in caplog.text and "X86_V3-Haswell (1 chunk)" in caplog.text
+    assert (
+        "robustness: rows computed on 2 CPU classes: " in caplog.text
+        and "X86_V3-Haswell (1 chunk)" in caplog.text
+    )
     assert "rows computed on 2 CPU classes" in run_summary(settings, root)
     json.dumps(classes)  # provenance stays plain JSON

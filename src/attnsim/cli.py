@@ -48,7 +48,7 @@ def _figures(args) -> None:
 def _query(args) -> None:
     from attnsim.store import query
 
-    frame = query.run(args.store, args.sql)
+    frame = query.run(args.store, args.sql, timeout=args.timeout, memory=args.memory)
     text = query.emit(frame, args.format, args.output)
     if text is not None:
         print(text)
@@ -120,8 +120,11 @@ def _claims(args) -> None:
 
 def _check(args) -> None:
     from attnsim.config.load import load_file
+    from attnsim.models.assets import check_local_copy
 
     settings = load_file(args.config)
+    for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
+        check_local_copy(name, copy)
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
 
 
@@ -147,13 +150,13 @@ commands:
 {commands}
 
 examples:
-  attnsim run                        the default sweep (~1 min on 2 cores): store, figures, claims
+  attnsim run                        the default sweep: store, figures, claims, a summary
   attnsim run --report               ... and results/report.html, one self-contained page
   attnsim run -n                     the jobs a run would do, without doing them
   attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
   attnsim show                       per experiment: points done, chunks still to run
   attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
-  attnsim claims                     the verdicts (--format markdown|json|csv for documents)
+  attnsim claims                     the verdicts (--format markdown|latex|json|csv for documents)
   attnsim query "SHOW TABLES"        the store's views; then SQL over them:
   attnsim query "SELECT n, noise, err_ratio FROM robustness LIMIT 5" --format csv
 
@@ -280,6 +283,14 @@ def parser() -> argparse.ArgumentParser:
         help="table (default: aligned text), csv, json (records) or parquet (needs --output)",
     )
     p.add_argument("--output", type=Path, help="write to this file instead of stdout (required for parquet)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="stop the query after this many seconds (default: %(default)g)"
+    )
+    p.add_argument(
+        "--memory",
+        default="1GB",
+        help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: %(default)s)",
+    )
     store_option(p)
     p.set_defaults(func=_query)
 

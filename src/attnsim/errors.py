@@ -19,3 +19,7 @@ class QueryError(AttnsimError):
 
 class AssetError(AttnsimError):
     """A pinned data asset (model weights, vectors) is unknown, unreachable or fails its sha256."""
+
+
+class KernelOutputError(AttnsimError):
+    """A kind's kernel returned something other than what the kind declares (shape, dtype, NaN)."""

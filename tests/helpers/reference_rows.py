@@ -66,7 +66,10 @@ def rows(reference: dict, threads: int) -> dict[str, dict[str, np.ndarray]]:
         points = expand(experiment)
         results = simulate_points(kind, settings.seed, experiment.trials, points, threads=threads)
         for point in points:
-            out[point.id] = {m: np.ascontiguousarray(results[point.id][m], dtype=np.float64) for m in reference["metrics"]}
+            out[point.id] = {
+                m: np.ascontiguousarray(results[point.id][m], dtype=np.float64)
+                for m in reference["metrics"]
+            }
     return out
 
 
@@ -172,19 +175,27 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
         if config is not None:
             reference["config"] = config
     elif config is None:
-        raise SystemExit(f"{path}: no reference sweep for {kind!r} yet; give one with --config sweep.yaml")
+        raise SystemExit(
+            f"{path}: no reference sweep for {kind!r} yet; give one with --config sweep.yaml"
+        )
     else:
         reference = {"config": config, "digests": {}, "tolerance": dict(DEFAULT_TOLERANCE)}
     kinds = {e["kind"] for e in reference["config"]["experiments"].values()}
     if kinds != {kind}:
-        raise SystemExit(f"{path}: the reference sweep of {kind!r} must hold experiments of that kind only, not {sorted(kinds)}")
+        raise SystemExit(
+            f"{path}: the reference sweep of {kind!r} must hold experiments of that kind only, "
+            f"not {sorted(kinds)}"
+        )
     current = [m.name for m in get_kind(kind).metrics]
     if all_metrics or "metrics" not in reference:
         reference["metrics"] = current
     one, two = rows(reference, 1), rows(reference, 2)
     digests = {pid: digest(m, reference["metrics"]) for pid, m in one.items()}
     if digests != {pid: digest(m, reference["metrics"]) for pid, m in two.items()}:
-        raise SystemExit(f"{kind}: rows differ between 1 and 2 threads; a kernel must not depend on the thread count")
+        raise SystemExit(
+            f"{kind}: rows differ between 1 and 2 threads; a kernel must not depend on the thread "
+            "count"
+        )
     klass = cpu.cpu_class()
     old = reference["digests"].get(klass)
     dropped = []
@@ -192,11 +203,15 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
         dropped = sorted(c for c in reference["digests"] if c != klass)
         reference["digests"] = {}
     reference["digests"][klass] = digests
-    notes = {c: n for c, n in reference.get("digests_notes", {}).items() if c in reference["digests"]}
+    notes = {
+        c: n for c, n in reference.get("digests_notes", {}).items() if c in reference["digests"]
+    }
     machine = cpu.provenance()
     notes[klass] = (
-        f"computed on {machine['model']} (numpy {np.__version__} dispatch {machine['numpy_dispatch']}, "
-        f"{machine['blas']['internal_api']} {machine['blas']['version']} core {machine['blas']['architecture']}), "
+        f"computed on {machine['model']} (numpy {np.__version__} dispatch "
+        f"{machine['numpy_dispatch']}, "
+        f"{machine['blas']['internal_api']} {machine['blas']['version']} core "
+        f"{machine['blas']['architecture']}), "
         "identical at 1 and 2 threads"
     )
     reference["digests_notes"] = notes
@@ -204,18 +219,26 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
     reference["values_class"] = klass
     reference.setdefault("tolerance", dict(DEFAULT_TOLERANCE))
     write(kind, reference)
-    note = f"; dropped the changed rows' digests of {', '.join(dropped)} (checked within the tolerance until recorded there)" if dropped else ""
+    note = (
+        f"; dropped the changed rows' digests of {', '.join(dropped)} (checked within the "
+        "tolerance until recorded there)"
+        if dropped
+        else ""
+    )
     return f"{path.relative_to(DATA.parents[2])}: {len(digests)} points recorded for {klass}{note}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.helpers.reference_rows", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.helpers.reference_rows", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record", help="record this CPU class's digests and the values of KIND(s)")
     rec.add_argument("kinds", nargs="*", metavar="KIND", help="default: every kind with a file")
     rec.add_argument(
         "--config",
-        help="a YAML or JSON sweep (seed, experiments of KIND) for a new or changed reference sweep",
+        help="a YAML or JSON sweep (seed, experiments of KIND) for a new or changed reference "
+        "sweep",
     )
     rec.add_argument(
         "--all-metrics",

@@ -5,7 +5,8 @@ localrules:
 # Per-point summary (mean, SE, 95% CI, theory) of an experiment's current grid.
 rule collect:
     input:
-        experiment_chunks,
+        chunks=experiment_chunks,
+        folder=experiment_folder,
     output:
         "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
     log:
@@ -17,4 +18,4 @@ rule collect:
         settings=experiment_json,  # not on the command line: reruns the summary when they change
         spec=experiment_spec,  # the same settings as a file, written at the run's start
     shell:
-        "attnsim collect --experiment-file {params.spec:q} --output {output:q} {input:q} > {log:q} 2>&1"
+        "attnsim collect --experiment-file {params.spec:q} --output {output:q} {input.chunks:q} > {log:q} 2>&1"

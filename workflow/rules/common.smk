@@ -58,8 +58,26 @@ try:
         if workflow.output_settings.dryrun:
             print(bill.render(BILL, SETTINGS, workflow.resource_settings.nodes))
         bill.check_limit(BILL, SETTINGS)
+    if (
+        PLANNING
+    ):  # the config's asset copies exist and hold the right files (hashed at the start)
+        from attnsim.models.assets import check_local_copy
+
+        for _name, _copy in SETTINGS.assets.items():
+            check_local_copy(_name, _copy, hash=False)
+    # summaries made from chunks that are gone or changed: rebuilt (their chunks recomputed)
+    STALE = (
+        store.stale_summaries(
+            STORE, {n: e.kind for n, e in SETTINGS.experiments.items()}
+        )
+        if PLANNING
+        else {}
+    )
 except AttnsimError as error:
     _fail(error)
+
+for _path, _why in STALE.items():
+    print(f"attnsim: {_path}: out of date ({_why})", file=sys.stderr)
 
 
 wildcard_constraints:
@@ -136,6 +154,18 @@ def experiment_chunks(wildcards):
     return [store.chunk_path(STORE, plan.kind, plan.name, c) for c in plan.chunks]
 
 
+def experiment_folder(wildcards):
+    """The chunks' folder: its mtime changes when a chunk file is deleted, so Snakemake rebuilds
+    the summary (and recomputes the missing chunk) instead of trusting it. A real run creates it
+    (empty) so that the set of collect's inputs is the same in every run; a dry run writes nothing.
+    """
+    plan = PLANS[wildcards.experiment]
+    folder = store.experiment_dir(STORE, "trials", plan.kind, plan.name)
+    if not folder.is_dir() and not workflow.output_settings.dryrun:
+        folder.mkdir(parents=True, exist_ok=True)
+    return [folder] if folder.is_dir() else []
+
+
 def experiment_json(wildcards):
     return planning.experiment_json(SETTINGS, wildcards.experiment)
 
@@ -208,6 +238,29 @@ def all_targets(wildcards=None):
             for ext in ("png", "pdf")
         ]
     return targets
+
+
+def lock_store():
+    """One run per store, from any working directory (results/ may be a shared folder)."""
+    from attnsim.store import lock
+
+    try:
+        lock.acquire(RESULTS)
+    except AttnsimError as error:
+        _fail(error)
+
+
+def verify_assets():
+    """Every asset this run's kinds read, hashed in full before any job (resources/ and the
+    config's `assets:` copies); a wrong file stops the run in one line, nothing removed.
+    """
+    from attnsim.models import assets
+
+    needed = [a for e in SETTINGS.experiments.values() for a in get_kind(e.kind).assets]
+    try:
+        assets.check_run_assets(needed, SETTINGS.assets, Path("resources"))
+    except AttnsimError as error:
+        _fail(error)
 
 
 def sweep_dead_writers():

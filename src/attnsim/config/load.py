@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from jsonschema import ValidationError, validators
 
-from attnsim.config import yamlfile
+from attnsim.config import guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
@@ -196,6 +196,8 @@ def load(config: dict) -> Settings:
     """Validate a config mapping (as Snakemake or YAML gives it) into Settings."""
     config = coerce_numbers(config, schema())  # a copy: numbers written as text become numbers
     check_schema(config)
+    guard.check_names(config["experiments"])  # names the store's views or Snakemake would trip on
+    guard.check_size(config["experiments"], config["max_points"])  # before any grid is expanded
     experiments = {
         name: Experiment(
             name=name,
@@ -224,8 +226,9 @@ def load(config: dict) -> Settings:
 
 
 def load_file(path: str | Path) -> Settings:
-    data = yamlfile.load(path)  # one-line errors: missing, not YAML, a key given twice
-    return load(data if data is not None else {})
+    data = yamlfile.load(path)  # one-line errors: missing, not YAML, a key given twice, too big
+    guard.check_mapping(data, str(path))
+    return load(data)
 
 
 def load_workflow_config(config: dict, configfiles=()) -> Settings:

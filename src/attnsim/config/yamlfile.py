@@ -51,20 +51,26 @@ def duplicate_keys(node: yaml.Node, path: list | None = None, seen: set | None =
 
 
 def check_duplicates(text: str, where: str) -> None:
-    """ConfigError for the first key given twice in `text` (a file named `where`)."""
-    for path, key, line, again in duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader)):
+    """ConfigError for the first key given twice in `text` (a file named `where`), or for aliases
+    that expand to more values than any sweep needs (`guard.check_aliases`)."""
+    from attnsim.config import guard
+
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    guard.check_aliases(node, where)
+    for path, key, line, again in duplicate_keys(node):
         raise ConfigError(f"{where}: {key_path([*path, key])}: key given twice (lines {line} and {again}); keep one")
 
 
 def load(path: str | Path):
-    """The YAML data of a config file; ConfigError if it is missing, not YAML or repeats a key."""
+    """The YAML data of a config file; ConfigError if it is missing, a directory, too large, not
+    UTF-8, not YAML, an alias bomb or repeats a key (`attnsim.config.guard`)."""
+    from attnsim.config import guard
+
     path = Path(path)
     try:
-        text = path.read_text()
+        text = guard.read_text(path)
         check_duplicates(text, str(path))
         return yaml.safe_load(text)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
 

@@ -107,6 +107,11 @@ class Kind:
     # metrics a trial may leave non-finite (+inf or NaN: a diverged training run): their mean, SE and CI are over
     # the finite trials only, and the summary adds `<m>_finite`, the number of those trials (medians etc.: extra_summary)
     finite_metrics: tuple[str, ...] = ()
+    # metrics a trial may leave NaN or +/-inf by definition, summaries unchanged (kappa of a noise
+    # without the moment the delta method needs; a quantity that does not apply at a point);
+    # NaN/inf anywhere else fails the job
+    # (attnsim.run.validate checks every block; finite_metrics may be non-finite too)
+    nonfinite_metrics: tuple[str, ...] = ()
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
     assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.models.assets names), fetched before any job runs

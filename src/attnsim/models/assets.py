@@ -135,8 +135,60 @@ def locate(name: str, resources_dir: Path, local_copy: Path | None = None) -> Pa
     if not local_copy.exists():
         raise AssetError(f"assets.{name}: {local_copy} does not exist (a folder holding {', '.join(asset.files)}, or {asset.wheel})")
     if local_copy.is_file():
+        _check_wheel(asset, local_copy)  # before anything else: even when resources/<name> exists
         return fetch(name, resources_dir, wheel=local_copy)
     return verify(name, local_copy)
+
+
+def check_local_copy(name: str, local_copy: Path, hash: bool = True) -> Path:
+    """A configured copy (`assets: {name: path}`) checked without writing anything: the folder's
+    files or the wheel, by sha256 (`hash`; without it only that they exist, for planning, which
+    every dry run does). What `check-config` and a run's start do before any job."""
+    asset = get(name)
+    local_copy = Path(local_copy).expanduser()
+    if not local_copy.exists():
+        raise AssetError(
+            f"assets.{name}: {local_copy} does not exist "
+            f"(a folder holding {', '.join(asset.files)}, or {asset.wheel})"
+        )
+    if local_copy.is_file():
+        if not hash and not local_copy.name.endswith(".whl"):
+            raise AssetError(
+                f"assets.{name}: {local_copy} is neither a folder holding "
+                f"{', '.join(asset.files)} nor the wheel {asset.wheel}"
+            )
+        return _check_wheel(asset, local_copy) if hash else local_copy
+    if not hash:
+        missing = [f for f in asset.files if not (local_copy / f).is_file()]
+        if missing:
+            raise AssetError(
+                f"assets.{name}: {local_copy} has no {missing[0]} "
+                f"(expected the files of {asset.requirement})"
+            )
+        return local_copy
+    return verify(name, local_copy)
+
+
+def check_run_assets(names, configured: dict, resources: Path) -> dict[str, float]:
+    """At a run's start, before any job (and before Snakemake removes any marker): every asset the
+    run's kinds read, hashed in full: the configured copy, and the installed copy in
+    `resources/<name>` that jobs will read. Returns seconds spent per asset (for the log)."""
+    import time
+
+    spent = {}
+    for name in sorted(set(names)):
+        started = time.perf_counter()
+        if configured.get(name):
+            check_local_copy(name, configured[name])
+        target = Path(resources) / name
+        if target.exists():
+            try:
+                verify(name, target)
+            except AssetError as error:
+                again = f"delete {target} and {marker(name, resources)} and rerun to fetch it again"
+                raise AssetError(f"{error}; {again}") from None
+        spent[name] = time.perf_counter() - started
+    return spent
 
 
 def fetch(name: str, resources_dir: Path, wheel: Path | None = None) -> Path:
@@ -251,7 +303,7 @@ def _stats(name: str, directory: Path) -> dict[str, list[int]]:
     out = {}
     for file in get(name).files:
         stat = (Path(directory) / file).stat()
-        out[file] = [stat.st_size, stat.st_mtime_ns]
+        out[file] = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
     return out
 
 
@@ -287,7 +339,9 @@ def install(name: str, resources: Path, local_copy: Path | None = None) -> Path:
 
 def path(name: str) -> Path:
     """The asset's verified folder for a job: ``<resources>/<name>``, trusted when its marker
-    matches the files' sizes and times, else hashed in full; AssetError (one line saying how to
+    matches the files' sizes, times and inodes (every run hashes the files in full at its start,
+    `check_run_assets`, so this only spares each job the hashing within a run), else hashed in
+    full; AssetError (one line saying how to
     provide the files) when there is no copy."""
     get(name)
     resources = resources_dir()

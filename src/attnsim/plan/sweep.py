@@ -232,8 +232,8 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             )
     done = np.zeros(grid.size, dtype=bool)
     extendable = []  # stored chunks with fewer trials than the config asks for: topped up below
-    for path in store.experiment_chunks(root, experiment.kind, name):
-        meta = store.read_meta(path)
+    # through the inventory: a second copy of a chunk is named, never counted
+    for path, meta in store.experiment_inventory(root, experiment.kind, name):
         spec = json.loads(meta["spec"])
         if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
             ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec

@@ -223,6 +223,8 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(spec["kind"])
     metrics = [m.name for m in kind.metrics]
+    # copies of a chunk named, CPU classes counted, before anything is summarised
+    inputs = store.inputs_provenance(chunk_paths, spec["experiment"])
     tables = (store.read_table(Path(p), ["point_id", *metrics], dictionary=["point_id"]) for p in chunk_paths)
     summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
     meta = store.provenance(
@@ -235,7 +237,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
-        cpu_classes=store.cpu_classes(chunk_paths, spec["experiment"]),
+        **inputs,  # the chunks' content digests and CPU classes
         **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta)

@@ -55,7 +55,9 @@ def blas() -> dict:
         (i for i in infos if str(i.get("filepath", "")).startswith(numpy_dir)),
         infos[0] if infos else {},
     )
-    return {key: str(info.get(key) or "unknown") for key in ("internal_api", "version", "architecture")}
+    return {
+        key: str(info.get(key) or "unknown") for key in ("internal_api", "version", "architecture")
+    }
 
 
 def cpu_class() -> str:

@@ -95,7 +95,17 @@ def command(extra: list[str]) -> list[str]:
 
 
 def run(extra: list[str], workdir: Path = Path(".")) -> int:
-    """Replace this process by Snakemake (signals reach it directly), unlocking a stale lock first."""
+    """Replace this process by Snakemake (signals reach it directly), unlocking a stale lock first.
+    The config files and --config values are checked first (one line instead of Snakemake's
+    traceback or multi-line error, and no alias bomb for Snakemake to expand)."""
+    from attnsim.config import guard
+    from attnsim.errors import AttnsimError
+
+    try:
+        guard.check_run_args(extra, workdir)
+    except AttnsimError as error:
+        print(f"attnsim: error: {error}", file=sys.stderr)
+        return 2
     if stale_lock(workdir):
         print("attnsim: removing the lock left by an interrupted run (no Snakemake process is working here)", file=sys.stderr)
         import subprocess

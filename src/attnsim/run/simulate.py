@@ -29,7 +29,7 @@ from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.models import assets
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run import cpu
+from attnsim.run import cpu, validate
 from attnsim.seeding import block_generator
 from attnsim.store import parquet as store
 
@@ -118,7 +118,10 @@ def simulate_points(
         if all(m.id in known and (block, offset, count) in known[m.id][1] for m in members):
             reused[0] += count * len(members)
             return [{name: values[offset : offset + count] for name, values in known[m.id][0].items()} for m in members]
-        return kind.simulate_block(block_generator(seed, stream, block), count, [m.params for m in members])
+        params = [m.params for m in members]
+        output = kind.simulate_block(block_generator(seed, stream, block), count, params)
+        validate.check_block(kind, members, count, output)  # shape, dtype, NaN as the kind declares
+        return output
 
     with threadpool_limits(limits=1), ThreadPoolExecutor(threads) as pool:
         for round_ in itertools.count():

@@ -12,10 +12,12 @@ pyarrow.dataset and by the ``*.parquet`` globs used here and in DuckDB.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import errno
 import json
 import logging
+import os
 import platform
 import shutil
 import socket
@@ -31,6 +33,7 @@ from attnsim.files import atomic_path, process_alive
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
 from attnsim.seeding import digest
+from attnsim.store import integrity
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +45,15 @@ TABLES = ("trials", "summary")
 # (pyarrow.dataset, pandas, DuckDB with hive_partitioning) and each file's provenance.
 PARTITIONS = (
     Column("kind", pa.string(), "experiment kind (hive partition, from the path)"),
-    Column("experiment", pa.string(), "experiment name from the config (hive partition, from the path)"),
+    Column(
+        "experiment", pa.string(), "experiment name from the config (hive partition, from the path)"
+    ),
 )
-IDENTITY = (Column("point_id", pa.string(), "stable id of the grid point (hash of kind and parameter values)"),)
+IDENTITY = (
+    Column(
+        "point_id", pa.string(), "stable id of the grid point (hash of kind and parameter values)"
+    ),
+)
 
 
 def experiment_dir(root: Path, table: str, kind: str, experiment: str) -> Path:
@@ -84,31 +93,56 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
         Column(
             "stop_reason",
             pa.string(),
-            "why n_trials: 'trials' (the fixed count), 'target_se' (adaptive: the main metric's SE reached target_se), 'max_trials' (adaptive: the cap came first)",
+            "why n_trials: 'trials' (the fixed count), 'target_se' (adaptive: the main metric's "
+            "SE reached target_se), 'max_trials' (adaptive: the cap came first)",
         ).field()
     )
     by_name = {c.name: c for c in kind.metrics}
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
-            fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} {metric}: {by_name[metric].doc}"}))
+            fields.append(
+                pa.field(
+                    f"{metric}_{suffix}",
+                    pa.float64(),
+                    nullable=False,
+                    metadata={"description": f"{text} {metric}: {by_name[metric].doc}"},
+                )
+            )
         if metric in kind.finite_metrics:
             fields.append(
                 pa.field(
                     f"{metric}_finite",
                     pa.int64(),
                     nullable=False,
-                    metadata={"description": f"number of trials with a finite {metric}: its mean, SE and CI are over these only"},
+                    metadata={
+                        "description": f"number of trials with a finite {metric}: "
+                        "its mean, SE and CI are over these only"
+                    },
                 )
             )
     for metric in kind.extreme_metrics:
         for suffix, text in (("min", "smallest"), ("max", "largest")):
-            fields.append(pa.field(f"{metric}_{suffix}", pa.float64(), nullable=False, metadata={"description": f"{text} value over trials of {metric}"}))
+            fields.append(
+                pa.field(
+                    f"{metric}_{suffix}",
+                    pa.float64(),
+                    nullable=False,
+                    metadata={"description": f"{text} value over trials of {metric}"},
+                )
+            )
     fields += [c.field(nullable=True) for c in (*kind.theory_columns, *kind.extra_columns)]
     return pa.schema(fields)
 
 
-def results_key(kind: Kind | str, trials: int, seed: int, target_se: float | None = None, max_trials: int | None = None) -> str:
-    """What a stored point's numbers depend on besides its parameters; a mismatch means stale rows."""
+def results_key(
+    kind: Kind | str,
+    trials: int,
+    seed: int,
+    target_se: float | None = None,
+    max_trials: int | None = None,
+) -> str:
+    """What a stored point's numbers depend on besides its parameters; a mismatch means stale
+    rows."""
     kind = as_kind(kind)
     key = {"kind": kind.name, "trials": trials, "seed": seed, "algorithm": kind.algorithm_version}
     if target_se is not None:
@@ -129,12 +163,24 @@ def provenance(**fields) -> dict:
 
 def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
     """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
-    A full disk or quota is a StoreError naming the file and the space it needs; no temp file stays."""
+    A full disk or quota is a StoreError naming the file and the space it needs; no temp file
+    stays."""
     path = Path(path)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(meta, sort_keys=True).encode()})
+    raw = json.dumps(
+        {**meta, "content_sha256": integrity.content_digests(table)}, sort_keys=True
+    ).encode()
+    table = table.replace_schema_metadata(
+        {
+            **(table.schema.metadata or {}),
+            META_KEY: raw,
+            integrity.META_DIGEST_KEY: integrity.meta_digest(raw),
+        }
+    )
     try:
         with atomic_path(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+            pq.write_table(
+                table, tmp, compression="zstd", write_statistics=True, write_page_checksum=True
+            )
     except OSError as error:
         if error.errno not in DISK_FULL:
             raise
@@ -145,14 +191,19 @@ DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 
 
 def disk_full_message(path: Path, table: pa.Table, error: OSError) -> str:
-    """One line: the file, why, and the free space it needs (the table's in-memory size, an upper bound)."""
+    """One line: the file, why, and the free space it needs (the table's in-memory size, an upper
+    bound)."""
     need = max(table.nbytes, table.num_rows * table.num_columns * 8)
     try:
-        free = f"{shutil.disk_usage(next(p for p in (path.parent, *path.parents) if p.exists())).free / 2**20:,.1f} MiB free"
+        existing = next(p for p in (path.parent, *path.parents) if p.exists())
+        free = f"{shutil.disk_usage(existing).free / 2**20:,.1f} MiB free"
     except (OSError, StopIteration):
         free = "free space unknown"
     why = "disk quota exceeded" if error.errno == errno.EDQUOT else "no space left on device"
-    return f"{path}: could not be written, {why}; it needs up to {need / 2**20:,.1f} MiB free ({free}); free some space and rerun"
+    return (
+        f"{path}: could not be written, {why}; it needs up to {need / 2**20:,.1f} MiB free "
+        f"({free}); free some space and rerun"
+    )
 
 
 def sweep_orphans(root: Path) -> list[Path]:
@@ -161,31 +212,95 @@ def sweep_orphans(root: Path) -> list[Path]:
     host = socket.gethostname()
     for tmp in Path(root).glob("*/kind=*/experiment=*/.*.tmp"):
         parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.tmp
-        if len(parts) == 4 and parts[1] == host and parts[2].isdigit() and not process_alive(int(parts[2])):
+        if (
+            len(parts) == 4
+            and parts[1] == host
+            and parts[2].isdigit()
+            and not process_alive(int(parts[2]))
+        ):
             tmp.unlink(missing_ok=True)
             removed.append(tmp)
     return removed
 
 
+_META_CACHE: dict[tuple, dict] = {}
+
+
 def read_meta(path: Path) -> dict:
-    """Provenance of a store file; StoreError if it is truncated or not one of ours."""
+    """Provenance of a store file; StoreError if it is truncated or not one of ours. Cached per
+    (path, inode, size, mtime): planning and the inventory read each footer once."""
     try:
-        metadata = pq.read_metadata(path).metadata or {}
-    except (OSError, pa.ArrowException) as error:
-        raise StoreError(f"{path}: not a readable Parquet file ({error}); delete it and rerun to recompute it") from None
-    raw = metadata.get(META_KEY)
-    if raw is None:
-        raise StoreError(f"{path}: a foreign Parquet file (no attnsim provenance) inside the store; move it out of results/")
-    meta = json.loads(raw)
-    if meta.get("format") != FORMAT:
-        raise StoreError(f"{path}: store format {meta.get('format')!r}, this attnsim reads {FORMAT!r}")
+        st = os.stat(path)
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if key in _META_CACHE:
+        return copy.deepcopy(_META_CACHE[key])
+    meta = _read_meta(path)
+    if key is not None:
+        if len(_META_CACHE) > 100_000:
+            _META_CACHE.clear()
+        _META_CACHE[key] = copy.deepcopy(meta)
     return meta
 
 
-def read_table(path: Path, columns: list[str] | None = None, dictionary: list[str] | None = None) -> pa.Table:
-    """A store file's table (checked first); `dictionary` columns are read dictionary-encoded."""
-    read_meta(path)
-    return pq.read_table(path, columns=columns, read_dictionary=dictionary)
+def _read_meta(path: Path) -> dict:
+    try:
+        metadata = pq.read_metadata(path).metadata or {}
+    except (
+        OSError,
+        ValueError,
+        pa.ArrowException,
+    ) as error:  # ValueError: bytes that are not UTF-8
+        raise StoreError(
+            f"{path}: not a readable Parquet file ({one_line(error)}); delete it and rerun to "
+            "recompute it"
+        ) from None
+    raw = metadata.get(META_KEY)
+    if raw is None:
+        raise StoreError(
+            f"{path}: a foreign Parquet file (no attnsim provenance) inside the store; move it "
+            "out of results/"
+        )
+    integrity.verify_meta(path, raw, metadata.get(integrity.META_DIGEST_KEY))
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        raise StoreError(
+            f"{path}: damaged (its provenance is not JSON); delete it and rerun to recompute it"
+        ) from None
+    if meta.get("format") != FORMAT:
+        raise StoreError(
+            f"{path}: store format {meta.get('format')!r}, this attnsim reads {FORMAT!r}"
+        )
+    return meta
+
+
+def read_table(
+    path: Path, columns: list[str] | None = None, dictionary: list[str] | None = None
+) -> pa.Table:
+    """A store file's table (checked first); `dictionary` columns are read dictionary-encoded.
+    Damage is a StoreError naming the file: page checksums, then the columns' content checksums."""
+    meta = read_meta(path)
+    try:
+        table = pq.read_table(
+            path, columns=columns, read_dictionary=dictionary, page_checksum_verification=True
+        )
+    except (
+        OSError,
+        ValueError,
+        pa.ArrowException,
+    ) as error:  # ValueError: bytes that are not UTF-8
+        raise StoreError(
+            f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
+        ) from None
+    integrity.verify_columns(path, table, meta)
+    return table
+
+
+def one_line(error: Exception) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def chunk_files(root: Path, table: str = "trials") -> list[Path]:
@@ -198,11 +313,42 @@ def experiment_chunks(root: Path, kind: str, experiment: str) -> list[Path]:
     return sorted(experiment_dir(root, "trials", kind, experiment).glob("chunk-*.parquet"))
 
 
+def experiment_inventory(root: Path, kind: str, experiment: str) -> list[tuple[Path, dict]]:
+    """(path, provenance) of every chunk file of an experiment, each checked against its name: a
+    second copy of a chunk is a StoreError naming it (`integrity.experiment_files`)."""
+    folder = experiment_dir(root, "trials", kind, experiment)
+    return integrity.experiment_files(sorted(folder.glob("*.parquet")), read_meta)
+
+
+def stale_summaries(root: Path, experiments: dict[str, str]) -> dict[Path, str]:
+    """summary file -> why it no longer describes its experiment's chunk files (a chunk deleted or
+    replaced since it was made), for `experiments` (name -> kind). Planning forces these summaries
+    to be rebuilt, so a deleted chunk is recomputed instead of trusted from the old summary."""
+    out = {}
+    for name, kind in experiments.items():
+        path = summary_path(root, kind, name)
+        why = integrity.stale_summary(path, experiment_inventory(root, kind, name), read_meta)
+        if why:
+            out[path] = why
+    return out
+
+
 UNRECORDED_CLASS = "unrecorded"  # chunks written before provenance named the CPU class
 
 
-def cpu_classes(paths: list[Path], experiment: str = "") -> dict[str, int]:
-    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunk files `paths` it computed.
+def inputs_provenance(paths: list[Path], experiment: str) -> dict:
+    """What a summary records of the chunk files it was made from: `chunks` (chunk id -> content
+    digest, so planning sees a deleted or replaced chunk) and `cpu_classes` (`cpu_classes`)."""
+    metas = integrity.experiment_files(paths, read_meta)
+    return {
+        "chunks": integrity.summary_inputs(metas),
+        "cpu_classes": cpu_classes([m for _, m in metas], experiment),
+    }
+
+
+def cpu_classes(metas: list[dict], experiment: str = "") -> dict[str, int]:
+    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
+    computed.
 
     Mixing classes in one experiment is allowed and reported: each point's rows come from one
     chunk, so each is bit-identical to what its class computes and within the cross-class
@@ -210,8 +356,8 @@ def cpu_classes(paths: list[Path], experiment: str = "") -> dict[str, int]:
     reproducible point by point, not bit for bit on one machine. The summary's provenance
     records the counts and collect logs a warning naming the classes."""
     counts: dict[str, int] = {}
-    for path in paths:
-        klass = read_meta(Path(path)).get("cpu", {}).get("class", UNRECORDED_CLASS)
+    for meta in metas:
+        klass = meta.get("cpu", {}).get("class", UNRECORDED_CLASS)
         counts[klass] = counts.get(klass, 0) + 1
     if len(counts) > 1:
         log.warning("%s", mixed_classes_note(experiment, counts))
@@ -221,6 +367,8 @@ def cpu_classes(paths: list[Path], experiment: str = "") -> dict[str, int]:
 def mixed_classes_note(experiment: str, counts: dict[str, int]) -> str:
     classes = ", ".join(f"{c} ({n} chunk{'s' * (n != 1)})" for c, n in sorted(counts.items()))
     return (
-        f"{experiment}: rows computed on {len(counts)} CPU classes: {classes}; each point is bit-identical to its class's "
-        "rows and within docs/science.md §8.4's tolerance of the others, the experiment is not bit-identical to a one-class run"
+        f"{experiment}: rows computed on {len(counts)} CPU classes: {classes}; each point is "
+        "bit-identical to its class's "
+        "rows and within docs/science.md §8.4's tolerance of the others, the experiment is not "
+        "bit-identical to a one-class run"
     )

@@ -178,6 +178,8 @@ KIND = Kind(
     params=PARAMS,
     stream_params=("n", "d", "logit_scale", "value_mean", "noise_draws"),
     metrics=METRICS,
+    # NaN where a quantity does not apply at a point (attnsim.run.validate)
+    nonfinite_metrics=("sq_err_next", "ratio_next", "sq_err_exact", "ratio_exact"),
     theory_columns=THEORY,
     algorithm_version=1,
     bytes_per_trial=lambda p: kernel.bytes_per_trial(

@@ -85,5 +85,7 @@ KIND = Kind(
     extra_columns=EXTRA,
     extra_summary=extra_summary,
     constant_metrics=("kappa",),
+    # +inf where kappa is (a noise without the moment the delta method needs)
+    nonfinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),
     block_factor=2,  # small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise the calls
 )

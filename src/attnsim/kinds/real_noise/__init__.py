@@ -307,6 +307,8 @@ KIND = Kind(
     extra_columns=EXTRA,
     extra_summary=extra_summary,
     constant_metrics=("kappa",),
+    # +inf where kappa is (a noise without the moment the delta method needs)
+    nonfinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),
     block_factor=8,
     check_grid=check_grid,
     assets=("minilm",),

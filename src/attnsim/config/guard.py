@@ -1,0 +1,210 @@
+"""Bounds on what a config may ask for, checked before anything big is built.
+
+- the file: at most MAX_CONFIG_BYTES, UTF-8, a YAML mapping, and aliases that expand to at most
+  MAX_EXPANDED_NODES values (a "billion laughs" file is a few lines that expand to 10^9);
+- names: an experiment name is a path segment and a SQL view, so it may not be a view of the
+  store's own (`trials`, `summary`, `provenance`, `_provenance`) or another experiment's
+  `<name>_trials`, and may not end in a part repeated 20 times (Snakemake refuses such wildcard
+  values as "periodic");
+- size: a grid's points are the product of its list lengths, known before any expansion; a
+  config over `max_points` in all is refused with the points and the planning memory they need;
+- `attnsim run`'s own arguments (`--configfile`, `--config KEY=VALUE`) before Snakemake reads them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import yaml
+
+from attnsim.errors import ConfigError
+
+MAX_CONFIG_BYTES = 8 * 2**20  # a sweep is lists of values: 10^5 values are ~1 MiB of YAML
+MAX_EXPANDED_NODES = 1_000_000  # YAML values after alias expansion
+DEFAULT_MAX_POINTS = 10_000_000
+PLAN_BYTES_PER_POINT = 160  # planning's memory per grid point (docs/scaling.md: ~1.5 GB per 10^7)
+RESERVED_NAMES = ("trials", "summary", "provenance", "_provenance")
+PERIODIC = re.compile(r"(.+)\1{19,}$")  # Snakemake's PeriodicityDetector (20 repeats or more)
+
+
+def read_text(path: Path) -> str:
+    """The text of a config file, or a one-line ConfigError: missing, a directory, too large, not
+    UTF-8."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise ConfigError(
+                f"{path}: a directory, not a config file; name a YAML file such as config.yaml"
+            )
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{path}: {size / 2**20:,.1f} MiB, over the {MAX_CONFIG_BYTES // 2**20} MiB a "
+                "config may have; "
+                "a grid is lists of values (write ranges out with fewer values, or split the sweep)"
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: not readable (permission denied)") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); save it as "
+            "UTF-8"
+        ) from None
+
+
+def expanded_size(node: yaml.Node, cap: int = MAX_EXPANDED_NODES) -> int:
+    """How many values `node` holds once every alias is expanded (counted without expanding:
+    each node's size once, memoised); stops counting past `cap`."""
+    sizes: dict[int, int] = {}
+
+    def size(n: yaml.Node) -> int:
+        if id(n) in sizes:
+            return sizes[id(n)]
+        sizes[id(n)] = cap + 1  # a node inside itself (a recursive alias) is unbounded
+        if isinstance(n, yaml.MappingNode):
+            total = 1 + sum(size(k) + size(v) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total = 1 + sum(size(v) for v in n.value)
+        else:
+            total = 1
+        sizes[id(n)] = min(total, cap + 1)
+        return sizes[id(n)]
+
+    return size(node)
+
+
+def check_aliases(node: yaml.Node | None, where: str) -> None:
+    if node is not None and expanded_size(node) > MAX_EXPANDED_NODES:
+        raise ConfigError(
+            f"{where}: its YAML aliases (*name) expand to more than {MAX_EXPANDED_NODES:,} values; "
+            "a sweep never needs that many (an alias bomb?): write the lists out"
+        )
+
+
+def check_mapping(data, where: str) -> None:
+    if data is None:
+        raise ConfigError(
+            f"{where}: empty; a config is a mapping with seed: and experiments: (see config.yaml)"
+        )
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{where}: a config is a mapping with seed: and experiments:, this file holds a "
+            f"{type(data).__name__}"
+        )
+
+
+def check_names(names) -> None:
+    """Experiment names that would collide with the store's views or that Snakemake refuses."""
+    names = list(names)
+    for name in names:
+        if name in RESERVED_NAMES:
+            raise ConfigError(
+                f"experiments.{name}: reserved, the store's view `{name}` has that name; choose "
+                "another name"
+            )
+        owner = next(
+            (other for other in names if other != name and name == f"{other}_trials"), None
+        )
+        if owner is not None:
+            raise ConfigError(
+                f"experiments.{name}: reserved, the view of experiment {owner}'s trials has that "
+                "name; choose another name"
+            )
+        if PERIODIC.search(name):
+            raise ConfigError(
+                f"experiments.{name}: ends in a part repeated 20 times or more, which Snakemake "
+                "refuses in a path (a periodic wildcard); choose another name"
+            )
+
+
+def grid_size(grid: dict) -> int:
+    return math.prod(len(values) if isinstance(values, list) else 1 for values in grid.values())
+
+
+def check_size(experiments: dict, max_points: int) -> None:
+    """The config's points (products of list lengths, nothing expanded) against `max_points`."""
+    sizes = {name: grid_size(spec.get("grid") or {}) for name, spec in experiments.items()}
+    total = sum(sizes.values())
+    if total > max_points:
+        name = max(sizes, key=sizes.get)
+        grid = experiments[name].get("grid") or {}
+        shape = " x ".join(f"{k}: {len(v) if isinstance(v, list) else 1}" for k, v in grid.items())
+        raise ConfigError(
+            f"experiments.{name}.grid: {sizes[name]:,} points ({shape}); the config has {total:,} "
+            "in all, over max_points = "
+            f"{max_points:,}; planning them needs about "
+            f"{total * PLAN_BYTES_PER_POINT / 2**30:,.1f} GiB of memory: shrink the grid "
+            "or raise max_points"
+        )
+
+
+# --- `attnsim run`: the arguments Snakemake would read before attnsim sees the config -------------
+
+CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def run_configfiles(extra: list[str], workdir: Path = Path(".")) -> list[Path]:
+    """The config files a `snakemake ...extra` run reads: those after --configfile(s), else
+    config.yaml."""
+    files, taking = [], False
+    for arg in extra:
+        if arg.startswith("--configfile=") or arg.startswith("--configfiles="):
+            files.append(Path(arg.split("=", 1)[1]))
+            taking = False
+        elif arg in ("--configfile", "--configfiles"):
+            taking = True
+        elif taking and not arg.startswith("-"):
+            files.append(Path(arg))
+        else:
+            taking = False
+    return files or [Path(workdir) / "config.yaml"]
+
+
+def config_overrides(extra: list[str]) -> list[str]:
+    out, taking = [], False
+    for arg in extra:
+        if arg.startswith("--config="):
+            out.append(arg.split("=", 1)[1])
+            taking = True
+        elif arg in ("--config", "-C"):
+            taking = True
+        elif taking and not arg.startswith("-"):
+            out.append(arg)
+        else:
+            taking = False
+    return out
+
+
+def check_run_args(extra: list[str], workdir: Path = Path(".")) -> None:
+    """One line for what Snakemake would report as a traceback or a multi-line error: a config
+    file that is missing, not UTF-8, too large, an alias bomb, empty or not a mapping, and a
+    `--config KEY=VALUE` whose KEY is not a top-level key."""
+    for item in config_overrides(extra):
+        if not CONFIG_KEY.match(item):
+            raise ConfigError(
+                f"--config {item}: give KEY=VALUE with KEY a top-level key of the config (e.g. "
+                "--config seed=3); nested keys are set in a config file"
+            )
+    default = run_configfiles([], workdir)[0]
+    for path in run_configfiles(extra, workdir):
+        if path == default and not path.exists():
+            # Snakemake's own message names the missing default (and the workflow may not need it)
+            continue
+        text = read_text(path)
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            check_aliases(node, str(path))
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+        check_mapping(data, str(path))

@@ -1,0 +1,82 @@
+"""Every kernel's output checked before it is written (issue 22 item 3).
+
+A kind's `simulate_block(rng, trials, points)` returns, per point, metric -> array of `trials`
+values. A block whose output has another length, shape or dtype, misses or adds a metric, or holds
+NaN or inf where the kind does not declare it (`Kind.finite_metrics`, `Kind.nonfinite_metrics`)
+fails the job with one line naming the kind, the metric and the point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from attnsim.errors import KernelOutputError
+
+
+def _where(kind, point, metric: str | None = None) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in point.params.items())
+    return (
+        f"kind {kind.name}"
+        + (f", metric {metric}" if metric else "")
+        + f", point {point.id} ({params})"
+    )
+
+
+def check_block(kind, points: Sequence, trials: int, output) -> None:
+    """KernelOutputError unless `output` holds, for each of `points`, every metric of `kind` as a
+    real (trials,) array with NaN or inf only where the kind declares them."""
+    if (
+        not isinstance(output, Sequence)
+        or isinstance(output, (str, bytes))
+        or len(output) != len(points)
+    ):
+        got = f"{len(output)} results" if isinstance(output, Sequence) else type(output).__name__
+        raise KernelOutputError(
+            f"kind {kind.name}: simulate_block returned {got} for a block of {len(points)} points"
+        )
+    names = [m.name for m in kind.metrics]
+    for point, metrics in zip(points, output):
+        if not isinstance(metrics, Mapping):
+            raise KernelOutputError(
+                f"{_where(kind, point)}: simulate_block gave a {type(metrics).__name__}, not "
+                "metric -> values"
+            )
+        missing = [n for n in names if n not in metrics]
+        extra = sorted(set(metrics) - set(names))
+        if missing or extra:
+            what = (
+                f"missing metric {missing[0]}"
+                if missing
+                else f"a metric {extra[0]!r} the kind does not declare"
+            )
+            raise KernelOutputError(f"{_where(kind, point)}: simulate_block's output has {what}")
+        for name in names:
+            values = np.asarray(metrics[name])
+            where = _where(kind, point, name)
+            if values.dtype.kind not in "fiub":
+                raise KernelOutputError(
+                    f"{where}: values of dtype {values.dtype}, not real numbers"
+                )
+            if values.shape != (trials,):
+                if values.ndim == 1:
+                    raise KernelOutputError(
+                        f"{where}: {values.shape[0]} values for {trials} trials"
+                    )
+                raise KernelOutputError(
+                    f"{where}: an array of shape {values.shape}, not one value per trial "
+                    f"({trials},)"
+                )
+            if values.dtype.kind == "f" and not np.isfinite(values).all():
+                if name not in kind.finite_metrics and name not in kind.nonfinite_metrics:
+                    nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+                    what = (
+                        f"{nan} of {trials} values are NaN"
+                        if nan
+                        else f"{inf} of {trials} values are infinite"
+                    )
+                    raise KernelOutputError(
+                        f"{where}: {what}, which the kind does not declare (finite_metrics, "
+                        "nonfinite_metrics)"
+                    )

@@ -1,0 +1,216 @@
+"""Inputs that used to hang, exhaust memory or print a traceback: each is one line
+`attnsim: error: <where>: <what>` now, quickly (issue 22 items 6-7)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from helpers.configs import small_config
+
+from attnsim.cli import main
+from attnsim.config import guard
+from attnsim.config.load import load, load_file
+from attnsim.errors import ConfigError
+
+ALIAS_BOMB = """\
+a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]
+i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]
+seed: 1
+experiments: {x: {kind: noisy_attention, trials: 2, grid: {n: [16], d: [2], noise: *i}}}
+"""
+
+
+def one_line(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnsim: error: "), err
+    return err[0]
+
+
+def attnsim(workdir, *args, timeout=60) -> subprocess.CompletedProcess:
+    """The installed CLI in a subprocess (`attnsim run` execs Snakemake)."""
+    env = dict(
+        os.environ,
+        PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "attnsim.cli", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_alias_bomb_is_refused_in_check_config_quickly(tmp_path, capsys):
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    started = time.perf_counter()
+    line = one_line(capsys, ["check-config", str(tmp_path / "bomb.yaml")])
+    assert (
+        "aliases" in line and "expand to more than 1,000,000 values" in line and "bomb.yaml" in line
+    )
+    assert time.perf_counter() - started < 5
+
+
+def test_alias_bomb_is_refused_by_run_before_snakemake_reads_it(tmp_path):
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    run = attnsim(tmp_path, "run", "-n", "--configfile", "bomb.yaml", timeout=60)
+    lines = run.stderr.strip().splitlines()
+    assert (
+        run.returncode == 2 and lines == [lines[0]] and "bomb.yaml: its YAML aliases" in lines[0]
+    ), run.stderr
+
+
+def test_a_few_aliases_are_fine():
+    node = yaml.compose("a: &a [1, 2]\nb: [*a, *a]\n", Loader=yaml.SafeLoader)
+    assert (
+        guard.expanded_size(node) == 13
+    )  # the mapping, 2 keys, [1, 2] (3) and [*a, *a] (1 + 2 x 3)
+
+
+def test_a_grid_of_10_to_the_8_points_is_refused_before_expansion():
+    config = small_config()
+    config["experiments"]["robustness"]["grid"] |= {
+        "n": list(range(2, 102)),
+        "d": list(range(1, 101)),
+        "noise_scale": [0.01 * i for i in range(1, 101)],
+        "noise_draws": list(range(1, 26)),
+    }  # x 2 logit scales x 2 noises
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as error:
+        load(config)
+    text = str(error.value)
+    assert text.startswith(
+        "experiments.robustness.grid: 100,000,000 points (n: 100 x d: 100 x logit_scale: 2 x "
+        "noise: 2 x noise_draws: 25 x noise_scale: 100)"
+    ), text
+    assert (
+        "over max_points = 10,000,000" in text
+        and "about 14.9 GiB of memory" in text
+        and "\n" not in text
+    )
+    assert time.perf_counter() - started < 5
+    guard.check_size(config["experiments"], 10**8)  # the cap is what refused it
+
+
+def test_the_grid_cap_is_configurable():
+    config = small_config(max_points=15)  # the small grid has 16 points
+    with pytest.raises(ConfigError, match="16 points .* over max_points = 15"):
+        load(config)
+    assert load(small_config(max_points=16)).experiments
+
+
+@pytest.mark.parametrize(
+    ("names", "needle"),
+    [
+        (["trials"], "experiments.trials: reserved, the store's view `trials`"),
+        (["summary"], "experiments.summary: reserved"),
+        (["provenance"], "experiments.provenance: reserved"),
+        (
+            ["_provenance"],
+            "experiment name '_provenance' must be lower-case letters",
+        ),  # the schema's pattern
+        (["x", "x_trials"], "experiments.x_trials: reserved, the view of experiment x's trials"),
+        (["a" * 48], "ends in a part repeated 20 times"),
+        (["run_" + "ab" * 20], "ends in a part repeated 20 times"),
+    ],
+)
+def test_reserved_and_periodic_names_are_refused(names, needle):
+    config = small_config()
+    spec = config["experiments"].pop("robustness")
+    config["experiments"] = {name: spec for name in names}
+    with pytest.raises(ConfigError) as error:
+        load(config)
+    assert needle in str(error.value) and "\n" not in str(error.value)
+
+
+def test_names_that_merely_end_in_trials_are_fine():
+    config = small_config()
+    config["experiments"] = {"x_trials": config["experiments"]["robustness"]}
+    assert list(load(config).experiments) == ["x_trials"]
+
+
+def test_config_files_that_used_to_print_tracebacks(tmp_path, capsys):
+    (tmp_path / "latin1.yaml").write_bytes("seed: 1\n# Gr\xfc\xdfe\n".encode("latin-1"))
+    assert "latin1.yaml: not UTF-8 text (byte 0xfc on line 2)" in one_line(
+        capsys, ["check-config", str(tmp_path / "latin1.yaml")]
+    )
+    assert f"{tmp_path}: a directory, not a config file" in one_line(
+        capsys, ["check-config", str(tmp_path)]
+    )
+    assert "nope.yaml: no such config file" in one_line(
+        capsys, ["check-config", str(tmp_path / "nope.yaml")]
+    )
+    (tmp_path / "empty.yaml").write_text("")
+    assert "empty.yaml: empty" in one_line(capsys, ["check-config", str(tmp_path / "empty.yaml")])
+    (tmp_path / "list.yaml").write_text("- seed: 1\n")
+    assert "list.yaml: a config is a mapping" in one_line(
+        capsys, ["check-config", str(tmp_path / "list.yaml")]
+    )
+
+
+def test_a_50_mb_config_is_refused_at_once(tmp_path):
+    path = tmp_path / "huge.yaml"
+    with open(path, "w") as f:
+        f.write(
+            "seed: 1\nexperiments:\n  x:\n    kind: noisy_attention\n    trials: 2\n    grid:\n   "
+            "   n: ["
+        )
+        f.write("16, " * (50 * 2**20 // 4))
+        f.write("16]\n")
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"huge.yaml: 50.0 MiB, over the 8 MiB a config may have"):
+        load_file(path)
+    assert time.perf_counter() - started < 1
+
+
+@pytest.mark.parametrize(
+    ("args", "files", "needle"),
+    [
+        (["--configfile", "missing.yaml"], {}, "missing.yaml: no such config file"),
+        (["--config", "a.b=x"], {}, "--config a.b=x: give KEY=VALUE with KEY a top-level key"),
+        (["--configfile", "empty.yaml"], {"empty.yaml": ""}, "empty.yaml: empty"),
+        (["--configfile", "list.yaml"], {"list.yaml": "- 1\n"}, "list.yaml: a config is a mapping"),
+        (
+            ["--configfile", "bad.yaml"],
+            {"bad.yaml": b"seed: 1\n\xff\n"},
+            "bad.yaml: not UTF-8 text",
+        ),
+    ],
+)
+def test_run_arguments_snakemake_would_trip_on_are_one_line(tmp_path, args, files, needle):
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    run = attnsim(tmp_path, "run", "-n", *args)
+    lines = run.stderr.strip().splitlines()
+    assert (
+        run.returncode == 2
+        and len(lines) == 1
+        and lines[0].startswith("attnsim: error: ")
+        and needle in lines[0]
+    ), run.stderr
+
+
+def test_run_args_parsing():
+    assert guard.run_configfiles(["-n", "--configfile", "a.yaml", "b.yaml", "--cores", "2"]) == [
+        guard.Path("a.yaml"),
+        guard.Path("b.yaml"),
+    ]
+    assert guard.run_configfiles(["--configfile=a.yaml"]) == [guard.Path("a.yaml")]
+    assert guard.config_overrides(["--config", "seed=3", "chunk_size=2", "-n"]) == [
+        "seed=3",
+        "chunk_size=2",
+    ]
