@@ -31,7 +31,12 @@ SCALES = {  # eight points per stream, sharing its draws
     "temperature_entropy": ("tau", (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)),
     "init_gradient": ("scale", (0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)),
 }
-UNIT = {"noisy_attention": "attn evals/s", "init_gradient": "attn evals/s", "logit_entropy": "softmaxes/s", "temperature_entropy": "softmaxes/s"}
+UNIT = {
+    "noisy_attention": "attn evals/s",
+    "init_gradient": "attn evals/s",
+    "logit_entropy": "softmaxes/s",
+    "temperature_entropy": "softmaxes/s",
+}
 ENTROPY_KINDS = ("logit_entropy", "temperature_entropy")
 SPEEDUP_TARGET = {("noisy_attention", 16384): ">= 20"}
 BOUND_TARGET = {(kind, n): ">= 60" for kind in ENTROPY_KINDS for n in (16384, 65536)}
@@ -56,7 +61,9 @@ def evaluations(kind: str) -> int:
     return K if kind == "noisy_attention" else 1
 
 
-def kernel_rate(kind: str, n: int, threads: int, budget: float, scales: int = 8) -> tuple[float, int]:
+def kernel_rate(
+    kind: str, n: int, threads: int, budget: float, scales: int = 8
+) -> tuple[float, int]:
     """Evaluations per second of `simulate_points` on `threads` threads (best of repeated runs of
     at least two blocks per thread, each ~budget/8), and the trials per run."""
     pts = points(kind, n, count=scales)
@@ -67,7 +74,9 @@ def kernel_rate(kind: str, n: int, threads: int, budget: float, scales: int = 8)
     once = time.perf_counter() - started
     trials *= max(1, min(64, int(budget / 8 / max(once, 1e-9))))
     seed = iter(range(2, 10**6))
-    seconds = best_seconds(lambda: simulate_points(kind, next(seed), trials, pts, threads=threads), budget, min_reps=3)
+    seconds = best_seconds(
+        lambda: simulate_points(kind, next(seed), trials, pts, threads=threads), budget, min_reps=3
+    )
     return trials * len(pts) * evaluations(kind) / seconds, trials
 
 
@@ -101,10 +110,18 @@ def bound_rate(kind: str, n: int, limits: Limits, scales: int = 8) -> tuple[floa
     at the machine's measured rates on all cores, as evaluations per second."""
     d = D
     if kind == "noisy_attention":
-        seconds = (n + K * n + n * d) / limits.normal + scales * K * n / limits.expm1_32 + scales * 2 * K * n * d / limits.sgemm
+        seconds = (
+            (n + K * n + n * d) / limits.normal
+            + scales * K * n / limits.expm1_32
+            + scales * 2 * K * n * d / limits.sgemm
+        )
         what = "normals + float32 expm1 + float32 GEMM"
     elif kind == "init_gradient":
-        seconds = (n + n * d) / limits.normal + scales * n / limits.exp64 + scales * 4 * n * d / limits.dgemm
+        seconds = (
+            (n + n * d) / limits.normal
+            + scales * n / limits.exp64
+            + scales * 4 * n * d / limits.dgemm
+        )
         what = "normals + float64 exp + float64 GEMM"
     else:  # one draw and one exp per logit and scale: the sampling-plus-exp bound
         seconds = n / limits.normal + scales * n / limits.exp64
@@ -120,7 +137,9 @@ def measure_kernels(threads: int, quick: bool) -> list[dict]:
     fractions (kernel and bound of the same round, hence of the same phase of the machine)."""
     budget = 0.05 if quick else 3.0
     rounds = 1 if quick else 3
-    cases = [(kind, n, 8) for kind in KINDS for n in SIZES] + [(kind, 16384, 1) for kind in ENTROPY_KINDS]
+    cases = [(kind, n, 8) for kind in KINDS for n in SIZES] + [
+        (kind, 16384, 1) for kind in ENTROPY_KINDS
+    ]
     results = []
     for kind, n, scales in cases:
         fast, slow, fraction = 0.0, 0.0, 0.0
@@ -130,7 +149,18 @@ def measure_kernels(threads: int, quick: bool) -> list[dict]:
             fast, fraction = max(fast, rate), max(fraction, rate / bound)
             if scales > 1:
                 slow = max(slow, naive_rate(kind, n, budget / 3 / rounds))
-        results.append(dict(kind=kind, n=n, scales=scales, fast=fast, slow=slow, trials=trials, fraction=fraction, bound=what))
+        results.append(
+            dict(
+                kind=kind,
+                n=n,
+                scales=scales,
+                fast=fast,
+                slow=slow,
+                trials=trials,
+                fraction=fraction,
+                bound=what,
+            )
+        )
     return results
 
 
@@ -138,14 +168,39 @@ def kernel_rows(results: list[dict], threads: int) -> list[Row]:
     rows = []
     for r in results:
         kind, n = r["kind"], r["n"]
-        bound_note = f"bound: {r['bound']}, {threads} cores, measured beside the kernel (best round)"
+        bound_note = (
+            f"bound: {r['bound']}, {threads} cores, measured beside the kernel (best round)"
+        )
         if r["scales"] == 1:
-            rows.append(Row(f"{kind} n={n}, 1 point per stream: fraction of machine bound", 100 * r["fraction"], "%", note=bound_note))
+            rows.append(
+                Row(
+                    f"{kind} n={n}, 1 point per stream: fraction of machine bound",
+                    100 * r["fraction"],
+                    "%",
+                    note=bound_note,
+                )
+            )
             continue
         label = f"{kind} n={n}"
-        setting = f"simulate_points, {threads} threads, 8 points sharing draws, d={D}" + (f", K={K}" if kind == "noisy_attention" else "")
-        rows.append(Row(f"{label}: kernel", r["fast"], UNIT[kind], note=f"{setting}, {r['trials']} trials per run"))
-        rows.append(Row(f"{label}: naive loop", r["slow"], UNIT[kind], note="per trial and point, numpy float64 samplers, 1 thread"))
+        setting = f"simulate_points, {threads} threads, 8 points sharing draws, d={D}" + (
+            f", K={K}" if kind == "noisy_attention" else ""
+        )
+        rows.append(
+            Row(
+                f"{label}: kernel",
+                r["fast"],
+                UNIT[kind],
+                note=f"{setting}, {r['trials']} trials per run",
+            )
+        )
+        rows.append(
+            Row(
+                f"{label}: naive loop",
+                r["slow"],
+                UNIT[kind],
+                note="per trial and point, numpy float64 samplers, 1 thread",
+            )
+        )
         rows.append(
             Row(
                 f"{label}: speedup over naive",
@@ -155,7 +210,15 @@ def kernel_rows(results: list[dict], threads: int) -> list[Row]:
                 note=f"same run, interleaved; kernel on {threads} cores, naive on 1",
             )
         )
-        rows.append(Row(f"{label}: fraction of machine bound", 100 * r["fraction"], "%", BOUND_TARGET.get((kind, n)), note=bound_note))
+        rows.append(
+            Row(
+                f"{label}: fraction of machine bound",
+                100 * r["fraction"],
+                "%",
+                BOUND_TARGET.get((kind, n)),
+                note=bound_note,
+            )
+        )
     return rows
 
 
@@ -184,14 +247,24 @@ ALLOCATOR_PROBE = textwrap.dedent(
 def allocator_rows(quick: bool) -> list[Row]:
     """Speed of one-thread kernels in fresh processes, with and without the mallopt tuning."""
     rows = []
-    for kind, n in (("logit_entropy", 16384), ("temperature_entropy", 16384), ("noisy_attention", 16384)):
+    for kind, n in (
+        ("logit_entropy", 16384),
+        ("temperature_entropy", 16384),
+        ("noisy_attention", 16384),
+    ):
         name, values = SCALES[kind]
         params = base_params(kind, n)
         trials = get_kind(kind).block_trials(points(kind, n)[0].params) * (1 if quick else 4)
         seconds = {}
         for mode in ("plain", "tuned"):
             out = subprocess.run(
-                [sys.executable, "-c", ALLOCATOR_PROBE, mode, json.dumps([kind, params, name, list(values), trials])],
+                [
+                    sys.executable,
+                    "-c",
+                    ALLOCATOR_PROBE,
+                    mode,
+                    json.dumps([kind, params, name, list(values), trials]),
+                ],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -218,8 +291,21 @@ def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: in
     spec = ChunkSpec("bench", get_kind(kind), 1, trials, tuple(pts)).to_json()
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "chunk.parquet"
-        job = [sys.executable, "-m", "attnsim.cli", "simulate", "--spec", spec, "--output", str(output), "--threads", str(threads)]
-        result = subprocess.run([sys.executable, "-c", PEAK_RSS, *job], capture_output=True, text=True, check=True)
+        job = [
+            sys.executable,
+            "-m",
+            "attnsim.cli",
+            "simulate",
+            "--spec",
+            spec,
+            "--output",
+            str(output),
+            "--threads",
+            str(threads),
+        ]
+        result = subprocess.run(
+            [sys.executable, "-c", PEAK_RSS, *job], capture_output=True, text=True, check=True
+        )
     kib = int(result.stdout.strip())  # KiB on Linux, bytes on macOS
     return kib / 1024 if sys.platform != "darwin" else kib / 2**20
 
@@ -237,7 +323,8 @@ def memory_rows(quick: bool) -> list[Row]:
                     mb,
                     "MiB",
                     "<= 1024",
-                    note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} points" + (", K=32" if kind == "noisy_attention" else ""),
+                    note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} points"
+                    + (", K=32" if kind == "noisy_attention" else ""),
                 )
             )
     return rows

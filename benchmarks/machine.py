@@ -36,7 +36,8 @@ def cpu_model() -> str:
 
 def description() -> dict[str, str]:
     blas = [
-        f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('architecture')}, {lib.get('threading_layer')})"
+        f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('architecture')}, "
+        f"{lib.get('threading_layer')})"
         for lib in threadpool_info()
         if lib.get("user_api") == "blas"
     ]
@@ -49,7 +50,9 @@ def description() -> dict[str, str]:
         # the CPU class every timing depends on: numpy's SIMD dispatch and OpenBLAS's core
         "cpu_class": f"{cpu.cpu_class()} (flags {', '.join(flags) or 'none of AVX512F, AVX2, FMA3'}; numpy dispatch {cpu.numpy_dispatch()})",
         "cores": str(cores()),
-        "memory_gb": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1e9:.1f}" if hasattr(os, "sysconf") else "?",
+        "memory_gb": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1e9:.1f}"
+        if hasattr(os, "sysconf")
+        else "?",
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "blas": "; ".join(blas) or "unknown",
@@ -158,16 +161,52 @@ def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
             scale = 1e6 if unit == "M/s" else 1e9
             one = parallel_rate(make, per_call, 1, budget)
             rate[label] = parallel_rate(make, per_call, n_cores, budget)
-            rows.append(Row(f"machine: {label}, 1 core", one / scale, unit, note="best of repeated calls"))
-            rows.append(Row(f"machine: {label}, {n_cores} cores", rate[label] / scale, unit, note="one thread per core, each its own array / generator"))
+            rows.append(
+                Row(f"machine: {label}, 1 core", one / scale, unit, note="best of repeated calls")
+            )
+            rows.append(
+                Row(
+                    f"machine: {label}, {n_cores} cores",
+                    rate[label] / scale,
+                    unit,
+                    note="one thread per core, each its own array / generator",
+                )
+            )
         m = 512 if quick else 2048
         for label, dtype in (("fp32 GEMM", np.float32), ("fp64 GEMM", np.float64)):
             flops = 2 * m**3
             one = parallel_rate(gemm(dtype, m), flops, 1, budget)
             rate[label] = max(one, parallel_rate(gemm(dtype, m), flops, n_cores, budget))
-            rows.append(Row(f"machine: {label}, 1 core", one / 1e9, "GFLOP/s", note=f"{m} x {m} square, BLAS on 1 thread"))
-            rows.append(Row(f"machine: {label}, {n_cores} cores", rate[label] / 1e9, "GFLOP/s", note="one product per core, BLAS on 1 thread each"))
+            rows.append(
+                Row(
+                    f"machine: {label}, 1 core",
+                    one / 1e9,
+                    "GFLOP/s",
+                    note=f"{m} x {m} square, BLAS on 1 thread",
+                )
+            )
+            rows.append(
+                Row(
+                    f"machine: {label}, {n_cores} cores",
+                    rate[label] / 1e9,
+                    "GFLOP/s",
+                    note="one product per core, BLAS on 1 thread each",
+                )
+            )
     normal = max(rate[k] for k in rate if k.startswith("normals"))
-    rows.append(Row(f"machine: normal sampling (fastest), {n_cores} cores", normal / 1e6, "M/s", note="the sampling rate used in the kernels' bounds"))
-    limits = Limits(normal=normal, exp64=rate["exp float64"], expm1_32=rate["expm1 float32"], sgemm=rate["fp32 GEMM"], dgemm=rate["fp64 GEMM"])
+    rows.append(
+        Row(
+            f"machine: normal sampling (fastest), {n_cores} cores",
+            normal / 1e6,
+            "M/s",
+            note="the sampling rate used in the kernels' bounds",
+        )
+    )
+    limits = Limits(
+        normal=normal,
+        exp64=rate["exp float64"],
+        expm1_32=rate["expm1 float32"],
+        sgemm=rate["fp32 GEMM"],
+        dgemm=rate["fp64 GEMM"],
+    )
     return limits, rows

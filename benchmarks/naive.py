@@ -24,7 +24,9 @@ def entropy(p: np.ndarray) -> float:
     return float(-(nz * np.log(nz)).sum())
 
 
-def noisy_attention(rng: np.random.Generator, n: int, d: int, k: int, logit_scale: float, sigma: float) -> int:
+def noisy_attention(
+    rng: np.random.Generator, n: int, d: int, k: int, logit_scale: float, sigma: float
+) -> int:
     """Gaussian logit noise: K noisy outputs against the clean one."""
     s = logit_scale * rng.standard_normal(n)
     v = rng.standard_normal((n, d))

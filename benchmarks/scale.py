@@ -32,15 +32,21 @@ from benchmarks.workflow import planned_jobs  # the tests' parser of Snakemake's
 REPO = Path(__file__).resolve().parents[1]
 MILLION = REPO / "workflow/presets/million.yaml"
 PROFILE = REPO / "workflow/profiles/slurm/config.yaml"
-STARTUP_LINE = re.compile(r"first kernel call ([0-9.]+) s after the job's process started.*this process started at ([0-9.]+) s")
+STARTUP_LINE = re.compile(
+    r"first kernel call ([0-9.]+) s after the job's process started.*this process started at ([0-9.]+) s"
+)
 KERNEL_LINE = re.compile(r"kernels ran in ([0-9.]+) s")
 
 
 def env() -> dict[str, str]:
-    return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return dict(
+        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
 
 
-def measured(cmd: list[str], cwd: Path, timeout: float = 7200) -> tuple[float, float, subprocess.CompletedProcess]:
+def measured(
+    cmd: list[str], cwd: Path, timeout: float = 7200
+) -> tuple[float, float, subprocess.CompletedProcess]:
     """(wall seconds, peak RSS MiB of the process itself, result) of one command."""
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
@@ -52,12 +58,24 @@ def measured(cmd: list[str], cwd: Path, timeout: float = 7200) -> tuple[float, f
         err.seek(0)
         result = subprocess.CompletedProcess(cmd, process.returncode, out.read(), err.read())
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:6])} ... failed ({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd[:6])} ... failed "
+            f"({result.returncode}):\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+        )
     return seconds, usage.ru_maxrss / 1024, result
 
 
 def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        *args,
+    ]
 
 
 def sweep(points: int) -> dict:
@@ -81,7 +99,11 @@ def million_config(kind_name: str, points: int = 10**6, **settings) -> dict:
     example = copy.deepcopy(dict(kind.example))
     grid = example["grid"]
     listed = [p for p in kind.params if p.name in grid]  # parameters left out take their defaults
-    numeric = [p for p in listed if not p.choices and not str(p.type).startswith("string") and len(set(grid[p.name])) > 1]
+    numeric = [
+        p
+        for p in listed
+        if not p.choices and not str(p.type).startswith("string") and len(set(grid[p.name])) > 1
+    ]
     integers = [p for p in numeric if str(p.type).startswith("int")]
     floats = [p for p in numeric if p not in integers]
     fixed = int(np.prod([len(v) for k, v in grid.items() if k not in {p.name for p in numeric}]))
@@ -133,7 +155,10 @@ def planning_rows(repeats: int, quick: bool) -> list[Row]:
             (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
             walls, rss, jobs = [], [], 0
             for _ in range(repeats):
-                seconds, peak, result = measured(snakemake_cmd(workdir, "-n", "--cores", "2", "--configfile", "sweep.yaml"), workdir)
+                seconds, peak, result = measured(
+                    snakemake_cmd(workdir, "-n", "--cores", "2", "--configfile", "sweep.yaml"),
+                    workdir,
+                )
                 walls.append(seconds)
                 rss.append(peak)
                 jobs = planned_jobs(result.stdout).get("simulate", 0)
@@ -142,13 +167,38 @@ def planning_rows(repeats: int, quick: bool) -> list[Row]:
             started = time.perf_counter()
             plan_all(settings, workdir / "results/store")
             planning = time.perf_counter() - started
-            cluster = plan_all(load(copy.deepcopy(config) | {"job_minutes": profile_job_minutes()}), workdir / "results/store")
+            cluster = plan_all(
+                load(copy.deepcopy(config) | {"job_minutes": profile_job_minutes()}),
+                workdir / "results/store",
+            )
         target = {"1M": ("<= 20", "<= 1000")}.get(label, (None, None))
         rows += [
-            Row(f"scale: {label} points, snakemake -n", statistics.median(walls), "s", target[0], note=f"median; {spread(walls)}; empty store; {load_text()}"),
-            Row(f"scale: {label} points, snakemake -n peak RSS", max(rss), "MiB", target[1], note="largest over the repeats"),
-            Row(f"scale: {label} points, planning alone", planning, "s", note="attnsim.plan.sweep.plan_all in-process (ids, costs, chunks)"),
-            Row(f"scale: {label} points, chunk jobs (laptop default)", jobs, "jobs", note="job_minutes 2 (the default); rows per job <= 2^22"),
+            Row(
+                f"scale: {label} points, snakemake -n",
+                statistics.median(walls),
+                "s",
+                target[0],
+                note=f"median; {spread(walls)}; empty store; {load_text()}",
+            ),
+            Row(
+                f"scale: {label} points, snakemake -n peak RSS",
+                max(rss),
+                "MiB",
+                target[1],
+                note="largest over the repeats",
+            ),
+            Row(
+                f"scale: {label} points, planning alone",
+                planning,
+                "s",
+                note="attnsim.plan.sweep.plan_all in-process (ids, costs, chunks)",
+            ),
+            Row(
+                f"scale: {label} points, chunk jobs (laptop default)",
+                jobs,
+                "jobs",
+                note="job_minutes 2 (the default); rows per job <= 2^22",
+            ),
             Row(
                 f"scale: {label} points, chunk jobs (SLURM profile)",
                 sum(len(p.pending) for p in cluster.values()),
@@ -169,16 +219,51 @@ def kind_rows(quick: bool) -> list[Row]:
     points = 10**4 if quick else 10**6
     label = "10k" if quick else "1M"
     overrides = [f"{k}={v}" for k, v in profile_settings().items()]
-    for name in sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds.")):
+    for name in sorted(
+        k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds.")
+    ):
         with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
             workdir = Path(tmp)
-            (workdir / "sweep.yaml").write_text(yaml.safe_dump(million_config(name, points), sort_keys=False))
-            seconds, rss, result = measured(snakemake_cmd(workdir, "-n", "--cores", "2", "--configfile", "sweep.yaml", "--config", *overrides), workdir)
-        jobs = int(re.search(r"jobs to run: simulate ([\d,]+)", result.stdout).group(1).replace(",", ""))
+            (workdir / "sweep.yaml").write_text(
+                yaml.safe_dump(million_config(name, points), sort_keys=False)
+            )
+            seconds, rss, result = measured(
+                snakemake_cmd(
+                    workdir,
+                    "-n",
+                    "--cores",
+                    "2",
+                    "--configfile",
+                    "sweep.yaml",
+                    "--config",
+                    *overrides,
+                ),
+                workdir,
+            )
+        jobs = int(
+            re.search(r"jobs to run: simulate ([\d,]+)", result.stdout).group(1).replace(",", "")
+        )
         rows += [
-            Row(f"scale: {label} points of {name}, snakemake -n", seconds, "s", "<= 20" if not quick else None, note=f"no chunk settings; {load_text()}"),
-            Row(f"scale: {label} points of {name}, snakemake -n peak RSS", rss, "MiB", "<= 1024" if not quick else None),
-            Row(f"scale: {label} points of {name}, simulate jobs (SLURM profile)", jobs, "jobs", "<= 2000" if not quick else None, note="job_minutes 30"),
+            Row(
+                f"scale: {label} points of {name}, snakemake -n",
+                seconds,
+                "s",
+                "<= 20" if not quick else None,
+                note=f"no chunk settings; {load_text()}",
+            ),
+            Row(
+                f"scale: {label} points of {name}, snakemake -n peak RSS",
+                rss,
+                "MiB",
+                "<= 1024" if not quick else None,
+            ),
+            Row(
+                f"scale: {label} points of {name}, simulate jobs (SLURM profile)",
+                jobs,
+                "jobs",
+                "<= 2000" if not quick else None,
+                note="job_minutes 30",
+            ),
         ]
     return rows
 
@@ -194,18 +279,42 @@ def startup_rows(repeats: int, quick: bool) -> list[Row]:
         with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
             workdir = Path(tmp)
             (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-            plans = plan_all(load(copy.deepcopy(config) | {"chunk_size": 2000}), workdir / "results/store")
+            plans = plan_all(
+                load(copy.deepcopy(config) | {"chunk_size": 2000}), workdir / "results/store"
+            )
             write_specs(plans, workdir / "results")
             plan = plans["million"]
             chunk = plan.pending[0]
             target = f"simulate:kind=logit_entropy,experiment=million,chunk={chunk}"
-            cmd = snakemake_cmd(workdir, "--configfile", "sweep.yaml", "--config", "chunk_size=2000", "--target-jobs", target, "--allowed-rules", "simulate")
-            cmd += ["--mode", "remote", "--cores", "1", "--force", "--nolock", "--target-files-omit-workdir-adjustment", "--max-inventory-time", "0"]
+            cmd = snakemake_cmd(
+                workdir,
+                "--configfile",
+                "sweep.yaml",
+                "--config",
+                "chunk_size=2000",
+                "--target-jobs",
+                target,
+                "--allowed-rules",
+                "simulate",
+            )
+            cmd += [
+                "--mode",
+                "remote",
+                "--cores",
+                "1",
+                "--force",
+                "--nolock",
+                "--target-files-omit-workdir-adjustment",
+                "--max-inventory-time",
+                "0",
+            ]
             cmd += ["--no-hooks", "--ignore-incomplete"]
             seconds, snakemake_part = [], []
             for _ in range(repeats):
                 measured(cmd, workdir)
-                log = (workdir / f"results/logs/simulate/million/logit_entropy-{chunk}.log").read_text()
+                log = (
+                    workdir / f"results/logs/simulate/million/logit_entropy-{chunk}.log"
+                ).read_text()
                 found = STARTUP_LINE.search(log)
                 seconds.append(float(found.group(1)))
                 snakemake_part.append(float(found.group(2)))
@@ -251,7 +360,9 @@ def naive_seconds(config: dict, fraction: float) -> tuple[float, float]:
         started = time.perf_counter()
         for scale in g["noise_scale"]:
             for _ in range(trials):
-                naive.noisy_attention(rng, g["n"][0], g["d"][0], g["noise_draws"][0], g["logit_scale"][0], scale)
+                naive.noisy_attention(
+                    rng, g["n"][0], g["d"][0], g["noise_draws"][0], g["logit_scale"][0], scale
+                )
         spent = time.perf_counter() - started
     return spent * e["trials"] / trials, spent
 
@@ -264,7 +375,10 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
     rows = []
     naive_before, ran_before = naive_seconds(config, 0.02 if quick else 0.05)
     walls = {}
-    for label, extra in (("threads from spare cores", []), ("one thread (as before)", ["--set-threads", "simulate=1"])):
+    for label, extra in (
+        ("threads from spare cores", []),
+        ("one thread (as before)", ["--set-threads", "simulate=1"]),
+    ):
         with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
             workdir = Path(tmp)
             (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -275,7 +389,11 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
             walls[label] = (seconds, kernel, threads)
     naive_after, ran_after = naive_seconds(config, 0.02 if quick else 0.05)
     naive_total = (naive_before + naive_after) / 2
-    what = "one-point sweep" + (" (quick: n=1024, 40 trials)" if quick else ": noisy_attention n=16384, d=64, K=32, 8 scales, 3000 trials")
+    what = "one-point sweep" + (
+        " (quick: n=1024, 40 trials)"
+        if quick
+        else ": noisy_attention n=16384, d=64, K=32, 8 scales, 3000 trials"
+    )
     rows.append(
         Row(
             f"scale: {what}, naive loop (1 core)",
@@ -307,7 +425,12 @@ def build_store(directory: Path, cores: int) -> float:
     """Run the million preset up to its chunk files in `directory` (once; minutes)."""
     directory.mkdir(parents=True, exist_ok=True)
     shutil.copy(MILLION, directory / "million.yaml")
-    seconds, _, _ = measured(snakemake_cmd(directory, "--cores", str(cores), "--configfile", "million.yaml", "--until", "simulate"), directory)
+    seconds, _, _ = measured(
+        snakemake_cmd(
+            directory, "--cores", str(cores), "--configfile", "million.yaml", "--until", "simulate"
+        ),
+        directory,
+    )
     return seconds
 
 
@@ -323,19 +446,39 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
     if not store.chunk_files(root):
         built = build_store(directory, cores)
         rows.append(
-            Row("scale: 1M points x 100 trials, simulate (whole sweep)", built, "s", note=f"`snakemake --cores {cores} --until simulate`; {load_text()}")
+            Row(
+                "scale: 1M points x 100 trials, simulate (whole sweep)",
+                built,
+                "s",
+                note=f"`snakemake --cores {cores} --until simulate`; {load_text()}",
+            )
         )
     settings = load_file(directory / "million.yaml")
     chunks = store.experiment_chunks(root, "logit_entropy", "million")
     trial_rows = sum(pq.read_metadata(p).num_rows for p in chunks)
     size = sum(p.stat().st_size for p in chunks)
     rows += [
-        Row("scale: store trial rows", trial_rows, "rows", ">= 100000000", note=f"{len(chunks)} chunk files, {size / 2**30:.2f} GiB (Parquet, zstd)"),
+        Row(
+            "scale: store trial rows",
+            trial_rows,
+            "rows",
+            ">= 100000000",
+            note=f"{len(chunks)} chunk files, {size / 2**30:.2f} GiB (Parquet, zstd)",
+        ),
     ]
     attnsim = [sys.executable, "-m", "attnsim.cli"]
     summary = store.summary_path(root, "logit_entropy", "million")
     seconds, rss, _ = measured(
-        [*attnsim, "collect", "--experiment", experiment_json(settings, "million"), "--output", str(summary), *map(str, chunks)], directory
+        [
+            *attnsim,
+            "collect",
+            "--experiment",
+            experiment_json(settings, "million"),
+            "--output",
+            str(summary),
+            *map(str, chunks),
+        ],
+        directory,
     )
     rows += [
         Row(
@@ -344,15 +487,39 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
             "s",
             note=f"`attnsim collect` as the workflow runs it: {trial_rows / seconds / 1e6:.1f} M rows/s; {load_text()}",
         ),
-        Row("scale: collect 10^8 rows, peak RSS", rss, "MiB", "<= 2048", note="one chunk file in memory at a time"),
+        Row(
+            "scale: collect 10^8 rows, peak RSS",
+            rss,
+            "MiB",
+            "<= 2048",
+            note="one chunk file in memory at a time",
+        ),
     ]
-    seconds, rss, _ = measured([*attnsim, "claims", "--experiments", json.dumps({"million": "logit_entropy"}), "--store", str(root)], directory)
+    seconds, rss, _ = measured(
+        [
+            *attnsim,
+            "claims",
+            "--experiments",
+            json.dumps({"million": "logit_entropy"}),
+            "--store",
+            str(root),
+        ],
+        directory,
+    )
     rows += [
-        Row("scale: claims on the 1M-point summary, wall", seconds, "s", note="`attnsim claims` (reads the summaries)"),
+        Row(
+            "scale: claims on the 1M-point summary, wall",
+            seconds,
+            "s",
+            note="`attnsim claims` (reads the summaries)",
+        ),
         Row("scale: claims on the 1M-point summary, peak RSS", rss, "MiB", "<= 2048"),
     ]
     sql = "SELECT n, d, scale, entropy_mean, entropy_ci_low, entropy_ci_high FROM million WHERE n = 32 AND d = 16 AND logits = 'gaussian' AND scale BETWEEN 1 AND 2"
-    walls = [measured([*attnsim, "query", sql, "--store", str(root)], directory)[0] for _ in range(repeats)]
+    walls = [
+        measured([*attnsim, "query", sql, "--store", str(root)], directory)[0]
+        for _ in range(repeats)
+    ]
     rows.append(
         Row(
             "scale: attnsim query, one experiment's summary with a filter",
@@ -362,7 +529,13 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
             note=f"median; {spread(walls)}; CLI, process start included",
         )
     )
-    walls = [measured([*attnsim, "show", "--config", str(directory / "million.yaml"), "--store", str(root)], directory)[0] for _ in range(repeats)]
+    walls = [
+        measured(
+            [*attnsim, "show", "--config", str(directory / "million.yaml"), "--store", str(root)],
+            directory,
+        )[0]
+        for _ in range(repeats)
+    ]
     rows.append(
         Row(
             "scale: attnsim show on the finished 1M-point store",
@@ -378,13 +551,30 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
 def slurm_rows(points: int, chunk_size: int) -> list[Row]:
     """Job start-up through the real SLURM executor plugin on the local cluster (tests/slurm/local-cluster.sh up)."""
     config = sweep(points)
-    with tempfile.TemporaryDirectory(prefix="attnsim-slurm-", dir=os.environ.get("ATTNSIM_SCALE_TMP", "/tmp")) as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="attnsim-slurm-", dir=os.environ.get("ATTNSIM_SCALE_TMP", "/tmp")
+    ) as tmp:
         workdir = Path(tmp)
         (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         cmd = snakemake_cmd(
-            workdir, "--workflow-profile", str(REPO / "workflow/profiles/slurm"), "--configfile", "sweep.yaml", "--config", f"chunk_size={chunk_size}"
+            workdir,
+            "--workflow-profile",
+            str(REPO / "workflow/profiles/slurm"),
+            "--configfile",
+            "sweep.yaml",
+            "--config",
+            f"chunk_size={chunk_size}",
         )
-        cmd += ["--slurm-init-seconds-before-status-checks", "2", "--until", "simulate", "--set-threads", "simulate=1", "--jobs", "4"]
+        cmd += [
+            "--slurm-init-seconds-before-status-checks",
+            "2",
+            "--until",
+            "simulate",
+            "--set-threads",
+            "simulate=1",
+            "--jobs",
+            "4",
+        ]
         wall, _, result = measured(cmd, workdir)
         logs = list((workdir / "results/logs/simulate").rglob("*.log"))
         found = [STARTUP_LINE.search(p.read_text()) for p in logs]
@@ -404,7 +594,12 @@ def slurm_rows(points: int, chunk_size: int) -> list[Row]:
 
 def scale_rows(cores: int, quick: bool, store_dir: Path | None, slurm: bool) -> list[Row]:
     repeats = 2 if quick else 3
-    rows = planning_rows(repeats, quick) + kind_rows(quick) + startup_rows(repeats, quick) + threads_rows(cores, quick)
+    rows = (
+        planning_rows(repeats, quick)
+        + kind_rows(quick)
+        + startup_rows(repeats, quick)
+        + threads_rows(cores, quick)
+    )
     if store_dir is not None:
         rows += store_rows(store_dir, cores, repeats)
     if slurm:

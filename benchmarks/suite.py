@@ -15,25 +15,51 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def header(info: dict[str, str], quick: bool, seconds: float | None = None) -> str:
     lines = [
-        "# attnsim benchmarks" + (" (quick mode: tiny sizes, values not comparable)" if quick else ""),
+        "# attnsim benchmarks"
+        + (" (quick mode: tiny sizes, values not comparable)" if quick else ""),
         "",
-        f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; {info['platform']}",
-        f"- CPU class: {info['cpu_class']}: every timing below is of this class (docs/usage.md, Reproducibility)",
-        f"- Python {info['python']}, numpy {info['numpy']}, BLAS {info['blas']}; attnsim {info['attnsim']}",
-        f"- run: {info['date']}" + (f", {seconds / 60:.1f} min" if seconds else "") + "; `python -m benchmarks" + (" --quick" if quick else "") + "`",
-        "- kernels use every core (threads over trial blocks, BLAS on one thread each); naive loops one thread.",
-        "  Fractions of the machine bound compare with the machine's own rates measured in the same run.",
+        f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB; "
+        f"{info['platform']}",
+        f"- CPU class: {info['cpu_class']}: every timing below is of this class (docs/usage.md, "
+        "Reproducibility)",
+        f"- Python {info['python']}, numpy {info['numpy']}, BLAS {info['blas']}; attnsim "
+        f"{info['attnsim']}",
+        f"- run: {info['date']}"
+        + (f", {seconds / 60:.1f} min" if seconds else "")
+        + "; `python -m benchmarks"
+        + (" --quick" if quick else "")
+        + "`",
+        "- kernels use every core (threads over trial blocks, BLAS on one thread each); naive "
+        "loops one thread.",
+        "  Fractions of the machine bound compare with the machine's own rates measured in the "
+        "same run.",
     ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="every row on tiny sizes, in well under a minute (for CI)")
-    parser.add_argument("--output", type=Path, default=RESULTS, help=f"directory for latest.md and latest.parquet (default {RESULTS})")
-    parser.add_argument("--cores", type=int, default=machine.cores(), help="threads for the kernels and --cores for Snakemake (default: all)")
     parser.add_argument(
-        "--scale", action="store_true", help="only the scale rows (benchmarks/scale.py): planning 10k-1M points, job start-up, threads, the 10^8-row store"
+        "--quick",
+        action="store_true",
+        help="every row on tiny sizes, in well under a minute (for CI)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=RESULTS,
+        help=f"directory for latest.md and latest.parquet (default {RESULTS})",
+    )
+    parser.add_argument(
+        "--cores",
+        type=int,
+        default=machine.cores(),
+        help="threads for the kernels and --cores for Snakemake (default: all)",
+    )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="only the scale rows (benchmarks/scale.py): planning 10k-1M points, job start-up, threads, the 10^8-row store",
     )
     parser.add_argument(
         "--store",
@@ -41,8 +67,14 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(tempfile.gettempdir()) / "attnsim-scale",
         help="--scale: where the 10^8-row store is (built there once if missing; minutes)",
     )
-    parser.add_argument("--no-store", action="store_true", help="--scale: leave out the 10^8-row store rows")
-    parser.add_argument("--slurm", action="store_true", help="--scale: also the SLURM start-up row (needs tests/slurm/local-cluster.sh up)")
+    parser.add_argument(
+        "--no-store", action="store_true", help="--scale: leave out the 10^8-row store rows"
+    )
+    parser.add_argument(
+        "--slurm",
+        action="store_true",
+        help="--scale: also the SLURM start-up row (needs tests/slurm/local-cluster.sh up)",
+    )
     args = parser.parse_args(argv)
     if args.scale:
         return scale_main(args)
@@ -58,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[benchmarks] {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
     section("machine limits", lambda: machine.measure_limits(args.cores, args.quick)[1])
-    section("kernels vs naive loops", lambda: kernels.kernel_rows(kernels.measure_kernels(args.cores, args.quick), args.cores))
+    section(
+        "kernels vs naive loops",
+        lambda: kernels.kernel_rows(kernels.measure_kernels(args.cores, args.quick), args.cores),
+    )
     section("training kernels vs naive loops", training.table_rows, args.quick)
     section("allocator tuning", kernels.allocator_rows, args.quick)
     section("memory per job", kernels.memory_rows, args.quick)
@@ -66,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     section("10k grid", workflow.grid_rows, args.cores, args.quick)
 
     seconds = time.perf_counter() - started
-    md, parquet = table.write(rows, args.output, header(info, args.quick, seconds), info | {"quick": str(args.quick)})
+    md, parquet = table.write(
+        rows, args.output, header(info, args.quick, seconds), info | {"quick": str(args.quick)}
+    )
     print()
     print(table.text(rows))
     print(f"\nwrote {md} and {parquet} ({seconds:.0f} s)")
@@ -77,10 +114,17 @@ def scale_main(args) -> int:
     started = time.perf_counter()
     info = machine.description()
     print("[benchmarks] scale ...", flush=True)
-    rows = scale.scale_rows(args.cores, args.quick, None if args.no_store else args.store, args.slurm)
+    rows = scale.scale_rows(
+        args.cores, args.quick, None if args.no_store else args.store, args.slurm
+    )
     seconds = time.perf_counter() - started
     md, parquet = table.write(
-        rows, args.output / "scale", header(info, args.quick, seconds).replace("`python -m benchmarks", "`python -m benchmarks --scale"), info
+        rows,
+        args.output / "scale",
+        header(info, args.quick, seconds).replace(
+            "`python -m benchmarks", "`python -m benchmarks --scale"
+        ),
+        info,
     )
     print()
     print(table.text(rows))

@@ -11,12 +11,28 @@ import pyarrow.parquet as pq
 
 SCHEMA = pa.schema(
     [
-        pa.field("what", pa.string(), nullable=False, metadata={"description": "the quantity measured"}),
-        pa.field("value", pa.float64(), metadata={"description": "its value (NaN if it could not be measured)"}),
+        pa.field(
+            "what", pa.string(), nullable=False, metadata={"description": "the quantity measured"}
+        ),
+        pa.field(
+            "value",
+            pa.float64(),
+            metadata={"description": "its value (NaN if it could not be measured)"},
+        ),
         pa.field("unit", pa.string(), nullable=False),
-        pa.field("target", pa.string(), metadata={"description": "the issue's target, e.g. '>= 20'; null if none"}),
-        pa.field("met", pa.bool_(), metadata={"description": "value meets the target; null without a target"}),
-        pa.field("note", pa.string(), nullable=False, metadata={"description": "how it was measured"}),
+        pa.field(
+            "target",
+            pa.string(),
+            metadata={"description": "the issue's target, e.g. '>= 20'; null if none"},
+        ),
+        pa.field(
+            "met",
+            pa.bool_(),
+            metadata={"description": "value meets the target; null without a target"},
+        ),
+        pa.field(
+            "note", pa.string(), nullable=False, metadata={"description": "how it was measured"}
+        ),
     ]
 )
 
@@ -53,10 +69,17 @@ def fmt(value: float) -> str:
 
 
 def markdown(rows: list[Row], header: str) -> str:
-    lines = [header, "", "| what | value | unit | target | met | note |", "|---|---:|---|---|---|---|"]
+    lines = [
+        header,
+        "",
+        "| what | value | unit | target | met | note |",
+        "|---|---:|---|---|---|---|",
+    ]
     for r in rows:
         met = {True: "yes", False: "**no**", None: ""}[r.met]
-        lines.append(f"| {r.what} | {fmt(r.value)} | {r.unit} | {r.target or ''} | {met} | {r.note} |")
+        lines.append(
+            f"| {r.what} | {fmt(r.value)} | {r.unit} | {r.target or ''} | {met} | {r.note} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -69,12 +92,19 @@ def text(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def write(rows: list[Row], directory: Path, header: str, metadata: dict[str, str]) -> tuple[Path, Path]:
+def write(
+    rows: list[Row], directory: Path, header: str, metadata: dict[str, str]
+) -> tuple[Path, Path]:
     directory.mkdir(parents=True, exist_ok=True)
     md = directory / "latest.md"
     md.write_text(markdown(rows, header))
-    records = [asdict(r) | {"met": r.met, "value": float("nan") if r.value is None else float(r.value)} for r in rows]
-    table = pa.Table.from_pylist(records, schema=SCHEMA).replace_schema_metadata({k.encode(): v.encode() for k, v in metadata.items()})
+    records = [
+        asdict(r) | {"met": r.met, "value": float("nan") if r.value is None else float(r.value)}
+        for r in rows
+    ]
+    table = pa.Table.from_pylist(records, schema=SCHEMA).replace_schema_metadata(
+        {k.encode(): v.encode() for k, v in metadata.items()}
+    )
     parquet = directory / "latest.parquet"
     pq.write_table(table, parquet)
     return md, parquet

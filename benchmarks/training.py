@@ -35,7 +35,16 @@ from oracles.training import contrastive_naive_run, recall_naive_run
 
 RECALL = {"n": 64, "d": 32, "batch": 32, "scale": 1.0, "optimiser": "adam", "lr": 0.01}
 RECALL_SMALL = RECALL | {"n": 16, "d": 16}  # the default sweep's size
-CONTRASTIVE = {"n": 64, "classes": 8, "latent_dim": 8, "input_dim": 64, "embed_dim": 16, "tau": 0.1, "optimiser": "adam", "lr": 0.01}
+CONTRASTIVE = {
+    "n": 64,
+    "classes": 8,
+    "latent_dim": 8,
+    "input_dim": 64,
+    "embed_dim": 16,
+    "tau": 0.1,
+    "optimiser": "adam",
+    "lr": 0.01,
+}
 CASES = {
     "recall": (rt, RECALL, recall_naive_run),
     "recall, default-sweep size": (rt, RECALL_SMALL, recall_naive_run),
@@ -60,7 +69,9 @@ def best(fn, repeats: int, cpu: bool = False) -> float:
     return min(times)
 
 
-def batched_rate(module, params: dict, trials: int, steps: int, threads: int, repeats: int, points: int = 1) -> float:
+def batched_rate(
+    module, params: dict, trials: int, steps: int, threads: int, repeats: int, points: int = 1
+) -> float:
     """Run-steps per second of `threads` blocks of `trials` trials run concurrently."""
     pts = [params | {"steps": steps, "lr": params["lr"] * (1 + 0.1 * i)} for i in range(points)]
 
@@ -104,13 +115,32 @@ def table_rows(quick: bool = False) -> list:
     rows = []
     with threadpool_limits(limits=1):
         for name, (module, params, naive) in CASES.items():
-            size = ", ".join(f"{k}={params[k]}" for k in ("n", "d", "batch", "input_dim", "embed_dim", "classes") if k in params)
+            size = ", ".join(
+                f"{k}={params[k]}"
+                for k in ("n", "d", "batch", "input_dim", "embed_dim", "classes")
+                if k in params
+            )
             fast = batched_rate(module, params, trials, steps, 1, repeats)
             slow = naive_rate(naive, params, runs, steps, 1, repeats)
             note = f"{size}; {steps} steps per run, {trials}-trial blocks; 1 thread, CPU time, best of {repeats}"
             rows.append(Row(f"training {name}: kernel", fast, "run-steps/s", note=note))
-            rows.append(Row(f"training {name}: naive loop", slow, "run-steps/s", note="one run at a time (tests/oracles/training.py), 1 thread"))
-            rows.append(Row(f"training {name}: speedup over naive", fast / slow, "x", ">= 10", note="batched kernel / naive loop"))
+            rows.append(
+                Row(
+                    f"training {name}: naive loop",
+                    slow,
+                    "run-steps/s",
+                    note="one run at a time (tests/oracles/training.py), 1 thread",
+                )
+            )
+            rows.append(
+                Row(
+                    f"training {name}: speedup over naive",
+                    fast / slow,
+                    "x",
+                    ">= 10",
+                    note="batched kernel / naive loop",
+                )
+            )
         rows += plateau_rows(quick)
     return rows
 
@@ -140,15 +170,34 @@ def plateau_rows(quick: bool = False) -> list:
 
     per_run = best(block, repeats, cpu=True) / (16 * len(pts)) * (10_000 / steps)
     note = f"n=16, d=16, batch=32; {len(pts)} one-hot points x 16 trials (sgd/adam/normgd, W_v trained/I, scale 40 and 100), {steps} steps scaled to 10^4; 1 thread, CPU time"
-    rows = [Row("plateau map: CPU per 10^4-step run (one-hot start, whole budget)", per_run, "s", note=note)]
+    rows = [
+        Row(
+            "plateau map: CPU per 10^4-step run (one-hot start, whole budget)",
+            per_run,
+            "s",
+            note=note,
+        )
+    ]
     one = [pts[2]]  # adam, W_v trained, scale 40
     fast = batched_rate(rt, one[0] | {"steps": steps}, 16, steps, 1, repeats)
     slow_steps = max(5, steps // 10)
     slow = naive_rate(recall_naive_run, one[0], 1, slow_steps, 1, 1)
     rows.append(
-        Row("plateau map: kernel, one point (adam, scale 40)", fast, "run-steps/s", note=f"16-trial block, {steps} steps, stop at the threshold (none reached)")
+        Row(
+            "plateau map: kernel, one point (adam, scale 40)",
+            fast,
+            "run-steps/s",
+            note=f"16-trial block, {steps} steps, stop at the threshold (none reached)",
+        )
     )
-    rows.append(Row("plateau map: naive loop, same point", slow, "run-steps/s", note=f"one run at a time (tests/oracles/training.py), {slow_steps} steps"))
+    rows.append(
+        Row(
+            "plateau map: naive loop, same point",
+            slow,
+            "run-steps/s",
+            note=f"one run at a time (tests/oracles/training.py), {slow_steps} steps",
+        )
+    )
     rows.append(
         Row(
             "plateau map: speedup over naive",
@@ -163,25 +212,44 @@ def plateau_rows(quick: bool = False) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat: checks the script runs")
-    parser.add_argument("--sweep", action="store_true", help="also time default-sweep-sized blocks (a few minutes)")
-    parser.add_argument("--trials", type=int, default=64, help="trials per batched block (default 64)")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes, one repeat: checks the script runs"
+    )
+    parser.add_argument(
+        "--sweep", action="store_true", help="also time default-sweep-sized blocks (a few minutes)"
+    )
+    parser.add_argument(
+        "--trials", type=int, default=64, help="trials per batched block (default 64)"
+    )
     args = parser.parse_args(argv)
     tune_allocator()
     steps, runs, repeats = (5, 1, 1) if args.quick else (40, 3, 3)
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared: figures are best of {repeats})")
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared: figures "
+        f"are best of {repeats})"
+    )
     with threadpool_limits(limits=1):
         for name, (module, params, naive) in CASES.items():
-            size = ", ".join(f"{k}={params[k]}" for k in ("n", "d", "batch", "input_dim", "embed_dim", "classes") if k in params)
+            size = ", ".join(
+                f"{k}={params[k]}"
+                for k in ("n", "d", "batch", "input_dim", "embed_dim", "classes")
+                if k in params
+            )
             print(f"\n{name} ({size}; {steps} steps per run, {args.trials} trials per block)")
             fast_1 = None
             for threads in (1, 2):
                 fast = batched_rate(module, params, args.trials, steps, threads, repeats)
                 fast_1 = fast_1 or fast
                 slow = naive_rate(naive, params, runs, steps, threads, repeats)
-                print(f"  {threads} thread(s): batched {fast:10.0f} run-steps/s   naive {slow:8.0f} run-steps/s   speed-up {fast / slow:6.1f}x")
+                print(
+                    f"  {threads} thread(s): batched {fast:10.0f} run-steps/s   naive {slow:8.0f} "
+                    f"run-steps/s   speed-up {fast / slow:6.1f}x"
+                )
             single = batched_rate(module, params, 1, steps, 1, repeats)
-            print(f"  the kernel one run at a time (1-trial blocks), 1 thread: {single:8.0f} run-steps/s; batching alone gains {fast_1 / single:5.1f}x")
+            print(
+                f"  the kernel one run at a time (1-trial blocks), 1 thread: {single:8.0f} "
+                f"run-steps/s; batching alone gains {fast_1 / single:5.1f}x"
+            )
             if not args.quick:
                 for trials in (8, 32, 128):
                     rate = batched_rate(module, params, trials, steps, 1, repeats)
@@ -198,18 +266,31 @@ def sweep() -> None:
     clock = time.thread_time  # CPU seconds of this thread (BLAS pinned to it)
     for points in (
         [recall | {"optimiser": "adam", "lr": 0.01}],
-        [recall | {"optimiser": o, "lr": lr, "scale": s} for o, lr in (("adam", 0.01), ("sgd", 1.0)) for s in (0.3, 1.0, 3.0, 10.0)],
+        [
+            recall | {"optimiser": o, "lr": lr, "scale": s}
+            for o, lr in (("adam", 0.01), ("sgd", 1.0))
+            for s in (0.3, 1.0, 3.0, 10.0)
+        ],
     ):
         start = clock()
         rt.simulate_block(np.random.default_rng(0), 200, points)
         took = clock() - start
-        print(f"  recall n=16 d=16 batch=32, {len(points)} point(s): {took:6.1f} s ({took / len(points):5.1f} s per point)")
+        print(
+            f"  recall n=16 d=16 batch=32, {len(points)} point(s): {took:6.1f} s "
+            f"({took / len(points):5.1f} s per point)"
+        )
     contrastive = {"n": 64, "steps": 300, "optimiser": "adam", "lr": 0.01}
-    for points in ([contrastive | {"tau": 0.1}], [contrastive | {"tau": t} for t in (0.05, 0.1, 0.2, 0.5, 1.0)]):
+    for points in (
+        [contrastive | {"tau": 0.1}],
+        [contrastive | {"tau": t} for t in (0.05, 0.1, 0.2, 0.5, 1.0)],
+    ):
         start = clock()
         ct.simulate_block(np.random.default_rng(0), 200, points)
         took = clock() - start
-        print(f"  contrastive n=64 D=64 d_out=16 C=8, {len(points)} point(s): {took:6.1f} s ({took / len(points):5.1f} s per point)")
+        print(
+            f"  contrastive n=64 D=64 d_out=16 C=8, {len(points)} point(s): {took:6.1f} s "
+            f"({took / len(points):5.1f} s per point)"
+        )
 
 
 if __name__ == "__main__":

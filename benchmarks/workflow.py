@@ -43,9 +43,20 @@ QUICK_SWEEP = {  # every kind, a few points: the same rows, in seconds
         "robustness": {
             "kind": "noisy_attention",
             "trials": 20,
-            "grid": {"n": [16, 256], "d": [8], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "student_t"], "noise_draws": [4], "noise_scale": [0.1, 1.0]},
+            "grid": {
+                "n": [16, 256],
+                "d": [8],
+                "logit_scale": [0.0, 1.0],
+                "noise": ["gaussian", "student_t"],
+                "noise_draws": [4],
+                "noise_scale": [0.1, 1.0],
+            },
         },
-        "entropy_scale": {"kind": "logit_entropy", "trials": 20, "grid": {"n": [64], "d": [8], "logits": ["gaussian"], "scale": [0.1, 1.0, 10.0]}},
+        "entropy_scale": {
+            "kind": "logit_entropy",
+            "trials": 20,
+            "grid": {"n": [64], "d": [8], "logits": ["gaussian"], "scale": [0.1, 1.0, 10.0]},
+        },
     },
 }
 
@@ -55,29 +66,52 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 3600) -> tuple[subprocess.CompletedProcess, float]:
+def snakemake(
+    workdir: Path, *args: str, timeout: float = 3600
+) -> tuple[subprocess.CompletedProcess, float]:
     result, seconds, _ = snakemake_timed(workdir, *args, timeout=timeout)
     return result, seconds
 
 
-def snakemake_timed(workdir: Path, *args: str, timeout: float = 3600) -> tuple[subprocess.CompletedProcess, float, float]:
+def snakemake_timed(
+    workdir: Path, *args: str, timeout: float = 3600
+) -> tuple[subprocess.CompletedProcess, float, float]:
     """Run Snakemake; (result, wall seconds, CPU seconds of Snakemake and every job it ran)."""
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
+    env = dict(
+        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        *args,
+    ]
     cpu = children_cpu()
     started = time.perf_counter()
-    result = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+    )
     seconds = time.perf_counter() - started
     cpu = children_cpu() - cpu
     if result.returncode != 0:
-        raise RuntimeError(f"snakemake {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+        raise RuntimeError(
+            f"snakemake {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+        )
     return result, seconds, cpu
 
 
 def job_times(workdir: Path) -> tuple[float, float, int]:
     """Seconds inside the kernels (from each simulate job's log), seconds of the simulate jobs
     (Snakemake's benchmark files, process start to exit) and the number of simulate jobs."""
-    kernel = sum(float(m.group(1)) for log in (workdir / "results/logs/simulate").rglob("*.log") for m in KERNEL_LINE.finditer(log.read_text()))
+    kernel = sum(
+        float(m.group(1))
+        for log in (workdir / "results/logs/simulate").rglob("*.log")
+        for m in KERNEL_LINE.finditer(log.read_text())
+    )
     jobs = 0.0
     tsvs = list((workdir / "results/benchmarks/simulate").rglob("*.tsv"))
     for tsv in tsvs:
@@ -129,9 +163,13 @@ def points_of(config: dict) -> int:
 
 
 def sweep_rows(cores: int, quick: bool) -> list[Row]:
-    config = copy.deepcopy(QUICK_SWEEP) if quick else yaml.safe_load((REPO / "config.yaml").read_text())
+    config = (
+        copy.deepcopy(QUICK_SWEEP) if quick else yaml.safe_load((REPO / "config.yaml").read_text())
+    )
     what = "tiny sweep (quick mode)" if quick else "config.yaml"
-    on_target = cores == CORES_TARGET and not quick  # the targets are for the default sweep on 2 cores
+    on_target = (
+        cores == CORES_TARGET and not quick
+    )  # the targets are for the default sweep on 2 cores
     with tempfile.TemporaryDirectory(prefix="attnsim-bench-") as tmp:
         workdir = Path(tmp)
         (workdir / "config.yaml").write_text(yaml.safe_dump(trivial(config), sort_keys=False))
@@ -152,18 +190,60 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
     non_kernel = 100 * (1 - kernel / (cores * wall))
     note = f"{what}: {points_of(config):,} points, `snakemake --cores {cores}` from an empty directory; {run_load}"
     rows = [
-        Row("default sweep: wall time", wall, "s", FIRST_RUN_TARGET if on_target else None, note=note),
-        Row("default sweep: CPU time (all processes)", cpu, "s", note="user + sys of Snakemake and every job (getrusage of the finished run)"),
+        Row(
+            "default sweep: wall time",
+            wall,
+            "s",
+            FIRST_RUN_TARGET if on_target else None,
+            note=note,
+        ),
+        Row(
+            "default sweep: CPU time (all processes)",
+            cpu,
+            "s",
+            note="user + sys of Snakemake and every job (getrusage of the finished run)",
+        ),
     ]
     for experiment, (seconds, jobs_of) in per_experiment.items():
         trials = config["experiments"][experiment]
-        setting = f"{trials['trials']} trials" + (f", to SE <= {trials['target_se']} (at most {trials['max_trials']})" if "target_se" in trials else "")
-        rows.append(Row(f"default sweep: simulate CPU, {experiment}", seconds, "s", note=f"{jobs_of} job(s), {setting}; `process CPU` lines of the jobs' logs"))
+        setting = f"{trials['trials']} trials" + (
+            f", to SE <= {trials['target_se']} (at most {trials['max_trials']})"
+            if "target_se" in trials
+            else ""
+        )
+        rows.append(
+            Row(
+                f"default sweep: simulate CPU, {experiment}",
+                seconds,
+                "s",
+                note=f"{jobs_of} job(s), {setting}; `process CPU` lines of the jobs' logs",
+            )
+        )
     rows += [
-        Row("default sweep: kernel time (sum over jobs)", kernel, "s", note=f"{count} simulate jobs; `kernels ran in` lines of their logs"),
-        Row("default sweep: simulate jobs' time (sum)", jobs, "s", note="Snakemake benchmark files: process start, kernels, table, Parquet write"),
-        Row("default sweep: until the last chunk was written", simulate_phase, "s", note="Snakemake start-up and planning, then the simulate jobs"),
-        Row("default sweep: after the last chunk", wall - simulate_phase, "s", note="summaries, figures, claims and report inputs"),
+        Row(
+            "default sweep: kernel time (sum over jobs)",
+            kernel,
+            "s",
+            note=f"{count} simulate jobs; `kernels ran in` lines of their logs",
+        ),
+        Row(
+            "default sweep: simulate jobs' time (sum)",
+            jobs,
+            "s",
+            note="Snakemake benchmark files: process start, kernels, table, Parquet write",
+        ),
+        Row(
+            "default sweep: until the last chunk was written",
+            simulate_phase,
+            "s",
+            note="Snakemake start-up and planning, then the simulate jobs",
+        ),
+        Row(
+            "default sweep: after the last chunk",
+            wall - simulate_phase,
+            "s",
+            note="summaries, figures, claims and report inputs",
+        ),
         Row(
             "default sweep: non-kernel share of wall time",
             non_kernel,
@@ -183,11 +263,21 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
             OVERHEAD_TARGET if on_target else None,
             note=f"wall time of the same sweep with 2 trials per point, no target_se: the same {jobs_trivial} jobs and processes, ~0 kernel work; {load}",
         ),
-        Row("default sweep: fixed overhead, CPU time", overhead_cpu, "s", note="user + sys of Snakemake and every job of that run"),
+        Row(
+            "default sweep: fixed overhead, CPU time",
+            overhead_cpu,
+            "s",
+            note="user + sys of Snakemake and every job of that run",
+        ),
     ]
     for rule, (seconds, jobs_of) in sorted(per_rule.items()):
         rows.append(
-            Row(f"default sweep: fixed overhead, {rule} jobs (sum)", seconds, "s", note=f"{jobs_of} job(s); wall seconds from Snakemake's benchmark files")
+            Row(
+                f"default sweep: fixed overhead, {rule} jobs (sum)",
+                seconds,
+                "s",
+                note=f"{jobs_of} job(s); wall seconds from Snakemake's benchmark files",
+            )
         )
     return rows
 
@@ -204,9 +294,26 @@ def grid_rows(cores: int, quick: bool) -> list[Row]:
         jobs = planned_jobs(result.stdout).get("simulate", 0)
         rows += [
             Row("10k grid: points", points, "points", note="workflow/presets/large.yaml"),
-            Row("10k grid: dry-run time", dry, "s", "<= 15", note="`snakemake -n --configfile large.yaml`, empty store, process start included"),
-            Row("10k grid: simulate jobs", jobs, "jobs", note=f"chunk_size {large['chunk_size']}, chunks per experiment"),
-            Row("10k grid: points per simulate job", points / max(jobs, 1), "points/job", ">= 50", note="'at most 1 job per 50 points'"),
+            Row(
+                "10k grid: dry-run time",
+                dry,
+                "s",
+                "<= 15",
+                note="`snakemake -n --configfile large.yaml`, empty store, process start included",
+            ),
+            Row(
+                "10k grid: simulate jobs",
+                jobs,
+                "jobs",
+                note=f"chunk_size {large['chunk_size']}, chunks per experiment",
+            ),
+            Row(
+                "10k grid: points per simulate job",
+                points / max(jobs, 1),
+                "points/job",
+                ">= 50",
+                note="'at most 1 job per 50 points'",
+            ),
         ]
         few = copy.deepcopy(large)
         for experiment in few["experiments"].values():
@@ -214,13 +321,26 @@ def grid_rows(cores: int, quick: bool) -> list[Row]:
             if quick:  # a slice of the grid: the smallest size only
                 experiment["grid"]["n"] = experiment["grid"]["n"][:1]
         (workdir / "few.yaml").write_text(yaml.safe_dump(few, sort_keys=False))
-        _, wall = snakemake(workdir, "--configfile", "few.yaml", "--cores", str(cores), *(["--until", "collect"] if quick else []))
+        _, wall = snakemake(
+            workdir,
+            "--configfile",
+            "few.yaml",
+            "--cores",
+            str(cores),
+            *(["--until", "collect"] if quick else []),
+        )
         kernel, job_seconds, count = job_times(workdir)
-    note = f"{points_of(few):,} points x 2 trials, {count} simulate jobs, `snakemake --cores {cores}`" + (
-        " (quick mode: the smallest n only, up to the summaries)" if quick else ""
+    note = (
+        f"{points_of(few):,} points x 2 trials, {count} simulate jobs, `snakemake --cores {cores}`"
+        + (" (quick mode: the smallest n only, up to the summaries)" if quick else "")
     )
     rows += [
         Row("10k grid: real run wall time, 2 trials per point", wall, "s", note=note),
-        Row("10k grid: real run kernel time (sum over jobs)", kernel, "s", note=f"simulate jobs' own time: {job_seconds:.0f} s"),
+        Row(
+            "10k grid: real run kernel time (sum over jobs)",
+            kernel,
+            "s",
+            note=f"simulate jobs' own time: {job_seconds:.0f} s",
+        ),
     ]
     return rows

@@ -6,7 +6,8 @@ import pytest
 from helpers.assets import asset_cache, glove_dir, minilm_dir, minilm_wheel  # noqa: F401 (session fixtures for every test)
 from helpers.configs import REPO, small_config  # noqa: F401 (REPO: for tests that still read it here)
 
-# the plugin example's own tests run from outside the tree, with the plugin installed (test_figure_check.py)
+# the plugin example's own tests run from outside the tree, with the plugin installed
+# (test_figure_check.py)
 collect_ignore = ["plugin_example"]
 
 

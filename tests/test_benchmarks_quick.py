@@ -33,11 +33,25 @@ def expected_rows(cores: int) -> set[str]:
     rows.add(f"machine: normal sampling (fastest), {cores} cores")
     for kind in KINDS:
         for n in (64, 1024, 16384, 65536):
-            rows |= {f"{kind} n={n}: {what}" for what in ("kernel", "naive loop", "speedup over naive", "fraction of machine bound")}
+            rows |= {
+                f"{kind} n={n}: {what}"
+                for what in (
+                    "kernel",
+                    "naive loop",
+                    "speedup over naive",
+                    "fraction of machine bound",
+                )
+            }
         for threads in (1, 4):
             rows.add(f"peak memory per job: {kind} n=65536 d=256, {threads} thread(s)")
-    rows |= {f"{kind} n=16384, 1 point per stream: fraction of machine bound" for kind in ("logit_entropy", "temperature_entropy")}
-    rows |= {f"allocator tuning (mallopt): {kind} n=16384 speedup" for kind in ("logit_entropy", "temperature_entropy", "noisy_attention")}
+    rows |= {
+        f"{kind} n=16384, 1 point per stream: fraction of machine bound"
+        for kind in ("logit_entropy", "temperature_entropy")
+    }
+    rows |= {
+        f"allocator tuning (mallopt): {kind} n=16384 speedup"
+        for kind in ("logit_entropy", "temperature_entropy", "noisy_attention")
+    }
     rows |= {
         f"default sweep: {what}"
         for what in (
@@ -51,8 +65,13 @@ def expected_rows(cores: int) -> set[str]:
             "CPU time (all processes)",
             "fixed overhead",
             "fixed overhead, CPU time",
-            *(f"simulate CPU, {experiment}" for experiment in ("robustness", "entropy_scale")),  # the quick sweep's experiments
-            *(f"fixed overhead, {rule} jobs (sum)" for rule in ("simulate", "collect", "figures", "claims")),
+            *(
+                f"simulate CPU, {experiment}" for experiment in ("robustness", "entropy_scale")
+            ),  # the quick sweep's experiments
+            *(
+                f"fixed overhead, {rule} jobs (sum)"
+                for rule in ("simulate", "collect", "figures", "claims")
+            ),
         )
     }
     rows |= {
@@ -68,7 +87,12 @@ def expected_rows(cores: int) -> set[str]:
     }
     rows |= {
         f"training {case}: {what}"
-        for case in ("recall", "recall, default-sweep size", "contrastive", "contrastive, instance positives, learnt tau")
+        for case in (
+            "recall",
+            "recall, default-sweep size",
+            "contrastive",
+            "contrastive, instance positives, learnt tau",
+        )
         for what in ("kernel", "naive loop", "speedup over naive")
     }
     return rows
@@ -77,7 +101,20 @@ def expected_rows(cores: int) -> set[str]:
 def test_quick_benchmarks_write_every_row(tmp_path):
     cores = 2
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--cores", str(cores), "--output", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=900
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--quick",
+            "--cores",
+            str(cores),
+            "--output",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     table = pq.read_table(tmp_path / "latest.parquet")
@@ -86,12 +123,21 @@ def test_quick_benchmarks_write_every_row(tmp_path):
     names = [r["what"] for r in rows]
     assert len(names) == len(set(names))
     assert set(names) == expected_rows(cores)
-    assert all(math.isfinite(r["value"]) and r["value"] >= 0 for r in rows), [r for r in rows if not math.isfinite(r["value"])]
+    assert all(math.isfinite(r["value"]) and r["value"] >= 0 for r in rows), [
+        r for r in rows if not math.isfinite(r["value"])
+    ]
     targets = {r["what"] for r in rows if r["target"]}
-    assert "noisy_attention n=16384: speedup over naive" in targets and "10k grid: dry-run time" in targets
+    assert (
+        "noisy_attention n=16384: speedup over naive" in targets
+        and "10k grid: dry-run time" in targets
+    )
     assert all((r["met"] is None) == (r["target"] is None) for r in rows)
     markdown = (tmp_path / "latest.md").read_text()
-    assert markdown.startswith("# attnsim benchmarks") and "machine:" in markdown and markdown.count("\n| ") == len(rows) + 1
+    assert (
+        markdown.startswith("# attnsim benchmarks")
+        and "machine:" in markdown
+        and markdown.count("\n| ") == len(rows) + 1
+    )
     assert "noisy_attention n=16384: speedup over naive" in result.stdout  # the table is printed
 
 
@@ -99,7 +145,18 @@ def test_quick_scale_benchmarks_write_their_rows(tmp_path):
     """`python -m benchmarks --scale --quick --no-store`: planning, a job's start-up and the
     one-point sweep on small sizes (the 10^8-row store and SLURM rows are left out here)."""
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--scale", "--quick", "--no-store", "--cores", "2", "--output", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--scale",
+            "--quick",
+            "--no-store",
+            "--cores",
+            "2",
+            "--output",
+            str(tmp_path),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -110,5 +167,10 @@ def test_quick_scale_benchmarks_write_their_rows(tmp_path):
     for size in ("10k", "100k"):
         assert rows[f"scale: {size} points, snakemake -n"]["value"] > 0
         assert rows[f"scale: job start-up to first kernel call, {size}-point sweep"]["value"] > 0
-    assert rows["scale: 100k points, chunk jobs (SLURM profile)"]["value"] <= rows["scale: 100k points, chunk jobs (laptop default)"]["value"]
-    assert any(w.startswith("scale: one-point sweep, speedup over the naive loop, threads") for w in rows)
+    assert (
+        rows["scale: 100k points, chunk jobs (SLURM profile)"]["value"]
+        <= rows["scale: 100k points, chunk jobs (laptop default)"]["value"]
+    )
+    assert any(
+        w.startswith("scale: one-point sweep, speedup over the naive loop, threads") for w in rows
+    )

@@ -55,15 +55,31 @@ DOCS_SHOTS = ("report-home", "report-figure", "report-claims")  # the ones docs/
 SCREENSHOT_MAX_BYTES = 300_000
 FIGURE_SHOWN = ("robustness", "collapse")  # the figure page in docs/screenshots/report-figure.png
 VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
-CSS = "css selector"  # selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
-WAIT = 60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
+CSS = (
+    "css selector"  # selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
+)
+WAIT = (
+    60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
+)
 
 # A few points of the kinds shown in docs/screenshots/, chosen by hand; every other kind gets one
 # point of its first experiment in config.yaml (`every_kind`): every figure and caption appears.
 EXPERIMENTS = {
-    "entropy": {"kind": "logit_entropy", "trials": 10, "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1.0, 3.0]}},
-    "temperature": {"kind": "temperature_entropy", "trials": 10, "grid": {"n": [16], "d": [3], "tau": [0.3, 1.0]}},
-    "gradient": {"kind": "init_gradient", "trials": 10, "grid": {"n": [16], "d": [4], "scale": [0.5, 100.0]}},
+    "entropy": {
+        "kind": "logit_entropy",
+        "trials": 10,
+        "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1.0, 3.0]},
+    },
+    "temperature": {
+        "kind": "temperature_entropy",
+        "trials": 10,
+        "grid": {"n": [16], "d": [3], "tau": [0.3, 1.0]},
+    },
+    "gradient": {
+        "kind": "init_gradient",
+        "trials": 10,
+        "grid": {"n": [16], "d": [4], "scale": [0.5, 100.0]},
+    },
 }
 
 
@@ -109,13 +125,22 @@ def run(webdriver_module, tmp_path_factory, minilm_dir, glove_dir):  # noqa: F81
     config["experiments"]["robustness"]["trials"] = 10
     config["experiments"].update(EXPERIMENTS)
     config["experiments"].update(every_kind(EXPERIMENTS))
-    config["assets"] = {"minilm": str(minilm_dir), "glove": str(glove_dir)}  # the tests' verified copies
-    assert {e["kind"] for e in config["experiments"].values()} == set(all_kinds()), "a kind without an experiment here"
+    config["assets"] = {
+        "minilm": str(minilm_dir),
+        "glove": str(glove_dir),
+    }  # the tests' verified copies
+    assert {e["kind"] for e in config["experiments"].values()} == set(all_kinds()), (
+        "a kind without an experiment here"
+    )
     write_config(workdir, config)
-    snakemake(workdir, "--cores", "2", timeout=1200)  # ~40 jobs: a figure job per kind (~2 min on 2 idle cores)
+    snakemake(
+        workdir, "--cores", "2", timeout=1200
+    )  # ~40 jobs: a figure job per kind (~2 min on 2 idle cores)
     report = snakemake(workdir, "--report", "results/report.html")
     # docutils reports a caption's problems on stderr while the report is built (and on the page)
-    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", report.stderr + report.stdout), report.stderr
+    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", report.stderr + report.stdout), (
+        report.stderr
+    )
     return workdir
 
 
@@ -142,14 +167,22 @@ def browser(webdriver_module, tmp_path_factory):
     options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
     options.add_argument(f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    forbidden = AssertionError("Selenium Manager must not run: it would download a driver or a browser")
-    with pytest.MonkeyPatch.context() as env, mock.patch.object(SeleniumManager, "binary_paths", side_effect=forbidden):
+    forbidden = AssertionError(
+        "Selenium Manager must not run: it would download a driver or a browser"
+    )
+    with (
+        pytest.MonkeyPatch.context() as env,
+        mock.patch.object(SeleniumManager, "binary_paths", side_effect=forbidden),
+    ):
         env.setenv("SE_OFFLINE", "true")  # belt and braces: even if it ran, no downloads
         env.delenv("SE_CHROMEDRIVER", raising=False)  # would override the driver path given below
         driver = webdriver_module.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     try:
         # Headless --window-size includes window chrome; this makes the page area exactly VIEWPORT.
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False})
+        driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False},
+        )
         yield driver
     finally:
         driver.quit()
@@ -160,13 +193,19 @@ def browser(webdriver_module, tmp_path_factory):
 
 def console_errors(driver) -> list[str]:
     """The browser's console entries at level SEVERE since the last call (reading drains the log)."""
-    return [f"{e.get('source')}: {e['message']}" for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    return [
+        f"{e.get('source')}: {e['message']}"
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE"
+    ]
 
 
 def screenshot(driver, folder: Path, name: str) -> Path:
     path = folder / f"{name}.png"
     assert driver.save_screenshot(str(path))
-    assert 0 < path.stat().st_size < SCREENSHOT_MAX_BYTES, f"{path.name}: {path.stat().st_size} bytes"
+    assert 0 < path.stat().st_size < SCREENSHOT_MAX_BYTES, (
+        f"{path.name}: {path.stat().st_size} bytes"
+    )
     return path
 
 
@@ -180,24 +219,38 @@ def wait(driver, condition, message: str):
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        return WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+        return WebDriverWait(
+            driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)
+        ).until(condition)
     except TimeoutException:
-        shows = driver.execute_script("return document.body ? document.body.innerText.slice(0, 600) : ''")
+        shows = driver.execute_script(
+            "return document.body ? document.body.innerText.slice(0, 600) : ''"
+        )
         pytest.fail(f"{message} (after {WAIT} s); the page shows: {text(shows)!r}")
 
 
 def sidebar_entries(driver) -> dict:
     """The report's sidebar menu (General and Results): entry text -> link."""
-    return {a.text.strip(): a for a in driver.find_elements(CSS, "#app nav ul li a") if a.text.strip()}
+    return {
+        a.text.strip(): a for a in driver.find_elements(CSS, "#app nav ul li a") if a.text.strip()
+    }
 
 
 def open_report(driver, run: Path) -> None:
     driver.get((run / "results/report.html").as_uri())
-    wait(driver, lambda d: "Claims" in sidebar_entries(d), "the report's sidebar never listed the Claims category")
+    wait(
+        driver,
+        lambda d: "Claims" in sidebar_entries(d),
+        "the report's sidebar never listed the Claims category",
+    )
 
 
 def click_sidebar(driver, name: str) -> None:
-    entries = wait(driver, lambda d: (e := sidebar_entries(d)) and name in e and e, f"no sidebar entry {name!r}")
+    entries = wait(
+        driver,
+        lambda d: (e := sidebar_entries(d)) and name in e and e,
+        f"no sidebar entry {name!r}",
+    )
     entries[name].click()
 
 
@@ -210,7 +263,11 @@ def breadcrumb(driver, name: str | None = None) -> None:
 
 def result_rows(driver) -> dict:
     """A category's table of results in the sidebar: label (first cell) -> row."""
-    rows = wait(driver, lambda d: d.find_elements(CSS, "#app nav table tbody tr"), "no results table in the sidebar")
+    rows = wait(
+        driver,
+        lambda d: d.find_elements(CSS, "#app nav table tbody tr"),
+        "no results table in the sidebar",
+    )
     return {row.find_element(CSS, "td").text.strip(): row for row in rows}
 
 
@@ -219,7 +276,11 @@ def show(driver, label: str, filename: str):
     that then shows the file in the main pane."""
     result_rows(driver)[label].find_element(CSS, 'a[iconname="eye"]').click()
     selector = f'#app img[src*="filename={filename};"], #app iframe[src*="filename={filename};"]'
-    in_main = lambda d: [e for e in d.find_elements(CSS, selector) if not d.execute_script("return !!arguments[0].closest('nav')", e)]
+    in_main = lambda d: [
+        e
+        for e in d.find_elements(CSS, selector)
+        if not d.execute_script("return !!arguments[0].closest('nav')", e)
+    ]
     return wait(driver, in_main, f"{label}: {filename} not shown")[0]
 
 
@@ -240,13 +301,24 @@ def png_width(path: Path) -> int:
 def caption_opening(kind: str, figure: str, experiment: str) -> str:
     """The caption's first sentence as the reader sees it: the kind's report/<figure>.rst, rendered."""
     rst = get_kind(kind).caption(figure).read_text()
-    rst = rst.replace("{{ snakemake.wildcards.experiment }}", experiment).replace("**", "").replace("``", "")
+    rst = (
+        rst.replace("{{ snakemake.wildcards.experiment }}", experiment)
+        .replace("**", "")
+        .replace("``", "")
+    )
     return text(rst).split(". ")[0]
 
 
 def caption_closing(kind: str, figure: str) -> str:
     """The caption's last words as the reader sees them (the claims it shows, or its last sentence)."""
-    rst = get_kind(kind).caption(figure).read_text().replace("**", "").replace("``", "").replace("\\|", "|")
+    rst = (
+        get_kind(kind)
+        .caption(figure)
+        .read_text()
+        .replace("**", "")
+        .replace("``", "")
+        .replace("\\|", "|")
+    )
     words = text(re.sub(r":math:`([^`]*)`", r"\1", rst)).rstrip(".").split()
     return " ".join(w.strip("`_") for w in words[-3:])
 
@@ -292,11 +364,16 @@ def check_claims_table(driver, claims) -> None:
         if ids:
             assert ids[0] not in found, f"claim {ids[0]} has more than one row"
             found[ids[0]] = row["cells"]
-    assert sorted(found) == sorted(expected), f"rows for {sorted(found)}, claims.parquet has {sorted(expected)}"
+    assert sorted(found) == sorted(expected), (
+        f"rows for {sorted(found)}, claims.parquet has {sorted(expected)}"
+    )
     for claim_id, verdict in expected.items():
         others = [v for v in VERDICTS if v != verdict]
         cells = [c for c in found[claim_id] if verdict in c and not any(o in c for o in others)]
-        assert cells, f"{claim_id}: verdict {verdict!r} not in a cell visible without scrolling sideways; visible cells: {found[claim_id]}"
+        assert cells, (
+            f"{claim_id}: verdict {verdict!r} not in a cell visible without scrolling sideways; "
+            f"visible cells: {found[claim_id]}"
+        )
 
 
 def broken_links(driver) -> list[str]:
@@ -329,17 +406,33 @@ def test_report_opens_offline_on_its_home_and_general_pages(run, browser, shots)
     open_report(browser, run)
     entries = sidebar_entries(browser)
     experiments = sorted(EXPERIMENTS) + ["robustness"]
-    assert {"Workflow", "Statistics", "About", "Claims", *experiments} <= set(entries), sorted(entries)
+    assert {"Workflow", "Statistics", "About", "Claims", *experiments} <= set(entries), sorted(
+        entries
+    )
     home = text(browser.find_element(CSS, "#app").text)
-    opening = text((REPO / "workflow/report/workflow.rst").read_text().split("\n\n")[0])  # the report's own first sentence
+    opening = text(
+        (REPO / "workflow/report/workflow.rst").read_text().split("\n\n")[0]
+    )  # the report's own first sentence
     assert opening.split(" (")[0] in home and "Configuration of this run: seed 7" in home
     assert not undecoded_images(browser)
     screenshot(browser, shots, "report-home")
     for page in ("Statistics", "About", "Workflow"):
         click_sidebar(browser, page)
-        wait(browser, lambda d: d.execute_script("return document.querySelector('#app').innerText.length") > 100, f"{page} page is empty")
+        wait(
+            browser,
+            lambda d: (
+                d.execute_script("return document.querySelector('#app').innerText.length") > 100
+            ),
+            f"{page} page is empty",
+        )
         breadcrumb(browser)
-    network = [e for e in browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)") if e.startswith(("http:", "https:"))]
+    network = [
+        e
+        for e in browser.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)"
+        )
+        if e.startswith(("http:", "https:"))
+    ]
     assert not network, f"the report loads from the network (it must open offline): {network}"
     assert console_errors(browser) == []
     print(f"home and general pages: {time.monotonic() - started:.1f} s")
@@ -348,29 +441,45 @@ def test_report_opens_offline_on_its_home_and_general_pages(run, browser, shots)
 def test_every_figure_renders_with_its_caption(run, browser, shots):
     started = time.monotonic()
     open_report(browser, run)
-    experiments = {"robustness": "noisy_attention", **{name: e["kind"] for name, e in {**EXPERIMENTS, **every_kind(EXPERIMENTS)}.items()}}
+    experiments = {
+        "robustness": "noisy_attention",
+        **{name: e["kind"] for name, e in {**EXPERIMENTS, **every_kind(EXPERIMENTS)}.items()},
+    }
     shown = 0
     for experiment, kind in experiments.items():
         figures = list(get_kind(kind).figures)
         on_disk = sorted(p.stem for p in (run / "results/figures" / experiment).glob("*.png"))
         assert on_disk == sorted(figures)
         click_sidebar(browser, experiment)
-        assert sorted(result_rows(browser)) == sorted(figures), f"{experiment}: sidebar lists {sorted(result_rows(browser))}"
+        assert sorted(result_rows(browser)) == sorted(figures), (
+            f"{experiment}: sidebar lists {sorted(result_rows(browser))}"
+        )
         for figure in figures:
             image = show(browser, figure, f"{figure}.png")
             assert image.tag_name == "img"
             wait(
                 browser,
-                lambda d, image=image: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", image),
+                lambda d, image=image: d.execute_script(
+                    "return arguments[0].complete && arguments[0].naturalWidth > 0", image
+                ),
                 f"{experiment}/{figure}: image does not decode",
             )
             width = browser.execute_script("return arguments[0].naturalWidth", image)
             assert width == png_width(run / "results/figures" / experiment / f"{figure}.png")
-            assert image.is_displayed() and image.size["width"] > 200, f"{experiment}/{figure}: image not visible ({image.size})"
+            assert image.is_displayed() and image.size["width"] > 200, (
+                f"{experiment}/{figure}: image not visible ({image.size})"
+            )
             caption, sidebar = caption_opening(kind, figure, experiment), describe(browser, figure)
-            assert caption in sidebar, f"{experiment}/{figure}: caption {caption!r} not shown; sidebar reads {sidebar[:400]!r}"
-            assert "System Message" not in sidebar and "Docutils" not in sidebar, f"{experiment}/{figure}: docutils error in the caption"
-            assert caption_closing(kind, figure) in sidebar, f"{experiment}/{figure}: caption cut short; sidebar reads {sidebar[-400:]!r}"
+            assert caption in sidebar, (
+                f"{experiment}/{figure}: caption {caption!r} not shown; sidebar reads "
+                f"{sidebar[:400]!r}"
+            )
+            assert "System Message" not in sidebar and "Docutils" not in sidebar, (
+                f"{experiment}/{figure}: docutils error in the caption"
+            )
+            assert caption_closing(kind, figure) in sidebar, (
+                f"{experiment}/{figure}: caption cut short; sidebar reads {sidebar[-400:]!r}"
+            )
             if (experiment, figure) == FIGURE_SHOWN:
                 screenshot(browser, shots, "report-figure")
             shown += 1
@@ -391,15 +500,24 @@ def test_report_claims_page_has_every_claim_with_its_verdict(run, browser, shots
     assert frame.tag_name == "iframe" and frame.is_displayed() and frame.size["height"] > 300
     browser.switch_to.frame(frame)
     try:
-        wait(browser, lambda d: d.execute_script("return document.readyState") == "complete", "claims page did not load")
+        wait(
+            browser,
+            lambda d: d.execute_script("return document.readyState") == "complete",
+            "claims page did not load",
+        )
         check_claims_table(browser, claims)
         assert not undecoded_images(browser)
         broken = broken_links(browser)
     finally:
         browser.switch_to.default_content()
-    assert not broken, f"links in the report's claims page lead nowhere (it is embedded as a data: URL, so relative links cannot resolve): {broken}"
+    assert not broken, (
+        "links in the report's claims page lead nowhere (it is embedded as a data: URL, so "
+        f"relative links cannot resolve): {broken}"
+    )
     screenshot(browser, shots, "report-claims")
-    caption = text((REPO / "workflow/report/claims.rst").read_text()).split(":")[0]  # "The claims table, the project's headline result"
+    caption = text((REPO / "workflow/report/claims.rst").read_text()).split(":")[
+        0
+    ]  # "The claims table, the project's headline result"
     assert caption in describe(browser, "results/claims.html")
     assert console_errors(browser) == []
     print(f"claims page: {time.monotonic() - started:.1f} s")
@@ -411,5 +529,7 @@ def test_claims_html_has_every_claim_with_its_verdict_and_its_links_resolve(run,
     check_claims_table(browser, claims)
     assert not undecoded_images(browser), undecoded_images(browser)
     assert broken_links(browser) == []
-    screenshot(browser, shots, "claims")  # not copied to docs: the report's claims page shows the same table
+    screenshot(
+        browser, shots, "claims"
+    )  # not copied to docs: the report's claims page shows the same table
     assert console_errors(browser) == []

@@ -20,7 +20,8 @@ from attnsim.claims import numbers
         (-0.49118, -0.50213, -0.48024, "-0.491 [-0.502, -0.480]"),
         # h = 0.0235 -> 1e-3
         (0.96196, 0.93858, 0.98540, "0.962 [0.939, 0.985]"),
-        # largest magnitude 5.32e-5 < 1e-3: scientific, shared exponent -5; h = 3.1e-5 -> 1e-6 = 0.1e-5
+        # largest magnitude 5.32e-5 < 1e-3: scientific, shared exponent -5; h = 3.1e-5 -> 1e-6 =
+        # 0.1e-5
         (2.188e-05, -9.447e-06, 5.32e-05, "2.2e-5 [-0.9e-5, 5.3e-5]"),
         # largest magnitude 0.0096 >= 1e-3: plain; h = 0.0061 -> 1e-4
         (0.003477, -0.00267, 0.009623, "0.0035 [-0.0027, 0.0096]"),

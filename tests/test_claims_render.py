@@ -183,7 +183,9 @@ def test_no_holds_wider_than_its_band_on_a_small_real_run(tiny_run):
     for c in banded:
         assert c.detectable <= c.tolerance, (c.claim_id, c.detectable, c.tolerance)
     wide = [c for c in claims if not math.isnan(c.tolerance) and c.detectable > c.tolerance]
-    assert all(c.verdict in ("inconclusive", "fails") for c in wide), [(c.claim_id, c.verdict) for c in wide]
+    assert all(c.verdict in ("inconclusive", "fails") for c in wide), [
+        (c.claim_id, c.verdict) for c in wide
+    ]
     assert wide, "the tiny run should have a claim too weak to decide"
 
 

@@ -32,20 +32,32 @@ def filled(tmp_path, monkeypatch):
     settings = load(config)
     root = tmp_path / "results" / "store"
     plan = plan_experiment(settings, "robustness", root)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c)) for c in plan.pending]
-    collect(experiment_json(settings, "robustness"), paths, store.summary_path(root, plan.kind, "robustness"))
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        for c in plan.pending
+    ]
+    collect(
+        experiment_json(settings, "robustness"),
+        paths,
+        store.summary_path(root, plan.kind, "robustness"),
+    )
     return tmp_path
 
 
 def test_query_views_and_formats(filled, capsys):
     assert main(["query", "SELECT count(*) AS points FROM robustness"]) == 0
     assert "16" in capsys.readouterr().out
-    assert main(["query", "SELECT count(*) AS rows FROM robustness_trials", "--format", "json"]) == 0
+    assert (
+        main(["query", "SELECT count(*) AS rows FROM robustness_trials", "--format", "json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out) == [{"rows": 320}]
     assert main(["query", "SELECT DISTINCT experiment, kind FROM summary", "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines() == ["experiment,kind", "robustness,noisy_attention"]
     out = filled / "q.parquet"
-    assert main(["query", "SELECT * FROM provenance", "--format", "parquet", "--output", str(out)]) == 0
+    assert (
+        main(["query", "SELECT * FROM provenance", "--format", "parquet", "--output", str(out)])
+        == 0
+    )
     assert len(pd.read_parquet(out)) == 1 + len(store.chunk_files(filled / "results/store"))
 
 
@@ -56,7 +68,8 @@ def test_store_opens_as_one_dataset_in_pyarrow_and_duckdb(filled):
     summary = ds.dataset("results/store/summary", partitioning="hive").to_table()
     assert summary.num_rows == 16
     trials = duckdb.sql(
-        "SELECT kind, experiment, count(*) FROM read_parquet('results/store/trials/**/*.parquet', hive_partitioning = true) GROUP BY ALL"
+        "SELECT kind, experiment, count(*) FROM read_parquet('results/store/trials/**/*.parquet', "
+        "hive_partitioning = true) GROUP BY ALL"
     ).fetchall()
     assert trials == [("noisy_attention", "robustness", 320)]
 
@@ -64,10 +77,16 @@ def test_store_opens_as_one_dataset_in_pyarrow_and_duckdb(filled):
 @pytest.mark.parametrize(
     "sql,message",
     [
-        ("SELECT * FROM nowhere", "query failed: Catalog Error: Table with name nowhere does not exist"),
+        (
+            "SELECT * FROM nowhere",
+            "query failed: Catalog Error: Table with name nowhere does not exist",
+        ),
         ("SELEC 1", "query failed: Parser Error"),
         ("SELECT sq_err_mean FROM robustness_trials", "query failed: Binder Error"),
-        ("COPY (SELECT 1) TO 'results/store/summary/x.parquet'", "only read-only queries (SELECT, SHOW, DESCRIBE, EXPLAIN) are allowed, got COPY"),
+        (
+            "COPY (SELECT 1) TO 'results/store/summary/x.parquet'",
+            "only read-only queries (SELECT, SHOW, DESCRIBE, EXPLAIN) are allowed, got COPY",
+        ),
         ("CREATE TABLE t AS SELECT 1", "only read-only queries"),
         ("SELECT 1; DROP VIEW robustness", "give exactly one SQL statement, got 2"),
         ("INSTALL httpfs", "only read-only queries"),
@@ -125,22 +144,38 @@ def one_point_spec(trials: int) -> str:
     from attnsim.kinds import get_kind
     from attnsim.plan.chunkspec import ChunkSpec
 
-    point = make_point("noisy_attention", {"n": 16, "d": 4, "logit_scale": 1.0, "noise": "gaussian", "noise_draws": 1, "noise_scale": 0.5})
+    point = make_point(
+        "noisy_attention",
+        {
+            "n": 16,
+            "d": 4,
+            "logit_scale": 1.0,
+            "noise": "gaussian",
+            "noise_draws": 1,
+            "noise_scale": 0.5,
+        },
+    )
     return ChunkSpec("robustness", get_kind("noisy_attention"), 7, trials, (point,)).to_json()
 
 
-@pytest.mark.parametrize("code,words", [(errno.ENOSPC, "no space left on device"), (errno.EDQUOT, "disk quota exceeded")])
+@pytest.mark.parametrize(
+    "code,words", [(errno.ENOSPC, "no space left on device"), (errno.EDQUOT, "disk quota exceeded")]
+)
 def test_full_disk_is_one_line_naming_file_and_space(tmp_path, monkeypatch, capsys, code, words):
     import pyarrow.parquet as pq
 
     real_write = pq.write_table
 
     def write_then_fail(table, where, **kwargs):
-        real_write(table.slice(0, 1), where, **kwargs)  # a partial temp file, as a full disk leaves one
+        real_write(
+            table.slice(0, 1), where, **kwargs
+        )  # a partial temp file, as a full disk leaves one
         raise OSError(code, os.strerror(code))
 
     monkeypatch.setattr(pq, "write_table", write_then_fail)
-    output = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", "0123456789abcdef")
+    output = store.chunk_path(
+        tmp_path / "results/store", "noisy_attention", "robustness", "0123456789abcdef"
+    )
     assert main(["simulate", "--spec", one_point_spec(20), "--output", str(output)]) == 2
     err = capsys.readouterr().err
     assert re.fullmatch(
@@ -170,7 +205,12 @@ def tiny_disk(tmp_path):
     mount.mkdir()
     if shutil.which("mount") is None or os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root and mount(8)")
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
     try:
@@ -180,10 +220,24 @@ def tiny_disk(tmp_path):
 
 
 def test_full_disk_for_real(tiny_disk):
-    output = store.chunk_path(tiny_disk / "store", "noisy_attention", "robustness", "0123456789abcdef")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
+    output = store.chunk_path(
+        tiny_disk / "store", "noisy_attention", "robustness", "0123456789abcdef"
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
+    )
     result = subprocess.run(
-        [sys.executable, "-m", "attnsim.cli", "simulate", "--spec", one_point_spec(100_000), "--output", str(output)],
+        [
+            sys.executable,
+            "-m",
+            "attnsim.cli",
+            "simulate",
+            "--spec",
+            one_point_spec(100_000),
+            "--output",
+            str(output),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -191,7 +245,9 @@ def test_full_disk_for_real(tiny_disk):
     )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
-    assert lines[-1].startswith(f"attnsim: error: {output}: could not be written, no space left on device; it needs up to "), result.stderr
+    assert lines[-1].startswith(
+        f"attnsim: error: {output}: could not be written, no space left on device; it needs up to "
+    ), result.stderr
     assert not any(line.startswith(("Traceback", "OSError")) for line in lines), result.stderr
     assert [p.name for p in output.parent.iterdir()] == []
 
@@ -280,7 +336,9 @@ def test_connection_itself_is_confined(outside, sql):
     with pytest.raises(duckdb.Error):
         con.execute(sql).fetchall()
     assert not (outside / "elsewhere.csv").exists() and not (outside / "other.duckdb").exists()
-    assert con.execute("SELECT current_setting('enable_external_access'), current_setting('lock_configuration')").fetchone() == (False, True)
+    assert con.execute(
+        "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')"
+    ).fetchone() == (False, True)
 
 
 def test_store_and_provenance_still_readable_when_confined(outside, capsys):
@@ -297,4 +355,7 @@ def test_store_and_provenance_still_readable_when_confined(outside, capsys):
         assert main(["query", sql]) == 0, capsys.readouterr().err
     capsys.readouterr()
     assert main(["query", "SELECT count(*) AS files FROM provenance", "--format", "csv"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["files", str(1 + len(store.chunk_files(outside / "results/store")))]
+    assert capsys.readouterr().out.splitlines() == [
+        "files",
+        str(1 + len(store.chunk_files(outside / "results/store"))),
+    ]

@@ -28,9 +28,14 @@ def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
     bin_dir.mkdir()
     wrapper = bin_dir / "attnsim"
     real = f"{shlex.quote(sys.executable)} -m attnsim.cli"
-    wrapper.write_text(f'#!/bin/sh\n{real} "$@" || exit\n[ "$1" = simulate ] || exit 0\nwhile [ ! -e {shlex.quote(str(release))} ]; do sleep 0.05; done\n')
+    wrapper.write_text(
+        f'#!/bin/sh\n{real} "$@" || exit\n[ "$1" = simulate ] || exit 0\nwhile [ ! -e {shlex.quote(str(release))} ]; do sleep 0.05; done\n'
+    )
     wrapper.chmod(0o755)
-    env = dict(os.environ, PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]))
+    env = dict(
+        os.environ,
+        PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
+    )
     return subprocess.Popen(
         [sys.executable, "-m", "attnsim.cli", "run", *args], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -40,7 +45,9 @@ def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
 def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent(tmp_path):
     release = tmp_path / "release"
     write_config(checkout(tmp_path), config(chunk_size=2))
-    first = held_run(tmp_path, release, "--cores", "1")  # each chunk job waits, once written, for `release`
+    first = held_run(
+        tmp_path, release, "--cores", "1"
+    )  # each chunk job waits, once written, for `release`
     try:
         deadline = time.monotonic() + 120
         while not chunks(tmp_path):

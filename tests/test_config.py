@@ -23,20 +23,72 @@ def grid(config):
 
 
 CASES = {
-    "wrong type": (lambda c: grid(c).__setitem__("n", ["many"]), "experiments.robustness.grid.n[0]", "not of type integer"),
+    "wrong type": (
+        lambda c: grid(c).__setitem__("n", ["many"]),
+        "experiments.robustness.grid.n[0]",
+        "not of type integer",
+    ),
     "unknown top-level key": (lambda c: c.__setitem__("sed", 1), "config", "unknown key 'sed'"),
-    "unknown grid key": (lambda c: grid(c).__setitem__("temperature", [1.0]), "experiments.robustness.grid", "unknown key 'temperature'"),
-    "unknown noise family": (lambda c: grid(c).__setitem__("noise", ["gaussian", "cauchy"]), "experiments.robustness.grid.noise[1]", "'cauchy' is not one of"),
-    "empty list": (lambda c: grid(c).__setitem__("d", []), "experiments.robustness.grid.d", "empty list"),
-    "n below 2": (lambda c: grid(c).__setitem__("n", [1, 16]), "experiments.robustness.grid.n[0]", "less than the minimum of 2"),
-    "negative scale": (lambda c: grid(c).__setitem__("noise_scale", [-0.1]), "experiments.robustness.grid.noise_scale[0]", "less than the minimum of 0"),
-    "duplicate values": (lambda c: grid(c).__setitem__("n", [16, 16]), "experiments.robustness.grid.n", "duplicate values"),
-    "duplicate int and float": (lambda c: grid(c).__setitem__("noise_scale", [1, 1.0]), "experiments.robustness.grid.noise_scale", "duplicate values"),
-    "missing grid key": (lambda c: grid(c).pop("d"), "experiments.robustness.grid", "missing required key 'd'"),
-    "unknown kind": (lambda c: c["experiments"]["robustness"].__setitem__("kind", "attention"), "experiments.robustness.kind", "'attention' is not one of"),
-    "one trial": (lambda c: c["experiments"]["robustness"].__setitem__("trials", 1), "experiments.robustness.trials", "less than the minimum of 2"),
-    "unsafe experiment name": (lambda c: c["experiments"].__setitem__("../x", c["experiments"]["robustness"]), "experiments", "experiment name '../x'"),
-    "no experiments": (lambda c: c.__setitem__("experiments", {}), "experiments", "should be non-empty"),
+    "unknown grid key": (
+        lambda c: grid(c).__setitem__("temperature", [1.0]),
+        "experiments.robustness.grid",
+        "unknown key 'temperature'",
+    ),
+    "unknown noise family": (
+        lambda c: grid(c).__setitem__("noise", ["gaussian", "cauchy"]),
+        "experiments.robustness.grid.noise[1]",
+        "'cauchy' is not one of",
+    ),
+    "empty list": (
+        lambda c: grid(c).__setitem__("d", []),
+        "experiments.robustness.grid.d",
+        "empty list",
+    ),
+    "n below 2": (
+        lambda c: grid(c).__setitem__("n", [1, 16]),
+        "experiments.robustness.grid.n[0]",
+        "less than the minimum of 2",
+    ),
+    "negative scale": (
+        lambda c: grid(c).__setitem__("noise_scale", [-0.1]),
+        "experiments.robustness.grid.noise_scale[0]",
+        "less than the minimum of 0",
+    ),
+    "duplicate values": (
+        lambda c: grid(c).__setitem__("n", [16, 16]),
+        "experiments.robustness.grid.n",
+        "duplicate values",
+    ),
+    "duplicate int and float": (
+        lambda c: grid(c).__setitem__("noise_scale", [1, 1.0]),
+        "experiments.robustness.grid.noise_scale",
+        "duplicate values",
+    ),
+    "missing grid key": (
+        lambda c: grid(c).pop("d"),
+        "experiments.robustness.grid",
+        "missing required key 'd'",
+    ),
+    "unknown kind": (
+        lambda c: c["experiments"]["robustness"].__setitem__("kind", "attention"),
+        "experiments.robustness.kind",
+        "'attention' is not one of",
+    ),
+    "one trial": (
+        lambda c: c["experiments"]["robustness"].__setitem__("trials", 1),
+        "experiments.robustness.trials",
+        "less than the minimum of 2",
+    ),
+    "unsafe experiment name": (
+        lambda c: c["experiments"].__setitem__("../x", c["experiments"]["robustness"]),
+        "experiments",
+        "experiment name '../x'",
+    ),
+    "no experiments": (
+        lambda c: c.__setitem__("experiments", {}),
+        "experiments",
+        "should be non-empty",
+    ),
     "seed missing": (lambda c: c.pop("seed"), "config", "missing required key 'seed'"),
     "seed a string": (lambda c: c.__setitem__("seed", "forty-two"), "seed", "not of type integer"),
     "fraction as integer": (
@@ -44,16 +96,36 @@ CASES = {
         "experiments.robustness.trials",
         "not of type integer; give a whole number",
     ),
-    "fraction text as integer": (lambda c: grid(c).__setitem__("n", ["16.5"]), "experiments.robustness.grid.n[0]", "16.5 is not of type integer"),
-    "nan": (lambda c: grid(c).__setitem__("noise_scale", [float("nan")]), "experiments.robustness.grid.noise_scale[0]", "nan is not a finite number"),
+    "fraction text as integer": (
+        lambda c: grid(c).__setitem__("n", ["16.5"]),
+        "experiments.robustness.grid.n[0]",
+        "16.5 is not of type integer",
+    ),
+    "nan": (
+        lambda c: grid(c).__setitem__("noise_scale", [float("nan")]),
+        "experiments.robustness.grid.noise_scale[0]",
+        "nan is not a finite number",
+    ),
     "inf target_se": (
         lambda c: c["experiments"]["robustness"].update(target_se=float("inf"), max_trials=100),
         "experiments.robustness.target_se",
         "inf is not a finite number",
     ),
-    "nan as text": (lambda c: grid(c).__setitem__("logit_scale", ["nan"]), "experiments.robustness.grid.logit_scale[0]", "nan is not a finite number"),
-    "boolean as number": (lambda c: grid(c).__setitem__("noise_scale", [False]), "experiments.robustness.grid.noise_scale[0]", "not of type number"),
-    "text true as integer": (lambda c: c.__setitem__("seed", "true"), "seed", "not of type integer"),
+    "nan as text": (
+        lambda c: grid(c).__setitem__("logit_scale", ["nan"]),
+        "experiments.robustness.grid.logit_scale[0]",
+        "nan is not a finite number",
+    ),
+    "boolean as number": (
+        lambda c: grid(c).__setitem__("noise_scale", [False]),
+        "experiments.robustness.grid.noise_scale[0]",
+        "not of type number",
+    ),
+    "text true as integer": (
+        lambda c: c.__setitem__("seed", "true"),
+        "seed",
+        "not of type integer",
+    ),
     "target_se without max_trials": (
         lambda c: c["experiments"]["robustness"].__setitem__("target_se", 0.01),
         "experiments.robustness",
@@ -69,7 +141,11 @@ CASES = {
         "experiments.robustness.max_trials",
         "no room for a second round",
     ),
-    "boolean as integer": (lambda c: grid(c).__setitem__("d", [True]), "experiments.robustness.grid.d[0]", "not of type integer"),
+    "boolean as integer": (
+        lambda c: grid(c).__setitem__("d", [True]),
+        "experiments.robustness.grid.d[0]",
+        "not of type integer",
+    ),
 }
 
 
@@ -88,7 +164,10 @@ def test_memory_budget_refuses_huge_point_with_estimate():
     config = small_config(memory_budget_mb=64)
     grid(config)["n"] = [1048576]
     grid(config)["d"] = [64]
-    with pytest.raises(ConfigError, match=r"experiments.robustness.grid: the point \(n=1048576.* needs about [\d,]+ MiB per trial, over memory_budget_mb = 64"):
+    with pytest.raises(
+        ConfigError,
+        match=r"experiments.robustness.grid: the point \(n=1048576.* needs about [\d,]+ MiB per trial, over memory_budget_mb = 64",
+    ):
         load(config)
 
 
@@ -97,12 +176,18 @@ def test_defaults_are_filled_and_input_untouched():
     config.pop("chunk_size")
     before = copy.deepcopy(config)
     settings = load(config)
-    assert settings.chunk_size is None and settings.max_jobs is None and settings.memory_budget_mb == 4096  # jobs sized by cost
+    assert (
+        settings.chunk_size is None
+        and settings.max_jobs is None
+        and settings.memory_budget_mb == 4096
+    )  # jobs sized by cost
     assert config == before
 
 
 def test_config_hash_ignores_runtime_knobs():
-    assert load(small_config(chunk_size=1)).config_hash == load(small_config(chunk_size=9)).config_hash
+    assert (
+        load(small_config(chunk_size=1)).config_hash == load(small_config(chunk_size=9)).config_hash
+    )
     assert load(small_config(seed=1)).config_hash != load(small_config(seed=2)).config_hash
 
 
@@ -123,7 +208,9 @@ def test_load_file_errors(tmp_path):
 def test_schema_file_in_workflow_is_the_package_base_schema():
     from attnsim.config.load import base_schema
 
-    assert yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text()) == base_schema()
+    assert (
+        yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text()) == base_schema()
+    )
 
 
 def test_schema_grid_keys_match_kind_parameters():
@@ -134,7 +221,9 @@ def test_schema_grid_keys_match_kind_parameters():
     for name, kind in all_kinds().items():
         grid = defs[f"{name}_grid"]
         assert set(grid["properties"]) == set(kind.param_names)
-        assert set(grid["required"]) == {p.name for p in kind.params if p.default is None}  # a default may be left out
+        assert set(grid["required"]) == {
+            p.name for p in kind.params if p.default is None
+        }  # a default may be left out
         for param in kind.params:  # generated from the declarations: type, bounds and choices
             assert grid["properties"][param.name]["items"] == param.item_schema()
             assert grid["properties"][param.name]["description"] == param.doc
@@ -145,12 +234,29 @@ def test_a_parameter_with_a_default_may_be_left_out_of_a_grid():
     takes [default] (recall_training's values, logits and stop), and a given one is checked."""
     from attnsim.config.load import load
 
-    grid = {"n": [16], "d": [16], "batch": [32], "scale": [1.0], "optimiser": ["sgd"], "lr": [1.0], "steps": [10]}
-    config = {"seed": 1, "experiments": {"old": {"kind": "recall_training", "trials": 2, "grid": grid}}}
+    grid = {
+        "n": [16],
+        "d": [16],
+        "batch": [32],
+        "scale": [1.0],
+        "optimiser": ["sgd"],
+        "lr": [1.0],
+        "steps": [10],
+    }
+    config = {
+        "seed": 1,
+        "experiments": {"old": {"kind": "recall_training", "trials": 2, "grid": grid}},
+    }
     settings = load(config)
     filled = settings.experiments["old"].grid
-    assert filled["values"] == ["trainable"] and filled["logits"] == ["dot"] and filled["stop"] == ["never"]
-    assert "values" not in config["experiments"]["old"]["grid"]  # the caller's mapping is not changed
+    assert (
+        filled["values"] == ["trainable"]
+        and filled["logits"] == ["dot"]
+        and filled["stop"] == ["never"]
+    )
+    assert (
+        "values" not in config["experiments"]["old"]["grid"]
+    )  # the caller's mapping is not changed
     config["experiments"]["old"]["grid"] = grid | {"stop": ["sometimes"]}
     with pytest.raises(ConfigError, match=r"^experiments\.old\.grid\.stop\[0\]"):
         load(config)
@@ -187,18 +293,29 @@ def test_nan_and_infinity_are_one_line_errors(tmp_path, capsys, value):
     from attnsim.cli import main
 
     path = config_file(tmp_path, "noise_scale: [0.1, 0.5]", f"noise_scale: [{value}, 0.5]")
-    with pytest.raises(ConfigError, match=r"^experiments\.robustness\.grid\.noise_scale\[0\]: [-+]?(nan|inf) is not a finite number"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^experiments\.robustness\.grid\.noise_scale\[0\]: [-+]?(nan|inf) is not a finite number",
+    ):
         load_file(path)
     assert main(["check-config", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("attnsim: error: experiments.robustness.grid.noise_scale[0]: ") and err.count("\n") == 1, err
+    assert (
+        err.startswith("attnsim: error: experiments.robustness.grid.noise_scale[0]: ")
+        and err.count("\n") == 1
+    ), err
 
 
 @pytest.mark.parametrize(
     "old,new,key,expected",
     [
         ("noise_scale: [0.1, 0.5]", "noise_scale: [1e-3, 0.5]", "noise_scale", [0.001, 0.5]),
-        ("noise_scale: [0.1, 0.5]", "noise_scale: [2E+1, 1_000e-4, '0.5']", "noise_scale", [20.0, 0.1, 0.5]),
+        (
+            "noise_scale: [0.1, 0.5]",
+            "noise_scale: [2E+1, 1_000e-4, '0.5']",
+            "noise_scale",
+            [20.0, 0.1, 0.5],
+        ),
         ("logit_scale: [0.0, 1.0]", "logit_scale: [0, 1e0]", "logit_scale", [0, 1.0]),
         ("n: [16, 64]", "n: [1.6e1, 64.0]", "n", [16, 64]),
         ("noise_draws: [4]", "noise_draws: ['4']", "noise_draws", [4]),
@@ -211,15 +328,34 @@ def test_numbers_written_as_yaml_1_1_strings_are_numbers(tmp_path, old, new, key
 
 
 def test_integers_accept_exact_whole_values_only(tmp_path):
-    settings = load_file(config_file(tmp_path, "seed: 7\nchunk_size: 3", "seed: 1e3\nchunk_size: 3.0\nmemory_budget_mb: 4096.0"))
+    settings = load_file(
+        config_file(
+            tmp_path,
+            "seed: 7\nchunk_size: 3",
+            "seed: 1e3\nchunk_size: 3.0\nmemory_budget_mb: 4096.0",
+        )
+    )
     assert (settings.seed, settings.chunk_size, settings.memory_budget_mb) == (1000, 3, 4096)
-    assert all(type(v) is int for v in (settings.seed, settings.chunk_size, settings.memory_budget_mb))
-    assert load_file(config_file(tmp_path, "seed: 7", "seed: 12345678901234567000e-3")).seed == 12345678901234567
+    assert all(
+        type(v) is int for v in (settings.seed, settings.chunk_size, settings.memory_budget_mb)
+    )
+    assert (
+        load_file(config_file(tmp_path, "seed: 7", "seed: 12345678901234567000e-3")).seed
+        == 12345678901234567
+    )
     for bad in ("4096.5", "'4096.5'", "1.5e0"):
-        with pytest.raises(ConfigError, match=r"^experiments\.robustness\.trials: [\d.]+ is not of type integer; give a whole number"):
+        with pytest.raises(
+            ConfigError,
+            match=r"^experiments\.robustness\.trials: [\d.]+ is not of type integer; give a whole number",
+        ):
             load_file(config_file(tmp_path, "trials: 20", f"trials: {bad}"))
-    for inexact in ("123456789012345678.0", "12345678901234567890e-3"):  # as floats, neither is the integer written
-        with pytest.raises(ConfigError, match=r"^seed: 1\.23456789012345\d*e\+1[67] is not of type integer"):
+    for inexact in (
+        "123456789012345678.0",
+        "12345678901234567890e-3",
+    ):  # as floats, neither is the integer written
+        with pytest.raises(
+            ConfigError, match=r"^seed: 1\.23456789012345\d*e\+1[67] is not of type integer"
+        ):
             load_file(config_file(tmp_path, "seed: 7", f"seed: {inexact}"))
     for bad in ("yes", "'12 apples'", "[1]"):
         with pytest.raises(ConfigError, match="is not of type integer"):
@@ -228,7 +364,9 @@ def test_integers_accept_exact_whole_values_only(tmp_path):
 
 def test_equal_configs_written_differently_hash_alike(tmp_path):
     plain = load_file(config_file(tmp_path))
-    written = load_file(config_file(tmp_path, "noise_scale: [0.1, 0.5]", "noise_scale: ['1e-1', 5e-1]"))
+    written = load_file(
+        config_file(tmp_path, "noise_scale: [0.1, 0.5]", "noise_scale: ['1e-1', 5e-1]")
+    )
     assert written.config_hash == plain.config_hash
 
 
@@ -237,26 +375,46 @@ def test_coerce_numbers_follows_any_schema_shape():
 
     schema = {
         "type": "object",
-        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/thing"}}, "count": {"type": ["integer", "null"]}},
+        "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/$defs/thing"}},
+            "count": {"type": ["integer", "null"]},
+        },
         "$defs": {
             "thing": {
                 "type": "object",
                 "properties": {"kind": {"enum": ["a", "b"]}, "label": {"type": "string"}},
                 "allOf": [
-                    {"if": {"properties": {"kind": {"const": "a"}}}, "then": {"properties": {"x": {"type": "integer"}}}},
+                    {
+                        "if": {"properties": {"kind": {"const": "a"}}},
+                        "then": {"properties": {"x": {"type": "integer"}}},
+                    },
                     {
                         "if": {"properties": {"kind": {"const": "b"}}},
-                        "then": {"properties": {"x": {"type": "number"}}, "additionalProperties": {"type": "number"}},
+                        "then": {
+                            "properties": {"x": {"type": "number"}},
+                            "additionalProperties": {"type": "number"},
+                        },
                     },
                 ],
             }
         },
     }
-    given = {"count": "2e1", "items": [{"kind": "a", "x": "1e3", "label": "1e3"}, {"kind": "b", "x": "1e3", "y": "-2.5"}, {"kind": "a", "x": True}]}
+    given = {
+        "count": "2e1",
+        "items": [
+            {"kind": "a", "x": "1e3", "label": "1e3"},
+            {"kind": "b", "x": "1e3", "y": "-2.5"},
+            {"kind": "a", "x": True},
+        ],
+    }
     before = copy.deepcopy(given)
     assert coerce_numbers(given, schema) == {
         "count": 20,
-        "items": [{"kind": "a", "x": 1000, "label": "1e3"}, {"kind": "b", "x": 1000.0, "y": -2.5}, {"kind": "a", "x": True}],
+        "items": [
+            {"kind": "a", "x": 1000, "label": "1e3"},
+            {"kind": "b", "x": 1000.0, "y": -2.5},
+            {"kind": "a", "x": True},
+        ],
     }
     assert given == before
 
@@ -265,9 +423,21 @@ def test_coerce_numbers_follows_any_schema_shape():
     "old,new,message",
     [
         ("chunk_size: 3", "chunk_size: 3\nseed: 8", "seed: key given twice (lines 1 and 3)"),
-        ("d: [4]", "d: [4]\n      d: [8]", "experiments.robustness.grid.d: key given twice (lines 9 and 10)"),
-        ("    kind: noisy_attention", "    kind: noisy_attention\n    kind: logit_entropy", "experiments.robustness.kind: key given twice (lines 5 and 6)"),
-        ("experiments:", "experiments:\n  robustness: {kind: noisy_attention}", "experiments.robustness: key given twice (lines 4 and 5)"),
+        (
+            "d: [4]",
+            "d: [4]\n      d: [8]",
+            "experiments.robustness.grid.d: key given twice (lines 9 and 10)",
+        ),
+        (
+            "    kind: noisy_attention",
+            "    kind: noisy_attention\n    kind: logit_entropy",
+            "experiments.robustness.kind: key given twice (lines 5 and 6)",
+        ),
+        (
+            "experiments:",
+            "experiments:\n  robustness: {kind: noisy_attention}",
+            "experiments.robustness: key given twice (lines 4 and 5)",
+        ),
     ],
 )
 def test_keys_given_twice_are_refused_with_both_lines(tmp_path, capsys, old, new, message):
@@ -282,8 +452,12 @@ def test_keys_given_twice_are_refused_with_both_lines(tmp_path, capsys, old, new
 
 
 def test_yaml_merge_keys_are_not_duplicates(tmp_path):
-    text = SMALL_YAML.replace("experiments:", "defaults: &d {kind: noisy_attention, trials: 20}\nexperiments:")
+    text = SMALL_YAML.replace(
+        "experiments:", "defaults: &d {kind: noisy_attention, trials: 20}\nexperiments:"
+    )
     from attnsim.config.yamlfile import check_duplicates
 
-    check_duplicates("a: &x {b: 1}\nc:\n  <<: *x\n  b: 2\n", "f.yaml")  # an override of a merged key is not a repeat
+    check_duplicates(
+        "a: &x {b: 1}\nc:\n  <<: *x\n  b: 2\n", "f.yaml"
+    )  # an override of a merged key is not a repeat
     check_duplicates(text, "f.yaml")

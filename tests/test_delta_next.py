@@ -44,7 +44,10 @@ LIGHT = ("gaussian", "uniform", "laplace", "gumbel")
 def _density(noise: str, sigma: float):
     """Density of eps (project convention) and the finite interval holding all but ~1e-30 of it."""
     if noise == "gaussian":
-        return (lambda x: math.exp(-0.5 * (x / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))), (-40 * sigma, 40 * sigma)
+        return (lambda x: math.exp(-0.5 * (x / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))), (
+            -40 * sigma,
+            40 * sigma,
+        )
     if noise == "uniform":
         a = math.sqrt(3) * sigma
         return (lambda x: 1 / (2 * a)), (-a, a)
@@ -62,7 +65,10 @@ def _expect(noise: str, sigma: float, fn, k: float = 1.0) -> float:
     if noise in ("laplace", "gumbel"):
         hi = max(hi, 40 / (moment_order(noise, sigma) - k))
     cuts = [lo, 0.0, hi] if lo < 0 < hi else [lo, hi]
-    return sum(integrate.quad(lambda x: fn(x) * f(x), a, b, epsabs=0, epsrel=1e-12, limit=200)[0] for a, b in zip(cuts[:-1], cuts[1:]))
+    return sum(
+        integrate.quad(lambda x: fn(x) * f(x), a, b, epsabs=0, epsrel=1e-12, limit=200)[0]
+        for a, b in zip(cuts[:-1], cuts[1:])
+    )
 
 
 def _draw(rng, noise: str, sigma: float, shape) -> np.ndarray:
@@ -109,7 +115,10 @@ def _transforms(noise: str, sigma: float, t: float) -> np.ndarray:
     """(1 - L, -L', L'') at t for L(t) = E[e^{-t w}], w = e^eps / E[e^eps], by quad over eps."""
     f, (lo, hi) = _density(noise, sigma)
     log_m1 = log_exp_moment(noise, sigma, 1)
-    if noise in ("laplace", "gumbel"):  # slowly decaying upper tails: on to where e^{-t w} < e^{-1e17}
+    if noise in (
+        "laplace",
+        "gumbel",
+    ):  # slowly decaying upper tails: on to where e^{-t w} < e^{-1e17}
         hi = max(hi, log_m1 + math.log(1 / t) + 40)
 
     def g(x):
@@ -118,7 +127,9 @@ def _transforms(noise: str, sigma: float, t: float) -> np.ndarray:
         return np.array([-math.expm1(-t * w), w * e, w * w * e]) * f(x)
 
     cuts = sorted({lo, hi, *(c for c in (0.0, log_m1 + math.log(1 / t)) if lo < c < hi)})
-    return sum(integrate.quad_vec(g, a, b, epsabs=0, epsrel=1e-12)[0] for a, b in zip(cuts[:-1], cuts[1:]))
+    return sum(
+        integrate.quad_vec(g, a, b, epsabs=0, epsrel=1e-12)[0] for a, b in zip(cuts[:-1], cuts[1:])
+    )
 
 
 def _exact_uniform_ratio(noise: str, sigma: float, n: int) -> float:
@@ -139,10 +150,18 @@ def _exact_uniform_ratio(noise: str, sigma: float, n: int) -> float:
 
 def _uniform_stats(n: int) -> dict:
     """next_order_stats for p = 1/n and sum |x|^2 = n^2 (so G = 1): the ratio to kappa G directly."""
-    return {"sum_p2": 1 / n, "sum_p3": 1 / n**2, "grad_sq": 1.0, "c3": 1 / n, "c4": 1 / n**2, "m2": 0.0}
+    return {
+        "sum_p2": 1 / n,
+        "sum_p3": 1 / n**2,
+        "grad_sq": 1.0,
+        "c3": 1 / n,
+        "c4": 1 / n**2,
+        "m2": 0.0,
+    }
 
 
-# --------------------------------------------------------------------------- moment orders and regimes
+# --------------------------------------------------------------------------- moment orders and
+# regimes
 
 TABLE = [  # noise, sigma, k* (sup), highest finite integer order (cap 4), regime
     ("gaussian", 1.0, math.inf, 4, "delta"),
@@ -178,22 +197,37 @@ def test_moment_order_table(noise, sigma, k_star, order, kind):
 def test_thresholds_are_the_closed_forms():
     assert THRESHOLDS[("laplace", 3)] == pytest.approx(SQ2 / 3) == pytest.approx(0.4714, abs=1e-4)
     assert THRESHOLDS[("laplace", 4)] == pytest.approx(0.3536, abs=1e-4)
-    assert THRESHOLDS[("gumbel", 3)] == pytest.approx(math.pi / (3 * math.sqrt(6))) == pytest.approx(0.4275, abs=1e-4)
+    assert (
+        THRESHOLDS[("gumbel", 3)]
+        == pytest.approx(math.pi / (3 * math.sqrt(6)))
+        == pytest.approx(0.4275, abs=1e-4)
+    )
     assert THRESHOLDS[("gumbel", 4)] == pytest.approx(0.3206, abs=1e-4)
     for (noise, k), s in THRESHOLDS.items():
         assert moment_order(noise, s) == pytest.approx(k, rel=1e-14)
         below, above = s * (1 - 1e-9), s * (1 + 1e-9)
-        assert math.isfinite(log_exp_moment(noise, below, k)) and log_exp_moment(noise, above, k) == math.inf
+        assert (
+            math.isfinite(log_exp_moment(noise, below, k))
+            and log_exp_moment(noise, above, k) == math.inf
+        )
         assert finite_moment_order(noise, below) == k and finite_moment_order(noise, above) == k - 1
         assert regime(noise, below) == ("delta" if k == 4 else "delta_slow")
     # kappa's own thresholds (sigma = 1/sqrt2 laplace b = 1/2; gumbel beta = 1/2) and E[e^eps]'s
-    assert finite_moment_order("laplace", 0.5 * SQ2 * (1 - 1e-9)) == 2 and finite_moment_order("laplace", 0.5 * SQ2 * (1 + 1e-9)) == 1
+    assert (
+        finite_moment_order("laplace", 0.5 * SQ2 * (1 - 1e-9)) == 2
+        and finite_moment_order("laplace", 0.5 * SQ2 * (1 + 1e-9)) == 1
+    )
     g2 = math.pi / (2 * math.sqrt(6))
-    assert regime("gumbel", g2 * (1 - 1e-9)) == "delta_slow" and regime("gumbel", g2 * (1 + 1e-9)) == "heavy"
+    assert (
+        regime("gumbel", g2 * (1 - 1e-9)) == "delta_slow"
+        and regime("gumbel", g2 * (1 + 1e-9)) == "heavy"
+    )
 
 
 def test_finite_moment_order_is_vectorised():
-    out = finite_moment_order(np.array(["laplace", "gumbel", "gaussian", "student_t"]), np.array([[0.3], [0.45], [0.9]]))
+    out = finite_moment_order(
+        np.array(["laplace", "gumbel", "gaussian", "student_t"]), np.array([[0.3], [0.45], [0.9]])
+    )
     assert out.dtype == np.int64 and out.shape == (3, 4)
     assert out.tolist() == [[4, 4, 4, 0], [3, 2, 4, 0], [1, 1, 4, 0]]
     assert isinstance(finite_moment_order("laplace", 0.5), int)
@@ -208,12 +242,20 @@ def test_regime_refines_the_old_one_and_kappa_agrees(noise):
         if before != "delta":
             assert new == before
         kappa = u_moments(noise, sigma)[0]
-        assert kappa == pytest.approx(old.kappa(noise, sigma), rel=1e-12) or (math.isinf(kappa) and math.isinf(old.kappa(noise, sigma)))
+        assert kappa == pytest.approx(old.kappa(noise, sigma), rel=1e-12) or (
+            math.isinf(kappa) and math.isinf(old.kappa(noise, sigma))
+        )
 
 
-# --------------------------------------------------------------------------- closed forms vs quadrature
+# --------------------------------------------------------------------------- closed forms vs
+# quadrature
 
-MOMENT_CASES = [(f, s) for f in LIGHT for s in (0.05, 0.3)] + [("gaussian", 1.0), ("uniform", 1.0), ("laplace", 0.4), ("gumbel", 0.4)]
+MOMENT_CASES = [(f, s) for f in LIGHT for s in (0.05, 0.3)] + [
+    ("gaussian", 1.0),
+    ("uniform", 1.0),
+    ("laplace", 0.4),
+    ("gumbel", 0.4),
+]
 
 
 @pytest.mark.parametrize("noise, sigma", MOMENT_CASES)
@@ -231,11 +273,18 @@ def test_u_moments_against_quadrature(noise, sigma):
 
 def test_continued_moments_equal_the_true_ones_where_finite():
     for noise, sigma in (("laplace", 0.3), ("gumbel", 0.3), ("gaussian", 0.7), ("uniform", 0.7)):
-        assert u_moments(noise, sigma, continued=True) == pytest.approx(u_moments(noise, sigma), rel=1e-14)
+        assert u_moments(noise, sigma, continued=True) == pytest.approx(
+            u_moments(noise, sigma), rel=1e-14
+        )
     # beyond k*: the analytic continuation, finite and negative just past the pole
     assert exp_moment_continued("laplace", 0.5, 3) == pytest.approx(1 / (1 - 9 / 8))
-    assert exp_moment_continued("gumbel", 0.5, 3) == pytest.approx(math.gamma(1 - 3 * 0.5 * math.sqrt(6) / math.pi))
-    assert u_moments("laplace", 0.5)[1] == math.inf and u_moments("laplace", 0.5, continued=True)[1] < 0
+    assert exp_moment_continued("gumbel", 0.5, 3) == pytest.approx(
+        math.gamma(1 - 3 * 0.5 * math.sqrt(6) / math.pi)
+    )
+    assert (
+        u_moments("laplace", 0.5)[1] == math.inf
+        and u_moments("laplace", 0.5, continued=True)[1] < 0
+    )
     assert math.isnan(exp_moment_continued("student_t", 0.1, 1))
 
 
@@ -267,11 +316,18 @@ def test_stats_batched_and_uniform_weights():
     x = v[0] - p[0] @ v[0]
     assert stats["c_tail"] == pytest.approx(np.sum(p[0] ** 2.5 * np.sum(x * x, axis=1)))
     assert stats["m2"] == pytest.approx(np.sum(((p[0] ** 2) @ x) ** 2))
-    # uniform weights: ratio 1 + (3 kappa^2 - 2 mu3)/(kappa n) + (3 mu4 - 9 kappa^2 - 16 kappa mu3 + 15 kappa^3)/(kappa n^2)
+    # uniform weights: ratio 1 + (3 kappa^2 - 2 mu3)/(kappa n) + (3 mu4 - 9 kappa^2 - 16 kappa mu3 +
+    # 15 kappa^3)/(kappa n^2)
     n, x = 16, rng.standard_normal((16, 3))
     kappa, mu3, mu4 = u_moments("uniform", 1.0)
-    ratio = sq_err_next_order(np.ones(n), x, "uniform", 1.0, "p2") / sq_err_delta(np.ones(n), x, "uniform", 1.0)
-    assert ratio == pytest.approx(1 + (3 * kappa**2 - 2 * mu3) / (kappa * n) + (3 * mu4 - 9 * kappa**2 - 16 * kappa * mu3 + 15 * kappa**3) / (kappa * n * n))
+    ratio = sq_err_next_order(np.ones(n), x, "uniform", 1.0, "p2") / sq_err_delta(
+        np.ones(n), x, "uniform", 1.0
+    )
+    assert ratio == pytest.approx(
+        1
+        + (3 * kappa**2 - 2 * mu3) / (kappa * n)
+        + (3 * mu4 - 9 * kappa**2 - 16 * kappa * mu3 + 15 * kappa**3) / (kappa * n * n)
+    )
 
 
 def test_orders_refuse_where_their_moments_diverge():
@@ -281,7 +337,9 @@ def test_orders_refuse_where_their_moments_diverge():
     assert math.isfinite(next_order_from_stats(stats, "laplace", 0.5, "p1"))
     assert next_order_from_stats(stats, "laplace", 1.0, "p1") == math.inf  # kappa = inf
     assert next_order_from_stats(stats, "student_t", 0.1, "p1") == math.inf
-    assert math.isfinite(next_order_from_stats(stats, "laplace", 0.4, "p2"))  # 3 < k* < 4: mu4 continued
+    assert math.isfinite(
+        next_order_from_stats(stats, "laplace", 0.4, "p2")
+    )  # 3 < k* < 4: mu4 continued
     assert next_order_from_stats(stats, "gaussian", 0.0, "p2") == 0.0
     with pytest.raises(ValueError):
         next_order_from_stats(stats, "gaussian", 0.5, "p3")
@@ -336,8 +394,10 @@ def test_next_order_against_monte_carlo(noise, sigma, scale, n):
     remainder = (pred["p2"] - pred["p1"]) ** 2 / abs(pred["p1"] - delta)
     z = {name: (value - mean) / se for name, value in (("delta", delta), *pred.items())}
     print(
-        f"\n{noise} sigma={sigma} scale={scale} n={n}: MC/delta {mean / delta:.5f} +- {se / delta:.5f}; "
-        f"z delta {z['delta']:+.1f} p1 {z['p1']:+.1f} p2 {z['p2']:+.1f} u4 {z['u4']:+.1f}; remainder/SE {remainder / se:.2f}"
+        f"\n{noise} sigma={sigma} scale={scale} n={n}: MC/delta {mean / delta:.5f} +- "
+        f"{se / delta:.5f}; "
+        f"z delta {z['delta']:+.1f} p1 {z['p1']:+.1f} p2 {z['p2']:+.1f} u4 {z['u4']:+.1f}; "
+        f"remainder/SE {remainder / se:.2f}"
     )
     if (noise, sigma, scale, n) in NOT_CONVERGED:
         assert remainder > se  # the case is listed for its stated reason
@@ -367,7 +427,10 @@ def test_delta_method_is_off_beyond_its_standard_error(noise, sigma, scale, n):
     mean, se = _mc_sq_err(noise, sigma, p, v, 12_000, seed=n + 1)  # other draws than above
     delta = float(sq_err_delta(p, v, noise, sigma))
     p2 = float(sq_err_next_order(p, v, noise, sigma, "p2"))
-    print(f"\n{noise} sigma={sigma} scale={scale} n={n}: (delta - MC)/SE {(delta - mean) / se:+.1f}, (p2 - MC)/SE {(p2 - mean) / se:+.1f}")
+    print(
+        f"\n{noise} sigma={sigma} scale={scale} n={n}: (delta - MC)/SE {(delta - mean) / se:+.1f}, "
+        f"(p2 - MC)/SE {(p2 - mean) / se:+.1f}"
+    )
     assert abs(delta - mean) > 5 * se and abs(p2 - mean) < 3 * se
 
 
@@ -377,12 +440,18 @@ def test_series_is_asymptotic_gaussian_sigma_1_n_16():
     exact = _exact_uniform_ratio("gaussian", 1.0, 16)
     assert exact == pytest.approx(0.6948, abs=2e-4)
     stats = _uniform_stats(16)
-    p1, p2 = (next_order_from_stats(stats, "gaussian", 1.0, o) / u_moments("gaussian", 1.0)[0] for o in ("p1", "p2"))
+    p1, p2 = (
+        next_order_from_stats(stats, "gaussian", 1.0, o) / u_moments("gaussian", 1.0)[0]
+        for o in ("p1", "p2")
+    )
     print(f"\ngaussian sigma=1 n=16 uniform: exact {exact:.4f}, delta 1, p1 {p1:.4f}, p2 {p2:.4f}")
     assert abs(p1 - exact) > abs(1 - exact) and abs(p2 - exact) > abs(1 - exact)
     # at n = 256 the same series works: exact ratio vs p2
     exact = _exact_uniform_ratio("gaussian", 1.0, 256)
-    p2 = next_order_from_stats(_uniform_stats(256), "gaussian", 1.0, "p2") / u_moments("gaussian", 1.0)[0]
+    p2 = (
+        next_order_from_stats(_uniform_stats(256), "gaussian", 1.0, "p2")
+        / u_moments("gaussian", 1.0)[0]
+    )
     print(f"gaussian sigma=1 n=256 uniform: exact {exact:.5f}, p2 {p2:.5f}")
     assert abs(p2 - exact) < 0.05 * abs(1 - exact)
 
@@ -390,7 +459,10 @@ def test_series_is_asymptotic_gaussian_sigma_1_n_16():
 # --------------------------------------------------------------------------- delta_slow
 
 
-@pytest.mark.parametrize("noise, sigma, n, order", [("laplace", 0.5, 1024, "p1"), ("gumbel", 0.5, 1024, "p1"), ("laplace", 0.4, 256, "p2")])
+@pytest.mark.parametrize(
+    "noise, sigma, n, order",
+    [("laplace", 0.5, 1024, "p1"), ("gumbel", 0.5, 1024, "p1"), ("laplace", 0.4, 256, "p2")],
+)
 def test_heavy_tail_term_against_exact_uniform_weights(noise, sigma, n, order):
     """Continued moments + K c_tail capture the slow approach to the delta method (quadrature oracle)."""
     exact = _exact_uniform_ratio(noise, sigma, n)
@@ -401,7 +473,16 @@ def test_heavy_tail_term_against_exact_uniform_weights(noise, sigma, n, order):
 
 
 # 1 - ratio for laplace sigma = 0.5, uniform weights, from `_exact_uniform_ratio` (quadrature):
-LAPLACE_05_EXACT = {16: 0.366855, 64: 0.193489, 256: 0.087117, 1024: 0.035071, 4096: 0.013107, 16384: 0.004666, 65536: 0.001608, 262144: 0.000542}
+LAPLACE_05_EXACT = {
+    16: 0.366855,
+    64: 0.193489,
+    256: 0.087117,
+    1024: 0.035071,
+    4096: 0.013107,
+    16384: 0.004666,
+    65536: 0.001608,
+    262144: 0.000542,
+}
 
 
 def test_delta_slow_exponent_monte_carlo():
@@ -428,7 +509,10 @@ def test_delta_slow_exponent_monte_carlo():
         print(f"\nn={n}: 1 - ratio = {d:.4f} +- {s:.4f} (exact {LAPLACE_05_EXACT[n]:.4f})")
         assert abs(d - LAPLACE_05_EXACT[n]) < 3 * s
     for n0, n1, slope, slope_se, exact in slopes:
-        print(f"exponent {n0}->{n1}: {slope:.3f} +- {slope_se:.3f} (exact {exact:.3f}; asymptotic {moment_order(noise, sigma) - 2:.3f}; light tails 1)")
+        print(
+            f"exponent {n0}->{n1}: {slope:.3f} +- {slope_se:.3f} (exact {exact:.3f}; asymptotic "
+            f"{moment_order(noise, sigma) - 2:.3f}; light tails 1)"
+        )
         assert slope + 3 * slope_se < 1  # slower than the light-tail rate, beyond the MC error
         assert abs(slope - exact) < 3 * slope_se
 
@@ -442,8 +526,16 @@ def test_delta_slow_exponent_exact_approaches_k_star_minus_2():
     big = {n: 1 - _exact_uniform_ratio(noise, sigma, n) for n in (16384, 65536)}
     for n, value in big.items():
         assert value == pytest.approx(LAPLACE_05_EXACT[n], rel=2e-3)
-        two_term = tail_constant(noise, sigma) / kappa * n ** (2 - k_star) + (2 * mu3 - 3 * kappa**2) / (kappa * n)
+        two_term = tail_constant(noise, sigma) / kappa * n ** (2 - k_star) + (
+            2 * mu3 - 3 * kappa**2
+        ) / (kappa * n)
         assert two_term == pytest.approx(value, rel=2e-3)
     ns = sorted(LAPLACE_05_EXACT)
-    local = [math.log(LAPLACE_05_EXACT[a] / LAPLACE_05_EXACT[b]) / math.log(b / a) for a, b in zip(ns[:-1], ns[1:])]
-    assert all(x < y for x, y in zip(local[:-1], local[1:])) and local[-1] < k_star - 2 < local[-1] + 0.05
+    local = [
+        math.log(LAPLACE_05_EXACT[a] / LAPLACE_05_EXACT[b]) / math.log(b / a)
+        for a, b in zip(ns[:-1], ns[1:])
+    ]
+    assert (
+        all(x < y for x, y in zip(local[:-1], local[1:]))
+        and local[-1] < k_star - 2 < local[-1] + 0.05
+    )

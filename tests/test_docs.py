@@ -11,7 +11,9 @@ from attnsim.docgen import schema_document
 
 
 def test_results_schema_document_is_current():
-    assert (REPO / "docs/results-schema.md").read_text() == schema_document(), "out of date: attnsim schema --write docs/results-schema.md"
+    assert (REPO / "docs/results-schema.md").read_text() == schema_document(), (
+        "out of date: attnsim schema --write docs/results-schema.md"
+    )
 
 
 DOC_FILES = [
@@ -24,7 +26,9 @@ CODE_FILES = [
     p
     for d in ("src", "workflow", "tests", "benchmarks")
     for p in sorted((REPO / d).rglob("*"))
-    if p.is_file() and p.suffix in (".py", ".smk", ".yaml", ".rst", ".sh", ".md") and "egg-info" not in str(p)
+    if p.is_file()
+    and p.suffix in (".py", ".smk", ".yaml", ".rst", ".sh", ".md")
+    and "egg-info" not in str(p)
 ] + [REPO / "Snakefile", REPO / "config.yaml"]
 SCIENCE = (REPO / "docs/science.md").read_text()
 
@@ -51,10 +55,14 @@ def test_citations_of_the_science_document_resolve():
         text = path.read_text(errors="replace")
         if "SCIENCE.md" in text or "../shared" in text:
             bad.append(f"{path.relative_to(REPO)}: cites a file outside the repository")
-        for ref in re.findall(r"docs/science\.md((?:\s*(?:§[0-9.]+(?:–§[0-9.]+)?[,;]?\s*(?:and\s*)?))*)", text):
+        for ref in re.findall(
+            r"docs/science\.md((?:\s*(?:§[0-9.]+(?:–§[0-9.]+)?[,;]?\s*(?:and\s*)?))*)", text
+        ):
             for section in re.findall(r"§([0-9]+(?:\.[0-9]+)?)", ref):
                 if section.replace(".", "-") not in anchors:
-                    bad.append(f"{path.relative_to(REPO)}: §{section} is not a section of docs/science.md")
+                    bad.append(
+                        f"{path.relative_to(REPO)}: §{section} is not a section of docs/science.md"
+                    )
         for cited in re.findall(r"\bdocs/[a-z0-9_-]+\.md", text):
             if not (REPO / cited).exists():
                 bad.append(f"{path.relative_to(REPO)}: {cited} does not exist")
@@ -66,15 +74,30 @@ def test_shared_machinery_names_no_kind():
     from attnsim.kinds import all_kinds
 
     builtin = [k for k in all_kinds().values() if k.package.startswith("attnsim.kinds.")]
-    shared = [p for p in (REPO / "src/attnsim").rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".rst") and "/kinds/" not in str(p)]
+    shared = [
+        p
+        for p in (REPO / "src/attnsim").rglob("*")
+        if p.is_file() and p.suffix in (".py", ".yaml", ".rst") and "/kinds/" not in str(p)
+    ]
     shared += [p for p in (REPO / "src/attnsim/kinds").glob("*.py")]
-    shared += [REPO / "Snakefile", *(REPO / "workflow/rules").glob("*.smk"), *(REPO / "workflow/report").glob("*.rst")]
+    shared += [
+        REPO / "Snakefile",
+        *(REPO / "workflow/rules").glob("*.smk"),
+        *(REPO / "workflow/report").glob("*.rst"),
+    ]
     found = []
     for path in shared:
         text = path.read_text()
-        found += [f"{path.relative_to(REPO)}: {kind.name}" for kind in builtin if re.search(rf"\b{kind.name}\b", text)]
+        found += [
+            f"{path.relative_to(REPO)}: {kind.name}"
+            for kind in builtin
+            if re.search(rf"\b{kind.name}\b", text)
+        ]
         names = "|".join(k.name for k in builtin)
-        found += [f"{path.relative_to(REPO)}: {m}" for m in re.findall(rf"kind(?:\.name)?\s*==\s*['\"](?:{names})['\"]", text)]
+        found += [
+            f"{path.relative_to(REPO)}: {m}"
+            for m in re.findall(rf"kind(?:\.name)?\s*==\s*['\"](?:{names})['\"]", text)
+        ]
     assert not found, found
 
 
@@ -86,4 +109,6 @@ def test_the_tables_of_kinds_are_generated_from_the_declarations():
     for relative, parts in GENERATED.items():
         text = (REPO / relative).read_text()
         for name, make in parts.items():
-            assert generated_part(text, name) == make(), f"{relative}: {name} out of date: attnsim schema --update-docs"
+            assert generated_part(text, name) == make(), (
+                f"{relative}: {name} out of date: attnsim schema --update-docs"
+            )

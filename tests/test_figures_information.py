@@ -20,7 +20,12 @@ from attnsim.run.simulate import simulate_points  # noqa: E402
 from attnsim.store import parquet as store  # noqa: E402
 
 GRIDS = {
-    "logit_entropy": {"n": [16, 256], "d": [8], "logits": ["gaussian", "dot_product"], "scale": [0.0, 0.1, 1.0, 3.0, 30.0]},
+    "logit_entropy": {
+        "n": [16, 256],
+        "d": [8],
+        "logits": ["gaussian", "dot_product"],
+        "scale": [0.0, 0.1, 1.0, 3.0, 30.0],
+    },
     "temperature_entropy": {"n": [16, 256], "d": [3, 16], "tau": [0.05, 0.3, 1.0, 5.0]},
     "init_gradient": {"n": [16, 256], "d": [4], "scale": [0.0, 0.5, 1.5, 5.0, 100.0]},
 }
@@ -68,7 +73,9 @@ def test_figures_cope_with_a_single_panel_and_zero_medians(summaries):
     one_d = summaries["temperature_entropy"][summaries["temperature_entropy"]["d"] == 3]
     no_median = summaries["init_gradient"].copy()
     no_median.loc[no_median["scale"] == 100.0, ["grad_sq_median", "jacobian_fro_median"]] = 0.0
-    entropy, temperature, gradient = (figures_module(k) for k in ("logit_entropy", "temperature_entropy", "init_gradient"))
+    entropy, temperature, gradient = (
+        figures_module(k) for k in ("logit_entropy", "temperature_entropy", "init_gradient")
+    )
     for fig in (
         entropy.entropy_vs_scale(only_gaussian),
         entropy.entropy_collapse(only_gaussian),
@@ -93,8 +100,14 @@ def test_temperature_figure_marks_g_of_one_and_draws_a_bound_per_n(summaries):
 def test_render_writes_png_and_pdf_from_a_stored_summary(tmp_path):
     table = summary_table("temperature_entropy", {"n": [16], "d": [3], "tau": [0.5, 1.0]}, trials=5)
     path = store.summary_path(tmp_path, "temperature_entropy", "demo")
-    store.write_atomic(table, path, store.provenance(table="summary", experiment="demo", kind="temperature_entropy"))
+    store.write_atomic(
+        table,
+        path,
+        store.provenance(table="summary", experiment="demo", kind="temperature_entropy"),
+    )
     written = render(path, tmp_path / "fig")
-    assert [p.name for p in written] == ["temperature_gap.png", "temperature_gap.pdf"] and all(p.stat().st_size > 1000 for p in written)
+    assert [p.name for p in written] == ["temperature_gap.png", "temperature_gap.pdf"] and all(
+        p.stat().st_size > 1000 for p in written
+    )
     with pytest.raises(AttnsimError, match="no figure 'collapse' for kind temperature_entropy"):
         render(path, tmp_path / "fig", ["collapse"])

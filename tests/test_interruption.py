@@ -14,6 +14,7 @@ from helpers.workflow import interrupt_config as config
 
 pytestmark = pytest.mark.slow
 
+
 def interrupt_after_first_chunk(workdir: Path, sig: int, whole_group: bool) -> str:
     run = attnsim_run(workdir, "--cores", "1")
     deadline = time.monotonic() + 120
@@ -38,14 +39,20 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "sig,whole_group", [(signal.SIGINT, False), (signal.SIGKILL, True), (signal.SIGKILL, False)], ids=["sigint", "sigkill-all", "sigkill-snakemake"]
+    "sig,whole_group",
+    [(signal.SIGINT, False), (signal.SIGKILL, True), (signal.SIGKILL, False)],
+    ids=["sigint", "sigkill-all", "sigkill-snakemake"],
 )
 def test_interrupted_run_resumes_to_identical_results(tmp_path, reference, sig, whole_group):
     write_config(checkout(tmp_path), config(chunk_size=4))
     interrupt_after_first_chunk(tmp_path, sig, whole_group)
     time.sleep(0.5)  # an orphaned job (snakemake alone killed) may still be finishing its chunk
     assert 0 < len(chunks(tmp_path)) < 4
-    assert not list((tmp_path / "results/store/summary").rglob("*.parquet")) if (tmp_path / "results/store/summary").exists() else True
+    assert (
+        not list((tmp_path / "results/store/summary").rglob("*.parquet"))
+        if (tmp_path / "results/store/summary").exists()
+        else True
+    )
     rerun = attnsim_run(tmp_path)  # the README's run command, no extra flags
     out, _ = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, out

@@ -34,11 +34,26 @@ LAYERS = [
     ("store", ["attnsim.store"]),
     ("config", ["attnsim.config"]),
     ("plan", ["attnsim.plan"]),
-    ("outputs", ["attnsim.claims.io", "attnsim.claims.render", "attnsim.figures.render", "attnsim.figures.check"]),
+    (
+        "outputs",
+        [
+            "attnsim.claims.io",
+            "attnsim.claims.render",
+            "attnsim.figures.render",
+            "attnsim.figures.check",
+        ],
+    ),
     ("run", ["attnsim.run"]),
     ("entry", ["attnsim.cli", "attnsim.docgen"]),
 ]
-SHARED = ("base", "columns", "gap_claims", "logit_noise", "low_precision", "real_model")  # kinds/ modules that are not kinds
+SHARED = (
+    "base",
+    "columns",
+    "gap_claims",
+    "logit_noise",
+    "low_precision",
+    "real_model",
+)  # kinds/ modules that are not kinds
 RANK = {prefix: rank for rank, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
 
 
@@ -124,7 +139,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 # Upward imports still to remove, each with the reason (none left; the list only shrinks).
 KNOWN_UPWARD: set[str] = set()
 
-# Sibling imports still to remove (none left: shared code lives in kinds/ modules, theory/, kernels/).
+# Sibling imports still to remove (none left: shared code lives in kinds/ modules, theory/,
+# kernels/).
 KNOWN_SIBLING: set[str] = set()
 
 
@@ -151,7 +167,11 @@ def test_kinds_never_import_sibling_kinds():
     for m, targets in graph.items():
         parts = m.split(".")
         if len(parts) >= 3 and parts[1] == "kinds" and parts[2] not in SHARED:
-            bad += [f"{m} -> {t}" for t in targets if t.startswith("attnsim.kinds.") and t.split(".")[2] not in (parts[2], *SHARED)]
+            bad += [
+                f"{m} -> {t}"
+                for t in targets
+                if t.startswith("attnsim.kinds.") and t.split(".")[2] not in (parts[2], *SHARED)
+            ]
     assert set(bad) <= KNOWN_SIBLING
 
 

@@ -48,11 +48,17 @@ def test_removing_a_value_keeps_results_and_drops_targets(tmp_path):
 
 def test_changed_seed_is_refused_and_fewer_trials_too(tmp_path):
     run_plan(load(small_config()), tmp_path)
-    with pytest.raises(StoreError, match=r"stored with trials=20, seed=7.*now asks for trials=20, seed=8.*would mix"):
+    with pytest.raises(
+        StoreError,
+        match=r"stored with trials=20, seed=7.*now asks for trials=20, seed=8.*would mix",
+    ):
         plan_experiment(load(small_config(seed=8)), "robustness", tmp_path)
     config = small_config()
     config["experiments"]["robustness"]["trials"] = 10
-    with pytest.raises(StoreError, match=r"stored with trials=20, seed=7.*asks for fewer trials \(trials=10\); computed trials are never dropped"):
+    with pytest.raises(
+        StoreError,
+        match=r"stored with trials=20, seed=7.*asks for fewer trials \(trials=10\); computed trials are never dropped",
+    ):
         plan_experiment(load(config), "robustness", tmp_path)
 
 
@@ -67,7 +73,11 @@ def test_adaptive_experiment_records_why_each_point_stopped(tmp_path):
     settings = load(config)
     plan = run_plan(settings, tmp_path)
     out = store.summary_path(tmp_path, plan.kind, "robustness")
-    collect(experiment_json(settings, "robustness"), store.experiment_chunks(tmp_path, plan.kind, "robustness"), out)
+    collect(
+        experiment_json(settings, "robustness"),
+        store.experiment_chunks(tmp_path, plan.kind, "robustness"),
+        out,
+    )
     summary = pq.read_table(out).to_pandas()
     assert set(summary["stop_reason"]) == {"target_se", "max_trials"}
     stopped = summary[summary["stop_reason"] == "target_se"]
@@ -82,7 +92,13 @@ def test_new_algorithm_version_does_not_mix_with_old_rows(tmp_path, monkeypatch)
 
     run_plan(load(small_config()), tmp_path)
     registered = kinds.all_kinds()
-    newer = dataclasses.replace(registered["noisy_attention"], algorithm_version=registered["noisy_attention"].algorithm_version + 1)
+    newer = dataclasses.replace(
+        registered["noisy_attention"],
+        algorithm_version=registered["noisy_attention"].algorithm_version + 1,
+    )
     monkeypatch.setitem(registered, "noisy_attention", newer)
-    with pytest.raises(StoreError, match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows would mix"):
+    with pytest.raises(
+        StoreError,
+        match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows would mix",
+    ):
         plan_experiment(load(small_config()), "robustness", tmp_path)

@@ -28,16 +28,29 @@ def make_venv(path: Path) -> Path:
     and has its own `attnsim` command (jobs call it: it must run this venv's Python to see its plugins)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     own = next(path.glob("lib/python*/site-packages"))
-    (own / "_attnsim_test_parent.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages()))
+    (own / "_attnsim_test_parent.pth").write_text(
+        "".join(f"import site; site.addsitedir({p!r})\n" for p in site.getsitepackages())
+    )
     script = path / "bin/attnsim"
-    script.write_text(f"#!{path / 'bin/python'}\nimport sys\n\nfrom attnsim.cli import main\n\nsys.exit(main())\n")
+    script.write_text(
+        f"#!{path / 'bin/python'}\nimport sys\n\nfrom attnsim.cli import main\n\nsys.exit(main())\n"
+    )
     script.chmod(0o755)
     return path
 
 
 def pip_install(venv: Path, *packages: Path) -> None:
     """pip (the parent's, run by the venv's Python) installs into the venv: no dependencies, no index, no download."""
-    args = [str(venv / "bin/python"), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index"]
+    args = [
+        str(venv / "bin/python"),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+    ]
     result = subprocess.run([*args, *map(str, packages)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -46,13 +59,22 @@ def pip_install(venv: Path, *packages: Path) -> None:
 def venv(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("plugin-venv")
     venv = make_venv(root / "venv")
-    pip_install(venv, shutil.copytree(PLUGIN, root / "plugin"))  # builds in a copy: nothing is written into the repository
+    pip_install(
+        venv, shutil.copytree(PLUGIN, root / "plugin")
+    )  # builds in a copy: nothing is written into the repository
     return venv
 
 
 def in_venv(venv: Path, *args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(cwd)}
-    result = subprocess.run([str(venv / "bin/python"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [str(venv / "bin/python"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if check:
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
@@ -62,29 +84,62 @@ def test_an_installed_plugin_kind_runs_end_to_end(venv, tmp_path):
     config = {
         "seed": 3,
         "experiments": {
-            "shift": {"kind": "shifted_logits", "trials": 50, "grid": {"n": [16, 256], "shift": [-30.0, 0.0, 2.5, 400.0]}},
-            "entropy": {"kind": "logit_entropy", "trials": 20, "grid": {"n": [16], "d": [4], "logits": ["gaussian"], "scale": [0.1, 1.0]}},
+            "shift": {
+                "kind": "shifted_logits",
+                "trials": 50,
+                "grid": {"n": [16, 256], "shift": [-30.0, 0.0, 2.5, 400.0]},
+            },
+            "entropy": {
+                "kind": "logit_entropy",
+                "trials": 20,
+                "grid": {"n": [16], "d": [4], "logits": ["gaussian"], "scale": [0.1, 1.0]},
+            },
         },
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    in_venv(venv, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2", cwd=tmp_path)
+    in_venv(
+        venv,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--cores",
+        "2",
+        cwd=tmp_path,
+    )
     results = tmp_path / "results"
     rows = pq.read_table(results / "store/trials/kind=shifted_logits/experiment=shift").to_pandas()
     assert len(rows) == 8 * 50 and (rows["shift_deviation"] < 1e-9).all()
-    summary = pq.read_table(results / "store/summary/kind=shifted_logits/experiment=shift/summary.parquet").to_pandas()
-    assert len(summary) == 8 and {"shift_deviation_mean", "shift_deviation_ci_high", "rounding_bound"} <= set(summary.columns)
+    summary = pq.read_table(
+        results / "store/summary/kind=shifted_logits/experiment=shift/summary.parquet"
+    ).to_pandas()
+    assert len(summary) == 8 and {
+        "shift_deviation_mean",
+        "shift_deviation_ci_high",
+        "rounding_bound",
+    } <= set(summary.columns)
     assert (results / "figures/shift/shift_deviation.png").stat().st_size > 1000
     claims = pq.read_table(results / "claims.parquet").to_pandas().set_index("claim_id")
     assert claims.loc["shift_invariance", "verdict"] == "holds"
     assert claims.loc["shift_invariance", "figure"] == "shift/shift_deviation"
-    query = in_venv(venv, "-m", "attnsim.cli", "query", "SELECT count(*) AS n FROM shift_trials", cwd=tmp_path)
+    query = in_venv(
+        venv, "-m", "attnsim.cli", "query", "SELECT count(*) AS n FROM shift_trials", cwd=tmp_path
+    )
     assert "400" in query.stdout
 
 
 BROKEN = {
-    "import_error": ("attnsim_broken_import", "raise ImportError('No module named numpy_that_does_not_exist')"),
+    "import_error": (
+        "attnsim_broken_import",
+        "raise ImportError('No module named numpy_that_does_not_exist')",
+    ),
     "not_a_kind": ("attnsim_not_a_kind", "KIND = 42"),
-    "noisy_attention": ("attnsim_clash", "from attnsim.kinds import get_kind\n\nKIND = get_kind('noisy_attention')"),
+    "noisy_attention": (
+        "attnsim_clash",
+        "from attnsim.kinds import get_kind\n\nKIND = get_kind('noisy_attention')",
+    ),
 }
 
 
@@ -111,17 +166,43 @@ def broken_plugin(root: Path, entry: str, module: str, body: str) -> Path:
 
 def test_broken_plugins_are_one_line_each_and_builtin_kinds_still_run(venv, tmp_path):
     broken_venv = make_venv(tmp_path / "venv")
-    pip_install(broken_venv, *(broken_plugin(tmp_path / "src", entry, module, body) for entry, (module, body) in BROKEN.items()))
-    config = {"seed": 1, "experiments": {"fine": {"kind": "logit_entropy", "trials": 5, "grid": {"n": [16], "d": [4], "logits": ["gaussian"], "scale": [1.0]}}}}
+    pip_install(
+        broken_venv,
+        *(
+            broken_plugin(tmp_path / "src", entry, module, body)
+            for entry, (module, body) in BROKEN.items()
+        ),
+    )
+    config = {
+        "seed": 1,
+        "experiments": {
+            "fine": {
+                "kind": "logit_entropy",
+                "trials": 5,
+                "grid": {"n": [16], "d": [4], "logits": ["gaussian"], "scale": [1.0]},
+            }
+        },
+    }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     ok = in_venv(broken_venv, "-m", "attnsim.cli", "check-config", "config.yaml", cwd=tmp_path)
-    warnings = [line for line in ok.stderr.splitlines() if line.startswith("attnsim: warning: plugin")]
+    warnings = [
+        line for line in ok.stderr.splitlines() if line.startswith("attnsim: warning: plugin")
+    ]
     assert len(warnings) == 3, ok.stderr
-    assert any("'import_error'" in w and "ImportError" in w and "numpy_that_does_not_exist" in w for w in warnings)
+    assert any(
+        "'import_error'" in w and "ImportError" in w and "numpy_that_does_not_exist" in w
+        for w in warnings
+    )
     assert any("'not_a_kind'" in w and "not an attnsim.kinds.base.Kind" in w for w in warnings)
     assert any("'noisy_attention'" in w and "clashes with a built-in kind" in w for w in warnings)
     config["experiments"]["bad"] = {"kind": "import_error", "trials": 5, "grid": {}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    bad = in_venv(broken_venv, "-m", "attnsim.cli", "check-config", "config.yaml", cwd=tmp_path, check=False)
+    bad = in_venv(
+        broken_venv, "-m", "attnsim.cli", "check-config", "config.yaml", cwd=tmp_path, check=False
+    )
     errors = [line for line in bad.stderr.splitlines() if line.startswith("attnsim: error:")]
-    assert bad.returncode != 0 and len(errors) == 1 and "experiments.bad.kind: plugin 'import_error'" in errors[0], bad.stderr
+    assert (
+        bad.returncode != 0
+        and len(errors) == 1
+        and "experiments.bad.kind: plugin 'import_error'" in errors[0]
+    ), bad.stderr

@@ -17,7 +17,12 @@ pytestmark = pytest.mark.slow
 
 def dead_pid() -> int:
     """A pid that is not running (a finished child's)."""
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(child.stdout)
 
 
@@ -28,14 +33,24 @@ def test_read_only_commands_leave_the_store_as_it_was(tmp_path):
     folder = next((tmp_path / "results/store/trials").glob("kind=*/experiment=*"))
     orphan = folder / f".chunk-0000000000000000.parquet.{socket.gethostname()}.{dead_pid()}.tmp"
     orphan.write_bytes(b"half a file")
-    config["experiments"]["robustness"]["grid"]["n"].append(32)  # pending points: planning has work to do
+    config["experiments"]["robustness"]["grid"]["n"].append(
+        32
+    )  # pending points: planning has work to do
     write_config(tmp_path, config)
     before = tree(tmp_path)
     snakemake(tmp_path, "-n", "--cores", "2")
     snakemake(tmp_path, "--lint", check=False)
-    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    env = dict(
+        os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"
+    )
     for args in (["show"], ["query", "SELECT count(*) FROM trials"], ["claims"]):
-        result = subprocess.run([sys.executable, "-m", "attnsim.cli", *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "attnsim.cli", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert result.returncode == 0, result.stderr
     assert tree(tmp_path) == before and orphan.exists()
     snakemake(tmp_path, "--cores", "2")

@@ -29,13 +29,21 @@ def test_ci_runs_the_readme_test_command():
 def test_python_and_cli_examples_work_as_written(tmp_path):
     write_config(tmp_path, small_config())
     snakemake(tmp_path, "--cores", "2")
-    env = dict(os.environ, PATH=f"{sys.executable.rsplit('/', 1)[0]}{os.pathsep}{os.environ['PATH']}")
+    env = dict(
+        os.environ, PATH=f"{sys.executable.rsplit('/', 1)[0]}{os.pathsep}{os.environ['PATH']}"
+    )
     for code in blocks("python"):
-        result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env
+        )
         assert result.returncode == 0, f"{code}\n{result.stderr}"
-    commands = [line for b in blocks("bash") for line in b.splitlines() if line.startswith("attnsim query")]
+    commands = [
+        line for b in blocks("bash") for line in b.splitlines() if line.startswith("attnsim query")
+    ]
     assert len(commands) >= 3
     for line in commands:
         line = line.split("  #")[0]
-        result = subprocess.run(line, shell=True, cwd=tmp_path, capture_output=True, text=True, env=env)
+        result = subprocess.run(
+            line, shell=True, cwd=tmp_path, capture_output=True, text=True, env=env
+        )
         assert result.returncode == 0, f"{line}\n{result.stderr}"

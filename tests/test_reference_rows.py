@@ -89,7 +89,10 @@ def disable_from_current_level() -> str:
 
     level = cpu.numpy_dispatch()
     if level != "X86_V4":  # the machine kind's classes are X86_V4 and X86_V3 (x86-64-v2 is not one)
-        pytest.skip(f"numpy dispatches {level}: the other CPU class of this machine kind (AVX-512) cannot be emulated here")
+        pytest.skip(
+            f"numpy dispatches {level}: the other CPU class of this machine kind (AVX-512) cannot "
+            "be emulated here"
+        )
     order = list(__cpu_dispatch__)
     return " ".join(order[order.index(level) :])
 

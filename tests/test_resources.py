@@ -9,17 +9,35 @@ from attnsim.plan.chunkspec import ChunkSpec
 
 
 def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkSpec:
-    points = [make_point("noisy_attention", dict(n=n, d=16, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=s)) for s in scales]
+    points = [
+        make_point(
+            "noisy_attention",
+            dict(n=n, d=16, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=s),
+        )
+        for s in scales
+    ]
     return ChunkSpec("robustness", get_kind("noisy_attention"), 1, trials, tuple(points))
 
 
 def test_priority_is_the_critical_path_longest_chunks_first():
     small, large = resources.chunk_priority(spec(64)), resources.chunk_priority(spec(4096))
-    assert large > small > resources.PRIORITY["collect"] > resources.PRIORITY["figures"] > resources.PRIORITY["claims"]
+    assert (
+        large
+        > small
+        > resources.PRIORITY["collect"]
+        > resources.PRIORITY["figures"]
+        > resources.PRIORITY["claims"]
+    )
     assert resources.chunk_priority(spec(64, trials=1000)) > small  # more trials, more work
 
 
 def test_requests_grow_with_the_work_and_the_threads():
-    assert resources.chunk_mem_mb(spec(4096), 4) > resources.chunk_mem_mb(spec(4096), 1) >= resources.BASE_MB
+    assert (
+        resources.chunk_mem_mb(spec(4096), 4)
+        > resources.chunk_mem_mb(spec(4096), 1)
+        >= resources.BASE_MB
+    )
     assert resources.chunk_runtime_min(spec(64), 1) == 5  # the floor
-    assert resources.chunk_runtime_min(spec(16384, trials=10**5), 1) > resources.chunk_runtime_min(spec(16384, trials=10**5), 4)
+    assert resources.chunk_runtime_min(spec(16384, trials=10**5), 1) > resources.chunk_runtime_min(
+        spec(16384, trials=10**5), 4
+    )

@@ -33,7 +33,12 @@ GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
         "noise_draws": [4],
         "noise_scale": [1e-05, 0.5, 3],
     },
-    "logit_entropy": {"n": [16, 1024], "d": [2, 64], "logits": ["gaussian", "dot_product"], "scale": [0.001, 1, 2.5, 1e4]},
+    "logit_entropy": {
+        "n": [16, 1024],
+        "d": [2, 64],
+        "logits": ["gaussian", "dot_product"],
+        "scale": [0.001, 1, 2.5, 1e4],
+    },
     "temperature_entropy": {"n": [16, 256], "d": [3], "tau": [0.05, 1, 10000]},
     "init_gradient": {"n": [16], "d": [16, 8], "scale": [0.1, 100, 1e-3]},
     "recall_training": RECALL,  # lr 16 diverges: +inf/NaN trials, the finite-only metrics
@@ -57,8 +62,13 @@ GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
         "form": ["transformers", "logit"],
     },
 }
-DEFAULT_GRIDS = {e.kind: e.grid for e in load_file(REPO / "config.yaml").experiments.values()}  # every kind, assets or not
-DEFAULT_GRIDS.setdefault("real_precision", {"n": [12], "layer": [0, 5], "head": [3], "format": ["bfloat16"], "site": ["logits", "qk"]})  # preset only
+DEFAULT_GRIDS = {
+    e.kind: e.grid for e in load_file(REPO / "config.yaml").experiments.values()
+}  # every kind, assets or not
+DEFAULT_GRIDS.setdefault(
+    "real_precision",
+    {"n": [12], "layer": [0, 5], "head": [3], "format": ["bfloat16"], "site": ["logits", "qk"]},
+)  # preset only
 
 
 def any_grid(kind: str) -> dict:
@@ -68,12 +78,29 @@ def any_grid(kind: str) -> dict:
 
 @pytest.mark.parametrize("kind", sorted(GRIDS))
 def test_columnar_ids_are_seeding_point_ids(kind):
-    given = load({"seed": 1, "experiments": {"e": {"kind": kind, "trials": 2, "grid": copy.deepcopy(GRIDS[kind])}}}).experiments["e"].grid  # defaults filled
+    given = (
+        load(
+            {
+                "seed": 1,
+                "experiments": {
+                    "e": {"kind": kind, "trials": 2, "grid": copy.deepcopy(GRIDS[kind])}
+                },
+            }
+        )
+        .experiments["e"]
+        .grid
+    )  # defaults filled
     grid = grid_columns(SimpleNamespace(kind=kind, grid=given))
     points = expand(SimpleNamespace(kind=kind, grid=given))
     assert grid.ids() == [p.id for p in points] == [point_id(kind, p.params) for p in points]
     raw = [
-        tuple(given[n][i] for n, i in zip(all_kinds()[kind].param_names, np.unravel_index(k, [len(given[n]) for n in all_kinds()[kind].param_names])))
+        tuple(
+            given[n][i]
+            for n, i in zip(
+                all_kinds()[kind].param_names,
+                np.unravel_index(k, [len(given[n]) for n in all_kinds()[kind].param_names]),
+            )
+        )
         for k in range(grid.size)
     ]
     assert row_ids(kind, raw) == grid.ids()  # from raw (uncanonical) values, as a spec holds them
@@ -83,7 +110,12 @@ def test_columnar_ids_are_seeding_point_ids(kind):
 
 
 def test_every_kind_is_covered():
-    uncovered = set(all_kinds()) - set(GRIDS) - set(DEFAULT_GRIDS) - {k for k, kind in all_kinds().items() if kind.example}
+    uncovered = (
+        set(all_kinds())
+        - set(GRIDS)
+        - set(DEFAULT_GRIDS)
+        - {k for k, kind in all_kinds().items() if kind.example}
+    )
     assert not uncovered, "declare the kind's example (Kind.example)"
 
 
@@ -107,23 +139,43 @@ def million_like(points: int, **settings) -> dict:
         "logits": ["gaussian", "dot_product"],
         "scale": [round(0.01 * 1.01**i, 8) for i in range(scales)],
     }
-    return {"seed": 1, **settings, "experiments": {"big": {"kind": "logit_entropy", "trials": 100, "grid": grid}}}
+    return {
+        "seed": 1,
+        **settings,
+        "experiments": {"big": {"kind": "logit_entropy", "trials": 100, "grid": grid}},
+    }
 
 
 def test_jobs_are_sized_by_cost_and_rows(tmp_path):
-    # a cluster's job_minutes: the million preset (10^8 rows) makes few jobs, bounded by rows per job
+    # a cluster's job_minutes: the million preset (10^8 rows) makes few jobs, bounded by rows per
+    # job
     preset = load_file(REPO / "workflow/presets/million.yaml")
-    assert sum(len(e.grid[k]) and math.prod(len(v) for v in e.grid.values()) for e in preset.experiments.values() for k in ["n"]) == 10**6
+    assert (
+        sum(
+            len(e.grid[k]) and math.prod(len(v) for v in e.grid.values())
+            for e in preset.experiments.values()
+            for k in ["n"]
+        )
+        == 10**6
+    )
     cluster = plan_all(load(million_like(200_000, job_minutes=30)), tmp_path)["big"]
-    assert len(cluster.pending) <= 2000 and all(cluster.cost(c).points * 100 <= 2**22 for c in cluster.pending)
-    # costly points: job_minutes sets the count, and no job's estimate passes it by more than a point
+    assert len(cluster.pending) <= 2000 and all(
+        cluster.cost(c).points * 100 <= 2**22 for c in cluster.pending
+    )
+    # costly points: job_minutes sets the count, and no job's estimate passes it by more than a
+    # point
     heavy = {
         "seed": 1,
         "experiments": {
             "big": {
                 "kind": "logit_entropy",
                 "trials": 20_000,
-                "grid": {"n": [4096, 16384], "d": [64], "logits": ["gaussian", "dot_product"], "scale": [0.01 * i for i in range(1, 101)]},
+                "grid": {
+                    "n": [4096, 16384],
+                    "d": [64],
+                    "logits": ["gaussian", "dot_product"],
+                    "scale": [0.01 * i for i in range(1, 101)],
+                },
             }
         },
     }
@@ -142,12 +194,22 @@ def test_jobs_are_sized_by_cost_and_rows(tmp_path):
 
 def test_spare_cores_become_threads():
     assert resources.spare_threads(1, 2) == 2 and resources.spare_threads(1, 8) == 8
-    assert resources.spare_threads(3, 8) == 2 and resources.spare_threads(2, 2) == 1 and resources.spare_threads(100, 2) == 1
+    assert (
+        resources.spare_threads(3, 8) == 2
+        and resources.spare_threads(2, 2) == 1
+        and resources.spare_threads(100, 2) == 1
+    )
     assert resources.spare_threads(1, None) == 1  # a cluster: the profile sets threads
 
 
 def kind_config(kind: str, **extra) -> dict:
-    return {"seed": 5, "chunk_size": 4, "experiments": {"e": {"kind": kind, "trials": 12, "grid": copy.deepcopy(GRIDS[kind]), **extra}}}
+    return {
+        "seed": 5,
+        "chunk_size": 4,
+        "experiments": {
+            "e": {"kind": kind, "trials": 12, "grid": copy.deepcopy(GRIDS[kind]), **extra}
+        },
+    }
 
 
 @pytest.mark.parametrize("kind", sorted(GRIDS))
@@ -157,15 +219,34 @@ def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
         extra = {}
     settings = load(kind_config(kind, **extra))
     plan = plan_experiment(settings, "e", tmp_path)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending]
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
+    ]
     metrics = [m.name for m in all_kinds()[kind].metrics]
     points = expand(settings.experiments["e"])
-    old = summarise_points(kind, "e", trials_by_point([store.read_table(p) for p in paths], metrics), points, extra.get("target_se"))
+    old = summarise_points(
+        kind,
+        "e",
+        trials_by_point([store.read_table(p) for p in paths], metrics),
+        points,
+        extra.get("target_se"),
+    )
     grid = grid_columns(settings.experiments["e"])
-    new = summarise_chunks(kind, "e", grid, (store.read_table(p, ["point_id", *metrics]) for p in paths), extra.get("target_se"))
+    new = summarise_chunks(
+        kind,
+        "e",
+        grid,
+        (store.read_table(p, ["point_id", *metrics]) for p in paths),
+        extra.get("target_se"),
+    )
     assert new.schema.equals(old.schema)
-    nan = float("nan")  # NaN == NaN for this comparison (a point whose runs all diverged has NaN means)
-    key = lambda rows: [{k: ("NaN" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]  # noqa: E731
+    nan = float(
+        "nan"
+    )  # NaN == NaN for this comparison (a point whose runs all diverged has NaN means)
+    key = lambda rows: [
+        {k: ("NaN" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        for r in rows
+    ]  # noqa: E731
     assert key(new.to_pylist()) == key(old.to_pylist()), nan
     if extra:
         assert len(set(new["n_trials"].to_pylist())) > 1  # rows of unequal counts were reduced too
@@ -176,12 +257,17 @@ def test_streaming_summary_refuses_missing_and_duplicated_points(tmp_path):
 
     settings = load(kind_config("temperature_entropy"))
     plan = plan_experiment(settings, "e", tmp_path)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c)) for c in plan.pending]
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c))
+        for c in plan.pending
+    ]
     grid = grid_columns(settings.experiments["e"])
     with pytest.raises(StoreError, match="no trials"):
         summarise_chunks("temperature_entropy", "e", grid, [store.read_table(p) for p in paths[1:]])
     with pytest.raises(StoreError, match="more than one place"):
-        summarise_chunks("temperature_entropy", "e", grid, [store.read_table(p) for p in paths + paths[:1]])
+        summarise_chunks(
+            "temperature_entropy", "e", grid, [store.read_table(p) for p in paths + paths[:1]]
+        )
 
 
 def test_simulate_points_unchanged_by_points_from_rows():
@@ -204,7 +290,10 @@ def test_config_check_does_not_expand_the_grid(monkeypatch):
     config["experiments"]["robustness"]["grid"]["noise_draws"] = [4096]
     from attnsim.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"the point \(n=1048576, .*noise_draws=4096.*MiB per trial, over memory_budget_mb"):
+    with pytest.raises(
+        ConfigError,
+        match=r"the point \(n=1048576, .*noise_draws=4096.*MiB per trial, over memory_budget_mb",
+    ):
         load(config)
 
 
@@ -236,25 +325,57 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     write_specs(plans, tmp_path / "results", threads=2)
     plan = plans["robustness"]
     chunk = plan.pending[0]
-    foreign = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", "0" * 16)
+    foreign = store.chunk_path(
+        tmp_path / "results/store", "noisy_attention", "robustness", "0" * 16
+    )
     foreign.parent.mkdir(parents=True, exist_ok=True)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"x": [1]}), foreign)
     planned = snakemake(tmp_path, "-n", "--cores", "1", check=False)
-    assert planned.returncode != 0 and "foreign Parquet file" in planned.stderr  # planning reads the store
+    assert (
+        planned.returncode != 0 and "foreign Parquet file" in planned.stderr
+    )  # planning reads the store
     before = tree(tmp_path)
     target = f"simulate:kind=noisy_attention,experiment=robustness,chunk={chunk}"
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--target-jobs", target, "--allowed-rules", "simulate"]
-    cmd += ["--mode", "remote", "--cores", "2", "--force", "--nolock", "--target-files-omit-workdir-adjustment", "--max-inventory-time", "0"]
-    job = subprocess.run(cmd, cwd=tmp_path, env=_snakemake_env(), capture_output=True, text=True, timeout=300)
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--target-jobs",
+        target,
+        "--allowed-rules",
+        "simulate",
+    ]
+    cmd += [
+        "--mode",
+        "remote",
+        "--cores",
+        "2",
+        "--force",
+        "--nolock",
+        "--target-files-omit-workdir-adjustment",
+        "--max-inventory-time",
+        "0",
+    ]
+    job = subprocess.run(
+        cmd, cwd=tmp_path, env=_snakemake_env(), capture_output=True, text=True, timeout=300
+    )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     made = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", chunk)
     reference = run_chunk(plan.specs[chunk], tmp_path / "reference.parquet")
     assert store.read_table(made).equals(store.read_table(reference))
     log = (tmp_path / f"results/logs/simulate/robustness/noisy_attention-{chunk}.log").read_text()
-    assert "on 2 thread(s)" in log and "first kernel call" in log and "after the job's process started" in log
+    assert (
+        "on 2 thread(s)" in log
+        and "first kernel call" in log
+        and "after the job's process started" in log
+    )
     assert {k for k in tree(tmp_path) if k not in before} <= {
         str(made.relative_to(tmp_path / "results")),
         f"logs/simulate/robustness/noisy_attention-{chunk}.log",
@@ -293,15 +414,24 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
 
     settings = load(kind_config("temperature_entropy"))
     plan = plan_experiment(settings, "e", tmp_path)
-    paths = [run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c)) for c in plan.pending]
-    collect(experiment_json(settings, "e"), paths, store.summary_path(tmp_path, "temperature_entropy", "e"))
+    paths = [
+        run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c))
+        for c in plan.pending
+    ]
+    collect(
+        experiment_json(settings, "e"),
+        paths,
+        store.summary_path(tmp_path, "temperature_entropy", "e"),
+    )
     other = store.chunk_path(tmp_path, "temperature_entropy", "other", "0" * 16)
     other.parent.mkdir(parents=True)
     pq.write_table(pa.table({"x": [1]}), other)  # a foreign file elsewhere in the store
     frame = query.run(tmp_path, "SELECT n, tau, gap_mean FROM e WHERE tau = 1 ORDER BY n")
     assert frame["n"].tolist() == [16, 256]
     with pytest.raises(StoreError, match="foreign Parquet file"):
-        query.run(tmp_path, "SELECT count(*) FROM trials")  # names every trials file: all are checked
+        query.run(
+            tmp_path, "SELECT count(*) FROM trials"
+        )  # names every trials file: all are checked
     with pytest.raises(StoreError, match="foreign Parquet file"):
         query.run(tmp_path, "SELECT * FROM provenance")
 
@@ -309,17 +439,32 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
 def test_cost_dependence_is_found_however_params_are_read():
     """`GridColumns.evaluate` calls a function once per combination of the parameters it reads;
     reading the params whole ({**p}, dict(p), items) counts as reading all of them."""
-    grid = grid_columns(SimpleNamespace(kind="logit_entropy", grid={"n": [16, 64], "d": [2, 4], "logits": ["gaussian"], "scale": [0.1, 0.2, 0.3]}))
+    grid = grid_columns(
+        SimpleNamespace(
+            kind="logit_entropy",
+            grid={"n": [16, 64], "d": [2, 4], "logits": ["gaussian"], "scale": [0.1, 0.2, 0.3]},
+        )
+    )
     calls = []
 
     def by_key(p):
         calls.append(1)
         return p["n"] * 10
 
-    assert grid.evaluate(by_key).tolist() == [160] * 6 + [640] * 6 and len(calls) == 1 + 2  # first pass, then once per n
-    for whole in (lambda p: {**p}["scale"], lambda p: dict(p)["scale"], lambda p: dict(p.items())["scale"], lambda p: sorted(p)[0] and p.copy()["scale"]):
+    assert (
+        grid.evaluate(by_key).tolist() == [160] * 6 + [640] * 6 and len(calls) == 1 + 2
+    )  # first pass, then once per n
+    for whole in (
+        lambda p: {**p}["scale"],
+        lambda p: dict(p)["scale"],
+        lambda p: dict(p.items())["scale"],
+        lambda p: sorted(p)[0] and p.copy()["scale"],
+    ):
         assert grid.evaluate(whole).tolist() == [0.1, 0.2, 0.3] * 4
-    assert grid.evaluate(lambda p: p.get("d") * ("scale" in p)).tolist() == [2] * 3 + [4] * 3 + [2] * 3 + [4] * 3
+    assert (
+        grid.evaluate(lambda p: p.get("d") * ("scale" in p)).tolist()
+        == [2] * 3 + [4] * 3 + [2] * 3 + [4] * 3
+    )
 
 
 BUILT_IN = sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds."))
@@ -346,9 +491,13 @@ def test_a_million_points_of_any_kind_plan_in_seconds_into_few_cluster_jobs(kind
     seconds = time.perf_counter() - started
     cost = bill.bill(settings, plans, tmp_path)
     # a kind of integer parameters only may have fewer points in all (real_precision: 0.7 M)
-    assert settings.chunk_size is None and cost.points >= (10**6 if kind != "real_precision" else 7 * 10**5)
+    assert settings.chunk_size is None and cost.points >= (
+        10**6 if kind != "real_precision" else 7 * 10**5
+    )
     assert cost.jobs["simulate"] <= settings.max_jobs == 2000
-    assert all(p.cost(c).points * p.cost(c).trial_cap <= 2**22 for p in plans.values() for c in p.pending)
+    assert all(
+        p.cost(c).points * p.cost(c).trial_cap <= 2**22 for p in plans.values() for c in p.pending
+    )
     assert seconds <= 20, f"{kind}: planning took {seconds:.1f} s"
 
 
@@ -366,12 +515,20 @@ def test_a_million_points_dry_run_in_20_s_and_1_gb(kind, tmp_path):
 
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(million_config(kind), sort_keys=False))
     overrides = [f"{k}={v}" for k, v in profile_settings().items()]
-    cmd = snakemake_cmd(tmp_path, "-n", "--cores", "2", "--configfile", "sweep.yaml", "--config", *overrides)
-    process = subprocess.Popen(cmd, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    cmd = snakemake_cmd(
+        tmp_path, "-n", "--cores", "2", "--configfile", "sweep.yaml", "--config", *overrides
+    )
+    process = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     out = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
     cpu, rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
-    assert os.waitstatus_to_exitcode(status) == 0 and ("plan: 1 experiments, 1,0" in out or "plan: 1 experiments, 715,680" in out) and not (tmp_path / "results").exists()
+    assert (
+        os.waitstatus_to_exitcode(status) == 0
+        and ("plan: 1 experiments, 1,0" in out or "plan: 1 experiments, 715,680" in out)
+        and not (tmp_path / "results").exists()
+    )
     assert cpu <= 20 and rss <= 1024, (kind, cpu, rss)
 
 
@@ -382,7 +539,10 @@ def test_past_max_jobs_the_run_stops_in_one_line_and_submits_nothing(tmp_path):
     result = snakemake(tmp_path, "--cores", "1", check=False)
     errors = [line for line in result.stderr.splitlines() if line.startswith("attnsim: error")]
     assert result.returncode != 0 and len(errors) == 1, result.stderr
-    assert errors[0].startswith("attnsim: error: max_jobs: the sweep needs 8 simulate jobs, over max_jobs = 3; raise job_minutes")
+    assert errors[0].startswith(
+        "attnsim: error: max_jobs: the sweep needs 8 simulate jobs, over max_jobs = 3; raise "
+        "job_minutes"
+    )
     assert not (tmp_path / "results").exists() and "rule simulate" not in result.stdout
 
 
@@ -393,11 +553,23 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
     from helpers.workflow import write_config
 
     write_config(tmp_path, small_config() | {"max_jobs": 100})
-    cmd = [str(Path(sys.executable).parent / "attnsim"), "plan", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2"]
+    cmd = [
+        str(Path(sys.executable).parent / "attnsim"),
+        "plan",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--cores",
+        "2",
+    ]
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and len(lines) == 4, result.stdout + result.stderr
     assert lines[0].startswith("plan: 1 experiments, 16 points (16 to run, up to 320 trials)")
-    assert lines[1].startswith("  jobs to run: simulate ") and "collect 1, figures 1, claims 1" in lines[1]
+    assert (
+        lines[1].startswith("  jobs to run: simulate ")
+        and "collect 1, figures 1, claims 1" in lines[1]
+    )
     assert "CPU-minutes estimated" in lines[2] and "peak memory per job" in lines[2]
     assert "simulate jobs of max_jobs = 100" in lines[3] and not (tmp_path / "results").exists()

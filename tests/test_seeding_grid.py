@@ -23,14 +23,24 @@ BASE = dict(n=64, d=4, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_s
 
 def test_point_id_canonicalises_floats_and_key_order():
     a = make_point("noisy_attention", BASE)
-    b = make_point("noisy_attention", {**dict(reversed(list(BASE.items()))), "logit_scale": 1, "noise_scale": 0.5000000000000000001})
+    b = make_point(
+        "noisy_attention",
+        {
+            **dict(reversed(list(BASE.items()))),
+            "logit_scale": 1,
+            "noise_scale": 0.5000000000000000001,
+        },
+    )
     assert a.id == b.id and len(a.id) == 16
     assert canonical_value(-0.0) == 0.0 and str(canonical_value(-0.0)) == "0.0"
     assert canonical_value(0.1 + 0.2) != 0.3  # distinct floats stay distinct
 
 
 def test_point_id_depends_on_kind_and_every_value():
-    ids = {make_point("noisy_attention", {**BASE, k: v}).id for k, v in [("n", 65), ("d", 5), ("noise", "uniform"), ("noise_scale", 0.25)]}
+    ids = {
+        make_point("noisy_attention", {**BASE, k: v}).id
+        for k, v in [("n", 65), ("d", 5), ("noise", "uniform"), ("noise_scale", 0.25)]
+    }
     assert len(ids | {make_point("noisy_attention", BASE).id}) == 5
     assert point_id("a", {"x": 1}) != point_id("b", {"x": 1})
 
@@ -57,19 +67,39 @@ def test_expand_is_the_cartesian_product_with_siblings_adjacent():
     assert points[0].stream == points[1].stream  # noise_scale varies fastest
 
 
-@pytest.mark.parametrize("size, budget", [(1, math.inf), (3, math.inf), (4, math.inf), (7, math.inf), (7, 300.0), (16, 100.0), (16, 250.0)])
+@pytest.mark.parametrize(
+    "size, budget",
+    [
+        (1, math.inf),
+        (3, math.inf),
+        (4, math.inf),
+        (7, math.inf),
+        (7, 300.0),
+        (16, 100.0),
+        (16, 250.0),
+    ],
+)
 def test_rechunking_what_is_left_reproduces_the_chunks(size, budget):
     points = expand(load(small_config()).experiments["robustness"])
-    costs = {p.id: c for p, c in zip(points, np.random.default_rng(size).choice([16.0, 64.0, 256.0], len(points)))}
+    costs = {
+        p.id: c
+        for p, c in zip(
+            points, np.random.default_rng(size).choice([16.0, 64.0, 256.0], len(points))
+        )
+    }
     chunks = chunk(points, size, [costs[p.id] for p in points], budget)
     ids = [chunk_id(c) for c in chunks]
     assert [p for c in chunks for p in c] == points
     assert all(len(c) <= size and sum(costs[p.id] for p in c[:-1]) < budget for c in chunks)
     rng = np.random.default_rng(0)
     for _ in range(200):
-        done = set(rng.choice(len(chunks), size=rng.integers(0, len(chunks)), replace=False).tolist())
+        done = set(
+            rng.choice(len(chunks), size=rng.integers(0, len(chunks)), replace=False).tolist()
+        )
         left = [p for i, c in enumerate(chunks) if i not in done for p in c]
-        assert [chunk_id(c) for c in chunk(left, size, [costs[p.id] for p in left], budget)] == [ids[i] for i in range(len(chunks)) if i not in done]
+        assert [chunk_id(c) for c in chunk(left, size, [costs[p.id] for p in left], budget)] == [
+            ids[i] for i in range(len(chunks)) if i not in done
+        ]
 
 
 @pytest.mark.parametrize("name", ["robustness", "temperature"])
@@ -84,7 +114,9 @@ def test_no_chunk_costs_more_than_twice_the_average(tmp_path, name):
     by_count = math.ceil(len(expand(experiment)) / settings.chunk_size)
     average = sum(kind.bytes_per_trial(p.params) for p in expand(experiment)) / by_count
     plan = plan_experiment(settings, name, tmp_path)
-    costs = [sum(kind.bytes_per_trial(p.params) for p in plan.specs[c].points) for c in plan.pending]
+    costs = [
+        sum(kind.bytes_per_trial(p.params) for p in plan.specs[c].points) for c in plan.pending
+    ]
     largest_point = max(kind.bytes_per_trial(p.params) for p in expand(experiment))
     assert max(costs) < MAX_CHUNK_COST_RATIO * average + largest_point
     assert len(costs) > by_count if name == "robustness" else len(costs) == by_count

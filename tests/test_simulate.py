@@ -32,7 +32,10 @@ def test_point_alone_equals_point_with_siblings_and_threads():
 
 
 def test_block_size_spans_several_blocks_for_large_points():
-    big = make_point("noisy_attention", dict(n=65536, d=32, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_scale=0.5))
+    big = make_point(
+        "noisy_attention",
+        dict(n=65536, d=32, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_scale=0.5),
+    )
     assert KIND.block_trials(big.params) == 1
     small = points()[0]
     assert 1 < KIND.block_trials(small.params) <= 1024
@@ -42,7 +45,10 @@ def test_trials_table_schema_and_rows():
     pts = points()[:3]
     table = trials_table("noisy_attention", pts, simulate_points("noisy_attention", 7, 5, pts))
     assert table.num_rows == 15
-    assert table.schema.field("n").type == pa.int64() and table.schema.field("noise").type == pa.string()
+    assert (
+        table.schema.field("n").type == pa.int64()
+        and table.schema.field("noise").type == pa.string()
+    )
     assert table.schema.field("sq_err").metadata[b"description"]
     assert table["trial"].to_pylist() == [0, 1, 2, 3, 4] * 3
 
@@ -51,20 +57,34 @@ def test_spec_round_trip_and_bad_specs():
     pts = points()[:4]
     spec = ChunkSpec("robustness", get_kind("noisy_attention"), 7, 20, tuple(pts)).to_json()
     parsed = ChunkSpec.from_json(spec)
-    assert [p.id for p in parsed.points] == [p.id for p in pts] and parsed.trials == 20 and parsed.to_json() == spec
+    assert (
+        [p.id for p in parsed.points] == [p.id for p in pts]
+        and parsed.trials == 20
+        and parsed.to_json() == spec
+    )
     for bad in ("not json", '{"kind": "nope"}', spec.replace('"noise_scale"', '"noise_level"')):
         with pytest.raises(ConfigError, match="chunk spec"):
             ChunkSpec.from_json(bad)
 
 
 def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_rounds():
-    pts = [make_point("noisy_attention", dict(n=16, d=4, logit_scale=1.0, noise="gaussian", noise_draws=2, noise_scale=s)) for s in (0.05, 1.0)]
+    pts = [
+        make_point(
+            "noisy_attention",
+            dict(n=16, d=4, logit_scale=1.0, noise="gaussian", noise_draws=2, noise_scale=s),
+        )
+        for s in (0.05, 1.0)
+    ]
     fixed = simulate_points("noisy_attention", 7, 20, pts)
     adaptive = simulate_points("noisy_attention", 7, 20, pts, target_se=0.004, max_trials=200)
     calm, wild = (adaptive[p.id]["rel_err"] for p in pts)
     assert calm.size == 20 and calm.std(ddof=1) / 20**0.5 <= 0.004  # already precise: one round
-    assert wild.size == 200  # never precise enough: stopped by max_trials (a multiple of the round size)
-    assert np.array_equal(wild[:20], fixed[pts[1].id]["rel_err"])  # the first round is the fixed-trials run
+    assert (
+        wild.size == 200
+    )  # never precise enough: stopped by max_trials (a multiple of the round size)
+    assert np.array_equal(
+        wild[:20], fixed[pts[1].id]["rel_err"]
+    )  # the first round is the fixed-trials run
     alone = simulate_points("noisy_attention", 7, 20, pts[1:], target_se=0.004, max_trials=200)
     assert np.array_equal(alone[pts[1].id]["rel_err"], wild)
 
@@ -72,9 +92,16 @@ def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_round
 def test_round_blocks_split_evenly():
     from attnsim.run.simulate import round_blocks
 
-    big = make_point("noisy_attention", dict(n=4096, d=64, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=0.5))
+    big = make_point(
+        "noisy_attention",
+        dict(n=4096, d=64, logit_scale=1.0, noise="gaussian", noise_draws=8, noise_scale=0.5),
+    )
     sizes = round_blocks(KIND, big.params, 201)
-    assert sum(sizes) == 201 and max(sizes) <= KIND.block_trials(big.params) and max(sizes) - min(sizes) <= len(sizes)
+    assert (
+        sum(sizes) == 201
+        and max(sizes) <= KIND.block_trials(big.params)
+        and max(sizes) - min(sizes) <= len(sizes)
+    )
 
 
 def many_points(kind: str) -> list:
@@ -88,7 +115,11 @@ def many_points(kind: str) -> list:
             for s in (0.0, 0.01, 0.3, 1.0, 2.0, 3.0, 5.0, 8.0, 10.0, 20.0)
         ]
     elif kind == "logit_entropy":
-        grid = [dict(n=300, d=5, logits=lg, scale=s) for lg in ("gaussian", "dot_product") for s in (0.0, 0.1, 1.0, 3.0, 100.0)]
+        grid = [
+            dict(n=300, d=5, logits=lg, scale=s)
+            for lg in ("gaussian", "dot_product")
+            for s in (0.0, 0.1, 1.0, 3.0, 100.0)
+        ]
     elif kind == "temperature_entropy":
         grid = [dict(n=300, d=d, tau=t) for d in (2, 7) for t in (0.01, 0.1, 1.0, 10.0)]
     else:
@@ -96,7 +127,9 @@ def many_points(kind: str) -> list:
     return [make_point(kind, params) for params in grid]
 
 
-@pytest.mark.parametrize("kind", ["noisy_attention", "logit_entropy", "temperature_entropy", "init_gradient"])
+@pytest.mark.parametrize(
+    "kind", ["noisy_attention", "logit_entropy", "temperature_entropy", "init_gradient"]
+)
 def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, monkeypatch):
     """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; with small blocks
     (many per point) and keys streamed in small chunks, so every path of the driver and kernels runs."""
@@ -110,7 +143,10 @@ def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, monkeypatch):
     pts = many_points(kind)
     reference = simulate_points(kind, 11, 23, pts, threads=1)
     assert all(np.isfinite(reference[p.id]["entropy"]).all() for p in pts)
-    runs = [simulate_points(kind, 11, 23, pts, threads=2), simulate_points(kind, 11, 23, pts[::-1], threads=3)]
+    runs = [
+        simulate_points(kind, 11, 23, pts, threads=2),
+        simulate_points(kind, 11, 23, pts[::-1], threads=3),
+    ]
     runs += [simulate_points(kind, 11, 23, [p]) for p in pts[::4]]
     for run in runs:
         for pid, metrics in run.items():
@@ -132,7 +168,9 @@ def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
         seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
         return [{c.name: np.zeros(trials) for c in KIND.metrics} for _ in members]
 
-    monkeypatch.setattr(driver, "as_kind", lambda name: dataclasses.replace(KIND, simulate_block=spy))
+    monkeypatch.setattr(
+        driver, "as_kind", lambda name: dataclasses.replace(KIND, simulate_block=spy)
+    )
     for threads in (1, 2):
         simulate_points("noisy_attention", 1, 5, points()[:2], threads=threads)
     assert seen and set(seen) == {1}

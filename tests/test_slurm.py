@@ -44,7 +44,9 @@ def _cannot_run() -> str | None:
 
 
 def _script(command: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), command], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["bash", str(SCRIPT), command], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _raise_interrupt(signum, frame):
@@ -55,15 +57,22 @@ def _raise_interrupt(signum, frame):
 def cluster():
     """The environment every SLURM client call of these tests must use (SLURM_CONF of the test cluster)."""
     if os.environ.get(SWITCH) != "1":
-        pytest.skip(f"real-cluster SLURM test is opt-in: set {SWITCH}=1 (root + apt-get: installs SLURM and MariaDB, runs their daemons during the test)")
+        pytest.skip(
+            f"real-cluster SLURM test is opt-in: set {SWITCH}=1 (root + apt-get: installs SLURM "
+            "and MariaDB, runs their daemons during the test)"
+        )
     reason = _cannot_run()
     if reason:
         pytest.fail(f"{SWITCH}=1 but the SLURM test cannot run: {reason}")
     env = dict(os.environ)
-    for line in _script("env", env, 30).stdout.splitlines():  # export SLURM_CONF=...; export PATH=<its srun>:$PATH
+    for line in _script(
+        "env", env, 30
+    ).stdout.splitlines():  # export SLURM_CONF=...; export PATH=<its srun>:$PATH
         name, _, value = line.removeprefix("export ").partition("=")
         env[name] = value.replace("$PATH", os.environ["PATH"])
-    assert env.get("SLURM_CONF", "").endswith("/slurm.conf") and env["PATH"] != os.environ["PATH"], env
+    assert (
+        env.get("SLURM_CONF", "").endswith("/slurm.conf") and env["PATH"] != os.environ["PATH"]
+    ), env
     if _script("status", env, 60).returncode == 0:
         yield env  # someone else's cluster: theirs to take down
         return
@@ -77,7 +86,9 @@ def cluster():
             assert result.returncode == 0, result.stdout + result.stderr
 
     atexit.register(down)  # pytest ended some other way than through the fixture's teardown
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {
+        sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)
+    }
     try:
         up = _script("up", env, 600)
         assert up.returncode == 0, up.stdout + up.stderr
@@ -90,7 +101,14 @@ def cluster():
 
 
 def config():
-    grid = {"n": [16, 256], "d": [4], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "gumbel"], "noise_draws": [4], "noise_scale": [0.1, 0.5]}
+    grid = {
+        "n": [16, 256],
+        "d": [4],
+        "logit_scale": [0.0, 1.0],
+        "noise": ["gaussian", "gumbel"],
+        "noise_draws": [4],
+        "noise_scale": [0.1, 0.5],
+    }
     return {
         "seed": 11,
         "chunk_size": 8,
@@ -101,7 +119,9 @@ def config():
     }
 
 
-def through_slurm(workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
+def through_slurm(
+    workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT
+) -> subprocess.CompletedProcess:
     """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
     env = dict(slurm_env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{slurm_env['PATH']}")
     cmd = [
@@ -121,14 +141,24 @@ def through_slurm(workdir: Path, slurm_env: dict, threads: int = 1, timeout: flo
         "--retries",
         "0",
     ]
-    process = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        cmd,
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGINT)  # SIGTERM does not stop a plugin waiting on sacct
         out, _ = process.communicate(timeout=60)
         pytest.fail(f"snakemake through SLURM hung for {timeout} s:\n{out[-4000:]}")
-    except BaseException:  # pytest interrupted: Snakemake (its own session) must not outlive the test
+    except (
+        BaseException
+    ):  # pytest interrupted: Snakemake (its own session) must not outlive the test
         os.killpg(process.pid, signal.SIGINT)  # it cancels its SLURM jobs
         try:
             process.communicate(timeout=30)
@@ -155,7 +185,9 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
     write_config(remote, config())
     blocker = remote / "results/store/trials/kind=noisy_attention/experiment=fragile"
     blocker.parent.mkdir(parents=True)
-    blocker.write_text("a file where the experiment's folder must go: every chunk of `fragile` fails")
+    blocker.write_text(
+        "a file where the experiment's folder must go: every chunk of `fragile` fails"
+    )
 
     failed = through_slurm(remote, cluster)
     assert failed.returncode != 0, failed.stdout[-3000:]
@@ -164,9 +196,17 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
     by_state = {}
     for _, comment, state in jobs:
         by_state.setdefault(state, []).append(comment)
-    assert all(c.startswith("rule_simulate_wildcards_noisy_attention_") for c in sum(by_state.values(), []))
-    assert {c for c in by_state.get("FAILED", [])} == {c for c in sum(by_state.values(), []) if "_fragile_" in c} != set()
-    assert len(by_state.get("COMPLETED", [])) == 2  # robust: 16 points in chunks of 8; kept despite the failure
+    assert all(
+        c.startswith("rule_simulate_wildcards_noisy_attention_") for c in sum(by_state.values(), [])
+    )
+    assert (
+        {c for c in by_state.get("FAILED", [])}
+        == {c for c in sum(by_state.values(), []) if "_fragile_" in c}
+        != set()
+    )
+    assert (
+        len(by_state.get("COMPLETED", [])) == 2
+    )  # robust: 16 points in chunks of 8; kept despite the failure
     assert not (remote / "results/store/summary/kind=noisy_attention/experiment=fragile").exists()
 
     blocker.unlink()  # the fix
@@ -175,7 +215,9 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
     rerun = through_slurm(remote, cluster)
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     new_jobs = [j for j in sacct_jobs(remote, cluster) if j not in jobs]
-    assert [(c, s) for _, c, s in new_jobs] == [(next(c for _, c, _ in new_jobs), "COMPLETED")] and "_fragile_" in new_jobs[0][1]
+    assert [(c, s) for _, c, s in new_jobs] == [
+        (next(c for _, c, _ in new_jobs), "COMPLETED")
+    ] and "_fragile_" in new_jobs[0][1]
 
     assert point_rows(remote) == point_rows(local)
     assert "Nothing to be done" in snakemake(remote, "-n", "--cores", "1").stdout
@@ -183,7 +225,13 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
 
 def test_a_job_no_node_can_hold_stops_the_run_at_once_with_one_line(cluster, tmp_path):
     """Without the check the job would sit PENDING (PartitionConfig) and Snakemake would wait forever."""
-    sinfo = subprocess.run(["sinfo", "-h", "-N", "-p", "debug", "-o", "%c"], env=cluster, capture_output=True, text=True, check=True).stdout
+    sinfo = subprocess.run(
+        ["sinfo", "-h", "-N", "-p", "debug", "-o", "%c"],
+        env=cluster,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     cpus = max(int(c) for c in sinfo.split())
     write_config(tmp_path, config())
     started = time.monotonic()
@@ -191,7 +239,11 @@ def test_a_job_no_node_can_hold_stops_the_run_at_once_with_one_line(cluster, tmp
     took = time.monotonic() - started
     line = f"attnsim: error: simulate asks for {cpus + 1} CPUs per task, partition debug's largest node has {cpus}; lower set-threads in workflow/profiles/slurm/config.yaml"
     assert result.returncode == 1 and line in result.stdout.splitlines(), result.stdout[-3000:]
-    assert "Traceback" not in result.stdout and not re.search(r"Submitted (batch )?job", result.stdout), result.stdout[-3000:]
+    assert "Traceback" not in result.stdout and not re.search(
+        r"Submitted (batch )?job", result.stdout
+    ), result.stdout[-3000:]
     assert took < 60, f"took {took:.0f} s"
     assert sacct_jobs(tmp_path, cluster) == []  # nothing was submitted
-    assert not list((tmp_path / ".snakemake/locks").glob("*"))  # and the directory is not left locked
+    assert not list(
+        (tmp_path / ".snakemake/locks").glob("*")
+    )  # and the directory is not left locked

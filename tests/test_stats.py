@@ -18,7 +18,9 @@ def test_t_quantile_matches_scipy(df, p):
 def test_mean_ci_values_and_coverage():
     x = np.array([1.0, 2.0, 4.0])
     out = mean_ci(x)
-    assert out["mean"] == pytest.approx(7 / 3) and out["se"] == pytest.approx(np.std(x, ddof=1) / math.sqrt(3))
+    assert out["mean"] == pytest.approx(7 / 3) and out["se"] == pytest.approx(
+        np.std(x, ddof=1) / math.sqrt(3)
+    )
     assert out["ci_high"] - out["mean"] == pytest.approx(sps.t.ppf(0.975, 2) * out["se"], rel=1e-6)
     rng = np.random.default_rng(5)
     covered = 0
@@ -31,7 +33,11 @@ def test_mean_ci_values_and_coverage():
 
 def test_mean_ci_with_infinite_trials_is_infinite_not_nan():
     out = mean_ci(np.array([1.0, np.inf]))
-    assert out["mean"] == math.inf and out["se"] == math.inf and not any(math.isnan(v) for v in out.values())
+    assert (
+        out["mean"] == math.inf
+        and out["se"] == math.inf
+        and not any(math.isnan(v) for v in out.values())
+    )
 
 
 def test_ratio_of_means_paired_interval_covers():

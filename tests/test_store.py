@@ -17,7 +17,13 @@ from attnsim.store import parquet as store
 
 
 def write_chunk(root, trials=4):
-    points = [make_point("noisy_attention", dict(n=16, d=2, logit_scale=1.0, noise="gaussian", noise_draws=2, noise_scale=s)) for s in (0.1, 0.2)]
+    points = [
+        make_point(
+            "noisy_attention",
+            dict(n=16, d=2, logit_scale=1.0, noise="gaussian", noise_draws=2, noise_scale=s),
+        )
+        for s in (0.1, 0.2)
+    ]
     spec = ChunkSpec("robustness", get_kind("noisy_attention"), 1, trials, tuple(points))
     path = store.chunk_path(root, "noisy_attention", "robustness", "0" * 16)
     run_chunk(spec, path)
@@ -40,7 +46,15 @@ def test_summary_schema_documents_every_column():
     schema = store.summary_schema("noisy_attention")
     for field in schema:
         assert field.metadata and field.metadata[b"description"], field.name
-    assert {"sq_err_mean", "sq_err_se", "sq_err_ci_low", "sq_err_ci_high", "n_trials", "kappa", "kappa_finite"} <= set(schema.names)
+    assert {
+        "sq_err_mean",
+        "sq_err_se",
+        "sq_err_ci_low",
+        "sq_err_ci_high",
+        "n_trials",
+        "kappa",
+        "kappa_finite",
+    } <= set(schema.names)
     assert "kappa_mean" not in schema.names  # constant per point: stored once, as theory
 
 
@@ -104,7 +118,9 @@ def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(
     trials = trials_by_point([store.read_table(path)], metrics)
     assert all(list(trials[p.id]) == metrics and len(trials[p.id]["sq_err"]) == 5 for p in points)
     summary = summarise_points("noisy_attention", "robustness", trials, list(reversed(points)))
-    assert summary["point_id"].to_pylist() == [p.id for p in reversed(points)] and summary["n_trials"].to_pylist() == [5, 5]
+    assert summary["point_id"].to_pylist() == [p.id for p in reversed(points)] and summary[
+        "n_trials"
+    ].to_pylist() == [5, 5]
     assert summary["noise_scale"].to_pylist() == [0.2, 0.1]
     copy, _ = write_chunk(tmp_path / "b", trials=5)
     with pytest.raises(StoreError, match=f"point {points[0].id} has rows in more than one place"):

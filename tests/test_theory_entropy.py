@@ -81,18 +81,31 @@ def test_asymptotic_gap_is_the_optimum_over_all_measures_on_minus1_1(tau):
     assert value == pytest.approx(E.asymptotic_gap(tau), abs=1e-9)  # reached: ~1e-13
     # (b) the optimum is two-point: all mass at +-1, with mass f* at +1
     assert mu[1:-1].sum() < 1e-6  # reached: < 1e-10
-    assert mu[-1] == pytest.approx(E.asymptotic_gap_argmax(tau), rel=1e-4)  # even f* = 4e-8 at tau = 0.1
+    assert mu[-1] == pytest.approx(
+        E.asymptotic_gap_argmax(tau), rel=1e-4
+    )  # even f* = 4e-8 at tau = 0.1
 
 
 @pytest.mark.parametrize("tau", np.geomspace(0.05, 30, 23).round(4).tolist())
 def test_asymptotic_gap_matches_scalar_optimisation_of_the_verbatim_formula(tau):
     # optimise over log f: at small tau the maximiser f* ~ (2/tau) e^{-2/tau} is tiny
-    res = minimize_scalar(lambda v: -naive_two_point_gap(np.exp(v), tau), bounds=(-80, 0), method="bounded", options={"xatol": 1e-12})
+    res = minimize_scalar(
+        lambda v: -naive_two_point_gap(np.exp(v), tau),
+        bounds=(-80, 0),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     assert E.asymptotic_gap(tau) == pytest.approx(-res.fun, rel=1e-10, abs=1e-15)
     assert E.asymptotic_gap(tau) >= -res.fun - 1e-15
     # f* is the root of dG/df, checked against a bracketed root find of the numerical derivative
     a, b = np.exp(1 / tau), np.exp(-1 / tau)
-    root = brentq(lambda f: 2 / (tau * (f * a + (1 - f) * b) ** 2) - (a - b) / (f * a + (1 - f) * b), 0, 1, xtol=1e-300, rtol=1e-15)
+    root = brentq(
+        lambda f: 2 / (tau * (f * a + (1 - f) * b) ** 2) - (a - b) / (f * a + (1 - f) * b),
+        0,
+        1,
+        xtol=1e-300,
+        rtol=1e-15,
+    )
     assert E.asymptotic_gap_argmax(tau) == pytest.approx(root, rel=1e-9)
 
 
@@ -117,7 +130,8 @@ def test_small_tau_asymptote(tau):
 
 @pytest.mark.parametrize("tau", [10.0, 100.0, 1e3, 1e6])
 def test_large_tau_asymptote(tau):
-    # g = 1/(2 tau^2) - 1/(36 tau^4) + O(tau^-6): random-like worst case with Var(cos) = f(1-f)*4 -> 1
+    # g = 1/(2 tau^2) - 1/(36 tau^4) + O(tau^-6): random-like worst case with Var(cos) = f(1-f)*4 ->
+    # 1
     g = E.asymptotic_gap(tau)
     assert abs(g - (0.5 / tau**2 - 1 / (36 * tau**4))) <= 1e-2 / tau**6 + 1e-14 * g
     assert E.asymptotic_gap_argmax(tau) == pytest.approx(0.5, abs=1 / tau)
@@ -168,7 +182,12 @@ def test_exact_gap_is_the_worst_case_over_all_cosine_configurations(n, tau):
         mean_s = p @ s
         return -(mean_s - logsumexp(s) + np.log(n)), -(p * (s - mean_s)) / tau
 
-    best = max(-minimize(neg_gap, rng.uniform(-1, 1, n), jac=True, method="L-BFGS-B", bounds=[(-1, 1)] * n).fun for _ in range(20))
+    best = max(
+        -minimize(
+            neg_gap, rng.uniform(-1, 1, n), jac=True, method="L-BFGS-B", bounds=[(-1, 1)] * n
+        ).fun
+        for _ in range(20)
+    )
     assert best <= E.exact_gap(n, tau) + 1e-12
     assert best == pytest.approx(E.exact_gap(n, tau), abs=1e-9)
 
@@ -224,7 +243,9 @@ def test_rem_functions():
     assert h[liquid] == pytest.approx(np.log(n[:, None] + 0 * x)[liquid] * (1 - x[liquid] ** 2))
     assert np.all(h[~liquid] == 0)
     # in the liquid phase the REM asymptote is the small-scale formula
-    assert h[liquid] == pytest.approx(np.broadcast_to(E.small_scale_entropy(n[:, None], sigma), x.shape)[liquid])
+    assert h[liquid] == pytest.approx(
+        np.broadcast_to(E.small_scale_entropy(n[:, None], sigma), x.shape)[liquid]
+    )
     regime = E.rem_regime(n[:, None], sigma[None, :])
     assert np.array_equal(regime == "liquid", liquid)
     assert E.rem_regime(1024, 1.0) == "liquid" and E.rem_regime(16, 10.0) == "frozen"
@@ -241,8 +262,11 @@ def test_effective_dot_product_scale_against_monte_carlo():
     q = scale * rng.standard_normal((trials, d))
     k = scale * rng.standard_normal((trials, d))
     s = (q * k).sum(axis=1) / np.sqrt(d)  # one logit per independent (q, k) pair
-    # E[s^2] = E[sigma_eff^2] = scale^4 exactly; relative SE of a variance ~ sqrt(2/trials) (+ kurtosis)
-    assert s.var() == pytest.approx(E.effective_dot_product_scale(d, scale) ** 2, rel=4 * np.sqrt(3 / trials))
+    # E[s^2] = E[sigma_eff^2] = scale^4 exactly; relative SE of a variance ~ sqrt(2/trials) (+
+    # kurtosis)
+    assert s.var() == pytest.approx(
+        E.effective_dot_product_scale(d, scale) ** 2, rel=4 * np.sqrt(3 / trials)
+    )
 
 
 def test_random_direction_gap():

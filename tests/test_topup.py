@@ -26,7 +26,14 @@ SWEEPS = {  # name: (experiment before, changes after)
         {
             "kind": "noisy_attention",
             "trials": 30,
-            "grid": {"n": [16, 64], "d": [4], "logit_scale": [1.0], "noise": ["gaussian"], "noise_draws": [4], "noise_scale": [0.1, 0.5]},
+            "grid": {
+                "n": [16, 64],
+                "d": [4],
+                "logit_scale": [1.0],
+                "noise": ["gaussian"],
+                "noise_draws": [4],
+                "noise_scale": [0.1, 0.5],
+            },
         },
         {"trials": 70},
     ),
@@ -51,7 +58,11 @@ SWEEPS = {  # name: (experiment before, changes after)
         {"target_se": 0.01},
     ),
     "temperature_fixed_to_adaptive": (
-        {"kind": "temperature_entropy", "trials": 50, "grid": {"n": [16, 64], "d": [3], "tau": [0.1, 1.0]}},
+        {
+            "kind": "temperature_entropy",
+            "trials": 50,
+            "grid": {"n": [16, 64], "d": [3], "tau": [0.1, 1.0]},
+        },
         {"target_se": 1e-4, "max_trials": 150},
     ),
 }
@@ -68,7 +79,11 @@ def run(config: dict, root: Path, threads: int) -> None:
     plans = plan_all(settings, root)
     for plan in plans.values():
         for chunk in plan.pending:
-            run_chunk(plan.specs[chunk], store.chunk_path(root, plan.kind, plan.name, chunk), threads=threads)
+            run_chunk(
+                plan.specs[chunk],
+                store.chunk_path(root, plan.kind, plan.name, chunk),
+                threads=threads,
+            )
     remove_replaced(plans, root)
     for name, plan in plan_all(settings, root).items():
         assert not plan.pending
@@ -116,4 +131,6 @@ def test_a_top_up_equals_a_fresh_run_at_the_larger_count(name, threads, tmp_path
     # more rounds of the same size reuse every stored round; a new round size (fixed trials 30 ->
     # 70) draws its blocks anew: a block's numbers depend on its size (round_blocks' even split)
     assert reused > 0 if name != "noisy_more_trials" else reused == 0
-    assert len(store.experiment_chunks(topped, kind, "e")) == len(store.experiment_chunks(fresh, kind, "e"))
+    assert len(store.experiment_chunks(topped, kind, "e")) == len(
+        store.experiment_chunks(fresh, kind, "e")
+    )

@@ -23,30 +23,51 @@ def finished(tmp_path_factory):
 
 def test_run_produces_store_figures_and_summary(finished):
     workdir, result = finished
-    summary = workdir / "results/store/summary/kind=noisy_attention/experiment=robustness/summary.parquet"
+    summary = (
+        workdir / "results/store/summary/kind=noisy_attention/experiment=robustness/summary.parquet"
+    )
     assert pq.read_table(summary).num_rows == 16
     for name in ("rel_err_vs_n", "collapse"):
         for ext in ("png", "pdf"):
             assert (workdir / f"results/figures/robustness/{name}.{ext}").stat().st_size > 10_000
     assert "attnsim run summary" in result.stdout and "16 points x 20 trials" in result.stdout
-    assert len(list((workdir / "results/store/trials").rglob("chunk-*.parquet"))) == 2  # chunks, not points
-    assert list((workdir / "results/benchmarks/simulate").rglob("*.tsv")) and list((workdir / "results/logs/simulate").rglob("*.log"))
+    assert (
+        len(list((workdir / "results/store/trials").rglob("chunk-*.parquet"))) == 2
+    )  # chunks, not points
+    assert list((workdir / "results/benchmarks/simulate").rglob("*.tsv")) and list(
+        (workdir / "results/logs/simulate").rglob("*.log")
+    )
 
 
 def test_report_is_one_self_contained_file_with_captions_and_claims(finished):
     workdir, _ = finished
     snakemake(workdir, "--report", "results/report.html")
     html = (workdir / "results/report.html").read_text()
-    assert "Relative error of noisy attention vs the number of keys" in html and "Delta-method collapse" in html
+    assert (
+        "Relative error of noisy attention vs the number of keys" in html
+        and "Delta-method collapse" in html
+    )
     assert "data:image/png;base64" in html or "base64" in html  # figures embedded, opens offline
     claims = pq.read_table(workdir / "results/claims.parquet").to_pandas()
-    assert set(claims["verdict"]) <= {"holds", "fails", "inconclusive", "outside regime", "not measured"}
+    assert set(claims["verdict"]) <= {
+        "holds",
+        "fails",
+        "inconclusive",
+        "outside regime",
+        "not measured",
+    }
     measured = claims.set_index("claim_id")["verdict"]
-    assert measured["entropy_in_bounds"] == "holds" and measured["tau_one_gap"] == "not measured"  # no temperature experiment here
+    assert (
+        measured["entropy_in_bounds"] == "holds" and measured["tau_one_gap"] == "not measured"
+    )  # no temperature experiment here
     page = (workdir / "results/claims.html").read_text()
     links = re.findall(r"href='(figures/[^']+)'", page)
-    assert links and all((workdir / "results" / link).is_file() for link in links)  # standalone, relative to results/
-    assert page.count("<img src='data:image/png;base64,") == len(set(links))  # a copy of each for the report
+    assert links and all(
+        (workdir / "results" / link).is_file() for link in links
+    )  # standalone, relative to results/
+    assert page.count("<img src='data:image/png;base64,") == len(
+        set(links)
+    )  # a copy of each for the report
     assert "Claims it shows" in html  # the captions name the claims their figure shows
 
 
@@ -93,7 +114,10 @@ def test_bad_config_stops_before_any_job_and_writes_nothing(finished):
     )
     assert tree(workdir) == before
     override = snakemake(workdir, "--cores", "2", "--config", "chunk_size=0", check=False)
-    assert override.returncode != 0 and "chunk_size: 0 is less than the minimum of 1" in override.stderr
+    assert (
+        override.returncode != 0
+        and "chunk_size: 0 is less than the minimum of 1" in override.stderr
+    )
     assert tree(workdir) == before
 
 
@@ -113,8 +137,17 @@ def test_fewer_trials_are_refused_with_instructions_and_more_are_a_top_up(finish
     config["experiments"]["robustness"]["trials"] = 19
     path = write_config(workdir, config, "fewer_trials.yaml")
     result = snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path), check=False)
-    assert result.returncode != 0 and "fewer trials (trials=19)" in result.stderr and "never dropped" in result.stderr
-    config["experiments"]["robustness"]["trials"] = 21  # more: planned as top-ups of the stored chunks (tests/test_topup.py)
+    assert (
+        result.returncode != 0
+        and "fewer trials (trials=19)" in result.stderr
+        and "never dropped" in result.stderr
+    )
+    config["experiments"]["robustness"]["trials"] = (
+        21  # more: planned as top-ups of the stored chunks (tests/test_topup.py)
+    )
     path = write_config(workdir, config, "more_trials.yaml")
     result = snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path))
-    assert "rule simulate:" in result.stdout and "plan: 1 experiments, 16 points (16 to run" in result.stdout
+    assert (
+        "rule simulate:" in result.stdout
+        and "plan: 1 experiments, 16 points (16 to run" in result.stdout
+    )

@@ -17,15 +17,35 @@ pytestmark = pytest.mark.lint  # `pytest -m lint`: a few seconds, nothing but th
 
 
 def test_snakefmt_clean():
-    result = subprocess.run([str(Path(sys.executable).parent / "snakefmt"), "--check", *map(str, RULE_FILES)], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "snakefmt"), "--check", *map(str, RULE_FILES)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_lint_finds_nothing_but_the_software_environment():
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)], capture_output=True, text=True, cwd=REPO
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--lint",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
-    lints = {line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip().startswith("* ")}
+    lints = {
+        line.strip()
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.strip().startswith("* ")
+    }
     assert lints <= {"* Specify a conda environment or container for each rule.:"}, lints
 
 
@@ -35,5 +55,7 @@ def test_python_is_ruff_clean_and_formatted():
     paths = [str(REPO / d) for d in ("src", "tests", "benchmarks")]
     check = subprocess.run([ruff, "check", *paths], capture_output=True, text=True, cwd=REPO)
     assert check.returncode == 0, check.stdout + check.stderr
-    fmt = subprocess.run([ruff, "format", "--check", *paths], capture_output=True, text=True, cwd=REPO)
+    fmt = subprocess.run(
+        [ruff, "format", "--check", *paths], capture_output=True, text=True, cwd=REPO
+    )
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr

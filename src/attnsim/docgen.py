@@ -35,7 +35,9 @@ def schema_markdown(kind_name: str) -> str:
             name = f"`{f.name}`"
             if f.name.endswith("_mean"):
                 name += ", `_se`, `_ci_low`, `_ci_high`"
-                doc = doc.replace("mean over trials of", "mean, its standard error and 95% interval, of")
+                doc = doc.replace(
+                    "mean over trials of", "mean, its standard error and 95% interval, of"
+                )
             lines.append(f"| {name} | {f.type} | {doc} |")
         lines.append("")
     return "\n".join(lines)
@@ -46,9 +48,12 @@ def schema_document() -> str:
     head = [
         "# The result store's columns",
         "",
-        "Generated from the kinds' declarations by `attnsim schema --write docs/results-schema.md`;",
-        "`tests/test_docs.py` fails when this file is out of date. Layout, provenance and queries: README.md.",
-        "Every `<metric>_mean` comes with `_se` (standard error), `_ci_low` and `_ci_high` (95% Student-t interval).",
+        "Generated from the kinds' declarations by `attnsim schema --write "
+        "docs/results-schema.md`;",
+        "`tests/test_docs.py` fails when this file is out of date. Layout, provenance and queries: "
+        "README.md.",
+        "Every `<metric>_mean` comes with `_se` (standard error), `_ci_low` and `_ci_high` (95% "
+        "Student-t interval).",
         "",
     ]
     body = []
@@ -62,7 +67,8 @@ def claims_schema_markdown() -> list[str]:
     lines = [
         "## The claims table",
         "",
-        "`results/claims.parquet`, one row per claim (also `attnsim claims --format json` or `csv`); missing numbers are null.",
+        "`results/claims.parquet`, one row per claim (also `attnsim claims --format json` or "
+        "`csv`); missing numbers are null.",
         "",
         "| column | type | meaning |",
         "|---|---|---|",
@@ -85,14 +91,26 @@ def _statements(kind) -> list[str]:
 
 
 def _builtin_kinds() -> dict:
-    return {name: kind for name, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds.")}
+    return {
+        name: kind
+        for name, kind in all_kinds().items()
+        if kind.package.startswith("attnsim.kinds.")
+    }
 
 
 def kinds_readme_table() -> str:
     """README.md's table of kinds: each kind's statements and description, by statement."""
-    rows = sorted(_builtin_kinds().items(), key=lambda item: (STATEMENTS.index(s) if (s := (_statements(item[1]) or ["~"])[0]) in STATEMENTS else 9, item[0]))
+    rows = sorted(
+        _builtin_kinds().items(),
+        key=lambda item: (
+            STATEMENTS.index(s) if (s := (_statements(item[1]) or ["~"])[0]) in STATEMENTS else 9,
+            item[0],
+        ),
+    )
     lines = ["| kind | statement | what it measures |", "|---|---|---|"]
-    lines += [f"| `{name}` | {', '.join(_statements(kind))} | {kind.description} |" for name, kind in rows]
+    lines += [
+        f"| `{name}` | {', '.join(_statements(kind))} | {kind.description} |" for name, kind in rows
+    ]
     return "\n".join(lines)
 
 
@@ -103,13 +121,21 @@ def kinds_usage_table() -> str:
         default = getattr(p, "default", None)
         return f"`{p.name}`" + (f" (default {default})" if default is not None else "")
 
-    lines = ["| kind | grid parameters | main metric (`target_se` applies to it) |", "|---|---|---|"]
+    lines = [
+        "| kind | grid parameters | main metric (`target_se` applies to it) |",
+        "|---|---|---|",
+    ]
     for name, kind in _builtin_kinds().items():
-        lines.append(f"| `{name}` | {', '.join(param(p) for p in kind.params)} | `{kind.main_metric}` |")
+        lines.append(
+            f"| `{name}` | {', '.join(param(p) for p in kind.params)} | `{kind.main_metric}` |"
+        )
     return "\n".join(lines)
 
 
-GENERATED = {"README.md": {"kinds": kinds_readme_table}, "docs/usage.md": {"kinds": kinds_usage_table}}
+GENERATED = {
+    "README.md": {"kinds": kinds_readme_table},
+    "docs/usage.md": {"kinds": kinds_usage_table},
+}
 
 
 def generated_part(text: str, name: str) -> str | None:

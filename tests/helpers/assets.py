@@ -20,7 +20,11 @@ from attnsim.models import assets
 def asset_cache(request, tmp_path_factory) -> Path:
     """pytest's cache (kept between runs); a session temp dir when the cache plugin is off (-p no:cacheprovider)."""
     cache = getattr(request.config, "cache", None)
-    return Path(cache.mkdir("attnsim-assets")) if cache is not None else tmp_path_factory.mktemp("attnsim-assets")
+    return (
+        Path(cache.mkdir("attnsim-assets"))
+        if cache is not None
+        else tmp_path_factory.mktemp("attnsim-assets")
+    )
 
 
 def _fetch(cache: Path, name: str) -> Path:

@@ -21,13 +21,28 @@ def small_config(**overrides) -> dict:
     config = {
         "seed": 7,
         "chunk_size": 3,
-        "experiments": {"robustness": {"kind": "noisy_attention", "trials": 20, "grid": copy.deepcopy(NOISY_GRID)}},
+        "experiments": {
+            "robustness": {
+                "kind": "noisy_attention",
+                "trials": 20,
+                "grid": copy.deepcopy(NOISY_GRID),
+            }
+        },
     }
     config.update(overrides)
     return config
 
+
 # small grids of the training kinds: both optimisers, a diverging step size (lr 16, 300)
-RECALL = {"n": [6], "d": [4], "batch": [5], "scale": [0.3, 3.0], "optimiser": ["sgd", "adam"], "lr": [0.5, 16.0], "steps": [12]}
+RECALL = {
+    "n": [6],
+    "d": [4],
+    "batch": [5],
+    "scale": [0.3, 3.0],
+    "optimiser": ["sgd", "adam"],
+    "lr": [0.5, 16.0],
+    "steps": [12],
+}
 CONTRASTIVE = {
     "n": [8],
     "classes": [3],

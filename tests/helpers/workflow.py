@@ -14,13 +14,31 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
-    result = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+def snakemake(
+    workdir: Path, *args: str, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    env = dict(
+        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        *args,
+    ]
+    result = subprocess.run(
+        cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+    )
     result.stderr = without_profile_notice(result.stderr)
     if check and result.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed "
+            f"({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
     return result
 
 
@@ -52,7 +70,15 @@ def point_rows(workdir: Path) -> dict[str, bytes]:
 def tree(workdir: Path) -> dict[str, tuple[int, int]]:
     """Every file under results/ with its size and modification time (ns)."""
     base = workdir / "results"
-    return {str(p.relative_to(base)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(base.rglob("*")) if p.is_file()} if base.exists() else {}
+    return (
+        {
+            str(p.relative_to(base)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(base.rglob("*"))
+            if p.is_file()
+        }
+        if base.exists()
+        else {}
+    )
 
 
 def planned_jobs(dry_run_output: str) -> dict[str, int]:
@@ -73,11 +99,24 @@ def planned_jobs(dry_run_output: str) -> dict[str, int]:
 
 
 # a run to interrupt (test_interruption.py, test_concurrency.py)
-INTERRUPT_GRID = {"n": [256, 512], "d": [16], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "laplace"], "noise_draws": [8], "noise_scale": [0.1, 0.5]}
+INTERRUPT_GRID = {
+    "n": [256, 512],
+    "d": [16],
+    "logit_scale": [0.0, 1.0],
+    "noise": ["gaussian", "laplace"],
+    "noise_draws": [8],
+    "noise_scale": [0.1, 0.5],
+}
 
 
 def interrupt_config(chunk_size):
-    return {"seed": 3, "chunk_size": chunk_size, "experiments": {"robustness": {"kind": "noisy_attention", "trials": 200, "grid": INTERRUPT_GRID}}}
+    return {
+        "seed": 3,
+        "chunk_size": chunk_size,
+        "experiments": {
+            "robustness": {"kind": "noisy_attention", "trials": 200, "grid": INTERRUPT_GRID}
+        },
+    }
 
 
 def checkout(workdir: Path) -> Path:

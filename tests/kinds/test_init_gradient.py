@@ -34,7 +34,9 @@ def precise_trial(logits, values, digits: int = 400) -> dict[str, float]:
         p = [ei / total for ei in e]
         v = [[Decimal(float(x)) for x in row] for row in values]
         o = [sum(pi * row[k] for pi, row in zip(p, v)) for k in range(len(v[0]))]
-        grad_sq = sum(pi**2 * sum((row[k] - o[k]) ** 2 for k in range(len(o))) for pi, row in zip(p, v))
+        grad_sq = sum(
+            pi**2 * sum((row[k] - o[k]) ** 2 for k in range(len(o))) for pi, row in zip(p, v)
+        )
         s2, s3 = sum(pi**2 for pi in p), sum(pi**3 for pi in p)
         return {
             "entropy": float(-sum(pi * pi.ln() for pi in p if pi > 0)),
@@ -44,7 +46,9 @@ def precise_trial(logits, values, digits: int = 400) -> dict[str, float]:
         }
 
 
-@pytest.mark.parametrize("chunk_bytes", [kernel.CHUNK_BYTES, 500])  # one chunk, or values streamed 5 keys at a time
+@pytest.mark.parametrize(
+    "chunk_bytes", [kernel.CHUNK_BYTES, 500]
+)  # one chunk, or values streamed 5 keys at a time
 @pytest.mark.parametrize("scale", [0.0, 0.3, 1.0, 1.7])
 def test_kernel_matches_naive_oracle_on_the_same_draws(scale, chunk_bytes, monkeypatch):
     monkeypatch.setattr(kernel, "CHUNK_BYTES", chunk_bytes)
@@ -53,7 +57,9 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(scale, chunk_bytes, monke
     logits = oracle.make_logits(draws, scale)
     for t in range(6):
         slow = oracle.naive_trial(logits[t], draws.values[t])
-        assert slow["grad_sq"] == pytest.approx(slow["grad_sq_matrix"], rel=1e-9)  # the two oracles agree
+        assert slow["grad_sq"] == pytest.approx(
+            slow["grad_sq_matrix"], rel=1e-9
+        )  # the two oracles agree
         assert slow["jacobian_fro"] == pytest.approx(slow["jacobian_fro_matrix"], rel=1e-7)
         for name in METRICS:
             assert fast[name][t] == pytest.approx(slow[name], rel=1e-8, abs=1e-13), name
@@ -74,9 +80,13 @@ def test_nearly_one_hot_weights_keep_full_relative_accuracy(scale):
         assert fast["grad_sq"][t] == pytest.approx(exact["grad_sq"], rel=1e-9)
         assert fast["jacobian_fro"][t] == pytest.approx(exact["jacobian_fro"], rel=1e-9)
         assert fast["n_eff"][t] == pytest.approx(exact["n_eff"], rel=1e-12)
-        assert fast["entropy"][t] == pytest.approx(exact["entropy"], rel=0.1, abs=1e-15)  # softmax_stats: absolute accuracy
+        assert fast["entropy"][t] == pytest.approx(
+            exact["entropy"], rel=0.1, abs=1e-15
+        )  # softmax_stats: absolute accuracy
     assert checked >= 4
-    assert np.min(fast["jacobian_fro"]) < (1e-12 if scale > 5 else 1e-6)  # the regime this test is about was reached
+    assert np.min(fast["jacobian_fro"]) < (
+        1e-12 if scale > 5 else 1e-6
+    )  # the regime this test is about was reached
 
 
 def test_logit_trick_gives_the_law_of_direct_sampling():
@@ -99,7 +109,9 @@ def test_uniform_weights_match_the_reference_values():
     assert abs(m["grad_sq"].mean() - theory["grad_sq_uniform"]) < 4 * se
     assert theory["grad_sq_uniform"] == pytest.approx(d / n * (1 - 1 / n))
     assert np.allclose(m["jacobian_fro"], theory["jacobian_fro_uniform"], rtol=1e-12)
-    assert np.allclose(m["entropy"], math.log(n), rtol=1e-14) and np.allclose(m["n_eff"], n, rtol=1e-12)
+    assert np.allclose(m["entropy"], math.log(n), rtol=1e-14) and np.allclose(
+        m["n_eff"], n, rtol=1e-12
+    )
 
 
 def test_small_scale_entropy_in_expectation():
@@ -111,21 +123,33 @@ def test_small_scale_entropy_in_expectation():
     assert abs(h.mean() - KIND.theory(p.params)["entropy_small_scale"]) < 4 * se + 2e-3
 
 
-@pytest.mark.parametrize(("n", "d", "scale"), [(65536, 2, 1e4), (65536, 2, 0.0), (2, 1, 1e4), (2, 64, 0.0), (16, 4096, 100.0)])
+@pytest.mark.parametrize(
+    ("n", "d", "scale"),
+    [(65536, 2, 1e4), (65536, 2, 0.0), (2, 1, 1e4), (2, 64, 0.0), (16, 4096, 100.0)],
+)
 def test_extreme_scales_and_sizes_give_finite_non_negative_metrics(n, d, scale):
     p = point(n=n, d=d, scale=scale)
     m = simulate_points("init_gradient", 9, 3, [p])[p.id]
     for name in METRICS:
         assert np.all(np.isfinite(m[name])) and np.all(m[name] >= 0), name
-    assert np.all(m["entropy"] <= math.log(n)) and np.all((m["n_eff"] >= 1 - 1e-12) & (m["n_eff"] <= n * (1 + 1e-12)))
+    assert np.all(m["entropy"] <= math.log(n)) and np.all(
+        (m["n_eff"] >= 1 - 1e-12) & (m["n_eff"] <= n * (1 + 1e-12))
+    )
     if scale >= 100:
-        assert np.all(m["entropy"] < 1e-6) and np.all(m["jacobian_fro"] < 1e-6) and np.all(m["grad_sq"] < 1e-6)
+        assert (
+            np.all(m["entropy"] < 1e-6)
+            and np.all(m["jacobian_fro"] < 1e-6)
+            and np.all(m["grad_sq"] < 1e-6)
+        )
 
 
 def test_gradient_and_jacobian_vanish_as_entropy_does():
     pts = [point(n=64, d=8, scale=s) for s in (0.5, 2.0, 5.0, 20.0)]
     out = simulate_points("init_gradient", 12, 400, pts)
-    medians = {name: [np.median(out[p.id][name]) for p in pts[1:]] for name in ("entropy", "grad_sq", "jacobian_fro")}
+    medians = {
+        name: [np.median(out[p.id][name]) for p in pts[1:]]
+        for name in ("entropy", "grad_sq", "jacobian_fro")
+    }
     for name, values in medians.items():
         assert all(a > b for a, b in zip(values, values[1:])), name
     assert medians["grad_sq"][-1] < 1e-20 and medians["jacobian_fro"][-1] < 1e-10

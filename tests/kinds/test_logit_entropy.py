@@ -19,7 +19,9 @@ METRICS = ("entropy", "entropy_norm", "renyi2", "max_weight", "n_eff")
 
 
 def point(**overrides):
-    return make_point("logit_entropy", {**dict(n=64, d=8, logits="gaussian", scale=1.0), **overrides})
+    return make_point(
+        "logit_entropy", {**dict(n=64, d=8, logits="gaussian", scale=1.0), **overrides}
+    )
 
 
 @pytest.mark.parametrize("logits", ["gaussian", "dot_product"])
@@ -39,7 +41,9 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(logits, scale):
 def test_dot_product_trick_has_the_law_of_direct_sampling():
     """s = scale^2 sqrt(chi2_d/d) z against s = K q / sqrt(d) drawn entry by entry (d = 4: the query norm matters most)."""
     n, d, scale, trials = 64, 4, 1.2, 3000
-    trick = oracle.make_logits(kernel.draw(np.random.default_rng(11), trials, n, d, "dot_product"), "dot_product", scale)
+    trick = oracle.make_logits(
+        kernel.draw(np.random.default_rng(11), trials, n, d, "dot_product"), "dot_product", scale
+    )
     rng = np.random.default_rng(12)
     direct = np.stack([oracle.naive_logits(rng, n, d, "dot_product", scale) for _ in range(trials)])
 
@@ -52,7 +56,10 @@ def test_dot_product_trick_has_the_law_of_direct_sampling():
             assert abs(per_trial.mean() - exact) < 4 * se, (power, per_trial.mean(), exact, se)
 
     # whole-trial statistics have the same law (two-sample Kolmogorov-Smirnov, fixed seeds)
-    for statistic in (lambda s: np.mean(s**2, axis=1), lambda s: np.apply_along_axis(lambda r: oracle.naive_trial(r)["entropy"], 1, s)):
+    for statistic in (
+        lambda s: np.mean(s**2, axis=1),
+        lambda s: np.apply_along_axis(lambda r: oracle.naive_trial(r)["entropy"], 1, s),
+    ):
         assert stats.ks_2samp(statistic(trick), statistic(direct)).pvalue > 1e-3
 
     # ... and the test has power: dropping the query-norm factor is rejected
@@ -61,7 +68,9 @@ def test_dot_product_trick_has_the_law_of_direct_sampling():
 
 
 @pytest.mark.parametrize("logits", ["gaussian", "dot_product"])
-@pytest.mark.parametrize(("n", "scale"), [(2, 0.0), (2, 1e4), (65536, 1e4), (65536, 0.0), (65536, 1.0)])
+@pytest.mark.parametrize(
+    ("n", "scale"), [(2, 0.0), (2, 1e4), (65536, 1e4), (65536, 0.0), (65536, 1.0)]
+)
 def test_extreme_scales_and_sizes_give_bounded_finite_metrics(logits, n, scale):
     p = point(n=n, logits=logits, scale=scale)
     m = simulate_points("logit_entropy", 3, 5, [p])[p.id]
@@ -74,7 +83,9 @@ def test_extreme_scales_and_sizes_give_bounded_finite_metrics(logits, n, scale):
     assert np.all((m["n_eff"] >= 1 - 1e-12) & (m["n_eff"] <= n * (1 + 1e-12)))
     assert np.all((m["max_weight"] >= 1 / n * (1 - 1e-12)) & (m["max_weight"] <= 1))
     if scale == 0:
-        assert np.allclose(m["entropy"], log_n, rtol=1e-12) and np.allclose(m["n_eff"], n, rtol=1e-12)
+        assert np.allclose(m["entropy"], log_n, rtol=1e-12) and np.allclose(
+            m["n_eff"], n, rtol=1e-12
+        )
     if scale == 1e4:  # one-hot weights (dot-product logits are ~1e8)
         assert np.all(m["entropy"] < 1e-3) and np.all(m["max_weight"] > 0.999)
 
@@ -85,14 +96,20 @@ def test_gaussian_scale_one_n4096_matches_small_scale_theory_and_an_independent_
     p = point(n=n, d=16, logits="gaussian", scale=sigma)
     fast = simulate_points("logit_entropy", 2024, 1000, [p])[p.id]["entropy"]
     rng = np.random.default_rng(99)
-    slow = np.array([oracle.naive_trial(oracle.naive_logits(rng, n, 16, "gaussian", sigma))["entropy"] for _ in range(400)])
+    slow = np.array(
+        [
+            oracle.naive_trial(oracle.naive_logits(rng, n, 16, "gaussian", sigma))["entropy"]
+            for _ in range(400)
+        ]
+    )
     se_fast = fast.std(ddof=1) / math.sqrt(fast.size)
     se_slow = slow.std(ddof=1) / math.sqrt(slow.size)
     assert abs(fast.mean() - slow.mean()) < 3 * math.hypot(se_fast, se_slow)
     prediction = float(small_scale_entropy(n, sigma))
     assert prediction == pytest.approx(math.log(n) - 0.5)
     assert abs(fast.mean() - prediction) < 0.01
-    # sharper: with the finite-n bias (sigma^2 e^{sigma^2} - (e^{sigma^2} - 1)/2)/n of theory/entropy.py
+    # sharper: with the finite-n bias (sigma^2 e^{sigma^2} - (e^{sigma^2} - 1)/2)/n of
+    # theory/entropy.py
     bias = (sigma**2 * math.exp(sigma**2) - (math.exp(sigma**2) - 1) / 2) / n
     assert abs(fast.mean() - prediction - bias) < 4 * se_fast
 
@@ -111,7 +128,10 @@ def test_theory_columns():
     assert g["log_n"] == pytest.approx(math.log(1024)) and g["sigma_eff"] == 2.0
     assert g["entropy_small_scale"] == pytest.approx(math.log(1024) - 2.0)
     assert g["rem_x"] == pytest.approx(2.0 / math.sqrt(2 * math.log(1024)))
-    assert g["entropy_rem"] == pytest.approx(math.log(1024) * (1 - g["rem_x"] ** 2)) and g["regime"] == "liquid"
+    assert (
+        g["entropy_rem"] == pytest.approx(math.log(1024) * (1 - g["rem_x"] ** 2))
+        and g["regime"] == "liquid"
+    )
     dp = KIND.theory(point(n=16, d=32, logits="dot_product", scale=3.0).params)
     assert dp["sigma_eff"] == 9.0 and dp["regime"] == "frozen" and dp["entropy_rem"] == 0.0
 
@@ -124,7 +144,8 @@ def test_common_random_numbers_do_not_couple_points():
         alone = simulate_points("logit_entropy", 4, 50, [p])[p.id]
         for name in METRICS:
             assert np.array_equal(alone[name], together[p.id][name])
-    # same draws across scales: the order of the keys' weights is the same, so n_eff falls monotonically per trial
+    # same draws across scales: the order of the keys' weights is the same, so n_eff falls
+    # monotonically per trial
     assert np.all(together[pts[1].id]["n_eff"] >= together[pts[2].id]["n_eff"])
 
 

@@ -23,24 +23,41 @@ SCALES = (0.0, 0.01, 0.3, 2.0, 10.0)
 
 
 def point(**overrides):
-    return make_point("noisy_attention", {**dict(n=64, d=4, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_scale=0.5), **overrides})
+    return make_point(
+        "noisy_attention",
+        {
+            **dict(n=64, d=4, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_scale=0.5),
+            **overrides,
+        },
+    )
 
 
-@pytest.mark.parametrize("chunk_bytes", [kernel.CHUNK_BYTES, 4000])  # one chunk, or keys streamed ~10 at a time
+@pytest.mark.parametrize(
+    "chunk_bytes", [kernel.CHUNK_BYTES, 4000]
+)  # one chunk, or keys streamed ~10 at a time
 @pytest.mark.parametrize("family", NOISE_FAMILIES)
 @pytest.mark.parametrize("logit_scale", [0.0, 1.0, 5.0])
-def test_kernel_matches_naive_oracle_on_the_same_draws(family, logit_scale, chunk_bytes, monkeypatch):
+def test_kernel_matches_naive_oracle_on_the_same_draws(
+    family, logit_scale, chunk_bytes, monkeypatch
+):
     """Same numbers, same math: agreement to float32 precision (the noisy weights and the matrix
     products are float32, relative ~1e-7; 2e-5 leaves room for cancellation in o~ - o), and to
     float64 precision for what is computed from the logits alone (entropy, n_eff)."""
     monkeypatch.setattr(kernel, "CHUNK_BYTES", chunk_bytes)
-    fast, draws = kernel.simulate(np.random.default_rng(1), 6, 33, 5, logit_scale, family, 3, SCALES, record=True)
+    fast, draws = kernel.simulate(
+        np.random.default_rng(1), 6, 33, 5, logit_scale, family, 3, SCALES, record=True
+    )
     assert draws.values.shape == (6, 33, 5) and draws.noise.shape == (6, 3, 33)
-    assert np.all(draws.logits[:, 0] == draws.logits.max(axis=1))  # the top key is swapped to index 0
+    assert np.all(
+        draws.logits[:, 0] == draws.logits.max(axis=1)
+    )  # the top key is swapped to index 0
     for out, sigma in zip(fast, SCALES):
         for t in range(6):
             slow = oracle.naive_trial(draws.logits[t], draws.values[t], draws.noise[t], sigma)
-            assert out["sq_err"][t] == pytest.approx(slow["sq_err"], rel=2e-5, abs=1e-14), ("sq_err", sigma)
+            assert out["sq_err"][t] == pytest.approx(slow["sq_err"], rel=2e-5, abs=1e-14), (
+                "sq_err",
+                sigma,
+            )
             for name in ("entropy", "n_eff"):
                 assert out[name][t] == pytest.approx(slow[name], rel=1e-12, abs=1e-14), name
             for name in ("grad_sq", "spread"):
@@ -48,14 +65,21 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(family, logit_scale, chun
 
 
 @pytest.mark.parametrize("chunk_bytes", [kernel.CHUNK_BYTES, 4000])
-@pytest.mark.parametrize(("family", "logit_scale"), [("laplace", 1.0), ("gumbel", 0.0), ("gaussian", 5.0), ("student_t", 1.0)])
-def test_next_order_statistics_match_the_theory_on_the_same_draws(family, logit_scale, chunk_bytes, monkeypatch):
+@pytest.mark.parametrize(
+    ("family", "logit_scale"),
+    [("laplace", 1.0), ("gumbel", 0.0), ("gaussian", 5.0), ("student_t", 1.0)],
+)
+def test_next_order_statistics_match_the_theory_on_the_same_draws(
+    family, logit_scale, chunk_bytes, monkeypatch
+):
     """The kernel's sums for the next-order theory (float32 products from a reference point, streamed
     over key chunks) equal `delta_next.next_order_stats` in float64 on the same draws, and sq_err_next
     equals `delta_next.sq_err_next_order` at the order the kind uses; c_tail only where a tail term is used."""
     monkeypatch.setattr(kernel, "CHUNK_BYTES", chunk_bytes)
     scales = (0.1, 0.3, 0.4, 0.5, 1.0)
-    fast, draws = kernel.simulate(np.random.default_rng(3), 5, 33, 5, logit_scale, family, 2, scales, record=True)
+    fast, draws = kernel.simulate(
+        np.random.default_rng(3), 5, 33, 5, logit_scale, family, 2, scales, record=True
+    )
     values = draws.values.astype(np.float64)
     p = np.exp(draws.logits - draws.logits.max(axis=1, keepdims=True))
     for out, sigma in zip(fast, scales):
@@ -64,17 +88,27 @@ def test_next_order_statistics_match_the_theory_on_the_same_draws(family, logit_
         scale = slow["grad_sq"]  # every sum is compared on the scale of the terms it enters with
         for name in ("sum_p2", "sum_p3", "c3", "c4"):
             np.testing.assert_allclose(out[name], slow[name], rtol=2e-5, atol=1e-14, err_msg=name)
-        np.testing.assert_allclose(out["m2"], slow["m2"], rtol=1e-3, atol=1e-6 * float(np.max(scale * slow["sum_p2"])), err_msg="m2")
+        np.testing.assert_allclose(
+            out["m2"],
+            slow["m2"],
+            rtol=1e-3,
+            atol=1e-6 * float(np.max(scale * slow["sum_p2"])),
+            err_msg="m2",
+        )
         if tail is None:
             assert np.isnan(out["c_tail"]).all()
         else:
-            np.testing.assert_allclose(out["c_tail"], slow["c_tail"], rtol=2e-5, atol=1e-14, err_msg="c_tail")
+            np.testing.assert_allclose(
+                out["c_tail"], slow["c_tail"], rtol=2e-5, atol=1e-14, err_msg="c_tail"
+            )
         predicted = sq_err_next(out, family, sigma)
         order = delta_next.prediction_order(family, sigma)
         if order is None:
             assert np.all(predicted == np.inf)
         else:
-            np.testing.assert_allclose(predicted, delta_next.sq_err_next_order(p, values, family, sigma, order), rtol=2e-5)
+            np.testing.assert_allclose(
+                predicted, delta_next.sq_err_next_order(p, values, family, sigma, order), rtol=2e-5
+            )
 
 
 @pytest.mark.parametrize(("sigma", "n"), [(0.4, 64), (0.5, 256)])
@@ -93,7 +127,9 @@ def test_next_order_prediction_explains_the_delta_method_shortfall(sigma, n):
 def test_small_noise_keeps_float32_relative_precision(sigma):
     """o~ - o is formed from expm1(sigma z) (form 1): no 1e-7/sigma loss from a difference of two softmaxes.
     Reference: the same draws in float64, o~ - o = sum_i p_i (u_i - c) / (1 + c) (v_i - o), u = expm1(sigma z)."""
-    (out,), draws = kernel.simulate(np.random.default_rng(4), 3, 4096, 8, 1.0, "gaussian", 4, [sigma], record=True)
+    (out,), draws = kernel.simulate(
+        np.random.default_rng(4), 3, 4096, 8, 1.0, "gaussian", 4, [sigma], record=True
+    )
     for t in range(3):
         p = np.exp(draws.logits[t] - draws.logits[t].max())
         p /= p.sum()
@@ -104,7 +140,9 @@ def test_small_noise_keeps_float32_relative_precision(sigma):
         assert out["sq_err"][t] == pytest.approx(np.mean(np.sum(shift**2, axis=1)), rel=1e-4)
 
 
-@pytest.mark.parametrize(("family", "sigma"), [("gaussian", 0.5), ("student_t", 0.3), ("laplace", 1.0)])
+@pytest.mark.parametrize(
+    ("family", "sigma"), [("gaussian", 0.5), ("student_t", 0.3), ("laplace", 1.0)]
+)
 def test_the_three_forms_agree(family, sigma, monkeypatch):
     """expm1 (form 1), exp (form 2) and the exactly shifted exp (form 3) compute the same quantity."""
     results = []
@@ -118,12 +156,25 @@ def test_the_three_forms_agree(family, sigma, monkeypatch):
 
 
 def test_forms_follow_the_reach_of_the_noise():
-    assert kernel.form(0.1, 5.0) == 1 and kernel.form(1.0, 5.0) == 2 and kernel.form(10.0, 5.0) == 3 and kernel.form(0.0, 1e9) == 1
+    assert (
+        kernel.form(0.1, 5.0) == 1
+        and kernel.form(1.0, 5.0) == 2
+        and kernel.form(10.0, 5.0) == 3
+        and kernel.form(0.0, 1e9) == 1
+    )
 
 
 @pytest.mark.parametrize("logit_scale", [1e2, 1e4])
 def test_huge_logits_give_finite_results_and_one_hot_weights(logit_scale):
-    out = simulate_points("noisy_attention", 3, 40, [point(logit_scale=logit_scale, noise=f, noise_scale=10.0) for f in ("gaussian", "student_t")])
+    out = simulate_points(
+        "noisy_attention",
+        3,
+        40,
+        [
+            point(logit_scale=logit_scale, noise=f, noise_scale=10.0)
+            for f in ("gaussian", "student_t")
+        ],
+    )
     for metrics in out.values():
         for name in ("sq_err", "rel_err", "entropy", "n_eff", "grad_sq"):
             assert np.all(np.isfinite(metrics[name])), name
@@ -176,7 +227,9 @@ def test_uniform_weights_error_scales_like_sqrt_kappa_over_n():
         rel = simulate_points("noisy_attention", 5, 200, [p])[p.id]["rel_err"]
         se = rel.std(ddof=1) / math.sqrt(rel.size)
         # E[rel_err] <= sqrt(E[rel_err^2]) = sqrt(kappa / n) (Jensen); the gap is O(1/(d K))
-        assert np.mean(rel) == pytest.approx(math.sqrt(kappa("gaussian", sigma) / n), rel=4 * se / np.mean(rel) + 0.05)
+        assert np.mean(rel) == pytest.approx(
+            math.sqrt(kappa("gaussian", sigma) / n), rel=4 * se / np.mean(rel) + 0.05
+        )
 
 
 def naive_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:
@@ -197,7 +250,9 @@ def test_kernel_agrees_with_a_naive_loop_on_independent_draws(family):
     """Different draws, same laws: the means of sq_err and rel_err agree with a per-trial float64 loop
     drawing with numpy's samplers, within 4 combined standard errors (fixed seeds)."""
     n, d, k, logit_scale, sigmas = 128, 6, 4, 1.0, (0.3, 1.5)
-    fast = kernel.simulate(np.random.Generator(np.random.SFC64(8)), 3000, n, d, logit_scale, family, k, sigmas)
+    fast = kernel.simulate(
+        np.random.Generator(np.random.SFC64(8)), 3000, n, d, logit_scale, family, k, sigmas
+    )
     rng = np.random.default_rng(9)
     slow = {s: {"sq_err": [], "rel_err": []} for s in sigmas}
     for _ in range(1500):
@@ -209,7 +264,10 @@ def test_kernel_agrees_with_a_naive_loop_on_independent_draws(family):
             slow[s]["sq_err"].append(trial["sq_err"])
             slow[s]["rel_err"].append(math.sqrt(trial["sq_err"] / trial["spread"]))
     for out, s in zip(fast, sigmas):
-        for name, a in (("sq_err", out["sq_err"]), ("rel_err", np.sqrt(out["sq_err"] / out["spread"]))):
+        for name, a in (
+            ("sq_err", out["sq_err"]),
+            ("rel_err", np.sqrt(out["sq_err"] / out["spread"])),
+        ):
             b = np.asarray(slow[s][name])
             se = math.hypot(a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size))
             assert abs(a.mean() - b.mean()) < 4 * se, (family, s, name, a.mean(), b.mean(), se)
@@ -241,7 +299,9 @@ def test_fast_normals_and_exponentials_have_their_laws():
     z = sampling.standard_normal(rng, (1000, 1000)).astype(np.float64).ravel()
     assert stats.kstest(z, stats.norm.cdf).pvalue > 1e-3
     assert abs(z.mean()) < 4 / math.sqrt(z.size) and abs(z.var() - 1) < 4 * math.sqrt(2 / z.size)
-    assert abs(np.mean(z[: z.size // 2] * z[z.size // 2 :])) < 4 / math.sqrt(z.size / 2)  # the two halves of a pair are uncorrelated
+    assert abs(np.mean(z[: z.size // 2] * z[z.size // 2 :])) < 4 / math.sqrt(
+        z.size / 2
+    )  # the two halves of a pair are uncorrelated
     assert np.abs(z).max() <= 6.67
     e = sampling.exponential(rng, 1_000_000).astype(np.float64)
     assert stats.kstest(e, stats.expon.cdf).pvalue > 1e-3 and e.min() > 0
@@ -254,11 +314,16 @@ def test_out_parameter_and_odd_sizes():
     assert b is out and np.array_equal(a, b)
 
 
-@pytest.mark.parametrize(("n", "d", "k"), [(16, 16, 8), (64, 64, 32), (1024, 64, 32), (16384, 64, 32), (4096, 2, 256)])
+@pytest.mark.parametrize(
+    ("n", "d", "k"), [(16, 16, 8), (64, 64, 32), (1024, 64, 32), (16384, 64, 32), (4096, 2, 256)]
+)
 def test_declared_bytes_per_trial_bound_the_measured_peak(n, d, k):
     """bytes_per_trial sets block sizes and the memory check: an honest upper bound of numpy's
     allocations (traced), not a wild one; 8 scales fill a group as in the declaration."""
-    points = [dict(n=n, d=d, logit_scale=1.0, noise="student_t", noise_draws=k, noise_scale=s) for s in (0.01, 0.05, 0.1, 0.3, 0.5, 1.0, 2.0, 5.0)]
+    points = [
+        dict(n=n, d=d, logit_scale=1.0, noise="student_t", noise_draws=k, noise_scale=s)
+        for s in (0.01, 0.05, 0.1, 0.3, 0.5, 1.0, 2.0, 5.0)
+    ]
     trials = KIND.block_trials(points[0])
     tracemalloc.start()
     try:

@@ -43,36 +43,63 @@ def resources(minilm_dir, glove_dir):
 def test_real_noise_matches_the_per_trial_oracle(resources):
     from attnsim.kinds.real_noise import kernel
 
-    points = [dict(layer=layer, head=head, noise=f, noise_scale=s) for layer, head in ((0, 3), (5, 11)) for f in ("gaussian", "student_t") for s in (0.1, 2.0)]
-    out, (ids, positions, _, z) = kernel.simulate(np.random.default_rng(4), 5, 12, 3, points, record=True)
+    points = [
+        dict(layer=layer, head=head, noise=f, noise_scale=s)
+        for layer, head in ((0, 3), (5, 11))
+        for f in ("gaussian", "student_t")
+        for s in (0.1, 2.0)
+    ]
+    out, (ids, positions, _, z) = kernel.simulate(
+        np.random.default_rng(4), 5, 12, 3, points, record=True
+    )
     bert = heads.trained()
     for t in range(5):
         for p, metrics in zip(points, out):
-            logits, values = noise_oracle.head_row(bert, ids[t], int(positions[t]), p["layer"], p["head"])
-            ref = noise_oracle.naive_trial(logits, values, z[(p["noise"], p["layer"], p["head"])][t], p["noise_scale"])
+            logits, values = noise_oracle.head_row(
+                bert, ids[t], int(positions[t]), p["layer"], p["head"]
+            )
+            ref = noise_oracle.naive_trial(
+                logits, values, z[(p["noise"], p["layer"], p["head"])][t], p["noise_scale"]
+            )
             for name, value in ref.items():
                 assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
 
 
 def test_real_noise_summary_uses_the_delta_method_of_noisy_attention(resources):
-    pts = [make_point("real_noise", dict(n=16, noise_draws=4, layer=2, head=1, noise=f, noise_scale=0.1)) for f in ("gaussian", "student_t")]
+    pts = [
+        make_point(
+            "real_noise", dict(n=16, noise_draws=4, layer=2, head=1, noise=f, noise_scale=0.1)
+        )
+        for f in ("gaussian", "student_t")
+    ]
     results = simulate_points("real_noise", 3, 6, pts)
     gaussian, student = (results[p.id] for p in pts)
     assert np.allclose(gaussian["sq_err_pred"], math.expm1(0.01) * gaussian["grad_sq"])
-    assert np.isinf(student["sq_err_pred"]).all() and np.array_equal(gaussian["entropy"], student["entropy"])  # same rows, same heads
+    assert np.isinf(student["sq_err_pred"]).all() and np.array_equal(
+        gaussian["entropy"], student["entropy"]
+    )  # same rows, same heads
 
 
 def test_real_entropy_matches_the_per_trial_oracle(resources):
     from attnsim.kinds.real_entropy import kernel
 
-    # large init: early layers only (deeper, float32 rounding of the batched vs the lone forward pass is amplified)
-    points = [dict(init_std=s, layer=layer, head=head) for s in (0.0, 0.05) for layer, head in ((0, 0), (4, 9))]
+    # large init: early layers only (deeper, float32 rounding of the batched vs the lone forward
+    # pass is amplified)
+    points = [
+        dict(init_std=s, layer=layer, head=head)
+        for s in (0.0, 0.05)
+        for layer, head in ((0, 0), (4, 9))
+    ]
     points += [dict(init_std=1.0, layer=0, head=2), dict(init_std=1.0, layer=1, head=4)]
-    out, (ids, positions, models) = kernel.simulate(np.random.default_rng(8), 4, 10, points, record=True)
+    out, (ids, positions, models) = kernel.simulate(
+        np.random.default_rng(8), 4, 10, points, record=True
+    )
     assert models[0.0] is heads.trained()
     for t in range(4):
         for p, metrics in zip(points, out):
-            logits, values = noise_oracle.head_row(models[p["init_std"]], ids[t], int(positions[t]), p["layer"], p["head"])
+            logits, values = noise_oracle.head_row(
+                models[p["init_std"]], ids[t], int(positions[t]), p["layer"], p["head"]
+            )
             ref = entropy_oracle.naive_trial(logits, values)
             for name, value in ref.items():
                 assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
@@ -87,7 +114,11 @@ def test_scaled_initialisation_is_berts_at_that_std():
     literal = entropy_oracle.naive_init(0.05, 2, config)
     model = scaled(unit, 0.05)
     for key in ("qkv", "out", "up", "down", "qkv_bias", "norm1"):
-        np.testing.assert_allclose(np.asarray(model.layers[1][key], float), np.asarray(literal.layers[1][key], float), rtol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(model.layers[1][key], float),
+            np.asarray(literal.layers[1][key], float),
+            rtol=1e-6,
+        )
     np.testing.assert_allclose(model.word, literal.word, rtol=1e-6)
     assert unit.layers[0]["qkv"].std() == pytest.approx(1, abs=0.01)  # scaling makes copies
 
@@ -103,7 +134,9 @@ def test_real_temperature_matches_the_per_trial_oracle(resources, glove_dir):
     sentences = kernel.minilm_sentences()
     assert len(sentences) == kernel.MINILM_POPULATION
     for embeddings in ("glove", "minilm"):
-        cosines, order = kernel.draw_cosines(np.random.default_rng(1), 3, 20, embeddings, record=True)
+        cosines, order = kernel.draw_cosines(
+            np.random.default_rng(1), 3, 20, embeddings, record=True
+        )
         assert all(len(set(row)) == 21 for row in order)  # a query and n distinct keys
         stats = kernel.statistics(cosines, [0.1, 1.0])
         for t in range(3):
@@ -114,8 +147,15 @@ def test_real_temperature_matches_the_per_trial_oracle(resources, glove_dir):
             for tau, metrics in zip((0.1, 1.0), stats):
                 ref = temperature_oracle.naive_trial(vectors[0], vectors[1:], tau)
                 for name, value in ref.items():
-                    assert metrics[name][t] == pytest.approx(value, rel=1e-4, abs=1e-6), (embeddings, t, tau, name)
-    assert kernel.participation_ratio("glove") == pytest.approx(temperature_oracle.participation_ratio(glove.lookup(words)[1]), rel=1e-9)
+                    assert metrics[name][t] == pytest.approx(value, rel=1e-4, abs=1e-6), (
+                        embeddings,
+                        t,
+                        tau,
+                        name,
+                    )
+    assert kernel.participation_ratio("glove") == pytest.approx(
+        temperature_oracle.participation_ratio(glove.lookup(words)[1]), rel=1e-9
+    )
 
 
 # --------------------------------------------------------------------------- determinism
@@ -132,9 +172,18 @@ def many_points(kind: str) -> list:
         nested = dict(n=20, noise_draws=2, layer=3, head=5, noise="gaussian", noise_scale=0.3)
         grid += [nested | {"keys": k} for k in (0, 16, 20)]
     elif kind == "real_entropy":
-        grid = [dict(n=9, init_std=s, layer=layer, head=h) for s in (0.0, 0.02, 0.5) for layer, h in ((1, 2), (5, 7))]
+        grid = [
+            dict(n=9, init_std=s, layer=layer, head=h)
+            for s in (0.0, 0.02, 0.5)
+            for layer, h in ((1, 2), (5, 7))
+        ]
     else:
-        grid = [dict(embeddings=e, n=n, tau=t) for e in ("glove", "minilm") for n in (5, 9) for t in (0.1, 2.0)]
+        grid = [
+            dict(embeddings=e, n=n, tau=t)
+            for e in ("glove", "minilm")
+            for n in (5, 9)
+            for t in (0.1, 2.0)
+        ]
     return [make_point(kind, params) for params in grid]
 
 
@@ -148,7 +197,10 @@ def test_numbers_do_not_depend_on_threads_siblings_order_or_blocks(kind, resourc
     pts = many_points(kind)
     assert get_kind(kind).block_trials(pts[0].params) < 11  # several blocks per point
     reference = simulate_points(kind, 5, 11, pts, threads=1)
-    runs = [simulate_points(kind, 5, 11, pts, threads=2), simulate_points(kind, 5, 11, pts[::-1], threads=3)]
+    runs = [
+        simulate_points(kind, 5, 11, pts, threads=2),
+        simulate_points(kind, 5, 11, pts[::-1], threads=3),
+    ]
     runs += [simulate_points(kind, 5, 11, [p]) for p in pts[::3]]
     for run in runs:
         for pid, metrics in run.items():
@@ -162,8 +214,15 @@ def test_chunk_files_record_the_assets_and_the_corpus(resources, tmp_path):
     assets.set_resources(None)
     path = run_chunk(spec, tmp_path / "chunk.parquet", resources=resources)
     meta = json.loads(pq.read_metadata(path).metadata[b"attnsim"])
-    assert meta["asset_minilm"]["wheel_sha256"] == assets.get("minilm").wheel_sha256 and meta["asset_glove"]["files"] == assets.get("glove").files
-    assert meta["corpus"]["source"] == "pydoc_data.topics" and len(meta["corpus"]["sha256"]) == 64 and meta["corpus"]["python_version"]
+    assert (
+        meta["asset_minilm"]["wheel_sha256"] == assets.get("minilm").wheel_sha256
+        and meta["asset_glove"]["files"] == assets.get("glove").files
+    )
+    assert (
+        meta["corpus"]["source"] == "pydoc_data.topics"
+        and len(meta["corpus"]["sha256"]) == 64
+        and meta["corpus"]["python_version"]
+    )
 
 
 # --------------------------------------------------------------------------- bad input
@@ -171,7 +230,9 @@ def test_chunk_files_record_the_assets_and_the_corpus(resources, tmp_path):
 
 def real_config(kind: str, **grid) -> dict:
     base = {
-        "real_noise": dict(n=[16], noise_draws=[2], layer=[0], head=[0], noise=["gaussian"], noise_scale=[0.1]),
+        "real_noise": dict(
+            n=[16], noise_draws=[2], layer=[0], head=[0], noise=["gaussian"], noise_scale=[0.1]
+        ),
         "real_entropy": dict(n=[16], init_std=[0.0], layer=[0], head=[0]),
         "real_temperature": dict(embeddings=["minilm"], n=[16], tau=[1.0]),
     }[kind]
@@ -181,20 +242,68 @@ def real_config(kind: str, **grid) -> dict:
 @pytest.mark.parametrize(
     ("kind", "grid", "needle"),
     [
-        ("real_noise", dict(layer=[6]), "experiments.x.grid.layer[0]: 6 is greater than the maximum of 5"),
-        ("real_noise", dict(head=[12]), "experiments.x.grid.head[0]: 12 is greater than the maximum of 11"),
-        ("real_noise", dict(head=[-1]), "experiments.x.grid.head[0]: -1 is less than the minimum of 0"),
-        ("real_noise", dict(n=[513]), "experiments.x.grid.n[0]: 513 is greater than the maximum of 512"),
-        ("real_noise", dict(n=[64], keys=[8]), "grid.keys: 8 keys leave no room for the nested query"),
-        ("real_noise", dict(n=[32, 64], keys=[16, 48]), "experiments.x.grid.keys: 48 keys exceed n = 32"),
+        (
+            "real_noise",
+            dict(layer=[6]),
+            "experiments.x.grid.layer[0]: 6 is greater than the maximum of 5",
+        ),
+        (
+            "real_noise",
+            dict(head=[12]),
+            "experiments.x.grid.head[0]: 12 is greater than the maximum of 11",
+        ),
+        (
+            "real_noise",
+            dict(head=[-1]),
+            "experiments.x.grid.head[0]: -1 is less than the minimum of 0",
+        ),
+        (
+            "real_noise",
+            dict(n=[513]),
+            "experiments.x.grid.n[0]: 513 is greater than the maximum of 512",
+        ),
+        (
+            "real_noise",
+            dict(n=[64], keys=[8]),
+            "grid.keys: 8 keys leave no room for the nested query",
+        ),
+        (
+            "real_noise",
+            dict(n=[32, 64], keys=[16, 48]),
+            "experiments.x.grid.keys: 48 keys exceed n = 32",
+        ),
         ("real_noise", dict(keys=[-1]), "grid.keys[0]: -1 is less than the minimum of 0"),
         ("real_entropy", dict(n=[2]), "experiments.x.grid.n[0]: 2 is less than the minimum of 3"),
-        ("real_entropy", dict(layer=[0, 9]), "experiments.x.grid.layer[1]: 9 is greater than the maximum of 5"),
-        ("real_entropy", dict(init_std=[-0.02]), "experiments.x.grid.init_std[0]: -0.02 is less than the minimum of 0"),
-        ("real_temperature", dict(tau=[0.0]), "experiments.x.grid.tau[0]: 0.0 is less than the minimum of 0.0001"),
-        ("real_temperature", dict(tau=[-1.0]), "experiments.x.grid.tau[0]: -1.0 is less than the minimum of 0.0001"),
-        ("real_temperature", dict(n=[300]), "grid.n: 300 keys exceed the 255 other members of the minilm population"),
-        ("real_temperature", dict(embeddings=["bert"]), "experiments.x.grid.embeddings[0]: 'bert' is not one of minilm, glove"),
+        (
+            "real_entropy",
+            dict(layer=[0, 9]),
+            "experiments.x.grid.layer[1]: 9 is greater than the maximum of 5",
+        ),
+        (
+            "real_entropy",
+            dict(init_std=[-0.02]),
+            "experiments.x.grid.init_std[0]: -0.02 is less than the minimum of 0",
+        ),
+        (
+            "real_temperature",
+            dict(tau=[0.0]),
+            "experiments.x.grid.tau[0]: 0.0 is less than the minimum of 0.0001",
+        ),
+        (
+            "real_temperature",
+            dict(tau=[-1.0]),
+            "experiments.x.grid.tau[0]: -1.0 is less than the minimum of 0.0001",
+        ),
+        (
+            "real_temperature",
+            dict(n=[300]),
+            "grid.n: 300 keys exceed the 255 other members of the minilm population",
+        ),
+        (
+            "real_temperature",
+            dict(embeddings=["bert"]),
+            "experiments.x.grid.embeddings[0]: 'bert' is not one of minilm, glove",
+        ),
     ],
 )
 def test_bad_grid_is_refused_in_one_line(kind, grid, needle):
@@ -207,7 +316,9 @@ def test_n_longer_than_the_text_is_refused(monkeypatch):
     from attnsim.models import corpus
 
     monkeypatch.setattr(corpus, "sentences", lambda: ("A short text of seven words here.",))
-    with pytest.raises(ConfigError, match=r"grid.n: 16 tokens exceed the corpus \(pydoc_data.topics, 7 words\)"):
+    with pytest.raises(
+        ConfigError, match=r"grid.n: 16 tokens exceed the corpus \(pydoc_data.topics, 7 words\)"
+    ):
         load(real_config("real_noise"))
 
 
@@ -239,17 +350,40 @@ def test_job_without_a_copy_says_how_to_provide_the_files(tmp_path):
     finally:
         assets.set_resources(None)
     text = one_line(error)
-    assert "attnsim fetch-asset minilm --resources" in text and "assets.minilm: /path/to/a/copy" in text
+    assert (
+        "attnsim fetch-asset minilm --resources" in text
+        and "assets.minilm: /path/to/a/copy" in text
+    )
 
 
-def test_install_links_a_local_copy_writes_the_marker_and_jobs_trust_it(minilm_dir, tmp_path, monkeypatch):
+def test_install_links_a_local_copy_writes_the_marker_and_jobs_trust_it(
+    minilm_dir, tmp_path, monkeypatch
+):
     resources = tmp_path / "resources"
-    assert main(["fetch-asset", "minilm", "--resources", str(resources), "--local-copy", str(minilm_dir)]) == 0
-    assert (resources / "minilm").is_symlink() and (resources / "minilm").resolve() == minilm_dir.resolve()
+    assert (
+        main(
+            [
+                "fetch-asset",
+                "minilm",
+                "--resources",
+                str(resources),
+                "--local-copy",
+                str(minilm_dir),
+            ]
+        )
+        == 0
+    )
+    assert (resources / "minilm").is_symlink() and (
+        resources / "minilm"
+    ).resolve() == minilm_dir.resolve()
     marker = json.loads((resources / "minilm.verified").read_text())
-    assert marker["directory"] == str(minilm_dir.resolve()) and set(marker["files"]) == set(assets.get("minilm").files)
+    assert marker["directory"] == str(minilm_dir.resolve()) and set(marker["files"]) == set(
+        assets.get("minilm").files
+    )
     monkeypatch.setenv(assets.RESOURCES_ENV, str(resources))
-    monkeypatch.setattr(assets, "verify", lambda *a: pytest.fail("hashed although the marker is current"))
+    monkeypatch.setattr(
+        assets, "verify", lambda *a: pytest.fail("hashed although the marker is current")
+    )
     assert assets.path("minilm") == resources / "minilm"
 
 
@@ -278,7 +412,9 @@ def test_install_refuses_a_mismatching_copy_and_writes_nothing(minilm_dir, tmp_p
     with pytest.raises(AssetError, match="vocab.txt has sha256") as error:
         assets.install("minilm", resources, copy)
     one_line(error)
-    assert not resources.exists() or not [p for p in resources.iterdir() if not p.name.startswith(".")]
+    assert not resources.exists() or not [
+        p for p in resources.iterdir() if not p.name.startswith(".")
+    ]
 
 
 def test_install_without_network_or_copy_says_how(tmp_path, monkeypatch, capsys):
@@ -292,22 +428,42 @@ def test_install_without_network_or_copy_says_how(tmp_path, monkeypatch, capsys)
     assert not os.listdir(tmp_path / "resources")
 
 
-# --------------------------------------------------------------------------- the workflow, end to end
+# --------------------------------------------------------------------------- the workflow, end to
+# end
 
 
 def tiny_real_config(minilm_dir, glove_dir, chunk_size: int) -> dict:
     return {
         "seed": 3,
         "chunk_size": chunk_size,
-        "assets": {"minilm": str(minilm_dir), "glove": str(glove_dir)},  # local copies: no network needed
+        "assets": {
+            "minilm": str(minilm_dir),
+            "glove": str(glove_dir),
+        },  # local copies: no network needed
         "experiments": {
             "noise": {
                 "kind": "real_noise",
                 "trials": 6,
-                "grid": dict(n=[16], keys=[0, 16], noise_draws=[3], layer=[0, 5], head=[0, 1], noise=["gaussian", "student_t"], noise_scale=[0.1, 0.5]),
+                "grid": dict(
+                    n=[16],
+                    keys=[0, 16],
+                    noise_draws=[3],
+                    layer=[0, 5],
+                    head=[0, 1],
+                    noise=["gaussian", "student_t"],
+                    noise_scale=[0.1, 0.5],
+                ),
             },
-            "entropy": {"kind": "real_entropy", "trials": 6, "grid": dict(n=[8], init_std=[0.0, 0.02, 1.0], layer=[0, 5], head=[0, 1])},
-            "temperature": {"kind": "real_temperature", "trials": 50, "grid": dict(embeddings=["glove", "minilm"], n=[4, 16], tau=[0.05, 1.0, 5.0])},
+            "entropy": {
+                "kind": "real_entropy",
+                "trials": 6,
+                "grid": dict(n=[8], init_std=[0.0, 0.02, 1.0], layer=[0, 5], head=[0, 1]),
+            },
+            "temperature": {
+                "kind": "real_temperature",
+                "trials": 50,
+                "grid": dict(embeddings=["glove", "minilm"], n=[4, 16], tau=[0.05, 1.0, 5.0]),
+            },
         },
     }
 
@@ -322,15 +478,24 @@ def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, g
         write_config(workdir, tiny_real_config(minilm_dir, glove_dir, chunk_size))
         snakemake(workdir, "--cores", str(cores), timeout=900)
         runs[cores] = point_rows(workdir)
-        assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (workdir / "resources/glove.verified").is_file()
-        figures = [f"noise/{f}" for f in get_kind("real_noise").figures] + [f"entropy/{f}" for f in get_kind("real_entropy").figures]
+        assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (
+            workdir / "resources/glove.verified"
+        ).is_file()
+        figures = [f"noise/{f}" for f in get_kind("real_noise").figures] + [
+            f"entropy/{f}" for f in get_kind("real_entropy").figures
+        ]
         for figure in (*figures, "temperature/real_temperature_gap"):
             assert (workdir / "results/figures" / f"{figure}.png").stat().st_size > 10_000
         claims = (workdir / "results/claims.md").read_text()
         assert "real_delta_method" in claims and "real_tau_one_gap" in claims
-        summary = workdir / "results/store/summary/kind=real_entropy/experiment=entropy/summary.parquet"
+        summary = (
+            workdir / "results/store/summary/kind=real_entropy/experiment=entropy/summary.parquet"
+        )
         meta = json.loads(pq.read_metadata(summary).metadata[b"attnsim"])
-        assert meta["asset_minilm"]["files"] == assets.get("minilm").files and meta["corpus"]["source"] == "pydoc_data.topics"
+        assert (
+            meta["asset_minilm"]["files"] == assets.get("minilm").files
+            and meta["corpus"]["source"] == "pydoc_data.topics"
+        )
     assert len(runs[1]) == 32 + 12 + 12 and runs[1] == runs[2]
     again = snakemake(tmp_path / "cores2", "--cores", "2")
     assert "Nothing to be done" in again.stdout + again.stderr

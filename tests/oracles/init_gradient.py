@@ -11,7 +11,9 @@ def make_logits(draws: Draws, scale: float) -> np.ndarray:
     return (float(scale) ** 2 * draws.query_factor)[:, None] * draws.z.astype(np.float64)
 
 
-def naive_draw(rng: np.random.Generator, n: int, d: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+def naive_draw(
+    rng: np.random.Generator, n: int, d: int, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
     """One trial's logits and values sampled literally: s = K q / sqrt(d), all n*d + d entries drawn."""
     q = scale * rng.standard_normal(d)
     keys = scale * rng.standard_normal((n, d))

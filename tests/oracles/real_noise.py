@@ -8,12 +8,16 @@ import math
 import numpy as np
 
 
-def head_row(bert, ids: np.ndarray, position: int, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
+def head_row(
+    bert, ids: np.ndarray, position: int, layer: int, head: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(logits (n,), values (n, 32)) of one query row, from a forward pass of this window alone."""
     out = bert.forward(ids[None, :], np.ones((1, len(ids)), dtype=bool), capture=[layer])
     a = out.attention[layer].head(head)
     q, k = a.q[0, position].astype(np.float64), a.k[0].astype(np.float64)
-    return np.array([q @ k[i] for i in range(len(ids))]) / math.sqrt(len(q)), a.v[0].astype(np.float64)
+    return np.array([q @ k[i] for i in range(len(ids))]) / math.sqrt(len(q)), a.v[0].astype(
+        np.float64
+    )
 
 
 def naive_trial(logits, values, noise, noise_scale: float) -> dict[str, float]:

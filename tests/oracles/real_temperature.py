@@ -10,13 +10,24 @@ import numpy as np
 def naive_trial(query, keys, tau: float) -> dict[str, float]:
     """One trial: the query and key vectors (not necessarily unit), at temperature tau."""
     q = np.asarray(query, np.float64)
-    cos = np.array([float(q @ k) / (np.linalg.norm(q) * np.linalg.norm(k)) for k in np.asarray(keys, np.float64)])
+    cos = np.array(
+        [
+            float(q @ k) / (np.linalg.norm(q) * np.linalg.norm(k))
+            for k in np.asarray(keys, np.float64)
+        ]
+    )
     s = cos / tau
     p = np.exp(s - s.max())
     p /= p.sum()
     entropy = -sum(float(pi * math.log(pi)) for pi in p if pi > 0)
     var = float(np.mean((cos - cos.mean()) ** 2))
-    return {"entropy": entropy, "gap": math.log(len(p)) - entropy, "var_cos": var, "gap_var_pred": var / (2 * tau * tau), "mean_cos": float(cos.mean())}
+    return {
+        "entropy": entropy,
+        "gap": math.log(len(p)) - entropy,
+        "var_cos": var,
+        "gap_var_pred": var / (2 * tau * tau),
+        "mean_cos": float(cos.mean()),
+    }
 
 
 def participation_ratio(vectors) -> float:

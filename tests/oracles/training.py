@@ -43,7 +43,9 @@ def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None):
     o = np.einsum("en,end->ed", p, vw)
     err = o - values[:, 0]
     loss = np.sum(err**2, axis=1)
-    correct = np.array([float(np.argmin(np.sum((values[e] - o[e]) ** 2, axis=1)) == 0) for e in range(E)])
+    correct = np.array(
+        [float(np.argmin(np.sum((values[e] - o[e]) ** 2, axis=1)) == 0) for e in range(E)]
+    )
     do = 2 * err / E
     gv = np.zeros_like(w_v)
     gk = np.zeros_like(wk)
@@ -62,11 +64,26 @@ def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None):
             nq, nk = np.linalg.norm(qw[e]), np.linalg.norm(kw[e], axis=1)
             cos = s[e] / gain
             gg += ds @ cos
-            dqw = gain * sum(ds[i] * (kw[e][i] / (nq * nk[i]) - cos[i] * qw[e] / nq**2) for i in range(len(ds)))
-            dkw = np.stack([gain * ds[i] * (qw[e] / (nq * nk[i]) - cos[i] * kw[e][i] / nk[i] ** 2) for i in range(len(ds))])
+            dqw = gain * sum(
+                ds[i] * (kw[e][i] / (nq * nk[i]) - cos[i] * qw[e] / nq**2) for i in range(len(ds))
+            )
+            dkw = np.stack(
+                [
+                    gain * ds[i] * (qw[e] / (nq * nk[i]) - cos[i] * kw[e][i] / nk[i] ** 2)
+                    for i in range(len(ds))
+                ]
+            )
         gk += keys[e].T @ dkw
         gq += np.outer(q[e], dqw)
-    out = {"loss": loss, "entropy": entropy, "correct": correct, "logits": s, "grad_logits_sq": np.sum(ds_all**2, axis=1), "gq": gq, "gk": gk}
+    out = {
+        "loss": loss,
+        "entropy": entropy,
+        "correct": correct,
+        "logits": s,
+        "grad_logits_sq": np.sum(ds_all**2, axis=1),
+        "gq": gq,
+        "gk": gk,
+    }
     if wv is not None:
         out["gv"] = gv
     if gain is not None:
@@ -81,7 +98,9 @@ def recall_bound(wq, wk, gain, keys, q):
     if gain is None:
         radius = np.array(
             [
-                np.linalg.svd(wq @ wk.T / math.sqrt(d), compute_uv=False)[0] * np.linalg.svd(keys[e], compute_uv=False)[0] * np.linalg.norm(q[e])
+                np.linalg.svd(wq @ wk.T / math.sqrt(d), compute_uv=False)[0]
+                * np.linalg.svd(keys[e], compute_uv=False)[0]
+                * np.linalg.norm(q[e])
                 for e in range(E)
             ]
         )
@@ -108,7 +127,9 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
     trainable_v, qk = p["values"] == "trainable", p["logits"] == "qk_norm"
 
     def model(w, data):
-        return recall_forward_backward(w[0], w[1], w[2] if trainable_v else None, *data, gain=float(w[-1]) if qk else None)
+        return recall_forward_backward(
+            w[0], w[1], w[2] if trainable_v else None, *data, gain=float(w[-1]) if qk else None
+        )
 
     def bound(w):
         return recall_bound(w[0], w[1], float(w[-1]) if qk else None, monitor[0], monitor[2])
@@ -135,16 +156,26 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
         if math.isfinite(diverged) or (p["stop"] == "threshold" and math.isfinite(escaped)):
             if step in evals:  # stopped: frozen weights, the same values
                 last = max(losses)
-                losses[step], entropies[step], bounds[step] = losses[last], entropies[last], bounds[last]
+                losses[step], entropies[step], bounds[step] = (
+                    losses[last],
+                    entropies[last],
+                    bounds[last],
+                )
             continue
         with np.errstate(all="ignore"):
             g = model(w, batches[step - 1])
-            grads = [g["gq"], g["gk"]] + ([g["gv"]] if trainable_v else []) + ([np.array(g["gg"])] if qk else [])
+            grads = (
+                [g["gq"], g["gk"]]
+                + ([g["gv"]] if trainable_v else [])
+                + ([np.array(g["gg"])] if qk else [])
+            )
             for i in range(len(w)):
                 if p["optimiser"] == "adam":
                     m[i] = b1 * m[i] + (1 - b1) * grads[i]
                     v[i] = b2 * v[i] + (1 - b2) * grads[i] ** 2
-                    w[i] = w[i] - p["lr"] * (m[i] / (1 - b1**step)) / (np.sqrt(v[i] / (1 - b2**step)) + eps)
+                    w[i] = w[i] - p["lr"] * (m[i] / (1 - b1**step)) / (
+                        np.sqrt(v[i] / (1 - b2**step)) + eps
+                    )
                 elif p["optimiser"] == "normgd":
                     big = np.max(np.abs(grads[i]))
                     norm = math.sqrt(np.sum((grads[i] / big) ** 2)) * big if big > 0 else 0.0
@@ -166,7 +197,9 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
             stops = losses[step] <= p["threshold"] and not math.isfinite(escaped)
             if stops:
                 escaped = step
-            if step in checkpoints or (stops and p["stop"] == "threshold"):  # where the kernel takes the bound
+            if step in checkpoints or (
+                stops and p["stop"] == "threshold"
+            ):  # where the kernel takes the bound
                 here = bound(w)
                 bounds[step] = here.mean()
                 margin = min(margin, np.min(ev["entropy"] - here))
@@ -179,11 +212,19 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
         out[f"entropy_ckpt_{j}"] = math.nan if dead else entropies[step]
         out[f"zhai_bound_ckpt_{j}"] = math.nan if dead else bounds[step]
     out["zhai_margin_min"] = margin
-    hits = [step for step in sorted(losses) if losses[step] <= p["threshold"] and not (gone and step >= diverged)]
+    hits = [
+        step
+        for step in sorted(losses)
+        if losses[step] <= p["threshold"] and not (gone and step >= diverged)
+    ]
     out["steps_to_threshold"] = float(hits[0]) if hits else math.inf
     out["escaped"] = float(bool(hits))
     out["escape_step"] = float(hits[0]) if hits else float(diverged if gone else p["steps"])
-    falls = [step for step in sorted(entropies) if entropies[step] < 0.1 and not (gone and step >= diverged)]
+    falls = [
+        step
+        for step in sorted(entropies)
+        if entropies[step] < 0.1 and not (gone and step >= diverged)
+    ]
     out["collapse_step"] = float(falls[0]) if falls else math.inf
     last = model(w, final)
     out["final_loss"] = math.inf if gone else last["loss"].mean() / chance
@@ -238,11 +279,15 @@ def contrastive_forward_backward(w, x1, x2, tau, labels=None):
     r1, r2 = np.linalg.norm(y1, axis=1), np.linalg.norm(y2, axis=1)
     z1, z2 = y1 / r1[:, None], y2 / r2[:, None]
     s = z1 @ z2.T / tau
-    loss = 0.5 * np.mean(logsumexp(s, axis=1) - np.diag(s)) + 0.5 * np.mean(logsumexp(s, axis=0) - np.diag(s))
+    loss = 0.5 * np.mean(logsumexp(s, axis=1) - np.diag(s)) + 0.5 * np.mean(
+        logsumexp(s, axis=0) - np.diag(s)
+    )
     pr, pc = softmax(s, axis=1), softmax(s, axis=0)
     entropy = np.mean([-np.sum(row[row > 0] * np.log(row[row > 0])) for row in pr])
     alignment = np.mean(np.sum((z1 - z2) ** 2, axis=1))
-    kernel = [math.exp(-2 * np.sum((z1[a] - z1[b]) ** 2)) for a in range(n) for b in range(n) if a != b]
+    kernel = [
+        math.exp(-2 * np.sum((z1[a] - z1[b]) ** 2)) for a in range(n) for b in range(n) if a != b
+    ]
     hardest, same, count = [], [], []
     for a in range(n):
         negatives = [pr[a, b] for b in range(n) if b != a]
@@ -269,7 +314,9 @@ def contrastive_forward_backward(w, x1, x2, tau, labels=None):
     }
 
 
-def contrastive_views(points, labels, noise, view_noise, instance=None, instance_noise=0.0, positives="class"):
+def contrastive_views(
+    points, labels, noise, view_noise, instance=None, instance_noise=0.0, positives="class"
+):
     """Two views (n, D) of one batch: class points (C, D), labels (n,), view noise (2, n, D) and
     instance noise (2, n, D): an instance is point + instance noise; a view adds view noise; with
     instance positives both views take instance row 0, with class positives one row each."""
@@ -301,17 +348,27 @@ def contrastive_evaluations(w, points, probe_noise, probe_instance, view_noise, 
     for zi, c in zip(zf[1], labels):
         sims = zf[0] @ zi
         order = sorted(range(len(sims)), key=lambda j: -sims[j])[: ct.KNN]
-        votes = {k: (sum(1 for j in order if labels[j] == k), sum(sims[j] for j in order if labels[j] == k)) for k in range(C)}
+        votes = {
+            k: (
+                sum(1 for j in order if labels[j] == k),
+                sum(sims[j] for j in order if labels[j] == k),
+            )
+            for k in range(C)
+        }
         right += max(range(C), key=lambda k: votes[k]) == c
     knn = right / len(labels)
     f = [np.hstack([zi, np.ones((len(zi), 1))]) for zi in zf]
     y = np.eye(C)[labels]
-    coef = np.linalg.solve(f[0].T @ f[0] + ct.RIDGE * len(labels) * np.eye(f[0].shape[1]), f[0].T @ y)
+    coef = np.linalg.solve(
+        f[0].T @ f[0] + ct.RIDGE * len(labels) * np.eye(f[0].shape[1]), f[0].T @ y
+    )
     linear = float(np.mean(np.argmax(f[1] @ coef, axis=1) == labels))
     return {"probe_accuracy": ncm, "knn_accuracy": knn, "linear_probe_accuracy": linear}
 
 
-def contrastive_train(params: dict, points, init, monitor, final, probe, batches) -> dict[str, float]:
+def contrastive_train(
+    params: dict, points, init, monitor, final, probe, batches
+) -> dict[str, float]:
     """One run: points (C, D); init (d, D) standard normals; monitor/final = (labels (E, n), noise (E, 2, n, D),
     instance noise (E, 2, n, D) or None); probe = (noise (2, per C, D), instance or None);
     batches[i] = (labels (n,), noise (2, n, D), instance (2, n, D) or None)."""
@@ -338,10 +395,20 @@ def contrastive_train(params: dict, points, init, monitor, final, probe, batches
     def evaluate(sets, stats=False):
         labels, noise, inst = sets
         outs = [
-            contrastive_forward_backward(w, *contrastive_views(points, labels[e], noise[e], vn, None if inst is None else inst[e], inn, pos), tau(), labels[e])
+            contrastive_forward_backward(
+                w,
+                *contrastive_views(
+                    points, labels[e], noise[e], vn, None if inst is None else inst[e], inn, pos
+                ),
+                tau(),
+                labels[e],
+            )
             for e in range(len(labels))
         ]
-        res = {"loss": np.mean([o["loss"] for o in outs]), "entropy": np.mean([o["entropy"] for o in outs])}
+        res = {
+            "loss": np.mean([o["loss"] for o in outs]),
+            "entropy": np.mean([o["entropy"] for o in outs]),
+        }
         if stats:
             res["alignment"] = np.mean([o["alignment"] for o in outs])
             res["uniformity"] = math.log(np.mean(np.concatenate([o["kernel"] for o in outs])))
@@ -356,7 +423,9 @@ def contrastive_train(params: dict, points, init, monitor, final, probe, batches
     out = {
         "init_loss": first["loss"],
         "init_entropy": first["entropy"],
-        "init_probe_accuracy": contrastive_evaluations(w, points, probe[0], probe[1], vn, inn)["probe_accuracy"],
+        "init_probe_accuracy": contrastive_evaluations(w, points, probe[0], probe[1], vn, inn)[
+            "probe_accuracy"
+        ],
     }
     losses, entropies, taus = {0: first["loss"]}, {0: first["entropy"]}, {0: tau()}
     evals = ct.evaluation_steps(p["steps"])
@@ -365,7 +434,9 @@ def contrastive_train(params: dict, points, init, monitor, final, probe, batches
     for step in range(1, p["steps"] + 1):
         with np.errstate(all="ignore"):
             labels, noise, inst = batches[step - 1]
-            g = contrastive_forward_backward(w, *contrastive_views(points, labels, noise, vn, inst, inn, pos), tau())
+            g = contrastive_forward_backward(
+                w, *contrastive_views(points, labels, noise, vn, inst, inn, pos), tau()
+            )
             if np.isfinite(g["entropy"]):
                 entropy_min = min(entropy_min, g["entropy"])
                 excess_min = min(excess_min, g["entropy"] - floor(tau()))
@@ -434,7 +505,11 @@ def contrastive_naive_run(rng: np.random.Generator, params: dict) -> dict[str, f
 
     def sets():
         shape = (ct.EVAL_BATCHES, 2, n, D)
-        return rng.integers(0, C, (ct.EVAL_BATCHES, n)), rng.standard_normal(shape), rng.standard_normal(shape) if inst else None
+        return (
+            rng.integers(0, C, (ct.EVAL_BATCHES, n)),
+            rng.standard_normal(shape),
+            rng.standard_normal(shape) if inst else None,
+        )
 
     monitor, final = sets(), sets()
     shape = (2, ct.probe_per_class(C) * C, D)
@@ -443,6 +518,10 @@ def contrastive_naive_run(rng: np.random.Generator, params: dict) -> dict[str, f
 
     class Lazy:
         def __getitem__(self, i):
-            return rng.integers(0, C, n), rng.standard_normal((2, n, D)), rng.standard_normal((2, n, D)) if inst else None
+            return (
+                rng.integers(0, C, n),
+                rng.standard_normal((2, n, D)),
+                rng.standard_normal((2, n, D)) if inst else None,
+            )
 
     return contrastive_train(p, points, init, monitor, final, probe, Lazy())

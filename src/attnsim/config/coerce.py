@@ -63,7 +63,12 @@ def _as_integer(value):
         if exact.is_finite() and exact == exact.to_integral_value():
             return int(exact)
         return number
-    if isinstance(value, float) and not isinstance(value, bool) and value.is_integer() and abs(value) <= EXACT_FLOAT_INT:
+    if (
+        isinstance(value, float)
+        and not isinstance(value, bool)
+        and value.is_integer()
+        and abs(value) <= EXACT_FLOAT_INT
+    ):
         return int(value)
     return _KEEP
 
@@ -93,9 +98,17 @@ def coerce_numbers(config, schema: dict, rounds: int = 10):
         changed = False
         for error in list(_type_errors(probe.iter_errors(config))):
             path = list(error.absolute_path)
-            wanted = {error.validator_value} if isinstance(error.validator_value, str) else set(error.validator_value)
+            wanted = (
+                {error.validator_value}
+                if isinstance(error.validator_value, str)
+                else set(error.validator_value)
+            )
             new = _convert(error.instance, wanted)
-            if not path or new is _KEEP or (type(new) is type(error.instance) and new == error.instance):
+            if (
+                not path
+                or new is _KEEP
+                or (type(new) is type(error.instance) and new == error.instance)
+            ):
                 continue
             parent = config
             for part in path[:-1]:

@@ -34,7 +34,11 @@ def make_point(kind: Kind | str, params: dict) -> Point:
     kind = as_kind(kind)
     canonical = {}
     for column in kind.params:
-        value = params[column.name] if column.default is None else params.get(column.name, column.default)
+        value = (
+            params[column.name]
+            if column.default is None
+            else params.get(column.name, column.default)
+        )
         if pa.types.is_floating(column.type):
             value = float(value)
         elif pa.types.is_integer(column.type):
@@ -52,7 +56,9 @@ def expand(experiment) -> list[Point]:
     return [make_point(kind, dict(zip(names, values))) for values in itertools.product(*lists)]
 
 
-def chunk(points: list[Point], size: int, costs: list[float] | None = None, budget: float = math.inf) -> list[list[Point]]:
+def chunk(
+    points: list[Point], size: int, costs: list[float] | None = None, budget: float = math.inf
+) -> list[list[Point]]:
     """Consecutive runs that end once they hold `size` points or, given per-point `costs`, once
     their cost reaches `budget` (so a run exceeds the budget by less than its last point's cost).
 
@@ -132,7 +138,9 @@ class GridColumns:
         for name in self.kind.param_names:
             count = len(self.values[name])
             stride //= count
-            index[name] = ((np.arange(size, dtype=np.int64) // stride) % count).astype(np.int32 if count < 2**31 else np.int64)
+            index[name] = ((np.arange(size, dtype=np.int64) // stride) % count).astype(
+                np.int32 if count < 2**31 else np.int64
+            )
         return index
 
     def column(self, name: str, rows: np.ndarray | slice = slice(None)) -> list:
@@ -151,7 +159,10 @@ class GridColumns:
         is hashed once per combination of the others (their `"name":value` fields rendered once
         each), and each point copies that hash state and adds its own field and the tail."""
         names = self.kind.param_names
-        fields = {name: [_json(name).encode() + b":" + _json(v).encode() for v in self.values[name]] for name in names}
+        fields = {
+            name: [_json(name).encode() + b":" + _json(v).encode() for v in self.values[name]]
+            for name in names
+        }
         inner = max(names, key=lambda name: len(self.values[name]))
         outer = [name for name in names if name != inner]
         keys = sorted(names)
@@ -282,7 +293,13 @@ def grid_columns(experiment) -> GridColumns:
     """The columnar grid of an experiment (anything with `.kind` and `.grid`); index arrays are
     made when first used."""
     kind = get_kind(experiment.kind)
-    return GridColumns(kind, {p.name: [canonical_column_value(p, v) for v in experiment.grid[p.name]] for p in kind.params})
+    return GridColumns(
+        kind,
+        {
+            p.name: [canonical_column_value(p, v) for v in experiment.grid[p.name]]
+            for p in kind.params
+        },
+    )
 
 
 def row_ids(kind: Kind | str, rows) -> list[str]:
@@ -314,7 +331,9 @@ def points_from_rows(kind: Kind | str, rows) -> list[Point]:
     canonical_rows = []
     for row in rows:
         if len(row) != len(names):
-            raise ValueError(f"a point has {len(row)} values, kind {kind.name} has {len(names)} parameters")
+            raise ValueError(
+                f"a point has {len(row)} values, kind {kind.name} has {len(names)} parameters"
+            )
         out = []
         for value, param, seen in zip(row, kind.params, canon):
             key = (type(value), value)
@@ -331,7 +350,9 @@ def points_from_rows(kind: Kind | str, rows) -> list[Point]:
         key = tuple(row[i] for i in stream_at)
         stream = streams.get(key)
         if stream is None:
-            stream = streams[key] = digest({"kind": kind.name, "stream": dict(zip(kind.stream_params, key))})
+            stream = streams[key] = digest(
+                {"kind": kind.name, "stream": dict(zip(kind.stream_params, key))}
+            )
         points.append(Point(kind=kind.name, params=dict(zip(names, row)), id=pid, stream=stream))
     return points
 

@@ -41,7 +41,11 @@ def schema() -> dict:
     experiment = full["$defs"]["experiment"]
     experiment["properties"]["kind"]["enum"] = list(kinds)
     experiment["allOf"] = [
-        {"if": {"properties": {"kind": {"const": name}}}, "then": {"properties": {"grid": {"$ref": f"#/$defs/{name}_grid"}}}} for name in kinds
+        {
+            "if": {"properties": {"kind": {"const": name}}},
+            "then": {"properties": {"grid": {"$ref": f"#/$defs/{name}_grid"}}},
+        }
+        for name in kinds
     ]
     for name, kind in kinds.items():
         full["$defs"][f"{name}_grid"] = kind.grid_schema()
@@ -73,7 +77,8 @@ def describe(error: ValidationError) -> str:
     if "propertyNames" in error.schema_path:
         bad = error.instance
         return (
-            f"{key_path(error.absolute_path)}: experiment name {bad!r} must be lower-case letters, digits and '_', "
+            f"{key_path(error.absolute_path)}: experiment name {bad!r} must be lower-case letters, "
+            "digits and '_', "
             "starting with a letter (it becomes a folder and a SQL view name)"
         )
     error = _deepest(error)
@@ -89,7 +94,11 @@ def describe(error: ValidationError) -> str:
     if error.validator == "dependentRequired":
         missing = [k for k in error.validator_value if k not in error.instance]
         given = (
-            next(k for k, v in error.validator_value.items() if k in error.instance and any(m in v for m in missing))
+            next(
+                k
+                for k, v in error.validator_value.items()
+                if k in error.instance and any(m in v for m in missing)
+            )
             if isinstance(error.validator_value, dict)
             else "?"
         )
@@ -100,7 +109,11 @@ def describe(error: ValidationError) -> str:
     if error.validator == "enum":
         return f"{where}: {error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
     if error.validator == "type":
-        if error.validator_value == "integer" and isinstance(error.instance, float) and not isinstance(error.instance, bool):
+        if (
+            error.validator_value == "integer"
+            and isinstance(error.instance, float)
+            and not isinstance(error.instance, bool)
+        ):
             return f"{where}: {error.instance!r} is not of type integer; give a whole number (whole values written 4096.0 or 1e3 are accepted)"
         return f"{where}: {error.instance!r} is not of type {error.validator_value}"
     return f"{where}: {error.message}"
@@ -126,8 +139,13 @@ def check_schema(config: dict) -> None:
         raise ConfigError(f"config: expected a mapping of settings, got {type(config).__name__}")
     _check_plugins(config)
     for path, value in non_finite(config):
-        raise ConfigError(f"{key_path(path)}: {value!r} is not a finite number (NaN and infinities are not allowed)")
-    validator = _with_defaults(StrictValidator)(schema())  # whole floats were made ints; others are not integers
+        raise ConfigError(
+            f"{key_path(path)}: {value!r} is not a finite number (NaN and infinities are not "
+            "allowed)"
+        )
+    validator = _with_defaults(StrictValidator)(
+        schema()
+    )  # whole floats were made ints; others are not integers
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise ConfigError(describe(errors[0]))
@@ -156,8 +174,12 @@ class Settings:
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
-    assets: dict[str, str] = field(default_factory=dict)  # asset name -> local copy to use instead of downloading
-    job_minutes: float = 2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
+    assets: dict[str, str] = field(
+        default_factory=dict
+    )  # asset name -> local copy to use instead of downloading
+    job_minutes: float = (
+        2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
+    )
     max_jobs: int | None = None  # refuse a sweep that needs more simulate jobs (a cluster's limit)
 
 
@@ -171,14 +193,18 @@ def check_semantics(settings: Settings) -> None:
     for name, experiment in settings.experiments.items():
         if experiment.max_trials is not None and experiment.max_trials < 2 * experiment.trials:
             raise ConfigError(
-                f"experiments.{name}.max_trials: {experiment.max_trials} leaves no room for a second round of "
-                f"trials = {experiment.trials}; use at least {2 * experiment.trials} (rounds add `trials` trials each)"
+                f"experiments.{name}.max_trials: {experiment.max_trials} leaves no room for a "
+                "second round of "
+                f"trials = {experiment.trials}; use at least {2 * experiment.trials} (rounds add "
+                "`trials` trials each)"
             )
         kind = get_kind(experiment.kind)
         if kind.check_grid is not None:
             try:
                 kind.check_grid(experiment.grid)
-            except ConfigError as error:  # its message starts with grid.<key>: make it the full path
+            except (
+                ConfigError
+            ) as error:  # its message starts with grid.<key>: make it the full path
                 raise ConfigError(f"experiments.{name}.{error}") from None
         grid = grid_columns(experiment)  # no point is made: one call per distinct cost
         deps, needs = grid.distinct(kind.bytes_per_trial)
@@ -187,8 +213,10 @@ def check_semantics(settings: Settings) -> None:
         if need > budget:
             shown = ", ".join(f"{k}={v}" for k, v in grid.params_at(deps, worst).items())
             raise ConfigError(
-                f"experiments.{name}.grid: the point ({shown}) needs about {need / 2**20:,.0f} MiB per trial, "
-                f"over memory_budget_mb = {settings.memory_budget_mb}; shrink n, d or noise_draws, or raise memory_budget_mb"
+                f"experiments.{name}.grid: the point ({shown}) needs about {need / 2**20:,.0f} MiB "
+                "per trial, "
+                f"over memory_budget_mb = {settings.memory_budget_mb}; shrink n, d or noise_draws, "
+                "or raise memory_budget_mb"
             )
 
 

@@ -58,7 +58,10 @@ def check_duplicates(text: str, where: str) -> None:
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     guard.check_aliases(node, where)
     for path, key, line, again in duplicate_keys(node):
-        raise ConfigError(f"{where}: {key_path([*path, key])}: key given twice (lines {line} and {again}); keep one")
+        raise ConfigError(
+            f"{where}: {key_path([*path, key])}: key given twice (lines {line} and {again}); keep "
+            "one"
+        )
 
 
 def load(path: str | Path):

@@ -24,7 +24,9 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     kind = get_kind(store.read_meta(summary_path)["kind"])
     unknown = [f for f in figures or [] if f not in kind.figures]
     if unknown:
-        raise AttnsimError(f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(kind.figures)}")
+        raise AttnsimError(
+            f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(kind.figures)}"
+        )
     module = kind.submodule("figures")
     frame = store.read_table(summary_path).to_pandas()
     written = []
@@ -53,7 +55,10 @@ def render_all(summaries: list[Path], outdir: Path, threads: int = 1) -> list[Pa
         return [p for job in jobs for p in render(*job)]
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1), multiprocessing.get_context("fork").Pool(min(threads, len(jobs))) as pool:
+    with (
+        threadpool_limits(limits=1),
+        multiprocessing.get_context("fork").Pool(min(threads, len(jobs))) as pool,
+    ):
         return [p for written in pool.starmap(render, jobs, chunksize=1) for p in written]
 
 

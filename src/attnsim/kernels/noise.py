@@ -59,4 +59,6 @@ def standard_noise32(rng: np.random.Generator, family: str, shape) -> np.ndarray
         cosine *= radius
         cosine /= chi2
         return cosine.reshape(shape)
-    raise ValueError(f"unknown noise family {family!r}; expected one of {', '.join(NOISE_FAMILIES)}")
+    raise ValueError(
+        f"unknown noise family {family!r}; expected one of {', '.join(NOISE_FAMILIES)}"
+    )

@@ -43,7 +43,9 @@ def _builtins() -> dict[str, Kind]:
     return found
 
 
-_KINDS: dict[str, Kind] | None = None  # filled once per process; plugins that import attnsim while loading see the built-ins
+_KINDS: dict[str, Kind] | None = (
+    None  # filled once per process; plugins that import attnsim while loading see the built-ins
+)
 _BROKEN: dict[str, str] = {}
 
 
@@ -58,11 +60,17 @@ def registry() -> tuple[dict[str, Kind], dict[str, str]]:
         try:
             kind = _as_kind(ep.load())
         except Exception as error:  # noqa: BLE001 (any failure of third-party code: report it in one line)
-            _BROKEN[ep.name] = f"{where}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+            _BROKEN[ep.name] = (
+                f"{where}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(
+                    ": "
+                )
+            )
             continue
         if kind.name in kinds:
             _BROKEN[ep.name] = (
-                f"{where}: kind name {kind.name!r} clashes with {'a built-in' if kind.package.startswith(__name__) else 'another'} kind; rename it"
+                f"{where}: kind name {kind.name!r} clashes with "
+                f"{'a built-in' if kind.package.startswith(__name__) else 'another'} kind; rename "
+                "it"
             )
             continue
         kinds[kind.name] = kind
@@ -78,7 +86,9 @@ def all_kinds() -> dict[str, Kind]:
 def _builtin(name: str) -> Kind | None:
     """The built-in kind `name` alone, without importing every other kind (a job needs only its
     own: the registry imports all, with their kernels' dependencies)."""
-    if not name.isidentifier() or not any(m.name == name and m.ispkg for m in pkgutil.iter_modules(__path__)):
+    if not name.isidentifier() or not any(
+        m.name == name and m.ispkg for m in pkgutil.iter_modules(__path__)
+    ):
         return None
     kind = _as_kind(importlib.import_module(f"{__name__}.{name}"))
     return kind if kind.name == name else None
@@ -94,7 +104,9 @@ def get_kind(name: str) -> Kind:
         for message in broken.values():
             if f"'{name}'" in message:
                 raise ConfigError(message) from None
-        raise ConfigError(f"unknown experiment kind {name!r}; expected one of {', '.join(kinds)}") from None
+        raise ConfigError(
+            f"unknown experiment kind {name!r}; expected one of {', '.join(kinds)}"
+        ) from None
 
 
 def as_kind(kind: Kind | str) -> Kind:

@@ -66,20 +66,31 @@ class Param(Column):
             schema = {"type": "string"}
         else:
             raise TypeError(f"grid parameter {self.name}: unsupported type {self.type}")
-        for key, value in (("minimum", self.minimum), ("maximum", self.maximum), ("exclusiveMinimum", self.exclusive_minimum)):
+        for key, value in (
+            ("minimum", self.minimum),
+            ("maximum", self.maximum),
+            ("exclusiveMinimum", self.exclusive_minimum),
+        ):
             if value is not None:
                 schema[key] = value
         return schema
 
     def list_schema(self) -> dict:
-        schema = {"description": self.doc, "type": "array", "minItems": 1, "uniqueItems": True, "items": self.item_schema()}
+        schema = {
+            "description": self.doc,
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": True,
+            "items": self.item_schema(),
+        }
         if self.default is not None:
             schema["default"] = [self.default]
         return schema
 
 
 Params = Mapping[str, object]
-# (generator, trials in block, the points sharing these draws) -> per point: metric -> (trials,) array
+# (generator, trials in block, the points sharing these draws) -> per point: metric -> (trials,)
+# array
 BlockKernel = Callable[[np.random.Generator, int, Sequence[Params]], list[dict[str, np.ndarray]]]
 
 
@@ -97,15 +108,25 @@ class Kind:
     simulate_block: BlockKernel
     theory: Callable[[Params], dict[str, object]]
     main_metric: str
-    figures: tuple[str, ...] = ()  # functions of `<package>.figures`, each (summary DataFrame) -> Figure
-    headline: Callable[[object], str] | None = None  # (summary DataFrame) -> one line for the run summary
+    figures: tuple[
+        str, ...
+    ] = ()  # functions of `<package>.figures`, each (summary DataFrame) -> Figure
+    headline: Callable[[object], str] | None = (
+        None  # (summary DataFrame) -> one line for the run summary
+    )
     extra_columns: tuple[Column, ...] = field(default=())
     extra_summary: Callable[[dict[str, np.ndarray], Params], dict[str, object]] | None = None
-    constant_metrics: tuple[str, ...] = ()  # per-trial columns that are constant per point: no mean/CI
+    constant_metrics: tuple[
+        str, ...
+    ] = ()  # per-trial columns that are constant per point: no mean/CI
     entropy_figure: str = ""  # a figure of this kind showing the entropy between 0 and log n (cited by the entropy-bounds claim)
-    extreme_metrics: tuple[str, ...] = ()  # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
-    # metrics a trial may leave non-finite (+inf or NaN: a diverged training run): their mean, SE and CI are over
-    # the finite trials only, and the summary adds `<m>_finite`, the number of those trials (medians etc.: extra_summary)
+    extreme_metrics: tuple[
+        str, ...
+    ] = ()  # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
+    # metrics a trial may leave non-finite (+inf or NaN: a diverged training run): their mean, SE
+    # and CI are over
+    # the finite trials only, and the summary adds `<m>_finite`, the number of those trials (medians
+    # etc.: extra_summary)
     finite_metrics: tuple[str, ...] = ()
     # metrics a trial may leave NaN or +/-inf by definition, summaries unchanged (kappa of a noise
     # without the moment the delta method needs; a quantity that does not apply at a point);
@@ -113,14 +134,22 @@ class Kind:
     # (attnsim.run.validate checks every block; finite_metrics may be non-finite too)
     nonfinite_metrics: tuple[str, ...] = ()
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
-    check_grid: Callable[[Mapping[str, list]], None] | None = None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
-    assets: tuple[str, ...] = ()  # data the kernel reads (attnsim.models.assets names), fetched before any job runs
-    provenance: Callable[[], dict] | None = None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
-    # Optional: `theory` over columns, (param name -> numpy array) -> (theory column -> array), the same
+    check_grid: Callable[[Mapping[str, list]], None] | None = (
+        None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
+    )
+    assets: tuple[
+        str, ...
+    ] = ()  # data the kernel reads (attnsim.models.assets names), fetched before any job runs
+    provenance: Callable[[], dict] | None = (
+        None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
+    )
+    # Optional: `theory` over columns, (param name -> numpy array) -> (theory column -> array), the
+    # same
     # numbers as `theory` point by point (tests compare them); a summary of a million points then
     # costs no million Python calls. Without it, `theory` is called per point.
     theory_table: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]] | None = None
-    # A small valid experiment of this kind ({"trials": ..., "grid": {...}}, every parameter listed):
+    # A small valid experiment of this kind ({"trials": ..., "grid": {...}}, every parameter
+    # listed):
     # the docs' examples and the scale tests, which lengthen its last float parameter with two or
     # more values to a million points. Built-in kinds must declare one (a test checks).
     example: Mapping[str, object] | None = None
@@ -136,7 +165,9 @@ class Kind:
     def block_trials(self, params: Params) -> int:
         """Trials per random-number block: a function of the stream parameters only."""
         per_trial = max(1, self.bytes_per_trial(params))
-        return int(min(MAX_BLOCK_TRIALS, max(1, self.block_factor * TARGET_BLOCK_BYTES // per_trial)))
+        return int(
+            min(MAX_BLOCK_TRIALS, max(1, self.block_factor * TARGET_BLOCK_BYTES // per_trial))
+        )
 
     def grid_schema(self) -> dict:
         """JSON Schema of `experiments.<name>.grid` for this kind, from its parameter declarations."""
@@ -153,4 +184,6 @@ class Kind:
 
     def caption(self, figure: str) -> Path:
         """The report caption of one of the kind's figures: `report/<figure>.rst` in its package."""
-        return Path(importlib.import_module(self.package).__file__).parent / "report" / f"{figure}.rst"
+        return (
+            Path(importlib.import_module(self.package).__file__).parent / "report" / f"{figure}.rst"
+        )

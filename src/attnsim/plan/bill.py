@@ -32,7 +32,9 @@ class Bill:
         return sum(self.jobs.values())
 
 
-def bill(settings: Settings, plans: Mapping[str, ExperimentPlan], root: Path, threads: int = 1) -> Bill:
+def bill(
+    settings: Settings, plans: Mapping[str, ExperimentPlan], root: Path, threads: int = 1
+) -> Bill:
     points = to_run = trials = 0
     cpu = largest = 0.0
     mem = 0
@@ -50,7 +52,12 @@ def bill(settings: Settings, plans: Mapping[str, ExperimentPlan], root: Path, th
         simulate += len(plan.pending)
         if plan.pending or not store.summary_path(root, plan.kind, name).exists():
             stale += 1
-    jobs = {"simulate": simulate, "collect": stale, "figures": 1 if stale else 0, "claims": 1 if stale else 0}
+    jobs = {
+        "simulate": simulate,
+        "collect": stale,
+        "figures": 1 if stale else 0,
+        "claims": 1 if stale else 0,
+    }
     return Bill(len(plans), points, to_run, trials, jobs, cpu / 3600, largest / 3600, mem, threads)
 
 
@@ -62,14 +69,25 @@ def render(b: Bill, settings: Settings, at_once: int | None = None) -> str:
     """A few lines; under a cluster profile (`max_jobs` set) the job count against the limit."""
     jobs = ", ".join(f"{rule} {count:,}" for rule, count in b.jobs.items())
     lines = [
-        f"plan: {b.experiments} experiments, {b.points:,} points ({b.points_to_run:,} to run, up to {b.trials_to_run:,} trials)",
+        f"plan: {b.experiments} experiments, {b.points:,} points ({b.points_to_run:,} to run, up "
+        f"to {b.trials_to_run:,} trials)",
         f"  jobs to run: {jobs} (total {b.total_jobs:,})",
-        f"  simulate: about {_hours(b.cpu_hours)} estimated (largest job {_hours(b.largest_job_hours)}), "
-        f"peak memory per job {b.peak_mem_mb:,} MB at {b.threads} thread{'s' if b.threads > 1 else ''}",
+        f"  simulate: about {_hours(b.cpu_hours)} estimated (largest job "
+        f"{_hours(b.largest_job_hours)}), "
+        f"peak memory per job {b.peak_mem_mb:,} MB at {b.threads} "
+        f"thread{'s' if b.threads > 1 else ''}",
     ]
-    sizing = f"jobs sized by cost: job_minutes = {settings.job_minutes:g}" + (f", chunk_size = {settings.chunk_size:,}" if settings.chunk_size else "")
-    limit = f"{b.jobs['simulate']:,} simulate jobs of max_jobs = {settings.max_jobs:,}" if settings.max_jobs else "no max_jobs set"
-    lines.append(f"  {sizing}; {limit}" + (f"; at most {at_once:,} at once (--jobs)" if at_once else ""))
+    sizing = f"jobs sized by cost: job_minutes = {settings.job_minutes:g}" + (
+        f", chunk_size = {settings.chunk_size:,}" if settings.chunk_size else ""
+    )
+    limit = (
+        f"{b.jobs['simulate']:,} simulate jobs of max_jobs = {settings.max_jobs:,}"
+        if settings.max_jobs
+        else "no max_jobs set"
+    )
+    lines.append(
+        f"  {sizing}; {limit}" + (f"; at most {at_once:,} at once (--jobs)" if at_once else "")
+    )
     return "\n".join(lines)
 
 
@@ -77,7 +95,8 @@ def check_limit(b: Bill, settings: Settings) -> None:
     """One line when the sweep needs more simulate jobs than `max_jobs`: nothing may be submitted."""
     if settings.max_jobs is not None and b.jobs["simulate"] > settings.max_jobs:
         raise ConfigError(
-            f"max_jobs: the sweep needs {b.jobs['simulate']:,} simulate jobs, over max_jobs = {settings.max_jobs:,}; "
+            f"max_jobs: the sweep needs {b.jobs['simulate']:,} simulate jobs, over max_jobs = "
+            f"{settings.max_jobs:,}; "
             f"raise job_minutes (now {settings.job_minutes:g}) for fewer, larger jobs"
             + (", or raise or remove chunk_size" if settings.chunk_size else "")
             + ", or raise max_jobs if the cluster allows it; nothing was submitted"

@@ -34,7 +34,11 @@ class ChunkSpec:
     @cached_property
     def id(self) -> str:
         base = chunk_id(list(self.points))
-        return base if self.extends is None else topup_id(base, self.trials, self.target_se, self.max_trials)
+        return (
+            base
+            if self.extends is None
+            else topup_id(base, self.trials, self.target_se, self.max_trials)
+        )
 
     @cached_property
     def cost(self):
@@ -44,7 +48,9 @@ class ChunkSpec:
         kind, points, trials = self.kind, self.points, self.trial_cap
         per_point = [kind.bytes_per_trial(p.params) for p in points]
         streams = {p.stream: b for p, b in zip(points, per_point)}
-        work = (3 * sum(streams.values()) + sum(per_point)) * trials * SECONDS_PER_BYTE + POINT_WORK * len(points)
+        work = (
+            3 * sum(streams.values()) + sum(per_point)
+        ) * trials * SECONDS_PER_BYTE + POINT_WORK * len(points)
         block = max(kind.block_trials(p.params) * b for p, b in zip(points, per_point))
         return ChunkCost(len(points), trials, work, block, len(kind.metrics) + len(kind.params) + 4)
 
@@ -75,9 +81,21 @@ class ChunkSpec:
             spec = json.loads(text)
             kind = get_kind(spec["kind"])
             if spec["params"] != list(kind.param_names):
-                raise ValueError(f"parameters {spec['params']} do not match kind {kind.name}: {list(kind.param_names)}")
+                raise ValueError(
+                    f"parameters {spec['params']} do not match kind {kind.name}: "
+                    f"{list(kind.param_names)}"
+                )
             points = tuple(points_from_rows(kind, spec["points"]))
-            return cls(spec["experiment"], kind, spec["seed"], spec["trials"], points, spec.get("target_se"), spec.get("max_trials"), spec.get("extends"))
+            return cls(
+                spec["experiment"],
+                kind,
+                spec["seed"],
+                spec["trials"],
+                points,
+                spec.get("target_se"),
+                spec.get("max_trials"),
+                spec.get("extends"),
+            )
         except (ValueError, KeyError, TypeError, AttnsimError) as error:
             raise ConfigError(f"chunk spec: {error}") from None
 
@@ -85,4 +103,6 @@ class ChunkSpec:
 def topup_id(base: str, trials: int, target_se: float | None, max_trials: int | None) -> str:
     """The id of a top-up chunk: its points' chunk id and the trial settings it computes to (a
     file name apart from the chunk it extends, which keeps the points' plain id)."""
-    return digest({"chunk": base, "trials": trials, "target_se": target_se, "max_trials": max_trials})
+    return digest(
+        {"chunk": base, "trials": trials, "target_se": target_se, "max_trials": max_trials}
+    )

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 
 from attnsim.errors import AttnsimError
 
-SINFO = ["sinfo", "--noheader", "--Node", "--format", "%P|%c|%m|%l"]  # one line per (node, partition)
+SINFO = [
+    "sinfo",
+    "--noheader",
+    "--Node",
+    "--format",
+    "%P|%c|%m|%l",
+]  # one line per (node, partition)
 PROFILE = "workflow/profiles/slurm/config.yaml"
 
 
@@ -76,7 +82,13 @@ def parse_sinfo(text: str) -> dict[str, Partition]:
         old = partitions.get(name)
         if old is not None:
             cpus_n, mem_n = max(cpus_n, old.cpus), max(mem_n, old.mem_mb)
-        partitions[name] = Partition(name, cpus_n, mem_n, parse_time_limit(limit), default or (old is not None and old.default))
+        partitions[name] = Partition(
+            name,
+            cpus_n,
+            mem_n,
+            parse_time_limit(limit),
+            default or (old is not None and old.default),
+        )
     return partitions
 
 
@@ -97,22 +109,32 @@ def check(requests: Iterable[Request], partitions: dict[str, Partition]) -> None
         if part is None:
             if r.partition:
                 raise ClusterFitError(
-                    f"{r.rule} asks for partition {r.partition}, which sinfo does not list (partitions: {', '.join(sorted(partitions))}); fix slurm_partition"
+                    f"{r.rule} asks for partition {r.partition}, which sinfo does not list "
+                    f"(partitions: {', '.join(sorted(partitions))}); fix slurm_partition"
                 )
             continue  # no default partition: sbatch will say so
         if r.cpus > part.cpus:
             raise ClusterFitError(
-                f"{r.rule} asks for {r.cpus} CPUs per task, partition {part.name}'s largest node has {part.cpus}; lower set-threads in {PROFILE}"
+                f"{r.rule} asks for {r.cpus} CPUs per task, partition {part.name}'s largest node "
+                f"has {part.cpus}; lower set-threads in {PROFILE}"
             )
         if r.mem_mb is not None and part.mem_mb and r.mem_mb > part.mem_mb:
             raise ClusterFitError(
-                f"{r.rule} asks for {r.mem_mb} MB of memory (mem_mb), partition {part.name}'s largest node has {part.mem_mb} MB; "
-                f"lower chunk_size or set-threads, or choose a partition with bigger nodes (slurm_partition in {PROFILE})"
+                f"{r.rule} asks for {r.mem_mb} MB of memory (mem_mb), partition {part.name}'s "
+                f"largest node has {part.mem_mb} MB; "
+                "lower chunk_size or set-threads, or choose a partition with bigger nodes "
+                f"(slurm_partition in {PROFILE})"
             )
-        if r.runtime_min is not None and part.time_limit_min is not None and r.runtime_min > part.time_limit_min:
+        if (
+            r.runtime_min is not None
+            and part.time_limit_min is not None
+            and r.runtime_min > part.time_limit_min
+        ):
             raise ClusterFitError(
-                f"{r.rule} asks for {r.runtime_min:g} min of run time (runtime), partition {part.name}'s time limit is {part.time_limit_min:g} min; "
-                f"lower chunk_size, or choose a partition with a longer limit (slurm_partition in {PROFILE})"
+                f"{r.rule} asks for {r.runtime_min:g} min of run time (runtime), partition "
+                f"{part.name}'s time limit is {part.time_limit_min:g} min; "
+                "lower chunk_size, or choose a partition with a longer limit (slurm_partition in "
+                f"{PROFILE})"
             )
 
 
@@ -131,7 +153,13 @@ def job_request(job) -> Request:
     per_cpu = _number(res.get("mem_mb_per_cpu"))
     if per_cpu:
         mem = per_cpu * cpus
-    return Request(job.rule.name, max(1, cpus), None if mem is None else int(mem), _number(res.get("runtime")), res.get("slurm_partition") or None)
+    return Request(
+        job.rule.name,
+        max(1, cpus),
+        None if mem is None else int(mem),
+        _number(res.get("runtime")),
+        res.get("slurm_partition") or None,
+    )
 
 
 def largest_requests(jobs: Iterable) -> list[Request]:
@@ -144,7 +172,11 @@ def largest_requests(jobs: Iterable) -> list[Request]:
         old = largest.get((r.rule, r.partition))
         if old is not None:
             r = Request(
-                r.rule, max(r.cpus, old.cpus), max(r.mem_mb or 0, old.mem_mb or 0) or None, max(r.runtime_min or 0, old.runtime_min or 0) or None, r.partition
+                r.rule,
+                max(r.cpus, old.cpus),
+                max(r.mem_mb or 0, old.mem_mb or 0) or None,
+                max(r.runtime_min or 0, old.runtime_min or 0) or None,
+                r.partition,
             )
         largest[(r.rule, r.partition)] = r
     return list(largest.values())

@@ -18,13 +18,20 @@ SECONDS_PER_BYTE = 2e-9  # measured order of magnitude: ~0.5 GB/s of working set
 # Long chunks start first (longest-processing-time-first keeps every core busy to the end) and
 # a short chunk whose experiment still needs its summary and figures starts before other
 # experiments' figures, so no core waits on a last chain of summary -> figures at the end.
-TYPICAL_OVERESTIMATE = 30  # chunk_work_seconds / measured seconds: median over the default sweep (10-63 by kind)
+TYPICAL_OVERESTIMATE = (
+    30  # chunk_work_seconds / measured seconds: median over the default sweep (10-63 by kind)
+)
 # What a point costs besides its kernels (its blocks' Python calls, its rows in the table and the
-# Parquet file): ~0.1 ms measured for the cheapest points (softmax entropy at n = 16: 1,000 points of 100 trials, 1 thread),
+# Parquet file): ~0.1 ms measured for the cheapest points (softmax entropy at n = 16: 1,000 points
+# of 100 trials, 1 thread),
 # in chunk_work_seconds units (x TYPICAL_OVERESTIMATE). It is what a sweep of cheap points costs.
 POINT_SECONDS = 1e-4
 POINT_WORK = POINT_SECONDS * TYPICAL_OVERESTIMATE
-POSTPROCESS_SECONDS = {"figures": 3.5, "collect": 1.5, "claims": 1.0}  # measured, default sweep on this project's VMs
+POSTPROCESS_SECONDS = {
+    "figures": 3.5,
+    "collect": 1.5,
+    "claims": 1.0,
+}  # measured, default sweep on this project's VMs
 PRIORITY = {
     "figures": POSTPROCESS_SECONDS["figures"],
     "collect": POSTPROCESS_SECONDS["collect"] + POSTPROCESS_SECONDS["figures"],

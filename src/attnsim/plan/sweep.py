@@ -24,7 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from attnsim import files
-from attnsim.config.grid import GridColumns, Point, canonical_column_value, chunk_id_of, grid_columns, points_from_rows, row_ids
+from attnsim.config.grid import (
+    GridColumns,
+    Point,
+    canonical_column_value,
+    chunk_id_of,
+    grid_columns,
+    points_from_rows,
+    row_ids,
+)
 from attnsim.config.load import Settings
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
@@ -50,7 +58,9 @@ class Chunk:
     chunk's spec as its provenance recorded it."""
 
     id: str
-    cost: resources.ChunkCost | None  # None for finished chunks until asked (see ExperimentPlan.cost)
+    cost: (
+        resources.ChunkCost | None
+    )  # None for finished chunks until asked (see ExperimentPlan.cost)
     rows: np.ndarray | None = None  # pending: indices into the experiment's grid
     spec_text: str | None = None  # finished: the spec from its provenance
     extends: str | None = None  # pending top-up: the stored chunk whose trials it reuses
@@ -68,7 +78,9 @@ class ExperimentPlan:
     table: dict[str, Chunk] = field(default_factory=dict)  # chunk id -> chunk, finished and pending
     pending: list[str] = field(default_factory=list)  # chunk ids still to compute
     done_points: int = 0
-    replaced: list[Path] = field(default_factory=list)  # stored chunks that top-ups replace (removed once they exist)
+    replaced: list[Path] = field(
+        default_factory=list
+    )  # stored chunks that top-ups replace (removed once they exist)
 
     @property
     def n_points(self) -> int:
@@ -93,7 +105,16 @@ class ExperimentPlan:
             return ChunkSpec.from_json(entry.spec_text)
         kind = get_kind(self.kind)
         points = tuple(points_from_rows(kind, self.grid.rows(entry.rows)))
-        return ChunkSpec(self.name, kind, self.seed, self.trials, points, self.target_se, self.max_trials, entry.extends)
+        return ChunkSpec(
+            self.name,
+            kind,
+            self.seed,
+            self.trials,
+            points,
+            self.target_se,
+            self.max_trials,
+            entry.extends,
+        )
 
     def spec_json(self, chunk: str, **extra) -> str:
         """The chunk's spec as `ChunkSpec.to_json` writes it (plus `extra` keys), from the columns."""
@@ -138,7 +159,11 @@ class _Specs(Mapping):
 
 def _old_settings(meta: dict) -> str:
     spec = json.loads(meta.get("spec", "{}"))
-    adaptive = f", target_se={spec['target_se']}, max_trials={spec['max_trials']}" if "target_se" in spec else ""
+    adaptive = (
+        f", target_se={spec['target_se']}, max_trials={spec['max_trials']}"
+        if "target_se" in spec
+        else ""
+    )
     return f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version {meta.get('algorithm_version')}"
 
 
@@ -155,11 +180,18 @@ class GridCosts:
 
 def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> GridCosts:
     per_trial = grid.evaluate(kind.bytes_per_trial).astype(np.float64)
-    block_trials = np.minimum(MAX_BLOCK_TRIALS, np.maximum(1, (kind.block_factor * TARGET_BLOCK_BYTES) // np.maximum(1, per_trial).astype(np.int64)))
+    block_trials = np.minimum(
+        MAX_BLOCK_TRIALS,
+        np.maximum(
+            1, (kind.block_factor * TARGET_BLOCK_BYTES) // np.maximum(1, per_trial).astype(np.int64)
+        ),
+    )
     streams = grid.stream_codes()
     first = np.ones(len(streams), dtype=bool)
     first[1:] = streams[1:] != streams[:-1]
-    work = per_trial * trial_cap * resources.SECONDS_PER_BYTE * (1 + 3 * first) + resources.POINT_WORK
+    work = (
+        per_trial * trial_cap * resources.SECONDS_PER_BYTE * (1 + 3 * first) + resources.POINT_WORK
+    )
     return GridCosts(per_trial, block_trials * per_trial, streams, work)
 
 
@@ -170,21 +202,35 @@ def chunk_bounds(costs: np.ndarray, size: int, budget: float = math.inf) -> list
     bounds, start, count = [], 0, len(costs)
     while start < count:
         base = total[start - 1] if start else 0.0
-        reach = int(np.searchsorted(total, base + budget, side="left")) + 1 if math.isfinite(budget) else count
+        reach = (
+            int(np.searchsorted(total, base + budget, side="left")) + 1
+            if math.isfinite(budget)
+            else count
+        )
         end = min(reach, start + size, count)
         bounds.append((start, end))
         start = end
     return bounds
 
 
-def chunk_cost(kind: Kind, costs: GridCosts, rows: np.ndarray, trial_cap: int) -> resources.ChunkCost:
+def chunk_cost(
+    kind: Kind, costs: GridCosts, rows: np.ndarray, trial_cap: int
+) -> resources.ChunkCost:
     """`ChunkSpec.cost` of the chunk of these grid rows, from the columns."""
     per_trial = costs.bytes_per_trial[rows]
     streams = costs.streams[rows]
     _, last = np.unique(streams[::-1], return_index=True)
     stream_bytes = per_trial[::-1][last].sum()
-    work = (3 * stream_bytes + per_trial.sum()) * trial_cap * resources.SECONDS_PER_BYTE + resources.POINT_WORK * len(rows)
-    return resources.ChunkCost(len(rows), trial_cap, float(work), int(costs.block_bytes[rows].max()), len(kind.metrics) + len(kind.params) + 4)
+    work = (
+        3 * stream_bytes + per_trial.sum()
+    ) * trial_cap * resources.SECONDS_PER_BYTE + resources.POINT_WORK * len(rows)
+    return resources.ChunkCost(
+        len(rows),
+        trial_cap,
+        float(work),
+        int(costs.block_bytes[rows].max()),
+        len(kind.metrics) + len(kind.params) + 4,
+    )
 
 
 def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
@@ -201,12 +247,17 @@ def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
             distinct, inverse = np.unique(raw, return_inverse=True)
         else:  # anything else (mixed types, huge ints): one dict lookup per value
             distinct, inverse = _unique_unordered(column)
-        found = np.array([where.get(canonical_column_value(param, v), -1) for v in distinct.tolist()], dtype=np.int64)
+        found = np.array(
+            [where.get(canonical_column_value(param, v), -1) for v in distinct.tolist()],
+            dtype=np.int64,
+        )
         positions.append(found[inverse.ravel()])
     inside = np.logical_and.reduce([p >= 0 for p in positions])
     flat = np.full(len(points), -1, dtype=np.int64)
     if inside.any():
-        flat[inside] = np.ravel_multi_index([p[inside] for p in positions], tuple(len(grid.values[n]) for n in kind.param_names))
+        flat[inside] = np.ravel_multi_index(
+            [p[inside] for p in positions], tuple(len(grid.values[n]) for n in kind.param_names)
+        )
     return flat
 
 
@@ -223,12 +274,23 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     kind = get_kind(experiment.kind)
     grid = grid_columns(experiment)
     plan = ExperimentPlan(
-        name, experiment.kind, grid, seed=settings.seed, trials=experiment.trials, target_se=experiment.target_se, max_trials=experiment.max_trials
+        name,
+        experiment.kind,
+        grid,
+        seed=settings.seed,
+        trials=experiment.trials,
+        target_se=experiment.target_se,
+        max_trials=experiment.max_trials,
     )
     for other in sorted(Path(root, "trials").glob(f"kind=*/experiment={name}")):
-        if other.name and other.parent.name != f"kind={experiment.kind}" and any(other.glob("*.parquet")):
+        if (
+            other.name
+            and other.parent.name != f"kind={experiment.kind}"
+            and any(other.glob("*.parquet"))
+        ):
             raise StoreError(
-                f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now says kind={experiment.kind}; rename the experiment or move that folder away"
+                f"{other}: experiment {name!r} was stored as {other.parent.name}, the config now "
+                f"says kind={experiment.kind}; rename the experiment or move that folder away"
             )
     done = np.zeros(grid.size, dtype=bool)
     extendable = []  # stored chunks with fewer trials than the config asks for: topped up below
@@ -254,8 +316,18 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
         if len(rows):
             ids = point_ids(grid, rows)
             for start, end in chunk_bounds(costs.point_work[rows], size, budget):
-                chunk = topup_id(chunk_id_of(ids[start:end]), experiment.trials, experiment.target_se, experiment.max_trials)
-                plan.table[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows[start:end], trial_cap), rows=rows[start:end], extends=old)
+                chunk = topup_id(
+                    chunk_id_of(ids[start:end]),
+                    experiment.trials,
+                    experiment.target_se,
+                    experiment.max_trials,
+                )
+                plan.table[chunk] = Chunk(
+                    chunk,
+                    chunk_cost(kind, costs, rows[start:end], trial_cap),
+                    rows=rows[start:end],
+                    extends=old,
+                )
                 plan.pending.append(chunk)
             done[rows] = True
         plan.replaced.append(path)
@@ -270,36 +342,57 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     return plan
 
 
-def _stored_settings(path: Path, meta: dict, spec: dict, settings: Settings, experiment, kind: Kind) -> bool:
+def _stored_settings(
+    path: Path, meta: dict, spec: dict, settings: Settings, experiment, kind: Kind
+) -> bool:
     """True if a stored chunk has the config's trial settings, False if the config asks for more
     trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
     the missing blocks are computed, `attnsim.run.simulate.simulate_points`); otherwise the rows
     would mix, or fewer trials would drop computed ones: one line, nothing runs."""
     old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
     new = (experiment.trials, experiment.target_se, experiment.max_trials)
-    lineage = meta.get("seed") == settings.seed and meta.get("algorithm_version") == kind.algorithm_version
+    lineage = (
+        meta.get("seed") == settings.seed
+        and meta.get("algorithm_version") == kind.algorithm_version
+    )
     if lineage and old == new:
         return True
     if lineage:
         if old[1] is None and new[1] is None and new[0] > old[0]:  # more trials
             return False
-        if old[0] == new[0] and new[1] is not None and (old[1] is None or (new[1] <= old[1] and new[2] >= old[2])):
+        if (
+            old[0] == new[0]
+            and new[1] is not None
+            and (old[1] is None or (new[1] <= old[1] and new[2] >= old[2]))
+        ):
             return False  # more rounds of the same size: adaptive from fixed, lower target_se, higher max_trials
         if old[1] is None and new[1] is None or old[0] == new[0]:
             raise StoreError(
-                f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer trials (trials={experiment.trials}"
-                + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
+                f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer "
+                f"trials (trials={experiment.trials}"
+                + (
+                    f", target_se={experiment.target_se}, max_trials={experiment.max_trials}"
+                    if experiment.target_se
+                    else ""
+                )
                 + "); computed trials are never dropped: ask for at least as many, or move that folder away (or rename the experiment) and rerun"
             )
     raise StoreError(
-        f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for trials={experiment.trials}, "
+        f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for "
+        f"trials={experiment.trials}, "
         f"seed={settings.seed}"
-        + (f", target_se={experiment.target_se}, max_trials={experiment.max_trials}" if experiment.target_se else "")
+        + (
+            f", target_se={experiment.target_se}, max_trials={experiment.max_trials}"
+            if experiment.target_se
+            else ""
+        )
         + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
     )
 
 
-def chunk_limits(settings: Settings, points: int, total_work: float, trial_cap: int) -> tuple[int, float]:
+def chunk_limits(
+    settings: Settings, points: int, total_work: float, trial_cap: int
+) -> tuple[int, float]:
     """(most points, cost budget) of an experiment's chunks. Jobs are sized by cost: the whole grid's
     estimated work (done or not, so the cut does not depend on progress) in ceil(work / job) chunks
     of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
@@ -310,7 +403,9 @@ def chunk_limits(settings: Settings, points: int, total_work: float, trial_cap: 
     size = max(1, MAX_CHUNK_ROWS // trial_cap)
     if settings.chunk_size:
         size = min(size, settings.chunk_size)
-        budget = min(budget, MAX_CHUNK_COST_RATIO * total_work / math.ceil(points / settings.chunk_size))
+        budget = min(
+            budget, MAX_CHUNK_COST_RATIO * total_work / math.ceil(points / settings.chunk_size)
+        )
     return size, budget
 
 
@@ -352,8 +447,13 @@ def experiments_spec_path(results: Path) -> Path:
 def write_experiment_specs(settings: Settings, results: Path) -> None:
     """Each experiment's settings and the sweep's name -> kind map, as files for the jobs that need
     them (at a run's start; a file that already says the same is left alone)."""
-    texts = {experiment_spec_path(results, name): experiment_json(settings, name) for name in settings.experiments}
-    texts[experiments_spec_path(results)] = json.dumps({name: e.kind for name, e in settings.experiments.items()}, sort_keys=True)
+    texts = {
+        experiment_spec_path(results, name): experiment_json(settings, name)
+        for name in settings.experiments
+    }
+    texts[experiments_spec_path(results)] = json.dumps(
+        {name: e.kind for name, e in settings.experiments.items()}, sort_keys=True
+    )
     for path, text in texts.items():
         try:
             if path.read_text() == text:
@@ -393,14 +493,23 @@ def read_spec_file(path: Path) -> SpecFile:
     try:
         text = Path(path).read_text()
     except OSError as error:
-        raise ConfigError(f"{path}: the chunk's spec file is missing ({error.strerror}); the submitting run writes it at its start") from None
+        raise ConfigError(
+            f"{path}: the chunk's spec file is missing ({error.strerror}); the submitting run "
+            "writes it at its start"
+        ) from None
     return SpecFile(ChunkSpec.from_json(text), int(json.loads(text).get("threads", 1)))
 
 
 def experiment_json(settings: Settings, name: str) -> str:
     """The experiment's own settings as JSON: what its summary and figures depend on."""
     e = settings.experiments[name]
-    spec = {"experiment": name, "kind": e.kind, "trials": e.trials, "seed": settings.seed, "grid": e.grid}
+    spec = {
+        "experiment": name,
+        "kind": e.kind,
+        "trials": e.trials,
+        "seed": settings.seed,
+        "grid": e.grid,
+    }
     if e.target_se is not None:
         spec |= {"target_se": e.target_se, "max_trials": e.max_trials}
     return json.dumps(spec, sort_keys=True, separators=(",", ":"))

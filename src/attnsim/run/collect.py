@@ -35,9 +35,14 @@ def trials_by_point(tables, metrics: list[str]) -> dict[str, dict[str, np.ndarra
         runs = pc.run_end_encode(ids)
         ends = runs.run_ends.to_numpy()
         columns = {name: table[name].to_numpy() for name in metrics}
-        for pid, lo, hi in zip(runs.values.to_pylist(), np.r_[0, ends[:-1]].tolist(), ends.tolist()):
+        for pid, lo, hi in zip(
+            runs.values.to_pylist(), np.r_[0, ends[:-1]].tolist(), ends.tolist()
+        ):
             if pid in out:
-                raise StoreError(f"point {pid} has rows in more than one place of the store (stored twice?); move the experiment's folder away and rerun")
+                raise StoreError(
+                    f"point {pid} has rows in more than one place of the store (stored twice?); "
+                    "move the experiment's folder away and rerun"
+                )
             out[pid] = {name: values[lo:hi] for name, values in columns.items()}
     return out
 
@@ -49,27 +54,44 @@ def stop_reason(values: np.ndarray, target_se: float | None) -> str:
 
 
 def summarise_points(
-    kind: Kind | str, experiment: str, trials: dict[str, dict[str, np.ndarray]], points: list[Point], target_se: float | None = None
+    kind: Kind | str,
+    experiment: str,
+    trials: dict[str, dict[str, np.ndarray]],
+    points: list[Point],
+    target_se: float | None = None,
 ) -> pa.Table:
     """One summary row per point of `points`, in that order, from `trials_by_point` (other points are ignored)."""
     kind = as_kind(kind)
     schema = store.summary_schema(kind)
     missing = [p.id for p in points if p.id not in trials]
     if missing:
-        raise StoreError(f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: {missing[0]})")
+        raise StoreError(
+            f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: "
+            f"{missing[0]})"
+        )
     rows = []
     for point in points:
         pid, params, metrics = point.id, dict(point.params), trials[point.id]
-        row = {"point_id": pid, **params, "n_trials": len(metrics[kind.main_metric]), "stop_reason": stop_reason(metrics[kind.main_metric], target_se)}
+        row = {
+            "point_id": pid,
+            **params,
+            "n_trials": len(metrics[kind.main_metric]),
+            "stop_reason": stop_reason(metrics[kind.main_metric], target_se),
+        }
         for name in kind.summary_metrics:
             values = metrics[name]
-            if name in kind.finite_metrics:  # a diverged run's +inf/NaN: left out of the mean and counted
+            if (
+                name in kind.finite_metrics
+            ):  # a diverged run's +inf/NaN: left out of the mean and counted
                 values = values[np.isfinite(values)]
                 row[f"{name}_finite"] = int(values.size)
             for suffix, value in mean_ci(values).items():
                 row[f"{name}_{suffix}"] = value
         for name in kind.extreme_metrics:
-            row[f"{name}_min"], row[f"{name}_max"] = float(np.min(metrics[name])), float(np.max(metrics[name]))
+            row[f"{name}_min"], row[f"{name}_max"] = (
+                float(np.min(metrics[name])),
+                float(np.max(metrics[name])),
+            )
         row.update(kind.theory(params))
         if kind.extra_summary:
             row.update(kind.extra_summary(metrics, params))
@@ -98,7 +120,9 @@ def mean_ci_rows(x: np.ndarray) -> dict[str, np.ndarray]:
     return {"mean": mean, "se": se, "ci_low": low, "ci_high": high}
 
 
-def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, tables, target_se: float | None = None) -> pa.Table:
+def summarise_chunks(
+    kind: Kind | str, experiment: str, grid: GridColumns, tables, target_se: float | None = None
+) -> pa.Table:
     """The summary of `grid`'s points (in enumeration order) from chunk tables, one table at a
     time: memory holds one chunk's trials and the summary's columns, never every trial. Each
     point's trials are one run of rows of one chunk (as `trials_by_point` reads them); points of
@@ -110,8 +134,12 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
     position = {pid: i for i, pid in enumerate(ids)}
     size = len(ids)
     metrics = [m.name for m in kind.metrics]
-    columns: dict[str, np.ndarray] = {f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS}
-    columns |= {f"{m}_{s}": np.full(size, math.nan) for m in kind.extreme_metrics for s in ("min", "max")}
+    columns: dict[str, np.ndarray] = {
+        f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS
+    }
+    columns |= {
+        f"{m}_{s}": np.full(size, math.nan) for m in kind.extreme_metrics for s in ("min", "max")
+    }
     finite = [m for m in kind.summary_metrics if m in kind.finite_metrics]
     columns |= {f"{m}_finite": np.zeros(size, dtype=np.int64) for m in finite}
     main_se = np.full(size, math.inf)
@@ -125,7 +153,10 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
         where = codes[starts]
         ours = where[where >= 0]
         if seen[ours].any() or len(np.unique(where)) < len(where):
-            raise StoreError("a point has rows in more than one place of the store (stored twice?); move the experiment's folder away and rerun")
+            raise StoreError(
+                "a point has rows in more than one place of the store (stored twice?); move the "
+                "experiment's folder away and rerun"
+            )
         seen[ours] = True
         values = {name: table[name].to_numpy() for name in metrics}
         lengths = ends - starts
@@ -140,13 +171,22 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
             for name in kind.summary_metrics:
                 if name in finite:
                     continue  # over each point's finite trials: below, point by point
-                stats = main if name == kind.main_metric else mean_ci_rows(_runs(values[name], rows, length))
+                stats = (
+                    main
+                    if name == kind.main_metric
+                    else mean_ci_rows(_runs(values[name], rows, length))
+                )
                 for suffix in STATS:
                     columns[f"{name}_{suffix}"][at] = stats[suffix]
             for name in kind.extreme_metrics:
                 block = _runs(values[name], rows, length)
-                columns[f"{name}_min"][at], columns[f"{name}_max"][at] = block.min(axis=1), block.max(axis=1)
-        for name in finite:  # a diverged run's +inf/NaN: left out of the mean and counted (as summarise_points)
+                columns[f"{name}_min"][at], columns[f"{name}_max"][at] = (
+                    block.min(axis=1),
+                    block.max(axis=1),
+                )
+        for name in (
+            finite
+        ):  # a diverged run's +inf/NaN: left out of the mean and counted (as summarise_points)
             for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
                 if i >= 0:
                     kept = values[name][lo:hi]
@@ -158,14 +198,23 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
             for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
                 if i >= 0:
                     params = dict(zip(kind.param_names, grid.rows(np.array([i]))[0]))
-                    extra[i] = kind.extra_summary({name: v[lo:hi] for name, v in values.items()}, params)
+                    extra[i] = kind.extra_summary(
+                        {name: v[lo:hi] for name, v in values.items()}, params
+                    )
         del table, values
     if not seen.all():
         missing = np.flatnonzero(~seen)
-        raise StoreError(f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: {ids[missing[0]]})")
+        raise StoreError(
+            f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: "
+            f"{ids[missing[0]]})"
+        )
     arrays: dict[str, object] = {"point_id": ids, "n_trials": n_trials}
     arrays |= {name: grid.column(name) for name in kind.param_names}
-    arrays["stop_reason"] = ["trials"] * size if target_se is None else np.where(main_se <= target_se, "target_se", "max_trials").tolist()
+    arrays["stop_reason"] = (
+        ["trials"] * size
+        if target_se is None
+        else np.where(main_se <= target_se, "target_se", "max_trials").tolist()
+    )
     arrays |= columns
     arrays |= theory_columns(kind, grid)
     if extra is not None:
@@ -173,7 +222,9 @@ def summarise_chunks(kind: Kind | str, experiment: str, grid: GridColumns, table
             arrays[column.name] = [e.get(column.name) for e in extra]
     for name in schema.names:  # a kind's extra column that its summary does not fill stays null
         arrays.setdefault(name, [None] * size)
-    return pa.Table.from_arrays([pa.array(arrays[f.name], type=f.type) for f in schema], schema=schema)
+    return pa.Table.from_arrays(
+        [pa.array(arrays[f.name], type=f.type) for f in schema], schema=schema
+    )
 
 
 def _runs(column: np.ndarray, rows: np.ndarray | None, length: int) -> np.ndarray:
@@ -189,9 +240,19 @@ def _grid_codes(ids: pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
         if not pa.types.is_dictionary(piece.type):
             piece = pc.dictionary_encode(piece)
         lookup = np.array(
-            [position.get(pid, None) if pid in position else foreign.setdefault(pid, -1 - len(foreign)) for pid in piece.dictionary.to_pylist()], dtype=np.int64
+            [
+                position.get(pid, None)
+                if pid in position
+                else foreign.setdefault(pid, -1 - len(foreign))
+                for pid in piece.dictionary.to_pylist()
+            ],
+            dtype=np.int64,
         )
-        parts.append(lookup[piece.indices.to_numpy(zero_copy_only=False)] if len(lookup) else np.zeros(0, dtype=np.int64))
+        parts.append(
+            lookup[piece.indices.to_numpy(zero_copy_only=False)]
+            if len(lookup)
+            else np.zeros(0, dtype=np.int64)
+        )
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
@@ -201,7 +262,13 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
     names = [c.name for c in kind.theory_columns]
     if kind.theory_table is not None:
         table = kind.theory_table(
-            {name: np.asarray(grid.column(name), dtype=object if isinstance(grid.values[name][0], str) else None) for name in kind.param_names}
+            {
+                name: np.asarray(
+                    grid.column(name),
+                    dtype=object if isinstance(grid.values[name][0], str) else None,
+                )
+                for name in kind.param_names
+            }
         )
         return {name: np.asarray(table[name]).tolist() for name in names}
     deps, theory = grid.distinct(kind.theory)
@@ -225,7 +292,10 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
     metrics = [m.name for m in kind.metrics]
     # copies of a chunk named, CPU classes counted, before anything is summarised
     inputs = store.inputs_provenance(chunk_paths, spec["experiment"])
-    tables = (store.read_table(Path(p), ["point_id", *metrics], dictionary=["point_id"]) for p in chunk_paths)
+    tables = (
+        store.read_table(Path(p), ["point_id", *metrics], dictionary=["point_id"])
+        for p in chunk_paths
+    )
     summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
     meta = store.provenance(
         table="summary",
@@ -234,12 +304,20 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         seed=spec["seed"],
         trials=spec["trials"],
         config_hash=digest(spec),
-        results_key=store.results_key(kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")),
+        results_key=store.results_key(
+            kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")
+        ),
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
         **inputs,  # the chunks' content digests and CPU classes
         **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta)
-    log.info("%s: %d points summarised from %d chunk files in %.2f s", spec["experiment"], summary.num_rows, len(chunk_paths), time.perf_counter() - started)
+    log.info(
+        "%s: %d points summarised from %d chunk files in %.2f s",
+        spec["experiment"],
+        summary.num_rows,
+        len(chunk_paths),
+        time.perf_counter() - started,
+    )
     return Path(output)

@@ -15,7 +15,11 @@ import shutil
 import sys
 from pathlib import Path
 
-DEFAULT_ARGS = ["--cores", "all", "--rerun-incomplete"]  # also in profiles/default (plain snakemake)
+DEFAULT_ARGS = [
+    "--cores",
+    "all",
+    "--rerun-incomplete",
+]  # also in profiles/default (plain snakemake)
 REPORT = "results/report.html"
 
 HELP = f"""\
@@ -90,7 +94,13 @@ def stale_lock(workdir: Path) -> bool:
 
 def command(extra: list[str]) -> list[str]:
     snakemake = shutil.which("snakemake") or "snakemake"
-    defaults = [a for a in DEFAULT_ARGS if not (a in ("--cores", "all") and any(x in extra for x in ("--cores", "-c", "--jobs", "-j")))]
+    defaults = [
+        a
+        for a in DEFAULT_ARGS
+        if not (
+            a in ("--cores", "all") and any(x in extra for x in ("--cores", "-c", "--jobs", "-j"))
+        )
+    ]
     return [snakemake, *defaults, *extra]
 
 
@@ -107,10 +117,19 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
     if stale_lock(workdir):
-        print("attnsim: removing the lock left by an interrupted run (no Snakemake process is working here)", file=sys.stderr)
+        print(
+            "attnsim: removing the lock left by an interrupted run (no Snakemake process is "
+            "working here)",
+            file=sys.stderr,
+        )
         import subprocess
 
-        subprocess.run([command([])[0], "--unlock", "--cores", "1", *extra_config(extra)], cwd=workdir, check=False, capture_output=True)
+        subprocess.run(
+            [command([])[0], "--unlock", "--cores", "1", *extra_config(extra)],
+            cwd=workdir,
+            check=False,
+            capture_output=True,
+        )
     cmd = command(extra)
     print("attnsim: " + " ".join(cmd), file=sys.stderr)
     os.execv(cmd[0], cmd)
@@ -122,11 +141,15 @@ def plan(extra: list[str], workdir: Path = Path(".")) -> int:
     `attnsim.plan.bill`) or the one-line error that stops the sweep."""
     import subprocess
 
-    result = subprocess.run(command(["--dry-run", *extra]), cwd=workdir, capture_output=True, text=True)
+    result = subprocess.run(
+        command(["--dry-run", *extra]), cwd=workdir, capture_output=True, text=True
+    )
     lines = result.stdout.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("plan: ")), None)
     if start is not None:
-        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+        end = next(
+            (i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines)
+        )
         print("\n".join(lines[start:end]))
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith("attnsim: error")]
@@ -141,7 +164,15 @@ def extra_config(extra: list[str]) -> list[str]:
         if take:
             keep.append(arg)
             take -= 1
-        elif arg in ("--configfile", "--configfiles", "--config", "-s", "--snakefile", "-d", "--directory"):
+        elif arg in (
+            "--configfile",
+            "--configfiles",
+            "--config",
+            "-s",
+            "--snakefile",
+            "-d",
+            "--directory",
+        ):
             keep.append(arg)
             take = 1
     return keep

@@ -78,7 +78,10 @@ def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, dict]:
     for point in spec.points:
         if point.id in where:
             s, e = where[point.id]
-            known[point.id] = ({m: columns[m][s:e] for m in metrics}, stored_blocks(spec.kind, point.params, old["trials"], e - s))
+            known[point.id] = (
+                {m: columns[m][s:e] for m in metrics},
+                stored_blocks(spec.kind, point.params, old["trials"], e - s),
+            )
     return known, old
 
 
@@ -117,7 +120,10 @@ def simulate_points(
         stream, members, block, count, offset = task
         if all(m.id in known and (block, offset, count) in known[m.id][1] for m in members):
             reused[0] += count * len(members)
-            return [{name: values[offset : offset + count] for name, values in known[m.id][0].items()} for m in members]
+            return [
+                {name: values[offset : offset + count] for name, values in known[m.id][0].items()}
+                for m in members
+            ]
         params = [m.params for m in members]
         output = kind.simulate_block(block_generator(seed, stream, block), count, params)
         validate.check_block(kind, members, count, output)  # shape, dtype, NaN as the kind declares
@@ -129,7 +135,10 @@ def simulate_points(
             for stream, members in active.items():
                 sizes = round_blocks(kind, members[0].params, trials)
                 starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) + round_ * trials
-                tasks += [(stream, members, round_ * len(sizes) + j, count, int(starts[j])) for j, count in enumerate(sizes)]
+                tasks += [
+                    (stream, members, round_ * len(sizes) + j, count, int(starts[j]))
+                    for j, count in enumerate(sizes)
+                ]
             for (_, members, _, _, _), per_point in zip(tasks, pool.map(run, tasks)):
                 for member, metrics in zip(members, per_point):
                     for name, values in metrics.items():
@@ -139,13 +148,23 @@ def simulate_points(
             active = {
                 stream: need
                 for stream, members in active.items()
-                if (need := [m for m in members if standard_error(np.concatenate(pieces[m.id][kind.main_metric])) > target_se])
+                if (
+                    need := [
+                        m
+                        for m in members
+                        if standard_error(np.concatenate(pieces[m.id][kind.main_metric]))
+                        > target_se
+                    ]
+                )
             }
             if not active:
                 break
     if stats is not None:
         stats["reused_trials"] = reused[0]
-    return {pid: {name: np.concatenate(parts) for name, parts in metrics.items()} for pid, metrics in pieces.items()}
+    return {
+        pid: {name: np.concatenate(parts) for name, parts in metrics.items()}
+        for pid, metrics in pieces.items()
+    }
 
 
 def seconds_since_job_start() -> tuple[float, float] | None:
@@ -204,11 +223,16 @@ def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Tab
     schema = store.trials_schema(kind)
     counts = [len(results[point.id][kind.main_metric]) for point in points]
     columns = {"point_id": _repeated([p.id for p in points], counts, schema.field("point_id").type)}
-    columns["trial"] = _arrow(np.concatenate([np.arange(c, dtype=np.int64) for c in counts]), pa.int64())
+    columns["trial"] = _arrow(
+        np.concatenate([np.arange(c, dtype=np.int64) for c in counts]), pa.int64()
+    )
     for name in kind.param_names:
         columns[name] = _repeated([p.params[name] for p in points], counts, schema.field(name).type)
     for metric in kind.metrics:
-        columns[metric.name] = _arrow(np.concatenate([results[p.id][metric.name] for p in points]), schema.field(metric.name).type)
+        columns[metric.name] = _arrow(
+            np.concatenate([results[p.id][metric.name] for p in points]),
+            schema.field(metric.name).type,
+        )
     return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
 
 
@@ -227,7 +251,9 @@ def _repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
     lengths = np.repeat(np.array([len(e) for e in encoded], dtype=np.int64), counts)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(type_, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.Array.from_buffers(
+        type_, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 def _process_cpu_seconds() -> float:
@@ -236,18 +262,29 @@ def _process_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path | None = None) -> Path:
+def run_chunk(
+    spec: ChunkSpec, output: Path, threads: int = 1, resources: Path | None = None
+) -> Path:
     """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
     assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields (`Kind.provenance`)."""
     started = time.perf_counter()
     if resources is not None:
         assets.set_resources(resources)
     points = list(spec.points)
-    log.info("chunk %s: %d points x %d trials of %s/%s on %d thread(s)", spec.id, len(points), spec.trials, spec.kind.name, spec.experiment, threads)
+    log.info(
+        "chunk %s: %d points x %d trials of %s/%s on %d thread(s)",
+        spec.id,
+        len(points),
+        spec.trials,
+        spec.kind.name,
+        spec.experiment,
+        threads,
+    )
     since = seconds_since_job_start()
     if since is not None:
         log.info(
-            "chunk %s: first kernel call %.2f s after the job's process started (%s); this process started at %.2f s",
+            "chunk %s: first kernel call %.2f s after the job's process started (%s); this process "
+            "started at %.2f s",
             spec.id,
             since[0],
             JOB_START_NOTE,
@@ -257,12 +294,29 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path |
     if spec.extends is not None:  # a top-up: reuse the stored chunk's trial blocks
         source = Path(output).parent / f"chunk-{spec.extends}.parquet"
         known, old_spec = stored_trials(spec, source)
-        topped_up = {key: old_spec.get(key) for key in ("trials", "target_se", "max_trials")} | {"chunk": spec.extends}
+        topped_up = {key: old_spec.get(key) for key in ("trials", "target_se", "max_trials")} | {
+            "chunk": spec.extends
+        }
     stats: dict = {}
-    results = simulate_points(spec.kind, spec.seed, spec.trials, points, threads, spec.target_se, spec.max_trials, known=known, stats=stats)
+    results = simulate_points(
+        spec.kind,
+        spec.seed,
+        spec.trials,
+        points,
+        threads,
+        spec.target_se,
+        spec.max_trials,
+        known=known,
+        stats=stats,
+    )
     if source is not None:
         topped_up["reused_trials"] = stats["reused_trials"]
-        log.info("chunk %s: tops up chunk %s: %d stored trials reused", spec.id, spec.extends, stats["reused_trials"])
+        log.info(
+            "chunk %s: tops up chunk %s: %d stored trials reused",
+            spec.id,
+            spec.extends,
+            stats["reused_trials"],
+        )
     log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
     table = trials_table(spec.kind, points, results)
     meta = store.provenance(
@@ -270,17 +324,26 @@ def run_chunk(spec: ChunkSpec, output: Path, threads: int = 1, resources: Path |
         experiment=spec.experiment,
         kind=spec.kind.name,
         chunk=spec.id,
-        results_key=store.results_key(spec.kind, spec.trials, spec.seed, spec.target_se, spec.max_trials),
+        results_key=store.results_key(
+            spec.kind, spec.trials, spec.seed, spec.target_se, spec.max_trials
+        ),
         seed=spec.seed,
         trials=spec.trials,
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
         cpu=cpu.provenance(),  # the CPU class that computed these rows (docs/usage.md, Reproducibility)
-        **({"topped_up": topped_up} if topped_up else {}),  # the chunk it replaces, its settings, the trials reused
+        **(
+            {"topped_up": topped_up} if topped_up else {}
+        ),  # the chunk it replaces, its settings, the trials reused
         **(spec.kind.provenance() if spec.kind.provenance else {}),
     )
     store.write_atomic(table, output, meta)
     log.info(
-        "chunk %s: %d rows written to %s in %.2f s; process CPU %.2f s", spec.id, table.num_rows, output, time.perf_counter() - started, _process_cpu_seconds()
+        "chunk %s: %d rows written to %s in %.2f s; process CPU %.2f s",
+        spec.id,
+        table.num_rows,
+        output,
+        time.perf_counter() - started,
+        _process_cpu_seconds(),
     )
     return Path(output)

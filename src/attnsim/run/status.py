@@ -29,7 +29,9 @@ def show(config: Path, root: Path) -> str:
             }
         )
     known = set(settings.experiments)
-    extra = sorted({p.parent.name.removeprefix("experiment=") for p in store.chunk_files(root)} - known)
+    extra = sorted(
+        {p.parent.name.removeprefix("experiment=") for p in store.chunk_files(root)} - known
+    )
     import pandas as pd
 
     text = pd.DataFrame(rows).to_string(index=False)
@@ -87,9 +89,13 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             lines.append(f"{name:<20} {e.kind:<20} (no summary yet)")
             continue
         s = store.read_table(path).to_pandas()
-        low, high = (int(s["n_trials"].min()), int(s["n_trials"].max())) if len(s) else (e.trials, e.trials)
+        low, high = (
+            (int(s["n_trials"].min()), int(s["n_trials"].max())) if len(s) else (e.trials, e.trials)
+        )
         trials = f"{e.trials}" if low == high == e.trials else f"{low}-{high}"
-        adaptive = f" (rounds of {e.trials} to SE <= {e.target_se:g})" if e.target_se is not None else ""
+        adaptive = (
+            f" (rounds of {e.trials} to SE <= {e.target_se:g})" if e.target_se is not None else ""
+        )
         lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {trials} trials{adaptive}")
         classes = store.read_meta(path).get("cpu_classes", {})
         if len(classes) > 1:
@@ -103,10 +109,17 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         from attnsim.claims.io import from_table
         from attnsim.claims.render import short
 
-        lines += ["", "claims (results/claims.html, results/claims.md, attnsim claims):", short(from_table(store.read_table(claims_file)))]
+        lines += [
+            "",
+            "claims (results/claims.html, results/claims.md, attnsim claims):",
+            short(from_table(store.read_table(claims_file))),
+        ]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
-    lines.append(f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained file; attnsim run --report: with the run)")
+    lines.append(
+        f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained "
+        "file; attnsim run --report: with the run)"
+    )
     lines.append(f"figures: {Path(root).parent / 'figures'}/")
     if elapsed is not None:
         lines.append(f"wall time: {elapsed:.1f} s")

@@ -32,7 +32,9 @@ def tune_allocator() -> bool:
     """Raise glibc's mmap and trim thresholds once per process; True if they are in effect."""
     global _applied
     if _applied is None:
-        _applied = _mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and _mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+        _applied = _mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and _mallopt(
+            M_TRIM_THRESHOLD, TRIM_THRESHOLD
+        )
         log.debug("glibc malloc thresholds %s", "raised" if _applied else "unchanged (no mallopt)")
     return _applied
 

@@ -38,10 +38,13 @@ SQRT2 = math.sqrt(2.0)
 SQRT3 = math.sqrt(3.0)
 GUMBEL_BETA = math.sqrt(6.0) / math.pi  # gumbel scale per unit standard deviation
 LAPLACE_B = 1.0 / SQRT2  # laplace scale per unit standard deviation
-POLE_TOL = 1e-12  # k b or k beta this close to 1 counts as the divergence (rounding of k* = 1/b, 1/beta)
+POLE_TOL = (
+    1e-12  # k b or k beta this close to 1 counts as the divergence (rounding of k* = 1/b, 1/beta)
+)
 ORDER_CAP = 4  # `finite_moment_order` reports at most this: all the orders the correction uses
 
-# sigma below which the k-th exponential moment is finite (k = 3, 4): laplace k b < 1, gumbel k beta < 1
+# sigma below which the k-th exponential moment is finite (k = 3, 4): laplace k b < 1, gumbel k beta
+# < 1
 THRESHOLDS = {
     ("laplace", 3): SQRT2 / 3,
     ("laplace", 4): SQRT2 / 4,
@@ -52,7 +55,9 @@ THRESHOLDS = {
 
 def _check(noise: str, sigma: float) -> None:
     if noise not in NOISE_FAMILIES:
-        raise ValueError(f"unknown noise family {noise!r}; expected one of {', '.join(NOISE_FAMILIES)}")
+        raise ValueError(
+            f"unknown noise family {noise!r}; expected one of {', '.join(NOISE_FAMILIES)}"
+        )
     if not sigma >= 0:
         raise ValueError(f"noise scale must be >= 0, got {sigma}")
 
@@ -115,11 +120,15 @@ def finite_moment_order(noise, sigma, cap: int = ORDER_CAP):
     Decided by the same test as `log_exp_moment` (k b < 1, k beta < 1), so the boundary cases
     agree with the closed forms: at k = k* exactly the moment is infinite and k is not counted.
     """
-    noise_arr, sigma_arr = np.broadcast_arrays(np.asarray(noise, dtype=object), np.asarray(sigma, dtype=np.float64))
+    noise_arr, sigma_arr = np.broadcast_arrays(
+        np.asarray(noise, dtype=object), np.asarray(sigma, dtype=np.float64)
+    )
     out = np.empty(noise_arr.shape, dtype=np.int64)
     for idx in np.ndindex(noise_arr.shape):
         fam, s = str(noise_arr[idx]), float(sigma_arr[idx])
-        out[idx] = max((k for k in range(cap + 1) if math.isfinite(log_exp_moment(fam, s, k))), default=0)
+        out[idx] = max(
+            (k for k in range(cap + 1) if math.isfinite(log_exp_moment(fam, s, k))), default=0
+        )
     return int(out) if out.ndim == 0 else out
 
 
@@ -155,7 +164,9 @@ def exp_moment_continued(noise: str, sigma: float, k: float) -> float:
         return 1.0 / (1.0 - kb * kb) if abs(kb - 1) > POLE_TOL else math.nan
     if noise == "gumbel":
         x = 1 - k * sigma * GUMBEL_BETA
-        return math.gamma(x) if abs(x - round(x)) > POLE_TOL else math.nan  # poles at 0, -1, -2, ...
+        return (
+            math.gamma(x) if abs(x - round(x)) > POLE_TOL else math.nan
+        )  # poles at 0, -1, -2, ...
     return math.nan
 
 
@@ -318,7 +329,13 @@ def expansion_from_moments(stats, kappa: float, mu3: float, mu4: float, order: s
     out = kappa * g - 2 * mu3 * c3 + 3 * kappa**2 * g * p2
     if order == "p2":
         c4, m2, p3 = np.asarray(stats["c4"]), np.asarray(stats["m2"]), np.asarray(stats["sum_p3"])
-        out = out + 3 * (mu4 - 3 * kappa**2) * c4 + 6 * kappa**2 * m2 - 4 * kappa * mu3 * (g * p3 + 3 * c3 * p2) + 15 * kappa**3 * g * p2 * p2
+        out = (
+            out
+            + 3 * (mu4 - 3 * kappa**2) * c4
+            + 6 * kappa**2 * m2
+            - 4 * kappa * mu3 * (g * p3 + 3 * c3 * p2)
+            + 15 * kappa**3 * g * p2 * p2
+        )
     return out
 
 
@@ -332,13 +349,18 @@ def sq_err_delta(p, v, noise: str, sigma: float):
 def sq_err_next_order(p, v, noise: str, sigma: float, order: str = "p2"):
     """Next-order prediction of E|o~ - o|^2 for clean weights p (..., n) (normalised here) and values
     v (..., n, d), batched over any leading axes; see `next_order_from_stats` for the orders."""
-    return next_order_from_stats(next_order_stats(p, v, tail_power=moment_order(noise, sigma)), noise, sigma, order)
+    return next_order_from_stats(
+        next_order_stats(p, v, tail_power=moment_order(noise, sigma)), noise, sigma, order
+    )
 
 
-# --------------------------------------------------------------------------- predicted sizes (regimes)
+# --------------------------------------------------------------------------- predicted sizes
+# (regimes)
 
 
-def correction_sizes(noise: str, sigma: float, sum_p2: float, logit_scale: float = 0.0) -> dict[str, float] | None:
+def correction_sizes(
+    noise: str, sigma: float, sum_p2: float, logit_scale: float = 0.0
+) -> dict[str, float] | None:
     """The predicted relative size of each term of the expansion of `ratio` = E|o~ - o|^2 / (kappa G)
     (docs/science.md §2.8) at mean sum p^2 = `sum_p2`, for clean logits s_i ~ N(0, logit_scale^2)
     (logit_scale 0: uniform weights), from the noise law and sum p^2 alone: nothing measured enters.
@@ -360,7 +382,9 @@ def correction_sizes(noise: str, sigma: float, sum_p2: float, logit_scale: float
     if not k_star > 2 or not sum_p2 > 0:
         return None
     kappa, mu3, mu4 = u_moments(noise, sigma, continued=True)
-    if not (kappa > 0 and math.isfinite(kappa)) or (math.isfinite(k_star) and k_star == round(k_star)):
+    if not (kappa > 0 and math.isfinite(kappa)) or (
+        math.isfinite(k_star) and k_star == round(k_star)
+    ):
         return None
     e1, e3 = math.exp(logit_scale**2), math.exp(3 * logit_scale**2)
     p = float(sum_p2)
@@ -368,9 +392,29 @@ def correction_sizes(noise: str, sigma: float, sum_p2: float, logit_scale: float
     tail = 0.0
     if k_star < 5:
         k = k_star
-        tail = -tail_constant(noise, sigma) / kappa * p ** (k - 2) * math.exp(logit_scale**2 * (k - 1) * (k - 2) / 2)
-    second = p * p * (3 * (mu4 - 3 * kappa**2) / kappa * e3 + 6 * kappa * (e3 - 2 * e1 + 1) - 16 * mu3 * e1 + 15 * kappa**2)
-    return {"first": first, "tail": tail, "second": second, "k_star": k_star, "order": prediction_order(noise, sigma)}
+        tail = (
+            -tail_constant(noise, sigma)
+            / kappa
+            * p ** (k - 2)
+            * math.exp(logit_scale**2 * (k - 1) * (k - 2) / 2)
+        )
+    second = (
+        p
+        * p
+        * (
+            3 * (mu4 - 3 * kappa**2) / kappa * e3
+            + 6 * kappa * (e3 - 2 * e1 + 1)
+            - 16 * mu3 * e1
+            + 15 * kappa**2
+        )
+    )
+    return {
+        "first": first,
+        "tail": tail,
+        "second": second,
+        "k_star": k_star,
+        "order": prediction_order(noise, sigma),
+    }
 
 
 def delta_correction(sizes: dict[str, float] | None) -> float:

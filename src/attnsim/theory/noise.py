@@ -47,7 +47,9 @@ def kappa(family: str, sigma: float) -> float:
         return math.expm1(math.lgamma(1 - 2 * beta) - 2 * math.lgamma(1 - beta))
     if family == "student_t":
         return math.inf  # E[e^eps] itself diverges for every sigma > 0
-    raise ValueError(f"unknown noise family {family!r}; expected one of {', '.join(NOISE_FAMILIES)}")
+    raise ValueError(
+        f"unknown noise family {family!r}; expected one of {', '.join(NOISE_FAMILIES)}"
+    )
 
 
 def mean_exp_finite(family: str, sigma: float) -> bool:

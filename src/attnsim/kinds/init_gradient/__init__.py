@@ -18,7 +18,10 @@ from attnsim.theory.entropy import effective_dot_product_scale, small_scale_entr
 PARAMS = (
     N,
     d_param("dimension of queries, keys and values"),
-    scale_param("scale", "std of the entries of q and k_i; logits s_i = q.k_i / sqrt(d); values v_i ~ N(0, I_d)"),
+    scale_param(
+        "scale",
+        "std of the entries of q and k_i; logits s_i = q.k_i / sqrt(d); values v_i ~ N(0, I_d)",
+    ),
 )
 
 METRICS = (
@@ -30,15 +33,31 @@ METRICS = (
 
 THEORY = (
     LOG_N,
-    Column("sigma_eff", F64, "effective logit std scale^2 (given q the logits are N(0, scale^2 ||q||^2 / d), ||q||^2/d -> scale^2)"),
-    Column("entropy_small_scale", F64, "log n - sigma_eff^2 / 2, the small-scale entropy prediction"),
-    Column("grad_sq_uniform", F64, "(d/n)(1 - 1/n): E[grad_sq] for uniform weights p = 1/n (scale -> 0)"),
+    Column(
+        "sigma_eff",
+        F64,
+        "effective logit std scale^2 (given q the logits are N(0, scale^2 ||q||^2 / d), ||q||^2/d "
+        "-> scale^2)",
+    ),
+    Column(
+        "entropy_small_scale", F64, "log n - sigma_eff^2 / 2, the small-scale entropy prediction"
+    ),
+    Column(
+        "grad_sq_uniform",
+        F64,
+        "(d/n)(1 - 1/n): E[grad_sq] for uniform weights p = 1/n (scale -> 0)",
+    ),
     Column("jacobian_fro_uniform", F64, "sqrt((1/n)(1 - 1/n)): jacobian_fro for uniform weights"),
 )
 
 EXTRA = (
     Column("entropy_median", F64, "median over trials of the entropy"),
-    Column("grad_sq_median", F64, "median over trials of grad_sq: the typical trial, where the mean is set by rare near-ties of the top logits"),
+    Column(
+        "grad_sq_median",
+        F64,
+        "median over trials of grad_sq: the typical trial, where the mean is set by rare near-ties "
+        "of the top logits",
+    ),
     Column("jacobian_fro_median", F64, "median over trials of jacobian_fro"),
 )
 
@@ -67,7 +86,10 @@ def theory(p) -> dict[str, object]:
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
-    return {f"{name}_median": float(np.median(metrics[name])) for name in ("entropy", "grad_sq", "jacobian_fro")}
+    return {
+        f"{name}_median": float(np.median(metrics[name]))
+        for name in ("entropy", "grad_sq", "jacobian_fro")
+    }
 
 
 def headline(s) -> str:
@@ -77,7 +99,8 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
+    # lists)
     example={"trials": 100, "grid": {"n": [16, 256], "d": [16], "scale": [0.1, 1.0]}},
     name="init_gradient",
     package=__name__,

@@ -39,11 +39,38 @@ def gradient_vs_entropy(summary: pd.DataFrame):
                 capsize=1.5,
                 zorder=3,
             )
-            top.plot([line["log_n"].iloc[0]], [line[uniform].iloc[0]], marker="*", color=colour, ms=12, mec="k", mew=0.5, ls="none", zorder=4)
+            top.plot(
+                [line["log_n"].iloc[0]],
+                [line[uniform].iloc[0]],
+                marker="*",
+                color=colour,
+                ms=12,
+                mec="k",
+                mew=0.5,
+                ls="none",
+                zorder=4,
+            )
             positive = line[line["scale"] > 0]
-            bottom.plot(positive["scale"], positive[f"{metric}_mean"], "o-", color=colour, ms=3.5, lw=1.2, zorder=3)
-            positive_band(bottom, positive["scale"], positive[f"{metric}_mean"], positive[f"{metric}_ci_low"], positive[f"{metric}_ci_high"], colour)
-            if f"{metric}_median" in positive:  # a median that underflowed to exactly 0 is not drawn
+            bottom.plot(
+                positive["scale"],
+                positive[f"{metric}_mean"],
+                "o-",
+                color=colour,
+                ms=3.5,
+                lw=1.2,
+                zorder=3,
+            )
+            positive_band(
+                bottom,
+                positive["scale"],
+                positive[f"{metric}_mean"],
+                positive[f"{metric}_ci_low"],
+                positive[f"{metric}_ci_high"],
+                colour,
+            )
+            if (
+                f"{metric}_median" in positive
+            ):  # a median that underflowed to exactly 0 is not drawn
                 median = positive[f"{metric}_median"].where(positive[f"{metric}_median"] > 0)
                 bottom.plot(positive["scale"], median, "--", color=colour, lw=1.0, zorder=2)
             bottom.axhline(line[uniform].iloc[0], color=colour, ls=":", lw=1.0, zorder=1)
@@ -52,20 +79,38 @@ def gradient_vs_entropy(summary: pd.DataFrame):
             ax.set_ylabel(f"{label}\n(mean, 95% CI)")
         means = data[f"{metric}_mean"][data[f"{metric}_mean"] > 0]
         if len(means):  # the means set the range; medians far below leave the panel (see the note)
-            bottom.set_ylim(means.min() / 30, max(data[f"{metric}_ci_high"].max(), data[uniform].max()) * 3)
+            bottom.set_ylim(
+                means.min() / 30, max(data[f"{metric}_ci_high"].max(), data[uniform].max()) * 3
+            )
         top.set_xscale("log")
         top.set_xlabel("entropy of the weights  H  (nats, mean with 95% CI; log scale)")
-        top.set_title(f"{'gradient of the output w.r.t. the logits' if metric == 'grad_sq' else 'softmax Jacobian'} vs entropy")
+        top.set_title(
+            f"{'gradient of the output w.r.t. the logits' if metric == 'grad_sq' else 'softmax Jacobian'} vs entropy"
+        )
         bottom.set_xscale("log")
         bottom.set_xlabel("std of the entries of q and kᵢ  (scale)")
         bottom.set_title(f"{'gradient' if metric == 'grad_sq' else 'Jacobian'} vs weight scale")
-        sec = bottom.secondary_xaxis("top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None))))
+        sec = bottom.secondary_xaxis(
+            "top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None)))
+        )
         sec.set_xlabel("effective logit std σ_eff = scale²", fontsize=8.5)
         sec.tick_params(labelsize=7.5)
     d = ", ".join(str(v) for v in sorted(summary["d"].unique()))
-    handles = [Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="*", ms=10, mec="k", mew=0.5, ls="none", label="uniform weights (H = log n): (d/n)(1 − 1/n) and √((1 − 1/n)/n)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="*",
+            ms=10,
+            mec="k",
+            mew=0.5,
+            ls="none",
+            label="uniform weights (H = log n): (d/n)(1 − 1/n) and √((1 − 1/n)/n)",
+        ),
         Line2D([], [], color="0.3", ls=":", label="uniform-weight value (scale → 0)"),
     ]
     if "grad_sq_median" in summary:
@@ -73,8 +118,10 @@ def gradient_vs_entropy(summary: pd.DataFrame):
         fig.text(
             0.5,
             -0.035,
-            "Bottom row: at large scale the mean is set by rare near-ties of the two largest logits and falls like 1/σ_eff;\n"
-            "the typical trial (median, dashed) falls exponentially, out of the panels (below 1e-300 at the largest scales).",
+            "Bottom row: at large scale the mean is set by rare near-ties of the two largest "
+            "logits and falls like 1/σ_eff;\n"
+            "the typical trial (median, dashed) falls exponentially, out of the panels (below "
+            "1e-300 at the largest scales).",
             ha="center",
             va="top",
             fontsize=8.5,
@@ -82,6 +129,7 @@ def gradient_vs_entropy(summary: pd.DataFrame):
         )
     legend_below(fig, handles, ncol=min(len(handles), 6), y=0.01)
     fig.suptitle(
-        f"Attention at initialisation (dot-product logits, values vᵢ ~ N(0, I_d), d = {d}):\nthe logit gradient and the softmax Jacobian vanish as the entropy goes to 0",
+        f"Attention at initialisation (dot-product logits, values vᵢ ~ N(0, I_d), d = {d}):\nthe "
+        "logit gradient and the softmax Jacobian vanish as the entropy goes to 0",
     )
     return fig

@@ -48,7 +48,9 @@ import numpy as np
 from attnsim.kernels.sampling import query_factor, standard_normal
 from attnsim.kernels.softmax import GapSoftmax, exp_neg, gaps
 
-CHUNK_BYTES = 4 * 2**20  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
+CHUNK_BYTES = (
+    4 * 2**20
+)  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
 
 
 def chunk_bytes_per_key(d: int) -> int:
@@ -109,7 +111,14 @@ def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, reco
         sum_p2 = p_top**2 + r2
         jac_sq = (1 + sum_p2) * r2 - 2 * r3 + p_top**2 * (r1**2 + r2)
         totals.append(total)
-        results.append({"entropy": entropy, "jacobian_fro": np.sqrt(np.maximum(jac_sq, 0.0)), "n_eff": 1.0 / sum_p2, "sum_p2": sum_p2})
+        results.append(
+            {
+                "entropy": entropy,
+                "jacobian_fro": np.sqrt(np.maximum(jac_sq, 0.0)),
+                "n_eff": 1.0 / sum_p2,
+                "sum_p2": sum_p2,
+            }
+        )
 
     # values chunk by chunk: sum p w, sum p^2 w (moments) and sum p^2 ||w||^2 per scale
     chunk = key_chunk(n, d)
@@ -139,8 +148,13 @@ def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, reco
     for j, out in enumerate(results):
         u, p2_w = moments[j][:, 0], moments[j][:, 1]
         uu = np.einsum("td,td->t", u, u)
-        out["grad_sq"] = np.maximum(p2_ww[j] - 2 * np.einsum("td,td->t", u, p2_w) + uu * out.pop("sum_p2"), 0.0)
-    results = [{name: out[name] for name in ("entropy", "grad_sq", "jacobian_fro", "n_eff")} for out in results]
+        out["grad_sq"] = np.maximum(
+            p2_ww[j] - 2 * np.einsum("td,td->t", u, p2_w) + uu * out.pop("sum_p2"), 0.0
+        )
+    results = [
+        {name: out[name] for name in ("entropy", "grad_sq", "jacobian_fro", "n_eff")}
+        for out in results
+    ]
     if record:
         return results, Draws(z=z, query_factor=factor, values=np.concatenate(kept, axis=1))
     return results

@@ -9,13 +9,27 @@ import numpy as np
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, LOG_N, STR, N, d_param, scale_param
 from attnsim.kinds.logit_entropy import kernel
-from attnsim.theory.entropy import effective_dot_product_scale, rem_entropy, rem_regime, rem_x, small_scale_entropy
+from attnsim.theory.entropy import (
+    effective_dot_product_scale,
+    rem_entropy,
+    rem_regime,
+    rem_x,
+    small_scale_entropy,
+)
 
 PARAMS = (
     N,
     d_param("dimension of queries and keys (used by dot_product logits only)"),
-    Param("logits", STR, "gaussian: s_i ~ N(0, scale^2); dot_product: s_i = q.k_i / sqrt(d), entries of q, k_i ~ N(0, scale^2)", choices=kernel.LOGITS),
-    scale_param("scale", "std of the logits (gaussian) or of the entries of q and k_i (dot_product)"),
+    Param(
+        "logits",
+        STR,
+        "gaussian: s_i ~ N(0, scale^2); dot_product: s_i = q.k_i / sqrt(d), entries of q, k_i ~ "
+        "N(0, scale^2)",
+        choices=kernel.LOGITS,
+    ),
+    scale_param(
+        "scale", "std of the logits (gaussian) or of the entries of q and k_i (dot_product)"
+    ),
 )
 
 METRICS = (
@@ -28,10 +42,22 @@ METRICS = (
 
 THEORY = (
     LOG_N,
-    Column("sigma_eff", F64, "effective logit std sigma: scale (gaussian) or scale^2 (dot_product, ||q||^2/d -> scale^2)"),
-    Column("entropy_small_scale", F64, "log n - sigma^2/2, the small-scale (self-averaging) prediction; negative values mean it no longer applies"),
+    Column(
+        "sigma_eff",
+        F64,
+        "effective logit std sigma: scale (gaussian) or scale^2 (dot_product, ||q||^2/d -> "
+        "scale^2)",
+    ),
+    Column(
+        "entropy_small_scale",
+        F64,
+        "log n - sigma^2/2, the small-scale (self-averaging) prediction; negative values mean it "
+        "no longer applies",
+    ),
     Column("entropy_rem", F64, "random-energy-model asymptote log n (1 - x^2) for x < 1, 0 beyond"),
-    Column("rem_x", F64, "x = sigma / sqrt(2 log n): weights spread over ~n^(1-x^2) keys while x < 1"),
+    Column(
+        "rem_x", F64, "x = sigma / sqrt(2 log n): weights spread over ~n^(1-x^2) keys while x < 1"
+    ),
     Column("regime", STR, "liquid (x < 1) or frozen (x >= 1: weights condense on O(1) keys)"),
 )
 
@@ -91,8 +117,17 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
-    example={"trials": 100, "grid": {"n": [16, 64], "d": [64], "logits": ["gaussian", "dot_product"], "scale": [0.1, 1.0]}},
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
+    # lists)
+    example={
+        "trials": 100,
+        "grid": {
+            "n": [16, 64],
+            "d": [64],
+            "logits": ["gaussian", "dot_product"],
+            "scale": [0.1, 1.0],
+        },
+    },
     name="logit_entropy",
     package=__name__,
     figures=("entropy_vs_scale", "entropy_collapse"),

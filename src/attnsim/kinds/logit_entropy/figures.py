@@ -39,15 +39,27 @@ def entropy_vs_scale(summary: pd.DataFrame):
     """Mean entropy vs scale (log x), a line per n, a panel per logit model, with theory curves."""
     panels = _entropy_panels(summary)
     colours = n_colours(summary["n"])
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.4), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(5.6 * len(panels), 4.4), squeeze=False, sharey=True
+    )
     for ax, (_title, data) in zip(axes[0], panels):
         logits = data["logits"].iloc[0]
         fine = fine_grid(data["scale"][data["scale"] > 0])
         sigma = _sigma_of_scale(logits, fine)
         for n, line in data[data["scale"] > 0].sort_values("scale").groupby("n"):
             colour = colours[n]
-            ax.plot(line["scale"], line["entropy_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
-            ax.fill_between(line["scale"], line["entropy_ci_low"], line["entropy_ci_high"], color=colour, alpha=0.3, lw=0, zorder=2)
+            ax.plot(
+                line["scale"], line["entropy_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3
+            )
+            ax.fill_between(
+                line["scale"],
+                line["entropy_ci_low"],
+                line["entropy_ci_high"],
+                color=colour,
+                alpha=0.3,
+                lw=0,
+                zorder=2,
+            )
             # log n - sigma^2/2 (small scale) and log n (1 - x^2) (REM, x < 1) are the same curve;
             # it reaches 0 at x = 1, where the REM's frozen phase (H = O(1), drawn at 0) takes over.
             liquid = np.asarray(rem_x(n, sigma)) < 1
@@ -65,19 +77,38 @@ def entropy_vs_scale(summary: pd.DataFrame):
             d = int(data["d"].iloc[0])
             ax.set_title(f"dot-product logits  sᵢ = q·kᵢ/√d,  d = {d}")
             ax.set_xlabel("std of the entries of q and kᵢ  (scale)")
-            top = ax.secondary_xaxis("top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None))))
+            top = ax.secondary_xaxis(
+                "top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None)))
+            )
             top.set_xlabel("effective logit std  σ_eff = scale²", fontsize=8.5)
             top.tick_params(labelsize=7.5)
     axes[0, 0].set_ylabel("entropy of the weights  H  (nats)")
-    handles = [Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
+    ]
     handles += [
         Line2D([], [], color="0.3", marker="o", ms=3.5, label="measured mean (band: 95% CI)"),
         Line2D([], [], color="0.3", ls=":", label="upper bound log n"),
-        Line2D([], [], color="0.3", ls="--", label="theory for x < 1: small-scale log n − σ²/2 = REM log n·(1 − x²)"),
-        Line2D([], [], color="0.3", ls="-.", label="REM frozen phase x = σ/√(2 log n) ≥ 1: H = O(1), drawn at 0"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls="--",
+            label="theory for x < 1: small-scale log n − σ²/2 = REM log n·(1 − x²)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls="-.",
+            label="REM frozen phase x = σ/√(2 log n) ≥ 1: H = O(1), drawn at 0",
+        ),
     ]
     legend_below(fig, handles, ncol=min(len(handles), 5), y=0.02)
-    fig.suptitle("Entropy of softmax attention vs logit scale: measured (mean, 95% CI) against small-scale and random-energy-model theory")
+    fig.suptitle(
+        "Entropy of softmax attention vs logit scale: measured (mean, 95% CI) against small-scale "
+        "and random-energy-model theory"
+    )
     return fig
 
 
@@ -91,7 +122,14 @@ def entropy_collapse(summary: pd.DataFrame):
     markers = {"gaussian": "o", "dot_product": "s"}
     fig, ax = plt.subplots(figsize=(7.2, 5.0))
     x = np.linspace(0, COLLAPSE_X_MAX, 400)
-    ax.plot(x, np.where(x < 1, 1 - x**2, 0.0), color="k", lw=1.6, label="REM limit (n → ∞):  1 − x² for x < 1, 0 beyond", zorder=1)
+    ax.plot(
+        x,
+        np.where(x < 1, 1 - x**2, 0.0),
+        color="k",
+        lw=1.6,
+        label="REM limit (n → ∞):  1 − x² for x < 1, 0 beyond",
+        zorder=1,
+    )
     ax.axvline(1.0, color="0.5", ls=":", lw=1)
     ax.text(1.02, 0.95, "freezing point x = 1", color="0.35", fontsize=8, va="top")
     for (logits, n), part in shown.sort_values("rem_x").groupby(["logits", "n"]):
@@ -110,10 +148,14 @@ def entropy_collapse(summary: pd.DataFrame):
         )
     ax.set_xlim(-0.03, COLLAPSE_X_MAX)
     ax.set_ylim(-0.03, 1.05)
-    ax.set_xlabel("x = σ_eff / √(2 log n)   (σ_eff = scale for gaussian, scale² for dot-product logits)")
+    ax.set_xlabel(
+        "x = σ_eff / √(2 log n)   (σ_eff = scale for gaussian, scale² for dot-product logits)"
+    )
     ax.set_ylabel("normalised entropy  H / log n   (mean, 95% CI)")
     ax.set_title("Entropy collapse across n: measured H / log n vs the random-energy-model limit")
-    handles = [Line2D([], [], color=c, marker="o", ls="none", label=f"n = {n}") for n, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="none", label=f"n = {n}") for n, c in colours.items()
+    ]
     for logits in shown["logits"].unique():
         handles.append(
             Line2D(
@@ -128,8 +170,24 @@ def entropy_collapse(summary: pd.DataFrame):
         )
     handles.append(Line2D([], [], color="k", lw=1.6, label="REM limit 1 − x² (0 for x ≥ 1)"))
     ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
-    notes = ["finite n approaches the limit slowly:", "measured points stay above it near x = 1", "and H / log n = O(1/log n) beyond."]
+    notes = [
+        "finite n approaches the limit slowly:",
+        "measured points stay above it near x = 1",
+        "and H / log n = O(1/log n) beyond.",
+    ]
     if len(hidden):
-        notes += ["", f"{len(hidden)} points with x > {COLLAPSE_X_MAX} not shown", f"(all with H / log n ≤ {hidden['entropy_norm_mean'].max():.2f})"]
-    ax.text(0.015, 0.03, "\n".join(notes), transform=ax.transAxes, fontsize=7.5, color="0.3", va="bottom")
+        notes += [
+            "",
+            f"{len(hidden)} points with x > {COLLAPSE_X_MAX} not shown",
+            f"(all with H / log n ≤ {hidden['entropy_norm_mean'].max():.2f})",
+        ]
+    ax.text(
+        0.015,
+        0.03,
+        "\n".join(notes),
+        transform=ax.transAxes,
+        fontsize=7.5,
+        color="0.3",
+        va="bottom",
+    )
     return fig

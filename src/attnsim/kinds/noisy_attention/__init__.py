@@ -6,11 +6,28 @@ import numpy as np
 
 from attnsim.kinds.base import Kind, Param
 from attnsim.kinds.columns import F64, I64, STR, N, d_param, scale_param
-from attnsim.kinds.logit_noise import EXTRA, METRICS, THEORY, extra_summary, sq_err_next, theory, trial_metrics
+from attnsim.kinds.logit_noise import (
+    EXTRA,
+    METRICS,
+    THEORY,
+    extra_summary,
+    sq_err_next,
+    theory,
+    trial_metrics,
+)
 from attnsim.kinds.noisy_attention import kernel
 from attnsim.theory.noise import NOISE_FAMILIES
 
-__all__ = ("KIND", "EXTRA", "METRICS", "THEORY", "extra_summary", "sq_err_next", "theory", "trial_metrics")
+__all__ = (
+    "KIND",
+    "EXTRA",
+    "METRICS",
+    "THEORY",
+    "extra_summary",
+    "sq_err_next",
+    "theory",
+    "trial_metrics",
+)
 
 PARAMS = (
     N,
@@ -19,10 +36,17 @@ PARAMS = (
     Param(
         "noise",
         STR,
-        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to std noise_scale (docs/science.md §1.3)",
+        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to "
+        "std noise_scale (docs/science.md §1.3)",
         choices=NOISE_FAMILIES,
     ),
-    Param("noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096),
+    Param(
+        "noise_draws",
+        I64,
+        "noisy outputs K per trial, each with fresh noise",
+        minimum=1,
+        maximum=4096,
+    ),
     Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
 )
 
@@ -37,7 +61,14 @@ def bytes_per_trial(p) -> int:
 def simulate_block(rng, trials, points):
     first = points[0]
     per_scale = kernel.simulate(
-        rng, trials, first["n"], first["d"], first["logit_scale"], first["noise"], first["noise_draws"], [p["noise_scale"] for p in points]
+        rng,
+        trials,
+        first["n"],
+        first["d"],
+        first["logit_scale"],
+        first["noise"],
+        first["noise_draws"],
+        [p["noise_scale"] for p in points],
     )
     return [trial_metrics(out, p, trials) for p, out in zip(points, per_scale)]
 
@@ -48,12 +79,16 @@ def headline(s) -> str:
     from attnsim.kinds.noisy_attention.claims import THRESHOLDS, predicted_correction
 
     finite = s[s["kappa_finite"] & (s["kappa"] > 0) & s["err_ratio"].notna()]
-    ok = finite[predicted_correction(finite) <= THRESHOLDS.correction_max] if len(finite) else finite
+    ok = (
+        finite[predicted_correction(finite) <= THRESHOLDS.correction_max] if len(finite) else finite
+    )
     parts = []
     if len(ok):
         parts.append(
-            f"measured/predicted sq_err where the predicted first correction is <= {THRESHOLDS.correction_max:g}: "
-            f"median {np.median(ok['err_ratio']):.3f} (range {ok['err_ratio'].min():.3f}–{ok['err_ratio'].max():.3f}, {len(ok)} points)"
+            "measured/predicted sq_err where the predicted first correction is <= "
+            f"{THRESHOLDS.correction_max:g}: "
+            f"median {np.median(ok['err_ratio']):.3f} (range "
+            f"{ok['err_ratio'].min():.3f}–{ok['err_ratio'].max():.3f}, {len(ok)} points)"
         )
     infinite = int((~s["kappa_finite"]).sum())
     if infinite:
@@ -62,10 +97,18 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last float list)
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last
+    # float list)
     example={
         "trials": 100,
-        "grid": {"n": [16, 64], "d": [16], "logit_scale": [0.0, 1.0], "noise": ["gaussian", "laplace"], "noise_draws": [8], "noise_scale": [0.1, 0.5]},
+        "grid": {
+            "n": [16, 64],
+            "d": [16],
+            "logit_scale": [0.0, 1.0],
+            "noise": ["gaussian", "laplace"],
+            "noise_draws": [8],
+            "noise_scale": [0.1, 0.5],
+        },
     },
     name="noisy_attention",
     package=__name__,

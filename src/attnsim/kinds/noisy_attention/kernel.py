@@ -59,11 +59,15 @@ from attnsim.kernels.sampling import standard_normal
 from attnsim.theory import delta_next
 
 F32 = np.float32
-CHUNK_BYTES = 4 * 2**20  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
+CHUNK_BYTES = (
+    4 * 2**20
+)  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
 EXPM1_LIMIT = 4.0  # sigma * max|z| up to which form 1 (expm1) is used
 EXP_LIMIT = 25.0  # ... and form 2 (unshifted exp); beyond it form 3
 GROUP_SCALES = 8  # at most this many scales share one call of each ufunc / batched matrix product
-GROUP_BYTES = 2**20  # ... and their noisy weights and outputs stay below this per trial (large n: one scale per call, in L2)
+GROUP_BYTES = (
+    2**20
+)  # ... and their noisy weights and outputs stay below this per trial (large n: one scale per call, in L2)
 
 
 def chunk_bytes_per_key(d: int, k: int) -> int:
@@ -96,7 +100,14 @@ def bytes_per_trial(n: int, d: int, k: int) -> int:
     chunks = math.ceil(n / key_chunk(n, d, k))
     sums = GROUP_SCALES * 8 * k * (d + 1) if chunks > 1 else 0
     group = group_scales(n, d, k)
-    return 56 * n + 4 * k * n + key_chunk(n, d, k) * chunk_bytes_per_key(d, k) + group * scale_bytes(n, d, k) + group * 16 * k * (d + 1) + sums
+    return (
+        56 * n
+        + 4 * k * n
+        + key_chunk(n, d, k) * chunk_bytes_per_key(d, k)
+        + group * scale_bytes(n, d, k)
+        + group * 16 * k * (d + 1)
+        + sums
+    )
 
 
 def form(noise_scale: float, bound: float) -> int:
@@ -127,7 +138,9 @@ class CleanSoftmax:
     pair: np.ndarray  # (T, 2, n) float32: p and p^2, the rows of the moments' product
 
 
-def clean_softmax(rng: np.random.Generator, trials: int, n: int, logit_scale: float) -> CleanSoftmax:
+def clean_softmax(
+    rng: np.random.Generator, trials: int, n: int, logit_scale: float
+) -> CleanSoftmax:
     """Draw the logits and put each trial's top key at index 0 (a relabelling: every law is symmetric in the keys)."""
     rows = np.arange(trials)
     logits = standard_normal(rng, (trials, n)).astype(np.float64)
@@ -169,17 +182,27 @@ class NoisePlan:
         return self.log_w32 is not None
 
 
-def plan_noise(rng: np.random.Generator, clean: CleanSoftmax, noise: str, k: int, d: int, scales: np.ndarray) -> NoisePlan:
+def plan_noise(
+    rng: np.random.Generator, clean: CleanSoftmax, noise: str, k: int, d: int, scales: np.ndarray
+) -> NoisePlan:
     """Draw the noise of every key chunk (before any value) and choose each scale's form from sigma * max|z|."""
     trials, n = clean.weights.shape
     chunk = key_chunk(n, d, k)
     starts = range(0, n, chunk)
-    z = [standard_noise32(rng, noise, (trials, k, min(n, start + chunk) - start)) for start in starts]
+    z = [
+        standard_noise32(rng, noise, (trials, k, min(n, start + chunk) - start)) for start in starts
+    ]
     bound = max(max(float(part.max()), -float(part.min())) for part in z)
     forms = np.array([form(s, bound) for s in scales], dtype=int)
     order = np.argsort(forms, kind="stable")
     sigma = scales[order].astype(F32)[:, None, None, None]
-    runs = {f: (int(np.searchsorted(forms[order], f)), int(np.searchsorted(forms[order], f, side="right"))) for f in (1, 2, 3)}
+    runs = {
+        f: (
+            int(np.searchsorted(forms[order], f)),
+            int(np.searchsorted(forms[order], f, side="right")),
+        )
+        for f in (1, 2, 3)
+    }
     heavy = runs[3][1] > runs[3][0]
     log_w32 = clean.log_w.astype(F32) if heavy else None
     row_max = _row_max(z, log_w32, sigma[runs[3][0] : runs[3][1]], chunk) if heavy else None
@@ -259,7 +282,9 @@ def simulate(
     size, group = len(scales), group_scales(n, d, k)
     buffer = np.empty((min(group, size), trials, k, plan.chunk), F32)
     single = len(plan.starts) == 1
-    tails = sorted({t for t in (delta_next.tail_power(noise, float(s)) for s in scales) if t is not None})
+    tails = sorted(
+        {t for t in (delta_next.tail_power(noise, float(s)) for s in scales) if t is not None}
+    )
     powers = (3.0, 4.0, *tails)
     sums = Sums(
         moments=np.zeros((trials, 2, d)),
@@ -290,9 +315,19 @@ def simulate(
             values -= reference
         np.einsum("tmd,tmd->tm", values, values, out=sums.norms[:, start:stop])
         sums.moments += np.matmul(clean.pair[:, :, start:stop], values)
-        _high_moments(clean.weights[:, start:stop], sums.norms[:, start:stop], values, powers, sums.high_w, sums.high_ww, sums.high_p)
+        _high_moments(
+            clean.weights[:, start:stop],
+            sums.norms[:, start:stop],
+            values,
+            powers,
+            sums.high_w,
+            sums.high_ww,
+            sums.high_p,
+        )
         weighted = w32[:, start:stop, None] * values  # p w
-        for g0, g1, out_a, out_b in noisy_outputs(plan, c, weighted, values, clean.pair[:, 0, start:stop, None], buffer, group):
+        for g0, g1, out_a, out_b in noisy_outputs(
+            plan, c, weighted, values, clean.pair[:, 0, start:stop, None], buffer, group
+        ):
             if single:
                 sq_sorted[g0:g1] = _sq_err(out_a, out_b, sums.moments[:, 0], plan.runs, g0)
             else:
@@ -305,11 +340,17 @@ def simulate(
     sq_err[plan.order] = sq_sorted
     result = metrics(clean, sums, sq_err, noise, scales)
     if record:
-        return result, Draws(logits=clean.logits, noise=np.concatenate(plan.z, axis=2), values=np.concatenate(kept, axis=1))
+        return result, Draws(
+            logits=clean.logits,
+            noise=np.concatenate(plan.z, axis=2),
+            values=np.concatenate(kept, axis=1),
+        )
     return result
 
 
-def metrics(clean: CleanSoftmax, sums: Sums, sq_err: np.ndarray, noise: str, scales: np.ndarray) -> list[dict[str, np.ndarray]]:
+def metrics(
+    clean: CleanSoftmax, sums: Sums, sq_err: np.ndarray, noise: str, scales: np.ndarray
+) -> list[dict[str, np.ndarray]]:
     """Per scale, the trial metrics from the block's sums (the formulas of the module docstring)."""
     weights, sum_p2 = clean.weights, clean.sum_p2
     u_o, p2_w = sums.moments[:, 0], sums.moments[:, 1]
@@ -318,16 +359,36 @@ def metrics(clean: CleanSoftmax, sums: Sums, sq_err: np.ndarray, noise: str, sca
     p2_ww = np.einsum("tn,tn,tn->t", weights, weights, sums.norms)
     grad_sq = np.maximum(p2_ww - 2 * np.einsum("td,td->t", u_o, p2_w) + uu * sum_p2, 0.0)
     n_eff = 1.0 / sum_p2
-    # c_r = sum p^r ||w - u_o||^2 = sum p^r ||w||^2 - 2 u_o . sum p^r w + ||u_o||^2 sum p^r, like grad_sq
-    c_high = np.maximum(sums.high_ww - 2 * np.einsum("td,trd->tr", u_o, sums.high_w) + uu[:, None] * sums.high_p, 0.0)
+    # c_r = sum p^r ||w - u_o||^2 = sum p^r ||w||^2 - 2 u_o . sum p^r w + ||u_o||^2 sum p^r, like
+    # grad_sq
+    c_high = np.maximum(
+        sums.high_ww - 2 * np.einsum("td,trd->tr", u_o, sums.high_w) + uu[:, None] * sums.high_p,
+        0.0,
+    )
     m2_vec = p2_w - sum_p2[:, None] * u_o  # sum p^2 (w - u_o) = sum p^2 (v - o)
-    shared = {"sum_p2": sum_p2, "sum_p3": sums.high_p[:, 0], "c3": c_high[:, 0], "c4": c_high[:, 1], "m2": np.einsum("td,td->t", m2_vec, m2_vec)}
+    shared = {
+        "sum_p2": sum_p2,
+        "sum_p3": sums.high_p[:, 0],
+        "c3": c_high[:, 0],
+        "c4": c_high[:, 1],
+        "m2": np.einsum("td,td->t", m2_vec, m2_vec),
+    }
     no_tail = np.full(len(sum_p2), np.nan)
     result = []
     for s, sq in zip(scales, sq_err):
         tail = delta_next.tail_power(noise, float(s))
         c_tail = no_tail if tail is None else c_high[:, sums.powers.index(tail)]
-        result.append({"sq_err": sq, "spread": spread, "grad_sq": grad_sq, "entropy": clean.entropy, "n_eff": n_eff, **shared, "c_tail": c_tail})
+        result.append(
+            {
+                "sq_err": sq,
+                "spread": spread,
+                "grad_sq": grad_sq,
+                "entropy": clean.entropy,
+                "n_eff": n_eff,
+                **shared,
+                "c_tail": c_tail,
+            }
+        )
     return result
 
 
@@ -358,7 +419,9 @@ def _row_max(z, log_w32, sigma, chunk) -> np.ndarray:
     return best
 
 
-def _sq_err(sum_a: np.ndarray, sum_b: np.ndarray, u_o: np.ndarray, runs: dict, first: int) -> np.ndarray:
+def _sq_err(
+    sum_a: np.ndarray, sum_b: np.ndarray, u_o: np.ndarray, runs: dict, first: int
+) -> np.ndarray:
     """mean_k ||o~_k - o||^2, (S, T), for the scales first, first + 1, ... (sorted by form) from
     A = sum f w (S, T, K, d), B = sum f (S, T, K, 1) and u_o = o - r (T, d), in float64, one run
     of scales of the same form at a time (float64 inputs are overwritten)."""

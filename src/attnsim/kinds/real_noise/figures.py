@@ -538,9 +538,7 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
         Line2D([], [], color="0.2", ls=":", lw=1.4, label="two keys (p, 1 − p): 2p(1 − p)"),
     ]
     legend_below(fig, handles, ncol=2, y=-0.02)
-    fig.suptitle(
-        f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)"
-    )
+    fig.suptitle(f"Single attention rows of trained heads ({len(rows):,} rows, coloured by n_eff)")
     return fig
 
 

@@ -25,10 +25,17 @@ PARAMS = (
     Param(
         "embeddings",
         STR,
-        "minilm: MiniLM sentence embeddings of corpus sentences (d = 384); glove: GloVe 6B word vectors of corpus words (d = 50)",
+        "minilm: MiniLM sentence embeddings of corpus sentences (d = 384); glove: GloVe 6B word "
+        "vectors of corpus words (d = 50)",
         choices=("minilm", "glove"),
     ),
-    Param("n", I64, "number of keys (other members of the population)", minimum=2, maximum=max(kernel.POPULATION.values()) - 1),
+    Param(
+        "n",
+        I64,
+        "number of keys (other members of the population)",
+        minimum=2,
+        maximum=max(kernel.POPULATION.values()) - 1,
+    ),
     Param("tau", F64, "temperature: logits are cos(theta_i) / tau", minimum=0.0001, maximum=10000),
 )
 
@@ -36,28 +43,54 @@ METRICS = (
     ENTROPY,
     Column("gap", F64, "log n - H, nats, >= 0"),
     Column("var_cos", F64, "Var_i(cos theta_i) over the trial's n keys"),
-    Column("gap_var_pred", F64, "Var_i(cos theta_i) / (2 tau^2): the small-spread prediction of the gap (§4.5)"),
+    Column(
+        "gap_var_pred",
+        F64,
+        "Var_i(cos theta_i) / (2 tau^2): the small-spread prediction of the gap (§4.5)",
+    ),
     Column("mean_cos", F64, "mean_i cos theta_i over the trial's n keys"),
-    Column("d_eff", F64, "participation ratio (tr S)^2 / tr S^2 of the population's covariance (constant)"),
+    Column(
+        "d_eff",
+        F64,
+        "participation ratio (tr S)^2 / tr S^2 of the population's covariance (constant)",
+    ),
 )
 
 THEORY = (
     LOG_N,
     Column("dim", I64, "dimension d of the embeddings"),
-    Column("gap_exact", F64, "exact finite-n worst case of log n - H over all cosine configurations"),
+    Column(
+        "gap_exact", F64, "exact finite-n worst case of log n - H over all cosine configurations"
+    ),
     Column("gap_asymptotic", F64, "g(tau): the n -> inf worst case; g(1) = 0.4745"),
-    Column("gap_random_direction", F64, "1 / (2 d tau^2): the gap of random directions in R^d while small"),
+    Column(
+        "gap_random_direction",
+        F64,
+        "1 / (2 d tau^2): the gap of random directions in R^d while small",
+    ),
 )
 
 EXTRA = (
     Column("gap_max", F64, "largest gap over all trials of the point"),
-    Column("gap_within_bound", BOOL, "gap_max <= gap_exact + float64 tolerance (as temperature_entropy)"),
+    Column(
+        "gap_within_bound",
+        BOOL,
+        "gap_max <= gap_exact + float64 tolerance (as temperature_entropy)",
+    ),
     Column("gap_var_ratio", F64, "mean(gap) / mean(gap_var_pred), paired over trials"),
     Column("gap_var_ratio_ci_low", F64, "lower end of the 95% interval of gap_var_ratio"),
     Column("gap_var_ratio_ci_high", F64, "upper end of the 95% interval of gap_var_ratio"),
     Column("d_eff", F64, "participation ratio of the population"),
-    Column("gap_random_direction_eff", F64, "1 / (2 d_eff tau^2): the random-direction value with d_eff for d"),
-    Column("var_cos_d", F64, "mean var_cos x d: 1 for random directions; how much 1/d misses the real spread"),
+    Column(
+        "gap_random_direction_eff",
+        F64,
+        "1 / (2 d_eff tau^2): the random-direction value with d_eff for d",
+    ),
+    Column(
+        "var_cos_d",
+        F64,
+        "mean var_cos x d: 1 for random directions; how much 1/d misses the real spread",
+    ),
 )
 
 
@@ -66,11 +99,15 @@ def check_grid(grid) -> None:
     for embeddings in grid["embeddings"]:
         size = kernel.POPULATION[embeddings]
         if max(grid["n"]) > size - 1:
-            raise ConfigError(f"grid.n: {max(grid['n'])} keys exceed the {size - 1} other members of the {embeddings} population (embeddings: {embeddings})")
+            raise ConfigError(
+                f"grid.n: {max(grid['n'])} keys exceed the {size - 1} other members of the "
+                f"{embeddings} population (embeddings: {embeddings})"
+            )
 
 
 def bytes_per_trial(p) -> int:
-    # the permutation's uniforms and indices (16 bytes per member), the drawn keys (8 d per key), cosines and weights
+    # the permutation's uniforms and indices (16 bytes per member), the drawn keys (8 d per key),
+    # cosines and weights
     size = kernel.POPULATION[p["embeddings"]]
     return 16 * size + int(p["n"]) * (8 * kernel.DIMENSION[p["embeddings"]] + 32)
 
@@ -103,7 +140,9 @@ def extra_summary(metrics, p) -> dict[str, object]:
     none = lambda v: None if math.isnan(v) else v  # noqa: E731
     return {
         "gap_max": gap_max,
-        "gap_within_bound": bool(gap_max <= float(exact_gap(p["n"], p["tau"])) + gap_tolerance(p["n"], p["tau"])),
+        "gap_within_bound": bool(
+            gap_max <= float(exact_gap(p["n"], p["tau"])) + gap_tolerance(p["n"], p["tau"])
+        ),
         "gap_var_ratio": none(ratio["mean"]),
         "gap_var_ratio_ci_low": none(ratio["ci_low"]),
         "gap_var_ratio_ci_high": none(ratio["ci_high"]),
@@ -126,13 +165,20 @@ def headline(s) -> str:
     if len(at_one):
         parts.append(f"largest gap at τ = 1: {at_one['gap_max'].max():.4f} (g(1) = 0.4745)")
     for emb, part in s.groupby("embeddings"):
-        parts.append(f"{emb}: Var(cos)·d = {part['var_cos_d'].mean():.2f}, d_eff = {part['d_eff'].iloc[0]:.1f} of d = {part['dim'].iloc[0]}")
+        parts.append(
+            f"{emb}: Var(cos)·d = {part['var_cos_d'].mean():.2f}, d_eff = "
+            f"{part['d_eff'].iloc[0]:.1f} of d = {part['dim'].iloc[0]}"
+        )
     return "; ".join(parts)
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
-    example={"trials": 100, "grid": {"embeddings": ["minilm", "glove"], "n": [16, 128], "tau": [0.1, 1.0]}},
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
+    # lists)
+    example={
+        "trials": 100,
+        "grid": {"embeddings": ["minilm", "glove"], "n": [16, 128], "tau": [0.1, 1.0]},
+    },
     name="real_temperature",
     package=__name__,
     figures=("real_temperature_gap",),

@@ -20,7 +20,9 @@ def real_temperature_gap(summary: pd.DataFrame):
     """Gap log n - H vs tau (log-log), a panel per embeddings, a colour per n."""
     kinds = sorted(summary["embeddings"].unique())
     colours = n_colours(summary["n"])
-    fig, axes = plt.subplots(1, len(kinds), figsize=(6.0 * len(kinds), 5.0), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        1, len(kinds), figsize=(6.0 * len(kinds), 5.0), squeeze=False, sharey=True
+    )
     fine = fine_grid(summary["tau"])
     positive = summary["gap_mean"][summary["gap_mean"] > 0]
     y_low = 0.3 * float(positive.min()) if len(positive) else 1e-5
@@ -30,30 +32,76 @@ def real_temperature_gap(summary: pd.DataFrame):
         for n, line in data.sort_values("tau").groupby("n"):
             colour = colours[n]
             ax.plot(line["tau"], line["gap_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
-            positive_band(ax, line["tau"], line["gap_mean"], line["gap_ci_low"], line["gap_ci_high"], colour)
+            positive_band(
+                ax, line["tau"], line["gap_mean"], line["gap_ci_low"], line["gap_ci_high"], colour
+            )
             ax.plot(line["tau"], line["gap_max"], "^", color=colour, mfc="none", ms=5, zorder=3)
             ax.plot(line["tau"], line["gap_var_pred_mean"], ":", color=colour, lw=1.6, zorder=2.8)
             ax.plot(fine, exact_gap(n, fine), "--", color=colour, lw=1.0, zorder=2.5)
         ax.plot(fine, asymptotic_gap(fine), color="k", lw=2.2, zorder=2)
         ax.plot(fine, random_direction_gap(d, fine), color="0.45", ls="-.", lw=1.3, zorder=2)
-        ax.plot(fine, 1 / (2 * d_eff * fine**2), color="tab:orange", ls=(0, (5, 2, 1, 2)), lw=1.1, zorder=2)
-        ax.plot([1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, ls="none", zorder=5)
+        ax.plot(
+            fine,
+            1 / (2 * d_eff * fine**2),
+            color="tab:orange",
+            ls=(0, (5, 2, 1, 2)),
+            lw=1.1,
+            zorder=2,
+        )
+        ax.plot(
+            [1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, ls="none", zorder=5
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_ylim(y_low, 2.0 * float(summary["log_n"].max()))
         ax.set_xlabel("temperature τ   (logits cos θᵢ / τ)")
         ax.set_title(f"{NAMES.get(emb, emb)} (d = {d}, d_eff = {d_eff:.1f})")
     axes[0, 0].set_ylabel("entropy gap  log n − H  (nats)")
-    handles = [Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="o", ms=3.5, label="real queries: mean gap (band: 95% CI)"),
-        Line2D([], [], color="0.3", marker="^", mfc="none", ls="none", label="largest gap over all trials"),
-        Line2D([], [], color="0.3", ls=":", lw=1.6, label="Var(cos θ)/(2τ²), the spread measured per query"),
+        Line2D(
+            [], [], color="0.3", marker="o", ms=3.5, label="real queries: mean gap (band: 95% CI)"
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="^",
+            mfc="none",
+            ls="none",
+            label="largest gap over all trials",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls=":",
+            lw=1.6,
+            label="Var(cos θ)/(2τ²), the spread measured per query",
+        ),
         Line2D([], [], color="0.3", ls="--", label="exact worst case at this n"),
         Line2D([], [], color="k", lw=2.2, label="worst case as n → ∞: g(τ)"),
         Line2D([], [], color="0.45", ls="-.", label="synthetic random directions: 1/(2dτ²)"),
-        Line2D([], [], color="tab:orange", ls=(0, (5, 2, 1, 2)), label="1/(2 d_eff τ²), participation ratio"),
-        Line2D([], [], color="firebrick", marker="*", ms=10, mec="k", mew=0.5, ls="none", label=f"g(1) = {G1:.4f}"),
+        Line2D(
+            [],
+            [],
+            color="tab:orange",
+            ls=(0, (5, 2, 1, 2)),
+            label="1/(2 d_eff τ²), participation ratio",
+        ),
+        Line2D(
+            [],
+            [],
+            color="firebrick",
+            marker="*",
+            ms=10,
+            mec="k",
+            mew=0.5,
+            ls="none",
+            label=f"g(1) = {G1:.4f}",
+        ),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
     fig.suptitle("Temperature and the entropy of cosine attention over real embeddings")

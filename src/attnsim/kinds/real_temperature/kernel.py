@@ -22,7 +22,9 @@ import numpy as np
 
 from attnsim.models import assets, corpus
 
-MINILM_POPULATION = 256  # sentences: each embedding is a forward pass, so the population is kept small
+MINILM_POPULATION = (
+    256  # sentences: each embedding is a forward pass, so the population is kept small
+)
 GLOVE_POPULATION = 2048  # words
 POPULATION = {"minilm": MINILM_POPULATION, "glove": GLOVE_POPULATION}
 DIMENSION = {"minilm": 384, "glove": 50}
@@ -36,8 +38,12 @@ def minilm_sentences() -> list[str]:
 
 
 def glove_words(vocabulary) -> list[str]:
-    counts = Counter(w for s in corpus.sentences() for w in _WORD.findall(s.lower()) if w in vocabulary)
-    return [w for w, _ in counts.most_common(GLOVE_POPULATION)]  # most_common keeps first-occurrence order among ties
+    counts = Counter(
+        w for s in corpus.sentences() for w in _WORD.findall(s.lower()) if w in vocabulary
+    )
+    return [
+        w for w, _ in counts.most_common(GLOVE_POPULATION)
+    ]  # most_common keeps first-occurrence order among ties
 
 
 @cache
@@ -65,7 +71,9 @@ def participation_ratio(embeddings: str) -> float:
     return float(eig.sum() ** 2 / np.sum(eig**2))
 
 
-def draw_cosines(rng: np.random.Generator, trials: int, n: int, embeddings: str, record: bool = False):
+def draw_cosines(
+    rng: np.random.Generator, trials: int, n: int, embeddings: str, record: bool = False
+):
     """(T, n) float64 cosines between each trial's query and its n keys (and the members drawn, if `record`)."""
     x = population(embeddings)
     order = np.argsort(rng.random((trials, len(x))), axis=1, kind="stable")[:, : n + 1]
@@ -86,5 +94,13 @@ def statistics(cosines: np.ndarray, taus: Sequence[float]) -> list[dict[str, np.
         e = np.exp(np.maximum(-g, -700.0))
         z = e.sum(axis=1)
         entropy = np.clip(np.log(z) + np.einsum("tn,tn->t", e, g) / z, 0.0, math.log(n))
-        out.append({"entropy": entropy, "gap": math.log(n) - entropy, "var_cos": var, "gap_var_pred": var / (2 * tau * tau), "mean_cos": mean})
+        out.append(
+            {
+                "entropy": entropy,
+                "gap": math.log(n) - entropy,
+                "var_cos": var,
+                "gap_var_pred": var / (2 * tau * tau),
+                "mean_cos": mean,
+            }
+        )
     return out

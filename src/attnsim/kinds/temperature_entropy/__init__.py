@@ -28,15 +28,33 @@ METRICS = (
 
 THEORY = (
     LOG_N,
-    Column("gap_exact", F64, "exact finite-n worst case of log n - H over all cosine configurations (k keys at +1, n - k at -1)"),
+    Column(
+        "gap_exact",
+        F64,
+        "exact finite-n worst case of log n - H over all cosine configurations (k keys at +1, n - "
+        "k at -1)",
+    ),
     Column("gap_asymptotic", F64, "g(tau): the n -> inf worst case; g(1) = 0.4745"),
-    Column("gap_random_direction", F64, "1 / (2 d tau^2): the gap for random directions while it is small (d tau^2 >> 1, large n)"),
+    Column(
+        "gap_random_direction",
+        F64,
+        "1 / (2 d tau^2): the gap for random directions while it is small (d tau^2 >> 1, large n)",
+    ),
 )
 
 EXTRA = (
     Column("gap_max", F64, "largest gap over all trials of the point"),
-    Column("gap_max_excess", F64, "gap_max - gap_exact: negative while every trial respects the worst-case bound"),
-    Column("gap_within_bound", BOOL, "gap_max <= gap_exact + tolerance, tolerance = 1e-12 (1 + log n + 2/tau) nats of float64 rounding"),
+    Column(
+        "gap_max_excess",
+        F64,
+        "gap_max - gap_exact: negative while every trial respects the worst-case bound",
+    ),
+    Column(
+        "gap_within_bound",
+        BOOL,
+        "gap_max <= gap_exact + tolerance, tolerance = 1e-12 (1 + log n + 2/tau) nats of float64 "
+        "rounding",
+    ),
 )
 
 
@@ -82,7 +100,8 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric lists)
+    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
+    # lists)
     example={"trials": 100, "grid": {"n": [16, 256], "d": [3, 32], "tau": [0.1, 1.0]}},
     name="temperature_entropy",
     package=__name__,

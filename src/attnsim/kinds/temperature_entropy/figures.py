@@ -31,12 +31,20 @@ def temperature_gap(summary: pd.DataFrame):
         for n, line in data.sort_values("tau").groupby("n"):
             colour = colours[n]
             ax.plot(line["tau"], line["gap_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
-            positive_band(ax, line["tau"], line["gap_mean"], line["gap_ci_low"], line["gap_ci_high"], colour)
-            ax.plot(line["tau"], line["gap_max"], "^", color=colour, mfc="none", ms=5, mew=1.0, zorder=3)
-            ax.plot(fine, exact_gap(n, fine), "--", color=colour, lw=1.2, zorder=2.5)  # on top of g(tau): they coincide below log n
+            positive_band(
+                ax, line["tau"], line["gap_mean"], line["gap_ci_low"], line["gap_ci_high"], colour
+            )
+            ax.plot(
+                line["tau"], line["gap_max"], "^", color=colour, mfc="none", ms=5, mew=1.0, zorder=3
+            )
+            ax.plot(
+                fine, exact_gap(n, fine), "--", color=colour, lw=1.2, zorder=2.5
+            )  # on top of g(tau): they coincide below log n
         ax.plot(fine, g, color="k", lw=2.2, zorder=2)
         ax.plot(fine, random_direction_gap(d, fine), color="0.45", ls="-.", lw=1.2, zorder=2)
-        ax.plot([1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, zorder=5, ls="none")
+        ax.plot(
+            [1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, zorder=5, ls="none"
+        )
         ax.annotate(
             f"g(1) = {G1:.4f}",
             xy=(1.0, G1),
@@ -49,17 +57,56 @@ def temperature_gap(summary: pd.DataFrame):
         ax.set_yscale("log")
         ax.set_ylim(y_low, y_high)
         ax.set_xlabel("temperature τ   (logits sᵢ = cos θᵢ / τ)")
-        ax.set_title(f"query and keys uniform on the unit sphere of $\\mathbb{{R}}^{{{d}}}$  (d = {d})")
+        ax.set_title(
+            f"query and keys uniform on the unit sphere of $\\mathbb{{R}}^{{{d}}}$  (d = {d})"
+        )
     axes[0, 0].set_ylabel("entropy gap  log n − H  (nats)")
-    handles = [Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
+    ]
     handles += [
-        Line2D([], [], color="0.3", marker="o", ms=3.5, label="random directions: mean (band: 95% CI)"),
-        Line2D([], [], color="0.3", marker="^", mfc="none", ls="none", label="largest gap over all trials"),
-        Line2D([], [], color="0.3", ls="--", label="exact worst case at this n (any cosines; joins g(τ) below log n)"),
+        Line2D(
+            [], [], color="0.3", marker="o", ms=3.5, label="random directions: mean (band: 95% CI)"
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="^",
+            mfc="none",
+            ls="none",
+            label="largest gap over all trials",
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls="--",
+            label="exact worst case at this n (any cosines; joins g(τ) below log n)",
+        ),
         Line2D([], [], color="k", lw=2.2, label="worst case as n → ∞:  g(τ)"),
-        Line2D([], [], color="0.45", ls="-.", label="random-direction approx. 1/(2dτ²) (valid while small)"),
-        Line2D([], [], color="firebrick", marker="*", ms=10, mec="k", mew=0.5, ls="none", label=f"g(1) = {G1:.4f}: at τ = 1 H ≥ log n − 0.4745"),
+        Line2D(
+            [],
+            [],
+            color="0.45",
+            ls="-.",
+            label="random-direction approx. 1/(2dτ²) (valid while small)",
+        ),
+        Line2D(
+            [],
+            [],
+            color="firebrick",
+            marker="*",
+            ms=10,
+            mec="k",
+            mew=0.5,
+            ls="none",
+            label=f"g(1) = {G1:.4f}: at τ = 1 H ≥ log n − 0.4745",
+        ),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
-    fig.suptitle("How far temperature τ lets attention entropy fall below log n: random directions vs the worst case over all configurations")
+    fig.suptitle(
+        "How far temperature τ lets attention entropy fall below log n: random directions vs the "
+        "worst case over all configurations"
+    )
     return fig

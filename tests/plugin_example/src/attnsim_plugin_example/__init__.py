@@ -15,7 +15,9 @@ from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, N
 
 SHIFT = Param("shift", F64, "constant c added to every logit", minimum=-1000, maximum=1000)
-DEVIATION = Column("shift_deviation", F64, "|H(s + c) - H(s)|, nats: rounding only, by shift invariance")
+DEVIATION = Column(
+    "shift_deviation", F64, "|H(s + c) - H(s)|, nats: rounding only, by shift invariance"
+)
 
 
 def entropy(logits: np.ndarray) -> np.ndarray:
@@ -39,12 +41,18 @@ KIND = Kind(
     params=(N, SHIFT),
     stream_params=("n",),
     metrics=(DEVIATION,),
-    theory_columns=(Column("rounding_bound", F64, "1e-12 (1 + log n + |c|): float64 rounding of both entropies"),),
+    theory_columns=(
+        Column(
+            "rounding_bound", F64, "1e-12 (1 + log n + |c|): float64 rounding of both entropies"
+        ),
+    ),
     algorithm_version=1,
     bytes_per_trial=lambda p: 32 * int(p["n"]),
     simulate_block=simulate_block,
     theory=lambda p: {"rounding_bound": 1e-12 * (1 + math.log(p["n"]) + abs(p["shift"]))},
     main_metric="shift_deviation",
     figures=("shift_deviation",),
-    headline=lambda s: f"largest mean |H(s + c) - H(s)|: {s['shift_deviation_mean'].max():.2g} nats",
+    headline=lambda s: (
+        f"largest mean |H(s + c) - H(s)|: {s['shift_deviation_mean'].max():.2g} nats"
+    ),
 )

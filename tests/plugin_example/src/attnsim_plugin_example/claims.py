@@ -8,7 +8,8 @@ from attnsim.claims.engine import Claim
 def shift_invariance(s) -> Claim:
     claim = Claim(
         "shift_invariance",
-        "Adding one constant to every logit leaves the attention weights, hence their entropy, unchanged.",
+        "Adding one constant to every logit leaves the attention weights, hence their entropy, "
+        "unchanged.",
         "shifted_logits, every point",
         statement="robustness",
         number="extreme over trials",
