@@ -95,6 +95,15 @@ def expected_rows(cores: int) -> set[str]:
         )
         for what in ("kernel", "naive loop", "speedup over naive")
     }
+    rows |= {
+        f"plateau map: {what}"
+        for what in (
+            "kernel, one point (adam, scale 40)",
+            "naive loop, same point",
+            "speedup over naive",
+            "CPU per 10^4-step run (one-hot start, whole budget)",
+        )
+    }
     return rows
 
 

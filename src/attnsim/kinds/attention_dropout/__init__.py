@@ -179,7 +179,7 @@ KIND = Kind(
     stream_params=("n", "d", "logit_scale", "value_mean", "noise_draws"),
     metrics=METRICS,
     # NaN where a quantity does not apply at a point (attnsim.run.validate)
-    nonfinite_metrics=("sq_err_next", "ratio_next", "sq_err_exact", "ratio_exact"),
+    nonfinite_metrics=("sq_err_next", "ratio_next", "sq_err_exact", "ratio_exact", "ratio_iid"),
     theory_columns=THEORY,
     algorithm_version=1,
     bytes_per_trial=lambda p: kernel.bytes_per_trial(
