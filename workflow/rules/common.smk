@@ -158,11 +158,15 @@ def experiment_folder(wildcards):
     """The chunks' folder: its mtime changes when a chunk file is deleted, so Snakemake rebuilds
     the summary (and recomputes the missing chunk) instead of trusting it. A real run creates it
     (empty) so that the set of collect's inputs is the same in every run; a dry run writes nothing.
+    Anything else in the folder's place is left alone: the chunks' jobs fail on it and say so.
     """
     plan = PLANS[wildcards.experiment]
     folder = store.experiment_dir(STORE, "trials", plan.kind, plan.name)
-    if not folder.is_dir() and not workflow.output_settings.dryrun:
-        folder.mkdir(parents=True, exist_ok=True)
+    if not folder.exists() and not workflow.output_settings.dryrun:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:  # a file where a parent folder must go: simulate names it
+            pass
     return [folder] if folder.is_dir() else []
 
 
