@@ -23,7 +23,7 @@ import numpy as np
 from attnsim.kernels.survival import escape_summary, wilson
 from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
 from attnsim.kinds.base import Column, Kind, Param
-from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param
+from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, with_ci
 from attnsim.kinds.recall_training import kernel
 
 LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
@@ -130,6 +130,12 @@ THEORY = (
     ),
 )
 
+
+def _wilson(prefix: str, doc: str) -> tuple[Column, ...]:
+    """A share of runs, `prefix`_share, with its Wilson interval `prefix`_ci_low/_ci_high."""
+    return with_ci(f"{prefix}_share", doc, "95% Wilson interval", prefix)
+
+
 EXTRA = (
     *(
         Column(
@@ -150,13 +156,10 @@ EXTRA = (
         F64,
         "median over all trials of steps_to_threshold (+inf if fewer than half reached it)",
     ),
-    Column(
-        "reached_share",
-        F64,
+    *_wilson(
+        "reached",
         "share of trials whose monitor loss reached the threshold (finite steps_to_threshold)",
     ),
-    Column("reached_ci_low", F64, "lower end of the 95% Wilson interval of reached_share"),
-    Column("reached_ci_high", F64, "upper end of the 95% Wilson interval of reached_share"),
     Column(
         "escape_median",
         F64,
@@ -196,45 +199,22 @@ EXTRA = (
             ("_ci_high", "upper end of the 95% interval of the", ", log-log band"),
         )
     ),
-    Column(
-        "collapsed_share",
-        F64,
+    *_wilson(
+        "collapsed",
         "share of runs whose monitor entropy fell below 0.1 nats at some evaluation (finite "
         "collapse_step)",
     ),
-    Column("collapsed_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_share"),
-    Column("collapsed_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_share"),
-    Column(
-        "collapsed_early_share",
-        F64,
+    *_wilson(
+        "collapsed_early",
         "share of runs whose entropy collapsed (< 0.1 nats) while the loss was still above the "
         "threshold (collapse_step < escape time; a run that never escaped counts from its "
         "collapse): collapse before learning",
     ),
-    Column(
-        "collapsed_early_ci_low",
-        F64,
-        "lower end of the 95% Wilson interval of collapsed_early_share",
-    ),
-    Column(
-        "collapsed_early_ci_high",
-        F64,
-        "upper end of the 95% Wilson interval of collapsed_early_share",
-    ),
     Column("diverged_count", I64, "runs that diverged"),
-    Column(
-        "collapse_first_share",
-        F64,
+    *_wilson(
+        "collapse_first",
         "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they "
         "diverged; NaN if none diverged",
-    ),
-    Column(
-        "collapse_first_ci_low", F64, "lower end of the 95% Wilson interval of collapse_first_share"
-    ),
-    Column(
-        "collapse_first_ci_high",
-        F64,
-        "upper end of the 95% Wilson interval of collapse_first_share",
     ),
 )
 
