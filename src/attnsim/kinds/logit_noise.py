@@ -12,11 +12,17 @@ import math
 
 import numpy as np
 
-from attnsim.kinds.base import Column
+from attnsim.kinds.base import Column, Param
 from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N_EFF, STR
 from attnsim.stats import ratio_of_means
 from attnsim.theory import delta_next
 from attnsim.theory.noise import kappa
+
+NOISE_SCALE = Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100)
+# kappa is a number of the point's noise law (the same on every trial) and +inf, with the
+# predictions built on it, where the law lacks the moment the delta method needs
+CONSTANT_METRICS = ("kappa",)
+NONFINITE_METRICS = ("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next")
 
 
 def safe_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

@@ -73,6 +73,21 @@ _DOCS = {
     "(else nan)",
 }
 METRICS = tuple(Column(name, F64, _DOCS[name]) for name in METRIC_NAMES)
+# NaN where a quantity does not apply at a point (attnsim.run.validate): at the sites their docs
+# above leave out
+NONFINITE_METRICS = (
+    "sq_err_unrotated",
+    "sq_err_model_unrotated",
+    "saturated_unrotated",
+    "sq_err_next",
+    "logit_shift",
+    "logit_shift_model",
+    "shift_var_model",
+    "sq_err_iid",
+    "ratio_iid",
+    "kappa_pooled",
+    "kappa_model",
+)
 
 FORMAT_THEORY = (
     Column("significand_bits", F64, "t: significand bits of the format, the implicit bit included"),

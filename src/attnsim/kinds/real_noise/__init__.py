@@ -71,7 +71,7 @@ PARAMS = (
         "noise_scale (docs/science.md §2.3)",
         choices=NOISE_FAMILIES,
     ),
-    Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
+    logit_noise.NOISE_SCALE,
 )
 
 METRICS = (
@@ -306,9 +306,8 @@ KIND = Kind(
     main_metric="rel_err",
     extra_columns=EXTRA,
     extra_summary=extra_summary,
-    constant_metrics=("kappa",),
-    # +inf where kappa is (a noise without the moment the delta method needs)
-    nonfinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),
+    constant_metrics=logit_noise.CONSTANT_METRICS,
+    nonfinite_metrics=logit_noise.NONFINITE_METRICS,
     block_factor=8,
     check_grid=check_grid,
     assets=("minilm",),
