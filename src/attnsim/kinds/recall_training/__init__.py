@@ -25,8 +25,8 @@ from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_ste
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, with_ci
 from attnsim.kinds.recall_training import kernel
+from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
 
-LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
 TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
 
 PARAMS = (
@@ -51,14 +51,8 @@ PARAMS = (
         "matrix: the step's size fixed, its direction from the gradient)",
         choices=ALL_OPTIMISERS,
     ),
-    Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
-    Param(
-        "steps",
-        I64,
-        "optimiser steps per run: the budget of a run that stops at the threshold",
-        minimum=1,
-        maximum=100000,
-    ),
+    LR,
+    steps_param("optimiser steps per run: the budget of a run that stops at the threshold"),
     Param(
         "values",
         STR,
@@ -137,13 +131,7 @@ def _wilson(prefix: str, doc: str) -> tuple[Column, ...]:
 
 
 EXTRA = (
-    *(
-        Column(
-            f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)"
-        )
-        for m in LOSSES
-        for q, label in (("q25", "lower quartile"), ("median", "median"), ("q75", "upper quartile"))
-    ),
+    *LOSS_QUARTILES,
     Column(
         "init_grad_logits_median",
         F64,
@@ -246,9 +234,7 @@ def theory(p) -> dict[str, object]:
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for name in LOSSES:
-        out[f"{name}_q25"], out[f"{name}_median"], out[f"{name}_q75"] = quantiles(metrics[name])
+    out: dict[str, object] = loss_quartiles(metrics)
     out["init_grad_logits_median"] = float(np.median(metrics["init_grad_logits"]))
     out["init_grad_qk_median"] = float(np.median(metrics["init_grad_qk"]))
     out["steps_to_threshold_median"] = quantiles(metrics["steps_to_threshold"], (0.5,))[0]
