@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import FORMAT_NAMES, FORMATS
@@ -96,6 +97,15 @@ FORMAT_THEORY = (
     ),
     Column("format_max", F64, "largest finite value of the format (saturation beyond)"),
 )
+
+
+def first_order_regime(rows: pd.DataFrame, kappa_eff_max: float, flushed_max: float) -> pd.Series:
+    """The summary points where the rounding model's first order is predicted accurate
+    (docs/science.md §11.4): kappa_eff <= `kappa_eff_max` (the output site has no expansion),
+    nothing saturated, at most `flushed_max` of the cast numbers flushed to 0."""
+    small = (rows["kappa_eff"] <= kappa_eff_max) | (rows["site"] == "output")
+    clean = (rows["saturated_mean"] == 0) & (rows["flushed_mean"] <= flushed_max)
+    return small.fillna(False) & clean
 
 
 def format_theory(p) -> dict[str, object]:
