@@ -417,6 +417,14 @@ def _smallest_light_sigma(slopes: pd.DataFrame) -> pd.DataFrame:
     return light_rows[light_rows["noise_scale"] == light_rows["noise_scale"].min()]
 
 
+def _based_on_slopes(claim: Claim, s: pd.DataFrame, slopes: pd.DataFrame) -> None:
+    """A claim on within-head slopes rests on the sweep's experiments, the rate figure, and the
+    slopes' windows (its points) and trials."""
+    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
+    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
+    claim.points, claim.trials = int(slopes["windows"].sum()), int(slopes["n_trials"].sum())
+
+
 def _per_layer_text(slopes: pd.DataFrame, value: str = "slope") -> str:
     return ", ".join(
         f"L{int(g['layer'])} {g['mean']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]"
@@ -463,9 +471,7 @@ def rate_within_heads(s: pd.DataFrame | None) -> Claim:
             f"no head with n_eff ≥ {t.rate_n_eff_share:g} n at its smallest window; " + every
         )
         return claim
-    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
-    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
-    claim.points, claim.trials = int(chosen["windows"].sum()), int(chosen["n_trials"].sum())
+    _based_on_slopes(claim, s, chosen)
     groups = by_group(
         chosen, ["noise", "noise_scale"], "slope"
     )  # every head in the regime, all layers
@@ -524,9 +530,7 @@ def rate_follows_delta(s: pd.DataFrame | None) -> Claim:
         claim.verdict = "outside regime"
         return claim
     both["difference"] = both["slope"] - both["slope_pred"]
-    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
-    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
-    claim.points, claim.trials = int(both["windows"].sum()), int(both["n_trials"].sum())
+    _based_on_slopes(claim, s, both)
     groups = by_group(both, ["layer"], "difference")
     verdicts = [
         equivalence_verdict(g["ci_low"], g["ci_high"], 0.0, t.slope_tolerance)
@@ -573,9 +577,7 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
     if rows.empty:
         claim.verdict = "outside regime"
         return claim
-    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
-    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
-    claim.points, claim.trials = int(rows["windows"].sum()), int(rows["n_trials"].sum())
+    _based_on_slopes(claim, s, rows)
     groups = by_group(rows, ["layer"], "slope")
     verdicts = [
         one_sided_verdict(g["ci_low"], g["ci_high"], t.breakdown_slope, "above")
