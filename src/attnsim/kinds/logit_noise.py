@@ -48,14 +48,7 @@ METRICS = (
         "sq_err_next",
         F64,
         "next-order prediction of sq_err from the trial's clean weights and values "
-        "(docs/science.md "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "§2.8): "
+        "(docs/science.md §2.8): "
         "p2 where k* > 3, p1 where 2 < k* <= 3, with the heavy-tail term where k* < 5; +inf where "
         "k* <= 2 (kappa = inf), nan at an integer k*",
     ),
@@ -68,8 +61,7 @@ THEORY = (
         "noise_regime",
         STR,
         "delta (E[e^{k eps}] finite for k <= 4), delta_slow (kappa finite, E[e^{3 eps}] or E[e^{4 "
-        "eps}] = inf), "
-        "heavy (only E[e^eps] finite) or no_mean (E[e^eps] = inf)",
+        "eps}] = inf), heavy (only E[e^eps] finite) or no_mean (E[e^eps] = inf)",
     ),
     Column(
         "moment_order",
