@@ -1,5 +1,5 @@
-"""The judgement shared by the claims that a prediction of the output's error is exact to first
-order (`attention_dropout`, `precision_attention`): at every point of the claim's regime, the
+"""The judgement shared by the claims that a prediction of the output's error holds to first
+order (dropout and rounding, docs/science.md §11): at every point of the claim's regime, the
 mean over rows of measured / predicted error is 1 within a tolerance fixed before the data, its
 95% interval inside the band (equivalence, the engine's `Claim.per_point`)."""
 

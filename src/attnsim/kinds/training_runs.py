@@ -1,7 +1,7 @@
 """Parameters, stored columns and summaries shared by the kinds whose trial is one training run
-(`recall_training`, `contrastive_training`): the learning rate and step budget, the monitor
-losses at the checkpoints and after training, and their quartiles over all runs (a diverged
-run's +inf loss ranks last). The training loop and optimisers are `attnsim.kernels.training`."""
+(docs/science.md §6, §9, §10): the learning rate and step budget, the monitor losses at the
+checkpoints and after training, and their quartiles over all runs (a diverged run's +inf loss
+ranks last). The training loop and optimisers are `attnsim.kernels.training`."""
 
 from __future__ import annotations
 
