@@ -155,7 +155,8 @@ def one_point_spec(trials: int) -> str:
             "noise_scale": 0.5,
         },
     )
-    return ChunkSpec("robustness", get_kind("noisy_attention"), 7, trials, (point,)).to_json()
+    kind = get_kind("noisy_attention")
+    return ChunkSpec.of_points("robustness", kind, 7, trials, (point,)).to_json()
 
 
 @pytest.mark.parametrize(

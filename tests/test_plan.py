@@ -102,3 +102,24 @@ def test_new_algorithm_version_does_not_mix_with_old_rows(tmp_path, monkeypatch)
         match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows would mix",
     ):
         plan_experiment(load(small_config()), "robustness", tmp_path)
+
+
+def test_a_chunk_is_one_record_from_plan_to_job(tmp_path):
+    """The planner's columnar cost and id of every chunk are its spec's, and the spec file a job
+    reads is `ChunkSpec.to_json` (the only serialiser) of that spec, read back equal."""
+    import yaml
+    from helpers.configs import REPO
+
+    from attnsim.plan.chunkspec import read_spec_file
+    from attnsim.plan.sweep import spec_path, write_specs
+
+    settings = load(yaml.safe_load((REPO / "config.yaml").read_text()))
+    plans = plan_all(settings, tmp_path / "store")
+    assert write_specs(plans, tmp_path, threads=2) == sum(len(p.pending) for p in plans.values())
+    for plan in plans.values():
+        for chunk in plan.pending:
+            spec = plan.spec(chunk)
+            assert spec.id == chunk and spec.cost == plan.cost(chunk)
+            read = read_spec_file(spec_path(tmp_path, plan.name, chunk))
+            assert read.spec == spec and read.threads == 2
+            assert read.spec.results_key == settings.experiments[plan.name].results_key
