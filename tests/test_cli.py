@@ -33,7 +33,7 @@ def filled(tmp_path, monkeypatch):
     root = tmp_path / "results" / "store"
     plan = plan_experiment(settings, "robustness", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     collect(

@@ -15,14 +15,14 @@ from attnsim.store import parquet as store
 def run_plan(settings, root):
     plan = plan_experiment(settings, "robustness", root)
     for chunk in plan.pending:
-        run_chunk(plan.specs[chunk], store.chunk_path(root, plan.kind, plan.name, chunk))
+        run_chunk(plan.spec(chunk), store.chunk_path(root, plan.kind, plan.name, chunk))
     return plan
 
 
 def test_fresh_store_plans_every_point(tmp_path):
     settings = load(small_config(chunk_size=3))
     plan = plan_all(settings, tmp_path)["robustness"]
-    assert len(plan.points) == 16 and plan.done_points == 0
+    assert plan.grid.size == 16 and plan.done_points == 0
     assert len(plan.pending) == 6 and plan.chunks == sorted(plan.pending)
 
 
@@ -31,11 +31,11 @@ def test_adding_a_value_plans_only_new_points(tmp_path):
     config = small_config()
     config["experiments"]["robustness"]["grid"]["n"].append(256)
     plan = plan_experiment(load(config), "robustness", tmp_path)
-    assert plan.done_points == 16 and len(plan.points) == 24
-    new_points = {p.id for c in plan.pending for p in plan.specs[c].points}
+    assert plan.done_points == 16 and plan.grid.size == 24
+    new_points = {p.id for c in plan.pending for p in plan.spec(c).points}
     assert len(new_points) == 8
     for chunk in first.pending:  # finished chunks keep their id and exact spec
-        assert plan.specs[chunk] == first.specs[chunk]
+        assert plan.spec(chunk) == first.spec(chunk)
 
 
 def test_removing_a_value_keeps_results_and_drops_targets(tmp_path):

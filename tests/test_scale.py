@@ -225,7 +225,7 @@ def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
     settings = load(kind_config(kind, **extra))
     plan = plan_experiment(settings, "e", tmp_path)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
+        run_chunk(plan.spec(c), store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
     ]
     metrics = [m.name for m in all_kinds()[kind].metrics]
     points = expand(settings.experiments["e"])
@@ -263,7 +263,7 @@ def test_streaming_summary_refuses_missing_and_duplicated_points(tmp_path):
     settings = load(kind_config("temperature_entropy"))
     plan = plan_experiment(settings, "e", tmp_path)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c))
+        run_chunk(plan.spec(c), store.chunk_path(tmp_path, "temperature_entropy", "e", c))
         for c in plan.pending
     ]
     grid = grid_columns(settings.experiments["e"])
@@ -375,7 +375,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     made = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", chunk)
-    reference = run_chunk(plan.specs[chunk], tmp_path / "reference.parquet")
+    reference = run_chunk(plan.spec(chunk), tmp_path / "reference.parquet")
     assert store.read_table(made).equals(store.read_table(reference))
     log = (tmp_path / f"results/logs/simulate/robustness/noisy_attention-{chunk}.log").read_text()
     assert (
@@ -422,7 +422,7 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
     settings = load(kind_config("temperature_entropy"))
     plan = plan_experiment(settings, "e", tmp_path)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c))
+        run_chunk(plan.spec(c), store.chunk_path(tmp_path, "temperature_entropy", "e", c))
         for c in plan.pending
     ]
     collect(

@@ -27,11 +27,9 @@ import numpy as np
 from attnsim import files
 from attnsim.config.grid import (
     GridColumns,
-    Point,
     canonical_column_value,
     chunk_id,
     grid_columns,
-    points_from_rows,
 )
 from attnsim.config.load import Experiment, Settings
 from attnsim.errors import StoreError
@@ -97,15 +95,6 @@ class ExperimentPlan:
     def chunks(self) -> list[str]:
         return sorted(self.table)
 
-    @property
-    def points(self) -> list[Point]:
-        """Every grid point as a Point (for small grids and tests; planning never needs them)."""
-        return points_from_rows(self.kind, self.grid.rows())
-
-    @property
-    def specs(self) -> Mapping[str, ChunkSpec]:
-        return _Specs(self)
-
     def spec(self, chunk: str) -> ChunkSpec:
         """The chunk's spec: a finished chunk's as its provenance recorded it, a pending one's
         from the grid's columns (no point made)."""
@@ -127,22 +116,6 @@ class ExperimentPlan:
     def cost(self, chunk: str) -> resources.ChunkCost:
         entry = self.table[chunk]
         return entry.cost if entry.cost is not None else self.spec(chunk).cost
-
-
-class _Specs(Mapping):
-    """chunk id -> ChunkSpec, made when asked."""
-
-    def __init__(self, plan: ExperimentPlan):
-        self.plan = plan
-
-    def __getitem__(self, chunk: str) -> ChunkSpec:
-        return self.plan.spec(chunk)
-
-    def __iter__(self):
-        return iter(self.plan.table)
-
-    def __len__(self) -> int:
-        return len(self.plan.table)
 
 
 def _old_settings(meta: dict) -> str:
