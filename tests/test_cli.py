@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import os
@@ -33,7 +34,7 @@ def filled(tmp_path, monkeypatch):
     root = tmp_path / "results" / "store"
     plan = plan_experiment(settings, "robustness", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     collect(
@@ -58,7 +59,7 @@ def test_query_views_and_formats(filled, capsys):
         main(["query", "SELECT * FROM provenance", "--format", "parquet", "--output", str(out)])
         == 0
     )
-    assert len(pd.read_parquet(out)) == 1 + len(store.chunk_files(filled / "results/store"))
+    assert len(pd.read_parquet(out)) == 1 + len(store.table_files(filled / "results/store"))
 
 
 def test_store_opens_as_one_dataset_in_pyarrow_and_duckdb(filled):
@@ -155,7 +156,8 @@ def one_point_spec(trials: int) -> str:
             "noise_scale": 0.5,
         },
     )
-    return ChunkSpec("robustness", get_kind("noisy_attention"), 7, trials, (point,)).to_json()
+    kind = get_kind("noisy_attention")
+    return ChunkSpec.of_points("robustness", kind, 7, trials, (point,)).to_json()
 
 
 @pytest.mark.parametrize(
@@ -357,5 +359,13 @@ def test_store_and_provenance_still_readable_when_confined(outside, capsys):
     assert main(["query", "SELECT count(*) AS files FROM provenance", "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "files",
-        str(1 + len(store.chunk_files(outside / "results/store"))),
+        str(1 + len(store.table_files(outside / "results/store"))),
     ]
+
+
+def test_the_module_docstring_names_every_command():
+    import attnsim.cli as cli
+
+    commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [name for name in commands.choices if f"`{name}`" not in cli.__doc__]
+    assert not missing and len(commands.choices) >= 13

@@ -66,7 +66,7 @@ def small_run(kind_name: str, root):
     settings = load({"seed": 3, "experiments": {kind_name: {"kind": kind_name, **example}}})
     plan = plan_experiment(settings, kind_name, root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     out = store.summary_path(root, plan.kind, kind_name)

@@ -24,7 +24,7 @@ def write_chunk(root, trials=4):
         )
         for s in (0.1, 0.2)
     ]
-    spec = ChunkSpec("robustness", get_kind("noisy_attention"), 1, trials, tuple(points))
+    spec = ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 1, trials, points)
     path = store.chunk_path(root, "noisy_attention", "robustness", "0" * 16)
     run_chunk(spec, path)
     return path, points
@@ -104,7 +104,7 @@ def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
     remote = path.with_name(f".{path.name}.other-node.{dead.pid}.tmp")
     for tmp in (orphan, live, remote):
         tmp.write_bytes(b"partial")
-    assert store.chunk_files(tmp_path) == [path]
+    assert store.table_files(tmp_path) == [path]
     assert store.sweep_orphans(tmp_path) == [orphan]
     assert live.exists() and remote.exists() and not orphan.exists()
 

@@ -1,5 +1,6 @@
-"""Command line: `attnsim run|show|claims|query|...` for people; `simulate|collect|figures|fetch-asset`
-for the workflow's rules (they take --help too, but the top-level help does not list them)."""
+"""Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
+`summary`, `schema`, `check-config` and `embed`; for the workflow's rules: `simulate`, `collect`,
+`figures` and `fetch-asset` (they take --help too, but the top-level help does not list them)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,10 @@ def _simulate(args) -> None:
     from attnsim.run.tuning import tune_allocator
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
-    from attnsim.plan.chunkspec import ChunkSpec
+    from attnsim.plan.chunkspec import ChunkSpec, read_spec_file
     from attnsim.run.simulate import run_chunk
 
     if args.spec_file is not None:
-        from attnsim.plan.sweep import read_spec_file
-
         spec = read_spec_file(args.spec_file).spec
     else:
         spec = ChunkSpec.from_json(args.spec)
@@ -85,7 +84,9 @@ def _schema(args) -> None:
         return
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
-        args.write.write_text(text)
+        from attnsim import files
+
+        files.write_text(args.write, text, fsync=False)
     else:
         print(text, end="")
 

@@ -13,15 +13,18 @@ from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
+import numpy as np
 import yaml
 from jsonschema import ValidationError, validators
 
 from attnsim.config import guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
+from attnsim.config.grid import grid_columns
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
 from attnsim.seeding import digest
+from attnsim.store.parquet import results_key
 
 SCHEMA_FILE = "schema.yaml"
 
@@ -153,18 +156,48 @@ def check_schema(config: dict) -> None:
 
 @dataclass(frozen=True)
 class Experiment:
+    """One experiment of a sweep with the sweep's seed: the record its numbers depend on."""
+
     name: str
     kind: str
     trials: int
     grid: dict[str, list]
+    seed: int
     description: str = ""
     target_se: float | None = None  # adaptive precision on the kind's main metric
     max_trials: int | None = None
 
-    def results_key(self, seed: int) -> str:
-        from attnsim.store.parquet import results_key
+    @property
+    def results_key(self) -> str:
+        """What its rows depend on besides their parameters (`attnsim.store.parquet.results_key`)."""
+        return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
-        return results_key(self.kind, self.trials, seed, self.target_se, self.max_trials)
+    def to_json(self) -> str:
+        """Its one JSON form: the settings its summary and figures depend on (not the description),
+        the file its collect job reads."""
+        spec = {
+            "experiment": self.name,
+            "kind": self.kind,
+            "trials": self.trials,
+            "seed": self.seed,
+            "grid": self.grid,
+        }
+        if self.target_se is not None:
+            spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
+        return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Experiment:
+        spec = json.loads(text)
+        return cls(
+            name=spec["experiment"],
+            kind=spec["kind"],
+            trials=spec["trials"],
+            grid=spec["grid"],
+            seed=spec["seed"],
+            target_se=spec.get("target_se"),
+            max_trials=spec.get("max_trials"),
+        )
 
 
 @dataclass(frozen=True)
@@ -185,10 +218,6 @@ class Settings:
 
 def check_semantics(settings: Settings) -> None:
     """Checks a schema cannot express: memory of the largest point against the budget."""
-    import numpy as np
-
-    from attnsim.config.grid import grid_columns  # local import: grid imports this module
-
     budget = settings.memory_budget_mb * 2**20
     for name, experiment in settings.experiments.items():
         if experiment.max_trials is not None and experiment.max_trials < 2 * experiment.trials:
@@ -232,6 +261,7 @@ def load(config: dict) -> Settings:
             kind=spec["kind"],
             trials=spec["trials"],
             grid=spec["grid"],
+            seed=config["seed"],
             description=spec.get("description", ""),
             target_se=spec.get("target_se"),
             max_trials=spec.get("max_trials"),

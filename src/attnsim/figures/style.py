@@ -21,7 +21,6 @@ price of its theme and palettes instead of a copy of them here.
 from __future__ import annotations
 
 import functools
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import seaborn as sns  # no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
 
+from attnsim import files
 from attnsim.errors import AttnsimError
 
 PALETTE = "viridis"
@@ -164,7 +164,6 @@ def save(fig, png: Path) -> list[Path]:
     from attnsim.figures.check import outside_canvas
 
     png = Path(png)
-    png.parent.mkdir(parents=True, exist_ok=True)
     engine = fig.get_layout_engine()
     if engine is not None:
         lay_out(fig)
@@ -173,19 +172,14 @@ def save(fig, png: Path) -> list[Path]:
     written = []
     try:
         for path in (png, png.with_suffix(".pdf")):
-            tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-            try:
-                fig.savefig(tmp, dpi=DPI)
+            with files.atomic_path(path, fsync=False) as tmp:
+                fig.savefig(tmp, dpi=DPI, format=path.suffix[1:])
                 cut = outside_canvas(fig) if path == png else []
                 if cut:
                     raise AttnsimError(
                         f"figure {png}: {', '.join(cut)} reach(es) past the canvas and would be"
                         " cut off (place figure legends with attnsim.figures.common.legend_below)"
                     )
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-            os.replace(tmp, path)
             written.append(path)
     finally:
         if engine is not None:

@@ -18,11 +18,17 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from attnsim.claims.engine import Claim, select_regime
+from attnsim.claims.engine import Claim, combine_verdicts, one_sided_verdict, select_regime
 from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import ALL_OPTIMISERS
 from attnsim.kinds.recall_training import ESCAPE_EXPONENT
-from attnsim.kinds.recall_training.plateau import PREDICTORS, SETTING, fit_setting, out_of_sample
+from attnsim.kinds.recall_training.plateau import (
+    PREDICTORS,
+    SETTING,
+    fit_setting,
+    out_of_sample,
+    setting_text,
+)
 
 LAST = "escaped_ckpt_7"  # share escaped by the budget (checkpoint 7 is the last step)
 
@@ -69,18 +75,36 @@ def _one_hot(rows: pd.DataFrame) -> pd.Series:
     )
 
 
-def _setting(row) -> str:
-    text = f"{row['optimiser']} lr {row['lr']:g}"
-    text += ", W_v = I" if row["values"] == "identity" else ""
-    return text + (", QK-norm" if row["logits"] == "qk_norm" else "")
-
-
 def _share_stats(row, column: str = LAST) -> dict:
     return {
         "mean": float(row[column]),
         "ci_low": float(row[f"{column}_ci_low"]),
         "ci_high": float(row[f"{column}_ci_high"]),
     }
+
+
+def _shares_below(
+    claim: Claim, rows: pd.DataFrame, column: str, bound: float, interval: str = ""
+) -> tuple[list[str], pd.Series]:
+    """Judge every point's share `column` (95% interval: the columns `interval`_ci_low and
+    _ci_high, `interval` = `column` unless given) one-sided below `bound`, combined as the
+    engine's per-point rule (fails if any fails, inconclusive if any is, else holds). Number
+    "range over points": measured = the largest share, interval = the smallest to the largest.
+    Returns the points' verdicts and the point of the largest share."""
+    interval = interval or column
+    verdicts = [
+        one_sided_verdict(lo, hi, bound, "below")
+        for lo, hi in zip(rows[f"{interval}_ci_low"], rows[f"{interval}_ci_high"])
+    ]
+    top = rows.loc[rows[column].idxmax()]
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(top[column]),
+        float(rows[column].min()),
+        float(rows[column].max()),
+    )
+    claim.bound, claim.side = bound, "below"
+    claim.verdict = combine_verdicts(verdicts)
+    return verdicts, top
 
 
 def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
@@ -103,37 +127,14 @@ def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
     rows = select_regime(claim, s, _one_hot, figure="escape_survival")
     if rows is None:
         return claim
-    verdicts = []
-    for _, row in rows.iterrows():
-        lo, hi = row[f"{LAST}_ci_low"], row[f"{LAST}_ci_high"]
-        verdicts.append(
-            "holds"
-            if hi < t.impossible_share
-            else "fails"
-            if lo > t.impossible_share
-            else "inconclusive"
-        )
-    top = rows.loc[rows[LAST].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = (
-        float(top[LAST]),
-        float(rows[LAST].min()),
-        float(rows[LAST].max()),
-    )
-    claim.bound, claim.side = t.impossible_share, "below"
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
-    )
+    verdicts, top = _shares_below(claim, rows, LAST, t.impossible_share)
     escaping = [v == "fails" for v in verdicts]
     claim.evidence = (
         f"{sum(escaping)} of {len(rows)} one-hot points have runs escaping beyond "
         f"{t.impossible_share:.0%}; most: "
         f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] within "
         f"{top['steps']:g} steps "
-        f"({_setting(top)}, scale {top['scale']:g}, H0 = {top['init_entropy_mean']:.2g} nats, "
+        f"({setting_text(top)}, scale {top['scale']:g}, H0 = {top['init_entropy_mean']:.2g} nats, "
         f"median escape {top['escape_median']:.4g} steps)"
     )
     return claim
@@ -157,6 +158,25 @@ def _fits(rows: pd.DataFrame, predictor: str = "logit_std") -> list[tuple[pd.Ser
     return out
 
 
+def _law_fits(
+    claim: Claim, s: pd.DataFrame | None, optimiser: str
+) -> tuple[pd.DataFrame, list[tuple[pd.Series, dict]]] | None:
+    """The law's regime rows of `optimiser` and their fits per setting; None once the verdict is
+    set: not measured, outside regime, or inconclusive when no setting can be fitted."""
+    rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
+    if rows is None:
+        return None
+    fits = _fits(rows)
+    if not fits:  # measured, but the medians are beyond the budget: the growth cannot be fitted
+        claim.verdict = "inconclusive"
+        claim.evidence = (
+            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
+            "regime: the medians are censored)"
+        )
+        return None
+    return rows, fits
+
+
 def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
     """The reworded essay claim: from one-hot starts the escape time grows with the initial
     scale."""
@@ -176,17 +196,10 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
         threshold="holds if every setting's 95% interval lies above 0, fails if any lies entirely "
         "below, else inconclusive",
     )
-    rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
-    if rows is None:
+    judged = _law_fits(claim, s, optimiser)
+    if judged is None:
         return claim
-    fits = _fits(rows)
-    if not fits:  # measured, but the medians are beyond the budget: the growth cannot be fitted
-        claim.verdict = "inconclusive"
-        claim.evidence = (
-            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
-            "regime: the medians are censored)"
-        )
-        return claim
+    _, fits = judged
     low = min(fits, key=lambda f: f[1]["slope_low"])
     claim.one_sided(
         {"mean": low[1]["slope"], "ci_low": low[1]["slope_low"], "ci_high": low[1]["slope_high"]},
@@ -194,20 +207,12 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
         "above",
         "",
     )
-    verdicts = [
-        ("holds" if f["slope_low"] > 0 else "fails" if f["slope_high"] < 0 else "inconclusive")
-        for _, f in fits
-    ]
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
+    claim.verdict = combine_verdicts(
+        one_sided_verdict(f["slope_low"], f["slope_high"], 0.0, "above") for _, f in fits
     )
     claim.evidence = "; ".join(
-        f"{_setting(row)}: slope {f['slope']:.2f} [{f['slope_low']:.2f}, {f['slope_high']:.2f}] "
-        f"over {f['points']} points"
+        f"{setting_text(row)}: slope {f['slope']:.2f} "
+        f"[{f['slope_low']:.2f}, {f['slope_high']:.2f}] over {f['points']} points"
         + (f" ({f['censored']} censored medians left out)" if f["censored"] else "")
         for row, f in fits
     )
@@ -233,24 +238,17 @@ def plateau_law(s: pd.DataFrame | None, optimiser: str) -> Claim:
         f"{t.law_tolerance:g}, fails if entirely outside; all settings must hold",
         tolerance=t.law_tolerance,
     )
-    rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
-    if rows is None:
+    judged = _law_fits(claim, s, optimiser)
+    if judged is None:
         return claim
-    fits = _fits(rows)
-    if not fits:
-        claim.verdict = "inconclusive"
-        claim.evidence = (
-            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
-            "regime: the medians are censored)"
-        )
-        return claim
+    rows, fits = judged
     table = pd.DataFrame(
         [
             {
                 "slope": f["slope"],
                 "low": f["slope_low"],
                 "high": f["slope_high"],
-                "setting": _setting(row),
+                "setting": setting_text(row),
             }
             for row, f in fits
         ]
@@ -302,29 +300,7 @@ def information_story(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
-    lows, highs = rows[f"{LAST}_ci_low"], rows[f"{LAST}_ci_high"]
-    verdicts = [
-        "holds"
-        if hi < t.information_share
-        else "fails"
-        if lo > t.information_share
-        else "inconclusive"
-        for lo, hi in zip(lows, highs)
-    ]
-    top = rows.loc[rows[LAST].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = (
-        float(top[LAST]),
-        float(rows[LAST].min()),
-        float(rows[LAST].max()),
-    )
-    claim.bound, claim.side = t.information_share, "below"
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
-    )
+    verdicts, top = _shares_below(claim, rows, LAST, t.information_share)
     others = s[_one_hot(s) & (s["optimiser"] == "sgd") & s["scale"].isin(rows["scale"])]
     beside = (
         f"; SGD at the same scales: at most {others[LAST].max():.0%} escaped" if len(others) else ""
@@ -333,7 +309,7 @@ def information_story(s: pd.DataFrame | None) -> Claim:
         f"{sum(v == 'fails' for v in verdicts)} of {len(rows)} one-hot normgd points escape beyond "
         f"{t.information_share:.0%}; most: "
         f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] "
-        f"({_setting(top)}, scale {top['scale']:g}, "
+        f"({setting_text(top)}, scale {top['scale']:g}, "
         f"H0 = {top['init_entropy_mean']:.2g} nats, median escape {top['escape_median']:.4g} of "
         f"{top['steps']:g} steps){beside}"
     )
@@ -388,7 +364,7 @@ def collapse_precedes_divergence(s: pd.DataFrame | None) -> Claim:
         "",
     )
     per = "; ".join(
-        f"{_setting(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} "
+        f"{setting_text(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} "
         "collapsed first, "
         f"{r['collapsed_early_share']:.0%} of all runs collapsed before learning"
         for _, r in rows.iterrows()
@@ -434,33 +410,11 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
             "nothing to prevent"
         )
         return claim
-    lows, highs = judged["collapsed_ci_low"], judged["collapsed_ci_high"]
-    verdicts = [
-        "holds"
-        if hi < t.qk_collapse_share
-        else "fails"
-        if lo > t.qk_collapse_share
-        else "inconclusive"
-        for lo, hi in zip(lows, highs)
-    ]
-    top = judged.loc[judged["collapsed_share"].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = (
-        float(top["collapsed_share"]),
-        float(judged["collapsed_share"].min()),
-        float(judged["collapsed_share"].max()),
-    )
-    claim.bound, claim.side = t.qk_collapse_share, "below"
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
-    )
+    _shares_below(claim, judged, "collapsed_share", t.qk_collapse_share, "collapsed")
     claim.evidence = (
         f"{len(off)} learning rates collapse without QK-norm; with it: "
         + "; ".join(
-            f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed "
+            f"{setting_text(r)}: {r['collapsed_share']:.0%} collapsed "
             f"({r['collapsed_early_share']:.0%} before learning), {r['diverged_mean']:.0%} diverged"
             for _, r in judged.iterrows()
         )
@@ -549,18 +503,11 @@ def entropy_predicts_final_loss(s: pd.DataFrame | None) -> Claim:
     claim.based_on(pd.concat([g for g, *_ in results]), figure="trainability")
     worst = max(results, key=lambda r: r[3] if math.isfinite(r[3]) else math.inf)
     claim.one_sided({"mean": worst[1], "ci_low": worst[2], "ci_high": worst[3]}, 0.0, "below", "")
-    verdicts = [
-        "holds" if h < 0 else "fails" if lo > 0 else "inconclusive" for _, _, lo, h in results
-    ]
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
+    claim.verdict = combine_verdicts(
+        one_sided_verdict(lo, hi, 0.0, "below") for _, _, lo, hi in results
     )
     claim.evidence = "; ".join(
-        f"{_setting(g.iloc[0])}: {rho:.2f} [{lo:.2f}, {hi:.2f}] over {len(g)} scales"
+        f"{setting_text(g.iloc[0])}: {rho:.2f} [{lo:.2f}, {hi:.2f}] over {len(g)} scales"
         for g, rho, lo, hi in results
     )
     return claim
