@@ -288,7 +288,7 @@ def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: in
     """Peak resident memory (MiB) of one `attnsim simulate` job, as its parent sees it (a small
     Python launcher, so the job's figure is its own, not a copy of this process at fork)."""
     pts = points(kind, n, d, count=scales)
-    spec = ChunkSpec("bench", get_kind(kind), 1, trials, tuple(pts)).to_json()
+    spec = ChunkSpec.of_points("bench", get_kind(kind), 1, trials, pts).to_json()
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "chunk.parquet"
         job = [

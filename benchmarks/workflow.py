@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from attnsim.config.grid import expand
+from attnsim.config.grid import grid_columns
 from attnsim.config.load import load
 from benchmarks.table import Row
 
@@ -159,7 +159,7 @@ def load_note() -> str:
 
 
 def points_of(config: dict) -> int:
-    return sum(len(expand(e)) for e in load(config).experiments.values())
+    return sum(grid_columns(e).size for e in load(config).experiments.values())
 
 
 def sweep_rows(cores: int, quick: bool) -> list[Row]:

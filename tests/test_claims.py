@@ -220,7 +220,8 @@ def test_config_without_experiments_gives_not_measured(tmp_path):
 def test_entropy_bounds_covers_every_trial_through_the_summaries():
     from types import SimpleNamespace
 
-    from attnsim.config.grid import expand
+    from oracles.points import expand
+
     from attnsim.run.collect import summarise_points
     from attnsim.run.simulate import simulate_points
 

@@ -121,7 +121,7 @@ def tiny_run(tmp_path_factory):
     for name, e in settings.experiments.items():
         plan = plan_experiment(settings, name, root)
         paths = [
-            run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+            run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
             for c in plan.pending
         ]
         collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))

@@ -33,7 +33,7 @@ def filled(tmp_path, monkeypatch):
     root = tmp_path / "results" / "store"
     plan = plan_experiment(settings, "robustness", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     collect(
@@ -155,7 +155,8 @@ def one_point_spec(trials: int) -> str:
             "noise_scale": 0.5,
         },
     )
-    return ChunkSpec("robustness", get_kind("noisy_attention"), 7, trials, (point,)).to_json()
+    kind = get_kind("noisy_attention")
+    return ChunkSpec.of_points("robustness", kind, 7, trials, (point,)).to_json()
 
 
 @pytest.mark.parametrize(

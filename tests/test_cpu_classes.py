@@ -62,7 +62,7 @@ def test_chunks_record_their_class_and_mixed_classes_are_reported(tmp_path, capl
     root = tmp_path / "store"
     plan = plan_experiment(settings, "robustness", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     assert len(paths) >= 3

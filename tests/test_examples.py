@@ -40,7 +40,7 @@ def results(tmp_path, monkeypatch):
     root = tmp_path / "results/store"
     plan = plan_experiment(settings, "temperature", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     collect(

@@ -38,7 +38,7 @@ def summary(tmp_path_factory):
     settings = load(config)
     plan = plan_experiment(settings, "temperature", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     out = store.summary_path(root, plan.kind, "temperature")

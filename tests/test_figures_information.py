@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from oracles.points import expand  # noqa: E402
 
-from attnsim.config.grid import expand  # noqa: E402
 from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.figures.render import render  # noqa: E402
 from attnsim.kinds import get_kind  # noqa: E402

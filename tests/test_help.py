@@ -138,7 +138,7 @@ def test_show_gives_an_adaptive_experiments_trial_range(tmp_path, monkeypatch, c
     root = tmp_path / "results/store"
     plan = plan_experiment(settings, "entropy", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     collect(

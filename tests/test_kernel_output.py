@@ -106,7 +106,7 @@ def test_the_job_fails_with_one_line_and_writes_nothing(tmp_path, monkeypatch, c
     kinds, broken_kinds = registry_module.registry()
     monkeypatch.setitem(kinds, "temperature_entropy", kind)
     point = make_point(BASE, POINT)
-    spec = ChunkSpec("temperature", kind, 1, 20, (point,))
+    spec = ChunkSpec.of_points("temperature", kind, 1, 20, (point,))
     output = store.chunk_path(tmp_path, "temperature_entropy", "temperature", spec.id)
     assert main(["simulate", "--spec", spec.to_json(), "--output", str(output)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

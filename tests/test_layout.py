@@ -46,14 +46,10 @@ LAYERS = [
     ("run", ["attnsim.run"]),
     ("entry", ["attnsim.cli", "attnsim.docgen"]),
 ]
-SHARED = (
-    "base",
-    "columns",
-    "gap_claims",
-    "logit_noise",
-    "low_precision",
-    "real_model",
-)  # kinds/ modules that are not kinds
+# kinds/ modules that are not kinds: a kind is a package, a shared module a file beside them
+SHARED = tuple(
+    sorted(p.stem for p in (SRC / "attnsim" / "kinds").glob("*.py") if p.stem != "__init__")
+)
 RANK = {prefix: rank for rank, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
 
 

@@ -15,14 +15,14 @@ from attnsim.store import parquet as store
 def run_plan(settings, root):
     plan = plan_experiment(settings, "robustness", root)
     for chunk in plan.pending:
-        run_chunk(plan.specs[chunk], store.chunk_path(root, plan.kind, plan.name, chunk))
+        run_chunk(plan.spec(chunk), store.chunk_path(root, plan.kind, plan.name, chunk))
     return plan
 
 
 def test_fresh_store_plans_every_point(tmp_path):
     settings = load(small_config(chunk_size=3))
     plan = plan_all(settings, tmp_path)["robustness"]
-    assert len(plan.points) == 16 and plan.done_points == 0
+    assert plan.grid.size == 16 and plan.done_points == 0
     assert len(plan.pending) == 6 and plan.chunks == sorted(plan.pending)
 
 
@@ -31,11 +31,11 @@ def test_adding_a_value_plans_only_new_points(tmp_path):
     config = small_config()
     config["experiments"]["robustness"]["grid"]["n"].append(256)
     plan = plan_experiment(load(config), "robustness", tmp_path)
-    assert plan.done_points == 16 and len(plan.points) == 24
-    new_points = {p.id for c in plan.pending for p in plan.specs[c].points}
+    assert plan.done_points == 16 and plan.grid.size == 24
+    new_points = {p.id for c in plan.pending for p in plan.spec(c).points}
     assert len(new_points) == 8
     for chunk in first.pending:  # finished chunks keep their id and exact spec
-        assert plan.specs[chunk] == first.specs[chunk]
+        assert plan.spec(chunk) == first.spec(chunk)
 
 
 def test_removing_a_value_keeps_results_and_drops_targets(tmp_path):
@@ -102,3 +102,24 @@ def test_new_algorithm_version_does_not_mix_with_old_rows(tmp_path, monkeypatch)
         match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows would mix",
     ):
         plan_experiment(load(small_config()), "robustness", tmp_path)
+
+
+def test_a_chunk_is_one_record_from_plan_to_job(tmp_path):
+    """The planner's columnar cost and id of every chunk are its spec's, and the spec file a job
+    reads is `ChunkSpec.to_json` (the only serialiser) of that spec, read back equal."""
+    import yaml
+    from helpers.configs import REPO
+
+    from attnsim.plan.chunkspec import read_spec_file
+    from attnsim.plan.sweep import spec_path, write_specs
+
+    settings = load(yaml.safe_load((REPO / "config.yaml").read_text()))
+    plans = plan_all(settings, tmp_path / "store")
+    assert write_specs(plans, tmp_path, threads=2) == sum(len(p.pending) for p in plans.values())
+    for plan in plans.values():
+        for chunk in plan.pending:
+            spec = plan.spec(chunk)
+            assert spec.id == chunk and spec.cost == plan.cost(chunk)
+            read = read_spec_file(spec_path(tmp_path, plan.name, chunk))
+            assert read.spec == spec and read.threads == 2
+            assert read.spec.results_key == settings.experiments[plan.name].results_key

@@ -24,7 +24,7 @@ def fill(root, names):
     kind = get_kind("temperature_entropy")
     for name in names:
         point = make_point(kind, dict(n=8, d=3, tau=1.0 + len(name)))
-        spec = ChunkSpec(name, kind, 1, 4, (point,))
+        spec = ChunkSpec.of_points(name, kind, 1, 4, (point,))
         run_chunk(spec, store.chunk_path(root, kind.name, name, spec.id))
         summary = store.summary_path(root, kind.name, name)
         summary.parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,10 @@ from attnsim.config.grid import make_point
 from attnsim.kinds import get_kind
 from attnsim.plan import cost as resources
 from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.plan.cost import ChunkCost
 
 
-def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkSpec:
+def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkCost:
     points = [
         make_point(
             "noisy_attention",
@@ -16,7 +17,7 @@ def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkSpec:
         )
         for s in scales
     ]
-    return ChunkSpec("robustness", get_kind("noisy_attention"), 1, trials, tuple(points))
+    return ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 1, trials, points).cost
 
 
 def test_priority_is_the_critical_path_longest_chunks_first():

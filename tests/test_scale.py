@@ -13,15 +13,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from helpers.configs import CONTRASTIVE, RECALL, REPO, small_config
+from oracles.points import chunk, expand, point_id
+from oracles.points import chunk_id as oracle_chunk_id
 
-from attnsim.config.grid import expand, grid_columns, make_point, points_from_rows, row_ids
+from attnsim.config.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.config.load import load, load_file
 from attnsim.kinds import all_kinds
 from attnsim.plan import cost as resources
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
 from attnsim.run.collect import summarise_chunks, summarise_points, trials_by_point
 from attnsim.run.simulate import run_chunk, simulate_points
-from attnsim.seeding import point_id
 from attnsim.store import parquet as store
 
 GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
@@ -77,7 +78,9 @@ def any_grid(kind: str) -> dict:
 
 
 @pytest.mark.parametrize("kind", sorted(GRIDS))
-def test_columnar_ids_are_seeding_point_ids(kind):
+def test_columnar_ids_are_the_canonical_ids(kind):
+    """`config.grid.point_ids` (every id the code makes) against the canonical definition
+    (json.dumps with sorted keys, sha256; tests/oracles/points.py), on every kind's grid."""
     given = (
         load(
             {
@@ -105,6 +108,10 @@ def test_columnar_ids_are_seeding_point_ids(kind):
     ]
     assert row_ids(kind, raw) == grid.ids()  # from raw (uncanonical) values, as a spec holds them
     assert points_from_rows(kind, raw) == points  # ids, streams, canonical params
+    assert [make_point(kind, p.params) for p in points[:5]] == points[:5]
+    some = np.random.default_rng(1).choice(grid.size, min(grid.size, 7), replace=False)
+    assert grid.ids(some) == [points[i].id for i in some]
+    assert chunk_id(grid.ids(some)) == oracle_chunk_id([points[i] for i in some])
     costs = grid.evaluate(all_kinds()[kind].bytes_per_trial)
     assert costs.tolist() == [all_kinds()[kind].bytes_per_trial(p.params) for p in points]
 
@@ -120,8 +127,6 @@ def test_every_kind_is_covered():
 
 
 def test_chunk_bounds_is_grid_chunk():
-    from attnsim.config.grid import chunk
-
     rng = np.random.default_rng(3)
     costs = rng.choice([16.0, 64.0, 256.0, 1e4], 500)
     points = list(range(500))
@@ -220,7 +225,7 @@ def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
     settings = load(kind_config(kind, **extra))
     plan = plan_experiment(settings, "e", tmp_path)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
+        run_chunk(plan.spec(c), store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
     ]
     metrics = [m.name for m in all_kinds()[kind].metrics]
     points = expand(settings.experiments["e"])
@@ -258,7 +263,7 @@ def test_streaming_summary_refuses_missing_and_duplicated_points(tmp_path):
     settings = load(kind_config("temperature_entropy"))
     plan = plan_experiment(settings, "e", tmp_path)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c))
+        run_chunk(plan.spec(c), store.chunk_path(tmp_path, "temperature_entropy", "e", c))
         for c in plan.pending
     ]
     grid = grid_columns(settings.experiments["e"])
@@ -282,8 +287,9 @@ def test_simulate_points_unchanged_by_points_from_rows():
 def test_config_check_does_not_expand_the_grid(monkeypatch):
     from attnsim.config import grid as grid_module
 
-    monkeypatch.setattr(grid_module, "make_point", lambda *a, **k: pytest.fail("a point was made"))
-    monkeypatch.setattr(grid_module, "expand", lambda *a, **k: pytest.fail("the grid was expanded"))
+    fail = lambda *a, **k: pytest.fail("a point or an id was made")
+    monkeypatch.setattr(grid_module, "points_from_rows", fail)
+    monkeypatch.setattr(grid_module, "point_ids", fail)
     load(million_like(10**6))  # the memory check evaluates one cost per distinct (n, d)
     config = small_config()
     config["experiments"]["robustness"]["grid"]["n"] = [16, 2**20]
@@ -369,7 +375,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     made = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", chunk)
-    reference = run_chunk(plan.specs[chunk], tmp_path / "reference.parquet")
+    reference = run_chunk(plan.spec(chunk), tmp_path / "reference.parquet")
     assert store.read_table(made).equals(store.read_table(reference))
     log = (tmp_path / f"results/logs/simulate/robustness/noisy_attention-{chunk}.log").read_text()
     assert (
@@ -416,7 +422,7 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
     settings = load(kind_config("temperature_entropy"))
     plan = plan_experiment(settings, "e", tmp_path)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(tmp_path, "temperature_entropy", "e", c))
+        run_chunk(plan.spec(c), store.chunk_path(tmp_path, "temperature_entropy", "e", c))
         for c in plan.pending
     ]
     collect(

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import yaml
 from helpers.configs import small_config
+from oracles.points import chunk, chunk_id, expand, point_id, reference_point
 
-from attnsim.config.grid import chunk, chunk_id, expand, make_point
+from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.kinds import all_kinds
 from attnsim.plan.sweep import MAX_CHUNK_COST_RATIO, plan_experiment
-from attnsim.seeding import block_generator, canonical_value, point_id
+from attnsim.seeding import block_generator, canonical_value
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,6 +44,13 @@ def test_point_id_depends_on_kind_and_every_value():
     }
     assert len(ids | {make_point("noisy_attention", BASE).id}) == 5
     assert point_id("a", {"x": 1}) != point_id("b", {"x": 1})
+
+
+def test_make_point_is_the_reference_point():
+    variants = [BASE, {**BASE, "logit_scale": 1, "noise_scale": 2}, {**BASE, "noise": "uniform"}]
+    assert [make_point("noisy_attention", v) for v in variants] == [
+        reference_point("noisy_attention", v) for v in variants
+    ]
 
 
 def test_stream_shared_only_by_noise_scale_siblings():
@@ -115,7 +123,7 @@ def test_no_chunk_costs_more_than_twice_the_average(tmp_path, name):
     average = sum(kind.bytes_per_trial(p.params) for p in expand(experiment)) / by_count
     plan = plan_experiment(settings, name, tmp_path)
     costs = [
-        sum(kind.bytes_per_trial(p.params) for p in plan.specs[c].points) for c in plan.pending
+        sum(kind.bytes_per_trial(p.params) for p in plan.spec(c).points) for c in plan.pending
     ]
     largest_point = max(kind.bytes_per_trial(p.params) for p in expand(experiment))
     assert max(costs) < MAX_CHUNK_COST_RATIO * average + largest_point

@@ -6,8 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from helpers.configs import small_config
+from oracles.points import expand
 
-from attnsim.config.grid import expand, make_point
+from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.errors import ConfigError
 from attnsim.kinds import get_kind
@@ -55,7 +56,7 @@ def test_trials_table_schema_and_rows():
 
 def test_spec_round_trip_and_bad_specs():
     pts = points()[:4]
-    spec = ChunkSpec("robustness", get_kind("noisy_attention"), 7, 20, tuple(pts)).to_json()
+    spec = ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 7, 20, pts).to_json()
     parsed = ChunkSpec.from_json(spec)
     assert (
         [p.id for p in parsed.points] == [p.id for p in pts]

@@ -24,7 +24,7 @@ def write_chunk(root, trials=4):
         )
         for s in (0.1, 0.2)
     ]
-    spec = ChunkSpec("robustness", get_kind("noisy_attention"), 1, trials, tuple(points))
+    spec = ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 1, trials, points)
     path = store.chunk_path(root, "noisy_attention", "robustness", "0" * 16)
     run_chunk(spec, path)
     return path, points

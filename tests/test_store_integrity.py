@@ -26,7 +26,7 @@ def chunks(tmp_path):
     root = tmp_path / "store"
     plan = plan_experiment(settings, "robustness", root)
     paths = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     return settings, root, paths

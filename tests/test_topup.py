@@ -80,7 +80,7 @@ def run(config: dict, root: Path, threads: int) -> None:
     for plan in plans.values():
         for chunk in plan.pending:
             run_chunk(
-                plan.specs[chunk],
+                plan.spec(chunk),
                 store.chunk_path(root, plan.kind, plan.name, chunk),
                 threads=threads,
             )

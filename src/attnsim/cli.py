@@ -17,12 +17,10 @@ def _simulate(args) -> None:
     from attnsim.run.tuning import tune_allocator
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
-    from attnsim.plan.chunkspec import ChunkSpec
+    from attnsim.plan.chunkspec import ChunkSpec, read_spec_file
     from attnsim.run.simulate import run_chunk
 
     if args.spec_file is not None:
-        from attnsim.plan.sweep import read_spec_file
-
         spec = read_spec_file(args.spec_file).spec
     else:
         spec = ChunkSpec.from_json(args.spec)

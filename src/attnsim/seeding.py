@@ -1,7 +1,8 @@
 """Stable ids and independent random streams for grid points.
 
-A point's id hashes its kind and canonicalised parameter values, so it does
-not depend on the order of the grid, the chunk or the machine. Its random
+A point's id hashes its kind and canonicalised parameter values (`digest` of
+the two, made columnwise by `attnsim.config.grid.point_ids`), so it does not
+depend on the order of the grid, the chunk or the machine. Its random
 numbers come from `SeedSequence(root_seed, spawn_key=(stream, block))`, where
 `stream` hashes the parameters that shape the random draws (points that
 differ only in, say, the noise scale share them: common random numbers) and
@@ -14,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -36,10 +36,6 @@ def digest(payload) -> str:
     """Hex digest of a JSON-serialisable payload with sorted keys."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:ID_HEX_DIGITS]
-
-
-def point_id(kind: str, params: Mapping) -> str:
-    return digest({"kind": kind, "params": {k: canonical_value(v) for k, v in params.items()}})
 
 
 def block_generator(seed: int, stream: str, block: int) -> np.random.Generator:

@@ -54,7 +54,7 @@ def write(kind: str, reference: dict) -> Path:
 
 def rows(reference: dict, threads: int) -> dict[str, dict[str, np.ndarray]]:
     """point id -> metric -> (trials,) float64, for the reference sweep's recorded metrics."""
-    from attnsim.config.grid import expand
+    from attnsim.config.grid import grid_columns, points_from_rows
     from attnsim.config.load import load
     from attnsim.kinds import get_kind
     from attnsim.run.simulate import simulate_points
@@ -63,7 +63,7 @@ def rows(reference: dict, threads: int) -> dict[str, dict[str, np.ndarray]]:
     out = {}
     for experiment in settings.experiments.values():
         kind = get_kind(experiment.kind)
-        points = expand(experiment)
+        points = points_from_rows(kind, grid_columns(experiment).rows())  # as a job makes them
         results = simulate_points(kind, settings.seed, experiment.trials, points, threads=threads)
         for point in points:
             out[point.id] = {

@@ -210,7 +210,7 @@ def test_numbers_do_not_depend_on_threads_siblings_order_or_blocks(kind, resourc
 
 def test_chunk_files_record_the_assets_and_the_corpus(resources, tmp_path):
     pts = tuple(many_points("real_temperature")[:2])
-    spec = ChunkSpec("temp", get_kind("real_temperature"), 1, 4, pts)
+    spec = ChunkSpec.of_points("temp", get_kind("real_temperature"), 1, 4, pts)
     assets.set_resources(None)
     path = run_chunk(spec, tmp_path / "chunk.parquet", resources=resources)
     meta = json.loads(pq.read_metadata(path).metadata[b"attnsim"])

@@ -14,6 +14,7 @@ from attnsim.errors import AttnsimError
 from attnsim.figures import check as figure_check
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.plan import bill
+from attnsim.plan import chunkspec
 from attnsim.plan import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.run import progress
@@ -93,7 +94,7 @@ def spec_file(wildcards):
 @functools.cache
 def _spec_file(experiment, chunk):
     try:
-        return planning.read_spec_file(planning.spec_path(RESULTS, experiment, chunk))
+        return chunkspec.read_spec_file(planning.spec_path(RESULTS, experiment, chunk))
     except AttnsimError as error:
         raise ValueError(str(error)) from None
 

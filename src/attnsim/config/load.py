@@ -153,18 +153,50 @@ def check_schema(config: dict) -> None:
 
 @dataclass(frozen=True)
 class Experiment:
+    """One experiment of a sweep with the sweep's seed: the record its numbers depend on."""
+
     name: str
     kind: str
     trials: int
     grid: dict[str, list]
+    seed: int
     description: str = ""
     target_se: float | None = None  # adaptive precision on the kind's main metric
     max_trials: int | None = None
 
-    def results_key(self, seed: int) -> str:
+    @property
+    def results_key(self) -> str:
+        """What its rows depend on besides their parameters (`attnsim.store.parquet.results_key`)."""
         from attnsim.store.parquet import results_key
 
-        return results_key(self.kind, self.trials, seed, self.target_se, self.max_trials)
+        return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
+
+    def to_json(self) -> str:
+        """Its one JSON form: the settings its summary and figures depend on (not the description),
+        the file its collect job reads."""
+        spec = {
+            "experiment": self.name,
+            "kind": self.kind,
+            "trials": self.trials,
+            "seed": self.seed,
+            "grid": self.grid,
+        }
+        if self.target_se is not None:
+            spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
+        return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Experiment:
+        spec = json.loads(text)
+        return cls(
+            name=spec["experiment"],
+            kind=spec["kind"],
+            trials=spec["trials"],
+            grid=spec["grid"],
+            seed=spec["seed"],
+            target_se=spec.get("target_se"),
+            max_trials=spec.get("max_trials"),
+        )
 
 
 @dataclass(frozen=True)
@@ -232,6 +264,7 @@ def load(config: dict) -> Settings:
             kind=spec["kind"],
             trials=spec["trials"],
             grid=spec["grid"],
+            seed=config["seed"],
             description=spec.get("description", ""),
             target_se=spec.get("target_se"),
             max_trials=spec.get("max_trials"),

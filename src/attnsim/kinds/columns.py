@@ -16,6 +16,19 @@ GRAD_SQ = Column("grad_sq", F64, "||do/ds||_F^2 = sum_i p_i^2 ||v_i - o||^2")
 LOG_N = Column("log_n", F64, "log n: the entropy of uniform weights, the upper bound")
 
 
+def with_ci(
+    name: str, doc: str, interval: str = "95% interval", ends: str = ""
+) -> tuple[Column, ...]:
+    """A summary column and the two ends of its interval, `ends`_ci_low and `ends`_ci_high
+    (`ends` = `name` unless given), each saying what it is the end of."""
+    ends = ends or name
+    return (
+        Column(name, F64, doc),
+        Column(f"{ends}_ci_low", F64, f"lower end of the {interval} of {name}"),
+        Column(f"{ends}_ci_high", F64, f"upper end of the {interval} of {name}"),
+    )
+
+
 def d_param(doc: str, minimum: int = 1) -> Param:
     return Param("d", I64, doc, minimum=minimum, maximum=4096)
 

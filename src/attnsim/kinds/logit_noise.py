@@ -12,11 +12,17 @@ import math
 
 import numpy as np
 
-from attnsim.kinds.base import Column
+from attnsim.kinds.base import Column, Param
 from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N_EFF, STR
 from attnsim.stats import ratio_of_means
 from attnsim.theory import delta_next
 from attnsim.theory.noise import kappa
+
+NOISE_SCALE = Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100)
+# kappa is a number of the point's noise law (the same on every trial) and +inf, with the
+# predictions built on it, where the law lacks the moment the delta method needs
+CONSTANT_METRICS = ("kappa",)
+NONFINITE_METRICS = ("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next")
 
 
 def safe_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -42,14 +48,7 @@ METRICS = (
         "sq_err_next",
         F64,
         "next-order prediction of sq_err from the trial's clean weights and values "
-        "(docs/science.md "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "§2.8): "
+        "(docs/science.md §2.8): "
         "p2 where k* > 3, p1 where 2 < k* <= 3, with the heavy-tail term where k* < 5; +inf where "
         "k* <= 2 (kappa = inf), nan at an integer k*",
     ),
@@ -62,8 +61,7 @@ THEORY = (
         "noise_regime",
         STR,
         "delta (E[e^{k eps}] finite for k <= 4), delta_slow (kappa finite, E[e^{3 eps}] or E[e^{4 "
-        "eps}] = inf), "
-        "heavy (only E[e^eps] finite) or no_mean (E[e^eps] = inf)",
+        "eps}] = inf), heavy (only E[e^eps] finite) or no_mean (E[e^eps] = inf)",
     ),
     Column(
         "moment_order",

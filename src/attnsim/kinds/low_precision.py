@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import FORMAT_NAMES, FORMATS
 from attnsim.kinds.base import Column, Param
-from attnsim.kinds.columns import F64, GRAD_SQ, N_EFF, STR
+from attnsim.kinds.columns import F64, GRAD_SQ, N_EFF, STR, with_ci
 from attnsim.stats import ratio_of_means
 
 FORMAT = Param(
@@ -73,6 +74,21 @@ _DOCS = {
     "(else nan)",
 }
 METRICS = tuple(Column(name, F64, _DOCS[name]) for name in METRIC_NAMES)
+# NaN where a quantity does not apply at a point (attnsim.run.validate): at the sites their docs
+# above leave out
+NONFINITE_METRICS = (
+    "sq_err_unrotated",
+    "sq_err_model_unrotated",
+    "saturated_unrotated",
+    "sq_err_next",
+    "logit_shift",
+    "logit_shift_model",
+    "shift_var_model",
+    "sq_err_iid",
+    "ratio_iid",
+    "kappa_pooled",
+    "kappa_model",
+)
 
 FORMAT_THEORY = (
     Column("significand_bits", F64, "t: significand bits of the format, the implicit bit included"),
@@ -81,6 +97,15 @@ FORMAT_THEORY = (
     ),
     Column("format_max", F64, "largest finite value of the format (saturation beyond)"),
 )
+
+
+def first_order_regime(rows: pd.DataFrame, kappa_eff_max: float, flushed_max: float) -> pd.Series:
+    """The summary points where the rounding model's first order is predicted accurate
+    (docs/science.md §11.4): kappa_eff <= `kappa_eff_max` (the output site has no expansion),
+    nothing saturated, at most `flushed_max` of the cast numbers flushed to 0."""
+    small = (rows["kappa_eff"] <= kappa_eff_max) | (rows["site"] == "output")
+    clean = (rows["saturated_mean"] == 0) & (rows["flushed_mean"] <= flushed_max)
+    return small.fillna(False) & clean
 
 
 def format_theory(p) -> dict[str, object]:
@@ -131,30 +156,22 @@ def _mean_ratio(x: np.ndarray, y: np.ndarray) -> float | None:
     return mx / my if math.isfinite(mx) and math.isfinite(my) and my != 0 else None
 
 
-def _with_ci(name: str, doc: str) -> tuple[Column, ...]:
-    return (
-        Column(name, F64, doc),
-        Column(f"{name}_ci_low", F64, f"lower end of the 95% interval of {name}"),
-        Column(f"{name}_ci_high", F64, f"upper end of the 95% interval of {name}"),
-    )
-
-
 EXTRA = (
-    *_with_ci(
+    *with_ci(
         "err_ratio_iid",
         "mean(sq_err) / mean(sq_err_iid), paired over trials: 1 if the essay's i.i.d. delta "
         "method held",
     ),
-    *_with_ci(
+    *with_ci(
         "err_ratio_model",
         "mean(sq_err) / mean(sq_err_model), paired: 1 if the rounding model's first order held",
     ),
-    *_with_ci("err_ratio_next", "mean(sq_err) / mean(sq_err_next), paired (logits site)"),
-    *_with_ci(
+    *with_ci("err_ratio_next", "mean(sq_err) / mean(sq_err_next), paired (logits site)"),
+    *with_ci(
         "median_ratio_iid",
         "median over trials of sq_err / sq_err_iid, distribution-free 95% interval",
     ),
-    *_with_ci(
+    *with_ci(
         "median_ratio_model",
         "median over trials of sq_err / sq_err_model, distribution-free 95% interval",
     ),
@@ -182,12 +199,12 @@ EXTRA = (
         "mean(sq_err_model) / mean(grad_sq): the effective error variance of the point (the "
         "regime's control variable)",
     ),
-    *_with_ci(
+    *with_ci(
         "rotation_gain",
         "mean(sq_err_unrotated) / mean(sq_err) at site qk_rotated, paired: the error reduction of "
         "the rotation",
     ),
-    *_with_ci(
+    *with_ci(
         "rotation_accuracy",
         "at site qk_rotated: mean over rows of sq_err_unrotated / sq_err_model_unrotated over the "
         "mean of sq_err / sq_err_model, "
@@ -200,7 +217,7 @@ EXTRA = (
         "mean(sq_err_model_unrotated) / mean(sq_err_model): the reduction the rounding model "
         "predicts",
     ),
-    *_with_ci(
+    *with_ci(
         "shift_ratio",
         "mean(logit_shift) / mean(logit_shift_model), paired: 1 if the model's bias held",
     ),

@@ -1,10 +1,11 @@
 """The chunk: what one simulate job computes, planned by `attnsim.plan.sweep` and read by the job.
 
-A chunk is an experiment's run of grid points with the settings their numbers depend on. It
-has one serialisation, compact JSON (the job's only input, and stored in the provenance of
-the chunk's file so that planning can read finished chunks back). The job parses it once into
-a `ChunkSpec` holding the `Kind` object; resources, priority and the kernel driver all read that
-same object.
+A chunk is an experiment's run of grid points with the settings their numbers depend on. It has
+one serialisation, compact JSON written by `ChunkSpec.to_json` and read by `ChunkSpec.from_json`
+(the job's spec file, and the provenance of the chunk's file, from which planning reads finished
+chunks back). A job reads its spec file once (`read_spec_file`) into a `ChunkSpec` holding the
+`Kind` object; resources, priority and the kernel driver all read that same object. The points
+are held as rows of canonical values: `Point` objects are made only when a job asks for them.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
-from attnsim.config.grid import Point, chunk_id, points_from_rows
+from attnsim.config.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
+from attnsim.plan import cost as resources
 from attnsim.seeding import digest
+from attnsim.store.parquet import results_key
 
 
 @dataclass(frozen=True)
@@ -26,14 +30,28 @@ class ChunkSpec:
     kind: Kind
     seed: int
     trials: int  # per round; one round unless adaptive
-    points: tuple[Point, ...]
+    rows: tuple[tuple, ...]  # the points: canonical values in the kind's parameter order
     target_se: float | None = None  # adaptive precision on the kind's main metric
     max_trials: int | None = None
     extends: str | None = None  # a top-up: the stored chunk (same folder) whose trials it reuses
 
+    def __post_init__(self):
+        if self.rows and isinstance(self.rows[0], Point):
+            raise TypeError("ChunkSpec holds rows of values: make one of Points with of_points")
+
+    @classmethod
+    def of_points(cls, experiment: str, kind: Kind, seed: int, trials: int, points, *rest):
+        """A spec of `Point`s (as benchmarks and tests make them)."""
+        rows = tuple(tuple(p.params[k] for k in kind.param_names) for p in points)
+        return cls(experiment, kind, seed, trials, rows, *rest)
+
+    @cached_property
+    def points(self) -> tuple[Point, ...]:
+        return tuple(points_from_rows(self.kind, self.rows))
+
     @cached_property
     def id(self) -> str:
-        base = chunk_id(list(self.points))
+        base = chunk_id(row_ids(self.kind, self.rows))
         return (
             base
             if self.extends is None
@@ -41,63 +59,91 @@ class ChunkSpec:
         )
 
     @cached_property
-    def cost(self):
-        """What its resource requests depend on (`attnsim.plan.cost`)."""
-        from attnsim.plan.cost import POINT_WORK, SECONDS_PER_BYTE, ChunkCost
-
-        kind, points, trials = self.kind, self.points, self.trial_cap
-        per_point = [kind.bytes_per_trial(p.params) for p in points]
-        streams = {p.stream: b for p, b in zip(points, per_point)}
-        work = (
-            3 * sum(streams.values()) + sum(per_point)
-        ) * trials * SECONDS_PER_BYTE + POINT_WORK * len(points)
-        block = max(kind.block_trials(p.params) * b for p, b in zip(points, per_point))
-        return ChunkCost(len(points), trials, work, block, len(kind.metrics) + len(kind.params) + 4)
+    def cost(self) -> resources.ChunkCost:
+        """What its resource requests depend on (`attnsim.plan.cost.chunk_cost`)."""
+        kind, names = self.kind, self.kind.param_names
+        per_trial = [kind.bytes_per_trial(dict(zip(names, row))) for row in self.rows]
+        at = [names.index(n) for n in kind.stream_params]
+        codes: dict[tuple, int] = {}
+        streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
+        costs = resources.point_costs(kind, per_trial, streams, self.trial_cap)
+        return resources.chunk_cost(kind, costs, slice(None), self.trial_cap)
 
     @property
     def trial_cap(self) -> int:
         """The most trials any point can get: what memory and time requests must allow for."""
         return self.max_trials or self.trials
 
-    def to_json(self) -> str:
-        names = self.kind.param_names
+    @property
+    def results_key(self) -> str:
+        """What its rows depend on besides their parameters (`attnsim.store.parquet.results_key`)."""
+        return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
+
+    def to_json(self, threads: int | None = None) -> str:
+        """The one serialisation (`threads`: what a spec file adds for its job)."""
         spec = {
             "experiment": self.experiment,
             "kind": self.kind.name,
             "seed": self.seed,
             "trials": self.trials,
-            "params": list(names),
-            "points": [[p.params[k] for k in names] for p in self.points],
+            "params": list(self.kind.param_names),
+            "points": self.rows,
         }
         if self.target_se is not None:
             spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
         if self.extends is not None:
             spec["extends"] = self.extends
+        if threads is not None:
+            spec["threads"] = threads
         return json.dumps(spec, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> ChunkSpec:
-        try:
-            spec = json.loads(text)
-            kind = get_kind(spec["kind"])
-            if spec["params"] != list(kind.param_names):
-                raise ValueError(
-                    f"parameters {spec['params']} do not match kind {kind.name}: "
-                    f"{list(kind.param_names)}"
-                )
-            points = tuple(points_from_rows(kind, spec["points"]))
-            return cls(
-                spec["experiment"],
-                kind,
-                spec["seed"],
-                spec["trials"],
-                points,
-                spec.get("target_se"),
-                spec.get("max_trials"),
-                spec.get("extends"),
+        return _parse(text)[0]
+
+
+def _parse(text: str) -> tuple[ChunkSpec, dict]:
+    """The spec in `text` and the JSON object it was read from (parsed once)."""
+    try:
+        spec = json.loads(text)
+        kind = get_kind(spec["kind"])
+        if spec["params"] != list(kind.param_names):
+            raise ValueError(
+                f"parameters {spec['params']} do not match kind {kind.name}: "
+                f"{list(kind.param_names)}"
             )
-        except (ValueError, KeyError, TypeError, AttnsimError) as error:
-            raise ConfigError(f"chunk spec: {error}") from None
+        chunk = ChunkSpec(
+            spec["experiment"],
+            kind,
+            spec["seed"],
+            spec["trials"],
+            tuple(canonical_rows(kind, spec["points"])),
+            spec.get("target_se"),
+            spec.get("max_trials"),
+            spec.get("extends"),
+        )
+        return chunk, spec
+    except (ValueError, KeyError, TypeError, AttnsimError) as error:
+        raise ConfigError(f"chunk spec: {error}") from None
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    spec: ChunkSpec
+    threads: int
+
+
+def read_spec_file(path: Path) -> SpecFile:
+    """A job's spec file, read and parsed once: its chunk and the threads it was planned with."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ConfigError(
+            f"{path}: the chunk's spec file is missing ({error.strerror}); the submitting run "
+            "writes it at its start"
+        ) from None
+    spec, data = _parse(text)
+    return SpecFile(spec, int(data.get("threads", 1)))
 
 
 def topup_id(base: str, trials: int, target_se: float | None, max_trials: int | None) -> str:

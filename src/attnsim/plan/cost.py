@@ -1,14 +1,19 @@
 """Honest resource requests for a chunk job, from its points' sizes (portable: mem_mb, runtime).
 
-Every function takes a chunk's `ChunkCost` (or a `ChunkSpec`, whose `.cost` it is): the planner
-computes costs from the grid's columns for thousands of chunks without making their points, and
-a job computes the same from the spec it reads.
+A chunk's cost has one definition, `chunk_cost`, over per-point arrays (`PointCosts`): the planner
+builds them from the grid's columns for thousands of chunks without making their points, and a
+job from the spec it reads (`ChunkSpec.cost`). Every request below is a function of the
+`ChunkCost` it returns.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import numpy as np
+
+from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
 
 BASE_MB = 400  # python, numpy, pyarrow, threads' stacks
 SECONDS_PER_BYTE = 2e-9  # measured order of magnitude: ~0.5 GB/s of working set per core
@@ -50,36 +55,76 @@ class ChunkCost:
     row_columns: int  # columns of a stored row (metrics, parameters, id, trial and partitions)
 
 
-def _cost(spec) -> ChunkCost:
-    return spec if isinstance(spec, ChunkCost) else spec.cost
+@dataclass(frozen=True)
+class PointCosts:
+    """Per point: bytes per trial, the largest block's bytes, stream codes (any labelling), and
+    the cost used to cut chunks (chunk_work_seconds units; a stream's draws are charged to its
+    first point)."""
+
+    bytes_per_trial: np.ndarray
+    block_bytes: np.ndarray
+    streams: np.ndarray
+    point_work: np.ndarray
 
 
-def chunk_mem_mb(spec, threads: int) -> int:
-    cost = _cost(spec)
+def point_costs(kind: Kind, bytes_per_trial, streams, trial_cap: int) -> PointCosts:
+    """`PointCosts` of points in order, from each one's `kind.bytes_per_trial` and stream code."""
+    per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
+    streams = np.asarray(streams)
+    block_trials = np.minimum(  # Kind.block_trials, per point
+        MAX_BLOCK_TRIALS,
+        np.maximum(
+            1, (kind.block_factor * TARGET_BLOCK_BYTES) // np.maximum(1, per_trial).astype(np.int64)
+        ),
+    )
+    first = np.ones(len(streams), dtype=bool)
+    first[1:] = streams[1:] != streams[:-1]
+    work = per_trial * trial_cap * SECONDS_PER_BYTE * (1 + 3 * first) + POINT_WORK
+    return PointCosts(per_trial, block_trials * per_trial, streams, work)
+
+
+def chunk_cost(kind: Kind, costs: PointCosts, rows, trial_cap: int) -> ChunkCost:
+    """The cost of the chunk of the points at `rows` (positions into `costs`): each stream's draws
+    once (at its last point's size) and each point's own work, for `trial_cap` trials."""
+    per_trial = costs.bytes_per_trial[rows]
+    streams = costs.streams[rows]
+    _, from_end = np.unique(streams[::-1], return_index=True)
+    last = np.sort(len(streams) - 1 - from_end)  # summed in position order: labels do not matter
+    work = (3 * per_trial[last].sum() + per_trial.sum()) * trial_cap * SECONDS_PER_BYTE
+    return ChunkCost(
+        len(per_trial),
+        trial_cap,
+        float(work + POINT_WORK * len(per_trial)),
+        int(costs.block_bytes[rows].max()),
+        len(kind.metrics) + len(kind.params) + 4,
+    )
+
+
+def chunk_mem_mb(cost: ChunkCost, threads: int) -> int:
     rows = cost.points * cost.trial_cap * cost.row_columns * 8
     return int(BASE_MB + math.ceil((threads * cost.block_bytes * 1.5 + 3 * rows) / 2**20))
 
 
-def chunk_work_seconds(spec) -> float:
+def chunk_work_seconds(cost: ChunkCost) -> float:
     """A pessimistic estimate of a chunk's CPU-seconds (the working set it streams through, per
     stream for the draws and per point for the rest, and each point's fixed cost): 15-50x the
     measured time, but it ranks chunks by cost, within and across kinds."""
-    return _cost(spec).work
+    return cost.work
 
 
-def expected_seconds(spec) -> float:
+def expected_seconds(cost: ChunkCost) -> float:
     """The chunk's CPU-seconds as the cost model expects them to be measured."""
-    return chunk_work_seconds(spec) / TYPICAL_OVERESTIMATE
+    return cost.work / TYPICAL_OVERESTIMATE
 
 
-def chunk_runtime_min(spec, threads: int) -> int:
+def chunk_runtime_min(cost: ChunkCost, threads: int) -> int:
     """Generous wall-time request in minutes (at least 5, 4x the estimate)."""
-    return int(max(5, math.ceil(4 * chunk_work_seconds(spec) / threads / 60)))
+    return int(max(5, math.ceil(4 * cost.work / threads / 60)))
 
 
-def chunk_priority(spec) -> float:
+def chunk_priority(cost: ChunkCost) -> float:
     """A chunk's critical path in seconds: its expected time, then its experiment's summary and figures."""
-    return expected_seconds(spec) + PRIORITY["collect"]
+    return expected_seconds(cost) + PRIORITY["collect"]
 
 
 def spare_threads(pending_chunks: int, cores: int | None) -> int:

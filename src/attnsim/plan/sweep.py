@@ -8,9 +8,10 @@ points if the config sets one. Finished chunks stay targets under
 their own ids, with the spec read back from their provenance, so Snakemake sees them as up to
 date.
 
-Planning is columnar (`grid.GridColumns`): point ids are hashed in one loop, costs come from one
-call per combination of the parameters a cost depends on, and `Point`/`ChunkSpec` objects are
-made only for the chunk someone asks for. A million points plan in seconds.
+Planning is columnar (`grid.GridColumns`): point ids are hashed in one loop (`grid.point_ids`),
+costs come from one call per combination of the parameters a cost depends on (and one
+`cost.chunk_cost` per chunk), a `ChunkSpec` is made only for the chunk someone asks for and a
+`Point` never. A million points plan in seconds.
 """
 
 from __future__ import annotations
@@ -26,17 +27,14 @@ import numpy as np
 from attnsim import files
 from attnsim.config.grid import (
     GridColumns,
-    Point,
     canonical_column_value,
-    chunk_id_of,
+    chunk_id,
     grid_columns,
-    points_from_rows,
-    row_ids,
 )
-from attnsim.config.load import Settings
+from attnsim.config.load import Experiment, Settings
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
-from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
+from attnsim.kinds.base import Kind
 from attnsim.plan import cost as resources
 from attnsim.plan.chunkspec import ChunkSpec, topup_id
 from attnsim.store import parquet as store
@@ -68,19 +66,26 @@ class Chunk:
 
 @dataclass
 class ExperimentPlan:
-    name: str
-    kind: str
+    experiment: Experiment
     grid: GridColumns
-    seed: int
-    trials: int
-    target_se: float | None = None
-    max_trials: int | None = None
     table: dict[str, Chunk] = field(default_factory=dict)  # chunk id -> chunk, finished and pending
     pending: list[str] = field(default_factory=list)  # chunk ids still to compute
     done_points: int = 0
     replaced: list[Path] = field(
         default_factory=list
     )  # stored chunks that top-ups replace (removed once they exist)
+
+    @property
+    def name(self) -> str:
+        return self.experiment.name
+
+    @property
+    def kind(self) -> str:
+        return self.experiment.kind
+
+    @property
+    def trials(self) -> int:
+        return self.experiment.trials
 
     @property
     def n_points(self) -> int:
@@ -90,71 +95,27 @@ class ExperimentPlan:
     def chunks(self) -> list[str]:
         return sorted(self.table)
 
-    @property
-    def points(self) -> list[Point]:
-        """Every grid point as a Point (for small grids and tests; planning never needs them)."""
-        return points_from_rows(self.kind, self.grid.rows())
-
-    @property
-    def specs(self) -> Mapping[str, ChunkSpec]:
-        return _Specs(self)
-
     def spec(self, chunk: str) -> ChunkSpec:
+        """The chunk's spec: a finished chunk's as its provenance recorded it, a pending one's
+        from the grid's columns (no point made)."""
         entry = self.table[chunk]
         if entry.spec_text is not None:
             return ChunkSpec.from_json(entry.spec_text)
-        kind = get_kind(self.kind)
-        points = tuple(points_from_rows(kind, self.grid.rows(entry.rows)))
+        e = self.experiment
         return ChunkSpec(
-            self.name,
-            kind,
-            self.seed,
-            self.trials,
-            points,
-            self.target_se,
-            self.max_trials,
+            e.name,
+            get_kind(e.kind),
+            e.seed,
+            e.trials,
+            tuple(self.grid.rows(entry.rows)),
+            e.target_se,
+            e.max_trials,
             entry.extends,
         )
-
-    def spec_json(self, chunk: str, **extra) -> str:
-        """The chunk's spec as `ChunkSpec.to_json` writes it (plus `extra` keys), from the columns."""
-        entry = self.table[chunk]
-        if entry.spec_text is not None:
-            spec = json.loads(entry.spec_text)
-        else:
-            spec = {
-                "experiment": self.name,
-                "kind": self.kind,
-                "seed": self.seed,
-                "trials": self.trials,
-                "params": list(get_kind(self.kind).param_names),
-                "points": self.grid.rows(entry.rows),
-            }
-            if self.target_se is not None:
-                spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
-            if entry.extends is not None:
-                spec["extends"] = entry.extends
-        return json.dumps(spec | extra, separators=(",", ":"))
 
     def cost(self, chunk: str) -> resources.ChunkCost:
         entry = self.table[chunk]
         return entry.cost if entry.cost is not None else self.spec(chunk).cost
-
-
-class _Specs(Mapping):
-    """chunk id -> ChunkSpec, made when asked."""
-
-    def __init__(self, plan: ExperimentPlan):
-        self.plan = plan
-
-    def __getitem__(self, chunk: str) -> ChunkSpec:
-        return self.plan.spec(chunk)
-
-    def __iter__(self):
-        return iter(self.plan.table)
-
-    def __len__(self) -> int:
-        return len(self.plan.table)
 
 
 def _old_settings(meta: dict) -> str:
@@ -167,37 +128,18 @@ def _old_settings(meta: dict) -> str:
     return f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version {meta.get('algorithm_version')}"
 
 
-@dataclass(frozen=True)
-class GridCosts:
-    """Per grid point: bytes per trial, the largest block's bytes, stream codes, and the cost used
-    to cut chunks (chunk_work_seconds units; a stream's draws are charged to its first point)."""
-
-    bytes_per_trial: np.ndarray
-    block_bytes: np.ndarray
-    streams: np.ndarray
-    point_work: np.ndarray
-
-
-def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> GridCosts:
-    per_trial = grid.evaluate(kind.bytes_per_trial).astype(np.float64)
-    block_trials = np.minimum(
-        MAX_BLOCK_TRIALS,
-        np.maximum(
-            1, (kind.block_factor * TARGET_BLOCK_BYTES) // np.maximum(1, per_trial).astype(np.int64)
-        ),
+def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
+    """`attnsim.plan.cost.PointCosts` of every grid point, from the columns: one
+    `kind.bytes_per_trial` call per combination of the parameters it reads."""
+    return resources.point_costs(
+        kind, grid.evaluate(kind.bytes_per_trial), grid.stream_codes(), trial_cap
     )
-    streams = grid.stream_codes()
-    first = np.ones(len(streams), dtype=bool)
-    first[1:] = streams[1:] != streams[:-1]
-    work = (
-        per_trial * trial_cap * resources.SECONDS_PER_BYTE * (1 + 3 * first) + resources.POINT_WORK
-    )
-    return GridCosts(per_trial, block_trials * per_trial, streams, work)
 
 
 def chunk_bounds(costs: np.ndarray, size: int, budget: float = math.inf) -> list[tuple[int, int]]:
-    """`grid.chunk` on an array: (start, end) of consecutive runs that end once they hold `size`
-    points or their cost reaches `budget`. One binary search per chunk over the running sum."""
+    """(start, end) of consecutive runs that end once they hold `size` points or their cost
+    reaches `budget` (tests/oracles/points.py `chunk`, on an array). One binary search per chunk
+    over the running sum."""
     total = np.cumsum(costs, dtype=np.float64)
     bounds, start, count = [], 0, len(costs)
     while start < count:
@@ -211,26 +153,6 @@ def chunk_bounds(costs: np.ndarray, size: int, budget: float = math.inf) -> list
         bounds.append((start, end))
         start = end
     return bounds
-
-
-def chunk_cost(
-    kind: Kind, costs: GridCosts, rows: np.ndarray, trial_cap: int
-) -> resources.ChunkCost:
-    """`ChunkSpec.cost` of the chunk of these grid rows, from the columns."""
-    per_trial = costs.bytes_per_trial[rows]
-    streams = costs.streams[rows]
-    _, last = np.unique(streams[::-1], return_index=True)
-    stream_bytes = per_trial[::-1][last].sum()
-    work = (
-        3 * stream_bytes + per_trial.sum()
-    ) * trial_cap * resources.SECONDS_PER_BYTE + resources.POINT_WORK * len(rows)
-    return resources.ChunkCost(
-        len(rows),
-        trial_cap,
-        float(work),
-        int(costs.block_bytes[rows].max()),
-        len(kind.metrics) + len(kind.params) + 4,
-    )
 
 
 def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
@@ -273,15 +195,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     experiment = settings.experiments[name]
     kind = get_kind(experiment.kind)
     grid = grid_columns(experiment)
-    plan = ExperimentPlan(
-        name,
-        experiment.kind,
-        grid,
-        seed=settings.seed,
-        trials=experiment.trials,
-        target_se=experiment.target_se,
-        max_trials=experiment.max_trials,
-    )
+    plan = ExperimentPlan(experiment, grid)
     for other in sorted(Path(root, "trials").glob(f"kind=*/experiment={name}")):
         if (
             other.name
@@ -314,17 +228,17 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     for path, old, rows in extendable:  # a top-up per stored chunk: its points, more trials
         rows = rows[~done[rows]]
         if len(rows):
-            ids = point_ids(grid, rows)
+            ids = grid.ids(rows)
             for start, end in chunk_bounds(costs.point_work[rows], size, budget):
                 chunk = topup_id(
-                    chunk_id_of(ids[start:end]),
+                    chunk_id(ids[start:end]),
                     experiment.trials,
                     experiment.target_se,
                     experiment.max_trials,
                 )
                 plan.table[chunk] = Chunk(
                     chunk,
-                    chunk_cost(kind, costs, rows[start:end], trial_cap),
+                    resources.chunk_cost(kind, costs, rows[start:end], trial_cap),
                     rows=rows[start:end],
                     extends=old,
                 )
@@ -333,11 +247,13 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
         plan.replaced.append(path)
     plan.done_points = int(done.sum()) - sum(plan.cost(c).points for c in plan.pending)
     todo = np.flatnonzero(~done)
-    ids = point_ids(grid, todo)
+    ids = grid.ids(todo)
     for start, end in chunk_bounds(costs.point_work[todo], size, budget):
         rows = todo[start:end]
-        chunk = chunk_id_of(ids[start:end])
-        plan.table[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows, trial_cap), rows=rows)
+        chunk = chunk_id(ids[start:end])
+        plan.table[chunk] = Chunk(
+            chunk, resources.chunk_cost(kind, costs, rows, trial_cap), rows=rows
+        )
         plan.pending.append(chunk)
     return plan
 
@@ -409,14 +325,6 @@ def chunk_limits(
     return size, budget
 
 
-def point_ids(grid: GridColumns, rows: np.ndarray) -> list[str]:
-    """The ids of the grid points at `rows`: all of them in one pass when most are wanted."""
-    if len(rows) * 4 >= grid.size:
-        every = grid.ids()
-        return every if len(rows) == grid.size else [every[i] for i in rows]
-    return row_ids(grid.kind, grid.rows(rows))
-
-
 def plan_all(settings: Settings, root: Path) -> dict[str, ExperimentPlan]:
     """Read-only: planning never writes (dry runs, `attnsim show`); the run writes the pending
     chunks' spec files (`write_specs`) and sweeps dead writers' temp files."""
@@ -470,7 +378,7 @@ def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int
     for plan in plans.values():
         for chunk in plan.pending:
             path = spec_path(results, plan.name, chunk)
-            text = plan.spec_json(chunk, threads=threads)
+            text = plan.spec(chunk).to_json(threads=threads)
             try:
                 if path.read_text() == text:
                     continue
@@ -481,38 +389,9 @@ def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int
     return written
 
 
-@dataclass(frozen=True)
-class SpecFile:
-    spec: ChunkSpec
-    threads: int
-
-
-def read_spec_file(path: Path) -> SpecFile:
-    from attnsim.errors import ConfigError
-
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise ConfigError(
-            f"{path}: the chunk's spec file is missing ({error.strerror}); the submitting run "
-            "writes it at its start"
-        ) from None
-    return SpecFile(ChunkSpec.from_json(text), int(json.loads(text).get("threads", 1)))
-
-
 def experiment_json(settings: Settings, name: str) -> str:
-    """The experiment's own settings as JSON: what its summary and figures depend on."""
-    e = settings.experiments[name]
-    spec = {
-        "experiment": name,
-        "kind": e.kind,
-        "trials": e.trials,
-        "seed": settings.seed,
-        "grid": e.grid,
-    }
-    if e.target_se is not None:
-        spec |= {"target_se": e.target_se, "max_trials": e.max_trials}
-    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    """The experiment's own settings as JSON (`Experiment.to_json`)."""
+    return settings.experiments[name].to_json()
 
 
 def remove_replaced(plans: Mapping[str, ExperimentPlan], root: Path) -> list[Path]:

@@ -7,13 +7,13 @@ import logging
 import math
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from attnsim.config.grid import GridColumns, Point, grid_columns
+from attnsim.config.load import Experiment
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
@@ -285,7 +285,8 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
     streaming: one chunk file in memory at a time."""
     started = time.perf_counter()
     spec = json.loads(experiment_json)
-    grid = grid_columns(SimpleNamespace(kind=spec["kind"], grid=spec["grid"]))
+    experiment = Experiment.from_json(experiment_json)
+    grid = grid_columns(experiment)
     if not chunk_paths:
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(spec["kind"])
@@ -304,9 +305,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
         seed=spec["seed"],
         trials=spec["trials"],
         config_hash=digest(spec),
-        results_key=store.results_key(
-            kind, spec["trials"], spec["seed"], spec.get("target_se"), spec.get("max_trials")
-        ),
+        results_key=experiment.results_key,
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment_json,
         **inputs,  # the chunks' content digests and CPU classes

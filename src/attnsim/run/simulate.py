@@ -61,12 +61,10 @@ def stored_blocks(kind: Kind, params, trials: int, rows: int) -> set[tuple[int, 
     return blocks
 
 
-def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, dict]:
+def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
     """The stored trials of `spec`'s points in chunk file `path` as `simulate_points`' `known`,
     and that chunk's spec."""
-    import json
-
-    old = json.loads(store.read_meta(path)["spec"])
+    old = ChunkSpec.from_json(store.read_meta(path)["spec"])
     metrics = [m.name for m in spec.kind.metrics]
     table = store.read_table(path, ["point_id", *metrics])
     ids = np.asarray(table.column("point_id").to_pylist(), dtype=object)
@@ -80,7 +78,7 @@ def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, dict]:
             s, e = where[point.id]
             known[point.id] = (
                 {m: columns[m][s:e] for m in metrics},
-                stored_blocks(spec.kind, point.params, old["trials"], e - s),
+                stored_blocks(spec.kind, point.params, old.trials, e - s),
             )
     return known, old
 
@@ -294,8 +292,11 @@ def run_chunk(
     if spec.extends is not None:  # a top-up: reuse the stored chunk's trial blocks
         source = Path(output).parent / f"chunk-{spec.extends}.parquet"
         known, old_spec = stored_trials(spec, source)
-        topped_up = {key: old_spec.get(key) for key in ("trials", "target_se", "max_trials")} | {
-            "chunk": spec.extends
+        topped_up = {
+            "trials": old_spec.trials,
+            "target_se": old_spec.target_se,
+            "max_trials": old_spec.max_trials,
+            "chunk": spec.extends,
         }
     stats: dict = {}
     results = simulate_points(
@@ -324,9 +325,7 @@ def run_chunk(
         experiment=spec.experiment,
         kind=spec.kind.name,
         chunk=spec.id,
-        results_key=store.results_key(
-            spec.kind, spec.trials, spec.seed, spec.target_se, spec.max_trials
-        ),
+        results_key=spec.results_key,
         seed=spec.seed,
         trials=spec.trials,
         algorithm_version=spec.kind.algorithm_version,

@@ -59,7 +59,7 @@ def test_a_small_experiment_end_to_end(tmp_path):
     root = tmp_path / "store"
     plan = plan_experiment(settings, "shift", root)
     chunks = [
-        run_chunk(plan.specs[c], store.chunk_path(root, plan.kind, plan.name, c))
+        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
         for c in plan.pending
     ]
     summary = store.summary_path(root, plan.kind, "shift")

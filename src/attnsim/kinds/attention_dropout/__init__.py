@@ -11,7 +11,17 @@ import numpy as np
 
 from attnsim.kinds.attention_dropout import kernel
 from attnsim.kinds.base import Column, Kind, Param
-from attnsim.kinds.columns import F64, GRAD_SQ, I64, N_EFF, STR, N, d_param, scale_param
+from attnsim.kinds.columns import (
+    F64,
+    GRAD_SQ,
+    I64,
+    N_EFF,
+    STR,
+    N,
+    d_param,
+    scale_param,
+    with_ci,
+)
 from attnsim.stats import ratio_of_means
 from attnsim.theory import dropout
 
@@ -94,18 +104,10 @@ def theory(p) -> dict[str, object]:
     }
 
 
-def _with_ci(name: str, doc: str) -> tuple[Column, ...]:
-    return (
-        Column(name, F64, doc),
-        Column(f"{name}_ci_low", F64, f"lower end of the 95% interval of {name}"),
-        Column(f"{name}_ci_high", F64, f"upper end of the 95% interval of {name}"),
-    )
-
-
 EXTRA = (
-    *_with_ci("err_ratio_exact", "mean(sq_err) / mean(sq_err_exact), paired"),
-    *_with_ci("err_ratio_iid", "mean(sq_err) / mean(sq_err_iid), paired"),
-    *_with_ci("err_ratio_next", "mean(sq_err) / mean(sq_err_next), paired"),
+    *with_ci("err_ratio_exact", "mean(sq_err) / mean(sq_err_exact), paired"),
+    *with_ci("err_ratio_iid", "mean(sq_err) / mean(sq_err_iid), paired"),
+    *with_ci("err_ratio_next", "mean(sq_err) / mean(sq_err_next), paired"),
     Column(
         "value_factor",
         F64,

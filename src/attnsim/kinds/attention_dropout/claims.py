@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from attnsim.claims.engine import Claim, select_regime
+from attnsim.claims.engine import Claim
+from attnsim.kinds.ratio_claims import ratio_is_one, within_one
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,11 @@ def _point(row) -> str:
     )
 
 
+def _transformers(r: pd.DataFrame) -> pd.Series:
+    """Dropout as transformers apply it, at a rate that drops something."""
+    return (r["form"] == "transformers") & (r["rate"] > 0)
+
+
 def transformers_exact(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
@@ -47,20 +53,8 @@ def transformers_exact(s: pd.DataFrame | None) -> Claim:
         threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (it can fail only "
         "through a bug)",
     )
-    rows = select_regime(
-        claim, s, lambda r: (r["form"] == "transformers") & (r["rate"] > 0), FIGURE
-    )
-    if rows is None:
-        return claim
-    return claim.per_point(
-        rows,
-        "ratio_exact_mean",
-        "ratio_exact_ci_low",
-        "ratio_exact_ci_high",
-        1.0,
-        t.ratio_tolerance,
-        describe=_point,
-    )
+    ratio_is_one(claim, s, _transformers, FIGURE, "ratio_exact", t.ratio_tolerance, _point)
+    return claim
 
 
 def transformers_iid(s: pd.DataFrame | None) -> Claim:
@@ -78,22 +72,11 @@ def transformers_iid(s: pd.DataFrame | None) -> Claim:
         compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
         "compared with the exact "
         "factor sum p^2 ||v||^2 / sum p^2 ||v - o||^2",
-        threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
+        threshold=within_one(t.ratio_tolerance),
     )
-    rows = select_regime(
-        claim, s, lambda r: (r["form"] == "transformers") & (r["rate"] > 0), FIGURE
-    )
+    rows = ratio_is_one(claim, s, _transformers, FIGURE, "ratio_iid", t.ratio_tolerance, _point)
     if rows is None:
         return claim
-    claim.per_point(
-        rows,
-        "ratio_iid_mean",
-        "ratio_iid_ci_low",
-        "ratio_iid_ci_high",
-        1.0,
-        t.ratio_tolerance,
-        describe=_point,
-    )
     claim.evidence += (
         "; the exact factor sum p^2||v||^2 / sum p^2||v - o||^2 is "
         f"{rows['value_factor'].min():.3f}-{rows['value_factor'].max():.3f}: "
@@ -120,9 +103,9 @@ def logit_delta(s: pd.DataFrame | None) -> Claim:
         reason=REASON,
         compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
         "compared with the next order",
-        threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
+        threshold=within_one(t.ratio_tolerance),
     )
-    rows = select_regime(
+    rows = ratio_is_one(
         claim,
         s,
         lambda r: (
@@ -131,18 +114,12 @@ def logit_delta(s: pd.DataFrame | None) -> Claim:
             & (r["delta_correction"] <= t.delta_correction_max)
         ),
         FIGURE,
+        "ratio_iid",
+        t.ratio_tolerance,
+        _point,
     )
     if rows is None:
         return claim
-    claim.per_point(
-        rows,
-        "ratio_iid_mean",
-        "ratio_iid_ci_low",
-        "ratio_iid_ci_high",
-        1.0,
-        t.ratio_tolerance,
-        describe=_point,
-    )
     claim.evidence += (
         "; next order: measured / p2 "
         f"{rows['ratio_next_mean'].min():.3f}-{rows['ratio_next_mean'].max():.3f}"

@@ -22,12 +22,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from attnsim.errors import ConfigError
-from attnsim.kernels.training import CHECKPOINTS, OPTIMISERS, quantiles
+from attnsim.kernels.training import CHECKPOINTS, OPTIMISERS
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, I64, LOG_N, STR
 from attnsim.kinds.contrastive_training import kernel
+from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
 
-LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
 ACCURACIES = ("probe_accuracy", "knn_accuracy", "linear_probe_accuracy")
 
 
@@ -96,14 +96,8 @@ PARAMS = (
         default="fixed",
     ),
     Param("optimiser", STR, "sgd, or adam (beta1 0.9, beta2 0.999, eps 1e-8)", choices=OPTIMISERS),
-    Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
-    Param(
-        "steps",
-        I64,
-        "optimiser steps per run (one batch of n examples each)",
-        minimum=1,
-        maximum=100000,
-    ),
+    LR,
+    steps_param("optimiser steps per run (one batch of n examples each)"),
 )
 
 # a task (a curve of the figures, a comparison of the claims): everything but the temperature
@@ -165,13 +159,7 @@ THEORY = (
 )
 
 EXTRA = (
-    *(
-        Column(
-            f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)"
-        )
-        for m in LOSSES
-        for q, label in (("q25", "lower quartile"), ("median", "median"), ("q75", "upper quartile"))
-    ),
+    *LOSS_QUARTILES,
     Column(
         "entropy_lowest",
         F64,
@@ -235,9 +223,7 @@ def theory(p) -> dict[str, object]:
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for name in LOSSES:
-        out[f"{name}_q25"], out[f"{name}_median"], out[f"{name}_q75"] = quantiles(metrics[name])
+    out: dict[str, object] = loss_quartiles(metrics)
     finite = metrics["entropy_min"][np.isfinite(metrics["entropy_min"])]
     lowest = float(finite.min()) if finite.size else float("nan")
     out["entropy_lowest"] = lowest

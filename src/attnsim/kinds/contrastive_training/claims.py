@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from attnsim.claims.engine import Claim, equivalence_verdict, one_sided_verdict, select_regime
+from attnsim.claims.engine import (
+    Claim,
+    combine_verdicts,
+    equivalence_verdict,
+    one_sided_verdict,
+    select_regime,
+)
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
 from attnsim.theory.entropy import exact_gap
 
@@ -48,14 +54,6 @@ def _learned(s: pd.DataFrame) -> pd.Series:
     return s["tau_mode"] != "fixed"
 
 
-def _combine(verdicts: list[str]) -> str:
-    if "fails" in verdicts:
-        return "fails"
-    if "inconclusive" in verdicts or not verdicts:
-        return "inconclusive"
-    return "holds"
-
-
 def _counts(verdicts: list[str]) -> str:
     return ", ".join(
         f"{verdicts.count(v)} {v}" for v in ("holds", "fails", "inconclusive") if verdicts.count(v)
@@ -68,6 +66,19 @@ def _setting_text(row) -> str:
 
 
 # --------------------------------------------------------------------------- sanity
+
+
+def _closest_to_floor(
+    claim: Claim, rows: pd.DataFrame, excess: str, tolerance: str, shown: str
+) -> tuple[pd.Series, bool]:
+    """A floor checked on every run: the point whose `excess` over its floor is smallest, and
+    whether every point's is at least -`tolerance` (float64 rounding). The claim shows `shown`:
+    measured at that point, the range over points."""
+    worst = rows.loc[rows[excess].idxmin()]
+    claim.side = "above"
+    claim.measured = float(worst[shown])
+    claim.ci_low, claim.ci_high = float(rows[shown].min()), float(rows[shown].max())
+    return worst, bool((rows[excess] >= -rows[tolerance]).all())
 
 
 def training_entropy_floor(s: pd.DataFrame | None) -> Claim:
@@ -94,15 +105,10 @@ def training_entropy_floor(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
-    worst = rows.loc[rows["entropy_lowest_excess"].idxmin()]
-    ok = bool((rows["entropy_lowest_excess"] >= -rows["entropy_floor_tolerance"]).all())
-    claim.bound = float(worst["entropy_floor"])
-    claim.side = "above"
-    claim.measured = float(worst["entropy_lowest"])
-    claim.ci_low, claim.ci_high = (
-        float(rows["entropy_lowest"].min()),
-        float(rows["entropy_lowest"].max()),
+    worst, ok = _closest_to_floor(
+        claim, rows, "entropy_lowest_excess", "entropy_floor_tolerance", "entropy_lowest"
     )
+    claim.bound = float(worst["entropy_floor"])
     return claim.sanity_check(
         ok,
         f"{int(rows['entropy_min_finite'].sum()):,} non-diverged runs; lowest training entropy "
@@ -139,14 +145,10 @@ def learned_entropy_floor(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
-    worst = rows.loc[rows["entropy_excess_lowest"].idxmin()]
-    ok = bool((rows["entropy_excess_lowest"] >= -rows["entropy_excess_tolerance"]).all())
-    claim.bound, claim.side = 0.0, "above"
-    claim.measured = float(worst["entropy_excess_lowest"])
-    claim.ci_low, claim.ci_high = (
-        float(rows["entropy_excess_lowest"].min()),
-        float(rows["entropy_excess_lowest"].max()),
+    worst, ok = _closest_to_floor(
+        claim, rows, "entropy_excess_lowest", "entropy_excess_tolerance", "entropy_excess_lowest"
     )
+    claim.bound = 0.0
     return claim.sanity_check(
         ok,
         f"{int(rows['n_trials'].sum()):,} runs at {len(rows)} points; closest approach "
@@ -158,7 +160,22 @@ def learned_entropy_floor(s: pd.DataFrame | None) -> Claim:
 # ------------------------------------------------------------------ tau = 1 against smaller tau
 
 
-def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure: str) -> Claim:
+def _tau_one_worse(
+    s: pd.DataFrame | None, positives: str, claim_id: str, text: str, regime: str, measured: str
+) -> Claim:
+    """tau = 1 against the best tau < 1 per setting, one-sided below 0 on the difference of the
+    positives' claim accuracy (`measured`: what it is, in the claim's words)."""
+    claim = Claim(
+        claim_id,
+        text,
+        statement="temperature",
+        number="range over points",
+        regime=regime,
+        reason=REASON,
+        compared_to=f"0; measured: {measured}, the setting farthest from the claim",
+        threshold="per setting, holds if the difference's 95% interval lies below 0, fails if "
+        "above; the claim holds if every setting holds, fails if any fails",
+    )
     metric = CLAIM_METRIC[positives]
 
     def regime(r):
@@ -174,7 +191,7 @@ def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure:
         claim.verdict = "outside regime"
         return claim
     used = pd.concat([same_setting(rows, r) for _, r in table.iterrows()])
-    claim.based_on(used, figure=figure)
+    claim.based_on(used, figure="temperature_sweep")
     verdicts = [
         one_sided_verdict(lo, hi, THRESHOLDS.difference_bound, "below")
         for lo, hi in zip(table["diff_low"], table["diff_high"])
@@ -185,7 +202,7 @@ def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure:
     claim.measured = float(decisive["diff"])
     claim.ci_low, claim.ci_high = float(decisive["diff_low"]), float(decisive["diff_high"])
     claim.detectable = float(((table["diff_high"] - table["diff_low"]) / 2).max())
-    claim.verdict = _combine(verdicts)
+    claim.verdict = combine_verdicts(verdicts)
     best = table.loc[table["diff"].idxmin()]
     claim.evidence = (
         f"{len(table)} setting(s): {_counts(verdicts)}. Farthest from the claim "
@@ -203,41 +220,31 @@ def _tau_one_worse(claim: Claim, s: pd.DataFrame | None, positives: str, figure:
 
 
 def worse_probe_at_tau_one(s: pd.DataFrame | None) -> Claim:
-    claim = Claim(
+    return _tau_one_worse(
+        s,
+        "class",
         "tau_one_worse_probe",
         "Because tau = 1 keeps the entropy near log n (too little information), the representation "
-        "learnt at tau = 1 is worse "
-        "than at a smaller temperature: lower held-out probe accuracy (class positives).",
-        statement="temperature",
-        number="range over points",
-        regime="contrastive_training, class positives, fixed tau; per setting (every parameter but "
-        "tau): tau = 1 against the best tau < 1",
-        reason=REASON,
-        compared_to="0; measured: probe accuracy at tau = 1 minus the best at tau < 1 (nearest "
-        "class mean, 95% interval), the setting farthest from the claim",
-        threshold="per setting, holds if the difference's 95% interval lies below 0, fails if "
-        "above; the claim holds if every setting holds, fails if any fails",
+        "learnt at tau = 1 is worse than at a smaller temperature: lower held-out probe accuracy "
+        "(class positives).",
+        "contrastive_training, class positives, fixed tau; per setting (every parameter but tau): "
+        "tau = 1 against the best tau < 1",
+        "probe accuracy at tau = 1 minus the best at tau < 1 (nearest class mean, 95% interval)",
     )
-    return _tau_one_worse(claim, s, "class", "temperature_sweep")
 
 
 def instance_worse_knn_at_tau_one(s: pd.DataFrame | None) -> Claim:
-    claim = Claim(
+    return _tau_one_worse(
+        s,
+        "instance",
         "instance_tau_one_worse_knn",
         "With instance positives (SimCLR-style: two views of one instance, same-class instances "
-        "are negatives) too, tau = 1 "
-        "learns a worse representation than a smaller temperature: lower held-out 5-NN accuracy.",
-        statement="temperature",
-        number="range over points",
-        regime="contrastive_training, instance positives with instance_noise > 0, fixed tau; per "
+        "are negatives) too, tau = 1 learns a worse representation than a smaller temperature: "
+        "lower held-out 5-NN accuracy.",
+        "contrastive_training, instance positives with instance_noise > 0, fixed tau; per "
         "setting: tau = 1 against the best tau < 1",
-        reason=REASON,
-        compared_to="0; measured: 5-NN accuracy at tau = 1 minus the best at tau < 1 (95% "
-        "interval), the setting farthest from the claim",
-        threshold="per setting, holds if the difference's 95% interval lies below 0, fails if "
-        "above; the claim holds if every setting holds, fails if any fails",
+        "5-NN accuracy at tau = 1 minus the best at tau < 1 (95% interval)",
     )
-    return _tau_one_worse(claim, s, "instance", "temperature_sweep")
 
 
 def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
@@ -279,7 +286,7 @@ def floor_limits_accuracy(s: pd.DataFrame | None) -> Claim:
         float(high[worst]),
     )
     claim.detectable = float(((high - low) / 2).max())
-    claim.verdict = _combine(verdicts)
+    claim.verdict = combine_verdicts(verdicts)
     w = rows.loc[worst]
     text = (
         f"{len(rows)} setting(s): {_counts(verdicts)}. Farthest ({_setting_text(w)}): H = "
@@ -320,6 +327,16 @@ def _geometric(r) -> tuple[float, float, float]:
     return tuple(math.exp(r[f"log_tau_final_{k}"]) for k in ("mean", "ci_low", "ci_high"))
 
 
+def _geometric_detectable(rows) -> float:
+    """The widest half-width of the points' tau_final intervals, on tau's own scale."""
+    return float(
+        max(
+            (math.exp(r["log_tau_final_ci_high"]) - math.exp(r["log_tau_final_ci_low"])) / 2
+            for r in rows
+        )
+    )
+
+
 def learned_tau_falls(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "learned_tau_falls",
@@ -345,13 +362,8 @@ def learned_tau_falls(s: pd.DataFrame | None) -> Claim:
     w = rows.loc[rows["log_tau_final_mean"].idxmax()]
     claim.bound, claim.side = 1.0, "below"
     claim.measured, claim.ci_low, claim.ci_high = _geometric(w)
-    claim.detectable = float(
-        max(
-            (math.exp(r["log_tau_final_ci_high"]) - math.exp(r["log_tau_final_ci_low"])) / 2
-            for _, r in rows.iterrows()
-        )
-    )
-    claim.verdict = _combine(verdicts)
+    claim.detectable = _geometric_detectable(r for _, r in rows.iterrows())
+    claim.verdict = combine_verdicts(verdicts)
     ends = ", ".join(f"{math.exp(v):.3g}" for v in rows["log_tau_final_mean"])
     claim.evidence = (
         f"{len(rows)} point(s): {_counts(verdicts)}; tau after training (geometric mean over "
@@ -408,13 +420,8 @@ def learned_tau_settles_at_best(s: pd.DataFrame | None) -> Claim:
     claim.predicted = float(b["best_tau"])
     claim.measured, claim.ci_low, claim.ci_high = _geometric(r)
     claim.rel_deviation = (claim.measured - claim.predicted) / claim.predicted
-    claim.detectable = float(
-        max(
-            (math.exp(j[0]["log_tau_final_ci_high"]) - math.exp(j[0]["log_tau_final_ci_low"])) / 2
-            for j in judged
-        )
-    )
-    claim.verdict = _combine(verdicts)
+    claim.detectable = _geometric_detectable(j[0] for j in judged)
+    claim.verdict = combine_verdicts(verdicts)
     parts = [
         f"{j[0]['positives']} ({_setting_text(j[0])}): learnt "
         f"{math.exp(j[0]['log_tau_final_mean']):.3g} vs best fixed {j[1]['best_tau']:g} "

@@ -76,6 +76,7 @@ from attnsim.kernels.training import (
     checkpoint_steps,
     evaluation_steps,
     not_finite,
+    train,
 )
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 
@@ -759,16 +760,15 @@ def simulate(
             held.instance = standard_normal(aux, held.noise.shape).astype(np.float64)
         probe.instance = standard_normal(aux, probe.noise.shape).astype(np.float64)
     runs = [Run(p, world, init, monitor, probe) for p in pts]
-    batches = [] if record else None
-    for step in range(1, max(run.steps for run in runs) + 1):
+
+    def draw() -> Batches:
         batch = draw_batches(rng, trials, 1, n, classes, input_dim)
         if aux is not None:
             batch.instance = standard_normal(aux, batch.noise.shape).astype(np.float64)
-        if record:
-            batches.append(batch)
-        for run in runs:
-            if step <= run.steps:
-                run.step(batch, step)
+        return batch
+
+    batches = [] if record else None
+    train(runs, draw, batches)  # no run stops early: every run trains to its own budget
     results = [run.finish(final, probe) for run in runs]
     if record:
         return results, Draws(world, monitor, final, probe, init, batches)

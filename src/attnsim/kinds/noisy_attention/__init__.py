@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from attnsim.kinds.base import Kind, Param
-from attnsim.kinds.columns import F64, I64, STR, N, d_param, scale_param
+from attnsim.kinds.columns import I64, STR, N, d_param, scale_param
 from attnsim.kinds.logit_noise import (
+    CONSTANT_METRICS,
     EXTRA,
     METRICS,
+    NOISE_SCALE,
+    NONFINITE_METRICS,
     THEORY,
     extra_summary,
     sq_err_next,
@@ -47,7 +50,7 @@ PARAMS = (
         minimum=1,
         maximum=4096,
     ),
-    Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
+    NOISE_SCALE,
 )
 
 
@@ -129,8 +132,7 @@ KIND = Kind(
     main_metric="rel_err",
     extra_columns=EXTRA,
     extra_summary=extra_summary,
-    constant_metrics=("kappa",),
-    # +inf where kappa is (a noise without the moment the delta method needs)
-    nonfinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),
+    constant_metrics=CONSTANT_METRICS,
+    nonfinite_metrics=NONFINITE_METRICS,
     block_factor=2,  # small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise the calls
 )

@@ -419,6 +419,20 @@ def _series(rows: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
     }
 
 
+def _series_in_regime(claim: Claim, s: pd.DataFrame | None, regime) -> dict | None:
+    """The regime's series (`_series`), the claim based on them and the rate figure; None once
+    the verdict is set (not measured, or outside regime: no row, or no series long enough)."""
+    rows = select_regime(claim, s, regime, figure="rel_err_vs_n")
+    if rows is None:
+        return None
+    series = _series(rows)
+    if not series:
+        claim.verdict = "outside regime"
+        return None
+    claim.based_on(pd.concat(series.values()), figure="rel_err_vs_n")
+    return series
+
+
 def error_rate(s: pd.DataFrame | None) -> Claim:
     t = THRESHOLDS
     claim = Claim(
@@ -436,7 +450,7 @@ def error_rate(s: pd.DataFrame | None) -> Claim:
         threshold="the mean slope's 95% interval (between series, at least the slopes' own) "
         f"inside -1/2 ± {t.slope_tolerance} (equivalence)",
     )
-    rows = select_regime(
+    series = _series_in_regime(
         claim,
         s,
         lambda s: (
@@ -444,15 +458,9 @@ def error_rate(s: pd.DataFrame | None) -> Claim:
             & _finite_kappa(s)
             & (predicted_correction(s) <= t.rate_correction_max)
         ),
-        figure="rel_err_vs_n",
     )
-    if rows is None:
+    if series is None:
         return claim
-    series = _series(rows)
-    if not series:
-        claim.verdict = "outside regime"
-        return claim
-    claim.based_on(pd.concat(series.values()), figure="rel_err_vs_n")
     fits = [_slope(part) for part in series.values()]
     slopes = [f["mean"] for f in fits]
     return claim.equivalence(
@@ -493,14 +501,9 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
         threshold="holds when every series' slope interval (residual-based) lies above "
         f"{t.breakdown_slope} (one-sided); fails when one lies entirely below",
     )
-    rows = select_regime(claim, s, _no_mean_regime, figure="rel_err_vs_n")
-    if rows is None:
+    series = _series_in_regime(claim, s, _no_mean_regime)
+    if series is None:
         return claim
-    series = _series(rows)
-    if not series:
-        claim.verdict = "outside regime"
-        return claim
-    claim.based_on(pd.concat(series.values()), figure="rel_err_vs_n")
     fits = {key: _slope(part) for key, part in series.items()}
     steepest = min(fits, key=lambda k: fits[k]["ci_low"])
     claim.one_sided(fits[steepest], t.breakdown_slope, "above", "")
@@ -534,19 +537,11 @@ def heavy_rate(s: pd.DataFrame | None) -> Claim:
         threshold="every series' slope interval (residual-based) inside 1/k* - 1 ± "
         f"{t.slope_tolerance} (equivalence, per series)",
     )
-    rows = select_regime(
-        claim,
-        s,
-        lambda s: (s["logit_scale"] == 0) & (_noise_regime(s) == "heavy"),
-        figure="rel_err_vs_n",
+    series = _series_in_regime(
+        claim, s, lambda s: (s["logit_scale"] == 0) & (_noise_regime(s) == "heavy")
     )
-    if rows is None:
+    if series is None:
         return claim
-    series = _series(rows)
-    if not series:
-        claim.verdict = "outside regime"
-        return claim
-    claim.based_on(pd.concat(series.values()), figure="rel_err_vs_n")
     table = []
     for key, part in series.items():
         fit = _slope(part)

@@ -95,20 +95,7 @@ KIND = Kind(
     params=PARAMS,
     stream_params=("n", "d", "logit_scale", "outlier_channels", "outlier_scale"),
     metrics=low_precision.METRICS,
-    # NaN where a quantity does not apply at a point (attnsim.run.validate)
-    nonfinite_metrics=(
-        "sq_err_unrotated",
-        "sq_err_model_unrotated",
-        "saturated_unrotated",
-        "sq_err_next",
-        "logit_shift",
-        "logit_shift_model",
-        "shift_var_model",
-        "sq_err_iid",
-        "ratio_iid",
-        "kappa_pooled",
-        "kappa_model",
-    ),
+    nonfinite_metrics=low_precision.NONFINITE_METRICS,
     theory_columns=THEORY,
     # 2: the rows gained saturated_unrotated (the others unchanged: tests/test_reference_rows.py)
     algorithm_version=2,

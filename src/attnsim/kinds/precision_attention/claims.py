@@ -11,6 +11,8 @@ import pandas as pd
 
 from attnsim.claims.engine import Claim, select_regime
 from attnsim.kernels.rounding import FORMAT_NAMES
+from attnsim.kinds.low_precision import first_order_regime
+from attnsim.kinds.ratio_claims import ratio_is_one, within_one
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,7 @@ def in_model_regime(rows: pd.DataFrame) -> pd.Series:
     """Where the first-order model is predicted accurate: kappa_eff <= 0.01 (the output site has no
     expansion), nothing saturated, at most 0.1% of the cast numbers flushed to 0."""
     t = THRESHOLDS
-    small = (rows["kappa_eff"] <= t.kappa_eff_max) | (rows["site"] == "output")
-    clean = (rows["saturated_mean"] == 0) & (rows["flushed_mean"] <= t.flushed_max)
-    return small.fillna(False) & clean & (rows["logit_scale"] > 0)
+    return first_order_regime(rows, t.kappa_eff_max, t.flushed_max) & (rows["logit_scale"] > 0)
 
 
 def _point(row) -> str:
@@ -75,22 +75,19 @@ def iid_delta(s: pd.DataFrame | None) -> Claim:
         "point; compared with the "
         "factor sum p^2 Var(eps|s)|v - o|^2 / (kappa_pooled sum p^2 |v - o|^2) the rounding model "
         "predicts",
-        threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
+        threshold=within_one(t.ratio_tolerance),
     )
-    rows = select_regime(
-        claim, s, lambda r: (r["site"] == "logits") & in_model_regime(r), FIGURE_ERROR
+    rows = ratio_is_one(
+        claim,
+        s,
+        lambda r: (r["site"] == "logits") & in_model_regime(r),
+        FIGURE_ERROR,
+        "ratio_iid",
+        t.ratio_tolerance,
+        _point,
     )
     if rows is None:
         return claim
-    claim.per_point(
-        rows,
-        "ratio_iid_mean",
-        "ratio_iid_ci_low",
-        "ratio_iid_ci_high",
-        1.0,
-        t.ratio_tolerance,
-        describe=_point,
-    )
     factor = rows["iid_factor_model"]
     claim.evidence += (
         f"; measured factor {rows['ratio_iid_mean'].min():.2f}-{rows['ratio_iid_mean'].max():.2f} "
@@ -122,22 +119,19 @@ def model_delta(fmt: str):
             f"<= {t.flushed_max:g} of the cast numbers flushed to 0",
             reason=REASON,
             compared_to="1: mean over rows of sq_err / sq_err_model, at every point of the regime",
-            threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
+            threshold=within_one(t.ratio_tolerance),
         )
-        rows = select_regime(
-            claim, s, lambda r: (r["format"] == fmt) & in_model_regime(r), FIGURE_ERROR
+        rows = ratio_is_one(
+            claim,
+            s,
+            lambda r: (r["format"] == fmt) & in_model_regime(r),
+            FIGURE_ERROR,
+            "ratio_model",
+            t.ratio_tolerance,
+            _point,
         )
         if rows is None:
             return claim
-        claim.per_point(
-            rows,
-            "ratio_model_mean",
-            "ratio_model_ci_low",
-            "ratio_model_ci_high",
-            1.0,
-            t.ratio_tolerance,
-            describe=_point,
-        )
         outside = s[(s["format"] == fmt) & ~in_model_regime(s) & (s["logit_scale"] > 0)]
         if len(outside):
             claim.evidence += (
@@ -169,7 +163,7 @@ def rotation(s: pd.DataFrame | None) -> Claim:
         "mean(sq_err_model_unrotated) / mean(sq_err_model), at every point; compared with the "
         "paired per-row form (rotation_accuracy: shown, never judged, as it was picked after a "
         "first run) and the closed form (d + 2) sum lambda^2 / (sum lambda)^2",
-        threshold=f"every point's 95% interval inside 1 ± {t.rotation_tolerance} (equivalence)",
+        threshold=within_one(t.rotation_tolerance),
     )
 
     def regime(r):
@@ -224,7 +218,7 @@ def bias(s: pd.DataFrame | None) -> Claim:
         "first-order standard errors from 0 (model only), nothing saturated",
         reason=REASON,
         compared_to="1: mean(logit_shift) / mean(logit_shift_model), at every point",
-        threshold=f"every point's 95% interval inside 1 ± {t.shift_tolerance} (equivalence)",
+        threshold=within_one(t.shift_tolerance),
     )
 
     def regime(r):
@@ -234,18 +228,11 @@ def bias(s: pd.DataFrame | None) -> Claim:
             & (r["saturated_mean"] == 0)
         )
 
-    rows = select_regime(claim, s, regime, FIGURE_BIAS)
+    rows = ratio_is_one(
+        claim, s, regime, FIGURE_BIAS, "shift_ratio", t.shift_tolerance, _point, mean=""
+    )
     if rows is None:
         return claim
-    claim.per_point(
-        rows,
-        "shift_ratio",
-        "shift_ratio_ci_low",
-        "shift_ratio_ci_high",
-        1.0,
-        t.shift_tolerance,
-        describe=_point,
-    )
     if math.isfinite(claim.measured) and claim.verdict == "fails":
         claim.evidence += (
             "; the mean of the first-order term is not 0: within its rounding bin an error "

@@ -121,14 +121,7 @@ THEORY = (
         "logit_std_init",
         F64,
         "init_std^2 * 384: the logit std at initialisation (docs/science.md §5.3); null for "
-        "trained "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "weights",
+        "trained weights",
     ),
     Column(
         "entropy_small_scale",

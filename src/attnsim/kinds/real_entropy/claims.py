@@ -167,8 +167,7 @@ def large_init(s: pd.DataFrame | None) -> Claim:
     per_layer = rows.groupby("layer")["entropy_median"].max()
     claim.evidence = (
         f"init_std = {rows['init_std'].iloc[0]:g}, {len(rows)} heads on the median row: "
-        f"{_counts(verdicts)}; "
-        f"largest median H per layer: "
+        f"{_counts(verdicts)}; largest median H per layer: "
         + ", ".join(f"L{k} {v:.3f}" for k, v in per_layer.items())
         + f"; on the mean instead (carried by near-ties, §3.6): {mean_one_hot} of {len(rows)} "
         "heads one-hot with a vanished gradient"
@@ -181,14 +180,7 @@ def trained_between(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "real_trained_between",
         "Trained heads lie between the two initialisations: less entropy than BERT's standard "
-        "init, "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "more than a large init.",
+        "init, more than a large init.",
         statement="information",
         number="share of points",
         regime=f"real_entropy, heads measured trained, at init_std = {t.bert_std} and at the "
@@ -251,8 +243,7 @@ def trained_between(s: pd.DataFrame | None) -> Claim:
         )
         claim.evidence += (
             f"; without the sink-dominated rows ([CLS] + [SEP] > {SINK_ROW:g}) the trained mean H "
-            f"is {rest.mean():.3f} and "
-            f"{int(apart.sum())} of {int(kept.sum())} heads lie between"
+            f"is {rest.mean():.3f} and {int(apart.sum())} of {int(kept.sum())} heads lie between"
         )
     return claim
 
@@ -330,8 +321,7 @@ def sink_statistics(trained: pd.DataFrame) -> str:
         sep = int((heads["sep_weight_mean"] > t.sink_epsilon).sum())
         shares.append(
             f"n = {n}: {int(sink.sum())} of {len(sink)} = {sink.mean():.2f} [{low:.2f}, "
-            f"{high:.2f}] "
-            f"({cls} on [CLS], {sep} on [SEP])"
+            f"{high:.2f}] ({cls} on [CLS], {sep} on [SEP])"
         )
     return (
         "mean attention received per layer: "

@@ -60,18 +60,10 @@ PARAMS = (
         "noise",
         STR,
         "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to "
-        "std "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "noise_scale (docs/science.md §2.3)",
+        "std noise_scale (docs/science.md §2.3)",
         choices=NOISE_FAMILIES,
     ),
-    Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100),
+    logit_noise.NOISE_SCALE,
 )
 
 METRICS = (
@@ -109,13 +101,6 @@ EXTRA = (
         F64,
         "correction_coefficient * the grad_sq-weighted mean of sum p^2 over the rows: the "
         "predicted "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
         "relative size of the delta method's first correction to err_ratio (a ratio of means, so "
         "rows count by their predicted error; §2.8, §5.10); null where there is none",
     ),
@@ -240,14 +225,7 @@ def check_grid(grid) -> None:
     if nested and max(nested) > min(grid["n"]):
         raise ConfigError(
             f"grid.keys: {max(nested)} keys exceed n = {min(grid['n'])}, the text each trial "
-            f"draws; "
-            f""
-            f""
-            f""
-            f""
-            f""
-            f""
-            f"keep keys <= every n"
+            f"draws; keep keys <= every n"
         )
 
 
@@ -306,9 +284,8 @@ KIND = Kind(
     main_metric="rel_err",
     extra_columns=EXTRA,
     extra_summary=extra_summary,
-    constant_metrics=("kappa",),
-    # +inf where kappa is (a noise without the moment the delta method needs)
-    nonfinite_metrics=("kappa", "rel_err_pred", "sq_err_pred", "sq_err_next"),
+    constant_metrics=logit_noise.CONSTANT_METRICS,
+    nonfinite_metrics=logit_noise.NONFINITE_METRICS,
     block_factor=8,
     check_grid=check_grid,
     assets=("minilm",),

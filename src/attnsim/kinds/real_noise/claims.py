@@ -233,37 +233,19 @@ def delta_method(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "real_delta_method",
         "On the trained heads of all-MiniLM-L6-v2 the mean squared change of the output under "
-        "logit "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "noise "
+        "logit noise "
         "equals kappa * sum p^2 ||v - o||^2 (delta method), in every layer and at every noise "
-        "scale "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "of its regime.",
+        "scale of its regime.",
         statement="robustness",
         number="mean (95% CI)",
         regime=f"real_noise, gaussian or uniform noise, predicted first correction |3κ² − 2μ3|/κ · "
-        f"Σp² (per row, weighted like "
-        f"the error) ≤ {t.delta_correction}",
+        f"Σp² (per row, weighted like the error) ≤ {t.delta_correction}",
         reason="docs/science.md §2.8, §5.10",
         tolerance=t.ratio_tolerance,
         compared_to="1: measured / predicted mean squared error, per layer and σ the mean over "
         "heads",
         threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance} (the "
-        f"delta "
-        f""
-        f""
-        f"method's tolerance everywhere)",
+        f"delta method's tolerance everywhere)",
     )
     rows = select_regime(claim, s, delta_regime, FIGURE_SIGMA)
     if rows is None:
@@ -278,32 +260,19 @@ def next_order(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "real_next_order_theory",
         "On trained heads, where the delta method's first correction matters, the next-order "
-        "theory "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "(§2.8, p2) "
+        "theory (§2.8, p2) "
         "predicts the measured error in every layer and at every noise scale of its regime.",
         statement="robustness",
         number="mean (95% CI)",
         regime=f"real_noise, gaussian or uniform noise, predicted correction > "
-        f"{t.delta_correction} "
-        f""
-        f""
-        f"and the first neglected term, "
+        f"{t.delta_correction} and the first neglected term, "
         f"(|3κ² − 2μ3|/κ · Σp²)³ per row weighted like the error, ≤ {t.next_truncation}",
         reason="docs/science.md §2.8, §5.10",
         tolerance=t.ratio_tolerance,
         compared_to="1: measured / next-order mean squared error, per layer and σ the mean over "
         "heads",
         threshold=f"every (layer, σ) group's 95% interval inside 1 ± {t.ratio_tolerance}, the "
-        f"delta "
-        f""
-        f""
-        f"method's tolerance, so the two verdicts compare",
+        f"delta method's tolerance, so the two verdicts compare",
     )
     rows = select_regime(claim, s, next_regime, FIGURE_SIGMA)
     if rows is None:
@@ -324,21 +293,13 @@ def per_row_law(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "real_per_row_law",
         "Row by row, the squared change of a trained head's output under logit noise is kappa * "
-        "sum "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "p^2 ||v - o||^2, "
+        "sum p^2 ||v - o||^2, "
         "whatever the row's n_eff (the shorthand rel_err = sqrt(kappa / n_eff) is not: it needs "
         "grad_sq = sum p^2 * spread).",
         statement="robustness",
         number="mean (95% CI)",
         regime=f"real_noise, gaussian or uniform noise; in each point the rows whose own predicted "
-        f"correction "
-        f"|3κ² − 2μ3|/κ · Σp² ≤ {ROW_CORRECTION}",
+        f"correction |3κ² − 2μ3|/κ · Σp² ≤ {ROW_CORRECTION}",
         reason="docs/science.md §2.8, §5.11",
         tolerance=t.ratio_tolerance,
         compared_to="1: the mean over rows of sq_err / (κ Σp²‖v − o‖²), per layer and σ the mean "
@@ -417,6 +378,14 @@ def _smallest_light_sigma(slopes: pd.DataFrame) -> pd.DataFrame:
     return light_rows[light_rows["noise_scale"] == light_rows["noise_scale"].min()]
 
 
+def _based_on_slopes(claim: Claim, s: pd.DataFrame, slopes: pd.DataFrame) -> None:
+    """A claim on within-head slopes rests on the sweep's experiments, the rate figure, and the
+    slopes' windows (its points) and trials."""
+    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
+    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
+    claim.points, claim.trials = int(slopes["windows"].sum()), int(slopes["n_trials"].sum())
+
+
 def _per_layer_text(slopes: pd.DataFrame, value: str = "slope") -> str:
     return ", ".join(
         f"L{int(g['layer'])} {g['mean']:.3f} [{g['ci_low']:.3f}, {g['ci_high']:.3f}]"
@@ -429,8 +398,7 @@ def rate_within_heads(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "real_rate_within_heads",
         "Within a trained head the relative error falls like n^-1/2 as the window grows (the same "
-        "texts and queries, "
-        "more keys), where the rows are spread enough for n_eff to grow with n.",
+        "texts and queries, more keys), where the rows are spread enough for n_eff to grow with n.",
         statement="robustness",
         number="fitted slope (95% CI)",
         regime=f"real_noise nests (keys > 0, ≥ {t.min_windows} windows), the smallest light-noise "
@@ -463,9 +431,7 @@ def rate_within_heads(s: pd.DataFrame | None) -> Claim:
             f"no head with n_eff ≥ {t.rate_n_eff_share:g} n at its smallest window; " + every
         )
         return claim
-    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
-    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
-    claim.points, claim.trials = int(chosen["windows"].sum()), int(chosen["n_trials"].sum())
+    _based_on_slopes(claim, s, chosen)
     groups = by_group(
         chosen, ["noise", "noise_scale"], "slope"
     )  # every head in the regime, all layers
@@ -496,8 +462,7 @@ def rate_follows_delta(s: pd.DataFrame | None) -> Claim:
         statement="robustness",
         number="fitted slope (95% CI)",
         regime=f"real_noise nests (keys > 0, ≥ {t.min_windows} windows), the smallest light-noise "
-        f"σ, every window in the delta regime "
-        f"(correction ≤ {t.delta_correction}), every head",
+        f"σ, every window in the delta regime (correction ≤ {t.delta_correction}), every head",
         reason="docs/science.md §2.8, §5.9",
         tolerance=t.slope_tolerance,
         compared_to="0: measured minus predicted within-head slope; per layer the mean over its "
@@ -524,9 +489,7 @@ def rate_follows_delta(s: pd.DataFrame | None) -> Claim:
         claim.verdict = "outside regime"
         return claim
     both["difference"] = both["slope"] - both["slope_pred"]
-    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
-    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
-    claim.points, claim.trials = int(both["windows"].sum()), int(both["n_trials"].sum())
+    _based_on_slopes(claim, s, both)
     groups = by_group(both, ["layer"], "difference")
     verdicts = [
         equivalence_verdict(g["ci_low"], g["ci_high"], 0.0, t.slope_tolerance)
@@ -545,14 +508,7 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
     claim = Claim(
         "real_heavy_tail_breakdown",
         "On trained heads, logit noise without a mean (Student t) gives an error that does not "
-        "fall "
-        ""
-        ""
-        ""
-        ""
-        ""
-        ""
-        "as the window grows.",
+        "fall as the window grows.",
         statement="robustness",
         number="fitted slope (95% CI)",
         regime=f"real_noise nests (keys > 0, ≥ {t.min_windows} windows), E[e^ε] = ∞ (student_t), σ "
@@ -573,9 +529,7 @@ def breakdown(s: pd.DataFrame | None) -> Claim:
     if rows.empty:
         claim.verdict = "outside regime"
         return claim
-    claim.experiments = ", ".join(sorted(s["experiment"].unique())) if "experiment" in s else ""
-    claim.figure = f"{claim.experiments.split(', ')[0]}/{FIGURE_RATE}" if claim.experiments else ""
-    claim.points, claim.trials = int(rows["windows"].sum()), int(rows["n_trials"].sum())
+    _based_on_slopes(claim, s, rows)
     groups = by_group(rows, ["layer"], "slope")
     verdicts = [
         one_sided_verdict(g["ci_low"], g["ci_high"], t.breakdown_slope, "above")
@@ -601,8 +555,7 @@ def delta_sink_rows(s: pd.DataFrame | None) -> Claim:
         statement="robustness",
         number="mean (95% CI)",
         regime=f"the delta method's regime (correction ≤ {t.delta_correction}); per layer, the "
-        f"points' sink-dominated rows, "
-        f"judged where the layer has ≥ {t.min_sink_rows} of them",
+        f"points' sink-dominated rows, judged where the layer has ≥ {t.min_sink_rows} of them",
         reason="docs/science.md §5.12",
         tolerance=t.ratio_tolerance,
         compared_to="1: measured / predicted mean squared error over the sink-dominated rows; the "

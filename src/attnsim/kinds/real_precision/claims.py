@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from attnsim.claims.engine import Claim, pooled, select_regime
+from attnsim.kinds.low_precision import first_order_regime
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,7 @@ REASON = "docs/science.md §11.7"
 
 
 def in_regime(rows: pd.DataFrame) -> pd.Series:
-    t = THRESHOLDS
-    small = (rows["kappa_eff"] <= t.kappa_eff_max) | (rows["site"] == "output")
-    return (
-        small.fillna(False)
-        & (rows["saturated_mean"] == 0)
-        & (rows["flushed_mean"] <= t.flushed_max)
-    )
+    return first_order_regime(rows, THRESHOLDS.kappa_eff_max, THRESHOLDS.flushed_max)
 
 
 def per_layer(rows: pd.DataFrame, column: str, keys=("layer",)) -> pd.DataFrame:

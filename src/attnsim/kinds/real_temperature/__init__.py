@@ -15,7 +15,7 @@ import numpy as np
 
 from attnsim.errors import ConfigError
 from attnsim.kinds.base import Column, Kind, Param
-from attnsim.kinds.columns import BOOL, ENTROPY, F64, I64, LOG_N, STR
+from attnsim.kinds.columns import BOOL, ENTROPY, F64, I64, LOG_N, STR, with_ci
 from attnsim.kinds.real_temperature import kernel
 from attnsim.models import corpus
 from attnsim.stats import ratio_of_means
@@ -77,9 +77,7 @@ EXTRA = (
         BOOL,
         "gap_max <= gap_exact + float64 tolerance (as temperature_entropy)",
     ),
-    Column("gap_var_ratio", F64, "mean(gap) / mean(gap_var_pred), paired over trials"),
-    Column("gap_var_ratio_ci_low", F64, "lower end of the 95% interval of gap_var_ratio"),
-    Column("gap_var_ratio_ci_high", F64, "upper end of the 95% interval of gap_var_ratio"),
+    *with_ci("gap_var_ratio", "mean(gap) / mean(gap_var_pred), paired over trials"),
     Column("d_eff", F64, "participation ratio of the population"),
     Column(
         "gap_random_direction_eff",

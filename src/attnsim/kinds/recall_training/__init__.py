@@ -23,10 +23,10 @@ import numpy as np
 from attnsim.kernels.survival import escape_summary, wilson
 from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
 from attnsim.kinds.base import Column, Kind, Param
-from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param
+from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, with_ci
 from attnsim.kinds.recall_training import kernel
+from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
 
-LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
 TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
 
 PARAMS = (
@@ -51,14 +51,8 @@ PARAMS = (
         "matrix: the step's size fixed, its direction from the gradient)",
         choices=ALL_OPTIMISERS,
     ),
-    Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6),
-    Param(
-        "steps",
-        I64,
-        "optimiser steps per run: the budget of a run that stops at the threshold",
-        minimum=1,
-        maximum=100000,
-    ),
+    LR,
+    steps_param("optimiser steps per run: the budget of a run that stops at the threshold"),
     Param(
         "values",
         STR,
@@ -130,14 +124,14 @@ THEORY = (
     ),
 )
 
+
+def _wilson(prefix: str, doc: str) -> tuple[Column, ...]:
+    """A share of runs, `prefix`_share, with its Wilson interval `prefix`_ci_low/_ci_high."""
+    return with_ci(f"{prefix}_share", doc, "95% Wilson interval", prefix)
+
+
 EXTRA = (
-    *(
-        Column(
-            f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)"
-        )
-        for m in LOSSES
-        for q, label in (("q25", "lower quartile"), ("median", "median"), ("q75", "upper quartile"))
-    ),
+    *LOSS_QUARTILES,
     Column(
         "init_grad_logits_median",
         F64,
@@ -150,13 +144,10 @@ EXTRA = (
         F64,
         "median over all trials of steps_to_threshold (+inf if fewer than half reached it)",
     ),
-    Column(
-        "reached_share",
-        F64,
+    *_wilson(
+        "reached",
         "share of trials whose monitor loss reached the threshold (finite steps_to_threshold)",
     ),
-    Column("reached_ci_low", F64, "lower end of the 95% Wilson interval of reached_share"),
-    Column("reached_ci_high", F64, "upper end of the 95% Wilson interval of reached_share"),
     Column(
         "escape_median",
         F64,
@@ -196,45 +187,22 @@ EXTRA = (
             ("_ci_high", "upper end of the 95% interval of the", ", log-log band"),
         )
     ),
-    Column(
-        "collapsed_share",
-        F64,
+    *_wilson(
+        "collapsed",
         "share of runs whose monitor entropy fell below 0.1 nats at some evaluation (finite "
         "collapse_step)",
     ),
-    Column("collapsed_ci_low", F64, "lower end of the 95% Wilson interval of collapsed_share"),
-    Column("collapsed_ci_high", F64, "upper end of the 95% Wilson interval of collapsed_share"),
-    Column(
-        "collapsed_early_share",
-        F64,
+    *_wilson(
+        "collapsed_early",
         "share of runs whose entropy collapsed (< 0.1 nats) while the loss was still above the "
         "threshold (collapse_step < escape time; a run that never escaped counts from its "
         "collapse): collapse before learning",
     ),
-    Column(
-        "collapsed_early_ci_low",
-        F64,
-        "lower end of the 95% Wilson interval of collapsed_early_share",
-    ),
-    Column(
-        "collapsed_early_ci_high",
-        F64,
-        "upper end of the 95% Wilson interval of collapsed_early_share",
-    ),
     Column("diverged_count", I64, "runs that diverged"),
-    Column(
-        "collapse_first_share",
-        F64,
+    *_wilson(
+        "collapse_first",
         "among the diverged runs, the share whose entropy had collapsed (< 0.1 nats) before they "
         "diverged; NaN if none diverged",
-    ),
-    Column(
-        "collapse_first_ci_low", F64, "lower end of the 95% Wilson interval of collapse_first_share"
-    ),
-    Column(
-        "collapse_first_ci_high",
-        F64,
-        "upper end of the 95% Wilson interval of collapse_first_share",
     ),
 )
 
@@ -266,9 +234,7 @@ def theory(p) -> dict[str, object]:
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for name in LOSSES:
-        out[f"{name}_q25"], out[f"{name}_median"], out[f"{name}_q75"] = quantiles(metrics[name])
+    out: dict[str, object] = loss_quartiles(metrics)
     out["init_grad_logits_median"] = float(np.median(metrics["init_grad_logits"]))
     out["init_grad_qk_median"] = float(np.median(metrics["init_grad_qk"]))
     out["steps_to_threshold_median"] = quantiles(metrics["steps_to_threshold"], (0.5,))[0]

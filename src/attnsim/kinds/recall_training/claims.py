@@ -18,7 +18,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from attnsim.claims.engine import Claim, select_regime
+from attnsim.claims.engine import Claim, combine_verdicts, one_sided_verdict, select_regime
 from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import ALL_OPTIMISERS
 from attnsim.kinds.recall_training import ESCAPE_EXPONENT
@@ -83,6 +83,30 @@ def _share_stats(row, column: str = LAST) -> dict:
     }
 
 
+def _shares_below(
+    claim: Claim, rows: pd.DataFrame, column: str, bound: float, interval: str = ""
+) -> tuple[list[str], pd.Series]:
+    """Judge every point's share `column` (95% interval: the columns `interval`_ci_low and
+    _ci_high, `interval` = `column` unless given) one-sided below `bound`, combined as the
+    engine's per-point rule (fails if any fails, inconclusive if any is, else holds). Number
+    "range over points": measured = the largest share, interval = the smallest to the largest.
+    Returns the points' verdicts and the point of the largest share."""
+    interval = interval or column
+    verdicts = [
+        one_sided_verdict(lo, hi, bound, "below")
+        for lo, hi in zip(rows[f"{interval}_ci_low"], rows[f"{interval}_ci_high"])
+    ]
+    top = rows.loc[rows[column].idxmax()]
+    claim.measured, claim.ci_low, claim.ci_high = (
+        float(top[column]),
+        float(rows[column].min()),
+        float(rows[column].max()),
+    )
+    claim.bound, claim.side = bound, "below"
+    claim.verdict = combine_verdicts(verdicts)
+    return verdicts, top
+
+
 def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
     """The essay's literal word, judged point by point on the share escaped within the budget."""
     t = THRESHOLDS
@@ -103,30 +127,7 @@ def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
     rows = select_regime(claim, s, _one_hot, figure="escape_survival")
     if rows is None:
         return claim
-    verdicts = []
-    for _, row in rows.iterrows():
-        lo, hi = row[f"{LAST}_ci_low"], row[f"{LAST}_ci_high"]
-        verdicts.append(
-            "holds"
-            if hi < t.impossible_share
-            else "fails"
-            if lo > t.impossible_share
-            else "inconclusive"
-        )
-    top = rows.loc[rows[LAST].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = (
-        float(top[LAST]),
-        float(rows[LAST].min()),
-        float(rows[LAST].max()),
-    )
-    claim.bound, claim.side = t.impossible_share, "below"
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
-    )
+    verdicts, top = _shares_below(claim, rows, LAST, t.impossible_share)
     escaping = [v == "fails" for v in verdicts]
     claim.evidence = (
         f"{sum(escaping)} of {len(rows)} one-hot points have runs escaping beyond "
@@ -157,6 +158,25 @@ def _fits(rows: pd.DataFrame, predictor: str = "logit_std") -> list[tuple[pd.Ser
     return out
 
 
+def _law_fits(
+    claim: Claim, s: pd.DataFrame | None, optimiser: str
+) -> tuple[pd.DataFrame, list[tuple[pd.Series, dict]]] | None:
+    """The law's regime rows of `optimiser` and their fits per setting; None once the verdict is
+    set: not measured, outside regime, or inconclusive when no setting can be fitted."""
+    rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
+    if rows is None:
+        return None
+    fits = _fits(rows)
+    if not fits:  # measured, but the medians are beyond the budget: the growth cannot be fitted
+        claim.verdict = "inconclusive"
+        claim.evidence = (
+            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
+            "regime: the medians are censored)"
+        )
+        return None
+    return rows, fits
+
+
 def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
     """The reworded essay claim: from one-hot starts the escape time grows with the initial
     scale."""
@@ -176,17 +196,10 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
         threshold="holds if every setting's 95% interval lies above 0, fails if any lies entirely "
         "below, else inconclusive",
     )
-    rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
-    if rows is None:
+    judged = _law_fits(claim, s, optimiser)
+    if judged is None:
         return claim
-    fits = _fits(rows)
-    if not fits:  # measured, but the medians are beyond the budget: the growth cannot be fitted
-        claim.verdict = "inconclusive"
-        claim.evidence = (
-            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
-            "regime: the medians are censored)"
-        )
-        return claim
+    _, fits = judged
     low = min(fits, key=lambda f: f[1]["slope_low"])
     claim.one_sided(
         {"mean": low[1]["slope"], "ci_low": low[1]["slope_low"], "ci_high": low[1]["slope_high"]},
@@ -194,16 +207,8 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
         "above",
         "",
     )
-    verdicts = [
-        ("holds" if f["slope_low"] > 0 else "fails" if f["slope_high"] < 0 else "inconclusive")
-        for _, f in fits
-    ]
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
+    claim.verdict = combine_verdicts(
+        one_sided_verdict(f["slope_low"], f["slope_high"], 0.0, "above") for _, f in fits
     )
     claim.evidence = "; ".join(
         f"{_setting(row)}: slope {f['slope']:.2f} [{f['slope_low']:.2f}, {f['slope_high']:.2f}] "
@@ -233,17 +238,10 @@ def plateau_law(s: pd.DataFrame | None, optimiser: str) -> Claim:
         f"{t.law_tolerance:g}, fails if entirely outside; all settings must hold",
         tolerance=t.law_tolerance,
     )
-    rows = select_regime(claim, s, lambda r: _law_rows(r, optimiser), figure="escape_law")
-    if rows is None:
+    judged = _law_fits(claim, s, optimiser)
+    if judged is None:
         return claim
-    fits = _fits(rows)
-    if not fits:
-        claim.verdict = "inconclusive"
-        claim.evidence = (
-            f"no setting has 3 points with a finite median escape time ({len(rows)} points in "
-            "regime: the medians are censored)"
-        )
-        return claim
+    rows, fits = judged
     table = pd.DataFrame(
         [
             {
@@ -302,29 +300,7 @@ def information_story(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
-    lows, highs = rows[f"{LAST}_ci_low"], rows[f"{LAST}_ci_high"]
-    verdicts = [
-        "holds"
-        if hi < t.information_share
-        else "fails"
-        if lo > t.information_share
-        else "inconclusive"
-        for lo, hi in zip(lows, highs)
-    ]
-    top = rows.loc[rows[LAST].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = (
-        float(top[LAST]),
-        float(rows[LAST].min()),
-        float(rows[LAST].max()),
-    )
-    claim.bound, claim.side = t.information_share, "below"
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
-    )
+    verdicts, top = _shares_below(claim, rows, LAST, t.information_share)
     others = s[_one_hot(s) & (s["optimiser"] == "sgd") & s["scale"].isin(rows["scale"])]
     beside = (
         f"; SGD at the same scales: at most {others[LAST].max():.0%} escaped" if len(others) else ""
@@ -434,29 +410,7 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
             "nothing to prevent"
         )
         return claim
-    lows, highs = judged["collapsed_ci_low"], judged["collapsed_ci_high"]
-    verdicts = [
-        "holds"
-        if hi < t.qk_collapse_share
-        else "fails"
-        if lo > t.qk_collapse_share
-        else "inconclusive"
-        for lo, hi in zip(lows, highs)
-    ]
-    top = judged.loc[judged["collapsed_share"].idxmax()]
-    claim.measured, claim.ci_low, claim.ci_high = (
-        float(top["collapsed_share"]),
-        float(judged["collapsed_share"].min()),
-        float(judged["collapsed_share"].max()),
-    )
-    claim.bound, claim.side = t.qk_collapse_share, "below"
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
-    )
+    _shares_below(claim, judged, "collapsed_share", t.qk_collapse_share, "collapsed")
     claim.evidence = (
         f"{len(off)} learning rates collapse without QK-norm; with it: "
         + "; ".join(
@@ -549,15 +503,8 @@ def entropy_predicts_final_loss(s: pd.DataFrame | None) -> Claim:
     claim.based_on(pd.concat([g for g, *_ in results]), figure="trainability")
     worst = max(results, key=lambda r: r[3] if math.isfinite(r[3]) else math.inf)
     claim.one_sided({"mean": worst[1], "ci_low": worst[2], "ci_high": worst[3]}, 0.0, "below", "")
-    verdicts = [
-        "holds" if h < 0 else "fails" if lo > 0 else "inconclusive" for _, _, lo, h in results
-    ]
-    claim.verdict = (
-        "fails"
-        if "fails" in verdicts
-        else "inconclusive"
-        if "inconclusive" in verdicts
-        else "holds"
+    claim.verdict = combine_verdicts(
+        one_sided_verdict(lo, hi, 0.0, "below") for _, _, lo, hi in results
     )
     claim.evidence = "; ".join(
         f"{_setting(g.iloc[0])}: {rho:.2f} [{lo:.2f}, {hi:.2f}] over {len(g)} scales"

@@ -1,0 +1,38 @@
+"""Parameters, stored columns and summaries shared by the kinds whose trial is one training run
+(docs/science.md §6, §9, §10): the learning rate and step budget, the monitor losses at the
+checkpoints and after training, and their quartiles over all runs (a diverged run's +inf loss
+ranks last). The training loop and optimisers are `attnsim.kernels.training`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from attnsim.kernels.training import CHECKPOINTS, quantiles
+from attnsim.kinds.base import Column, Param
+from attnsim.kinds.columns import F64, I64
+
+LOSSES = (*(f"loss_ckpt_{j}" for j in range(CHECKPOINTS)), "final_loss")
+LR = Param("lr", F64, "learning rate", exclusive_minimum=0, maximum=1e6)
+_QUARTILES = (("q25", "lower quartile"), ("median", "median"), ("q75", "upper quartile"))
+
+
+def steps_param(doc: str) -> Param:
+    """The run's budget of optimiser steps."""
+    return Param("steps", I64, doc, minimum=1, maximum=100000)
+
+
+LOSS_QUARTILES = tuple(
+    Column(f"{m}_{q}", F64, f"{label} over all trials of {m} (+inf, a diverged run, ranks last)")
+    for m in LOSSES
+    for q, label in _QUARTILES
+)
+
+
+def loss_quartiles(metrics: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The LOSS_QUARTILES of one point from its runs' losses."""
+    out: dict[str, float] = {}
+    for name in LOSSES:
+        out[f"{name}_q25"], out[f"{name}_median"], out[f"{name}_q75"] = quantiles(metrics[name])
+    return out

@@ -1,0 +1,82 @@
+"""Grid points written plainly, one at a time: the definitions the columnar code in
+`attnsim.config.grid` and `attnsim.plan.sweep` is tested against.
+
+A point's id is the first 16 hex digits of the sha256 of the JSON text of its kind and its
+canonical parameter values with sorted keys; its stream's id the same of its kind and the
+values of the parameters that shape its random draws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+
+import pyarrow as pa
+
+from attnsim.config.grid import Point
+from attnsim.kinds import as_kind, get_kind
+from attnsim.seeding import canonical_value
+
+
+def digest(payload) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def point_id(kind: str, params: dict) -> str:
+    """The canonical definition of a point's id."""
+    return digest({"kind": kind, "params": {k: canonical_value(v) for k, v in params.items()}})
+
+
+def reference_point(kind, params: dict) -> Point:
+    """One point from a mapping of values (defaults filled in), canonicalised value by value."""
+    kind = as_kind(kind)
+    canonical = {}
+    for column in kind.params:
+        value = (
+            params[column.name]
+            if column.default is None
+            else params.get(column.name, column.default)
+        )
+        if pa.types.is_floating(column.type):
+            value = float(value)
+        elif pa.types.is_integer(column.type):
+            value = int(value)
+        canonical[column.name] = canonical_value(value)
+    stream = digest({"kind": kind.name, "stream": {k: canonical[k] for k in kind.stream_params}})
+    return Point(kind=kind.name, params=canonical, id=point_id(kind.name, canonical), stream=stream)
+
+
+def expand(experiment) -> list[Point]:
+    """All points of an experiment (anything with `.kind` and `.grid`), in enumeration order: the
+    cartesian product of its lists in the kind's parameter order."""
+    kind = get_kind(experiment.kind)
+    names = kind.param_names
+    lists = [experiment.grid[name] for name in names]
+    return [reference_point(kind, dict(zip(names, values))) for values in itertools.product(*lists)]
+
+
+def chunk(points: list, size: int, costs: list[float] | None = None, budget: float = math.inf):
+    """Consecutive runs that end once they hold `size` points or, given per-point `costs`, once
+    their cost reaches `budget` (so a run exceeds the budget by less than its last point's cost).
+
+    Whether a run ends depends only on its own points, never on the point after it, so removing
+    finished chunks from the pending list and re-chunking what is left reproduces the other
+    chunks: a job that re-plans (on a cluster node) finds its own chunk again."""
+    costs = [0.0] * len(points) if costs is None else costs
+    chunks: list[list] = []
+    run: list = []
+    spent = 0.0
+    for point, cost in zip(points, costs, strict=True):
+        run.append(point)
+        spent += cost
+        if len(run) == size or spent >= budget:
+            chunks.append(run)
+            run, spent = [], 0.0
+    return chunks + [run] if run else chunks
+
+
+def chunk_id(points: list[Point]) -> str:
+    return digest([p.id for p in points])
