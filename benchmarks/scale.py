@@ -443,7 +443,7 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
 
     rows = []
     root = directory / "results/store"
-    if not store.chunk_files(root):
+    if not store.table_files(root):
         built = build_store(directory, cores)
         rows.append(
             Row(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import os
@@ -58,7 +59,7 @@ def test_query_views_and_formats(filled, capsys):
         main(["query", "SELECT * FROM provenance", "--format", "parquet", "--output", str(out)])
         == 0
     )
-    assert len(pd.read_parquet(out)) == 1 + len(store.chunk_files(filled / "results/store"))
+    assert len(pd.read_parquet(out)) == 1 + len(store.table_files(filled / "results/store"))
 
 
 def test_store_opens_as_one_dataset_in_pyarrow_and_duckdb(filled):
@@ -358,5 +359,13 @@ def test_store_and_provenance_still_readable_when_confined(outside, capsys):
     assert main(["query", "SELECT count(*) AS files FROM provenance", "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "files",
-        str(1 + len(store.chunk_files(outside / "results/store"))),
+        str(1 + len(store.table_files(outside / "results/store"))),
     ]
+
+
+def test_the_module_docstring_names_every_command():
+    import attnsim.cli as cli
+
+    commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [name for name in commands.choices if f"`{name}`" not in cli.__doc__]
+    assert not missing and len(commands.choices) >= 13

@@ -83,5 +83,5 @@ def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent
     assert seen == sorted(seen)  # results only ever grow
     rows = point_rows(tmp_path)
     assert len(rows) == 16 and len(chunks(tmp_path)) == 8
-    for path in store.chunk_files(tmp_path / "results/store"):
+    for path in store.table_files(tmp_path / "results/store"):
         store.read_meta(path)  # every file complete and ours

@@ -181,3 +181,22 @@ def test_the_top_level_is_the_foundation_and_the_entry_points():
         "attnsim.cli",
         "attnsim.docgen",
     }
+
+
+def report(graph: dict[str, set[str]] | None = None) -> str:
+    """Modules per folder, import edges, circles and upward imports: `python tests/test_layout.py`."""
+    graph = import_graph() if graph is None else graph
+    folders: dict[str, int] = {}
+    for path in modules().values():
+        folder = path.parent.relative_to(SRC / "attnsim").as_posix()
+        folder = "(top)" if folder == "." else folder.split("/")[0]
+        folders[folder] = folders.get(folder, 0) + 1
+    lines = [f"modules: {len(graph)}, import edges: {sum(len(t) for t in graph.values())}"]
+    lines += [f"  {folder}/: {count}" for folder, count in sorted(folders.items())]
+    lines.append(f"circles: {len(circles(graph))} {circles(graph)}")
+    lines.append(f"upward imports: {len(upward(graph))} {upward(graph)}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())

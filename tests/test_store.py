@@ -104,7 +104,7 @@ def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
     remote = path.with_name(f".{path.name}.other-node.{dead.pid}.tmp")
     for tmp in (orphan, live, remote):
         tmp.write_bytes(b"partial")
-    assert store.chunk_files(tmp_path) == [path]
+    assert store.table_files(tmp_path) == [path]
     assert store.sweep_orphans(tmp_path) == [orphan]
     assert live.exists() and remote.exists() and not orphan.exists()
 

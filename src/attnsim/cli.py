@@ -1,5 +1,6 @@
-"""Command line: `attnsim run|show|claims|query|...` for people; `simulate|collect|figures|fetch-asset`
-for the workflow's rules (they take --help too, but the top-level help does not list them)."""
+"""Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
+`summary`, `schema`, `check-config` and `embed`; for the workflow's rules: `simulate`, `collect`,
+`figures` and `fetch-asset` (they take --help too, but the top-level help does not list them)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,9 @@ def _schema(args) -> None:
         return
     text = schema_markdown(args.kind) if args.kind else schema_document()
     if args.write:
-        args.write.write_text(text)
+        from attnsim import files
+
+        files.write_text(args.write, text, fsync=False)
     else:
         print(text, end="")
 

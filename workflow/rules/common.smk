@@ -9,6 +9,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from attnsim import files
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.figures import check as figure_check
@@ -87,12 +88,12 @@ wildcard_constraints:
     chunk="[0-9a-f]{16}",
 
 
-def spec_file(wildcards):
+def chunk_spec_path(wildcards):
     return planning.spec_path(RESULTS, wildcards.experiment, wildcards.chunk)
 
 
 @functools.cache
-def _spec_file(experiment, chunk):
+def read_chunk_spec(experiment, chunk):
     try:
         return chunkspec.read_spec_file(planning.spec_path(RESULTS, experiment, chunk))
     except AttnsimError as error:
@@ -102,7 +103,7 @@ def _spec_file(experiment, chunk):
 def planned_cost(wildcards):
     """The chunk's cost: from the plan (submitting process) or its spec file (a job)."""
     if not PLANNING:
-        return _spec_file(wildcards.experiment, wildcards.chunk).spec.cost
+        return read_chunk_spec(wildcards.experiment, wildcards.chunk).spec.cost
     try:
         return PLANS[wildcards.experiment].cost(wildcards.chunk)
     except KeyError:
@@ -116,7 +117,7 @@ def chunk_threads(wildcards):
     (a one-chunk sweep uses them all). Jobs on a cluster: 1 unless the profile sets threads.
     """
     if not PLANNING:
-        return _spec_file(wildcards.experiment, wildcards.chunk).threads
+        return read_chunk_spec(wildcards.experiment, wildcards.chunk).threads
     return resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
 
 
@@ -210,8 +211,7 @@ def figure_caption(experiment, kind, figure):
     text = text.replace("snakemake.wildcards.experiment", json.dumps(experiment))
     path = CAPTIONS / experiment / f"{figure}.rst"
     if workflow.is_main_process and not (path.exists() and path.read_text() == text):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        files.write_text(path, text, fsync=False)
     return str(path.resolve())
 
 

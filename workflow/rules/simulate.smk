@@ -15,6 +15,6 @@ rule simulate:
         mem_mb=chunk_mem_mb,
         runtime=chunk_runtime,
     params:
-        spec_file=spec_file,
+        spec_file=chunk_spec_path,
     shell:
         "attnsim simulate --spec-file {params.spec_file:q} --output {output:q} --threads {threads} --resources resources > {log:q} 2>&1"

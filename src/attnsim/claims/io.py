@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 
+from attnsim import files
 from attnsim.claims.engine import (
     NUMBER_KINDS,
     ROLES,
@@ -215,9 +215,7 @@ def write(claims: list[Claim], results: Path, provenance: dict) -> list[Path]:
         ("claims.html", html(claims, provenance, results)),
     ):
         path = results / name
-        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        files.write_text(path, text, fsync=False)
         written.append(path)
     return written
 

@@ -13,15 +13,18 @@ from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
+import numpy as np
 import yaml
 from jsonschema import ValidationError, validators
 
 from attnsim.config import guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
+from attnsim.config.grid import grid_columns
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
 from attnsim.seeding import digest
+from attnsim.store.parquet import results_key
 
 SCHEMA_FILE = "schema.yaml"
 
@@ -167,8 +170,6 @@ class Experiment:
     @property
     def results_key(self) -> str:
         """What its rows depend on besides their parameters (`attnsim.store.parquet.results_key`)."""
-        from attnsim.store.parquet import results_key
-
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
     def to_json(self) -> str:
@@ -217,10 +218,6 @@ class Settings:
 
 def check_semantics(settings: Settings) -> None:
     """Checks a schema cannot express: memory of the largest point against the budget."""
-    import numpy as np
-
-    from attnsim.config.grid import grid_columns  # local import: grid imports this module
-
     budget = settings.memory_budget_mb * 2**20
     for name, experiment in settings.experiments.items():
         if experiment.max_trials is not None and experiment.max_trials < 2 * experiment.trials:

@@ -21,13 +21,14 @@ price of its theme and palettes instead of a copy of them here.
 from __future__ import annotations
 
 import functools
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
 import seaborn as sns  # no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
+
+from attnsim import files
 
 PALETTE = "viridis"
 # seaborn.set_theme's arguments: what `theme()` applies, within its context only
@@ -127,12 +128,10 @@ def save(fig, png: Path) -> list[Path]:
     """Write `fig` as PNG and PDF next to each other, each via a hidden temp file. The figure lays
     itself out (constrained layout): saving adds nothing, so any other savefig gives the same."""
     png = Path(png)
-    png.parent.mkdir(parents=True, exist_ok=True)
     written = []
     for path in (png, png.with_suffix(".pdf")):
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-        fig.savefig(tmp, dpi=150)
-        os.replace(tmp, path)
+        with files.atomic_path(path, fsync=False) as tmp:
+            fig.savefig(tmp, dpi=150, format=path.suffix[1:])
         written.append(path)
     plt.close(fig)
     return written

@@ -37,6 +37,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnsim import files
 from attnsim.errors import AssetError
 from attnsim.files import process_alive
 
@@ -367,11 +368,9 @@ def install(name: str, resources: Path, local_copy: Path | None = None) -> Path:
     else:
         source = locate(name, resources, local_copy)
         if source.resolve() != target.resolve():
-            resources.mkdir(parents=True, exist_ok=True)
-            link = resources / f".{name}.{socket.gethostname()}.{os.getpid()}.link.tmp"
-            link.unlink(missing_ok=True)
-            link.symlink_to(source.resolve(), target_is_directory=True)
-            os.replace(link, target)
+            with files.atomic_path(target, fsync=False) as link:
+                link.unlink(missing_ok=True)
+                link.symlink_to(source.resolve(), target_is_directory=True)
         directory = verify(name, target)
     record = {
         "asset": name,
@@ -379,9 +378,9 @@ def install(name: str, resources: Path, local_copy: Path | None = None) -> Path:
         "directory": str(directory.resolve()),
         "files": _stats(name, directory),
     }
-    tmp = marker(name, resources).with_name(f".{name}.verified.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
-    os.replace(tmp, marker(name, resources))
+    files.write_text(
+        marker(name, resources), json.dumps(record, indent=1, sort_keys=True), fsync=False
+    )
     return directory
 
 

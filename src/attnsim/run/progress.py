@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnsim import files
+
 MANIFEST = Path("plan") / "run.json"  # under results/
 WORKFLOW_RULES = ("simulate", "collect", "claims", "fetch_asset")  # and figures_<kind>
 ERROR_PREFIX = "attnsim: error:"
@@ -72,10 +74,7 @@ def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
         "postprocess_seconds": resources.POSTPROCESS_SECONDS,
     }
     path = manifest_path(results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, separators=(",", ":")))
-    os.replace(tmp, path)
+    files.write_text(path, json.dumps(record, separators=(",", ":")), fsync=False)
     return path
 
 

@@ -30,7 +30,7 @@ def show(config: Path, root: Path) -> str:
         )
     known = set(settings.experiments)
     extra = sorted(
-        {p.parent.name.removeprefix("experiment=") for p in store.chunk_files(root)} - known
+        {p.parent.name.removeprefix("experiment=") for p in store.table_files(root)} - known
     )
     import pandas as pd
 

@@ -303,8 +303,9 @@ def one_line(error: Exception) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def chunk_files(root: Path, table: str = "trials") -> list[Path]:
-    """Every finished file of a table (temporary files are hidden and skipped)."""
+def table_files(root: Path, table: str = "trials") -> list[Path]:
+    """Every finished file of a table (`trials`: chunk files, `summary`: summaries; temporary
+    files are hidden and skipped)."""
     base = Path(root) / table
     return sorted(base.glob("kind=*/experiment=*/*.parquet")) if base.is_dir() else []
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from attnsim import files
 from attnsim.errors import QueryError, StoreError
 from attnsim.store import parquet as store
 
@@ -52,7 +53,7 @@ def connect(
     the provenance view reads every file's footer): a query on one experiment's summary does
     not touch the rest of a large store."""
     root = Path(root)
-    files = {table: store.chunk_files(root, table) for table in store.TABLES}
+    files = {table: store.table_files(root, table) for table in store.TABLES}
     if not any(files.values()):
         raise QueryError(
             f"no results yet in {root}; run the workflow first (snakemake --cores all)"
@@ -250,7 +251,8 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
     if fmt == "parquet":
         if output is None:
             raise QueryError("--format parquet needs --output FILE")
-        frame.to_parquet(output, index=False)
+        with files.atomic_path(output, fsync=False) as tmp:
+            frame.to_parquet(tmp, index=False)
         return None
     if fmt == "csv":
         text = frame.to_csv(index=False).rstrip("\n")
@@ -269,7 +271,7 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
         ):
             text = frame.to_string(index=False) if len(frame) else "(no rows)"
     if output is not None:
-        Path(output).write_text(text)
+        files.write_text(output, text, fsync=False)
         return None
     return text
 

@@ -48,6 +48,16 @@ def per_layer(rows: pd.DataFrame, column: str, keys=("layer",)) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _judged_groups(claim: Claim, rows: pd.DataFrame, column: str, keys) -> pd.DataFrame | None:
+    """`per_layer` groups with at least min_heads points; None (outside regime) without one."""
+    groups = per_layer(rows, column, keys)
+    groups = groups[groups["heads"] >= THRESHOLDS.min_heads]
+    if groups.empty:
+        claim.verdict = "outside regime"
+        return None
+    return groups
+
+
 def _describe(row) -> str:
     extra = f", {row['format']}" if "format" in row else ""
     return f"layer {int(row['layer'])}{extra} ({int(row['heads'])} points)"
@@ -75,10 +85,8 @@ def iid_delta(s: pd.DataFrame | None) -> Claim:
     rows = select_regime(claim, s, lambda r: (r["site"] == "logits") & in_regime(r), FIGURE)
     if rows is None:
         return claim
-    layers = per_layer(rows, "ratio_iid_mean")
-    layers = layers[layers["heads"] >= t.min_heads]
-    if layers.empty:
-        claim.verdict = "outside regime"
+    layers = _judged_groups(claim, rows, "ratio_iid_mean", ("layer",))
+    if layers is None:
         return claim
     claim.per_point(layers, "value", "low", "high", 1.0, t.ratio_tolerance, describe=_describe)
     claim.evidence += (
@@ -109,10 +117,8 @@ def model_delta(s: pd.DataFrame | None) -> Claim:
     rows = select_regime(claim, s, in_regime, FIGURE)
     if rows is None:
         return claim
-    groups = per_layer(rows, "ratio_model_mean", keys=("layer", "format", "site"))
-    groups = groups[groups["heads"] >= t.min_heads]
-    if groups.empty:
-        claim.verdict = "outside regime"
+    groups = _judged_groups(claim, rows, "ratio_model_mean", ("layer", "format", "site"))
+    if groups is None:
         return claim
     return claim.per_point(
         groups,

@@ -25,6 +25,7 @@ from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_ste
 from attnsim.kinds.base import Column, Kind, Param
 from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, with_ci
 from attnsim.kinds.recall_training import kernel
+from attnsim.kinds.recall_training.plateau import setting_text
 from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
 
 TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
@@ -268,19 +269,13 @@ def extra_summary(metrics, p) -> dict[str, object]:
 
 def headline(s) -> str:
     """Per run setting: the median escape time (Kaplan-Meier) at the most one-hot start that has
-    one,
-    and the share escaped within the budget at the most one-hot start."""
+    one, and the share escaped within the budget at the most one-hot start."""
     parts = []
-    for (optimiser, lr, values, qk), rows in s.groupby(["optimiser", "lr", "values", "logits"]):
+    for _, rows in s.groupby(["optimiser", "lr", "values", "logits"]):
         low = rows.loc[rows["init_entropy_mean"].idxmin()]
-        setting = (
-            f"{optimiser} lr {lr:g}"
-            + (", W_v = I" if values == "identity" else "")
-            + (", QK-norm" if qk == "qk_norm" else "")
-        )
         parts.append(
-            f"{setting}: {low['escaped_ckpt_7']:.0%} escape within {low['steps']:g} steps from "
-            f"scale {low['scale']:g} "
+            f"{setting_text(low)}: {low['escaped_ckpt_7']:.0%} escape within {low['steps']:g} "
+            f"steps from scale {low['scale']:g} "
             f"(H0 = {low['init_entropy_mean']:.2g} nats), median {low['escape_median']:.4g} steps"
         )
     return "; ".join(parts)

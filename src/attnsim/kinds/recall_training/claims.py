@@ -22,7 +22,13 @@ from attnsim.claims.engine import Claim, combine_verdicts, one_sided_verdict, se
 from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import ALL_OPTIMISERS
 from attnsim.kinds.recall_training import ESCAPE_EXPONENT
-from attnsim.kinds.recall_training.plateau import PREDICTORS, SETTING, fit_setting, out_of_sample
+from attnsim.kinds.recall_training.plateau import (
+    PREDICTORS,
+    SETTING,
+    fit_setting,
+    out_of_sample,
+    setting_text,
+)
 
 LAST = "escaped_ckpt_7"  # share escaped by the budget (checkpoint 7 is the last step)
 
@@ -67,12 +73,6 @@ def _one_hot(rows: pd.DataFrame) -> pd.Series:
         & (rows["init_entropy_mean"] < THRESHOLDS.one_hot_entropy)
         & (rows["logits"] == "dot")
     )
-
-
-def _setting(row) -> str:
-    text = f"{row['optimiser']} lr {row['lr']:g}"
-    text += ", W_v = I" if row["values"] == "identity" else ""
-    return text + (", QK-norm" if row["logits"] == "qk_norm" else "")
 
 
 def _share_stats(row, column: str = LAST) -> dict:
@@ -134,7 +134,7 @@ def one_hot_start_impossible(s: pd.DataFrame | None) -> Claim:
         f"{t.impossible_share:.0%}; most: "
         f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] within "
         f"{top['steps']:g} steps "
-        f"({_setting(top)}, scale {top['scale']:g}, H0 = {top['init_entropy_mean']:.2g} nats, "
+        f"({setting_text(top)}, scale {top['scale']:g}, H0 = {top['init_entropy_mean']:.2g} nats, "
         f"median escape {top['escape_median']:.4g} steps)"
     )
     return claim
@@ -211,8 +211,8 @@ def escape_time_grows(s: pd.DataFrame | None, optimiser: str) -> Claim:
         one_sided_verdict(f["slope_low"], f["slope_high"], 0.0, "above") for _, f in fits
     )
     claim.evidence = "; ".join(
-        f"{_setting(row)}: slope {f['slope']:.2f} [{f['slope_low']:.2f}, {f['slope_high']:.2f}] "
-        f"over {f['points']} points"
+        f"{setting_text(row)}: slope {f['slope']:.2f} "
+        f"[{f['slope_low']:.2f}, {f['slope_high']:.2f}] over {f['points']} points"
         + (f" ({f['censored']} censored medians left out)" if f["censored"] else "")
         for row, f in fits
     )
@@ -248,7 +248,7 @@ def plateau_law(s: pd.DataFrame | None, optimiser: str) -> Claim:
                 "slope": f["slope"],
                 "low": f["slope_low"],
                 "high": f["slope_high"],
-                "setting": _setting(row),
+                "setting": setting_text(row),
             }
             for row, f in fits
         ]
@@ -309,7 +309,7 @@ def information_story(s: pd.DataFrame | None) -> Claim:
         f"{sum(v == 'fails' for v in verdicts)} of {len(rows)} one-hot normgd points escape beyond "
         f"{t.information_share:.0%}; most: "
         f"{top[LAST]:.0%} [{top[f'{LAST}_ci_low']:.0%}, {top[f'{LAST}_ci_high']:.0%}] "
-        f"({_setting(top)}, scale {top['scale']:g}, "
+        f"({setting_text(top)}, scale {top['scale']:g}, "
         f"H0 = {top['init_entropy_mean']:.2g} nats, median escape {top['escape_median']:.4g} of "
         f"{top['steps']:g} steps){beside}"
     )
@@ -364,7 +364,7 @@ def collapse_precedes_divergence(s: pd.DataFrame | None) -> Claim:
         "",
     )
     per = "; ".join(
-        f"{_setting(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} "
+        f"{setting_text(r)}: {int(r['diverged_count'])} diverged, {r['collapse_first_share']:.0%} "
         "collapsed first, "
         f"{r['collapsed_early_share']:.0%} of all runs collapsed before learning"
         for _, r in rows.iterrows()
@@ -414,7 +414,7 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
     claim.evidence = (
         f"{len(off)} learning rates collapse without QK-norm; with it: "
         + "; ".join(
-            f"{_setting(r)}: {r['collapsed_share']:.0%} collapsed "
+            f"{setting_text(r)}: {r['collapsed_share']:.0%} collapsed "
             f"({r['collapsed_early_share']:.0%} before learning), {r['diverged_mean']:.0%} diverged"
             for _, r in judged.iterrows()
         )
@@ -507,7 +507,7 @@ def entropy_predicts_final_loss(s: pd.DataFrame | None) -> Claim:
         one_sided_verdict(lo, hi, 0.0, "below") for _, _, lo, hi in results
     )
     claim.evidence = "; ".join(
-        f"{_setting(g.iloc[0])}: {rho:.2f} [{lo:.2f}, {hi:.2f}] over {len(g)} scales"
+        f"{setting_text(g.iloc[0])}: {rho:.2f} [{lo:.2f}, {hi:.2f}] over {len(g)} scales"
         for g, rho, lo, hi in results
     )
     return claim

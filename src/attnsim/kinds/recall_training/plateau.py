@@ -1,7 +1,7 @@
 """The plateau law (docs/science.md §9.4-§9.5): how the median escape time grows with a
 predictor measured at initialisation, fitted per run setting to the Kaplan-Meier medians with
-their intervals, and the out-of-sample comparison of predictors. Used by the claims and the
-figures of `recall_training`.
+their intervals, and the out-of-sample comparison of predictors. Used by the claims, the
+figures and the headline of `recall_training`.
 
 Fit: log10(median) = a + b log10(x) by weighted least squares, each point weighted by 1/se^2 with
 se = the half-width of its 95% interval in log10 / 1.96 (one-sided where the upper end is +inf);
@@ -33,6 +33,15 @@ SETTING = [
     "batch",
     "steps",
 ]  # one law per run setting
+
+
+def setting_text(row) -> str:
+    """A run setting in words: the optimiser and learning rate, W_v = I, QK-norm."""
+    text = f"{row['optimiser']} lr {row['lr']:g}"
+    text += ", W_v = I" if row["values"] == "identity" else ""
+    return text + (", QK-norm" if row["logits"] == "qk_norm" else "")
+
+
 PREDICTORS = {
     "logit_std": ("init_logit_std_mean", "initial logit std"),
     "entropy": ("init_entropy_mean", "initial entropy H0 (nats)"),
