@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -72,6 +73,27 @@ def test_alias_bomb_is_refused_by_run_before_snakemake_reads_it(tmp_path):
     assert (
         run.returncode == 2 and lines == [lines[0]] and "bomb.yaml: its YAML aliases" in lines[0]
     ), run.stderr
+
+
+@pytest.mark.parametrize("name", ["bomb.yaml", "big.yaml"])
+def test_plain_snakemake_applies_the_same_caps(tmp_path, name):
+    """`snakemake --configfile X` (no `attnsim run`) reads the file itself first; the workflow's
+    config loading then makes `attnsim run`'s checks (size, aliases) and stops in one line."""
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    (tmp_path / "big.yaml").write_text(
+        yaml.safe_dump(small_config()) + ("# " + "x" * 98 + "\n") * (9 * 2**20 // 100)
+    )
+    snakefile = Path(__file__).resolve().parents[1] / "Snakefile"
+    run = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-n", "--configfile", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = [line for line in run.stderr.splitlines() if line.startswith("attnsim: error:")]
+    needle = "its YAML aliases" if name == "bomb.yaml" else "MiB, over the 8 MiB a config may have"
+    assert run.returncode != 0 and len(errors) == 1 and needle in errors[0], run.stderr[-2000:]
 
 
 def test_a_few_aliases_are_fine():

@@ -79,11 +79,16 @@ def load(path: str | Path):
 
 
 def check_files(paths) -> None:
-    """Duplicate keys in config files another reader (Snakemake) has already parsed.
-    A file that reader accepted but YAML cannot parse (it also reads JSON) is left to it."""
+    """The checks `load` makes, on config files another reader (Snakemake, for a plain
+    `snakemake --configfile X`) has already parsed: size, UTF-8, alias bombs, keys given twice,
+    so that run and `attnsim run` refuse the same files in the same words. A file that reader
+    accepted but YAML cannot parse (it also reads JSON) is left to it."""
+    from attnsim.config import guard
+
     for path in paths:
+        where = os.path.normpath(path)
+        text = guard.read_text(Path(where))
         try:
-            text = Path(path).read_text()
-            check_duplicates(text, os.path.normpath(path))
-        except (OSError, yaml.YAMLError):
+            check_duplicates(text, where)
+        except yaml.YAMLError:
             continue
