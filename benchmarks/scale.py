@@ -57,6 +57,7 @@ def measured(
         out.seek(0)
         err.seek(0)
         result = subprocess.CompletedProcess(cmd, process.returncode, out.read(), err.read())
+        result.cpu = usage.ru_utime + usage.ru_stime  # user + sys of the process and its children
     if result.returncode != 0:
         raise RuntimeError(
             f"{' '.join(cmd[:6])} ... failed "
@@ -468,53 +469,44 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
     ]
     attnsim = [sys.executable, "-m", "attnsim.cli"]
     summary = store.summary_path(root, "logit_entropy", "million")
-    seconds, rss, _ = measured(
-        [
-            *attnsim,
-            "collect",
-            "--experiment",
-            experiment_json(settings, "million"),
-            "--output",
-            str(summary),
-            *map(str, chunks),
-        ],
-        directory,
-    )
-    rows += [
-        Row(
-            "scale: collect 10^8 rows, wall",
-            seconds,
-            "s",
-            note=f"`attnsim collect` as the workflow runs it: {trial_rows / seconds / 1e6:.1f} M rows/s; {load_text()}",
+    tail = [  # the serial tail of the sweep, each step as its workflow job runs it
+        (
+            "collect 10^8 rows",
+            [
+                "collect",
+                "--experiment",
+                experiment_json(settings, "million"),
+                "--output",
+                str(summary),
+                *map(str, chunks),
+            ],
+            "one chunk file in memory at a time",
         ),
-        Row(
-            "scale: collect 10^8 rows, peak RSS",
-            rss,
-            "MiB",
-            "<= 2048",
-            note="one chunk file in memory at a time",
+        (
+            "figures of the 1M-point summary",
+            ["figures", "--outdir", str(directory / "figures"), "--threads", str(cores)],
+            "`attnsim figures` (both of logit_entropy's, PNG and PDF): lines spread over n and"
+            " d, points binned along x (figures.common.MAX_LINES, MAX_POINTS)",
+        ),
+        (
+            "claims on the 1M-point summary",
+            ["claims", "--experiments", json.dumps({"million": "logit_entropy"})],
+            "`attnsim claims` (reads the summaries)",
         ),
     ]
-    seconds, rss, _ = measured(
-        [
-            *attnsim,
-            "claims",
-            "--experiments",
-            json.dumps({"million": "logit_entropy"}),
-            "--store",
-            str(root),
-        ],
-        directory,
-    )
-    rows += [
-        Row(
-            "scale: claims on the 1M-point summary, wall",
-            seconds,
-            "s",
-            note="`attnsim claims` (reads the summaries)",
-        ),
-        Row("scale: claims on the 1M-point summary, peak RSS", rss, "MiB", "<= 2048"),
-    ]
+    for label, args, what in tail:
+        if args[0] == "figures":
+            args = [*args, str(summary)]
+        elif args[0] == "claims":
+            args = [*args, "--store", str(root)]
+        seconds, rss, result = measured([*attnsim, *args], directory)
+        note = f"{what}; {result.cpu:.1f} CPU-s (user + sys); {load_text()}"
+        if args[0] == "collect":
+            note += f"; {trial_rows / seconds / 1e6:.1f} M rows/s"
+        rows += [
+            Row(f"scale: {label}, wall", seconds, "s", "<= 10", note=f"on {cores} cores; {note}"),
+            Row(f"scale: {label}, peak RSS", rss, "MiB", "<= 1024"),
+        ]
     sql = "SELECT n, d, scale, entropy_mean, entropy_ci_low, entropy_ci_high FROM million WHERE n = 32 AND d = 16 AND logits = 'gaussian' AND scale BETWEEN 1 AND 2"
     walls = [
         measured([*attnsim, "query", sql, "--store", str(root)], directory)[0]

@@ -221,8 +221,8 @@ def test_entropy_bounds_covers_every_trial_through_the_summaries():
     from types import SimpleNamespace
 
     from oracles.points import expand
+    from oracles.summaries import summarise_points
 
-    from attnsim.run.collect import summarise_points
     from attnsim.run.simulate import simulate_points
 
     points = expand(

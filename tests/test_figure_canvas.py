@@ -3,7 +3,8 @@ each kind's example sweep (`Kind.example`, a few trials) is simulated, collected
 the figures job's own path (`render`, `style.save`); after each save the legends' and titles'
 window extents are compared with the canvas here, and the PNG is the canvas, nothing cropped.
 A legend anchored under the figure (the delta_shortfall bug: `fig.legend(loc="upper center",
-bbox_to_anchor=(0.5, 0))`, drawn past the canvas and missing from the PNG) is refused in one line."""
+bbox_to_anchor=(0.5, 0))`, drawn past the canvas and missing from the PNG) is refused in one
+line."""
 
 from __future__ import annotations
 

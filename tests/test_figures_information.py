@@ -11,11 +11,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from oracles.points import expand  # noqa: E402
+from oracles.summaries import summarise_points  # noqa: E402
 
 from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.figures.render import render  # noqa: E402
 from attnsim.kinds import get_kind  # noqa: E402
-from attnsim.run.collect import summarise_points  # noqa: E402
 from attnsim.run.simulate import simulate_points  # noqa: E402
 from attnsim.store import parquet as store  # noqa: E402
 

@@ -15,13 +15,14 @@ import pytest
 from helpers.configs import CONTRASTIVE, RECALL, REPO, small_config
 from oracles.points import chunk, expand, point_id
 from oracles.points import chunk_id as oracle_chunk_id
+from oracles.summaries import summarise_points, trials_by_point
 
 from attnsim.config.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.config.load import load, load_file
 from attnsim.kinds import all_kinds
 from attnsim.plan import cost as resources
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
-from attnsim.run.collect import summarise_chunks, summarise_points, trials_by_point
+from attnsim.run.collect import summarise_chunks
 from attnsim.run.simulate import run_chunk, simulate_points
 from attnsim.store import parquet as store
 

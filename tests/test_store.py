@@ -110,8 +110,9 @@ def test_hidden_temp_files_are_not_listed_and_orphans_are_swept(tmp_path):
 
 
 def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(tmp_path):
+    from oracles.summaries import summarise_points, trials_by_point
+
     from attnsim.kinds import all_kinds
-    from attnsim.run.collect import summarise_points, trials_by_point
 
     metrics = [m.name for m in all_kinds()["noisy_attention"].metrics]
     path, points = write_chunk(tmp_path / "a", trials=5)

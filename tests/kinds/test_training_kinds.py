@@ -12,6 +12,7 @@ import pytest
 import yaml
 from helpers.configs import CONTRASTIVE, RECALL
 from helpers.workflow import point_rows, snakemake, tree, write_config
+from oracles.summaries import summarise_points
 
 from attnsim.cli import main
 from attnsim.config.grid import make_point
@@ -19,7 +20,6 @@ from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
-from attnsim.run.collect import summarise_points
 from attnsim.run.simulate import simulate_points
 
 

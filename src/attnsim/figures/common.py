@@ -46,3 +46,51 @@ def legend_below(fig, handles, ncol=None, y=None, fontsize=None):
         frameon=False,
         fontsize=fontsize,
     )
+
+
+# What a reader tells apart in one figure: a sweep larger than this is drawn in part (values
+# spread over its range, the figure says which) or binned (points along x), never point by point.
+MAX_LINES = 8  # lines (values of one parameter) in one panel
+MAX_PANELS = 4  # panels of one parameter's values
+MAX_POINTS = 120  # points along one line
+
+
+def spread(values, count: int) -> list:
+    """At most `count` of the distinct `values`, evenly spread over their sorted order (the
+    smallest and largest always among them): all of them when there are no more."""
+    distinct = sorted(set(values))
+    if len(distinct) <= count:
+        return distinct
+    picks = np.unique(np.round(np.linspace(0, len(distinct) - 1, count)).astype(int))
+    return [distinct[i] for i in picks]
+
+
+def shown_note(name: str, shown, values) -> str:
+    """ "n: 8 of 40 values" when a figure draws part of a parameter's values, else ""."""
+    total = len(set(values))
+    return f"{name}: {len(shown)} of {total} values" if len(shown) < total else ""
+
+
+def binned(
+    frame: pd.DataFrame, x: str, metric: str, bins: int = MAX_POINTS, log: bool = False
+) -> pd.DataFrame:
+    """`frame` (one line's points) with at most `bins` rows: beyond that, the points in each of
+    `bins` equal bins of x (of log x) become one row: x and `metric`_mean the means of its points,
+    `metric`_ci_low / _ci_high the lowest and highest of their 95% intervals (the band covers
+    every point's interval). A line of no more points is returned as it is."""
+    if len(frame) <= bins:
+        return frame
+    values = frame[x].to_numpy(dtype=float)
+    scaled = np.log(values) if log else values
+    edges = np.linspace(scaled.min(), scaled.max(), bins + 1)
+    which = np.clip(np.searchsorted(edges, scaled, side="right") - 1, 0, bins - 1)
+    groups = frame.assign(_bin=which).groupby("_bin", sort=True)
+    out = pd.DataFrame(
+        {
+            x: groups[x].mean(),
+            f"{metric}_mean": groups[f"{metric}_mean"].mean(),
+            f"{metric}_ci_low": groups[f"{metric}_ci_low"].min(),
+            f"{metric}_ci_high": groups[f"{metric}_ci_high"].max(),
+        }
+    )
+    return out.reset_index(drop=True)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: all of the kind's)."""
     import matplotlib
+    import pyarrow.parquet as pq
 
     matplotlib.use("Agg")  # the figures job draws to files only (a figure module never chooses)
     from attnsim.figures.style import save
@@ -28,9 +29,16 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
             f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(kind.figures)}"
         )
     module = kind.submodule("figures")
-    frame = store.read_table(summary_path).to_pandas()
+    names = figures or kind.figures
+    # the point ids only where a figure of single trials needs them: a million-point summary's
+    # ids are most of what reading and checking it costs (time and memory)
+    trials = any(getattr(getattr(module, f), "trial_columns", None) for f in names)
+    columns = [c for c in pq.read_schema(summary_path).names if trials or c != "point_id"]
+    frame = store.read_table(summary_path, columns=columns).to_pandas(
+        split_blocks=True, self_destruct=True
+    )
     written = []
-    for figure in figures or kind.figures:
+    for figure in names:
         draw = getattr(module, figure)
         # a figure of single trials declares the columns it reads
         columns = getattr(draw, "trial_columns", None)

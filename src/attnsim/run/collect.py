@@ -1,4 +1,5 @@
-"""Per-point summary of an experiment: mean, standard error and 95% interval of each metric, beside theory."""
+"""Per-point summary of an experiment: mean, standard error and 95% interval of each metric,
+beside theory."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from attnsim.config.grid import GridColumns, Point, grid_columns
+from attnsim.config.grid import GridColumns, grid_columns
 from attnsim.config.load import Experiment
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind, get_kind
@@ -22,81 +23,6 @@ from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
 from attnsim.store import parquet as store
 
 log = logging.getLogger(__name__)
-
-
-def trials_by_point(tables, metrics: list[str]) -> dict[str, dict[str, np.ndarray]]:
-    """point id -> metric -> its trials, from chunk tables. A chunk holds each point's trials as
-    one run of rows in trial order, so runs of equal ids are found without sorting millions of
-    strings, and each table's columns are sliced in place. A point in two runs (stored twice, or
-    rows out of order) would be miscounted: StoreError."""
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for table in tables:
-        ids = table["point_id"].combine_chunks()
-        runs = pc.run_end_encode(ids)
-        ends = runs.run_ends.to_numpy()
-        columns = {name: table[name].to_numpy() for name in metrics}
-        for pid, lo, hi in zip(
-            runs.values.to_pylist(), np.r_[0, ends[:-1]].tolist(), ends.tolist()
-        ):
-            if pid in out:
-                raise StoreError(
-                    f"point {pid} has rows in more than one place of the store (stored twice?); "
-                    "move the experiment's folder away and rerun"
-                )
-            out[pid] = {name: values[lo:hi] for name, values in columns.items()}
-    return out
-
-
-def stop_reason(values: np.ndarray, target_se: float | None) -> str:
-    if target_se is None:
-        return "trials"
-    return "target_se" if mean_ci(values)["se"] <= target_se else "max_trials"
-
-
-def summarise_points(
-    kind: Kind | str,
-    experiment: str,
-    trials: dict[str, dict[str, np.ndarray]],
-    points: list[Point],
-    target_se: float | None = None,
-) -> pa.Table:
-    """One summary row per point of `points`, in that order, from `trials_by_point` (other points are ignored)."""
-    kind = as_kind(kind)
-    schema = store.summary_schema(kind)
-    missing = [p.id for p in points if p.id not in trials]
-    if missing:
-        raise StoreError(
-            f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: "
-            f"{missing[0]})"
-        )
-    rows = []
-    for point in points:
-        pid, params, metrics = point.id, dict(point.params), trials[point.id]
-        row = {
-            "point_id": pid,
-            **params,
-            "n_trials": len(metrics[kind.main_metric]),
-            "stop_reason": stop_reason(metrics[kind.main_metric], target_se),
-        }
-        for name in kind.summary_metrics:
-            values = metrics[name]
-            if (
-                name in kind.finite_metrics
-            ):  # a diverged run's +inf/NaN: left out of the mean and counted
-                values = values[np.isfinite(values)]
-                row[f"{name}_finite"] = int(values.size)
-            for suffix, value in mean_ci(values).items():
-                row[f"{name}_{suffix}"] = value
-        for name in kind.extreme_metrics:
-            row[f"{name}_min"], row[f"{name}_max"] = (
-                float(np.min(metrics[name])),
-                float(np.max(metrics[name])),
-            )
-        row.update(kind.theory(params))
-        if kind.extra_summary:
-            row.update(kind.extra_summary(metrics, params))
-        rows.append(row)
-    return pa.Table.from_pylist(rows, schema=schema)
 
 
 STATS = ("mean", "se", "ci_low", "ci_high")
@@ -125,9 +51,9 @@ def summarise_chunks(
 ) -> pa.Table:
     """The summary of `grid`'s points (in enumeration order) from chunk tables, one table at a
     time: memory holds one chunk's trials and the summary's columns, never every trial. Each
-    point's trials are one run of rows of one chunk (as `trials_by_point` reads them); points of
-    equal trial counts are reduced together as the rows of a matrix. Same numbers as
-    `summarise_points` (tests compare them)."""
+    point's trials are one run of rows of one chunk; points of equal trial counts are reduced
+    together as the rows of a matrix. The same numbers, bit for bit, as the summary's definition
+    point by point (tests/oracles/summaries.py; tests compare them)."""
     kind = as_kind(kind)
     schema = store.summary_schema(kind)
     ids = grid.ids()
@@ -158,7 +84,11 @@ def summarise_chunks(
                 "experiment's folder away and rerun"
             )
         seen[ours] = True
-        values = {name: table[name].to_numpy() for name in metrics}
+        values = {}
+        for name in metrics:  # each column as an array, its Arrow copy let go at once
+            values[name] = table[name].to_numpy()
+            table = table.drop_columns([name])
+        del table
         lengths = ends - starts
         for length in np.unique(lengths[where >= 0]):
             chosen = (lengths == length) & (where >= 0)
@@ -201,7 +131,11 @@ def summarise_chunks(
                     extra[i] = kind.extra_summary(
                         {name: v[lo:hi] for name, v in values.items()}, params
                     )
-        del table, values
+        del values
+        # the chunk's decoding buffers: back to the system before the next chunk is read (the
+        # allocator would keep them, and a million-point collect would hold several chunks' worth)
+        pa.default_memory_pool().release_unused()
+    del position
     if not seen.all():
         missing = np.flatnonzero(~seen)
         raise StoreError(
@@ -233,21 +167,23 @@ def _runs(column: np.ndarray, rows: np.ndarray | None, length: int) -> np.ndarra
 
 def _grid_codes(ids: pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
     """Per row, the grid index of its point id; ids outside the grid get negative codes of their
-    own. Read as a dictionary column, each batch's distinct ids are looked up once."""
+    own. Read as a dictionary column, each distinct dictionary's ids are looked up once: the
+    batches of one Parquet row group share its dictionary (a million rows, a few thousand ids)."""
     foreign: dict[str, int] = {}
     parts = []
+    dictionary, lookup = None, np.zeros(0, dtype=np.int64)
     for piece in ids.chunks:
         if not pa.types.is_dictionary(piece.type):
             piece = pc.dictionary_encode(piece)
-        lookup = np.array(
-            [
-                position.get(pid, None)
-                if pid in position
-                else foreign.setdefault(pid, -1 - len(foreign))
-                for pid in piece.dictionary.to_pylist()
-            ],
-            dtype=np.int64,
-        )
+        if dictionary is None or not piece.dictionary.equals(dictionary):
+            dictionary = piece.dictionary
+            lookup = np.array(
+                [
+                    position[pid] if pid in position else foreign.setdefault(pid, -1 - len(foreign))
+                    for pid in dictionary.to_pylist()
+                ],
+                dtype=np.int64,
+            )
         parts.append(
             lookup[piece.indices.to_numpy(zero_copy_only=False)]
             if len(lookup)

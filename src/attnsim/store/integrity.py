@@ -61,18 +61,25 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
 
 
 def _strings(h, chunks) -> None:
+    # the batches of one Parquet row group share its dictionary: each distinct one is decoded once
+    dictionaries: list[tuple[pa.Array, list]] = []
     parts = []
     for chunk in chunks:
         if not pa.types.is_dictionary(chunk.type):
             chunk = pc.dictionary_encode(chunk)
         codes = chunk.indices.fill_null(-1) if chunk.null_count else chunk.indices
-        parts.append((chunk.dictionary.to_pylist(), np.asarray(codes)))
-    distinct = sorted({v for values, _ in parts for v in values if v is not None})
+        if not dictionaries or not chunk.dictionary.equals(dictionaries[-1][0]):
+            dictionaries.append((chunk.dictionary, chunk.dictionary.to_pylist()))
+        parts.append((len(dictionaries) - 1, np.asarray(codes)))
+    distinct = sorted({v for _, values in dictionaries for v in values if v is not None})
     rank = {v: i for i, v in enumerate(distinct)}
     h.update(json.dumps(distinct).encode())
-    for values, codes in parts:
-        lookup = np.array([rank[v] if v is not None else -1 for v in values] + [-1], dtype=np.int64)
-        h.update(np.take(lookup, codes).data)  # code -1 (a null) takes the appended -1
+    lookups = [
+        np.array([rank[v] if v is not None else -1 for v in values] + [-1], dtype=np.int64)
+        for _, values in dictionaries
+    ]
+    for which, codes in parts:
+        h.update(np.take(lookups[which], codes).data)  # code -1 (a null) takes the appended -1
 
 
 def content_digests(table: pa.Table) -> dict[str, str]:

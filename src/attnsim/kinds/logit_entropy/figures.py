@@ -10,7 +10,18 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import fine_grid, legend_below, n_colours, yerr
+from attnsim.figures.common import (
+    MAX_LINES,
+    MAX_PANELS,
+    MAX_POINTS,
+    binned,
+    fine_grid,
+    legend_below,
+    n_colours,
+    shown_note,
+    spread,
+    yerr,
+)
 from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import rem_entropy, rem_x, small_scale_entropy
 
@@ -18,15 +29,16 @@ COLLAPSE_X_MAX = 2.2
 
 
 def _entropy_panels(summary: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """One panel for gaussian logits (d plays no role: the smallest d) and one per d for dot products."""
+    """One panel for gaussian logits (d plays no role: the smallest d) and one per d for dot
+    products (at most MAX_PANELS in all)."""
     panels = []
     gaussian = summary[summary["logits"] == "gaussian"]
     if len(gaussian):
         d0 = gaussian["d"].min()
         panels.append(("gaussian", gaussian[gaussian["d"] == d0]))
     dot = summary[summary["logits"] == "dot_product"]
-    for d, part in dot.groupby("d"):
-        panels.append((f"dot_product, d = {d}", part))
+    for d in spread(dot["d"], MAX_PANELS - len(panels)):  # a large sweep: d spread over its range
+        panels.append((f"dot_product, d = {d}", dot[dot["d"] == d]))
     return panels
 
 
@@ -38,7 +50,13 @@ def _sigma_of_scale(logits: str, scale: np.ndarray) -> np.ndarray:
 def entropy_vs_scale(summary: pd.DataFrame):
     """Mean entropy vs scale (log x), a line per n, a panel per logit model, with theory curves."""
     panels = _entropy_panels(summary)
-    colours = n_colours(summary["n"])
+    ns = spread(summary["n"], MAX_LINES)  # a large sweep: n spread over its range, said below
+    colours = n_colours(ns)
+    dot_ds = set(summary.loc[summary["logits"] == "dot_product", "d"])
+    notes = [
+        shown_note("n", ns, summary["n"]),
+        shown_note("d", [t for t, _ in panels if t.startswith("dot")], dot_ds),
+    ]
     fig, axes = plt.subplots(
         1, len(panels), figsize=(5.6 * len(panels), 4.4), squeeze=False, sharey=True
     )
@@ -46,8 +64,14 @@ def entropy_vs_scale(summary: pd.DataFrame):
         logits = data["logits"].iloc[0]
         fine = fine_grid(data["scale"][data["scale"] > 0])
         sigma = _sigma_of_scale(logits, fine)
-        for n, line in data[data["scale"] > 0].sort_values("scale").groupby("n"):
+        drawn = data[(data["scale"] > 0) & data["n"].isin(ns)].sort_values("scale")
+        for n, line in drawn.groupby("n"):
             colour = colours[n]
+            if len(line) > MAX_POINTS:
+                notes.append(
+                    f"lines of more than {MAX_POINTS} scales: binned (mean; band: CIs' range)"
+                )
+                line = binned(line, "scale", "entropy", log=True)
             ax.plot(
                 line["scale"], line["entropy_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3
             )
@@ -105,9 +129,10 @@ def entropy_vs_scale(summary: pd.DataFrame):
         ),
     ]
     legend_below(fig, handles, ncol=min(len(handles), 5), y=0.02)
+    shown = "; ".join(dict.fromkeys(note for note in notes if note))
     fig.suptitle(
         "Entropy of softmax attention vs logit scale: measured (mean, 95% CI) against small-scale "
-        "and random-energy-model theory"
+        "and random-energy-model theory" + (f"\n(shown: {shown})" if shown else "")
     )
     return fig
 
@@ -115,10 +140,18 @@ def entropy_vs_scale(summary: pd.DataFrame):
 @figure_function
 def entropy_collapse(summary: pd.DataFrame):
     """H / log n vs x = sigma_eff / sqrt(2 log n) for every n and logit model, against 1 - x^2."""
-    data = summary[np.isfinite(summary["rem_x"])].copy()
-    shown = data[data["rem_x"] <= COLLAPSE_X_MAX]
+    columns = [
+        "logits",
+        "n",
+        "rem_x",
+        *(f"entropy_norm_{s}" for s in ("mean", "ci_low", "ci_high")),
+    ]
+    data = summary.loc[np.isfinite(summary["rem_x"]), columns]
+    ns = spread(data["n"], MAX_LINES)  # a large sweep: n spread over its range, said below
+    shown = data[(data["rem_x"] <= COLLAPSE_X_MAX) & data["n"].isin(ns)]
     hidden = data[data["rem_x"] > COLLAPSE_X_MAX]
-    colours = n_colours(data["n"])
+    colours = n_colours(ns)
+    thinned = False
     markers = {"gaussian": "o", "dot_product": "s"}
     fig, ax = plt.subplots(figsize=(7.2, 5.0))
     x = np.linspace(0, COLLAPSE_X_MAX, 400)
@@ -133,6 +166,9 @@ def entropy_collapse(summary: pd.DataFrame):
     ax.axvline(1.0, color="0.5", ls=":", lw=1)
     ax.text(1.02, 0.95, "freezing point x = 1", color="0.35", fontsize=8, va="top")
     for (logits, n), part in shown.sort_values("rem_x").groupby(["logits", "n"]):
+        if len(part) > MAX_POINTS:
+            thinned = True
+            part = binned(part, "rem_x", "entropy_norm")
         ax.errorbar(
             part["rem_x"],
             part["entropy_norm_mean"],
@@ -175,6 +211,10 @@ def entropy_collapse(summary: pd.DataFrame):
         "measured points stay above it near x = 1",
         "and H / log n = O(1/log n) beyond.",
     ]
+    if len(ns) < data["n"].nunique():
+        notes += ["", shown_note("n", ns, data["n"]) + " shown"]
+    if thinned:
+        notes += [f"more than {MAX_POINTS} points per n: binned in x", "(mean; bars: CIs' range)"]
     if len(hidden):
         notes += [
             "",
