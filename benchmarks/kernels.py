@@ -112,17 +112,18 @@ def bound_rate(kind: str, n: int, limits: Limits, scales: int = 8) -> tuple[floa
     if kind == "noisy_attention":
         seconds = (
             (n + K * n + n * d) / limits.normal
-            + scales * K * n / limits.expm1_32
+            + scales * K * n / max(limits.expm1_32, limits.exp32)
             + scales * 2 * K * n * d / limits.sgemm
         )
-        what = "normals + float32 expm1 + float32 GEMM"
-    elif kind == "init_gradient":
+        what = "normals + float32 expm1 or exp (the faster) + float32 GEMM"
+    elif kind == "init_gradient":  # algorithm 4: float64 softmax statistics, float32 values pass
         seconds = (
             (n + n * d) / limits.normal
             + scales * n / limits.exp64
-            + scales * 4 * n * d / limits.dgemm
+            + scales * n / limits.exp32
+            + scales * 4 * n * d / limits.sgemm
         )
-        what = "normals + float64 exp + float64 GEMM"
+        what = "normals + float64 exp + float32 exp + float32 GEMM"
     else:  # one draw and one exp per logit and scale: the sampling-plus-exp bound
         seconds = n / limits.normal + scales * n / limits.exp64
         what = "sampling + float64 exp"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -88,6 +91,7 @@ class Limits:
 
     normal: float
     exp64: float
+    exp32: float
     expm1_32: float
     sgemm: float
     dgemm: float
@@ -137,39 +141,52 @@ def bound_limits(n_cores: int, quick: bool) -> Limits:
         return Limits(
             normal=parallel_rate(normals_attnsim(size), size, n_cores, budget),
             exp64=parallel_rate(ufunc(np.exp, np.float64, size), size, n_cores, budget),
+            exp32=parallel_rate(ufunc(np.exp, np.float32, size), size, n_cores, budget),
             expm1_32=parallel_rate(ufunc(np.expm1, np.float32, size), size, n_cores, budget),
             sgemm=parallel_rate(gemm(np.float32, m), 2 * m**3, n_cores, budget),
             dgemm=parallel_rate(gemm(np.float64, m), 2 * m**3, n_cores, budget),
         )
 
 
+RATES = (  # label, work maker, unit: the machine's rates, per CPU class
+    ("normals, numpy ziggurat float64", lambda size: normals_numpy(np.float64, size), "M/s"),
+    ("normals, numpy ziggurat float32", lambda size: normals_numpy(np.float32, size), "M/s"),
+    ("normals, attnsim Box-Muller float32", normals_attnsim, "M/s"),
+    ("exp float64", lambda size: ufunc(np.exp, np.float64, size), "G/s"),
+    ("exp float32", lambda size: ufunc(np.exp, np.float32, size), "G/s"),
+    ("expm1 float32", lambda size: ufunc(np.expm1, np.float32, size), "G/s"),
+)
+
+
 def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
+    from attnsim.run import cpu
+
     budget = 0.05 if quick else 0.6
     size = 1 << (16 if quick else 20)
     rows: list[Row] = []
+    here = f"CPU class {cpu.cpu_class()}"
 
     with threadpool_limits(1):
         rate = {}
-        for label, make, per_call, unit in (
-            ("normals, numpy ziggurat float64", normals_numpy(np.float64, size), size, "M/s"),
-            ("normals, numpy ziggurat float32", normals_numpy(np.float32, size), size, "M/s"),
-            ("normals, attnsim Box-Muller float32", normals_attnsim(size), size, "M/s"),
-            ("exp float64", ufunc(np.exp, np.float64, size), size, "G/s"),
-            ("exp float32", ufunc(np.exp, np.float32, size), size, "G/s"),
-            ("expm1 float32", ufunc(np.expm1, np.float32, size), size, "G/s"),
-        ):
+        for label, maker, unit in RATES:
+            make, per_call = maker(size), size
             scale = 1e6 if unit == "M/s" else 1e9
             one = parallel_rate(make, per_call, 1, budget)
             rate[label] = parallel_rate(make, per_call, n_cores, budget)
             rows.append(
-                Row(f"machine: {label}, 1 core", one / scale, unit, note="best of repeated calls")
+                Row(
+                    f"machine: {label}, 1 core",
+                    one / scale,
+                    unit,
+                    note=f"best of repeated calls; {here}",
+                )
             )
             rows.append(
                 Row(
                     f"machine: {label}, {n_cores} cores",
                     rate[label] / scale,
                     unit,
-                    note="one thread per core, each its own array / generator",
+                    note=f"one thread per core, each its own array / generator; {here}",
                 )
             )
         m = 512 if quick else 2048
@@ -182,7 +199,7 @@ def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
                     f"machine: {label}, 1 core",
                     one / 1e9,
                     "GFLOP/s",
-                    note=f"{m} x {m} square, BLAS on 1 thread",
+                    note=f"{m} x {m} square, BLAS on 1 thread; {here}",
                 )
             )
             rows.append(
@@ -190,7 +207,7 @@ def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
                     f"machine: {label}, {n_cores} cores",
                     rate[label] / 1e9,
                     "GFLOP/s",
-                    note="one product per core, BLAS on 1 thread each",
+                    note=f"one product per core, BLAS on 1 thread each; {here}",
                 )
             )
     normal = max(rate[k] for k in rate if k.startswith("normals"))
@@ -205,8 +222,82 @@ def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
     limits = Limits(
         normal=normal,
         exp64=rate["exp float64"],
+        exp32=rate["exp float32"],
         expm1_32=rate["expm1 float32"],
         sgemm=rate["fp32 GEMM"],
         dgemm=rate["fp64 GEMM"],
     )
     return limits, rows
+
+
+def one_core_rates(quick: bool) -> list[tuple[str, float, str]]:
+    """(label, rate, unit) on one core: the machine's rates of RATES and the two GEMMs."""
+    budget = 0.05 if quick else 0.6
+    size, m = 1 << (16 if quick else 20), 512 if quick else 2048
+    out = []
+    with threadpool_limits(1):
+        for label, maker, unit in RATES:
+            scale = 1e6 if unit == "M/s" else 1e9
+            out.append((label, parallel_rate(maker(size), size, 1, budget) / scale, unit))
+        for label, dtype in (("fp32 GEMM", np.float32), ("fp64 GEMM", np.float64)):
+            rate = parallel_rate(gemm(dtype, m), 2 * m**3, 1, budget)
+            out.append((label, rate / 1e9, "GFLOP/s"))
+    return out
+
+
+# The machine kind's two CPU classes (docs/usage.md, Reproducibility): AVX-512 (numpy X86_V4,
+# OpenBLAS SkylakeX) and AVX2 only (X86_V3, Haswell). On the AVX-512 class the other one is
+# emulated in a subprocess: numpy's SIMD loops one level down and OpenBLAS's Haswell kernels (the
+# emulation reproduced a real AVX2 machine's reference rows bit for bit, tests/data/reference_rows).
+OTHER_CORE = {"X86_V3": "Haswell"}
+
+
+def emulated_classes() -> list[tuple[str, dict[str, str]]]:
+    """(class, environment) of the CPU classes below this machine's own that it can emulate."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    from attnsim.run import cpu
+
+    if cpu.numpy_dispatch() != "X86_V4":
+        return []  # an AVX2 machine cannot emulate the AVX-512 class
+    order = list(__cpu_dispatch__)
+    env = {
+        "NPY_DISABLE_CPU_FEATURES": " ".join(order[order.index("X86_V4") :]),
+        "OPENBLAS_CORETYPE": OTHER_CORE["X86_V3"],
+    }
+    return [(f"X86_V3-{OTHER_CORE['X86_V3']}", env)]
+
+
+def class_rows(quick: bool) -> list[Row]:
+    """The machine's one-core rates on each CPU class it can emulate (a subprocess per class)."""
+    rows = []
+    for klass, env in emulated_classes():
+        args = [sys.executable, "-m", "benchmarks.machine"] + (["--quick"] if quick else [])
+        run = subprocess.run(
+            args,
+            cwd=Path(__file__).resolve().parents[1],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        data = json.loads(run.stdout)
+        if data["class"] != klass:
+            raise RuntimeError(f"emulating {klass} gave class {data['class']}")
+        for label, value, unit in data["rates"]:
+            rows.append(
+                Row(
+                    f"machine, {klass} emulated: {label}, 1 core",
+                    value,
+                    unit,
+                    note=f"subprocess with {' '.join(f'{k}={v!r}' for k, v in env.items())}",
+                )
+            )
+    return rows
+
+
+if __name__ == "__main__":  # the rates of this process's CPU class, as JSON (for class_rows)
+    from attnsim.run import cpu
+
+    rates = one_core_rates("--quick" in sys.argv)
+    print(json.dumps({"class": cpu.cpu_class(), "rates": rates}))

@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[benchmarks] {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
     section("machine limits", lambda: machine.measure_limits(args.cores, args.quick)[1])
+    section("machine limits, other CPU classes (emulated)", machine.class_rows, args.quick)
     section(
         "kernels vs naive loops",
         lambda: kernels.kernel_rows(kernels.measure_kernels(args.cores, args.quick), args.cores),

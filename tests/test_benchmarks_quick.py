@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from benchmarks import machine
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,6 +33,10 @@ def expected_rows(cores: int) -> set[str]:
     ):
         rows |= {f"machine: {label}, 1 core", f"machine: {label}, {cores} cores"}
     rows.add(f"machine: normal sampling (fastest), {cores} cores")
+    for klass, _ in machine.emulated_classes():  # the other CPU class, where it can be emulated
+        for label, _, _ in machine.RATES:
+            rows.add(f"machine, {klass} emulated: {label}, 1 core")
+        rows |= {f"machine, {klass} emulated: {g}, 1 core" for g in ("fp32 GEMM", "fp64 GEMM")}
     for kind in KINDS:
         for n in (64, 1024, 16384, 65536):
             rows |= {

@@ -16,6 +16,9 @@ from attnsim.kinds.init_gradient import KIND, kernel
 from attnsim.run.simulate import simulate_points
 
 METRICS = ("entropy", "grad_sq", "jacobian_fro", "n_eff")
+# grad_sq's sums are float32 (values' differences, weights relative to the runner-up, products):
+# a few float32 ulps per term; the entropy and the Jacobian stay float64 (kernel docstring)
+GRAD_SQ_RTOL = 1e-5
 
 
 def point(**overrides):
@@ -62,12 +65,27 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(scale, chunk_bytes, monke
         )  # the two oracles agree
         assert slow["jacobian_fro"] == pytest.approx(slow["jacobian_fro_matrix"], rel=1e-7)
         for name in METRICS:
-            assert fast[name][t] == pytest.approx(slow[name], rel=1e-8, abs=1e-13), name
+            rel = GRAD_SQ_RTOL if name == "grad_sq" else 1e-8
+            assert fast[name][t] == pytest.approx(slow[name], rel=rel, abs=1e-13), name
+
+
+def test_float32_sums_are_accurate_at_many_keys():
+    """The float32 products of grad_sq over 1024 keys stay within GRAD_SQ_RTOL of the float64
+    oracle on the same draws (rounding grows with the number of keys; 1.4e-5 worst measured at
+    n = 4096), far below the per-point SE of its mean (>= 0.8% in the default sweep)."""
+    scales = [0.3, 1.4, 3.0]
+    out, draws = kernel.simulate(np.random.default_rng(7), 4, 1024, 16, scales, record=True)
+    for scale, fast in zip(scales, out):
+        logits = oracle.make_logits(draws, scale)
+        for t in range(4):
+            slow = oracle.naive_trial(logits[t], draws.values[t])["grad_sq"]
+            assert fast["grad_sq"][t] == pytest.approx(slow, rel=GRAD_SQ_RTOL), (scale, t)
 
 
 @pytest.mark.parametrize("scale", [4.0, 7.0, 12.0])
 def test_nearly_one_hot_weights_keep_full_relative_accuracy(scale):
-    """Where 1 - max p is 1e-10 .. 1e-200, grad_sq and jacobian_fro still match a 160-digit oracle to 1e-9 relative
+    """Where 1 - max p is 1e-10 .. 1e-200, grad_sq (to GRAD_SQ_RTOL: float32 sums) and jacobian_fro
+    (to 1e-9) still match a 160-digit oracle relative
     (the literal closed form of ||J||_F would return rounding noise ~1e-8 or 0 there)."""
     (fast,), draws = kernel.simulate(np.random.default_rng(5), 8, 12, 3, [scale], record=True)
     logits = oracle.make_logits(draws, scale)
@@ -77,7 +95,7 @@ def test_nearly_one_hot_weights_keep_full_relative_accuracy(scale):
         if exact["grad_sq"] < 1e-290:  # would underflow in float64 anyway
             continue
         checked += 1
-        assert fast["grad_sq"][t] == pytest.approx(exact["grad_sq"], rel=1e-9)
+        assert fast["grad_sq"][t] == pytest.approx(exact["grad_sq"], rel=GRAD_SQ_RTOL)
         assert fast["jacobian_fro"][t] == pytest.approx(exact["jacobian_fro"], rel=1e-9)
         assert fast["n_eff"][t] == pytest.approx(exact["n_eff"], rel=1e-12)
         assert fast["entropy"][t] == pytest.approx(

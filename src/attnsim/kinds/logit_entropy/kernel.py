@@ -23,6 +23,11 @@ scale are a non-negative multiple of z, so the gaps g = max z - z (float64, exac
 once and each scale costs one multiply, one exp and three row reductions (`GapSoftmax`); each
 scale is computed on its own, so a point's numbers never depend on which other scales share
 the block.
+
+Why float64 (though numpy's float64 exp costs 3.5x float32's on AVX2-only CPUs): the claim
+small_scale_entropy (docs/science.md §3.7) judges the deficit log n - H = sigma^2/2 to 5% down to
+sigma = 0.01, i.e. 5e-5 nats to ~2.5e-6; float32 weights (relative rounding ~6e-8, ~1e-6 nats on
+H near log n) would take that margin.
 """
 
 from __future__ import annotations

@@ -123,7 +123,9 @@ KIND = Kind(
     stream_params=("n", "d", "logit_scale", "noise", "noise_draws"),
     metrics=METRICS,
     theory_columns=THEORY,
-    algorithm_version=3,  # 3: the trial rows gained sq_err_next (the older metrics' values unchanged, tests/test_reference_rows.py)
+    # 3: the trial rows gained sq_err_next (the older metrics' values unchanged,
+    # tests/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel doc)
+    algorithm_version=4,
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=theory,

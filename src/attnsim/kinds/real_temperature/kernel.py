@@ -71,12 +71,29 @@ def participation_ratio(embeddings: str) -> float:
     return float(eig.sum() ** 2 / np.sum(eig**2))
 
 
+def first_of_permutation(u: np.ndarray, k: int) -> np.ndarray:
+    """The first k columns of np.argsort(u, axis=1, kind="stable"), without sorting whole rows:
+    the k smallest by argpartition, then sorted by (value, index); a row whose k-th smallest
+    value has a tie outside them (probability ~P^2 2^-53) is sorted whole."""
+    if k >= u.shape[1]:
+        return np.argsort(u, axis=1, kind="stable")[:, :k]
+    part = np.argpartition(u, k - 1, axis=1)[:, :k]
+    values = np.take_along_axis(u, part, axis=1)
+    ranks = np.lexsort((part, values), axis=1)
+    order = np.take_along_axis(part, ranks, axis=1)
+    kth = np.take_along_axis(values, ranks[:, -1:], axis=1)
+    tied = np.count_nonzero(u <= kth, axis=1) != k
+    if tied.any():
+        order[tied] = np.argsort(u[tied], axis=1, kind="stable")[:, :k]
+    return order
+
+
 def draw_cosines(
     rng: np.random.Generator, trials: int, n: int, embeddings: str, record: bool = False
 ):
     """(T, n) float64 cosines between each trial's query and its n keys (and the members drawn, if `record`)."""
     x = population(embeddings)
-    order = np.argsort(rng.random((trials, len(x))), axis=1, kind="stable")[:, : n + 1]
+    order = first_of_permutation(rng.random((trials, len(x))), n + 1)
     query, keys = x[order[:, 0]], x[order[:, 1:]]
     cosines = np.einsum("td,tnd->tn", query, keys)
     return (cosines, order) if record else cosines

@@ -27,6 +27,10 @@ siblings.
 
 Rounding: gap = log n - H is a difference, so its absolute error is ~ 1e-15 (log n + 2/tau);
 negligible next to the gaps of interest (>= 1e-6 for tau <= 100 and d <= 4096).
+Why float64 (though numpy's float64 exp costs 3.5x float32's on AVX2-only CPUs): float32 weights
+(relative rounding ~6e-8) would put an error of ~1e-6 nats on H = log n - gap, i.e. ~1% of the
+default sweep's smallest mean gaps (1/(2 d tau^2) = 1.6e-4 at tau = 10, d = 32), which the
+log-log figure shows to <= 0.5%.
 """
 
 from __future__ import annotations
