@@ -13,14 +13,10 @@ from attnsim.kinds import all_kinds
 KINDS = rr.kind_names()
 
 
-def test_every_built_in_synthetic_kind_has_reference_rows_and_summaries():
-    """The kinds that read no asset (the real-model kinds' rows need the fetched models; their
-    kernels are checked against oracles in tests/kinds/test_real_kinds.py)."""
-    built_in = {
-        name
-        for name, kind in all_kinds().items()
-        if kind.package.startswith("attnsim.") and not kind.assets
-    }
+def test_every_built_in_kind_has_reference_rows_and_summaries():
+    """The real-model kinds' too: their rows use the fetched models (./resources or the tests'
+    cache, `reference_rows.use_assets`), skipped without them."""
+    built_in = {name for name, kind in all_kinds().items() if kind.package.startswith("attnsim.")}
     missing = sorted(built_in - set(KINDS))
     assert not missing, f"record reference rows of {missing} (tests/helpers/reference_rows.py)"
     assert all(rr.read(kind).get("summary_digests") for kind in KINDS)

@@ -67,6 +67,7 @@ def sweep(reference: dict, threads: int) -> list[tuple]:
     out = []
     for experiment in settings.experiments.values():
         kind = get_kind(experiment.kind)
+        use_assets(kind.assets)
         points = points_from_rows(kind, grid_columns(experiment).rows())  # as a job makes them
         results = simulate_points(
             kind,
@@ -79,6 +80,33 @@ def sweep(reference: dict, threads: int) -> list[tuple]:
         )
         out.append((kind, experiment, points, results))
     return out
+
+
+def use_assets(names) -> None:
+    """Point the kernels at a verified copy of each asset a real-model kind reads: ./resources
+    (or $ATTNSIM_RESOURCES) if it holds them, else the tests' cache (tests/helpers/assets.py),
+    fetched there once. Without a copy and without network: skipped under pytest, else an exit."""
+    from attnsim.errors import AssetError
+    from attnsim.models import assets
+
+    if not names:
+        return
+    for folder in (
+        assets.resources_dir(),
+        DATA.parents[2] / ".pytest_cache/d/attnsim-assets/resources",
+    ):
+        if all((folder / name).is_dir() for name in names):
+            break
+    try:
+        for name in names:
+            assets.fetch(name, folder)
+    except AssetError as error:
+        if "pytest" in sys.modules:
+            import pytest
+
+            pytest.skip(f"no {' or '.join(names)} asset: {error}")
+        raise SystemExit(str(error)) from None
+    assets.set_resources(folder)
 
 
 def rows(reference: dict, threads: int, computed: list | None = None) -> dict:
