@@ -55,9 +55,19 @@ def write(kind: str, reference: dict) -> Path:
     return path
 
 
+_SWEPT: dict[tuple[str, int], list[tuple]] = {}  # one computation per sweep and thread count
+
+
 def sweep(reference: dict, threads: int) -> list[tuple]:
     """(kind, experiment, points, results) per experiment of the reference sweep, computed as a
-    job computes them."""
+    job computes them (once per process: the rows' and the summaries' tests share it; read only)."""
+    key = (json.dumps(reference["config"], sort_keys=True), threads)
+    if key not in _SWEPT:
+        _SWEPT[key] = _sweep(reference, threads)
+    return _SWEPT[key]
+
+
+def _sweep(reference: dict, threads: int) -> list[tuple]:
     from attnsim.config.grid import grid_columns, points_from_rows
     from attnsim.config.load import load
     from attnsim.kinds import get_kind
