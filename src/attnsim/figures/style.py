@@ -138,7 +138,7 @@ def lay_out(fig, pad: float = PAD_INCHES) -> None:
     """Run the figure's layout once, at the PNG's resolution. A panel title or legend that the
     layout could not fit into the width (it is centred over its panel: `fit_canvas` cannot know
     the panel's place before the layout) gets the width it lacks, and the layout runs again."""
-    from attnsim.figures.check import reaching_out
+    from attnsim.figures.canvas import reaching_out
 
     dpi = fig.get_dpi()
     fig.set_dpi(DPI)
@@ -160,8 +160,8 @@ def save(fig, png: Path) -> list[Path]:
     that layout, each in one pass: a savefig of a laid-out figure would lay it out again and draw
     it twice (once to lay it out, once to write). Both show the same figure, the one any other
     savefig gives. A figure whose legend or title reaches past its canvas (and so would be cut
-    off) is refused, naming them (`attnsim.figures.check.outside_canvas`)."""
-    from attnsim.figures.check import outside_canvas
+    off) is refused, naming them (`attnsim.figures.canvas.outside_canvas`)."""
+    from attnsim.figures.canvas import outside_canvas
 
     png = Path(png)
     engine = fig.get_layout_engine()
