@@ -26,6 +26,7 @@ LAYERS = [
             "attnsim.claims.engine",
             "attnsim.claims.numbers",
             "attnsim.figures",
+            "attnsim.figures.canvas",
             "attnsim.figures.common",
             "attnsim.figures.style",
         ],
@@ -200,3 +201,18 @@ def report(graph: dict[str, set[str]] | None = None) -> str:
 
 if __name__ == "__main__":
     print(report())
+
+
+def test_the_architecture_table_names_every_stage_module():
+    """docs/architecture.md follows the folders: each module of a stage folder is in its row."""
+    table = (SRC.parent / "docs" / "architecture.md").read_text()
+    rows = {
+        line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")
+    }
+    missing = [
+        f"{folder}/{path.stem}"
+        for folder in ("config", "plan", "run", "store")
+        for path in (SRC / "attnsim" / folder).glob("*.py")
+        if path.stem != "__init__" and f"`{path.stem}`" not in rows[folder]
+    ]
+    assert not missing, f"add them to docs/architecture.md's layout table: {missing}"

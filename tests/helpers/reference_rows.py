@@ -8,7 +8,10 @@ One file per kind, tests/data/reference_rows/<kind>.json:
   of the point's rows: bit-identity is checked on every class recorded here;
 - ``values``: point id -> metric -> [finite trials, mean, min, median, max] over the finite
   trials, as computed on ``values_class``: on a class without digests the rows are checked
-  against these within ``tolerance`` (docs/science.md §8.4).
+  against these within ``tolerance`` (docs/science.md §8.4);
+- ``summary_digests``: CPU class -> point id -> sha256 of the point's summary row (collect's
+  `summarise_chunks` of those rows) over ``summary_columns``: checked bit for bit on a recorded
+  class (tests/test_reference_summaries.py), unchecked elsewhere.
 
 Record (after a deliberate change of a kind's rows, with a new ``algorithm_version``):
 
@@ -52,25 +55,101 @@ def write(kind: str, reference: dict) -> Path:
     return path
 
 
-def rows(reference: dict, threads: int) -> dict[str, dict[str, np.ndarray]]:
-    """point id -> metric -> (trials,) float64, for the reference sweep's recorded metrics."""
+_SWEPT: dict[tuple[str, int], list[tuple]] = {}  # one computation per sweep and thread count
+
+
+def sweep(reference: dict, threads: int) -> list[tuple]:
+    """(kind, experiment, points, results) per experiment of the reference sweep, computed as a
+    job computes them (once per process: the rows' and the summaries' tests share it; read only)."""
+    key = (json.dumps(reference["config"], sort_keys=True), threads)
+    if key not in _SWEPT:
+        _SWEPT[key] = _sweep(reference, threads)
+    return _SWEPT[key]
+
+
+def _sweep(reference: dict, threads: int) -> list[tuple]:
     from attnsim.config.grid import grid_columns, points_from_rows
     from attnsim.config.load import load
     from attnsim.kinds import get_kind
     from attnsim.run.simulate import simulate_points
 
     settings = load(reference["config"])
-    out = {}
+    out = []
     for experiment in settings.experiments.values():
         kind = get_kind(experiment.kind)
+        use_assets(kind.assets)
         points = points_from_rows(kind, grid_columns(experiment).rows())  # as a job makes them
-        results = simulate_points(kind, settings.seed, experiment.trials, points, threads=threads)
+        results = simulate_points(
+            kind,
+            settings.seed,
+            experiment.trials,
+            points,
+            threads=threads,
+            target_se=experiment.target_se,
+            max_trials=experiment.max_trials,
+        )
+        out.append((kind, experiment, points, results))
+    return out
+
+
+def use_assets(names) -> None:
+    """Point the kernels at a verified copy of each asset a real-model kind reads: ./resources
+    (or $ATTNSIM_RESOURCES) if it holds them, else the tests' cache (tests/helpers/assets.py),
+    fetched there once. Without a copy and without network: skipped under pytest, else an exit."""
+    from attnsim.errors import AssetError
+    from attnsim.models import assets
+
+    if not names:
+        return
+    for folder in (
+        assets.resources_dir(),
+        DATA.parents[2] / ".pytest_cache/d/attnsim-assets/resources",
+    ):
+        if all((folder / name).is_dir() for name in names):
+            break
+    try:
+        for name in names:
+            assets.fetch(name, folder)
+    except AssetError as error:
+        if "pytest" in sys.modules:
+            import pytest
+
+            pytest.skip(f"no {' or '.join(names)} asset: {error}")
+        raise SystemExit(str(error)) from None
+    assets.set_resources(folder)
+
+
+def rows(reference: dict, threads: int, computed: list | None = None) -> dict:
+    """point id -> metric -> (trials,) float64, for the reference sweep's recorded metrics."""
+    out = {}
+    for _kind, _experiment, points, results in computed or sweep(reference, threads):
         for point in points:
             out[point.id] = {
                 m: np.ascontiguousarray(results[point.id][m], dtype=np.float64)
                 for m in reference["metrics"]
             }
     return out
+
+
+def summaries(computed: list, columns: list[str] | None = None) -> tuple[dict, list[str]]:
+    """point id -> sha256 of its summary row as collect makes it (`summarise_chunks` of the rows),
+    over `columns` (default: every column the summary has now), and those columns. Values are
+    hashed through their JSON text (floats by repr: exact)."""
+    from attnsim.config.grid import grid_columns
+    from attnsim.run.collect import summarise_chunks
+    from attnsim.run.simulate import trials_table
+
+    out, names = {}, columns
+    for kind, experiment, points, results in computed:
+        table = trials_table(kind, points, results)
+        summary = summarise_chunks(
+            kind, experiment.name, grid_columns(experiment), [table], experiment.target_se
+        )
+        names = list(summary.column_names) if names is None else names
+        for row in summary.select(names).to_pylist():
+            text = json.dumps(row, sort_keys=True)
+            out[row["point_id"]] = hashlib.sha256(text.encode()).hexdigest()
+    return out, names or []
 
 
 def digest(metrics: dict[str, np.ndarray], names: list[str]) -> str:
@@ -127,7 +206,8 @@ def check(kind: str, threads: int = 1) -> dict:
     from attnsim.run import cpu
 
     reference = read(kind)
-    computed = rows(reference, threads)
+    swept = sweep(reference, threads)
+    computed = rows(reference, threads, swept)
     klass = cpu.cpu_class()
     recorded = reference["digests"].get(klass)
     out = {
@@ -136,6 +216,13 @@ def check(kind: str, threads: int = 1) -> dict:
         "points": len(computed),
         "recorded_classes": sorted(reference["digests"]),
     }
+    recorded_summaries = reference.get("summary_digests", {}).get(klass)
+    if recorded_summaries is not None:  # summaries: bit for bit on a recorded class, else unchecked
+        got, _ = summaries(swept, reference["summary_columns"])
+        out["summary_failed"] = sorted(
+            p for p in recorded_summaries if got.get(p) != recorded_summaries[p]
+        )
+        out["summary_ids_match"] = set(got) == set(recorded_summaries)
     if recorded is not None:
         got = {pid: digest(m, reference["metrics"]) for pid, m in computed.items()}
         out |= {
@@ -189,7 +276,8 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
     current = [m.name for m in get_kind(kind).metrics]
     if all_metrics or "metrics" not in reference:
         reference["metrics"] = current
-    one, two = rows(reference, 1), rows(reference, 2)
+    swept = sweep(reference, 1)
+    one, two = rows(reference, 1, swept), rows(reference, 2)
     digests = {pid: digest(m, reference["metrics"]) for pid, m in one.items()}
     if digests != {pid: digest(m, reference["metrics"]) for pid, m in two.items()}:
         raise SystemExit(
@@ -199,10 +287,15 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
     klass = cpu.cpu_class()
     old = reference["digests"].get(klass)
     dropped = []
+    summary, columns = summaries(swept, reference.get("summary_columns"))
     if old != digests:
         dropped = sorted(c for c in reference["digests"] if c != klass)
         reference["digests"] = {}
+    if reference.get("summary_digests", {}).get(klass) != summary:
+        reference["summary_digests"] = {}  # summaries of other classes: recorded there again
     reference["digests"][klass] = digests
+    reference["summary_columns"] = columns
+    reference.setdefault("summary_digests", {})[klass] = summary
     notes = {
         c: n for c, n in reference.get("digests_notes", {}).items() if c in reference["digests"]
     }

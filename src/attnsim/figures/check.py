@@ -1,4 +1,5 @@
-"""Before any job: every figure a kind declares (`Kind.figures`) has its function and its caption.
+"""Before any job: every figure a kind declares (`Kind.figures`) has its function and its caption;
+and after a figure is drawn, nothing a reader needs reaches past its canvas (`outside_canvas`).
 
 Without this, a figure declared but not written is found only when the experiment's figures job
 fails, after its chunks ran; a missing caption only when the report is built. The check reads the
@@ -12,6 +13,7 @@ import ast
 import importlib.util
 
 from attnsim.errors import ConfigError
+from attnsim.figures.canvas import outside_canvas, reaching_out  # noqa: F401 (its checks)
 
 
 def top_level_names(source: str) -> set[str]:

@@ -29,6 +29,7 @@ import matplotlib.pyplot as plt
 import seaborn as sns  # no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
 
 from attnsim import files
+from attnsim.errors import AttnsimError
 
 PALETTE = "viridis"
 # seaborn.set_theme's arguments: what `theme()` applies, within its context only
@@ -100,40 +101,90 @@ def figure_function(draw):
 
 
 PAD_INCHES = 0.1  # margin kept around the drawn content
+DPI = 150  # of the PNG (the PDF is vector; its images, if any, at this resolution)
 
 
 def fit_canvas(fig, pad: float = PAD_INCHES) -> None:
     """Grow the figure so that its panels keep the size they were drawn for and everything else
     fits around them: constrained layout makes room for figure legends ("outside" placements)
-    and the title by shrinking the panels; this adds that room to the canvas instead (and the
-    width of anything reaching past the sides, a wide legend or title or annotation). One layout
-    pass, without rasterising; the next draw (a savefig, a notebook's display) lays it out."""
+    and the title by shrinking the panels; this adds that room to the canvas instead, and widens
+    it for a legend or title wider than the canvas and for a panel title wider than its column.
+    Text measures itself without a layout, so this draws nothing: the next draw (a savefig, a
+    notebook's display) lays the figure out, once."""
     if not fig.get_constrained_layout():
         return
     width, height = fig.get_size_inches()
-    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
-    extra_height = 0.0
+    extra_height, needed = 0.0, width
     for artist in [*fig.legends, fig._suptitle, fig._supxlabel]:
         if artist is None or not artist.get_visible() or not artist.get_in_layout():
             continue
         if artist in fig.legends and getattr(artist, "_outside_loc", None) is None:
             continue  # a legend inside the panels takes no room of its own
-        extra_height += artist.get_window_extent(renderer).height / fig.dpi + pad
-    content = fig.get_tightbbox(renderer)  # inches; wider than the canvas if something sticks out
-    fig.set_size_inches(max(width, content.width + 2 * pad), height + extra_height, forward=False)
+        box = artist.get_window_extent(renderer)
+        extra_height += box.height / fig.dpi + pad
+        needed = max(needed, box.width / fig.dpi + 2 * pad)
+    for ax in fig.axes:  # a panel's title within its share of the width
+        spec = ax.get_subplotspec()
+        if spec is None or not ax.get_title():
+            continue
+        share = len(spec.colspan) / spec.get_gridspec().ncols
+        title = ax.title.get_window_extent(renderer).width / fig.dpi
+        needed = max(needed, (title + 2 * pad) / share)
+    fig.set_size_inches(needed, height + extra_height, forward=False)
+
+
+def lay_out(fig, pad: float = PAD_INCHES) -> None:
+    """Run the figure's layout once, at the PNG's resolution. A panel title or legend that the
+    layout could not fit into the width (it is centred over its panel: `fit_canvas` cannot know
+    the panel's place before the layout) gets the width it lacks, and the layout runs again."""
+    from attnsim.figures.canvas import reaching_out
+
+    dpi = fig.get_dpi()
+    fig.set_dpi(DPI)
+    try:
+        fig.get_layout_engine().execute(fig)
+        sides = [max(r[0], r[2]) for r in reaching_out(fig).values()]
+        if sides and max(sides) > 0:
+            width, height = fig.get_size_inches()
+            # the panels widen with the canvas and keep their titles centred: twice the overshoot
+            fig.set_size_inches(width + 2 * (max(sides) / DPI + pad), height, forward=False)
+            fig.get_layout_engine().execute(fig)
+    finally:
+        fig.set_dpi(dpi)
 
 
 def save(fig, png: Path) -> list[Path]:
-    """Write `fig` as PNG and PDF next to each other, each via a hidden temp file. The figure lays
-    itself out (constrained layout): saving adds nothing, so any other savefig gives the same."""
+    """Write `fig` as PNG and PDF next to each other, each via a hidden temp file. The figure is
+    laid out once (its constrained layout, at the PNG's resolution) and both files are drawn from
+    that layout, each in one pass: a savefig of a laid-out figure would lay it out again and draw
+    it twice (once to lay it out, once to write). Both show the same figure, the one any other
+    savefig gives. A figure whose legend or title reaches past its canvas (and so would be cut
+    off) is refused, naming them (`attnsim.figures.canvas.outside_canvas`)."""
+    from attnsim.figures.canvas import outside_canvas
+
     png = Path(png)
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        lay_out(fig)
+        with matplotlib.rc_context({"figure.autolayout": False, **dict.fromkeys(LAYOUT, False)}):
+            fig.set_layout_engine(None)  # keeps the layout just computed
     written = []
-    for path in (png, png.with_suffix(".pdf")):
-        with files.atomic_path(path, fsync=False) as tmp:
-            fig.savefig(tmp, dpi=150, format=path.suffix[1:])
-        written.append(path)
-    plt.close(fig)
+    try:
+        for path in (png, png.with_suffix(".pdf")):
+            with files.atomic_path(path, fsync=False) as tmp:
+                fig.savefig(tmp, dpi=DPI, format=path.suffix[1:])
+                cut = outside_canvas(fig) if path == png else []
+                if cut:
+                    raise AttnsimError(
+                        f"figure {png}: {', '.join(cut)} reach(es) past the canvas and would be"
+                        " cut off (place figure legends with attnsim.figures.common.legend_below)"
+                    )
+            written.append(path)
+    finally:
+        if engine is not None:
+            fig.set_layout_engine(engine)
+        plt.close(fig)
     return written
 
 

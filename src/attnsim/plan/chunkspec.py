@@ -62,11 +62,15 @@ class ChunkSpec:
     def cost(self) -> resources.ChunkCost:
         """What its resource requests depend on (`attnsim.plan.cost.chunk_cost`)."""
         kind, names = self.kind, self.kind.param_names
-        per_trial = [kind.bytes_per_trial(dict(zip(names, row))) for row in self.rows]
+        params = [dict(zip(names, row)) for row in self.rows]
+        per_trial = [kind.bytes_per_trial(p) for p in params]
+        passes = (
+            None if kind.passes_per_trial is None else [kind.passes_per_trial(p) for p in params]
+        )
         at = [names.index(n) for n in kind.stream_params]
         codes: dict[tuple, int] = {}
         streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
-        costs = resources.point_costs(kind, per_trial, streams, self.trial_cap)
+        costs = resources.point_costs(kind, per_trial, streams, self.trial_cap, passes)
         return resources.chunk_cost(kind, costs, slice(None), self.trial_cap)
 
     @property

@@ -57,20 +57,24 @@ class ChunkCost:
 
 @dataclass(frozen=True)
 class PointCosts:
-    """Per point: bytes per trial, the largest block's bytes, stream codes (any labelling), and
-    the cost used to cut chunks (chunk_work_seconds units; a stream's draws are charged to its
-    first point)."""
+    """Per point: bytes per trial, passes over them per trial (None: one each), the largest
+    block's bytes, stream codes (any labelling), and the cost used to cut chunks
+    (chunk_work_seconds units: a stream's draws, 3 passes, charged to its first point; the
+    point's own passes to each point)."""
 
     bytes_per_trial: np.ndarray
+    passes: np.ndarray | None
     block_bytes: np.ndarray
     streams: np.ndarray
     point_work: np.ndarray
 
 
-def point_costs(kind: Kind, bytes_per_trial, streams, trial_cap: int) -> PointCosts:
-    """`PointCosts` of points in order, from each one's `kind.bytes_per_trial` and stream code."""
+def point_costs(kind: Kind, bytes_per_trial, streams, trial_cap: int, passes=None) -> PointCosts:
+    """`PointCosts` of points in order, from each one's `kind.bytes_per_trial`, stream code and
+    `kind.passes_per_trial` (None: one pass each)."""
     per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
     streams = np.asarray(streams)
+    passes = None if passes is None else np.asarray(passes, dtype=np.float64)
     block_trials = np.minimum(  # Kind.block_trials, per point
         MAX_BLOCK_TRIALS,
         np.maximum(
@@ -79,18 +83,20 @@ def point_costs(kind: Kind, bytes_per_trial, streams, trial_cap: int) -> PointCo
     )
     first = np.ones(len(streams), dtype=bool)
     first[1:] = streams[1:] != streams[:-1]
-    work = per_trial * trial_cap * SECONDS_PER_BYTE * (1 + 3 * first) + POINT_WORK
-    return PointCosts(per_trial, block_trials * per_trial, streams, work)
+    own = 1 if passes is None else passes
+    work = per_trial * trial_cap * SECONDS_PER_BYTE * (own + 3 * first) + POINT_WORK
+    return PointCosts(per_trial, passes, block_trials * per_trial, streams, work)
 
 
 def chunk_cost(kind: Kind, costs: PointCosts, rows, trial_cap: int) -> ChunkCost:
     """The cost of the chunk of the points at `rows` (positions into `costs`): each stream's draws
     once (at its last point's size) and each point's own work, for `trial_cap` trials."""
     per_trial = costs.bytes_per_trial[rows]
+    own = per_trial if costs.passes is None else per_trial * costs.passes[rows]
     streams = costs.streams[rows]
     _, from_end = np.unique(streams[::-1], return_index=True)
     last = np.sort(len(streams) - 1 - from_end)  # summed in position order: labels do not matter
-    work = (3 * per_trial[last].sum() + per_trial.sum()) * trial_cap * SECONDS_PER_BYTE
+    work = (3 * per_trial[last].sum() + own.sum()) * trial_cap * SECONDS_PER_BYTE
     return ChunkCost(
         len(per_trial),
         trial_cap,

@@ -131,8 +131,9 @@ def _old_settings(meta: dict) -> str:
 def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
     """`attnsim.plan.cost.PointCosts` of every grid point, from the columns: one
     `kind.bytes_per_trial` call per combination of the parameters it reads."""
+    passes = None if kind.passes_per_trial is None else grid.evaluate(kind.passes_per_trial)
     return resources.point_costs(
-        kind, grid.evaluate(kind.bytes_per_trial), grid.stream_codes(), trial_cap
+        kind, grid.evaluate(kind.bytes_per_trial), grid.stream_codes(), trial_cap, passes
     )
 
 

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from attnsim.figures.common import legend_below
 from attnsim.figures.style import PALETTE, figure_function, palette, theory_legend_handle
 from attnsim.kinds.noisy_attention.claims import (
     THRESHOLDS,
@@ -111,8 +112,9 @@ def rel_err_vs_n(summary: pd.DataFrame):
     handles = [
         plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours
     ]
-    fig.legend(
-        handles=[
+    legend_below(
+        fig,
+        [
             *handles,
             theory_legend_handle("delta method √(κ Σp²‖v−o‖² / Σp‖v−o‖²)"),
             plt.Line2D(
@@ -124,10 +126,7 @@ def rel_err_vs_n(summary: pd.DataFrame):
                 label="κ = ∞ with a mean: slope 1/k* − 1 (§2.7)",
             ),
         ],
-        loc="upper center",
         ncol=len(handles) + 1,
-        bbox_to_anchor=(0.5, 0.0),
-        frameon=False,
     )
     fig.suptitle(
         "Relative error of noisy attention vs n: measured mean with 95% CI (band), delta-method "
@@ -314,14 +313,7 @@ def delta_shortfall(summary: pd.DataFrame):
             label=f"regime edge {t.correction_max:g} (judged left of it)",
         ),
     ]
-    fig.legend(
-        handles=handles,
-        loc="upper center",
-        bbox_to_anchor=(0.5, 0.0),
-        ncol=min(len(handles), 6),
-        frameon=False,
-        fontsize=8,
-    )
+    legend_below(fig, handles, ncol=min(len(handles), 6), fontsize=8)
     fig.suptitle(
         "Where the delta method falls short (top) and whether the next order mends it (bottom)"
     )

@@ -174,6 +174,8 @@ def trainability(summary: pd.DataFrame):
     grad_ax.set_ylim(floor, np.nanmax(data["init_grad_logits_ci_high"]) * 2)
     for key, line in groups:
         below = line[~(line["init_grad_logits_median"] >= floor)]
+        if below.empty:  # an empty unclipped line would stretch the panel's layout box to (0, 0)
+            continue
         grad_ax.plot(
             below["scale"],
             np.full(len(below), floor * 1.15),
