@@ -11,7 +11,8 @@ by shifts elsewhere, so the variates are the same everywhere. Laws and their lim
   one word each for u and v, in pieces of at most PIECE pairs. Exact in law up to the resolution of u: |z| <= 6.66
   (P(|z| > 6.66) = 2.7e-11 for a true normal) and a discrete radius beyond ~6 sigma
   (probability ~2e-9).
-- `exponential`: -log1p(-u), resolving small values to 2^-32; capped at 16.6 (u <= 1 - 2^-24),
+- `exponential`: -log1p(-u) (through SIMD log, within ~5 float32 ulps), resolving small values
+  to 2^-32; capped at 16.6 (u <= 1 - 2^-24),
   a cut at probability 6e-8 in the upper tail.
 
 Every function draws a fixed number of words for a given size, so a block's numbers depend
@@ -115,10 +116,25 @@ def exponential(rng: np.random.Generator, shape) -> np.ndarray:
     shape, size = _size(shape)
     u = open_uniform(words(rng, size))
     np.minimum(u, _BELOW_ONE, out=u)
-    np.negative(u, out=u)
-    np.log1p(u, out=u)
-    np.negative(u, out=u)
+    y, d = np.empty(min(size, 2 * PIECE), F32), np.empty(min(size, 2 * PIECE), F32)
+    for start in range(0, size, 2 * PIECE):  # pieces that stay in the L2 cache
+        _neg_log1p_neg(u[start : start + 2 * PIECE], y, d)
     return u.reshape(shape)
+
+
+def _neg_log1p_neg(u: np.ndarray, y: np.ndarray, d: np.ndarray) -> None:
+    """u <- -log1p(-u) for float32 u in (0, 1 - 2^-24], within ~5 float32 ulps (measured 4.4;
+    numpy's log1p: 1.7), from SIMD log: -log(y) + (u - (1 - y)) / y with y = fl(1 - u), where
+    1 - y and u - (1 - y) are exact (Sterbenz) and the second term is the rounding of y to first
+    order (its square, < 2^-48, is dropped). numpy's float32 log1p has no SIMD loop on AVX2-only
+    CPUs (~13 ns per number there against ~4.5 ns for this; ~3 ns either way on AVX-512)."""
+    y, d = y[: u.size], d[: u.size]
+    np.subtract(F32(1), u, out=y)
+    np.subtract(F32(1), y, out=d)
+    np.subtract(u, d, out=d)
+    d /= y
+    np.log(y, out=u)
+    np.subtract(d, u, out=u)
 
 
 def uniform(rng: np.random.Generator, shape, low: float, high: float) -> np.ndarray:

@@ -124,8 +124,9 @@ KIND = Kind(
     metrics=METRICS,
     theory_columns=THEORY,
     # 3: the trial rows gained sq_err_next (the older metrics' values unchanged,
-    # tests/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel doc)
-    algorithm_version=4,
+    # tests/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel doc);
+    # 5: up to 0.5, and Exp(1) draws (gumbel, student_t) through SIMD log, not log1p
+    algorithm_version=5,
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=theory,

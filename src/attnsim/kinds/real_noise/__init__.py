@@ -276,8 +276,9 @@ KIND = Kind(
     metrics=METRICS,
     theory_columns=THEORY,
     # 2: rows gained spread, sink_weight and concentration, points the `keys` parameter (nested
-    # windows); the version-1 metrics of keys = 0 are unchanged (tests/test_real_kinds.py)
-    algorithm_version=2,
+    # windows); the version-1 metrics of keys = 0 are unchanged (tests/test_real_kinds.py);
+    # 3: student_t noise's Exp(1) draws through SIMD log, not log1p (attnsim.kernels.sampling)
+    algorithm_version=3,
     bytes_per_trial=bytes_per_trial,
     simulate_block=simulate_block,
     theory=theory,
