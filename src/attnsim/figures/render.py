@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: all of the kind's)."""
     import matplotlib
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     matplotlib.use("Agg")  # the figures job draws to files only (a figure module never chooses)
@@ -37,6 +38,7 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     frame = store.read_table(summary_path, columns=columns).to_pandas(
         split_blocks=True, self_destruct=True
     )
+    pa.default_memory_pool().release_unused()  # the read's buffers, before drawing
     written = []
     for figure in names:
         draw = getattr(module, figure)
