@@ -478,9 +478,12 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
                 experiment_json(settings, "million"),
                 "--output",
                 str(summary),
+                "--threads",
+                str(cores),
                 *map(str, chunks),
             ],
-            "one chunk file in memory at a time",
+            "a few row groups in memory at a time, the next read and checked in a second thread"
+            " (the collect job's 2 threads)",
         ),
         (
             "figures of the 1M-point summary",

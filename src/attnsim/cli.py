@@ -34,7 +34,7 @@ def _collect(args) -> None:
     experiment = (
         args.experiment if args.experiment is not None else args.experiment_file.read_text()
     )
-    collect(experiment, args.chunks, args.output)
+    collect(experiment, args.chunks, args.output, threads=args.threads)
 
 
 def _figures(args) -> None:
@@ -447,6 +447,9 @@ def parser() -> argparse.ArgumentParser:
     )
     given.add_argument("--experiment", help="experiment settings (JSON)")
     p.add_argument("--output", required=True, type=Path)
+    p.add_argument(
+        "--threads", type=int, default=1, help="2 or more: read ahead in a second thread"
+    )
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 

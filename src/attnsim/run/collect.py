@@ -30,13 +30,22 @@ STATS = ("mean", "se", "ci_low", "ci_high")
 
 def mean_ci_rows(x: np.ndarray) -> dict[str, np.ndarray]:
     """`stats.mean_ci` of each row of `x` (points x trials), the same numbers bit for bit: numpy
-    reduces each contiguous row with the same pairwise sums as it does a 1-d array."""
+    reduces each contiguous row with the same pairwise sums as it does a 1-d array. `np.mean` and
+    `np.std` spelled out as numpy computes them (the row sums divided by the count; the squared
+    deviations from that mean summed and divided by count - 1), so that the sums are taken once:
+    a row of a finite sum is finite, the others are checked value by value."""
     count = x.shape[1]
     with np.errstate(invalid="ignore", over="ignore"):
-        mean = np.mean(x, axis=1)
-        finite = np.isfinite(x).all(axis=1)
+        mean = np.add.reduce(x, axis=1) / count
+        finite = np.isfinite(mean)
+        if not finite.all():
+            odd = np.flatnonzero(~finite)
+            finite[odd] = np.isfinite(x[odd]).all(axis=1)
         if count > 1:
-            se = np.std(x, axis=1, ddof=1) / math.sqrt(count)
+            deviation = x - mean[:, None]
+            np.multiply(deviation, deviation, out=deviation)
+            se = np.sqrt(np.add.reduce(deviation, axis=1) / (count - 1)) / math.sqrt(count)
+            del deviation
             half = t_quantile(0.5 + CONFIDENCE / 2, count - 1) * se
         else:
             se = np.full(len(x), math.inf)
@@ -58,6 +67,7 @@ def summarise_chunks(
     schema = store.summary_schema(kind)
     ids = grid.ids()
     position = {pid: i for i, pid in enumerate(ids)}
+    grid_ids = pa.array(ids, pa.string())
     size = len(ids)
     metrics = [m.name for m in kind.metrics]
     columns: dict[str, np.ndarray] = {
@@ -72,23 +82,28 @@ def summarise_chunks(
     n_trials = np.zeros(size, dtype=np.int64)
     seen = np.zeros(size, dtype=bool)
     extra: list | None = [None] * size if kind.extra_summary else None
-    for table in tables:
-        codes = _grid_codes(table["point_id"], position)
+    foreign: dict[str, int] = {}  # ids outside the grid: negative codes of their own
+    seen_foreign: set[int] = set()  # of the current file
+
+    def summarise(codes: np.ndarray, values: dict[str, np.ndarray]) -> None:
+        """Rows `codes`, `values`: whole runs of points, each point's trials all here."""
         starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
         ends = np.r_[starts[1:], len(codes)]
         where = codes[starts]
         ours = where[where >= 0]
-        if seen[ours].any() or len(np.unique(where)) < len(where):
+        theirs = set(where[where < 0].tolist())
+        if (
+            seen[ours].any()
+            or len(np.unique(where)) < len(where)
+            or not theirs.isdisjoint(seen_foreign)
+        ):
             raise StoreError(
                 "a point has rows in more than one place of the store (stored twice?); move the "
                 "experiment's folder away and rerun"
             )
         seen[ours] = True
-        values = {}
-        for name in metrics:  # each column as an array, its Arrow copy let go at once
-            values[name] = table[name].to_numpy()
-            table = table.drop_columns([name])
-        del table
+        seen_foreign.update(theirs)
+
         lengths = ends - starts
         for length in np.unique(lengths[where >= 0]):
             chosen = (lengths == length) & (where >= 0)
@@ -131,11 +146,46 @@ def summarise_chunks(
                     extra[i] = kind.extra_summary(
                         {name: v[lo:hi] for name, v in values.items()}, params
                     )
-        del values
-        # the chunk's decoding buffers: back to the system before the next chunk is read (the
-        # allocator would keep them, and a million-point collect would hold several chunks' worth)
+
+    held = None  # (codes, values) of a file's last run so far: the next piece may go on with it
+    for item in tables:
+        table, last = item if isinstance(item, tuple) else (item, True)
+        codes = _grid_codes(table["point_id"], position, foreign, grid_ids)
+        values = {}
+        for name in metrics:  # each column as an array, its Arrow copy let go at once
+            values[name] = table[name].to_numpy()
+            table = table.drop_columns([name])
+        del table
+        batches = []
+        if held is not None:  # the held run, with the rows of this piece that go on with it
+            going_on = np.flatnonzero(codes != held[0][0])
+            k = int(going_on[0]) if len(going_on) else len(codes)
+            head = (
+                np.concatenate([held[0], codes[:k]]),
+                {name: np.concatenate([held[1][name], v[:k]]) for name, v in values.items()},
+            )
+            codes, values = codes[k:], {name: v[k:] for name, v in values.items()}
+            held = None
+            if len(codes) or last:
+                batches.append(head)
+            else:
+                held = head
+        if len(codes) and not last:  # the piece's last run may go on in the next piece
+            cut = int(np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])[-1])
+            held = codes[cut:].copy(), {name: v[cut:].copy() for name, v in values.items()}
+            codes, values = codes[:cut], {name: v[:cut] for name, v in values.items()}
+        if len(codes):
+            batches.append((codes, values))
+        del codes, values
+        for batch in batches:
+            summarise(*batch)
+        del batches
+        if last:
+            seen_foreign.clear()
+        # the piece's decoding buffers: back to the system before the next is read (the
+        # allocator would keep them, and a million-point collect would hold several pieces' worth)
         pa.default_memory_pool().release_unused()
-    del position
+    del position, grid_ids
     if not seen.all():
         missing = np.flatnonzero(~seen)
         raise StoreError(
@@ -165,11 +215,18 @@ def _runs(column: np.ndarray, rows: np.ndarray | None, length: int) -> np.ndarra
     return column.reshape(-1, length) if rows is None else column[rows]
 
 
-def _grid_codes(ids: pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
+def _grid_codes(
+    ids: pa.ChunkedArray,
+    position: dict[str, int],
+    foreign: dict[str, int] | None = None,
+    grid_ids: pa.Array | None = None,
+) -> np.ndarray:
     """Per row, the grid index of its point id; ids outside the grid get negative codes of their
-    own. Read as a dictionary column, each distinct dictionary's ids are looked up once: the
-    batches of one Parquet row group share its dictionary (a million rows, a few thousand ids)."""
-    foreign: dict[str, int] = {}
+    own (in `foreign`, kept across calls). Read as a dictionary column, each distinct dictionary's
+    ids are looked up once: the batches of one Parquet row group share its dictionary (a million
+    rows, a few thousand ids). A dictionary that is a run of the grid's ids in order (`grid_ids`:
+    as a chunk's points are) is matched in one comparison."""
+    foreign = {} if foreign is None else foreign
     parts = []
     dictionary, lookup = None, np.zeros(0, dtype=np.int64)
     for piece in ids.chunks:
@@ -177,6 +234,8 @@ def _grid_codes(ids: pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
             piece = pc.dictionary_encode(piece)
         if dictionary is None or not piece.dictionary.equals(dictionary):
             dictionary = piece.dictionary
+            lookup = _grid_range(dictionary, grid_ids, position)
+        if lookup is None:
             lookup = np.array(
                 [
                     position[pid] if pid in position else foreign.setdefault(pid, -1 - len(foreign))
@@ -190,6 +249,21 @@ def _grid_codes(ids: pa.ChunkedArray, position: dict[str, int]) -> np.ndarray:
             else np.zeros(0, dtype=np.int64)
         )
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _grid_range(
+    dictionary: pa.Array, grid_ids: pa.Array | None, position: dict[str, int]
+) -> np.ndarray | None:
+    """The grid indices of `dictionary`'s ids when they are grid ids i, i + 1, ... in order (each
+    one compared); else None."""
+    if grid_ids is None or not len(dictionary) or dictionary.null_count:
+        return None
+    start = position.get(dictionary[0].as_py())
+    if start is None or start + len(dictionary) > len(grid_ids):
+        return None
+    if not grid_ids.slice(start, len(dictionary)).equals(dictionary.cast(grid_ids.type)):
+        return None
+    return np.arange(start, start + len(dictionary), dtype=np.int64)
 
 
 def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
@@ -216,9 +290,10 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
     return out
 
 
-def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path:
+def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads: int = 1) -> Path:
     """Summarise the experiment's current grid from its chunk files into `output` (atomic),
-    streaming: one chunk file in memory at a time."""
+    streaming: a few row groups in memory at a time; with `threads` > 1 the next row group is
+    read and checked in a second thread while the current one is summarised."""
     started = time.perf_counter()
     spec = json.loads(experiment_json)
     experiment = Experiment.from_json(experiment_json)
@@ -229,9 +304,8 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path) -> Path
     metrics = [m.name for m in kind.metrics]
     # copies of a chunk named, CPU classes counted, before anything is summarised
     inputs = store.inputs_provenance(chunk_paths, spec["experiment"])
-    tables = (
-        store.read_table(Path(p), ["point_id", *metrics], dictionary=["point_id"])
-        for p in chunk_paths
+    tables = store.read_pieces(
+        chunk_paths, ["point_id", *metrics], dictionary=["point_id"], threads=threads
     )
     summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
     meta = store.provenance(

@@ -47,6 +47,11 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
         values = pa.chunked_array([c.flatten() for c in chunks], value_type.value_type)
         h.update(column_digest(values).encode())
         return h.hexdigest()
+    _numbers(h, chunks)
+    return h.hexdigest()
+
+
+def _numbers(h, chunks) -> None:
     for chunk in chunks:
         if chunk.null_count:
             h.update(np.asarray(chunk.is_null()).tobytes())
@@ -57,29 +62,55 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
                 chunk.offset * width : (chunk.offset + len(chunk)) * width
             ]
         )
-    return h.hexdigest()
 
 
 def _strings(h, chunks) -> None:
-    # the batches of one Parquet row group share its dictionary: each distinct one is decoded once
-    dictionaries: list[tuple[pa.Array, list]] = []
+    """The sorted distinct values as JSON (`json.dumps` of the list), then each row's rank among
+    them (-1: null) as int64, chunk by chunk. Sorted and ranked in Arrow: UTF-8 bytes sort as
+    Python sorts the strings (by code point); `_strings_json` falls back to `json.dumps` for
+    values it would escape. The batches of one Parquet row group share its dictionary: each
+    distinct one is ranked once; a plain chunk is its own dictionary, one entry per row."""
+    dictionaries: list[pa.Array] = []
     parts = []
     for chunk in chunks:
-        if not pa.types.is_dictionary(chunk.type):
-            chunk = pc.dictionary_encode(chunk)
-        codes = chunk.indices.fill_null(-1) if chunk.null_count else chunk.indices
-        if not dictionaries or not chunk.dictionary.equals(dictionaries[-1][0]):
-            dictionaries.append((chunk.dictionary, chunk.dictionary.to_pylist()))
-        parts.append((len(dictionaries) - 1, np.asarray(codes)))
-    distinct = sorted({v for _, values in dictionaries for v in values if v is not None})
-    rank = {v: i for i, v in enumerate(distinct)}
-    h.update(json.dumps(distinct).encode())
-    lookups = [
-        np.array([rank[v] if v is not None else -1 for v in values] + [-1], dtype=np.int64)
-        for _, values in dictionaries
+        if pa.types.is_dictionary(chunk.type):
+            codes = chunk.indices.fill_null(-1) if chunk.null_count else chunk.indices
+            if not dictionaries or not chunk.dictionary.equals(dictionaries[-1]):
+                dictionaries.append(chunk.dictionary.cast(pa.large_string()))
+            parts.append((len(dictionaries) - 1, np.asarray(codes)))
+        else:
+            dictionaries.append(chunk.cast(pa.large_string()))
+            parts.append((len(dictionaries) - 1, None))
+    values = pa.concat_arrays(dictionaries) if dictionaries else pa.array([], pa.large_string())
+    order = pc.array_sort_indices(values, null_placement="at_end").to_numpy()[
+        : len(values) - values.null_count
     ]
+    ordered = values.take(order)
+    new = np.ones(len(ordered), dtype=bool)
+    if len(ordered) > 1:
+        new[1:] = pc.not_equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
+    rank = np.full(len(values), -1, dtype=np.int64)
+    rank[order] = np.cumsum(new) - 1
+    h.update(_strings_json(ordered.filter(pa.array(new))))
+    offsets = np.cumsum([0, *(len(d) for d in dictionaries)])
     for which, codes in parts:
-        h.update(np.take(lookups[which], codes).data)  # code -1 (a null) takes the appended -1
+        lookup = rank[offsets[which] : offsets[which + 1]]
+        if codes is None:
+            h.update(lookup.data)
+        else:  # code -1 (a null) takes the appended -1
+            h.update(np.take(np.append(lookup, -1), codes).data)
+
+
+def _strings_json(distinct: pa.Array) -> bytes:
+    """`json.dumps(distinct.to_pylist()).encode()`, built in Arrow when no value has a character
+    that JSON escapes (printable ASCII other than the quote and the backslash)."""
+    if len(distinct) == 0:
+        return b"[]"
+    if pc.any(pc.match_substring_regex(distinct, r"[^ !#-\[\]-~]")).as_py():
+        return json.dumps(distinct.to_pylist()).encode()
+    listed = pa.LargeListArray.from_arrays(pa.array([0, len(distinct)], pa.int64()), distinct)
+    joined = pc.binary_join(listed, pa.scalar('", "', pa.large_string()))[0].as_py()
+    return b'["' + joined.encode() + b'"]'
 
 
 def content_digests(table: pa.Table) -> dict[str, str]:
@@ -105,10 +136,46 @@ def verify_meta(path: Path, raw: bytes, recorded: bytes | None) -> None:
 
 def verify_columns(path: Path, table: pa.Table, meta: dict) -> None:
     """The decoded columns of `table` against the file's recorded `content_sha256`."""
+    if meta.get("content_sha256"):
+        verify_digests(
+            path, {name: column_digest(table[name]) for name in table.column_names}, meta
+        )
+
+
+class ContentHasher:
+    """`column_digest` of each column of a file read a piece (e.g. a row group) at a time: numbers
+    are hashed as their pieces arrive, other columns (strings, lists) kept as read until
+    `digests`, which hashes them whole."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, object] = {}
+        self._kept: dict[str, list] = {}
+        self._types: dict[str, pa.DataType] = {}
+
+    def update(self, table: pa.Table) -> None:
+        for name in table.column_names:
+            column = table[name]
+            self._types.setdefault(name, column.type)
+            if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+                if name not in self._numbers:
+                    self._numbers[name] = hashlib.sha256(str(column.type).encode())
+                _numbers(self._numbers[name], column.chunks)
+            else:
+                self._kept.setdefault(name, []).extend(column.chunks)
+
+    def digests(self) -> dict[str, str]:
+        out = {name: h.hexdigest() for name, h in self._numbers.items()}
+        for name, chunks in self._kept.items():
+            out[name] = column_digest(pa.chunked_array(chunks, self._types[name]))
+        return {name: out[name] for name in self._types}
+
+
+def verify_digests(path: Path, digests: dict[str, str], meta: dict) -> None:
+    """Columns' digests (name -> `column_digest`) against the file's recorded `content_sha256`."""
     recorded = meta.get("content_sha256")
     if not recorded:
         return  # written before content checksums
-    for name in table.column_names:
+    for name, found in digests.items():
         if name not in recorded:
             if name in ("kind", "experiment"):  # hive partition columns, from the path
                 continue
@@ -116,7 +183,7 @@ def verify_columns(path: Path, table: pa.Table, meta: dict) -> None:
                 f"{path}: damaged (a column {name!r} it was not written with); delete it and "
                 "rerun to recompute it"
             )
-        if column_digest(table[name]) != recorded[name]:
+        if found != recorded[name]:
             raise StoreError(
                 f"{path}: damaged (column {name} does not match its checksum); delete it and "
                 "rerun to recompute it"

@@ -298,6 +298,98 @@ def read_table(
     return table
 
 
+def read_pieces(
+    paths: list[Path],
+    columns: list[str],
+    dictionary: list[str] | None = None,
+    threads: int = 1,
+):
+    """An iterator of (table, last) for each row group of each file in turn (`last`: the file's
+    final piece), checked as `read_table` checks a file: page checksums as each row group is
+    read, the columns' content checksums over the whole file before its last piece is given (a
+    damaged file is a StoreError naming it). Memory holds a few row groups, not whole files.
+    With `threads` > 1 a second thread starts reading and hashing at once and keeps two pieces
+    ahead of the caller (Arrow's decoding, on its thread pool, and hashlib release the GIL)."""
+    parallel = threads > 1
+    pieces = (
+        piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary, parallel)
+    )
+    return _ahead(pieces, depth=2) if parallel else pieces
+
+
+def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None, use_threads: bool):
+    meta = read_meta(path)
+    hasher = integrity.ContentHasher()
+    try:
+        file = pq.ParquetFile(
+            path, read_dictionary=dictionary, page_checksum_verification=True, pre_buffer=False
+        )
+        groups = file.num_row_groups
+        if groups == 0:
+            table = file.read(columns=columns, use_threads=use_threads)
+            hasher.update(table)
+            integrity.verify_digests(path, hasher.digests(), meta)
+            yield table, True
+            return
+        for group in range(groups):
+            table = file.read_row_group(group, columns=columns, use_threads=use_threads)
+            hasher.update(table)
+            if group == groups - 1:
+                integrity.verify_digests(path, hasher.digests(), meta)
+            yield table, group == groups - 1
+    except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes not UTF-8
+        raise StoreError(
+            f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
+        ) from None
+
+
+def _ahead(items, depth: int):
+    """`items`, produced up to `depth` ahead in a second thread started now (its exception is
+    re-raised to the consumer)."""
+    import queue
+    import threading
+
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(entry) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((done, None))
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer
+            put((done, error))
+
+    worker = threading.Thread(target=produce, name="attnsim-read-ahead", daemon=True)
+    worker.start()
+
+    def consume():
+        try:
+            while True:
+                item, error = ready.get()
+                if error is not None:
+                    raise error
+                if item is done:
+                    return
+                yield item
+        finally:
+            stop.set()
+            worker.join()
+
+    return consume()
+
+
 def one_line(error: Exception) -> str:
     text = " ".join(str(error).split())
     return text if len(text) <= 160 else text[:157] + "..."
