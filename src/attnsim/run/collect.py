@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
+from attnsim.store import integrity
 from attnsim.store import parquet as store
 
 log = logging.getLogger(__name__)
@@ -56,19 +58,33 @@ def mean_ci_rows(x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def summarise_chunks(
-    kind: Kind | str, experiment: str, grid: GridColumns, tables, target_se: float | None = None
+    kind: Kind | str,
+    experiment: str,
+    grid: GridColumns,
+    tables,
+    target_se: float | None = None,
+    digests: dict[str, str] | None = None,
 ) -> pa.Table:
     """The summary of `grid`'s points (in enumeration order) from chunk tables, one table at a
-    time: memory holds one chunk's trials and the summary's columns, never every trial. Each
-    point's trials are one run of rows of one chunk; points of equal trial counts are reduced
-    together as the rows of a matrix. The same numbers, bit for bit, as the summary's definition
-    point by point (tests/oracles/summaries.py; tests compare them)."""
+    time, or from (table, last) pieces of them (`store.read_pieces`: a point's rows may go on
+    into the next piece of its file): memory holds one piece's trials and the summary's columns,
+    never every trial. Each point's trials are one run of rows of one chunk; points of equal trial
+    counts are reduced together as the rows of a matrix. The same numbers, bit for bit, as the
+    summary's definition point by point (tests/oracles/summaries.py; tests compare them).
+
+    Given `digests` (a dict), the theory columns and the content digest of the summary's
+    point_id column (put into `digests`, for `store.write_atomic`) are computed in a second
+    thread while the chunks are summarised."""
     kind = as_kind(kind)
     schema = store.summary_schema(kind)
+    helper = ThreadPoolExecutor(1) if digests is not None else None
+    theory = helper.submit(theory_columns, kind, grid) if helper else None
     ids = grid.ids()
-    position = {pid: i for i, pid in enumerate(ids)}
     grid_ids = pa.array(ids, pa.string())
-    size = len(ids)
+    del ids
+    index = _GridIndex(grid_ids)
+    ids_digest = helper.submit(integrity.column_digest, grid_ids) if helper else None
+    size = len(grid_ids)
     metrics = [m.name for m in kind.metrics]
     columns: dict[str, np.ndarray] = {
         f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS
@@ -150,7 +166,7 @@ def summarise_chunks(
     held = None  # (codes, values) of a file's last run so far: the next piece may go on with it
     for item in tables:
         table, last = item if isinstance(item, tuple) else (item, True)
-        codes = _grid_codes(table["point_id"], position, foreign, grid_ids)
+        codes = _grid_codes(table["point_id"], index, foreign)
         values = {}
         for name in metrics:  # each column as an array, its Arrow copy let go at once
             values[name] = table[name].to_numpy()
@@ -182,17 +198,18 @@ def summarise_chunks(
         del batches
         if last:
             seen_foreign.clear()
-        # the piece's decoding buffers: back to the system before the next is read (the
-        # allocator would keep them, and a million-point collect would hold several pieces' worth)
-        pa.default_memory_pool().release_unused()
-    del position, grid_ids
+            # the file's decoding buffers: back to the system at the end of each file (the
+            # allocator would keep them and grow; after every piece, the faults of fetching the
+            # memory again cost ~1 CPU-s in 10^8 rows)
+            pa.default_memory_pool().release_unused()
+    del index
     if not seen.all():
         missing = np.flatnonzero(~seen)
         raise StoreError(
             f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: "
-            f"{ids[missing[0]]})"
+            f"{grid_ids[int(missing[0])].as_py()})"
         )
-    arrays: dict[str, object] = {"point_id": ids, "n_trials": n_trials}
+    arrays: dict[str, object] = {"point_id": grid_ids, "n_trials": n_trials}
     arrays |= {name: grid.column(name) for name in kind.param_names}
     arrays["stop_reason"] = (
         ["trials"] * size
@@ -200,14 +217,23 @@ def summarise_chunks(
         else np.where(main_se <= target_se, "target_se", "max_trials").tolist()
     )
     arrays |= columns
-    arrays |= theory_columns(kind, grid)
+    arrays |= theory.result() if theory else theory_columns(kind, grid)
+    if helper:
+        digests["point_id"] = ids_digest.result()
+        helper.shutdown()
     if extra is not None:
         for column in kind.extra_columns:
             arrays[column.name] = [e.get(column.name) for e in extra]
     for name in schema.names:  # a kind's extra column that its summary does not fill stays null
         arrays.setdefault(name, [None] * size)
     return pa.Table.from_arrays(
-        [pa.array(arrays[f.name], type=f.type) for f in schema], schema=schema
+        [
+            arrays[f.name].cast(f.type)
+            if isinstance(arrays[f.name], pa.Array)
+            else pa.array(arrays[f.name], type=f.type)
+            for f in schema
+        ],
+        schema=schema,
     )
 
 
@@ -216,16 +242,13 @@ def _runs(column: np.ndarray, rows: np.ndarray | None, length: int) -> np.ndarra
 
 
 def _grid_codes(
-    ids: pa.ChunkedArray,
-    position: dict[str, int],
-    foreign: dict[str, int] | None = None,
-    grid_ids: pa.Array | None = None,
+    ids: pa.ChunkedArray, index: _GridIndex, foreign: dict[str, int] | None = None
 ) -> np.ndarray:
     """Per row, the grid index of its point id; ids outside the grid get negative codes of their
     own (in `foreign`, kept across calls). Read as a dictionary column, each distinct dictionary's
     ids are looked up once: the batches of one Parquet row group share its dictionary (a million
-    rows, a few thousand ids). A dictionary that is a run of the grid's ids in order (`grid_ids`:
-    as a chunk's points are) is matched in one comparison."""
+    rows, a few thousand ids). A dictionary that is a run of the grid's ids in order (as a chunk's
+    points are) is matched in one comparison."""
     foreign = {} if foreign is None else foreign
     parts = []
     dictionary, lookup = None, np.zeros(0, dtype=np.int64)
@@ -234,15 +257,18 @@ def _grid_codes(
             piece = pc.dictionary_encode(piece)
         if dictionary is None or not piece.dictionary.equals(dictionary):
             dictionary = piece.dictionary
-            lookup = _grid_range(dictionary, grid_ids, position)
-        if lookup is None:
-            lookup = np.array(
-                [
-                    position[pid] if pid in position else foreign.setdefault(pid, -1 - len(foreign))
-                    for pid in dictionary.to_pylist()
-                ],
-                dtype=np.int64,
-            )
+            lookup = index.run(dictionary)
+            if lookup is None:
+                position = index.position()
+                lookup = np.array(
+                    [
+                        position[pid]
+                        if pid in position
+                        else foreign.setdefault(pid, -1 - len(foreign))
+                        for pid in dictionary.to_pylist()
+                    ],
+                    dtype=np.int64,
+                )
         parts.append(
             lookup[piece.indices.to_numpy(zero_copy_only=False)]
             if len(lookup)
@@ -251,19 +277,48 @@ def _grid_codes(
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def _grid_range(
-    dictionary: pa.Array, grid_ids: pa.Array | None, position: dict[str, int]
-) -> np.ndarray | None:
-    """The grid indices of `dictionary`'s ids when they are grid ids i, i + 1, ... in order (each
-    one compared); else None."""
-    if grid_ids is None or not len(dictionary) or dictionary.null_count:
-        return None
-    start = position.get(dictionary[0].as_py())
-    if start is None or start + len(dictionary) > len(grid_ids):
-        return None
-    if not grid_ids.slice(start, len(dictionary)).equals(dictionary.cast(grid_ids.type)):
-        return None
-    return np.arange(start, start + len(dictionary), dtype=np.int64)
+class _GridIndex:
+    """Grid indices of point ids. A run of the grid's ids in order (a chunk's row group) is found
+    where the last run ended, or by one scan, and checked by one comparison; a dict of every id
+    is built only when ids come in another order."""
+
+    def __init__(self, ids: pa.Array) -> None:
+        self.ids = ids
+        self.next = 0
+        self._position: dict[str, int] | None = None
+
+    def position(self) -> dict[str, int]:
+        if self._position is None:
+            self._position = {pid: i for i, pid in enumerate(self.ids.to_pylist())}
+        return self._position
+
+    def run(self, dictionary: pa.Array) -> np.ndarray | None:
+        """The grid indices of `dictionary`'s ids when they are grid ids i, i + 1, ... in order
+        (each one compared); else None."""
+        if not len(dictionary) or dictionary.null_count:
+            return None
+        first = dictionary[0].as_py()
+        size = len(self.ids)
+        # a row group's first point often goes on from the last one of the row group before
+        start = next(
+            (
+                g
+                for g in (self.next - 1, self.next)
+                if 0 <= g < size and self.ids[g].as_py() == first
+            ),
+            None,
+        )
+        if start is None and self._position is not None:
+            start = self._position.get(first)
+        elif start is None:
+            hits = np.flatnonzero(pc.equal(self.ids, first).to_numpy(zero_copy_only=False))
+            start = int(hits[0]) if len(hits) else None
+        if start is None or start + len(dictionary) > size:
+            return None
+        if not self.ids.slice(start, len(dictionary)).equals(dictionary.cast(self.ids.type)):
+            return None
+        self.next = start + len(dictionary)
+        return np.arange(start, self.next, dtype=np.int64)
 
 
 def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
@@ -280,7 +335,9 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
                 for name in kind.param_names
             }
         )
-        return {name: np.asarray(table[name]).tolist() for name in names}
+        out = {name: np.asarray(table[name]) for name in names}
+        # numbers stay arrays (as lists of floats they would cost 32 bytes a value)
+        return {n: v if v.dtype == np.float64 else v.tolist() for n, v in out.items()}
     deps, theory = grid.distinct(kind.theory)
     codes = grid.codes(deps)[0]
     out = {}
@@ -307,7 +364,15 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
     tables = store.read_pieces(
         chunk_paths, ["point_id", *metrics], dictionary=["point_id"], threads=threads
     )
-    summary = summarise_chunks(kind, spec["experiment"], grid, tables, spec.get("target_se"))
+    digests: dict[str, str] = {}  # of the summary's columns, computed along the way
+    summary = summarise_chunks(
+        kind,
+        spec["experiment"],
+        grid,
+        tables,
+        spec.get("target_se"),
+        digests=digests if threads > 1 else None,
+    )
     meta = store.provenance(
         table="summary",
         experiment=spec["experiment"],
@@ -321,7 +386,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         **inputs,  # the chunks' content digests and CPU classes
         **(kind.provenance() if kind.provenance else {}),
     )
-    store.write_atomic(summary, output, meta)
+    store.write_atomic(summary, output, meta, digests=digests)
     log.info(
         "%s: %d points summarised from %d chunk files in %.2f s",
         spec["experiment"],

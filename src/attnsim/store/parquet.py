@@ -161,14 +161,20 @@ def provenance(**fields) -> dict:
     }
 
 
-def write_atomic(table: pa.Table, path: Path, meta: dict) -> None:
+def write_atomic(
+    table: pa.Table, path: Path, meta: dict, digests: dict[str, str] | None = None
+) -> None:
     """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
-    A full disk or quota is a StoreError naming the file and the space it needs; no temp file
-    stays."""
+    `digests`: content digests of some of its columns already computed (`column_digest` of that
+    very column), the others are computed here. A full disk or quota is a StoreError naming the
+    file and the space it needs; no temp file stays."""
     path = Path(path)
-    raw = json.dumps(
-        {**meta, "content_sha256": integrity.content_digests(table)}, sort_keys=True
-    ).encode()
+    digests = digests or {}
+    content = {
+        name: digests[name] if name in digests else integrity.column_digest(table[name])
+        for name in table.column_names
+    }
+    raw = json.dumps({**meta, "content_sha256": content}, sort_keys=True).encode()
     table = table.replace_schema_metadata(
         {
             **(table.schema.metadata or {}),
@@ -308,39 +314,50 @@ def read_pieces(
     final piece), checked as `read_table` checks a file: page checksums as each row group is
     read, the columns' content checksums over the whole file before its last piece is given (a
     damaged file is a StoreError naming it). Memory holds a few row groups, not whole files.
-    With `threads` > 1 a second thread starts reading and hashing at once and keeps two pieces
-    ahead of the caller (Arrow's decoding, on its thread pool, and hashlib release the GIL)."""
+    With `threads` > 1 reading and hashing each run in a thread of their own, started at once,
+    one piece ahead of the next stage (Arrow's decoding and hashlib release the GIL): the
+    caller's work, the reading and the hashing overlap. Each piece is decoded on one thread
+    (Arrow's pool would only compete with the other two)."""
     parallel = threads > 1
     pieces = (
-        piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary, parallel)
+        piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary)
     )
-    return _ahead(pieces, depth=2) if parallel else pieces
+    if parallel:
+        pieces = _ahead(pieces, depth=1)
+    checked = _checked(pieces)
+    return _ahead(checked, depth=1) if parallel else checked
 
 
-def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None, use_threads: bool):
+def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None):
+    """(path, provenance, table, last) of each row group (one empty table for a file of none)."""
     meta = read_meta(path)
-    hasher = integrity.ContentHasher()
     try:
         file = pq.ParquetFile(
             path, read_dictionary=dictionary, page_checksum_verification=True, pre_buffer=False
         )
         groups = file.num_row_groups
         if groups == 0:
-            table = file.read(columns=columns, use_threads=use_threads)
-            hasher.update(table)
-            integrity.verify_digests(path, hasher.digests(), meta)
-            yield table, True
+            yield path, meta, file.read(columns=columns, use_threads=False), True
             return
         for group in range(groups):
-            table = file.read_row_group(group, columns=columns, use_threads=use_threads)
-            hasher.update(table)
-            if group == groups - 1:
-                integrity.verify_digests(path, hasher.digests(), meta)
-            yield table, group == groups - 1
+            table = file.read_row_group(group, columns=columns, use_threads=False)
+            yield path, meta, table, group == groups - 1
     except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes not UTF-8
         raise StoreError(
             f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
         ) from None
+
+
+def _checked(pieces):
+    """(table, last) of `_file_pieces`, each file's content checksums verified over its pieces
+    before its last piece is given."""
+    hasher = integrity.ContentHasher()
+    for path, meta, table, last in pieces:
+        hasher.update(table)
+        if last:
+            integrity.verify_digests(path, hasher.digests(), meta)
+            hasher = integrity.ContentHasher()
+        yield table, last
 
 
 def _ahead(items, depth: int):
