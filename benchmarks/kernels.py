@@ -1,5 +1,5 @@
-"""Each kind's kernel against its naive per-trial loop and against the machine's bound; memory per job;
-the effect of the allocator tuning."""
+"""Each kind's kernel against its naive per-trial loop and against the machine's bound; memory per
+job; the effect of the allocator tuning."""
 
 from __future__ import annotations
 
@@ -282,7 +282,10 @@ def allocator_rows(quick: bool) -> list[Row]:
     return rows
 
 
-PEAK_RSS = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+PEAK_RSS = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
+    "stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
 
 
 def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: int) -> float:
@@ -324,8 +327,8 @@ def memory_rows(quick: bool) -> list[Row]:
                     mb,
                     "MiB",
                     "<= 1024",
-                    note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} points"
-                    + (", K=32" if kind == "noisy_attention" else ""),
+                    note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} "
+                    "points" + (", K=32" if kind == "noisy_attention" else ""),
                 )
             )
     return rows

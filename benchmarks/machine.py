@@ -1,4 +1,5 @@
-"""The machine: its description and its own limits (sampling, exp and GEMM rates), measured in the run."""
+"""The machine: its description and its own limits (sampling, exp and GEMM rates), measured in the
+run."""
 
 from __future__ import annotations
 
@@ -51,7 +52,9 @@ def description() -> dict[str, str]:
     return {
         "cpu": cpu_model(),
         # the CPU class every timing depends on: numpy's SIMD dispatch and OpenBLAS's core
-        "cpu_class": f"{cpu.cpu_class()} (flags {', '.join(flags) or 'none of AVX512F, AVX2, FMA3'}; numpy dispatch {cpu.numpy_dispatch()})",
+        "cpu_class": f"{cpu.cpu_class()} (flags "
+        f"{', '.join(flags) or 'none of AVX512F, AVX2, FMA3'}; numpy dispatch "
+        f"{cpu.numpy_dispatch()})",
         "cores": str(cores()),
         "memory_gb": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 1e9:.1f}"
         if hasattr(os, "sysconf")

@@ -42,7 +42,8 @@ def noisy_attention(
 
 
 def logit_entropy(rng: np.random.Generator, n: int, scale: float) -> int:
-    """Gaussian logits (the dot-product trick is left out: a literal q.k_i would cost d times more draws)."""
+    """Gaussian logits (the dot-product trick is left out: a literal q.k_i would cost d times more
+    draws)."""
     p = softmax(scale * rng.standard_normal(n))
     h, sum_p2 = entropy(p), float(np.sum(p * p))
     _ = (h, h / math.log(n), -math.log(sum_p2), p.max(), 1 / sum_p2)

@@ -33,7 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 MILLION = REPO / "workflow/presets/million.yaml"
 PROFILE = REPO / "workflow/profiles/slurm/config.yaml"
 STARTUP_LINE = re.compile(
-    r"first kernel call ([0-9.]+) s after the job's process started.*this process started at ([0-9.]+) s"
+    r"first kernel call ([0-9.]+) s after the job's process started.*this process started at "
+    r"([0-9.]+) s"
 )
 KERNEL_LINE = re.compile(r"kernels ran in ([0-9.]+) s")
 
@@ -80,7 +81,8 @@ def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
 
 
 def sweep(points: int) -> dict:
-    """The million preset cut to about `points` points (fewer scales; same sizes, dimensions, logits)."""
+    """The million preset cut to about `points` points (fewer scales; same sizes, dimensions,
+    logits)."""
     config = yaml.safe_load(MILLION.read_text())
     grid = config["experiments"]["million"]["grid"]
     per_scale = len(grid["n"]) * len(grid["d"]) * len(grid["logits"])
@@ -132,7 +134,10 @@ def load_text() -> str:
 
 
 def spread(values: list[float]) -> str:
-    return f"min {min(values):.2f}, median {statistics.median(values):.2f}, max {max(values):.2f} over {len(values)}"
+    return (
+        f"min {min(values):.2f}, median {statistics.median(values):.2f}, max "
+        f"{max(values):.2f} over {len(values)}"
+    )
 
 
 def profile_settings() -> dict:
@@ -212,8 +217,9 @@ def planning_rows(repeats: int, quick: bool) -> list[Row]:
 
 
 def kind_rows(quick: bool) -> list[Row]:
-    """A million points of every built-in kind (its example grown, no chunk settings) under the SLURM
-    profile's job_minutes and max_jobs: `snakemake -n` wall time and peak RSS, and the jobs planned."""
+    """A million points of every built-in kind (its example grown, no chunk settings) under the
+    SLURM profile's job_minutes and max_jobs: `snakemake -n` wall time and peak RSS, and the jobs
+    planned."""
     from attnsim.kinds import all_kinds
 
     rows = []
@@ -271,7 +277,8 @@ def kind_rows(quick: bool) -> list[Row]:
 
 def startup_rows(repeats: int, quick: bool) -> list[Row]:
     """From the start of a job's `snakemake --mode remote` process (as the SLURM plugin starts it on
-    a node) to its first kernel call, against sweep size; run here with the local executor inside."""
+    a node) to its first kernel call, against sweep size; run here with the local executor
+    inside."""
     rows = []
     sizes = (10_000, 100_000) if quick else (10_000, 100_000, 1_000_000)
     for points in sizes:
@@ -325,7 +332,10 @@ def startup_rows(repeats: int, quick: bool) -> list[Row]:
                 statistics.median(seconds),
                 "s",
                 "<= 3",
-                note=f"median; {spread(seconds)}; of it Snakemake until `attnsim simulate` starts: {spread(snakemake_part)}; `snakemake --mode remote` for one 2,000-point chunk, here (one Snakemake parse; on SLURM the jobstep adds a second); {load_text()}",
+                note=f"median; {spread(seconds)}; of it Snakemake until `attnsim simulate` "
+                f"starts: {spread(snakemake_part)}; `snakemake --mode remote` for one "
+                "2,000-point chunk, here (one Snakemake parse; on SLURM the jobstep adds a "
+                f"second); {load_text()}",
             )
         )
     return rows
@@ -400,7 +410,9 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
             f"scale: {what}, naive loop (1 core)",
             naive_total,
             "s",
-            note=f"benchmarks/naive.py per trial and point, extrapolated from {ran_before + ran_after:.0f} s of it run before and after the workflow runs ({naive_before:.0f} / {naive_after:.0f} s); {load_text()}",
+            note="benchmarks/naive.py per trial and point, extrapolated from "
+            f"{ran_before + ran_after:.0f} s of it run before and after the workflow runs "
+            f"({naive_before:.0f} / {naive_after:.0f} s); {load_text()}",
         )
     )
     for label, (seconds, kernel, threads) in walls.items():
@@ -416,7 +428,8 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
                 naive_total / seconds,
                 "x",
                 ">= 8" if label.startswith("threads") and not quick else None,
-                note="naive loop seconds / workflow wall time (start to finish: plan, simulate, collect, figures, claims)",
+                note="naive loop seconds / workflow wall time (start to finish: plan, simulate, "
+                "collect, figures, claims)",
             ),
         ]
     return rows
@@ -510,7 +523,10 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
             Row(f"scale: {label}, wall", seconds, "s", "<= 10", note=f"on {cores} cores; {note}"),
             Row(f"scale: {label}, peak RSS", rss, "MiB", "<= 1024"),
         ]
-    sql = "SELECT n, d, scale, entropy_mean, entropy_ci_low, entropy_ci_high FROM million WHERE n = 32 AND d = 16 AND logits = 'gaussian' AND scale BETWEEN 1 AND 2"
+    sql = (
+        "SELECT n, d, scale, entropy_mean, entropy_ci_low, entropy_ci_high FROM million WHERE "
+        "n = 32 AND d = 16 AND logits = 'gaussian' AND scale BETWEEN 1 AND 2"
+    )
     walls = [
         measured([*attnsim, "query", sql, "--store", str(root)], directory)[0]
         for _ in range(repeats)
@@ -544,7 +560,8 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
 
 
 def slurm_rows(points: int, chunk_size: int) -> list[Row]:
-    """Job start-up through the real SLURM executor plugin on the local cluster (tests/slurm/local-cluster.sh up)."""
+    """Job start-up through the real SLURM executor plugin on the local cluster
+    (tests/slurm/local-cluster.sh up)."""
     config = sweep(points)
     with tempfile.TemporaryDirectory(
         prefix="attnsim-slurm-", dir=os.environ.get("ATTNSIM_SCALE_TMP", "/tmp")
@@ -582,7 +599,10 @@ def slurm_rows(points: int, chunk_size: int) -> list[Row]:
             statistics.median(seconds),
             "s",
             "<= 3",
-            note=f"median; {spread(seconds)} jobs; of it Snakemake (two processes) until `attnsim simulate` starts: {spread(snakemake_part)}; sbatch job's `snakemake --mode remote` start to the kernels, via the jobstep's srun; {jobs} SLURM jobs; run {wall:.0f} s; {load_text()}",
+            note=f"median; {spread(seconds)} jobs; of it Snakemake (two processes) until "
+            f"`attnsim simulate` starts: {spread(snakemake_part)}; sbatch job's `snakemake "
+            f"--mode remote` start to the kernels, via the jobstep's srun; {jobs} SLURM "
+            f"jobs; run {wall:.0f} s; {load_text()}",
         )
     ]
 

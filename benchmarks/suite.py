@@ -1,4 +1,5 @@
-"""`python -m benchmarks [--quick]`: run every section, print the table, write latest.md and latest.parquet."""
+"""`python -m benchmarks [--quick]`: run every section, print the table, write latest.md and
+latest.parquet."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scale",
         action="store_true",
-        help="only the scale rows (benchmarks/scale.py): planning 10k-1M points, job start-up, threads, the 10^8-row store",
+        help="only the scale rows (benchmarks/scale.py): planning 10k-1M points, job start-up, "
+        "threads, the 10^8-row store",
     )
     parser.add_argument(
         "--store",

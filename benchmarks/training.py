@@ -107,8 +107,8 @@ def naive_rate(naive, params: dict, runs: int, steps: int, threads: int, repeats
 
 
 def table_rows(quick: bool = False) -> list:
-    """Rows of `python -m benchmarks`: per case, the batched kernel and the naive loop on 1 thread (CPU
-    run-steps per second, 64-trial blocks) and the speed-up, whose target is 10x."""
+    """Rows of `python -m benchmarks`: per case, the batched kernel and the naive loop on 1 thread
+    (CPU run-steps per second, 64-trial blocks) and the speed-up, whose target is 10x."""
     from benchmarks.table import Row
 
     steps, runs, repeats, trials = (5, 1, 1, 8) if quick else (40, 3, 3, 64)
@@ -122,7 +122,10 @@ def table_rows(quick: bool = False) -> list:
             )
             fast = batched_rate(module, params, trials, steps, 1, repeats)
             slow = naive_rate(naive, params, runs, steps, 1, repeats)
-            note = f"{size}; {steps} steps per run, {trials}-trial blocks; 1 thread, CPU time, best of {repeats}"
+            note = (
+                f"{size}; {steps} steps per run, {trials}-trial blocks; 1 thread, CPU time, "
+                f"best of {repeats}"
+            )
             rows.append(Row(f"training {name}: kernel", fast, "run-steps/s", note=note))
             rows.append(
                 Row(
@@ -169,7 +172,10 @@ def plateau_rows(quick: bool = False) -> list:
         rt.simulate_block(np.random.default_rng(0), 16, pts)
 
     per_run = best(block, repeats, cpu=True) / (16 * len(pts)) * (10_000 / steps)
-    note = f"n=16, d=16, batch=32; {len(pts)} one-hot points x 16 trials (sgd/adam/normgd, W_v trained/I, scale 40 and 100), {steps} steps scaled to 10^4; 1 thread, CPU time"
+    note = (
+        f"n=16, d=16, batch=32; {len(pts)} one-hot points x 16 trials (sgd/adam/normgd, W_v "
+        f"trained/I, scale 40 and 100), {steps} steps scaled to 10^4; 1 thread, CPU time"
+    )
     rows = [
         Row(
             "plateau map: CPU per 10^4-step run (one-hot start, whole budget)",
@@ -204,7 +210,8 @@ def plateau_rows(quick: bool = False) -> list:
             fast / slow,
             "x",
             ">= 10",
-            note="batched kernel / naive loop, one point per block (the map shares blocks across 22 points)",
+            note="batched kernel / naive loop, one point per block (the map shares blocks across "
+            "22 points)",
         )
     )
     return rows
@@ -260,7 +267,8 @@ def main(argv=None) -> int:
 
 
 def sweep() -> None:
-    """Default-sweep-sized work on 1 thread: 200 runs x 300 steps of one point, and a block of 8 points."""
+    """Default-sweep-sized work on 1 thread: 200 runs x 300 steps of one point, and a block of 8
+    points."""
     print("\ndefault-sweep-sized blocks, 1 thread, CPU seconds (200 trials, 300 steps)")
     recall = {"n": 16, "d": 16, "batch": 32, "steps": 300, "scale": 1.0}
     clock = time.thread_time  # CPU seconds of this thread (BLAS pinned to it)

@@ -1,4 +1,5 @@
-"""The real workflow: the default sweep's wall time, CPU time per experiment and fixed overhead; the 10,000-point grid.
+"""The real workflow: the default sweep's wall time, CPU time per experiment and fixed overhead; the
+10,000-point grid.
 
 The fixed overhead (Snakemake's start and planning, process starts, summaries, figures, claims,
 the run summary) is measured by running the same sweep with 2 trials per point and no adaptive
@@ -121,7 +122,8 @@ def job_times(workdir: Path) -> tuple[float, float, int]:
 
 
 def simulate_cpu(workdir: Path) -> dict[str, tuple[float, int]]:
-    """experiment -> (CPU seconds of its simulate jobs, from the `process CPU` lines of their logs; jobs)."""
+    """experiment -> (CPU seconds of its simulate jobs, from the `process CPU` lines of their logs;
+    jobs)."""
     out: dict[str, tuple[float, int]] = {}
     for log in sorted((workdir / "results/logs/simulate").rglob("*.log")):
         seconds = sum(float(m.group(1)) for m in CPU_LINE.finditer(log.read_text()))
@@ -188,7 +190,10 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
         chunks = list((workdir / "results/store/trials").rglob("chunk-*.parquet"))
         simulate_phase = max(p.stat().st_mtime for p in chunks) - started
     non_kernel = 100 * (1 - kernel / (cores * wall))
-    note = f"{what}: {points_of(config):,} points, `snakemake --cores {cores}` from an empty directory; {run_load}"
+    note = (
+        f"{what}: {points_of(config):,} points, `snakemake --cores {cores}` from an empty "
+        f"directory; {run_load}"
+    )
     rows = [
         Row(
             "default sweep: wall time",
@@ -248,7 +253,8 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
             "default sweep: non-kernel share of wall time",
             non_kernel,
             "%",
-            note=f"1 - kernel time / ({cores} cores x wall time): process starts, Snakemake, I/O, summaries, figures, idle cores",
+            note=f"1 - kernel time / ({cores} cores x wall time): process starts, Snakemake, "
+            "I/O, summaries, figures, idle cores",
         ),
         Row(
             "default sweep: non-kernel share of the simulate jobs",
@@ -261,7 +267,8 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
             overhead,
             "s",
             OVERHEAD_TARGET if on_target else None,
-            note=f"wall time of the same sweep with 2 trials per point, no target_se: the same {jobs_trivial} jobs and processes, ~0 kernel work; {load}",
+            note="wall time of the same sweep with 2 trials per point, no target_se: the same "
+            f"{jobs_trivial} jobs and processes, ~0 kernel work; {load}",
         ),
         Row(
             "default sweep: fixed overhead, CPU time",

@@ -1,4 +1,5 @@
-"""Shared fixtures: a small valid config, the real-model assets (helpers.assets), caches in the temp dir."""
+"""Shared fixtures: a small valid config, the real-model assets (helpers.assets), caches in the temp
+dir."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""docs/adding-a-kind.md as a reader follows it: its files, copied into a fresh copy of the repository,
-add one folder and nothing else, and the new kind runs end to end through the workflow."""
+"""docs/adding-a-kind.md as a reader follows it: its files, copied into a fresh copy of the
+repository, add one folder and nothing else, and the new kind runs end to end through the
+workflow."""
 
 from __future__ import annotations
 

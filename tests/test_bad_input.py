@@ -144,7 +144,8 @@ def test_nan_in_config_stops_snakemake_with_one_line(finished, value):
 
 
 def test_numbers_written_as_text_are_the_same_sweep(finished):
-    """1e-1, 2e1 or 64.0 (strings or floats to YAML 1.1) are the same numbers: nothing to compute."""
+    """1e-1, 2e1 or 64.0 (strings or floats to YAML 1.1) are the same numbers: nothing to
+    compute."""
     before = tree(finished)
     path = sweep_file(
         finished,
@@ -160,7 +161,9 @@ def test_numbers_written_as_text_are_the_same_sweep(finished):
         ["--config", "seed=7.0", "chunk_size=16.0"],
         [
             "--config",
-            "experiments={robustness: {kind: noisy_attention, trials: 2e1, grid: {n: [16, 64], d: ['4'], logit_scale: [0.0, 1e0], noise: [gaussian, student_t], noise_draws: [4], noise_scale: [1e-1, '0.5']}}}",
+            "experiments={robustness: {kind: noisy_attention, trials: 2e1, grid: {n: [16, 64], "
+            "d: ['4'], logit_scale: [0.0, 1e0], noise: [gaussian, student_t], noise_draws: "
+            "[4], noise_scale: [1e-1, '0.5']}}}",
         ],
     ):
         result = snakemake(finished, "-n", "--cores", "1", "--configfile", str(path), *extra)

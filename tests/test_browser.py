@@ -119,7 +119,8 @@ def webdriver_module():
 
 @pytest.fixture(scope="module")
 def run(webdriver_module, tmp_path_factory, minilm_dir, glove_dir):  # noqa: F811  (fixtures)
-    """A finished tiny run of every kind with its report: the workdir (no run where the test will skip)."""
+    """A finished tiny run of every kind with its report: the workdir (no run where the test will
+    skip)."""
     workdir = tmp_path_factory.mktemp("browser-run")
     config = small_config(chunk_size=64)
     config["experiments"]["robustness"]["trials"] = 10
@@ -146,7 +147,8 @@ def run(webdriver_module, tmp_path_factory, minilm_dir, glove_dir):  # noqa: F81
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory):
-    """Where screenshots go; with ATTNSIM_SCREENSHOTS set, copied to docs/screenshots/ at the end."""
+    """Where screenshots go; with ATTNSIM_SCREENSHOTS set, copied to docs/screenshots/ at the
+    end."""
     folder = tmp_path_factory.mktemp("screenshots")
     yield folder
     if os.environ.get("ATTNSIM_SCREENSHOTS"):
@@ -192,7 +194,8 @@ def browser(webdriver_module, tmp_path_factory):
 
 
 def console_errors(driver) -> list[str]:
-    """The browser's console entries at level SEVERE since the last call (reading drains the log)."""
+    """The browser's console entries at level SEVERE since the last call (reading drains the
+    log)."""
     return [
         f"{e.get('source')}: {e['message']}"
         for e in driver.get_log("browser")
@@ -285,7 +288,8 @@ def show(driver, label: str, filename: str):
 
 
 def describe(driver, label: str) -> str:
-    """Click a result's info button: the sidebar shows its caption (the result stays shown). The sidebar's text."""
+    """Click a result's info button: the sidebar shows its caption (the result stays shown). The
+    sidebar's text."""
     result_rows(driver)[label].find_element(CSS, 'a[iconname="information-circle"]').click()
     sidebar = lambda d: d.find_element(CSS, "#app nav").text
     wait(driver, lambda d: "DESCRIPTION" in sidebar(d).upper(), f"{label}: no description")
@@ -299,7 +303,8 @@ def png_width(path: Path) -> int:
 
 
 def caption_opening(kind: str, figure: str, experiment: str) -> str:
-    """The caption's first sentence as the reader sees it: the kind's report/<figure>.rst, rendered."""
+    """The caption's first sentence as the reader sees it: the kind's report/<figure>.rst,
+    rendered."""
     rst = get_kind(kind).caption(figure).read_text()
     rst = (
         rst.replace("{{ snakemake.wildcards.experiment }}", experiment)
@@ -310,7 +315,8 @@ def caption_opening(kind: str, figure: str, experiment: str) -> str:
 
 
 def caption_closing(kind: str, figure: str) -> str:
-    """The caption's last words as the reader sees them (the claims it shows, or its last sentence)."""
+    """The caption's last words as the reader sees them (the claims it shows, or its last
+    sentence)."""
     rst = (
         get_kind(kind)
         .caption(figure)
@@ -338,7 +344,7 @@ for (const tr of document.querySelectorAll('tr')) {
   rows.push({ids: ids, cells: cells});
 }
 return rows;
-"""
+"""  # noqa: E501
 
 LINKS_JS = """
 return [...document.querySelectorAll('a[href]')].map(a => {
@@ -347,9 +353,12 @@ return [...document.querySelectorAll('a[href]')].map(a => {
   return {raw: raw, href: a.href,
           target: frag === null ? null : !!(document.getElementById(frag) || document.getElementsByName(frag).length)};
 });
-"""
+"""  # noqa: E501
 
-IMAGES_JS = "return [...document.images].map(i => ({src: i.src.slice(0, 80), complete: i.complete, width: i.naturalWidth}));"
+IMAGES_JS = (
+    "return [...document.images].map(i => ({src: i.src.slice(0, 80), complete: "
+    "i.complete, width: i.naturalWidth}));"
+)
 
 
 def check_claims_table(driver, claims) -> None:

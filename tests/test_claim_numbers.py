@@ -1,4 +1,5 @@
-"""How the claims table rounds its numbers (attnsim.claims.numbers), against cases worked out by hand."""
+"""How the claims table rounds its numbers (attnsim.claims.numbers), against cases worked out by
+hand."""
 
 from __future__ import annotations
 

@@ -512,7 +512,7 @@ def check_latex(text: str, claims: list[Claim]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             Path(tmp, "table.tex").write_text(text)
             Path(tmp, "doc.tex").write_text(
-                "\\documentclass{article}\\usepackage{booktabs}\\begin{document}\\input{table}\\end{document}\n"
+                "\\documentclass{article}\\usepackage{booktabs}\\begin{document}\\input{table}\\end{document}\n"  # noqa: E501
             )
             done = subprocess.run(
                 [engine_path, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],

@@ -181,7 +181,8 @@ def test_full_disk_is_one_line_naming_file_and_space(tmp_path, monkeypatch, caps
     assert main(["simulate", "--spec", one_point_spec(20), "--output", str(output)]) == 2
     err = capsys.readouterr().err
     assert re.fullmatch(
-        rf"attnsim: error: {re.escape(str(output))}: could not be written, {words}; it needs up to [\d.,]+ MiB free \([\d.,]+ MiB free\); free some space and rerun\n",
+        rf"attnsim: error: {re.escape(str(output))}: could not be written, {words}; it needs up "
+        r"to [\d.,]+ MiB free \([\d.,]+ MiB free\); free some space and rerun\n",
         err,
     ), err
     assert [p.name for p in output.parent.iterdir()] == []
@@ -329,7 +330,8 @@ def test_query_refuses_statements_that_write_or_reach_out(outside, capsys, sql, 
     ],
 )
 def test_connection_itself_is_confined(outside, sql):
-    """Even past the read-only check, DuckDB itself refuses: external access off, settings locked."""
+    """Even past the read-only check, DuckDB itself refuses: external access off, settings
+    locked."""
     import duckdb
 
     from attnsim.store.query import connect

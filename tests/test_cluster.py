@@ -1,4 +1,5 @@
-"""A cluster job that no node of its partition can hold is refused before submission, with one line."""
+"""A cluster job that no node of its partition can hold is refused before submission, with one
+line."""
 
 from __future__ import annotations
 
@@ -75,19 +76,22 @@ def test_memory_and_runtime_against_the_named_partition():
     cluster.check_jobs(fits, SITE)
     with pytest.raises(
         ClusterFitError,
-        match=r"^simulate asks for 16001 MB of memory \(mem_mb\), partition short's largest node has 16000 MB; ",
+        match=r"^simulate asks for 16001 MB of memory \(mem_mb\), partition short's largest node "
+        r"has 16000 MB; ",
     ):
         cluster.check_jobs([job(threads=8, mem_mb=16001, slurm_partition="short")], SITE)
     with pytest.raises(
         ClusterFitError,
-        match=r"asks for 24000 MB of memory \(mem_mb\), partition debug's largest node has 23000 MB",
+        match=r"asks for 24000 MB of memory \(mem_mb\), partition debug's largest node has 23000 "
+        r"MB",
     ):
         cluster.check_jobs(
             [job(threads=2, mem_mb_per_cpu=12000)], LOCAL
         )  # --mem-per-cpu times the CPUs
     with pytest.raises(
         ClusterFitError,
-        match=r"^simulate asks for 31 min of run time \(runtime\), partition short's time limit is 30 min; ",
+        match=r"^simulate asks for 31 min of run time \(runtime\), partition short's time limit "
+        r"is 30 min; ",
     ):
         cluster.check_jobs([job(threads=1, runtime=31, slurm_partition="short")], SITE)
 
@@ -95,7 +99,8 @@ def test_memory_and_runtime_against_the_named_partition():
 def test_unknown_partition_is_named():
     with pytest.raises(
         ClusterFitError,
-        match=r"asks for partition gpu, which sinfo does not list \(partitions: bigmem, compute, short\)",
+        match=r"asks for partition gpu, which sinfo does not list \(partitions: bigmem, compute, "
+        r"short\)",
     ):
         cluster.check_jobs([job(threads=1, slurm_partition="gpu")], SITE)
 

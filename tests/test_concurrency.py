@@ -1,4 +1,5 @@
-"""Two runs on one results directory cannot corrupt each other; queries during a run see only whole files."""
+"""Two runs on one results directory cannot corrupt each other; queries during a run see only whole
+files."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
     wrapper = bin_dir / "attnsim"
     real = f"{shlex.quote(sys.executable)} -m attnsim.cli"
     wrapper.write_text(
-        f'#!/bin/sh\n{real} "$@" || exit\n[ "$1" = simulate ] || exit 0\nwhile [ ! -e {shlex.quote(str(release))} ]; do sleep 0.05; done\n'
+        f'#!/bin/sh\n{real} "$@" || exit\n[ "$1" = simulate ] || exit 0\nwhile [ ! -e '
+        f"{shlex.quote(str(release))} ]; do sleep 0.05; done\n"
     )
     wrapper.chmod(0o755)
     env = dict(
@@ -37,7 +39,7 @@ def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
         PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "attnsim.cli", "run", *args], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "attnsim.cli", "run", *args], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # noqa: E501
         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 

@@ -166,7 +166,8 @@ def test_memory_budget_refuses_huge_point_with_estimate():
     grid(config)["d"] = [64]
     with pytest.raises(
         ConfigError,
-        match=r"experiments.robustness.grid: the point \(n=1048576.* needs about [\d,]+ MiB per trial, over memory_budget_mb = 64",
+        match=r"experiments.robustness.grid: the point \(n=1048576.* needs about [\d,]+ MiB per "
+        r"trial, over memory_budget_mb = 64",
     ):
         load(config)
 
@@ -295,7 +296,8 @@ def test_nan_and_infinity_are_one_line_errors(tmp_path, capsys, value):
     path = config_file(tmp_path, "noise_scale: [0.1, 0.5]", f"noise_scale: [{value}, 0.5]")
     with pytest.raises(
         ConfigError,
-        match=r"^experiments\.robustness\.grid\.noise_scale\[0\]: [-+]?(nan|inf) is not a finite number",
+        match=r"^experiments\.robustness\.grid\.noise_scale\[0\]: [-+]?(nan|inf) is not a finite "
+        r"number",
     ):
         load_file(path)
     assert main(["check-config", str(path)]) == 2
@@ -346,7 +348,8 @@ def test_integers_accept_exact_whole_values_only(tmp_path):
     for bad in ("4096.5", "'4096.5'", "1.5e0"):
         with pytest.raises(
             ConfigError,
-            match=r"^experiments\.robustness\.trials: [\d.]+ is not of type integer; give a whole number",
+            match=r"^experiments\.robustness\.trials: [\d.]+ is not of type integer; give a "
+            r"whole number",
         ):
             load_file(config_file(tmp_path, "trials: 20", f"trials: {bad}"))
     for inexact in (

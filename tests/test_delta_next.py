@@ -149,7 +149,8 @@ def _exact_uniform_ratio(noise: str, sigma: float, n: int) -> float:
 
 
 def _uniform_stats(n: int) -> dict:
-    """next_order_stats for p = 1/n and sum |x|^2 = n^2 (so G = 1): the ratio to kappa G directly."""
+    """next_order_stats for p = 1/n and sum |x|^2 = n^2 (so G = 1): the ratio to kappa G
+    directly."""
     return {
         "sum_p2": 1 / n,
         "sum_p3": 1 / n**2,
@@ -435,8 +436,9 @@ def test_delta_method_is_off_beyond_its_standard_error(noise, sigma, scale, n):
 
 
 def test_series_is_asymptotic_gaussian_sigma_1_n_16():
-    """kappa sum p^2 = 0.107, yet E[w^4] sum p^4 = e^6/16^3 = 0.1 and E[w^5] sum p^5 = 0.34: the terms
-    grow, and the corrections overshoot; exact (quadrature) ratio 0.6948 for uniform weights."""
+    """kappa sum p^2 = 0.107, yet E[w^4] sum p^4 = e^6/16^3 = 0.1 and E[w^5] sum p^5 = 0.34: the
+    terms grow, and the corrections overshoot; exact (quadrature) ratio 0.6948 for uniform
+    weights."""
     exact = _exact_uniform_ratio("gaussian", 1.0, 16)
     assert exact == pytest.approx(0.6948, abs=2e-4)
     stats = _uniform_stats(16)
@@ -464,7 +466,8 @@ def test_series_is_asymptotic_gaussian_sigma_1_n_16():
     [("laplace", 0.5, 1024, "p1"), ("gumbel", 0.5, 1024, "p1"), ("laplace", 0.4, 256, "p2")],
 )
 def test_heavy_tail_term_against_exact_uniform_weights(noise, sigma, n, order):
-    """Continued moments + K c_tail capture the slow approach to the delta method (quadrature oracle)."""
+    """Continued moments + K c_tail capture the slow approach to the delta method (quadrature
+    oracle)."""
     exact = _exact_uniform_ratio(noise, sigma, n)
     stats = _uniform_stats(n) | {"c_tail": n**2 * n ** -moment_order(noise, sigma)}
     pred = next_order_from_stats(stats, noise, sigma, order) / u_moments(noise, sigma)[0]
@@ -487,9 +490,10 @@ LAPLACE_05_EXACT = {
 
 def test_delta_slow_exponent_monte_carlo():
     """Laplace sigma = 0.5 (k* = 2 sqrt2 = 2.83), uniform weights, sum p^2 = 1/n. Prediction:
-    1 - ratio ~ (K/kappa) n^-(k* - 2) + (2 mu3~ - 3 kappa^2)/(kappa n), exponent k* - 2 = 0.83 against
-    sum p^2 as n -> inf (1 for light tails); at n <= 256 the local exponent is still ~0.5 (exact
-    values above). By exchangeability the ratio is n (n E[sum w^2 / W^2] - 1) / (kappa (n - 1))."""
+    1 - ratio ~ (K/kappa) n^-(k* - 2) + (2 mu3~ - 3 kappa^2)/(kappa n), exponent k* - 2 = 0.83
+    against sum p^2 as n -> inf (1 for light tails); at n <= 256 the local exponent is still ~0.5
+    (exact values above). By exchangeability the ratio is n (n E[sum w^2 / W^2] - 1) / (kappa (n -
+    1))."""
     noise, sigma = "laplace", 0.5
     kappa = u_moments(noise, sigma)[0]
     rng = np.random.default_rng(11)

@@ -1,4 +1,5 @@
-"""The repository explains itself: generated docs are current, and every link and citation resolves inside it."""
+"""The repository explains itself: generated docs are current, and every link and citation resolves
+inside it."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def test_every_relative_link_in_the_docs_resolves_inside_the_repository():
 
 
 def test_citations_of_the_science_document_resolve():
-    """Code cites docs/science.md by section (§2.3); every cited section exists, nothing cites the old SCIENCE.md."""
+    """Code cites docs/science.md by section (§2.3); every cited section exists, nothing cites the
+    old SCIENCE.md."""
     anchors = set(re.findall(r'<a id="s([0-9-]+)"></a>', SCIENCE))
     bad = []
     for path in CODE_FILES + DOC_FILES:

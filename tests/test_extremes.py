@@ -64,7 +64,8 @@ def test_extreme_points_are_finite_and_in_bounds(kind):
 
 def test_exp_floor_changes_no_softmax_statistic():
     """Large multipliers push exp(-c g) into subnormals (100x slower in numpy); the floor at
-    e^-700 must leave Z and sum p^2 unchanged and the entropy within rounding (1e-15) of the plain formula."""
+    e^-700 must leave Z and sum p^2 unchanged and the entropy within rounding (1e-15) of the plain
+    formula."""
     from attnsim.kernels.softmax import EXP_FLOOR, GapSoftmax, exp_neg, gaps
 
     z = np.random.default_rng(5).standard_normal((64, 4096))

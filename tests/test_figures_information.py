@@ -1,4 +1,5 @@
-"""The information-content figures draw from small simulated summaries, with labelled axes, legends and titles."""
+"""The information-content figures draw from small simulated summaries, with labelled axes, legends
+and titles."""
 
 from __future__ import annotations
 

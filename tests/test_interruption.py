@@ -1,5 +1,5 @@
-"""Kill a real run in the middle of simulating (SIGINT, SIGKILL); the README's run command finishes it
-and the store matches an uninterrupted run, row for row."""
+"""Kill a real run in the middle of simulating (SIGINT, SIGKILL); the README's run command finishes
+it and the store matches an uninterrupted run, row for row."""
 
 from __future__ import annotations
 

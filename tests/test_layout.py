@@ -1,7 +1,8 @@
 """The package's layout is its architecture (docs/architecture.md, "The layout"): every module sits
 in one layer, imports only from its own layer and the layers below, and no two modules import each
 other, directly or around a circle. Imports inside functions count: a lazy import is still a
-dependency. The graph is read from the source with `ast`, so the test imports nothing and is fast."""
+dependency. The graph is read from the source with `ast`, so the test imports nothing and is
+fast."""
 
 from __future__ import annotations
 
@@ -185,7 +186,8 @@ def test_the_top_level_is_the_foundation_and_the_entry_points():
 
 
 def report(graph: dict[str, set[str]] | None = None) -> str:
-    """Modules per folder, import edges, circles and upward imports: `python tests/test_layout.py`."""
+    """Modules per folder, import edges, circles and upward imports: `python
+    tests/test_layout.py`."""
     graph = import_graph() if graph is None else graph
     folders: dict[str, int] = {}
     for path in modules().values():

@@ -17,7 +17,8 @@ from attnsim.errors import ConfigError
 from attnsim.models import corpus
 from attnsim.models.minilm import MAX_SEQ_LENGTH, Bert, BertConfig, MiniLM, erf, gelu
 
-# https://sbert.net/docs/sentence_transformer/usage/usage.html (model.similarity of all-MiniLM-L6-v2)
+# https://sbert.net/docs/sentence_transformer/usage/usage.html (model.similarity of
+# all-MiniLM-L6-v2)
 SENTENCES = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
 PUBLISHED = [[1.0000, 0.6660, 0.1046], [0.6660, 1.0000, 0.1411], [0.1046, 0.1411, 1.0000]]
 

@@ -1,4 +1,5 @@
-"""Planning: finished chunks stay targets, only missing points become new chunks, stale stores are refused."""
+"""Planning: finished chunks stay targets, only missing points become new chunks, stale stores are
+refused."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def test_changed_seed_is_refused_and_fewer_trials_too(tmp_path):
     config["experiments"]["robustness"]["trials"] = 10
     with pytest.raises(
         StoreError,
-        match=r"stored with trials=20, seed=7.*asks for fewer trials \(trials=10\); computed trials are never dropped",
+        match=r"stored with trials=20, seed=7.*asks for fewer trials \(trials=10\); computed "
+        r"trials are never dropped",
     ):
         plan_experiment(load(config), "robustness", tmp_path)
 
@@ -99,7 +101,8 @@ def test_new_algorithm_version_does_not_mix_with_old_rows(tmp_path, monkeypatch)
     monkeypatch.setitem(registered, "noisy_attention", newer)
     with pytest.raises(
         StoreError,
-        match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows would mix",
+        match=r"algorithm version \d+, the config now asks .* algorithm version \d+; the rows "
+        r"would mix",
     ):
         plan_experiment(load(small_config()), "robustness", tmp_path)
 

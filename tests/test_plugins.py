@@ -1,8 +1,10 @@
-"""Users' own kinds as plugins: a real distribution with an `attnsim.kinds` entry point, pip-installed into
-a temporary venv, runs end to end through Snakemake like a built-in kind; broken plugins are one line.
+"""Users' own kinds as plugins: a real distribution with an `attnsim.kinds` entry point,
+pip-installed into a temporary venv, runs end to end through Snakemake like a built-in kind; broken
+plugins are one line.
 
 The venv sees this environment's packages through a .pth file (attnsim and its dependencies, nothing
-downloaded), gets the `attnsim` command its jobs call, and the plugin installed by pip with --no-deps."""
+downloaded), gets the `attnsim` command its jobs call, and the plugin installed by pip with
+--no-deps."""
 
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ PLUGIN = REPO / "tests/plugin_example"
 
 
 def make_venv(path: Path) -> Path:
-    """A venv that sees this environment's site-packages (processed as a site dir, so editable installs work)
-    and has its own `attnsim` command (jobs call it: it must run this venv's Python to see its plugins)."""
+    """A venv that sees this environment's site-packages (processed as a site dir, so editable
+    installs work) and has its own `attnsim` command (jobs call it: it must run this venv's Python
+    to see its plugins)."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     own = next(path.glob("lib/python*/site-packages"))
     (own / "_attnsim_test_parent.pth").write_text(
@@ -40,7 +43,8 @@ def make_venv(path: Path) -> Path:
 
 
 def pip_install(venv: Path, *packages: Path) -> None:
-    """pip (the parent's, run by the venv's Python) installs into the venv: no dependencies, no index, no download."""
+    """pip (the parent's, run by the venv's Python) installs into the venv: no dependencies, no
+    index, no download."""
     args = [
         str(venv / "bin/python"),
         "-m",

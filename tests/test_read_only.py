@@ -1,5 +1,6 @@
-"""Read-only paths write nothing: a dry run, `--lint`, `attnsim show`, `attnsim query` and `attnsim claims`
-leave results/ byte-identical (a dead writer's temp file included); the run itself sweeps that file."""
+"""Read-only paths write nothing: a dry run, `--lint`, `attnsim show`, `attnsim query` and `attnsim
+claims` leave results/ byte-identical (a dead writer's temp file included); the run itself sweeps
+that file."""
 
 from __future__ import annotations
 

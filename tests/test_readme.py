@@ -1,4 +1,5 @@
-"""The README's promises: its two commands, its generated column tables, and its examples as written."""
+"""The README's promises: its two commands, its generated column tables, and its examples as
+written."""
 
 from __future__ import annotations
 

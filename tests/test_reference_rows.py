@@ -11,9 +11,10 @@ After a deliberate change of a kind's rows (a new algorithm_version; say why in 
 regenerate that kind's file in the same commit, from the repository's root:
 
     python -m tests.helpers.reference_rows record KIND            # this machine's CPU class only
-    python -m tests.helpers.reference_rows record KIND --all-metrics   # also hash metrics added since
-    python -m tests.helpers.reference_rows record NEW_KIND --config sweep.yaml   # a new kind's sweep
-    python -m tests.helpers.reference_rows check [KIND ...]       # what this test checks, as JSON
+    python -m tests.helpers.reference_rows record KIND --all-metrics   # also hash metrics added
+    since python -m tests.helpers.reference_rows record NEW_KIND --config sweep.yaml   # a new
+    kind's sweep python -m tests.helpers.reference_rows check [KIND ...]       # what this test
+    checks, as JSON
 
 Recording replaces the digests of the other classes when this class's digests changed (they are
 then checked within the tolerance), and keeps them otherwise. A kind that gains a metric keeps

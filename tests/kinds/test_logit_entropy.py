@@ -1,4 +1,5 @@
-"""The logit-entropy kernel against a slow oracle, its sampling trick against direct sampling, extremes and theory."""
+"""The logit-entropy kernel against a slow oracle, its sampling trick against direct sampling,
+extremes and theory."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(logits, scale):
 
 
 def test_dot_product_trick_has_the_law_of_direct_sampling():
-    """s = scale^2 sqrt(chi2_d/d) z against s = K q / sqrt(d) drawn entry by entry (d = 4: the query norm matters most)."""
+    """s = scale^2 sqrt(chi2_d/d) z against s = K q / sqrt(d) drawn entry by entry (d = 4: the query
+    norm matters most)."""
     n, d, scale, trials = 64, 4, 1.2, 3000
     trick = oracle.make_logits(
         kernel.draw(np.random.default_rng(11), trials, n, d, "dot_product"), "dot_product", scale
@@ -91,7 +93,8 @@ def test_extreme_scales_and_sizes_give_bounded_finite_metrics(logits, n, scale):
 
 
 def test_gaussian_scale_one_n4096_matches_small_scale_theory_and_an_independent_estimate():
-    """The issue's check: mean entropy within 0.01 of log n - 1/2, and within 3 SE of a direct naive simulation."""
+    """The issue's check: mean entropy within 0.01 of log n - 1/2, and within 3 SE of a direct naive
+    simulation."""
     n, sigma = 4096, 1.0
     p = point(n=n, d=16, logits="gaussian", scale=sigma)
     fast = simulate_points("logit_entropy", 2024, 1000, [p])[p.id]["entropy"]
@@ -115,7 +118,8 @@ def test_gaussian_scale_one_n4096_matches_small_scale_theory_and_an_independent_
 
 
 def test_dot_product_small_scale_entropy_in_expectation():
-    """E over queries of sigma_eff^2 is scale^4 exactly, so E[H] ~ log n - scale^4/2 (to O(1/n) and O(scale^8))."""
+    """E over queries of sigma_eff^2 is scale^4 exactly, so E[H] ~ log n - scale^4/2 (to O(1/n) and
+    O(scale^8))."""
     n, scale = 4096, 0.7
     p = point(n=n, d=16, logits="dot_product", scale=scale)
     h = simulate_points("logit_entropy", 5, 1500, [p])[p.id]["entropy"]
@@ -137,7 +141,8 @@ def test_theory_columns():
 
 
 def test_common_random_numbers_do_not_couple_points():
-    """A scale's numbers are the same alone or with siblings; siblings share z (identical entropies at scale 0)."""
+    """A scale's numbers are the same alone or with siblings; siblings share z (identical entropies
+    at scale 0)."""
     pts = [point(logits="dot_product", scale=s) for s in (0.0, 0.5, 2.0)]
     together = simulate_points("logit_entropy", 4, 50, pts)
     for p in pts:
@@ -150,7 +155,8 @@ def test_common_random_numbers_do_not_couple_points():
 
 
 def test_declared_bytes_per_trial_match_the_measured_peak():
-    """bytes_per_trial sets the block size and the memory check: numpy's allocations (traced) must match it."""
+    """bytes_per_trial sets the block size and the memory check: numpy's allocations (traced) must
+    match it."""
     for logits in ("gaussian", "dot_product"):
         points = [point(n=4096, logits=logits, scale=s).params for s in (0.5, 2.0)]
         assert 0.8 < peak_ratio(KIND, points) < 1.1

@@ -72,9 +72,10 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(
 def test_next_order_statistics_match_the_theory_on_the_same_draws(
     family, logit_scale, chunk_bytes, monkeypatch
 ):
-    """The kernel's sums for the next-order theory (float32 products from a reference point, streamed
-    over key chunks) equal `delta_next.next_order_stats` in float64 on the same draws, and sq_err_next
-    equals `delta_next.sq_err_next_order` at the order the kind uses; c_tail only where a tail term is used."""
+    """The kernel's sums for the next-order theory (float32 products from a reference point,
+    streamed over key chunks) equal `delta_next.next_order_stats` in float64 on the same draws, and
+    sq_err_next equals `delta_next.sq_err_next_order` at the order the kind uses; c_tail only where
+    a tail term is used."""
     monkeypatch.setattr(kernel, "CHUNK_BYTES", chunk_bytes)
     scales = (0.1, 0.3, 0.4, 0.5, 1.0)
     fast, draws = kernel.simulate(
@@ -114,8 +115,8 @@ def test_next_order_statistics_match_the_theory_on_the_same_draws(
 @pytest.mark.parametrize(("sigma", "n"), [(0.4, 64), (0.5, 256)])
 def test_next_order_prediction_explains_the_delta_method_shortfall(sigma, n):
     """Laplace sigma = 0.4 (k* = 3.5: p2, continued mu4, tail term) and sigma = 0.5 (k* = 2.8: p1,
-    continued mu3, tail term), uniform weights: the delta method is ~9% high, measured / next-order is
-    1 within 4 standard errors plus 2% (the theory's own truncation, docs/science.md §2.8)."""
+    continued mu3, tail term), uniform weights: the delta method is ~9% high, measured / next-order
+    is 1 within 4 standard errors plus 2% (the theory's own truncation, docs/science.md §2.8)."""
     p = point(n=n, d=8, logit_scale=0.0, noise="laplace", noise_scale=sigma, noise_draws=8)
     metrics = simulate_points("noisy_attention", 11, 2000, [p])[p.id]
     extra = KIND.extra_summary(metrics, p.params)
@@ -125,8 +126,10 @@ def test_next_order_prediction_explains_the_delta_method_shortfall(sigma, n):
 
 @pytest.mark.parametrize("sigma", [1e-6, 1e-4, 1e-2])
 def test_small_noise_keeps_float32_relative_precision(sigma):
-    """o~ - o is formed from expm1(sigma z) (form 1): no 1e-7/sigma loss from a difference of two softmaxes.
-    Reference: the same draws in float64, o~ - o = sum_i p_i (u_i - c) / (1 + c) (v_i - o), u = expm1(sigma z)."""
+    """o~ - o is formed from expm1(sigma z) (form 1): no 1e-7/sigma loss from a difference of two
+    softmaxes.
+    Reference: the same draws in float64, o~ - o = sum_i p_i (u_i - c) / (1 + c) (v_i - o), u =
+    expm1(sigma z)."""
     (out,), draws = kernel.simulate(
         np.random.default_rng(4), 3, 4096, 8, 1.0, "gaussian", 4, [sigma], record=True
     )
@@ -144,7 +147,8 @@ def test_small_noise_keeps_float32_relative_precision(sigma):
     ("family", "sigma"), [("gaussian", 0.5), ("student_t", 0.3), ("laplace", 1.0)]
 )
 def test_the_three_forms_agree(family, sigma, monkeypatch):
-    """expm1 (form 1), exp (form 2) and the exactly shifted exp (form 3) compute the same quantity."""
+    """expm1 (form 1), exp (form 2) and the exactly shifted exp (form 3) compute the same
+    quantity."""
     results = []
     for limits in ((1e9, 1e9), (0.0, 1e9), (0.0, 0.0)):
         monkeypatch.setattr(kernel, "EXPM1_LIMIT", limits[0])
@@ -212,7 +216,8 @@ def test_gaussian_noise_error_matches_delta_method(n, sigma):
 
 
 def test_tiny_noise_is_unbiased_against_the_delta_method():
-    """At sigma = 0.01 the delta method is exact to ~kappa sum p^2 ~ 1e-7: float32 must not bias sq_err."""
+    """At sigma = 0.01 the delta method is exact to ~kappa sum p^2 ~ 1e-7: float32 must not bias
+    sq_err."""
     p = point(n=4096, d=16, noise_scale=0.01, noise_draws=8)
     metrics = simulate_points("noisy_attention", 77, 400, [p])[p.id]
     extra = KIND.extra_summary(metrics, p.params)
@@ -233,7 +238,8 @@ def test_uniform_weights_error_scales_like_sqrt_kappa_over_n():
 
 
 def naive_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:
-    """numpy's own float64 samplers, standardised: the reference law for the fast float32 samplers."""
+    """numpy's own float64 samplers, standardised: the reference law for the fast float32
+    samplers."""
     if family == "gaussian":
         return rng.standard_normal(shape)
     if family == "uniform":
@@ -247,8 +253,8 @@ def naive_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:
 
 @pytest.mark.parametrize("family", NOISE_FAMILIES)
 def test_kernel_agrees_with_a_naive_loop_on_independent_draws(family):
-    """Different draws, same laws: the means of sq_err and rel_err agree with a per-trial float64 loop
-    drawing with numpy's samplers, within 4 combined standard errors (fixed seeds)."""
+    """Different draws, same laws: the means of sq_err and rel_err agree with a per-trial float64
+    loop drawing with numpy's samplers, within 4 combined standard errors (fixed seeds)."""
     n, d, k, logit_scale, sigmas = 128, 6, 4, 1.0, (0.3, 1.5)
     fast = kernel.simulate(
         np.random.Generator(np.random.SFC64(8)), 3000, n, d, logit_scale, family, k, sigmas
@@ -335,7 +341,8 @@ def test_declared_bytes_per_trial_bound_the_measured_peak(n, d, k):
 
 
 def test_a_large_trial_streams_its_values():
-    """n = 65536, d = 256: 64 MiB of values per trial, never held at once (the job's budget is 1 GB)."""
+    """n = 65536, d = 256: 64 MiB of values per trial, never held at once (the job's budget is 1
+    GB)."""
     params = dict(n=65536, d=256, logit_scale=1.0, noise="gaussian", noise_draws=32)
     points = [params | {"noise_scale": s} for s in (0.1, 0.5, 1.0, 2.0)]
     assert KIND.block_trials(points[0]) == 1 and KIND.bytes_per_trial(points[0]) < 32 * 2**20

@@ -189,7 +189,8 @@ def many_points(kind: str) -> list:
 
 @pytest.mark.parametrize("kind", REAL)
 def test_numbers_do_not_depend_on_threads_siblings_order_or_blocks(kind, resources, monkeypatch):
-    """Bit for bit: 1, 2 or 3 threads; points alone, reversed or together; with several blocks per point."""
+    """Bit for bit: 1, 2 or 3 threads; points alone, reversed or together; with several blocks per
+    point."""
     from attnsim.kinds import base
 
     monkeypatch.setattr(base, "TARGET_BLOCK_BYTES", 60_000)
@@ -502,7 +503,8 @@ def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, g
 
 
 def test_real_noise_next_order_sums_equal_the_theory_on_explicit_rows():
-    """The real kernel's sums for sq_err_next are delta_next.next_order_stats of the same rows (docs/science.md §2.8)."""
+    """The real kernel's sums for sq_err_next are delta_next.next_order_stats of the same rows
+    (docs/science.md §2.8)."""
     from attnsim.kinds.real_noise.kernel import next_order_sums
     from attnsim.models.heads import row_stats
     from attnsim.theory import delta_next

@@ -1,4 +1,5 @@
-"""The temperature kernel against a slow oracle, its cosine sampler against direct sampling, extremes and the worst-case bound."""
+"""The temperature kernel against a slow oracle, its cosine sampler against direct sampling,
+extremes and the worst-case bound."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(d, tau):
 
 @pytest.mark.parametrize("d", [2, 3, 5, 32, 1000])
 def test_cosine_sampler_has_the_beta_law_of_direct_sampling(d):
-    """(cos + 1)/2 ~ Beta((d-1)/2, (d-1)/2); compared with scipy's CDF, with normalised Gaussian vectors, and by moments."""
+    """(cos + 1)/2 ~ Beta((d-1)/2, (d-1)/2); compared with scipy's CDF, with normalised Gaussian
+    vectors, and by moments."""
     fast = kernel.draw_cosines(np.random.default_rng(100 + d), 50, 2000, d).ravel()
     assert np.all(np.abs(fast) <= 1)
     half = (d - 1) / 2
@@ -70,7 +72,8 @@ def test_extreme_temperatures_and_sizes_give_bounded_finite_metrics(n, d, tau):
 
 
 def test_no_trial_exceeds_the_exact_worst_case_gap():
-    """Every trial of every point, small n (where random cosines get closest to the bound) included."""
+    """Every trial of every point, small n (where random cosines get closest to the bound)
+    included."""
     points = [
         point(n=n, d=d, tau=tau)
         for n in (2, 3, 16, 256)
@@ -96,8 +99,9 @@ def test_no_trial_exceeds_the_exact_worst_case_gap():
     ("n", "tau"), [(2, 0.3), (16, 1.0), (1000, 0.5), (4096, 1e-3), (65536, 1.0)]
 )
 def test_the_kernel_attains_the_bound_at_the_worst_configuration(n, tau):
-    """k keys at cos = +1, the rest at -1 (k from exact_gap_argmax): the kernel's gap equals exact_gap within the
-    rounding tolerance used by `gap_within_bound`, so the tolerance neither hides violations nor flags the optimum."""
+    """k keys at cos = +1, the rest at -1 (k from exact_gap_argmax): the kernel's gap equals
+    exact_gap within the rounding tolerance used by `gap_within_bound`, so the tolerance neither
+    hides violations nor flags the optimum."""
     k = int(exact_gap_argmax(n, tau))
     cosines = np.r_[np.ones(k), -np.ones(n - k)][None, :]
     gap = oracle.metrics(cosines, tau)["gap"][0]
@@ -110,7 +114,8 @@ def test_the_kernel_attains_the_bound_at_the_worst_configuration(n, tau):
 
 
 def test_random_directions_follow_one_over_two_d_tau_squared():
-    """Mean gap ~ (1 - 1/n)/(2 d tau^2) while d tau^2 >> 1; next order ~ 1/(d tau^2) relative (0.8% here)."""
+    """Mean gap ~ (1 - 1/n)/(2 d tau^2) while d tau^2 >> 1; next order ~ 1/(d tau^2) relative (0.8%
+    here)."""
     n, d, tau = 4096, 32, 2.0
     p = point(n=n, d=d, tau=tau)
     gap = simulate_points("temperature_entropy", 3, 400, [p])[p.id]["gap"]

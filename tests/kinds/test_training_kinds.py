@@ -1,5 +1,5 @@
-"""The training kinds as kinds: determinism through the driver, summaries of diverged runs, claims on
-synthetic summaries (holding and failing), bad grids refused in one line, and one end-to-end run.
+"""The training kinds as kinds: determinism through the driver, summaries of diverged runs, claims
+on synthetic summaries (holding and failing), bad grids refused in one line, and one end-to-end run.
 (The kernels' numerics: test_training_recall.py, test_training_contrastive.py.)"""
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ CONTRASTIVE_INSTANCE_LEARNED = CONTRASTIVE | {
     ],
 )
 def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypatch):
-    """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; small blocks (many per
-    point); with diverging runs among them (SGD at a huge step) so the +inf/NaN paths run too."""
+    """Bit for bit: 1, 2 or 3 threads; the points alone, reversed or together; small blocks (many
+    per point); with diverging runs among them (SGD at a huge step) so the +inf/NaN paths run
+    too."""
     from attnsim.kinds import base
 
     monkeypatch.setattr(base, "TARGET_BLOCK_BYTES", 60_000)
@@ -124,8 +125,9 @@ def diverge(kind, metrics: dict, trials) -> None:
     "kind, grid", [("recall_training", RECALL), ("contrastive_training", CONTRASTIVE)]
 )
 def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
-    """Diverged runs (+inf losses, NaN entropies) stay out of every mean, are counted, and rank last in the
-    medians; the divergence rate is the mean of `diverged`; a point whose runs all diverged has no mean (NaN, count 0)."""
+    """Diverged runs (+inf losses, NaN entropies) stay out of every mean, are counted, and rank last
+    in the medians; the divergence rate is the mean of `diverged`; a point whose runs all diverged
+    has no mean (NaN, count 0)."""
     k = get_kind(kind)
     pts = grid_points(kind, grid, lr=[grid["lr"][0]])[
         :3

@@ -1,4 +1,5 @@
-"""Slow references for `init_gradient`: logits and values sampled literally and plain formulas per trial."""
+"""Slow references for `init_gradient`: logits and values sampled literally and plain formulas per
+trial."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ def make_logits(draws: Draws, scale: float) -> np.ndarray:
 def naive_draw(
     rng: np.random.Generator, n: int, d: int, scale: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One trial's logits and values sampled literally: s = K q / sqrt(d), all n*d + d entries drawn."""
+    """One trial's logits and values sampled literally: s = K q / sqrt(d), all n*d + d entries
+    drawn."""
     q = scale * rng.standard_normal(d)
     keys = scale * rng.standard_normal((n, d))
     return keys @ q / np.sqrt(d), rng.standard_normal((n, d))
 
 
 def naive_trial(logits: np.ndarray, values: np.ndarray) -> dict[str, float]:
-    """Slow per-trial reference: plain formulas (the literal closed form for ||J||_F, and the full matrix)."""
+    """Slow per-trial reference: plain formulas (the literal closed form for ||J||_F, and the full
+    matrix)."""
     logits = np.asarray(logits, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     p = np.exp(logits - logits.max())

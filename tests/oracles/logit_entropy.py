@@ -18,7 +18,8 @@ def metrics(draws: Draws, logits: str, scale: float) -> dict[str, np.ndarray]:
 
 
 def naive_logits(rng: np.random.Generator, n: int, d: int, logits: str, scale: float) -> np.ndarray:
-    """One trial's logits sampled literally: s = scale z, or s = K q / sqrt(d) with all n*d + d entries drawn."""
+    """One trial's logits sampled literally: s = scale z, or s = K q / sqrt(d) with all n*d + d
+    entries drawn."""
     if logits == "gaussian":
         return scale * rng.standard_normal(n)
     q = scale * rng.standard_normal(d)

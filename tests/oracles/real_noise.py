@@ -1,5 +1,5 @@
-"""Slow per-trial reference for `real_noise`: one window through the model alone, the head's q, k, v,
-and plain formulas, one noisy draw at a time."""
+"""Slow per-trial reference for `real_noise`: one window through the model alone, the head's q, k,
+v, and plain formulas, one noisy draw at a time."""
 
 from __future__ import annotations
 

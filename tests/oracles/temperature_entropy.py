@@ -1,4 +1,5 @@
-"""Slow references for `temperature_entropy`: directions sampled literally and plain formulas per trial."""
+"""Slow references for `temperature_entropy`: directions sampled literally and plain formulas per
+trial."""
 
 from __future__ import annotations
 

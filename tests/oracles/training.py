@@ -112,8 +112,8 @@ def recall_bound(wq, wk, gain, keys, q):
 
 
 def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float]:
-    """One run: `init` = (Z_q, Z_k, Z_v) (d, d); `monitor`, `final`, `batches[i]` = (keys, values, q)
-    with unit keys and values; returns the kernel's metrics for this run. A run that stops
+    """One run: `init` = (Z_q, Z_k, Z_v) (d, d); `monitor`, `final`, `batches[i]` = (keys, values,
+    q) with unit keys and values; returns the kernel's metrics for this run. A run that stops
     (`stop = threshold`) or diverges keeps its weights from then on (diverged: its losses +inf)."""
     p = rt.resolved(params)
     d = init[0].shape[0]
@@ -271,7 +271,8 @@ def recall_naive_run(rng: np.random.Generator, params: dict) -> dict[str, float]
 
 def contrastive_forward_backward(w, x1, x2, tau, labels=None):
     """Literal symmetric InfoNCE for one batch (n, D) with W (d, D): loss, entropy, alignment, the
-    per-pair kernel values for uniformity, the negative-weight shares, dL/dW and dL/dt (t = log 1/tau)."""
+    per-pair kernel values for uniformity, the negative-weight shares, dL/dW and dL/dt (t = log
+    1/tau)."""
     from scipy.special import logsumexp, softmax
 
     n = x1.shape[0]
@@ -332,7 +333,8 @@ def contrastive_views(
 
 
 def contrastive_evaluations(w, points, probe_noise, probe_instance, view_noise, instance_noise):
-    """Nearest class mean, 5-NN and the least-squares linear probe, each literal; probe (2, per C, D) class-major."""
+    """Nearest class mean, 5-NN and the least-squares linear probe, each literal; probe (2, per C,
+    D) class-major."""
     C, D = points.shape
     per = probe_noise.shape[1] // C
     labels = np.repeat(np.arange(C), per)
@@ -369,9 +371,9 @@ def contrastive_evaluations(w, points, probe_noise, probe_instance, view_noise, 
 def contrastive_train(
     params: dict, points, init, monitor, final, probe, batches
 ) -> dict[str, float]:
-    """One run: points (C, D); init (d, D) standard normals; monitor/final = (labels (E, n), noise (E, 2, n, D),
-    instance noise (E, 2, n, D) or None); probe = (noise (2, per C, D), instance or None);
-    batches[i] = (labels (n,), noise (2, n, D), instance (2, n, D) or None)."""
+    """One run: points (C, D); init (d, D) standard normals; monitor/final = (labels (E, n), noise
+    (E, 2, n, D), instance noise (E, 2, n, D) or None); probe = (noise (2, per C, D), instance or
+    None); batches[i] = (labels (n,), noise (2, n, D), instance (2, n, D) or None)."""
     from attnsim.theory.entropy import exact_gap
 
     p = ct.resolved(params)

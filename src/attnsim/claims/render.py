@@ -436,7 +436,7 @@ td.verdict.outside-regime{color:#9a6700}td.verdict.not-measured{color:#6e7781}
 figure{display:inline-block;margin:0.5em 1em 1em 0;vertical-align:top;max-width:48em}
 figure img{max-width:100%;border:1px solid #d0d7de}
 :target{outline:3px solid #0969da}
-"""
+"""  # noqa: E501
 
 # The page is framed (the Snakemake report shows it from a data: URL): results/-relative links
 # cannot

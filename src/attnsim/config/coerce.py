@@ -51,7 +51,8 @@ def _as_number(value):
 
 
 def _as_integer(value):
-    """An int equal to `value` (a float or numeric text), the float when it is not whole, else _KEEP."""
+    """An int equal to `value` (a float or numeric text), the float when it is not whole, else
+    _KEEP."""
     if isinstance(value, str):
         number = _as_number(value)
         if number is _KEEP or isinstance(number, int):
@@ -91,7 +92,8 @@ def _type_errors(errors):
 
 
 def coerce_numbers(config, schema: dict, rounds: int = 10):
-    """A copy of `config` with numeric text (and whole floats at integer places) converted per `schema`."""
+    """A copy of `config` with numeric text (and whole floats at integer places) converted per
+    `schema`."""
     config = copy.deepcopy(config)
     probe = StrictValidator(schema)
     for _ in range(rounds):  # again after a change: an if/then may now take another branch

@@ -31,7 +31,8 @@ SCHEMA_FILE = "schema.yaml"
 
 @cache
 def base_schema() -> dict:
-    """The schema of the keys every config has (also workflow/schemas/, for Snakemake's own check)."""
+    """The schema of the keys every config has (also workflow/schemas/, for Snakemake's own
+    check)."""
     return yaml.safe_load(files("attnsim.config").joinpath(SCHEMA_FILE).read_text())
 
 
@@ -110,20 +111,27 @@ def describe(error: ValidationError) -> str:
         missing = [k for k in error.validator_value if k not in error.instance]
         return f"{where}: missing required key {', '.join(map(repr, missing))}"
     if error.validator == "enum":
-        return f"{where}: {error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+        return (
+            f"{where}: {error.instance!r} is not one of "
+            f"{', '.join(map(str, error.validator_value))}"
+        )
     if error.validator == "type":
         if (
             error.validator_value == "integer"
             and isinstance(error.instance, float)
             and not isinstance(error.instance, bool)
         ):
-            return f"{where}: {error.instance!r} is not of type integer; give a whole number (whole values written 4096.0 or 1e3 are accepted)"
+            return (
+                f"{where}: {error.instance!r} is not of type integer; give a whole number "
+                "(whole values written 4096.0 or 1e3 are accepted)"
+            )
         return f"{where}: {error.instance!r} is not of type {error.validator_value}"
     return f"{where}: {error.message}"
 
 
 def _check_plugins(config: dict) -> None:
-    """An experiment of a plugin kind that failed to load: that plugin's one-line problem, not 'unknown kind'."""
+    """An experiment of a plugin kind that failed to load: that plugin's one-line problem, not
+    'unknown kind'."""
     experiments = config.get("experiments")
     broken = registry()[1]
     if not isinstance(experiments, dict) or not broken:
@@ -169,7 +177,8 @@ class Experiment:
 
     @property
     def results_key(self) -> str:
-        """What its rows depend on besides their parameters (`attnsim.store.parquet.results_key`)."""
+        """What its rows depend on besides their parameters
+        (`attnsim.store.parquet.results_key`)."""
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
     def to_json(self) -> str:

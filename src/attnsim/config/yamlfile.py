@@ -29,7 +29,8 @@ def key_path(path) -> str:
 
 
 def duplicate_keys(node: yaml.Node, path: list | None = None, seen: set | None = None):
-    """Yield (path of the mapping, key, first line, second line) for each key given twice (lines 1-based)."""
+    """Yield (path of the mapping, key, first line, second line) for each key given twice (lines
+    1-based)."""
     path = [] if path is None else path
     seen = set() if seen is None else seen
     if id(node) in seen:  # an alias to a node already checked

@@ -26,7 +26,9 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
-import seaborn as sns  # no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
+
+# no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
+import seaborn as sns
 
 from attnsim import files
 from attnsim.errors import AttnsimError

@@ -6,8 +6,8 @@ numpy's own samplers. Constructions (exact in law up to the 32-bit resolution of
 - gaussian: Box-Muller (|z| <= 6.66).
 - uniform: U(-sqrt 3, sqrt 3).
 - laplace: b log(u1 / u2) with b = 1/sqrt 2 (a difference of two exponentials; |eps| <= 15.7).
-- gumbel: -beta log(E), E ~ Exp(1), beta = sqrt(6)/pi (location irrelevant: softmax is shift-invariant);
-  upper tail to 17.3 standard deviations, lower tail cut at probability 6e-8.
+- gumbel: -beta log(E), E ~ Exp(1), beta = sqrt(6)/pi (location irrelevant: softmax is
+  shift-invariant); upper tail to 17.3 standard deviations, lower tail cut at probability 6e-8.
 - student_t (3 dof): Z / sqrt(chi2_3) with chi2_3 = Z'^2 + 2E, (Z, Z') one Box-Muller pair;
   that is t_3 / sqrt(3), unit variance.
 """

@@ -8,8 +8,8 @@ by shifts elsewhere, so the variates are the same everywhere. Laws and their lim
 - `open_uniform`: (k | 1) 2^-32 for a 32-bit word k: uniform on the odd multiples of
   2^-32 in (0, 1), rounded to float32 (so 1.0 is possible, 0 is not).
 - `standard_normal`: Box-Muller, z = sqrt(-2 log u) cos(2 pi v) and sqrt(-2 log u) sin(2 pi v),
-  one word each for u and v, in pieces of at most PIECE pairs. Exact in law up to the resolution of u: |z| <= 6.66
-  (P(|z| > 6.66) = 2.7e-11 for a true normal) and a discrete radius beyond ~6 sigma
+  one word each for u and v, in pieces of at most PIECE pairs. Exact in law up to the resolution of
+  u: |z| <= 6.66 (P(|z| > 6.66) = 2.7e-11 for a true normal) and a discrete radius beyond ~6 sigma
   (probability ~2e-9).
 - `exponential`: -log1p(-u) (through SIMD log, within ~5 float32 ulps), resolving small values
   to 2^-32; capped at 16.6 (u <= 1 - 2^-24),
@@ -36,7 +36,8 @@ PIECE = (
 
 
 def words(rng: np.random.Generator, count: int) -> np.ndarray:
-    """`count` independent uniform 32-bit words (uint32), from ceil(count / 2) raw 64-bit outputs."""
+    """`count` independent uniform 32-bit words (uint32), from ceil(count / 2) raw 64-bit
+    outputs."""
     raw = rng.bit_generator.random_raw((count + 1) // 2)
     if sys.byteorder == "little":
         return raw.view(np.uint32)[:count]
@@ -61,7 +62,8 @@ def _size(shape) -> tuple[tuple[int, ...], int]:
 
 
 def _polar(rng: np.random.Generator, pairs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Box-Muller's radius sqrt(-2 log u1) and angle 2 pi u2, (pairs,) float32 each, from 2 x pairs words."""
+    """Box-Muller's radius sqrt(-2 log u1) and angle 2 pi u2, (pairs,) float32 each, from 2 x pairs
+    words."""
     bits = words(rng, 2 * pairs)
     radius = open_uniform(bits[:pairs])
     np.log(radius, out=radius)
@@ -77,7 +79,8 @@ def _polar(rng: np.random.Generator, pairs: int) -> tuple[np.ndarray, np.ndarray
 def box_muller(rng: np.random.Generator, pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Radius r = sqrt(-2 log u) and the angle's cosine and sine, each (pairs,) float32.
 
-    z1 = r cos, z2 = r sin are independent standard normals; so are z1 and r^2 sin^2 (chi-square, 1 dof).
+    z1 = r cos, z2 = r sin are independent standard normals; so are z1 and r^2 sin^2 (chi-square, 1
+    dof).
     """
     radius, angle = _polar(rng, pairs)
     cosine = np.cos(angle)
@@ -148,5 +151,6 @@ def uniform(rng: np.random.Generator, shape, low: float, high: float) -> np.ndar
 
 
 def query_factor(rng: np.random.Generator, trials: int, d: int) -> np.ndarray:
-    """Dot-product logits' query factor r = sqrt(chi2_d / d), shape (T,): the query's norm in units of scale * sqrt(d)."""
+    """Dot-product logits' query factor r = sqrt(chi2_d / d), shape (T,): the query's norm in units
+    of scale * sqrt(d)."""
     return np.sqrt(rng.chisquare(d, trials) / d)

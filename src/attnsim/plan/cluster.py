@@ -29,7 +29,8 @@ PROFILE = "workflow/profiles/slurm/config.yaml"
 
 
 class ClusterFitError(AttnsimError):
-    """A job asks for more than any node of its partition has: it would wait in the queue for ever."""
+    """A job asks for more than any node of its partition has: it would wait in the queue for
+    ever."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def parse_time_limit(text: str) -> float | None:
 
 
 def parse_sinfo(text: str) -> dict[str, Partition]:
-    """Partitions from `sinfo --noheader --Node --format '%P|%c|%m|%l'` (the default one marked with *)."""
+    """Partitions from `sinfo --noheader --Node --format '%P|%c|%m|%l'` (the default one marked with
+    *)."""
     partitions: dict[str, Partition] = {}
     for line in text.splitlines():
         if not line.strip():
@@ -93,7 +95,8 @@ def parse_sinfo(text: str) -> dict[str, Partition]:
 
 
 def sinfo() -> str | None:
-    """sinfo's node list, or None if it cannot be had (then the plugin reports the problem itself)."""
+    """sinfo's node list, or None if it cannot be had (then the plugin reports the problem
+    itself)."""
     try:
         result = subprocess.run(SINFO, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):

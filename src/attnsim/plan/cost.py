@@ -50,7 +50,8 @@ class ChunkCost:
 
     points: int
     trial_cap: int  # the most trials any point can get
-    work: float  # chunk_work_seconds: pessimistic CPU-seconds (TYPICAL_OVERESTIMATE x the measured time)
+    # chunk_work_seconds: pessimistic CPU-seconds (TYPICAL_OVERESTIMATE x the measured time)
+    work: float
     block_bytes: int  # the largest trial block's working set (block_trials x bytes_per_trial)
     row_columns: int  # columns of a stored row (metrics, parameters, id, trial and partitions)
 
@@ -129,7 +130,8 @@ def chunk_runtime_min(cost: ChunkCost, threads: int) -> int:
 
 
 def chunk_priority(cost: ChunkCost) -> float:
-    """A chunk's critical path in seconds: its expected time, then its experiment's summary and figures."""
+    """A chunk's critical path in seconds: its expected time, then its experiment's summary and
+    figures."""
     return expected_seconds(cost) + PRIORITY["collect"]
 
 

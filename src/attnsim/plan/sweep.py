@@ -125,7 +125,10 @@ def _old_settings(meta: dict) -> str:
         if "target_se" in spec
         else ""
     )
-    return f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version {meta.get('algorithm_version')}"
+    return (
+        f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version "
+        f"{meta.get('algorithm_version')}"
+    )
 
 
 def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
@@ -282,7 +285,8 @@ def _stored_settings(
             and new[1] is not None
             and (old[1] is None or (new[1] <= old[1] and new[2] >= old[2]))
         ):
-            return False  # more rounds of the same size: adaptive from fixed, lower target_se, higher max_trials
+            # more rounds of the same size: adaptive from fixed, lower target_se, higher max_trials
+            return False
         if old[1] is None and new[1] is None or old[0] == new[0]:
             raise StoreError(
                 f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer "
@@ -292,7 +296,8 @@ def _stored_settings(
                     if experiment.target_se
                     else ""
                 )
-                + "); computed trials are never dropped: ask for at least as many, or move that folder away (or rename the experiment) and rerun"
+                + "); computed trials are never dropped: ask for at least as many, or move that "
+                "folder away (or rename the experiment) and rerun"
             )
     raise StoreError(
         f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for "
@@ -303,16 +308,17 @@ def _stored_settings(
             if experiment.target_se
             else ""
         )
-        + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder away (or rename the experiment) and rerun"
+        + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder "
+        "away (or rename the experiment) and rerun"
     )
 
 
 def chunk_limits(
     settings: Settings, points: int, total_work: float, trial_cap: int
 ) -> tuple[int, float]:
-    """(most points, cost budget) of an experiment's chunks. Jobs are sized by cost: the whole grid's
-    estimated work (done or not, so the cut does not depend on progress) in ceil(work / job) chunks
-    of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
+    """(most points, cost budget) of an experiment's chunks. Jobs are sized by cost: the whole
+    grid's estimated work (done or not, so the cut does not depend on progress) in ceil(work / job)
+    chunks of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
     MAX_CHUNK_ROWS trial rows. `chunk_size`, if set, is one more upper bound on points, and then a
     chunk also stays under MAX_CHUNK_COST_RATIO times its experiment's average chunk."""
     job = settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE
@@ -344,7 +350,8 @@ def spec_path(results: Path, experiment: str, chunk: str) -> Path:
 
 
 def experiment_spec_path(results: Path, experiment: str) -> Path:
-    """The experiment's settings (`experiment_json`), for its collect job (not on a command line)."""
+    """The experiment's settings (`experiment_json`), for its collect job (not on a command
+    line)."""
     return Path(results) / "plan" / experiment / "experiment.json"
 
 

@@ -47,7 +47,7 @@ Snakemake options used most (any other goes through as well):
   --forceall                    recompute everything (the store's finished points are kept otherwise)
 
 Snakemake's own help, all of its options: snakemake --help
-"""
+"""  # noqa: E501
 
 
 def translate(args: list[str]) -> list[str]:

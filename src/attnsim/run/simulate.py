@@ -235,13 +235,15 @@ def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Tab
 
 
 def _arrow(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    """A numeric Arrow array over a numpy array's buffer. (pa.array would import pandas, ~0.4 s per job.)"""
+    """A numeric Arrow array over a numpy array's buffer. (pa.array would import pandas, ~0.4 s per
+    job.)"""
     values = np.ascontiguousarray(values, dtype=type_.to_pandas_dtype())
     return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
 
 
 def _repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
-    """values[i] repeated counts[i] times, as an Arrow array of `type_` (strings built from buffers)."""
+    """values[i] repeated counts[i] times, as an Arrow array of `type_` (strings built from
+    buffers)."""
     if not pa.types.is_string(type_):
         return _arrow(np.repeat(np.asarray(values, dtype=type_.to_pandas_dtype()), counts), type_)
     encoded = [str(v).encode() for v in values]
@@ -255,7 +257,8 @@ def _repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
 
 
 def _process_cpu_seconds() -> float:
-    """user + sys CPU of this process so far, every thread and the imports included (for the benchmarks)."""
+    """user + sys CPU of this process so far, every thread and the imports included (for the
+    benchmarks)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -264,7 +267,8 @@ def run_chunk(
     spec: ChunkSpec, output: Path, threads: int = 1, resources: Path | None = None
 ) -> Path:
     """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
-    assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields (`Kind.provenance`)."""
+    assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields
+    (`Kind.provenance`)."""
     started = time.perf_counter()
     if resources is not None:
         assets.set_resources(resources)
@@ -330,7 +334,8 @@ def run_chunk(
         trials=spec.trials,
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
-        cpu=cpu.provenance(),  # the CPU class that computed these rows (docs/usage.md, Reproducibility)
+        # the CPU class that computed these rows (docs/usage.md, Reproducibility)
+        cpu=cpu.provenance(),
         **(
             {"topped_up": topped_up} if topped_up else {}
         ),  # the chunk it replaces, its settings, the trials reused

@@ -61,7 +61,8 @@ def percent_done(done: int, total: int) -> str:
 
 
 def _trials_asked(e) -> str:
-    """The config's trials per point: a number, or the adaptive range (rounds of trials, up to max)."""
+    """The config's trials per point: a number, or the adaptive range (rounds of trials, up to
+    max)."""
     if e.target_se is None:
         return f"{e.trials}"
     return f"{e.trials}-{e.max_trials} adaptive"

@@ -18,7 +18,8 @@ and sorting the expectations by their order in sum p^2 gives (`next_order_from_s
     p1: kappa G - 2 mu3 c3 + 3 kappa^2 G P2                           (first correction)
     p2: p1 + 3 (mu4 - 3 kappa^2) c4 + 6 kappa^2 m2
            - 4 kappa mu3 (G P3 + 3 c3 P2) + 15 kappa^3 G P2^2          (second; the default)
-    u4: kappa G - 2 mu3 c3 + 3 [mu4 c4 + kappa^2 (G P2 + 2 m2 - 3 c4)] (all terms of order <= 4 in u)
+    u4: kappa G - 2 mu3 c3 + 3 [mu4 c4 + kappa^2 (G P2 + 2 m2 - 3 c4)] (all terms of order <= 4 in
+    u)
 
 Where E[e^{3 eps}] or E[e^{4 eps}] = inf but kappa < inf (laplace, gumbel with 2 < k* < 4,
 k* = `moment_order`), single large noisy weights add a term -K sum_i p_i^{k*} |x_i|^2
@@ -96,8 +97,8 @@ def log_exp_moment(noise: str, sigma: float, k: float) -> float:
 
 
 def moment_order(noise: str, sigma: float) -> float:
-    """k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform (and sigma = 0), 1/b = sqrt2/sigma
-    for laplace, 1/beta = pi/(sqrt6 sigma) for gumbel, 0 for student_t.
+    """k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform (and sigma = 0), 1/b =
+    sqrt2/sigma for laplace, 1/beta = pi/(sqrt6 sigma) for gumbel, 0 for student_t.
 
     A supremum, not a maximum: at k = k* itself the moment is infinite (1/(1 - k^2 b^2) and
     Gamma(1 - k beta) both diverge there), so E[e^{k eps}] < inf exactly for 0 <= k < k*.
@@ -138,8 +139,8 @@ def regime(noise: str, sigma: float) -> str:
     - delta: E[e^{k eps}] < inf for k <= 4, every moment of `sq_err_next_order` finite; the
       relative error of the delta method is O(sum p^2) (gaussian, uniform, laplace sigma < sqrt2/4,
       gumbel sigma < pi/(4 sqrt6));
-    - delta_slow: kappa < inf but E[e^{3 eps}] or E[e^{4 eps}] infinite; with k* < 3 the delta method
-      still holds as sum p^2 -> 0 but its relative error falls only like (sum p^2)^{k* - 2};
+    - delta_slow: kappa < inf but E[e^{3 eps}] or E[e^{4 eps}] infinite; with k* < 3 the delta
+      method still holds as sum p^2 -> 0 but its relative error falls only like (sum p^2)^{k* - 2};
     - heavy: only E[e^eps] finite; no_mean: E[e^eps] = inf (student_t).
     """
     order = finite_moment_order(noise, sigma)
@@ -151,10 +152,10 @@ def regime(noise: str, sigma: float) -> str:
 
 
 def exp_moment_continued(noise: str, sigma: float, k: float) -> float:
-    """E[e^{k eps}] continued analytically in k past the divergence at k*: 1/(1 - k^2 b^2) for laplace,
-    Gamma(1 - k beta) for gumbel (the finite part of the divergent integral: negative between the
-    first and second pole); equal to exp(`log_exp_moment`) where that is finite; nan at a pole and
-    for student_t (no continuation: the moment diverges for every k > 0)."""
+    """E[e^{k eps}] continued analytically in k past the divergence at k*: 1/(1 - k^2 b^2) for
+    laplace, Gamma(1 - k beta) for gumbel (the finite part of the divergent integral: negative
+    between the first and second pole); equal to exp(`log_exp_moment`) where that is finite; nan at
+    a pole and for student_t (no continuation: the moment diverges for every k > 0)."""
     _check(noise, sigma)
     log_m = log_exp_moment(noise, sigma, k)
     if math.isfinite(log_m):
@@ -199,7 +200,8 @@ def u_moments(noise: str, sigma: float, continued: bool = False) -> tuple[float,
 
 
 def tail_constant(noise: str, sigma: float) -> float:
-    """K of the heavy-tail term: kappa - E[u^2/(1 + p u)^2] = (regular terms in p) + K p^{k* - 2} + ...
+    """K of the heavy-tail term: kappa - E[u^2/(1 + p u)^2] = (regular terms in p) + K p^{k* - 2} +
+    ...
 
     From the Pareto tail P(w > t) ~ C t^{-k*} of w = e^eps/E[e^eps] (docs/science.md §2.8):
     K = C k* int_0^inf y^{1-k*} (1 - (1+y)^{-2}) dy = C Gamma(3 - k*) Gamma(k* + 1) / (k* - 2)
@@ -253,16 +255,17 @@ def next_order_stats(p, v, tail_power: float | None = None) -> dict[str, np.ndar
 
 
 def _tail_used(k_star: float, order: str) -> bool:
-    """Whether the heavy-tail term K c_tail (relative size (sum p^2)^{k* - 2}) is above the truncation
-    error of `order` (relative (sum p^2)^2 for p1, (sum p^2)^3 for p2; never for u4)."""
+    """Whether the heavy-tail term K c_tail (relative size (sum p^2)^{k* - 2}) is above the
+    truncation error of `order` (relative (sum p^2)^2 for p1, (sum p^2)^3 for p2; never for u4)."""
     if order == "u4" or math.isinf(k_star):
         return False
     return k_star - 2 < (2 if order == "p1" else 3)
 
 
 def prediction_order(noise: str, sigma: float) -> str | None:
-    """The highest order `next_order_from_stats` can give at this noise: "p2" where k* > 3, "p1" where
-    2 < k* <= 3 (both with the heavy-tail term when k* < 5), None where k* <= 2 (kappa = inf)."""
+    """The highest order `next_order_from_stats` can give at this noise: "p2" where k* > 3, "p1"
+    where 2 < k* <= 3 (both with the heavy-tail term when k* < 5), None where k* <= 2 (kappa =
+    inf)."""
     k_star = moment_order(noise, sigma)
     return "p2" if k_star > 3 else "p1" if k_star > 2 else None
 
@@ -280,11 +283,13 @@ def tail_power(noise: str, sigma: float) -> float | None:
 def next_order_from_stats(stats, noise: str, sigma: float, order: str = "p2"):
     """E|o~ - o|^2 to the next order, from per-trial sums (`next_order_stats`; arrays or floats).
 
-    With P2, P3, G, c3, c4, m2, c_tail as there, (kappa, mu3, mu4) = `u_moments`, K = `tail_constant`:
+    With P2, P3, G, c3, c4, m2, c_tail as there, (kappa, mu3, mu4) = `u_moments`, K =
+    `tail_constant`:
 
     p1 = kappa G - 2 mu3 c3 + 3 kappa^2 G P2 - [K c_tail]
          error O((sum p^2)^min(2, k* - 1)) relative; needs k* > 2 (mu3 continued when k* < 3),
-    p2 = p1 + 3 (mu4 - 3 kappa^2) c4 + 6 kappa^2 m2 - 4 kappa mu3 (G P3 + 3 c3 P2) + 15 kappa^3 G P2^2
+    p2 = p1 + 3 (mu4 - 3 kappa^2) c4 + 6 kappa^2 m2 - 4 kappa mu3 (G P3 + 3 c3 P2) + 15 kappa^3 G
+    P2^2
          error O((sum p^2)^min(3, k* - 1)) relative; needs k* > 3 (mu4 continued when k* < 4),
     u4 = kappa G - 2 mu3 c3 + 3 [mu4 c4 + kappa^2 (G P2 + 2 m2 - 3 c4)]
          every term of total order <= 4 in u (no tail term, no continuation; needs k* > 4).
@@ -347,8 +352,9 @@ def sq_err_delta(p, v, noise: str, sigma: float):
 
 
 def sq_err_next_order(p, v, noise: str, sigma: float, order: str = "p2"):
-    """Next-order prediction of E|o~ - o|^2 for clean weights p (..., n) (normalised here) and values
-    v (..., n, d), batched over any leading axes; see `next_order_from_stats` for the orders."""
+    """Next-order prediction of E|o~ - o|^2 for clean weights p (..., n) (normalised here) and
+    values v (..., n, d), batched over any leading axes; see `next_order_from_stats` for the
+    orders."""
     return next_order_from_stats(
         next_order_stats(p, v, tail_power=moment_order(noise, sigma)), noise, sigma, order
     )
@@ -361,18 +367,20 @@ def sq_err_next_order(p, v, noise: str, sigma: float, order: str = "p2"):
 def correction_sizes(
     noise: str, sigma: float, sum_p2: float, logit_scale: float = 0.0
 ) -> dict[str, float] | None:
-    """The predicted relative size of each term of the expansion of `ratio` = E|o~ - o|^2 / (kappa G)
-    (docs/science.md §2.8) at mean sum p^2 = `sum_p2`, for clean logits s_i ~ N(0, logit_scale^2)
+    """The predicted relative size of each term of the expansion of `ratio` = E|o~ - o|^2 / (kappa
+    G) (docs/science.md §2.8) at mean sum p^2 = `sum_p2`, for clean logits s_i ~ N(0, logit_scale^2)
     (logit_scale 0: uniform weights), from the noise law and sum p^2 alone: nothing measured enters.
 
     Weights p_i ~ e^{s_i} give P_r = sum p^r ~ n^{1-r} e^{l^2 r (r-1)/2} (l = logit_scale), so with
     P = P2: P3 = P^2 e^{l^2}, c_r / G ~ P_r / P2 = P^{r-2} e^{l^2 (r-1)(r-2)/2} and, for values
     independent of the weights, m2 / G ~ P^2 (e^{3 l^2} - 2 e^{l^2} + 1). Signed relative terms:
 
-        first  = P (3 kappa - 2 (mu3 / kappa) e^{l^2})                       (uniform: (3 kappa^2 - 2 mu3) / kappa * P)
-        tail   = -(K / kappa) P^{k* - 2} e^{l^2 (k* - 1)(k* - 2) / 2}     (2 < k* < 5, non-integer; else 0)
-        second = P^2 [3 (mu4 - 3 kappa^2) / kappa e^{3 l^2} + 6 kappa (e^{3 l^2} - 2 e^{l^2} + 1)
-                      - 16 mu3 e^{l^2} + 15 kappa^2]                         (uniform: the 1/n^2 term of §2.8)
+        first  = P (3 kappa - 2 (mu3 / kappa) e^{l^2})                       (uniform: (3 kappa^2 -
+        2 mu3) / kappa * P) tail   = -(K / kappa) P^{k* - 2} e^{l^2 (k* - 1)(k* - 2) / 2}     (2 <
+        k* < 5, non-integer; else 0) second = P^2 [3 (mu4 - 3 kappa^2) / kappa e^{3 l^2} + 6 kappa
+        (e^{3 l^2} - 2 e^{l^2} + 1)
+                      - 16 mu3 e^{l^2} + 15 kappa^2]                         (uniform: the 1/n^2
+                      term of §2.8)
 
     with mu3, mu4 continued past their poles (`u_moments(continued=True)`). Also `order`, the order
     of the stored next-order prediction (`prediction_order`), and `k_star`. None where kappa is 0 or

@@ -139,7 +139,8 @@ def _phi(t):
 
 
 def asymptotic_gap(tau):
-    """g(tau) = max_f [(f a - (1-f) b) / (tau Z) - log Z], a = e^{1/tau}, b = 1/a, Z = f a + (1-f) b.
+    """g(tau) = max_f [(f a - (1-f) b) / (tau Z) - log Z], a = e^{1/tau}, b = 1/a, Z = f a + (1-f)
+    b.
 
     This is the n -> inf worst case of log n - H for cosine logits s_i = cos(theta_i)/tau:
     with u = 1/tau, d(log n - H)/ds_j = p_j (s_j - sum_i p_i s_i), so the gap only grows as
@@ -151,7 +152,8 @@ def asymptotic_gap(tau):
         g = y - 1 - log y,   y = a / Z* = u (1 + coth u) = 2u / (1 - e^{-2u}).
 
     Limits: g = 2/tau - log(2/tau) - 1 + (2/tau - 1) e^{-2/tau} + ... as tau -> 0, and
-    g = 1/(2 tau^2) - 1/(36 tau^4) + O(tau^-6) as tau -> inf. Evaluated with expm1/log1p and series, stable for tau in [1e-300, 1e300].
+    g = 1/(2 tau^2) - 1/(36 tau^4) + O(tau^-6) as tau -> inf. Evaluated with expm1/log1p and series,
+    stable for tau in [1e-300, 1e300].
     """
     _, _, _, t = _gap_parts(tau)
     return _phi(t)[()]

@@ -1,4 +1,5 @@
-"""Delta-method theory for softmax attention under i.i.d. logit noise (docs/science.md §2.3, κ per family §2.6, regimes §2.7).
+"""Delta-method theory for softmax attention under i.i.d. logit noise (docs/science.md §2.3, κ per
+family §2.6, regimes §2.7).
 
 With w_i = e^{eps_i} / E[e^eps] the noisy output is o~ = sum p_i w_i v_i / sum p_i w_i,
 and to first order E||o~ - o||^2 = kappa * sum_i p_i^2 ||v_i - o||^2 with

@@ -1,4 +1,5 @@
-"""Kind `init_gradient`: size of the logit gradient of attention at initialisation vs the weight scale (docs/science.md §3.6).
+"""Kind `init_gradient`: size of the logit gradient of attention at initialisation vs the weight
+scale (docs/science.md §3.6).
 
 Large dot-product logits make the weights one-hot: the entropy, the softmax Jacobian and
 the gradient of the output with respect to the logits all vanish together.
@@ -95,7 +96,11 @@ def extra_summary(metrics, p) -> dict[str, object]:
 def headline(s) -> str:
     """Entropy and gradient at the largest scale against the gradient's peak."""
     top = s[s["scale"] == s["scale"].max()]
-    return f"at scale {top['scale'].iloc[0]:g}: mean entropy ≤ {top['entropy_mean'].max():.2g} nats, mean grad_sq ≤ {top['grad_sq_mean'].max():.2g} (peak {s['grad_sq_mean'].max():.2g})"
+    return (
+        f"at scale {top['scale'].iloc[0]:g}: mean entropy ≤ {top['entropy_mean'].max():.2g} "
+        f"nats, mean grad_sq ≤ {top['grad_sq_mean'].max():.2g} (peak "
+        f"{s['grad_sq_mean'].max():.2g})"
+    )
 
 
 KIND = Kind(
@@ -107,7 +112,8 @@ KIND = Kind(
     figures=("gradient_vs_entropy",),
     headline=headline,
     extreme_metrics=("entropy",),
-    description="gradient of the attention output w.r.t. the logits and softmax Jacobian at initialisation vs the weight scale",
+    description="gradient of the attention output w.r.t. the logits and softmax Jacobian at "
+    "initialisation vs the weight scale",
     params=PARAMS,
     stream_params=("n", "d"),
     metrics=METRICS,

@@ -1,5 +1,5 @@
-"""Figure of `init_gradient` (docs/science.md §3.6): ||do/ds||_F^2 and ||J||_F against the entropy and
-the weight scale; means with 95% intervals."""
+"""Figure of `init_gradient` (docs/science.md §3.6): ||do/ds||_F^2 and ||J||_F against the entropy
+and the weight scale; means with 95% intervals."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from attnsim.figures.style import figure_function
 
 @figure_function
 def gradient_vs_entropy(summary: pd.DataFrame):
-    """grad_sq and jacobian_fro (log y) against entropy (top) and against scale (bottom), a colour per n."""
+    """grad_sq and jacobian_fro (log y) against entropy (top) and against scale (bottom), a colour
+    per n."""
     colours = n_colours(summary["n"])
     metrics = (
         ("grad_sq", "grad_sq_uniform", "‖∂o/∂s‖²_F = Σᵢ pᵢ² ‖vᵢ − o‖²"),
@@ -85,7 +86,8 @@ def gradient_vs_entropy(summary: pd.DataFrame):
         top.set_xscale("log")
         top.set_xlabel("entropy of the weights  H  (nats, mean with 95% CI; log scale)")
         top.set_title(
-            f"{'gradient of the output w.r.t. the logits' if metric == 'grad_sq' else 'softmax Jacobian'} vs entropy"
+            f"{'gradient of the output w.r.t. the logits' if metric == 'grad_sq' else 'softmax Jacobian'} "  # noqa: E501
+            "vs entropy"
         )
         bottom.set_xscale("log")
         bottom.set_xlabel("std of the entries of q and kᵢ  (scale)")

@@ -1,4 +1,5 @@
-"""Gradient of the attention output with respect to the logits at initialisation, batched over trials.
+"""Gradient of the attention output with respect to the logits at initialisation, batched over
+trials.
 
 Logits are dot products s_i = q.k_i / sqrt(d) with entries of q, k_i i.i.d. N(0, scale^2),
 drawn with the exact trick of `attnsim.kernels.logit_entropy` (s = scale^2 r z,
@@ -87,7 +88,8 @@ def bytes_per_trial(n: int, d: int) -> int:
 class Draws:
     """A block's random numbers as the kernel used them (recorded for the tests' oracles)."""
 
-    z: np.ndarray  # (T, n) float32 standard normals, the largest at index 0; logits = scale^2 * query_factor * z
+    # (T, n) float32 standard normals, the largest at index 0; logits = scale^2 * query_factor * z
+    z: np.ndarray
     query_factor: np.ndarray  # (T,) r = sqrt(chi2_d / d)
     values: np.ndarray  # (T, n, d) float32
 

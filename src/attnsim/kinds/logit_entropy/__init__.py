@@ -1,4 +1,5 @@
-"""Kind `logit_entropy`: entropy of the attention weights vs the scale of the logits (docs/science.md §3)."""
+"""Kind `logit_entropy`: entropy of the attention weights vs the scale of the logits
+(docs/science.md §3)."""
 
 from __future__ import annotations
 
@@ -108,7 +109,8 @@ def theory_table(c) -> dict[str, object]:
 
 
 def headline(s) -> str:
-    """How far the small-scale prediction log n - sigma^2/2 is from the measured entropy where sigma <= 0.3."""
+    """How far the small-scale prediction log n - sigma^2/2 is from the measured entropy where sigma
+    <= 0.3."""
     small = s[(s["logits"] == "gaussian") & (s["sigma_eff"] > 0) & (s["sigma_eff"] <= 0.3)]
     if not len(small):
         return ""
@@ -134,7 +136,8 @@ KIND = Kind(
     entropy_figure="entropy_vs_scale",
     headline=headline,
     extreme_metrics=("entropy",),
-    description="entropy of softmax weights over gaussian or dot-product logits vs their scale, against small-scale and REM theory",
+    description="entropy of softmax weights over gaussian or dot-product logits vs their scale, "
+    "against small-scale and REM theory",
     params=PARAMS,
     stream_params=("n", "d", "logits"),
     metrics=METRICS,

@@ -1,4 +1,5 @@
-"""Kind `noisy_attention`: how far i.i.d. logit noise moves the attention output (docs/science.md §2)."""
+"""Kind `noisy_attention`: how far i.i.d. logit noise moves the attention output (docs/science.md
+§2)."""
 
 from __future__ import annotations
 
@@ -135,5 +136,7 @@ KIND = Kind(
     extra_summary=extra_summary,
     constant_metrics=CONSTANT_METRICS,
     nonfinite_metrics=NONFINITE_METRICS,
-    block_factor=2,  # small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise the calls
+    # small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise the
+    # calls
+    block_factor=2,
 )

@@ -1,4 +1,5 @@
-"""Figures for `noisy_attention`: error vs n against the delta method, the collapse plot, and where the delta method falls short."""
+"""Figures for `noisy_attention`: error vs n against the delta method, the collapse plot, and where
+the delta method falls short."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from attnsim.theory import delta_next
 
 @figure_function
 def rel_err_vs_n(summary: pd.DataFrame):
-    """rel_err vs n (log-log), a line per noise scale, facets noise family (columns) x logit scale (rows)."""
+    """rel_err vs n (log-log), a line per noise scale, facets noise family (columns) x logit scale
+    (rows)."""
     data = summary[summary["noise_scale"] > 0].copy()
     data["sigma"] = data["noise_scale"].map(lambda s: f"{s:g}")
     scales = sorted(data["noise_scale"].unique())
@@ -69,7 +71,9 @@ def rel_err_vs_n(summary: pd.DataFrame):
             ]
             if (
                 len(heavy) >= 2
-            ):  # kappa = inf, mean finite: the stable-law rate n^(1/k* - 1) (§2.7), from the first point
+                # kappa = inf, mean finite: the stable-law rate n^(1/k* - 1) (§2.7), from the first
+                # point
+            ):
                 k_star = delta_next.moment_order(
                     heavy["noise"].iloc[0], float(heavy["noise_scale"].iloc[0])
                 )

@@ -17,7 +17,8 @@ r = p_0 v_0 that the other values are measured from, w_i = v_i - r (w_0 = (1 - p
 1 - p_0 = sum_{i>0} p_i computed without cancellation). With u_o = o - r = sum_i p_i w_i:
 
 - spread  = sum_i p_i ||v_i - o||^2   = sum_i p_i ||w_i||^2 - ||u_o||^2,
-- grad_sq = sum_i p_i^2 ||v_i - o||^2 = sum_i p_i^2 ||w_i||^2 - 2 u_o . sum_i p_i^2 w_i + ||u_o||^2 sum_i p_i^2,
+- grad_sq = sum_i p_i^2 ||v_i - o||^2 = sum_i p_i^2 ||w_i||^2 - 2 u_o . sum_i p_i^2 w_i + ||u_o||^2
+sum_i p_i^2,
 
 accumulated in float64 chunk by chunk; r stays within ~|o| of o, so neither difference loses
 more than a factor ~2 of precision, and both stay accurate when the weights are one-hot.
@@ -74,7 +75,10 @@ EXP_LIMIT = 25.0  # ... and form 2 (unshifted exp); beyond it form 3
 GROUP_SCALES = 8  # at most this many scales share one call of each ufunc / batched matrix product
 GROUP_BYTES = (
     2**20
-)  # ... and their noisy weights and outputs stay below this per trial (large n: one scale per call, in L2)
+    # ... and their noisy weights and outputs stay below this per trial (large n: one scale per
+    # call, in
+    # L2)
+)
 
 
 def chunk_bytes_per_key(d: int, k: int) -> int:
@@ -91,7 +95,8 @@ def key_chunk(n: int, d: int, k: int) -> int:
 
 
 def scale_bytes(n: int, d: int, k: int) -> int:
-    """Bytes per trial and scale of a group: noisy weights of a chunk (K x m) and outputs (K x (d + 1)), float32."""
+    """Bytes per trial and scale of a group: noisy weights of a chunk (K x m) and outputs (K x (d +
+    1)), float32."""
     return 4 * k * (key_chunk(n, d, k) + d + 1)
 
 
@@ -118,7 +123,8 @@ def bytes_per_trial(n: int, d: int, k: int) -> int:
 
 
 def form(noise_scale: float, bound: float) -> int:
-    """Which form computes a scale, from sigma * max|z| over the block (see the module docstring)."""
+    """Which form computes a scale, from sigma * max|z| over the block (see the module
+    docstring)."""
     reach = noise_scale * bound
     return 1 if reach <= EXPM1_LIMIT else 2 if reach <= EXP_LIMIT else 3
 
@@ -148,7 +154,8 @@ class CleanSoftmax:
 def clean_softmax(
     rng: np.random.Generator, trials: int, n: int, logit_scale: float
 ) -> CleanSoftmax:
-    """Draw the logits and put each trial's top key at index 0 (a relabelling: every law is symmetric in the keys)."""
+    """Draw the logits and put each trial's top key at index 0 (a relabelling: every law is
+    symmetric in the keys)."""
     rows = np.arange(trials)
     logits = standard_normal(rng, (trials, n)).astype(np.float64)
     logits *= float(logit_scale)
@@ -173,7 +180,8 @@ def clean_softmax(
 
 @dataclass
 class NoisePlan:
-    """The block's standard noise, chunk by chunk, and how each scale is computed (its form, see above)."""
+    """The block's standard noise, chunk by chunk, and how each scale is computed (its form, see
+    above)."""
 
     z: list  # per key chunk (T, K, m) float32
     starts: range  # first key of each chunk
@@ -192,7 +200,8 @@ class NoisePlan:
 def plan_noise(
     rng: np.random.Generator, clean: CleanSoftmax, noise: str, k: int, d: int, scales: np.ndarray
 ) -> NoisePlan:
-    """Draw the noise of every key chunk (before any value) and choose each scale's form from sigma * max|z|."""
+    """Draw the noise of every key chunk (before any value) and choose each scale's form from sigma
+    * max|z|."""
     trials, n = clean.weights.shape
     chunk = key_chunk(n, d, k)
     starts = range(0, n, chunk)
@@ -272,10 +281,10 @@ def simulate(
     noise_scales,
     record: bool = False,
 ):
-    """Per noise scale (in the order given), metric -> (T,) float64: sq_err, spread, grad_sq, entropy, n_eff,
-    and the clean-weight sums of the next-order theory (`attnsim.theory.delta_next.next_order_stats`):
-    sum_p2, sum_p3, c3, c4, m2 and c_tail (sum p^{k*} ||v - o||^2 for the scale's k*; nan where
-    `delta_next.tail_power` gives no tail term).
+    """Per noise scale (in the order given), metric -> (T,) float64: sq_err, spread, grad_sq,
+    entropy, n_eff, and the clean-weight sums of the next-order theory
+    (`attnsim.theory.delta_next.next_order_stats`): sum_p2, sum_p3, c3, c4, m2 and c_tail (sum
+    p^{k*} ||v - o||^2 for the scale's k*; nan where `delta_next.tail_power` gives no tail term).
 
     Phases: the clean softmax, the noise and each scale's form, then key chunk by key chunk the
     values (measured from r = p_0 v_0), their moments and the noisy outputs, and last the metrics.
@@ -401,9 +410,10 @@ def metrics(
 
 def _high_moments(weights, norms, values, powers, high_w, high_ww, high_p) -> None:
     """Add one key chunk's sum p^r w (float32 product, like `moments`), sum p^r ||w||^2 and sum p^r
-    (float64) for r in `powers` to the accumulators (T, R, d), (T, R), (T, R). A separate product from
-    `moments`, so that the rows the older metrics use are computed exactly as before. Powers below
-    1e-30 are flushed to 0 in the float32 rows (their terms are negligible; denormals slow the product)."""
+    (float64) for r in `powers` to the accumulators (T, R, d), (T, R), (T, R). A separate product
+    from `moments`, so that the rows the older metrics use are computed exactly as before. Powers
+    below 1e-30 are flushed to 0 in the float32 rows (their terms are negligible; denormals slow the
+    product)."""
     rows = np.empty((weights.shape[0], len(powers), weights.shape[1]), F32)
     square = weights * weights
     for j, r in enumerate(powers):
@@ -416,7 +426,8 @@ def _high_moments(weights, norms, values, powers, high_w, high_ww, high_p) -> No
 
 
 def _row_max(z, log_w32, sigma, chunk) -> np.ndarray:
-    """max_i (log p_i + sigma z_ki) per scale, trial and row, shape (S, T, K, 1) float32 (form 3's shift)."""
+    """max_i (log p_i + sigma z_ki) per scale, trial and row, shape (S, T, K, 1) float32 (form 3's
+    shift)."""
     best = np.full((len(sigma),) + z[0].shape[:2] + (1,), -np.inf, F32)
     for c, z_chunk in enumerate(z):
         for j in range(len(sigma)):  # one scale at a time: a chunk-sized temporary

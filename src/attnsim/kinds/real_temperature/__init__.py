@@ -1,4 +1,5 @@
-"""Kind `real_temperature`: cosine attention at temperature tau over real embeddings (docs/science.md §5.8).
+"""Kind `real_temperature`: cosine attention at temperature tau over real embeddings
+(docs/science.md §5.8).
 
 A query and n keys are members of a fixed population of real embeddings (MiniLM sentence
 embeddings of corpus sentences, or GloVe word vectors); the logits are cos theta_i / tau. The
@@ -182,7 +183,8 @@ KIND = Kind(
     figures=("real_temperature_gap",),
     headline=headline,
     extreme_metrics=("entropy",),
-    description="entropy gap of cosine attention at temperature tau over real embeddings (MiniLM, GloVe) vs the bounds and the spread prediction",
+    description="entropy gap of cosine attention at temperature tau over real embeddings "
+    "(MiniLM, GloVe) vs the bounds and the spread prediction",
     params=PARAMS,
     stream_params=("embeddings", "n"),
     metrics=METRICS,

@@ -1,5 +1,5 @@
-"""Figure of `real_temperature` (docs/science.md §5.8): the gap of real embeddings against tau beside the
-random-direction curve, the worst-case bounds and the per-query variance prediction."""
+"""Figure of `real_temperature` (docs/science.md §5.8): the gap of real embeddings against tau
+beside the random-direction curve, the worst-case bounds and the per-query variance prediction."""
 
 from __future__ import annotations
 

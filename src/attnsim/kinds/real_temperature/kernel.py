@@ -91,7 +91,8 @@ def first_of_permutation(u: np.ndarray, k: int) -> np.ndarray:
 def draw_cosines(
     rng: np.random.Generator, trials: int, n: int, embeddings: str, record: bool = False
 ):
-    """(T, n) float64 cosines between each trial's query and its n keys (and the members drawn, if `record`)."""
+    """(T, n) float64 cosines between each trial's query and its n keys (and the members drawn, if
+    `record`)."""
     x = population(embeddings)
     order = first_of_permutation(rng.random((trials, len(x))), n + 1)
     query, keys = x[order[:, 0]], x[order[:, 1:]]

@@ -1,4 +1,5 @@
-"""Kind `temperature_entropy`: entropy of cosine-similarity attention at temperature tau (docs/science.md §4).
+"""Kind `temperature_entropy`: entropy of cosine-similarity attention at temperature tau
+(docs/science.md §4).
 
 The gap log n - H can never exceed the exact finite-n worst case `exact_gap(n, tau)`;
 the summary records the largest gap seen over all trials and whether it respects that bound.
@@ -95,7 +96,10 @@ def headline(s) -> str:
     at_one = s[np.isclose(s["tau"], 1.0)]
     text = f"every trial within its exact bound: {bool(s['gap_within_bound'].all())}"
     if len(at_one):
-        text += f"; largest gap at τ = 1: {at_one['gap_max'].max():.4f} (bound g(1) = {at_one['gap_asymptotic'].iloc[0]:.4f})"
+        text += (
+            f"; largest gap at τ = 1: {at_one['gap_max'].max():.4f} (bound g(1) = "
+            f"{at_one['gap_asymptotic'].iloc[0]:.4f})"
+        )
     return text
 
 
@@ -108,7 +112,8 @@ KIND = Kind(
     figures=("temperature_gap",),
     headline=headline,
     extreme_metrics=("entropy",),
-    description="entropy gap log n - H of cosine attention at temperature tau for random directions, against the worst-case bound",
+    description="entropy gap log n - H of cosine attention at temperature tau for random "
+    "directions, against the worst-case bound",
     params=PARAMS,
     stream_params=("n", "d"),
     metrics=METRICS,

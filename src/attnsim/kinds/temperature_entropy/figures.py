@@ -1,5 +1,6 @@
-"""Figure of `temperature_entropy` (docs/science.md §4): the gap log n - H against tau beside the exact
-finite-n worst case, g(tau) and the random-direction approximation; means with 95% intervals."""
+"""Figure of `temperature_entropy` (docs/science.md §4): the gap log n - H against tau beside the
+exact finite-n worst case, g(tau) and the random-direction approximation; means with 95%
+intervals."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ G1 = float(asymptotic_gap(1.0))  # 0.4745...
 
 @figure_function
 def temperature_gap(summary: pd.DataFrame):
-    """Gap log n - H vs tau (log-log), a colour per n, a panel per d, against the worst-case bounds."""
+    """Gap log n - H vs tau (log-log), a colour per n, a panel per d, against the worst-case
+    bounds."""
     ds = sorted(summary["d"].unique())
     colours = n_colours(summary["n"])
     fig, axes = plt.subplots(1, len(ds), figsize=(5.8 * len(ds), 4.8), squeeze=False, sharey=True)

@@ -1,8 +1,9 @@
-"""Kind `shifted_logits` (an attnsim plugin): adding one constant c to every logit leaves softmax unchanged.
+"""Kind `shifted_logits` (an attnsim plugin): adding one constant c to every logit leaves softmax
+unchanged.
 
-The essay's cancellation argument rests on it (docs/science.md §2.2 in attnsim): only the shape of the
-noise law matters. Each trial draws gaussian logits s and measures |H(s + c) - H(s)| in nats, which
-must be rounding only.
+The essay's cancellation argument rests on it (docs/science.md §2.2 in attnsim): only the shape of
+the noise law matters. Each trial draws gaussian logits s and measures |H(s + c) - H(s)| in nats,
+which must be rounding only.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Figure of `shifted_logits`: the deviation |H(s + c) - H(s)| against the shift, beside the rounding bound."""
+"""Figure of `shifted_logits`: the deviation |H(s + c) - H(s)| against the shift, beside the
+rounding bound."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import matplotlib.pyplot as plt
 from attnsim.figures.style import figure_function
 
 
-@figure_function  # attnsim's theme for this call only, a layout that keeps the legend; style=None: yours
+# attnsim's theme for this call only, a layout that keeps the legend; style=None: yours
+@figure_function
 def shift_deviation(summary):
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for n, line in summary.sort_values("shift").groupby("n"):
