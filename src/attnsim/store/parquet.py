@@ -319,9 +319,7 @@ def read_pieces(
     caller's work, the reading and the hashing overlap. Each piece is decoded on one thread
     (Arrow's pool would only compete with the other two)."""
     parallel = threads > 1
-    pieces = (
-        piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary)
-    )
+    pieces = (piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary))
     if parallel:
         pieces = _ahead(pieces, depth=1)
     checked = _checked(pieces)
