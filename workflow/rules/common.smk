@@ -172,6 +172,14 @@ def experiment_folder(wildcards):
     return [folder] if folder.is_dir() else []
 
 
+def collect_threads(wildcards):
+    """2 for an experiment of 10^7 trial rows or more (a second thread reads and checks the next
+    row group while one is summarised: the million preset's collect); else 1, so that the small
+    experiments' collects run side by side."""
+    plan = PLANS[wildcards.experiment]
+    return 2 if plan.n_points * (plan.trials or 1) >= 10**7 else 1
+
+
 def experiment_json(wildcards):
     return planning.experiment_json(SETTINGS, wildcards.experiment)
 

@@ -136,6 +136,9 @@ def fit_canvas(fig, pad: float = PAD_INCHES) -> None:
     fig.set_size_inches(needed, height + extra_height, forward=False)
 
 
+WIDEN_ROUNDS = 4  # a canvas widened this often and still too narrow is refused by `save`
+
+
 def lay_out(fig, pad: float = PAD_INCHES) -> None:
     """Run the figure's layout once, at the PNG's resolution. A panel title or legend that the
     layout could not fit into the width (it is centred over its panel: `fit_canvas` cannot know
@@ -146,10 +149,13 @@ def lay_out(fig, pad: float = PAD_INCHES) -> None:
     fig.set_dpi(DPI)
     try:
         fig.get_layout_engine().execute(fig)
-        sides = [max(r[0], r[2]) for r in reaching_out(fig).values()]
-        if sides and max(sides) > 0:
+        for _ in range(WIDEN_ROUNDS):
+            sides = [max(r[0], r[2]) for r in reaching_out(fig).values()]
+            if not sides or max(sides) <= 0:
+                break
             width, height = fig.get_size_inches()
             # the panels widen with the canvas and keep their titles centred: twice the overshoot
+            # (less where colour bars and gaps take their share of the width: hence the rounds)
             fig.set_size_inches(width + 2 * (max(sides) / DPI + pad), height, forward=False)
             fig.get_layout_engine().execute(fig)
     finally:

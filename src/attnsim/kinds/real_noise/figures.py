@@ -56,9 +56,13 @@ def real_noise_map(summary: pd.DataFrame):
     fig, axes = plt.subplots(
         len(ns),
         len(settings),
-        figsize=(0.4 * len(heads) * len(settings) + 1.5, 0.5 * len(layers) * len(ns) + 1.8),
-        squeeze=False,
-        gridspec_kw={"wspace": 0.55, "hspace": 0.75},
+        # a panel as wide as its heads need, and never narrower than its title
+        figsize=(
+            max(0.4 * len(heads), 2.6) * len(settings) + 1.5,
+            0.5 * len(layers) * len(ns) + 1.8,
+        ),
+        squeeze=False,  # no gridspec spacing: the constrained layout spaces the panels (a wspace
+        # of 0.55 there is a share of the whole figure, and squeezed the panels to a third)
     )
     tol = THRESHOLDS.ratio_tolerance
     ratio_norm = mcolors.TwoSlopeNorm(vcenter=1.0, vmin=0.5, vmax=1.5)
