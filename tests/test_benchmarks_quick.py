@@ -154,38 +154,3 @@ def test_quick_benchmarks_write_every_row(tmp_path):
         and markdown.count("\n| ") == len(rows) + 1
     )
     assert "noisy_attention n=16384: speedup over naive" in result.stdout  # the table is printed
-
-
-def test_quick_scale_benchmarks_write_their_rows(tmp_path):
-    """`python -m benchmarks --scale --quick --no-store`: planning, a job's start-up and the
-    one-point sweep on small sizes (the 10^8-row store and SLURM rows are left out here)."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks",
-            "--scale",
-            "--quick",
-            "--no-store",
-            "--cores",
-            "2",
-            "--output",
-            str(tmp_path),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    rows = {r["what"]: r for r in pq.read_table(tmp_path / "scale/latest.parquet").to_pylist()}
-    for size in ("10k", "100k"):
-        assert rows[f"scale: {size} points, snakemake -n"]["value"] > 0
-        assert rows[f"scale: job start-up to first kernel call, {size}-point sweep"]["value"] > 0
-    assert (
-        rows["scale: 100k points, chunk jobs (SLURM profile)"]["value"]
-        <= rows["scale: 100k points, chunk jobs (laptop default)"]["value"]
-    )
-    assert any(
-        w.startswith("scale: one-point sweep, speedup over the naive loop, threads") for w in rows
-    )
