@@ -8,28 +8,19 @@ import shutil
 
 import pyarrow.parquet as pq
 import pytest
-from helpers.configs import small_config
+from helpers.configs import simulated_robustness, small_config
 from helpers.workflow import snakemake, write_config
 
 from attnsim.cli import main
-from attnsim.config.load import load
 from attnsim.errors import StoreError
 from attnsim.plan.sweep import experiment_json, plan_experiment
 from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 
 @pytest.fixture
 def chunks(tmp_path):
-    settings = load(small_config())
-    root = tmp_path / "store"
-    plan = plan_experiment(settings, "robustness", root)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
-    return settings, root, paths
+    return simulated_robustness(tmp_path / "store")
 
 
 def flip(path, offset: int, bit: int = 0) -> None:
