@@ -5,6 +5,8 @@ grid spacing."""
 
 from __future__ import annotations
 
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -124,7 +126,7 @@ def test_formats_match_ml_dtypes():
 def test_without_ml_dtypes_only_the_formats_stop_with_one_line(monkeypatch):
     from attnsim.errors import AttnsimError
 
-    monkeypatch.setattr(rounding, "ml_dtypes", None)
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # `import ml_dtypes` raises ImportError
     rounding._formats.cache_clear()
     try:
         assert list(rounding.FORMATS) == list(

@@ -26,13 +26,6 @@ import numpy as np
 
 from attnsim.errors import AttnsimError
 
-try:
-    import ml_dtypes
-except (
-    ImportError
-):  # a core dependency; without it only the low-precision kinds stop, with one line
-    ml_dtypes = None
-
 F32 = np.float32
 
 
@@ -56,6 +49,8 @@ class Format:
 
 
 def _format(name: str, dtype, bits: int, min_exp: int, cast_is_fast: bool = False) -> Format:
+    import ml_dtypes
+
     info = ml_dtypes.finfo(dtype)
     assert int(info.nmant) + 1 == bits and float(info.smallest_normal) == 2.0**min_exp, name
     return Format(name, np.dtype(dtype), bits, min_exp, float(info.max), cast_is_fast)
@@ -66,11 +61,15 @@ FORMAT_NAMES = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 
 @cache
 def _formats() -> dict[str, Format]:
-    if ml_dtypes is None:
+    """The formats, built on first use: importing ml-dtypes takes ~0.6 s (its extension module),
+    which every job that imports the kinds (claims, figures, Snakemake's planning) would pay."""
+    try:
+        import ml_dtypes
+    except ImportError as missing:  # a core dependency; without it only these kinds stop
         raise AttnsimError(
             "the low-precision formats need ml-dtypes: pip install 'ml-dtypes>=0.5' (a dependency "
             "of attnsim)"
-        )
+        ) from missing
     table = (
         _format("bfloat16", ml_dtypes.bfloat16, 8, -126, cast_is_fast=True),
         _format("float16", np.float16, 11, -14),
