@@ -657,6 +657,34 @@ def nest_summary(slope: float, heads_: int = 12, se: float = 0.002, layers=(0, 1
     return pd.DataFrame(rows)
 
 
+def test_within_head_slopes_equal_the_loop_over_nests():
+    """The grouped sums give the reference loop's slopes, SEs, n_eff slopes and flags, in its
+    order, on shuffled rows with nests of too few windows, one window outside the delta regime,
+    a non-positive value and uneven trials."""
+    from oracles.real_noise import within_head_slopes as loop
+
+    from attnsim.kinds.real_noise import claims
+
+    rng = np.random.default_rng(5)
+    s = nest_summary(-0.4, heads_=5)
+    s["rel_err_mean"] *= np.exp(rng.normal(0, 0.2, len(s)))
+    s["rel_err_se"] *= rng.uniform(0.5, 2, len(s))
+    s["sum_p2_mean"] *= np.exp(rng.normal(0, 0.3, len(s)))
+    s["n_trials"] = rng.integers(10, 1000, len(s))
+    s.loc[3, "predicted_correction"] = 1.0  # this nest is not all in the delta regime
+    s.loc[7, "rel_err_mean"] = 0.0  # left out: leaves its nest 2 windows
+    s = s[~((s["layer"] == 1) & (s["head"] == 4) & (s["n_keys"] == 64))]  # a nest of 2 windows
+    s = s.sample(frac=1.0, random_state=2)
+    fast, reference = claims.within_head_slopes(s), loop(s)
+    assert list(fast.columns) == list(reference.columns) and len(fast) == len(reference) == 8
+    for column in fast.columns:
+        if fast[column].dtype.kind == "f":
+            assert np.allclose(fast[column], reference[column], rtol=1e-9, atol=0), column
+        else:
+            assert (fast[column].to_numpy() == reference[column].to_numpy()).all(), column
+    assert (~fast["in_delta"]).sum() == 1
+
+
 def test_rate_within_heads_recovers_the_slope_and_judges_it():
     from attnsim.kinds.real_noise import claims
 

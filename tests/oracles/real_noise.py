@@ -39,3 +39,39 @@ def naive_trial(logits, values, noise, noise_scale: float) -> dict[str, float]:
         "grad_sq": float(np.sum(p**2 * dist2)),
         "spread": float(np.sum(p * dist2)),
     }
+
+
+def within_head_slopes(s, value: str = "rel_err_mean", se: str = "rel_err_se"):
+    """The within-head slopes one nest at a time (a pandas loop): the reference for the grouped
+    sums of `attnsim.kinds.real_noise.claims.within_head_slopes`."""
+    import pandas as pd
+
+    from attnsim.kinds.real_noise.claims import SLOPE_KEYS, THRESHOLDS
+
+    nested = s[(s["keys"] > 0) & s[value].notna() & (s[value] > 0)]
+    out = []
+    for key, part in nested.groupby(SLOPE_KEYS):
+        if part["n_keys"].nunique() < THRESHOLDS.min_windows:
+            continue
+        part = part.sort_values("n_keys")
+        x = np.log(part["n_keys"].to_numpy(float))
+        y = np.log(part[value].to_numpy(float))
+        w = (part[value] / part[se]).to_numpy(float) ** 2
+        xm = np.sum(w * x) / np.sum(w)
+        sxx = np.sum(w * (x - xm) ** 2)
+        n_eff = 1.0 / part["sum_p2_mean"].to_numpy(float)
+        out.append(
+            dict(zip(SLOPE_KEYS, key, strict=True))
+            | {
+                "slope": float(np.sum(w * (x - xm) * y) / sxx),
+                "slope_se": float(1 / math.sqrt(sxx)),
+                "n_eff_slope": float(np.polyfit(x, np.log(n_eff), 1)[0]),
+                "n_eff_share": float(n_eff[0] / part["n_keys"].iloc[0]),
+                "in_delta": bool(
+                    (part["predicted_correction"] <= THRESHOLDS.delta_correction).all()
+                ),
+                "windows": len(part),
+                "n_trials": int(part["n_trials"].sum()),
+            }
+        )
+    return pd.DataFrame(out)
