@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -20,11 +19,11 @@ from jsonschema import ValidationError, validators
 from attnsim.config import guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
 from attnsim.config.grid import grid_columns
+from attnsim.config.records import Experiment, Settings
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
 from attnsim.seeding import digest
-from attnsim.store.parquet import results_key
 
 SCHEMA_FILE = "schema.yaml"
 
@@ -160,69 +159,6 @@ def check_schema(config: dict) -> None:
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise ConfigError(describe(errors[0]))
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One experiment of a sweep with the sweep's seed: the record its numbers depend on."""
-
-    name: str
-    kind: str
-    trials: int
-    grid: dict[str, list]
-    seed: int
-    description: str = ""
-    target_se: float | None = None  # adaptive precision on the kind's main metric
-    max_trials: int | None = None
-
-    @property
-    def results_key(self) -> str:
-        """What its rows depend on besides their parameters
-        (`attnsim.store.parquet.results_key`)."""
-        return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
-
-    def to_json(self) -> str:
-        """Its one JSON form: the settings its summary and figures depend on (not the description),
-        the file its collect job reads."""
-        spec = {
-            "experiment": self.name,
-            "kind": self.kind,
-            "trials": self.trials,
-            "seed": self.seed,
-            "grid": self.grid,
-        }
-        if self.target_se is not None:
-            spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
-        return json.dumps(spec, sort_keys=True, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str) -> Experiment:
-        spec = json.loads(text)
-        return cls(
-            name=spec["experiment"],
-            kind=spec["kind"],
-            trials=spec["trials"],
-            grid=spec["grid"],
-            seed=spec["seed"],
-            target_se=spec.get("target_se"),
-            max_trials=spec.get("max_trials"),
-        )
-
-
-@dataclass(frozen=True)
-class Settings:
-    seed: int
-    chunk_size: int | None  # an optional upper bound on a chunk's points (chunks are sized by cost)
-    memory_budget_mb: int
-    experiments: dict[str, Experiment]
-    config_hash: str  # of the science (seed and experiments), not of runtime knobs
-    assets: dict[str, str] = field(
-        default_factory=dict
-    )  # asset name -> local copy to use instead of downloading
-    job_minutes: float = (
-        2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
-    )
-    max_jobs: int | None = None  # refuse a sweep that needs more simulate jobs (a cluster's limit)
 
 
 def check_semantics(settings: Settings) -> None:

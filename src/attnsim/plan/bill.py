@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnsim.config.load import Settings
+from attnsim.config.records import Settings
 from attnsim.errors import ConfigError
 from attnsim.plan import cost
 from attnsim.plan.sweep import ExperimentPlan

@@ -31,7 +31,7 @@ from attnsim.config.grid import (
     chunk_id,
     grid_columns,
 )
-from attnsim.config.load import Experiment, Settings
+from attnsim.config.records import Experiment, Settings
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from attnsim.config.grid import GridColumns, grid_columns
-from attnsim.config.load import Experiment
+from attnsim.config.records import Experiment
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
