@@ -179,7 +179,7 @@ def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.Data
     for name, kind in experiments.items():
         path = store.summary_path(root, kind, name)
         if path.exists():
-            frame = store.read_table(path).to_pandas()
+            frame = store.read_summary(path).to_pandas()
             frame.insert(0, "experiment", name)
             frames[name] = frame
     return frames

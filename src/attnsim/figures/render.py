@@ -18,7 +18,6 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: all of the kind's)."""
     import matplotlib
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     matplotlib.use("Agg")  # the figures job draws to files only (a figure module never chooses)
     from attnsim.figures.style import save
@@ -34,8 +33,7 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     # the point ids only where a figure of single trials needs them: a million-point summary's
     # ids are most of what reading and checking it costs (time and memory)
     trials = any(getattr(getattr(module, f), "trial_columns", None) for f in names)
-    columns = [c for c in pq.read_schema(summary_path).names if trials or c != "point_id"]
-    frame = store.read_table(summary_path, columns=columns).to_pandas(
+    frame = store.read_summary(summary_path, ids=trials).to_pandas(
         split_blocks=True, self_destruct=True
     )
     pa.default_memory_pool().release_unused()  # the read's buffers, before drawing

@@ -75,7 +75,7 @@ def _trials_run(root: Path, kind: str, name: str) -> str:
         return "-"
     import pyarrow.compute as pc
 
-    column = store.read_table(path).column("n_trials")
+    column = store.read_table(path, columns=["n_trials"]).column("n_trials")
     if len(column) == 0:
         return "-"
     low, high = pc.min(column).as_py(), pc.max(column).as_py()
@@ -89,7 +89,7 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         if not path.exists():
             lines.append(f"{name:<20} {e.kind:<20} (no summary yet)")
             continue
-        s = store.read_table(path).to_pandas()
+        s = store.read_summary(path).to_pandas()
         low, high = (
             (int(s["n_trials"].min()), int(s["n_trials"].max())) if len(s) else (e.trials, e.trials)
         )

@@ -304,6 +304,15 @@ def read_table(
     return table
 
 
+def read_summary(path: Path, ids: bool = False) -> pa.Table:
+    """A summary's table, checked as `read_table` checks it, without its point ids unless `ids`:
+    a million-point summary's ids are most of what reading and checking it costs (their content
+    sha256 over 10^6 strings), and the statistics (figures, headlines, claims) do not read
+    them."""
+    columns = None if ids else [c for c in pq.read_schema(path).names if c != "point_id"]
+    return read_table(path, columns=columns)
+
+
 def read_pieces(
     paths: list[Path],
     columns: list[str],
