@@ -4,12 +4,11 @@ checked by the full suite, `python -m benchmarks`, not here)."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from helpers.benchmarks import run_benchmarks
 
 from benchmarks import machine
 
@@ -115,23 +114,7 @@ def expected_rows(cores: int) -> set[str]:
 
 def test_quick_benchmarks_write_every_row(tmp_path):
     cores = 2
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks",
-            "--quick",
-            "--cores",
-            str(cores),
-            "--output",
-            str(tmp_path),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    stdout = run_benchmarks(tmp_path, "--quick", cores=cores)
     table = pq.read_table(tmp_path / "latest.parquet")
     assert table.schema.names == ["what", "value", "unit", "target", "met", "note"]
     rows = table.to_pylist()
@@ -153,4 +136,4 @@ def test_quick_benchmarks_write_every_row(tmp_path):
         and "machine:" in markdown
         and markdown.count("\n| ") == len(rows) + 1
     )
-    assert "noisy_attention n=16384: speedup over naive" in result.stdout  # the table is printed
+    assert "noisy_attention n=16384: speedup over naive" in stdout  # the table is printed

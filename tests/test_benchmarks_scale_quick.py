@@ -3,40 +3,17 @@ own, so that pytest-xdist runs it beside the other quick benchmarks: each takes 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pyarrow.parquet as pq
 import pytest
+from helpers.benchmarks import run_benchmarks
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_quick_scale_benchmarks_write_their_rows(tmp_path):
     """`python -m benchmarks --scale --quick --no-store`: planning, a job's start-up and the
     one-point sweep on small sizes (the 10^8-row store and SLURM rows are left out here)."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks",
-            "--scale",
-            "--quick",
-            "--no-store",
-            "--cores",
-            "2",
-            "--output",
-            str(tmp_path),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_benchmarks(tmp_path, "--scale", "--quick", "--no-store")
     rows = {r["what"]: r for r in pq.read_table(tmp_path / "scale/latest.parquet").to_pylist()}
     for size in ("10k", "100k"):
         assert rows[f"scale: {size} points, snakemake -n"]["value"] > 0
