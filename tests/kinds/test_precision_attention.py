@@ -51,8 +51,12 @@ def test_kernel_matches_the_naive_oracle(site, fmt):
         site == "qk_rotated",
     )
     got = precision.Block(logits, values, q, k, rotations).metrics(site, fmt)
-    # at q and k the float32 sums differ in order (~1e-7 of s): up to ~1e-3 of the fp16 error
-    rel = 5e-3 if site.startswith("qk") else 2e-6
+    # at q and k the float32 sums differ in order (~1e-7 of s): up to ~1e-3 of the fp16 error.
+    # Rotated, q and k come from a float32 product whose last bits differ (BLAS against the
+    # oracle's), so one of their n d + d = 200 elements can round to the neighbouring fp16 or
+    # fp8 value: one ulp of one element changes sq_err by ~1/200 of itself (measured 5.0e-3 on
+    # the AVX2 class, emulated); 2e-2 allows a few such elements
+    rel = 2e-2 if site == "qk_rotated" else 5e-3 if site.startswith("qk") else 2e-6
     for t in range(5):
         want = oracle.row(
             logits[t], values[t], q[t], k[t], None if rotations is None else rotations[t], fmt, site

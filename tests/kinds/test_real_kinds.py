@@ -564,8 +564,11 @@ def test_nested_windows_come_from_the_same_texts_and_queries(resources):
             for name, value in ref.items():
                 assert metrics[name][t] == pytest.approx(value, rel=2e-3, abs=1e-9), (t, p, name)
             p_row = np.exp(logits - logits.max())
+            # float32 forward passes of differently batched windows: logits (up to ~10) agree to
+            # ~1e-6 of their size, so weights to ~1e-5 relative (measured 1.1e-6 on the AVX2
+            # class, emulated; 1e-6 was the AVX-512 class's margin only)
             assert metrics["sink_weight"][t] == pytest.approx(
-                (p_row[0] + p_row[-1]) / p_row.sum(), rel=1e-6
+                (p_row[0] + p_row[-1]) / p_row.sum(), rel=1e-5
             )
 
 
