@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -593,3 +594,40 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
     )
     assert "CPU-minutes estimated" in lines[2] and "peak memory per job" in lines[2]
     assert "simulate jobs of max_jobs = 100" in lines[3] and not (tmp_path / "results").exists()
+
+
+def test_attnsim_finds_its_own_snakemake_without_an_activated_venv(tmp_path):
+    """`.venv/bin/attnsim plan` with a PATH that lacks the venv still finds the venv's
+    Snakemake (and the rules its attnsim); with no Snakemake anywhere it says so in one line."""
+    import subprocess
+    import sys
+
+    from helpers.workflow import write_config
+
+    write_config(tmp_path, small_config())
+    attnsim = str(Path(sys.executable).parent / "attnsim")
+    cmd = [sys.executable, attnsim, "plan", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path)]
+    bare = {**os.environ, "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=bare)
+    assert result.returncode == 0 and result.stdout.startswith("plan: 1 experiments"), (
+        result.stdout + result.stderr
+    )
+    # an interpreter whose scripts directory has no Snakemake, and none on PATH
+    lonely = tmp_path / "bin"
+    lonely.mkdir()
+    (lonely / "python").symlink_to(sys.executable)
+    code = (
+        "import sys; sys.executable = sys.argv[1]; from attnsim.cli import main;"
+        " raise SystemExit(main(['run', '-n']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(lonely / "python")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=bare,
+    )
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        "attnsim: error: snakemake is installed neither beside attnsim nor on PATH "
+        "(pip install -e . does)"
+    ], result.stderr

@@ -92,8 +92,25 @@ def stale_lock(workdir: Path) -> bool:
     return live is not None and workdir.resolve() not in live
 
 
+def scripts_path() -> str:
+    """PATH with this interpreter's scripts directory first: `attnsim run` called as
+    `.venv/bin/attnsim` without activating the venv finds its own Snakemake, and the rules'
+    `attnsim ...` commands find this attnsim (not another one, or none, on the user's PATH)."""
+    scripts = str(Path(sys.executable).parent)
+    rest = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != scripts]
+    return os.pathsep.join([scripts, *rest])
+
+
+NO_SNAKEMAKE = "snakemake is installed neither beside attnsim nor on PATH (pip install -e . does)"
+
+
 def command(extra: list[str]) -> list[str]:
-    snakemake = shutil.which("snakemake") or "snakemake"
+    """Snakemake's command line for `extra`; AttnsimError (one line) if there is no Snakemake."""
+    from attnsim.errors import AttnsimError
+
+    snakemake = shutil.which("snakemake", path=scripts_path())
+    if snakemake is None:
+        raise AttnsimError(NO_SNAKEMAKE)
     defaults = [
         a
         for a in DEFAULT_ARGS
@@ -113,9 +130,11 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
 
     try:
         guard.check_run_args(extra, workdir)
+        cmd = command(extra)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
+    env = {**os.environ, "PATH": scripts_path()}
     if stale_lock(workdir):
         print(
             "attnsim: removing the lock left by an interrupted run (no Snakemake process is "
@@ -125,14 +144,14 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
         import subprocess
 
         subprocess.run(
-            [command([])[0], "--unlock", "--cores", "1", *extra_config(extra)],
+            [cmd[0], "--unlock", "--cores", "1", *extra_config(extra)],
             cwd=workdir,
+            env=env,
             check=False,
             capture_output=True,
         )
-    cmd = command(extra)
     print("attnsim: " + " ".join(cmd), file=sys.stderr)
-    os.execv(cmd[0], cmd)
+    os.execve(cmd[0], cmd, env)
     return 1  # not reached
 
 
@@ -141,9 +160,15 @@ def plan(extra: list[str], workdir: Path = Path(".")) -> int:
     `attnsim.plan.bill`) or the one-line error that stops the sweep."""
     import subprocess
 
-    result = subprocess.run(
-        command(["--dry-run", *extra]), cwd=workdir, capture_output=True, text=True
-    )
+    from attnsim.errors import AttnsimError
+
+    try:
+        cmd = command(["--dry-run", *extra])
+    except AttnsimError as error:
+        print(f"attnsim: error: {error}", file=sys.stderr)
+        return 2
+    env = {**os.environ, "PATH": scripts_path()}
+    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env)
     lines = result.stdout.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("plan: ")), None)
     if start is not None:
