@@ -147,3 +147,75 @@ def test_save_writes_what_a_plain_savefig_writes(summary, tmp_path):
         pixels,
         size,
     )  # the canvas, nothing cropped
+
+
+def _cases():
+    """Figures on which the two shortcuts of `style.lay_out` apply, or must not."""
+    import numpy as np
+
+    def log_decades():  # titled, log y over 30 decades: titles frozen, minor ticks dropped
+        fig, ax = plt.subplots()
+        ax.semilogy([1, 2, 3], [1e-30, 1e-10, 1.0])
+        ax.set_title("thirty decades")
+        return fig
+
+    def log_narrow():  # log x over a fraction of a decade: its minor ticks carry labels
+        fig, ax = plt.subplots()
+        ax.semilogx([2.0, 3.0, 4.0], [1, 2, 3])
+        ax.set_title("narrow")
+        return fig
+
+    def secondary():  # a secondary x axis on top: the title must rise above it
+        fig, ax = plt.subplots()
+        ax.semilogx([1e-2, 1e2], [0, 1])
+        ax.secondary_xaxis("top", functions=(np.sqrt, np.square)).set_xlabel("top label")
+        ax.set_title("over a secondary axis")
+        return fig
+
+    def offset():  # a y offset text under a wide title
+        fig, axes = plt.subplots(1, 2, sharey=True)
+        for ax in axes:
+            ax.plot([0, 1], [1e6, 1e6 + 1])
+        axes[0].set_title("a title wide enough to reach the offset text at the top left")
+        return fig
+
+    def minor_grid():  # minor grid lines drawn: minor ticks kept
+        fig, ax = plt.subplots()
+        ax.semilogy([1, 2], [0.1, 10.0])
+        ax.grid(True, which="minor")
+        return fig
+
+    return {f.__name__: f for f in (log_decades, log_narrow, secondary, offset, minor_grid)}
+
+
+@pytest.mark.parametrize("case", sorted(_cases()))
+def test_layout_shortcuts_change_no_pixel(case, tmp_path, monkeypatch):
+    """`save` freezes titles nothing can move and drops minor ticks that draw nothing; the PNG is
+    pixel for pixel the one drawn without either shortcut."""
+    import numpy as np
+    from matplotlib.ticker import NullLocator
+    from PIL import Image
+
+    build = style.figure_function(lambda _: _cases()[case]())
+    fig = build(None)
+    style.lay_out(fig)
+    ax = fig.axes[0]
+    frozen = getattr(ax, "_autotitlepos", None) is False
+    dropped = {
+        name: isinstance(getattr(ax, f"{name}axis").get_minor_locator(), NullLocator)
+        for name in "xy"
+    }
+    plt.close(fig)
+    fast = style.save(build(None), tmp_path / "fast.png")[0]
+    monkeypatch.setattr(style, "freeze_titles", lambda fig: None)
+    monkeypatch.setattr(style, "drop_hidden_minor_ticks", lambda fig: None)
+    plain = style.save(build(None), tmp_path / "plain.png")[0]
+    assert np.array_equal(np.asarray(Image.open(fast)), np.asarray(Image.open(plain)))
+    engaged = {
+        "log_decades": frozen and dropped["y"],
+        "log_narrow": frozen and not dropped["x"],  # its minor ticks carry labels
+        "secondary": not frozen,
+        "offset": not frozen,
+        "minor_grid": not dropped["y"],
+    }[case]
+    assert engaged
