@@ -577,3 +577,16 @@ def test_entropy_bounds_points_to_the_logit_entropy_figure():
         and c.trials == 20
         and c.experiments == "aaa, ent"
     )
+
+
+def test_claims_html_is_the_same_scaled_in_threads(tiny_run, tmp_path):
+    """The claims job scales its figures on all local cores: the page is byte for byte the one a
+    single thread writes."""
+    from attnsim.claims import io as claims_io
+
+    experiments = {name: e["kind"] for name, e in TINY["experiments"].items()}
+    claims = claims_io.evaluate(
+        claims_io.load_summaries(tiny_run / "store", experiments), experiments
+    )
+    pages = [render.html(claims, {"seed": 1}, tiny_run, threads=t) for t in (1, 3)]
+    assert pages[0] == pages[1] and pages[0].count("data:image/png;base64,") >= 2

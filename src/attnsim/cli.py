@@ -107,7 +107,7 @@ def _claims(args) -> None:
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
     rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
-        io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta})
+        io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta}, args.threads)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":
         print(render.markdown(rows), end="")
@@ -296,6 +296,12 @@ def parser() -> argparse.ArgumentParser:
         "--write",
         type=Path,
         help="also write claims.parquet, claims.md and claims.html into this folder",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="figures scaled into claims.html at once (with --write)",
     )
     p.add_argument(
         "--format",

@@ -19,7 +19,9 @@ rule claims:
     benchmark:
         "results/benchmarks/claims.tsv"
     priority: PRIORITY["claims"]
+    threads: claims_threads
     params:
         experiments=experiments_json(),  # not on the command line: reruns the claims when they change
     shell:
-        "attnsim claims --experiments-file results/plan/experiments.json --store results/store --write results > {log:q} 2>&1"
+        "attnsim claims --experiments-file results/plan/experiments.json --store results/store "
+        "--write results --threads {threads} > {log:q} 2>&1"

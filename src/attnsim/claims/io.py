@@ -201,10 +201,9 @@ def from_table(claims_table: pa.Table) -> list[Claim]:
     ]
 
 
-def write(claims: list[Claim], results: Path, provenance: dict) -> list[Path]:
+def write(claims: list[Claim], results: Path, provenance: dict, threads: int = 1) -> list[Path]:
     """results/claims.parquet (typed, with provenance), claims.md and claims.html (with the figures
-    drawn
-    under results/figures embedded), each atomic."""
+    drawn under results/figures embedded, `threads` at a time), each atomic."""
     json.dumps(provenance)  # provenance must stay JSON-serialisable
     results = Path(results)
     parquet = results / "claims.parquet"
@@ -212,7 +211,7 @@ def write(claims: list[Claim], results: Path, provenance: dict) -> list[Path]:
     written = [parquet]
     for name, text in (
         ("claims.md", markdown(claims)),
-        ("claims.html", html(claims, provenance, results)),
+        ("claims.html", html(claims, provenance, results, threads)),
     ):
         path = results / name
         files.write_text(path, text, fsync=False)
