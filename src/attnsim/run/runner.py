@@ -93,12 +93,15 @@ def stale_lock(workdir: Path) -> bool:
 
 
 def scripts_path() -> str:
-    """PATH with this interpreter's scripts directory first: `attnsim run` called as
-    `.venv/bin/attnsim` without activating the venv finds its own Snakemake, and the rules'
-    `attnsim ...` commands find this attnsim (not another one, or none, on the user's PATH)."""
+    """PATH, with this interpreter's scripts directory put first if it is not on it: `attnsim run`
+    called as `.venv/bin/attnsim` without activating the venv finds its own Snakemake, and the
+    rules' `attnsim ...` commands find this attnsim (not another one, or none). A PATH that holds
+    the directory already is kept as it is (a wrapper placed before it stays first)."""
     scripts = str(Path(sys.executable).parent)
-    rest = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != scripts]
-    return os.pathsep.join([scripts, *rest])
+    path = os.environ.get("PATH", "")
+    if scripts in path.split(os.pathsep):
+        return path
+    return os.pathsep.join([scripts, path]) if path else scripts
 
 
 NO_SNAKEMAKE = "snakemake is installed neither beside attnsim nor on PATH (pip install -e . does)"
