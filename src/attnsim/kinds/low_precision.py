@@ -5,15 +5,18 @@ trained model). The row computations are `attnsim.kernels.precision`."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import FORMAT_NAMES, FORMATS
 from attnsim.kinds.base import Column, Param
 from attnsim.kinds.columns import F64, GRAD_SQ, N_EFF, STR, with_ci
 from attnsim.stats import ratio_of_means
+
+if TYPE_CHECKING:  # the simulate jobs import this module and draw no table: no pandas there
+    import pandas as pd
 
 FORMAT = Param(
     "format",

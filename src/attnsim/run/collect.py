@@ -21,7 +21,7 @@ from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
-from attnsim.store import integrity
+from attnsim.store import arrays, integrity
 from attnsim.store import parquet as store
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def summarise_chunks(
     helper = ThreadPoolExecutor(1) if digests is not None else None
     theory = helper.submit(theory_columns, kind, grid) if helper else None
     ids = grid.ids()
-    grid_ids = pa.array(ids, pa.string())
+    grid_ids = arrays.strings(ids)
     del ids
     index = _GridIndex(grid_ids)
     ids_digest = helper.submit(integrity.column_digest, grid_ids) if helper else None
@@ -169,7 +169,7 @@ def summarise_chunks(
         codes = _grid_codes(table["point_id"], index, foreign)
         values = {}
         for name in metrics:  # each column as an array, its Arrow copy let go at once
-            values[name] = table[name].to_numpy()
+            values[name] = arrays.to_numpy(table[name])
             table = table.drop_columns([name])
         del table
         batches = []
@@ -209,31 +209,25 @@ def summarise_chunks(
             f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: "
             f"{grid_ids[int(missing[0])].as_py()})"
         )
-    arrays: dict[str, object] = {"point_id": grid_ids, "n_trials": n_trials}
-    arrays |= {name: grid.column(name) for name in kind.param_names}
-    arrays["stop_reason"] = (
+    summary_columns: dict[str, object] = {"point_id": grid_ids, "n_trials": n_trials}
+    summary_columns |= {name: grid.column(name) for name in kind.param_names}
+    summary_columns["stop_reason"] = (
         ["trials"] * size
         if target_se is None
         else np.where(main_se <= target_se, "target_se", "max_trials").tolist()
     )
-    arrays |= columns
-    arrays |= theory.result() if theory else theory_columns(kind, grid)
+    summary_columns |= columns
+    summary_columns |= theory.result() if theory else theory_columns(kind, grid)
     if helper:
         digests["point_id"] = ids_digest.result()
         helper.shutdown()
     if extra is not None:
         for column in kind.extra_columns:
-            arrays[column.name] = [e.get(column.name) for e in extra]
+            summary_columns[column.name] = [e.get(column.name) for e in extra]
     for name in schema.names:  # a kind's extra column that its summary does not fill stays null
-        arrays.setdefault(name, [None] * size)
+        summary_columns.setdefault(name, [None] * size)
     return pa.Table.from_arrays(
-        [
-            arrays[f.name].cast(f.type)
-            if isinstance(arrays[f.name], pa.Array)
-            else pa.array(arrays[f.name], type=f.type)
-            for f in schema
-        ],
-        schema=schema,
+        [arrays.from_values(summary_columns[f.name], f.type) for f in schema], schema=schema
     )
 
 
@@ -270,9 +264,7 @@ def _grid_codes(
                     dtype=np.int64,
                 )
         parts.append(
-            lookup[piece.indices.to_numpy(zero_copy_only=False)]
-            if len(lookup)
-            else np.zeros(0, dtype=np.int64)
+            lookup[arrays.to_numpy(piece.indices)] if len(lookup) else np.zeros(0, dtype=np.int64)
         )
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
@@ -311,7 +303,7 @@ class _GridIndex:
         if start is None and self._position is not None:
             start = self._position.get(first)
         elif start is None:
-            hits = np.flatnonzero(pc.equal(self.ids, first).to_numpy(zero_copy_only=False))
+            hits = np.flatnonzero(arrays.to_numpy(pc.equal(self.ids, dictionary[0])))
             start = int(hits[0]) if len(hits) else None
         if start is None or start + len(dictionary) > size:
             return None

@@ -31,6 +31,7 @@ from attnsim.models import assets
 from attnsim.plan.chunkspec import ChunkSpec
 from attnsim.run import cpu, validate
 from attnsim.seeding import block_generator
+from attnsim.store import arrays
 from attnsim.store import parquet as store
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     ends = np.r_[starts[1:], len(ids)]
     where = {ids[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
-    columns = {m: table.column(m).to_numpy() for m in metrics}
+    columns = {m: arrays.to_numpy(table.column(m)) for m in metrics}
     known = {}
     for point in spec.points:
         if point.id in where:
@@ -220,40 +221,22 @@ def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Tab
     kind = as_kind(kind)
     schema = store.trials_schema(kind)
     counts = [len(results[point.id][kind.main_metric]) for point in points]
-    columns = {"point_id": _repeated([p.id for p in points], counts, schema.field("point_id").type)}
-    columns["trial"] = _arrow(
+    columns = {
+        "point_id": arrays.repeated([p.id for p in points], counts, schema.field("point_id").type)
+    }
+    columns["trial"] = arrays.from_numpy(
         np.concatenate([np.arange(c, dtype=np.int64) for c in counts]), pa.int64()
     )
     for name in kind.param_names:
-        columns[name] = _repeated([p.params[name] for p in points], counts, schema.field(name).type)
+        columns[name] = arrays.repeated(
+            [p.params[name] for p in points], counts, schema.field(name).type
+        )
     for metric in kind.metrics:
-        columns[metric.name] = _arrow(
+        columns[metric.name] = arrays.from_numpy(
             np.concatenate([results[p.id][metric.name] for p in points]),
             schema.field(metric.name).type,
         )
     return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
-
-
-def _arrow(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    """A numeric Arrow array over a numpy array's buffer. (pa.array would import pandas, ~0.4 s per
-    job.)"""
-    values = np.ascontiguousarray(values, dtype=type_.to_pandas_dtype())
-    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
-
-
-def _repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
-    """values[i] repeated counts[i] times, as an Arrow array of `type_` (strings built from
-    buffers)."""
-    if not pa.types.is_string(type_):
-        return _arrow(np.repeat(np.asarray(values, dtype=type_.to_pandas_dtype()), counts), type_)
-    encoded = [str(v).encode() for v in values]
-    data = b"".join(e * c for e, c in zip(encoded, counts))
-    lengths = np.repeat(np.array([len(e) for e in encoded], dtype=np.int64), counts)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(
-        type_, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
 
 
 def _process_cpu_seconds() -> float:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from attnsim.errors import StoreError
+from attnsim.store import arrays
 
 META_DIGEST_KEY = b"attnsim.sha256"  # sha256 of the provenance JSON stored under META_KEY
 
@@ -43,7 +44,7 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
         or (pa.types.is_fixed_size_list(value_type))
     ):  # e.g. embeddings: each row's length, then the flattened values
         lengths = pa.chunked_array([pc.list_value_length(c) for c in chunks], pa.int32())
-        h.update(column_digest(lengths.fill_null(-1)).encode())
+        h.update(column_digest(lengths.fill_null(arrays.scalar(-1, pa.int32()))).encode())
         values = pa.chunked_array([c.flatten() for c in chunks], value_type.value_type)
         h.update(column_digest(values).encode())
         return h.hexdigest()
@@ -54,8 +55,8 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
 def _numbers(h, chunks) -> None:
     for chunk in chunks:
         if chunk.null_count:
-            h.update(np.asarray(chunk.is_null()).tobytes())
-            chunk = chunk.fill_null(0)
+            h.update(arrays.to_numpy(chunk.is_null()).tobytes())
+            chunk = chunk.fill_null(arrays.scalar(0, chunk.type))
         width = chunk.type.bit_width // 8
         h.update(
             memoryview(chunk.buffers()[1])[
@@ -74,24 +75,30 @@ def _strings(h, chunks) -> None:
     parts = []
     for chunk in chunks:
         if pa.types.is_dictionary(chunk.type):
-            codes = chunk.indices.fill_null(-1) if chunk.null_count else chunk.indices
+            codes = (
+                chunk.indices.fill_null(arrays.scalar(-1, chunk.indices.type))
+                if chunk.null_count
+                else chunk.indices
+            )
             if not dictionaries or not chunk.dictionary.equals(dictionaries[-1]):
                 dictionaries.append(chunk.dictionary.cast(pa.large_string()))
-            parts.append((len(dictionaries) - 1, np.asarray(codes)))
+            parts.append((len(dictionaries) - 1, arrays.to_numpy(codes)))
         else:
             dictionaries.append(chunk.cast(pa.large_string()))
             parts.append((len(dictionaries) - 1, None))
-    values = pa.concat_arrays(dictionaries) if dictionaries else pa.array([], pa.large_string())
-    order = pc.array_sort_indices(values, null_placement="at_end").to_numpy()[
+    values = (
+        pa.concat_arrays(dictionaries) if dictionaries else arrays.strings([], pa.large_string())
+    )
+    order = arrays.to_numpy(pc.array_sort_indices(values, null_placement="at_end"))[
         : len(values) - values.null_count
     ]
-    ordered = values.take(order)
+    ordered = values.take(arrays.from_numpy(order, pa.uint64()))
     new = np.ones(len(ordered), dtype=bool)
     if len(ordered) > 1:
-        new[1:] = pc.not_equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
+        new[1:] = arrays.to_numpy(pc.not_equal(ordered[1:], ordered[:-1]))
     rank = np.full(len(values), -1, dtype=np.int64)
     rank[order] = np.cumsum(new) - 1
-    h.update(_strings_json(ordered.filter(pa.array(new))))
+    h.update(_strings_json(ordered.filter(arrays.from_numpy(new, pa.bool_()))))
     offsets = np.cumsum([0, *(len(d) for d in dictionaries)])
     for which, codes in parts:
         lookup = rank[offsets[which] : offsets[which + 1]]
@@ -108,8 +115,9 @@ def _strings_json(distinct: pa.Array) -> bytes:
         return b"[]"
     if pc.any(pc.match_substring_regex(distinct, r"[^ !#-\[\]-~]")).as_py():
         return json.dumps(distinct.to_pylist()).encode()
-    listed = pa.LargeListArray.from_arrays(pa.array([0, len(distinct)], pa.int64()), distinct)
-    joined = pc.binary_join(listed, pa.scalar('", "', pa.large_string()))[0].as_py()
+    bounds = arrays.from_numpy(np.array([0, len(distinct)]), pa.int64())
+    listed = pa.LargeListArray.from_arrays(bounds, distinct)
+    joined = pc.binary_join(listed, arrays.scalar('", "', pa.large_string()))[0].as_py()
     return b'["' + joined.encode() + b'"]'
 
 

@@ -16,11 +16,14 @@ root-mean-square error of log10(median) over the left-out points, per predictor.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from attnsim.stats import t_quantile
+
+if TYPE_CHECKING:  # the simulate jobs import this module and fit nothing: no pandas there
+    import pandas as pd
 
 Z95 = 1.959963984540054
 SETTING = [
@@ -64,6 +67,8 @@ def log_medians(rows: pd.DataFrame) -> pd.DataFrame:
     se = np.maximum(
         half / Z95, 0.02
     )  # a floor: the evaluation grid's resolution (~7% = 0.03 in log10)
+    import pandas as pd
+
     return pd.DataFrame({"y": y, "se": se}, index=rows.index)[ok]
 
 

@@ -1,0 +1,169 @@
+"""numpy <-> Arrow through buffers, for the jobs that never need pandas (simulate, collect).
+
+pyarrow imports pandas the first time it converts: `pa.array` of numpy or Python values,
+`pa.scalar`, `Array.to_numpy` and `np.asarray` of an Arrow array all do (its C++ conversion and
+its shim both import pandas when it is installed). That import costs ~0.27 CPU-s per process
+(measured after numpy and pyarrow are loaded), paid by each of a run's ~40 job processes for
+nothing: these functions build and read the buffers themselves, with the same values and types.
+`tests/test_no_pandas.py` checks that simulate and collect jobs import no pandas.
+
+Each function takes what the jobs have (contiguous numeric arrays, Python strings with None for
+nulls) and hands anything else to pyarrow's own conversion: the same result, pandas imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+
+def _numpy_dtype(type_: pa.DataType) -> np.dtype | None:
+    """The numpy dtype of a fixed-width numeric Arrow type (None for any other type)."""
+    if pa.types.is_integer(type_) or pa.types.is_floating(type_):
+        return np.dtype(type_.to_pandas_dtype())
+    return None
+
+
+def from_numpy(values: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """A numeric or boolean Arrow array of numpy `values` (no nulls; NaN stays NaN, as in
+    `pa.array`); numeric data shares the array's buffer."""
+    if pa.types.is_boolean(type_):
+        flags = np.ascontiguousarray(values, dtype=bool)
+        bits = np.packbits(flags, bitorder="little")
+        return pa.Array.from_buffers(type_, len(flags), [None, pa.py_buffer(bits)])
+    dtype = _numpy_dtype(type_)
+    if dtype is None:
+        raise TypeError(f"from_numpy: {type_} is not a numeric or boolean Arrow type")
+    values = np.ascontiguousarray(values, dtype=dtype)
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
+
+
+def scalar(value, type_: pa.DataType) -> pa.Scalar:
+    """A numeric, boolean or string Arrow scalar (`pa.scalar` without its conversion)."""
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return strings([value], type_)[0]
+    return from_numpy(np.array([value]), type_)[0]
+
+
+def strings(values: Sequence[str | None], type_: pa.DataType | None = None) -> pa.Array:
+    """A string (default) or large string Arrow array of Python strings, None as null."""
+    type_ = pa.string() if type_ is None else type_
+    encoded = [None if v is None else v.encode() for v in values]
+    lengths = np.fromiter((0 if e is None else len(e) for e in encoded), np.int64, len(encoded))
+    offset_type = np.int64 if pa.types.is_large_string(type_) else np.int32
+    offsets = np.zeros(len(encoded) + 1, dtype=offset_type)
+    np.cumsum(lengths, out=offsets[1:])
+    data = pa.py_buffer(b"".join(e for e in encoded if e is not None))
+    nulls = sum(e is None for e in encoded)
+    valid = None
+    if nulls:
+        flags = np.fromiter((e is not None for e in encoded), bool, len(encoded))
+        valid = pa.py_buffer(np.packbits(flags, bitorder="little"))
+    return pa.Array.from_buffers(
+        type_, len(encoded), [valid, pa.py_buffer(offsets), data], null_count=nulls
+    )
+
+
+def repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
+    """values[i] repeated counts[i] times (a chunk's point ids and parameters, one per row)."""
+    if not pa.types.is_string(type_):
+        return from_numpy(
+            np.repeat(np.asarray(values, dtype=type_.to_pandas_dtype()), counts), type_
+        )
+    encoded = [str(v).encode() for v in values]
+    data = b"".join(e * c for e, c in zip(encoded, counts, strict=True))
+    lengths = np.repeat(np.array([len(e) for e in encoded], dtype=np.int64), counts)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.Array.from_buffers(
+        type_, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def from_values(values, type_: pa.DataType) -> pa.Array:
+    """An Arrow array of `type_` from what a summary column holds: an Arrow array (cast), a
+    numeric numpy array, or Python strings and None; anything else through `pa.array`."""
+    if isinstance(values, pa.Array):
+        return values.cast(type_)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        numeric = _numpy_dtype(type_)
+        same_family = numeric is not None and numeric.kind == values.dtype.kind
+        if (pa.types.is_boolean(type_) and values.dtype.kind == "b") or same_family:
+            return from_numpy(values, type_)
+    if (pa.types.is_string(type_) or pa.types.is_large_string(type_)) and all(
+        v is None or isinstance(v, str) for v in values
+    ):
+        return strings(values, type_)
+    if isinstance(values, list):
+        numbers = _from_numbers(values, type_)
+        if numbers is not None:
+            return numbers
+    return pa.array(values, type=type_)
+
+
+def _is_integer(v) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+_EXACT = 2**53  # integers up to this size convert to float64 exactly (pa.array refuses others)
+
+
+def _from_numbers(values: list, type_: pa.DataType) -> pa.Array | None:
+    """A list of Python or numpy numbers (booleans for a boolean type) and None as an Arrow
+    array of `type_`, None as null; None when the list holds anything else."""
+    if pa.types.is_boolean(type_):
+        ok = all(v is None or isinstance(v, bool | np.bool_) for v in values)
+    elif pa.types.is_integer(type_):
+        ok = all(v is None or _is_integer(v) for v in values)
+    elif pa.types.is_floating(type_):
+        ok = all(
+            v is None
+            or isinstance(v, float | np.floating)
+            or (_is_integer(v) and abs(int(v)) <= _EXACT)
+            for v in values
+        )
+    else:
+        ok = False
+    if not ok:
+        return None
+    nulls = sum(v is None for v in values)
+    filled = [False if v is None else v for v in values] if nulls else values
+    dense = from_numpy(np.array(filled, dtype=bool if pa.types.is_boolean(type_) else None), type_)
+    if not nulls:
+        return dense
+    flags = np.fromiter((v is not None for v in values), bool, len(values))
+    valid = pa.py_buffer(np.packbits(flags, bitorder="little"))
+    return pa.Array.from_buffers(type_, len(values), [valid, dense.buffers()[1]], null_count=nulls)
+
+
+def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A numeric or boolean Arrow array without nulls as numpy: a read-only view of the buffer
+    for one chunk of numbers, else a copy. Anything else through pyarrow's `to_numpy`."""
+    if isinstance(values, pa.ChunkedArray):
+        if values.num_chunks == 1:
+            return to_numpy(values.chunk(0))
+        dtype = bool if pa.types.is_boolean(values.type) else _numpy_dtype(values.type)
+        if dtype is None or values.null_count:
+            return values.to_numpy()
+        parts = [to_numpy(chunk) for chunk in values.chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    if values.null_count:
+        return values.to_numpy(zero_copy_only=False)
+    if pa.types.is_boolean(values.type):
+        if not len(values):
+            return np.zeros(0, dtype=bool)
+        bits = np.frombuffer(values.buffers()[1], np.uint8)
+        start = values.offset
+        return np.unpackbits(bits, count=start + len(values), bitorder="little")[start:].astype(
+            bool
+        )
+    dtype = _numpy_dtype(values.type)
+    if dtype is None:
+        return values.to_numpy(zero_copy_only=False)
+    if not len(values):
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(
+        values.buffers()[1], dtype, count=len(values), offset=values.offset * dtype.itemsize
+    )
