@@ -62,6 +62,14 @@ def test_version(capsys):
     assert run.returncode == 0 and run.stdout.strip() == out
 
 
+def test_the_installed_version_is_the_packages():
+    """pyproject.toml takes the version from attnsim.__version__: the installed metadata (what pip
+    and `pip show` report) and the provenance every file records are the same string."""
+    from importlib.metadata import version
+
+    assert version("attnsim") == __version__ and re.fullmatch(r"\d+\.\d+\.\d+\S*", __version__)
+
+
 def test_run_help_is_short_and_points_to_snakemakes(capsys):
     assert main(["run", "--help"]) == 0
     text = capsys.readouterr().out
@@ -156,7 +164,5 @@ def test_citation_file_matches_the_package():
     citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert citation["cff-version"] == "1.2.0" and citation["type"] == "software"
-    assert (
-        str(citation["version"]) == project["version"] and citation["license"] == project["license"]
-    )
+    assert str(citation["version"]) == __version__ and citation["license"] == project["license"]
     assert citation["title"] and citation["authors"] and citation["message"]
