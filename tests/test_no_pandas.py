@@ -103,6 +103,10 @@ def test_from_numpy_is_pa_array(values, type_):
         (np.array([1, 2]), pa.float64()),  # ints as floats: through pa.array's conversion
         ([1.5, 2], pa.int64()),  # not integers: pa.array decides (and refuses)
         ([[1, 2], None], pa.list_(pa.int64())),
+        ([None, True], pa.bool_()),
+        ([2**60, 1], pa.float64()),  # not exact as a float: pa.array decides
+        (["a", 1], pa.float64()),
+        ([0.5] * 1000 + [None], pa.float64()),
     ],
 )
 def test_from_values_is_pa_array(values, type_):
