@@ -128,6 +128,10 @@ def test_strings_and_scalars_and_repeats():
         pa.array(["p1", "p1", "p22", "p22", "p22"], pa.string()),
     )
     assert same(arrays.repeated([0.5, 2.0], [1, 2], pa.float64()), pa.array([0.5, 2.0, 2.0]))
+    assert same(
+        arrays.repeated(["a", "bc"], [2, 1], pa.large_string()),
+        pa.array(["a", "a", "bc"], pa.large_string()),
+    )
 
 
 @pytest.mark.parametrize(

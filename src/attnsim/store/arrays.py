@@ -47,38 +47,40 @@ def scalar(value, type_: pa.DataType) -> pa.Scalar:
     return from_numpy(np.array([value]), type_)[0]
 
 
+def _string_array(
+    type_: pa.DataType, lengths: np.ndarray, data: bytes, present: np.ndarray | None = None
+) -> pa.Array:
+    """A string or large string Arrow array from its values' byte lengths and their bytes, end
+    to end; `present` flags the non-null values (None: all are)."""
+    offsets = np.zeros(len(lengths) + 1, np.int64 if pa.types.is_large_string(type_) else np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    nulls = 0 if present is None else int(len(present) - present.sum())
+    valid = pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(
+        type_, len(lengths), [valid, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls
+    )
+
+
 def strings(values: Sequence[str | None], type_: pa.DataType | None = None) -> pa.Array:
     """A string (default) or large string Arrow array of Python strings, None as null."""
-    type_ = pa.string() if type_ is None else type_
-    encoded = [None if v is None else v.encode() for v in values]
-    lengths = np.fromiter((0 if e is None else len(e) for e in encoded), np.int64, len(encoded))
-    offset_type = np.int64 if pa.types.is_large_string(type_) else np.int32
-    offsets = np.zeros(len(encoded) + 1, dtype=offset_type)
-    np.cumsum(lengths, out=offsets[1:])
-    data = pa.py_buffer(b"".join(e for e in encoded if e is not None))
-    nulls = sum(e is None for e in encoded)
-    valid = None
-    if nulls:
-        flags = np.fromiter((e is not None for e in encoded), bool, len(encoded))
-        valid = pa.py_buffer(np.packbits(flags, bitorder="little"))
-    return pa.Array.from_buffers(
-        type_, len(encoded), [valid, pa.py_buffer(offsets), data], null_count=nulls
+    encoded = [b"" if v is None else v.encode() for v in values]
+    lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+    present = np.fromiter((v is not None for v in values), bool, len(encoded))
+    return _string_array(
+        pa.string() if type_ is None else type_, lengths, b"".join(encoded), present
     )
 
 
 def repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
     """values[i] repeated counts[i] times (a chunk's point ids and parameters, one per row)."""
-    if not pa.types.is_string(type_):
+    if not (pa.types.is_string(type_) or pa.types.is_large_string(type_)):
         return from_numpy(
             np.repeat(np.asarray(values, dtype=type_.to_pandas_dtype()), counts), type_
         )
     encoded = [str(v).encode() for v in values]
-    data = b"".join(e * c for e, c in zip(encoded, counts, strict=True))
     lengths = np.repeat(np.array([len(e) for e in encoded], dtype=np.int64), counts)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(
-        type_, len(lengths), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return _string_array(
+        type_, lengths, b"".join(e * c for e, c in zip(encoded, counts, strict=True))
     )
 
 
