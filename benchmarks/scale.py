@@ -477,7 +477,7 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
             trial_rows,
             "rows",
             ">= 100000000",
-            note=f"{len(chunks)} chunk files, {size / 2**30:.2f} GiB (Parquet, zstd)",
+            note=f"{len(chunks)} chunk files, {size / 2**30:.2f} GiB (Parquet, zstd, floats split)",
         ),
     ]
     attnsim = [sys.executable, "-m", "attnsim.cli"]

@@ -127,3 +127,30 @@ def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(
     copy, _ = write_chunk(tmp_path / "b", trials=5)
     with pytest.raises(StoreError, match=f"point {points[0].id} has rows in more than one place"):
         trials_by_point([store.read_table(path), store.read_table(copy)], metrics)
+
+
+def test_floats_are_split_and_the_rest_dictionary_encoded(tmp_path):
+    """The writer's encodings (`store.parquet.encodings`): floating-point columns
+    BYTE_STREAM_SPLIT, the others dictionary-encoded, nested ones plain; pyarrow, pandas and
+    DuckDB read the same values back."""
+    import duckdb
+    import numpy as np
+
+    path, _ = write_chunk(tmp_path, trials=50)
+    written = pq.ParquetFile(path).metadata.row_group(0)
+    schema = store.trials_schema("noisy_attention")
+    for i in range(written.num_columns):
+        column = written.column(i)
+        is_float = pa.types.is_floating(schema.field(column.path_in_schema).type)
+        assert ("BYTE_STREAM_SPLIT" in column.encodings) == is_float, column.path_in_schema
+        assert ("RLE_DICTIONARY" in column.encodings) != is_float, column.path_in_schema
+    table = store.read_table(path)
+    assert table.to_pandas().equals(pq.read_table(path).to_pandas())
+    assert np.array_equal(
+        duckdb.sql(f"SELECT rel_err FROM '{path}'").fetchnumpy()["rel_err"],
+        table["rel_err"].to_numpy(),
+    )
+    nested = pa.table({"embedding": pa.array([[1.5, 2.0], [3.0]], pa.list_(pa.float32()))})
+    store.write_atomic(nested, tmp_path / "nested.parquet", store.provenance(table="x"))
+    assert pq.read_table(tmp_path / "nested.parquet")["embedding"].equals(nested["embedding"])
+

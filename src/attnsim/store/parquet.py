@@ -185,12 +185,32 @@ def write_atomic(
     try:
         with atomic_path(path) as tmp:
             pq.write_table(
-                table, tmp, compression="zstd", write_statistics=True, write_page_checksum=True
+                table,
+                tmp,
+                compression="zstd",
+                write_statistics=True,
+                write_page_checksum=True,
+                **encodings(table.schema),
             )
     except OSError as error:
         if error.errno not in DISK_FULL:
             raise
         raise StoreError(disk_full_message(path, table, error)) from None
+
+
+def encodings(schema: pa.Schema) -> dict:
+    """Parquet encodings by column type: floating-point columns BYTE_STREAM_SPLIT (each byte
+    position of the values stored together, Parquet's encoding made for floats), every other
+    column dictionary-encoded. Measured values are nearly all distinct: their dictionary page
+    fills after ~130k values and the rest is stored plain, which zstd barely shrinks (~10%).
+    Split, zstd finds the repeats in the signs and exponents: a 10^8-row store is 16% smaller and
+    reads ~40% faster (benchmarks/RESULTS.md). Nested columns (embeddings) are stored plain:
+    their leaves are not named here."""
+    split = [f.name for f in schema if pa.types.is_floating(f.type)]
+    return {
+        "use_dictionary": [name for name in schema.names if name not in split],
+        "column_encoding": dict.fromkeys(split, "BYTE_STREAM_SPLIT"),
+    }
 
 
 DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
