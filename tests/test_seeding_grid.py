@@ -126,3 +126,24 @@ def test_no_chunk_costs_more_than_twice_the_average(tmp_path, name):
     largest_point = max(kind.bytes_per_trial(p.params) for p in expand(experiment))
     assert max(costs) < MAX_CHUNK_COST_RATIO * average + largest_point
     assert len(costs) > by_count if name == "robustness" else len(costs) == by_count
+
+
+@pytest.mark.parametrize("name", sorted(n for n, k in all_kinds().items() if k.example))
+def test_arrow_columns_of_the_grid_are_its_python_columns(name):
+    """The summary's parameter and id columns, built from each parameter's distinct values taken
+    by the index, equal the Arrow arrays of the per-point Python values, for every kind's
+    example grid (numbers, strings, booleans); the ids are the reference ids."""
+    import pyarrow as pa
+
+    from attnsim.config.grid import grid_columns
+    from attnsim.store.parquet import summary_schema
+
+    kind = all_kinds()[name]
+    settings = load({"seed": 3, "experiments": {name: {"kind": name, **kind.example}}})
+    grid = grid_columns(settings.experiments[name])
+    schema = summary_schema(kind)
+    for param in kind.param_names:
+        expected = pa.array(grid.column(param), type=schema.field(param).type)
+        assert grid.arrow_column(param, schema.field(param).type).equals(expected), param
+    reference = [point_id(name, dict(zip(kind.param_names, row))) for row in grid.rows()]
+    assert grid.id_array().equals(pa.array(reference, pa.string())) and grid.ids() == reference

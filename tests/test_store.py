@@ -154,3 +154,17 @@ def test_floats_are_split_and_the_rest_dictionary_encoded(tmp_path):
     store.write_atomic(nested, tmp_path / "nested.parquet", store.provenance(table="x"))
     assert pq.read_table(tmp_path / "nested.parquet")["embedding"].equals(nested["embedding"])
 
+
+def test_stop_reasons_say_why_each_point_has_its_trials():
+    import numpy as np
+
+    from attnsim.run.collect import stop_reasons
+
+    se = np.array([0.5, 0.1, 0.2, np.nan, np.inf, 0.0])
+    assert stop_reasons(se, None).to_pylist() == ["trials"] * 6
+    assert (
+        stop_reasons(se, 0.2).to_pylist()
+        == np.where(se <= 0.2, "target_se", "max_trials").tolist()
+        == ["max_trials", "target_se", "target_se", "max_trials", "max_trials", "target_se"]
+    )
+    assert stop_reasons(se[:0], 0.2).to_pylist() == []

@@ -20,6 +20,7 @@ import pyarrow as pa
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
 from attnsim.seeding import ID_HEX_DIGITS, canonical_value, digest
+from attnsim.store import arrays
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,14 @@ def canonical_column_value(param, value):
 
 def _json(value) -> str:
     return json.dumps(value, allow_nan=False)
+
+
+def point_id_array(kind: Kind, values: dict[str, list], index: dict[str, np.ndarray]) -> pa.Array:
+    """`point_ids` as an Arrow string array: the ids are fixed-width ASCII, so they are joined
+    into one buffer at once (a million in ~0.03 s, where encoding each costs ~0.2 s and a
+    million bytes objects)."""
+    ids = point_ids(kind, values, index)
+    return arrays.fixed_width_strings("".join(ids).encode("ascii"), len(ids), ID_HEX_DIGITS)
 
 
 def point_ids(kind: Kind, values: dict[str, list], index: dict[str, np.ndarray]) -> list[str]:
@@ -148,6 +157,14 @@ class GridColumns:
         """The values of parameter `name` at `rows` (Python objects, canonical)."""
         return _take(self.values[name], self.index[name][rows])
 
+    def arrow_column(self, name: str, type_: pa.DataType) -> pa.Array:
+        """Every point's value of parameter `name` as an Arrow array of `type_`: its distinct
+        values converted once and taken by the index (a million-point column in milliseconds,
+        where a list of Python objects costs ~0.1-0.3 s to build and convert)."""
+        index = self.index[name]
+        positions = arrays.from_numpy(index, pa.int32() if index.dtype == np.int32 else pa.int64())
+        return arrays.from_values(list(self.values[name]), type_).take(positions)
+
     def rows(self, rows: np.ndarray | slice = slice(None)) -> list[tuple]:
         """The points at `rows` as tuples of canonical values in the kind's parameter order."""
         return list(zip(*(self.column(name, rows) for name in self.kind.param_names)))
@@ -157,6 +174,10 @@ class GridColumns:
         if not isinstance(rows, slice) and len(rows) == self.size and (np.diff(rows) > 0).all():
             rows = slice(None)  # all of them, in order: views of the index, no copies
         return point_ids(self.kind, self.values, {n: i[rows] for n, i in self.index.items()})
+
+    def id_array(self) -> pa.Array:
+        """Every point's id in enumeration order, as an Arrow string array (`point_id_array`)."""
+        return point_id_array(self.kind, self.values, self.index)
 
     def codes(self, names) -> tuple[np.ndarray, tuple[int, ...]]:
         """Per point, one integer per combination of the parameters `names` (row-major over their

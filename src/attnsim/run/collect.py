@@ -79,9 +79,7 @@ def summarise_chunks(
     schema = store.summary_schema(kind)
     helper = ThreadPoolExecutor(1) if digests is not None else None
     theory = helper.submit(theory_columns, kind, grid) if helper else None
-    ids = grid.ids()
-    grid_ids = arrays.strings(ids)
-    del ids
+    grid_ids = grid.id_array()
     index = _GridIndex(grid_ids)
     ids_digest = helper.submit(integrity.column_digest, grid_ids) if helper else None
     size = len(grid_ids)
@@ -210,12 +208,10 @@ def summarise_chunks(
             f"{grid_ids[int(missing[0])].as_py()})"
         )
     summary_columns: dict[str, object] = {"point_id": grid_ids, "n_trials": n_trials}
-    summary_columns |= {name: grid.column(name) for name in kind.param_names}
-    summary_columns["stop_reason"] = (
-        ["trials"] * size
-        if target_se is None
-        else np.where(main_se <= target_se, "target_se", "max_trials").tolist()
-    )
+    summary_columns |= {
+        name: grid.arrow_column(name, schema.field(name).type) for name in kind.param_names
+    }
+    summary_columns["stop_reason"] = stop_reasons(main_se, target_se)
     summary_columns |= columns
     summary_columns |= theory.result() if theory else theory_columns(kind, grid)
     if helper:
@@ -228,6 +224,17 @@ def summarise_chunks(
         summary_columns.setdefault(name, [None] * size)
     return pa.Table.from_arrays(
         [arrays.from_values(summary_columns[f.name], f.type) for f in schema], schema=schema
+    )
+
+
+def stop_reasons(main_se: np.ndarray, target_se: float | None) -> pa.Array:
+    """Per point why it has its trial count: 'trials' (fixed), else 'target_se' where the main
+    metric's SE reached the target and 'max_trials' where the cap came first."""
+    if target_se is None:
+        return arrays.repeated(["trials"], [len(main_se)], pa.string())
+    capped = ~(main_se <= target_se)  # a NaN SE never reached the target
+    return arrays.strings(["target_se", "max_trials"]).take(
+        arrays.from_numpy(capped.astype(np.int8), pa.int8())
     )
 
 
@@ -318,12 +325,12 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
     distinct combinations of the parameters it reads, or `theory` once per such combination."""
     names = [c.name for c in kind.theory_columns]
     if kind.theory_table is not None:
-        table = kind.theory_table(
+        table = kind.theory_table(  # each parameter's distinct values taken by the grid's index
             {
                 name: np.asarray(
-                    grid.column(name),
+                    grid.values[name],
                     dtype=object if isinstance(grid.values[name][0], str) else None,
-                )
+                )[grid.index[name]]
                 for name in kind.param_names
             }
         )

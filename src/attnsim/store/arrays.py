@@ -71,6 +71,13 @@ def strings(values: Sequence[str | None], type_: pa.DataType | None = None) -> p
     )
 
 
+def fixed_width_strings(data: bytes, count: int, width: int) -> pa.Array:
+    """A string array of `count` values of `width` ASCII bytes each, end to end in `data`."""
+    if len(data) != count * width:
+        raise ValueError(f"fixed_width_strings: {len(data)} bytes are not {count} x {width}")
+    return _string_array(pa.string(), np.full(count, width, dtype=np.int64), data)
+
+
 def repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
     """values[i] repeated counts[i] times (a chunk's point ids and parameters, one per row)."""
     if not (pa.types.is_string(type_) or pa.types.is_large_string(type_)):
