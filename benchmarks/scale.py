@@ -515,8 +515,14 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
             args = [*args, str(summary)]
         elif args[0] == "claims":
             args = [*args, "--store", str(root)]
-        seconds, rss, result = measured([*attnsim, *args], directory)
-        note = f"{what}; {result.cpu:.1f} CPU-s (user + sys); {load_text()}"
+        # each step `repeats` times (its page faults and the page cache vary run to run): the
+        # median, every run's spread, the largest peak
+        runs = [measured([*attnsim, *args], directory) for _ in range(repeats)]
+        seconds = statistics.median(r[0] for r in runs)
+        rss = max(r[1] for r in runs)
+        cpu = [r[2].cpu for r in runs]
+        note = f"{what}; median; {spread([r[0] for r in runs])}; {spread(cpu)} CPU-s (user + sys)"
+        note += f"; {load_text()}"
         if args[0] == "collect":
             note += f"; {trial_rows / seconds / 1e6:.1f} M rows/s"
         rows += [
