@@ -232,6 +232,22 @@ def wait(driver, condition, message: str):
         pytest.fail(f"{message} (after {WAIT} s); the page shows: {text(shows)!r}")
 
 
+def click(driver, find, message: str) -> None:
+    """Click the element `find(driver)` gives, found afresh and clicked again while the page
+    moves under it (the report's sidebar animates its rows: a click during the transition lands
+    on a neighbouring icon, and Chrome refuses it as intercepted)."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+
+    def clicked(d) -> bool:
+        try:
+            find(d).click()
+        except ElementClickInterceptedException:
+            return False
+        return True
+
+    wait(driver, clicked, message)
+
+
 def sidebar_entries(driver) -> dict:
     """The report's sidebar menu (General and Results): entry text -> link."""
     return {
@@ -249,19 +265,22 @@ def open_report(driver, run: Path) -> None:
 
 
 def click_sidebar(driver, name: str) -> None:
-    entries = wait(
+    wait(
         driver,
         lambda d: (e := sidebar_entries(d)) and name in e and e,
         f"no sidebar entry {name!r}",
     )
-    entries[name].click()
+    click(driver, lambda d: sidebar_entries(d)[name], f"sidebar entry {name!r} not clickable")
 
 
 def breadcrumb(driver, name: str | None = None) -> None:
     """Click the breadcrumb above the sidebar: the home icon (None) or the entry called `name`."""
-    links = driver.find_elements(CSS, "#app nav ol li a")
-    link = links[0] if name is None else next(a for a in links if a.text.strip() == name)
-    link.click()
+
+    def link(d):
+        links = d.find_elements(CSS, "#app nav ol li a")
+        return links[0] if name is None else next(a for a in links if a.text.strip() == name)
+
+    click(driver, link, f"breadcrumb {name or 'home'!r} not clickable")
 
 
 def result_rows(driver) -> dict:
@@ -277,7 +296,11 @@ def result_rows(driver) -> dict:
 def show(driver, label: str, filename: str):
     """Click a result's eye button (in the current category's table); the element (img or iframe)
     that then shows the file in the main pane."""
-    result_rows(driver)[label].find_element(CSS, 'a[iconname="eye"]').click()
+    click(
+        driver,
+        lambda d: result_rows(d)[label].find_element(CSS, 'a[iconname="eye"]'),
+        f"{label}: its eye button not clickable",
+    )
     selector = f'#app img[src*="filename={filename};"], #app iframe[src*="filename={filename};"]'
     in_main = lambda d: [
         e
@@ -290,7 +313,11 @@ def show(driver, label: str, filename: str):
 def describe(driver, label: str) -> str:
     """Click a result's info button: the sidebar shows its caption (the result stays shown). The
     sidebar's text."""
-    result_rows(driver)[label].find_element(CSS, 'a[iconname="information-circle"]').click()
+    click(
+        driver,
+        lambda d: result_rows(d)[label].find_element(CSS, 'a[iconname="information-circle"]'),
+        f"{label}: its info button not clickable",
+    )
     sidebar = lambda d: d.find_element(CSS, "#app nav").text
     wait(driver, lambda d: "DESCRIPTION" in sidebar(d).upper(), f"{label}: no description")
     return text(sidebar(driver))
