@@ -216,14 +216,15 @@ def text(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
-def wait(driver, condition, message: str):
-    """condition(driver) once it is truthy; else fail with the message and what the page shows."""
+def wait(driver, condition, message: str, poll: float = 0.5):
+    """condition(driver) once it is truthy (tried every `poll` s); else fail with the message and
+    what the page shows."""
     from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
         return WebDriverWait(
-            driver, WAIT, ignored_exceptions=(StaleElementReferenceException,)
+            driver, WAIT, poll_frequency=poll, ignored_exceptions=(StaleElementReferenceException,)
         ).until(condition)
     except TimeoutException:
         shows = driver.execute_script(
@@ -233,19 +234,32 @@ def wait(driver, condition, message: str):
 
 
 def click(driver, find, message: str) -> None:
-    """Click the element `find(driver)` gives, found afresh and clicked again while the page
-    moves under it (the report's sidebar animates its rows: a click during the transition lands
-    on a neighbouring icon, and Chrome refuses it as intercepted)."""
+    """Click the element `find(driver)` gives once the page has stopped moving under it: its box
+    the same in two polls in a row and the element itself at the box's centre. The report's
+    sidebar animates its rows; a click during the transition lands on a neighbouring icon (Chrome
+    refuses it as intercepted, or the neighbour gets it)."""
     from selenium.common.exceptions import ElementClickInterceptedException
 
+    seen = {}
+    at_rest = (
+        "const el = arguments[0], r = el.getBoundingClientRect();"
+        "const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);"
+        "return [r.x, r.y, r.width, r.height, !!hit && (hit === el || el.contains(hit))];"
+    )
+
     def clicked(d) -> bool:
+        element = find(d)
+        *box, hit = d.execute_script(at_rest, element)
+        steady, seen["box"] = seen.get("box") == box, box
+        if not (steady and hit):
+            return False
         try:
-            find(d).click()
+            element.click()
         except ElementClickInterceptedException:
             return False
         return True
 
-    wait(driver, clicked, message)
+    wait(driver, clicked, message, poll=0.05)  # two polls of the same box: 50 ms at rest
 
 
 def sidebar_entries(driver) -> dict:
