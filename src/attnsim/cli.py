@@ -240,11 +240,18 @@ def version_text() -> str:
     return f"attnsim {__version__} (snakemake {snakemake}, python {platform.python_version()})"
 
 
+class _Version(argparse.Action):
+    """--version, its text found only when asked for: looking up Snakemake's version reads
+    installed metadata (~30 ms), which every job's command line would otherwise pay."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())  # on stdout, as argparse's own version action does
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     top = _TopParser(prog="attnsim", description=__doc__)
-    top.add_argument(
-        "--version", action="version", version=version_text(), help="attnsim's version"
-    )
+    top.add_argument("--version", action=_Version, nargs=0, help="attnsim's version")
     top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     sub = top.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser
