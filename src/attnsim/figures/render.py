@@ -20,7 +20,10 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     import pyarrow as pa
 
     matplotlib.use("Agg")  # the figures job draws to files only (a figure module never chooses)
+    from attnsim.figures.mathtext import share_layouts
     from attnsim.figures.style import save
+
+    share_layouts()  # this process draws many figures: each mathtext string is laid out once
 
     kind = get_kind(store.read_meta(summary_path)["kind"])
     unknown = [f for f in figures or [] if f not in kind.figures]
