@@ -181,6 +181,7 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
         load = load_note()
         _, overhead, overhead_cpu = snakemake_timed(workdir, "--cores", str(cores))
         per_rule = rule_seconds(workdir)
+        overhead_kernels, _, _ = job_times(workdir)
         jobs_trivial = sum(count for _, count in per_rule.values())
     with tempfile.TemporaryDirectory(prefix="attnsim-bench-") as tmp:
         workdir = Path(tmp)
@@ -278,6 +279,13 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
             overhead_cpu,
             "s",
             note="user + sys of Snakemake and every job of that run",
+        ),
+        Row(
+            "default sweep: fixed overhead, kernel time (sum over jobs)",
+            overhead_kernels,
+            "s",
+            note="`kernels ran in` lines of that run's simulate logs: work an experiment does "
+            "whatever its trials (training runs' step budgets, MiniLM forward passes)",
         ),
     ]
     for rule, (seconds, jobs_of) in sorted(per_rule.items()):

@@ -22,9 +22,10 @@ matplotlib.use("Agg")
 
 @pytest.fixture
 def restored(monkeypatch):
-    """Matplotlib's own parse cache is put back after the test (the job keeps the shared one for
-    its whole life; other tests in this worker must not depend on it)."""
-    monkeypatch.setattr(MathTextParser, "_parse_cached", MathTextParser.__dict__["_parse_cached"])
+    """Matplotlib's own per-renderer cache for the test (a figures test before it in this worker
+    may have shared the layouts, as the job does for its whole life), the current one after it."""
+    current = MathTextParser.__dict__["_parse_cached"]
+    monkeypatch.setattr(MathTextParser, "_parse_cached", getattr(current, "per_renderer", current))
 
 
 @pytest.fixture

@@ -51,5 +51,6 @@ def share_layouts() -> bool:
         return shared(self._output_type, rc, s, dpi, prop, antialiased, load_glyph_flags)
 
     _parse_cached.shared = True
+    _parse_cached.per_renderer = per_renderer  # matplotlib's own, for tests to put back
     MathTextParser._parse_cached = _parse_cached
     return True
