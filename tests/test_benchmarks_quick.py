@@ -70,6 +70,7 @@ def expected_rows(cores: int) -> set[str]:
             "CPU time (all processes)",
             "fixed overhead",
             "fixed overhead, CPU time",
+            "fixed overhead, kernel time (sum over jobs)",
             *(
                 f"simulate CPU, {experiment}" for experiment in ("robustness", "entropy_scale")
             ),  # the quick sweep's experiments
