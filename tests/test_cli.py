@@ -371,3 +371,38 @@ def test_the_module_docstring_names_every_command():
     commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
     missing = [name for name in commands.choices if f"`{name}`" not in cli.__doc__]
     assert not missing and len(commands.choices) >= 13
+
+
+BLAS_PROBE = """
+import sys
+import attnsim.cli as cli
+
+def probe(args):
+    import numpy  # noqa: F401 (OpenBLAS starts here)
+    from threadpoolctl import threadpool_info
+
+    print(*[i["num_threads"] for i in threadpool_info() if i["internal_api"] == "openblas"])
+
+cli._collect = cli._embed = probe
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv, environment, threads",
+    [
+        (["collect", "--experiment", "{}", "--output", "x"], {}, "1"),
+        (["collect", "--experiment", "{}", "--output", "x"], {"OPENBLAS_NUM_THREADS": "2"}, "2"),
+        (["embed", "a sentence"], {}, str(os.cpu_count())),  # a person's command: every core
+    ],
+)
+def test_job_commands_start_one_blas_thread(argv, environment, threads):
+    """The workflow's job commands start OpenBLAS with one thread (its idle threads spin at numpy's
+    import: ~0.1 CPU-s a process), unless the environment says otherwise; other commands keep
+    OpenBLAS's default."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")} | environment
+    done = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE, *argv], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [threads], done.stdout

@@ -12,6 +12,8 @@ from pathlib import Path
 from attnsim.errors import AttnsimError
 
 DEFAULT_STORE = Path("results/store")
+# the commands the workflow's rules run (run.tuning: what their processes are set up for)
+JOB_COMMANDS = ("simulate", "collect", "figures", "claims", "fetch-asset")
 
 
 def _simulate(args) -> None:
@@ -520,6 +522,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return plan(argv[1:])
     args = parser().parse_args(argv)
+    if args.command in JOB_COMMANDS:
+        from attnsim.run.tuning import single_blas_thread
+
+        single_blas_thread()  # before numpy is imported: no idle BLAS threads spinning
     logging.basicConfig(
         level=logging.INFO
         if args.verbose or args.command in ("simulate", "collect", "figures")
