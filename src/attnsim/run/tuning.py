@@ -1,8 +1,8 @@
 """Process-wide settings for the workflow's jobs, applied first thing by their commands.
 
 OpenBLAS starts one thread per core when numpy is imported, and those threads spin while they
-wait for work (~0.1 CPU-s per process measured, 0.40 -> 0.31 CPU-s for a small `attnsim collect`),
-CPU that a run of ~40 job processes on busy cores takes from the other jobs. No job needs them:
+wait for work: ~0.1 CPU-s a process (a small `attnsim collect` 0.46 -> 0.34 CPU-s, 8 alternating
+runs), which a run of ~40 job processes on busy cores takes from the other jobs. No job needs them:
 the kernels pin BLAS to one thread per worker (threadpoolctl), and the summaries, figures and
 claims do no BLAS work worth a second thread. `single_blas_thread` makes OpenBLAS start one thread
 (unless the environment says otherwise): the same single-threaded BLAS the kernels already run.
