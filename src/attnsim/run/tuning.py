@@ -24,7 +24,6 @@ change speed and the process's resident memory, never any number computed.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import sys
@@ -73,4 +72,6 @@ def _libc() -> ctypes.CDLL:
     try:
         return ctypes.CDLL("libc.so.6")  # glibc; find_library would run ldconfig (~20 ms)
     except OSError:
-        return ctypes.CDLL(ctypes.util.find_library("c"))
+        from ctypes.util import find_library  # here: every job command imports this module
+
+        return ctypes.CDLL(find_library("c"))
