@@ -16,10 +16,10 @@ from helpers.configs import REPO, small_config
 
 from attnsim.config.load import load
 from attnsim.plan.sweep import experiment_json, plan_experiment
+from attnsim.report.status import run_summary
 from attnsim.run import cpu
 from attnsim.run.collect import collect
 from attnsim.run.simulate import run_chunk
-from attnsim.run.status import run_summary
 from attnsim.store import parquet as store
 
 

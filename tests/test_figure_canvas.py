@@ -17,9 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from attnsim.errors import AttnsimError  # noqa: E402
-from attnsim.figures import render as render_module  # noqa: E402
 from attnsim.figures import style  # noqa: E402
 from attnsim.kinds import all_kinds, get_kind  # noqa: E402
+from attnsim.report import figures as render_module  # noqa: E402
 
 BUILT_IN = sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds."))
 REAL = {"real_noise", "real_entropy", "real_precision", "real_temperature"}

@@ -53,7 +53,7 @@ before = {k: dict.__getitem__(matplotlib.rcParams, k) for k in dict.keys(matplot
 from attnsim.kinds import all_kinds
 for kind in all_kinds().values():
     kind.submodule("figures")
-import attnsim.figures.style, attnsim.figures.common, attnsim.figures.render
+import attnsim.figures.style, attnsim.figures.common, attnsim.report.figures
 backend = matplotlib.rcParams._get_backend_or_none()  # before anything reads rcParams["backend"]
 after = {k: dict.__getitem__(matplotlib.rcParams, k) for k in dict.keys(matplotlib.rcParams)}
 print(sorted(k for k in before if before[k] != after[k]), backend)

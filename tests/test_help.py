@@ -14,7 +14,7 @@ from helpers.configs import REPO, small_config
 
 from attnsim import __version__
 from attnsim.cli import QUERY_FORMATS, main
-from attnsim.run import status
+from attnsim.report import status
 from attnsim.run.runner import translate
 from attnsim.store import query
 

@@ -40,7 +40,7 @@ def _collect(args) -> None:
 
 
 def _figures(args) -> None:
-    from attnsim.figures.render import render, render_all
+    from attnsim.report.figures import render, render_all
 
     if args.summary is not None:
         render(args.summary, args.outdir, args.figure)
@@ -58,14 +58,14 @@ def _query(args) -> None:
 
 
 def _show(args) -> None:
-    from attnsim.run.status import show
+    from attnsim.report.status import show
 
     print(show(args.config, args.store))
 
 
 def _summary(args) -> None:
     from attnsim.config.load import load_file
-    from attnsim.run.status import run_summary
+    from attnsim.report.status import run_summary
 
     print(run_summary(load_file(args.config), args.store, elapsed=args.elapsed))
 
@@ -78,7 +78,7 @@ def _schema(args) -> None:
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.docgen import schema_document, schema_markdown, update_docs
+    from attnsim.report.docgen import schema_document, schema_markdown, update_docs
 
     if args.update_docs:
         for path in update_docs(Path(".")):
@@ -96,8 +96,9 @@ def _schema(args) -> None:
 def _claims(args) -> None:
     import json
 
-    from attnsim.claims import io, render
     from attnsim.config.load import load_file
+    from attnsim.report import claims as io
+    from attnsim.report import claims_render as render
 
     if args.experiments_file is not None:
         experiments, meta = json.loads(args.experiments_file.read_text()), {}

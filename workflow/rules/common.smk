@@ -12,14 +12,14 @@ from snakemake.utils import validate
 from attnsim import files
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
-from attnsim.figures import check as figure_check
+from attnsim.report import figure_check
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.plan import bill
 from attnsim.plan import chunkspec
 from attnsim.plan import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.run import progress
-from attnsim.run.status import run_summary
+from attnsim.report.status import run_summary
 from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()

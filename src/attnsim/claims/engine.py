@@ -6,7 +6,7 @@ summaries, and `THRESHOLDS`, the numbers that turn measurements into verdicts). 
 declares, before any data, its `regime` (the parameters where theory makes the prediction), its
 `tolerance` and its `reason` (the docs/science.md section the regime and tolerance come from).
 Nothing is typed in: a verdict changes only through data. Reading the store and running every
-kind's claims is `attnsim.claims.io` (`evaluate`), rendering `attnsim.claims.render`.
+kind's claims is `attnsim.report.claims` (`evaluate`), rendering `attnsim.report.claims_render`.
 
 Roles: `evidence` (the essay's claims, judged by data that could have come out otherwise) and
 `sanity` (true by construction, a mathematical bound checked on every trial: it fails only

@@ -21,7 +21,7 @@ from attnsim.claims.engine import (
     Claim,
     entropy_bounds,
 )
-from attnsim.claims.render import html, markdown, ordered
+from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
 
 SCHEMA = pa.schema(
