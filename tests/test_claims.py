@@ -224,7 +224,7 @@ def test_entropy_bounds_covers_every_trial_through_the_summaries():
     from oracles.points import expand
     from oracles.summaries import summarise_points
 
-    from attnsim.run.simulate import simulate_points
+    from attnsim.jobs.simulate import simulate_points
 
     points = expand(
         SimpleNamespace(

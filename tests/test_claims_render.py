@@ -23,11 +23,11 @@ from attnsim.claims import engine
 from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
 from attnsim.cli import main
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import experiment_json, plan_experiment
 from attnsim.report import claims_render as render
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 # A tiny run with one experiment of every kind, each grid reaching every claim's regime.

@@ -18,9 +18,9 @@ from helpers.configs import REPO, small_config
 
 from attnsim.cli import main
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from attnsim.config.grid import make_point
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import all_kinds
-from attnsim.run.simulate import simulate_points
 
 EXTREMES = {
     "noisy_attention": [

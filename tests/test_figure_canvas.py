@@ -57,9 +57,9 @@ def png_size(path) -> tuple[int, int]:
 def small_run(kind_name: str, root):
     """The kind's example experiment at a few trials, simulated and collected: its summary file."""
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     example = copy.deepcopy(dict(get_kind(kind_name).example))

@@ -25,9 +25,9 @@ GRID = {"n": [16, 64], "d": [3, 8], "tau": [0.1, 0.3, 1.0, 3.0]}
 def summary(tmp_path_factory):
     """A real summary of temperature_entropy (simulated and collected as the workflow does)."""
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     root = tmp_path_factory.mktemp("style") / "store"

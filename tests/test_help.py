@@ -118,9 +118,9 @@ def test_show_never_says_100_percent_with_work_pending():
 
 def test_show_gives_an_adaptive_experiments_trial_range(tmp_path, monkeypatch, capsys):
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     monkeypatch.chdir(tmp_path)

@@ -13,9 +13,9 @@ from attnsim import kinds as registry_module
 from attnsim.cli import main
 from attnsim.config.grid import make_point
 from attnsim.errors import KernelOutputError
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import simulate_points
 from attnsim.store import parquet as store
 
 BASE = get_kind("temperature_entropy")

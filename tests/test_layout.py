@@ -32,6 +32,7 @@ LAYERS = [
     ("config", ["attnsim.config"]),
     ("plan", ["attnsim.plan"]),
     ("report", ["attnsim.report"]),
+    ("jobs", ["attnsim.jobs"]),
     ("run", ["attnsim.run"]),
     ("entry", ["attnsim.cli"]),
 ]
@@ -199,7 +200,7 @@ def test_the_architecture_table_names_every_stage_module():
     }
     missing = [
         f"{folder}/{path.stem}"
-        for folder in ("config", "plan", "run", "store")
+        for folder in ("config", "plan", "jobs", "run", "store")
         for path in (SRC / "attnsim" / folder).glob("*.py")
         if path.stem != "__init__" and f"`{path.stem}`" not in rows[folder]
     ]

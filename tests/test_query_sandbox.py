@@ -12,9 +12,9 @@ import pytest
 
 from attnsim.cli import main
 from attnsim.config.grid import make_point
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 from attnsim.store import query
 

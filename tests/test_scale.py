@@ -20,11 +20,11 @@ from oracles.summaries import summarise_points, trials_by_point
 
 from attnsim.config.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.config.load import load, load_file
+from attnsim.jobs.collect import summarise_chunks
+from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import all_kinds
 from attnsim.plan import cost as resources
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
-from attnsim.run.collect import summarise_chunks
-from attnsim.run.simulate import run_chunk, simulate_points
 from attnsim.store import parquet as store
 
 GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
@@ -417,8 +417,8 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
     import pyarrow.parquet as pq
 
     from attnsim.errors import StoreError
+    from attnsim.jobs.collect import collect
     from attnsim.plan.sweep import experiment_json
-    from attnsim.run.collect import collect
     from attnsim.store import query
 
     settings = load(kind_config("temperature_entropy"))

@@ -11,9 +11,9 @@ import pytest
 
 from attnsim.config.grid import make_point
 from attnsim.errors import StoreError
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 
@@ -158,7 +158,7 @@ def test_floats_are_split_and_the_rest_dictionary_encoded(tmp_path):
 def test_stop_reasons_say_why_each_point_has_its_trials():
     import numpy as np
 
-    from attnsim.run.collect import stop_reasons
+    from attnsim.jobs.collect import stop_reasons
 
     se = np.array([0.5, 0.1, 0.2, np.nan, np.inf, 0.0])
     assert stop_reasons(se, None).to_pylist() == ["trials"] * 6

@@ -13,8 +13,8 @@ from helpers.workflow import snakemake, write_config
 
 from attnsim.cli import main
 from attnsim.errors import StoreError
+from attnsim.jobs.collect import collect
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
 from attnsim.store import parquet as store
 
 

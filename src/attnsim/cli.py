@@ -17,11 +17,11 @@ JOB_COMMANDS = ("simulate", "collect", "figures", "claims", "fetch-asset")
 
 
 def _simulate(args) -> None:
-    from attnsim.run.tuning import tune_allocator
+    from attnsim.jobs.tuning import tune_allocator
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.chunkspec import ChunkSpec, read_spec_file
-    from attnsim.run.simulate import run_chunk
 
     if args.spec_file is not None:
         spec = read_spec_file(args.spec_file).spec
@@ -31,7 +31,7 @@ def _simulate(args) -> None:
 
 
 def _collect(args) -> None:
-    from attnsim.run.collect import collect
+    from attnsim.jobs.collect import collect
 
     experiment = (
         args.experiment if args.experiment is not None else args.experiment_file.read_text()
@@ -524,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         return plan(argv[1:])
     args = parser().parse_args(argv)
     if args.command in JOB_COMMANDS:
-        from attnsim.run.tuning import single_blas_thread
+        from attnsim.jobs.tuning import single_blas_thread
 
         single_blas_thread()  # before numpy is imported: no idle BLAS threads spinning
     logging.basicConfig(

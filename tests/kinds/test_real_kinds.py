@@ -21,10 +21,10 @@ from attnsim.cli import main
 from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.errors import AssetError, AttnsimError, ConfigError
+from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
 from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import run_chunk, simulate_points
 
 REAL = ("real_noise", "real_entropy", "real_temperature")
 

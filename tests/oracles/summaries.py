@@ -1,5 +1,5 @@
 """A grid point's summary written plainly, one point at a time: the definition that the streaming
-columnar `attnsim.run.collect.summarise_chunks` is tested against (bit for bit), and the summaries
+columnar `attnsim.jobs.collect.summarise_chunks` is tested against (bit for bit), and the summaries
 of in-memory trials that some tests draw or judge.
 
 `trials_by_point` gathers each point's trials from chunk tables; `summarise_points` makes one

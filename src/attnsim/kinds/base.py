@@ -4,7 +4,7 @@ headline.
 A kind is one package, `attnsim/kinds/<kind>/` (or a plugin's package, registered under the
 entry-point group `attnsim.kinds`): its `__init__.py` defines `KIND = Kind(...)`, `kernel.py`
 computes trial blocks, `figures.py` draws from the summary (captions in `report/<figure>.rst`)
-and `claims.py` judges the essay's claims. The driver (`attnsim.run.simulate`), the planner, the
+and `claims.py` judges the essay's claims. The driver (`attnsim.jobs.simulate`), the planner, the
 store, the summaries, the figures, the claims engine and the workflow work from these
 declarations only. See docs/adding-a-kind.md.
 """
@@ -136,7 +136,7 @@ class Kind:
     # metrics a trial may leave NaN or +/-inf by definition, summaries unchanged (kappa of a noise
     # without the moment the delta method needs; a quantity that does not apply at a point);
     # NaN/inf anywhere else fails the job
-    # (attnsim.run.validate checks every block; finite_metrics may be non-finite too)
+    # (attnsim.jobs.validate checks every block; finite_metrics may be non-finite too)
     nonfinite_metrics: tuple[str, ...] = ()
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     # The cost model's time of one trial, in passes over its working set (bytes_per_trial, which

@@ -267,7 +267,7 @@ def _stored_settings(
 ) -> bool:
     """True if a stored chunk has the config's trial settings, False if the config asks for more
     trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
-    the missing blocks are computed, `attnsim.run.simulate.simulate_points`); otherwise the rows
+    the missing blocks are computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows
     would mix, or fewer trials would drop computed ones: one line, nothing runs."""
     old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
     new = (experiment.trials, experiment.target_se, experiment.max_trials)

@@ -484,7 +484,7 @@ def inputs_provenance(paths: list[Path], experiment: str) -> dict:
 
 
 def cpu_classes(metas: list[dict], experiment: str = "") -> dict[str, int]:
-    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
+    """CPU class (attnsim.jobs.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
     computed.
 
     Mixing classes in one experiment is allowed and reported: each point's rows come from one
