@@ -298,7 +298,7 @@ def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: in
         job = [
             sys.executable,
             "-m",
-            "attnsim.cli",
+            "attnsim.cli.main",
             "simulate",
             "--spec",
             spec,

@@ -21,7 +21,7 @@ import yaml
 
 from attnsim.claims import engine
 from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.load import load
 from attnsim.jobs.collect import collect
 from attnsim.jobs.simulate import run_chunk

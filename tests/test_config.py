@@ -291,7 +291,7 @@ def config_file(tmp_path, old="", new="", text=SMALL_YAML):
 
 @pytest.mark.parametrize("value", [".nan", ".NaN", ".inf", "-.inf", "+.inf"])
 def test_nan_and_infinity_are_one_line_errors(tmp_path, capsys, value):
-    from attnsim.cli import main
+    from attnsim.cli.main import main
 
     path = config_file(tmp_path, "noise_scale: [0.1, 0.5]", f"noise_scale: [{value}, 0.5]")
     with pytest.raises(
@@ -444,7 +444,7 @@ def test_coerce_numbers_follows_any_schema_shape():
     ],
 )
 def test_keys_given_twice_are_refused_with_both_lines(tmp_path, capsys, old, new, message):
-    from attnsim.cli import main
+    from attnsim.cli.main import main
 
     path = config_file(tmp_path, old, new)
     with pytest.raises(ConfigError) as info:

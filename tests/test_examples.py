@@ -12,7 +12,7 @@ import pytest
 import yaml
 from helpers.configs import REPO, small_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 
 EXAMPLE = REPO / "examples/explore_results.py"
 

@@ -13,9 +13,9 @@ import yaml
 from helpers.configs import REPO, small_config
 
 from attnsim import __version__
-from attnsim.cli import QUERY_FORMATS, main
+from attnsim.cli.main import QUERY_FORMATS, main
+from attnsim.cli.runner import translate
 from attnsim.report import status
-from attnsim.run.runner import translate
 from attnsim.store import query
 
 
@@ -57,7 +57,7 @@ def test_version(capsys):
         rf"attnsim {re.escape(__version__)} \(snakemake 9\.\S+, python 3\.\S+\)", out
     ), out
     run = subprocess.run(
-        [sys.executable, "-m", "attnsim.cli", "--version"], capture_output=True, text=True
+        [sys.executable, "-m", "attnsim.cli.main", "--version"], capture_output=True, text=True
     )
     assert run.returncode == 0 and run.stdout.strip() == out
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attnsim import kinds as registry_module
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.grid import make_point
 from attnsim.errors import KernelOutputError
 from attnsim.jobs.simulate import simulate_points

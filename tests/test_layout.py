@@ -33,8 +33,7 @@ LAYERS = [
     ("plan", ["attnsim.plan"]),
     ("report", ["attnsim.report"]),
     ("jobs", ["attnsim.jobs"]),
-    ("run", ["attnsim.run"]),
-    ("entry", ["attnsim.cli"]),
+    ("cli", ["attnsim.cli"]),
 ]
 # kinds/ modules that are not kinds: a kind is a package, a shared module a file beside them
 SHARED = tuple(
@@ -168,7 +167,6 @@ def test_the_top_level_is_the_foundation_and_the_entry_points():
         "attnsim.files",
         "attnsim.seeding",
         "attnsim.stats",
-        "attnsim.cli",
     }
 
 
@@ -200,7 +198,7 @@ def test_the_architecture_table_names_every_stage_module():
     }
     missing = [
         f"{folder}/{path.stem}"
-        for folder in ("config", "plan", "jobs", "run", "store")
+        for folder in ("config", "plan", "jobs", "cli", "store")
         for path in (SRC / "attnsim" / folder).glob("*.py")
         if path.stem != "__init__" and f"`{path.stem}`" not in rows[folder]
     ]

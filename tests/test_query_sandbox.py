@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.grid import make_point
 from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind

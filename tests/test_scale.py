@@ -617,7 +617,7 @@ def test_attnsim_finds_its_own_snakemake_without_an_activated_venv(tmp_path):
     lonely.mkdir()
     (lonely / "python").symlink_to(sys.executable)
     code = (
-        "import sys; sys.executable = sys.argv[1]; from attnsim.cli import main;"
+        "import sys; sys.executable = sys.argv[1]; from attnsim.cli.main import main;"
         " raise SystemExit(main(['run', '-n']))"
     )
     result = subprocess.run(

@@ -17,7 +17,7 @@ from oracles import real_entropy as entropy_oracle
 from oracles import real_noise as noise_oracle
 from oracles import real_temperature as temperature_oracle
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.errors import AssetError, AttnsimError, ConfigError

@@ -14,7 +14,7 @@ from helpers.configs import CONTRASTIVE, RECALL
 from helpers.workflow import point_rows, snakemake, tree, write_config
 from oracles.summaries import summarise_points
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.grid import make_point
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels.training import quantiles

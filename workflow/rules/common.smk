@@ -18,7 +18,7 @@ from attnsim.plan import bill
 from attnsim.plan import chunkspec
 from attnsim.plan import cost as resources
 from attnsim.plan import sweep as planning
-from attnsim.run import progress
+from attnsim.cli import progress
 from attnsim.report.status import run_summary
 from attnsim.store import parquet as store
 
@@ -296,7 +296,7 @@ def write_chunk_specs():
     planning.write_specs(PLANS, RESULTS, threads)
     if PLANNING:  # the submitting process only (a job's Snakemake runs onstart too)
         planning.write_experiment_specs(SETTINGS, RESULTS)
-    # what this run computes, for its progress lines (attnsim.run.progress)
+    # what this run computes, for its progress lines (attnsim.cli.progress)
     progress.write_manifest(PLANS, RESULTS, _local_cores())
 
 

@@ -141,7 +141,7 @@ def _fetch_asset(args) -> None:
 
 
 def _embed(args) -> None:
-    from attnsim.run.embed import embed
+    from attnsim.cli.embed import embed
 
     print(embed(args.texts, args.resources, args.model_dir, args.output))
 
@@ -509,14 +509,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
-        from attnsim.run.runner import HELP, run, translate
+        from attnsim.cli.runner import HELP, run, translate
 
         if any(a in ("-h", "--help") for a in argv[1:]):
             print(HELP, end="")
             return 0
         return run(translate(argv[1:]))
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
-        from attnsim.run.runner import plan
+        from attnsim.cli.runner import plan
 
         if any(a in ("-h", "--help") for a in argv[1:]):
             print(PLAN_HELP, end="")
