@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from attnsim.config.grid import make_point
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
-from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 from benchmarks import naive
 from benchmarks.machine import Limits, best_seconds, bound_limits
 from benchmarks.table import Row
@@ -230,7 +230,7 @@ ALLOCATOR_PROBE = textwrap.dedent(
         from attnsim.jobs.tuning import tune_allocator
         assert tune_allocator()
     from threadpoolctl import threadpool_limits
-    from attnsim.config.grid import make_point
+    from attnsim.records.grid import make_point
     from attnsim.jobs.simulate import simulate_points
     kind, params, name, values, trials = json.loads(sys.argv[2])
     pts = [make_point(kind, params | {name: v}) for v in values]

@@ -141,9 +141,9 @@ def test_bad_config_and_bad_arguments(filled, capsys):
 
 
 def one_point_spec(trials: int) -> str:
-    from attnsim.config.grid import make_point
     from attnsim.kinds import get_kind
-    from attnsim.plan.chunkspec import ChunkSpec
+    from attnsim.records.chunk import ChunkSpec
+    from attnsim.records.grid import make_point
 
     point = make_point(
         "noisy_attention",

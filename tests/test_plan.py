@@ -113,8 +113,8 @@ def test_a_chunk_is_one_record_from_plan_to_job(tmp_path):
     import yaml
     from helpers.configs import REPO
 
-    from attnsim.plan.chunkspec import read_spec_file
     from attnsim.plan.sweep import spec_path, write_specs
+    from attnsim.records.chunk import read_spec_file
 
     settings = load(yaml.safe_load((REPO / "config.yaml").read_text()))
     plans = plan_all(settings, tmp_path / "store")

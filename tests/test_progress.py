@@ -174,8 +174,8 @@ def test_write_manifest_uses_the_planners_costs(tmp_path):
     from helpers.configs import small_config
 
     from attnsim.config.load import load
-    from attnsim.plan import cost as resources
     from attnsim.plan.sweep import plan_all
+    from attnsim.records import cost as resources
 
     plans = plan_all(load(small_config()), tmp_path / "results/store")
     path = progress.write_manifest(plans, tmp_path / "results", cores=2)

@@ -8,13 +8,13 @@ import pytest
 from helpers.configs import small_config
 from oracles.points import expand
 
-from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.errors import ConfigError
 from attnsim.jobs.simulate import simulate_points, trials_table
 from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND
-from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 
 
 def points():

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from attnsim.config.grid import make_point
 from attnsim.errors import StoreError
 from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.plan.chunkspec import ChunkSpec
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 
 

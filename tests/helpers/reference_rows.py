@@ -69,10 +69,10 @@ def sweep(reference: dict, threads: int) -> list[tuple]:
 
 
 def _sweep(reference: dict, threads: int) -> list[tuple]:
-    from attnsim.config.grid import grid_columns, points_from_rows
     from attnsim.config.load import load
     from attnsim.jobs.simulate import simulate_points
     from attnsim.kinds import get_kind
+    from attnsim.records.grid import grid_columns, points_from_rows
 
     settings = load(reference["config"])
     out = []
@@ -136,9 +136,9 @@ def summaries(computed: list, columns: list[str] | None = None) -> tuple[dict, l
     """point id -> sha256 of its summary row as collect makes it (`summarise_chunks` of the rows),
     over `columns` (default: every column the summary has now), and those columns. Values are
     hashed through their JSON text (floats by repr: exact)."""
-    from attnsim.config.grid import grid_columns
     from attnsim.jobs.collect import summarise_chunks
     from attnsim.jobs.simulate import trials_table
+    from attnsim.records.grid import grid_columns
 
     out, names = {}, columns
     for kind, experiment, points, results in computed:

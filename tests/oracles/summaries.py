@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from attnsim.config.grid import Point
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
+from attnsim.records.grid import Point
 from attnsim.stats import mean_ci
 from attnsim.store import parquet as store
 

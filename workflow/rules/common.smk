@@ -15,8 +15,8 @@ from attnsim.errors import AttnsimError
 from attnsim.report import figure_check
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.plan import bill
-from attnsim.plan import chunkspec
-from attnsim.plan import cost as resources
+from attnsim.records import chunk as chunkspec
+from attnsim.records import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.cli import progress
 from attnsim.report.status import run_summary

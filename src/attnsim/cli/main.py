@@ -21,7 +21,7 @@ def _simulate(args) -> None:
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
     from attnsim.jobs.simulate import run_chunk
-    from attnsim.plan.chunkspec import ChunkSpec, read_spec_file
+    from attnsim.records.chunk import ChunkSpec, read_spec_file
 
     if args.spec_file is not None:
         spec = read_spec_file(args.spec_file).spec

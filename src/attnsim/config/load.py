@@ -18,11 +18,11 @@ from jsonschema import ValidationError, validators
 
 from attnsim.config import guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
-from attnsim.config.grid import grid_columns
-from attnsim.config.records import Experiment, Settings
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
+from attnsim.records.experiment import Experiment, Settings
+from attnsim.records.grid import grid_columns
 from attnsim.seeding import digest
 
 SCHEMA_FILE = "schema.yaml"

@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from attnsim.config.grid import GridColumns, grid_columns
-from attnsim.config.records import Experiment
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
+from attnsim.records.experiment import Experiment
+from attnsim.records.grid import GridColumns, grid_columns
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
 from attnsim.store import arrays, integrity

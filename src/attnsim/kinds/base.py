@@ -141,7 +141,7 @@ class Kind:
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     # The cost model's time of one trial, in passes over its working set (bytes_per_trial, which
     # alone sizes blocks and memory): None for one pass. A kind whose trials stream through it
-    # many times declares how many, e.g. per optimiser step (attnsim.plan.cost, docs/scaling.md).
+    # many times declares how many, e.g. per optimiser step (attnsim.records.cost, docs/scaling.md).
     passes_per_trial: Callable[[Params], float] | None = None
     check_grid: Callable[[Mapping[str, list]], None] | None = (
         None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)

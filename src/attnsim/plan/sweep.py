@@ -3,7 +3,7 @@
 Read at workflow start by the submitting process only (jobs read their chunk's spec file). Points
 already in the store with the same results key are done; the rest are cut into chunks, one job
 each, sized by cost (`chunk_limits`): about `job_minutes` of estimated CPU time each
-(`attnsim.plan.cost`'s model), at most MAX_CHUNK_ROWS trial rows, and at most `chunk_size`
+(`attnsim.records.cost`'s model), at most MAX_CHUNK_ROWS trial rows, and at most `chunk_size`
 points if the config sets one. Finished chunks stay targets under
 their own ids, with the spec read back from their provenance, so Snakemake sees them as up to
 date.
@@ -25,18 +25,18 @@ from pathlib import Path
 import numpy as np
 
 from attnsim import files
-from attnsim.config.grid import (
+from attnsim.errors import StoreError
+from attnsim.kinds import get_kind
+from attnsim.kinds.base import Kind
+from attnsim.records import cost as resources
+from attnsim.records.chunk import ChunkSpec, topup_id
+from attnsim.records.experiment import Experiment, Settings
+from attnsim.records.grid import (
     GridColumns,
     canonical_column_value,
     chunk_id,
     grid_columns,
 )
-from attnsim.config.records import Experiment, Settings
-from attnsim.errors import StoreError
-from attnsim.kinds import get_kind
-from attnsim.kinds.base import Kind
-from attnsim.plan import cost as resources
-from attnsim.plan.chunkspec import ChunkSpec, topup_id
 from attnsim.store import parquet as store
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
@@ -132,7 +132,7 @@ def _old_settings(meta: dict) -> str:
 
 
 def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
-    """`attnsim.plan.cost.PointCosts` of every grid point, from the columns: one
+    """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
     `kind.bytes_per_trial` call per combination of the parameters it reads."""
     passes = None if kind.passes_per_trial is None else grid.evaluate(kind.passes_per_trial)
     return resources.point_costs(
