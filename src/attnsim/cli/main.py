@@ -106,7 +106,7 @@ def _claims(args) -> None:
         experiments, meta = json.loads(args.experiments), {}
     else:
         settings = load_file(args.config)
-        experiments = {name: e.kind for name, e in settings.experiments.items()}
+        experiments = settings.kinds()
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
     rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:

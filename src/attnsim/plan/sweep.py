@@ -367,9 +367,7 @@ def write_experiment_specs(settings: Settings, results: Path) -> None:
         experiment_spec_path(results, name): experiment_json(settings, name)
         for name in settings.experiments
     }
-    texts[experiments_spec_path(results)] = json.dumps(
-        {name: e.kind for name, e in settings.experiments.items()}, sort_keys=True
-    )
+    texts[experiments_spec_path(results)] = experiments_json(settings)
     for path, text in texts.items():
         try:
             if path.read_text() == text:
@@ -395,6 +393,11 @@ def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int
             files.write_text(path, text, fsync=False)  # atomic: a job never reads half a spec
             written += 1
     return written
+
+
+def experiments_json(settings: Settings) -> str:
+    """The sweep's experiment name -> kind map as JSON (`Settings.kinds`), the claims job's file."""
+    return json.dumps(settings.kinds(), sort_keys=True)
 
 
 def experiment_json(settings: Settings, name: str) -> str:

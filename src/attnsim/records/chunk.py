@@ -19,9 +19,9 @@ from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 from attnsim.records import cost as resources
+from attnsim.records.experiment import results_key
 from attnsim.records.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.seeding import digest
-from attnsim.store.parquet import results_key
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class ChunkSpec:
     @property
     def results_key(self) -> str:
         """What its rows depend on besides their parameters
-        (`attnsim.store.parquet.results_key`)."""
+        (`attnsim.records.experiment.results_key`)."""
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
     def to_json(self, threads: int | None = None) -> str:
