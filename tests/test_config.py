@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 from helpers.configs import REPO, small_config
 
 from attnsim.config.load import load, load_file
@@ -204,14 +203,6 @@ def test_load_file_errors(tmp_path):
     bad.write_text("seed: [1\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_file(bad)
-
-
-def test_schema_file_in_workflow_is_the_package_base_schema():
-    from attnsim.config.load import base_schema
-
-    assert (
-        yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text()) == base_schema()
-    )
 
 
 def test_schema_grid_keys_match_kind_parameters():
