@@ -182,17 +182,27 @@ def test_the_top_level_is_the_foundation():
     }
 
 
+def folder(module: str) -> str:
+    """The folder a module lives in (`(top)` for the foundation's files)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (SRC / "attnsim" / parts[1]).is_dir() else "(top)"
+
+
 def report(graph: dict[str, set[str]] | None = None) -> str:
-    """Modules per folder, import edges, circles and upward imports: `python
-    tests/test_layout.py`."""
+    """The layers top first, each with its folders, their modules and the folders they import;
+    then circles and upward imports: `python tests/test_layout.py`."""
     graph = import_graph() if graph is None else graph
-    folders: dict[str, int] = {}
-    for path in modules().values():
-        folder = path.parent.relative_to(SRC / "attnsim").as_posix()
-        folder = "(top)" if folder == "." else folder.split("/")[0]
-        folders[folder] = folders.get(folder, 0) + 1
+    mods = modules()
     lines = [f"modules: {len(graph)}, import edges: {sum(len(t) for t in graph.values())}"]
-    lines += [f"  {folder}/: {count}" for folder, count in sorted(folders.items())]
+    for rank in reversed(range(len(LAYERS))):
+        names = [m for m in mods if layer(m) == rank]
+        for name in sorted({folder(m) for m in names}):
+            own = [m for m in names if folder(m) == name]
+            used = sorted({folder(t) for m in own for t in graph[m]} - {name})
+            lines.append(
+                f"  {LAYERS[rank][0]:10} {name + '/':10} {len(own):3} modules"
+                f"  imports {', '.join(used) or '-'}"
+            )
     lines.append(f"circles: {len(circles(graph))} {circles(graph)}")
     lines.append(f"upward imports: {len(upward(graph))} {upward(graph)}")
     return "\n".join(lines)
