@@ -543,3 +543,46 @@ def test_delta_slow_exponent_exact_approaches_k_star_minus_2():
         all(x < y for x, y in zip(local[:-1], local[1:]))
         and local[-1] < k_star - 2 < local[-1] + 0.05
     )
+
+
+# --- heavy tails: the stable rate and its finite-n correction (§2.7) ----------------------------
+
+
+@pytest.mark.parametrize("noise, sigma", [("laplace", 1.0), ("gumbel", 1.0)])
+def test_heavy_rate_exponents(noise, sigma):
+    from attnsim.theory.delta_next import (
+        heavy_rate,
+        heavy_rate_exponent,
+        heavy_rate_min_n,
+        heavy_slope_correction,
+    )
+
+    k_star = moment_order(noise, sigma)
+    assert 1 < k_star < 2
+    assert heavy_rate(noise, sigma) == pytest.approx(1 / k_star - 1)
+    gamma = heavy_rate_exponent(noise, sigma)
+    assert gamma == pytest.approx((k_star - 1) ** 2 / k_star)
+    n_min = heavy_rate_min_n(noise, sigma, 0.025)
+    assert heavy_slope_correction(noise, sigma, n_min) == pytest.approx(0.025)
+    assert heavy_slope_correction(noise, sigma, 4096) > 0.025  # the sweep's n are short of it
+
+
+def test_heavy_saturation_share_falls_like_n_to_minus_gamma():
+    """The derivation's key step, by quadrature over the exact law of w = e^eps / E e^eps for
+    laplace sigma = 1 (P(w > y) = (m1 y)^{-k*} / 2 above y = 1/m1): what saturation removes from
+    E[rel_err], E[w^2 / (n + w)], relative to the stable scale n^{1/k* - 1}, falls like
+    n^{-gamma}."""
+    from attnsim.theory.delta_next import heavy_rate_exponent
+
+    b = 1 / SQ2  # laplace scale at sigma = 1
+    k_star, m1 = 1 / b, 1 / (1 - b * b)
+
+    def saturated(n):
+        # w = n e^v: E[w^2/(n + w); w > 1/m1] = (k*/2) m1^-k* n^(1-k*) int e^{(2-k*)v}/(1+e^v) dv
+        f = lambda v: math.exp((2 - k_star) * v) / (1 + math.exp(v))  # noqa: E731
+        part = integrate.quad(f, -math.log(m1 * n), 60, limit=400)[0]
+        return k_star / 2 * m1**-k_star * n ** (1 - k_star) * part
+
+    share = [saturated(n) / n ** (1 / k_star - 1) for n in (2**16, 2**24)]
+    slope = math.log(share[1] / share[0]) / math.log(2**8)
+    assert slope == pytest.approx(-heavy_rate_exponent("laplace", 1.0), abs=0.01)

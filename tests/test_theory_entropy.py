@@ -282,3 +282,68 @@ def test_random_direction_gap():
     gap = np.log(n) - brute_entropy(keys @ q, tau)
     # second-order prediction; third-order terms are O(1/(d tau^2))^2 relative, sampling ~ 1/sqrt(n)
     assert gap == pytest.approx(E.random_direction_gap(d, tau), rel=0.1)
+
+
+# ----------------------------------------------------------------- the frozen phase, exact E[H]
+
+
+def brute_mean_entropy(n: int, sigma: float, trials: int, seed: int) -> tuple[float, float]:
+    """Monte Carlo E[H] of softmax(sigma z) with its standard error (the oracle)."""
+    rng = np.random.default_rng(seed)
+    s = sigma * rng.standard_normal((trials, n))
+    logp = s - logsumexp(s, axis=1, keepdims=True)
+    h = -(np.exp(logp) * logp).sum(axis=1)
+    return float(h.mean()), float(h.std(ddof=1) / np.sqrt(trials))
+
+
+def test_digamma_against_scipy():
+    from scipy.special import digamma
+
+    x = np.array([1e-3, 0.05, 0.5, 0.9, 1.0, 3.3, 12.0, 250.0])
+    assert E.digamma(x) == pytest.approx(digamma(x), rel=1e-13, abs=1e-13)
+
+
+def test_gaussian_max_level_is_the_1_over_n_quantile():
+    from scipy.stats import norm
+
+    for n in (2, 16, 4096, 16384):
+        assert E.gaussian_max_level(n) == pytest.approx(norm.isf(1 / n), abs=1e-10)
+
+
+@pytest.mark.parametrize(
+    "n, sigma", [(2, 0.5), (16, 1.0), (16, 5.0), (64, 3.0), (256, 0.3), (64, 30.0)]
+)
+def test_exact_entropy_against_monte_carlo(n, sigma):
+    mean, se = brute_mean_entropy(n, sigma, 100_000 if n <= 64 else 20_000, seed=n + int(sigma))
+    assert abs(E.gaussian_entropy_exact(n, sigma) - mean) <= 4 * se
+
+
+def test_exact_entropy_limits_and_quadrature_convergence():
+    assert E.gaussian_entropy_exact(1, 3.0) == 0.0
+    assert E.gaussian_entropy_exact(100, 0.0) == pytest.approx(np.log(100))
+    # small sigma: log n - sigma^2/2 plus the §3.3 bias (sigma^2 e^{s^2} - (e^{s^2} - 1)/2)/n
+    n, sigma = 4096, 0.1
+    bias = (sigma**2 * np.exp(sigma**2) - np.expm1(sigma**2) / 2) / n
+    assert E.gaussian_entropy_exact(n, sigma) == pytest.approx(
+        np.log(n) - sigma**2 / 2 + bias, abs=1e-8
+    )
+    # halving the panel width changes nothing at the precision the claims use
+    for n, sigma in ((16384, 3.0), (16384, 100.0), (64, 0.5)):
+        coarse = E.gaussian_entropy_exact(n, sigma)
+        assert E.gaussian_entropy_exact(n, sigma, step=0.5) == pytest.approx(coarse, abs=1e-9)
+
+
+def test_frozen_entropy_is_poisson_dirichlet():
+    # m = b_n / sigma; E[H] = psi(1) - psi(1 - m): 0 at m -> 0, ~ zeta(2) m for small m
+    n, sigma = 4096, 1e4
+    m = E.gaussian_max_level(n) / sigma
+    assert E.frozen_entropy(n, sigma) == pytest.approx(np.pi**2 / 6 * m, rel=2 * m)
+    assert np.isnan(E.frozen_entropy(4096, 1.0))  # liquid: no frozen prediction
+    assert np.all(np.diff(E.frozen_entropy(1024, [5.0, 7.0, 10.0, 30.0])) < 0)
+
+
+def test_frozen_entropy_approaches_the_exact_value_deep_in_the_frozen_phase():
+    # the linearised Poisson process leaves out O(1/log n): small far from x = 1, large near it
+    for n, sigma in ((16, 100.0), (1024, 30.0), (16384, 30.0)):
+        assert abs(E.frozen_entropy(n, sigma) - E.gaussian_entropy_exact(n, sigma)) < 0.01
+    assert abs(E.frozen_entropy(4096, 5.0) - E.gaussian_entropy_exact(4096, 5.0)) > 0.5

@@ -448,3 +448,36 @@ def next_order_truncation(sizes: dict[str, float] | None) -> float:
     if sizes["order"] == "p1":
         return second
     return second * second / max(first, second) if second > 0 else 0.0
+
+
+# --- heavy tails (1 < k* <= 2): the stable rate and its finite-n correction (§2.7) -------------
+
+
+def heavy_rate(noise: str, sigma: float) -> float:
+    """1/k* - 1, the asymptotic log-log slope of rel_err in n at uniform weights where kappa = inf
+    but E[e^eps] < inf (1 < k* <= 2): the numerator sum (w_i - 1) x_i is in the domain of a
+    k*-stable law, so it grows like n^{1/k*} against the denominator's n (§2.7)."""
+    return 1 / moment_order(noise, sigma) - 1
+
+
+def heavy_rate_exponent(noise: str, sigma: float) -> float:
+    """gamma = (k* - 1)^2 / k*: the finite-n correction to E[rel_err] ~ n^{1/k* - 1} is of
+    relative order n^{-gamma} (§2.7). A key with w ~ n saturates (its weight w/(W + w) <= 1), which
+    removes from the stable law the part of its tail beyond s_max = n^{1 - 1/k*}: that part carries
+    int_{s_max}^inf s^{-k*} ds ~ s_max^{1 - k*} = n^{-gamma} of the mean."""
+    k_star = moment_order(noise, sigma)
+    return (k_star - 1) ** 2 / k_star
+
+
+def heavy_slope_correction(noise: str, sigma: float, n: float) -> float:
+    """The order of the local slope's distance from 1/k* - 1 at n: gamma n^{-gamma} (the derivative
+    of log(1 - D n^{-gamma}) in log n with an amplitude D of order one, which the theory does not
+    fix: an order of magnitude, used to say where the asymptotic rate can be judged)."""
+    gamma = heavy_rate_exponent(noise, sigma)
+    return gamma * n ** (-gamma)
+
+
+def heavy_rate_min_n(noise: str, sigma: float, size: float) -> float:
+    """The smallest n at which `heavy_slope_correction` is at most `size`."""
+    gamma = heavy_rate_exponent(noise, sigma)
+    return (gamma / size) ** (1 / gamma) if gamma > size else 1.0

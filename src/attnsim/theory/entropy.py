@@ -29,6 +29,10 @@ __all__ = [
     "exact_gap",
     "exact_gap_argmax",
     "random_direction_gap",
+    "digamma",
+    "gaussian_max_level",
+    "frozen_entropy",
+    "gaussian_entropy_exact",
 ]
 
 
@@ -235,3 +239,149 @@ def gap_tolerance(n: int, tau: float) -> float:
     ~1e-14 (log n + 2/tau). A real violation of the bound would be far larger.
     """
     return 1e-12 * (1 + math.log(n) + 2 / tau)
+
+
+# --------------------------------------------------------------------------- the frozen phase
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def digamma(x):
+    """psi(x) = d log Gamma(x)/dx for x > 0 (numpy, no scipy): the recurrence psi(x) = psi(x + 1)
+    - 1/x up to x >= 10, then the asymptotic series (error < 1e-15 there)."""
+    x = _check("x", x, 0, strict=True).copy()
+    shift = np.zeros_like(x)
+    while np.any(x < 10):
+        low = x < 10
+        shift -= np.where(low, 1 / x, 0.0)
+        x = np.where(low, x + 1, x)
+    inv2 = 1 / x**2
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    return (np.log(x) - 0.5 / x - series + shift)[()]
+
+
+def _gaussian_tail(x: float) -> float:
+    """P(Z > x) for a standard normal Z."""
+    return 0.5 * math.erfc(x / math.sqrt(2))
+
+
+def gaussian_max_level(n: float) -> float:
+    """b_n with P(Z > b_n) = 1/n: the level of the largest of n standard normals (bisection)."""
+    low, high = -10.0, 40.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _gaussian_tail(mid) > 1 / n else (low, mid)
+    return (low + high) / 2
+
+
+def frozen_entropy(n, sigma):
+    """E[H] of softmax(sigma z), z_i i.i.d. N(0, 1), in the frozen phase (docs/science.md §3.4).
+
+    Why: near the top the z_i form a Poisson process of intensity n phi(z) ~ n phi(b_n) e^{-b_n (z
+    - b_n)} (the log-density's slope at the level b_n of the maximum, `gaussian_max_level`), so the
+    weights e^{sigma z_i}, normalised, follow the Poisson-Dirichlet law PD(m, 0), m = b_n / sigma.
+    For PD(m, 0), E[sum_i f(p_i)] = E[f(B)/B] with B ~ Beta(1 - m, m) (the size-biased pick), so
+    E[H] = -E[log B] = psi(1) - psi(1 - m): 0 as m -> 0 (one-hot), infinite at m = 1 (the freezing
+    point); E[sum p^2] = 1 - m. b_n -> sqrt(2 log n) gives Derrida's m = 1/x; what the
+    linearisation leaves out (the curvature of the normal density, the keys below the top) is
+    O(1 / log n), largest near m = 1 (`gaussian_entropy_exact` measures it). nan where m >= 1.
+    """
+    n = np.asarray(_check("n", n, 2), dtype=float)
+    sigma = np.asarray(_check("sigma", sigma, 0, strict=True), dtype=float)
+    n, sigma = np.broadcast_arrays(n, sigma)
+    level = np.vectorize(gaussian_max_level, otypes=[float])(n) if n.size else n
+    m = level / sigma
+    frozen = m < 1
+    safe = np.where(frozen, 1 - m, 1.0)
+    return np.where(frozen, digamma(np.ones_like(safe)) - digamma(safe), np.nan)[()]
+
+
+# ----------------------------------------------------- exact E[H] for gaussian logits (quadrature)
+
+
+def _log_ndtr_scaled(x: np.ndarray) -> np.ndarray:
+    """log P(Z <= x) + x^2/2, without overflow or cancellation for very negative x."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty_like(x)
+    far = x < -30
+    erfc = np.vectorize(math.erfc, otypes=[float])
+    near = x[~far]
+    out[~far] = np.log(0.5 * erfc(-near / math.sqrt(2))) + near**2 / 2
+    xf = x[far]
+    inv2 = 1 / xf**2
+    out[far] = (
+        -np.log(-xf)
+        - LOG_SQRT_2PI
+        + np.log1p(-inv2 * (1 - 3 * inv2 * (1 - 5 * inv2 * (1 - 7 * inv2))))
+    )
+    return out
+
+
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(24)
+
+
+def _panels(low: np.ndarray, high: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights over [low, high] (arrays, one interval per row), split
+    into `count` equal panels: shape (rows, count * 24); weight 0 where high <= low."""
+    width = np.maximum(high - low, 0.0)[:, None] / count
+    starts = low[:, None] + width * np.arange(count)
+    nodes = starts[:, :, None] + width[:, :, None] * (_GL_NODES + 1) / 2
+    weights = width[:, :, None] * _GL_WEIGHTS / 2 * np.ones_like(nodes)
+    return nodes.reshape(len(low), -1), weights.reshape(len(low), -1)
+
+
+# below this u = sigma z - y, 1 - exp(-e^u) = e^u to double precision; above U_HIGH it is 1
+U_LOW, U_HIGH, Z_LIMIT = 40.0, 4.0, 14.0
+
+
+def _laplace_parts(sigma: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """F(y) = 1 - E exp(-e^{sigma z - y}) and G(y) = E[sigma z e^{sigma z - y} exp(-e^{sigma z -
+    y})], z ~ N(0, 1): closed forms where u = sigma z - y < -U_LOW (there 1 - e^{-e^u} = e^u) or
+    u > U_HIGH (there it is 1 and G's integrand vanishes), Gauss-Legendre between."""
+    c1, c2 = (y - U_LOW) / sigma, (y + U_HIGH) / sigma
+    x = c1 - sigma
+    common = -U_LOW - (y - U_LOW) ** 2 / (2 * sigma**2)  # sigma^2/2 - y - x^2/2
+    left_f = np.exp(common + _log_ndtr_scaled(x))
+    left_g = sigma * (sigma * left_f - np.exp(common - LOG_SQRT_2PI))
+    right_f = 0.5 * np.vectorize(math.erfc, otypes=[float])(c2 / math.sqrt(2))
+    low, high = np.maximum(c1, -Z_LIMIT), np.minimum(c2, Z_LIMIT)
+    count = max(
+        1, int(math.ceil(min(high.max() - low.min(), (U_LOW + U_HIGH) / sigma) * max(sigma, 1) / 2))
+    )
+    z, w = _panels(low, high, count)
+    u = sigma * z - y[:, None]
+    density = w * np.exp(-(z**2) / 2 - LOG_SQRT_2PI)
+    eu = np.exp(u)
+    mid_f = (density * -np.expm1(-eu)).sum(axis=1)
+    mid_g = (density * sigma * z * eu * np.exp(-eu)).sum(axis=1)
+    return left_f + mid_f + right_f, left_g + mid_g
+
+
+def gaussian_entropy_exact(n: int, sigma: float, step: float = 2.0) -> float:
+    """E[H] of softmax(s), s_i i.i.d. N(0, sigma^2), at finite n, by quadrature (no sampling).
+
+    Why: H = log Z - sum_i p_i s_i, Z = sum_i e^{s_i}, and with L(t) = E exp(-t e^s),
+        E log Z = int_0^inf (e^{-t} - L(t)^n) dt / t,
+        E sum_i p_i s_i = n int_0^inf E[s e^s e^{-t e^s}] L(t)^{n-1} dt
+    (1/Z = int_0^inf e^{-tZ} dt and independence). With t = e^{-y} both are integrals over y of
+    one-dimensional normal integrals (`_laplace_parts`); Gauss-Legendre panels of width `step` in
+    y. Exact up to quadrature error (below 1e-9 nats: tests/test_theory_entropy.py checks it
+    against brute force). Used to say where the asymptotic predictions (§3.3, §3.4) are accurate.
+    """
+    if n < 1 or sigma < 0:
+        raise ValueError(f"need n >= 1 and sigma >= 0, got n={n!r}, sigma={sigma!r}")
+    if n == 1:
+        return 0.0
+    if sigma == 0:
+        return math.log(n)
+    top = sigma * Z_LIMIT + math.log(n) + U_LOW + 10  # beyond: L(t)^n = 1 = e^{-t} to 1e-17
+    y_low, y_high = -U_LOW - 5, top
+    panels = int(math.ceil((y_high - y_low) / step))
+    y, w = _panels(np.array([y_low]), np.array([y_high]), panels)
+    y, w = y[0], w[0]
+    f, g = _laplace_parts(sigma, y)
+    with np.errstate(divide="ignore"):
+        log_l = np.log1p(-np.minimum(f, 1.0))
+    log_z = (w * (np.exp(-np.exp(-y)) - np.exp(n * log_l))).sum()
+    mean_ps = n * (w * g * np.exp((n - 1) * log_l)).sum()
+    return float(log_z - mean_ps)
