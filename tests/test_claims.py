@@ -55,40 +55,41 @@ def noisy(
 
 
 def test_delta_method_holds_and_fails():
-    assert noisy_claims.delta_method(noisy(ratio=1.01), "gaussian").verdict == "holds"
-    bad = noisy_claims.delta_method(noisy(ratio=0.8), "gaussian")
+    assert noisy_claims.DELTA_METHOD["gaussian"](noisy(ratio=1.01)).verdict == "holds"
+    bad = noisy_claims.DELTA_METHOD["gaussian"](noisy(ratio=0.8))
     assert (
         bad.verdict == "fails"
         and bad.measured == pytest.approx(0.8)
         and bad.rel_deviation == pytest.approx(-0.2)
     )
-    assert noisy_claims.delta_method(noisy(), "uniform").verdict == "outside regime"
-    assert noisy_claims.delta_method(None, "gaussian").verdict == "not measured"
+    assert noisy_claims.DELTA_METHOD["uniform"](noisy()).verdict == "outside regime"
+    assert noisy_claims.DELTA_METHOD["gaussian"](None).verdict == "not measured"
 
 
-def test_error_rate_slope():
-    good = noisy_claims.error_rate(noisy(slope=-0.5))
+def test_error_rate_slope_is_a_sanity_check():
+    good = noisy_claims.ERROR_RATE(noisy(slope=-0.5))
     assert good.verdict == "holds" and good.measured == pytest.approx(-0.5, abs=1e-9)
-    assert noisy_claims.error_rate(noisy(slope=-0.3)).verdict == "fails"
+    assert good.role == "sanity" and good.outcome == ""
+    assert noisy_claims.ERROR_RATE(noisy(slope=-0.3)).verdict == "fails"
 
 
 def test_breakdown():
     """No mean: judged where Student t's largest noisy logit sigma n^(1/3) reaches log n (sigma = 2
     at every n here; sigma = 0.5 nowhere up to n = 4096)."""
     s = noisy(heavy_slope=0.1, sigmas=(0.5, 2.0))
-    holds = noisy_claims.breakdown(s)
+    holds = noisy_claims.BREAKDOWN(s)
     assert (
         holds.verdict == "holds"
         and holds.points == 4
         and math.isnan(holds.predicted)
         and holds.bound == -0.25
     )
-    falling = noisy_claims.breakdown(noisy(heavy_slope=-0.5, sigmas=(0.5, 2.0)))
+    falling = noisy_claims.BREAKDOWN(noisy(heavy_slope=-0.5, sigmas=(0.5, 2.0)))
     assert falling.verdict == "fails" and falling.measured == pytest.approx(-0.5)
     assert (
-        noisy_claims.breakdown(noisy(heavy_slope=0.1)).verdict == "outside regime"
+        noisy_claims.BREAKDOWN(noisy(heavy_slope=0.1)).verdict == "outside regime"
     )  # sigma 0.1, 0.5: not yet dominated
-    assert noisy_claims.breakdown(noisy(families=("gaussian",))).verdict == "outside regime"
+    assert noisy_claims.BREAKDOWN(noisy(families=("gaussian",))).verdict == "outside regime"
 
 
 def entropy_summary(shift=0.0, se=1e-5, null=False):
@@ -118,23 +119,24 @@ def entropy_summary(shift=0.0, se=1e-5, null=False):
 
 
 def test_small_scale_and_rem():
-    assert entropy_claims.small_scale_entropy(entropy_summary()).verdict == "holds"
+    assert entropy_claims.SMALL_SCALE_ENTROPY(entropy_summary()).verdict == "holds"
     assert (
-        entropy_claims.small_scale_entropy(entropy_summary(shift=-0.05)).verdict == "fails"
+        entropy_claims.SMALL_SCALE_ENTROPY(entropy_summary(shift=-0.05)).verdict == "fails"
     )  # deficit 0.05 too large
-    assert entropy_claims.rem_collapse(entropy_summary()).verdict == "holds"
-    assert entropy_claims.rem_collapse(entropy_summary(shift=-1.5)).verdict == "fails"
+    liquid = entropy_claims.REM_LIQUID_DEFICIT(entropy_summary())
+    assert liquid.verdict == "holds" and liquid.points == 2  # sigma = 1 at n = 256 and 4096
+    assert entropy_claims.REM_LIQUID_DEFICIT(entropy_summary(shift=-0.1)).verdict == "fails"
 
 
 def test_small_scale_entropy_fails_for_the_null_h_equals_log_n():
     """The null H = log n (no deficit at all) must fail, not hold because a wide interval meets a
     band."""
-    null = entropy_claims.small_scale_entropy(entropy_summary(null=True))
+    null = entropy_claims.SMALL_SCALE_ENTROPY(entropy_summary(null=True))
     assert null.verdict == "fails" and null.measured == pytest.approx(0.0)
     assert null.evidence.startswith("0 of 4 points hold (4 fails)")
     # even with a noisy measurement, as long as the intervals exclude the prediction's band
     assert (
-        entropy_claims.small_scale_entropy(entropy_summary(null=True, se=1e-4)).verdict == "fails"
+        entropy_claims.SMALL_SCALE_ENTROPY(entropy_summary(null=True, se=1e-4)).verdict == "fails"
     )
 
 

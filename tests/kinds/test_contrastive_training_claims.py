@@ -103,6 +103,29 @@ def test_best_tau_and_its_tied_range():
     assert t["diff_high"] - t["diff"] == pytest.approx(2.0117 * 0.006 * math.sqrt(2), rel=1e-3)
 
 
+def map_setting(**change) -> dict:
+    """A setting of the declared class map (CLASS is one: n 32, 16 classes, view noise 2)."""
+    return CLASS | change
+
+
+def test_the_declared_map_names_every_setting_parameter():
+    from attnsim.kinds.contrastive_training import SETTING
+
+    assert set(cc.DECLARED_MAP) == set(SETTING)
+    assert math.prod(len(v) for v in cc.DECLARED_MAP.values()) == 16
+
+
+def whole_map(accs) -> pd.DataFrame:
+    """Every declared setting with the same accuracies."""
+    settings = [
+        map_setting(n=n, classes=c, view_noise=v)
+        for n in cc.DECLARED_MAP["n"]
+        for c in cc.DECLARED_MAP["classes"]
+        for v in cc.DECLARED_MAP["view_noise"]
+    ]
+    return frame(*(sweep(setting, accs) for setting in settings))
+
+
 @pytest.mark.parametrize(
     "accs, verdict",
     [
@@ -111,47 +134,41 @@ def test_best_tau_and_its_tied_range():
         ({0.05: 0.60, 0.5: 0.61, 1.0: 0.615}, "inconclusive"),
     ],
 )
-def test_tau_one_worse_probe(accs, verdict):
-    claim = cc.worse_probe_at_tau_one(frame(sweep(CLASS, accs)))
-    assert (
-        claim.verdict == verdict
-        and claim.figure == "c/temperature_sweep"
-        and claim.role == "evidence"
-    )
+def test_tau_one_worse_probe_on_the_whole_declared_map(accs, verdict):
+    claim = cc.TAU_ONE_WORSE_PROBE(whole_map(accs))
+    assert claim.verdict == verdict and claim.role == "evidence" and claim.outcome == "open"
+    assert claim.figure == "c/temperature_sweep" and claim.alternative_value == 0.0
 
 
-def test_tau_one_worse_probe_is_judged_per_setting_and_scoped_to_class_positives():
-    other = CLASS | {"view_noise": 0.5}
-    s = frame(
-        sweep(CLASS, CLASS_WORSE),
-        sweep(other, {0.05: 0.90, 0.5: 0.95, 1.0: 0.99}),
-        sweep(INSTANCE, INSTANCE_BETTER),
-    )
-    claim = cc.worse_probe_at_tau_one(s)
+def test_tau_one_worse_probe_cannot_hold_on_part_of_the_map():
+    """One setting that holds is not the map: the 15 declared settings not run are points without
+    an interval (inconclusive); one that fails still fails the claim."""
+    one = cc.TAU_ONE_WORSE_PROBE(frame(sweep(CLASS, CLASS_WORSE)))
+    assert one.verdict == "inconclusive"
+    assert one.evidence.startswith("1 of 16 points hold (15 inconclusive)")
+    assert "15 of the 16 declared settings not run" in one.evidence
+    bad = map_setting(view_noise=0.5)
+    s = frame(sweep(CLASS, CLASS_WORSE), sweep(bad, {0.05: 0.90, 0.5: 0.95, 1.0: 0.99}))
+    assert cc.TAU_ONE_WORSE_PROBE(s).verdict == "fails"
+
+
+def test_tau_one_worse_probe_regime_is_the_declared_class_map():
+    off_map = CLASS | {"classes": 8}  # a class setting nobody declared
+    s = frame(sweep(off_map, CLASS_WORSE), sweep(INSTANCE, INSTANCE_BETTER))
+    assert cc.TAU_ONE_WORSE_PROBE(s).verdict == "outside regime"
     assert (
-        claim.verdict == "fails"
-        and "1 holds, 1 fails" in claim.evidence
-        and len(claim.setting_verdicts) == 2
-    )
-    assert (
-        cc.worse_probe_at_tau_one(frame(sweep(INSTANCE, INSTANCE_BETTER))).verdict
-        == "outside regime"
-    )
-    assert (
-        cc.worse_probe_at_tau_one(frame(sweep(CLASS, {0.05: 0.6, 0.2: 0.7}))).verdict
+        cc.TAU_ONE_WORSE_PROBE(frame(sweep(CLASS, {0.05: 0.6, 0.2: 0.7}))).verdict
         == "outside regime"
     )  # no tau = 1
-    assert cc.worse_probe_at_tau_one(None).verdict == "not measured"
+    assert cc.TAU_ONE_WORSE_PROBE(None).verdict == "not measured"
 
 
 def test_instance_claim():
-    assert (
-        cc.instance_worse_knn_at_tau_one(frame(sweep(INSTANCE, INSTANCE_BETTER))).verdict == "fails"
-    )
-    assert cc.instance_worse_knn_at_tau_one(frame(sweep(INSTANCE, CLASS_WORSE))).verdict == "holds"
+    assert cc.INSTANCE_WORSE_KNN(frame(sweep(INSTANCE, INSTANCE_BETTER))).verdict == "fails"
+    assert cc.INSTANCE_WORSE_KNN(frame(sweep(INSTANCE, CLASS_WORSE))).verdict == "holds"
     # without instance noise instance positives are the class task: outside this claim's regime
     assert (
-        cc.instance_worse_knn_at_tau_one(
+        cc.INSTANCE_WORSE_KNN(
             frame(sweep(INSTANCE | {"instance_noise": 0.0}, INSTANCE_BETTER))
         ).verdict
         == "outside regime"
@@ -163,7 +180,7 @@ def test_instance_claim():
 )
 def test_floor_binds(entropy, verdict):
     s = frame(sweep(CLASS, {0.2: 0.66}), [row(CLASS, 1.0, 0.55, entropy=entropy)])
-    claim = cc.floor_limits_accuracy(s)
+    claim = cc.FLOOR_BINDS(s)
     assert claim.verdict == verdict, claim.evidence
     assert "the best tau there (0.2" in claim.evidence
 
@@ -171,9 +188,9 @@ def test_floor_binds(entropy, verdict):
 @pytest.mark.parametrize("lowest, verdict", [(3.3, "holds"), (2.9919, "holds"), (2.98, "fails")])
 def test_training_entropy_floor_is_a_sanity_check(lowest, verdict):
     s = frame(sweep(CLASS, CLASS_WORSE, lowest=lowest))
-    claim = cc.training_entropy_floor(s)
+    claim = cc.TRAINING_ENTROPY_FLOOR(s)
     assert claim.role == "sanity" and claim.verdict == verdict
-    assert cc.training_entropy_floor(s.query("tau < 1")).verdict == "outside regime"
+    assert cc.TRAINING_ENTROPY_FLOOR(s.query("tau < 1")).verdict == "outside regime"
 
 
 def learned(setting, tau0, log_tau, **kw):
@@ -181,25 +198,23 @@ def learned(setting, tau0, log_tau, **kw):
 
 
 def test_learned_entropy_floor():
-    assert (
-        cc.learned_entropy_floor(frame(learned(CLASS, 1.0, -1.4, excess=0.002))).verdict == "holds"
+    assert cc.LEARNED_ENTROPY_FLOOR(frame(learned(CLASS, 1.0, -1.4, excess=0.002))).verdict == (
+        "holds"
     )
-    assert (
-        cc.learned_entropy_floor(frame(learned(CLASS, 1.0, -1.4, excess=-1e-6))).verdict == "fails"
+    assert cc.LEARNED_ENTROPY_FLOOR(frame(learned(CLASS, 1.0, -1.4, excess=-1e-6))).verdict == (
+        "fails"
     )
-    assert cc.learned_entropy_floor(frame(sweep(CLASS, CLASS_WORSE))).verdict == "outside regime"
+    assert cc.LEARNED_ENTROPY_FLOOR(frame(sweep(CLASS, CLASS_WORSE))).verdict == "outside regime"
 
 
-@pytest.mark.parametrize(
-    "log_tau, verdict", [(-1.4, "holds"), (0.3, "fails"), (-0.005, "inconclusive")]
-)
-def test_learned_tau_falls(log_tau, verdict):
+@pytest.mark.parametrize("log_tau, verdict", [(-1.4, "holds"), (0.3, "fails"), (-0.005, "fails")])
+def test_learned_tau_falls_is_a_sanity_check(log_tau, verdict):
+    """A sanity bound (§10.4: the sign of dL/dt): holds when every point's interval of tau_final
+    is below 1; an interval reaching 1 breaks it (no inconclusive for a sanity check)."""
     s = frame(learned(CLASS, 1.0, log_tau), learned(CLASS, 0.07, -1.5))
-    claim = cc.learned_tau_falls(s)
-    assert (
-        claim.verdict == verdict and claim.points == 1
-    )  # only the run from tau = 1 is in the regime
-    assert claim.bound == 1.0 and claim.measured == pytest.approx(math.exp(log_tau))
+    claim = cc.LEARNED_TAU_FALLS(s)
+    assert claim.verdict == verdict and claim.role == "sanity" and claim.points == 1
+    assert claim.bound == 1.0 and claim.measured == pytest.approx(math.exp(log_tau + 0.02))
 
 
 @pytest.mark.parametrize(
@@ -214,22 +229,24 @@ def test_learned_tau_settles_at_best(log_tau, verdict):
     s = frame(
         sweep(CLASS, CLASS_WORSE), learned(CLASS, 1.0, log_tau)
     )  # best 0.2, tied 0.05-0.2: band [0.035, 0.28]
-    claim = cc.learned_tau_settles_at_best(s)
+    claim = cc.LEARNED_TAU_SETTLES_AT_BEST(s)
     assert claim.verdict == verdict, claim.evidence
-    assert claim.predicted == pytest.approx(0.2) and claim.measured == pytest.approx(
-        math.exp(log_tau)
-    )
+    centre = (math.log(0.05 / math.sqrt(2)) + math.log(0.2 * math.sqrt(2))) / 2
+    half = (math.log(0.2 * math.sqrt(2)) - math.log(0.05 / math.sqrt(2))) / 2
+    assert claim.measured == pytest.approx((log_tau - centre) / half)
+    assert "vs best fixed 0.2 (tied 0.05-0.2)" in claim.evidence
     assert (
-        cc.learned_tau_settles_at_best(frame(learned(CLASS, 1.0, log_tau))).verdict
+        cc.LEARNED_TAU_SETTLES_AT_BEST(frame(learned(CLASS, 1.0, log_tau))).verdict
         == "outside regime"
     )  # no fixed tau to compare
 
 
-def test_every_claim_declares_its_regime_and_reason_before_the_data():
-    for judge in cc.CLAIMS:
-        claim = judge(None)
+def test_every_claim_declares_its_regime_reason_and_alternative_before_the_data():
+    for spec in cc.CLAIMS:
+        claim = spec(None)
         assert (
             claim.verdict == "not measured"
             and claim.regime
             and claim.reason.startswith("docs/science.md §")
         ), claim.claim_id
+        assert (claim.role == "sanity") == (spec.alternative is None), claim.claim_id

@@ -171,3 +171,68 @@ def peak_ratio(kind, points) -> float:
     finally:
         tracemalloc.stop()
     return peak / (trials * kind.bytes_per_trial(points[0]))
+
+
+# --------------------------------------------------------- the claims: liquid and frozen phases
+
+
+def entropy_rows(points, entropy, se=0.005, logits="gaussian"):
+    """A logit_entropy summary at (n, sigma) points, H = entropy(n, sigma) with SE `se`."""
+    import pandas as pd
+
+    from attnsim.theory.entropy import rem_x
+
+    rows = []
+    for n, sigma in points:
+        h = float(entropy(n, sigma))
+        rows.append(
+            dict(
+                experiment="entropy_scale",
+                n=n,
+                d=64,
+                logits=logits,
+                scale=sigma,
+                sigma_eff=sigma,
+                n_trials=1000,
+                log_n=math.log(n),
+                rem_x=float(rem_x(n, sigma)),
+                entropy_mean=h,
+                entropy_se=se,
+                entropy_ci_low=h - 1.96 * se,
+                entropy_ci_high=h + 1.96 * se,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def test_rem_liquid_deficit_is_judged_where_its_finite_n_correction_is_small():
+    """x = 0.68 at n = 16384 (sigma = 3) is liquid, but its correction ~2 n^(2x^2 - 1) is large:
+    outside the regime, where the exact value (0.926 of sigma^2/2) would fail the 5% band."""
+    from attnsim.kinds.logit_entropy import claims
+    from attnsim.theory.entropy import gaussian_entropy_exact
+
+    grid = [(4096, 1.0), (16384, 2.0), (16384, 3.0)]
+    exact = entropy_rows(grid, gaussian_entropy_exact, se=1e-3)
+    result = claims.REM_LIQUID_DEFICIT(exact)
+    assert result.verdict == "holds" and result.points == 2
+    deficit = (math.log(16384) - gaussian_entropy_exact(16384, 3.0)) / 4.5
+    assert deficit == pytest.approx(0.926, abs=1e-3)
+    shifted = entropy_rows(grid, lambda n, s: gaussian_entropy_exact(n, s) + 0.1 * s * s / 2)
+    assert claims.REM_LIQUID_DEFICIT(shifted).verdict == "fails"
+
+
+def test_rem_frozen_entropy_against_poisson_dirichlet():
+    from attnsim.kinds.logit_entropy import claims
+    from attnsim.theory.entropy import frozen_entropy, gaussian_entropy_exact
+
+    grid = [(16384, 5.0), (16384, 10.0), (16384, 30.0), (16384, 100.0), (64, 2.0)]
+    exact = entropy_rows(grid, gaussian_entropy_exact)
+    result = claims.REM_FROZEN_ENTROPY(exact)
+    # sigma = 5 at n = 16384 is frozen (b_n = 3.84) but 1.4 nats from its PD prediction; sigma =
+    # 2 at n = 64 is liquid: neither is judged
+    assert result.verdict == "holds" and result.points == 3, result.evidence
+    assert result.outcome == "open" and result.tolerance == 0.05
+    one_hot = entropy_rows(grid, lambda n, s: 0.0 * frozen_entropy(n, s))
+    assert claims.REM_FROZEN_ENTROPY(one_hot).verdict == "fails"
+    dot = entropy_rows(grid, gaussian_entropy_exact, logits="dot_product")
+    assert claims.REM_FROZEN_ENTROPY(dot).verdict == "outside regime"
