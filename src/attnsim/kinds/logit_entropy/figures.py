@@ -23,7 +23,13 @@ from attnsim.figures.common import (
     yerr,
 )
 from attnsim.figures.style import figure_function
-from attnsim.theory.entropy import rem_entropy, rem_x, small_scale_entropy
+from attnsim.theory.entropy import (
+    frozen_entropy,
+    gaussian_max_level,
+    rem_entropy,
+    rem_x,
+    small_scale_entropy,
+)
 
 COLLAPSE_X_MAX = 2.2
 
@@ -137,6 +143,25 @@ def entropy_vs_scale(summary: pd.DataFrame):
     return fig
 
 
+def _frozen_lines(ax, ns, colours) -> None:
+    """The frozen phase's Poisson-Dirichlet prediction at each n shown (docs/science.md §3.4), as
+    H / log n against x, from sigma = 1.25 b_n (m = 0.8: nearer the freezing point it is off by
+    O(1) at these n)."""
+    for n in ns:
+        if n < 2:
+            continue
+        level, log_n = gaussian_max_level(n), np.log(n)
+        sigma = np.linspace(1.25 * level, COLLAPSE_X_MAX * np.sqrt(2 * log_n), 200)
+        ax.plot(
+            sigma / np.sqrt(2 * log_n),
+            frozen_entropy(n, sigma) / log_n,
+            color=colours[n],
+            ls="--",
+            lw=1,
+            zorder=2,
+        )
+
+
 @figure_function
 def entropy_collapse(summary: pd.DataFrame):
     """H / log n vs x = sigma_eff / sqrt(2 log n) for every n and logit model, against 1 - x^2."""
@@ -165,6 +190,7 @@ def entropy_collapse(summary: pd.DataFrame):
     )
     ax.axvline(1.0, color="0.5", ls=":", lw=1)
     ax.text(1.02, 0.95, "freezing point x = 1", color="0.35", fontsize=8, va="top")
+    _frozen_lines(ax, ns, colours)
     for (logits, n), part in shown.sort_values("rem_x").groupby(["logits", "n"]):
         if len(part) > MAX_POINTS:
             thinned = True
@@ -205,6 +231,8 @@ def entropy_collapse(summary: pd.DataFrame):
             )
         )
     handles.append(Line2D([], [], color="k", lw=1.6, label="REM limit 1 − x² (0 for x ≥ 1)"))
+    frozen = "frozen phase at this n: ψ(1) − ψ(1 − b_n/σ)"
+    handles.append(Line2D([], [], color="0.3", ls="--", lw=1, label=frozen))
     ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
     notes = [
         "finite n approaches the limit slowly:",

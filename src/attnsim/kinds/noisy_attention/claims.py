@@ -134,9 +134,8 @@ def _ratio_points(value: str, se: str, low: str | None = None, high: str | None 
     value ± z SE) and SE, named by the point's parameters."""
 
     def measure(rows: pd.DataFrame) -> Estimate:
-        half = Z95 * rows[se]
-        lows = rows[low] if low else rows[value] - half
-        highs = rows[high] if high else rows[value] + half
+        lows = rows[low] if low else rows[value] - Z95 * rows[se]
+        highs = rows[high] if high else rows[value] + Z95 * rows[se]
         beyond = predicted_correction(rows) > THRESHOLDS.correction_max
         delta_there = rows.loc[beyond, "err_ratio"]
         return per_point_estimate(
@@ -144,7 +143,7 @@ def _ratio_points(value: str, se: str, low: str | None = None, high: str | None 
             value,
             lows,
             highs,
-            se,
+            se if se in rows else None,
             1.0,
             POINT,
             regimes=_by_noise_regime(rows),
@@ -530,8 +529,8 @@ ERROR_RATE = ClaimSpec(
         "logit_scale = 0, 0 < kappa < inf, points whose predicted first correction (§2.8) is <= "
         f"{THRESHOLDS.rate_correction_max}, series (noise, sigma, d, K) with >= "
         f"{THRESHOLDS.min_series_points} values of n",
-        "docs/science.md §2.5, §2.10: at uniform weights the prediction is exactly sqrt(kappa/n), "
-        "so -1/2 follows from the ratio the delta_method claims test at the same points",
+        "docs/science.md §2.5, §2.10: at uniform weights the prediction is exactly "
+        "sqrt(kappa/n), so -1/2 follows from the ratio the delta_method claims test there",
         _long_series(_rate_regime),
     ),
     rule=SanityRange(
