@@ -131,10 +131,8 @@ def test_one_point_off_fails_although_the_mean_is_within_tolerance():
     assert c.verdict == "fails" and c.measured == pytest.approx(0.78)
     assert c.value_min == pytest.approx(0.78) and c.value_max == pytest.approx(1.01)
     assert math.isnan(c.ci_low) and math.isnan(c.ci_high)  # a range, not a confidence interval
-    assert (
-        f"{judged - 1} of {judged} points hold (1 fails), worst 0.780 at (n=256, σ=0.1, "
-        "logit_scale=1)" in c.evidence
-    )
+    assert c.evidence.startswith(f"{judged - 1} of {judged} points hold (1 fails), worst 0.78")
+    assert "at (n=256, σ=0.1, logit_scale=1)" in c.evidence
 
 
 def test_a_point_whose_interval_straddles_the_band_edge_is_inconclusive():
