@@ -56,7 +56,13 @@ TINY = {
         "entropy_scale": {
             "kind": "logit_entropy",
             "trials": 20,
-            "grid": {"n": [256, 1024], "d": [4], "logits": ["gaussian"], "scale": [0.1, 0.3, 1.0]},
+            # 30: frozen, where the Poisson-Dirichlet prediction is accurate (rem_frozen_entropy)
+            "grid": {
+                "n": [256, 1024],
+                "d": [4],
+                "logits": ["gaussian"],
+                "scale": [0.1, 0.3, 1.0, 30.0],
+            },
         },
         "temperature": {
             "kind": "temperature_entropy",
@@ -168,7 +174,12 @@ def expected_count() -> int:
 def test_every_claim_declares_its_fields(tiny_run):
     claims = written_claims(tiny_run)
     assert len(claims) == expected_count()
-    for c in claims:
+    # regimes no tiny grid reaches: n >= 4.5e5 (docs/science.md §2.7); the declared map's
+    # settings, 300 steps each (§10.4)
+    far = ("heavy_tail_slow_rate", "tau_one_worse_probe")
+    beyond = [c for c in claims if c.claim_id in far]
+    assert [c.verdict for c in beyond] == ["outside regime"] * len(far)
+    for c in (c for c in claims if c not in beyond):
         assert c.statement in STATEMENTS and c.number in NUMBER_KINDS, c.claim_id
         assert c.threshold and c.compared_to, c.claim_id
         assert c.verdict in ("holds", "fails", "inconclusive"), (
@@ -194,6 +205,8 @@ def test_no_holds_wider_than_its_band_on_a_small_real_run(tiny_run):
 
 def test_every_claims_figure_is_drawn_by_its_kind_and_its_caption_names_the_claim(tiny_run):
     for c in written_claims(tiny_run):
+        if c.verdict == "outside regime":  # rests on no rows: no figure
+            continue
         experiment, figure = c.figure.split("/")
         kind = get_kind(TINY["experiments"][experiment]["kind"])
         assert figure in kind.figures, c.claim_id
