@@ -145,7 +145,7 @@ def test_tau_one_worse_probe_cannot_hold_on_part_of_the_map():
     an interval (inconclusive); one that fails still fails the claim."""
     one = cc.TAU_ONE_WORSE_PROBE(frame(sweep(CLASS, CLASS_WORSE)))
     assert one.verdict == "inconclusive"
-    assert one.evidence.startswith("1 of 16 points hold (15 inconclusive)")
+    assert one.evidence.startswith("1 of 16 settings hold (15 inconclusive)")
     assert "15 of the 16 declared settings not run" in one.evidence
     bad = map_setting(view_noise=0.5)
     s = frame(sweep(CLASS, CLASS_WORSE), sweep(bad, {0.05: 0.90, 0.5: 0.95, 1.0: 0.99}))

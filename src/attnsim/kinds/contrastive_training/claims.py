@@ -208,6 +208,7 @@ def _difference_estimate(points: pd.DataFrame, positives: str, **facts) -> Estim
         range_min=float(measured["value"].min()),
         range_max=float(measured["value"].max()),
         facts={
+            "point_noun": "settings",
             "metric": CLAIM_METRIC[positives],
             "decisive": decisive.to_dict(),
             "favour": favour.to_dict(),
@@ -355,7 +356,7 @@ def _floor_shares(rows: pd.DataFrame) -> Estimate:
     points["se"] = (points["ci_high"] - points["ci_low"]) / (2 * Z95)
     worst = points["value"].idxmin()
     w = one.loc[worst]
-    facts = {"worst": w.to_dict(), "best": None}
+    facts = {"point_noun": "settings", "worst": w.to_dict(), "best": None}
     same = same_setting(fixed(rows), w)
     if len(same) > 1:
         best = same.loc[same[f"{CLAIM_METRIC['class']}_mean"].idxmax()]

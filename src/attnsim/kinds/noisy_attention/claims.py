@@ -355,7 +355,7 @@ def _slow_exponents(rows: pd.DataFrame) -> Estimate:
         n=len(points),
         unit="noise scales",
         points=points,
-        facts={"fits": points.to_dict("records")},
+        facts={"point_noun": "noise scales", "fits": points.to_dict("records")},
     )
 
 
@@ -492,12 +492,12 @@ def _series_estimate(points: pd.DataFrame, worst: int) -> Estimate:
         points=points,
         range_min=float(points["value"].min()),
         range_max=float(points["value"].max()),
-        facts={"series": points.to_dict("records")},
+        facts={"point_noun": "series", "series": points.to_dict("records")},
     )
 
 
 def _series_text(e: Estimate) -> str:
-    return f"{e.n} series; " + "; ".join(
+    return "; ".join(
         f"{r['noise']} σ={r['noise_scale']:g} (n {r['n_min']}–{r['n_max']}): slope "
         f"{r['slope']:.3f} [{r['ci_low'] + r['predicted']:.3f}, "
         f"{r['ci_high'] + r['predicted']:.3f}]"
