@@ -41,6 +41,7 @@ LAYERS = [
         [
             "attnsim.claims.io",
             "attnsim.claims.render",
+            "attnsim.report",
             "attnsim.figures.render",
             "attnsim.figures.check",
         ],

@@ -98,6 +98,7 @@ def _claims(args) -> None:
 
     from attnsim.claims import io, render
     from attnsim.config.load import load_file
+    from attnsim.report import provenance
 
     if args.experiments_file is not None:
         experiments, meta = json.loads(args.experiments_file.read_text()), {}
@@ -107,12 +108,17 @@ def _claims(args) -> None:
         settings = load_file(args.config)
         experiments = {name: e.kind for name, e in settings.experiments.items()}
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
+    if args.run_file is not None:  # the workflow's: the run's config hash and seed
+        meta = json.loads(args.run_file.read_text())
     rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
+    run = provenance.run_record(meta.get("config_hash", ""), meta.get("seed"))
     if args.write:
-        io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta}, args.threads)
+        digests = provenance.summary_digests(args.store, experiments)
+        meta = {"experiments": json.dumps(experiments), **run}
+        io.write(rows, args.write, meta, args.threads, digests)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":
-        print(render.markdown(rows), end="")
+        print(render.markdown(rows) + "\n" + provenance.footer(run), end="\n")
     elif form == "json":
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
@@ -300,6 +306,11 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), "
         "instead of --config",
+    )
+    p.add_argument(
+        "--run-file",
+        type=Path,
+        help="(workflow) the run's config hash and seed (results/plan/run.json)",
     )
     p.add_argument(
         "--write",

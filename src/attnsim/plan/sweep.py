@@ -360,9 +360,19 @@ def experiments_spec_path(results: Path) -> Path:
     return Path(results) / "plan" / "experiments.json"
 
 
+def run_spec_path(results: Path) -> Path:
+    """The run's config hash and seed (`run_json`), for the claims job's provenance."""
+    return Path(results) / "plan" / "run.json"
+
+
+def run_json(settings: Settings) -> str:
+    return json.dumps({"config_hash": settings.config_hash, "seed": settings.seed}, sort_keys=True)
+
+
 def write_experiment_specs(settings: Settings, results: Path) -> None:
-    """Each experiment's settings and the sweep's name -> kind map, as files for the jobs that need
-    them (at a run's start; a file that already says the same is left alone)."""
+    """Each experiment's settings, the sweep's name -> kind map and the run's config hash, as
+    files for the jobs that need them (at a run's start; a file that already says the same is
+    left alone)."""
     texts = {
         experiment_spec_path(results, name): experiment_json(settings, name)
         for name in settings.experiments
@@ -370,6 +380,7 @@ def write_experiment_specs(settings: Settings, results: Path) -> None:
     texts[experiments_spec_path(results)] = json.dumps(
         {name: e.kind for name, e in settings.experiments.items()}, sort_keys=True
     )
+    texts[run_spec_path(results)] = run_json(settings)
     for path, text in texts.items():
         try:
             if path.read_text() == text:
