@@ -93,8 +93,11 @@ def _schema(args) -> None:
         print(text, end="")
 
 
-def _claims(args) -> None:
+def _claims(args) -> int:
     import json
+
+    if args.diff is not None:
+        return _claims_diff(args)
 
     from attnsim.claims import io, render
     from attnsim.config.load import load_file
@@ -127,6 +130,17 @@ def _claims(args) -> None:
         print(render.latex(rows), end="")
     else:
         print(render.terminal(rows))
+    return 0
+
+
+def _claims_diff(args) -> int:
+    """`claims --diff OTHER`: the claims beside --store against OTHER's, only what changed."""
+    from attnsim.report.diff import diff
+
+    lines = diff(args.store, args.diff)
+    if lines:
+        print("\n".join(lines))
+    return 1 if lines else 0
 
 
 def _check(args) -> None:
@@ -332,6 +346,14 @@ def parser() -> argparse.ArgumentParser:
         "latex (a booktabs table to \\input in a paper); all in the grouped order",
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
+    p.add_argument(
+        "--diff",
+        type=Path,
+        metavar="OTHER",
+        help="compare the claims beside --store with OTHER's (a results folder, store or "
+        "claims.parquet): one line per claim whose verdict or numbers changed, with why; "
+        "nothing when nothing changed (exit status 1 when something did)",
+    )
     p.set_defaults(func=_claims)
 
     p = sub.add_parser(
@@ -547,13 +569,13 @@ def main(argv: list[str] | None = None) -> int:
         print("attnsim: error: --threads must be >= 1", file=sys.stderr)
         return 2
     try:
-        args.func(args)
+        code = args.func(args)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":
