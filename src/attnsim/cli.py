@@ -143,6 +143,17 @@ def _claims_diff(args) -> int:
     return 1 if lines else 0
 
 
+def _verify(args) -> int:
+    from attnsim.run.verify import verify
+
+    lines, count = verify(args.store)
+    for line in lines:
+        print(line)
+    if not lines:
+        print(f"all {count} claims match {args.store}: files, summaries, verdicts and code")
+    return 1 if lines else 0
+
+
 def _check(args) -> None:
     from attnsim.config.load import load_file
     from attnsim.models.assets import check_local_copy
@@ -424,6 +435,24 @@ def parser() -> argparse.ArgumentParser:
         "docs/usage.md (from the repository's root)",
     )
     p.set_defaults(func=_schema)
+
+    p = sub.add_parser(
+        "verify",
+        help="recompute every verdict from the store and compare with claims.parquet",
+        description="Recompute every verdict from the store and compare it with claims.parquet "
+        "beside it; check every file below the verdicts (trials, summaries) and the code that "
+        "judged them. One line per claim something changed under; exit status 1 then, 0 when "
+        "everything matches. Read-only.",
+    )
+    p.add_argument(
+        "store",
+        type=Path,
+        nargs="?",
+        default=DEFAULT_STORE,
+        metavar="STORE",
+        help="the result store, its claims.parquet in the folder above (default: %(default)s)",
+    )
+    p.set_defaults(func=_verify)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))

@@ -204,9 +204,13 @@ def table(
 
 def from_table(claims_table: pa.Table) -> list[Claim]:
     """The claims of a claims table (its provenance columns aside)."""
+    return from_table_rows(claims_table.to_pylist())
+
+
+def from_table_rows(rows: list[dict]) -> list[Claim]:
     return [
         Claim(**{k: (math.nan if v is None else v) for k, v in row.items() if k in CLAIM_COLUMNS})
-        for row in claims_table.to_pylist()
+        for row in rows
     ]
 
 

@@ -92,12 +92,12 @@ def reasons(a_stamp: dict, b_stamp: dict, a_facts: dict, b_facts: dict) -> list[
             out.append(f"{name}: {label} {change}")
     for key, label in RUN_REASONS.items():
         if a_stamp.get(key) != b_stamp.get(key):
-            before, after = (_short(s.get(key)) for s in (a_stamp, b_stamp))
+            before, after = (short_stamp(s.get(key)) for s in (a_stamp, b_stamp))
             out.append(f"{label} {before} -> {after}")
     return out
 
 
-def _short(value) -> str:
+def short_stamp(value) -> str:
     """A stamp for a line: commits to 12 hex digits (and their '+dirty'), nothing as 'unknown'."""
     text = str(value or "unknown")
     head, plus, rest = text.partition("+")
