@@ -127,7 +127,7 @@ def _claims(args) -> int:
     elif form == "csv":
         print(render.csv_text(io.table(rows)), end="")
     elif form == "latex":
-        print(render.latex(rows), end="")
+        print(render.latex(rows, run), end="")
     else:
         print(render.terminal(rows))
     return 0
@@ -152,6 +152,16 @@ def _verify(args) -> int:
     if not lines:
         print(f"all {count} claims match {args.store}: files, summaries, verdicts and code")
     return 1 if lines else 0
+
+
+def _cite(args) -> None:
+    from attnsim.report import cite
+    from attnsim.report.diff import claims_file
+
+    row = cite.find(claims_file(args.store), args.claim)
+    texts = {"markdown": cite.markdown(row), "bibtex": cite.bibtex(row)}
+    chosen = texts if args.format == "both" else {args.format: texts[args.format]}
+    print("\n".join(chosen.values()), end="")
 
 
 def _check(args) -> None:
@@ -453,6 +463,20 @@ def parser() -> argparse.ArgumentParser:
         help="the result store, its claims.parquet in the folder above (default: %(default)s)",
     )
     p.set_defaults(func=_verify)
+
+    p = sub.add_parser(
+        "cite",
+        help="one verdict as a citable record: Markdown and a BibTeX note, with its digests",
+    )
+    p.add_argument("claim", metavar="CLAIM", help="the claim's id, e.g. delta_method_gaussian")
+    store_option(p)
+    p.add_argument(
+        "--format",
+        choices=("both", "markdown", "bibtex"),
+        default="both",
+        help="the Markdown record, the BibTeX entry, or both (default)",
+    )
+    p.set_defaults(func=_cite)
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
