@@ -100,16 +100,16 @@ def _claims(args) -> None:
     from attnsim.config.load import load_file
 
     if args.experiments_file is not None:
-        experiments, meta = json.loads(args.experiments_file.read_text()), {}
+        experiments = json.loads(args.experiments_file.read_text())
     elif args.experiments:
-        experiments, meta = json.loads(args.experiments), {}
+        experiments = json.loads(args.experiments)
     else:
         settings = load_file(args.config)
         experiments = {name: e.kind for name, e in settings.experiments.items()}
-        meta = {"config_hash": settings.config_hash, "seed": settings.seed}
     rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
-        io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta}, args.threads)
+        meta = {"experiments": io.experiments_json(experiments)}
+        io.write(rows, args.write, meta, args.threads)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":
         print(render.markdown(rows), end="")
