@@ -117,7 +117,7 @@ def _claims(args) -> int:
     run = provenance.run_record(meta.get("config_hash", ""), meta.get("seed"))
     if args.write:
         digests = provenance.summary_digests(args.store, experiments)
-        meta = {"experiments": json.dumps(experiments), **run}
+        meta = {"experiments": io.experiments_json(experiments), **run}
         io.write(rows, args.write, meta, args.threads, digests)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":

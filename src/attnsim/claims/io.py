@@ -14,12 +14,16 @@ import pyarrow as pa
 from attnsim import files
 from attnsim.claims.engine import (
     NUMBER_KINDS,
+    OUTCOMES,
     ROLES,
     SIDES,
     STATEMENTS,
     VERDICTS,
-    Claim,
+    ClaimResult,
+    ClaimSpec,
+    canonical_rows,
     entropy_bounds,
+    judge,
 )
 from attnsim.claims.render import html, markdown, ordered
 from attnsim.report import provenance as run_provenance
@@ -84,22 +88,40 @@ SCHEMA = pa.schema(
                 "tolerance band); null when nothing is predicted"
             },
         ),
-        pa.field("measured", pa.float64(), metadata={"description": "the measured value"}),
+        pa.field(
+            "measured",
+            pa.float64(),
+            metadata={
+                "description": "the headline number, labelled by `number`: a mean, fitted slope "
+                "or rank correlation, the point farthest from the prediction (a range), the "
+                "extreme trial, a share or an onset"
+            },
+        ),
         pa.field(
             "ci_low",
             pa.float64(),
             metadata={
-                "description": "lower end of the 95% interval (a `(95% CI)` number), else the "
-                "smallest value of the range"
+                "description": "lower end of the 95% confidence interval of `measured`; null "
+                "when none was computed (a range, an extreme, an onset)"
             },
         ),
         pa.field(
             "ci_high",
             pa.float64(),
+            metadata={"description": "upper end of the 95% confidence interval; null when none"},
+        ),
+        pa.field(
+            "value_min",
+            pa.float64(),
             metadata={
-                "description": "upper end of the 95% interval (a `(95% CI)` number), else the "
-                "largest value of the range"
+                "description": "smallest value of a range over points or trials (not a "
+                "confidence interval); null when the number is not a range"
             },
+        ),
+        pa.field(
+            "value_max",
+            pa.float64(),
+            metadata={"description": "largest value of that range; null when none"},
         ),
         pa.field(
             "rel_deviation",
@@ -170,10 +192,66 @@ SCHEMA = pa.schema(
                 "the data could have detected, to read against `tolerance`"
             },
         ),
+        pa.field(
+            "alternative",
+            pa.string(),
+            metadata={
+                "description": "what would have made the claim fail (a competing value or named "
+                "theory) and why it is plausible; empty for sanity checks"
+            },
+        ),
+        pa.field(
+            "alternative_value",
+            pa.float64(),
+            metadata={"description": "the alternative's value of the statistic; null if none"},
+        ),
+        pa.field(
+            "power",
+            pa.float64(),
+            metadata={
+                "description": "probability that the rule gives `fails` were `alternative_value` "
+                "true, at the measurement's standard error; null without both"
+            },
+        ),
+        pa.field(
+            "min_detectable",
+            pa.float64(),
+            metadata={
+                "description": "the deviation beyond the tolerance band (or bound) the rule "
+                "detects with 80% power: (z_0.975 + z_0.8) x SE"
+            },
+        ),
+        pa.field(
+            "outcome",
+            pa.string(),
+            metadata={
+                "description": "an evidence claim's outcome before the data: "
+                + " or ".join(OUTCOMES)
+                + " (open: it declares a plausible alternative); empty for sanity checks"
+            },
+        ),
+        pa.field(
+            "budget",
+            pa.string(),
+            metadata={
+                "description": "the training budget it was judged at and whether the verdict "
+                "could flip with it; empty when no budget matters"
+            },
+        ),
+        pa.field(
+            "n",
+            pa.int64(),
+            metadata={"description": "the sample size behind the standard error (see `unit`)"},
+        ),
+        pa.field(
+            "unit",
+            pa.string(),
+            metadata={"description": "what `n` counts: trials, runs, heads, rows, points"},
+        ),
     ]
     + run_provenance.fields()
 )
-CLAIM_COLUMNS = [f.name for f in SCHEMA if f.name in Claim.__dataclass_fields__]
+CLAIM_COLUMNS = [f.name for f in SCHEMA if f.name in ClaimResult.__dataclass_fields__]
 
 
 def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.DataFrame]:
@@ -189,7 +267,7 @@ def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.Data
 
 
 def table(
-    claims: list[Claim], digests: dict[str, str] | None = None, run: dict | None = None
+    claims: list[ClaimResult], digests: dict[str, str] | None = None, run: dict | None = None
 ) -> pa.Table:
     """The claims as a typed table, in the grouped table's order (`render.ordered`), each row
     stamped with its provenance (`report.provenance.stamp`: the digest of the summaries it read,
@@ -202,20 +280,22 @@ def table(
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
-def from_table(claims_table: pa.Table) -> list[Claim]:
+def from_table(claims_table: pa.Table) -> list[ClaimResult]:
     """The claims of a claims table (its provenance columns aside)."""
     return from_table_rows(claims_table.to_pylist())
 
 
-def from_table_rows(rows: list[dict]) -> list[Claim]:
+def from_table_rows(rows: list[dict]) -> list[ClaimResult]:
     return [
-        Claim(**{k: (math.nan if v is None else v) for k, v in row.items() if k in CLAIM_COLUMNS})
+        ClaimResult(
+            **{k: (math.nan if v is None else v) for k, v in row.items() if k in CLAIM_COLUMNS}
+        )
         for row in rows
     ]
 
 
 def write(
-    claims: list[Claim],
+    claims: list[ClaimResult],
     results: Path,
     provenance: dict,
     threads: int = 1,
@@ -229,7 +309,7 @@ def write(
     results = Path(results)
     parquet = results / "claims.parquet"
     stamped = table(claims, digests or {}, provenance)
-    store.write_atomic(stamped, parquet, store.provenance(table="claims", **provenance))
+    store.write_atomic(stamped, parquet, content_provenance(provenance))
     written = [parquet]
     footer = "\n" + run_provenance.footer(provenance) + "\n"
     for name, text in (
@@ -242,21 +322,35 @@ def write(
     return written
 
 
-def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[Claim]:
-    """Every registered kind's claims (name -> summary of the config's experiments of that kind, if
-    any), then the claims that hold for every kind (the entropy bound)."""
+def content_provenance(provenance: dict) -> dict:
+    """The claims file's provenance without a time stamp: claims.parquet is a function of the
+    summaries and the code, so the workflow, `attnsim claims --write` and any rerun write the same
+    bytes (the summaries carry their own creation times, config hash and seed)."""
+    meta = store.provenance(table="claims", **provenance)
+    meta.pop("created_utc", None)
+    return meta
+
+
+def experiments_json(experiments: dict[str, str]) -> str:
+    """The experiments (name -> kind) as the claims' provenance records them: sorted by name."""
+    return json.dumps(dict(sorted(experiments.items())))
+
+
+def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[ClaimResult]:
+    """Every registered kind's claims judged on the rows of the config's experiments of that kind
+    (`engine.canonical_rows`: one row per point, sorted by its parameters, whatever the
+    experiments' order or names), then the claim every kind shares (the entropy bound)."""
     from attnsim.kinds import all_kinds
 
     kinds = all_kinds()
     by_kind: dict[str, list[pd.DataFrame]] = {}
-    for name, kind in experiments.items():
+    for name, kind in sorted(experiments.items()):
         if name in summaries:
             by_kind.setdefault(kind, []).append(summaries[name])
     claims = []
     for name, kind in kinds.items():
-        frames = by_kind.get(name)
-        frame = pd.concat(frames, ignore_index=True) if frames else None
-        claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
+        rows = canonical_rows(by_kind.get(name, []), kind.param_names)
+        claims += [judged(entry, rows) for entry in kind.submodule("claims").CLAIMS]
     figures = {
         name: kinds[k].entropy_figure
         for name, k in experiments.items()
@@ -264,3 +358,11 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
     }
     claims.append(entropy_bounds(summaries, figures))
     return claims
+
+
+def judged(entry, rows: pd.DataFrame | None) -> ClaimResult:
+    """A kind's claim judged: a ClaimSpec by the engine; TEMPORARILY, a function building a
+    legacy `Claim` (kinds not yet converted), turned into a result."""
+    if isinstance(entry, ClaimSpec):
+        return judge(entry, rows)
+    return entry(None if rows is None else rows.copy()).result()

@@ -31,9 +31,9 @@ from html import escape
 from pathlib import Path
 
 from attnsim.claims import numbers
-from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS, Claim
+from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS
+from attnsim.claims.engine import ClaimResult as Claim
 
-CI_KINDS = ("mean (95% CI)", "fitted slope (95% CI)", "rank correlation (95% CI)")
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
 HOW_TO_READ = (
     "Each row is one claim: what was measured (labelled: a mean or fitted slope with its 95% "
@@ -51,7 +51,9 @@ HOW_TO_READ = (
     "outside regime (the sweep has the experiment but no point in the claim's regime), "
     "not measured (no experiment of its kind). A holds states the smallest deviation the data "
     "could detect "
-    "(the interval's half-width) beside the tolerance. Sanity checks are bounds true by "
+    "(the interval's half-width) beside the tolerance. An evidence claim names the alternative "
+    "that would have made it fail and the power against it: a test whose outcome was open; "
+    "evidence without one is counted near-certain. Sanity checks are bounds true by "
     "construction, checked "
     "on every trial: they fail only through a bug, so they are shown and counted apart from the "
     "evidence."
@@ -73,14 +75,20 @@ def measured_text(c: Claim) -> str:
     """The measured number and its interval or range, rounded by `numbers` (without its label)."""
     if _nan(c.measured):
         return numbers.MISSING
-    if c.number in CI_KINDS:
+    if has_interval(c):
         return numbers.interval_text(c.measured, c.ci_low, c.ci_high)
     value = numbers.value(c.measured)
-    if _nan(c.ci_low) or _nan(c.ci_high):
+    if _nan(c.value_min) or _nan(c.value_max):
         return value
-    if c.ci_low == c.ci_high == c.measured:
+    if c.value_min == c.value_max == c.measured:
         return f"{value} (same at every point)"
-    return f"{value} (smallest {numbers.value(c.ci_low)}, largest {numbers.value(c.ci_high)})"
+    return f"{value} (smallest {numbers.value(c.value_min)}, largest {numbers.value(c.value_max)})"
+
+
+def has_interval(c: Claim) -> bool:
+    """Whether the claim's number has a 95% confidence interval (a mean, a slope, a share with its
+    Wilson interval); a range over points or trials is `value_min`/`value_max` instead."""
+    return not (_nan(c.ci_low) or _nan(c.ci_high))
 
 
 def number_label(c: Claim) -> str:
@@ -97,9 +105,7 @@ def deviation_text(c: Claim) -> str:
     if _nan(c.rel_deviation):
         return ""
     half = (
-        (c.ci_high - c.ci_low) / 2 / abs(c.predicted)
-        if c.number in CI_KINDS and c.predicted
-        else None
+        (c.ci_high - c.ci_low) / 2 / abs(c.predicted) if has_interval(c) and c.predicted else None
     )
     return numbers.percent(c.rel_deviation, half)
 
@@ -146,6 +152,10 @@ def decided_text(c: Claim) -> str:
         parts.append(detectable_text(c))
     if c.reason:
         parts.append(f"regime and tolerance: {c.reason}")
+    if alternative_text(c):
+        parts.append(alternative_text(c))
+    if c.budget:
+        parts.append(f"budget: {c.budget}")
     return "; ".join(parts)
 
 
@@ -206,17 +216,44 @@ VERDICT_WORDS = {
 }
 
 
-def evidence_tally(claims: list[Claim]) -> str:
-    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive' (outside regime, not measured if
-    any)."""
-    evidence = [c for c in claims if c.role != "sanity"]
-    count = Counter(c.verdict for c in evidence)
-    parts = [
+def _verdict_counts(claims: list[Claim]) -> str:
+    count = Counter(c.verdict for c in claims)
+    return ", ".join(
         f"{count[v]} {VERDICT_WORDS[v]}"
         for v in VERDICTS
         if count[v] or v in ("holds", "fails", "inconclusive")
-    ]
-    return f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: " + ", ".join(parts)
+    )
+
+
+def evidence_tally(claims: list[Claim]) -> str:
+    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive (open tests: 8 hold, ...;
+    near-certain: ...)': the tests whose outcome was open (a plausible alternative declared)
+    apart from the near-certain ones."""
+    evidence = [c for c in claims if c.role != "sanity"]
+    text = f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: "
+    text += _verdict_counts(evidence)
+    near = [c for c in evidence if not c.is_open]
+    if not near:
+        return text
+    opened = [c for c in evidence if c.is_open]
+    return (
+        text
+        + f" (tests whose outcome was open: {len(opened)}: {_verdict_counts(opened)}; "
+        + f"near-certain: {len(near)}: {_verdict_counts(near)})"
+    )
+
+
+def alternative_text(c: Claim) -> str:
+    """What would have made the claim fail, and the power against it (or the deviation the rule
+    detects with 80% power); empty for sanity checks."""
+    if not c.alternative:
+        return ""
+    text = f"alternative: {c.alternative}"
+    if not _nan(c.power):
+        text += f"; power against it {numbers.value(c.power)}"
+    elif not _nan(c.min_detectable):
+        text += f"; detects {numbers.value(c.min_detectable)} beyond the band with 80% power"
+    return text
 
 
 def sanity_tally(claims: list[Claim]) -> str:
@@ -315,6 +352,8 @@ def terminal(claims: list[Claim], width: int | None = None, detail: bool = True)
                     ("decided by", c.threshold),
                     ("resolution", detectable_text(c)),
                     ("regime from", c.reason),
+                    ("would fail if", alternative_text(c).removeprefix("alternative: ")),
+                    ("budget", c.budget),
                     ("rests on", rests_on(c)),
                     ("figure", figure_href(c) or "–"),
                 )

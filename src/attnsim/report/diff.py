@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from attnsim.claims import io
-from attnsim.claims.engine import Claim
+from attnsim.claims.engine import ClaimResult
 from attnsim.claims.render import measured_text
 from attnsim.errors import AttnsimError, StoreError
 from attnsim.store import parquet as store
@@ -37,8 +37,8 @@ def claims_file(path: Path) -> Path:
     raise AttnsimError(f"{path}: no claims.parquet there (run `attnsim run`, or name the file)")
 
 
-def read_side(path: Path) -> tuple[dict[str, Claim], dict[str, dict], Path | None]:
-    """claim id -> Claim, claim id -> its provenance columns, and the store beside the table."""
+def read_side(path: Path) -> tuple[dict[str, ClaimResult], dict[str, dict], Path | None]:
+    """claim id -> its result, claim id -> its provenance columns, the store beside the table."""
     file = claims_file(path)
     try:
         table = pq.read_table(file)
@@ -75,7 +75,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def changed(a: Claim, b: Claim) -> bool:
+def changed(a: ClaimResult, b: ClaimResult) -> bool:
     return a.verdict != b.verdict or not all(_same(getattr(a, f), getattr(b, f)) for f in NUMBERS)
 
 
@@ -104,7 +104,7 @@ def short_stamp(value) -> str:
     return head[:12] + plus + rest if len(head) == 40 else text
 
 
-def line(a: Claim, b: Claim, why: list[str]) -> str:
+def line(a: ClaimResult, b: ClaimResult, why: list[str]) -> str:
     parts = [a.verdict if a.verdict == b.verdict else f"{a.verdict} -> {b.verdict}"]
     before, after = measured_text(a), measured_text(b)
     if before != after:
