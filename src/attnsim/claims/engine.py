@@ -44,6 +44,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from attnsim.claims.distance import to_decide
 from attnsim.stats import Z80, Z95, mean_ci, t_quantile
 
 VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
@@ -337,6 +338,9 @@ class ClaimResult:
     budget: str = ""
     n: int = 0
     unit: str = ""
+    needed: int = 0  # inconclusive: the n (in needed_unit) at which it would decide; 0: none
+    needed_unit: str = ""
+    to_decide: str = ""  # inconclusive: what would decide it, in words (claims.distance)
 
     @property
     def is_open(self) -> bool:
@@ -359,7 +363,18 @@ def judge(spec: ClaimSpec, rows: pd.DataFrame | None) -> ClaimResult:
         facts = {**estimate.facts, "context": spec.context(rows)}
         estimate = replace(estimate, facts=facts)
     base = replace(base, **_rests_on(selected, spec.figure))
-    return replace(base, **_apply(spec, estimate))
+    result = replace(base, **_apply(spec, estimate))
+    return (
+        replace(result, **_distance(spec, estimate)) if result.verdict == "inconclusive" else result
+    )
+
+
+def _distance(spec: ClaimSpec, estimate: Estimate) -> dict:
+    """What would decide an inconclusive claim at its current effect and variance."""
+    found = to_decide(spec.rule, estimate)
+    if found is None:
+        return {}
+    return {"needed": found.count, "needed_unit": found.unit, "to_decide": found.text()}
 
 
 def declared(spec: ClaimSpec) -> ClaimResult:

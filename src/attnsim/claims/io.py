@@ -248,6 +248,25 @@ SCHEMA = pa.schema(
             pa.string(),
             metadata={"description": "what `n` counts: trials, runs, heads, rows, points"},
         ),
+        pa.field(
+            "needed",
+            pa.int64(),
+            metadata={
+                "description": "inconclusive: the sample size (in `needed_unit`) at which the "
+                "interval would decide at the current effect and variance; 0 when more data "
+                "cannot decide it (docs/science.md §7.6)"
+            },
+        ),
+        pa.field(
+            "needed_unit",
+            pa.string(),
+            metadata={"description": "what `needed` counts: trials per point, heads, points"},
+        ),
+        pa.field(
+            "to_decide",
+            pa.string(),
+            metadata={"description": "inconclusive: what would decide it, and at which points"},
+        ),
     ]
     + run_provenance.fields()
 )

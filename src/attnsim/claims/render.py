@@ -128,6 +128,8 @@ def detectable_text(c: Claim) -> str:
     text = f"detectable deviation ±{numbers.value(c.detectable)}"
     if not _nan(c.tolerance):
         text += f" (tolerance ±{numbers.value(c.tolerance)})"
+    if c.verdict == "inconclusive" and c.to_decide:
+        text += f"; to decide: {c.to_decide}"
     return text
 
 
