@@ -164,6 +164,14 @@ def _cite(args) -> None:
     print("\n".join(chosen.values()), end="")
 
 
+def _decide(args) -> int:
+    from attnsim.run.decide import decide
+
+    return decide(
+        args.claims, args.budget, args.configfile, args.workdir, args.snakemake, args.dry_run
+    )
+
+
 def _check(args) -> None:
     from attnsim.config.load import load_file
     from attnsim.models.assets import check_local_copy
@@ -478,6 +486,44 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cite)
 
+    p = sub.add_parser(
+        "decide",
+        help="top up the trials of inconclusive claims in rounds fixed in advance, to a decision",
+        description="Top up the trials of the experiments that inconclusive claims rest on, in "
+        "rounds fixed before the first (a group-sequential design: docs/science.md §7.6), until "
+        "each claim is decided or --budget is spent; the bill is printed first. Arguments after "
+        "`--` go to Snakemake (e.g. a cluster profile).",
+    )
+    p.add_argument(
+        "claims",
+        nargs="*",
+        metavar="CLAIM",
+        help="default: every inconclusive claim that more trials can decide",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        required=True,
+        metavar="CPU-HOURS",
+        help="the most CPU-hours the top-ups may cost (the plan's estimate)",
+    )
+    p.add_argument(
+        "--configfile",
+        type=Path,
+        default=Path("config.yaml"),
+        help="the run's config (default: %(default)s)",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("."),
+        help="where results/ is (default: the current folder)",
+    )
+    p.add_argument(
+        "-n", "--dry-run", action="store_true", help="print the design and the bill, run nothing"
+    )
+    p.set_defaults(func=_decide, snakemake=[])
+
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
     p.set_defaults(func=_check)
@@ -607,7 +653,13 @@ def main(argv: list[str] | None = None) -> int:
             print(PLAN_HELP, end="")
             return 0
         return plan(argv[1:])
+    snakemake: list[str] = []
+    if argv[:1] == ["decide"] and "--" in argv:  # what follows `--` belongs to Snakemake
+        cut = argv.index("--")
+        argv, snakemake = argv[:cut], argv[cut + 1 :]
     args = parser().parse_args(argv)
+    if snakemake:
+        args.snakemake = snakemake
     if args.command in JOB_COMMANDS:
         from attnsim.run.tuning import single_blas_thread
 

@@ -26,8 +26,8 @@ import pandas as pd
 
 # a point's statistics and sample sizes; its other columns are the parameters that name it
 POINT_COLUMNS = ("value", "mean", "ci_low", "ci_high", "se", "n", "points", "heads", "rows", "runs")
-SHOWN_POINTS = 3
-NEVER = 1e-6  # a margin below this share of the half-width (10^12 times the data): on the edge  # points named in the text; the rest counted
+SHOWN_POINTS = 3  # points named in the text; the rest counted
+NEVER = 1e-6  # a margin below this share of the half-width (10^12 times the data): on the edge
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,12 @@ class Design:
 
     @classmethod
     def plan(cls, first: int, last: int, rounds: int = ROUNDS) -> Design:
-        counts = schedule(first, last, rounds)
+        return cls.for_counts(schedule(first, last, rounds))
+
+    @classmethod
+    def for_counts(cls, counts) -> Design:
+        """The design for looks at these trials per point (the first is the run judged)."""
+        counts = [int(c) for c in counts]
         fractions = np.asarray(counts, dtype=float) / counts[-1]
         critical = boundaries(fractions, spending(fractions))
         return cls(tuple(counts), tuple(float(c) for c in critical))
@@ -157,3 +162,42 @@ def spending(fractions) -> np.ndarray:
     extra = (fractions[1:] - fractions[0]) / (1 - fractions[0])
     later = FIRST_ALPHA + obrien_fleming_spending(extra, TOTAL_ALPHA - FIRST_ALPHA)
     return np.concatenate([[FIRST_ALPHA], later])
+
+
+# --- judging a claim at a look of the design -----------------------------------------------------
+
+
+def widened(low: float, high: float, n: int, design: Design, look: int) -> tuple[float, float]:
+    """A 95% t interval from `n` trials widened to the design's interval at `look`: the same
+    centre, the half-width times c_k^t / t_0.975 (both with n - 1 degrees of freedom)."""
+    if not (math.isfinite(low) and math.isfinite(high)) or n < 2:
+        return math.nan, math.nan
+    factor = design.t_critical(look, n - 1) / t_quantile(0.975, n - 1)
+    centre, half = (low + high) / 2, (high - low) / 2
+    if not math.isfinite(factor):
+        return -math.inf, math.inf
+    return centre - factor * half, centre + factor * half
+
+
+def judge_at(spec, rows, design: Design, look: int) -> str:
+    """The verdict of a declared claim (`engine.ClaimSpec` with an equivalence or one-sided rule,
+    per point or not) on `rows` at `look`, from the design's widened intervals: what `attnsim
+    decide` stops on. Its n is each point's trials (per point) or the estimate's n."""
+    from attnsim.claims.engine import combine_verdicts
+
+    selected = rows[spec.regime.select(rows)] if rows is not None and len(rows) else None
+    if selected is None or selected.empty:
+        return "inconclusive"
+    estimate = spec.measure(selected)
+    inner = getattr(spec.rule, "rule", None)
+    if inner is None:
+        low, high = widened(estimate.ci_low, estimate.ci_high, estimate.n, design, look)
+        return spec.rule.verdict(low, high)
+    points = estimate.points
+    if points is None or points.empty:
+        return "inconclusive"
+    verdicts = [
+        inner.verdict(*widened(lo, hi, int(n), design, look))
+        for lo, hi, n in zip(points["ci_low"], points["ci_high"], points["n"])
+    ]
+    return combine_verdicts(verdicts)
