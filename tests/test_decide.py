@@ -48,7 +48,7 @@ def judged(tmp_path_factory) -> Path:
 
 def copy_of(judged: Path, tmp_path: Path) -> Path:
     workdir = tmp_path / "work"
-    shutil.copytree(judged, workdir, symlinks=True)
+    shutil.copytree(judged, workdir, ignore=shutil.ignore_patterns(".snakemake"))
     return workdir
 
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 # a point's statistics and sample sizes; its other columns are the parameters that name it
-POINT_COLUMNS = ("value", "mean", "ci_low", "ci_high", "se", "n", "points", "heads", "rows", "runs")
+TRIALS = "point_trials"  # engine.TRIALS_COLUMN (not imported: the engine imports this module)
+POINT_COLUMNS = ("value", "mean", "ci_low", "ci_high", "se", "n", TRIALS, "points", "heads", "rows")
 SHOWN_POINTS = 3  # points named in the text; the rest counted
 NEVER = 1e-6  # a margin below this share of the half-width (10^12 times the data): on the edge
 
@@ -93,9 +94,9 @@ def to_decide(rule, estimate) -> ToDecide | None:
 
 
 def _per_point(rule, points: pd.DataFrame | None, unit: str) -> ToDecide | None:
-    """Per undecided point: its count from its own interval and sample (`n`, the trials of a
+    """Per undecided point: its count from its own interval and sample (its trials, for a
     summary point; or the estimate's unit, e.g. the heads of a group)."""
-    column = "n" if points is not None and "n" in points else unit
+    column = TRIALS if points is not None and TRIALS in points else unit
     if points is None or points.empty or column not in points:
         return None
     rows = []
@@ -114,7 +115,7 @@ def _per_point(rule, points: pd.DataFrame | None, unit: str) -> ToDecide | None:
     names = tuple(_name(r[3]) for r in chosen)
     outcome = "fails" if any(r[2] == "fails" for r in rows) else "holds"
     return ToDecide(
-        count, now, f"{'trials' if column == 'n' else column} per point", outcome, names
+        count, now, f"{'trials' if column == TRIALS else column} per point", outcome, names
     )
 
 

@@ -51,6 +51,7 @@ VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
 ROLES = ("evidence", "sanity")
 SIDES = ("above", "below")
 OUTCOMES = ("open", "near-certain")  # an evidence claim's outcome before the data; "" for sanity
+TRIALS_COLUMN = "point_trials"  # a per-point estimate's column of each point's trials
 ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
 
 
@@ -611,6 +612,8 @@ def per_point_estimate(
     )
     for name in params:
         points[name] = rows[name].to_numpy()
+    # the trials behind each point's SE, under a name no parameter has (a kind's `n` is a size)
+    points[TRIALS_COLUMN] = rows["n_trials"].to_numpy() if "n_trials" in rows else 0
     worst = int((points["value"] - predicted).abs().to_numpy().argmax())
     return Estimate(
         value=float(points["value"].iloc[worst]),

@@ -198,6 +198,6 @@ def judge_at(spec, rows, design: Design, look: int) -> str:
         return "inconclusive"
     verdicts = [
         inner.verdict(*widened(lo, hi, int(n), design, look))
-        for lo, hi, n in zip(points["ci_low"], points["ci_high"], points["n"])
+        for lo, hi, n in zip(points["ci_low"], points["ci_high"], points["point_trials"])
     ]
     return combine_verdicts(verdicts)

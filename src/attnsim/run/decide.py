@@ -42,6 +42,7 @@ from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds
 from attnsim.plan import bill as billing
 from attnsim.plan.sweep import plan_all
+from attnsim.store import parquet as store
 
 MAX_FACTOR = 64  # at most 64x the run's trials per point: beyond, rounds are too far apart
 FACTORS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # the largest look's candidates, priced in turn
@@ -166,6 +167,14 @@ class Decide:
         path.parent.mkdir(parents=True, exist_ok=True)
         files.write_text(path, yaml.safe_dump(topped_up(self.raw, trials), sort_keys=False))
         command = [sys.executable, "-m", "attnsim.cli", "run", "--configfile", str(path)]
+        # the topped-up summaries are rebuilt even where Snakemake keeps no record of the last
+        # run (a copied results/), which would otherwise see them as up to date
+        settings = load(topped_up(self.raw, trials))
+        forced = [
+            str(store.summary_path(Path("results/store"), settings.experiments[n].kind, n))
+            for n in sorted(trials)
+        ]
+        command += ["--forcerun", *forced]
         log = path.with_suffix(".log")  # the run's summary; its progress goes to stderr
         with open(log, "w") as out:
             done = subprocess.run([*command, *self.extra], cwd=self.workdir, stdout=out)
