@@ -7,10 +7,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from helpers.workflow import REPO, point_rows, snakemake, write_config
 
 from attnsim.cli import main
+from attnsim.config.load import load_file
 from attnsim.run.decide import cost_hours, topped_up
 
 pytestmark = pytest.mark.slow
@@ -70,6 +72,8 @@ def test_inconclusive_claims_are_decided_within_the_budget(judged, tmp_path, cap
     shutil.copy(looks[-1], config)  # the last look's config, run from nothing
     snakemake(fresh, "--cores", "1", "--configfile", str(config))
     assert point_rows(fresh) == point_rows(workdir)
+    stamped = pq.read_table(workdir / "results" / "claims.parquet", columns=["config_hash"])
+    assert set(stamped["config_hash"].to_pylist()) == {load_file(looks[-1]).config_hash}
 
 
 def test_a_budget_of_one_round_stops_there(judged, tmp_path, capsys):

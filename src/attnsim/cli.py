@@ -353,7 +353,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--run-file",
         type=Path,
-        help="(workflow) the run's config hash and seed (results/plan/run.json)",
+        help="(workflow) the run's config hash and seed (results/plan/provenance.json)",
     )
     p.add_argument(
         "--write",

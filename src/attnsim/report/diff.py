@@ -130,10 +130,8 @@ def diff(this: Path, other: Path) -> list[str]:
         if b is None:
             lines.append(f"{claim_id}: only in {claims_file(this)} ({a.verdict})")
         elif changed(a, b):
-            facts = (
-                experiment_facts(a_root, a.experiments),
-                experiment_facts(b_root, b.experiments),
-            )
+            names = ", ".join(n for n in (a.experiments, b.experiments) if n)
+            facts = (experiment_facts(a_root, names), experiment_facts(b_root, names))
             lines.append(line(a, b, reasons(a_stamps[claim_id], b_stamps[claim_id], *facts)))
     for claim_id, b in b_claims.items():
         if claim_id not in a_claims:
