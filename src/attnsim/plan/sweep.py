@@ -361,7 +361,8 @@ def experiments_spec_path(results: Path) -> Path:
 
 
 def run_spec_path(results: Path) -> Path:
-    """The run's config hash and seed (`run_json`), for the claims job's provenance (`run.json` beside it is the progress file)."""
+    """The run's config hash and seed (`run_json`), for the claims job's provenance (run.json
+    beside it is the progress file)."""
     return Path(results) / "plan" / "provenance.json"
 
 
