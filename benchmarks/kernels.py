@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from attnsim.config.grid import make_point
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import simulate_points
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 from benchmarks import naive
 from benchmarks.machine import Limits, best_seconds, bound_limits
 from benchmarks.table import Row
@@ -227,11 +227,11 @@ ALLOCATOR_PROBE = textwrap.dedent(
     """
     import sys, time, json
     if sys.argv[1] == "tuned":
-        from attnsim.run.tuning import tune_allocator
+        from attnsim.jobs.tuning import tune_allocator
         assert tune_allocator()
     from threadpoolctl import threadpool_limits
-    from attnsim.config.grid import make_point
-    from attnsim.run.simulate import simulate_points
+    from attnsim.records.grid import make_point
+    from attnsim.jobs.simulate import simulate_points
     kind, params, name, values, trials = json.loads(sys.argv[2])
     pts = [make_point(kind, params | {name: v}) for v in values]
     simulate_points(kind, 1, trials, pts, threads=1)
@@ -276,7 +276,7 @@ def allocator_rows(quick: bool) -> list[Row]:
                 f"allocator tuning (mallopt): {kind} n={n} speedup",
                 seconds["plain"] / seconds["tuned"],
                 "x",
-                note="fresh processes, 1 thread, with vs without attnsim.run.tuning",
+                note="fresh processes, 1 thread, with vs without attnsim.jobs.tuning",
             )
         )
     return rows
@@ -298,7 +298,7 @@ def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: in
         job = [
             sys.executable,
             "-m",
-            "attnsim.cli",
+            "attnsim.cli.main",
             "simulate",
             "--spec",
             spec,

@@ -46,7 +46,7 @@ def description() -> dict[str, str]:
         if lib.get("user_api") == "blas"
     ]
     import attnsim
-    from attnsim.run import cpu
+    from attnsim.jobs import cpu
 
     flags = [f for f in ("AVX512F", "AVX2", "FMA3") if cpu.numpy_features().get(f)]
     return {
@@ -162,7 +162,7 @@ RATES = (  # label, work maker, unit: the machine's rates, per CPU class
 
 
 def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
-    from attnsim.run import cpu
+    from attnsim.jobs import cpu
 
     budget = 0.05 if quick else 0.6
     size = 1 << (16 if quick else 20)
@@ -261,7 +261,7 @@ def emulated_classes(quick: bool = False) -> list[tuple[str, dict[str, str]]]:
     """(class, environment) of the CPU classes below this machine's own that it can emulate."""
     from numpy._core._multiarray_umath import __cpu_dispatch__
 
-    from attnsim.run import cpu
+    from attnsim.jobs import cpu
 
     if cpu.numpy_dispatch() != "X86_V4":
         return []  # an AVX2 machine cannot emulate the AVX-512 class
@@ -301,7 +301,7 @@ def class_rows(quick: bool) -> list[Row]:
 
 
 if __name__ == "__main__":  # the rates of this process's CPU class, as JSON (for class_rows)
-    from attnsim.run import cpu
+    from attnsim.jobs import cpu
 
     rates = one_core_rates("--quick" in sys.argv)
     print(json.dumps({"class": cpu.cpu_class(), "rates": rates}))

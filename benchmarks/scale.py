@@ -480,7 +480,7 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
             note=f"{len(chunks)} chunk files, {size / 2**30:.2f} GiB (Parquet, zstd, floats split)",
         ),
     ]
-    attnsim = [sys.executable, "-m", "attnsim.cli"]
+    attnsim = [sys.executable, "-m", "attnsim.cli.main"]
     summary = store.summary_path(root, "logit_entropy", "million")
     tail = [  # the serial tail of the sweep, each step as its workflow job runs it
         (

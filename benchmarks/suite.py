@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnsim.run.tuning import tune_allocator
+from attnsim.jobs.tuning import tune_allocator
 from benchmarks import kernels, machine, scale, table, training, workflow
 
 RESULTS = Path(__file__).resolve().parent / "results"

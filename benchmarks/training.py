@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from attnsim.jobs.tuning import tune_allocator
 from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.kinds.recall_training import kernel as rt
-from attnsim.run.tuning import tune_allocator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the oracles
 from oracles.training import contrastive_naive_run, recall_naive_run

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import yaml
 
-from attnsim.config.grid import grid_columns
 from attnsim.config.load import load
-from attnsim.run.cpu import numpy_dispatch
+from attnsim.jobs.cpu import numpy_dispatch
+from attnsim.records.grid import grid_columns
 from benchmarks.table import Row
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

@@ -77,7 +77,7 @@ def test_the_guide_adds_one_folder_and_the_kind_runs(tmp_path):
     for line in commands.splitlines():
         argv = shlex.split(line.split("#")[0])
         argv = (
-            [sys.executable, "-m", "attnsim.cli", *argv[1:]]
+            [sys.executable, "-m", "attnsim.cli.main", *argv[1:]]
             if argv[0] == "attnsim"
             else [sys.executable, "-m", *argv]
         )

@@ -15,7 +15,7 @@ from helpers.assets import asset_cache, minilm_dir  # noqa: F401  (fixtures)
 from helpers.configs import small_config
 from helpers.workflow import snakemake, write_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.errors import AssetError
 from attnsim.models import assets
 

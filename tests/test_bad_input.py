@@ -12,7 +12,7 @@ import pytest
 from helpers.configs import small_config
 from helpers.workflow import snakemake, tree, write_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from helpers.configs import small_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config import guard
 from attnsim.config.load import load, load_file
 from attnsim.errors import ConfigError
@@ -47,7 +47,7 @@ def attnsim(workdir, *args, timeout=60) -> subprocess.CompletedProcess:
         PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
     )
     return subprocess.run(
-        [sys.executable, "-m", "attnsim.cli", *args],
+        [sys.executable, "-m", "attnsim.cli.main", *args],
         cwd=workdir,
         env=env,
         capture_output=True,

@@ -12,7 +12,7 @@ import pytest
 from helpers import small_store
 from helpers.configs import small_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 
 
 @pytest.fixture(scope="module")

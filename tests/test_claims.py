@@ -8,12 +8,13 @@ import math
 import pandas as pd
 import pytest
 
-from attnsim.claims import engine, io
+from attnsim.claims import engine
 from attnsim.kinds import all_kinds
 from attnsim.kinds.init_gradient import claims as gradient_claims
 from attnsim.kinds.logit_entropy import claims as entropy_claims
 from attnsim.kinds.noisy_attention import claims as noisy_claims
 from attnsim.kinds.temperature_entropy import claims as temperature_claims
+from attnsim.report import claims as io
 from attnsim.store import parquet as store
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 from attnsim.theory.noise import kappa
@@ -224,7 +225,7 @@ def test_entropy_bounds_covers_every_trial_through_the_summaries():
     from oracles.points import expand
     from oracles.summaries import summarise_points
 
-    from attnsim.run.simulate import simulate_points
+    from attnsim.jobs.simulate import simulate_points
 
     points = expand(
         SimpleNamespace(

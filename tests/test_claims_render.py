@@ -21,14 +21,15 @@ import pyarrow.compute as pc
 import pytest
 import yaml
 
-from attnsim.claims import engine, render
+from attnsim.claims import engine
 from attnsim.claims.engine import CI_NUMBERS, NUMBER_KINDS, STATEMENTS, ClaimResult
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
+from attnsim.report import claims_render as render
 from attnsim.store import parquet as store
 
 # A tiny run with one experiment of every kind, each grid reaching every claim's regime.
@@ -146,7 +147,7 @@ def tiny_run(tmp_path_factory):
 def written_claims(results: Path, measured_only: bool = True) -> list[ClaimResult]:
     """The claims table as written; with `measured_only`, the claims of the tiny run's kinds (every
     registered kind has rows, the others' are 'not measured')."""
-    from attnsim.claims.io import from_table
+    from attnsim.report.claims import from_table
 
     claims = from_table(store.read_table(results / "claims.parquet"))
     if not measured_only:
@@ -623,7 +624,7 @@ def test_entropy_bounds_points_to_the_logit_entropy_figure():
 def test_claims_html_is_the_same_scaled_in_threads(tiny_run, tmp_path):
     """The claims job scales its figures on all local cores: the page is byte for byte the one a
     single thread writes."""
-    from attnsim.claims import io as claims_io
+    from attnsim.report import claims as claims_io
 
     experiments = {name: e["kind"] for name, e in TINY["experiments"].items()}
     claims = claims_io.evaluate(

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from helpers.configs import REPO, small_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 
@@ -141,9 +141,9 @@ def test_bad_config_and_bad_arguments(filled, capsys):
 
 
 def one_point_spec(trials: int) -> str:
-    from attnsim.config.grid import make_point
     from attnsim.kinds import get_kind
-    from attnsim.plan.chunkspec import ChunkSpec
+    from attnsim.records.chunk import ChunkSpec
+    from attnsim.records.grid import make_point
 
     point = make_point(
         "noisy_attention",
@@ -234,7 +234,7 @@ def test_full_disk_for_real(tiny_disk):
         [
             sys.executable,
             "-m",
-            "attnsim.cli",
+            "attnsim.cli.main",
             "simulate",
             "--spec",
             one_point_spec(100_000),
@@ -366,7 +366,7 @@ def test_store_and_provenance_still_readable_when_confined(outside, capsys):
 
 
 def test_the_module_docstring_names_every_command():
-    import attnsim.cli as cli
+    import attnsim.cli.main as cli
 
     commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
     missing = [name for name in commands.choices if f"`{name}`" not in cli.__doc__]
@@ -375,7 +375,7 @@ def test_the_module_docstring_names_every_command():
 
 BLAS_PROBE = """
 import sys
-import attnsim.cli as cli
+import attnsim.cli.main as cli
 
 def probe(args):
     import numpy  # noqa: F401 (OpenBLAS starts here)

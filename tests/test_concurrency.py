@@ -28,7 +28,7 @@ def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
     bin_dir = workdir.parent / f"{workdir.name}-bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "attnsim"
-    real = f"{shlex.quote(sys.executable)} -m attnsim.cli"
+    real = f"{shlex.quote(sys.executable)} -m attnsim.cli.main"
     wrapper.write_text(
         f'#!/bin/sh\n{real} "$@" || exit\n[ "$1" = simulate ] || exit 0\nwhile [ ! -e '
         f"{shlex.quote(str(release))} ]; do sleep 0.05; done\n"
@@ -39,7 +39,7 @@ def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
         PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]]),
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "attnsim.cli", "run", *args], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # noqa: E501
+        [sys.executable, "-m", "attnsim.cli.main", "run", *args], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,  # noqa: E501
         start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 from helpers.configs import REPO, small_config
 
 from attnsim.config.load import load, load_file
@@ -206,14 +205,6 @@ def test_load_file_errors(tmp_path):
         load_file(bad)
 
 
-def test_schema_file_in_workflow_is_the_package_base_schema():
-    from attnsim.config.load import base_schema
-
-    assert (
-        yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text()) == base_schema()
-    )
-
-
 def test_schema_grid_keys_match_kind_parameters():
     from attnsim.config.load import schema
     from attnsim.kinds import all_kinds
@@ -291,7 +282,7 @@ def config_file(tmp_path, old="", new="", text=SMALL_YAML):
 
 @pytest.mark.parametrize("value", [".nan", ".NaN", ".inf", "-.inf", "+.inf"])
 def test_nan_and_infinity_are_one_line_errors(tmp_path, capsys, value):
-    from attnsim.cli import main
+    from attnsim.cli.main import main
 
     path = config_file(tmp_path, "noise_scale: [0.1, 0.5]", f"noise_scale: [{value}, 0.5]")
     with pytest.raises(
@@ -444,7 +435,7 @@ def test_coerce_numbers_follows_any_schema_shape():
     ],
 )
 def test_keys_given_twice_are_refused_with_both_lines(tmp_path, capsys, old, new, message):
-    from attnsim.cli import main
+    from attnsim.cli.main import main
 
     path = config_file(tmp_path, old, new)
     with pytest.raises(ConfigError) as info:

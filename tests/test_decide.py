@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.workflow import REPO, point_rows, snakemake, write_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.load import load_file
-from attnsim.run.decide import cost_hours, topped_up
+from attnsim.report.decide import cost_hours, topped_up
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from helpers.configs import REPO
 
-from attnsim.docgen import schema_document
+from attnsim.report.docgen import schema_document
 
 
 def test_results_schema_document_is_current():
@@ -106,7 +106,7 @@ def test_shared_machinery_names_no_kind():
 def test_the_tables_of_kinds_are_generated_from_the_declarations():
     """README.md's and docs/usage.md's tables of kinds come from the Kind declarations: adding a
     kind edits no other file by hand (`attnsim schema --update-docs` rewrites them)."""
-    from attnsim.docgen import GENERATED, generated_part
+    from attnsim.report.docgen import GENERATED, generated_part
 
     for relative, parts in GENERATED.items():
         text = (REPO / relative).read_text()

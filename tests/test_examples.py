@@ -12,7 +12,7 @@ import pytest
 import yaml
 from helpers.configs import REPO, small_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 
 EXAMPLE = REPO / "examples/explore_results.py"
 
@@ -21,9 +21,9 @@ EXAMPLE = REPO / "examples/explore_results.py"
 def results(tmp_path, monkeypatch):
     """A store and claims table of a small temperature_entropy sweep (a default sweep's kind)."""
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     monkeypatch.chdir(tmp_path)

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from attnsim.config.grid import make_point
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import all_kinds
-from attnsim.run.simulate import simulate_points
+from attnsim.records.grid import make_point
 
 EXTREMES = {
     "noisy_attention": [

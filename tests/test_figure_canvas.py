@@ -17,9 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from attnsim.errors import AttnsimError  # noqa: E402
-from attnsim.figures import render as render_module  # noqa: E402
 from attnsim.figures import style  # noqa: E402
 from attnsim.kinds import all_kinds, get_kind  # noqa: E402
+from attnsim.report import figures as render_module  # noqa: E402
 
 BUILT_IN = sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds."))
 REAL = {"real_noise", "real_entropy", "real_precision", "real_temperature"}
@@ -57,9 +57,9 @@ def png_size(path) -> tuple[int, int]:
 def small_run(kind_name: str, root):
     """The kind's example experiment at a few trials, simulated and collected: its summary file."""
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     example = copy.deepcopy(dict(get_kind(kind_name).example))

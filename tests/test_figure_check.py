@@ -16,8 +16,8 @@ from helpers.configs import REPO
 from helpers.workflow import snakemake, tree, write_config
 
 from attnsim.errors import ConfigError
-from attnsim.figures.check import check_kind, top_level_names
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.report.figure_check import check_kind, top_level_names
 
 PLUGIN = REPO / "tests/plugin_example"
 GUIDE = (REPO / "docs/adding-a-kind.md").read_text()

@@ -25,9 +25,9 @@ GRID = {"n": [16, 64], "d": [3, 8], "tau": [0.1, 0.3, 1.0, 3.0]}
 def summary(tmp_path_factory):
     """A real summary of temperature_entropy (simulated and collected as the workflow does)."""
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     root = tmp_path_factory.mktemp("style") / "store"
@@ -53,7 +53,7 @@ before = {k: dict.__getitem__(matplotlib.rcParams, k) for k in dict.keys(matplot
 from attnsim.kinds import all_kinds
 for kind in all_kinds().values():
     kind.submodule("figures")
-import attnsim.figures.style, attnsim.figures.common, attnsim.figures.render
+import attnsim.figures.style, attnsim.figures.common, attnsim.report.figures
 backend = matplotlib.rcParams._get_backend_or_none()  # before anything reads rcParams["backend"]
 after = {k: dict.__getitem__(matplotlib.rcParams, k) for k in dict.keys(matplotlib.rcParams)}
 print(sorted(k for k in before if before[k] != after[k]), backend)

@@ -15,9 +15,9 @@ from oracles.points import expand  # noqa: E402
 from oracles.summaries import summarise_points  # noqa: E402
 
 from attnsim.errors import AttnsimError  # noqa: E402
-from attnsim.figures.render import render  # noqa: E402
+from attnsim.jobs.simulate import simulate_points  # noqa: E402
 from attnsim.kinds import get_kind  # noqa: E402
-from attnsim.run.simulate import simulate_points  # noqa: E402
+from attnsim.report.figures import render  # noqa: E402
 from attnsim.store import parquet as store  # noqa: E402
 
 GRIDS = {

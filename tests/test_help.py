@@ -13,9 +13,9 @@ import yaml
 from helpers.configs import REPO, small_config
 
 from attnsim import __version__
-from attnsim.cli import QUERY_FORMATS, main
-from attnsim.run import status
-from attnsim.run.runner import translate
+from attnsim.cli.main import QUERY_FORMATS, main
+from attnsim.cli.runner import translate
+from attnsim.report import status
 from attnsim.store import query
 
 
@@ -57,7 +57,7 @@ def test_version(capsys):
         rf"attnsim {re.escape(__version__)} \(snakemake 9\.\S+, python 3\.\S+\)", out
     ), out
     run = subprocess.run(
-        [sys.executable, "-m", "attnsim.cli", "--version"], capture_output=True, text=True
+        [sys.executable, "-m", "attnsim.cli.main", "--version"], capture_output=True, text=True
     )
     assert run.returncode == 0 and run.stdout.strip() == out
 
@@ -118,9 +118,9 @@ def test_show_never_says_100_percent_with_work_pending():
 
 def test_show_gives_an_adaptive_experiments_trial_range(tmp_path, monkeypatch, capsys):
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     monkeypatch.chdir(tmp_path)

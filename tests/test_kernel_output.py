@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from attnsim import kinds as registry_module
-from attnsim.cli import main
-from attnsim.config.grid import make_point
+from attnsim.cli.main import main
 from attnsim.errors import KernelOutputError
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import simulate_points
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 
 BASE = get_kind("temperature_entropy")

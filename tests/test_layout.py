@@ -11,44 +11,25 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-# Bottom to top. A module belongs to the layer of the longest prefix that names it.
+# Bottom to top, one folder per layer (the foundation is the top-level files). A module belongs to
+# the layer of the longest prefix that names it. config/, plan/ and jobs/ are the stages: one layer,
+# side by side on records/, and no stage imports another (test_stages_never_import_each_other).
 LAYERS = [
     (
         "foundation",
         ["attnsim", "attnsim.errors", "attnsim.files", "attnsim.seeding", "attnsim.stats"],
     ),
-    (
-        "libraries",
-        [
-            "attnsim.kernels",
-            "attnsim.theory",
-            "attnsim.models",
-            "attnsim.claims",
-            "attnsim.claims.engine",
-            "attnsim.claims.numbers",
-            "attnsim.figures",
-            "attnsim.figures.canvas",
-            "attnsim.figures.common",
-            "attnsim.figures.style",
-        ],
-    ),
+    ("science", ["attnsim.kernels", "attnsim.theory", "attnsim.models"]),
+    ("claims", ["attnsim.claims"]),
+    ("figures", ["attnsim.figures"]),
     ("kinds", ["attnsim.kinds"]),
     ("store", ["attnsim.store"]),
-    ("config", ["attnsim.config"]),
-    ("plan", ["attnsim.plan"]),
-    (
-        "outputs",
-        [
-            "attnsim.claims.io",
-            "attnsim.claims.render",
-            "attnsim.report",
-            "attnsim.figures.render",
-            "attnsim.figures.check",
-        ],
-    ),
-    ("run", ["attnsim.run"]),
-    ("entry", ["attnsim.cli", "attnsim.docgen"]),
+    ("records", ["attnsim.records"]),
+    ("stages", ["attnsim.config", "attnsim.plan", "attnsim.jobs"]),
+    ("report", ["attnsim.report"]),
+    ("cli", ["attnsim.cli"]),
 ]
+STAGES = ("attnsim.config", "attnsim.plan", "attnsim.jobs")
 # kinds/ modules that are not kinds: a kind is a package, a shared module a file beside them
 SHARED = tuple(
     sorted(p.stem for p in (SRC / "attnsim" / "kinds").glob("*.py") if p.stem != "__init__")
@@ -160,6 +141,23 @@ def test_no_import_runs_up_a_layer():
     assert upward(import_graph()) == []
 
 
+def stage(module: str) -> str | None:
+    return next((s for s in STAGES if module == s or module.startswith(s + ".")), None)
+
+
+def test_stages_never_import_each_other():
+    """Each stage reads and writes records (and the store): what one stage needs of another is a
+    record, so it lives in records/."""
+    graph = import_graph()
+    crossing = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        for t in targets
+        if stage(m) and stage(t) and stage(m) != stage(t)
+    )
+    assert crossing == []
+
+
 def test_kinds_never_import_sibling_kinds():
     graph = import_graph()
     bad = []
@@ -174,29 +172,37 @@ def test_kinds_never_import_sibling_kinds():
     assert set(bad) <= KNOWN_SIBLING
 
 
-def test_the_top_level_is_the_foundation_and_the_entry_points():
+def test_the_top_level_is_the_foundation():
     top = {m for m in modules() if m.count(".") == 1 and not (SRC / m.replace(".", "/")).is_dir()}
     assert top == {
         "attnsim.errors",
         "attnsim.files",
         "attnsim.seeding",
         "attnsim.stats",
-        "attnsim.cli",
-        "attnsim.docgen",
     }
 
 
+def folder(module: str) -> str:
+    """The folder a module lives in (`(top)` for the foundation's files)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (SRC / "attnsim" / parts[1]).is_dir() else "(top)"
+
+
 def report(graph: dict[str, set[str]] | None = None) -> str:
-    """Modules per folder, import edges, circles and upward imports: `python
-    tests/test_layout.py`."""
+    """The layers top first, each with its folders, their modules and the folders they import;
+    then circles and upward imports: `python tests/test_layout.py`."""
     graph = import_graph() if graph is None else graph
-    folders: dict[str, int] = {}
-    for path in modules().values():
-        folder = path.parent.relative_to(SRC / "attnsim").as_posix()
-        folder = "(top)" if folder == "." else folder.split("/")[0]
-        folders[folder] = folders.get(folder, 0) + 1
+    mods = modules()
     lines = [f"modules: {len(graph)}, import edges: {sum(len(t) for t in graph.values())}"]
-    lines += [f"  {folder}/: {count}" for folder, count in sorted(folders.items())]
+    for rank in reversed(range(len(LAYERS))):
+        names = [m for m in mods if layer(m) == rank]
+        for name in sorted({folder(m) for m in names}):
+            own = [m for m in names if folder(m) == name]
+            used = sorted({folder(t) for m in own for t in graph[m]} - {name})
+            lines.append(
+                f"  {LAYERS[rank][0]:10} {name + '/':10} {len(own):3} modules"
+                f"  imports {', '.join(used) or '-'}"
+            )
     lines.append(f"circles: {len(circles(graph))} {circles(graph)}")
     lines.append(f"upward imports: {len(upward(graph))} {upward(graph)}")
     return "\n".join(lines)
@@ -206,16 +212,19 @@ if __name__ == "__main__":
     print(report())
 
 
-def test_the_architecture_table_names_every_stage_module():
-    """docs/architecture.md follows the folders: each module of a stage folder is in its row."""
+def test_the_architecture_table_names_every_module_of_a_folder():
+    """docs/architecture.md follows the folders: each module of a folder is in its layer's row (the
+    kinds and the science libraries are named by folder)."""
     table = (SRC.parent / "docs" / "architecture.md").read_text()
     rows = {
         line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")
     }
     missing = [
         f"{folder}/{path.stem}"
-        for folder in ("config", "plan", "run", "store")
+        for name, prefixes in LAYERS
+        for folder in (p.removeprefix("attnsim.") for p in prefixes if p.count(".") == 1)
+        if name not in ("kinds", "science")
         for path in (SRC / "attnsim" / folder).glob("*.py")
-        if path.stem != "__init__" and f"`{path.stem}`" not in rows[folder]
+        if path.stem != "__init__" and f"`{path.stem}`" not in rows[name]
     ]
     assert not missing, f"add them to docs/architecture.md's layout table: {missing}"

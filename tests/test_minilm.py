@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.special import erf as scipy_erf
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.errors import ConfigError
 from attnsim.models import corpus
 from attnsim.models.minilm import MAX_SEQ_LENGTH, Bert, BertConfig, MiniLM, erf, gelu

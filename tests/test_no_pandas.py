@@ -20,7 +20,7 @@ KINDS = sorted(name for name, kind in all_kinds().items() if kind.example)
 
 JOBS = """
 import sys
-from attnsim.cli import main
+from attnsim.cli.main import main
 
 spec, chunk, experiment, summary, resources = sys.argv[1:]
 main(["simulate", "--spec", open(spec).read(), "--output", chunk, "--resources", resources])

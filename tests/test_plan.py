@@ -8,8 +8,8 @@ from helpers.configs import small_config
 
 from attnsim.config.load import load
 from attnsim.errors import StoreError
+from attnsim.jobs.simulate import run_chunk
 from attnsim.plan.sweep import plan_all, plan_experiment
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 
@@ -67,8 +67,8 @@ def test_changed_seed_is_refused_and_fewer_trials_too(tmp_path):
 def test_adaptive_experiment_records_why_each_point_stopped(tmp_path):
     import pyarrow.parquet as pq
 
+    from attnsim.jobs.collect import collect
     from attnsim.plan.sweep import experiment_json
-    from attnsim.run.collect import collect
 
     config = small_config()
     config["experiments"]["robustness"].update(target_se=0.01, max_trials=60)
@@ -113,8 +113,8 @@ def test_a_chunk_is_one_record_from_plan_to_job(tmp_path):
     import yaml
     from helpers.configs import REPO
 
-    from attnsim.plan.chunkspec import read_spec_file
     from attnsim.plan.sweep import spec_path, write_specs
+    from attnsim.records.chunk import read_spec_file
 
     settings = load(yaml.safe_load((REPO / "config.yaml").read_text()))
     plans = plan_all(settings, tmp_path / "store")

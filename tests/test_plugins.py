@@ -36,7 +36,8 @@ def make_venv(path: Path) -> Path:
     )
     script = path / "bin/attnsim"
     script.write_text(
-        f"#!{path / 'bin/python'}\nimport sys\n\nfrom attnsim.cli import main\n\nsys.exit(main())\n"
+        f"#!{path / 'bin/python'}\nimport sys\n\n"
+        "from attnsim.cli.main import main\n\nsys.exit(main())\n"
     )
     script.chmod(0o755)
     return path
@@ -128,9 +129,8 @@ def test_an_installed_plugin_kind_runs_end_to_end(venv, tmp_path):
     claims = pq.read_table(results / "claims.parquet").to_pandas().set_index("claim_id")
     assert claims.loc["shift_invariance", "verdict"] == "holds"
     assert claims.loc["shift_invariance", "figure"] == "shift/shift_deviation"
-    query = in_venv(
-        venv, "-m", "attnsim.cli", "query", "SELECT count(*) AS n FROM shift_trials", cwd=tmp_path
-    )
+    sql = "SELECT count(*) AS n FROM shift_trials"
+    query = in_venv(venv, "-m", "attnsim.cli.main", "query", sql, cwd=tmp_path)
     assert "400" in query.stdout
 
 
@@ -188,7 +188,8 @@ def test_broken_plugins_are_one_line_each_and_builtin_kinds_still_run(venv, tmp_
         },
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    ok = in_venv(broken_venv, "-m", "attnsim.cli", "check-config", "config.yaml", cwd=tmp_path)
+    check_config = ("-m", "attnsim.cli.main", "check-config", "config.yaml")
+    ok = in_venv(broken_venv, *check_config, cwd=tmp_path)
     warnings = [
         line for line in ok.stderr.splitlines() if line.startswith("attnsim: warning: plugin")
     ]
@@ -201,9 +202,7 @@ def test_broken_plugins_are_one_line_each_and_builtin_kinds_still_run(venv, tmp_
     assert any("'noisy_attention'" in w and "clashes with a built-in kind" in w for w in warnings)
     config["experiments"]["bad"] = {"kind": "import_error", "trials": 5, "grid": {}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    bad = in_venv(
-        broken_venv, "-m", "attnsim.cli", "check-config", "config.yaml", cwd=tmp_path, check=False
-    )
+    bad = in_venv(broken_venv, *check_config, cwd=tmp_path, check=False)
     errors = [line for line in bad.stderr.splitlines() if line.startswith("attnsim: error:")]
     assert (
         bad.returncode != 0

@@ -1,5 +1,5 @@
 """What a run prints: one line per finished job with points, trials, wall time and an ETA from the
-cost model; a line when an asset is fetched; a failed job's one-line error (attnsim.run.progress and
+cost model; a line when an asset is fetched; a failed job's one-line error (attnsim.cli.progress and
 the logger plugin snakemake_logger_plugin_attnsim, which profiles/default selects)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from helpers.workflow import snakemake, write_config
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.tests import MockOutputSettings, TestLogHandlerBase
 
-from attnsim.run import progress
+from attnsim.cli import progress
 from snakemake_logger_plugin_attnsim import LogHandler, LogHandlerSettings
 
 LINE = re.compile(r"^\[ *(\d+)/(\d+) +(\d+:\d\d)\] (\S+)")
@@ -174,8 +174,8 @@ def test_write_manifest_uses_the_planners_costs(tmp_path):
     from helpers.configs import small_config
 
     from attnsim.config.load import load
-    from attnsim.plan import cost as resources
     from attnsim.plan.sweep import plan_all
+    from attnsim.records import cost as resources
 
     plans = plan_all(load(small_config()), tmp_path / "results/store")
     path = progress.write_manifest(plans, tmp_path / "results", cores=2)
@@ -332,7 +332,7 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "attnsim.cli",
+        "attnsim.cli.main",
         "run",
         "-s",
         str(REPO / "Snakefile"),

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from attnsim.cli import main
-from attnsim.config.grid import make_point
+from attnsim.cli.main import main
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import run_chunk
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 from attnsim.store import query
 

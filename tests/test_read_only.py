@@ -46,7 +46,7 @@ def test_read_only_commands_leave_the_store_as_it_was(tmp_path):
     )
     for args in (["show"], ["query", "SELECT count(*) FROM trials"], ["claims"]):
         result = subprocess.run(
-            [sys.executable, "-m", "attnsim.cli", *args],
+            [sys.executable, "-m", "attnsim.cli.main", *args],
             cwd=tmp_path,
             env=env,
             capture_output=True,

@@ -2,7 +2,7 @@
 within the stated tolerance (docs/science.md §8.4, docs/usage.md "Reproducibility").
 
 Each built-in kind has a small reference sweep in tests/data/reference_rows/<kind>.json with the
-sha256 digests of its rows per CPU class (`attnsim.run.cpu.cpu_class`: numpy's SIMD dispatch level
+sha256 digests of its rows per CPU class (`attnsim.jobs.cpu.cpu_class`: numpy's SIMD dispatch level
 and OpenBLAS's core, e.g. X86_V4-SkylakeX, X86_V3-Haswell) and per-point values (finite count, mean,
 min, median, max of every hashed metric). On a recorded class the rows must be bit-identical; on
 any other class each value must lie within rtol = 1e-4 of the point's scale.
@@ -33,8 +33,8 @@ import warnings
 import pytest
 from helpers import reference_rows as rr
 
+from attnsim.jobs import cpu
 from attnsim.kinds import get_kind
-from attnsim.run import cpu
 
 REPO = rr.DATA.parents[2]
 KINDS = rr.kind_names()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from attnsim.config.grid import make_point
 from attnsim.kinds import get_kind
-from attnsim.plan import cost as resources
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.plan.cost import ChunkCost
+from attnsim.records import cost as resources
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.cost import ChunkCost
+from attnsim.records.grid import make_point
 
 
 def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkCost:

@@ -18,13 +18,13 @@ from oracles.points import chunk, expand, point_id
 from oracles.points import chunk_id as oracle_chunk_id
 from oracles.summaries import summarise_points, trials_by_point
 
-from attnsim.config.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.config.load import load, load_file
+from attnsim.jobs.collect import summarise_chunks
+from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import all_kinds
-from attnsim.plan import cost as resources
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
-from attnsim.run.collect import summarise_chunks
-from attnsim.run.simulate import run_chunk, simulate_points
+from attnsim.records import cost as resources
+from attnsim.records.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.store import parquet as store
 
 GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
@@ -287,7 +287,7 @@ def test_simulate_points_unchanged_by_points_from_rows():
 
 
 def test_config_check_does_not_expand_the_grid(monkeypatch):
-    from attnsim.config import grid as grid_module
+    from attnsim.records import grid as grid_module
 
     fail = lambda *a, **k: pytest.fail("a point or an id was made")
     monkeypatch.setattr(grid_module, "points_from_rows", fail)
@@ -417,8 +417,8 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
     import pyarrow.parquet as pq
 
     from attnsim.errors import StoreError
+    from attnsim.jobs.collect import collect
     from attnsim.plan.sweep import experiment_json
-    from attnsim.run.collect import collect
     from attnsim.store import query
 
     settings = load(kind_config("temperature_entropy"))
@@ -617,7 +617,7 @@ def test_attnsim_finds_its_own_snakemake_without_an_activated_venv(tmp_path):
     lonely.mkdir()
     (lonely / "python").symlink_to(sys.executable)
     code = (
-        "import sys; sys.executable = sys.argv[1]; from attnsim.cli import main;"
+        "import sys; sys.executable = sys.argv[1]; from attnsim.cli.main import main;"
         " raise SystemExit(main(['run', '-n']))"
     )
     result = subprocess.run(

@@ -11,10 +11,10 @@ import yaml
 from helpers.configs import small_config
 from oracles.points import chunk, chunk_id, expand, point_id, reference_point
 
-from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.kinds import all_kinds
 from attnsim.plan.sweep import MAX_CHUNK_COST_RATIO, plan_experiment
+from attnsim.records.grid import make_point
 from attnsim.seeding import block_generator, canonical_value
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,7 +135,7 @@ def test_arrow_columns_of_the_grid_are_its_python_columns(name):
     example grid (numbers, strings, booleans); the ids are the reference ids."""
     import pyarrow as pa
 
-    from attnsim.config.grid import grid_columns
+    from attnsim.records.grid import grid_columns
     from attnsim.store.parquet import summary_schema
 
     kind = all_kinds()[name]

@@ -8,13 +8,13 @@ import pytest
 from helpers.configs import small_config
 from oracles.points import expand
 
-from attnsim.config.grid import make_point
 from attnsim.config.load import load
 from attnsim.errors import ConfigError
+from attnsim.jobs.simulate import simulate_points, trials_table
 from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import simulate_points, trials_table
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 
 
 def points():
@@ -91,7 +91,7 @@ def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_round
 
 
 def test_round_blocks_split_evenly():
-    from attnsim.run.simulate import round_blocks
+    from attnsim.jobs.simulate import round_blocks
 
     big = make_point(
         "noisy_attention",
@@ -163,7 +163,7 @@ def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
 
     from threadpoolctl import threadpool_info
 
-    from attnsim.run import simulate as driver
+    from attnsim.jobs import simulate as driver
 
     seen = []
 

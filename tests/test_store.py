@@ -9,11 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from attnsim.config.grid import make_point
 from attnsim.errors import StoreError
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import run_chunk
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.experiment import results_key
+from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 
 
@@ -37,7 +38,7 @@ def test_round_trip_schema_and_provenance(tmp_path):
     assert table.schema.equals(store.trials_schema("noisy_attention"), check_metadata=False)
     meta = store.read_meta(path)
     assert meta["format"] == store.FORMAT and meta["seed"] == 1 and meta["trials"] == 4
-    assert meta["results_key"] == store.results_key("noisy_attention", 4, 1)
+    assert meta["results_key"] == results_key("noisy_attention", 4, 1)
     assert {"attnsim_version", "created_utc", "numpy_version", "spec", "chunk"} <= set(meta)
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
     assert set(table["point_id"].to_pylist()) == {p.id for p in points}
@@ -158,7 +159,7 @@ def test_floats_are_split_and_the_rest_dictionary_encoded(tmp_path):
 def test_stop_reasons_say_why_each_point_has_its_trials():
     import numpy as np
 
-    from attnsim.run.collect import stop_reasons
+    from attnsim.jobs.collect import stop_reasons
 
     se = np.array([0.5, 0.1, 0.2, np.nan, np.inf, 0.0])
     assert stop_reasons(se, None).to_pylist() == ["trials"] * 6

@@ -11,10 +11,10 @@ import pytest
 from helpers.configs import simulated_robustness, small_config
 from helpers.workflow import snakemake, write_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.errors import StoreError
+from attnsim.jobs.collect import collect
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
 from attnsim.store import parquet as store
 
 

@@ -14,8 +14,8 @@ import pytest
 from helpers.configs import simulated_robustness
 
 from attnsim.errors import StoreError
+from attnsim.jobs.collect import collect
 from attnsim.plan.sweep import experiment_json
-from attnsim.run.collect import collect
 from attnsim.store import integrity
 
 

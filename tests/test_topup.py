@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import experiment_json, plan_all, remove_replaced
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 SWEEPS = {  # name: (experiment before, changes after)

@@ -14,7 +14,7 @@ from helpers import small_store
 from helpers.configs import small_config
 
 import attnsim
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.store import parquet as store
 
 ROBUSTNESS_CLAIMS = {"delta_method_gaussian", "next_order_theory", "entropy_in_bounds"}

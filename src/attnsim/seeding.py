@@ -1,7 +1,7 @@
 """Stable ids and independent random streams for grid points.
 
 A point's id hashes its kind and canonicalised parameter values (`digest` of
-the two, made columnwise by `attnsim.config.grid.point_ids`), so it does not
+the two, made columnwise by `attnsim.records.grid.point_ids`), so it does not
 depend on the order of the grid, the chunk or the machine. Its random
 numbers come from `SeedSequence(root_seed, spawn_key=(stream, block))`, where
 `stream` hashes the parameters that shape the random draws (points that

@@ -2,7 +2,7 @@
 
 The repository's default profile (profiles/default/config.yaml) selects it, so `attnsim run` and
 plain `snakemake` both print one line per finished job (points and trials done, wall time, an ETA
-from the planner's cost model; `attnsim.run.progress`), a line when an asset is fetched, and for a
+from the planner's cost model; `attnsim.cli.progress`), a line when an asset is fetched, and for a
 failed job the rule, its wildcards and the last `attnsim: error:` line of its log. Everything
 else Snakemake says at warning level or above passes unchanged, as do its few useful info lines
 ("Nothing to be done", "Complete log: ..."). Snakemake's full log (rule blocks, shell commands)
@@ -142,7 +142,7 @@ class LogHandler(LogHandlerBase):
     # ------------------------------------------------------------------ quiet mode
     def _progress(self):
         if self.progress is None:
-            from attnsim.run.progress import Progress
+            from attnsim.cli.progress import Progress
 
             self.progress = Progress(pid=os.getpid())
         return self.progress

@@ -64,8 +64,8 @@ def simulated_robustness(root: Path):
     """`small_config()`'s robustness experiment simulated into the store at `root`: (settings,
     root, chunk paths), for the tests that read, damage or collect a real store."""
     from attnsim.config.load import load
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import plan_experiment
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     settings = load(small_config())

@@ -4,8 +4,8 @@ One file per kind, tests/data/reference_rows/<kind>.json:
 
 - ``config``: the kind's reference sweep (a seed and experiments of that kind only);
 - ``metrics``: the metrics hashed, in hashing order (a kind that gains a metric keeps its list);
-- ``digests``: CPU class (attnsim.run.cpu.cpu_class, e.g. ``X86_V4-SkylakeX``) -> point id -> sha256
-  of the point's rows: bit-identity is checked on every class recorded here;
+- ``digests``: CPU class (attnsim.jobs.cpu.cpu_class, e.g. ``X86_V4-SkylakeX``) -> point id ->
+  sha256 of the point's rows: bit-identity is checked on every class recorded here;
 - ``values``: point id -> metric -> [finite trials, mean, min, median, max] over the finite
   trials, as computed on ``values_class``: on a class without digests the rows are checked
   against these within ``tolerance`` (docs/science.md §8.4);
@@ -69,10 +69,10 @@ def sweep(reference: dict, threads: int) -> list[tuple]:
 
 
 def _sweep(reference: dict, threads: int) -> list[tuple]:
-    from attnsim.config.grid import grid_columns, points_from_rows
     from attnsim.config.load import load
+    from attnsim.jobs.simulate import simulate_points
     from attnsim.kinds import get_kind
-    from attnsim.run.simulate import simulate_points
+    from attnsim.records.grid import grid_columns, points_from_rows
 
     settings = load(reference["config"])
     out = []
@@ -136,9 +136,9 @@ def summaries(computed: list, columns: list[str] | None = None) -> tuple[dict, l
     """point id -> sha256 of its summary row as collect makes it (`summarise_chunks` of the rows),
     over `columns` (default: every column the summary has now), and those columns. Values are
     hashed through their JSON text (floats by repr: exact)."""
-    from attnsim.config.grid import grid_columns
-    from attnsim.run.collect import summarise_chunks
-    from attnsim.run.simulate import trials_table
+    from attnsim.jobs.collect import summarise_chunks
+    from attnsim.jobs.simulate import trials_table
+    from attnsim.records.grid import grid_columns
 
     out, names = {}, columns
     for kind, experiment, points, results in computed:
@@ -204,7 +204,7 @@ def check(kind: str, threads: int = 1) -> dict:
     """What the test asserts, for one kind on this machine: a dict with ``class``, ``mode``
     ("digests" when this class is recorded, else "tolerance"), ``points``, ``failed`` (point ids),
     ``worst`` (largest difference in units of the scale, tolerance mode) and ``ids_match``."""
-    from attnsim.run import cpu
+    from attnsim.jobs import cpu
 
     reference = read(kind)
     swept = sweep(reference, threads)
@@ -254,8 +254,8 @@ def check(kind: str, threads: int = 1) -> dict:
 
 def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> str:
     """Record this CPU class's digests and the values of `kind`; returns what was done, one line."""
+    from attnsim.jobs import cpu
     from attnsim.kinds import get_kind
-    from attnsim.run import cpu
 
     path = DATA / f"{kind}.json"
     if path.exists():

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import yaml
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.plan.sweep import experiment_json, plan_all, remove_replaced
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 
 

@@ -133,7 +133,7 @@ def attnsim_run(workdir: Path, *args: str) -> subprocess.Popen:
     # SIGINT back to its default: a shell starts background jobs with SIGINT ignored, the
     # disposition is inherited, and Python then installs no KeyboardInterrupt handler
     return subprocess.Popen(
-        [sys.executable, "-m", "attnsim.cli", "run", *args],
+        [sys.executable, "-m", "attnsim.cli.main", "run", *args],
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,

@@ -408,7 +408,7 @@ def test_config_refuses_a_clamped_start_below_the_clamp(tmp_path, capsys):
     """tau_mode learned_clamped with an initial tau below 0.01: one line naming grid.tau."""
     import yaml
 
-    from attnsim.cli import main
+    from attnsim.cli.main import main
 
     grid = {k: [v] for k, v in ct.resolved(BASE).items()} | {
         "tau": [0.005, 0.1],

@@ -17,14 +17,14 @@ from oracles import real_entropy as entropy_oracle
 from oracles import real_noise as noise_oracle
 from oracles import real_temperature as temperature_oracle
 
-from attnsim.cli import main
-from attnsim.config.grid import make_point
+from attnsim.cli.main import main
 from attnsim.config.load import load
 from attnsim.errors import AssetError, AttnsimError, ConfigError
+from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run.simulate import run_chunk, simulate_points
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import make_point
 
 REAL = ("real_noise", "real_entropy", "real_temperature")
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from oracles import precision_attention as oracle
 
-from attnsim.config.grid import make_point
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
-from attnsim.run.simulate import simulate_points
+from attnsim.records.grid import make_point
 
 
 @pytest.fixture

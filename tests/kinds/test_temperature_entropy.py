@@ -11,9 +11,9 @@ import pytest
 from oracles import temperature_entropy as oracle
 from scipy import stats
 
-from attnsim.config.grid import make_point
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds.temperature_entropy import KIND, extra_summary, gap_tolerance, kernel
-from attnsim.run.simulate import simulate_points
+from attnsim.records.grid import make_point
 from attnsim.theory.entropy import exact_gap, exact_gap_argmax
 
 

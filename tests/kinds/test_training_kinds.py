@@ -14,13 +14,13 @@ from helpers.configs import CONTRASTIVE, RECALL
 from helpers.workflow import point_rows, snakemake, tree, write_config
 from oracles.summaries import summarise_points
 
-from attnsim.cli import main
-from attnsim.config.grid import make_point
+from attnsim.cli.main import main
+from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
-from attnsim.run.simulate import simulate_points
+from attnsim.records.grid import make_point
 
 
 def grid_points(kind: str, grid: dict, **change) -> list:

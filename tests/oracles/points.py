@@ -1,5 +1,5 @@
 """Grid points written plainly, one at a time: the definitions the columnar code in
-`attnsim.config.grid` and `attnsim.plan.sweep` is tested against.
+`attnsim.records.grid` and `attnsim.plan.sweep` is tested against.
 
 A point's id is the first 16 hex digits of the sha256 of the JSON text of its kind and its
 canonical parameter values with sorted keys; its stream's id the same of its kind and the
@@ -15,8 +15,8 @@ import math
 
 import pyarrow as pa
 
-from attnsim.config.grid import Point
 from attnsim.kinds import as_kind, get_kind
+from attnsim.records.grid import Point
 from attnsim.seeding import canonical_value
 
 

@@ -1,5 +1,5 @@
 """A grid point's summary written plainly, one point at a time: the definition that the streaming
-columnar `attnsim.run.collect.summarise_chunks` is tested against (bit for bit), and the summaries
+columnar `attnsim.jobs.collect.summarise_chunks` is tested against (bit for bit), and the summaries
 of in-memory trials that some tests draw or judge.
 
 `trials_by_point` gathers each point's trials from chunk tables; `summarise_points` makes one
@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from attnsim.config.grid import Point
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
+from attnsim.records.grid import Point
 from attnsim.stats import mean_ci
 from attnsim.store import parquet as store
 

@@ -7,19 +7,17 @@ import sys
 import time
 from pathlib import Path
 
-from snakemake.utils import validate
-
 from attnsim import files
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
-from attnsim.figures import check as figure_check
+from attnsim.report import figure_check
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.plan import bill
-from attnsim.plan import chunkspec
-from attnsim.plan import cost as resources
+from attnsim.records.chunk import read_spec_file
+from attnsim.records import cost as resources
 from attnsim.plan import sweep as planning
-from attnsim.run import progress
-from attnsim.run.status import run_summary
+from attnsim.cli import progress
+from attnsim.report.status import run_summary
 from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
@@ -39,17 +37,14 @@ def _fail(error):
 PLANNING = workflow.is_main_process
 
 try:
-    # keys given twice in the config files, numbers written as text, schema, semantic checks
+    # keys given twice in the config files, numbers written as text, the schema (the package's
+    # one schema file, with each kind's grid), semantic checks: the one check of the config
     SETTINGS = load_workflow_config(config, workflow.configfiles)
-    validate(
-        config, "../schemas/config.schema.yaml"
-    )  # Snakemake's own check; fills defaults into config
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
     if PLANNING:  # every declared figure has its function and caption, before any job
         figure_check.check_experiments(SETTINGS)
-    if (
-        PLANNING
-    ):  # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs
+    # the bill: printed by dry runs (`attnsim plan`); past max_jobs nothing runs
+    if PLANNING:
         _cores = workflow.resource_settings.cores if workflow.local_exec else None
         BILL = bill.bill(
             SETTINGS,
@@ -60,21 +55,14 @@ try:
         if workflow.output_settings.dryrun:
             print(bill.render(BILL, SETTINGS, workflow.resource_settings.nodes))
         bill.check_limit(BILL, SETTINGS)
-    if (
-        PLANNING
-    ):  # the config's asset copies exist and hold the right files (hashed at the start)
+    # the config's asset copies exist and hold the right files (hashed at the start)
+    if PLANNING:
         from attnsim.models.assets import check_local_copy
 
         for _name, _copy in SETTINGS.assets.items():
             check_local_copy(_name, _copy, hash=False)
     # summaries made from chunks that are gone or changed: rebuilt (their chunks recomputed)
-    STALE = (
-        store.stale_summaries(
-            STORE, {n: e.kind for n, e in SETTINGS.experiments.items()}
-        )
-        if PLANNING
-        else {}
-    )
+    STALE = store.stale_summaries(STORE, SETTINGS.kinds()) if PLANNING else {}
 except AttnsimError as error:
     _fail(error)
 
@@ -95,7 +83,7 @@ def chunk_spec_path(wildcards):
 @functools.cache
 def read_chunk_spec(experiment, chunk):
     try:
-        return chunkspec.read_spec_file(planning.spec_path(RESULTS, experiment, chunk))
+        return read_spec_file(planning.spec_path(RESULTS, experiment, chunk))
     except AttnsimError as error:
         raise ValueError(str(error)) from None
 
@@ -213,9 +201,8 @@ def claims_threads(wildcards):
     return max(1, _local_cores() or 1)
 
 
-CAPTIONS = Path(
-    ".snakemake/attnsim-captions"
-)  # not results/: a dry run writes nothing there
+# not results/: a dry run writes nothing there
+CAPTIONS = Path(".snakemake/attnsim-captions")
 
 
 def figure_caption(experiment, kind, figure):
@@ -240,9 +227,7 @@ def all_figure_pngs():
 
 
 def experiments_json():
-    return json.dumps(
-        {name: e.kind for name, e in SETTINGS.experiments.items()}, sort_keys=True
-    )
+    return planning.experiments_json(SETTINGS)
 
 
 def all_targets(wildcards=None):
@@ -285,9 +270,8 @@ def verify_assets():
 
 def sweep_dead_writers():
     store.sweep_orphans(STORE)
-    planning.remove_replaced(
-        PLANS, STORE
-    )  # chunks an interrupted run's top-ups replaced
+    # chunks an interrupted run's top-ups replaced
+    planning.remove_replaced(PLANS, STORE)
 
 
 def write_chunk_specs():
@@ -296,7 +280,7 @@ def write_chunk_specs():
     planning.write_specs(PLANS, RESULTS, threads)
     if PLANNING:  # the submitting process only (a job's Snakemake runs onstart too)
         planning.write_experiment_specs(SETTINGS, RESULTS)
-    # what this run computes, for its progress lines (attnsim.run.progress)
+    # what this run computes, for its progress lines (attnsim.cli.progress)
     progress.write_manifest(PLANS, RESULTS, _local_cores())
 
 

@@ -1,2 +1,2 @@
-"""Claims of the essay judged against the store: `engine` (verdicts), `io` (store in, files out),
-`render` (tables)."""
+"""The library kinds judge their claims with: `engine` (claims, regimes, verdicts) and `numbers`
+(the essay's statements). Reading summaries and writing the claims tables is `attnsim.report`."""

@@ -18,11 +18,11 @@ from jsonschema import ValidationError, validators
 
 from attnsim.config import guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
-from attnsim.config.grid import grid_columns
-from attnsim.config.records import Experiment, Settings
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
+from attnsim.records.experiment import Experiment, Settings
+from attnsim.records.grid import grid_columns
 from attnsim.seeding import digest
 
 SCHEMA_FILE = "schema.yaml"
@@ -30,8 +30,8 @@ SCHEMA_FILE = "schema.yaml"
 
 @cache
 def base_schema() -> dict:
-    """The schema of the keys every config has (also workflow/schemas/, for Snakemake's own
-    check)."""
+    """The schema of the keys every config has: the one schema file (`attnsim schema` prints it
+    whole, with each kind's grid)."""
     return yaml.safe_load(files("attnsim.config").joinpath(SCHEMA_FILE).read_text())
 
 
@@ -236,8 +236,7 @@ def load_file(path: str | Path) -> Settings:
 
 def load_workflow_config(config: dict, configfiles=()) -> Settings:
     """The workflow's config as Snakemake read it from `configfiles` (and --config): refuse keys
-    given twice in those files, turn numbers written as text into numbers in `config` itself
-    (Snakemake's own schema check and the rules see them), then load it."""
+    given twice in those files, then load it (coerced and checked once, here: the rules read the
+    `Settings`, never `config`)."""
     yamlfile.check_files(configfiles)
-    config.update(coerce_numbers(config, schema()))
     return load(config)

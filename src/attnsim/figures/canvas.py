@@ -1,5 +1,5 @@
 """What of a laid-out figure a saved file would cut off: a library of the figures' style (it
-reads matplotlib's extents, nothing of the kinds), re-exported by `attnsim.figures.check`."""
+reads matplotlib's extents, nothing of the kinds), re-exported by `attnsim.report.figure_check`."""
 
 from __future__ import annotations
 

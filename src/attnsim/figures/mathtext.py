@@ -10,7 +10,7 @@ cache does, plus the rcParams the parse reads (`mathtext.*`, `text.*`, `font.*`)
 matplotlib's per-renderer cache leaves out. A hit returns the very layout a new parse would build,
 so every pixel and every PDF operator is the same (tested).
 
-Installed by `attnsim.figures.render` in the figures job's process only: importing this module
+Installed by `attnsim.report.figures` in the figures job's process only: importing this module
 changes nothing.
 """
 

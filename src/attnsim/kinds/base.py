@@ -1,10 +1,9 @@
-"""What an experiment kind declares: its parameters, columns, kernel, theory, figures, claims,
-headline.
+"""What a kind declares: its parameters, columns, kernel, theory, figures, claims and headline.
 
 A kind is one package, `attnsim/kinds/<kind>/` (or a plugin's package, registered under the
 entry-point group `attnsim.kinds`): its `__init__.py` defines `KIND = Kind(...)`, `kernel.py`
 computes trial blocks, `figures.py` draws from the summary (captions in `report/<figure>.rst`)
-and `claims.py` judges the essay's claims. The driver (`attnsim.run.simulate`), the planner, the
+and `claims.py` judges the essay's claims. The driver (`attnsim.jobs.simulate`), the planner, the
 store, the summaries, the figures, the claims engine and the workflow work from these
 declarations only. See docs/adding-a-kind.md.
 """
@@ -45,7 +44,8 @@ class Param(Column):
 
     The experiment's `grid.<name>` is a non-empty list of distinct values; each value must be of
     the column's type, within [minimum, maximum] (or above `exclusive_minimum`), one of
-    `choices` if given. `config.schema` generates the JSON Schema from these declarations.
+    `choices` if given. `attnsim.config.load.schema` generates the JSON Schema from these
+    declarations.
     A parameter with a `default` may be left out of a grid: it then takes the one value
     [default] (so a parameter added to a kind keeps existing configs valid).
     """
@@ -90,8 +90,8 @@ class Param(Column):
 
 
 Params = Mapping[str, object]
-# (generator, trials in block, the points sharing these draws) -> per point: metric -> (trials,)
-# array
+# (generator, trials in block, the points sharing these draws)
+#     -> per point: metric -> (trials,) array
 BlockKernel = Callable[[np.random.Generator, int, Sequence[Params]], list[dict[str, np.ndarray]]]
 
 
@@ -110,57 +110,48 @@ class Kind:
     simulate_block: BlockKernel
     theory: Callable[[Params], dict[str, object]]
     main_metric: str
-    figures: tuple[
-        str, ...
-    ] = ()  # functions of `<package>.figures`, each (summary DataFrame) -> Figure
-    headline: Callable[[object], str] | None = (
-        None  # (summary DataFrame) -> one line for the run summary
-    )
+    # functions of `<package>.figures`, each (summary DataFrame) -> Figure
+    figures: tuple[str, ...] = ()
+    # (summary DataFrame) -> one line for the run summary
+    headline: Callable[[object], str] | None = None
     extra_columns: tuple[Column, ...] = field(default=())
     extra_summary: Callable[[dict[str, np.ndarray], Params], dict[str, object]] | None = None
-    constant_metrics: tuple[
-        str, ...
-    ] = ()  # per-trial columns that are constant per point: no mean/CI
+    # per-trial columns that are constant per point: no mean/CI
+    constant_metrics: tuple[str, ...] = ()
     # a figure of this kind showing the entropy between 0 and log n (cited by the entropy-bounds
     # claim)
     entropy_figure: str = ""
-    extreme_metrics: tuple[
-        str, ...
-        # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
-    ] = ()
+    # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
+    extreme_metrics: tuple[str, ...] = ()
     # metrics a trial may leave non-finite (+inf or NaN: a diverged training run): their mean, SE
-    # and CI are over
-    # the finite trials only, and the summary adds `<m>_finite`, the number of those trials (medians
-    # etc.: extra_summary)
+    # and CI are over the finite trials only, and the summary adds `<m>_finite`, the number of
+    # those trials (medians etc.: extra_summary)
     finite_metrics: tuple[str, ...] = ()
     # metrics a trial may leave NaN or +/-inf by definition, summaries unchanged (kappa of a noise
     # without the moment the delta method needs; a quantity that does not apply at a point);
-    # NaN/inf anywhere else fails the job
-    # (attnsim.run.validate checks every block; finite_metrics may be non-finite too)
+    # NaN/inf anywhere else fails the job (attnsim.jobs.validate checks every block;
+    # finite_metrics may be non-finite too)
     nonfinite_metrics: tuple[str, ...] = ()
     block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
     # The cost model's time of one trial, in passes over its working set (bytes_per_trial, which
     # alone sizes blocks and memory): None for one pass. A kind whose trials stream through it
-    # many times declares how many, e.g. per optimiser step (attnsim.plan.cost, docs/scaling.md).
+    # many times declares how many, e.g. per optimiser step (attnsim.records.cost,
+    # docs/scaling.md).
     passes_per_trial: Callable[[Params], float] | None = None
-    check_grid: Callable[[Mapping[str, list]], None] | None = (
-        None  # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
-    )
-    assets: tuple[
-        str, ...
-    ] = ()  # data the kernel reads (attnsim.models.assets names), fetched before any job runs
-    provenance: Callable[[], dict] | None = (
-        None  # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
-    )
-    # Optional: `theory` over columns, (param name -> numpy array) -> (theory column -> array), the
-    # same
-    # numbers as `theory` point by point (tests compare them); a summary of a million points then
-    # costs no million Python calls. Without it, `theory` is called per point.
+    # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
+    check_grid: Callable[[Mapping[str, list]], None] | None = None
+    # data the kernel reads (attnsim.models.assets names), fetched before any job runs
+    assets: tuple[str, ...] = ()
+    # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
+    provenance: Callable[[], dict] | None = None
+    # Optional: `theory` over columns, (param name -> numpy array) -> (theory column -> array),
+    # the same numbers as `theory` point by point (tests compare them); a summary of a million
+    # points then costs no million Python calls. Without it, `theory` is called per point.
     theory_table: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]] | None = None
     # A small valid experiment of this kind ({"trials": ..., "grid": {...}}, every parameter
-    # listed):
-    # the docs' examples and the scale tests, which lengthen its last float parameter with two or
-    # more values to a million points. Built-in kinds must declare one (a test checks).
+    # listed): the docs' examples and the scale tests, which lengthen its last float parameter
+    # with two or more values to a million points. Built-in kinds must declare one (a test
+    # checks).
     example: Mapping[str, object] | None = None
 
     @property
@@ -174,13 +165,11 @@ class Kind:
     def block_trials(self, params: Params) -> int:
         """Trials per random-number block: a function of the stream parameters only."""
         per_trial = max(1, self.bytes_per_trial(params))
-        return int(
-            min(MAX_BLOCK_TRIALS, max(1, self.block_factor * TARGET_BLOCK_BYTES // per_trial))
-        )
+        trials = self.block_factor * TARGET_BLOCK_BYTES // per_trial
+        return int(min(MAX_BLOCK_TRIALS, max(1, trials)))
 
     def grid_schema(self) -> dict:
-        """JSON Schema of `experiments.<name>.grid` for this kind, from its parameter
-        declarations."""
+        """JSON Schema of `experiments.<name>.grid` for this kind, from its parameters."""
         return {
             "type": "object",
             "additionalProperties": False,
@@ -189,12 +178,11 @@ class Kind:
         }
 
     def submodule(self, name: str):
-        """The kind's `figures` or `claims` module, imported only when needed (plotting is slow to
-        import)."""
+        """The kind's `figures` or `claims` module, imported only when needed (the plotting stack
+        is slow to import)."""
         return importlib.import_module(f"{self.package}.{name}")
 
     def caption(self, figure: str) -> Path:
         """The report caption of one of the kind's figures: `report/<figure>.rst` in its package."""
-        return (
-            Path(importlib.import_module(self.package).__file__).parent / "report" / f"{figure}.rst"
-        )
+        package = Path(importlib.import_module(self.package).__file__).parent
+        return package / "report" / f"{figure}.rst"

@@ -77,7 +77,7 @@ _DOCS = {
     "(else nan)",
 }
 METRICS = tuple(Column(name, F64, _DOCS[name]) for name in METRIC_NAMES)
-# NaN where a quantity does not apply at a point (attnsim.run.validate): at the sites their docs
+# NaN where a quantity does not apply at a point (attnsim.jobs.validate): at the sites their docs
 # above leave out
 NONFINITE_METRICS = (
     "sq_err_unrotated",

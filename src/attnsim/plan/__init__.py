@@ -1,3 +1,3 @@
-"""Stage 2, the plan: expand each experiment's grid columnwise (`grid`), match the store's finished
-points, estimate each point's cost (`cost`), cut the pending points into `ChunkSpec`s (`chunkspec`,
-`sweep`) and check the jobs against a cluster's partitions (`cluster`)."""
+"""Stage 2, the plan: expand each experiment's grid, match the store's finished points, cut the
+pending points into chunks (`sweep`, on the records of `attnsim.records`), price the run (`bill`)
+and check the jobs against a cluster's partitions (`cluster`)."""

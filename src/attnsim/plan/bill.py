@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnsim.config.records import Settings
 from attnsim.errors import ConfigError
-from attnsim.plan import cost
 from attnsim.plan.sweep import ExperimentPlan
+from attnsim.records import cost
+from attnsim.records.experiment import Settings
 from attnsim.store import parquet as store
 
 

@@ -3,7 +3,7 @@
 Read at workflow start by the submitting process only (jobs read their chunk's spec file). Points
 already in the store with the same results key are done; the rest are cut into chunks, one job
 each, sized by cost (`chunk_limits`): about `job_minutes` of estimated CPU time each
-(`attnsim.plan.cost`'s model), at most MAX_CHUNK_ROWS trial rows, and at most `chunk_size`
+(`attnsim.records.cost`'s model), at most MAX_CHUNK_ROWS trial rows, and at most `chunk_size`
 points if the config sets one. Finished chunks stay targets under
 their own ids, with the spec read back from their provenance, so Snakemake sees them as up to
 date.
@@ -25,18 +25,18 @@ from pathlib import Path
 import numpy as np
 
 from attnsim import files
-from attnsim.config.grid import (
+from attnsim.errors import StoreError
+from attnsim.kinds import get_kind
+from attnsim.kinds.base import Kind
+from attnsim.records import cost as resources
+from attnsim.records.chunk import ChunkSpec, topup_id
+from attnsim.records.experiment import Experiment, Settings
+from attnsim.records.grid import (
     GridColumns,
     canonical_column_value,
     chunk_id,
     grid_columns,
 )
-from attnsim.config.records import Experiment, Settings
-from attnsim.errors import StoreError
-from attnsim.kinds import get_kind
-from attnsim.kinds.base import Kind
-from attnsim.plan import cost as resources
-from attnsim.plan.chunkspec import ChunkSpec, topup_id
 from attnsim.store import parquet as store
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
@@ -132,7 +132,7 @@ def _old_settings(meta: dict) -> str:
 
 
 def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
-    """`attnsim.plan.cost.PointCosts` of every grid point, from the columns: one
+    """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
     `kind.bytes_per_trial` call per combination of the parameters it reads."""
     passes = None if kind.passes_per_trial is None else grid.evaluate(kind.passes_per_trial)
     return resources.point_costs(
@@ -267,7 +267,7 @@ def _stored_settings(
 ) -> bool:
     """True if a stored chunk has the config's trial settings, False if the config asks for more
     trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
-    the missing blocks are computed, `attnsim.run.simulate.simulate_points`); otherwise the rows
+    the missing blocks are computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows
     would mix, or fewer trials would drop computed ones: one line, nothing runs."""
     old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
     new = (experiment.trials, experiment.target_se, experiment.max_trials)
@@ -378,9 +378,7 @@ def write_experiment_specs(settings: Settings, results: Path) -> None:
         experiment_spec_path(results, name): experiment_json(settings, name)
         for name in settings.experiments
     }
-    texts[experiments_spec_path(results)] = json.dumps(
-        {name: e.kind for name, e in settings.experiments.items()}, sort_keys=True
-    )
+    texts[experiments_spec_path(results)] = experiments_json(settings)
     texts[run_spec_path(results)] = run_json(settings)
     for path, text in texts.items():
         try:
@@ -407,6 +405,11 @@ def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int
             files.write_text(path, text, fsync=False)  # atomic: a job never reads half a spec
             written += 1
     return written
+
+
+def experiments_json(settings: Settings) -> str:
+    """The sweep's experiment name -> kind map as JSON (`Settings.kinds`), the claims job's file."""
+    return json.dumps(settings.kinds(), sort_keys=True)
 
 
 def experiment_json(settings: Settings, name: str) -> str:

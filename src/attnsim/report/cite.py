@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from attnsim.claims import io
 from attnsim.claims.engine import STATEMENTS
-from attnsim.claims.render import compared_text, decided_text, measured_labelled, rests_on, tex
 from attnsim.errors import AttnsimError
+from attnsim.report import claims as io
+from attnsim.report.claims_render import (
+    compared_text,
+    decided_text,
+    measured_labelled,
+    rests_on,
+    tex,
+)
 from attnsim.report.provenance import footer
 
 

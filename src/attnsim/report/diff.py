@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from attnsim.claims import io
 from attnsim.claims.engine import ClaimResult
-from attnsim.claims.render import measured_text
 from attnsim.errors import AttnsimError, StoreError
+from attnsim.report import claims as io
+from attnsim.report.claims_render import measured_text
 from attnsim.store import parquet as store
 
 NUMBERS = ("measured", "ci_low", "ci_high", "predicted", "tolerance", "bound", "points", "trials")

@@ -32,7 +32,6 @@ from attnsim.errors import StoreError
 from attnsim.files import atomic_path, process_alive
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
-from attnsim.seeding import digest
 from attnsim.store import integrity
 
 log = logging.getLogger(__name__)
@@ -132,22 +131,6 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
             )
     fields += [c.field(nullable=True) for c in (*kind.theory_columns, *kind.extra_columns)]
     return pa.schema(fields)
-
-
-def results_key(
-    kind: Kind | str,
-    trials: int,
-    seed: int,
-    target_se: float | None = None,
-    max_trials: int | None = None,
-) -> str:
-    """What a stored point's numbers depend on besides its parameters; a mismatch means stale
-    rows."""
-    kind = as_kind(kind)
-    key = {"kind": kind.name, "trials": trials, "seed": seed, "algorithm": kind.algorithm_version}
-    if target_se is not None:
-        key |= {"target_se": target_se, "max_trials": max_trials}
-    return digest(key)
 
 
 def provenance(**fields) -> dict:
@@ -484,7 +467,7 @@ def inputs_provenance(paths: list[Path], experiment: str) -> dict:
 
 
 def cpu_classes(metas: list[dict], experiment: str = "") -> dict[str, int]:
-    """CPU class (attnsim.run.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
+    """CPU class (attnsim.jobs.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
     computed.
 
     Mixing classes in one experiment is allowed and reported: each point's rows come from one

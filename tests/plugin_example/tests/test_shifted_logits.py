@@ -10,14 +10,14 @@ import math
 import numpy as np
 from attnsim_plugin_example import KIND, simulate_block
 
-from attnsim.claims import io as claims_io
 from attnsim.config.load import load
-from attnsim.figures.check import check_kind
-from attnsim.figures.render import render
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
+from attnsim.report import claims as claims_io
+from attnsim.report.figure_check import check_kind
+from attnsim.report.figures import render
 from attnsim.store import parquet as store
 
 

@@ -180,7 +180,7 @@ KIND = Kind(
     params=PARAMS,
     stream_params=("n", "d", "logit_scale", "value_mean", "noise_draws"),
     metrics=METRICS,
-    # NaN where a quantity does not apply at a point (attnsim.run.validate)
+    # NaN where a quantity does not apply at a point (attnsim.jobs.validate)
     nonfinite_metrics=("sq_err_next", "ratio_next", "sq_err_exact", "ratio_exact", "ratio_iid"),
     theory_columns=THEORY,
     algorithm_version=1,

@@ -199,7 +199,7 @@ def bytes_per_trial(p) -> int:
 
 
 def passes_per_trial(p) -> float:
-    """The cost model's time of a run (attnsim.plan.cost): a fixed part and a pass per step. 45 +
+    """The cost model's time of a run (attnsim.records.cost): a fixed part and a pass per step. 45 +
     0.6 x steps puts the estimate at 23-33x the CPU time measured at 50-1200 steps (default and
     million grids; the model's TYPICAL_OVERESTIMATE is 30, as for the other kinds)."""
     return 45 + 0.6 * p["steps"]

@@ -213,7 +213,7 @@ def bytes_per_trial(p) -> int:
 
 
 def passes_per_trial(p) -> float:
-    """The cost model's time of a run (attnsim.plan.cost): a fixed part and a pass per step. 40 +
+    """The cost model's time of a run (attnsim.records.cost): a fixed part and a pass per step. 40 +
     steps puts the estimate at 22-35x the CPU time measured at 50-1200 steps (default and million
     grids; the model's TYPICAL_OVERESTIMATE is 30, as for the other kinds)."""
     return 40 + p["steps"]

@@ -17,11 +17,11 @@ JOB_COMMANDS = ("simulate", "collect", "figures", "claims", "fetch-asset")
 
 
 def _simulate(args) -> None:
-    from attnsim.run.tuning import tune_allocator
+    from attnsim.jobs.tuning import tune_allocator
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
-    from attnsim.plan.chunkspec import ChunkSpec, read_spec_file
-    from attnsim.run.simulate import run_chunk
+    from attnsim.jobs.simulate import run_chunk
+    from attnsim.records.chunk import ChunkSpec, read_spec_file
 
     if args.spec_file is not None:
         spec = read_spec_file(args.spec_file).spec
@@ -31,7 +31,7 @@ def _simulate(args) -> None:
 
 
 def _collect(args) -> None:
-    from attnsim.run.collect import collect
+    from attnsim.jobs.collect import collect
 
     experiment = (
         args.experiment if args.experiment is not None else args.experiment_file.read_text()
@@ -40,7 +40,7 @@ def _collect(args) -> None:
 
 
 def _figures(args) -> None:
-    from attnsim.figures.render import render, render_all
+    from attnsim.report.figures import render, render_all
 
     if args.summary is not None:
         render(args.summary, args.outdir, args.figure)
@@ -58,14 +58,14 @@ def _query(args) -> None:
 
 
 def _show(args) -> None:
-    from attnsim.run.status import show
+    from attnsim.report.status import show
 
     print(show(args.config, args.store))
 
 
 def _summary(args) -> None:
     from attnsim.config.load import load_file
-    from attnsim.run.status import run_summary
+    from attnsim.report.status import run_summary
 
     print(run_summary(load_file(args.config), args.store, elapsed=args.elapsed))
 
@@ -78,7 +78,7 @@ def _schema(args) -> None:
 
         print(json.dumps(schema(), indent=1))
         return
-    from attnsim.docgen import schema_document, schema_markdown, update_docs
+    from attnsim.report.docgen import schema_document, schema_markdown, update_docs
 
     if args.update_docs:
         for path in update_docs(Path(".")):
@@ -99,8 +99,9 @@ def _claims(args) -> int:
     if args.diff is not None:
         return _claims_diff(args)
 
-    from attnsim.claims import io, render
     from attnsim.config.load import load_file
+    from attnsim.report import claims as io
+    from attnsim.report import claims_render as render
     from attnsim.report import provenance
 
     if args.experiments_file is not None:
@@ -109,7 +110,7 @@ def _claims(args) -> int:
         experiments, meta = json.loads(args.experiments), {}
     else:
         settings = load_file(args.config)
-        experiments = {name: e.kind for name, e in settings.experiments.items()}
+        experiments = settings.kinds()
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
     if args.run_file is not None:  # the workflow's: the run's config hash and seed
         meta = json.loads(args.run_file.read_text())
@@ -144,7 +145,7 @@ def _claims_diff(args) -> int:
 
 
 def _verify(args) -> int:
-    from attnsim.run.verify import verify
+    from attnsim.report.verify import verify
 
     lines, count = verify(args.store)
     for line in lines:
@@ -165,7 +166,7 @@ def _cite(args) -> None:
 
 
 def _decide(args) -> int:
-    from attnsim.run.decide import decide
+    from attnsim.report.decide import decide
 
     return decide(
         args.claims, args.budget, args.configfile, args.workdir, args.snakemake, args.dry_run
@@ -189,7 +190,7 @@ def _fetch_asset(args) -> None:
 
 
 def _embed(args) -> None:
-    from attnsim.run.embed import embed
+    from attnsim.cli.embed import embed
 
     print(embed(args.texts, args.resources, args.model_dir, args.output))
 
@@ -640,14 +641,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
-        from attnsim.run.runner import HELP, run, translate
+        from attnsim.cli.runner import HELP, run, translate
 
         if any(a in ("-h", "--help") for a in argv[1:]):
             print(HELP, end="")
             return 0
         return run(translate(argv[1:]))
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
-        from attnsim.run.runner import plan
+        from attnsim.cli.runner import plan
 
         if any(a in ("-h", "--help") for a in argv[1:]):
             print(PLAN_HELP, end="")
@@ -661,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     if snakemake:
         args.snakemake = snakemake
     if args.command in JOB_COMMANDS:
-        from attnsim.run.tuning import single_blas_thread
+        from attnsim.jobs.tuning import single_blas_thread
 
         single_blas_thread()  # before numpy is imported: no idle BLAS threads spinning
     logging.basicConfig(

@@ -107,8 +107,8 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             lines.append(f"{'':<20} {headline}")
     claims_file = Path(root).parent / "claims.parquet"
     if claims_file.exists():
-        from attnsim.claims.io import from_table
-        from attnsim.claims.render import short
+        from attnsim.report.claims import from_table
+        from attnsim.report.claims_render import short
 
         lines += [
             "",

@@ -1,13 +1,32 @@
-"""The records a loaded config is made of: a sweep's settings and its experiments. Apart from
-`attnsim.config.load` (the schema and its checks: jsonschema, YAML) so that a job that only
-reads an experiment's JSON (collect) does not import those."""
+"""The records a loaded config is made of: a sweep's settings and its experiments, and the key of
+what an experiment's stored numbers depend on. Apart from `attnsim.config.load` (the schema and
+its checks: jsonschema, YAML) so that a job that only reads an experiment's JSON (collect) does
+not import those."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
-from attnsim.store.parquet import results_key
+from attnsim.kinds import as_kind
+from attnsim.kinds.base import Kind
+from attnsim.seeding import digest
+
+
+def results_key(
+    kind: Kind | str,
+    trials: int,
+    seed: int,
+    target_se: float | None = None,
+    max_trials: int | None = None,
+) -> str:
+    """What a stored point's numbers depend on besides its parameters; a mismatch means stale
+    rows."""
+    kind = as_kind(kind)
+    key = {"kind": kind.name, "trials": trials, "seed": seed, "algorithm": kind.algorithm_version}
+    if target_se is not None:
+        key |= {"target_se": target_se, "max_trials": max_trials}
+    return digest(key)
 
 
 @dataclass(frozen=True)
@@ -25,13 +44,12 @@ class Experiment:
 
     @property
     def results_key(self) -> str:
-        """What its rows depend on besides their parameters
-        (`attnsim.store.parquet.results_key`)."""
+        """What its rows depend on besides their parameters (`results_key`)."""
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
-    def to_json(self) -> str:
-        """Its one JSON form: the settings its summary and figures depend on (not the description),
-        the file its collect job reads."""
+    def config(self) -> dict:
+        """The settings its summary and figures depend on (not the description): what `to_json`
+        writes and the summary's `config_hash` digests."""
         spec = {
             "experiment": self.name,
             "kind": self.kind,
@@ -41,7 +59,11 @@ class Experiment:
         }
         if self.target_se is not None:
             spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
-        return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+        return spec
+
+    def to_json(self) -> str:
+        """Its one JSON form (`config`), the file its collect job reads."""
+        return json.dumps(self.config(), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> Experiment:
@@ -71,3 +93,8 @@ class Settings:
         2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
     )
     max_jobs: int | None = None  # refuse a sweep that needs more simulate jobs (a cluster's limit)
+
+    def kinds(self) -> dict[str, str]:
+        """Experiment name -> kind: the one map the claims job, the store's staleness check and
+        `attnsim claims` read."""
+        return {name: e.kind for name, e in self.experiments.items()}

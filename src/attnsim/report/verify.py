@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from attnsim.claims import io
 from attnsim.config.grid import grid_columns
 from attnsim.config.records import Experiment
 from attnsim.errors import StoreError
+from attnsim.jobs.collect import summarise_chunks
 from attnsim.kinds import get_kind
+from attnsim.report import claims as io
 from attnsim.report import provenance
 from attnsim.report.diff import changed, claims_file, short_stamp
-from attnsim.run.collect import summarise_chunks
 from attnsim.store import integrity
 from attnsim.store import parquet as store
 

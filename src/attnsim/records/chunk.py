@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from attnsim.config.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.plan import cost as resources
+from attnsim.records import cost as resources
+from attnsim.records.experiment import results_key
+from attnsim.records.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.seeding import digest
-from attnsim.store.parquet import results_key
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class ChunkSpec:
 
     @cached_property
     def cost(self) -> resources.ChunkCost:
-        """What its resource requests depend on (`attnsim.plan.cost.chunk_cost`)."""
+        """What its resource requests depend on (`attnsim.records.cost.chunk_cost`)."""
         kind, names = self.kind, self.kind.param_names
         params = [dict(zip(names, row)) for row in self.rows]
         per_trial = [kind.bytes_per_trial(p) for p in params]
@@ -81,7 +81,7 @@ class ChunkSpec:
     @property
     def results_key(self) -> str:
         """What its rows depend on besides their parameters
-        (`attnsim.store.parquet.results_key`)."""
+        (`attnsim.records.experiment.results_key`)."""
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
     def to_json(self, threads: int | None = None) -> str:

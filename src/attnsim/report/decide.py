@@ -33,7 +33,6 @@ from pathlib import Path
 import yaml
 
 from attnsim import files
-from attnsim.claims import io
 from attnsim.claims.engine import ClaimSpec, canonical_rows
 from attnsim.claims.sequential import ROUNDS, Design, judge_at
 from attnsim.config import yamlfile
@@ -42,6 +41,7 @@ from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds
 from attnsim.plan import bill as billing
 from attnsim.plan.sweep import plan_all
+from attnsim.report import claims as io
 from attnsim.store import parquet as store
 
 MAX_FACTOR = 64  # at most 64x the run's trials per point: beyond, rounds are too far apart
@@ -166,7 +166,7 @@ class Decide:
         path = self.workdir / "results" / "decide" / f"look-{look}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         files.write_text(path, yaml.safe_dump(topped_up(self.raw, trials), sort_keys=False))
-        command = [sys.executable, "-m", "attnsim.cli", "run", "--configfile", str(path)]
+        command = [sys.executable, "-m", "attnsim.cli.main", "run", "--configfile", str(path)]
         # the topped-up summaries are rebuilt even where Snakemake keeps no record of the last
         # run (a copied results/), which would otherwise see them as up to date
         settings = load(topped_up(self.raw, trials))

@@ -3,7 +3,6 @@ beside theory."""
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -14,11 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from attnsim.config.grid import GridColumns, grid_columns
-from attnsim.config.records import Experiment
 from attnsim.errors import StoreError
 from attnsim.kinds import as_kind, get_kind
 from attnsim.kinds.base import Kind
+from attnsim.records.experiment import Experiment
+from attnsim.records.grid import GridColumns, grid_columns
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
 from attnsim.store import arrays, integrity
@@ -351,44 +350,43 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
     streaming: a few row groups in memory at a time; with `threads` > 1 the next row group is
     read and checked in a second thread while the current one is summarised."""
     started = time.perf_counter()
-    spec = json.loads(experiment_json)
     experiment = Experiment.from_json(experiment_json)
     grid = grid_columns(experiment)
     if not chunk_paths:
         raise StoreError("no finished chunks for this experiment yet")
-    kind = get_kind(spec["kind"])
+    kind = get_kind(experiment.kind)
     metrics = [m.name for m in kind.metrics]
     # copies of a chunk named, CPU classes counted, before anything is summarised
-    inputs = store.inputs_provenance(chunk_paths, spec["experiment"])
+    inputs = store.inputs_provenance(chunk_paths, experiment.name)
     tables = store.read_pieces(
         chunk_paths, ["point_id", *metrics], dictionary=["point_id"], threads=threads
     )
     digests: dict[str, str] = {}  # of the summary's columns, computed along the way
     summary = summarise_chunks(
         kind,
-        spec["experiment"],
+        experiment.name,
         grid,
         tables,
-        spec.get("target_se"),
+        experiment.target_se,
         digests=digests if threads > 1 else None,
     )
     meta = store.provenance(
         table="summary",
-        experiment=spec["experiment"],
-        kind=spec["kind"],
-        seed=spec["seed"],
-        trials=spec["trials"],
-        config_hash=digest(spec),
+        experiment=experiment.name,
+        kind=experiment.kind,
+        seed=experiment.seed,
+        trials=experiment.trials,
+        config_hash=digest(experiment.config()),
         results_key=experiment.results_key,
         algorithm_version=kind.algorithm_version,
-        experiment_config=experiment_json,
+        experiment_config=experiment.to_json(),
         **inputs,  # the chunks' content digests and CPU classes
         **(kind.provenance() if kind.provenance else {}),
     )
     store.write_atomic(summary, output, meta, digests=digests)
     log.info(
         "%s: %d points summarised from %d chunk files in %.2f s",
-        spec["experiment"],
+        experiment.name,
         summary.num_rows,
         len(chunk_paths),
         time.perf_counter() - started,

@@ -2,7 +2,7 @@
 
 The submitting run writes a small manifest at its start (`write_manifest`, from the workflow's
 `onstart`): for every chunk it is about to compute, its points, trials and the cost model's
-expected seconds (`attnsim.plan.cost.expected_seconds`, the planner's per-chunk cost), and for
+expected seconds (`attnsim.records.cost.expected_seconds`, the planner's per-chunk cost), and for
 every experiment its points and those already in the store. The Snakemake logger plugin
 `snakemake_logger_plugin_attnsim` feeds Snakemake's job events into a `Progress`, which turns
 them into lines like
@@ -42,7 +42,7 @@ def manifest_path(results: Path) -> Path:
 def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
     """What this run is about to compute, for its progress lines. Only the submitting process has
     plans: a job's process (which may run the workflow's hooks too) writes nothing."""
-    from attnsim.plan import cost as resources
+    from attnsim.records import cost as resources
 
     if not plans:
         return None

@@ -24,12 +24,12 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from attnsim.config.grid import Point
+from attnsim.jobs import cpu, validate
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.models import assets
-from attnsim.plan.chunkspec import ChunkSpec
-from attnsim.run import cpu, validate
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.grid import Point
 from attnsim.seeding import block_generator
 from attnsim.store import arrays
 from attnsim.store import parquet as store

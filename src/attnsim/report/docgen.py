@@ -6,8 +6,8 @@ date, so a new kind needs no hand edit of any of them."""
 
 from __future__ import annotations
 
-from attnsim.claims.io import SCHEMA as CLAIMS_SCHEMA
 from attnsim.kinds import all_kinds
+from attnsim.report.claims import SCHEMA as CLAIMS_SCHEMA
 from attnsim.store.parquet import PARTITIONS, summary_schema, trials_schema
 
 
@@ -65,7 +65,7 @@ def schema_document() -> str:
 
 def claims_schema_markdown() -> list[str]:
     """The columns of results/claims.parquet (one row per claim), from
-    `attnsim.claims.io.SCHEMA`."""
+    `attnsim.report.claims.SCHEMA`."""
     lines = [
         "## The claims table",
         "",

@@ -25,8 +25,8 @@ from attnsim.claims.engine import (
     entropy_bounds,
     judge,
 )
-from attnsim.claims.render import html, markdown, ordered
 from attnsim.report import provenance as run_provenance
+from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
 
 SCHEMA = pa.schema(

@@ -1,0 +1,3 @@
+"""What every stage passes on, each record defined once: an experiment and the sweep's settings
+(`experiment`), a grid as columns with its point ids (`grid`), a chunk, what one simulate job
+computes (`chunk`), and a chunk's cost and resources (`cost`)."""
