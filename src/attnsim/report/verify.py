@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from attnsim.config.grid import grid_columns
-from attnsim.config.records import Experiment
 from attnsim.errors import StoreError
 from attnsim.jobs.collect import summarise_chunks
 from attnsim.kinds import get_kind
+from attnsim.records.experiment import Experiment
+from attnsim.records.grid import grid_columns
 from attnsim.report import claims as io
 from attnsim.report import provenance
 from attnsim.report.diff import changed, claims_file, short_stamp
