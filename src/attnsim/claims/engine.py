@@ -628,7 +628,8 @@ def per_point_estimate(
 
 
 def point_counts(rule: PerPoint, estimate: Estimate) -> str:
-    """'5 of 6 points hold (1 inconclusive)': the per-point tally for an evidence sentence."""
+    """'5 of 6 points hold (1 inconclusive)': the per-point tally for an evidence sentence (the
+    estimate's fact `point_noun` names what a point is, e.g. groups of heads)."""
     points = estimate.points
     if points is None or points.empty:
         return "no point"
@@ -636,7 +637,8 @@ def point_counts(rule: PerPoint, estimate: Estimate) -> str:
     verdicts = pd.Series([inner.verdict(lo, hi) for lo, hi in zip(points.ci_low, points.ci_high)])
     count = verdicts.value_counts()
     parts = [f"{count.get(v, 0)} {v}" for v in ("fails", "inconclusive") if count.get(v, 0)]
-    return f"{count.get('holds', 0)} of {len(points)} points hold" + (
+    noun = estimate.facts.get("point_noun", "points")
+    return f"{count.get('holds', 0)} of {len(points)} {noun} hold" + (
         f" ({', '.join(parts)})" if parts else ""
     )
 

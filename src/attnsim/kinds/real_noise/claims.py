@@ -286,7 +286,7 @@ def group_points(
         n=int(row["heads"]),
         unit="heads",
         points=points,
-        facts={"worst": _describe(row), "groups": points, **facts},
+        facts={"worst": _describe(row), "groups": points, "point_noun": "groups", **facts},
     )
 
 

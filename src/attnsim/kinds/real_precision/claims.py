@@ -85,6 +85,7 @@ def groups_of(column: str, keys: tuple[str, ...], **facts):
             1.0,
             (*keys, "heads"),
             unit="groups",
+            point_noun="groups",
             **{name: f(rows) for name, f in facts.items()},
         )
 
