@@ -1,5 +1,6 @@
 """Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
-`summary`, `schema`, `check-config` and `embed`; for the workflow's rules: `simulate`, `collect`,
+`summary`, `schema`, `check-config`, `embed`, `decide`, `verify` and `cite`; for the workflow's
+rules: `simulate`, `collect`,
 `figures` and `fetch-asset` (they take --help too, but the top-level help does not list them)."""
 
 from __future__ import annotations
