@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from attnsim.cli.main import main
-from attnsim.config.load import load
+from attnsim.config.load import load, load_file
 from attnsim.jobs.collect import collect
 from attnsim.jobs.simulate import run_chunk
-from attnsim.plan.sweep import experiment_json, plan_experiment
+from attnsim.plan.sweep import experiment_json, plan_experiment, run_json
 from attnsim.report import claims as io
 from attnsim.report import claims_render as render
 from attnsim.store import parquet as store
@@ -120,9 +120,10 @@ def test_cli_and_workflow_write_the_same_bytes_and_summary_shows_them(run, capsy
     )
     plan = run / "experiments.json"
     plan.write_text(json.dumps(dict(sorted(experiments().items()))))
-    main(
-        ["claims", "--experiments-file", str(plan), "--store", str(root), "--write", str(flow_dir)]
-    )
+    record = run / "provenance.json"  # the run's config hash, as the workflow passes it
+    record.write_text(run_json(load_file(run / "config.yaml")))
+    given = ["--experiments-file", str(plan), "--run-file", str(record)]
+    main(["claims", *given, "--store", str(root), "--write", str(flow_dir)])
     main(
         [
             "claims",

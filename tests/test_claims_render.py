@@ -532,12 +532,19 @@ def check_latex(text: str, claims: list[ClaimResult]) -> None:
     import subprocess
     import tempfile
 
-    body = [line for line in text.splitlines() if line and not line.startswith("%")]
+    lines = [line for line in text.splitlines() if line and not line.startswith("%")]
+    end = lines.index("\\end{tabular}") + 1
+    body, notes = lines[:end], lines[end:]
     assert (
         body[0] == "\\begin{tabular}{@{}llll@{}}"
         and body[1] == "\\toprule"
         and body[-2:] == ["\\bottomrule", "\\end{tabular}"]
     )
+    # a footnote per claim after the table: its citation key (attnsim cite's BibTeX key)
+    assert notes[0] == f"\\addtocounter{{footnote}}{{-{len(claims)}}}"
+    keys = [re.search(r"\\texttt\{attnsim:(.*?)\}", n).group(1) for n in notes[1:]]
+    assert [k.replace("\\_", "_") for k in keys] == [c.claim_id for c in render.ordered(claims)]
+    assert text.count("\\footnotemark") == len(claims)
     assert text.isascii()
     unescaped = re.sub(r"\\[A-Za-z]+|\\.", "", "\n".join(body))
     assert unescaped.count("{") == unescaped.count("}")

@@ -22,6 +22,7 @@ rule claims:
     threads: claims_threads
     params:
         experiments=experiments_json(),  # not on the command line: reruns the claims when they change
+        run=SETTINGS.config_hash,  # the run's record (results/plan/provenance.json): every row
     shell:
         "attnsim claims --experiments-file results/plan/experiments.json --store results/store "
-        "--write results --threads {threads} > {log:q} 2>&1"
+        "--run-file results/plan/provenance.json --write results --threads {threads} > {log:q} 2>&1"

@@ -44,12 +44,14 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from attnsim.claims.distance import to_decide
 from attnsim.stats import Z80, Z95, mean_ci, t_quantile
 
 VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
 ROLES = ("evidence", "sanity")
 SIDES = ("above", "below")
 OUTCOMES = ("open", "near-certain")  # an evidence claim's outcome before the data; "" for sanity
+TRIALS_COLUMN = "point_trials"  # a per-point estimate's column of each point's trials
 ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
 
 
@@ -337,6 +339,9 @@ class ClaimResult:
     budget: str = ""
     n: int = 0
     unit: str = ""
+    needed: int = 0  # inconclusive: the n (in needed_unit) at which it would decide; 0: none
+    needed_unit: str = ""
+    to_decide: str = ""  # inconclusive: what would decide it, in words (claims.distance)
 
     @property
     def is_open(self) -> bool:
@@ -359,7 +364,18 @@ def judge(spec: ClaimSpec, rows: pd.DataFrame | None) -> ClaimResult:
         facts = {**estimate.facts, "context": spec.context(rows)}
         estimate = replace(estimate, facts=facts)
     base = replace(base, **_rests_on(selected, spec.figure))
-    return replace(base, **_apply(spec, estimate))
+    result = replace(base, **_apply(spec, estimate))
+    return (
+        replace(result, **_distance(spec, estimate)) if result.verdict == "inconclusive" else result
+    )
+
+
+def _distance(spec: ClaimSpec, estimate: Estimate) -> dict:
+    """What would decide an inconclusive claim at its current effect and variance."""
+    found = to_decide(spec.rule, estimate)
+    if found is None:
+        return {}
+    return {"needed": found.count, "needed_unit": found.unit, "to_decide": found.text()}
 
 
 def declared(spec: ClaimSpec) -> ClaimResult:
@@ -596,6 +612,8 @@ def per_point_estimate(
     )
     for name in params:
         points[name] = rows[name].to_numpy()
+    # the trials behind each point's SE, under a name no parameter has (a kind's `n` is a size)
+    points[TRIALS_COLUMN] = rows["n_trials"].to_numpy() if "n_trials" in rows else 0
     worst = int((points["value"] - predicted).abs().to_numpy().argmax())
     return Estimate(
         value=float(points["value"].iloc[worst]),

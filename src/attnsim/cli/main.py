@@ -1,5 +1,6 @@
 """Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
-`summary`, `schema`, `check-config` and `embed`; for the workflow's rules: `simulate`, `collect`,
+`summary`, `schema`, `check-config`, `embed`, `decide`, `verify` and `cite`; for the workflow's
+rules: `simulate`, `collect`,
 `figures` and `fetch-asset` (they take --help too, but the top-level help does not list them)."""
 
 from __future__ import annotations
@@ -93,35 +94,84 @@ def _schema(args) -> None:
         print(text, end="")
 
 
-def _claims(args) -> None:
+def _claims(args) -> int:
     import json
+
+    if args.diff is not None:
+        return _claims_diff(args)
 
     from attnsim.config.load import load_file
     from attnsim.report import claims as io
     from attnsim.report import claims_render as render
+    from attnsim.report import provenance
 
     if args.experiments_file is not None:
-        experiments = json.loads(args.experiments_file.read_text())
+        experiments, meta = json.loads(args.experiments_file.read_text()), {}
     elif args.experiments:
-        experiments = json.loads(args.experiments)
+        experiments, meta = json.loads(args.experiments), {}
     else:
         settings = load_file(args.config)
         experiments = settings.kinds()
+        meta = {"config_hash": settings.config_hash, "seed": settings.seed}
+    if args.run_file is not None:  # the workflow's: the run's config hash and seed
+        meta = json.loads(args.run_file.read_text())
     rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
+    run = provenance.run_record(meta.get("config_hash", ""), meta.get("seed"))
     if args.write:
-        meta = {"experiments": io.experiments_json(experiments)}
-        io.write(rows, args.write, meta, args.threads)
+        digests = provenance.summary_digests(args.store, experiments)
+        meta = {"experiments": io.experiments_json(experiments), **run}
+        io.write(rows, args.write, meta, args.threads, digests)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":
-        print(render.markdown(rows), end="")
+        print(render.markdown(rows) + "\n" + provenance.footer(run), end="\n")
     elif form == "json":
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
         print(render.csv_text(io.table(rows)), end="")
     elif form == "latex":
-        print(render.latex(rows), end="")
+        print(render.latex(rows, run), end="")
     else:
         print(render.terminal(rows))
+    return 0
+
+
+def _claims_diff(args) -> int:
+    """`claims --diff OTHER`: the claims beside --store against OTHER's, only what changed."""
+    from attnsim.report.diff import diff
+
+    lines = diff(args.store, args.diff)
+    if lines:
+        print("\n".join(lines))
+    return 1 if lines else 0
+
+
+def _verify(args) -> int:
+    from attnsim.report.verify import verify
+
+    lines, count = verify(args.store)
+    for line in lines:
+        print(line)
+    if not lines:
+        print(f"all {count} claims match {args.store}: files, summaries, verdicts and code")
+    return 1 if lines else 0
+
+
+def _cite(args) -> None:
+    from attnsim.report import cite
+    from attnsim.report.diff import claims_file
+
+    row = cite.find(claims_file(args.store), args.claim)
+    texts = {"markdown": cite.markdown(row), "bibtex": cite.bibtex(row)}
+    chosen = texts if args.format == "both" else {args.format: texts[args.format]}
+    print("\n".join(chosen.values()), end="")
+
+
+def _decide(args) -> int:
+    from attnsim.report.decide import decide
+
+    return decide(
+        args.claims, args.budget, args.configfile, args.workdir, args.snakemake, args.dry_run
+    )
 
 
 def _check(args) -> None:
@@ -303,6 +353,11 @@ def parser() -> argparse.ArgumentParser:
         "instead of --config",
     )
     p.add_argument(
+        "--run-file",
+        type=Path,
+        help="(workflow) the run's config hash and seed (results/plan/provenance.json)",
+    )
+    p.add_argument(
         "--write",
         type=Path,
         help="also write claims.parquet, claims.md and claims.html into this folder",
@@ -322,6 +377,14 @@ def parser() -> argparse.ArgumentParser:
         "latex (a booktabs table to \\input in a paper); all in the grouped order",
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
+    p.add_argument(
+        "--diff",
+        type=Path,
+        metavar="OTHER",
+        help="compare the claims beside --store with OTHER's (a results folder, store or "
+        "claims.parquet): one line per claim whose verdict or numbers changed, with why; "
+        "nothing when nothing changed (exit status 1 when something did)",
+    )
     p.set_defaults(func=_claims)
 
     p = sub.add_parser(
@@ -392,6 +455,76 @@ def parser() -> argparse.ArgumentParser:
         "docs/usage.md (from the repository's root)",
     )
     p.set_defaults(func=_schema)
+
+    p = sub.add_parser(
+        "verify",
+        help="recompute every verdict from the store and compare with claims.parquet",
+        description="Recompute every verdict from the store and compare it with claims.parquet "
+        "beside it; check every file below the verdicts (trials, summaries) and the code that "
+        "judged them. One line per claim something changed under; exit status 1 then, 0 when "
+        "everything matches. Read-only.",
+    )
+    p.add_argument(
+        "store",
+        type=Path,
+        nargs="?",
+        default=DEFAULT_STORE,
+        metavar="STORE",
+        help="the result store, its claims.parquet in the folder above (default: %(default)s)",
+    )
+    p.set_defaults(func=_verify)
+
+    p = sub.add_parser(
+        "cite",
+        help="one verdict as a citable record: Markdown and a BibTeX note, with its digests",
+    )
+    p.add_argument("claim", metavar="CLAIM", help="the claim's id, e.g. delta_method_gaussian")
+    store_option(p)
+    p.add_argument(
+        "--format",
+        choices=("both", "markdown", "bibtex"),
+        default="both",
+        help="the Markdown record, the BibTeX entry, or both (default)",
+    )
+    p.set_defaults(func=_cite)
+
+    p = sub.add_parser(
+        "decide",
+        help="top up the trials of inconclusive claims in rounds fixed in advance, to a decision",
+        description="Top up the trials of the experiments that inconclusive claims rest on, in "
+        "rounds fixed before the first (a group-sequential design: docs/science.md §7.6), until "
+        "each claim is decided or --budget is spent; the bill is printed first. Arguments after "
+        "`--` go to Snakemake (e.g. a cluster profile).",
+    )
+    p.add_argument(
+        "claims",
+        nargs="*",
+        metavar="CLAIM",
+        help="default: every inconclusive claim that more trials can decide",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        required=True,
+        metavar="CPU-HOURS",
+        help="the most CPU-hours the top-ups may cost (the plan's estimate)",
+    )
+    p.add_argument(
+        "--configfile",
+        type=Path,
+        default=Path("config.yaml"),
+        help="the run's config (default: %(default)s)",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("."),
+        help="where results/ is (default: the current folder)",
+    )
+    p.add_argument(
+        "-n", "--dry-run", action="store_true", help="print the design and the bill, run nothing"
+    )
+    p.set_defaults(func=_decide, snakemake=[])
 
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
@@ -522,7 +655,13 @@ def main(argv: list[str] | None = None) -> int:
             print(PLAN_HELP, end="")
             return 0
         return plan(argv[1:])
+    snakemake: list[str] = []
+    if argv[:1] == ["decide"] and "--" in argv:  # what follows `--` belongs to Snakemake
+        cut = argv.index("--")
+        argv, snakemake = argv[:cut], argv[cut + 1 :]
     args = parser().parse_args(argv)
+    if snakemake:
+        args.snakemake = snakemake
     if args.command in JOB_COMMANDS:
         from attnsim.jobs.tuning import single_blas_thread
 
@@ -537,13 +676,13 @@ def main(argv: list[str] | None = None) -> int:
         print("attnsim: error: --threads must be >= 1", file=sys.stderr)
         return 2
     try:
-        args.func(args)
+        code = args.func(args)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return code or 0
 
 
 if __name__ == "__main__":

@@ -360,14 +360,26 @@ def experiments_spec_path(results: Path) -> Path:
     return Path(results) / "plan" / "experiments.json"
 
 
+def run_spec_path(results: Path) -> Path:
+    """The run's config hash and seed (`run_json`), for the claims job's provenance (run.json
+    beside it is the progress file)."""
+    return Path(results) / "plan" / "provenance.json"
+
+
+def run_json(settings: Settings) -> str:
+    return json.dumps({"config_hash": settings.config_hash, "seed": settings.seed}, sort_keys=True)
+
+
 def write_experiment_specs(settings: Settings, results: Path) -> None:
-    """Each experiment's settings and the sweep's name -> kind map, as files for the jobs that need
-    them (at a run's start; a file that already says the same is left alone)."""
+    """Each experiment's settings, the sweep's name -> kind map and the run's config hash, as
+    files for the jobs that need them (at a run's start; a file that already says the same is
+    left alone)."""
     texts = {
         experiment_spec_path(results, name): experiment_json(settings, name)
         for name in settings.experiments
     }
     texts[experiments_spec_path(results)] = experiments_json(settings)
+    texts[run_spec_path(results)] = run_json(settings)
     for path, text in texts.items():
         try:
             if path.read_text() == text:

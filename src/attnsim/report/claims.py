@@ -25,6 +25,7 @@ from attnsim.claims.engine import (
     entropy_bounds,
     judge,
 )
+from attnsim.report import provenance as run_provenance
 from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
 
@@ -247,8 +248,29 @@ SCHEMA = pa.schema(
             pa.string(),
             metadata={"description": "what `n` counts: trials, runs, heads, rows, points"},
         ),
+        pa.field(
+            "needed",
+            pa.int64(),
+            metadata={
+                "description": "inconclusive: the sample size (in `needed_unit`) at which the "
+                "interval would decide at the current effect and variance; 0 when more data "
+                "cannot decide it (docs/science.md §7.6)"
+            },
+        ),
+        pa.field(
+            "needed_unit",
+            pa.string(),
+            metadata={"description": "what `needed` counts: trials per point, heads, points"},
+        ),
+        pa.field(
+            "to_decide",
+            pa.string(),
+            metadata={"description": "inconclusive: what would decide it, and at which points"},
+        ),
     ]
+    + run_provenance.fields()
 )
+CLAIM_COLUMNS = [f.name for f in SCHEMA if f.name in ClaimResult.__dataclass_fields__]
 
 
 def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.DataFrame]:
@@ -263,35 +285,54 @@ def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.Data
     return frames
 
 
-def table(claims: list[ClaimResult]) -> pa.Table:
-    """The claims as a typed table, in the grouped table's order (`render.ordered`)."""
+def table(
+    claims: list[ClaimResult], digests: dict[str, str] | None = None, run: dict | None = None
+) -> pa.Table:
+    """The claims as a typed table, in the grouped table's order (`render.ordered`), each row
+    stamped with its provenance (`report.provenance.stamp`: the digest of the summaries it read,
+    `digests` experiment -> summary digest, and the `run` record); unstamped without them."""
     rows = [
         {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(c).items()}
         for c in ordered(claims)
     ]
+    rows = run_provenance.stamp(rows, digests or {}, run or {}) if digests is not None else rows
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
 def from_table(claims_table: pa.Table) -> list[ClaimResult]:
-    known = set(SCHEMA.names)
+    """The claims of a claims table (its provenance columns aside)."""
+    return from_table_rows(claims_table.to_pylist())
+
+
+def from_table_rows(rows: list[dict]) -> list[ClaimResult]:
     return [
-        ClaimResult(**{k: (math.nan if v is None else v) for k, v in row.items() if k in known})
-        for row in claims_table.to_pylist()
+        ClaimResult(
+            **{k: (math.nan if v is None else v) for k, v in row.items() if k in CLAIM_COLUMNS}
+        )
+        for row in rows
     ]
 
 
 def write(
-    claims: list[ClaimResult], results: Path, provenance: dict, threads: int = 1
+    claims: list[ClaimResult],
+    results: Path,
+    provenance: dict,
+    threads: int = 1,
+    digests: dict[str, str] | None = None,
 ) -> list[Path]:
-    """results/claims.parquet (typed, with provenance), claims.md and claims.html (with the figures
-    drawn under results/figures embedded, `threads` at a time), each atomic."""
+    """results/claims.parquet (typed, every row stamped with the summaries' `digests` it read and
+    the run record, the file with `provenance`), claims.md (the run named at its end) and
+    claims.html (with the figures drawn under results/figures embedded, `threads` at a time),
+    each atomic. `provenance` holds the run record (`report.provenance.run_record`)."""
     json.dumps(provenance)  # provenance must stay JSON-serialisable
     results = Path(results)
     parquet = results / "claims.parquet"
-    store.write_atomic(table(claims), parquet, content_provenance(provenance))
+    stamped = table(claims, digests or {}, provenance)
+    store.write_atomic(stamped, parquet, content_provenance(provenance))
     written = [parquet]
+    footer = "\n" + run_provenance.footer(provenance) + "\n"
     for name, text in (
-        ("claims.md", markdown(claims)),
+        ("claims.md", markdown(claims) + footer),
         ("claims.html", html(claims, provenance, results, threads)),
     ):
         path = results / name

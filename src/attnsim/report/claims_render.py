@@ -128,6 +128,8 @@ def detectable_text(c: Claim) -> str:
     text = f"detectable deviation ±{numbers.value(c.detectable)}"
     if not _nan(c.tolerance):
         text += f" (tolerance ±{numbers.value(c.tolerance)})"
+    if c.verdict == "inconclusive" and c.to_decide:
+        text += f"; to decide: {c.to_decide}"
     return text
 
 
@@ -423,11 +425,13 @@ def tex(text: str) -> str:
     return out.encode("ascii", "replace").decode("ascii")
 
 
-def latex(claims: list[Claim]) -> str:
+def latex(claims: list[Claim], run: dict | None = None) -> str:
     """A booktabs table of the claims for a paper (``\\input`` it inside a table environment; needs
     ``\\usepackage{booktabs}``): one row per claim, grouped and ordered as the other renderings,
     a group per statement with its tally, then the sanity checks; the whole tally in a caption
-    comment line at the top."""
+    comment line at the top. Each claim's id carries a footnote with its citation key
+    (`attnsim:<claim id>`, the key of `attnsim cite`'s BibTeX record) and the `run` it was
+    judged in (config hash, commit)."""
     lines = [
         f"% attnsim claims: {tex(tally(claims))}",
         "% needs \\usepackage{booktabs}; columns: claim id, measured (95% CI or range), compared "
@@ -445,14 +449,33 @@ def latex(claims: list[Claim]) -> str:
         for c in members:
             compared = short_compared(c)[2:] or "--"
             cells = (
-                f"\\texttt{{{tex(c.claim_id)}}}",
+                f"\\texttt{{{tex(c.claim_id)}}}\\footnotemark",
                 tex(measured_text(c)),
                 tex(compared),
                 tex(c.verdict),
             )
             lines.append(" & ".join(cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", ""]
+    lines += ["\\bottomrule", "\\end{tabular}", *footnotes(ordered(claims), run or {}), ""]
     return "\n".join(lines)
+
+
+def footnotes(claims: list[Claim], run: dict) -> list[str]:
+    """One footnote per row, after the table (the footnote marks inside a tabular are numbered
+    by LaTeX's counter; the texts follow it): the claim's citation key (`attnsim cite`'s BibTeX
+    key) and the run it was judged in."""
+    where = f"; config {run['config_hash']}" if run.get("config_hash") else ""
+    commit = run.get("git_commit") or ""
+    if commit:
+        head, _, dirty = commit.partition("+")
+        where += f", commit {head[:12]}" + (f"+{dirty}" if dirty else "")
+    lines = [f"\\addtocounter{{footnote}}{{-{len(claims)}}}"]
+    for c in claims:
+        name = tex(c.claim_id)
+        text = f"{tex(c.verdict)}{tex(where)}; \\texttt{{attnsim cite {name}}}"
+        lines.append(
+            f"\\stepcounter{{footnote}}\\footnotetext{{\\texttt{{attnsim:{name}}}: {text}}}"
+        )
+    return lines
 
 
 # --- HTML --------------------------------------------------------------------------------------
