@@ -126,7 +126,7 @@ def tiny_run(tmp_path_factory):
             for c in plan.pending
         ]
         collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
-        for figure in get_kind(e.kind).figures:
+        for figure in get_kind(e.kind).presentation.figures:
             tiny_png(work / "results" / "figures" / name / f"{figure}.png")
     assert main(
         [
@@ -194,7 +194,7 @@ def test_every_claims_figure_is_drawn_by_its_kind_and_its_caption_names_the_clai
     for c in written_claims(tiny_run):
         experiment, figure = c.figure.split("/")
         kind = get_kind(TINY["experiments"][experiment]["kind"])
-        assert figure in kind.figures, c.claim_id
+        assert figure in kind.presentation.figures, c.claim_id
         assert f"``{c.claim_id}``" in kind.caption(figure).read_text(), (
             f"caption of {figure} should name {c.claim_id}"
         )
@@ -568,7 +568,7 @@ def test_entropy_bounds_points_to_the_logit_entropy_figure():
     )
     other = frame.assign(experiment="aaa")
     figures = {
-        name: get_kind(kind).entropy_figure
+        name: get_kind(kind).presentation.entropy_figure
         for name, kind in {"aaa": "noisy_attention", "ent": "logit_entropy"}.items()
     }
     c = engine.entropy_bounds({"aaa": other, "ent": frame}, {k: v for k, v in figures.items() if v})

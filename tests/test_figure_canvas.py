@@ -106,9 +106,9 @@ def test_every_figure_keeps_its_legends_inside_the_saved_canvas(
     monkeypatch.setattr(style, "save", save)
     written = render_module.render(summary, tmp_path / "figures")
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.{suffix}" for f in get_kind(kind).figures for suffix in ("png", "pdf")
+        f"{f}.{suffix}" for f in get_kind(kind).presentation.figures for suffix in ("png", "pdf")
     )
-    assert len(saved) == len(get_kind(kind).figures)
+    assert len(saved) == len(get_kind(kind).presentation.figures)
     for _fig, png, cut, size in saved:
         assert cut == [], f"{kind}/{png.stem}: {cut}"
         pixels = png_size(png)

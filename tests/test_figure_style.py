@@ -67,7 +67,7 @@ print(sorted(k for k in before if before[k] != after[k]), backend)
 def test_every_figure_function_is_wrapped():
     for kind in all_kinds().values():
         module = kind.submodule("figures")
-        for name in kind.figures:
+        for name in kind.presentation.figures:
             assert getattr(getattr(module, name), "figure_function", False), (
                 f"{kind.name}.{name} lacks @figure_function"
             )

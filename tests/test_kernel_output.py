@@ -26,10 +26,11 @@ def broken(name: str, damage) -> object:
     """temperature_entropy under another name, its kernel's output passed through `damage`."""
 
     def simulate_block(rng, trials, points):
-        out = BASE.simulate_block(rng, trials, points)
+        out = BASE.compute.simulate_block(rng, trials, points)
         return [damage(dict(m), trials) for m in out]
 
-    return dataclasses.replace(BASE, name=name, simulate_block=simulate_block)
+    compute = dataclasses.replace(BASE.compute, simulate_block=simulate_block)
+    return dataclasses.replace(BASE, name=name, compute=compute)
 
 
 def short(m, trials):
@@ -96,7 +97,9 @@ def test_bad_kernel_output_is_refused_naming_kind_metric_and_point(damage, needl
 
 
 def test_nan_is_allowed_where_declared():
-    kind = dataclasses.replace(broken("plugin_kind", nan), finite_metrics=("entropy",))
+    kind = broken("plugin_kind", nan)
+    summary = dataclasses.replace(kind.summary, finite_metrics=("entropy",))
+    kind = dataclasses.replace(kind, summary=summary)
     out = simulate_points(kind, 1, 20, [make_point(BASE, POINT)])
     assert np.isnan(next(iter(out.values()))["entropy"]).sum() == 1
 

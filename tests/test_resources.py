@@ -53,7 +53,9 @@ def test_a_training_run_costs_in_proportion_to_its_steps():
         points = {steps: make_point(kind, base | {"steps": steps}) for steps in (50, 2000)}
         costs = {s: ChunkSpec.of_points("e", kind, 1, 8, [p]).cost for s, p in points.items()}
         assert kind.block_trials(points[50].params) == kind.block_trials(points[2000].params)
-        ratio = kind.passes_per_trial({"steps": 2000}) / kind.passes_per_trial({"steps": 50})
+        ratio = kind.compute.passes_per_trial({"steps": 2000}) / kind.compute.passes_per_trial(
+            {"steps": 50}
+        )
         assert costs[2000].work / costs[50].work > 0.8 * ratio > 10
         assert costs[2000].block_bytes == costs[50].block_bytes
         assert resources.chunk_mem_mb(costs[2000], 1) == resources.chunk_mem_mb(costs[50], 1)

@@ -114,8 +114,8 @@ def test_columnar_ids_are_the_canonical_ids(kind):
     some = np.random.default_rng(1).choice(grid.size, min(grid.size, 7), replace=False)
     assert grid.ids(some) == [points[i].id for i in some]
     assert chunk_id(grid.ids(some)) == oracle_chunk_id([points[i] for i in some])
-    costs = grid.evaluate(all_kinds()[kind].bytes_per_trial)
-    assert costs.tolist() == [all_kinds()[kind].bytes_per_trial(p.params) for p in points]
+    costs = grid.evaluate(all_kinds()[kind].compute.bytes_per_trial)
+    assert costs.tolist() == [all_kinds()[kind].compute.bytes_per_trial(p.params) for p in points]
 
 
 def test_every_kind_is_covered():
@@ -222,14 +222,14 @@ def kind_config(kind: str, **extra) -> dict:
 @pytest.mark.parametrize("kind", sorted(GRIDS))
 def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
     extra = {"target_se": 0.05, "max_trials": 36} if kind == "noisy_attention" else {}
-    if all_kinds()[kind].finite_metrics:
+    if all_kinds()[kind].summary.finite_metrics:
         extra = {}
     settings = load(kind_config(kind, **extra))
     plan = plan_experiment(settings, "e", tmp_path)
     paths = [
         run_chunk(plan.spec(c), store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
     ]
-    metrics = [m.name for m in all_kinds()[kind].metrics]
+    metrics = [m.name for m in all_kinds()[kind].schema.metrics]
     points = expand(settings.experiments["e"])
     old = summarise_points(
         kind,

@@ -169,11 +169,12 @@ def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
 
     def spy(rng, trials, members):
         seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
-        return [{c.name: np.zeros(trials) for c in KIND.metrics} for _ in members]
+        return [{c.name: np.zeros(trials) for c in KIND.schema.metrics} for _ in members]
 
-    monkeypatch.setattr(
-        driver, "as_kind", lambda name: dataclasses.replace(KIND, simulate_block=spy)
+    spying = dataclasses.replace(
+        KIND, compute=dataclasses.replace(KIND.compute, simulate_block=spy)
     )
+    monkeypatch.setattr(driver, "as_kind", lambda name: spying)
     for threads in (1, 2):
         simulate_points("noisy_attention", 1, 5, points()[:2], threads=threads)
     assert seen and set(seen) == {1}

@@ -116,7 +116,7 @@ def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(
 
     from attnsim.kinds import all_kinds
 
-    metrics = [m.name for m in all_kinds()["noisy_attention"].metrics]
+    metrics = [m.name for m in all_kinds()["noisy_attention"].schema.metrics]
     path, points = write_chunk(tmp_path / "a", trials=5)
     trials = trials_by_point([store.read_table(path)], metrics)
     assert all(list(trials[p.id]) == metrics and len(trials[p.id]["sq_err"]) == 5 for p in points)

@@ -482,8 +482,8 @@ def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, g
         assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (
             workdir / "resources/glove.verified"
         ).is_file()
-        figures = [f"noise/{f}" for f in get_kind("real_noise").figures] + [
-            f"entropy/{f}" for f in get_kind("real_entropy").figures
+        figures = [f"noise/{f}" for f in get_kind("real_noise").presentation.figures] + [
+            f"entropy/{f}" for f in get_kind("real_entropy").presentation.figures
         ]
         for figure in (*figures, "temperature/real_temperature_gap"):
             assert (workdir / "results/figures" / f"{figure}.png").stat().st_size > 10_000

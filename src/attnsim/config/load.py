@@ -173,15 +173,15 @@ def check_semantics(settings: Settings) -> None:
                 "`trials` trials each)"
             )
         kind = get_kind(experiment.kind)
-        if kind.check_grid is not None:
+        if kind.schema.check_grid is not None:
             try:
-                kind.check_grid(experiment.grid)
+                kind.schema.check_grid(experiment.grid)
             except (
                 ConfigError
             ) as error:  # its message starts with grid.<key>: make it the full path
                 raise ConfigError(f"experiments.{name}.{error}") from None
         grid = grid_columns(experiment)  # no point is made: one call per distinct cost
-        deps, needs = grid.distinct(kind.bytes_per_trial)
+        deps, needs = grid.distinct(kind.compute.bytes_per_trial)
         worst = int(np.argmax(needs))
         need = needs[worst]
         if need > budget:

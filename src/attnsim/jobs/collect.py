@@ -107,20 +107,22 @@ class PointSummaries:
             self.helper.submit(integrity.column_digest, self.grid_ids) if self.helper else None
         )
         size = len(self.grid_ids)
-        self.metrics = [m.name for m in kind.metrics]
-        self.finite = [m for m in kind.summary_metrics if m in kind.finite_metrics]
+        self.metrics = [m.name for m in kind.schema.metrics]
+        self.finite = [m for m in kind.summary_metrics if m in kind.summary.finite_metrics]
         # Per point: each metric's statistics, extremes and finite count, filled run by run.
         columns = {f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS}
         extremes = ("min", "max")
         columns |= {
-            f"{m}_{s}": np.full(size, math.nan) for m in kind.extreme_metrics for s in extremes
+            f"{m}_{s}": np.full(size, math.nan)
+            for m in kind.summary.extreme_metrics
+            for s in extremes
         }
         columns |= {f"{m}_finite": np.zeros(size, dtype=np.int64) for m in self.finite}
         self.columns: dict[str, np.ndarray] = columns
         self.main_se = np.full(size, math.inf)
         self.n_trials = np.zeros(size, dtype=np.int64)
         self.seen = np.zeros(size, dtype=bool)
-        self.extra: list | None = [None] * size if kind.extra_summary else None
+        self.extra: list | None = [None] * size if kind.summary.extra else None
         self.foreign: dict[str, int] = {}  # ids outside the grid: negative codes of their own
         self.seen_foreign: set[int] = set()  # of the current file
         # A file's last run so far, (codes, values): the next piece may go on with it.
@@ -214,19 +216,19 @@ class PointSummaries:
             # Every run this long: the column is the matrix, no copy; else gather the runs' rows.
             rows = None if chosen.all() else starts[chosen][:, None] + np.arange(length)
             self.n_trials[at] = length
-            main = mean_ci_rows(_runs(values[kind.main_metric], rows, length))
+            main = mean_ci_rows(_runs(values[kind.schema.main_metric], rows, length))
             self.main_se[at] = main["se"]
             for name in kind.summary_metrics:
                 if name in self.finite:
                     continue  # over each point's finite trials: `_add_finite`
                 stats = (
                     main
-                    if name == kind.main_metric
+                    if name == kind.schema.main_metric
                     else mean_ci_rows(_runs(values[name], rows, length))
                 )
                 for suffix in STATS:
                     columns[f"{name}_{suffix}"][at] = stats[suffix]
-            for name in kind.extreme_metrics:
+            for name in kind.summary.extreme_metrics:
                 block = _runs(values[name], rows, length)
                 columns[f"{name}_min"][at] = block.min(axis=1)
                 columns[f"{name}_max"][at] = block.max(axis=1)
@@ -243,10 +245,10 @@ class PointSummaries:
 
     def _add_extra(self, runs: list[tuple[int, int, int]], values: dict[str, np.ndarray]) -> None:
         """The kind's own summary columns, point by point."""
-        assert self.extra is not None and self.kind.extra_summary is not None
+        assert self.extra is not None and self.kind.summary.extra is not None
         for i, lo, hi in runs:
             params = dict(zip(self.kind.param_names, self.grid.rows(np.array([i]))[0]))
-            self.extra[i] = self.kind.extra_summary(
+            self.extra[i] = self.kind.summary.extra(
                 {name: v[lo:hi] for name, v in values.items()}, params
             )
 
@@ -272,7 +274,7 @@ class PointSummaries:
             self.digests["point_id"] = self.ids_digest.result()
             self.helper.shutdown()
         if self.extra is not None:
-            for column in kind.extra_columns:
+            for column in kind.summary.extra_columns:
                 summary[column.name] = [e.get(column.name) for e in self.extra]
         for name in schema.names:  # a kind's extra column its summary does not fill stays null
             summary.setdefault(name, [None] * size)
@@ -377,9 +379,11 @@ class _GridIndex:
 def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
     """The kind's theory for every grid point, column by column: its `theory_table` over the
     distinct combinations of the parameters it reads, or `theory` once per such combination."""
-    names = [c.name for c in kind.theory_columns]
-    if kind.theory_table is not None:
-        table = kind.theory_table(  # each parameter's distinct values taken by the grid's index
+    names = [c.name for c in kind.theory.columns]
+    if not names or kind.theory.point is None:
+        return {}
+    if kind.theory.table is not None:
+        table = kind.theory.table(  # each parameter's distinct values taken by the grid's index
             {
                 name: np.asarray(
                     grid.values[name],
@@ -391,7 +395,7 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
         out = {name: np.asarray(table[name]) for name in names}
         # numbers stay arrays (as lists of floats they would cost 32 bytes a value)
         return {n: v if v.dtype == np.float64 else v.tolist() for n, v in out.items()}
-    deps, theory = grid.distinct(kind.theory)
+    deps, theory = grid.distinct(kind.theory.point)
     codes = grid.codes(deps)[0]
     out = {}
     for name in names:
@@ -410,7 +414,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
     if not chunk_paths:
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(experiment.kind)
-    metrics = [m.name for m in kind.metrics]
+    metrics = [m.name for m in kind.schema.metrics]
     # copies of a chunk named, CPU classes counted, before anything is summarised
     inputs = store.inputs_provenance(chunk_paths, experiment.name)
     tables = store.read_pieces(
@@ -436,7 +440,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment.to_json(),
         **inputs,  # the chunks' content digests and CPU classes
-        **(kind.provenance() if kind.provenance else {}),
+        **(kind.assets.provenance() if kind.assets.provenance else {}),
     )
     store.write_atomic(summary, output, meta, digests=digests)
     log.info(

@@ -66,7 +66,7 @@ def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
     """The stored trials of `spec`'s points in chunk file `path` as `simulate_points`' `known`,
     and that chunk's spec."""
     old = ChunkSpec.from_json(store.read_meta(path)["spec"])
-    metrics = [m.name for m in spec.kind.metrics]
+    metrics = [m.name for m in spec.kind.schema.metrics]
     table = store.read_table(path, ["point_id", *metrics])
     ids = np.asarray(table.column("point_id").to_pylist(), dtype=object)
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
@@ -124,7 +124,7 @@ def simulate_points(
                 for m in members
             ]
         params = [m.params for m in members]
-        output = kind.simulate_block(block_generator(seed, stream, block), count, params)
+        output = kind.compute.simulate_block(block_generator(seed, stream, block), count, params)
         validate.check_block(kind, members, count, output)  # shape, dtype, NaN as the kind declares
         return output
 
@@ -151,7 +151,7 @@ def simulate_points(
                     need := [
                         m
                         for m in members
-                        if standard_error(np.concatenate(pieces[m.id][kind.main_metric]))
+                        if standard_error(np.concatenate(pieces[m.id][kind.schema.main_metric]))
                         > target_se
                     ]
                 )
@@ -220,7 +220,7 @@ JOB_START_NOTE = "the first `snakemake --mode remote|subprocess` process of this
 def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Table:
     kind = as_kind(kind)
     schema = store.trials_schema(kind)
-    counts = [len(results[point.id][kind.main_metric]) for point in points]
+    counts = [len(results[point.id][kind.schema.main_metric]) for point in points]
     columns = {
         "point_id": arrays.repeated([p.id for p in points], counts, schema.field("point_id").type)
     }
@@ -231,7 +231,7 @@ def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Tab
         columns[name] = arrays.repeated(
             [p.params[name] for p in points], counts, schema.field(name).type
         )
-    for metric in kind.metrics:
+    for metric in kind.schema.metrics:
         columns[metric.name] = arrays.from_numpy(
             np.concatenate([results[p.id][metric.name] for p in points]),
             schema.field(metric.name).type,
@@ -251,7 +251,7 @@ def run_chunk(
 ) -> Path:
     """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
     assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields
-    (`Kind.provenance`)."""
+    (`Kind.assets.provenance`)."""
     started = time.perf_counter()
     if resources is not None:
         assets.set_resources(resources)
@@ -322,7 +322,7 @@ def run_chunk(
         **(
             {"topped_up": topped_up} if topped_up else {}
         ),  # the chunk it replaces, its settings, the trials reused
-        **(spec.kind.provenance() if spec.kind.provenance else {}),
+        **(spec.kind.assets.provenance() if spec.kind.assets.provenance else {}),
     )
     store.write_atomic(table, output, meta)
     log.info(

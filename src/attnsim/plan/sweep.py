@@ -133,10 +133,14 @@ def _old_settings(meta: dict) -> str:
 
 def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
     """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
-    `kind.bytes_per_trial` call per combination of the parameters it reads."""
-    passes = None if kind.passes_per_trial is None else grid.evaluate(kind.passes_per_trial)
+    `kind.compute.bytes_per_trial` call per combination of the parameters it reads."""
+    passes = (
+        None
+        if kind.compute.passes_per_trial is None
+        else grid.evaluate(kind.compute.passes_per_trial)
+    )
     return resources.point_costs(
-        kind, grid.evaluate(kind.bytes_per_trial), grid.stream_codes(), trial_cap, passes
+        kind, grid.evaluate(kind.compute.bytes_per_trial), grid.stream_codes(), trial_cap, passes
     )
 
 
@@ -166,7 +170,7 @@ def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
     if not points:
         return np.zeros(0, dtype=np.int64)
     positions = []
-    for param, column in zip(kind.params, zip(*points, strict=True)):
+    for param, column in zip(kind.schema.params, zip(*points, strict=True)):
         where = {v: i for i, v in enumerate(grid.values[param.name])}
         raw = np.array(column)  # int64, float64 or str for the specs planning writes
         if raw.dtype.kind in "iufU":

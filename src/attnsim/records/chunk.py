@@ -63,11 +63,13 @@ class ChunkSpec:
         """What its resource requests depend on (`attnsim.records.cost.chunk_cost`)."""
         kind, names = self.kind, self.kind.param_names
         params = [dict(zip(names, row)) for row in self.rows]
-        per_trial = [kind.bytes_per_trial(p) for p in params]
+        per_trial = [kind.compute.bytes_per_trial(p) for p in params]
         passes = (
-            None if kind.passes_per_trial is None else [kind.passes_per_trial(p) for p in params]
+            None
+            if kind.compute.passes_per_trial is None
+            else [kind.compute.passes_per_trial(p) for p in params]
         )
-        at = [names.index(n) for n in kind.stream_params]
+        at = [names.index(n) for n in kind.schema.stream_params]
         codes: dict[tuple, int] = {}
         streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
         costs = resources.point_costs(kind, per_trial, streams, self.trial_cap, passes)

@@ -71,15 +71,17 @@ class PointCosts:
 
 
 def point_costs(kind: Kind, bytes_per_trial, streams, trial_cap: int, passes=None) -> PointCosts:
-    """`PointCosts` of points in order, from each one's `kind.bytes_per_trial`, stream code and
-    `kind.passes_per_trial` (None: one pass each)."""
+    """`PointCosts` of points in order, from each one's `kind.compute.bytes_per_trial`, stream
+    code and `kind.compute.passes_per_trial` (None: one pass each)."""
     per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
     streams = np.asarray(streams)
     passes = None if passes is None else np.asarray(passes, dtype=np.float64)
     block_trials = np.minimum(  # Kind.block_trials, per point
         MAX_BLOCK_TRIALS,
         np.maximum(
-            1, (kind.block_factor * TARGET_BLOCK_BYTES) // np.maximum(1, per_trial).astype(np.int64)
+            1,
+            (kind.compute.block_factor * TARGET_BLOCK_BYTES)
+            // np.maximum(1, per_trial).astype(np.int64),
         ),
     )
     first = np.ones(len(streams), dtype=bool)
@@ -103,7 +105,7 @@ def chunk_cost(kind: Kind, costs: PointCosts, rows, trial_cap: int) -> ChunkCost
         trial_cap,
         float(work + POINT_WORK * len(per_trial)),
         int(costs.block_bytes[rows].max()),
-        len(kind.metrics) + len(kind.params) + 4,
+        len(kind.schema.metrics) + len(kind.schema.params) + 4,
     )
 
 

@@ -36,7 +36,8 @@ def make_point(kind: Kind | str, params: dict) -> Point:
     benchmarks and tests, through the same path as every chunk's points (`points_from_rows`)."""
     kind = as_kind(kind)
     values = [
-        params[p.name] if p.default is None else params.get(p.name, p.default) for p in kind.params
+        params[p.name] if p.default is None else params.get(p.name, p.default)
+        for p in kind.schema.params
     ]
     return points_from_rows(kind, [values])[0]
 
@@ -189,7 +190,7 @@ class GridColumns:
         return np.ravel_multi_index([self.index[n] for n in names], shape), shape
 
     def stream_codes(self) -> np.ndarray:
-        return self.codes(self.kind.stream_params)[0]
+        return self.codes(self.kind.schema.stream_params)[0]
 
     def distinct(self, fn) -> tuple[list[str], list]:
         """`fn(params)` once per combination of the parameters it reads: (those parameters, the
@@ -285,7 +286,7 @@ def grid_columns(experiment) -> GridColumns:
         kind,
         {
             p.name: [canonical_column_value(p, v) for v in experiment.grid[p.name]]
-            for p in kind.params
+            for p in kind.schema.params
         },
     )
 
@@ -302,8 +303,8 @@ def _columns(kind: Kind, rows) -> tuple[dict[str, list], dict[str, np.ndarray]]:
     """Rows of raw values as `point_ids` columns: distinct canonical values and indices."""
     values: dict[str, list] = {}
     index: dict[str, np.ndarray] = {}
-    columns = list(zip(*rows)) if rows else [() for _ in kind.params]
-    for param, column in zip(kind.params, columns, strict=True):
+    columns = list(zip(*rows)) if rows else [() for _ in kind.schema.params]
+    for param, column in zip(kind.schema.params, columns, strict=True):
         seen: dict = {}  # canonical value -> position
         memo: dict = {}  # (type, raw value) -> position
         positions = []
@@ -328,9 +329,10 @@ def canonical_rows(kind: Kind | str, rows) -> list[tuple]:
 def _checked_columns(kind: Kind, rows) -> tuple[dict[str, list], dict[str, np.ndarray]]:
     rows = list(rows)
     for row in rows:
-        if len(row) != len(kind.params):
+        expected = len(kind.schema.params)
+        if len(row) != expected:
             raise ValueError(
-                f"a point has {len(row)} values, kind {kind.name} has {len(kind.params)} parameters"
+                f"a point has {len(row)} values, kind {kind.name} has {expected} parameters"
             )
     return _columns(kind, rows)
 
@@ -343,7 +345,7 @@ def points_from_rows(kind: Kind | str, rows) -> list[Point]:
     values, index = _checked_columns(kind, rows)
     ids = point_ids(kind, values, index)
     columns = [_take(values[name], index[name]) for name in names]
-    stream_at = [names.index(n) for n in kind.stream_params]
+    stream_at = [names.index(n) for n in kind.schema.stream_params]
     streams: dict[tuple, str] = {}
     points = []
     for row, pid in zip(zip(*columns), ids):
@@ -351,7 +353,7 @@ def points_from_rows(kind: Kind | str, rows) -> list[Point]:
         stream = streams.get(key)
         if stream is None:
             stream = streams[key] = digest(
-                {"kind": kind.name, "stream": dict(zip(kind.stream_params, key))}
+                {"kind": kind.name, "stream": dict(zip(kind.schema.stream_params, key))}
             )
         points.append(Point(kind=kind.name, params=dict(zip(names, row)), id=pid, stream=stream))
     return points

@@ -235,9 +235,9 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
         frame = pd.concat(frames, ignore_index=True) if frames else None
         claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
     figures = {
-        name: kinds[k].entropy_figure
+        name: kinds[k].presentation.entropy_figure
         for name, k in experiments.items()
-        if k in kinds and kinds[k].entropy_figure
+        if k in kinds and kinds[k].presentation.entropy_figure
     }
     claims.append(entropy_bounds(summaries, figures))
     return claims

@@ -26,13 +26,14 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     share_layouts()  # this process draws many figures: each mathtext string is laid out once
 
     kind = get_kind(store.read_meta(summary_path)["kind"])
-    unknown = [f for f in figures or [] if f not in kind.figures]
+    known = kind.presentation.figures
+    unknown = [f for f in figures or [] if f not in known]
     if unknown:
         raise AttnsimError(
-            f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(kind.figures)}"
+            f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(known)}"
         )
     module = kind.submodule("figures")
-    names = figures or kind.figures
+    names = figures or kind.presentation.figures
     # the point ids only where a figure of single trials needs them: a million-point summary's
     # ids are most of what reading and checking it costs (time and memory)
     trials = any(getattr(getattr(module, f), "trial_columns", None) for f in names)

@@ -102,7 +102,7 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         if len(classes) > 1:
             lines.append(f"{'':<20} {store.mixed_classes_note(name, classes)}")
         kind = get_kind(e.kind)
-        headline = kind.headline(s) if kind.headline else ""
+        headline = kind.presentation.headline(s) if kind.presentation.headline else ""
         if headline:
             lines.append(f"{'':<20} {headline}")
     claims_file = Path(root).parent / "claims.parquet"

@@ -72,8 +72,8 @@ def trials_schema(kind: Kind | str) -> pa.Schema:
     columns = [
         *IDENTITY,
         Column("trial", pa.int64(), "trial index within the point (0-based); trials are i.i.d."),
-        *kind.params,
-        *kind.metrics,
+        *kind.schema.params,
+        *kind.schema.metrics,
     ]
     return pa.schema([c.field() for c in columns])
 
@@ -86,7 +86,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
         "ci_low": "lower end of the 95% Student-t interval of the mean of",
         "ci_high": "upper end of the 95% Student-t interval of the mean of",
     }
-    fields = [c.field() for c in (*IDENTITY, *kind.params)]
+    fields = [c.field() for c in (*IDENTITY, *kind.schema.params)]
     fields.append(Column("n_trials", pa.int64(), "number of trials").field())
     fields.append(
         Column(
@@ -96,7 +96,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
             "SE reached target_se), 'max_trials' (adaptive: the cap came first)",
         ).field()
     )
-    by_name = {c.name: c for c in kind.metrics}
+    by_name = {c.name: c for c in kind.schema.metrics}
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
             fields.append(
@@ -107,7 +107,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
                     metadata={"description": f"{text} {metric}: {by_name[metric].doc}"},
                 )
             )
-        if metric in kind.finite_metrics:
+        if metric in kind.summary.finite_metrics:
             fields.append(
                 pa.field(
                     f"{metric}_finite",
@@ -119,7 +119,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
                     },
                 )
             )
-    for metric in kind.extreme_metrics:
+    for metric in kind.summary.extreme_metrics:
         for suffix, text in (("min", "smallest"), ("max", "largest")):
             fields.append(
                 pa.field(
@@ -129,7 +129,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
                     metadata={"description": f"{text} value over trials of {metric}"},
                 )
             )
-    fields += [c.field(nullable=True) for c in (*kind.theory_columns, *kind.extra_columns)]
+    fields += [c.field(nullable=True) for c in (*kind.theory.columns, *kind.summary.extra_columns)]
     return pa.schema(fields)
 
 
