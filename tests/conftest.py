@@ -4,7 +4,13 @@ dir."""
 from __future__ import annotations
 
 import pytest
-from helpers.assets import asset_cache, glove_dir, minilm_dir, minilm_wheel  # noqa: F401 (session fixtures for every test)
+from helpers.assets import (  # noqa: F401 (fixtures for every test)
+    asset_cache,
+    glove_dir,
+    kind_assets,
+    minilm_dir,
+    minilm_wheel,
+)
 from helpers.configs import REPO, small_config  # noqa: F401 (REPO: for tests that still read it here)
 
 # the plugin example's own tests run from outside the tree, with the plugin installed

@@ -23,12 +23,10 @@ from attnsim.claims import engine
 from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
 from attnsim.cli.main import main
 from attnsim.config.load import load
-from attnsim.jobs.collect import collect
-from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.plan.sweep import experiment_json, plan_experiment
 from attnsim.report import claims_render as render
 from attnsim.store import parquet as store
+from attnsim.testing import run_experiment
 
 # A tiny run with one experiment of every kind, each grid reaching every claim's regime.
 TINY = {
@@ -120,12 +118,7 @@ def tiny_run(tmp_path_factory):
     settings = load(TINY)
     root = work / "results" / "store"
     for name, e in settings.experiments.items():
-        plan = plan_experiment(settings, name, root)
-        paths = [
-            run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-            for c in plan.pending
-        ]
-        collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
+        run_experiment(settings, name, root)
         for figure in get_kind(e.kind).presentation.figures:
             tiny_png(work / "results" / "figures" / name / f"{figure}.png")
     assert main(

@@ -26,6 +26,7 @@ from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
 from attnsim.records import cost as resources
 from attnsim.records.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
 from attnsim.store import parquet as store
+from attnsim.testing import run_experiment
 
 GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
     "noisy_attention": {
@@ -225,10 +226,7 @@ def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
     if all_kinds()[kind].summary.finite_metrics:
         extra = {}
     settings = load(kind_config(kind, **extra))
-    plan = plan_experiment(settings, "e", tmp_path)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
-    ]
+    paths = run_experiment(settings, "e", tmp_path, summarise=False).chunks
     metrics = [m.name for m in all_kinds()[kind].schema.metrics]
     points = expand(settings.experiments["e"])
     old = summarise_points(
@@ -263,11 +261,7 @@ def test_streaming_summary_refuses_missing_and_duplicated_points(tmp_path):
     from attnsim.errors import StoreError
 
     settings = load(kind_config("temperature_entropy"))
-    plan = plan_experiment(settings, "e", tmp_path)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(tmp_path, "temperature_entropy", "e", c))
-        for c in plan.pending
-    ]
+    paths = run_experiment(settings, "e", tmp_path, summarise=False).chunks
     grid = grid_columns(settings.experiments["e"])
     with pytest.raises(StoreError, match="no trials"):
         summarise_chunks("temperature_entropy", "e", grid, [store.read_table(p) for p in paths[1:]])

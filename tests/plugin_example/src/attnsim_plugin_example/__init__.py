@@ -64,4 +64,5 @@ KIND = Kind(
             f"largest mean |H(s + c) - H(s)|: {s['shift_deviation_mean'].max():.2g} nats"
         ),
     ),
+    example={"trials": 50, "grid": {"n": [8, 64], "shift": [0.0, 10.0]}},
 )
