@@ -178,10 +178,7 @@ KIND = Kind(
         ),
         simulate_block=kernel.simulate_block,
     ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
+    theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         # NaN where a quantity does not apply at a point (attnsim.jobs.validate)
         nonfinite_metrics=("sq_err_next", "ratio_next", "sq_err_exact", "ratio_exact", "ratio_iid"),
@@ -189,10 +186,7 @@ KIND = Kind(
         extra=extra_summary,
         extreme_metrics=("entropy",),
     ),
-    presentation=Presentation(
-        figures=("dropout_error",),
-        headline=headline,
-    ),
+    presentation=Presentation(figures=("dropout_error",), headline=headline),
     example={
         "trials": 100,
         "grid": {

@@ -302,15 +302,8 @@ KIND = Kind(
         block_factor=6,
         passes_per_trial=passes_per_trial,
     ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
-    summary=Summary(
-        extra_columns=EXTRA,
-        extra=extra_summary,
-        finite_metrics=FINITE,
-    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(extra_columns=EXTRA, extra=extra_summary, finite_metrics=FINITE),
     presentation=Presentation(
         figures=("temperature_sweep", "temperature_map", "learned_temperature"),
         headline=headline,

@@ -132,18 +132,9 @@ KIND = Kind(
         metrics=METRICS,
         main_metric="entropy",
     ),
-    compute=Compute(
-        bytes_per_trial=bytes_per_trial,
-        simulate_block=simulate_block,
-    ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-        table=theory_table,
-    ),
-    summary=Summary(
-        extreme_metrics=("entropy",),
-    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    theory=Theory(columns=THEORY, point=theory, table=theory_table),
+    summary=Summary(extreme_metrics=("entropy",)),
     presentation=Presentation(
         figures=("entropy_vs_scale", "entropy_collapse"),
         entropy_figure="entropy_vs_scale",

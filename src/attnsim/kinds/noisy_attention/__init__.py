@@ -121,10 +121,7 @@ KIND = Kind(
         # the calls.
         block_factor=2,
     ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
+    theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         extreme_metrics=("entropy",),
         extra_columns=EXTRA,

@@ -92,10 +92,7 @@ KIND = Kind(
         bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"])),
         simulate_block=simulate_block,
     ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
+    theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         nonfinite_metrics=low_precision.NONFINITE_METRICS,
         extra_columns=low_precision.EXTRA,

@@ -237,23 +237,13 @@ KIND = Kind(
         simulate_block=simulate_block,
         block_factor=16,  # each block draws a whole model (~0.4 s): large blocks amortise it
     ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
-    summary=Summary(
-        extreme_metrics=("entropy",),
-        extra_columns=EXTRA,
-        extra=extra_summary,
-    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(extreme_metrics=("entropy",), extra_columns=EXTRA, extra=extra_summary),
     presentation=Presentation(
         figures=("real_entropy_layers", "real_entropy_sinks"),
         headline=headline,
     ),
-    assets=Assets(
-        names=("minilm",),
-        provenance=heads.provenance,
-    ),
+    assets=Assets(names=("minilm",), provenance=heads.provenance),
     example={
         "trials": 16,
         "grid": {"n": [16, 32], "init_std": [0.0, 0.02], "layer": [0], "head": [0, 1]},

@@ -276,15 +276,8 @@ KIND = Kind(
         main_metric="rel_err",
         check_grid=check_grid,
     ),
-    compute=Compute(
-        bytes_per_trial=bytes_per_trial,
-        simulate_block=simulate_block,
-        block_factor=8,
-    ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block, block_factor=8),
+    theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         extreme_metrics=("entropy",),
         extra_columns=EXTRA,
@@ -301,10 +294,7 @@ KIND = Kind(
         ),
         headline=headline,
     ),
-    assets=Assets(
-        names=("minilm",),
-        provenance=heads.provenance,
-    ),
+    assets=Assets(names=("minilm",), provenance=heads.provenance),
     example={
         "trials": 16,
         "grid": {

@@ -54,29 +54,16 @@ KIND = Kind(
         main_metric="sq_err",
         check_grid=heads.check_windows,
     ),
-    compute=Compute(
-        bytes_per_trial=bytes_per_trial,
-        simulate_block=simulate_block,
-        block_factor=8,
-    ),
-    theory=Theory(
-        columns=low_precision.FORMAT_THEORY,
-        point=low_precision.format_theory,
-    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block, block_factor=8),
+    theory=Theory(columns=low_precision.FORMAT_THEORY, point=low_precision.format_theory),
     summary=Summary(
         nonfinite_metrics=low_precision.NONFINITE_METRICS,
         extra_columns=low_precision.EXTRA,
         extra=low_precision.extra_summary,
         extreme_metrics=("entropy",),
     ),
-    presentation=Presentation(
-        figures=("real_precision_layers",),
-        headline=headline,
-    ),
-    assets=Assets(
-        names=("minilm",),
-        provenance=heads.provenance,
-    ),
+    presentation=Presentation(figures=("real_precision_layers",), headline=headline),
+    assets=Assets(names=("minilm",), provenance=heads.provenance),
     example={
         "trials": 16,
         "grid": {

@@ -196,28 +196,16 @@ KIND = Kind(
         main_metric="gap",
         check_grid=check_grid,
     ),
-    compute=Compute(
-        bytes_per_trial=bytes_per_trial,
-        simulate_block=simulate_block,
-    ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         extreme_metrics=("entropy",),
         extra_columns=EXTRA,
         extra=extra_summary,
         constant_metrics=("d_eff",),
     ),
-    presentation=Presentation(
-        figures=("real_temperature_gap",),
-        headline=headline,
-    ),
-    assets=Assets(
-        names=("minilm", "glove"),
-        provenance=provenance,
-    ),
+    presentation=Presentation(figures=("real_temperature_gap",), headline=headline),
+    assets=Assets(names=("minilm", "glove"), provenance=provenance),
     example={
         "trials": 100,
         "grid": {"embeddings": ["minilm", "glove"], "n": [16, 128], "tau": [0.1, 1.0]},

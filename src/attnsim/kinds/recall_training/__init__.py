@@ -310,10 +310,7 @@ KIND = Kind(
         block_factor=4,
         passes_per_trial=passes_per_trial,
     ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
+    theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         extra_columns=EXTRA,
         extra=extra_summary,

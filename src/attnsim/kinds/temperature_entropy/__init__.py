@@ -111,28 +111,10 @@ KIND = Kind(
     ),
     package=__name__,
     algorithm_version=3,
-    schema=Schema(
-        params=PARAMS,
-        stream_params=("n", "d"),
-        metrics=METRICS,
-        main_metric="gap",
-    ),
-    compute=Compute(
-        bytes_per_trial=bytes_per_trial,
-        simulate_block=simulate_block,
-    ),
-    theory=Theory(
-        columns=THEORY,
-        point=theory,
-    ),
-    summary=Summary(
-        extreme_metrics=("entropy",),
-        extra_columns=EXTRA,
-        extra=extra_summary,
-    ),
-    presentation=Presentation(
-        figures=("temperature_gap",),
-        headline=headline,
-    ),
+    schema=Schema(params=PARAMS, stream_params=("n", "d"), metrics=METRICS, main_metric="gap"),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(extreme_metrics=("entropy",), extra_columns=EXTRA, extra=extra_summary),
+    presentation=Presentation(figures=("temperature_gap",), headline=headline),
     example={"trials": 100, "grid": {"n": [16, 256], "d": [3, 32], "tau": [0.1, 1.0]}},
 )

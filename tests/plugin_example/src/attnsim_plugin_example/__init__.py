@@ -46,10 +46,7 @@ KIND = Kind(
         metrics=(DEVIATION,),
         main_metric="shift_deviation",
     ),
-    compute=Compute(
-        bytes_per_trial=lambda p: 32 * int(p["n"]),
-        simulate_block=simulate_block,
-    ),
+    compute=Compute(bytes_per_trial=lambda p: 32 * int(p["n"]), simulate_block=simulate_block),
     theory=Theory(
         columns=(
             Column(
