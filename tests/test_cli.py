@@ -127,9 +127,9 @@ def test_bad_config_and_bad_arguments(filled, capsys):
 
 
 def one_point_spec(trials: int) -> str:
+    from helpers.points import make_point, spec_of_points
+
     from attnsim.kinds import get_kind
-    from attnsim.records.chunk import ChunkSpec
-    from attnsim.records.grid import make_point
 
     point = make_point(
         "noisy_attention",
@@ -143,7 +143,7 @@ def one_point_spec(trials: int) -> str:
         },
     )
     kind = get_kind("noisy_attention")
-    return ChunkSpec.of_points("robustness", kind, 7, trials, (point,)).to_json()
+    return spec_of_points("robustness", kind, 7, trials, (point,)).to_json()
 
 
 @pytest.mark.parametrize(

@@ -8,14 +8,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers.points import make_point, spec_of_points
 
 from attnsim import kinds as registry_module
 from attnsim.cli.main import main
 from attnsim.errors import KernelOutputError
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
-from attnsim.records.chunk import ChunkSpec
-from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 
 BASE = get_kind("temperature_entropy")
@@ -109,7 +108,7 @@ def test_the_job_fails_with_one_line_and_writes_nothing(tmp_path, monkeypatch, c
     kinds, broken_kinds = registry_module.registry()
     monkeypatch.setitem(kinds, "temperature_entropy", kind)
     point = make_point(BASE, POINT)
-    spec = ChunkSpec.of_points("temperature", kind, 1, 20, (point,))
+    spec = spec_of_points("temperature", kind, 1, 20, (point,))
     output = store.chunk_path(tmp_path, "temperature_entropy", "temperature", spec.id)
     assert main(["simulate", "--spec", spec.to_json(), "--output", str(output)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from helpers.configs import CONTRASTIVE, RECALL, REPO, small_config
+from helpers.points import make_point
 from oracles.points import chunk, expand, point_id
 from oracles.points import chunk_id as oracle_chunk_id
 from oracles.summaries import summarise_points, trials_by_point
@@ -24,7 +25,7 @@ from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import all_kinds
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
 from attnsim.records import cost as resources
-from attnsim.records.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
+from attnsim.records.grid import chunk_id, grid_columns, points_from_rows, row_ids
 from attnsim.store import parquet as store
 from attnsim.testing import run_experiment
 

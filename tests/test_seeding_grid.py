@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import yaml
 from helpers.configs import small_config
+from helpers.points import make_point
 from oracles.points import chunk, chunk_id, expand, point_id, reference_point
 
 from attnsim.config.load import load
 from attnsim.kinds import all_kinds
 from attnsim.plan.sweep import MAX_CHUNK_COST_RATIO, plan_experiment
-from attnsim.records.grid import make_point
 from attnsim.seeding import block_generator, canonical_value
 
 REPO = Path(__file__).resolve().parents[1]

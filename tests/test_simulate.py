@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from helpers.configs import small_config
+from helpers.points import make_point, spec_of_points
 from oracles.points import expand
 
 from attnsim.config.load import load
@@ -14,7 +15,6 @@ from attnsim.jobs.simulate import simulate_points, trials_table
 from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND
 from attnsim.records.chunk import ChunkSpec
-from attnsim.records.grid import make_point
 
 
 def points():
@@ -56,7 +56,7 @@ def test_trials_table_schema_and_rows():
 
 def test_spec_round_trip_and_bad_specs():
     pts = points()[:4]
-    spec = ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 7, 20, pts).to_json()
+    spec = spec_of_points("robustness", get_kind("noisy_attention"), 7, 20, pts).to_json()
     parsed = ChunkSpec.from_json(spec)
     assert (
         [p.id for p in parsed.points] == [p.id for p in pts]

@@ -9,12 +9,12 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import init_gradient as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds.init_gradient import KIND, kernel
-from attnsim.records.grid import make_point
 
 METRICS = ("entropy", "grad_sq", "jacobian_fro", "n_eff")
 # grad_sq's sums are float32 (values' differences, weights relative to the runner-up, products):

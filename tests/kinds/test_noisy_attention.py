@@ -8,6 +8,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import noisy_attention as oracle
 from scipy import stats
 
@@ -15,7 +16,6 @@ from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels import sampling
 from attnsim.kernels.noise import standard_noise32
 from attnsim.kinds.noisy_attention import KIND, kernel, sq_err_next
-from attnsim.records.grid import make_point
 from attnsim.theory import delta_next
 from attnsim.theory.noise import NOISE_FAMILIES, STUDENT_T_DOF, kappa
 

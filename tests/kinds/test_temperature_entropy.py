@@ -8,12 +8,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import temperature_entropy as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds.temperature_entropy import KIND, extra_summary, gap_tolerance, kernel
-from attnsim.records.grid import make_point
 from attnsim.theory.entropy import exact_gap, exact_gap_argmax
 
 

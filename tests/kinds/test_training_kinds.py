@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 from helpers.configs import CONTRASTIVE, RECALL
+from helpers.points import make_point
 from helpers.workflow import point_rows, snakemake, tree, write_config
 from oracles.summaries import summarise_points
 
@@ -20,7 +21,6 @@ from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
-from attnsim.records.grid import make_point
 
 
 def grid_points(kind: str, grid: dict, **change) -> list:

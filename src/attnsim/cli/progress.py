@@ -27,7 +27,6 @@ from pathlib import Path
 from attnsim import files
 
 MANIFEST = Path("plan") / "run.json"  # under results/
-WORKFLOW_RULES = ("simulate", "collect", "claims", "fetch_asset")  # and figures_<kind>
 ERROR_PREFIX = "attnsim: error:"
 # What a job costs besides its chunk's work: Snakemake's job start, Python's start and imports.
 # Measured ~1 s per job for the smallest chunks on this project's 2-core VMs; without it, a

@@ -37,13 +37,7 @@ class ChunkSpec:
 
     def __post_init__(self):
         if self.rows and isinstance(self.rows[0], Point):
-            raise TypeError("ChunkSpec holds rows of values: make one of Points with of_points")
-
-    @classmethod
-    def of_points(cls, experiment: str, kind: Kind, seed: int, trials: int, points, *rest):
-        """A spec of `Point`s (as benchmarks and tests make them)."""
-        rows = tuple(tuple(p.params[k] for k in kind.param_names) for p in points)
-        return cls(experiment, kind, seed, trials, rows, *rest)
+            raise TypeError("ChunkSpec holds rows of parameter values, not Points")
 
     @cached_property
     def points(self) -> tuple[Point, ...]:

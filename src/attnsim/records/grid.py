@@ -31,17 +31,6 @@ class Point:
     stream: str  # id of the random stream (shared by common-random-number siblings)
 
 
-def make_point(kind: Kind | str, params: dict) -> Point:
-    """One point from a mapping of parameter values (defaults filled in): a convenience for
-    benchmarks and tests, through the same path as every chunk's points (`points_from_rows`)."""
-    kind = as_kind(kind)
-    values = [
-        params[p.name] if p.default is None else params.get(p.name, p.default)
-        for p in kind.schema.params
-    ]
-    return points_from_rows(kind, [values])[0]
-
-
 def chunk_id(ids: list[str]) -> str:
     """A chunk's id: `seeding.digest` of the list of its points' ids, in order (hex strings need
     no escaping, so the JSON text is joined directly: 10x faster for a chunk of 10^5 points)."""

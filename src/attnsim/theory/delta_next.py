@@ -222,7 +222,6 @@ def tail_constant(noise: str, sigma: float) -> float:
 # --------------------------------------------------------------------------- per-trial statistics
 
 ORDERS = ("p1", "p2", "u4")
-STAT_NAMES = ("sum_p2", "sum_p3", "grad_sq", "c3", "c4", "m2", "c_tail")
 
 
 def next_order_stats(p, v, tail_power: float | None = None) -> dict[str, np.ndarray]:

@@ -28,8 +28,6 @@ from attnsim.kinds.columns import F64, I64, LOG_N, STR
 from attnsim.kinds.contrastive_training import kernel
 from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
 
-ACCURACIES = ("probe_accuracy", "knn_accuracy", "linear_probe_accuracy")
-
 
 def _dim(name: str, doc: str) -> Param:
     return Param(name, I64, doc, minimum=2, maximum=4096)

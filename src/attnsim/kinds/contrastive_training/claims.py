@@ -46,10 +46,6 @@ THRESHOLDS = Thresholds()
 REASON = "docs/science.md §10.4"
 
 
-def _at_tau(s: pd.DataFrame) -> pd.DataFrame:
-    return s[np.isclose(s["tau"], THRESHOLDS.tau)]
-
-
 def _learned(s: pd.DataFrame) -> pd.Series:
     return s["tau_mode"] != "fixed"
 

@@ -30,8 +30,6 @@ from attnsim.kinds.real_entropy import kernel
 from attnsim.models import heads
 from attnsim.theory.entropy import rem_entropy, small_scale_entropy
 
-BERT_STD = 0.02  # BERT's initializer_range
-
 PARAMS = (
     real_model.n_param(),
     Param(

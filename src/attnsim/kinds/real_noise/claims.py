@@ -95,16 +95,6 @@ def next_regime(s: pd.DataFrame) -> pd.Series:
     )
 
 
-def ratio_interval(rows: pd.DataFrame, value: str, se: str) -> pd.DataFrame:
-    """The points' own 95% intervals of a paired ratio from its standard error (normal: >= 32
-    rows)."""
-    half = 1.959963984540054 * rows[se]
-    return pd.DataFrame(
-        {"mean": rows[value], "ci_low": rows[value] - half, "ci_high": rows[value] + half},
-        index=rows.index,
-    )
-
-
 def by_group(rows: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
     """Per group (e.g. layer and noise setting): the mean of `value` over its heads with the
     between-head 95% interval (`pooled`): what a typical head of the layer does. A head's points

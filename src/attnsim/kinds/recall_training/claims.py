@@ -75,14 +75,6 @@ def _one_hot(rows: pd.DataFrame) -> pd.Series:
     )
 
 
-def _share_stats(row, column: str = LAST) -> dict:
-    return {
-        "mean": float(row[column]),
-        "ci_low": float(row[f"{column}_ci_low"]),
-        "ci_high": float(row[f"{column}_ci_high"]),
-    }
-
-
 def _shares_below(
     claim: Claim, rows: pd.DataFrame, column: str, bound: float, interval: str = ""
 ) -> tuple[list[str], pd.Series]:
