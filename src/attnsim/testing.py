@@ -55,18 +55,18 @@ def run_experiment(
     from attnsim.jobs.collect import collect
     from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.store import parquet as store
+    from attnsim.store import parquet
 
     if not isinstance(settings, Settings):
         settings = load(dict(settings))
     plan = plan_experiment(settings, name, root)
     chunks = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c), threads=threads)
+        run_chunk(plan.spec(c), parquet.chunk_path(root, plan.kind, plan.name, c), threads=threads)
         for c in plan.pending
     ]
     if not summarise:
         return StoredExperiment(chunks, None)
-    summary = store.summary_path(root, plan.kind, name)
+    summary = parquet.summary_path(root, plan.kind, name)
     collect(experiment_json(settings, name), chunks, summary)
     return StoredExperiment(chunks, summary)
 
@@ -136,7 +136,7 @@ def _check_declarations(kind: Kind) -> None:
 
 def _check_runs(kind: Kind, root: Path, figures: bool) -> None:
     """Plan, simulate and collect the example three ways; then figures and claims."""
-    from attnsim.store import parquet as store
+    from attnsim.store import parquet
 
     config = example_config(kind)
     whole = run_experiment(config, kind.name, root / "one-chunk")
@@ -151,12 +151,12 @@ def _check_runs(kind: Kind, root: Path, figures: bool) -> None:
         differ = _differing_column(_rows(kind, stored.chunks), rows)
         if differ:
             raise _fail(kind, f"trial column {differ!r} differs {how} from 1 thread and 1 chunk")
-    summary = store.read_table(whole.summary)
-    differ = _differing_column(store.read_table(split.summary), summary)
+    summary = parquet.read_table(whole.summary)
+    differ = _differing_column(parquet.read_table(split.summary), summary)
     if differ:
         raise _fail(kind, f"summary column {differ!r} differs when the trials come in 2 chunks")
-    _check_columns(kind, "trials", rows.schema, store.trials_schema(kind))
-    _check_columns(kind, "summary", summary.schema, store.summary_schema(kind))
+    _check_columns(kind, "trials", rows.schema, parquet.trials_schema(kind))
+    _check_columns(kind, "summary", summary.schema, parquet.summary_schema(kind))
     _check_finite(kind, rows, summary)
     if figures:
         _check_figures(kind, whole.summary, root / "figures")
@@ -165,9 +165,9 @@ def _check_runs(kind: Kind, root: Path, figures: bool) -> None:
 
 def _rows(kind: Kind, chunks: list[Path]) -> pa.Table:
     """Every trial row of the chunks, in (point, trial) order: what must not depend on chunking."""
-    from attnsim.store import parquet as store
+    from attnsim.store import parquet
 
-    table = pa.concat_tables([store.read_table(p) for p in chunks])
+    table = pa.concat_tables([parquet.read_table(p) for p in chunks])
     return table.sort_by([("point_id", "ascending"), ("trial", "ascending")])
 
 

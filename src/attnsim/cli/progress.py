@@ -41,7 +41,7 @@ def manifest_path(results: Path) -> Path:
 def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
     """What this run is about to compute, for its progress lines. Only the submitting process has
     plans: a job's process (which may run the workflow's hooks too) writes nothing."""
-    from attnsim.records import cost as resources
+    from attnsim.records import cost
 
     if not plans:
         return None
@@ -50,12 +50,12 @@ def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
     for plan in plans.values():
         low = high = 0
         for chunk in plan.pending:
-            cost = plan.cost(chunk)
-            lo, hi = cost.points * plan.trials, cost.points * cost.trial_cap
+            chunk_cost = plan.cost(chunk)
+            lo, hi = chunk_cost.points * plan.trials, chunk_cost.points * chunk_cost.trial_cap
             chunks[f"{plan.name}/{chunk}"] = {
-                "points": cost.points,
+                "points": chunk_cost.points,
                 "trials": [lo, hi],
-                "seconds": resources.expected_seconds(cost) + JOB_START_SECONDS,
+                "seconds": cost.expected_seconds(chunk_cost) + JOB_START_SECONDS,
             }
             low, high = low + lo, high + hi
         experiments[plan.name] = {
@@ -70,7 +70,7 @@ def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
         "cores": cores,
         "chunks": chunks,
         "experiments": experiments,
-        "postprocess_seconds": resources.POSTPROCESS_SECONDS,
+        "postprocess_seconds": cost.POSTPROCESS_SECONDS,
     }
     path = manifest_path(results)
     files.write_text(path, json.dumps(record, separators=(",", ":")), fsync=False)

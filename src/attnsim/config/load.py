@@ -76,7 +76,8 @@ def _deepest(error: ValidationError) -> ValidationError:
     return error
 
 
-def describe(error: ValidationError) -> str:
+def validation_message(error: ValidationError) -> str:
+    """The schema error as the one line a user reads: where, and what to write instead."""
     if "propertyNames" in error.schema_path:
         bad = error.instance
         return (
@@ -158,7 +159,7 @@ def check_schema(config: dict) -> None:
     )  # whole floats were made ints; others are not integers
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        raise ConfigError(describe(errors[0]))
+        raise ConfigError(validation_message(errors[0]))
 
 
 def check_semantics(settings: Settings) -> None:

@@ -21,8 +21,7 @@ from attnsim.records.experiment import Experiment
 from attnsim.records.grid import GridColumns, grid_columns
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
-from attnsim.store import arrays, integrity
-from attnsim.store import parquet as store
+from attnsim.store import arrays, integrity, parquet
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +260,7 @@ class PointSummaries:
                 f"{self.experiment}: {len(missing)} grid point(s) have no trials in the store "
                 f"(first: {self.grid_ids[int(missing[0])].as_py()})"
             )
-        schema = store.summary_schema(kind)
+        schema = parquet.summary_schema(kind)
         summary: dict[str, object] = {"point_id": self.grid_ids, "n_trials": self.n_trials}
         summary |= {
             name: grid.arrow_column(name, schema.field(name).type) for name in kind.param_names
@@ -416,8 +415,8 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
     kind = get_kind(experiment.kind)
     metrics = [m.name for m in kind.schema.metrics]
     # copies of a chunk named, CPU classes counted, before anything is summarised
-    inputs = store.inputs_provenance(chunk_paths, experiment.name)
-    tables = store.read_pieces(
+    inputs = parquet.inputs_provenance(chunk_paths, experiment.name)
+    tables = parquet.read_pieces(
         chunk_paths, ["point_id", *metrics], dictionary=["point_id"], threads=threads
     )
     digests: dict[str, str] = {}  # of the summary's columns, computed along the way
@@ -429,7 +428,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         experiment.target_se,
         digests=digests if threads > 1 else None,
     )
-    meta = store.provenance(
+    meta = parquet.provenance(
         table="summary",
         experiment=experiment.name,
         kind=experiment.kind,
@@ -442,7 +441,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         **inputs,  # the chunks' content digests and CPU classes
         **(kind.assets.provenance() if kind.assets.provenance else {}),
     )
-    store.write_atomic(summary, output, meta, digests=digests)
+    parquet.write_atomic(summary, output, meta, digests=digests)
     log.info(
         "%s: %d points summarised from %d chunk files in %.2f s",
         experiment.name,

@@ -31,8 +31,7 @@ from attnsim.models import assets
 from attnsim.records.chunk import ChunkSpec
 from attnsim.records.grid import Point
 from attnsim.seeding import block_generator
-from attnsim.store import arrays
-from attnsim.store import parquet as store
+from attnsim.store import arrays, parquet
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +64,9 @@ def stored_blocks(kind: Kind, params, trials: int, rows: int) -> set[tuple[int, 
 def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
     """The stored trials of `spec`'s points in chunk file `path` as `simulate_points`' `known`,
     and that chunk's spec."""
-    old = ChunkSpec.from_json(store.read_meta(path)["spec"])
+    old = ChunkSpec.from_json(parquet.read_meta(path)["spec"])
     metrics = [m.name for m in spec.kind.schema.metrics]
-    table = store.read_table(path, ["point_id", *metrics])
+    table = parquet.read_table(path, ["point_id", *metrics])
     ids = np.asarray(table.column("point_id").to_pylist(), dtype=object)
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     ends = np.r_[starts[1:], len(ids)]
@@ -166,7 +165,7 @@ def simulate_points(
     }
 
 
-def seconds_since_job_start() -> tuple[float, float] | None:
+def job_startup_seconds() -> tuple[float, float] | None:
     """Seconds since the start of the Snakemake process that runs this job on its node: the
     outermost `snakemake --mode remote|subprocess` among this process's ancestors or, in a SLURM
     job, among the processes of the same job (the plugin's `--mode remote` process starts the
@@ -219,7 +218,7 @@ JOB_START_NOTE = "the first `snakemake --mode remote|subprocess` process of this
 
 def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Table:
     kind = as_kind(kind)
-    schema = store.trials_schema(kind)
+    schema = parquet.trials_schema(kind)
     counts = [len(results[point.id][kind.schema.main_metric]) for point in points]
     columns = {
         "point_id": arrays.repeated([p.id for p in points], counts, schema.field("point_id").type)
@@ -265,7 +264,7 @@ def run_chunk(
         spec.experiment,
         threads,
     )
-    since = seconds_since_job_start()
+    since = job_startup_seconds()
     if since is not None:
         log.info(
             "chunk %s: first kernel call %.2f s after the job's process started (%s); this process "
@@ -307,7 +306,7 @@ def run_chunk(
         )
     log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
     table = trials_table(spec.kind, points, results)
-    meta = store.provenance(
+    meta = parquet.provenance(
         table="trials",
         experiment=spec.experiment,
         kind=spec.kind.name,
@@ -324,7 +323,7 @@ def run_chunk(
         ),  # the chunk it replaces, its settings, the trials reused
         **(spec.kind.assets.provenance() if spec.kind.assets.provenance else {}),
     )
-    store.write_atomic(table, output, meta)
+    parquet.write_atomic(table, output, meta)
     log.info(
         "chunk %s: %d rows written to %s in %.2f s; process CPU %.2f s",
         spec.id,

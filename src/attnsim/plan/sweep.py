@@ -28,8 +28,14 @@ from attnsim import files
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.records import cost as resources
 from attnsim.records.chunk import ChunkSpec, topup_id
+from attnsim.records.cost import (
+    TYPICAL_OVERESTIMATE,
+    ChunkCost,
+    PointCosts,
+    chunk_cost,
+    point_costs,
+)
 from attnsim.records.experiment import Experiment, Settings
 from attnsim.records.grid import (
     GridColumns,
@@ -37,7 +43,7 @@ from attnsim.records.grid import (
     chunk_id,
     grid_columns,
 )
-from attnsim.store import parquet as store
+from attnsim.store import parquet
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
 # estimated cost over the whole grid, so that the budget does not depend on what is done,
@@ -56,9 +62,7 @@ class Chunk:
     chunk's spec as its provenance recorded it."""
 
     id: str
-    cost: (
-        resources.ChunkCost | None
-    )  # None for finished chunks until asked (see ExperimentPlan.cost)
+    cost: ChunkCost | None  # None for finished chunks until asked (see ExperimentPlan.cost)
     rows: np.ndarray | None = None  # pending: indices into the experiment's grid
     spec_text: str | None = None  # finished: the spec from its provenance
     extends: str | None = None  # pending top-up: the stored chunk whose trials it reuses
@@ -68,12 +72,12 @@ class Chunk:
 class ExperimentPlan:
     experiment: Experiment
     grid: GridColumns
-    table: dict[str, Chunk] = field(default_factory=dict)  # chunk id -> chunk, finished and pending
+    # chunk id -> chunk, finished and pending
+    chunk_by_id: dict[str, Chunk] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)  # chunk ids still to compute
     done_points: int = 0
-    replaced: list[Path] = field(
-        default_factory=list
-    )  # stored chunks that top-ups replace (removed once they exist)
+    # stored chunks that top-ups replace (removed once they exist)
+    replaced: list[Path] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -93,12 +97,12 @@ class ExperimentPlan:
 
     @property
     def chunks(self) -> list[str]:
-        return sorted(self.table)
+        return sorted(self.chunk_by_id)
 
     def spec(self, chunk: str) -> ChunkSpec:
         """The chunk's spec: a finished chunk's as its provenance recorded it, a pending one's
         from the grid's columns (no point made)."""
-        entry = self.table[chunk]
+        entry = self.chunk_by_id[chunk]
         if entry.spec_text is not None:
             return ChunkSpec.from_json(entry.spec_text)
         e = self.experiment
@@ -113,8 +117,8 @@ class ExperimentPlan:
             entry.extends,
         )
 
-    def cost(self, chunk: str) -> resources.ChunkCost:
-        entry = self.table[chunk]
+    def cost(self, chunk: str) -> ChunkCost:
+        entry = self.chunk_by_id[chunk]
         return entry.cost if entry.cost is not None else self.spec(chunk).cost
 
 
@@ -131,7 +135,7 @@ def _old_settings(meta: dict) -> str:
     )
 
 
-def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
+def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> PointCosts:
     """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
     `kind.compute.bytes_per_trial` call per combination of the parameters it reads."""
     passes = (
@@ -139,7 +143,7 @@ def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.Point
         if kind.compute.passes_per_trial is None
         else grid.evaluate(kind.compute.passes_per_trial)
     )
-    return resources.point_costs(
+    return point_costs(
         kind, grid.evaluate(kind.compute.bytes_per_trial), grid.stream_codes(), trial_cap, passes
     )
 
@@ -217,7 +221,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     done = np.zeros(grid.size, dtype=bool)
     extendable = []  # stored chunks with fewer trials than the config asks for: topped up below
     # through the inventory: a second copy of a chunk is named, never counted
-    for path, meta in store.experiment_inventory(root, experiment.kind, name):
+    for path, meta in parquet.experiment_inventory(root, experiment.kind, name):
         spec = json.loads(meta["spec"])
         if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
             ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec
@@ -228,7 +232,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             extendable.append((path, meta["chunk"], rows))
         elif len(rows):
             chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
-            plan.table[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
+            plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
             done[rows] = True
     trial_cap = experiment.max_trials or experiment.trials
     costs = grid_costs(kind, grid, trial_cap)
@@ -244,9 +248,9 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
                     experiment.target_se,
                     experiment.max_trials,
                 )
-                plan.table[chunk] = Chunk(
+                plan.chunk_by_id[chunk] = Chunk(
                     chunk,
-                    resources.chunk_cost(kind, costs, rows[start:end], trial_cap),
+                    chunk_cost(kind, costs, rows[start:end], trial_cap),
                     rows=rows[start:end],
                     extends=old,
                 )
@@ -259,9 +263,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     for start, end in chunk_bounds(costs.point_work[todo], size, budget):
         rows = todo[start:end]
         chunk = chunk_id(ids[start:end])
-        plan.table[chunk] = Chunk(
-            chunk, resources.chunk_cost(kind, costs, rows, trial_cap), rows=rows
-        )
+        plan.chunk_by_id[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows, trial_cap), rows=rows)
         plan.pending.append(chunk)
     return plan
 
@@ -325,7 +327,7 @@ def chunk_limits(
     chunks of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
     MAX_CHUNK_ROWS trial rows. `chunk_size`, if set, is one more upper bound on points, and then a
     chunk also stays under MAX_CHUNK_COST_RATIO times its experiment's average chunk."""
-    job = settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE
+    job = settings.job_minutes * 60 * TYPICAL_OVERESTIMATE
     budget = total_work / max(1, math.ceil(total_work / job)) if total_work > 0 else math.inf
     size = max(1, MAX_CHUNK_ROWS // trial_cap)
     if settings.chunk_size:
@@ -417,8 +419,8 @@ def remove_replaced(plans: Mapping[str, ExperimentPlan], root: Path) -> list[Pat
     for plan in plans.values():
         for path in plan.replaced:
             old = path.stem.removeprefix("chunk-")
-            tops = [c for c, entry in plan.table.items() if entry.extends == old]
-            if all(store.chunk_path(root, plan.kind, plan.name, c).exists() for c in tops):
+            tops = [c for c, entry in plan.chunk_by_id.items() if entry.extends == old]
+            if all(parquet.chunk_path(root, plan.kind, plan.name, c).exists() for c in tops):
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed

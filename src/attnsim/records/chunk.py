@@ -18,7 +18,7 @@ from pathlib import Path
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.records import cost as resources
+from attnsim.records.cost import ChunkCost, chunk_cost, point_costs
 from attnsim.records.experiment import results_key
 from attnsim.records.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.seeding import digest
@@ -53,7 +53,7 @@ class ChunkSpec:
         )
 
     @cached_property
-    def cost(self) -> resources.ChunkCost:
+    def cost(self) -> ChunkCost:
         """What its resource requests depend on (`attnsim.records.cost.chunk_cost`)."""
         kind, names = self.kind, self.kind.param_names
         params = [dict(zip(names, row)) for row in self.rows]
@@ -66,8 +66,8 @@ class ChunkSpec:
         at = [names.index(n) for n in kind.schema.stream_params]
         codes: dict[tuple, int] = {}
         streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
-        costs = resources.point_costs(kind, per_trial, streams, self.trial_cap, passes)
-        return resources.chunk_cost(kind, costs, slice(None), self.trial_cap)
+        costs = point_costs(kind, per_trial, streams, self.trial_cap, passes)
+        return chunk_cost(kind, costs, slice(None), self.trial_cap)
 
     @property
     def trial_cap(self) -> int:
