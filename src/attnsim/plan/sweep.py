@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from attnsim.records.grid import (
     grid_columns,
 )
 from attnsim.store import parquet
+from attnsim.store.integrity import Meta
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
 # estimated cost over the whole grid, so that the budget does not depend on what is done,
@@ -105,6 +107,7 @@ class ExperimentPlan:
         entry = self.chunk_by_id[chunk]
         if entry.spec_text is not None:
             return ChunkSpec.from_json(entry.spec_text)
+        assert entry.rows is not None  # a pending chunk's points
         e = self.experiment
         return ChunkSpec(
             e.name,
@@ -122,7 +125,7 @@ class ExperimentPlan:
         return entry.cost if entry.cost is not None else self.spec(chunk).cost
 
 
-def _old_settings(meta: dict) -> str:
+def _old_settings(meta: Meta) -> str:
     spec = json.loads(meta.get("spec", "{}"))
     adaptive = (
         f", target_se={spec['target_se']}, max_trials={spec['max_trials']}"
@@ -167,7 +170,7 @@ def chunk_bounds(costs: np.ndarray, size: int, budget: float = math.inf) -> list
     return bounds
 
 
-def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
+def _grid_rows(kind: Kind, grid: GridColumns, points: list[tuple[Any, ...]]) -> np.ndarray:
     """The grid index of each of `points` (raw values in the kind's parameter order), -1 for a
     point outside the grid. Matched on canonical values, which is what ids hash; each column's
     distinct values are looked up once."""
@@ -195,8 +198,8 @@ def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
     return flat
 
 
-def _unique_unordered(column) -> tuple[np.ndarray, np.ndarray]:
-    seen: dict = {}
+def _unique_unordered(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    seen: dict[Any, int] = {}
     inverse = np.array([seen.setdefault((type(v), v), len(seen)) for v in column], dtype=np.int64)
     distinct = np.empty(len(seen), dtype=object)
     distinct[:] = [v for _, v in seen]
@@ -269,14 +272,19 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
 
 
 def _stored_settings(
-    path: Path, meta: dict, spec: dict, settings: Settings, experiment, kind: Kind
+    path: Path,
+    meta: Meta,
+    spec: dict[str, Any],
+    settings: Settings,
+    experiment: Experiment,
+    kind: Kind,
 ) -> bool:
     """True if a stored chunk has the config's trial settings, False if the config asks for more
     trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
     the missing blocks are computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows
     would mix, or fewer trials would drop computed ones: one line, nothing runs."""
     old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
-    new = (experiment.trials, experiment.target_se, experiment.max_trials)
+    new: tuple[Any, ...] = (experiment.trials, experiment.target_se, experiment.max_trials)
     lineage = (
         meta.get("seed") == settings.seed
         and meta.get("algorithm_version") == kind.algorithm_version

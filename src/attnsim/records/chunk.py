@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
@@ -30,12 +31,12 @@ class ChunkSpec:
     kind: Kind
     seed: int
     trials: int  # per round; one round unless adaptive
-    rows: tuple[tuple, ...]  # the points: canonical values in the kind's parameter order
+    rows: tuple[tuple[Any, ...], ...]  # the points: canonical values in the kind's parameter order
     target_se: float | None = None  # adaptive precision on the kind's main metric
     max_trials: int | None = None
     extends: str | None = None  # a top-up: the stored chunk (same folder) whose trials it reuses
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.rows and isinstance(self.rows[0], Point):
             raise TypeError("ChunkSpec holds rows of parameter values, not Points")
 
@@ -64,7 +65,7 @@ class ChunkSpec:
             else [kind.compute.passes_per_trial(p) for p in params]
         )
         at = [names.index(n) for n in kind.schema.stream_params]
-        codes: dict[tuple, int] = {}
+        codes: dict[tuple[Any, ...], int] = {}
         streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
         costs = point_costs(kind, per_trial, streams, self.trial_cap, passes)
         return chunk_cost(kind, costs, slice(None), self.trial_cap)
@@ -103,7 +104,7 @@ class ChunkSpec:
         return _parse(text)[0]
 
 
-def _parse(text: str) -> tuple[ChunkSpec, dict]:
+def _parse(text: str) -> tuple[ChunkSpec, dict[str, Any]]:
     """The spec in `text` and the JSON object it was read from (parsed once)."""
     try:
         spec = json.loads(text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
@@ -36,7 +37,7 @@ class Experiment:
     name: str
     kind: str
     trials: int
-    grid: dict[str, list]
+    grid: dict[str, list[Any]]
     seed: int
     description: str = ""
     target_se: float | None = None  # adaptive precision on the kind's main metric

@@ -255,7 +255,7 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
             frame.to_parquet(tmp, index=False)
         return None
     if fmt == "csv":
-        text = frame.to_csv(index=False).rstrip("\n")
+        text: str = frame.to_csv(index=False).rstrip("\n")
     elif fmt == "json":
         text = json.dumps(json.loads(frame.to_json(orient="records")), indent=1)
     else:
@@ -269,7 +269,7 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
             "display.float_format",
             "{:.6g}".format,
         ):
-            text = frame.to_string(index=False) if len(frame) else "(no rows)"
+            text = str(frame.to_string(index=False)) if len(frame) else "(no rows)"
     if output is not None:
         files.write_text(output, text, fsync=False)
         return None
