@@ -20,8 +20,8 @@ collect_ignore = ["plugin_example"]
 
 def pytest_collection_modifyitems(config, items):
     """The end-to-end (`slow`) modules first, each kept in its collected order: pytest-xdist
-    (`-n auto`, with pyproject.toml's `--dist loadfile`) hands out modules in this order, so the long
-    ones start at once instead of leaving one worker busy after the other has finished."""
+    (`-n auto`, with pyproject.toml's `--dist loadfile`) hands out modules in this order, so the
+    long ones start at once instead of leaving one worker busy after the other has finished."""
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.module.__name__ not in slow_modules)  # stable sort
 

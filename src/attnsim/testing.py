@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -78,7 +79,7 @@ def example_config(
     example's own)."""
     if not kind.example:
         raise KindCheckError(f"kind {kind.name}: declares no example experiment (Kind.example)")
-    example = copy.deepcopy(dict(kind.example))
+    example: dict[str, Any] = copy.deepcopy(dict(kind.example))
     if trials is not None:
         example["trials"] = min(trials, int(example["trials"]))
     config: dict = {"seed": seed, "experiments": {kind.name: {"kind": kind.name, **example}}}
@@ -151,6 +152,7 @@ def _check_runs(kind: Kind, root: Path, figures: bool) -> None:
         differ = _differing_column(_rows(kind, stored.chunks), rows)
         if differ:
             raise _fail(kind, f"trial column {differ!r} differs {how} from 1 thread and 1 chunk")
+    assert whole.summary is not None and split.summary is not None
     summary = parquet.read_table(whole.summary)
     differ = _differing_column(parquet.read_table(split.summary), summary)
     if differ:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,7 +155,7 @@ class Progress:
 
     results: Path = Path("results")
     pid: int | None = None
-    now: object = time.monotonic
+    now: Callable[[], float] = time.monotonic
     run_started: float = 0.0
     jobs: dict = field(default_factory=dict)  # jobid -> Job
     stats: dict = field(default_factory=dict)  # rule -> jobs, from Snakemake's job stats

@@ -135,7 +135,7 @@ def check_size(experiments: dict, max_points: int) -> None:
     sizes = {name: grid_size(spec.get("grid") or {}) for name, spec in experiments.items()}
     total = sum(sizes.values())
     if total > max_points:
-        name = max(sizes, key=sizes.get)
+        name = max(sizes, key=lambda e: sizes[e])
         grid = experiments[name].get("grid") or {}
         shape = " x ".join(f"{k}: {len(v) if isinstance(v, list) else 1}" for k, v in grid.items())
         raise ConfigError(

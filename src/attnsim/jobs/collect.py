@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -307,14 +308,17 @@ def _grid_codes(
     points are) is matched in one comparison."""
     foreign = {} if foreign is None else foreign
     parts = []
-    dictionary, lookup = None, np.zeros(0, dtype=np.int64)
+    dictionary = None
+    lookup: np.ndarray = np.zeros(0, dtype=np.int64)
     for piece in ids.chunks:
         if not pa.types.is_dictionary(piece.type):
             piece = pc.dictionary_encode(piece)
         if dictionary is None or not piece.dictionary.equals(dictionary):
             dictionary = piece.dictionary
-            lookup = index.run(dictionary)
-            if lookup is None:
+            run = index.run(dictionary)
+            if run is not None:
+                lookup = run
+            else:
                 position = index.position()
                 lookup = np.array(
                     [
@@ -375,7 +379,7 @@ class _GridIndex:
         return np.arange(start, self.next, dtype=np.int64)
 
 
-def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
+def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, Any]:
     """The kind's theory for every grid point, column by column: its `theory_table` over the
     distinct combinations of the parameters it reads, or `theory` once per such combination."""
     names = [c.name for c in kind.theory.columns]
@@ -396,11 +400,11 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
         return {n: v if v.dtype == np.float64 else v.tolist() for n, v in out.items()}
     deps, theory = grid.distinct(kind.theory.point)
     codes = grid.codes(deps)[0]
-    out = {}
+    by_point: dict[str, list[Any]] = {}
     for name in names:
-        out[name] = np.asarray([t.get(name) for t in theory], dtype=object)[codes].tolist()
+        by_point[name] = np.asarray([t.get(name) for t in theory], dtype=object)[codes].tolist()
     del theory
-    return out
+    return by_point
 
 
 def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads: int = 1) -> Path:

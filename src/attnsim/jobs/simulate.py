@@ -200,8 +200,8 @@ def job_startup_seconds() -> tuple[float, float] | None:
                 if not entry.isdigit():
                     continue
                 try:
-                    with open(f"/proc/{entry}/environ", "rb") as f:
-                        if marker in f.read().split(b"\0") and is_job_snakemake(entry):
+                    with open(f"/proc/{entry}/environ", "rb") as environ:
+                        if marker in environ.read().split(b"\0") and is_job_snakemake(entry):
                             candidates.append(int(entry))
                 except OSError:
                     continue  # ended, or not ours to read
@@ -274,7 +274,9 @@ def run_chunk(
             JOB_START_NOTE,
             since[1],
         )
-    source, known, topped_up = None, {}, {}
+    source: Path | None = None
+    known: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}
+    topped_up: dict[str, object] = {}
     if spec.extends is not None:  # a top-up: reuse the stored chunk's trial blocks
         source = Path(output).parent / f"chunk-{spec.extends}.parquet"
         known, old_spec = stored_trials(spec, source)

@@ -19,6 +19,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -94,7 +95,7 @@ class Param(Column):
         return schema
 
 
-Params = Mapping[str, object]
+Params = Mapping[str, Any]  # parameter name -> canonical value (str, int or float)
 # A kind's kernel: (generator, trials in the block, the points sharing these draws) -> for each
 # point, metric name -> its (trials,) array.
 BlockKernel = Callable[[np.random.Generator, int, Sequence[Params]], list[dict[str, np.ndarray]]]
@@ -250,6 +251,6 @@ class Kind:
 
     def caption(self, figure: str) -> Path:
         """The report caption of one of the kind's figures: `report/<figure>.rst` in its package."""
-        return (
-            Path(importlib.import_module(self.package).__file__).parent / "report" / f"{figure}.rst"
-        )
+        package_file = importlib.import_module(self.package).__file__
+        assert package_file is not None  # a package, not a namespace
+        return Path(package_file).parent / "report" / f"{figure}.rst"

@@ -196,7 +196,7 @@ def table(claims: list[Claim]) -> pa.Table:
 
 def from_table(claims_table: pa.Table) -> list[Claim]:
     return [
-        Claim(**{k: (math.nan if v is None else v) for k, v in row.items()})
+        Claim(**{str(k): (math.nan if v is None else v) for k, v in row.items()})  # type: ignore[arg-type]
         for row in claims_table.to_pylist()
     ]
 
@@ -230,10 +230,10 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
         if name in summaries:
             by_kind.setdefault(kind, []).append(summaries[name])
     claims = []
-    for name, kind in kinds.items():
+    for name, registered in kinds.items():
         frames = by_kind.get(name)
         frame = pd.concat(frames, ignore_index=True) if frames else None
-        claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
+        claims += [judge(frame) for judge in registered.submodule("claims").CLAIMS]
     figures = {
         name: kinds[k].presentation.entropy_figure
         for name, k in experiments.items()

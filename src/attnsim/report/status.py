@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from attnsim.config.load import load_file
 from attnsim.kinds import get_kind
@@ -14,7 +15,7 @@ from attnsim.store import parquet
 def show(config: Path, root: Path) -> str:
     settings = load_file(config)
     plans = plan_all(settings, root)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, plan in plans.items():
         e = settings.experiments[name]
         rows.append(

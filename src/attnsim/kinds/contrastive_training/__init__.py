@@ -224,7 +224,7 @@ def check_grid(grid: Mapping[str, list]) -> None:
 
 
 def theory(p) -> dict[str, object]:
-    return kernel.theory(p)
+    return dict(kernel.theory(p))
 
 
 def extra_summary(metrics, p) -> dict[str, object]:

@@ -174,11 +174,11 @@ def _tau_one_worse(
     )
     metric = CLAIM_METRIC[positives]
 
-    def regime(r):
+    def in_regime(r):
         mask = (r["positives"] == positives) & ~_learned(r)
         return mask & (r["instance_noise"] > 0) if positives == "instance" else mask
 
-    rows = select_regime(claim, s, regime)
+    rows = select_regime(claim, s, in_regime)
     if rows is None:
         return claim
     table = best_tau(rows, metric)
@@ -211,7 +211,7 @@ def _tau_one_worse(
         f"({_setting_text(best)}): difference {best['diff']:+.3f} "
         f"[{best['diff_low']:+.3f}, {best['diff_high']:+.3f}]"
     )
-    claim.setting_verdicts = table
+    claim.setting_verdicts = table  # type: ignore[attr-defined]  # for the tests: per setting
     return claim
 
 
@@ -320,7 +320,8 @@ def _learned_from_one(s: pd.DataFrame | None, claim: Claim) -> pd.DataFrame | No
 
 def _geometric(r) -> tuple[float, float, float]:
     """The learnt tau's geometric mean over runs with its 95% interval: exp of log tau_final's."""
-    return tuple(math.exp(r[f"log_tau_final_{k}"]) for k in ("mean", "ci_low", "ci_high"))
+    mean, low, high = (math.exp(r[f"log_tau_final_{k}"]) for k in ("mean", "ci_low", "ci_high"))
+    return mean, low, high
 
 
 def _geometric_detectable(rows) -> float:

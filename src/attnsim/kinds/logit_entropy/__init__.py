@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def theory(p) -> dict[str, object]:
     }
 
 
-def theory_table(c) -> dict[str, object]:
+def theory_table(c: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """`theory` over columns: the theory module's functions take arrays."""
     n = np.asarray(c["n"], dtype=np.float64)
     scale = np.asarray(c["scale"], dtype=np.float64)

@@ -158,6 +158,7 @@ def delta_method(s: pd.DataFrame | None, family: str) -> Claim:
     )
     if rows is None:
         return claim
+    assert s is not None  # rows were selected from it
     claim.per_point(
         rows, "err_ratio", "err_ratio_ci_low", "err_ratio_ci_high", 1.0, describe=_point
     )
@@ -204,6 +205,7 @@ def next_order(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
+    assert s is not None  # rows were selected from it
     half = Z95 * rows["next_err_ratio_se"]
     claim.per_point(
         rows,

@@ -132,6 +132,7 @@ def model_delta(fmt: str):
         )
         if rows is None:
             return claim
+        assert s is not None  # rows were selected from it
         outside = s[(s["format"] == fmt) & ~in_model_regime(s) & (s["logit_scale"] > 0)]
         if len(outside):
             claim.evidence += (

@@ -185,7 +185,8 @@ def trial_metrics(sums: dict[str, np.ndarray], p, trials: int) -> dict[str, np.n
 
 def _ratio(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None]:
     r = ratio_of_means(x, y) if x.size >= 2 else {"mean": math.nan, "se": math.nan}
-    return tuple(None if not math.isfinite(r[k]) else r[k] for k in ("mean", "se"))
+    mean, se = (None if not math.isfinite(r[k]) else r[k] for k in ("mean", "se"))
+    return mean, se
 
 
 def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:

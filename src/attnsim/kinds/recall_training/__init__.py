@@ -264,13 +264,10 @@ def extra_summary(metrics, p) -> dict[str, object]:
     out["collapsed_early_ci_low"], out["collapsed_early_ci_high"] = wilson(early, trials)
     gone = metrics["diverged"] == 1
     first = int(np.sum(metrics["collapse_step"][gone] < metrics["diverged_step"][gone]))
-    out["diverged_count"] = int(gone.sum())
-    out["collapse_first_share"] = (
-        first / out["diverged_count"] if out["diverged_count"] else math.nan
-    )
-    out["collapse_first_ci_low"], out["collapse_first_ci_high"] = wilson(
-        first, out["diverged_count"]
-    )
+    diverged = int(gone.sum())
+    out["diverged_count"] = diverged
+    out["collapse_first_share"] = first / diverged if diverged else math.nan
+    out["collapse_first_ci_low"], out["collapse_first_ci_high"] = wilson(first, diverged)
     return out
 
 

@@ -292,6 +292,7 @@ def information_story(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
+    assert s is not None  # rows were selected from it
     verdicts, top = _shares_below(claim, rows, LAST, t.information_share)
     others = s[_one_hot(s) & (s["optimiser"] == "sgd") & s["scale"].isin(rows["scale"])]
     beside = (
@@ -391,6 +392,7 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
+    assert s is not None  # rows were selected from it
     key = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"]
     base = s[_collapse_rows(s)]
     off = base[(base["logits"] == "dot") & (base["collapsed_ci_low"] > t.qk_collapse_share)]
