@@ -48,7 +48,7 @@ class Experiment:
         """What its rows depend on besides their parameters (`results_key`)."""
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """The settings its summary and figures depend on (not the description): what `to_json`
         writes and the summary's `config_hash` digests."""
         spec = {
