@@ -16,11 +16,10 @@ from threadpoolctl import threadpool_limits
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
-from attnsim.records.chunk import ChunkSpec
-from attnsim.records.grid import make_point
 from benchmarks import naive
 from benchmarks.machine import Limits, best_seconds, bound_limits
 from benchmarks.table import Row
+from tests.helpers.points import make_point, spec_of_points
 
 KINDS = ("noisy_attention", "logit_entropy", "temperature_entropy", "init_gradient")
 SIZES = (64, 1024, 16384, 65536)
@@ -230,10 +229,13 @@ ALLOCATOR_PROBE = textwrap.dedent(
         from attnsim.jobs.tuning import tune_allocator
         assert tune_allocator()
     from threadpoolctl import threadpool_limits
-    from attnsim.records.grid import make_point
     from attnsim.jobs.simulate import simulate_points
+    from attnsim.records.grid import points_from_rows
+    from attnsim.kinds import get_kind
     kind, params, name, values, trials = json.loads(sys.argv[2])
-    pts = [make_point(kind, params | {name: v}) for v in values]
+    declared = get_kind(kind).schema.params
+    rows = [[(params | {name: v}).get(p.name, p.default) for p in declared] for v in values]
+    pts = points_from_rows(get_kind(kind), rows)
     simulate_points(kind, 1, trials, pts, threads=1)
     best = float("inf")
     for seed in range(2, 6):
@@ -292,7 +294,7 @@ def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: in
     """Peak resident memory (MiB) of one `attnsim simulate` job, as its parent sees it (a small
     Python launcher, so the job's figure is its own, not a copy of this process at fork)."""
     pts = points(kind, n, d, count=scales)
-    spec = ChunkSpec.of_points("bench", get_kind(kind), 1, trials, pts).to_json()
+    spec = spec_of_points("bench", get_kind(kind), 1, trials, pts).to_json()
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "chunk.parquet"
         job = [

@@ -4,7 +4,13 @@ dir."""
 from __future__ import annotations
 
 import pytest
-from helpers.assets import asset_cache, glove_dir, minilm_dir, minilm_wheel  # noqa: F401 (session fixtures for every test)
+from helpers.assets import (  # noqa: F401 (fixtures for every test)
+    asset_cache,
+    glove_dir,
+    kind_assets,
+    minilm_dir,
+    minilm_wheel,
+)
 from helpers.configs import REPO, small_config  # noqa: F401 (REPO: for tests that still read it here)
 
 # the plugin example's own tests run from outside the tree, with the plugin installed
@@ -14,8 +20,8 @@ collect_ignore = ["plugin_example"]
 
 def pytest_collection_modifyitems(config, items):
     """The end-to-end (`slow`) modules first, each kept in its collected order: pytest-xdist
-    (`-n auto --dist loadfile`, pyproject.toml) hands out modules in this order, so the long
-    ones start at once instead of leaving one worker busy after the other has finished."""
+    (`-n auto`, with pyproject.toml's `--dist loadfile`) hands out modules in this order, so the
+    long ones start at once instead of leaving one worker busy after the other has finished."""
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.module.__name__ not in slow_modules)  # stable sort
 

@@ -497,7 +497,7 @@ def test_every_figure_renders_with_its_caption(run, browser, shots):
     }
     shown = 0
     for experiment, kind in experiments.items():
-        figures = list(get_kind(kind).figures)
+        figures = list(get_kind(kind).presentation.figures)
         on_disk = sorted(p.stem for p in (run / "results/figures" / experiment).glob("*.png"))
         assert on_disk == sorted(figures)
         click_sidebar(browser, experiment)
@@ -535,7 +535,7 @@ def test_every_figure_renders_with_its_caption(run, browser, shots):
             shown += 1
             breadcrumb(browser, experiment)
         breadcrumb(browser)
-    assert shown == sum(len(get_kind(kind).figures) for kind in experiments.values())
+    assert shown == sum(len(get_kind(kind).presentation.figures) for kind in experiments.values())
     assert console_errors(browser) == []
     print(f"{shown} figures: {time.monotonic() - started:.1f} s")
 

@@ -25,12 +25,10 @@ from attnsim.claims import engine
 from attnsim.claims.engine import CI_NUMBERS, NUMBER_KINDS, STATEMENTS, ClaimResult
 from attnsim.cli.main import main
 from attnsim.config.load import load
-from attnsim.jobs.collect import collect
-from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.plan.sweep import experiment_json, plan_experiment
 from attnsim.report import claims_render as render
 from attnsim.store import parquet as store
+from attnsim.testing import run_experiment
 
 # A tiny run with one experiment of every kind, each grid reaching every claim's regime.
 TINY = {
@@ -128,13 +126,8 @@ def tiny_run(tmp_path_factory):
     settings = load(TINY)
     root = work / "results" / "store"
     for name, e in settings.experiments.items():
-        plan = plan_experiment(settings, name, root)
-        paths = [
-            run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-            for c in plan.pending
-        ]
-        collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
-        for figure in get_kind(e.kind).figures:
+        run_experiment(settings, name, root)
+        for figure in get_kind(e.kind).presentation.figures:
             tiny_png(work / "results" / "figures" / name / f"{figure}.png")
     assert main(
         [
@@ -209,7 +202,7 @@ def test_every_claims_figure_is_drawn_by_its_kind_and_its_caption_names_the_clai
             continue
         experiment, figure = c.figure.split("/")
         kind = get_kind(TINY["experiments"][experiment]["kind"])
-        assert figure in kind.figures, c.claim_id
+        assert figure in kind.presentation.figures, c.claim_id
         assert f"``{c.claim_id}``" in kind.caption(figure).read_text(), (
             f"caption of {figure} should name {c.claim_id}"
         )
@@ -622,7 +615,7 @@ def test_entropy_bounds_points_to_the_logit_entropy_figure():
     )
     other = frame.assign(experiment="aaa")
     figures = {
-        name: get_kind(kind).entropy_figure
+        name: get_kind(kind).presentation.entropy_figure
         for name, kind in {"aaa": "noisy_attention", "ent": "logit_entropy"}.items()
     }
     c = engine.entropy_bounds({"aaa": other, "ent": frame}, {k: v for k, v in figures.items() if v})

@@ -17,11 +17,8 @@ import yaml
 from helpers.configs import REPO, small_config
 
 from attnsim.cli.main import main
-from attnsim.config.load import load
-from attnsim.jobs.collect import collect
-from attnsim.jobs.simulate import run_chunk
-from attnsim.plan.sweep import experiment_json, plan_experiment
 from attnsim.store import parquet as store
+from attnsim.testing import run_experiment
 
 
 @pytest.fixture
@@ -30,18 +27,7 @@ def filled(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config = small_config()
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    settings = load(config)
-    root = tmp_path / "results" / "store"
-    plan = plan_experiment(settings, "robustness", root)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
-    collect(
-        experiment_json(settings, "robustness"),
-        paths,
-        store.summary_path(root, plan.kind, "robustness"),
-    )
+    run_experiment(config, "robustness", tmp_path / "results" / "store")
     return tmp_path
 
 
@@ -141,9 +127,9 @@ def test_bad_config_and_bad_arguments(filled, capsys):
 
 
 def one_point_spec(trials: int) -> str:
+    from helpers.points import make_point, spec_of_points
+
     from attnsim.kinds import get_kind
-    from attnsim.records.chunk import ChunkSpec
-    from attnsim.records.grid import make_point
 
     point = make_point(
         "noisy_attention",
@@ -157,7 +143,7 @@ def one_point_spec(trials: int) -> str:
         },
     )
     kind = get_kind("noisy_attention")
-    return ChunkSpec.of_points("robustness", kind, 7, trials, (point,)).to_json()
+    return spec_of_points("robustness", kind, 7, trials, (point,)).to_json()
 
 
 @pytest.mark.parametrize(

@@ -214,9 +214,11 @@ def test_schema_grid_keys_match_kind_parameters():
         grid = defs[f"{name}_grid"]
         assert set(grid["properties"]) == set(kind.param_names)
         assert set(grid["required"]) == {
-            p.name for p in kind.params if p.default is None
+            p.name for p in kind.schema.params if p.default is None
         }  # a default may be left out
-        for param in kind.params:  # generated from the declarations: type, bounds and choices
+        for (
+            param
+        ) in kind.schema.params:  # generated from the declarations: type, bounds and choices
             assert grid["properties"][param.name]["items"] == param.item_schema()
             assert grid["properties"][param.name]["description"] == param.doc
 

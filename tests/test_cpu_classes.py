@@ -17,10 +17,10 @@ from helpers.configs import REPO, small_config
 from attnsim.config.load import load
 from attnsim.jobs import cpu
 from attnsim.jobs.collect import collect
-from attnsim.jobs.simulate import run_chunk
-from attnsim.plan.sweep import experiment_json, plan_experiment
+from attnsim.plan.sweep import experiment_json
 from attnsim.report.status import run_summary
 from attnsim.store import parquet as store
+from attnsim.testing import run_experiment
 
 
 def test_class_is_numpy_level_and_blas_core():
@@ -61,14 +61,10 @@ def relabel(path, klass: str) -> None:
 def test_chunks_record_their_class_and_mixed_classes_are_reported(tmp_path, caplog):
     settings = load(small_config())
     root = tmp_path / "store"
-    plan = plan_experiment(settings, "robustness", root)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
+    paths = run_experiment(settings, "robustness", root, summarise=False).chunks
     assert len(paths) >= 3
     assert {store.read_meta(p)["cpu"]["class"] for p in paths} == {cpu.cpu_class()}
-    out = store.summary_path(root, plan.kind, "robustness")
+    out = store.summary_path(root, "noisy_attention", "robustness")
     with caplog.at_level(logging.WARNING):
         collect(experiment_json(settings, "robustness"), paths, out)
     assert store.read_meta(out)["cpu_classes"] == {cpu.cpu_class(): len(paths)}
@@ -99,16 +95,7 @@ def _summaries(root, names) -> dict:
     import yaml
 
     settings = load(yaml.safe_load((REPO / "config.yaml").read_text()))
-    out = {}
-    for name in names:
-        plan = plan_experiment(settings, name, root)
-        paths = [
-            run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-            for c in plan.pending
-        ]
-        out[name] = store.summary_path(root, plan.kind, name)
-        collect(experiment_json(settings, name), paths, out[name])
-    return out
+    return {name: run_experiment(settings, name, root).summary for name in names}
 
 
 @pytest.mark.slow

@@ -16,7 +16,8 @@ import pytest
 
 integrate = pytest.importorskip("scipy.integrate")
 
-from attnsim.kernels.noise import standard_noise  # noqa: E402
+from helpers.points import standard_noise  # noqa: E402
+
 from attnsim.theory import noise as old  # noqa: E402
 from attnsim.theory.delta_next import (  # noqa: E402
     ORDERS,

@@ -20,11 +20,7 @@ EXAMPLE = REPO / "examples/explore_results.py"
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     """A store and claims table of a small temperature_entropy sweep (a default sweep's kind)."""
-    from attnsim.config.load import load
-    from attnsim.jobs.collect import collect
-    from attnsim.jobs.simulate import run_chunk
-    from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.store import parquet as store
+    from attnsim.testing import run_experiment
 
     monkeypatch.chdir(tmp_path)
     config = small_config()
@@ -36,18 +32,7 @@ def results(tmp_path, monkeypatch):
         }
     }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    settings = load(config)
-    root = tmp_path / "results/store"
-    plan = plan_experiment(settings, "temperature", root)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
-    collect(
-        experiment_json(settings, "temperature"),
-        paths,
-        store.summary_path(root, plan.kind, "temperature"),
-    )
+    run_experiment(config, "temperature", tmp_path / "results/store")
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["claims", "--write", "results"]) == 0
     return tmp_path / "results"

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import all_kinds
-from attnsim.records.grid import make_point
 
 EXTREMES = {
     "noisy_attention": [

@@ -8,8 +8,6 @@ line."""
 
 from __future__ import annotations
 
-import copy
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -20,9 +18,9 @@ from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.figures import style  # noqa: E402
 from attnsim.kinds import all_kinds, get_kind  # noqa: E402
 from attnsim.report import figures as render_module  # noqa: E402
+from attnsim.testing import example_config, run_experiment  # noqa: E402
 
 BUILT_IN = sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds."))
-REAL = {"real_noise", "real_entropy", "real_precision", "real_temperature"}
 TRIALS = 4
 
 
@@ -54,47 +52,12 @@ def png_size(path) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-def small_run(kind_name: str, root):
-    """The kind's example experiment at a few trials, simulated and collected: its summary file."""
-    from attnsim.config.load import load
-    from attnsim.jobs.collect import collect
-    from attnsim.jobs.simulate import run_chunk
-    from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.store import parquet as store
-
-    example = copy.deepcopy(dict(get_kind(kind_name).example))
-    example["trials"] = TRIALS
-    settings = load({"seed": 3, "experiments": {kind_name: {"kind": kind_name, **example}}})
-    plan = plan_experiment(settings, kind_name, root)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
-    out = store.summary_path(root, plan.kind, kind_name)
-    collect(experiment_json(settings, kind_name), paths, out)
-    return out
-
-
-@pytest.fixture
-def real_assets(request):
-    """The real-model kinds read the test cache's assets (fetched once per machine)."""
-    from attnsim.models import assets
-
-    if request.node.callspec.params["kind"] not in REAL:
-        yield
-        return
-    minilm = request.getfixturevalue("minilm_dir")
-    request.getfixturevalue("glove_dir")
-    assets.set_resources(minilm.parent)
-    yield
-    assets.set_resources(None)
-
-
 @pytest.mark.parametrize("kind", BUILT_IN)
 def test_every_figure_keeps_its_legends_inside_the_saved_canvas(
-    kind, real_assets, tmp_path, monkeypatch
+    kind, kind_assets, tmp_path, monkeypatch
 ):
-    summary = small_run(kind, tmp_path / "store")
+    config = example_config(get_kind(kind), trials=TRIALS, seed=3)
+    summary = run_experiment(config, kind, tmp_path / "store").summary
     saved = []
     original = style.save
 
@@ -106,9 +69,9 @@ def test_every_figure_keeps_its_legends_inside_the_saved_canvas(
     monkeypatch.setattr(style, "save", save)
     written = render_module.render(summary, tmp_path / "figures")
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.{suffix}" for f in get_kind(kind).figures for suffix in ("png", "pdf")
+        f"{f}.{suffix}" for f in get_kind(kind).presentation.figures for suffix in ("png", "pdf")
     )
-    assert len(saved) == len(get_kind(kind).figures)
+    assert len(saved) == len(get_kind(kind).presentation.figures)
     for _fig, png, cut, size in saved:
         assert cut == [], f"{kind}/{png.stem}: {cut}"
         pixels = png_size(png)

@@ -17,6 +17,7 @@ from helpers.workflow import snakemake, tree, write_config
 
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.kinds.base import Kind
 from attnsim.report.figure_check import check_kind, top_level_names
 
 PLUGIN = REPO / "tests/plugin_example"
@@ -34,18 +35,21 @@ def test_top_level_names():
     assert top_level_names(source) == {"np", "z", "f", "g", "h", "C"}
 
 
+def with_figures(kind: Kind, *figures: str) -> Kind:
+    presentation = dataclasses.replace(kind.presentation, figures=figures)
+    return dataclasses.replace(kind, presentation=presentation)
+
+
 def test_a_figure_without_function_or_caption_is_named():
     kind = get_kind("temperature_entropy")
     with pytest.raises(ConfigError) as missing:
-        check_kind(dataclasses.replace(kind, figures=("temperature_gap", "gap_vs_d")))
+        check_kind(with_figures(kind, "temperature_gap", "gap_vs_d"))
     assert str(missing.value).startswith(
-        "kind temperature_entropy, figure gap_vs_d: declared in Kind.figures but"
+        "kind temperature_entropy, figure gap_vs_d: declared in Kind.presentation.figures but"
     )
     # a function that exists without its caption: the fetcher of report/*.rst is the package data
     with pytest.raises(ConfigError) as uncaptioned:
-        check_kind(
-            dataclasses.replace(kind, figures=("asymptotic_gap",))
-        )  # a name the module imports
+        check_kind(with_figures(kind, "asymptotic_gap"))  # a name the module imports
     assert (
         "kind temperature_entropy, figure asymptotic_gap: its caption"
         " report/asymptotic_gap.rst is missing" in str(uncaptioned.value)
@@ -101,8 +105,8 @@ def test_the_run_stops_before_any_job_with_one_line(tmp_path, monkeypatch):
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr
     assert lines[0].startswith(
-        "attnsim: error: kind broken_shift, figure shift_histogram: declared in Kind.figures"
-        " but broken_plugin.figures defines no shift_histogram()"
+        "attnsim: error: kind broken_shift, figure shift_histogram: declared in"
+        " Kind.presentation.figures but broken_plugin.figures defines no shift_histogram()"
     )
     assert tree(tmp_path / "w") == before  # no job ran, nothing was written
 

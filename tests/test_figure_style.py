@@ -24,26 +24,15 @@ GRID = {"n": [16, 64], "d": [3, 8], "tau": [0.1, 0.3, 1.0, 3.0]}
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory):
     """A real summary of temperature_entropy (simulated and collected as the workflow does)."""
-    from attnsim.config.load import load
-    from attnsim.jobs.collect import collect
-    from attnsim.jobs.simulate import run_chunk
-    from attnsim.plan.sweep import experiment_json, plan_experiment
     from attnsim.store import parquet as store
+    from attnsim.testing import run_experiment
 
     root = tmp_path_factory.mktemp("style") / "store"
     config = small_config()
     config["experiments"] = {
         "temperature": {"kind": "temperature_entropy", "trials": 20, "grid": GRID}
     }
-    settings = load(config)
-    plan = plan_experiment(settings, "temperature", root)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
-    out = store.summary_path(root, plan.kind, "temperature")
-    collect(experiment_json(settings, "temperature"), paths, out)
-    return store.read_table(out).to_pandas()
+    return store.read_table(run_experiment(config, "temperature", root).summary).to_pandas()
 
 
 def test_importing_every_figures_module_changes_no_rcparam_and_no_backend():
@@ -67,7 +56,7 @@ print(sorted(k for k in before if before[k] != after[k]), backend)
 def test_every_figure_function_is_wrapped():
     for kind in all_kinds().values():
         module = kind.submodule("figures")
-        for name in kind.figures:
+        for name in kind.presentation.figures:
             assert getattr(getattr(module, name), "figure_function", False), (
                 f"{kind.name}.{name} lacks @figure_function"
             )

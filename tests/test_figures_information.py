@@ -60,7 +60,9 @@ def figures_module(kind: str):
     return get_kind(kind).submodule("figures")
 
 
-@pytest.mark.parametrize(("kind", "name"), [(k, n) for k in GRIDS for n in get_kind(k).figures])
+@pytest.mark.parametrize(
+    ("kind", "name"), [(k, n) for k in GRIDS for n in get_kind(k).presentation.figures]
+)
 def test_every_registered_figure_draws_a_labelled_figure(summaries, kind, name):
     fig = getattr(figures_module(kind), name)(summaries[kind])
     try:

@@ -8,14 +8,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers.points import make_point, spec_of_points
 
 from attnsim import kinds as registry_module
 from attnsim.cli.main import main
 from attnsim.errors import KernelOutputError
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
-from attnsim.records.chunk import ChunkSpec
-from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 
 BASE = get_kind("temperature_entropy")
@@ -26,10 +25,11 @@ def broken(name: str, damage) -> object:
     """temperature_entropy under another name, its kernel's output passed through `damage`."""
 
     def simulate_block(rng, trials, points):
-        out = BASE.simulate_block(rng, trials, points)
+        out = BASE.compute.simulate_block(rng, trials, points)
         return [damage(dict(m), trials) for m in out]
 
-    return dataclasses.replace(BASE, name=name, simulate_block=simulate_block)
+    compute = dataclasses.replace(BASE.compute, simulate_block=simulate_block)
+    return dataclasses.replace(BASE, name=name, compute=compute)
 
 
 def short(m, trials):
@@ -96,7 +96,9 @@ def test_bad_kernel_output_is_refused_naming_kind_metric_and_point(damage, needl
 
 
 def test_nan_is_allowed_where_declared():
-    kind = dataclasses.replace(broken("plugin_kind", nan), finite_metrics=("entropy",))
+    kind = broken("plugin_kind", nan)
+    summary = dataclasses.replace(kind.summary, finite_metrics=("entropy",))
+    kind = dataclasses.replace(kind, summary=summary)
     out = simulate_points(kind, 1, 20, [make_point(BASE, POINT)])
     assert np.isnan(next(iter(out.values()))["entropy"]).sum() == 1
 
@@ -106,7 +108,7 @@ def test_the_job_fails_with_one_line_and_writes_nothing(tmp_path, monkeypatch, c
     kinds, broken_kinds = registry_module.registry()
     monkeypatch.setitem(kinds, "temperature_entropy", kind)
     point = make_point(BASE, POINT)
-    spec = ChunkSpec.of_points("temperature", kind, 1, 20, (point,))
+    spec = spec_of_points("temperature", kind, 1, 20, (point,))
     output = store.chunk_path(tmp_path, "temperature_entropy", "temperature", spec.id)
     assert main(["simulate", "--spec", spec.to_json(), "--output", str(output)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

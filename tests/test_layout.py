@@ -11,9 +11,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-# Bottom to top, one folder per layer (the foundation is the top-level files). A module belongs to
-# the layer of the longest prefix that names it. config/, plan/ and jobs/ are the stages: one layer,
-# side by side on records/, and no stage imports another (test_stages_never_import_each_other).
+# Bottom to top, one folder per layer (the foundation is the top-level files; `attnsim.testing`,
+# the kinds' conformance suite, is a public top-level module on top of everything). A module
+# belongs to the layer of the longest prefix that names it. config/, plan/ and jobs/ are the
+# stages: one layer, side by side on records/, and no stage imports another
+# (test_stages_never_import_each_other).
 LAYERS = [
     (
         "foundation",
@@ -28,6 +30,8 @@ LAYERS = [
     ("stages", ["attnsim.config", "attnsim.plan", "attnsim.jobs"]),
     ("report", ["attnsim.report"]),
     ("cli", ["attnsim.cli"]),
+    # the conformance suite a kind author runs: it drives every stage, as the CLI does
+    ("testing", ["attnsim.testing"]),
 ]
 STAGES = ("attnsim.config", "attnsim.plan", "attnsim.jobs")
 # kinds/ modules that are not kinds: a kind is a package, a shared module a file beside them
@@ -172,13 +176,14 @@ def test_kinds_never_import_sibling_kinds():
     assert set(bad) <= KNOWN_SIBLING
 
 
-def test_the_top_level_is_the_foundation():
+def test_the_top_level_is_the_foundation_and_the_testing_module():
     top = {m for m in modules() if m.count(".") == 1 and not (SRC / m.replace(".", "/")).is_dir()}
     assert top == {
         "attnsim.errors",
         "attnsim.files",
         "attnsim.seeding",
         "attnsim.stats",
+        "attnsim.testing",
     }
 
 

@@ -35,7 +35,7 @@ def test_a_simulate_and_a_collect_job_import_no_pandas(kind, tmp_path, request):
     from attnsim.plan.sweep import experiment_json, plan_experiment
 
     resources = tmp_path / "resources"
-    if get_kind(kind).assets:  # the real-model kinds read the test cache's assets
+    if get_kind(kind).assets.names:  # the real-model kinds read the test cache's assets
         resources = request.getfixturevalue("minilm_dir").parent
         request.getfixturevalue("glove_dir")
 

@@ -9,12 +9,11 @@ import sys
 import time
 
 import pytest
+from helpers.points import make_point, spec_of_points
 
 from attnsim.cli.main import main
 from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.records.chunk import ChunkSpec
-from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 from attnsim.store import query
 
@@ -24,7 +23,7 @@ def fill(root, names):
     kind = get_kind("temperature_entropy")
     for name in names:
         point = make_point(kind, dict(n=8, d=3, tau=1.0 + len(name)))
-        spec = ChunkSpec.of_points(name, kind, 1, 4, (point,))
+        spec = spec_of_points(name, kind, 1, 4, (point,))
         run_chunk(spec, store.chunk_path(root, kind.name, name, spec.id))
         summary = store.summary_path(root, kind.name, name)
         summary.parent.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,17 @@ def blocks(language: str) -> list[str]:
 
 
 def test_ci_runs_the_readme_test_command():
+    """CI installs as the README says and runs its test command in stages, each the command with
+    a marker selection; together the stages select every test."""
     test_command = next(b for b in blocks("bash") if "pytest" in b).strip().splitlines()[-1]
-    assert test_command in (REPO / ".ci/run").read_text()
+    *install, command = test_command.split(" && ")
+    ci = (REPO / ".ci/run").read_text()
+    assert " && ".join(install) in ci.splitlines()
+    stages = re.findall(r"^stage ([\w-]+) (.*)$", ci, flags=re.M)
+    assert [name for name, _ in stages] == ["lint", "types", "unit", "end-to-end"]
+    selections = [run.removeprefix(f"{command} ") for _, run in stages if run.startswith("pytest")]
+    assert len(selections) == 3 and all(s.startswith("-m ") for s in selections)
+    assert selections == ["-m lint", '-m "not slow and not lint"', '-m "slow and not lint"']
     run_command = next(b for b in blocks("bash") if "attnsim run" in b).strip().splitlines()[-1]
     assert run_command.endswith("attnsim run")
 

@@ -129,7 +129,7 @@ def test_recorded_metrics_are_still_metrics_of_their_kind():
     kind's recorded list is a subset of its metrics (new metrics may be added, none removed)."""
     for name in KINDS:
         recorded = rr.read(name)["metrics"]
-        current = [m.name for m in get_kind(name).metrics]
+        current = [m.name for m in get_kind(name).schema.metrics]
         assert set(recorded) <= set(current), (name, sorted(set(recorded) - set(current)))
 
 
@@ -160,7 +160,7 @@ def test_recorder_keeps_other_classes_only_while_rows_are_unchanged(tmp_path, mo
     assert here in line
     reference = rr.read("temperature_entropy")
     assert list(reference["digests"]) == [here] and reference["values_class"] == here
-    assert reference["metrics"] == [m.name for m in get_kind("temperature_entropy").metrics]
+    assert reference["metrics"] == [m.name for m in get_kind("temperature_entropy").schema.metrics]
     reference["digests"]["OTHER-Class"] = {"x": "y"}
     rr.write("temperature_entropy", reference)
     rr.record("temperature_entropy")

@@ -47,7 +47,7 @@ def captions() -> list[tuple[str, Path]]:
     found = [
         (f"{kind.name}/{figure}", kind.caption(figure))
         for kind in all_kinds().values()
-        for figure in kind.figures
+        for figure in kind.presentation.figures
     ]
     found += [(f"plugin_example/{p.stem}", p) for p in PLUGIN_CAPTIONS]
     found += [("workflow/claims", REPO / "workflow/report/claims.rst")]
@@ -92,6 +92,6 @@ def test_the_check_sees_a_substitution_and_the_fix():
 def test_every_kind_has_its_captions():
     assert (
         len(captions())
-        == sum(len(k.figures) for k in all_kinds().values()) + len(PLUGIN_CAPTIONS) + 1
+        == sum(len(k.presentation.figures) for k in all_kinds().values()) + len(PLUGIN_CAPTIONS) + 1
     )
     assert PLUGIN_CAPTIONS

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from helpers.points import make_point, spec_of_points
+
 from attnsim.kinds import get_kind
 from attnsim.records import cost as resources
-from attnsim.records.chunk import ChunkSpec
 from attnsim.records.cost import ChunkCost
-from attnsim.records.grid import make_point
 
 
 def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkCost:
@@ -17,7 +17,7 @@ def spec(n: int, trials: int = 100, scales=(0.1, 0.5)) -> ChunkCost:
         )
         for s in scales
     ]
-    return ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 1, trials, points).cost
+    return spec_of_points("robustness", get_kind("noisy_attention"), 1, trials, points).cost
 
 
 def test_priority_is_the_critical_path_longest_chunks_first():
@@ -51,9 +51,11 @@ def test_a_training_run_costs_in_proportion_to_its_steps():
         kind = get_kind(name)
         base = {p: values[0] for p, values in kind.example["grid"].items()}
         points = {steps: make_point(kind, base | {"steps": steps}) for steps in (50, 2000)}
-        costs = {s: ChunkSpec.of_points("e", kind, 1, 8, [p]).cost for s, p in points.items()}
+        costs = {s: spec_of_points("e", kind, 1, 8, [p]).cost for s, p in points.items()}
         assert kind.block_trials(points[50].params) == kind.block_trials(points[2000].params)
-        ratio = kind.passes_per_trial({"steps": 2000}) / kind.passes_per_trial({"steps": 50})
+        ratio = kind.compute.passes_per_trial({"steps": 2000}) / kind.compute.passes_per_trial(
+            {"steps": 50}
+        )
         assert costs[2000].work / costs[50].work > 0.8 * ratio > 10
         assert costs[2000].block_bytes == costs[50].block_bytes
         assert resources.chunk_mem_mb(costs[2000], 1) == resources.chunk_mem_mb(costs[50], 1)

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from helpers.configs import CONTRASTIVE, RECALL, REPO, small_config
+from helpers.points import make_point
 from oracles.points import chunk, expand, point_id
 from oracles.points import chunk_id as oracle_chunk_id
 from oracles.summaries import summarise_points, trials_by_point
@@ -24,8 +25,9 @@ from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import all_kinds
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
 from attnsim.records import cost as resources
-from attnsim.records.grid import chunk_id, grid_columns, make_point, points_from_rows, row_ids
+from attnsim.records.grid import chunk_id, grid_columns, points_from_rows, row_ids
 from attnsim.store import parquet as store
+from attnsim.testing import run_experiment
 
 GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
     "noisy_attention": {
@@ -114,8 +116,8 @@ def test_columnar_ids_are_the_canonical_ids(kind):
     some = np.random.default_rng(1).choice(grid.size, min(grid.size, 7), replace=False)
     assert grid.ids(some) == [points[i].id for i in some]
     assert chunk_id(grid.ids(some)) == oracle_chunk_id([points[i] for i in some])
-    costs = grid.evaluate(all_kinds()[kind].bytes_per_trial)
-    assert costs.tolist() == [all_kinds()[kind].bytes_per_trial(p.params) for p in points]
+    costs = grid.evaluate(all_kinds()[kind].compute.bytes_per_trial)
+    assert costs.tolist() == [all_kinds()[kind].compute.bytes_per_trial(p.params) for p in points]
 
 
 def test_every_kind_is_covered():
@@ -222,14 +224,11 @@ def kind_config(kind: str, **extra) -> dict:
 @pytest.mark.parametrize("kind", sorted(GRIDS))
 def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
     extra = {"target_se": 0.05, "max_trials": 36} if kind == "noisy_attention" else {}
-    if all_kinds()[kind].finite_metrics:
+    if all_kinds()[kind].summary.finite_metrics:
         extra = {}
     settings = load(kind_config(kind, **extra))
-    plan = plan_experiment(settings, "e", tmp_path)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(tmp_path, kind, "e", c)) for c in plan.pending
-    ]
-    metrics = [m.name for m in all_kinds()[kind].metrics]
+    paths = run_experiment(settings, "e", tmp_path, summarise=False).chunks
+    metrics = [m.name for m in all_kinds()[kind].schema.metrics]
     points = expand(settings.experiments["e"])
     old = summarise_points(
         kind,
@@ -263,11 +262,7 @@ def test_streaming_summary_refuses_missing_and_duplicated_points(tmp_path):
     from attnsim.errors import StoreError
 
     settings = load(kind_config("temperature_entropy"))
-    plan = plan_experiment(settings, "e", tmp_path)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(tmp_path, "temperature_entropy", "e", c))
-        for c in plan.pending
-    ]
+    paths = run_experiment(settings, "e", tmp_path, summarise=False).chunks
     grid = grid_columns(settings.experiments["e"])
     with pytest.raises(StoreError, match="no trials"):
         summarise_chunks("temperature_entropy", "e", grid, [store.read_table(p) for p in paths[1:]])

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import yaml
 from helpers.configs import small_config
+from helpers.points import make_point
 from oracles.points import chunk, chunk_id, expand, point_id, reference_point
 
 from attnsim.config.load import load
 from attnsim.kinds import all_kinds
 from attnsim.plan.sweep import MAX_CHUNK_COST_RATIO, plan_experiment
-from attnsim.records.grid import make_point
 from attnsim.seeding import block_generator, canonical_value
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,10 +120,13 @@ def test_no_chunk_costs_more_than_twice_the_average(tmp_path, name):
     experiment = settings.experiments[name]
     kind = all_kinds()[experiment.kind]
     by_count = math.ceil(len(expand(experiment)) / settings.chunk_size)
-    average = sum(kind.bytes_per_trial(p.params) for p in expand(experiment)) / by_count
+    average = sum(kind.compute.bytes_per_trial(p.params) for p in expand(experiment)) / by_count
     plan = plan_experiment(settings, name, tmp_path)
-    costs = [sum(kind.bytes_per_trial(p.params) for p in plan.spec(c).points) for c in plan.pending]
-    largest_point = max(kind.bytes_per_trial(p.params) for p in expand(experiment))
+    costs = [
+        sum(kind.compute.bytes_per_trial(p.params) for p in plan.spec(c).points)
+        for c in plan.pending
+    ]
+    largest_point = max(kind.compute.bytes_per_trial(p.params) for p in expand(experiment))
     assert max(costs) < MAX_CHUNK_COST_RATIO * average + largest_point
     assert len(costs) > by_count if name == "robustness" else len(costs) == by_count
 

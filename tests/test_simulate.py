@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from helpers.configs import small_config
+from helpers.points import make_point, spec_of_points
 from oracles.points import expand
 
 from attnsim.config.load import load
@@ -14,7 +15,6 @@ from attnsim.jobs.simulate import simulate_points, trials_table
 from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND
 from attnsim.records.chunk import ChunkSpec
-from attnsim.records.grid import make_point
 
 
 def points():
@@ -56,7 +56,7 @@ def test_trials_table_schema_and_rows():
 
 def test_spec_round_trip_and_bad_specs():
     pts = points()[:4]
-    spec = ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 7, 20, pts).to_json()
+    spec = spec_of_points("robustness", get_kind("noisy_attention"), 7, 20, pts).to_json()
     parsed = ChunkSpec.from_json(spec)
     assert (
         [p.id for p in parsed.points] == [p.id for p in pts]
@@ -169,11 +169,12 @@ def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
 
     def spy(rng, trials, members):
         seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
-        return [{c.name: np.zeros(trials) for c in KIND.metrics} for _ in members]
+        return [{c.name: np.zeros(trials) for c in KIND.schema.metrics} for _ in members]
 
-    monkeypatch.setattr(
-        driver, "as_kind", lambda name: dataclasses.replace(KIND, simulate_block=spy)
+    spying = dataclasses.replace(
+        KIND, compute=dataclasses.replace(KIND.compute, simulate_block=spy)
     )
+    monkeypatch.setattr(driver, "as_kind", lambda name: spying)
     for threads in (1, 2):
         simulate_points("noisy_attention", 1, 5, points()[:2], threads=threads)
     assert seen and set(seen) == {1}

@@ -8,13 +8,12 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers.points import make_point, spec_of_points
 
 from attnsim.errors import StoreError
 from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.records.chunk import ChunkSpec
 from attnsim.records.experiment import results_key
-from attnsim.records.grid import make_point
 from attnsim.store import parquet as store
 
 
@@ -26,7 +25,7 @@ def write_chunk(root, trials=4):
         )
         for s in (0.1, 0.2)
     ]
-    spec = ChunkSpec.of_points("robustness", get_kind("noisy_attention"), 1, trials, points)
+    spec = spec_of_points("robustness", get_kind("noisy_attention"), 1, trials, points)
     path = store.chunk_path(root, "noisy_attention", "robustness", "0" * 16)
     run_chunk(spec, path)
     return path, points
@@ -116,7 +115,7 @@ def test_summary_reads_each_points_run_of_rows_and_refuses_a_point_stored_twice(
 
     from attnsim.kinds import all_kinds
 
-    metrics = [m.name for m in all_kinds()["noisy_attention"].metrics]
+    metrics = [m.name for m in all_kinds()["noisy_attention"].schema.metrics]
     path, points = write_chunk(tmp_path / "a", trials=5)
     trials = trials_by_point([store.read_table(path)], metrics)
     assert all(list(trials[p.id]) == metrics and len(trials[p.id]["sq_err"]) == 5 for p in points)

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from helpers.points import standard_noise
 from scipy import integrate, stats
 
-from attnsim.kernels.noise import standard_noise
 from attnsim.theory.noise import kappa, mean_exp_finite, regime
 
 

@@ -93,7 +93,7 @@ def run(config: dict, root: Path, threads: int) -> None:
 
 def digests(root: Path, kind: str) -> tuple[dict[str, str], str]:
     """point id -> sha256 of its rows (every metric, in trial order); sha256 of the summary."""
-    metrics = [m.name for m in get_kind(kind).metrics]
+    metrics = [m.name for m in get_kind(kind).schema.metrics]
     rows: dict[str, hashlib._Hash] = {}
     files = store.experiment_chunks(root, kind, "e")
     assert len({p.name for p in files}) == len(files)

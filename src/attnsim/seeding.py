@@ -15,13 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from typing import Any
 
 import numpy as np
 
 ID_HEX_DIGITS = 16
 
 
-def canonical_value(value):
+def canonical_value(value: Any) -> Any:
     """Floats by shortest round-trip repr (so 1 == 1.0 and -0.0 == 0.0); others unchanged."""
     if isinstance(value, bool):
         raise TypeError("booleans are not grid values")

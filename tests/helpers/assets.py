@@ -70,3 +70,20 @@ def minilm_wheel(asset_cache) -> Path:
             except AssetError as error:
                 pytest.skip(f"no minilm wheel: {error}")
     return wheel
+
+
+@pytest.fixture
+def kind_assets(request):
+    """The assets that the test's `kind` parameter declares (`Kind.assets.names`), from the test
+    cache: where the kind's kernel finds them while the test runs."""
+    from attnsim.kinds import get_kind
+
+    names = get_kind(request.node.callspec.params["kind"]).assets.names
+    if not names:
+        yield
+        return
+    resources = {request.getfixturevalue(f"{name}_dir").parent for name in names}
+    assert len(resources) == 1, resources  # one cache folder holds every asset
+    assets.set_resources(resources.pop())
+    yield
+    assets.set_resources(None)

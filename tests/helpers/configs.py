@@ -64,14 +64,7 @@ def simulated_robustness(root: Path):
     """`small_config()`'s robustness experiment simulated into the store at `root`: (settings,
     root, chunk paths), for the tests that read, damage or collect a real store."""
     from attnsim.config.load import load
-    from attnsim.jobs.simulate import run_chunk
-    from attnsim.plan.sweep import plan_experiment
-    from attnsim.store import parquet as store
+    from attnsim.testing import run_experiment
 
     settings = load(small_config())
-    plan = plan_experiment(settings, "robustness", root)
-    paths = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
-    return settings, root, paths
+    return settings, root, run_experiment(settings, "robustness", root, summarise=False).chunks

@@ -78,7 +78,7 @@ def _sweep(reference: dict, threads: int) -> list[tuple]:
     out = []
     for experiment in settings.experiments.values():
         kind = get_kind(experiment.kind)
-        use_assets(kind.assets)
+        use_assets(kind.assets.names)
         points = points_from_rows(kind, grid_columns(experiment).rows())  # as a job makes them
         results = simulate_points(
             kind,
@@ -274,7 +274,7 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
             f"{path}: the reference sweep of {kind!r} must hold experiments of that kind only, "
             f"not {sorted(kinds)}"
         )
-    current = [m.name for m in get_kind(kind).metrics]
+    current = [m.name for m in get_kind(kind).schema.metrics]
     if all_metrics or "metrics" not in reference:
         reference["metrics"] = current
     swept = sweep(reference, 1)

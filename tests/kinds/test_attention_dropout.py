@@ -52,7 +52,9 @@ def test_transformers_form_is_unbiased_with_the_exact_law():
     p = dict(
         n=64, d=4, logit_scale=1.0, value_mean=3.0, noise_draws=8, rate=0.2, form="transformers"
     )
-    rows = [KIND.simulate_block(np.random.default_rng(50 + b), 600, [p])[0] for b in range(10)]
+    rows = [
+        KIND.compute.simulate_block(np.random.default_rng(50 + b), 600, [p])[0] for b in range(10)
+    ]
     ratio = np.concatenate([r["ratio_exact"] for r in rows])
     se = ratio.std(ddof=1) / math.sqrt(ratio.size)
     assert abs(ratio.mean() - 1) < 4 * se and se < 0.01

@@ -9,12 +9,12 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import init_gradient as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds.init_gradient import KIND, kernel
-from attnsim.records.grid import make_point
 
 METRICS = ("entropy", "grad_sq", "jacobian_fro", "n_eff")
 # grad_sq's sums are float32 (values' differences, weights relative to the runner-up, products):
@@ -124,7 +124,7 @@ def test_uniform_weights_match_the_reference_values():
     n, d = 256, 8
     p = point(n=n, d=d, scale=0.0)
     m = simulate_points("init_gradient", 2, 2000, [p])[p.id]
-    theory = KIND.theory(p.params)
+    theory = KIND.theory.point(p.params)
     se = m["grad_sq"].std(ddof=1) / math.sqrt(m["grad_sq"].size)
     assert abs(m["grad_sq"].mean() - theory["grad_sq_uniform"]) < 4 * se
     assert theory["grad_sq_uniform"] == pytest.approx(d / n * (1 - 1 / n))
@@ -140,7 +140,7 @@ def test_small_scale_entropy_in_expectation():
     p = point(n=n, d=16, scale=scale)
     h = simulate_points("init_gradient", 6, 300, [p])[p.id]["entropy"]
     se = h.std(ddof=1) / math.sqrt(h.size)
-    assert abs(h.mean() - KIND.theory(p.params)["entropy_small_scale"]) < 4 * se + 2e-3
+    assert abs(h.mean() - KIND.theory.point(p.params)["entropy_small_scale"]) < 4 * se + 2e-3
 
 
 @pytest.mark.parametrize(
@@ -187,9 +187,9 @@ def test_common_random_numbers_do_not_couple_points():
 def test_extra_summary_reports_medians():
     p = point()
     m = simulate_points("init_gradient", 4, 31, [p])[p.id]
-    extra = KIND.extra_summary(m, p.params)
+    extra = KIND.summary.extra(m, p.params)
     assert extra["grad_sq_median"] == pytest.approx(np.median(m["grad_sq"]))
-    assert set(extra) == {c.name for c in KIND.extra_columns}
+    assert set(extra) == {c.name for c in KIND.summary.extra_columns}
 
 
 def test_declared_bytes_per_trial_match_the_measured_peak():
@@ -198,8 +198,8 @@ def test_declared_bytes_per_trial_match_the_measured_peak():
         trials = KIND.block_trials(points[0])
         tracemalloc.start()
         try:
-            KIND.simulate_block(np.random.default_rng(0), trials, points)
+            KIND.compute.simulate_block(np.random.default_rng(0), trials, points)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        assert 0.8 < peak / (trials * KIND.bytes_per_trial(points[0])) < 1.1, (n, d)
+        assert 0.8 < peak / (trials * KIND.compute.bytes_per_trial(points[0])) < 1.1, (n, d)

@@ -8,6 +8,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import noisy_attention as oracle
 from scipy import stats
 
@@ -15,7 +16,6 @@ from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels import sampling
 from attnsim.kernels.noise import standard_noise32
 from attnsim.kinds.noisy_attention import KIND, kernel, sq_err_next
-from attnsim.records.grid import make_point
 from attnsim.theory import delta_next
 from attnsim.theory.noise import NOISE_FAMILIES, STUDENT_T_DOF, kappa
 
@@ -119,7 +119,7 @@ def test_next_order_prediction_explains_the_delta_method_shortfall(sigma, n):
     is 1 within 4 standard errors plus 2% (the theory's own truncation, docs/science.md §2.8)."""
     p = point(n=n, d=8, logit_scale=0.0, noise="laplace", noise_scale=sigma, noise_draws=8)
     metrics = simulate_points("noisy_attention", 11, 2000, [p])[p.id]
-    extra = KIND.extra_summary(metrics, p.params)
+    extra = KIND.summary.extra(metrics, p.params)
     assert extra["err_ratio"] < 0.95 and extra["next_ratio"] < 0.95
     assert abs(extra["next_err_ratio"] - 1) < 4 * extra["next_err_ratio_se"] + 0.02, extra
 
@@ -193,7 +193,7 @@ def test_infinite_kappa_is_stored_as_inf_and_flagged():
     metrics = simulate_points("noisy_attention", 1, 10, [p])[p.id]
     assert np.all(metrics["kappa"] == np.inf) and np.all(metrics["sq_err_pred"] == np.inf)
     assert np.all(np.isfinite(metrics["sq_err"]))
-    theory = KIND.theory(p.params)
+    theory = KIND.theory.point(p.params)
     assert theory["kappa_finite"] is False and theory["noise_regime"] == "no_mean"
 
 
@@ -210,7 +210,7 @@ def test_gaussian_noise_error_matches_delta_method(n, sigma):
     second-order term of the delta method (relative size ~ kappa * sum p^2)."""
     p = point(n=n, d=8, noise_scale=sigma, noise_draws=8)
     metrics = simulate_points("noisy_attention", 2026, 300, [p])[p.id]
-    extra = KIND.extra_summary(metrics, p.params)
+    extra = KIND.summary.extra(metrics, p.params)
     assert abs(extra["err_ratio"] - 1) < 4 * extra["err_ratio_se"] + 3 * extra["kappa_sum_p2"]
     assert abs(extra["err_ratio"] - 1) < 0.05  # the issue's 5% criterion
 
@@ -220,7 +220,7 @@ def test_tiny_noise_is_unbiased_against_the_delta_method():
     sq_err."""
     p = point(n=4096, d=16, noise_scale=0.01, noise_draws=8)
     metrics = simulate_points("noisy_attention", 77, 400, [p])[p.id]
-    extra = KIND.extra_summary(metrics, p.params)
+    extra = KIND.summary.extra(metrics, p.params)
     assert abs(extra["err_ratio"] - 1) < 4 * extra["err_ratio_se"]
     assert extra["err_ratio_se"] < 0.01
 
@@ -333,11 +333,11 @@ def test_declared_bytes_per_trial_bound_the_measured_peak(n, d, k):
     trials = KIND.block_trials(points[0])
     tracemalloc.start()
     try:
-        KIND.simulate_block(np.random.Generator(np.random.SFC64(0)), trials, points)
+        KIND.compute.simulate_block(np.random.Generator(np.random.SFC64(0)), trials, points)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert 0.5 < peak / (trials * KIND.bytes_per_trial(points[0])) < 1.15
+    assert 0.5 < peak / (trials * KIND.compute.bytes_per_trial(points[0])) < 1.15
 
 
 def test_a_large_trial_streams_its_values():
@@ -345,10 +345,12 @@ def test_a_large_trial_streams_its_values():
     GB)."""
     params = dict(n=65536, d=256, logit_scale=1.0, noise="gaussian", noise_draws=32)
     points = [params | {"noise_scale": s} for s in (0.1, 0.5, 1.0, 2.0)]
-    assert KIND.block_trials(points[0]) == 1 and KIND.bytes_per_trial(points[0]) < 32 * 2**20
+    assert (
+        KIND.block_trials(points[0]) == 1 and KIND.compute.bytes_per_trial(points[0]) < 32 * 2**20
+    )
     tracemalloc.start()
     try:
-        out = KIND.simulate_block(np.random.Generator(np.random.SFC64(0)), 1, points)
+        out = KIND.compute.simulate_block(np.random.Generator(np.random.SFC64(0)), 1, points)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -107,10 +107,10 @@ def test_rotation_preserves_the_logits_and_is_orthogonal():
 
 def test_a_points_rows_do_not_depend_on_the_other_points_of_its_block():
     p = point(n=32, d=8)
-    alone = KIND.simulate_block(
+    alone = KIND.compute.simulate_block(
         np.random.default_rng(9), 7, [point(n=32, d=8, site="qk_rotated", format="float8_e4m3fn")]
     )
-    crowd = KIND.simulate_block(
+    crowd = KIND.compute.simulate_block(
         np.random.default_rng(9),
         7,
         [
@@ -121,7 +121,7 @@ def test_a_points_rows_do_not_depend_on_the_other_points_of_its_block():
     )
     for name in alone[0]:
         assert np.array_equal(alone[0][name], crowd[2][name], equal_nan=True), name
-    first = KIND.simulate_block(np.random.default_rng(9), 7, [p])
+    first = KIND.compute.simulate_block(np.random.default_rng(9), 7, [p])
     assert np.array_equal(first[0]["sq_err"], crowd[0]["sq_err"])
 
 
@@ -131,7 +131,9 @@ def test_the_rounding_model_holds_for_bfloat16_logits_and_the_iid_method_falls_s
     so the mean per-row ratio must be 1 within 4 standard errors; the i.i.d. method with pooled
     kappa must fall short by more than 3x (the model's own factor is ~4 at sigma = 1)."""
     p = point(n=256, d=16, logit_scale=1.0, outlier_channels=0, outlier_scale=1.0)
-    rows = [KIND.simulate_block(np.random.default_rng(100 + b), 300, [p])[0] for b in range(10)]
+    rows = [
+        KIND.compute.simulate_block(np.random.default_rng(100 + b), 300, [p])[0] for b in range(10)
+    ]
     ratio = np.concatenate([r["ratio_model"] for r in rows])
     se = ratio.std(ddof=1) / math.sqrt(ratio.size)
     assert abs(ratio.mean() - 1) < 4 * se and se < 0.02

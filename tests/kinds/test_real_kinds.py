@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from helpers.points import make_point, spec_of_points
 from oracles import real_entropy as entropy_oracle
 from oracles import real_noise as noise_oracle
 from oracles import real_temperature as temperature_oracle
@@ -23,8 +24,6 @@ from attnsim.errors import AssetError, AttnsimError, ConfigError
 from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
-from attnsim.records.chunk import ChunkSpec
-from attnsim.records.grid import make_point
 
 REAL = ("real_noise", "real_entropy", "real_temperature")
 
@@ -211,7 +210,7 @@ def test_numbers_do_not_depend_on_threads_siblings_order_or_blocks(kind, resourc
 
 def test_chunk_files_record_the_assets_and_the_corpus(resources, tmp_path):
     pts = tuple(many_points("real_temperature")[:2])
-    spec = ChunkSpec.of_points("temp", get_kind("real_temperature"), 1, 4, pts)
+    spec = spec_of_points("temp", get_kind("real_temperature"), 1, 4, pts)
     assets.set_resources(None)
     path = run_chunk(spec, tmp_path / "chunk.parquet", resources=resources)
     meta = json.loads(pq.read_metadata(path).metadata[b"attnsim"])
@@ -482,8 +481,8 @@ def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, g
         assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (
             workdir / "resources/glove.verified"
         ).is_file()
-        figures = [f"noise/{f}" for f in get_kind("real_noise").figures] + [
-            f"entropy/{f}" for f in get_kind("real_entropy").figures
+        figures = [f"noise/{f}" for f in get_kind("real_noise").presentation.figures] + [
+            f"entropy/{f}" for f in get_kind("real_entropy").presentation.figures
         ]
         for figure in (*figures, "temperature/real_temperature_gap"):
             assert (workdir / "results/figures" / f"{figure}.png").stat().st_size > 10_000

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import precision_attention as oracle
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
-from attnsim.records.grid import make_point
 
 
 @pytest.fixture

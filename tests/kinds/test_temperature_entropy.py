@@ -8,12 +8,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import temperature_entropy as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds.temperature_entropy import KIND, extra_summary, gap_tolerance, kernel
-from attnsim.records.grid import make_point
 from attnsim.theory.entropy import exact_gap, exact_gap_argmax
 
 
@@ -124,7 +124,7 @@ def test_random_directions_follow_one_over_two_d_tau_squared():
 
 
 def test_theory_columns_and_g_of_one():
-    t = KIND.theory(point(n=4096, d=16, tau=1.0).params)
+    t = KIND.theory.point(point(n=4096, d=16, tau=1.0).params)
     assert t["gap_asymptotic"] == pytest.approx(0.4745, abs=5e-5)
     assert t["gap_exact"] <= t["gap_asymptotic"] and t["gap_exact"] == pytest.approx(
         t["gap_asymptotic"], abs=1e-3
@@ -151,8 +151,8 @@ def test_declared_bytes_per_trial_match_the_measured_peak():
         trials = KIND.block_trials(points[0])
         tracemalloc.start()
         try:
-            KIND.simulate_block(np.random.default_rng(0), trials, points)
+            KIND.compute.simulate_block(np.random.default_rng(0), trials, points)
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        assert 0.8 < peak / (trials * KIND.bytes_per_trial(points[0])) < 1.1
+        assert 0.8 < peak / (trials * KIND.compute.bytes_per_trial(points[0])) < 1.1

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 from helpers.configs import CONTRASTIVE, RECALL
+from helpers.points import make_point
 from helpers.workflow import point_rows, snakemake, tree, write_config
 from oracles.summaries import summarise_points
 
@@ -20,14 +21,13 @@ from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
 from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
-from attnsim.records.grid import make_point
 
 
 def grid_points(kind: str, grid: dict, **change) -> list:
     import itertools
 
     grid = grid | change
-    params = get_kind(kind).params
+    params = get_kind(kind).schema.params
     lists = [
         grid[p.name] if p.name in grid else [p.default] for p in params
     ]  # a parameter left out takes its default
@@ -107,7 +107,7 @@ def test_wilson_interval():
 
 def diverge(kind, metrics: dict, trials) -> None:
     """Mark `trials` of one point's results as diverged, by the kernels' conventions."""
-    for name in get_kind(kind).finite_metrics:
+    for name in get_kind(kind).summary.finite_metrics:
         metrics[name][trials] = (
             5.0
             if name == "diverged_step"
@@ -142,7 +142,7 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
     assert (
         table["final_loss_median"] == [np.median(trials[pts[0].id]["final_loss"]), np.inf, np.inf]
     ).all()
-    for name in k.finite_metrics:
+    for name in k.summary.finite_metrics:
         assert table[f"{name}_finite"].tolist() == [
             int(np.isfinite(trials[p.id][name]).sum()) for p in pts
         ], name
@@ -164,7 +164,7 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
     other = [
         c
         for c in table.columns
-        if c.endswith("_mean") and c.removesuffix("_mean") not in k.finite_metrics
+        if c.endswith("_mean") and c.removesuffix("_mean") not in k.summary.finite_metrics
     ]
     assert np.isfinite(table[other].to_numpy()).all()
 

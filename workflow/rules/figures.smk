@@ -15,12 +15,12 @@ rule figures:
                 labels={"figure": _figure},
             )
             for _name, _e in SETTINGS.experiments.items()
-            for _figure in get_kind(_e.kind).figures
+            for _figure in get_kind(_e.kind).presentation.figures
         ],
         [
             f"results/figures/{_name}/{_figure}.pdf"
             for _name, _e in SETTINGS.experiments.items()
-            for _figure in get_kind(_e.kind).figures
+            for _figure in get_kind(_e.kind).presentation.figures
         ],
     log:
         "results/logs/figures.log",

@@ -97,12 +97,14 @@ def interval(x, low, high) -> tuple[str, str, str]:
     place = _decimal(half).adjusted() - (INTERVAL_DIGITS - 1)  # q = 10^place
     magnitude = max(abs(x), abs(low), abs(high))
     if _plain(magnitude):
-        return tuple(_fixed(_decimal(v), -place) for v in (x, low, high))
+        shown = [_fixed(_decimal(v), -place) for v in (x, low, high)]
+        return shown[0], shown[1], shown[2]
     exponent = _decimal(magnitude).adjusted()
-    return tuple(
+    shown = [
         f"{_fixed(_decimal(v).scaleb(-exponent), exponent - place)}e{exponent}"
         for v in (x, low, high)
-    )
+    ]
+    return shown[0], shown[1], shown[2]
 
 
 def interval_text(x, low, high) -> str:

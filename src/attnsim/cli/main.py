@@ -105,10 +105,11 @@ def _claims(args) -> int:
     from attnsim.report import claims_render as render
     from attnsim.report import provenance
 
+    meta: dict[str, object] = {}
     if args.experiments_file is not None:
-        experiments, meta = json.loads(args.experiments_file.read_text()), {}
+        experiments = json.loads(args.experiments_file.read_text())
     elif args.experiments:
-        experiments, meta = json.loads(args.experiments), {}
+        experiments = json.loads(args.experiments)
     else:
         settings = load_file(args.config)
         experiments = settings.kinds()
@@ -180,7 +181,7 @@ def _check(args) -> None:
 
     settings = load_file(args.config)
     for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
-        check_local_copy(name, copy)
+        check_local_copy(name, Path(copy))
     print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnsim import files
 
 MANIFEST = Path("plan") / "run.json"  # under results/
-WORKFLOW_RULES = ("simulate", "collect", "claims", "fetch_asset")  # and figures_<kind>
 ERROR_PREFIX = "attnsim: error:"
 # What a job costs besides its chunk's work: Snakemake's job start, Python's start and imports.
 # Measured ~1 s per job for the smallest chunks on this project's 2-core VMs; without it, a
@@ -42,7 +42,7 @@ def manifest_path(results: Path) -> Path:
 def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
     """What this run is about to compute, for its progress lines. Only the submitting process has
     plans: a job's process (which may run the workflow's hooks too) writes nothing."""
-    from attnsim.records import cost as resources
+    from attnsim.records import cost
 
     if not plans:
         return None
@@ -51,12 +51,12 @@ def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
     for plan in plans.values():
         low = high = 0
         for chunk in plan.pending:
-            cost = plan.cost(chunk)
-            lo, hi = cost.points * plan.trials, cost.points * cost.trial_cap
+            chunk_cost = plan.cost(chunk)
+            lo, hi = chunk_cost.points * plan.trials, chunk_cost.points * chunk_cost.trial_cap
             chunks[f"{plan.name}/{chunk}"] = {
-                "points": cost.points,
+                "points": chunk_cost.points,
                 "trials": [lo, hi],
-                "seconds": resources.expected_seconds(cost) + JOB_START_SECONDS,
+                "seconds": cost.expected_seconds(chunk_cost) + JOB_START_SECONDS,
             }
             low, high = low + lo, high + hi
         experiments[plan.name] = {
@@ -71,7 +71,7 @@ def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
         "cores": cores,
         "chunks": chunks,
         "experiments": experiments,
-        "postprocess_seconds": resources.POSTPROCESS_SECONDS,
+        "postprocess_seconds": cost.POSTPROCESS_SECONDS,
     }
     path = manifest_path(results)
     files.write_text(path, json.dumps(record, separators=(",", ":")), fsync=False)
@@ -155,7 +155,7 @@ class Progress:
 
     results: Path = Path("results")
     pid: int | None = None
-    now: object = time.monotonic
+    now: Callable[[], float] = time.monotonic
     run_started: float = 0.0
     jobs: dict = field(default_factory=dict)  # jobid -> Job
     stats: dict = field(default_factory=dict)  # rule -> jobs, from Snakemake's job stats

@@ -23,7 +23,6 @@ from attnsim.errors import ConfigError
 
 MAX_CONFIG_BYTES = 8 * 2**20  # a sweep is lists of values: 10^5 values are ~1 MiB of YAML
 MAX_EXPANDED_NODES = 1_000_000  # YAML values after alias expansion
-DEFAULT_MAX_POINTS = 10_000_000
 PLAN_BYTES_PER_POINT = 160  # planning's memory per grid point (docs/scaling.md: ~1.5 GB per 10^7)
 RESERVED_NAMES = ("trials", "summary", "provenance", "_provenance")
 PERIODIC = re.compile(r"(.+)\1{19,}$")  # Snakemake's PeriodicityDetector (20 repeats or more)
@@ -136,7 +135,7 @@ def check_size(experiments: dict, max_points: int) -> None:
     sizes = {name: grid_size(spec.get("grid") or {}) for name, spec in experiments.items()}
     total = sum(sizes.values())
     if total > max_points:
-        name = max(sizes, key=sizes.get)
+        name = max(sizes, key=lambda e: sizes[e])
         grid = experiments[name].get("grid") or {}
         shape = " x ".join(f"{k}: {len(v) if isinstance(v, list) else 1}" for k, v in grid.items())
         raise ConfigError(

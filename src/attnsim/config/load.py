@@ -76,7 +76,8 @@ def _deepest(error: ValidationError) -> ValidationError:
     return error
 
 
-def describe(error: ValidationError) -> str:
+def validation_message(error: ValidationError) -> str:
+    """The schema error as the one line a user reads: where, and what to write instead."""
     if "propertyNames" in error.schema_path:
         bad = error.instance
         return (
@@ -158,7 +159,7 @@ def check_schema(config: dict) -> None:
     )  # whole floats were made ints; others are not integers
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        raise ConfigError(describe(errors[0]))
+        raise ConfigError(validation_message(errors[0]))
 
 
 def check_semantics(settings: Settings) -> None:
@@ -173,15 +174,15 @@ def check_semantics(settings: Settings) -> None:
                 "`trials` trials each)"
             )
         kind = get_kind(experiment.kind)
-        if kind.check_grid is not None:
+        if kind.schema.check_grid is not None:
             try:
-                kind.check_grid(experiment.grid)
+                kind.schema.check_grid(experiment.grid)
             except (
                 ConfigError
             ) as error:  # its message starts with grid.<key>: make it the full path
                 raise ConfigError(f"experiments.{name}.{error}") from None
         grid = grid_columns(experiment)  # no point is made: one call per distinct cost
-        deps, needs = grid.distinct(kind.bytes_per_trial)
+        deps, needs = grid.distinct(kind.compute.bytes_per_trial)
         worst = int(np.argmax(needs))
         need = needs[worst]
         if need > budget:

@@ -28,7 +28,8 @@ def reaching_out(fig, tolerance: float = 1.0) -> dict[str, tuple[float, float, f
             continue
         reach = (-box.x0, -box.y0, box.x1 - width, box.y1 - height)
         if max(reach) > tolerance:
-            out[name] = tuple(max(0.0, float(r)) for r in reach)
+            left, bottom, right, top = (max(0.0, float(r)) for r in reach)
+            out[name] = (left, bottom, right, top)
     return out
 
 

@@ -17,6 +17,7 @@ changes nothing.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 LAYOUTS = 4096  # expressions x sizes x dpis kept (the default sweep's figures need ~100)
 RC_PREFIXES = ("mathtext.", "text.", "font.")
@@ -39,7 +40,7 @@ def share_layouts() -> bool:
     if parse is None:
         return False
     keys = sorted(k for k in matplotlib.rcParams if k.startswith(RC_PREFIXES))
-    parsers = {}  # output kind -> a parser of that kind (it holds no other state)
+    parsers: dict[str, Any] = {}  # output kind -> a parser of that kind (it holds no other state)
 
     @functools.lru_cache(maxsize=LAYOUTS)
     def shared(output, rc, s, dpi, prop, antialiased, load_glyph_flags):
@@ -50,7 +51,8 @@ def share_layouts() -> bool:
         rc = tuple(_hashable(matplotlib.rcParams[k]) for k in keys)
         return shared(self._output_type, rc, s, dpi, prop, antialiased, load_glyph_flags)
 
-    _parse_cached.shared = True
-    _parse_cached.per_renderer = per_renderer  # matplotlib's own, for tests to put back
-    MathTextParser._parse_cached = _parse_cached
+    # Marks on the function that tests read back (attributes no type declares).
+    _parse_cached.shared = True  # type: ignore[attr-defined]
+    _parse_cached.per_renderer = per_renderer  # type: ignore[attr-defined]  # to put back
+    MathTextParser._parse_cached = _parse_cached  # type: ignore[attr-defined]
     return True

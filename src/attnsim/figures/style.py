@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -43,13 +44,13 @@ THEME = {
     "font": "sans-serif",
 }
 # every figure lays itself out at draw time (figure legends placed "outside ..." get their room)
-LAYOUT = {"figure.constrained_layout.use": True}
+LAYOUT: dict[str, Any] = {"figure.constrained_layout.use": True}
 
 
 def palette(name: str, count: int) -> list[tuple[float, float, float]]:
     """`count` colours of a named palette (seaborn.color_palette): a qualitative map's first
     colours, else colours spread over the map with its ends excluded."""
-    return [tuple(map(float, colour)) for colour in sns.color_palette(name, count)]
+    return [(float(r), float(g), float(b)) for r, g, b in sns.color_palette(name, count)]
 
 
 def theme_rc(**overrides) -> dict:
@@ -253,7 +254,9 @@ def save(fig, png: Path) -> list[Path]:
     engine = fig.get_layout_engine()
     if engine is not None:
         lay_out(fig)
-        with matplotlib.rc_context({"figure.autolayout": False, **dict.fromkeys(LAYOUT, False)}):
+        off = {"figure.autolayout": False, **dict.fromkeys(LAYOUT, False)}
+        # matplotlib types rc keys as literals; these are LAYOUT's own, checked by its tests
+        with matplotlib.rc_context(off):  # type: ignore[arg-type]
             fig.set_layout_engine(None)  # keeps the layout just computed
     written = []
     try:

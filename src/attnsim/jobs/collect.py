@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,8 +22,7 @@ from attnsim.records.experiment import Experiment
 from attnsim.records.grid import GridColumns, grid_columns
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
-from attnsim.store import arrays, integrity
-from attnsim.store import parquet as store
+from attnsim.store import arrays, integrity, parquet
 
 log = logging.getLogger(__name__)
 
@@ -60,116 +61,97 @@ def summarise_chunks(
     kind: Kind | str,
     experiment: str,
     grid: GridColumns,
-    tables,
+    tables: Iterable[pa.Table | tuple[pa.Table, bool]],
     target_se: float | None = None,
     digests: dict[str, str] | None = None,
 ) -> pa.Table:
     """The summary of `grid`'s points (in enumeration order) from chunk tables, one table at a
     time, or from (table, last) pieces of them (`store.read_pieces`: a point's rows may go on
-    into the next piece of its file): memory holds one piece's trials and the summary's columns,
-    never every trial. Each point's trials are one run of rows of one chunk; points of equal trial
-    counts are reduced together as the rows of a matrix. The same numbers, bit for bit, as the
-    summary's definition point by point (tests/oracles/summaries.py; tests compare them).
-
-    Given `digests` (a dict), the theory columns and the content digest of the summary's
-    point_id column (put into `digests`, for `store.write_atomic`) are computed in a second
-    thread while the chunks are summarised."""
-    kind = as_kind(kind)
-    schema = store.summary_schema(kind)
-    helper = ThreadPoolExecutor(1) if digests is not None else None
-    theory = helper.submit(theory_columns, kind, grid) if helper else None
-    grid_ids = grid.id_array()
-    index = _GridIndex(grid_ids)
-    ids_digest = helper.submit(integrity.column_digest, grid_ids) if helper else None
-    size = len(grid_ids)
-    metrics = [m.name for m in kind.metrics]
-    columns: dict[str, np.ndarray] = {
-        f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS
-    }
-    columns |= {
-        f"{m}_{s}": np.full(size, math.nan) for m in kind.extreme_metrics for s in ("min", "max")
-    }
-    finite = [m for m in kind.summary_metrics if m in kind.finite_metrics]
-    columns |= {f"{m}_finite": np.zeros(size, dtype=np.int64) for m in finite}
-    main_se = np.full(size, math.inf)
-    n_trials = np.zeros(size, dtype=np.int64)
-    seen = np.zeros(size, dtype=bool)
-    extra: list | None = [None] * size if kind.extra_summary else None
-    foreign: dict[str, int] = {}  # ids outside the grid: negative codes of their own
-    seen_foreign: set[int] = set()  # of the current file
-
-    def summarise(codes: np.ndarray, values: dict[str, np.ndarray]) -> None:
-        """Rows `codes`, `values`: whole runs of points, each point's trials all here."""
-        starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
-        ends = np.r_[starts[1:], len(codes)]
-        where = codes[starts]
-        ours = where[where >= 0]
-        theirs = set(where[where < 0].tolist())
-        if (
-            seen[ours].any()
-            or len(np.unique(where)) < len(where)
-            or not theirs.isdisjoint(seen_foreign)
-        ):
-            raise StoreError(
-                "a point has rows in more than one place of the store (stored twice?); move the "
-                "experiment's folder away and rerun"
-            )
-        seen[ours] = True
-        seen_foreign.update(theirs)
-
-        lengths = ends - starts
-        for length in np.unique(lengths[where >= 0]):
-            chosen = (lengths == length) & (where >= 0)
-            at = where[chosen]
-            # every run this long: the column is the matrix, no copy; else gather the runs' rows
-            rows = None if chosen.all() else starts[chosen][:, None] + np.arange(length)
-            n_trials[at] = length
-            main = mean_ci_rows(_runs(values[kind.main_metric], rows, length))
-            main_se[at] = main["se"]
-            for name in kind.summary_metrics:
-                if name in finite:
-                    continue  # over each point's finite trials: below, point by point
-                stats = (
-                    main
-                    if name == kind.main_metric
-                    else mean_ci_rows(_runs(values[name], rows, length))
-                )
-                for suffix in STATS:
-                    columns[f"{name}_{suffix}"][at] = stats[suffix]
-            for name in kind.extreme_metrics:
-                block = _runs(values[name], rows, length)
-                columns[f"{name}_min"][at], columns[f"{name}_max"][at] = (
-                    block.min(axis=1),
-                    block.max(axis=1),
-                )
-        for name in (
-            finite
-        ):  # a diverged run's +inf/NaN: left out of the mean and counted (as summarise_points)
-            for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
-                if i >= 0:
-                    kept = values[name][lo:hi]
-                    kept = kept[np.isfinite(kept)]
-                    columns[f"{name}_finite"][i] = kept.size
-                    for suffix, value in mean_ci(kept).items():
-                        columns[f"{name}_{suffix}"][i] = value
-        if extra is not None:
-            for i, lo, hi in zip(where.tolist(), starts.tolist(), ends.tolist()):
-                if i >= 0:
-                    params = dict(zip(kind.param_names, grid.rows(np.array([i]))[0]))
-                    extra[i] = kind.extra_summary(
-                        {name: v[lo:hi] for name, v in values.items()}, params
-                    )
-
-    held = None  # (codes, values) of a file's last run so far: the next piece may go on with it
+    into the next piece of its file). See `PointSummaries`."""
+    summaries = PointSummaries(kind, experiment, grid, target_se, digests)
     for item in tables:
         table, last = item if isinstance(item, tuple) else (item, True)
-        codes = _grid_codes(table["point_id"], index, foreign)
+        summaries.add(table, last)
+    return summaries.table()
+
+
+class PointSummaries:
+    """The summary of a grid's points, accumulated piece by piece of the store.
+
+    Memory holds one piece's trials and the summary's columns, never every trial. Each point's
+    trials are one run of rows of one chunk; points of equal trial counts are reduced together as
+    the rows of a matrix. The same numbers, bit for bit, as the summary's definition point by
+    point (tests/oracles/summaries.py; tests compare them).
+
+    Given `digests` (a dict), the theory columns and the content digest of the summary's point_id
+    column (put into `digests`, for `store.write_atomic`) are computed in a second thread while
+    the pieces are summarised.
+    """
+
+    def __init__(
+        self,
+        kind: Kind | str,
+        experiment: str,
+        grid: GridColumns,
+        target_se: float | None = None,
+        digests: dict[str, str] | None = None,
+    ) -> None:
+        self.kind = kind = as_kind(kind)
+        self.experiment, self.grid = experiment, grid
+        self.target_se, self.digests = target_se, digests
+        self.grid_ids = grid.id_array()
+        self.index = _GridIndex(self.grid_ids)
+        self.helper = ThreadPoolExecutor(1) if digests is not None else None
+        self.theory = self.helper.submit(theory_columns, kind, grid) if self.helper else None
+        self.ids_digest = (
+            self.helper.submit(integrity.column_digest, self.grid_ids) if self.helper else None
+        )
+        size = len(self.grid_ids)
+        self.metrics = [m.name for m in kind.schema.metrics]
+        self.finite = [m for m in kind.summary_metrics if m in kind.summary.finite_metrics]
+        # Per point: each metric's statistics, extremes and finite count, filled run by run.
+        columns = {f"{m}_{s}": np.full(size, math.nan) for m in kind.summary_metrics for s in STATS}
+        extremes = ("min", "max")
+        columns |= {
+            f"{m}_{s}": np.full(size, math.nan)
+            for m in kind.summary.extreme_metrics
+            for s in extremes
+        }
+        columns |= {f"{m}_finite": np.zeros(size, dtype=np.int64) for m in self.finite}
+        self.columns: dict[str, np.ndarray] = columns
+        self.main_se = np.full(size, math.inf)
+        self.n_trials = np.zeros(size, dtype=np.int64)
+        self.seen = np.zeros(size, dtype=bool)
+        self.extra: list | None = [None] * size if kind.summary.extra else None
+        self.foreign: dict[str, int] = {}  # ids outside the grid: negative codes of their own
+        self.seen_foreign: set[int] = set()  # of the current file
+        # A file's last run so far, (codes, values): the next piece may go on with it.
+        self.held: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
+
+    def add(self, table: pa.Table, last: bool = True) -> None:
+        """Summarise a piece of a chunk file; `last` when it ends its file (else the piece's last
+        run is held back, as the next piece may go on with it)."""
+        for codes, values in self._whole_runs(table, last):
+            self._add_runs(codes, values)
+        if last:
+            self.seen_foreign.clear()
+            # The file's decoding buffers: back to the system at the end of each file (the
+            # allocator would keep them and grow; after every piece, the faults of fetching the
+            # memory again cost ~1 CPU-s in 10^8 rows).
+            pa.default_memory_pool().release_unused()
+
+    def _whole_runs(
+        self, table: pa.Table, last: bool
+    ) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """The piece's rows as batches of whole runs of points, the held run in front."""
+        codes = _grid_codes(table["point_id"], self.index, self.foreign)
         values = {}
-        for name in metrics:  # each column as an array, its Arrow copy let go at once
+        for name in self.metrics:  # each column as an array, its Arrow copy let go at once
             values[name] = arrays.to_numpy(table[name])
             table = table.drop_columns([name])
         del table
         batches = []
+        held, self.held = self.held, None
         if held is not None:  # the held run, with the rows of this piece that go on with it
             going_on = np.flatnonzero(codes != held[0][0])
             k = int(going_on[0]) if len(going_on) else len(codes)
@@ -178,52 +160,127 @@ def summarise_chunks(
                 {name: np.concatenate([held[1][name], v[:k]]) for name, v in values.items()},
             )
             codes, values = codes[k:], {name: v[k:] for name, v in values.items()}
-            held = None
             if len(codes) or last:
                 batches.append(head)
             else:
-                held = head
+                self.held = head
         if len(codes) and not last:  # the piece's last run may go on in the next piece
             cut = int(np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])[-1])
-            held = codes[cut:].copy(), {name: v[cut:].copy() for name, v in values.items()}
+            self.held = codes[cut:].copy(), {name: v[cut:].copy() for name, v in values.items()}
             codes, values = codes[:cut], {name: v[:cut] for name, v in values.items()}
         if len(codes):
             batches.append((codes, values))
-        del codes, values
-        for batch in batches:
-            summarise(*batch)
-        del batches
-        if last:
-            seen_foreign.clear()
-            # the file's decoding buffers: back to the system at the end of each file (the
-            # allocator would keep them and grow; after every piece, the faults of fetching the
-            # memory again cost ~1 CPU-s in 10^8 rows)
-            pa.default_memory_pool().release_unused()
-    del index
-    if not seen.all():
-        missing = np.flatnonzero(~seen)
-        raise StoreError(
-            f"{experiment}: {len(missing)} grid point(s) have no trials in the store (first: "
-            f"{grid_ids[int(missing[0])].as_py()})"
+        return batches
+
+    def _add_runs(self, codes: np.ndarray, values: dict[str, np.ndarray]) -> None:
+        """Rows `codes`, `values`: whole runs of points, each point's trials all here."""
+        starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
+        ends = np.r_[starts[1:], len(codes)]
+        where = codes[starts]
+        self._mark_seen(where)
+        self._add_equal_lengths(where, starts, ends - starts, values)
+        bounds = zip(where.tolist(), starts.tolist(), ends.tolist())
+        runs = [(i, lo, hi) for i, lo, hi in bounds if i >= 0]
+        self._add_finite(runs, values)
+        if self.extra is not None:
+            self._add_extra(runs, values)
+
+    def _mark_seen(self, where: np.ndarray) -> None:
+        """Refuse a point met twice (in this batch, before, or foreign in this file)."""
+        ours = where[where >= 0]
+        theirs = set(where[where < 0].tolist())
+        if (
+            self.seen[ours].any()
+            or len(np.unique(where)) < len(where)
+            or not theirs.isdisjoint(self.seen_foreign)
+        ):
+            raise StoreError(
+                "a point has rows in more than one place of the store (stored twice?); move the "
+                "experiment's folder away and rerun"
+            )
+        self.seen[ours] = True
+        self.seen_foreign.update(theirs)
+
+    def _add_equal_lengths(
+        self,
+        where: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        values: dict[str, np.ndarray],
+    ) -> None:
+        """The runs of each length as one matrix: mean, SE, interval and extremes per row."""
+        kind, columns = self.kind, self.columns
+        for length in np.unique(lengths[where >= 0]):
+            chosen = (lengths == length) & (where >= 0)
+            at = where[chosen]
+            # Every run this long: the column is the matrix, no copy; else gather the runs' rows.
+            rows = None if chosen.all() else starts[chosen][:, None] + np.arange(length)
+            self.n_trials[at] = length
+            main = mean_ci_rows(_runs(values[kind.schema.main_metric], rows, length))
+            self.main_se[at] = main["se"]
+            for name in kind.summary_metrics:
+                if name in self.finite:
+                    continue  # over each point's finite trials: `_add_finite`
+                stats = (
+                    main
+                    if name == kind.schema.main_metric
+                    else mean_ci_rows(_runs(values[name], rows, length))
+                )
+                for suffix in STATS:
+                    columns[f"{name}_{suffix}"][at] = stats[suffix]
+            for name in kind.summary.extreme_metrics:
+                block = _runs(values[name], rows, length)
+                columns[f"{name}_min"][at] = block.min(axis=1)
+                columns[f"{name}_max"][at] = block.max(axis=1)
+
+    def _add_finite(self, runs: list[tuple[int, int, int]], values: dict[str, np.ndarray]) -> None:
+        """A diverged run's +inf/NaN: left out of the mean and counted (as summarise_points)."""
+        for name in self.finite:
+            for i, lo, hi in runs:
+                kept = values[name][lo:hi]
+                kept = kept[np.isfinite(kept)]
+                self.columns[f"{name}_finite"][i] = kept.size
+                for suffix, value in mean_ci(kept).items():
+                    self.columns[f"{name}_{suffix}"][i] = value
+
+    def _add_extra(self, runs: list[tuple[int, int, int]], values: dict[str, np.ndarray]) -> None:
+        """The kind's own summary columns, point by point."""
+        assert self.extra is not None and self.kind.summary.extra is not None
+        for i, lo, hi in runs:
+            params = dict(zip(self.kind.param_names, self.grid.rows(np.array([i]))[0]))
+            self.extra[i] = self.kind.summary.extra(
+                {name: v[lo:hi] for name, v in values.items()}, params
+            )
+
+    def table(self) -> pa.Table:
+        """The summary table; every grid point must have had its trials."""
+        kind, grid, size = self.kind, self.grid, len(self.grid_ids)
+        if not self.seen.all():
+            missing = np.flatnonzero(~self.seen)
+            raise StoreError(
+                f"{self.experiment}: {len(missing)} grid point(s) have no trials in the store "
+                f"(first: {self.grid_ids[int(missing[0])].as_py()})"
+            )
+        schema = parquet.summary_schema(kind)
+        summary: dict[str, object] = {"point_id": self.grid_ids, "n_trials": self.n_trials}
+        summary |= {
+            name: grid.arrow_column(name, schema.field(name).type) for name in kind.param_names
+        }
+        summary["stop_reason"] = stop_reasons(self.main_se, self.target_se)
+        summary |= self.columns
+        summary |= self.theory.result() if self.theory else theory_columns(kind, grid)
+        if self.helper:
+            assert self.digests is not None and self.ids_digest is not None
+            self.digests["point_id"] = self.ids_digest.result()
+            self.helper.shutdown()
+        if self.extra is not None:
+            for column in kind.summary.extra_columns:
+                summary[column.name] = [e.get(column.name) for e in self.extra]
+        for name in schema.names:  # a kind's extra column its summary does not fill stays null
+            summary.setdefault(name, [None] * size)
+        return pa.Table.from_arrays(
+            [arrays.from_values(summary[f.name], f.type) for f in schema], schema=schema
         )
-    summary_columns: dict[str, object] = {"point_id": grid_ids, "n_trials": n_trials}
-    summary_columns |= {
-        name: grid.arrow_column(name, schema.field(name).type) for name in kind.param_names
-    }
-    summary_columns["stop_reason"] = stop_reasons(main_se, target_se)
-    summary_columns |= columns
-    summary_columns |= theory.result() if theory else theory_columns(kind, grid)
-    if helper:
-        digests["point_id"] = ids_digest.result()
-        helper.shutdown()
-    if extra is not None:
-        for column in kind.extra_columns:
-            summary_columns[column.name] = [e.get(column.name) for e in extra]
-    for name in schema.names:  # a kind's extra column that its summary does not fill stays null
-        summary_columns.setdefault(name, [None] * size)
-    return pa.Table.from_arrays(
-        [arrays.from_values(summary_columns[f.name], f.type) for f in schema], schema=schema
-    )
 
 
 def stop_reasons(main_se: np.ndarray, target_se: float | None) -> pa.Array:
@@ -251,14 +308,17 @@ def _grid_codes(
     points are) is matched in one comparison."""
     foreign = {} if foreign is None else foreign
     parts = []
-    dictionary, lookup = None, np.zeros(0, dtype=np.int64)
+    dictionary = None
+    lookup: np.ndarray = np.zeros(0, dtype=np.int64)
     for piece in ids.chunks:
         if not pa.types.is_dictionary(piece.type):
             piece = pc.dictionary_encode(piece)
         if dictionary is None or not piece.dictionary.equals(dictionary):
             dictionary = piece.dictionary
-            lookup = index.run(dictionary)
-            if lookup is None:
+            run = index.run(dictionary)
+            if run is not None:
+                lookup = run
+            else:
                 position = index.position()
                 lookup = np.array(
                     [
@@ -319,12 +379,14 @@ class _GridIndex:
         return np.arange(start, self.next, dtype=np.int64)
 
 
-def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
+def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, Any]:
     """The kind's theory for every grid point, column by column: its `theory_table` over the
     distinct combinations of the parameters it reads, or `theory` once per such combination."""
-    names = [c.name for c in kind.theory_columns]
-    if kind.theory_table is not None:
-        table = kind.theory_table(  # each parameter's distinct values taken by the grid's index
+    names = [c.name for c in kind.theory.columns]
+    if not names or kind.theory.point is None:
+        return {}
+    if kind.theory.table is not None:
+        table = kind.theory.table(  # each parameter's distinct values taken by the grid's index
             {
                 name: np.asarray(
                     grid.values[name],
@@ -336,13 +398,13 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, list]:
         out = {name: np.asarray(table[name]) for name in names}
         # numbers stay arrays (as lists of floats they would cost 32 bytes a value)
         return {n: v if v.dtype == np.float64 else v.tolist() for n, v in out.items()}
-    deps, theory = grid.distinct(kind.theory)
+    deps, theory = grid.distinct(kind.theory.point)
     codes = grid.codes(deps)[0]
-    out = {}
+    by_point: dict[str, list[Any]] = {}
     for name in names:
-        out[name] = np.asarray([t.get(name) for t in theory], dtype=object)[codes].tolist()
+        by_point[name] = np.asarray([t.get(name) for t in theory], dtype=object)[codes].tolist()
     del theory
-    return out
+    return by_point
 
 
 def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads: int = 1) -> Path:
@@ -355,10 +417,10 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
     if not chunk_paths:
         raise StoreError("no finished chunks for this experiment yet")
     kind = get_kind(experiment.kind)
-    metrics = [m.name for m in kind.metrics]
+    metrics = [m.name for m in kind.schema.metrics]
     # copies of a chunk named, CPU classes counted, before anything is summarised
-    inputs = store.inputs_provenance(chunk_paths, experiment.name)
-    tables = store.read_pieces(
+    inputs = parquet.inputs_provenance(chunk_paths, experiment.name)
+    tables = parquet.read_pieces(
         chunk_paths, ["point_id", *metrics], dictionary=["point_id"], threads=threads
     )
     digests: dict[str, str] = {}  # of the summary's columns, computed along the way
@@ -370,7 +432,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         experiment.target_se,
         digests=digests if threads > 1 else None,
     )
-    meta = store.provenance(
+    meta = parquet.provenance(
         table="summary",
         experiment=experiment.name,
         kind=experiment.kind,
@@ -381,9 +443,9 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment.to_json(),
         **inputs,  # the chunks' content digests and CPU classes
-        **(kind.provenance() if kind.provenance else {}),
+        **(kind.assets.provenance() if kind.assets.provenance else {}),
     )
-    store.write_atomic(summary, output, meta, digests=digests)
+    parquet.write_atomic(summary, output, meta, digests=digests)
     log.info(
         "%s: %d points summarised from %d chunk files in %.2f s",
         experiment.name,

@@ -18,6 +18,7 @@ The class is ``<numpy level>-<BLAS core>``, e.g. ``X86_V4-SkylakeX`` or ``X86_V3
 from __future__ import annotations
 
 import functools
+import importlib
 import platform
 
 import numpy as np
@@ -28,10 +29,10 @@ LEVELS = ("X86_V4", "X86_V3", "X86_V2")  # numpy 2's x86-64 micro-architecture l
 def numpy_features() -> dict[str, bool]:
     """numpy's runtime CPU features (after NPY_DISABLE_CPU_FEATURES): name -> usable."""
     try:
-        from numpy._core._multiarray_umath import __cpu_features__
+        umath = importlib.import_module("numpy._core._multiarray_umath")
     except ImportError:  # pragma: no cover - numpy 1.x
-        from numpy.core._multiarray_umath import __cpu_features__
-    return dict(__cpu_features__)
+        umath = importlib.import_module("numpy.core._multiarray_umath")
+    return dict(umath.__cpu_features__)
 
 
 def numpy_dispatch() -> str:

@@ -31,8 +31,7 @@ from attnsim.models import assets
 from attnsim.records.chunk import ChunkSpec
 from attnsim.records.grid import Point
 from attnsim.seeding import block_generator
-from attnsim.store import arrays
-from attnsim.store import parquet as store
+from attnsim.store import arrays, parquet
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +64,9 @@ def stored_blocks(kind: Kind, params, trials: int, rows: int) -> set[tuple[int, 
 def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
     """The stored trials of `spec`'s points in chunk file `path` as `simulate_points`' `known`,
     and that chunk's spec."""
-    old = ChunkSpec.from_json(store.read_meta(path)["spec"])
-    metrics = [m.name for m in spec.kind.metrics]
-    table = store.read_table(path, ["point_id", *metrics])
+    old = ChunkSpec.from_json(parquet.read_meta(path)["spec"])
+    metrics = [m.name for m in spec.kind.schema.metrics]
+    table = parquet.read_table(path, ["point_id", *metrics])
     ids = np.asarray(table.column("point_id").to_pylist(), dtype=object)
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     ends = np.r_[starts[1:], len(ids)]
@@ -124,7 +123,7 @@ def simulate_points(
                 for m in members
             ]
         params = [m.params for m in members]
-        output = kind.simulate_block(block_generator(seed, stream, block), count, params)
+        output = kind.compute.simulate_block(block_generator(seed, stream, block), count, params)
         validate.check_block(kind, members, count, output)  # shape, dtype, NaN as the kind declares
         return output
 
@@ -151,7 +150,7 @@ def simulate_points(
                     need := [
                         m
                         for m in members
-                        if standard_error(np.concatenate(pieces[m.id][kind.main_metric]))
+                        if standard_error(np.concatenate(pieces[m.id][kind.schema.main_metric]))
                         > target_se
                     ]
                 )
@@ -166,7 +165,7 @@ def simulate_points(
     }
 
 
-def seconds_since_job_start() -> tuple[float, float] | None:
+def job_startup_seconds() -> tuple[float, float] | None:
     """Seconds since the start of the Snakemake process that runs this job on its node: the
     outermost `snakemake --mode remote|subprocess` among this process's ancestors or, in a SLURM
     job, among the processes of the same job (the plugin's `--mode remote` process starts the
@@ -201,8 +200,8 @@ def seconds_since_job_start() -> tuple[float, float] | None:
                 if not entry.isdigit():
                     continue
                 try:
-                    with open(f"/proc/{entry}/environ", "rb") as f:
-                        if marker in f.read().split(b"\0") and is_job_snakemake(entry):
+                    with open(f"/proc/{entry}/environ", "rb") as environ:
+                        if marker in environ.read().split(b"\0") and is_job_snakemake(entry):
                             candidates.append(int(entry))
                 except OSError:
                     continue  # ended, or not ours to read
@@ -219,8 +218,8 @@ JOB_START_NOTE = "the first `snakemake --mode remote|subprocess` process of this
 
 def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Table:
     kind = as_kind(kind)
-    schema = store.trials_schema(kind)
-    counts = [len(results[point.id][kind.main_metric]) for point in points]
+    schema = parquet.trials_schema(kind)
+    counts = [len(results[point.id][kind.schema.main_metric]) for point in points]
     columns = {
         "point_id": arrays.repeated([p.id for p in points], counts, schema.field("point_id").type)
     }
@@ -231,7 +230,7 @@ def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Tab
         columns[name] = arrays.repeated(
             [p.params[name] for p in points], counts, schema.field(name).type
         )
-    for metric in kind.metrics:
+    for metric in kind.schema.metrics:
         columns[metric.name] = arrays.from_numpy(
             np.concatenate([results[p.id][metric.name] for p in points]),
             schema.field(metric.name).type,
@@ -251,7 +250,7 @@ def run_chunk(
 ) -> Path:
     """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
     assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields
-    (`Kind.provenance`)."""
+    (`Kind.assets.provenance`)."""
     started = time.perf_counter()
     if resources is not None:
         assets.set_resources(resources)
@@ -265,7 +264,7 @@ def run_chunk(
         spec.experiment,
         threads,
     )
-    since = seconds_since_job_start()
+    since = job_startup_seconds()
     if since is not None:
         log.info(
             "chunk %s: first kernel call %.2f s after the job's process started (%s); this process "
@@ -275,7 +274,9 @@ def run_chunk(
             JOB_START_NOTE,
             since[1],
         )
-    source, known, topped_up = None, {}, {}
+    source: Path | None = None
+    known: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}
+    topped_up: dict[str, object] = {}
     if spec.extends is not None:  # a top-up: reuse the stored chunk's trial blocks
         source = Path(output).parent / f"chunk-{spec.extends}.parquet"
         known, old_spec = stored_trials(spec, source)
@@ -307,7 +308,7 @@ def run_chunk(
         )
     log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
     table = trials_table(spec.kind, points, results)
-    meta = store.provenance(
+    meta = parquet.provenance(
         table="trials",
         experiment=spec.experiment,
         kind=spec.kind.name,
@@ -322,9 +323,9 @@ def run_chunk(
         **(
             {"topped_up": topped_up} if topped_up else {}
         ),  # the chunk it replaces, its settings, the trials reused
-        **(spec.kind.provenance() if spec.kind.provenance else {}),
+        **(spec.kind.assets.provenance() if spec.kind.assets.provenance else {}),
     )
-    store.write_atomic(table, output, meta)
+    parquet.write_atomic(table, output, meta)
     log.info(
         "chunk %s: %d rows written to %s in %.2f s; process CPU %.2f s",
         spec.id,

@@ -2,8 +2,9 @@
 
 A kind's `simulate_block(rng, trials, points)` returns, per point, metric -> array of `trials`
 values. A block whose output has another length, shape or dtype, misses or adds a metric, or holds
-NaN or inf where the kind does not declare it (`Kind.finite_metrics`, `Kind.nonfinite_metrics`)
-fails the job with one line naming the kind, the metric and the point.
+NaN or inf where the kind does not declare it (`Kind.summary.finite_metrics`,
+`Kind.summary.nonfinite_metrics`) fails the job with one line naming the kind, the metric and the
+point.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def check_block(kind, points: Sequence, trials: int, output) -> None:
         raise KernelOutputError(
             f"kind {kind.name}: simulate_block returned {got} for a block of {len(points)} points"
         )
-    names = [m.name for m in kind.metrics]
+    names = [m.name for m in kind.schema.metrics]
     for point, metrics in zip(points, output):
         if not isinstance(metrics, Mapping):
             raise KernelOutputError(
@@ -80,7 +81,10 @@ def check_block(kind, points: Sequence, trials: int, output) -> None:
                     f"({trials},)"
                 )
             if values.dtype.kind == "f" and not np.isfinite(values).all():
-                if name not in kind.finite_metrics and name not in kind.nonfinite_metrics:
+                if (
+                    name not in kind.summary.finite_metrics
+                    and name not in kind.summary.nonfinite_metrics
+                ):
                     nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
                     what = (
                         f"{nan} of {trials} values are NaN"

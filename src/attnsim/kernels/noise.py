@@ -24,12 +24,6 @@ from attnsim.theory.noise import NOISE_FAMILIES
 F32 = np.float32
 
 
-def standard_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:
-    """i.i.d. draws with mean 0 (up to a shift, irrelevant to softmax) and variance 1, as float64
-    (the float32 numbers of `standard_noise32`, widened)."""
-    return standard_noise32(rng, family, shape).astype(np.float64)
-
-
 def standard_noise32(rng: np.random.Generator, family: str, shape) -> np.ndarray:
     """i.i.d. float32 draws with mean 0 (up to a shift, irrelevant to softmax) and variance 1."""
     if family == "gaussian":

@@ -37,7 +37,6 @@ from attnsim.kernels import rounding
 from attnsim.kernels.rounding import F32, Format
 
 SITES = ("logits", "qk", "qk_rotated", "probs", "output")
-LOGIT_SITES = ("logits", "qk", "qk_rotated")
 METRIC_NAMES = (
     "sq_err",
     "sq_err_iid",

@@ -47,14 +47,6 @@ def evaluation_steps(steps: int, per_checkpoint: int = EVALS_PER_CHECKPOINT) -> 
     return sorted({round_half_up(steps ** (j / count)) for j in range(count + 1)})
 
 
-def first_reached(losses: Mapping[int, np.ndarray], threshold: float, trials: int) -> np.ndarray:
-    """Per trial, the first evaluation step whose loss is <= threshold, +inf if none."""
-    reached = np.full(trials, np.inf)
-    for step in sorted(losses, reverse=True):  # the earliest step is written last
-        reached = np.where(losses[step] <= threshold, float(step), reached)
-    return reached
-
-
 class Optimiser:
     """SGD (w -= lr g), Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8, bias-corrected) or
     normalised gradient descent (w -= lr g / ||g||_F per array and trial) on a list of weight

@@ -19,7 +19,15 @@ from attnsim.errors import ConfigError
 from attnsim.kinds.base import Kind
 
 ENTRY_POINT_GROUP = "attnsim.kinds"
-REQUIRED = ("name", "params", "metrics", "simulate_block", "theory", "main_metric", "package")
+# The core every kind must fill (the rest of `Kind` is optional).
+REQUIRED = (
+    "name",
+    "package",
+    "schema.params",
+    "schema.metrics",
+    "schema.main_metric",
+    "compute.simulate_block",
+)
 
 
 def _as_kind(obj) -> Kind:
@@ -27,10 +35,17 @@ def _as_kind(obj) -> Kind:
         obj = getattr(obj, "KIND", None)
     if not isinstance(obj, Kind):
         raise TypeError(f"loads to {type(obj).__name__}, not an attnsim.kinds.base.Kind")
-    missing = [f for f in REQUIRED if not getattr(obj, f, None)]
+    missing = [f for f in REQUIRED if not _field(obj, f)]
     if missing:
         raise TypeError(f"Kind {obj.name!r} lacks {', '.join(missing)}")
     return obj
+
+
+def _field(kind: Kind, dotted: str) -> object:
+    value: object = kind
+    for name in dotted.split("."):
+        value = getattr(value, name, None)
+    return value
 
 
 def _builtins() -> dict[str, Kind]:

@@ -1,19 +1,25 @@
-"""What a kind declares: its parameters, columns, kernel, theory, figures, claims and headline.
+"""What an experiment kind declares: its parameters, columns, kernel, theory, figures, headline.
 
 A kind is one package, `attnsim/kinds/<kind>/` (or a plugin's package, registered under the
 entry-point group `attnsim.kinds`): its `__init__.py` defines `KIND = Kind(...)`, `kernel.py`
 computes trial blocks, `figures.py` draws from the summary (captions in `report/<figure>.rst`)
 and `claims.py` judges the essay's claims. The driver (`attnsim.jobs.simulate`), the planner, the
 store, the summaries, the figures, the claims engine and the workflow work from these
-declarations only. See docs/adding-a-kind.md.
+declarations only. See docs/adding-a-kind.md; `attnsim.testing.check_kind` checks that a kind
+keeps this contract.
+
+The contract is small at its core: a name, a description, the package, the algorithm version, the
+`Schema` (parameters and trial columns) and the `Compute` (the kernel and its cost). The rest,
+`Theory`, `Summary`, `Presentation` and `Assets`, are optional records, empty by default.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -89,92 +95,153 @@ class Param(Column):
         return schema
 
 
-Params = Mapping[str, object]
-# (generator, trials in block, the points sharing these draws)
-#     -> per point: metric -> (trials,) array
+Params = Mapping[str, Any]  # parameter name -> canonical value (str, int or float)
+# A kind's kernel: (generator, trials in the block, the points sharing these draws) -> for each
+# point, metric name -> its (trials,) array.
 BlockKernel = Callable[[np.random.Generator, int, Sequence[Params]], list[dict[str, np.ndarray]]]
 
 
 @dataclass(frozen=True)
-class Kind:
-    name: str
-    description: str
-    # the kind's package (`__name__` of its __init__): figures, claims and captions live there
-    package: str
-    params: tuple[Param, ...]  # grid parameters, in the order points are enumerated
-    stream_params: tuple[str, ...]  # the parameters that shape the random draws
-    metrics: tuple[Column, ...]  # per-trial float64 columns
-    theory_columns: tuple[Column, ...]
-    algorithm_version: int  # bump whenever a point's numbers would change
-    bytes_per_trial: Callable[[Params], int]
-    simulate_block: BlockKernel
-    theory: Callable[[Params], dict[str, object]]
+class Schema:
+    """What a kind's grid and trial rows are: the columns of its trials files."""
+
+    # The grid parameters, in the order points are enumerated.
+    params: tuple[Param, ...]
+    # The parameters that shape the random draws: points equal in these share one stream.
+    stream_params: tuple[str, ...]
+    # The per-trial float64 columns the kernel returns.
+    metrics: tuple[Column, ...]
+    # The metric whose standard error decides `target_se` and the headline numbers.
     main_metric: str
-    # functions of `<package>.figures`, each (summary DataFrame) -> Figure
-    figures: tuple[str, ...] = ()
-    # (summary DataFrame) -> one line for the run summary
-    headline: Callable[[object], str] | None = None
-    extra_columns: tuple[Column, ...] = field(default=())
-    extra_summary: Callable[[dict[str, np.ndarray], Params], dict[str, object]] | None = None
-    # per-trial columns that are constant per point: no mean/CI
-    constant_metrics: tuple[str, ...] = ()
-    # a figure of this kind showing the entropy between 0 and log n (cited by the entropy-bounds
-    # claim)
-    entropy_figure: str = ""
-    # metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`)
-    extreme_metrics: tuple[str, ...] = ()
-    # metrics a trial may leave non-finite (+inf or NaN: a diverged training run): their mean, SE
-    # and CI are over the finite trials only, and the summary adds `<m>_finite`, the number of
-    # those trials (medians etc.: extra_summary)
-    finite_metrics: tuple[str, ...] = ()
-    # metrics a trial may leave NaN or +/-inf by definition, summaries unchanged (kappa of a noise
-    # without the moment the delta method needs; a quantity that does not apply at a point);
-    # NaN/inf anywhere else fails the job (attnsim.jobs.validate checks every block;
-    # finite_metrics may be non-finite too)
-    nonfinite_metrics: tuple[str, ...] = ()
-    block_factor: int = 1  # this kind's blocks aim at block_factor * TARGET_BLOCK_BYTES
-    # The cost model's time of one trial, in passes over its working set (bytes_per_trial, which
-    # alone sizes blocks and memory): None for one pass. A kind whose trials stream through it
-    # many times declares how many, e.g. per optimiser step (attnsim.records.cost,
-    # docs/scaling.md).
-    passes_per_trial: Callable[[Params], float] | None = None
-    # checks a schema cannot express (ConfigError whose message starts with grid.<key>)
+    # Checks a JSON Schema cannot express: raise a ConfigError whose message starts with
+    # `grid.<key>`.
     check_grid: Callable[[Mapping[str, list]], None] | None = None
-    # data the kernel reads (attnsim.models.assets names), fetched before any job runs
-    assets: tuple[str, ...] = ()
-    # extra provenance of every trials/summary file (e.g. asset and corpus hashes)
+
+
+@dataclass(frozen=True)
+class Compute:
+    """How a kind's trials are computed, and what they cost."""
+
+    # The kernel: one block of trials for the points sharing its draws.
+    simulate_block: BlockKernel
+    # The working set of one trial, in bytes: it alone sizes blocks and memory.
+    bytes_per_trial: Callable[[Params], int]
+    # The cost model's time of one trial, in passes over its working set; None for one pass. A
+    # kind whose trials stream through it many times (e.g. once per optimiser step) declares how
+    # many (attnsim.records.cost, docs/scaling.md).
+    passes_per_trial: Callable[[Params], float] | None = None
+    # This kind's blocks aim at block_factor * TARGET_BLOCK_BYTES.
+    block_factor: int = 1
+
+
+@dataclass(frozen=True)
+class Theory:
+    """What theory predicts at each point: the summary's theory columns."""
+
+    # The theory columns of the summary.
+    columns: tuple[Column, ...] = ()
+    # The prediction at one point: (param name -> value) -> (theory column -> value).
+    point: Callable[[Params], dict[str, object]] | None = None
+    # Optional: the same numbers over columns, (param name -> numpy array) -> (theory column ->
+    # array), point by point equal to `point` (tests compare them). A summary of a million points
+    # then costs no million Python calls.
+    table: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """How a kind's trials become its per-point summary, beyond mean, SE and interval."""
+
+    # Per-trial columns that are constant within a point: no mean or interval.
+    constant_metrics: tuple[str, ...] = ()
+    # Metrics whose smallest and largest trial value the summary keeps (`<m>_min`, `<m>_max`).
+    extreme_metrics: tuple[str, ...] = ()
+    # Metrics a trial may leave non-finite (+inf or NaN: a diverged training run). Their mean, SE
+    # and interval are over the finite trials only, and the summary adds `<m>_finite`, the number
+    # of those trials (medians and the like: `extra`).
+    finite_metrics: tuple[str, ...] = ()
+    # Metrics a trial may leave NaN or +/-inf by definition, summaries unchanged (kappa of a noise
+    # without the moment the delta method needs; a quantity that does not apply at a point).
+    # NaN or inf anywhere else fails the job (attnsim.jobs.validate checks every block).
+    nonfinite_metrics: tuple[str, ...] = ()
+    # The kind's own summary columns, and the function that fills them for one point:
+    # (metric -> the point's trial values, params) -> (column -> value).
+    extra_columns: tuple[Column, ...] = ()
+    extra: Callable[[dict[str, np.ndarray], Params], dict[str, object]] | None = None
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """What a run shows of a kind: figures and the summary's headline."""
+
+    # Functions of `<package>.figures`, each (summary DataFrame) -> Figure; captions in
+    # `<package>/report/<figure>.rst`.
+    figures: tuple[str, ...] = ()
+    # (summary DataFrame) -> one line for the run summary.
+    headline: Callable[[object], str] | None = None
+    # A figure of this kind showing the entropy between 0 and log n (the entropy-bounds claim
+    # cites it).
+    entropy_figure: str = ""
+
+
+@dataclass(frozen=True)
+class Assets:
+    """Data a kind's kernel reads from outside the package."""
+
+    # attnsim.models.assets names, fetched before any job runs.
+    names: tuple[str, ...] = ()
+    # Extra provenance of every trials and summary file (e.g. asset and corpus hashes).
     provenance: Callable[[], dict] | None = None
-    # Optional: `theory` over columns, (param name -> numpy array) -> (theory column -> array),
-    # the same numbers as `theory` point by point (tests compare them); a summary of a million
-    # points then costs no million Python calls. Without it, `theory` is called per point.
-    theory_table: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """An experiment kind: a required core (who it is, its columns, its kernel) and optional
+    records for theory, summary, presentation and assets, each empty by default."""
+
+    name: str
+    # One line: what the kind measures, against which theory.
+    description: str
+    # The kind's package (`__name__` of its __init__): figures, claims and captions live there.
+    package: str
+    # Bump whenever a point's numbers would change: stored results of another version are
+    # refused, never mixed.
+    algorithm_version: int
+    schema: Schema
+    compute: Compute
+    theory: Theory = Theory()
+    summary: Summary = Summary()
+    presentation: Presentation = Presentation()
+    assets: Assets = Assets()
     # A small valid experiment of this kind ({"trials": ..., "grid": {...}}, every parameter
-    # listed): the docs' examples and the scale tests, which lengthen its last float parameter
-    # with two or more values to a million points. Built-in kinds must declare one (a test
-    # checks).
+    # listed): the docs' examples, `attnsim.testing.check_kind` and the scale tests (which
+    # lengthen its last float parameter with two or more values to a million points). Built-in
+    # kinds must declare one (a test checks).
     example: Mapping[str, object] | None = None
 
     @property
     def summary_metrics(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.metrics if c.name not in self.constant_metrics)
+        """The metrics the summary gives a mean, SE and interval."""
+        constant = self.summary.constant_metrics
+        return tuple(c.name for c in self.schema.metrics if c.name not in constant)
 
     @property
     def param_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.params)
+        return tuple(c.name for c in self.schema.params)
 
     def block_trials(self, params: Params) -> int:
         """Trials per random-number block: a function of the stream parameters only."""
-        per_trial = max(1, self.bytes_per_trial(params))
-        trials = self.block_factor * TARGET_BLOCK_BYTES // per_trial
-        return int(min(MAX_BLOCK_TRIALS, max(1, trials)))
+        per_trial = max(1, self.compute.bytes_per_trial(params))
+        target = self.compute.block_factor * TARGET_BLOCK_BYTES
+        return int(min(MAX_BLOCK_TRIALS, max(1, target // per_trial)))
 
     def grid_schema(self) -> dict:
         """JSON Schema of `experiments.<name>.grid` for this kind, from its parameters."""
         return {
             "type": "object",
             "additionalProperties": False,
-            "required": [p.name for p in self.params if p.default is None],
-            "properties": {p.name: p.list_schema() for p in self.params},
+            "required": [p.name for p in self.schema.params if p.default is None],
+            "properties": {p.name: p.list_schema() for p in self.schema.params},
         }
 
     def submodule(self, name: str):
@@ -184,5 +251,6 @@ class Kind:
 
     def caption(self, figure: str) -> Path:
         """The report caption of one of the kind's figures: `report/<figure>.rst` in its package."""
-        package = Path(importlib.import_module(self.package).__file__).parent
-        return package / "report" / f"{figure}.rst"
+        package_file = importlib.import_module(self.package).__file__
+        assert package_file is not None  # a package, not a namespace
+        return Path(package_file).parent / "report" / f"{figure}.rst"

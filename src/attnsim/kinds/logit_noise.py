@@ -152,8 +152,10 @@ def theory(p) -> dict[str, object]:
 
 
 def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
-    ratio = ratio_of_means(metrics["sq_err"], metrics["sq_err_pred"])
-    ratio = {k: (None if math.isnan(v) else v) for k, v in ratio.items()}
+    ratio: dict[str, float | None] = {
+        k: (None if math.isnan(v) else v)
+        for k, v in ratio_of_means(metrics["sq_err"], metrics["sq_err_pred"]).items()
+    }
     nxt = {
         k: (None if math.isnan(v) else v)
         for k, v in ratio_of_means(metrics["sq_err"], metrics["sq_err_next"]).items()

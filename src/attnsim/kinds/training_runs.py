@@ -30,9 +30,9 @@ LOSS_QUARTILES = tuple(
 )
 
 
-def loss_quartiles(metrics: Mapping[str, np.ndarray]) -> dict[str, float]:
+def loss_quartiles(metrics: Mapping[str, np.ndarray]) -> dict[str, object]:
     """The LOSS_QUARTILES of one point from its runs' losses."""
-    out: dict[str, float] = {}
+    out: dict[str, object] = {}
     for name in LOSSES:
         out[f"{name}_q25"], out[f"{name}_median"], out[f"{name}_q75"] = quantiles(metrics[name])
     return out

@@ -11,7 +11,7 @@ extracted, into a hidden temporary directory that is renamed into place as a
 whole, so ``resources/<name>/`` either holds every verified file or does not
 exist; an interrupted fetch leaves nothing behind.
 
-How jobs find an asset (kinds that declare ``Kind.assets``): the workflow's local rule
+How jobs find an asset (kinds that declare ``Kind.assets.names``): the workflow's local rule
 runs ``attnsim fetch-asset NAME --resources resources [--local-copy PATH]`` (`install`)
 once, before any job. It fetches the asset (or verifies the config's local copy and links
 ``resources/<name>`` to it) and writes the marker ``resources/<name>.verified``: the

@@ -106,7 +106,7 @@ def query_key_rows(
         batch = ids[part]
         out = model.forward(batch, np.ones(batch.shape, dtype=bool), capture=layers)
         index = np.arange(len(batch))
-        found = {}
+        found: dict[int, tuple[np.ndarray, ...]] = {}
         for layer in layers:
             a = out.attention[layer]
             q = np.ascontiguousarray(a.q[index, :, positions[part]])  # (t, H, d)

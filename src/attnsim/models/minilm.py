@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -76,8 +77,14 @@ class WordPiece:
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
         self.cls_id, self.sep_id, self.pad_id = (
-            self.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")
+            self._token_id(t) for t in ("[CLS]", "[SEP]", "[PAD]")
         )
+
+    def _token_id(self, token: str) -> int:
+        found = self.tokenizer.token_to_id(token)
+        if found is None:
+            raise ValueError(f"the tokenizer has no {token} token")
+        return int(found)
 
     def pieces(self, texts: Sequence[str]) -> list[list[int]]:
         """Word-piece ids of each text: no [CLS]/[SEP], no truncation."""
@@ -204,7 +211,7 @@ class Bert:
             w[e + "token_type_embeddings.weight"],
         )
         self.embed_norm = (w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"])
-        self.layers = []
+        self.layers: list[dict[str, Any]] = []
         for i in range(config.layers):
             p = f"encoder.layer.{i}."
             a = p + "attention.self."
@@ -301,11 +308,10 @@ class Bert:
             probs = np.exp(scores, out=scores)
             probs /= probs.sum(axis=-1, keepdims=True)
             context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch * seq, c.hidden)
-            x = layer_norm(x + context @ L["out"] + L["out_bias"], *L["norm1"], c.eps)
+            (w1, b1), (w2, b2) = L["norm1"], L["norm2"]
+            x = layer_norm(x + context @ L["out"] + L["out_bias"], w1, b1, c.eps)
             x = layer_norm(
-                x + gelu(x @ L["up"] + L["up_bias"]) @ L["down"] + L["down_bias"],
-                *L["norm2"],
-                c.eps,
+                x + gelu(x @ L["up"] + L["up_bias"]) @ L["down"] + L["down_bias"], w2, b2, c.eps
             )
             if i in keep:
                 attention[i] = LayerAttention(q, k, v, probs, mask)

@@ -12,7 +12,7 @@ from attnsim.errors import ConfigError
 from attnsim.plan.sweep import ExperimentPlan
 from attnsim.records import cost
 from attnsim.records.experiment import Settings
-from attnsim.store import parquet as store
+from attnsim.store import parquet
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def bill(
             largest = max(largest, seconds)
             mem = max(mem, cost.chunk_mem_mb(c, threads))
         simulate += len(plan.pending)
-        if plan.pending or not store.summary_path(root, plan.kind, name).exists():
+        if plan.pending or not parquet.summary_path(root, plan.kind, name).exists():
             stale += 1
     jobs = {
         "simulate": simulate,

@@ -15,6 +15,7 @@ import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from attnsim.errors import AttnsimError
 
@@ -141,14 +142,14 @@ def check(requests: Iterable[Request], partitions: dict[str, Partition]) -> None
             )
 
 
-def _number(value) -> float | None:
+def _number(value: Any) -> float | None:
     try:
         return float(value) if value is not None and value != "" else None
     except (TypeError, ValueError):
         return None
 
 
-def job_request(job) -> Request:
+def job_request(job: Any) -> Request:
     """What Snakemake's SLURM plugin will ask sbatch for, from a Snakemake job (duck-typed)."""
     res = job.resources
     cpus = int(_number(res.get("cpus_per_task")) or job.threads or 1)
@@ -165,7 +166,7 @@ def job_request(job) -> Request:
     )
 
 
-def largest_requests(jobs: Iterable) -> list[Request]:
+def largest_requests(jobs: Iterable[Any]) -> list[Request]:
     """Per rule and partition, the largest CPU, memory and runtime request of the cluster jobs."""
     largest: dict[tuple[str, str | None], Request] = {}
     for job in jobs:
@@ -185,7 +186,7 @@ def largest_requests(jobs: Iterable) -> list[Request]:
     return list(largest.values())
 
 
-def check_jobs(jobs: Iterable, sinfo_text: str | None = None) -> None:
+def check_jobs(jobs: Iterable[Any], sinfo_text: str | None = None) -> None:
     """Raise ClusterFitError if one of `jobs` (Snakemake jobs) can never start on this cluster.
     Does nothing if there are no cluster jobs or sinfo cannot be run."""
     requests = largest_requests(jobs)

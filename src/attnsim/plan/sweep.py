@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +29,14 @@ from attnsim import files
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.records import cost as resources
 from attnsim.records.chunk import ChunkSpec, topup_id
+from attnsim.records.cost import (
+    TYPICAL_OVERESTIMATE,
+    ChunkCost,
+    PointCosts,
+    chunk_cost,
+    point_costs,
+)
 from attnsim.records.experiment import Experiment, Settings
 from attnsim.records.grid import (
     GridColumns,
@@ -37,7 +44,8 @@ from attnsim.records.grid import (
     chunk_id,
     grid_columns,
 )
-from attnsim.store import parquet as store
+from attnsim.store import parquet
+from attnsim.store.integrity import Meta
 
 # A chunk ends once its cost reaches this many times the experiment's average chunk (its
 # estimated cost over the whole grid, so that the budget does not depend on what is done,
@@ -56,9 +64,7 @@ class Chunk:
     chunk's spec as its provenance recorded it."""
 
     id: str
-    cost: (
-        resources.ChunkCost | None
-    )  # None for finished chunks until asked (see ExperimentPlan.cost)
+    cost: ChunkCost | None  # None for finished chunks until asked (see ExperimentPlan.cost)
     rows: np.ndarray | None = None  # pending: indices into the experiment's grid
     spec_text: str | None = None  # finished: the spec from its provenance
     extends: str | None = None  # pending top-up: the stored chunk whose trials it reuses
@@ -68,12 +74,12 @@ class Chunk:
 class ExperimentPlan:
     experiment: Experiment
     grid: GridColumns
-    table: dict[str, Chunk] = field(default_factory=dict)  # chunk id -> chunk, finished and pending
+    # chunk id -> chunk, finished and pending
+    chunk_by_id: dict[str, Chunk] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)  # chunk ids still to compute
     done_points: int = 0
-    replaced: list[Path] = field(
-        default_factory=list
-    )  # stored chunks that top-ups replace (removed once they exist)
+    # stored chunks that top-ups replace (removed once they exist)
+    replaced: list[Path] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -93,14 +99,15 @@ class ExperimentPlan:
 
     @property
     def chunks(self) -> list[str]:
-        return sorted(self.table)
+        return sorted(self.chunk_by_id)
 
     def spec(self, chunk: str) -> ChunkSpec:
         """The chunk's spec: a finished chunk's as its provenance recorded it, a pending one's
         from the grid's columns (no point made)."""
-        entry = self.table[chunk]
+        entry = self.chunk_by_id[chunk]
         if entry.spec_text is not None:
             return ChunkSpec.from_json(entry.spec_text)
+        assert entry.rows is not None  # a pending chunk's points
         e = self.experiment
         return ChunkSpec(
             e.name,
@@ -113,12 +120,12 @@ class ExperimentPlan:
             entry.extends,
         )
 
-    def cost(self, chunk: str) -> resources.ChunkCost:
-        entry = self.table[chunk]
+    def cost(self, chunk: str) -> ChunkCost:
+        entry = self.chunk_by_id[chunk]
         return entry.cost if entry.cost is not None else self.spec(chunk).cost
 
 
-def _old_settings(meta: dict) -> str:
+def _old_settings(meta: Meta) -> str:
     spec = json.loads(meta.get("spec", "{}"))
     adaptive = (
         f", target_se={spec['target_se']}, max_trials={spec['max_trials']}"
@@ -131,12 +138,16 @@ def _old_settings(meta: dict) -> str:
     )
 
 
-def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> resources.PointCosts:
+def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> PointCosts:
     """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
-    `kind.bytes_per_trial` call per combination of the parameters it reads."""
-    passes = None if kind.passes_per_trial is None else grid.evaluate(kind.passes_per_trial)
-    return resources.point_costs(
-        kind, grid.evaluate(kind.bytes_per_trial), grid.stream_codes(), trial_cap, passes
+    `kind.compute.bytes_per_trial` call per combination of the parameters it reads."""
+    passes = (
+        None
+        if kind.compute.passes_per_trial is None
+        else grid.evaluate(kind.compute.passes_per_trial)
+    )
+    return point_costs(
+        kind, grid.evaluate(kind.compute.bytes_per_trial), grid.stream_codes(), trial_cap, passes
     )
 
 
@@ -159,14 +170,14 @@ def chunk_bounds(costs: np.ndarray, size: int, budget: float = math.inf) -> list
     return bounds
 
 
-def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
+def _grid_rows(kind: Kind, grid: GridColumns, points: list[tuple[Any, ...]]) -> np.ndarray:
     """The grid index of each of `points` (raw values in the kind's parameter order), -1 for a
     point outside the grid. Matched on canonical values, which is what ids hash; each column's
     distinct values are looked up once."""
     if not points:
         return np.zeros(0, dtype=np.int64)
     positions = []
-    for param, column in zip(kind.params, zip(*points, strict=True)):
+    for param, column in zip(kind.schema.params, zip(*points, strict=True)):
         where = {v: i for i, v in enumerate(grid.values[param.name])}
         raw = np.array(column)  # int64, float64 or str for the specs planning writes
         if raw.dtype.kind in "iufU":
@@ -187,8 +198,8 @@ def _grid_rows(kind: Kind, grid: GridColumns, points: list) -> np.ndarray:
     return flat
 
 
-def _unique_unordered(column) -> tuple[np.ndarray, np.ndarray]:
-    seen: dict = {}
+def _unique_unordered(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    seen: dict[Any, int] = {}
     inverse = np.array([seen.setdefault((type(v), v), len(seen)) for v in column], dtype=np.int64)
     distinct = np.empty(len(seen), dtype=object)
     distinct[:] = [v for _, v in seen]
@@ -213,7 +224,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     done = np.zeros(grid.size, dtype=bool)
     extendable = []  # stored chunks with fewer trials than the config asks for: topped up below
     # through the inventory: a second copy of a chunk is named, never counted
-    for path, meta in store.experiment_inventory(root, experiment.kind, name):
+    for path, meta in parquet.experiment_inventory(root, experiment.kind, name):
         spec = json.loads(meta["spec"])
         if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
             ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec
@@ -224,7 +235,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             extendable.append((path, meta["chunk"], rows))
         elif len(rows):
             chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
-            plan.table[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
+            plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
             done[rows] = True
     trial_cap = experiment.max_trials or experiment.trials
     costs = grid_costs(kind, grid, trial_cap)
@@ -240,9 +251,9 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
                     experiment.target_se,
                     experiment.max_trials,
                 )
-                plan.table[chunk] = Chunk(
+                plan.chunk_by_id[chunk] = Chunk(
                     chunk,
-                    resources.chunk_cost(kind, costs, rows[start:end], trial_cap),
+                    chunk_cost(kind, costs, rows[start:end], trial_cap),
                     rows=rows[start:end],
                     extends=old,
                 )
@@ -255,22 +266,25 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     for start, end in chunk_bounds(costs.point_work[todo], size, budget):
         rows = todo[start:end]
         chunk = chunk_id(ids[start:end])
-        plan.table[chunk] = Chunk(
-            chunk, resources.chunk_cost(kind, costs, rows, trial_cap), rows=rows
-        )
+        plan.chunk_by_id[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows, trial_cap), rows=rows)
         plan.pending.append(chunk)
     return plan
 
 
 def _stored_settings(
-    path: Path, meta: dict, spec: dict, settings: Settings, experiment, kind: Kind
+    path: Path,
+    meta: Meta,
+    spec: dict[str, Any],
+    settings: Settings,
+    experiment: Experiment,
+    kind: Kind,
 ) -> bool:
     """True if a stored chunk has the config's trial settings, False if the config asks for more
     trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
     the missing blocks are computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows
     would mix, or fewer trials would drop computed ones: one line, nothing runs."""
     old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
-    new = (experiment.trials, experiment.target_se, experiment.max_trials)
+    new: tuple[Any, ...] = (experiment.trials, experiment.target_se, experiment.max_trials)
     lineage = (
         meta.get("seed") == settings.seed
         and meta.get("algorithm_version") == kind.algorithm_version
@@ -321,7 +335,7 @@ def chunk_limits(
     chunks of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
     MAX_CHUNK_ROWS trial rows. `chunk_size`, if set, is one more upper bound on points, and then a
     chunk also stays under MAX_CHUNK_COST_RATIO times its experiment's average chunk."""
-    job = settings.job_minutes * 60 * resources.TYPICAL_OVERESTIMATE
+    job = settings.job_minutes * 60 * TYPICAL_OVERESTIMATE
     budget = total_work / max(1, math.ceil(total_work / job)) if total_work > 0 else math.inf
     size = max(1, MAX_CHUNK_ROWS // trial_cap)
     if settings.chunk_size:
@@ -425,8 +439,8 @@ def remove_replaced(plans: Mapping[str, ExperimentPlan], root: Path) -> list[Pat
     for plan in plans.values():
         for path in plan.replaced:
             old = path.stem.removeprefix("chunk-")
-            tops = [c for c, entry in plan.table.items() if entry.extends == old]
-            if all(store.chunk_path(root, plan.kind, plan.name, c).exists() for c in tops):
+            tops = [c for c, entry in plan.chunk_by_id.items() if entry.extends == old]
+            if all(parquet.chunk_path(root, plan.kind, plan.name, c).exists() for c in tops):
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed

@@ -14,11 +14,12 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.records import cost as resources
+from attnsim.records.cost import ChunkCost, chunk_cost, point_costs
 from attnsim.records.experiment import results_key
 from attnsim.records.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.seeding import digest
@@ -30,20 +31,14 @@ class ChunkSpec:
     kind: Kind
     seed: int
     trials: int  # per round; one round unless adaptive
-    rows: tuple[tuple, ...]  # the points: canonical values in the kind's parameter order
+    rows: tuple[tuple[Any, ...], ...]  # the points: canonical values in the kind's parameter order
     target_se: float | None = None  # adaptive precision on the kind's main metric
     max_trials: int | None = None
     extends: str | None = None  # a top-up: the stored chunk (same folder) whose trials it reuses
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.rows and isinstance(self.rows[0], Point):
-            raise TypeError("ChunkSpec holds rows of values: make one of Points with of_points")
-
-    @classmethod
-    def of_points(cls, experiment: str, kind: Kind, seed: int, trials: int, points, *rest):
-        """A spec of `Point`s (as benchmarks and tests make them)."""
-        rows = tuple(tuple(p.params[k] for k in kind.param_names) for p in points)
-        return cls(experiment, kind, seed, trials, rows, *rest)
+            raise TypeError("ChunkSpec holds rows of parameter values, not Points")
 
     @cached_property
     def points(self) -> tuple[Point, ...]:
@@ -59,19 +54,21 @@ class ChunkSpec:
         )
 
     @cached_property
-    def cost(self) -> resources.ChunkCost:
+    def cost(self) -> ChunkCost:
         """What its resource requests depend on (`attnsim.records.cost.chunk_cost`)."""
         kind, names = self.kind, self.kind.param_names
         params = [dict(zip(names, row)) for row in self.rows]
-        per_trial = [kind.bytes_per_trial(p) for p in params]
+        per_trial = [kind.compute.bytes_per_trial(p) for p in params]
         passes = (
-            None if kind.passes_per_trial is None else [kind.passes_per_trial(p) for p in params]
+            None
+            if kind.compute.passes_per_trial is None
+            else [kind.compute.passes_per_trial(p) for p in params]
         )
-        at = [names.index(n) for n in kind.stream_params]
-        codes: dict[tuple, int] = {}
+        at = [names.index(n) for n in kind.schema.stream_params]
+        codes: dict[tuple[Any, ...], int] = {}
         streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
-        costs = resources.point_costs(kind, per_trial, streams, self.trial_cap, passes)
-        return resources.chunk_cost(kind, costs, slice(None), self.trial_cap)
+        costs = point_costs(kind, per_trial, streams, self.trial_cap, passes)
+        return chunk_cost(kind, costs, slice(None), self.trial_cap)
 
     @property
     def trial_cap(self) -> int:
@@ -107,7 +104,7 @@ class ChunkSpec:
         return _parse(text)[0]
 
 
-def _parse(text: str) -> tuple[ChunkSpec, dict]:
+def _parse(text: str) -> tuple[ChunkSpec, dict[str, Any]]:
     """The spec in `text` and the JSON object it was read from (parsed once)."""
     try:
         spec = json.loads(text)

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from attnsim.kinds.base import MAX_BLOCK_TRIALS, TARGET_BLOCK_BYTES, Kind
 
@@ -70,16 +71,24 @@ class PointCosts:
     point_work: np.ndarray
 
 
-def point_costs(kind: Kind, bytes_per_trial, streams, trial_cap: int, passes=None) -> PointCosts:
-    """`PointCosts` of points in order, from each one's `kind.bytes_per_trial`, stream code and
-    `kind.passes_per_trial` (None: one pass each)."""
+def point_costs(
+    kind: Kind,
+    bytes_per_trial: ArrayLike,
+    streams: ArrayLike,
+    trial_cap: int,
+    passes: ArrayLike | None = None,
+) -> PointCosts:
+    """`PointCosts` of points in order, from each one's `kind.compute.bytes_per_trial`, stream
+    code and `kind.compute.passes_per_trial` (None: one pass each)."""
     per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
     streams = np.asarray(streams)
     passes = None if passes is None else np.asarray(passes, dtype=np.float64)
     block_trials = np.minimum(  # Kind.block_trials, per point
         MAX_BLOCK_TRIALS,
         np.maximum(
-            1, (kind.block_factor * TARGET_BLOCK_BYTES) // np.maximum(1, per_trial).astype(np.int64)
+            1,
+            (kind.compute.block_factor * TARGET_BLOCK_BYTES)
+            // np.maximum(1, per_trial).astype(np.int64),
         ),
     )
     first = np.ones(len(streams), dtype=bool)
@@ -89,7 +98,9 @@ def point_costs(kind: Kind, bytes_per_trial, streams, trial_cap: int, passes=Non
     return PointCosts(per_trial, passes, block_trials * per_trial, streams, work)
 
 
-def chunk_cost(kind: Kind, costs: PointCosts, rows, trial_cap: int) -> ChunkCost:
+def chunk_cost(
+    kind: Kind, costs: PointCosts, rows: np.ndarray | slice, trial_cap: int
+) -> ChunkCost:
     """The cost of the chunk of the points at `rows` (positions into `costs`): each stream's draws
     once (at its last point's size) and each point's own work, for `trial_cap` trials."""
     per_trial = costs.bytes_per_trial[rows]
@@ -103,7 +114,7 @@ def chunk_cost(kind: Kind, costs: PointCosts, rows, trial_cap: int) -> ChunkCost
         trial_cap,
         float(work + POINT_WORK * len(per_trial)),
         int(costs.block_bytes[rows].max()),
-        len(kind.metrics) + len(kind.params) + 4,
+        len(kind.schema.metrics) + len(kind.schema.params) + 4,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
@@ -36,7 +37,7 @@ class Experiment:
     name: str
     kind: str
     trials: int
-    grid: dict[str, list]
+    grid: dict[str, list[Any]]
     seed: int
     description: str = ""
     target_se: float | None = None  # adaptive precision on the kind's main metric
@@ -47,7 +48,7 @@ class Experiment:
         """What its rows depend on besides their parameters (`results_key`)."""
         return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """The settings its summary and figures depend on (not the description): what `to_json`
         writes and the summary's `config_hash` digests."""
         spec = {

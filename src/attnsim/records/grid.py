@@ -11,14 +11,16 @@ import hashlib
 import itertools
 import json
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from attnsim.kinds import as_kind, get_kind
-from attnsim.kinds.base import Kind
+from attnsim.kinds.base import Kind, Param
 from attnsim.seeding import ID_HEX_DIGITS, canonical_value, digest
 from attnsim.store import arrays
 
@@ -26,19 +28,9 @@ from attnsim.store import arrays
 @dataclass(frozen=True)
 class Point:
     kind: str
-    params: dict  # parameter name -> canonical value, in the kind's order
+    params: dict[str, Any]  # parameter name -> canonical value, in the kind's order
     id: str
     stream: str  # id of the random stream (shared by common-random-number siblings)
-
-
-def make_point(kind: Kind | str, params: dict) -> Point:
-    """One point from a mapping of parameter values (defaults filled in): a convenience for
-    benchmarks and tests, through the same path as every chunk's points (`points_from_rows`)."""
-    kind = as_kind(kind)
-    values = [
-        params[p.name] if p.default is None else params.get(p.name, p.default) for p in kind.params
-    ]
-    return points_from_rows(kind, [values])[0]
 
 
 def chunk_id(ids: list[str]) -> str:
@@ -59,7 +51,7 @@ def chunk_id(ids: list[str]) -> str:
 # chunk a job computes.
 
 
-def canonical_column_value(param, value):
+def canonical_column_value(param: Param, value: Any) -> Any:
     """A grid value canonicalised for its parameter: floats as floats, integers as ints."""
     if pa.types.is_floating(param.type):
         value = float(value)
@@ -68,11 +60,13 @@ def canonical_column_value(param, value):
     return canonical_value(value)
 
 
-def _json(value) -> str:
+def _json(value: Any) -> str:
     return json.dumps(value, allow_nan=False)
 
 
-def point_id_array(kind: Kind, values: dict[str, list], index: dict[str, np.ndarray]) -> pa.Array:
+def point_id_array(
+    kind: Kind, values: dict[str, list[Any]], index: dict[str, np.ndarray]
+) -> pa.Array:
     """`point_ids` as an Arrow string array: the ids are fixed-width ASCII, so they are joined
     into one buffer at once (a million in ~0.03 s, where encoding each costs ~0.2 s and a
     million bytes objects)."""
@@ -80,7 +74,7 @@ def point_id_array(kind: Kind, values: dict[str, list], index: dict[str, np.ndar
     return arrays.fixed_width_strings("".join(ids).encode("ascii"), len(ids), ID_HEX_DIGITS)
 
 
-def point_ids(kind: Kind, values: dict[str, list], index: dict[str, np.ndarray]) -> list[str]:
+def point_ids(kind: Kind, values: dict[str, list[Any]], index: dict[str, np.ndarray]) -> list[str]:
     """The ids of points given as columns: per parameter its distinct canonical `values` and, per
     point, an `index` into them. The only place ids are made (a grid's, a chunk's, a job's).
 
@@ -136,7 +130,7 @@ class GridColumns:
     enumeration order, `index[name]` into it."""
 
     kind: Kind
-    values: dict[str, list]
+    values: dict[str, list[Any]]
 
     @property
     def size(self) -> int:
@@ -144,7 +138,8 @@ class GridColumns:
 
     @cached_property
     def index(self) -> dict[str, np.ndarray]:
-        size, stride, index = self.size, self.size, {}
+        size, stride = self.size, self.size
+        index: dict[str, np.ndarray] = {}
         for name in self.kind.param_names:
             count = len(self.values[name])
             stride //= count
@@ -153,7 +148,7 @@ class GridColumns:
             )
         return index
 
-    def column(self, name: str, rows: np.ndarray | slice = slice(None)) -> list:
+    def column(self, name: str, rows: np.ndarray | slice = slice(None)) -> list[Any]:
         """The values of parameter `name` at `rows` (Python objects, canonical)."""
         return _take(self.values[name], self.index[name][rows])
 
@@ -165,7 +160,7 @@ class GridColumns:
         positions = arrays.from_numpy(index, pa.int32() if index.dtype == np.int32 else pa.int64())
         return arrays.from_values(list(self.values[name]), type_).take(positions)
 
-    def rows(self, rows: np.ndarray | slice = slice(None)) -> list[tuple]:
+    def rows(self, rows: np.ndarray | slice = slice(None)) -> list[tuple[Any, ...]]:
         """The points at `rows` as tuples of canonical values in the kind's parameter order."""
         return list(zip(*(self.column(name, rows) for name in self.kind.param_names)))
 
@@ -179,19 +174,19 @@ class GridColumns:
         """Every point's id in enumeration order, as an Arrow string array (`point_id_array`)."""
         return point_id_array(self.kind, self.values, self.index)
 
-    def codes(self, names) -> tuple[np.ndarray, tuple[int, ...]]:
+    def codes(self, names: Iterable[str]) -> tuple[np.ndarray, tuple[int, ...]]:
         """Per point, one integer per combination of the parameters `names` (row-major over their
         value lists), and the shape of that sub-grid."""
         names = list(names)
         shape = tuple(len(self.values[n]) for n in names)
         if not names:
             return np.zeros(self.size, dtype=np.int64), ()
-        return np.ravel_multi_index([self.index[n] for n in names], shape), shape
+        return np.asarray(np.ravel_multi_index([self.index[n] for n in names], shape)), shape
 
     def stream_codes(self) -> np.ndarray:
-        return self.codes(self.kind.stream_params)[0]
+        return self.codes(self.kind.schema.stream_params)[0]
 
-    def distinct(self, fn) -> tuple[list[str], list]:
+    def distinct(self, fn: Callable[[Any], Any]) -> tuple[list[str], list[Any]]:
         """`fn(params)` once per combination of the parameters it reads: (those parameters, the
         results in row-major order over their value lists). Other parameters are given their first
         value. Which parameters `fn` reads is found by recording the keys it reads: a combination
@@ -201,7 +196,8 @@ class GridColumns:
         first = {n: self.values[n][0] for n in names}
         deps: list[str] = []
         while True:
-            results, read = [], set()
+            results: list[Any] = []
+            read: set[str] = set()
             for combo in itertools.product(*(self.values[n] for n in deps)):
                 params = _Recording(first | dict(zip(deps, combo)))
                 results.append(fn(params))
@@ -211,73 +207,73 @@ class GridColumns:
                 return deps, results
             deps += extra
 
-    def evaluate(self, fn) -> np.ndarray:
+    def evaluate(self, fn: Callable[[Any], Any]) -> np.ndarray:
         """`fn(params)` for every point in enumeration order (see `distinct`)."""
         deps, results = self.distinct(fn)
         codes = self.codes(deps)[0]
-        return np.asarray(results)[codes]
+        return np.asarray(np.asarray(results)[codes])
 
-    def params_at(self, deps: list[str], flat: int) -> dict:
+    def params_at(self, deps: list[str], flat: int) -> dict[str, Any]:
         """The params of the `flat`-th combination of `deps` (others at their first value)."""
         combo = np.unravel_index(flat, tuple(len(self.values[n]) for n in deps)) if deps else ()
         chosen = {n: self.values[n][int(i)] for n, i in zip(deps, combo)}
         return {n: chosen.get(n, self.values[n][0]) for n in self.kind.param_names}
 
 
-class _Recording(dict):
+class _Recording(dict[str, Any]):
     """A params dict that records which keys were read. Reading it whole (iterating, copying,
     `dict(p)`, `{**p}`, items, values) counts as reading every key: overriding `__iter__` and
     `keys` makes CPython's dict merges go through them instead of the dict's own storage."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.read: set[str] = set()
 
-    def _all(self):
+    def _all(self) -> None:
         self.read |= set(super().keys())
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         self.read.add(key)
         return super().__getitem__(key)
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         self.read.add(key)
         return super().get(key, default)
 
-    def __contains__(self, key):
-        self.read.add(key)
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
         return super().__contains__(key)
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         self._all()
         return super().__iter__()
 
-    def keys(self):
+    def keys(self) -> Any:
         self._all()
         return super().keys()
 
-    def items(self):
+    def items(self) -> Any:
         self._all()
         return super().items()
 
-    def values(self):
+    def values(self) -> Any:
         self._all()
         return super().values()
 
-    def copy(self):
+    def copy(self) -> dict[str, Any]:
         self._all()
         return dict(super().items())
 
-    def __or__(self, other):
+    def __or__(self, other: Any) -> Any:
         self._all()
         return dict(super().items()) | other
 
-    def __reduce__(self):  # pragma: no cover (pickling reads it whole)
+    def __reduce__(self) -> Any:  # pragma: no cover (pickling reads it whole)
         self._all()
         return (dict, (dict(super().items()),))
 
 
-def grid_columns(experiment) -> GridColumns:
+def grid_columns(experiment: Any) -> GridColumns:
     """The columnar grid of an experiment (anything with `.kind` and `.grid`); index arrays are
     made when first used."""
     kind = get_kind(experiment.kind)
@@ -285,12 +281,12 @@ def grid_columns(experiment) -> GridColumns:
         kind,
         {
             p.name: [canonical_column_value(p, v) for v in experiment.grid[p.name]]
-            for p in kind.params
+            for p in kind.schema.params
         },
     )
 
 
-def row_ids(kind: Kind | str, rows) -> list[str]:
+def row_ids(kind: Kind | str, rows: Sequence[Sequence[Any]]) -> list[str]:
     """Ids of points given as rows of raw values in the kind's parameter order, e.g. a chunk
     spec's `points`: each column's distinct values canonicalised once, then `point_ids`."""
     kind = as_kind(kind)
@@ -298,14 +294,16 @@ def row_ids(kind: Kind | str, rows) -> list[str]:
     return point_ids(kind, values, index)
 
 
-def _columns(kind: Kind, rows) -> tuple[dict[str, list], dict[str, np.ndarray]]:
+def _columns(
+    kind: Kind, rows: Sequence[Sequence[Any]]
+) -> tuple[dict[str, list[Any]], dict[str, np.ndarray]]:
     """Rows of raw values as `point_ids` columns: distinct canonical values and indices."""
-    values: dict[str, list] = {}
+    values: dict[str, list[Any]] = {}
     index: dict[str, np.ndarray] = {}
-    columns = list(zip(*rows)) if rows else [() for _ in kind.params]
-    for param, column in zip(kind.params, columns, strict=True):
-        seen: dict = {}  # canonical value -> position
-        memo: dict = {}  # (type, raw value) -> position
+    columns: list[tuple[Any, ...]] = list(zip(*rows)) if rows else [() for _ in kind.schema.params]
+    for param, column in zip(kind.schema.params, columns, strict=True):
+        seen: dict[Any, int] = {}  # canonical value -> position
+        memo: dict[tuple[type, Any], int] = {}  # (type, raw value) -> position
         positions = []
         for value in column:
             key = (type(value), value)
@@ -318,24 +316,27 @@ def _columns(kind: Kind, rows) -> tuple[dict[str, list], dict[str, np.ndarray]]:
     return values, index
 
 
-def canonical_rows(kind: Kind | str, rows) -> list[tuple]:
+def canonical_rows(kind: Kind | str, rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
     """Rows of raw values in the kind's parameter order, checked and canonicalised."""
     kind = as_kind(kind)
     values, index = _checked_columns(kind, rows)
     return list(zip(*(_take(values[name], index[name]) for name in kind.param_names)))
 
 
-def _checked_columns(kind: Kind, rows) -> tuple[dict[str, list], dict[str, np.ndarray]]:
-    rows = list(rows)
+def _checked_columns(
+    kind: Kind, given: Iterable[Sequence[Any]]
+) -> tuple[dict[str, list[Any]], dict[str, np.ndarray]]:
+    rows = list(given)
     for row in rows:
-        if len(row) != len(kind.params):
+        expected = len(kind.schema.params)
+        if len(row) != expected:
             raise ValueError(
-                f"a point has {len(row)} values, kind {kind.name} has {len(kind.params)} parameters"
+                f"a point has {len(row)} values, kind {kind.name} has {expected} parameters"
             )
     return _columns(kind, rows)
 
 
-def points_from_rows(kind: Kind | str, rows) -> list[Point]:
+def points_from_rows(kind: Kind | str, rows: Iterable[Sequence[Any]]) -> list[Point]:
     """The points of rows of raw values in the kind's parameter order (canonicalised): what a job
     makes of the chunk it is given."""
     kind = as_kind(kind)
@@ -343,22 +344,23 @@ def points_from_rows(kind: Kind | str, rows) -> list[Point]:
     values, index = _checked_columns(kind, rows)
     ids = point_ids(kind, values, index)
     columns = [_take(values[name], index[name]) for name in names]
-    stream_at = [names.index(n) for n in kind.stream_params]
-    streams: dict[tuple, str] = {}
+    stream_at = [names.index(n) for n in kind.schema.stream_params]
+    streams: dict[tuple[Any, ...], str] = {}
     points = []
     for row, pid in zip(zip(*columns), ids):
         key = tuple(row[i] for i in stream_at)
         stream = streams.get(key)
         if stream is None:
             stream = streams[key] = digest(
-                {"kind": kind.name, "stream": dict(zip(kind.stream_params, key))}
+                {"kind": kind.name, "stream": dict(zip(kind.schema.stream_params, key))}
             )
         points.append(Point(kind=kind.name, params=dict(zip(names, row)), id=pid, stream=stream))
     return points
 
 
-def _take(values: list, index) -> list:
+def _take(values: list[Any], index: Any) -> list[Any]:
     """`values` at `index`, as Python objects."""
     column = np.empty(len(values), dtype=object)
     column[:] = values
-    return column[index].tolist()
+    taken: list[Any] = column[index].tolist()
+    return taken

@@ -525,8 +525,8 @@ def embedded_png(path: Path, width: int = EMBEDDED_WIDTH) -> str | None:
         return None
     from PIL import Image
 
-    with Image.open(path) as image:
-        image = image.convert("RGB")
+    with Image.open(path) as opened:
+        image = opened.convert("RGB")
         if image.width > width:
             image = image.resize(
                 (width, round(image.height * width / image.width)), Image.Resampling.LANCZOS

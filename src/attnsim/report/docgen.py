@@ -128,9 +128,8 @@ def kinds_usage_table() -> str:
         "|---|---|---|",
     ]
     for name, kind in _builtin_kinds().items():
-        lines.append(
-            f"| `{name}` | {', '.join(param(p) for p in kind.params)} | `{kind.main_metric}` |"
-        )
+        params = ", ".join(param(p) for p in kind.schema.params)
+        lines.append(f"| `{name}` | {params} | `{kind.schema.main_metric}` |")
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
-"""Before any job: every figure a kind declares (`Kind.figures`) has its function and its caption;
-and after a figure is drawn, nothing a reader needs reaches past its canvas (`outside_canvas`).
+"""Before any job: every figure a kind declares (`Kind.presentation.figures`) has its function and
+its caption; and after a figure is drawn, nothing a reader needs reaches past its canvas
+(`outside_canvas`).
 
 Without this, a figure declared but not written is found only when the experiment's figures job
 fails, after its chunks ran; a missing caption only when the report is built. The check reads the
@@ -33,7 +34,8 @@ def top_level_names(source: str) -> set[str]:
 
 def check_kind(kind) -> None:
     """ConfigError naming the kind and the figure whose function or caption is missing."""
-    if not kind.figures:
+    figures = kind.presentation.figures
+    if not figures:
         return
     where = f"kind {kind.name}"
     module = f"{kind.package}.figures"
@@ -43,15 +45,15 @@ def check_kind(kind) -> None:
         spec = None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise ConfigError(
-            f"{where}: declares figures {', '.join(kind.figures)} but has no module {module}"
+            f"{where}: declares figures {', '.join(figures)} but has no module {module}"
         )
     with open(spec.origin, encoding="utf-8") as f:
         defined = top_level_names(f.read())
-    for figure in kind.figures:
+    for figure in figures:
         if figure not in defined:
             raise ConfigError(
-                f"{where}, figure {figure}: declared in Kind.figures but {module} defines"
-                f" no {figure}() ({spec.origin})"
+                f"{where}, figure {figure}: declared in Kind.presentation.figures but {module}"
+                f" defines no {figure}() ({spec.origin})"
             )
         caption = kind.caption(figure)
         if not caption.is_file():

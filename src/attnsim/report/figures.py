@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from attnsim.errors import AttnsimError
 from attnsim.kinds import get_kind
-from attnsim.store import parquet as store
+from attnsim.store import parquet
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,18 +25,19 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
 
     share_layouts()  # this process draws many figures: each mathtext string is laid out once
 
-    kind = get_kind(store.read_meta(summary_path)["kind"])
-    unknown = [f for f in figures or [] if f not in kind.figures]
+    kind = get_kind(parquet.read_meta(summary_path)["kind"])
+    known = kind.presentation.figures
+    unknown = [f for f in figures or [] if f not in known]
     if unknown:
         raise AttnsimError(
-            f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(kind.figures)}"
+            f"no figure {unknown[0]!r} for kind {kind.name}; known: {', '.join(known)}"
         )
     module = kind.submodule("figures")
-    names = figures or kind.figures
+    names = figures or kind.presentation.figures
     # the point ids only where a figure of single trials needs them: a million-point summary's
     # ids are most of what reading and checking it costs (time and memory)
     trials = any(getattr(getattr(module, f), "trial_columns", None) for f in names)
-    frame = store.read_summary(summary_path, ids=trials).to_pandas(
+    frame = parquet.read_summary(summary_path, ids=trials).to_pandas(
         split_blocks=True, self_destruct=True
     )
     pa.default_memory_pool().release_unused()  # the read's buffers, before drawing
@@ -59,7 +60,7 @@ def render_all(summaries: list[Path], outdir: Path, threads: int = 1) -> list[Pa
 
     jobs = []
     for path in summaries:
-        meta = store.read_meta(path)
+        meta = parquet.read_meta(path)
         get_kind(meta["kind"]).submodule("figures")  # imported before the fork too
         jobs.append((Path(path), Path(outdir) / meta["experiment"]))
     if threads <= 1 or len(jobs) <= 1:
@@ -80,12 +81,12 @@ def trials_of(summary_path: Path, summary, columns) -> pd.DataFrame | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    meta = store.read_meta(summary_path)
+    meta = parquet.read_meta(summary_path)
     # <root>/summary/kind=<kind>/experiment=<experiment>/summary.parquet
     root = Path(summary_path).parents[3]
     wanted = pa.array(summary["point_id"].astype(str).tolist())
     tables = []
-    for path in store.experiment_chunks(root, meta["kind"], meta["experiment"]):
-        table = store.read_table(path, columns=["point_id", *columns])
+    for path in parquet.experiment_chunks(root, meta["kind"], meta["experiment"]):
+        table = parquet.read_table(path, columns=["point_id", *columns])
         tables.append(table.filter(pc.is_in(table["point_id"].cast(pa.string()), value_set=wanted)))
     return pa.concat_tables(tables).to_pandas() if tables else None

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from attnsim.config.load import load_file
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import plan_all
-from attnsim.store import parquet as store
+from attnsim.store import parquet
 
 
 def show(config: Path, root: Path) -> str:
     settings = load_file(config)
     plans = plan_all(settings, root)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, plan in plans.items():
         e = settings.experiments[name]
         rows.append(
@@ -30,7 +31,7 @@ def show(config: Path, root: Path) -> str:
         )
     known = set(settings.experiments)
     extra = sorted(
-        {p.parent.name.removeprefix("experiment=") for p in store.table_files(root)} - known
+        {p.parent.name.removeprefix("experiment=") for p in parquet.table_files(root)} - known
     )
     import pandas as pd
 
@@ -70,12 +71,12 @@ def _trials_asked(e) -> str:
 
 def _trials_run(root: Path, kind: str, name: str) -> str:
     """Trials per point in the store's summary (its smallest and largest), or '-' before one."""
-    path = store.summary_path(root, kind, name)
+    path = parquet.summary_path(root, kind, name)
     if not path.exists():
         return "-"
     import pyarrow.compute as pc
 
-    column = store.read_table(path, columns=["n_trials"]).column("n_trials")
+    column = parquet.read_table(path, columns=["n_trials"]).column("n_trials")
     if len(column) == 0:
         return "-"
     low, high = pc.min(column).as_py(), pc.max(column).as_py()
@@ -85,11 +86,11 @@ def _trials_run(root: Path, kind: str, name: str) -> str:
 def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
     lines = ["", "attnsim run summary", "=" * 19]
     for name, e in settings.experiments.items():
-        path = store.summary_path(root, e.kind, name)
+        path = parquet.summary_path(root, e.kind, name)
         if not path.exists():
             lines.append(f"{name:<20} {e.kind:<20} (no summary yet)")
             continue
-        s = store.read_summary(path).to_pandas()
+        s = parquet.read_summary(path).to_pandas()
         low, high = (
             (int(s["n_trials"].min()), int(s["n_trials"].max())) if len(s) else (e.trials, e.trials)
         )
@@ -98,11 +99,11 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             f" (rounds of {e.trials} to SE <= {e.target_se:g})" if e.target_se is not None else ""
         )
         lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {trials} trials{adaptive}")
-        classes = store.read_meta(path).get("cpu_classes", {})
+        classes = parquet.read_meta(path).get("cpu_classes", {})
         if len(classes) > 1:
-            lines.append(f"{'':<20} {store.mixed_classes_note(name, classes)}")
+            lines.append(f"{'':<20} {parquet.mixed_classes_note(name, classes)}")
         kind = get_kind(e.kind)
-        headline = kind.headline(s) if kind.headline else ""
+        headline = kind.presentation.headline(s) if kind.presentation.headline else ""
         if headline:
             lines.append(f"{'':<20} {headline}")
     claims_file = Path(root).parent / "claims.parquet"
@@ -113,7 +114,7 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         lines += [
             "",
             "claims (results/claims.html, results/claims.md, attnsim claims):",
-            short(from_table(store.read_table(claims_file))),
+            short(from_table(parquet.read_table(claims_file))),
         ]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")

@@ -14,15 +14,17 @@ nulls) and hands anything else to pyarrow's own conversion: the same result, pan
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 
-def _numpy_dtype(type_: pa.DataType) -> np.dtype | None:
+def _numpy_dtype(type_: pa.DataType) -> np.dtype[Any] | None:
     """The numpy dtype of a fixed-width numeric Arrow type (None for any other type)."""
     if pa.types.is_integer(type_) or pa.types.is_floating(type_):
-        return np.dtype(type_.to_pandas_dtype())
+        dtype: np.dtype[Any] = np.dtype(type_.to_pandas_dtype())
+        return dtype
     return None
 
 
@@ -40,7 +42,7 @@ def from_numpy(values: np.ndarray, type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
 
 
-def scalar(value, type_: pa.DataType) -> pa.Scalar:
+def scalar(value: Any, type_: pa.DataType) -> pa.Scalar:
     """A numeric, boolean or string Arrow scalar (`pa.scalar` without its conversion)."""
     if pa.types.is_string(type_) or pa.types.is_large_string(type_):
         return strings([value], type_)[0]
@@ -55,7 +57,8 @@ def _string_array(
     offsets = np.zeros(len(lengths) + 1, np.int64 if pa.types.is_large_string(type_) else np.int32)
     np.cumsum(lengths, out=offsets[1:])
     nulls = 0 if present is None else int(len(present) - present.sum())
-    valid = pa.py_buffer(np.packbits(present, bitorder="little")) if nulls else None
+    valid = pa.py_buffer(np.packbits(present, bitorder="little")) if present is not None else None
+    valid = valid if nulls else None
     return pa.Array.from_buffers(
         type_, len(lengths), [valid, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls
     )
@@ -78,7 +81,7 @@ def fixed_width_strings(data: bytes, count: int, width: int) -> pa.Array:
     return _string_array(pa.string(), np.full(count, width, dtype=np.int64), data)
 
 
-def repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
+def repeated(values: list[Any], counts: list[int], type_: pa.DataType) -> pa.Array:
     """values[i] repeated counts[i] times (a chunk's point ids and parameters, one per row)."""
     if not (pa.types.is_string(type_) or pa.types.is_large_string(type_)):
         return from_numpy(
@@ -91,7 +94,7 @@ def repeated(values: list, counts: list[int], type_: pa.DataType) -> pa.Array:
     )
 
 
-def from_values(values, type_: pa.DataType) -> pa.Array:
+def from_values(values: Any, type_: pa.DataType) -> pa.Array:
     """An Arrow array of `type_` from what a summary column holds: an Arrow array (cast), a
     numeric numpy array, or Python strings and None; anything else through `pa.array`."""
     if isinstance(values, pa.Array):
@@ -115,7 +118,7 @@ def from_values(values, type_: pa.DataType) -> pa.Array:
 _EXACT = 2**53  # integers up to this size convert to float64 exactly (pa.array refuses others)
 
 
-def _from_numbers(values: list, type_: pa.DataType) -> pa.Array | None:
+def _from_numbers(values: list[Any], type_: pa.DataType) -> pa.Array | None:
     """A list of Python or numpy numbers (booleans for a boolean type) and None as an Arrow
     array of `type_`, None as null; None when the list holds anything else. numpy converts the
     list (C speed: a million-point summary's columns), Python only finds the None."""
@@ -160,11 +163,11 @@ def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
             return to_numpy(values.chunk(0))
         dtype = bool if pa.types.is_boolean(values.type) else _numpy_dtype(values.type)
         if dtype is None or values.null_count:
-            return values.to_numpy()
+            return np.asarray(values.to_numpy())
         parts = [to_numpy(chunk) for chunk in values.chunks]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
     if values.null_count:
-        return values.to_numpy(zero_copy_only=False)
+        return np.asarray(values.to_numpy(zero_copy_only=False))
     if pa.types.is_boolean(values.type):
         if not len(values):
             return np.zeros(0, dtype=bool)
@@ -175,7 +178,7 @@ def to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         )
     dtype = _numpy_dtype(values.type)
     if dtype is None:
-        return values.to_numpy(zero_copy_only=False)
+        return np.asarray(values.to_numpy(zero_copy_only=False))
     if not len(values):
         return np.zeros(0, dtype=dtype)
     return np.frombuffer(

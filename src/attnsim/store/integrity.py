@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +28,9 @@ from attnsim.errors import StoreError
 from attnsim.store import arrays
 
 META_DIGEST_KEY = b"attnsim.sha256"  # sha256 of the provenance JSON stored under META_KEY
+Meta = dict[str, Any]  # a file's provenance
+ReadMeta = Callable[[Path], Meta]
+Hash = Any  # a hashlib hash object
 
 
 def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
@@ -52,7 +57,7 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
     return h.hexdigest()
 
 
-def _numbers(h, chunks) -> None:
+def _numbers(h: Hash, chunks: Iterable[pa.Array]) -> None:
     for chunk in chunks:
         if chunk.null_count:
             h.update(arrays.to_numpy(chunk.is_null()).tobytes())
@@ -65,14 +70,14 @@ def _numbers(h, chunks) -> None:
         )
 
 
-def _strings(h, chunks) -> None:
+def _strings(h: Hash, chunks: Iterable[pa.Array]) -> None:
     """The sorted distinct values as JSON (`json.dumps` of the list), then each row's rank among
     them (-1: null) as int64, chunk by chunk. Sorted and ranked in Arrow: UTF-8 bytes sort as
     Python sorts the strings (by code point); `_strings_json` falls back to `json.dumps` for
     values it would escape. The batches of one Parquet row group share its dictionary: each
     distinct one is ranked once; a plain chunk is its own dictionary, one entry per row."""
     dictionaries: list[pa.Array] = []
-    parts = []
+    parts: list[tuple[int, np.ndarray | None]] = []
     for chunk in chunks:
         if pa.types.is_dictionary(chunk.type):
             codes = (
@@ -117,12 +122,8 @@ def _strings_json(distinct: pa.Array) -> bytes:
         return json.dumps(distinct.to_pylist()).encode()
     bounds = arrays.from_numpy(np.array([0, len(distinct)]), pa.int64())
     listed = pa.LargeListArray.from_arrays(bounds, distinct)
-    joined = pc.binary_join(listed, arrays.scalar('", "', pa.large_string()))[0].as_py()
+    joined: str = pc.binary_join(listed, arrays.scalar('", "', pa.large_string()))[0].as_py()
     return b'["' + joined.encode() + b'"]'
-
-
-def content_digests(table: pa.Table) -> dict[str, str]:
-    return {name: column_digest(table[name]) for name in table.column_names}
 
 
 def file_digest(digests: dict[str, str]) -> str:
@@ -142,7 +143,7 @@ def verify_meta(path: Path, raw: bytes, recorded: bytes | None) -> None:
         )
 
 
-def verify_columns(path: Path, table: pa.Table, meta: dict) -> None:
+def verify_columns(path: Path, table: pa.Table, meta: Meta) -> None:
     """The decoded columns of `table` against the file's recorded `content_sha256`."""
     if meta.get("content_sha256"):
         verify_digests(
@@ -156,8 +157,8 @@ class ContentHasher:
     `digests`, which hashes them whole."""
 
     def __init__(self) -> None:
-        self._numbers: dict[str, object] = {}
-        self._kept: dict[str, list] = {}
+        self._numbers: dict[str, Hash] = {}
+        self._kept: dict[str, list[pa.Array]] = {}
         self._types: dict[str, pa.DataType] = {}
 
     def update(self, table: pa.Table) -> None:
@@ -178,7 +179,7 @@ class ContentHasher:
         return {name: out[name] for name in self._types}
 
 
-def verify_digests(path: Path, digests: dict[str, str], meta: dict) -> None:
+def verify_digests(path: Path, digests: dict[str, str], meta: Meta) -> None:
     """Columns' digests (name -> `column_digest`) against the file's recorded `content_sha256`."""
     recorded = meta.get("content_sha256")
     if not recorded:
@@ -201,11 +202,12 @@ def verify_digests(path: Path, digests: dict[str, str], meta: dict) -> None:
 # --- the inventory: an experiment's files against their provenance ------------------------------
 
 
-def experiment_files(paths: list[Path], read_meta) -> list[tuple[Path, dict]]:
+def experiment_files(paths: list[Path], read_meta: ReadMeta) -> list[tuple[Path, Meta]]:
     """(path, provenance) of each chunk file; a file that is a copy of another chunk (its name is
     not `chunk-<the chunk id its provenance records>.parquet`, or two files record one chunk) is a
     StoreError naming it, so that no rows are counted twice."""
-    out, by_chunk = [], {}
+    out: list[tuple[Path, Meta]] = []
+    by_chunk: dict[str | None, Path] = {}
     for path in paths:
         path = Path(path)
         meta = read_meta(path)
@@ -231,7 +233,7 @@ def experiment_files(paths: list[Path], read_meta) -> list[tuple[Path, dict]]:
     return out
 
 
-def summary_inputs(chunk_metas: list[tuple[Path, dict]]) -> dict[str, str]:
+def summary_inputs(chunk_metas: list[tuple[Path, Meta]]) -> dict[str, str]:
     """chunk id -> content digest: what a summary records of the chunks it was made from."""
     return {
         meta["chunk"]: file_digest(meta.get("content_sha256", {}))
@@ -240,7 +242,9 @@ def summary_inputs(chunk_metas: list[tuple[Path, dict]]) -> dict[str, str]:
     }
 
 
-def stale_summary(summary: Path, chunk_metas: list[tuple[Path, dict]], read_meta) -> str | None:
+def stale_summary(
+    summary: Path, chunk_metas: list[tuple[Path, Meta]], read_meta: ReadMeta
+) -> str | None:
     """Why the summary at `summary` no longer describes the experiment's chunk files (a chunk
     deleted, added or replaced since it was made), or None when it does or does not exist."""
     summary = Path(summary)

@@ -21,7 +21,9 @@ import os
 import platform
 import shutil
 import socket
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +35,11 @@ from attnsim.files import atomic_path, process_alive
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
 from attnsim.store import integrity
+from attnsim.store.integrity import Meta
+
+T = TypeVar("T")
+# A row group of a store file as `read_pieces` hands it on: (path, provenance, table, last).
+Piece = tuple[Path, Meta, pa.Table, bool]
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +79,8 @@ def trials_schema(kind: Kind | str) -> pa.Schema:
     columns = [
         *IDENTITY,
         Column("trial", pa.int64(), "trial index within the point (0-based); trials are i.i.d."),
-        *kind.params,
-        *kind.metrics,
+        *kind.schema.params,
+        *kind.schema.metrics,
     ]
     return pa.schema([c.field() for c in columns])
 
@@ -86,7 +93,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
         "ci_low": "lower end of the 95% Student-t interval of the mean of",
         "ci_high": "upper end of the 95% Student-t interval of the mean of",
     }
-    fields = [c.field() for c in (*IDENTITY, *kind.params)]
+    fields = [c.field() for c in (*IDENTITY, *kind.schema.params)]
     fields.append(Column("n_trials", pa.int64(), "number of trials").field())
     fields.append(
         Column(
@@ -96,7 +103,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
             "SE reached target_se), 'max_trials' (adaptive: the cap came first)",
         ).field()
     )
-    by_name = {c.name: c for c in kind.metrics}
+    by_name = {c.name: c for c in kind.schema.metrics}
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
             fields.append(
@@ -107,7 +114,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
                     metadata={"description": f"{text} {metric}: {by_name[metric].doc}"},
                 )
             )
-        if metric in kind.finite_metrics:
+        if metric in kind.summary.finite_metrics:
             fields.append(
                 pa.field(
                     f"{metric}_finite",
@@ -119,7 +126,7 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
                     },
                 )
             )
-    for metric in kind.extreme_metrics:
+    for metric in kind.summary.extreme_metrics:
         for suffix, text in (("min", "smallest"), ("max", "largest")):
             fields.append(
                 pa.field(
@@ -129,11 +136,11 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
                     metadata={"description": f"{text} value over trials of {metric}"},
                 )
             )
-    fields += [c.field(nullable=True) for c in (*kind.theory_columns, *kind.extra_columns)]
+    fields += [c.field(nullable=True) for c in (*kind.theory.columns, *kind.summary.extra_columns)]
     return pa.schema(fields)
 
 
-def provenance(**fields) -> dict:
+def provenance(**fields: Any) -> Meta:
     return {
         "format": FORMAT,
         "attnsim_version": attnsim.__version__,
@@ -145,7 +152,7 @@ def provenance(**fields) -> dict:
 
 
 def write_atomic(
-    table: pa.Table, path: Path, meta: dict, digests: dict[str, str] | None = None
+    table: pa.Table, path: Path, meta: Meta, digests: dict[str, str] | None = None
 ) -> None:
     """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
     `digests`: content digests of some of its columns already computed (`column_digest` of that
@@ -181,7 +188,7 @@ def write_atomic(
         raise StoreError(disk_full_message(path, table, error)) from None
 
 
-def encodings(schema: pa.Schema) -> dict:
+def encodings(schema: pa.Schema) -> dict[str, Any]:
     """Parquet encodings by column type: floating-point columns BYTE_STREAM_SPLIT (each byte
     position of the values stored together, Parquet's encoding made for floats), every other
     column dictionary-encoded. Measured values are nearly all distinct: their dictionary page
@@ -232,12 +239,13 @@ def sweep_orphans(root: Path) -> list[Path]:
     return removed
 
 
-_META_CACHE: dict[tuple, dict] = {}
+_META_CACHE: dict[tuple[Any, ...] | None, Meta] = {}
 
 
-def read_meta(path: Path) -> dict:
+def read_meta(path: Path) -> Meta:
     """Provenance of a store file; StoreError if it is truncated or not one of ours. Cached per
     (path, inode, size, mtime): planning and the inventory read each footer once."""
+    key: tuple[Any, ...] | None
     try:
         st = os.stat(path)
         key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
@@ -253,7 +261,7 @@ def read_meta(path: Path) -> dict:
     return meta
 
 
-def _read_meta(path: Path) -> dict:
+def _read_meta(path: Path) -> Meta:
     try:
         metadata = pq.read_metadata(path).metadata or {}
     except (
@@ -273,7 +281,7 @@ def _read_meta(path: Path) -> dict:
         )
     integrity.verify_meta(path, raw, metadata.get(integrity.META_DIGEST_KEY))
     try:
-        meta = json.loads(raw)
+        meta: Meta = json.loads(raw)
     except ValueError:
         raise StoreError(
             f"{path}: damaged (its provenance is not JSON); delete it and rerun to recompute it"
@@ -321,7 +329,7 @@ def read_pieces(
     columns: list[str],
     dictionary: list[str] | None = None,
     threads: int = 1,
-):
+) -> Iterator[tuple[pa.Table, bool]]:
     """An iterator of (table, last) for each row group of each file in turn (`last`: the file's
     final piece), checked as `read_table` checks a file: page checksums as each row group is
     read, the columns' content checksums over the whole file before its last piece is given (a
@@ -331,14 +339,16 @@ def read_pieces(
     caller's work, the reading and the hashing overlap. Each piece is decoded on one thread
     (Arrow's pool would only compete with the other two)."""
     parallel = threads > 1
-    pieces = (piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary))
+    pieces: Iterator[Piece] = (
+        piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary)
+    )
     if parallel:
         pieces = _ahead(pieces, depth=1)
     checked = _checked(pieces)
     return _ahead(checked, depth=1) if parallel else checked
 
 
-def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None):
+def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None) -> Iterator[Piece]:
     """(path, provenance, table, last) of each row group (one empty table for a file of none)."""
     meta = read_meta(path)
     try:
@@ -358,7 +368,7 @@ def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None):
         ) from None
 
 
-def _checked(pieces):
+def _checked(pieces: Iterable[Piece]) -> Iterator[tuple[pa.Table, bool]]:
     """(table, last) of `_file_pieces`, each file's content checksums verified over its pieces
     before its last piece is given."""
     hasher = integrity.ContentHasher()
@@ -370,17 +380,17 @@ def _checked(pieces):
         yield table, last
 
 
-def _ahead(items, depth: int):
+def _ahead(items: Iterable[T], depth: int) -> Iterator[T]:
     """`items`, produced up to `depth` ahead in a second thread started now (its exception is
     re-raised to the consumer)."""
     import queue
     import threading
 
-    ready: queue.Queue = queue.Queue(maxsize=depth)
+    ready: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
     done = object()
 
-    def put(entry) -> bool:
+    def put(entry: tuple[Any, BaseException | None]) -> bool:
         while not stop.is_set():
             try:
                 ready.put(entry, timeout=0.1)
@@ -389,7 +399,7 @@ def _ahead(items, depth: int):
                 continue
         return False
 
-    def produce():
+    def produce() -> None:
         try:
             for item in items:
                 if not put((item, None)):
@@ -401,7 +411,7 @@ def _ahead(items, depth: int):
     worker = threading.Thread(target=produce, name="attnsim-read-ahead", daemon=True)
     worker.start()
 
-    def consume():
+    def consume() -> Iterator[T]:
         try:
             while True:
                 item, error = ready.get()
@@ -433,7 +443,7 @@ def experiment_chunks(root: Path, kind: str, experiment: str) -> list[Path]:
     return sorted(experiment_dir(root, "trials", kind, experiment).glob("chunk-*.parquet"))
 
 
-def experiment_inventory(root: Path, kind: str, experiment: str) -> list[tuple[Path, dict]]:
+def experiment_inventory(root: Path, kind: str, experiment: str) -> list[tuple[Path, Meta]]:
     """(path, provenance) of every chunk file of an experiment, each checked against its name: a
     second copy of a chunk is a StoreError naming it (`integrity.experiment_files`)."""
     folder = experiment_dir(root, "trials", kind, experiment)
@@ -456,7 +466,7 @@ def stale_summaries(root: Path, experiments: dict[str, str]) -> dict[Path, str]:
 UNRECORDED_CLASS = "unrecorded"  # chunks written before provenance named the CPU class
 
 
-def inputs_provenance(paths: list[Path], experiment: str) -> dict:
+def inputs_provenance(paths: list[Path], experiment: str) -> Meta:
     """What a summary records of the chunk files it was made from: `chunks` (chunk id -> content
     digest, so planning sees a deleted or replaced chunk) and `cpu_classes` (`cpu_classes`)."""
     metas = integrity.experiment_files(paths, read_meta)
@@ -466,7 +476,7 @@ def inputs_provenance(paths: list[Path], experiment: str) -> dict:
     }
 
 
-def cpu_classes(metas: list[dict], experiment: str = "") -> dict[str, int]:
+def cpu_classes(metas: list[Meta], experiment: str = "") -> dict[str, int]:
     """CPU class (attnsim.jobs.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
     computed.
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from attnsim import files
 from attnsim.errors import QueryError, StoreError
-from attnsim.store import parquet as store
+from attnsim.store import parquet
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def connect(
     the provenance view reads every file's footer): a query on one experiment's summary does
     not touch the rest of a large store."""
     root = Path(root)
-    files = {table: store.table_files(root, table) for table in store.TABLES}
+    files = {table: parquet.table_files(root, table) for table in parquet.TABLES}
     if not any(files.values()):
         raise QueryError(
             f"no results yet in {root}; run the workflow first (snakemake --cores all)"
@@ -73,7 +73,7 @@ def connect(
             continue
         for path in paths:
             if path not in checked:
-                store.read_meta(path)  # a foreign or truncated file stops the query with its name
+                parquet.read_meta(path)  # a foreign or truncated file stops the query with its name
                 checked.add(path)
         con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {_files_sql(paths)}')
     if wanted is None or "provenance" in wanted:
@@ -130,7 +130,7 @@ PROVENANCE = (
 def _provenance_view(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
     rows = []
     for path in paths:
-        meta = store.read_meta(path)
+        meta = parquet.read_meta(path)
         rows.append({k: meta.get(k) for k in PROVENANCE} | {"file": str(path)})
     frame = pd.DataFrame(rows)  # noqa: F841 (registered below)
     con.register("_provenance", frame)
@@ -255,7 +255,7 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
             frame.to_parquet(tmp, index=False)
         return None
     if fmt == "csv":
-        text = frame.to_csv(index=False).rstrip("\n")
+        text: str = frame.to_csv(index=False).rstrip("\n")
     elif fmt == "json":
         text = json.dumps(json.loads(frame.to_json(orient="records")), indent=1)
     else:
@@ -269,7 +269,7 @@ def emit(frame: pd.DataFrame, fmt: str, output: Path | None) -> str | None:
             "display.float_format",
             "{:.6g}".format,
         ):
-            text = frame.to_string(index=False) if len(frame) else "(no rows)"
+            text = str(frame.to_string(index=False)) if len(frame) else "(no rows)"
     if output is not None:
         files.write_text(output, text, fsync=False)
         return None

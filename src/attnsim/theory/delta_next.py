@@ -222,7 +222,6 @@ def tail_constant(noise: str, sigma: float) -> float:
 # --------------------------------------------------------------------------- per-trial statistics
 
 ORDERS = ("p1", "p2", "u4")
-STAT_NAMES = ("sum_p2", "sum_p3", "grad_sq", "c3", "c4", "m2", "c_tail")
 
 
 def next_order_stats(p, v, tail_power: float | None = None) -> dict[str, np.ndarray]:
@@ -366,7 +365,7 @@ def sq_err_next_order(p, v, noise: str, sigma: float, order: str = "p2"):
 
 def correction_sizes(
     noise: str, sigma: float, sum_p2: float, logit_scale: float = 0.0
-) -> dict[str, float] | None:
+) -> dict[str, float | str | None] | None:
     """The predicted relative size of each term of the expansion of `ratio` = E|o~ - o|^2 / (kappa
     G) (docs/science.md §2.8) at mean sum p^2 = `sum_p2`, for clean logits s_i ~ N(0, logit_scale^2)
     (logit_scale 0: uniform weights), from the noise law and sum p^2 alone: nothing measured enters.

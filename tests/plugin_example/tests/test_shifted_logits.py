@@ -1,7 +1,7 @@
 """The plugin's own tests, run from its repository (`pip install -e .` beside an installed attnsim,
 then `pytest`): the kind is registered under its name, its kernel matches a plain per-trial oracle,
-its figures and captions are where attnsim looks for them, and a small experiment goes through
-attnsim's stages (plan, simulate, collect, figures, claims) without the workflow."""
+and it passes attnsim's conformance suite (`attnsim.testing.check_kind`: plan, simulate, collect,
+figures and claims on its example, without the workflow)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,10 @@ import math
 import numpy as np
 from attnsim_plugin_example import KIND, simulate_block
 
-from attnsim.config.load import load
-from attnsim.jobs.collect import collect
-from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.plan.sweep import experiment_json, plan_experiment
 from attnsim.report import claims as claims_io
-from attnsim.report.figure_check import check_kind
-from attnsim.report.figures import render
 from attnsim.store import parquet as store
+from attnsim.testing import check_kind, run_experiment
 
 
 def test_the_entry_point_registers_the_kind():
@@ -40,37 +35,18 @@ def test_kernel_matches_a_per_trial_oracle():
             assert abs(out["shift_deviation"][t] - abs(entropies[1] - entropies[0])) < 1e-12
 
 
-def test_every_declared_figure_has_its_function_and_caption():
-    check_kind(KIND)  # what `attnsim run` checks before any job
+def test_the_kind_keeps_attnsim_s_contract(tmp_path):
+    """attnsim's conformance suite on the kind's example: declarations, plan, simulate, collect,
+    figures and claims, the same rows on 1 or 2 threads and in 1 or 2 chunks."""
+    check_kind(KIND, tmp_path)
 
 
-def test_a_small_experiment_end_to_end(tmp_path):
-    config = {
-        "seed": 1,
-        "experiments": {
-            "shift": {
-                "kind": "shifted_logits",
-                "trials": 50,
-                "grid": {"n": [8, 64], "shift": [0.0, 10.0]},
-            }
-        },
-    }
-    settings = load(config)
+def test_a_small_experiment_holds_its_claim(tmp_path):
     root = tmp_path / "store"
-    plan = plan_experiment(settings, "shift", root)
-    chunks = [
-        run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
-        for c in plan.pending
-    ]
-    summary = store.summary_path(root, plan.kind, "shift")
-    collect(experiment_json(settings, "shift"), chunks, summary)
-    frame = store.read_table(summary).to_pandas()
+    config = {"seed": 1, "experiments": {"shift": {"kind": "shifted_logits", **KIND.example}}}
+    stored = run_experiment(config, "shift", root)
+    frame = store.read_table(stored.summary).to_pandas()
     assert len(frame) == 4 and (frame["shift_deviation_mean"] <= frame["rounding_bound"]).all()
-    assert [p.name for p in render(summary, tmp_path / "figures")] == [
-        "shift_deviation.png",
-        "shift_deviation.pdf",
-    ]
-    claims = claims_io.evaluate(
-        claims_io.load_summaries(root, {"shift": "shifted_logits"}), {"shift": "shifted_logits"}
-    )
+    experiments = {"shift": "shifted_logits"}
+    claims = claims_io.evaluate(claims_io.load_summaries(root, experiments), experiments)
     assert {c.claim_id: c.verdict for c in claims}["shift_invariance"] == "holds"

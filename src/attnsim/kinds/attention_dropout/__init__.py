@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from attnsim.kinds.attention_dropout import kernel
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import (
     F64,
     GRAD_SQ,
@@ -159,8 +159,34 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
-    # numeric lists)
+    name="attention_dropout",
+    description=(
+        "attention dropout (transformers' and as logit noise) vs the essay's delta method and the "
+        "exact law"
+    ),
+    package=__name__,
+    algorithm_version=1,
+    schema=Schema(
+        params=PARAMS,
+        stream_params=("n", "d", "logit_scale", "value_mean", "noise_draws"),
+        metrics=METRICS,
+        main_metric="sq_err",
+    ),
+    compute=Compute(
+        bytes_per_trial=lambda p: kernel.bytes_per_trial(
+            int(p["n"]), int(p["d"]), int(p["noise_draws"])
+        ),
+        simulate_block=kernel.simulate_block,
+    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(
+        # NaN where a quantity does not apply at a point (attnsim.jobs.validate)
+        nonfinite_metrics=("sq_err_next", "ratio_next", "sq_err_exact", "ratio_exact", "ratio_iid"),
+        extra_columns=EXTRA,
+        extra=extra_summary,
+        extreme_metrics=("entropy",),
+    ),
+    presentation=Presentation(figures=("dropout_error",), headline=headline),
     example={
         "trials": 100,
         "grid": {
@@ -173,26 +199,4 @@ KIND = Kind(
             "form": ["transformers", "logit"],
         },
     },
-    name="attention_dropout",
-    description="attention dropout (transformers' and as logit noise) vs the essay's delta method "
-    "and the exact law",
-    package=__name__,
-    params=PARAMS,
-    stream_params=("n", "d", "logit_scale", "value_mean", "noise_draws"),
-    metrics=METRICS,
-    # NaN where a quantity does not apply at a point (attnsim.jobs.validate)
-    nonfinite_metrics=("sq_err_next", "ratio_next", "sq_err_exact", "ratio_exact", "ratio_iid"),
-    theory_columns=THEORY,
-    algorithm_version=1,
-    bytes_per_trial=lambda p: kernel.bytes_per_trial(
-        int(p["n"]), int(p["d"]), int(p["noise_draws"])
-    ),
-    simulate_block=kernel.simulate_block,
-    theory=theory,
-    main_metric="sq_err",
-    figures=("dropout_error",),
-    headline=headline,
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
-    extreme_metrics=("entropy",),
 )

@@ -23,12 +23,10 @@ import numpy as np
 
 from attnsim.errors import ConfigError
 from attnsim.kernels.training import CHECKPOINTS, OPTIMISERS
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import F64, I64, LOG_N, STR
 from attnsim.kinds.contrastive_training import kernel
 from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
-
-ACCURACIES = ("probe_accuracy", "knn_accuracy", "linear_probe_accuracy")
 
 
 def _dim(name: str, doc: str) -> Param:
@@ -226,7 +224,7 @@ def check_grid(grid: Mapping[str, list]) -> None:
 
 
 def theory(p) -> dict[str, object]:
-    return kernel.theory(p)
+    return dict(kernel.theory(p))
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
@@ -280,31 +278,34 @@ def headline(s) -> str:
 
 KIND = Kind(
     name="contrastive_training",
+    description=(
+        "InfoNCE training of a linear encoder across temperatures, class or instance positives, "
+        "fixed or learnt tau: loss and entropy floors, alignment, uniformity, negative weights, "
+        "three held-out evaluations"
+    ),
     package=__name__,
-    description="InfoNCE training of a linear encoder across temperatures, class or instance "
-    "positives, fixed or learnt tau: "
-    "loss and entropy floors, alignment, uniformity, negative weights, three held-out evaluations",
-    params=PARAMS,
-    stream_params=kernel.STREAM_PARAMS,
-    metrics=METRICS,
-    theory_columns=THEORY,
     algorithm_version=3,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=kernel.simulate_block,
-    theory=theory,
-    main_metric="probe_accuracy",
-    figures=("temperature_sweep", "temperature_map", "learned_temperature"),
-    headline=headline,
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
-    finite_metrics=FINITE,
-    check_grid=check_grid,
-    # blocks of ~6 x 8 MiB: every step of a block costs Python overhead, so small blocks are slow
-    # (48 runs of the default task: 5.4 CPU-s in blocks of 5 trials, 3.5 in 16, 2.9 in 48)
-    block_factor=6,
-    passes_per_trial=passes_per_trial,
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last
-    # float list)
+    schema=Schema(
+        params=PARAMS,
+        stream_params=kernel.STREAM_PARAMS,
+        metrics=METRICS,
+        main_metric="probe_accuracy",
+        check_grid=check_grid,
+    ),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=kernel.simulate_block,
+        # Blocks of ~6 x 8 MiB: every step of a block costs Python overhead, so small blocks are
+        # slow (48 runs of the default task: 5.4 CPU-s in blocks of 5 trials, 3.5 in 16, 2.9 in 48).
+        block_factor=6,
+        passes_per_trial=passes_per_trial,
+    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(extra_columns=EXTRA, extra=extra_summary, finite_metrics=FINITE),
+    presentation=Presentation(
+        figures=("temperature_sweep", "temperature_map", "learned_temperature"),
+        headline=headline,
+    ),
     example={
         "trials": 8,
         "grid": {

@@ -8,6 +8,7 @@ with 95% intervals."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -334,15 +335,14 @@ def learned_temperature(summary: pd.DataFrame):
     fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     keys = list(learned.groupby(SETTING).groups)
     colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
-    styles = {}
+    styles: dict[tuple[float, str], Any] = {}  # a line style: a name or a dash pattern
     for _, row in learned.sort_values("tau").iterrows():
         key = tuple(row[k] for k in SETTING)
         c = colours[key]
         ls = styles.setdefault(
             (row["tau"], row["tau_mode"]), LINE_STYLES[len(styles) % len(LINE_STYLES)]
         )
-        steps = [0, *checkpoint_steps(int(row["steps"]))]
-        steps = np.array(steps[1:], dtype=float)
+        steps = np.array(checkpoint_steps(int(row["steps"])), dtype=float)
         tau = np.array([row[f"tau_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         low = np.array([row[f"tau_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
         high = np.array([row[f"tau_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])

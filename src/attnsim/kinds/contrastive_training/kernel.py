@@ -320,6 +320,7 @@ class Batches:
         c = float(view_noise) / math.sqrt(D)
         x1, x2 = signal + c * self.noise[:, :, 0], signal + c * self.noise[:, :, 1]
         if instance_noise > 0:
+            assert self.instance is not None  # drawn for every block with instance noise
             ci = float(instance_noise) / math.sqrt(D)
             x1 += ci * self.instance[:, :, 0]
             x2 += ci * self.instance[:, :, 0 if positives == "instance" else 1]
@@ -378,6 +379,7 @@ class Probe:
         signal = np.repeat(world.points, per, axis=1)  # (T, per C, D), class-major
         x = signal[:, None] + (float(view_noise) / math.sqrt(D)) * self.noise
         if instance_noise > 0:
+            assert self.instance is not None  # drawn for every block with instance noise
             x += (float(instance_noise) / math.sqrt(D)) * self.instance
         return x, np.repeat(np.arange(C), per)
 
@@ -767,9 +769,9 @@ def simulate(
             batch.instance = standard_normal(aux, batch.noise.shape).astype(np.float64)
         return batch
 
-    batches = [] if record else None
+    batches: list[Batches] | None = [] if record else None
     train(runs, draw, batches)  # no run stops early: every run trains to its own budget
     results = [run.finish(final, probe) for run in runs]
-    if record:
+    if batches is not None:
         return results, Draws(world, monitor, final, probe, init, batches)
     return results

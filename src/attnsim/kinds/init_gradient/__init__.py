@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from attnsim.kinds.base import Column, Kind
+from attnsim.kinds.base import Column, Compute, Kind, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N_EFF, N, d_param, scale_param
 from attnsim.kinds.init_gradient import kernel
 from attnsim.theory.entropy import effective_dot_product_scale, small_scale_entropy
@@ -104,25 +104,17 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
-    # lists)
-    example={"trials": 100, "grid": {"n": [16, 256], "d": [16], "scale": [0.1, 1.0]}},
     name="init_gradient",
+    description=(
+        "gradient of the attention output w.r.t. the logits and softmax Jacobian at initialisation "
+        "vs the weight scale"
+    ),
     package=__name__,
-    figures=("gradient_vs_entropy",),
-    headline=headline,
-    extreme_metrics=("entropy",),
-    description="gradient of the attention output w.r.t. the logits and softmax Jacobian at "
-    "initialisation vs the weight scale",
-    params=PARAMS,
-    stream_params=("n", "d"),
-    metrics=METRICS,
-    theory_columns=THEORY,
     algorithm_version=4,  # 4: grad_sq's sums in float32, relative to the runner-up (kernel doc)
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=theory,
-    main_metric="grad_sq",
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
+    schema=Schema(params=PARAMS, stream_params=("n", "d"), metrics=METRICS, main_metric="grad_sq"),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(extreme_metrics=("entropy",), extra_columns=EXTRA, extra=extra_summary),
+    presentation=Presentation(figures=("gradient_vs_entropy",), headline=headline),
+    example={"trials": 100, "grid": {"n": [16, 256], "d": [16], "scale": [0.1, 1.0]}},
 )

@@ -146,7 +146,7 @@ def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, reco
     chunk = key_chunk(n, d)
     sums = np.zeros((len(scales), trials, 2, d))
     p2_ww = np.zeros((len(scales), trials))
-    kept = [] if record else None
+    kept: list[np.ndarray] = []
     head = None
     pair = np.empty((trials, 2, min(n, chunk)), F32)
     for start in range(0, n, chunk):

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import F64, LOG_N, STR, N, d_param, scale_param
 from attnsim.kinds.logit_entropy import kernel
 from attnsim.theory.entropy import (
@@ -92,7 +93,7 @@ def theory(p) -> dict[str, object]:
     }
 
 
-def theory_table(c) -> dict[str, object]:
+def theory_table(c: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """`theory` over columns: the theory module's functions take arrays."""
     n = np.asarray(c["n"], dtype=np.float64)
     scale = np.asarray(c["scale"], dtype=np.float64)
@@ -119,8 +120,27 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
-    # lists)
+    name="logit_entropy",
+    description=(
+        "entropy of softmax weights over gaussian or dot-product logits vs their scale, against "
+        "small-scale and REM theory"
+    ),
+    package=__name__,
+    algorithm_version=3,
+    schema=Schema(
+        params=PARAMS,
+        stream_params=("n", "d", "logits"),
+        metrics=METRICS,
+        main_metric="entropy",
+    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    theory=Theory(columns=THEORY, point=theory, table=theory_table),
+    summary=Summary(extreme_metrics=("entropy",)),
+    presentation=Presentation(
+        figures=("entropy_vs_scale", "entropy_collapse"),
+        entropy_figure="entropy_vs_scale",
+        headline=headline,
+    ),
     example={
         "trials": 100,
         "grid": {
@@ -130,22 +150,4 @@ KIND = Kind(
             "scale": [0.1, 1.0],
         },
     },
-    name="logit_entropy",
-    package=__name__,
-    figures=("entropy_vs_scale", "entropy_collapse"),
-    entropy_figure="entropy_vs_scale",
-    headline=headline,
-    extreme_metrics=("entropy",),
-    description="entropy of softmax weights over gaussian or dot-product logits vs their scale, "
-    "against small-scale and REM theory",
-    params=PARAMS,
-    stream_params=("n", "d", "logits"),
-    metrics=METRICS,
-    theory_columns=THEORY,
-    algorithm_version=3,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=theory,
-    theory_table=theory_table,
-    main_metric="entropy",
 )

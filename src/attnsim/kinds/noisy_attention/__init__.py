@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnsim.kinds.base import Kind, Param
+from attnsim.kinds.base import Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import I64, STR, N, d_param, scale_param
 from attnsim.kinds.logit_noise import (
     CONSTANT_METRICS,
@@ -101,8 +101,38 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its last
-    # float list)
+    name="noisy_attention",
+    description="attention output under i.i.d. logit noise vs the delta-method prediction",
+    package=__name__,
+    # 3: the trial rows gained sq_err_next (the older metrics' values unchanged,
+    # tests/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel doc);
+    # 5: up to 0.5, and Exp(1) draws (gumbel, student_t) through SIMD log, not log1p
+    algorithm_version=5,
+    schema=Schema(
+        params=PARAMS,
+        stream_params=("n", "d", "logit_scale", "noise", "noise_draws"),
+        metrics=METRICS,
+        main_metric="rel_err",
+    ),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=simulate_block,
+        # Small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise
+        # the calls.
+        block_factor=2,
+    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(
+        extreme_metrics=("entropy",),
+        extra_columns=EXTRA,
+        extra=extra_summary,
+        constant_metrics=CONSTANT_METRICS,
+        nonfinite_metrics=NONFINITE_METRICS,
+    ),
+    presentation=Presentation(
+        figures=("rel_err_vs_n", "collapse", "delta_shortfall"),
+        headline=headline,
+    ),
     example={
         "trials": 100,
         "grid": {
@@ -114,29 +144,4 @@ KIND = Kind(
             "noise_scale": [0.1, 0.5],
         },
     },
-    name="noisy_attention",
-    package=__name__,
-    figures=("rel_err_vs_n", "collapse", "delta_shortfall"),
-    headline=headline,
-    extreme_metrics=("entropy",),
-    description="attention output under i.i.d. logit noise vs the delta-method prediction",
-    params=PARAMS,
-    stream_params=("n", "d", "logit_scale", "noise", "noise_draws"),
-    metrics=METRICS,
-    theory_columns=THEORY,
-    # 3: the trial rows gained sq_err_next (the older metrics' values unchanged,
-    # tests/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel doc);
-    # 5: up to 0.5, and Exp(1) draws (gumbel, student_t) through SIMD log, not log1p
-    algorithm_version=5,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=theory,
-    main_metric="rel_err",
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
-    constant_metrics=CONSTANT_METRICS,
-    nonfinite_metrics=NONFINITE_METRICS,
-    # small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise the
-    # calls
-    block_factor=2,
 )

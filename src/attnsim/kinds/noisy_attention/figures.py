@@ -7,6 +7,7 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.collections import Collection
 
 from attnsim.figures.common import legend_below
 from attnsim.figures.style import PALETTE, figure_function, palette, theory_legend_handle
@@ -198,7 +199,8 @@ def collapse(summary: pd.DataFrame):
     fig.colorbar(points, ax=ax, label="κ · Σ pᵢ²  (breakdown when ≳ 0.1)")
     legend = ax.legend(loc="upper left", fontsize=8)
     for handle in legend.legend_handles[:-1]:
-        handle.set_facecolor("0.6")
+        if isinstance(handle, Collection):  # the scatter's markers
+            handle.set_facecolor("0.6")
     return fig
 
 

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -262,11 +263,14 @@ def noisy_outputs(plan: NoisePlan, c: int, weighted, values, p_col, buffer, grou
             elif which == 2:
                 np.exp(part, out=part)
             else:
+                assert plan.log_w32 is not None and plan.row_max is not None  # heavy tails
                 part += plan.log_w32[None, :, None, start : start + m]
                 part -= plan.row_max[r0 - plan.runs[3][0] : r1 - plan.runs[3][0]]
                 np.exp(part, out=part)
             np.matmul(part, values if which == 3 else weighted, out=out_a[r0 - g0 : r1 - g0])
-            np.matmul(part, ones if which == 3 else p_col, out=out_b[r0 - g0 : r1 - g0])
+            np.matmul(
+                part, cast(np.ndarray, ones) if which == 3 else p_col, out=out_b[r0 - g0 : r1 - g0]
+            )
         yield g0, g1, out_a, out_b
 
 
@@ -314,7 +318,7 @@ def simulate(
     )
     sq_sorted = np.empty((size, trials))
     w32 = clean.pair[:, 0]
-    kept = [] if record else None
+    kept: list[np.ndarray] = []
     reference = None
     for c, start in enumerate(plan.starts):
         stop = min(n, start + plan.chunk)
@@ -347,10 +351,12 @@ def simulate(
             if single:
                 sq_sorted[g0:g1] = _sq_err(out_a, out_b, sums.moments[:, 0], plan.runs, g0)
             else:
+                assert sums.outputs_a is not None and sums.outputs_b is not None
                 sums.outputs_a[g0:g1] += out_a
                 sums.outputs_b[g0:g1] += out_b
         del weighted, values
     if not single:
+        assert sums.outputs_a is not None and sums.outputs_b is not None
         sq_sorted = _sq_err(sums.outputs_a, sums.outputs_b, sums.moments[:, 0], plan.runs, 0)
     sq_err = np.empty_like(sq_sorted)
     sq_err[plan.order] = sq_sorted

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnsim.kinds import low_precision
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import F64, I64, N, d_param, scale_param
 from attnsim.kinds.precision_attention import kernel
 
@@ -74,8 +74,35 @@ def simulate_block(rng, trials, points):
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
-    # numeric lists)
+    name="precision_attention",
+    description=(
+        "attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding "
+        "model"
+    ),
+    package=__name__,
+    # 2: the rows gained saturated_unrotated (the others unchanged: tests/test_reference_rows.py)
+    algorithm_version=2,
+    schema=Schema(
+        params=PARAMS,
+        stream_params=("n", "d", "logit_scale", "outlier_channels", "outlier_scale"),
+        metrics=low_precision.METRICS,
+        main_metric="sq_err",
+    ),
+    compute=Compute(
+        bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"])),
+        simulate_block=simulate_block,
+    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(
+        nonfinite_metrics=low_precision.NONFINITE_METRICS,
+        extra_columns=low_precision.EXTRA,
+        extra=low_precision.extra_summary,
+        extreme_metrics=("entropy",),
+    ),
+    presentation=Presentation(
+        figures=("precision_error", "precision_rotation", "precision_bias"),
+        headline=headline,
+    ),
     example={
         "trials": 100,
         "grid": {
@@ -88,24 +115,4 @@ KIND = Kind(
             "site": ["logits", "probs"],
         },
     },
-    name="precision_attention",
-    description="attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the "
-    "rounding model",
-    package=__name__,
-    params=PARAMS,
-    stream_params=("n", "d", "logit_scale", "outlier_channels", "outlier_scale"),
-    metrics=low_precision.METRICS,
-    nonfinite_metrics=low_precision.NONFINITE_METRICS,
-    theory_columns=THEORY,
-    # 2: the rows gained saturated_unrotated (the others unchanged: tests/test_reference_rows.py)
-    algorithm_version=2,
-    bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"])),
-    simulate_block=simulate_block,
-    theory=theory,
-    main_metric="sq_err",
-    figures=("precision_error", "precision_rotation", "precision_bias"),
-    headline=headline,
-    extra_columns=low_precision.EXTRA,
-    extra_summary=low_precision.extra_summary,
-    extreme_metrics=("entropy",),
 )

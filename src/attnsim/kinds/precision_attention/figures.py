@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
@@ -110,7 +111,7 @@ def precision_error(summary: pd.DataFrame):
         bottom.set_xlabel("logit std σ")
     axes[0, 0].set_ylabel("measured / rounding model")
     axes[1, 0].set_ylabel("measured / i.i.d. delta (κ pooled)")
-    handles = [
+    handles: list[Artist] = [
         Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
         for f, c in colours.items()
     ]
@@ -198,7 +199,7 @@ def precision_rotation(summary: pd.DataFrame):
     ax.set_xlabel("predicted gain")
     ax.set_ylabel("measured gain: error without / with rotation")
     ax.set_title("Incoherent processing: a random rotation of q and k before the cast")
-    handles = [
+    handles: list[Artist] = [
         Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
         for f, c in colours.items()
     ]

@@ -14,13 +14,21 @@ import math
 import numpy as np
 
 from attnsim.kinds import real_model
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import (
+    Assets,
+    Column,
+    Compute,
+    Kind,
+    Param,
+    Presentation,
+    Schema,
+    Summary,
+    Theory,
+)
 from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N_EFF, STR
 from attnsim.kinds.real_entropy import kernel
 from attnsim.models import heads
 from attnsim.theory.entropy import rem_entropy, small_scale_entropy
-
-BERT_STD = 0.02  # BERT's initializer_range
 
 PARAMS = (
     real_model.n_param(),
@@ -206,36 +214,36 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
-    # lists)
+    name="real_entropy",
+    description=(
+        "entropy of real attention rows of MiniLM, trained vs re-initialised, against log n"
+    ),
+    package=__name__,
+    # 2: rows gained cls_weight, sep_weight and punct_weight, the summary the sink-row and median
+    # columns; the version-1 metrics are unchanged (tests/test_real_kinds.py)
+    algorithm_version=2,
+    schema=Schema(
+        params=PARAMS,
+        # The windows and the random weights; every init_std, layer and head shares them.
+        stream_params=("n",),
+        metrics=METRICS,
+        main_metric="entropy",
+        check_grid=heads.check_windows,
+    ),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=simulate_block,
+        block_factor=16,  # each block draws a whole model (~0.4 s): large blocks amortise it
+    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(extreme_metrics=("entropy",), extra_columns=EXTRA, extra=extra_summary),
+    presentation=Presentation(
+        figures=("real_entropy_layers", "real_entropy_sinks"),
+        headline=headline,
+    ),
+    assets=Assets(names=("minilm",), provenance=heads.provenance),
     example={
         "trials": 16,
         "grid": {"n": [16, 32], "init_std": [0.0, 0.02], "layer": [0], "head": [0, 1]},
     },
-    name="real_entropy",
-    package=__name__,
-    figures=("real_entropy_layers", "real_entropy_sinks"),
-    headline=headline,
-    extreme_metrics=("entropy",),
-    description="entropy of real attention rows of MiniLM, trained vs re-initialised, against log "
-    "n",
-    params=PARAMS,
-    stream_params=(
-        "n",
-    ),  # the windows and the random weights; every init_std, layer and head shares them
-    metrics=METRICS,
-    theory_columns=THEORY,
-    # 2: rows gained cls_weight, sep_weight and punct_weight, the summary the sink-row and median
-    # columns; the version-1 metrics are unchanged (tests/test_real_kinds.py)
-    algorithm_version=2,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=theory,
-    main_metric="entropy",
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
-    block_factor=16,  # each block draws a whole model (~0.4 s): large blocks amortise it
-    check_grid=heads.check_windows,
-    assets=("minilm",),
-    provenance=heads.provenance,
 )

@@ -29,7 +29,7 @@ def real_entropy_layers(summary: pd.DataFrame):
     stds = sorted(summary["init_std"].unique())
     colours = {
         s: ("k" if s == 0 else c)
-        for s, c in zip(stds, [None] + palette("viridis", max(1, len(stds) - 1)))
+        for s, c in zip(stds, [None, *palette("viridis", max(1, len(stds) - 1))])
     }
     rows = (
         ("entropy_mean", "entropy H (nats)"),
@@ -226,11 +226,11 @@ def real_entropy_sinks(summary: pd.DataFrame):
             capsize=2,
             label=label,
         )
-    low, high = THRESHOLDS.clark_depth
+    first, last = THRESHOLDS.clark_depth
     count = len(layers)
     ax_c.axvspan(
-        low * count - 0.5,
-        high * count - 0.5,
+        first * count - 0.5,
+        last * count - 0.5,
         color="0.9",
         zorder=0,
         label="BERT's layers 6–10 at the same relative depth",

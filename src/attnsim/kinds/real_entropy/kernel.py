@@ -87,7 +87,7 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points: Sequence, re
     ids, positions = heads.draw_trials(rng, n, trials)
     stds = sorted({float(p["init_std"]) for p in points})
     unit = Bert.random(rng, std=1.0) if any(s > 0 for s in stds) else None
-    models = {s: (heads.trained() if s == 0 else scaled(unit, s)) for s in stds}
+    models = {s: heads.trained() if unit is None or s == 0 else scaled(unit, s) for s in stds}
     wanted: dict[float, dict[int, list[int]]] = defaultdict(
         lambda: defaultdict(list)
     )  # std -> layer -> point indices

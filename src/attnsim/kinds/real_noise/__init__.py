@@ -17,7 +17,17 @@ import numpy as np
 
 from attnsim.errors import ConfigError
 from attnsim.kinds import logit_noise, real_model
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import (
+    Assets,
+    Column,
+    Compute,
+    Kind,
+    Param,
+    Presentation,
+    Schema,
+    Summary,
+    Theory,
+)
 from attnsim.kinds.columns import F64, I64, STR
 from attnsim.kinds.real_noise import kernel
 from attnsim.models import heads
@@ -175,7 +185,8 @@ def trial_metrics(sums: dict[str, np.ndarray], p, trials: int) -> dict[str, np.n
 
 def _ratio(x: np.ndarray, y: np.ndarray) -> tuple[float | None, float | None]:
     r = ratio_of_means(x, y) if x.size >= 2 else {"mean": math.nan, "se": math.nan}
-    return tuple(None if not math.isfinite(r[k]) else r[k] for k in ("mean", "se"))
+    mean, se = (None if not math.isfinite(r[k]) else r[k] for k in ("mean", "se"))
+    return mean, se
 
 
 def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
@@ -248,8 +259,43 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
-    # lists)
+    name="real_noise",
+    description=(
+        "attention output of trained MiniLM heads under i.i.d. logit noise vs the delta-method "
+        "prediction"
+    ),
+    package=__name__,
+    # 2: rows gained spread, sink_weight and concentration, points the `keys` parameter (nested
+    # windows); the version-1 metrics of keys = 0 are unchanged (tests/test_real_kinds.py);
+    # 3: student_t noise's Exp(1) draws through SIMD log, not log1p (attnsim.kernels.sampling)
+    algorithm_version=3,
+    schema=Schema(
+        params=PARAMS,
+        # The texts; every keys, layer, head, family and scale shares them.
+        stream_params=("n", "noise_draws"),
+        metrics=METRICS,
+        main_metric="rel_err",
+        check_grid=check_grid,
+    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block, block_factor=8),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(
+        extreme_metrics=("entropy",),
+        extra_columns=EXTRA,
+        extra=extra_summary,
+        constant_metrics=logit_noise.CONSTANT_METRICS,
+        nonfinite_metrics=logit_noise.NONFINITE_METRICS,
+    ),
+    presentation=Presentation(
+        figures=(
+            "real_noise_map",
+            "real_noise_sigma",
+            "real_noise_within_heads",
+            "real_noise_rows",
+        ),
+        headline=headline,
+    ),
+    assets=Assets(names=("minilm",), provenance=heads.provenance),
     example={
         "trials": 16,
         "grid": {
@@ -261,34 +307,4 @@ KIND = Kind(
             "noise_scale": [0.1, 0.5],
         },
     },
-    name="real_noise",
-    package=__name__,
-    figures=("real_noise_map", "real_noise_sigma", "real_noise_within_heads", "real_noise_rows"),
-    headline=headline,
-    extreme_metrics=("entropy",),
-    description="attention output of trained MiniLM heads under i.i.d. logit noise vs the "
-    "delta-method prediction",
-    params=PARAMS,
-    stream_params=(
-        "n",
-        "noise_draws",
-    ),  # the texts; every keys, layer, head, family and scale shares them
-    metrics=METRICS,
-    theory_columns=THEORY,
-    # 2: rows gained spread, sink_weight and concentration, points the `keys` parameter (nested
-    # windows); the version-1 metrics of keys = 0 are unchanged (tests/test_real_kinds.py);
-    # 3: student_t noise's Exp(1) draws through SIMD log, not log1p (attnsim.kernels.sampling)
-    algorithm_version=3,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=theory,
-    main_metric="rel_err",
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
-    constant_metrics=logit_noise.CONSTANT_METRICS,
-    nonfinite_metrics=logit_noise.NONFINITE_METRICS,
-    block_factor=8,
-    check_grid=check_grid,
-    assets=("minilm",),
-    provenance=heads.provenance,
 )

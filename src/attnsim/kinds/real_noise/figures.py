@@ -8,6 +8,7 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -260,7 +261,7 @@ def real_noise_sigma(summary: pd.DataFrame):
         ax.set_ylim(
             0, 1.6
         )  # the next-order prediction runs off to ~50 at sigma = 1 (small n_eff): clipped
-    handles = [
+    handles: list[Artist] = [
         Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers
     ]
     handles += [
@@ -404,7 +405,7 @@ def real_noise_within_heads(summary: pd.DataFrame):
     ax_d.set_ylabel("rel. error of the head")
     for ax, letter in zip((ax_a, ax_b, ax_c, ax_d), "abcd"):
         _letter(ax, letter)
-    handles = [
+    handles: list[Artist] = [
         Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers
     ]
     handles += [

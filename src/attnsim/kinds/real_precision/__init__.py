@@ -5,7 +5,7 @@ real rows (a corpus window, a query position, one head of one layer)."""
 from __future__ import annotations
 
 from attnsim.kinds import low_precision, real_model
-from attnsim.kinds.base import Kind
+from attnsim.kinds.base import Assets, Compute, Kind, Presentation, Schema, Summary, Theory
 from attnsim.kinds.real_precision import kernel
 from attnsim.models import heads
 
@@ -40,8 +40,30 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
-    # numeric lists)
+    name="real_precision",
+    description=(
+        "trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and "
+        "the rounding model"
+    ),
+    package=__name__,
+    algorithm_version=2,  # 2: the rows gained saturated_unrotated
+    schema=Schema(
+        params=PARAMS,
+        stream_params=("n",),  # the windows; every layer, head, format and site shares them
+        metrics=low_precision.METRICS,
+        main_metric="sq_err",
+        check_grid=heads.check_windows,
+    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block, block_factor=8),
+    theory=Theory(columns=low_precision.FORMAT_THEORY, point=low_precision.format_theory),
+    summary=Summary(
+        nonfinite_metrics=low_precision.NONFINITE_METRICS,
+        extra_columns=low_precision.EXTRA,
+        extra=low_precision.extra_summary,
+        extreme_metrics=("entropy",),
+    ),
+    presentation=Presentation(figures=("real_precision_layers",), headline=headline),
+    assets=Assets(names=("minilm",), provenance=heads.provenance),
     example={
         "trials": 16,
         "grid": {
@@ -52,27 +74,4 @@ KIND = Kind(
             "site": ["logits", "qk", "qk_rotated", "probs", "output"],
         },
     },
-    name="real_precision",
-    description="trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta "
-    "method and the rounding model",
-    package=__name__,
-    params=PARAMS,
-    stream_params=("n",),  # the windows; every layer, head, format and site shares them
-    metrics=low_precision.METRICS,
-    nonfinite_metrics=low_precision.NONFINITE_METRICS,
-    theory_columns=low_precision.FORMAT_THEORY,
-    algorithm_version=2,  # 2: the rows gained saturated_unrotated
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=low_precision.format_theory,
-    main_metric="sq_err",
-    figures=("real_precision_layers",),
-    headline=headline,
-    extra_columns=low_precision.EXTRA,
-    extra_summary=low_precision.extra_summary,
-    extreme_metrics=("entropy",),
-    block_factor=8,
-    check_grid=heads.check_windows,
-    assets=("minilm",),
-    provenance=heads.provenance,
 )

@@ -15,7 +15,17 @@ import math
 import numpy as np
 
 from attnsim.errors import ConfigError
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import (
+    Assets,
+    Column,
+    Compute,
+    Kind,
+    Param,
+    Presentation,
+    Schema,
+    Summary,
+    Theory,
+)
 from attnsim.kinds.columns import BOOL, ENTROPY, F64, I64, LOG_N, STR, with_ci
 from attnsim.kinds.real_temperature import kernel
 from attnsim.models import corpus
@@ -172,32 +182,32 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
-    # lists)
+    name="real_temperature",
+    description=(
+        "entropy gap of cosine attention at temperature tau over real embeddings (MiniLM, GloVe) "
+        "vs the bounds and the spread prediction"
+    ),
+    package=__name__,
+    algorithm_version=1,
+    schema=Schema(
+        params=PARAMS,
+        stream_params=("embeddings", "n"),
+        metrics=METRICS,
+        main_metric="gap",
+        check_grid=check_grid,
+    ),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(
+        extreme_metrics=("entropy",),
+        extra_columns=EXTRA,
+        extra=extra_summary,
+        constant_metrics=("d_eff",),
+    ),
+    presentation=Presentation(figures=("real_temperature_gap",), headline=headline),
+    assets=Assets(names=("minilm", "glove"), provenance=provenance),
     example={
         "trials": 100,
         "grid": {"embeddings": ["minilm", "glove"], "n": [16, 128], "tau": [0.1, 1.0]},
     },
-    name="real_temperature",
-    package=__name__,
-    figures=("real_temperature_gap",),
-    headline=headline,
-    extreme_metrics=("entropy",),
-    description="entropy gap of cosine attention at temperature tau over real embeddings "
-    "(MiniLM, GloVe) vs the bounds and the spread prediction",
-    params=PARAMS,
-    stream_params=("embeddings", "n"),
-    metrics=METRICS,
-    theory_columns=THEORY,
-    algorithm_version=1,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=theory,
-    main_metric="gap",
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
-    constant_metrics=("d_eff",),
-    check_grid=check_grid,
-    assets=("minilm", "glove"),
-    provenance=provenance,
 )

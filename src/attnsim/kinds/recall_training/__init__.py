@@ -22,7 +22,7 @@ import numpy as np
 
 from attnsim.kernels.survival import escape_summary, wilson
 from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, with_ci
 from attnsim.kinds.recall_training import kernel
 from attnsim.kinds.recall_training.plateau import setting_text
@@ -264,13 +264,10 @@ def extra_summary(metrics, p) -> dict[str, object]:
     out["collapsed_early_ci_low"], out["collapsed_early_ci_high"] = wilson(early, trials)
     gone = metrics["diverged"] == 1
     first = int(np.sum(metrics["collapse_step"][gone] < metrics["diverged_step"][gone]))
-    out["diverged_count"] = int(gone.sum())
-    out["collapse_first_share"] = (
-        first / out["diverged_count"] if out["diverged_count"] else math.nan
-    )
-    out["collapse_first_ci_low"], out["collapse_first_ci_high"] = wilson(
-        first, out["diverged_count"]
-    )
+    diverged = int(gone.sum())
+    out["diverged_count"] = diverged
+    out["collapse_first_share"] = first / diverged if diverged else math.nan
+    out["collapse_first_ci_low"], out["collapse_first_ci_high"] = wilson(first, diverged)
     return out
 
 
@@ -289,8 +286,45 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its
-    # numeric lists)
+    name="recall_training",
+    description=(
+        "attention trained on associative recall from initial weight scales 0.1 ... 100: how long "
+        "does a one-hot start take to escape, and does a large learning rate collapse the entropy?"
+    ),
+    package=__name__,
+    # 2: escape times (stop at the threshold), normgd, W_v = I, QK-norm, entropy trajectories
+    algorithm_version=2,
+    schema=Schema(
+        params=PARAMS,
+        stream_params=kernel.STREAM_PARAMS,
+        metrics=METRICS,
+        main_metric="final_accuracy",
+    ),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=kernel.simulate_block,
+        # ~28 trials per block: a step's array calls cost ~1 ms per point whatever the trials
+        block_factor=4,
+        passes_per_trial=passes_per_trial,
+    ),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(
+        extra_columns=EXTRA,
+        extra=extra_summary,
+        finite_metrics=FINITE,
+        extreme_metrics=("zhai_margin_min",),
+    ),
+    presentation=Presentation(
+        figures=(
+            "trainability",
+            "learning_curves",
+            "escape_survival",
+            "escape_law",
+            "separating",
+            "training_entropy",
+        ),
+        headline=headline,
+    ),
     example={
         "trials": 8,
         "grid": {
@@ -303,35 +337,4 @@ KIND = Kind(
             "steps": [50],
         },
     },
-    name="recall_training",
-    package=__name__,
-    description="attention trained on associative recall from initial weight scales 0.1 ... 100: "
-    "how long does a one-hot start take to escape, and does a large learning rate "
-    "collapse the entropy?",
-    params=PARAMS,
-    stream_params=kernel.STREAM_PARAMS,
-    metrics=METRICS,
-    theory_columns=THEORY,
-    # 2: escape times (stop at the threshold), normgd, W_v = I, QK-norm, entropy trajectories
-    algorithm_version=2,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=kernel.simulate_block,
-    theory=theory,
-    main_metric="final_accuracy",
-    figures=(
-        "trainability",
-        "learning_curves",
-        "escape_survival",
-        "escape_law",
-        "separating",
-        "training_entropy",
-    ),
-    headline=headline,
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
-    finite_metrics=FINITE,
-    extreme_metrics=("zhai_margin_min",),
-    # ~28 trials per block: a step's array calls cost ~1 ms per point whatever the trials
-    block_factor=4,
-    passes_per_trial=passes_per_trial,
 )

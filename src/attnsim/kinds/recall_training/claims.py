@@ -75,14 +75,6 @@ def _one_hot(rows: pd.DataFrame) -> pd.Series:
     )
 
 
-def _share_stats(row, column: str = LAST) -> dict:
-    return {
-        "mean": float(row[column]),
-        "ci_low": float(row[f"{column}_ci_low"]),
-        "ci_high": float(row[f"{column}_ci_high"]),
-    }
-
-
 def _shares_below(
     claim: Claim, rows: pd.DataFrame, column: str, bound: float, interval: str = ""
 ) -> tuple[list[str], pd.Series]:
@@ -300,6 +292,7 @@ def information_story(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
+    assert s is not None  # rows were selected from it
     verdicts, top = _shares_below(claim, rows, LAST, t.information_share)
     others = s[_one_hot(s) & (s["optimiser"] == "sgd") & s["scale"].isin(rows["scale"])]
     beside = (
@@ -399,6 +392,7 @@ def qk_norm_prevents_collapse(s: pd.DataFrame | None) -> Claim:
     )
     if rows is None:
         return claim
+    assert s is not None  # rows were selected from it
     key = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"]
     base = s[_collapse_rows(s)]
     off = base[(base["logits"] == "dot") & (base["collapsed_ci_low"] > t.qk_collapse_share)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -278,7 +279,7 @@ def learning_curves(summary: pd.DataFrame):
         ax.set_title(_label(key), fontsize=10)
         ax.legend(fontsize=8, frameon=False, loc="lower left")
     axes[0, 0].set_ylabel("monitor loss / chance (median; band: quartiles)")
-    handles = [
+    handles: list[Artist] = [
         Line2D([], [], color="k", alpha=0.6, label="chance (predict the mean value)"),
         Line2D([], [], color="firebrick", ls="--", label="threshold"),
     ]
@@ -493,7 +494,7 @@ def escape_law(summary: pd.DataFrame):
     colours = _colours([k for k, _ in groups])
     cv = out_of_sample(summary[summary["logit_std"] >= 4.0])
     finite = {k: cv[k] for k in PREDICTORS if np.isfinite(cv[k])}
-    best = min(finite, key=finite.get) if finite else None
+    best = min(finite, key=lambda k: finite[k]) if finite else None
     fig, axes = plt.subplots(1, 3, figsize=(16.5, 5.0))
     for ax, predictor in zip(axes, PREDICTORS):
         _law_panel(ax, summary, predictor, colours, show_theory=predictor == "logit_std")
@@ -605,7 +606,9 @@ def separating(summary: pd.DataFrame):
     time_ax.set_yscale("log")
     time_ax.set_ylabel("median escape time (steps; 95% interval)")
     time_ax.set_title("(b) how long it takes; dashed: logit_std^b, b predicted (§9.4)", fontsize=10)
-    handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
+    handles: list[Artist] = [
+        Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups
+    ]
     handles += [
         Patch(
             color="firebrick", alpha=0.25, label="information story's prediction for one-hot starts"

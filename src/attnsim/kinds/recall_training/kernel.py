@@ -64,6 +64,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -89,7 +90,7 @@ EVALS_PER_CHECKPOINT = 16  # evaluation grid: round(steps^(j / 112)), j = 0..112
 VALUES = ("trainable", "identity")
 LOGITS = ("dot", "qk_norm")
 STOPS = ("never", "threshold")
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "query_noise": 0.3,
     "batch": 32,
     "threshold": 0.1,
@@ -451,10 +452,10 @@ class Run:
         )
 
     # the model's arguments from the optimiser's weight list
-    def _model(self, w):
+    def _model(self, w: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         return w[0], w[1], (w[2] if self.trainable_v else None)
 
-    def _gain(self, w):
+    def _gain(self, w: list[np.ndarray]) -> np.ndarray | None:
         return w[-1] if self.qk else None
 
     @property
@@ -484,8 +485,9 @@ class Run:
             else (escapes if self.stop else np.zeros_like(ok))
         )
         if np.any(take):
+            wq, wk = self.w[:2]
             bound = entropy_bound(
-                *self.w[:2], self._gain(self.w), self.key_norms, self.query_norms, self.n
+                wq, wk, self._gain(self.w), self.key_norms, self.query_norms, self.n
             )
             at = self.rows[take]
             self.bound[at] = bound.mean(axis=-1)[take]
@@ -620,11 +622,12 @@ def simulate(
     n, d, batch = (int(pts[0][k]) for k in STREAM_PARAMS)
     monitor = draw_examples(rng, trials, EVAL_EXAMPLES, n, d)
     final = draw_examples(rng, trials, EVAL_EXAMPLES, n, d)
-    init = tuple(standard_normal(rng, (trials, d, d)).astype(np.float64) for _ in range(3))
+    zq, zk, zv = (standard_normal(rng, (trials, d, d)).astype(np.float64) for _ in range(3))
+    init = (zq, zk, zv)
     runs = [Run(p, init, monitor, trials) for p in pts]
-    batches = [] if record else None
+    batches: list[Examples] | None = [] if record else None
     train(runs, lambda: draw_examples(rng, trials, batch, n, d), batches)
     results = [run.finish(final) for run in runs]
-    if record:
+    if batches is not None:
         return results, Draws(monitor, final, init, batches, [run.losses for run in runs])
     return results

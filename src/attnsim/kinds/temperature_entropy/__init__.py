@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import BOOL, ENTROPY, F64, LOG_N, N, d_param
 from attnsim.kinds.temperature_entropy import kernel
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, gap_tolerance, random_direction_gap
@@ -104,25 +104,17 @@ def headline(s) -> str:
 
 
 KIND = Kind(
-    # a small valid experiment: the docs' examples and the scale tests (which lengthen its numeric
-    # lists)
-    example={"trials": 100, "grid": {"n": [16, 256], "d": [3, 32], "tau": [0.1, 1.0]}},
     name="temperature_entropy",
+    description=(
+        "entropy gap log n - H of cosine attention at temperature tau for random directions, "
+        "against the worst-case bound"
+    ),
     package=__name__,
-    figures=("temperature_gap",),
-    headline=headline,
-    extreme_metrics=("entropy",),
-    description="entropy gap log n - H of cosine attention at temperature tau for random "
-    "directions, against the worst-case bound",
-    params=PARAMS,
-    stream_params=("n", "d"),
-    metrics=METRICS,
-    theory_columns=THEORY,
     algorithm_version=3,
-    bytes_per_trial=bytes_per_trial,
-    simulate_block=simulate_block,
-    theory=theory,
-    main_metric="gap",
-    extra_columns=EXTRA,
-    extra_summary=extra_summary,
+    schema=Schema(params=PARAMS, stream_params=("n", "d"), metrics=METRICS, main_metric="gap"),
+    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    theory=Theory(columns=THEORY, point=theory),
+    summary=Summary(extreme_metrics=("entropy",), extra_columns=EXTRA, extra=extra_summary),
+    presentation=Presentation(figures=("temperature_gap",), headline=headline),
+    example={"trials": 100, "grid": {"n": [16, 256], "d": [3, 32], "tau": [0.1, 1.0]}},
 )

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from attnsim.kinds.base import Column, Kind, Param
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Theory
 from attnsim.kinds.columns import F64, N
 
 SHIFT = Param("shift", F64, "constant c added to every logit", minimum=-1000, maximum=1000)
@@ -39,21 +39,27 @@ KIND = Kind(
     name="shifted_logits",
     description="softmax entropy is unchanged by a common shift of the logits (a plugin kind)",
     package=__name__,
-    params=(N, SHIFT),
-    stream_params=("n",),
-    metrics=(DEVIATION,),
-    theory_columns=(
-        Column(
-            "rounding_bound", F64, "1e-12 (1 + log n + |c|): float64 rounding of both entropies"
+    algorithm_version=1,
+    schema=Schema(
+        params=(N, SHIFT),
+        stream_params=("n",),
+        metrics=(DEVIATION,),
+        main_metric="shift_deviation",
+    ),
+    compute=Compute(bytes_per_trial=lambda p: 32 * int(p["n"]), simulate_block=simulate_block),
+    theory=Theory(
+        columns=(
+            Column(
+                "rounding_bound", F64, "1e-12 (1 + log n + |c|): float64 rounding of both entropies"
+            ),
+        ),
+        point=lambda p: {"rounding_bound": 1e-12 * (1 + math.log(p["n"]) + abs(p["shift"]))},
+    ),
+    presentation=Presentation(
+        figures=("shift_deviation",),
+        headline=lambda s: (
+            f"largest mean |H(s + c) - H(s)|: {s['shift_deviation_mean'].max():.2g} nats"
         ),
     ),
-    algorithm_version=1,
-    bytes_per_trial=lambda p: 32 * int(p["n"]),
-    simulate_block=simulate_block,
-    theory=lambda p: {"rounding_bound": 1e-12 * (1 + math.log(p["n"]) + abs(p["shift"]))},
-    main_metric="shift_deviation",
-    figures=("shift_deviation",),
-    headline=lambda s: (
-        f"largest mean |H(s + c) - H(s)|: {s['shift_deviation_mean'].max():.2g} nats"
-    ),
+    example={"trials": 50, "grid": {"n": [8, 64], "shift": [0.0, 10.0]}},
 )
