@@ -428,7 +428,7 @@ def _apply(spec: ClaimSpec, e: Estimate) -> dict:
         out["min_detectable"] = (Z95 + Z80) * e.se if math.isfinite(e.se) else math.nan
     predicted = getattr(rule.rule if isinstance(rule, PerPoint) else rule, "predicted", math.nan)
     if math.isfinite(predicted) and predicted:
-        out["rel_deviation"] = (out["measured"] - predicted) / abs(predicted)
+        out["rel_deviation"] = (float(e.value) - predicted) / abs(predicted)
     return out
 
 

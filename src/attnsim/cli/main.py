@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 from pathlib import Path
 
 from attnsim.errors import AttnsimError
@@ -105,7 +106,7 @@ def _claims(args) -> int:
     from attnsim.report import claims_render as render
     from attnsim.report import provenance
 
-    meta: dict[str, object] = {}
+    meta: dict[str, Any] = {}
     if args.experiments_file is not None:
         experiments = json.loads(args.experiments_file.read_text())
     elif args.experiments:

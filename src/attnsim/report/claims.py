@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 from dataclasses import asdict
 from pathlib import Path
 
@@ -304,11 +305,14 @@ def from_table(claims_table: pa.Table) -> list[ClaimResult]:
     return from_table_rows(claims_table.to_pylist())
 
 
+def _or_nan(value: Any) -> Any:
+    """A stored null is a missing number: NaN in the record."""
+    return math.nan if value is None else value
+
+
 def from_table_rows(rows: list[dict]) -> list[ClaimResult]:
     return [
-        ClaimResult(
-            **{k: (math.nan if v is None else v) for k, v in row.items() if k in CLAIM_COLUMNS}
-        )
+        ClaimResult(**{k: _or_nan(v) for k, v in row.items() if k in CLAIM_COLUMNS})
         for row in rows
     ]
 
@@ -367,13 +371,13 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
         if name in summaries:
             by_kind.setdefault(kind, []).append(summaries[name])
     claims = []
-    for name, kind in kinds.items():
-        rows = canonical_rows(by_kind.get(name, []), kind.param_names)
-        claims += [judged(entry, rows) for entry in kind.submodule("claims").CLAIMS]
+    for name, registered in kinds.items():
+        rows = canonical_rows(by_kind.get(name, []), registered.param_names)
+        claims += [judged(entry, rows) for entry in registered.submodule("claims").CLAIMS]
     figures = {
-        name: kinds[k].entropy_figure
+        name: kinds[k].presentation.entropy_figure
         for name, k in experiments.items()
-        if k in kinds and kinds[k].entropy_figure
+        if k in kinds and kinds[k].presentation.entropy_figure
     }
     claims.append(entropy_bounds(summaries, figures))
     return claims

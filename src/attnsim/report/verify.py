@@ -115,7 +115,7 @@ def _inputs(row: dict, digests: dict[str, str]) -> str:
 
 def readable_summaries(root: Path, experiments: dict[str, str]) -> dict:
     """experiment -> its summary, for those that exist and pass their own checksums."""
-    out = {}
+    out: dict[str, object] = {}
     for name, kind in experiments.items():
         try:
             out |= io.load_summaries(root, {name: kind})

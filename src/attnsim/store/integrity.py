@@ -126,6 +126,11 @@ def _strings_json(distinct: pa.Array) -> bytes:
     return b'["' + joined.encode() + b'"]'
 
 
+def content_digests(table: pa.Table) -> dict[str, str]:
+    """Every column's digest, by name: what a file's provenance records and `verify` recomputes."""
+    return {name: column_digest(table[name]) for name in table.column_names}
+
+
 def file_digest(digests: dict[str, str]) -> str:
     """One hash of a file's content (its columns' digests): what a summary records per chunk."""
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:32]

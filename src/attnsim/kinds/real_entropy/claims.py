@@ -246,7 +246,7 @@ def _between(rows: pd.DataFrame) -> Estimate:
         merged["entropy_ci_low"] > merged["entropy_ci_high_large"]
     )
     low, high = wilson(int(between.sum()), len(merged))
-    facts = {
+    facts: dict[str, object] = {
         "between": int(between.sum()),
         "heads": len(merged),
         "trained": float(merged["entropy_mean"].mean()),

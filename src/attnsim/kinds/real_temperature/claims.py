@@ -12,6 +12,7 @@ embeddings' cosines spread like those of random directions, 1/d, which anisotrop
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -94,7 +95,7 @@ def _direction_points(rows: pd.DataFrame) -> Estimate:
     anisotropy = rows.groupby("embeddings").agg(
         var_d=("var_cos_d", "mean"), d_eff=("d_eff", "first"), d=("dim", "first")
     )
-    facts = {
+    facts: dict[str, Any] = {
         "ratio": {e: float(ratio[rows["embeddings"] == e].mean()) for e in anisotropy.index},
         "anisotropy": {
             e: (float(r.var_d), float(r.d_eff), int(r.d)) for e, r in anisotropy.iterrows()
