@@ -129,3 +129,44 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
         second, "--cores", "1"
     )  # once the first is done, the second runs (nothing left)
     assert after.returncode == 0
+
+
+@pytest.mark.parametrize("holder", ["symlink", "dangling symlink", "directory", "fifo"])
+def test_anything_but_a_file_at_the_lock_path_is_refused_nothing_truncated(tmp_path, holder):
+    """The issue's case: a symbolic link at results/.attnsim-run.lock pointing at a file made the
+    run truncate that file and write the lock's JSON into it; a directory gave a traceback."""
+    results = tmp_path / "results"
+    results.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path = results / lock.LOCK_NAME
+    if holder == "symlink":
+        path.symlink_to(victim)
+    elif holder == "dangling symlink":
+        path.symlink_to(tmp_path / "nowhere")
+    elif holder == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    with pytest.raises(StoreError) as refused:
+        lock.acquire(results)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: the run lock") and "\n" not in message
+    assert "remove it and rerun" in message
+    assert victim.read_text() == "precious\n" and not (tmp_path / "nowhere").exists()
+    assert str(path) not in lock._HELD
+
+
+@pytest.mark.slow
+def test_a_run_with_a_symlink_at_the_lock_path_stops_in_one_line(tmp_path):
+    write_config(tmp_path, small_config())
+    (tmp_path / "results").mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "results" / lock.LOCK_NAME).symlink_to(victim)
+    refused = snakemake(tmp_path, "--cores", "1", check=False)
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("attnsim: error:")]
+    assert refused.returncode != 0 and len(errors) == 1, refused.stderr
+    assert "the run lock's path holds a symbolic link" in errors[0]
+    assert "Traceback" not in refused.stderr and victim.read_text() == "precious\n"
+    assert not list((tmp_path / "results").rglob("chunk-*.parquet"))

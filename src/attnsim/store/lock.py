@@ -7,15 +7,21 @@ chunks of two configs. A run therefore also takes an exclusive `flock` on
 not dry runs) and holds it until its process exits; the kernel releases it if the process is
 killed, so no stale lock is ever left. A second run on the same store is refused in one line
 naming the first (host, pid, working directory, start time).
+
+The lock file is opened without following a symbolic link (`O_NOFOLLOW`) and must be a regular
+file: a link, FIFO or directory at its path is refused in one line before anything is written, so
+the lock's JSON never truncates a file it points at.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 
 from attnsim.errors import StoreError
@@ -35,7 +41,7 @@ def acquire(results: Path) -> Path:
     if str(path) in _HELD:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_regular(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -55,6 +61,29 @@ def acquire(results: Path) -> Path:
     os.pwrite(fd, json.dumps(info).encode(), 0)
     _HELD[str(path)] = fd
     return path
+
+
+def _open_regular(path: Path) -> int:
+    """The lock file's descriptor: created if absent, never through a link, never anything but a
+    regular file (checked on the open descriptor, so nothing can be swapped in between)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as error:
+        held = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a directory"}.get(error.errno)
+        raise StoreError(
+            f"{path}: the run lock's path holds {held}, not a lock file; remove it and rerun"
+            if held
+            else f"{path}: the run lock cannot be opened ({error.strerror})"
+        ) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise StoreError(
+            f"{path}: the run lock's path holds something other than a file (mode "
+            f"{stat.filemode(mode)}); remove it and rerun"
+        )
+    return fd
 
 
 def release(results: Path) -> None:
