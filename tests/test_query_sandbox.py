@@ -223,13 +223,13 @@ def test_the_timeout_covers_checking_the_store(tmp_path, monkeypatch, capsys):
     0.4 s) stops at the timeout with the timeout's line, not after checking all of them."""
     fill(tmp_path / "results" / "store", ["a", "b", "c", "d", "e", "f"])
     monkeypatch.chdir(tmp_path)
-    checked = query._checked_file
+    checked = store.verify_file
 
     def slow(path):
         time.sleep(0.4)
         checked(path)
 
-    monkeypatch.setattr(query, "_checked_file", slow)
+    monkeypatch.setattr(store, "verify_file", slow)
     started = time.perf_counter()
     assert main(["query", "SELECT count(*) FROM trials", "--timeout", "1"]) == 2
     assert time.perf_counter() - started < 2

@@ -190,8 +190,11 @@ views:
   <experiment>_trials   one experiment's trials, e.g. robustness_trials
   provenance            one row per store file: versions, seed, results key, chunk, trials
 
-Only SELECT, SHOW, DESCRIBE and the like: no other file, no network, no SET. Columns of every
-kind: docs/results-schema.md (or `attnsim schema`).
+Only SELECT, SHOW, DESCRIBE and the like, over these views: no file by name, no network, no
+SET. Every file a view reads is checked first (checksums, footer statistics). The terminal
+shows the first 40 rows and the count; --format csv or json prints every row, --output FILE
+writes them (format from its suffix). Columns of every kind: docs/results-schema.md (or
+`attnsim schema`).
 
 examples:
   attnsim query "SHOW TABLES"

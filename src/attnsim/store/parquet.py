@@ -307,6 +307,25 @@ def read_table(
     return table
 
 
+def verify_file(path: Path) -> None:
+    """Every byte a reader may be served from, a row group at a time: page checksums, each
+    column's content checksum, each row group's footer statistics (DuckDB verifies none of it,
+    and skips row groups by those statistics). Damage is a StoreError naming the file."""
+    meta = read_meta(path)
+    hasher = integrity.ContentHasher()
+    try:
+        file = pq.ParquetFile(path, page_checksum_verification=True, pre_buffer=False)
+        for group in range(file.num_row_groups):
+            table = file.read_row_group(group, use_threads=False)
+            integrity.verify_statistics(path, file.metadata.row_group(group), table)
+            hasher.update(table)
+    except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes not UTF-8
+        raise StoreError(
+            f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
+        ) from None
+    integrity.verify_digests(path, hasher.digests(), meta)
+
+
 def read_summary(path: Path, ids: bool = False) -> pa.Table:
     """A summary's table, checked as `read_table` checks it, without its point ids unless `ids`:
     a million-point summary's ids are most of what reading and checking it costs (their content

@@ -16,6 +16,7 @@ query, `--output` too.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import logging
@@ -31,9 +32,11 @@ from typing import BinaryIO
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from attnsim import files
 from attnsim.errors import QueryError, StoreError
+from attnsim.store import integrity
 from attnsim.store import parquet as store
 
 log = logging.getLogger(__name__)
@@ -109,18 +112,58 @@ def referenced(sql: str | None, views: set[str]) -> set[str] | None:
     return (words & {v.lower() for v in views}) or None
 
 
-def _checked_file(path: Path) -> None:
-    """A store file the views may read: a regular file (a FIFO or device would block or stream
-    for ever) whose provenance is ours and intact."""
+def _regular(path: Path) -> os.stat_result:
+    """A store file's status: a regular file's, else a StoreError naming it (a FIFO or device
+    would block or stream for ever)."""
     try:
-        mode = os.stat(path).st_mode
+        status = os.stat(path)
     except OSError as error:
         raise StoreError(f"{path}: cannot be read ({error.strerror})") from None
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(status.st_mode):
         raise StoreError(
-            f"{path}: {file_type(mode)} inside the store, not a file attnsim wrote; move it out"
+            f"{path}: {file_type(status.st_mode)} inside the store, not a file attnsim wrote; "
+            "move it out"
         )
-    store.read_meta(path)  # a foreign or truncated file stops the query with its name
+    return status
+
+
+def _read_meta(path: Path) -> dict:
+    _regular(path)
+    return store.read_meta(path)  # a foreign or truncated file stops the query with its name
+
+
+class Verified:
+    """The store files checked in full (`parquet.verify_file`: DuckDB checks no checksum and
+    trusts footer statistics) and unchanged since: path -> (inode, size, mtime, ctime), kept
+    in the user's cache folder (a query writes nothing into the store), so a large store is
+    read in full once, not by every query. A file changed in any of these is checked again."""
+
+    def __init__(self, root: Path) -> None:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnsim"
+        key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:16]
+        self.path = base / f"verified-{key}.json"
+        try:
+            self.known = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.known = {}
+        self.added = False
+
+    def check(self, path: Path) -> None:
+        status = _regular(path)
+        stamp = [status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+        name = os.path.realpath(path)
+        if self.known.get(name) == stamp:
+            return
+        store.verify_file(path)
+        self.known[name] = stamp
+        self.added = True
+
+    def save(self) -> None:
+        if self.added:
+            try:
+                files.write_text(self.path, json.dumps(self.known), fsync=False)
+            except OSError:  # a read-only home: the next query checks again
+                pass
 
 
 def connect(
@@ -130,9 +173,9 @@ def connect(
     clock: Clock | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A confined connection with the store's views. Given the query it is for, only the views
-    that query names are made and only their files checked (a view's files are read when it is
-    made, and the provenance view reads every file's footer): a query on one experiment's
-    summary does not touch the rest of a large store."""
+    that query names are made and only their files checked (in full, once: `Verified`; the
+    provenance view reads every file's footer): a query on one experiment's summary does not
+    touch the rest of a large store."""
     root = Path(root)
     tables = {table: store.table_files(root, table) for table in store.TABLES}
     if not any(tables.values()):
@@ -141,25 +184,74 @@ def connect(
         )
     views = view_files(tables)
     wanted = referenced(sql, set(views) | {"provenance"})
-    made = {n: p for n, p in views.items() if wanted is None or n.lower() in wanted}
-    provenance = wanted is None or "provenance" in wanted
-    readable = sorted(
-        {p for paths in made.values() for p in paths}
-        | ({p for paths in tables.values() for p in paths} if provenance else set())
-    )
-    for path in readable:
-        if clock is not None:
-            clock.check()
-        _checked_file(path)
-    con = confined(readable, memory)
+    made = [name for name in views if wanted is None or name.lower() in wanted]
+    verified = Verified(root)
+    try:
+        selects = {name: _select(root, views[name], verified, clock) for name in made}
+    finally:
+        verified.save()
+    con = confined(sorted({p for _, paths in selects.values() for p in paths}), memory)
     if clock is not None:
         clock.attach(con)
-    for name, paths in made.items():
-        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {_files_sql(paths)}')
-    if provenance:
+    for name, (select, _) in selects.items():
+        if select is not None:
+            con.execute(f'CREATE VIEW "{name}" AS {select}')
+    if wanted is None or "provenance" in wanted:
         _provenance_table(con, [p for paths in tables.values() for p in paths])
     con.execute("SET lock_configuration = true")  # no SET can undo the sandbox
     return con
+
+
+def _select(
+    root: Path, paths: list[Path], verified: Verified, clock: Clock | None
+) -> tuple[str | None, list[Path]]:
+    """A view's SELECT over its files and the files it reads, each checked: a summary view reads
+    its summaries; a trials view, per experiment, the chunks its summary was made from
+    (`integrity.current_chunks`), only the points the summary holds (the experiment's current
+    grid: a removed grid value's rows stay in their chunk file, out of both views)."""
+    parts, readable = [], []
+    for folder in sorted({Path(p).parent for p in paths}):
+        if clock is not None:
+            clock.check()
+        part, used = (
+            _experiment_trials(root, folder) if folder.parts[-3] == "trials" else _summary(folder)
+        )
+        for path in used:
+            if clock is not None:
+                clock.check()
+            verified.check(path)
+        if part is not None:
+            parts.append(part)
+            readable += used
+    if not parts:
+        return None, []
+    return " UNION ALL BY NAME ".join(parts), readable
+
+
+def _summary(folder: Path) -> tuple[str, list[Path]]:
+    path = folder / "summary.parquet"
+    _read_meta(path)
+    return f"SELECT * FROM {_files_sql([path])}", [path]
+
+
+def _experiment_trials(root: Path, folder: Path) -> tuple[str | None, list[Path]]:
+    kind = folder.parent.name.removeprefix("kind=")
+    experiment = folder.name.removeprefix("experiment=")
+    summary: Path | None = store.summary_path(root, kind, experiment)
+    if not summary.exists() or _read_meta(summary).get("chunks") is None:
+        summary = None  # none yet, or made before summaries recorded their chunks
+    current = integrity.current_chunks(folder, _read_meta, summary, kind, experiment)
+    if not current:
+        return None, []
+    chunks = [path for path, _ in current]
+    select = f"SELECT * FROM {_files_sql(chunks)}"
+    if summary is None:
+        return select, chunks
+    points = sum(integrity.chunk_points(meta) for _, meta in current)
+    if points == pq.read_metadata(summary).num_rows:
+        return select, [*chunks, summary]
+    inside = _files_sql([summary]).replace(", hive_partitioning = true", "")
+    return f"{select} WHERE point_id IN (SELECT point_id FROM {inside})", [*chunks, summary]
 
 
 RESERVED_VIEWS = ("trials", "summary", "provenance", "_provenance")
@@ -315,7 +407,10 @@ def _failure(error: Exception, clock: Clock, memory: str, root: Path) -> QueryEr
             "query)"
         )
     if isinstance(error, duckdb.PermissionException) or first.startswith("Permission Error"):
-        return QueryError(f"query failed: {first} (queries read only the store, {root})")
+        return QueryError(
+            f"query failed: {first} (queries read the store {root} through its views, no file "
+            "by name: SHOW TABLES lists them)"
+        )
     return QueryError(f"query failed: {first}")
 
 
@@ -481,8 +576,6 @@ def _emit(
     schema: pa.Schema, batches: Iterator[pa.RecordBatch], fmt: str, handle: BinaryIO | _Stdout
 ) -> None:
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
         with pq.ParquetWriter(handle, schema) as writer:
             for batch in batches:
                 writer.write_batch(batch)
