@@ -18,6 +18,7 @@ from attnsim.records import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.cli import progress
 from attnsim.report.status import run_summary
+from attnsim.store import lock as store_lock
 from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
@@ -40,6 +41,9 @@ try:
     # keys given twice in the config files, numbers written as text, the schema (the package's
     # one schema file, with each kind's grid), semantic checks: the one check of the config
     SETTINGS = load_workflow_config(config, workflow.configfiles)
+    store.check_folders(STORE)
+    # what the plan is read from: a run locks the store only once it starts (`lock_store`)
+    PLANNED_FROM = store_lock.state(STORE) if PLANNING else None
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
     if PLANNING:  # every declared figure has its function and caption, before any job
         figure_check.check_experiments(SETTINGS)
@@ -246,11 +250,10 @@ def all_targets(wildcards=None):
 
 
 def lock_store():
-    """One run per store, from any working directory (results/ may be a shared folder)."""
-    from attnsim.store import lock
-
+    """One run per store, from any working directory (results/ or the store may be a shared
+    folder), and only if the store is as this run planned from it."""
     try:
-        lock.acquire(RESULTS)
+        store_lock.acquire(STORE, planned_from=PLANNED_FROM)
     except AttnsimError as error:
         _fail(error)
 

@@ -441,6 +441,17 @@ def one_line(error: Exception) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def check_folders(root: Path) -> None:
+    """The store's folders are folders: anything else where one goes (a file named `store`) is
+    one line here, not a traceback from whatever lists it first."""
+    root = Path(root)
+    for folder in (root.parent, root, *(root / table for table in TABLES)):
+        if os.path.lexists(folder) and not folder.is_dir():
+            raise StoreError(
+                f"{folder}: the store needs a folder here, not a file; move it away and rerun"
+            )
+
+
 def table_files(root: Path, table: str = "trials") -> list[Path]:
     """Every finished file of a table (`trials`: chunk files, `summary`: summaries; temporary
     files are hidden and skipped)."""
