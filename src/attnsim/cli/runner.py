@@ -179,9 +179,11 @@ def plan(extra: list[str], workdir: Path = Path(".")) -> int:
     `attnsim.plan.bill`) or the one-line error that stops the sweep."""
     import subprocess
 
+    from attnsim.config import guard
     from attnsim.errors import AttnsimError
 
     try:
+        guard.check_run_args(extra, workdir)
         cmd = command(["--dry-run", *extra])
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
