@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +46,22 @@ def test_a_non_utf8_byte_in_the_sql_argument_is_one_line(tmp_path, monkeypatch, 
         "attnsim: error: the SQL argument is not UTF-8 (byte 0xff at character 9); write it in "
         "UTF-8"
     ]
+
+
+def test_the_rules_accept_every_kind_name_the_config_accepts():
+    """The issue's case: a plugin kind named with a digit passed check-config, then no rule
+    matched its files (the rules' wildcard was `[a-z_]+`)."""
+    import re
+
+    import yaml
+
+    from attnsim.config.load import SCHEMA_FILE
+
+    repo = Path(__file__).resolve().parents[1]
+    schema = yaml.safe_load((repo / "src/attnsim/config" / SCHEMA_FILE).read_text())
+    allowed = schema["$defs"]["experiment"]["properties"]["kind"]["pattern"]
+    common = (repo / "workflow/rules/common.smk").read_text()
+    wildcard = re.search(r'^\s*kind="([^"]+)"', common, re.MULTILINE).group(1)
+    for name in ("noisy_attention", "kind2", "k9_x", "a"):
+        assert re.fullmatch(allowed, name) and re.fullmatch(wildcard, name), name
+    assert f"^{wildcard}$" == allowed

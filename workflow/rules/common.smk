@@ -75,7 +75,7 @@ for _path, _why in STALE.items():
 
 
 wildcard_constraints:
-    kind="[a-z_]+",
+    kind="[a-z][a-z0-9_]*",  # the config schema's kind names (a plugin's may hold digits)
     experiment="[a-z][a-z0-9_]*",
     chunk="[0-9a-f]{16}",
 
