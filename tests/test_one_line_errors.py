@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 
 NESTED = "experiments: " + "[" * 5000 + "]" * 5000 + "\n"  # 10 KB, 5,000 nested lists
 
@@ -22,7 +22,7 @@ def test_deeply_nested_yaml_is_one_line(tmp_path, command):
         os.environ, PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "attnsim.cli", *command],
+        [sys.executable, "-m", "attnsim.cli.main", *command],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.configs import small_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
 from attnsim.store import parquet as store
 from attnsim.store import query
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from helpers.configs import simulated_robustness
 
-from attnsim.cli import main
-from attnsim.run.collect import collect
+from attnsim.cli.main import main
+from attnsim.jobs.collect import collect
 from attnsim.store import parquet as store
 from attnsim.store import query
 
@@ -136,7 +136,7 @@ def test_a_regular_file_is_replaced_whole_in_the_format_its_suffix_names(filled,
 
 PEAK = """
 import resource, sys
-from attnsim.cli import main
+from attnsim.cli.main import main
 code = main(sys.argv[1:])
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 sys.exit(code)

@@ -133,7 +133,7 @@ def test_memory_limit_is_settable_and_checked(tmp_path, monkeypatch, capsys):
 
 HANG = """
 import sys
-from attnsim.cli import main
+from attnsim.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
