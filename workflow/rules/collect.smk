@@ -30,5 +30,7 @@ rule collect:
 rule rebuild:
     output:
         "results/rebuild/{experiment}-{why}",
+    log:
+        "results/logs/rebuild/{experiment}-{why}.log",
     shell:
-        "touch {output:q}"
+        "touch {output:q} > {log:q} 2>&1"
