@@ -42,4 +42,5 @@ onstart:
 
 onsuccess:
     remove_replaced_chunks()
+    sweep_rebuild_markers()
     print_run_summary()

@@ -197,3 +197,19 @@ def test_key_given_twice_stops_snakemake_with_both_lines(finished, tmp_path):
     shutil.copytree(finished, workdir)
     (workdir / "config.yaml").write_text((workdir / "config.yaml").read_text() + "chunk_size: 8\n")
     expect_one_line_failure(workdir, "config.yaml: chunk_size: key given twice (lines 2 and ")
+
+
+@pytest.mark.parametrize(
+    "where", ["results/store", "results/store/trials", "results/store/summary"]
+)
+def test_a_file_where_a_store_folder_goes_is_one_line(tmp_path, where):
+    """The issue's case: `results/store` as a file gave a NotADirectoryError traceback (from
+    Snakemake's listing of the outputs), in a dry run and a real one."""
+    write_config(tmp_path, small_config())
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text("not a folder\n")
+    expect_one_line_failure(tmp_path, f"{where}: the store needs a folder here, not a file")
+    real = snakemake(tmp_path, "--cores", "1", check=False)
+    errors = [line for line in real.stderr.splitlines() if line.startswith("attnsim: error:")]
+    assert real.returncode != 0 and len(errors) == 1 and "Traceback" not in real.stderr
+    assert (tmp_path / where).read_text() == "not a folder\n"

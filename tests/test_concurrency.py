@@ -58,7 +58,9 @@ def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent
         # The first run now certainly holds the lock: its first job has written its chunk and waits.
         second = attnsim_run(tmp_path, "--cores", "1")  # the stale-lock check must see the live run
         out2, _ = second.communicate(timeout=120)
-        assert second.returncode != 0 and "Directory cannot be locked" in out2, out2
+        errors = [line for line in out2.splitlines() if line.startswith("attnsim: error:")]
+        assert second.returncode != 0 and len(errors) == 1, out2  # Snakemake's 4 lines before
+        assert "another run is going on in this folder" in errors[0], out2
         assert first.poll() is None
 
         query_sql = "SELECT point_id, count(*) AS trials FROM robustness_trials GROUP BY ALL"

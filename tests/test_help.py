@@ -13,7 +13,7 @@ import yaml
 from helpers.configs import REPO, small_config
 
 from attnsim import __version__
-from attnsim.cli.main import QUERY_FORMATS, main
+from attnsim.cli.main import QUERY_FORMATS, QUERY_ROWS, main
 from attnsim.cli.runner import translate
 from attnsim.report import status
 from attnsim.store import query
@@ -106,7 +106,7 @@ def test_query_help_lists_the_views_and_the_formats(capsys):
     for view in ("summary", "trials", "<experiment>", "<experiment>_trials", "provenance"):
         assert re.search(rf"^  {re.escape(view)}\s", text, re.M), view
     assert "--format {table,csv,json,parquet}" in text
-    assert QUERY_FORMATS == query.FORMATS
+    assert QUERY_FORMATS == query.FORMATS and QUERY_ROWS == query.TERMINAL_ROWS
 
 
 def test_show_never_says_100_percent_with_work_pending():

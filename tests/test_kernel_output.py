@@ -53,6 +53,37 @@ def strings(m, trials):
     return m
 
 
+def as_bool(m, trials):
+    m["gap"] = m["gap"] > 0.1
+    return m
+
+
+def as_list(m, trials):
+    m["gap"] = m["gap"].tolist()
+    return m
+
+
+def int64_max(m, trials):
+    """2**63 - 1 would be stored as 2**63 (float64's nearest)."""
+    m["gap"] = np.full(trials, np.iinfo(np.int64).max)
+    return m
+
+
+def uint64_max(m, trials):
+    m["gap"] = np.full(trials, np.iinfo(np.uint64).max)
+    return m
+
+
+def as_float16(m, trials):
+    m["gap"] = m["gap"].astype(np.float16)
+    return m
+
+
+def ragged(m, trials):
+    m["gap"] = [[0.5]] * (trials - 1) + [[0.5, 0.5]]  # np.asarray of it raised a ValueError
+    return m
+
+
 def missing(m, trials):
     del m["gap"]
     return m
@@ -74,8 +105,15 @@ def missing(m, trials):
         ),
         (
             strings,
-            "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype <U1, not real numbers",
+            "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype <U1, not float64 or "
+            "float32",
         ),
+        (as_bool, "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype bool, not"),
+        (as_list, "metric gap, point {pid} (n=16, d=3, tau=1.0): values given as a list, not a"),
+        (int64_max, "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype int64, not"),
+        (uint64_max, "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype uint64, not"),
+        (as_float16, "metric gap, point {pid} (n=16, d=3, tau=1.0): values of dtype float16, not"),
+        (ragged, "metric gap, point {pid} (n=16, d=3, tau=1.0): values given as a list, not a"),
         (
             missing,
             "point {pid} (n=16, d=3, tau=1.0): simulate_block's output has missing metric gap",
@@ -93,6 +131,16 @@ def test_bad_kernel_output_is_refused_naming_kind_metric_and_point(damage, needl
         and needle.format(pid=point.id) in text
         and "\n" not in text
     ), text
+
+
+def test_float32_passes_and_is_stored_exactly():
+    def narrow(m, trials):
+        m["gap"] = m["gap"].astype(np.float32)
+        return m
+
+    point = make_point(BASE, POINT)
+    out = simulate_points(broken("plugin_kind", narrow), 1, 20, [point])[point.id]
+    assert out["gap"].dtype == np.float32
 
 
 def test_nan_is_allowed_where_declared():

@@ -4,6 +4,7 @@ directory is not readable; queries have a timeout and a memory limit."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -127,3 +128,120 @@ def test_memory_limit_is_settable_and_checked(tmp_path, monkeypatch, capsys):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Out of Memory" in err[0] and "--memory 64MB" in err[0], err
+
+
+HANG = """
+import sys
+from attnsim.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def query_within(tmp_path, sql, *args, limit=30.0, env=None):
+    """`attnsim query SQL ARGS` in a process of its own that must end within `limit` seconds
+    (one that blocks in an open() of a FIFO would never end): (exit code, stderr lines, secs)."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", HANG, "query", sql, *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=limit,
+        env=env,
+    )
+    return done.returncode, done.stderr.strip().splitlines(), time.perf_counter() - started
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('{fifo}')",
+        "SELECT * FROM read_text('{fifo}')",
+        "SELECT * FROM read_parquet('{fifo}')",
+        "SELECT * FROM '{fifo}'",
+        "SELECT * FROM t_trials JOIN read_csv('{fifo}') USING (point_id)",
+    ],
+)
+def test_a_fifo_outside_the_store_is_never_opened(tmp_path, sql):
+    """The issue's case: the table-name analysis ran on an unconfined connection and opened the
+    file (a FIFO: the query hung for as long as it stayed open, past --timeout). No writer ever
+    opens this FIFO, so a query that opened it would block for ever."""
+    fill(tmp_path / "results" / "store", ["t"])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.mkfifo(outside / "secret.csv")
+    code, err, seconds = query_within(
+        tmp_path, sql.format(fifo=outside / "secret.csv"), "--timeout", "5"
+    )
+    assert code == 2 and len(err) == 1 and err[0].startswith("attnsim: error: query failed: ")
+    assert "Permission Error" in err[0] and seconds < 30
+
+
+def test_a_fifo_inside_the_store_is_refused_not_read(tmp_path):
+    """A FIFO among the store's files (named like a chunk, or not) is neither listed as a view's
+    file nor readable by name: refused in one line naming it, within the timeout."""
+    root = tmp_path / "results" / "store"
+    fill(root, ["t"])
+    folder = next((root / "trials").glob("kind=*/experiment=t"))
+    os.mkfifo(folder / "chunk-ffffffffffffffff.parquet")
+    code, err, _ = query_within(tmp_path, "SELECT count(*) FROM t_trials", "--timeout", "5")
+    assert code == 2 and len(err) == 1
+    assert err[0] == (
+        f"attnsim: error: {folder.relative_to(tmp_path) / 'chunk-ffffffffffffffff.parquet'}: "
+        "a FIFO inside the store, "
+        "not a file attnsim wrote; move it out"
+    )
+    (folder / "chunk-ffffffffffffffff.parquet").unlink()
+    os.mkfifo(root / "notes.csv")
+    code, err, _ = query_within(tmp_path, f"SELECT * FROM read_csv('{root / 'notes.csv'}')")
+    assert code == 2 and len(err) == 1 and "Permission Error" in err[0]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('http://example.com/data.csv')",
+        "SELECT * FROM read_parquet('s3://bucket/key.parquet')",
+        "SELECT * FROM 'https://example.com/x.parquet'",
+    ],
+)
+def test_remote_paths_are_refused_without_touching_the_extension_folder(tmp_path, sql):
+    """DuckDB auto-installs httpfs into ~/.duckdb/extensions for such a path on an unconfined
+    connection: here no connection the query opens may install or load an extension."""
+    fill(tmp_path / "results" / "store", ["t"])
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home))
+    code, err, _ = query_within(tmp_path, sql, env=env)
+    assert code == 2 and len(err) == 1 and "Permission Error" in err[0], err
+    assert list(home.iterdir()) == []  # no ~/.duckdb
+
+
+def test_the_timeout_covers_checking_the_store(tmp_path, monkeypatch, capsys):
+    """--timeout counts from the start: a store whose files take long to check (here each takes
+    0.4 s) stops at the timeout with the timeout's line, not after checking all of them."""
+    fill(tmp_path / "results" / "store", ["a", "b", "c", "d", "e", "f"])
+    monkeypatch.chdir(tmp_path)
+    checked = store.verify_file
+
+    def slow(path):
+        time.sleep(0.4)
+        checked(path)
+
+    monkeypatch.setattr(store, "verify_file", slow)
+    started = time.perf_counter()
+    assert main(["query", "SELECT count(*) FROM trials", "--timeout", "1"]) == 2
+    assert time.perf_counter() - started < 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "attnsim: error: query stopped after 1 s (--timeout 1); narrow it or give a longer "
+        "--timeout"
+    ]
+
+
+def test_the_views_a_query_needs_are_found_without_binding_it(tmp_path):
+    """A join with USING fails to bind on a connection without views (the old analysis then fell
+    back to every view); the tokenizer finds both names."""
+    views = {"robustness", "robustness_trials", "entropy", "trials", "summary"}
+    sql = 'SELECT * FROM robustness r JOIN "Robustness_Trials" USING (point_id) -- entropy'
+    assert query.referenced(sql, views) == {"robustness", "robustness_trials"}
+    assert query.referenced("SHOW TABLES", views) is None  # every view

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pyarrow.parquet as pq
 import pytest
 from helpers.configs import small_config
 from helpers.workflow import REPO, snakemake, write_config
@@ -102,7 +103,7 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
     )
     try:
         deadline = time.monotonic() + 120
-        lock_file = shared / lock.LOCK_NAME
+        lock_file = shared / "store" / lock.LOCK_NAME
         while time.monotonic() < deadline and not (
             lock_file.exists() and str(run.pid) in lock_file.read_text()
         ):
@@ -129,3 +130,121 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
         second, "--cores", "1"
     )  # once the first is done, the second runs (nothing left)
     assert after.returncode == 0
+
+
+@pytest.mark.parametrize("holder", ["symlink", "dangling symlink", "directory", "fifo"])
+def test_anything_but_a_file_at_the_lock_path_is_refused_nothing_truncated(tmp_path, holder):
+    """The issue's case: a symbolic link at results/.attnsim-run.lock pointing at a file made the
+    run truncate that file and write the lock's JSON into it; a directory gave a traceback."""
+    results = tmp_path / "results" / "store"
+    results.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path = results / lock.LOCK_NAME
+    if holder == "symlink":
+        path.symlink_to(victim)
+    elif holder == "dangling symlink":
+        path.symlink_to(tmp_path / "nowhere")
+    elif holder == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    with pytest.raises(StoreError) as refused:
+        lock.acquire(results)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: the run lock") and "\n" not in message
+    assert "remove it and rerun" in message
+    assert victim.read_text() == "precious\n" and not (tmp_path / "nowhere").exists()
+    assert str(path) not in lock._HELD
+
+
+@pytest.mark.slow
+def test_a_run_with_a_symlink_at_the_lock_path_stops_in_one_line(tmp_path):
+    write_config(tmp_path, small_config())
+    (tmp_path / "results" / "store").mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "results" / "store" / lock.LOCK_NAME).symlink_to(victim)
+    refused = snakemake(tmp_path, "--cores", "1", check=False)
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("attnsim: error:")]
+    assert refused.returncode != 0 and len(errors) == 1, refused.stderr
+    assert "the run lock's path holds a symbolic link" in errors[0]
+    assert "Traceback" not in refused.stderr and victim.read_text() == "precious\n"
+    assert not list((tmp_path / "results").rglob("chunk-*.parquet"))
+
+
+def hold(root):
+    """A process holding the run lock of the store at `root` (as a run does while it plans and
+    runs) until killed."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from attnsim.store import lock; lock.acquire({str(root)!r}); print('held', "
+            "flush=True); import time; time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+@pytest.mark.slow
+def test_a_run_on_a_shared_store_is_refused_while_another_holds_it(tmp_path):
+    """The issue's case: `results/store` (not `results/`) symlinked to one store from two
+    working directories with seeds 7 and 8 both ran and mixed their chunks. The lock now lives
+    in the store's real path: while another run holds it, a run stops in one line before any
+    job, and afterwards planning refuses the other seed."""
+    shared = tmp_path / "shared-store"
+    shared.mkdir()
+    workdirs = {7: tmp_path / "seven", 8: tmp_path / "eight"}
+    for seed, workdir in workdirs.items():
+        write_config(workdir, small_config(seed=seed))
+        (workdir / "results").mkdir()
+        (workdir / "results" / "store").symlink_to(shared, target_is_directory=True)
+    holder = hold(workdirs[7] / "results" / "store")  # the first run, planning or running
+    try:
+        refused = snakemake(workdirs[8], "--cores", "1", check=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("attnsim: error:")]
+    assert refused.returncode != 0 and len(errors) == 1, refused.stderr
+    assert "another run is using this store" in errors[0] and f"pid {holder.pid}" in errors[0]
+    assert "rule simulate" not in refused.stdout and not list(shared.rglob("*.parquet"))
+    snakemake(workdirs[7], "--cores", "1")  # the first run, alone
+    mixed = snakemake(workdirs[8], "--cores", "1", check=False)  # then the other seed: refused
+    assert mixed.returncode != 0 and "seed=7" in mixed.stderr and "seed=8" in mixed.stderr
+    seeds = {
+        pq.read_metadata(p).metadata[b"attnsim"].count(b'"seed": 7')
+        for p in shared.rglob("chunk-*.parquet")
+    }
+    assert seeds == {1}  # every chunk of seed 7, none of seed 8
+
+
+def test_a_file_where_the_store_must_be_is_one_line(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "store").write_text("not a folder\n")
+    with pytest.raises(StoreError) as refused:
+        lock.acquire(tmp_path / "results" / "store")
+    assert "the store must be a folder" in str(refused.value) and "\n" not in str(refused.value)
+    assert (tmp_path / "results" / "store").read_text() == "not a folder\n"
+
+
+def test_a_run_whose_store_changed_after_it_planned_is_refused(tmp_path):
+    """The issue's plan race: a run that planned for 25 s took the lock after a second, faster
+    run had finished, and wrote its chunks beside the other's from its stale plan. What the plan
+    was read from is compared with the store under the lock."""
+    root = tmp_path / "results" / "store"
+    folder = root / "trials" / "kind=k" / "experiment=e"
+    folder.mkdir(parents=True)
+    (folder / "chunk-0000000000000001.parquet").write_bytes(b"x")
+    planned = lock.state(root)
+    (folder / "chunk-0000000000000002.parquet").write_bytes(b"y")  # the faster run's chunk
+    with pytest.raises(StoreError) as refused:
+        lock.acquire(root, planned_from=planned)
+    assert "changed by another run while this one planned" in str(refused.value)
+    assert str(lock.lock_path(root)) not in lock._HELD
+    lock.acquire(root, planned_from=lock.state(root))  # planned again: runs
+    lock.release(root)

@@ -11,7 +11,10 @@ One file per kind, tests/data/reference_rows/<kind>.json:
   against these within ``tolerance`` (docs/science.md §8.4);
 - ``summary_digests``: CPU class -> point id -> sha256 of the point's summary row (collect's
   `summarise_chunks` of those rows) over ``summary_columns``: checked bit for bit on a recorded
-  class (tests/test_reference_summaries.py), unchecked elsewhere.
+  class (tests/test_reference_summaries.py);
+- ``summary_values``: point id -> summary column -> value, as computed on ``values_class``: on a
+  class without summary digests each summary is checked against these within ``tolerance``
+  (`summary_within_tolerance`), never skipped.
 
 Record (after a deliberate change of a kind's rows, with a new ``algorithm_version``):
 
@@ -136,6 +139,17 @@ def summaries(computed: list, columns: list[str] | None = None) -> tuple[dict, l
     """point id -> sha256 of its summary row as collect makes it (`summarise_chunks` of the rows),
     over `columns` (default: every column the summary has now), and those columns. Values are
     hashed through their JSON text (floats by repr: exact)."""
+    rows_, names = summary_rows(computed, columns)
+    out = {
+        pid: hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()
+        for pid, row in rows_.items()
+    }
+    return out, names
+
+
+def summary_rows(computed: list, columns: list[str] | None = None) -> tuple[dict, list[str]]:
+    """point id -> its summary row (column -> value) over `columns` (default: every column the
+    summary has now), and those columns."""
     from attnsim.jobs.collect import summarise_chunks
     from attnsim.jobs.simulate import trials_table
     from attnsim.records.grid import grid_columns
@@ -148,9 +162,48 @@ def summaries(computed: list, columns: list[str] | None = None) -> tuple[dict, l
         )
         names = list(summary.column_names) if names is None else names
         for row in summary.select(names).to_pylist():
-            text = json.dumps(row, sort_keys=True)
-            out[row["point_id"]] = hashlib.sha256(text.encode()).hexdigest()
+            out[row["point_id"]] = row
     return out, names or []
+
+
+SUMMARY_SUFFIXES = ("_mean", "_se", "_ci_low", "_ci_high", "_min", "_max")
+
+
+def summary_within_tolerance(got: dict, ref: dict, row_values: dict, rtol: float) -> list[str]:
+    """The columns of one point's summary row outside the cross-class tolerance. A finite number
+    must lie within rtol x its scale: the largest of its own magnitude, its family's (the
+    estimate, SE and CI ends of one quantity, e.g. a median and its interval: an interval's end
+    near zero moves in units of the estimate) and its metric's (the point's largest finite row
+    magnitude, `within_tolerance`'s scale: an SE moves with the rows it is made of). Anything
+    else (ids, strings, booleans, counts, NaN, infinities) must be equal."""
+    failed = []
+    for column, want in ref.items():
+        have = got.get(column)
+        if have == want or (isinstance(want, float) and math.isnan(want) and _is_nan(have)):
+            continue
+        if not (isinstance(want, float) and math.isfinite(want) and isinstance(have, float)):
+            failed.append(column)
+            continue
+        scale = max(abs(want), _family_scale(column, ref), _metric_scale(column, row_values))
+        if not abs(have - want) <= rtol * scale:
+            failed.append(column)
+    return failed
+
+
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _family_scale(column: str, row: dict) -> float:
+    base = next((column.removesuffix(s) for s in SUMMARY_SUFFIXES if column.endswith(s)), column)
+    family = [row.get(base), *(row.get(base + s) for s in SUMMARY_SUFFIXES)]
+    return max((abs(v) for v in family if isinstance(v, float) and math.isfinite(v)), default=0.0)
+
+
+def _metric_scale(column: str, row_values: dict) -> float:
+    metric = max((m for m in row_values if column.startswith(f"{m}_")), key=len, default=None)
+    values = row_values.get(metric) if metric else None
+    return max(abs(values[2]), abs(values[4])) if values and values[0] else 0.0
 
 
 def digest(metrics: dict[str, np.ndarray], names: list[str]) -> str:
@@ -217,13 +270,7 @@ def check(kind: str, threads: int = 1) -> dict:
         "points": len(computed),
         "recorded_classes": sorted(reference["digests"]),
     }
-    recorded_summaries = reference.get("summary_digests", {}).get(klass)
-    if recorded_summaries is not None:  # summaries: bit for bit on a recorded class, else unchecked
-        got, _ = summaries(swept, reference["summary_columns"])
-        out["summary_failed"] = sorted(
-            p for p in recorded_summaries if got.get(p) != recorded_summaries[p]
-        )
-        out["summary_ids_match"] = set(got) == set(recorded_summaries)
+    out |= _check_summaries(reference, swept, klass)
     if recorded is not None:
         got = {pid: digest(m, reference["metrics"]) for pid, m in computed.items()}
         out |= {
@@ -250,6 +297,37 @@ def check(kind: str, threads: int = 1) -> dict:
         "worst": worst,
     }
     return out
+
+
+def _check_summaries(reference: dict, swept: list, klass: str) -> dict:
+    """The summaries' check: ``summary_mode`` "digests" (bit for bit, this class recorded),
+    "tolerance" (each value within the cross-class tolerance of ``summary_values``) or "none"
+    (a file recorded before summary values: re-record it), with ``summary_failed`` and
+    ``summary_ids_match``."""
+    recorded = reference.get("summary_digests", {}).get(klass)
+    if recorded is not None:
+        got, _ = summaries(swept, reference["summary_columns"])
+        return {
+            "summary_mode": "digests",
+            "summary_failed": sorted(p for p in recorded if got.get(p) != recorded[p]),
+            "summary_ids_match": set(got) == set(recorded),
+        }
+    values = reference.get("summary_values")
+    if values is None:
+        return {"summary_mode": "none"}
+    rtol = reference.get("tolerance", DEFAULT_TOLERANCE)["rtol"]
+    got, _ = summary_rows(swept, reference["summary_columns"])
+    failed = []
+    for pid, want in sorted(values.items()):
+        wrong = summary_within_tolerance(
+            got.get(pid, {}), want, reference["values"].get(pid, {}), rtol
+        )
+        failed += [f"{pid}:{column}" for column in wrong]
+    return {
+        "summary_mode": "tolerance",
+        "summary_failed": failed,
+        "summary_ids_match": set(got) == set(values),
+    }
 
 
 def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> str:
@@ -310,6 +388,7 @@ def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> 
     )
     reference["digests_notes"] = notes
     reference["values"] = values_of(one, reference["metrics"])
+    reference["summary_values"] = summary_rows(swept, columns)[0]
     reference["values_class"] = klass
     reference.setdefault("tolerance", dict(DEFAULT_TOLERANCE))
     write(kind, reference)

@@ -1,5 +1,6 @@
 localrules:
     collect,
+    rebuild,
 
 
 # Per-point summary (mean, SE, 95% CI, theory) of an experiment's current grid.
@@ -7,6 +8,7 @@ rule collect:
     input:
         chunks=experiment_chunks,
         folder=experiment_folder,
+        rebuild=summary_rebuild,
     output:
         "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
     log:
@@ -21,3 +23,14 @@ rule collect:
     shell:
         "attnsim collect --experiment-file {params.spec:q} --output {output:q} --threads {threads} "
         "{input.chunks:q} > {log:q} 2>&1"
+
+
+# The marker of a summary behind its plan (common.smk's behind_marker): made, kept as collect's
+# input until the next rebuild.
+rule rebuild:
+    output:
+        "results/rebuild/{experiment}-{why}",
+    log:
+        "results/logs/rebuild/{experiment}-{why}.log",
+    shell:
+        "touch {output:q} > {log:q} 2>&1"

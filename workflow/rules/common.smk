@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from attnsim import files
+from attnsim import files, seeding
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.report import figure_check
@@ -18,6 +18,7 @@ from attnsim.records import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.cli import progress
 from attnsim.report.status import run_summary
+from attnsim.store import lock as store_lock
 from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
@@ -40,6 +41,10 @@ try:
     # keys given twice in the config files, numbers written as text, the schema (the package's
     # one schema file, with each kind's grid), semantic checks: the one check of the config
     SETTINGS = load_workflow_config(config, workflow.configfiles)
+    store.check_folders(STORE)
+    store.check_clock(STORE)
+    # what the plan is read from: a run locks the store only once it starts (`lock_store`)
+    PLANNED_FROM = store_lock.state(STORE) if PLANNING else None
     PLANS = planning.plan_all(SETTINGS, STORE) if PLANNING else {}
     if PLANNING:  # every declared figure has its function and caption, before any job
         figure_check.check_experiments(SETTINGS)
@@ -71,9 +76,10 @@ for _path, _why in STALE.items():
 
 
 wildcard_constraints:
-    kind="[a-z_]+",
+    kind="[a-z][a-z0-9_]*",  # the config schema's kind names (a plugin's may hold digits)
     experiment="[a-z][a-z0-9_]*",
     chunk="[0-9a-f]{16}",
+    why="[0-9a-f]{16}",
 
 
 def chunk_spec_path(wildcards):
@@ -162,6 +168,48 @@ def experiment_folder(wildcards):
     return [folder] if folder.is_dir() else []
 
 
+def summary_rebuild(wildcards):
+    """collect's marker input: a new one when the summary is behind its plan (`behind_marker`),
+    else the one the last rebuild made (if any: the same inputs as recorded, so Snakemake's own
+    triggers see no change)."""
+    return experiment_markers(wildcards.experiment)
+
+
+def experiment_markers(name):
+    marker = behind_marker(name)
+    if marker is not None:
+        return [marker]
+    return sorted(REBUILD.glob(f"{name}-*")) if REBUILD.is_dir() else []
+
+
+@functools.cache
+def behind_marker(name):
+    """A marker named after why the summary of experiment `name` is behind the plan
+    (`store.summary_behind`), or None. A target of the run and an input of collect: missing,
+    it makes collect (and the chunks collect waits for) run, since neither timestamps nor
+    Snakemake's metadata can be trusted to say so (without metadata Snakemake ignores a
+    missing input of a job whose output exists)."""
+    plan = PLANS[name]
+    settings = planning.experiment_json(SETTINGS, name)
+    why = store.summary_behind(STORE, plan.kind, name, plan.chunks, settings)
+    if why is None:
+        return None
+    print(f"attnsim: {name}: summary out of date ({why})", file=sys.stderr)
+    return REBUILD / f"{name}-{seeding.digest([name, why, plan.chunks, settings])}"
+
+
+REBUILD = RESULTS / "rebuild"
+
+
+def sweep_rebuild_markers():
+    """Each experiment's markers but the newest (its collect's input): they pile up otherwise."""
+    for name in SETTINGS.experiments:
+        keep = experiment_markers(name)
+        for marker in REBUILD.glob(f"{name}-*") if REBUILD.is_dir() else []:
+            if marker not in keep:
+                marker.unlink(missing_ok=True)
+
+
 def collect_threads(wildcards):
     """2 for an experiment of 10^7 trial rows or more (a second thread reads and checks the next
     row group while one is summarised: the million preset's collect); else 1, so that the small
@@ -238,6 +286,7 @@ def all_targets(wildcards=None):
         RESULTS / "claims.md",
         RESULTS / "claims.html",
     ]
+    targets += [m for m in map(behind_marker, SETTINGS.experiments) if m is not None]
     for name, experiment in SETTINGS.experiments.items():
         targets += [
             RESULTS / "figures" / name / f"{fig}.{ext}"
@@ -248,11 +297,10 @@ def all_targets(wildcards=None):
 
 
 def lock_store():
-    """One run per store, from any working directory (results/ may be a shared folder)."""
-    from attnsim.store import lock
-
+    """One run per store, from any working directory (results/ or the store may be a shared
+    folder), and only if the store is as this run planned from it."""
     try:
-        lock.acquire(RESULTS)
+        store_lock.acquire(STORE, planned_from=PLANNED_FROM)
     except AttnsimError as error:
         _fail(error)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from attnsim.errors import AttnsimError
 
@@ -53,10 +53,7 @@ def _figures(args) -> None:
 def _query(args) -> None:
     from attnsim.store import query
 
-    frame = query.run(args.store, args.sql, timeout=args.timeout, memory=args.memory)
-    text = query.emit(frame, args.format, args.output)
-    if text is not None:
-        print(text)
+    query.write(args.store, args.sql, args.format, args.output, args.timeout, args.memory)
 
 
 def _show(args) -> None:
@@ -233,6 +230,7 @@ QUERY_FORMATS = (
     "json",
     "parquet",
 )  # attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
+QUERY_ROWS = 40  # attnsim.store.query.TERMINAL_ROWS
 
 QUERY_HELP = """\
 Run one read-only SQL statement (DuckDB) over the result store and print the result.
@@ -244,8 +242,11 @@ views:
   <experiment>_trials   one experiment's trials, e.g. robustness_trials
   provenance            one row per store file: versions, seed, results key, chunk, trials
 
-Only SELECT, SHOW, DESCRIBE and the like: no other file, no network, no SET. Columns of every
-kind: docs/results-schema.md (or `attnsim schema`).
+Only SELECT, SHOW, DESCRIBE and the like, over these views: no file by name, no network, no
+SET. Every file a view reads is checked first (checksums, footer statistics). The terminal
+shows the first 40 rows and the count; --format csv or json prints every row, --output FILE
+writes them (format from its suffix). Columns of every kind: docs/results-schema.md (or
+`attnsim schema`).
 
 examples:
   attnsim query "SHOW TABLES"
@@ -398,12 +399,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("sql", metavar="SQL", help='one read-only statement, e.g. "SHOW TABLES"')
     p.add_argument(
         "--format",
-        default="table",
         metavar="{" + ",".join(QUERY_FORMATS) + "}",
-        help="table (default: aligned text), csv, json (records) or parquet (needs --output)",
+        help=f"table (the terminal's default: the first {QUERY_ROWS} rows, with the count), csv, "
+        "json (records) or parquet (needs --output); with --output, by default its suffix's",
     )
     p.add_argument(
-        "--output", type=Path, help="write to this file instead of stdout (required for parquet)"
+        "--output",
+        type=Path,
+        help="write every row to this new or regular file (streamed; replaced once whole), "
+        "never into the store",
     )
     p.add_argument(
         "--timeout",

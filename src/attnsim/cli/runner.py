@@ -84,12 +84,21 @@ def live_snakemake_dirs() -> set[Path] | None:
     return found
 
 
-def stale_lock(workdir: Path) -> bool:
+def _locked(workdir: Path) -> bool:
     locks = workdir / ".snakemake" / "locks"
-    if not locks.is_dir() or not any(locks.iterdir()):
-        return False
-    live = live_snakemake_dirs()
+    return locks.is_dir() and any(locks.iterdir())
+
+
+def stale_lock(workdir: Path) -> bool:
+    live = live_snakemake_dirs() if _locked(workdir) else None
     return live is not None and workdir.resolve() not in live
+
+
+def live_run(workdir: Path) -> bool:
+    """A Snakemake process works in `workdir` and holds its lock: a second run would stop with
+    Snakemake's four-line LockException."""
+    live = live_snakemake_dirs() if _locked(workdir) else None
+    return live is not None and workdir.resolve() in live
 
 
 def scripts_path() -> str:
@@ -138,6 +147,13 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
     env = {**os.environ, "PATH": scripts_path()}
+    if live_run(workdir) and not any(a in ("-n", "--dry-run", "--dryrun") for a in extra):
+        print(
+            "attnsim: error: another run is going on in this folder (a Snakemake process works "
+            "here); wait for it to finish or stop it, then rerun",
+            file=sys.stderr,
+        )
+        return 2
     if stale_lock(workdir):
         print(
             "attnsim: removing the lock left by an interrupted run (no Snakemake process is "
@@ -163,9 +179,11 @@ def plan(extra: list[str], workdir: Path = Path(".")) -> int:
     `attnsim.plan.bill`) or the one-line error that stops the sweep."""
     import subprocess
 
+    from attnsim.config import guard
     from attnsim.errors import AttnsimError
 
     try:
+        guard.check_run_args(extra, workdir)
         cmd = command(["--dry-run", *extra])
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)

@@ -23,6 +23,8 @@ from attnsim.errors import ConfigError
 
 MAX_CONFIG_BYTES = 8 * 2**20  # a sweep is lists of values: 10^5 values are ~1 MiB of YAML
 MAX_EXPANDED_NODES = 1_000_000  # YAML values after alias expansion
+MAX_DEPTH = 64  # nested lists or mappings: a sweep needs about 5; PyYAML recurses per level
+DEFAULT_MAX_POINTS = 10_000_000
 PLAN_BYTES_PER_POINT = 160  # planning's memory per grid point (docs/scaling.md: ~1.5 GB per 10^7)
 RESERVED_NAMES = ("trials", "summary", "provenance", "_provenance")
 PERIODIC = re.compile(r"(.+)\1{19,}$")  # Snakemake's PeriodicityDetector (20 repeats or more)
@@ -59,6 +61,30 @@ def read_text(path: Path) -> str:
             f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); save it as "
             "UTF-8"
         ) from None
+
+
+def check_depth(text: str, where: str) -> None:
+    """ConfigError when collections nest deeper than MAX_DEPTH: PyYAML composes (and Snakemake
+    loads) a document recursively, and 5,000 nested lists in 10 KB end in a RecursionError. The
+    scanner counted here is not recursive."""
+    opening = (
+        yaml.BlockMappingStartToken,
+        yaml.BlockSequenceStartToken,
+        yaml.FlowMappingStartToken,
+        yaml.FlowSequenceStartToken,
+    )
+    closing = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+    depth = 0
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        if isinstance(token, opening):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(
+                    f"{where}: line {token.start_mark.line + 1}: lists or mappings nested more "
+                    f"than {MAX_DEPTH} deep; a config needs a few levels"
+                )
+        elif isinstance(token, closing):
+            depth -= 1
 
 
 def expanded_size(node: yaml.Node, cap: int = MAX_EXPANDED_NODES) -> int:
@@ -201,6 +227,7 @@ def check_run_args(extra: list[str], workdir: Path = Path(".")) -> None:
             continue
         text = read_text(path)
         try:
+            check_depth(text, str(path))
             node = yaml.compose(text, Loader=yaml.SafeLoader)
             check_aliases(node, str(path))
             data = yaml.safe_load(text)

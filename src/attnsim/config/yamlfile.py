@@ -56,6 +56,7 @@ def check_duplicates(text: str, where: str) -> None:
     that expand to more values than any sweep needs (`guard.check_aliases`)."""
     from attnsim.config import guard
 
+    guard.check_depth(text, where)
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     guard.check_aliases(node, where)
     for path, key, line, again in duplicate_keys(node):

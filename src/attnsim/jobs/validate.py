@@ -1,8 +1,10 @@
 """Every kernel's output checked before it is written (issue 22 item 3).
 
 A kind's `simulate_block(rng, trials, points)` returns, per point, metric -> array of `trials`
-values. A block whose output has another length, shape or dtype, misses or adds a metric, or holds
-NaN or inf where the kind does not declare it (`Kind.summary.finite_metrics`,
+values. A block whose output has another length or shape, is not a numpy array of float64 or
+float32 (every metric is a float64 column: a bool, an integer past 2**53 or a float16 would be
+stored as something the kernel did not compute), misses or adds a metric, or holds NaN or inf
+where the kind does not declare it (`Kind.summary.finite_metrics`,
 `Kind.summary.nonfinite_metrics`) fails the job with one line naming the kind, the metric and the
 point.
 """
@@ -14,6 +16,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from attnsim.errors import KernelOutputError
+
+FLOATS = (np.dtype(np.float64), np.dtype(np.float32))  # what a float64 column holds exactly
 
 
 def _where(kind, point, metric: str | None = None) -> str:
@@ -38,7 +42,8 @@ class _Where:
 
 def check_block(kind, points: Sequence, trials: int, output) -> None:
     """KernelOutputError unless `output` holds, for each of `points`, every metric of `kind` as a
-    real (trials,) array with NaN or inf only where the kind declares them."""
+    (trials,) numpy array of float64 or float32 with NaN or inf only where the kind declares
+    them."""
     if (
         not isinstance(output, Sequence)
         or isinstance(output, (str, bytes))
@@ -65,11 +70,18 @@ def check_block(kind, points: Sequence, trials: int, output) -> None:
             )
             raise KernelOutputError(f"{_where(kind, point)}: simulate_block's output has {what}")
         for name in names:
-            values = np.asarray(metrics[name])
+            values = metrics[name]
             where = _Where(kind, point, name)  # formatted only if a check fails
-            if values.dtype.kind not in "fiub":
+            if not isinstance(values, np.ndarray):
                 raise KernelOutputError(
-                    f"{where}: values of dtype {values.dtype}, not real numbers"
+                    f"{where}: values given as a {type(values).__name__}, not a numpy array of "
+                    "float64 or float32"
+                )
+            if values.dtype not in FLOATS:
+                raise KernelOutputError(
+                    f"{where}: values of dtype {values.dtype}, not float64 or float32 (every "
+                    "metric is stored as float64: booleans, integers past 2**53 and float16's "
+                    "rounding would change on the way)"
                 )
             if values.shape != (trials,):
                 if values.ndim == 1:
@@ -80,11 +92,9 @@ def check_block(kind, points: Sequence, trials: int, output) -> None:
                     f"{where}: an array of shape {values.shape}, not one value per trial "
                     f"({trials},)"
                 )
-            if values.dtype.kind == "f" and not np.isfinite(values).all():
-                if (
-                    name not in kind.summary.finite_metrics
-                    and name not in kind.summary.nonfinite_metrics
-                ):
+            if not np.isfinite(values).all():
+                declared = kind.summary.finite_metrics + kind.summary.nonfinite_metrics
+                if name not in declared:
                     nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
                     what = (
                         f"{nan} of {trials} values are NaN"

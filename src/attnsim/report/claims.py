@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -312,8 +312,7 @@ def _or_nan(value: Any) -> Any:
 
 def from_table_rows(rows: list[dict]) -> list[ClaimResult]:
     return [
-        ClaimResult(**{k: _or_nan(v) for k, v in row.items() if k in CLAIM_COLUMNS})
-        for row in rows
+        ClaimResult(**{k: _or_nan(v) for k, v in row.items() if k in CLAIM_COLUMNS}) for row in rows
     ]
 
 

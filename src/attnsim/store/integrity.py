@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from attnsim.errors import StoreError
 from attnsim.store import arrays
@@ -184,6 +185,27 @@ class ContentHasher:
         return {name: out[name] for name in self._types}
 
 
+def verify_statistics(path: Path, group: pq.RowGroupMetaData, table: pa.Table) -> None:
+    """A row group's footer statistics against its values: they must bound them (a reader such
+    as DuckDB skips a row group whose statistics exclude what a query asks for, so a flipped
+    `min` hides rows) and count its nulls. No checksum covers the footer's statistics."""
+    for j in range(group.num_columns):
+        column = group.column(j)
+        stats, name = column.statistics, column.path_in_schema
+        if stats is None or name not in table.column_names:  # nested leaves: not pruned on
+            continue
+        values = table[name]
+        bounded = True
+        if stats.has_min_max and values.null_count < len(values):
+            low, high = (v.as_py() for v in pc.min_max(values).values())
+            bounded = not (low < stats.min or high > stats.max)  # NaN compares False: skipped
+        if not bounded or (stats.has_null_count and stats.null_count != values.null_count):
+            raise StoreError(
+                f"{path}: damaged (the footer's statistics of column {name} do not match its "
+                "values); delete it and rerun to recompute it"
+            )
+
+
 def verify_digests(path: Path, digests: dict[str, str], meta: Meta) -> None:
     """Columns' digests (name -> `column_digest`) against the file's recorded `content_sha256`."""
     recorded = meta.get("content_sha256")
@@ -268,3 +290,84 @@ def stale_summary(
     if changed:
         return f"its chunk {changed[0]} has changed since"
     return None
+
+
+def current_chunks(
+    folder: Path,
+    read_meta: Callable[[Path], Meta],
+    summary: Path | None,
+    kind: str,
+    experiment: str,
+) -> list[tuple[Path, Meta]]:
+    """(path, provenance) of the chunk files of an experiment's folder that its views read: the
+    ones its summary was made from (each unchanged since), or with no summary yet (a first run,
+    or collect rewriting it) every chunk but a top-up's old one once all its top-ups are whole
+    and a top-up whose siblings are not (the old one still holds those points). So a query
+    never sees a point twice, nor chunks the summary does not describe. A chunk of another
+    experiment, a copy, a changed chunk or chunks of two settings mixed is a StoreError."""
+    inventory = experiment_files(sorted(Path(folder).glob("*.parquet")), read_meta)
+    for path, meta in inventory:
+        if (meta.get("experiment"), meta.get("kind")) != (experiment, kind):
+            raise StoreError(
+                f"{path}: a chunk of experiment {meta.get('experiment')!r} (kind "
+                f"{meta.get('kind')}) in the folder of {experiment!r} (kind {kind}); move it "
+                "back or delete it and rerun"
+            )
+    recorded = read_meta(summary).get("chunks") if summary is not None else None
+    if summary is not None and recorded is not None:
+        return _recorded_chunks(inventory, summary, recorded)
+    current = _after_top_ups(inventory)
+    lineages = {(meta.get("seed"), meta.get("algorithm_version")) for _, meta in current}
+    if len(lineages) > 1:  # a top-up's trials differ from its siblings', its lineage does not
+        raise StoreError(
+            f"{folder}: chunks of {len(lineages)} different seeds or algorithm versions side by "
+            "side; move the folder away and rerun"
+        )
+    return current
+
+
+def _recorded_chunks(
+    inventory: list[tuple[Path, Meta]], summary: Path, recorded: dict[str, str]
+) -> list[tuple[Path, Meta]]:
+    by_chunk = {meta.get("chunk"): (path, meta) for path, meta in inventory}
+    out = []
+    for chunk, digest in sorted(recorded.items()):
+        if chunk not in by_chunk:
+            raise StoreError(
+                f"{summary}: made from chunk {chunk}, which is no longer in the store; run "
+                "`attnsim run` to recompute it"
+            )
+        path, meta = by_chunk[chunk]
+        if file_digest(meta.get("content_sha256", {})) != digest:
+            raise StoreError(
+                f"{path}: not the chunk {summary.name} was made from (replaced since, e.g. by a "
+                "copy from another run); run `attnsim run` to rebuild the experiment"
+            )
+        out.append((path, meta))
+    return out
+
+
+def chunk_points(meta: Meta) -> int:
+    """How many grid points a chunk holds (its spec, in its provenance)."""
+    return len(json.loads(meta.get("spec") or "{}").get("points", []))
+
+
+def _after_top_ups(inventory: list[tuple[Path, Meta]]) -> list[tuple[Path, Meta]]:
+    by_chunk = {meta.get("chunk"): meta for _, meta in inventory}
+    tops: dict[str, int] = {}  # replaced chunk -> points its finished top-ups hold
+    for _, meta in inventory:
+        old = (meta.get("topped_up") or {}).get("chunk")
+        if old is not None:
+            tops[old] = tops.get(old, 0) + chunk_points(meta)
+    whole = {
+        old
+        for old, points in tops.items()
+        if old in by_chunk and points >= chunk_points(by_chunk[old])
+    }
+    out = []
+    for path, meta in inventory:
+        old = (meta.get("topped_up") or {}).get("chunk")
+        if meta.get("chunk") in whole or (old in by_chunk and old not in whole):
+            continue
+        out.append((path, meta))
+    return out

@@ -315,6 +315,25 @@ def read_table(
     return table
 
 
+def verify_file(path: Path) -> None:
+    """Every byte a reader may be served from, a row group at a time: page checksums, each
+    column's content checksum, each row group's footer statistics (DuckDB verifies none of it,
+    and skips row groups by those statistics). Damage is a StoreError naming the file."""
+    meta = read_meta(path)
+    hasher = integrity.ContentHasher()
+    try:
+        file = pq.ParquetFile(path, page_checksum_verification=True, pre_buffer=False)
+        for group in range(file.num_row_groups):
+            table = file.read_row_group(group, use_threads=False)
+            integrity.verify_statistics(path, file.metadata.row_group(group), table)
+            hasher.update(table)
+    except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes not UTF-8
+        raise StoreError(
+            f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
+        ) from None
+    integrity.verify_digests(path, hasher.digests(), meta)
+
+
 def read_summary(path: Path, ids: bool = False) -> pa.Table:
     """A summary's table, checked as `read_table` checks it, without its point ids unless `ids`:
     a million-point summary's ids are most of what reading and checking it costs (their content
@@ -432,6 +451,41 @@ def one_line(error: Exception) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def check_folders(root: Path) -> None:
+    """The store's folders are folders: anything else where one goes (a file named `store`) is
+    one line here, not a traceback from whatever lists it first."""
+    root = Path(root)
+    for folder in (root.parent, root, *(root / table for table in TABLES)):
+        if os.path.lexists(folder) and not folder.is_dir():
+            raise StoreError(
+                f"{folder}: the store needs a folder here, not a file; move it away and rerun"
+            )
+
+
+CLOCK_SLACK = 60.0  # seconds a file may be dated ahead of this machine's clock (NFS, rounding)
+
+
+def check_clock(root: Path) -> None:
+    """No store file dated in the future: Snakemake touches a job's output to now and then fails
+    the job if an input is newer (and removes the output), run after run; and it plans by those
+    dates. One line naming the newest such file before any job."""
+    import time
+
+    now = time.time()
+    ahead = [
+        (path.stat().st_mtime, path)
+        for path in Path(root).glob("*/kind=*/experiment=*/*.parquet")
+        if path.stat().st_mtime > now + CLOCK_SLACK
+    ]
+    if ahead:
+        mtime, path = max(ahead)
+        raise StoreError(
+            f"{path}: dated {(mtime - now) / 60:,.0f} min in the future ({len(ahead)} store "
+            "files are; a clock set wrong here or where they were written): set their dates "
+            f"to now (find {root} -newermt now -exec touch {{}} +) and rerun"
+        )
+
+
 def table_files(root: Path, table: str = "trials") -> list[Path]:
     """Every finished file of a table (`trials`: chunk files, `summary`: summaries; temporary
     files are hidden and skipped)."""
@@ -461,6 +515,32 @@ def stale_summaries(root: Path, experiments: dict[str, str]) -> dict[Path, str]:
         if why:
             out[path] = why
     return out
+
+
+def summary_behind(
+    root: Path, kind: str, experiment: str, chunks: list[str], settings: str
+) -> str | None:
+    """Why the experiment's summary does not describe what the plan says it must (the settings
+    `settings`, made from exactly `chunks`, each as stored now), or None when it does or does
+    not exist. Decided from the store's provenance, never from timestamps or Snakemake's
+    metadata: a copied results folder, a removed `.snakemake`, `--rerun-triggers mtime` or a
+    skewed clock do not hide a new grid value, a removed one or a deleted chunk."""
+    path = summary_path(root, kind, experiment)
+    if not path.exists():
+        return None
+    meta = read_meta(path)
+    if meta.get("experiment_config") != settings:
+        return "the experiment's settings changed since it was made"
+    recorded = meta.get("chunks")
+    if recorded is None:
+        return "made before summaries recorded their chunks"
+    if set(recorded) != set(chunks):
+        return "the grid's chunks changed since it was made"
+    stored = integrity.summary_inputs(experiment_inventory(root, kind, experiment))
+    changed = sorted(c for c in chunks if stored.get(c) != recorded[c])
+    if changed:
+        return f"its chunk {changed[0]} is missing or changed"
+    return None
 
 
 UNRECORDED_CLASS = "unrecorded"  # chunks written before provenance named the CPU class

@@ -12,8 +12,8 @@ embeddings' cosines spread like those of random directions, 1/d, which anisotrop
 from __future__ import annotations
 
 import math
-from typing import Any
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pandas as pd
 
