@@ -15,7 +15,7 @@ rule fetch_asset:
     output:
         "resources/{asset}.verified",
     log:
-        "results/logs/assets/{asset}.log",
+        RESULTS / "logs/assets/{asset}.log",
     priority: 1000000
     localrule: True
     params:

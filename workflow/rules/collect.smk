@@ -8,11 +8,11 @@ rule collect:
         chunks=experiment_chunks,
         folder=experiment_folder,
     output:
-        "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
+        RESULTS / "store/summary/kind={kind}/experiment={experiment}/summary.parquet",
     log:
-        "results/logs/collect/{experiment}-{kind}.log",
+        RESULTS / "logs/collect/{experiment}-{kind}.log",
     benchmark:
-        "results/benchmarks/collect/{experiment}-{kind}.tsv"
+        RESULTS / "benchmarks/collect/{experiment}-{kind}.tsv"
     priority: PRIORITY["collect"]
     threads: collect_threads
     params:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from attnsim import files
+from attnsim.config import workspace
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.report import figure_check
@@ -21,8 +22,6 @@ from attnsim.report.status import run_summary
 from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
-RESULTS = Path("results")
-STORE = RESULTS / "store"
 
 
 def _fail(error):
@@ -37,6 +36,10 @@ def _fail(error):
 PLANNING = workflow.is_main_process
 
 try:
+    # this sweep's folder (docs/usage.md): results/ for config.yaml, results/<stem>/ for another
+    # config file, or `--config workspace=DIR`; everything the run writes goes under it
+    RESULTS = workspace.from_config(config, workflow.configfiles)
+    STORE = RESULTS / "store"
     # keys given twice in the config files, numbers written as text, the schema (the package's
     # one schema file, with each kind's grid), semantic checks: the one check of the config
     SETTINGS = load_workflow_config(config, workflow.configfiles)
@@ -65,6 +68,8 @@ try:
     STALE = store.stale_summaries(STORE, SETTINGS.kinds()) if PLANNING else {}
 except AttnsimError as error:
     _fail(error)
+
+progress.set_workspace(RESULTS)  # the logger plugin's progress lines read the run's manifest there
 
 for _path, _why in STALE.items():
     print(f"attnsim: {_path}: out of date ({_why})", file=sys.stderr)
@@ -201,8 +206,8 @@ def claims_threads(wildcards):
     return max(1, _local_cores() or 1)
 
 
-# not results/: a dry run writes nothing there
-CAPTIONS = Path(".snakemake/attnsim-captions")
+# not in the workspace: a dry run writes nothing there (one folder per workspace)
+CAPTIONS = Path(".snakemake/attnsim-captions") / str(RESULTS).strip("/").replace("/", "+")
 
 
 def figure_caption(experiment, kind, figure):

@@ -9,7 +9,7 @@ rule figures:
     output:
         [
             report(
-                f"results/figures/{_name}/{_figure}.png",
+                RESULTS / f"figures/{_name}/{_figure}.png",
                 caption=figure_caption(_name, _e.kind, _figure),
                 category=_name,
                 labels={"figure": _figure},
@@ -18,16 +18,18 @@ rule figures:
             for _figure in get_kind(_e.kind).figures
         ],
         [
-            f"results/figures/{_name}/{_figure}.pdf"
+            RESULTS / f"figures/{_name}/{_figure}.pdf"
             for _name, _e in SETTINGS.experiments.items()
             for _figure in get_kind(_e.kind).figures
         ],
     log:
-        "results/logs/figures.log",
+        RESULTS / "logs/figures.log",
     benchmark:
-        "results/benchmarks/figures.tsv"
+        RESULTS / "benchmarks/figures.tsv"
     priority: PRIORITY["figures"]
     localrule: True
     threads: figure_threads
+    params:
+        outdir=RESULTS / "figures",
     shell:
-        "attnsim figures --outdir results/figures --threads {threads} {input:q} > {log:q} 2>&1"
+        "attnsim figures --outdir {params.outdir:q} --threads {threads} {input:q} > {log:q} 2>&1"

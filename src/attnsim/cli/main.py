@@ -11,7 +11,7 @@ from pathlib import Path
 
 from attnsim.errors import AttnsimError
 
-DEFAULT_STORE = Path("results/store")
+DEFAULT_CONFIG = Path("config.yaml")
 # the commands the workflow's rules run (run.tuning: what their processes are set up for)
 JOB_COMMANDS = ("simulate", "collect", "figures", "claims", "fetch-asset")
 
@@ -51,23 +51,39 @@ def _figures(args) -> None:
 def _query(args) -> None:
     from attnsim.store import query
 
-    frame = query.run(args.store, args.sql, timeout=args.timeout, memory=args.memory)
+    frame = query.run(_store(args), args.sql, timeout=args.timeout, memory=args.memory)
     text = query.emit(frame, args.format, args.output)
     if text is not None:
         print(text)
 
 
+def _workspace(args) -> Path:
+    """The workspace the command reads: --workspace, else the one named after --configfile."""
+    from attnsim.config import workspace
+
+    return workspace.locate([args.configfile], args.workspace)
+
+
+def _store(args) -> Path:
+    return args.store if args.store is not None else _workspace(args) / "store"
+
+
+def _settings(args):
+    from attnsim.config.load import load_file
+
+    return load_file(args.configfile, args.overrides)
+
+
 def _show(args) -> None:
     from attnsim.report.status import show
 
-    print(show(args.config, args.store))
+    print(show(_settings(args), _store(args), args.configfile))
 
 
 def _summary(args) -> None:
-    from attnsim.config.load import load_file
     from attnsim.report.status import run_summary
 
-    print(run_summary(load_file(args.config), args.store, elapsed=args.elapsed))
+    print(run_summary(_settings(args), _store(args), elapsed=args.elapsed))
 
 
 def _schema(args) -> None:
@@ -96,7 +112,6 @@ def _schema(args) -> None:
 def _claims(args) -> None:
     import json
 
-    from attnsim.config.load import load_file
     from attnsim.report import claims as io
     from attnsim.report import claims_render as render
 
@@ -105,10 +120,11 @@ def _claims(args) -> None:
     elif args.experiments:
         experiments, meta = json.loads(args.experiments), {}
     else:
-        settings = load_file(args.config)
+        settings = _settings(args)
         experiments = settings.kinds()
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
-    rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
+    store = _store(args)
+    rows = io.evaluate(io.load_summaries(store, experiments), experiments)
     if args.write:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta}, args.threads)
     form = "markdown" if args.markdown else args.format
@@ -262,15 +278,34 @@ def parser() -> argparse.ArgumentParser:
 
     def store_option(p):
         p.add_argument(
-            "--store", type=Path, default=DEFAULT_STORE, help="result store (default: %(default)s)"
+            "--configfile",
+            type=Path,
+            default=DEFAULT_CONFIG,
+            metavar="FILE",
+            help="the sweep's config (default: %(default)s)",
+        )
+        p.add_argument(
+            "--workspace",
+            type=Path,
+            metavar="DIR",
+            help="the sweep's folder (default: results/ for config.yaml, results/<stem>/ for "
+            "another FILE)",
+        )
+        p.add_argument(
+            "--store", type=Path, metavar="DIR", help="the result store (default: DIR/store)"
         )
 
     def config_option(p):
+        store_option(p)
         p.add_argument(
+            "--set",
             "--config",
-            type=Path,
-            default=Path("config.yaml"),
-            help="sweep configuration (default: %(default)s)",
+            dest="overrides",
+            action="extend",
+            nargs="+",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a config key, e.g. experiments.robustness.trials=10 (as in run, plan)",
         )
 
     p = sub.add_parser(
@@ -285,14 +320,12 @@ def parser() -> argparse.ArgumentParser:
         "show", help="per experiment: points done, trials per point, chunks still to run"
     )
     config_option(p)
-    store_option(p)
     p.set_defaults(func=_show)
 
     p = sub.add_parser(
         "claims", help="the verdicts: per claim, what was measured, against what, holds or fails"
     )
     config_option(p)
-    store_option(p)
     p.add_argument(
         "--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config"
     )
@@ -367,7 +400,6 @@ def parser() -> argparse.ArgumentParser:
         "summary", help="the end-of-run summary again (experiments, headlines, claims)"
     )
     config_option(p)
-    store_option(p)
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
     p.set_defaults(func=_summary)
 
@@ -509,12 +541,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
-        from attnsim.cli.runner import HELP, run, translate
+        from attnsim.cli.runner import HELP, run
 
         if any(a in ("-h", "--help") for a in argv[1:]):
             print(HELP, end="")
             return 0
-        return run(translate(argv[1:]))
+        return run(argv[1:])
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
         from attnsim.cli.runner import plan
 

@@ -20,7 +20,7 @@ DEFAULT_ARGS = [
     "all",
     "--rerun-incomplete",
 ]  # also in profiles/default (plain snakemake)
-REPORT = "results/report.html"
+REPORT = "report.html"  # in the workspace
 
 HELP = f"""\
 usage: attnsim run [--report] [-v] [SNAKEMAKE OPTION ...] [TARGET ...]
@@ -50,17 +50,66 @@ Snakemake's own help, all of its options: snakemake --help
 """  # noqa: E501
 
 
-def translate(args: list[str]) -> list[str]:
-    """attnsim run's own options into Snakemake's: --report, -v/--verbose."""
+# attnsim's own options of `run` and `plan` that take values: the overrides (one or more items)
+OVERRIDE_OPTIONS = ("--set", "--config", "-C")
+
+
+def split_args(args: list[str]) -> tuple[list[str], list[str], str | None]:
+    """(Snakemake's other arguments, the overrides of --set/--config, --workspace's folder)."""
+    rest, overrides, workspace, taking = [], [], None, False
+    args = list(args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if name in OVERRIDE_OPTIONS and eq:
+            overrides.append(value)
+            taking = True
+        elif arg in OVERRIDE_OPTIONS:
+            taking = True
+        elif name == "--workspace":
+            if not eq:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            workspace = value
+            taking = False
+        elif taking and not arg.startswith("-"):
+            overrides.append(arg)
+        else:
+            taking = False
+            rest.append(arg)
+        i += 1
+    return rest, overrides, workspace
+
+
+def workspace_of(args: list[str], workdir: Path = Path(".")) -> Path:
+    """The workspace a `run`/`plan` with these (attnsim's) arguments writes to."""
+    from attnsim.config import workspace
+
+    rest, _, given = split_args(args)
+    return workspace.locate(workspace.option_value(rest, "--configfile"), given, workdir)
+
+
+def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
+    """attnsim run's own options into Snakemake's: --report (into the workspace), -v/--verbose,
+    --workspace DIR and the --set/--config overrides (one `--config`, at the end: Snakemake keeps
+    only the last of several)."""
+    from attnsim.config import overrides
+
+    rest, items, given = split_args(args)
     out = []
-    for arg in args:
+    for arg in rest:
         if arg == "--report":
-            out += ["--report", REPORT, "--report-after-run"]
+            report = workspace_of(args, workdir) / REPORT
+            out += ["--report", str(report), "--report-after-run"]
         elif arg in ("-v", "--verbose"):  # Snakemake's -v is --version: nobody means that here
             out.append("--logger-attnsim-full")
         else:
             out.append(arg)
-    return out
+    entries = overrides.snakemake_entries(items)
+    if given:
+        entries.append(f"workspace={given}")
+    return out + (["--config", *entries] if entries else [])
 
 
 def live_snakemake_dirs() -> set[Path] | None:
@@ -124,7 +173,7 @@ def command(extra: list[str]) -> list[str]:
     return [snakemake, *defaults, *extra]
 
 
-def run(extra: list[str], workdir: Path = Path(".")) -> int:
+def run(args: list[str], workdir: Path = Path(".")) -> int:
     """Replace this process by Snakemake (signals reach it directly), unlocking a stale lock first.
     The config files and --config values are checked first (one line instead of Snakemake's
     traceback or multi-line error, and no alias bomb for Snakemake to expand)."""
@@ -132,7 +181,8 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
     from attnsim.errors import AttnsimError
 
     try:
-        guard.check_run_args(extra, workdir)
+        guard.check_run_args(args, workdir)
+        extra = translate(args, workdir)
         cmd = command(extra)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
@@ -158,15 +208,17 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
     return 1  # not reached
 
 
-def plan(extra: list[str], workdir: Path = Path(".")) -> int:
+def plan(args: list[str], workdir: Path = Path(".")) -> int:
     """`attnsim plan`: a dry run that prints only the workflow's bill (the lines from `plan:` on,
     `attnsim.plan.bill`) or the one-line error that stops the sweep."""
     import subprocess
 
+    from attnsim.config import guard
     from attnsim.errors import AttnsimError
 
     try:
-        cmd = command(["--dry-run", *extra])
+        guard.check_run_args(args, workdir)
+        cmd = command(["--dry-run", *translate(args, workdir)])
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
@@ -187,20 +239,16 @@ def plan(extra: list[str], workdir: Path = Path(".")) -> int:
 
 def extra_config(extra: list[str]) -> list[str]:
     """The arguments that select the config (needed to parse the workflow for --unlock)."""
+    many = ("--configfile", "--configfiles", "--config")
+    one = ("-s", "--snakefile", "-d", "--directory")
     keep, take = [], 0
     for arg in extra:
-        if take:
+        if arg in many or arg in one:
             keep.append(arg)
-            take -= 1
-        elif arg in (
-            "--configfile",
-            "--configfiles",
-            "--config",
-            "-s",
-            "--snakefile",
-            "-d",
-            "--directory",
-        ):
+            take = -1 if arg in many else 1
+        elif take and not (take < 0 and arg.startswith("-")):
             keep.append(arg)
-            take = 1
+            take = max(take - 1, -1) if take > 0 else -1
+        else:
+            take = 0
     return keep

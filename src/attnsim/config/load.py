@@ -228,10 +228,14 @@ def load(config: dict) -> Settings:
     return settings
 
 
-def load_file(path: str | Path) -> Settings:
+def load_file(path: str | Path, overrides: list[str] | tuple = ()) -> Settings:
+    """A config file with the command line's `--set KEY=VALUE` overrides (attnsim.config.overrides)
+    applied."""
+    from attnsim.config import overrides as override
+
     data = yamlfile.load(path)  # one-line errors: missing, not YAML, a key given twice, too big
     guard.check_mapping(data, str(path))
-    return load(data)
+    return load(override.apply(data, overrides) if overrides else data)
 
 
 def load_workflow_config(config: dict, configfiles=()) -> Settings:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from attnsim.config.load import load_file
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import plan_all
 from attnsim.store import parquet as store
 
 
-def show(config: Path, root: Path) -> str:
-    settings = load_file(config)
+def show(settings, root: Path, config: Path) -> str:
+    """Per experiment of `settings` (read from `config`): points done, trials, chunks to run."""
     plans = plan_all(settings, root)
     rows = []
     for name, plan in plans.items():
