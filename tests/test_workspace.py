@@ -59,9 +59,7 @@ def test_sweeps_side_by_side_keep_their_own_folders(tmp_path, monkeypatch, capsy
     fewer["experiments"]["robustness"]["trials"] = 10
     write_config(tmp_path, fewer, "fewer.yaml")
     snakemake(tmp_path, "--cores", "2", "--configfile", "fewer.yaml")
-    snakemake(
-        tmp_path, "--cores", "2", "--configfile", "fewer.yaml", "--config", "workspace=mine"
-    )
+    snakemake(tmp_path, "--cores", "2", "--configfile", "fewer.yaml", "--config", "workspace=mine")
     for folder in ("results", "results/fewer", "mine"):
         assert (tmp_path / folder / "claims.md").is_file(), folder
         assert (tmp_path / folder / "figures/robustness/collapse.png").is_file(), folder

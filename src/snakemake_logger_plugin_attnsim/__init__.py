@@ -40,6 +40,7 @@ QUIET_INFO = (
     "Waiting at most",
     "Job stats:",
     "Adding ",  # each file of a report
+    "Elapsed time:",  # the run summary's `wall time` says it
 )
 # Events replaced by the progress lines (or not worth a line of their own).
 QUIET_EVENTS = {

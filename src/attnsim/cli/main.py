@@ -129,7 +129,7 @@ def _claims(args) -> None:
         io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta}, args.threads)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":
-        print(render.markdown(rows), end="")
+        print(render.markdown(rows, everything=args.all), end="")
     elif form == "json":
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
@@ -137,7 +137,7 @@ def _claims(args) -> None:
     elif form == "latex":
         print(render.latex(rows), end="")
     else:
-        print(render.terminal(rows))
+        print(render.terminal(rows, everything=args.all))
 
 
 def _check(args) -> None:
@@ -355,6 +355,11 @@ def parser() -> argparse.ArgumentParser:
         "latex (a booktabs table to \\input in a paper); all in the grouped order",
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="also the claims of kinds this sweep does not run (not measured)",
+    )
     p.set_defaults(func=_claims)
 
     p = sub.add_parser(

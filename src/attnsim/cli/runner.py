@@ -203,7 +203,8 @@ def run(args: list[str], workdir: Path = Path(".")) -> int:
             check=False,
             capture_output=True,
         )
-    print("attnsim: " + " ".join(cmd), file=sys.stderr)
+    if "--logger-attnsim-full" in cmd:  # -v: the command Snakemake runs, with its full log
+        print("attnsim: " + " ".join(cmd), file=sys.stderr)
     os.execve(cmd[0], cmd, env)
     return 1  # not reached
 

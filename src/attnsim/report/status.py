@@ -104,23 +104,22 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         headline = kind.headline(s) if kind.headline else ""
         if headline:
             lines.append(f"{'':<20} {headline}")
-    claims_file = Path(root).parent / "claims.parquet"
+    folder = Path(root).parent
+    claims_file = folder / "claims.parquet"
     if claims_file.exists():
         from attnsim.report.claims import from_table
         from attnsim.report.claims_render import short
 
         lines += [
             "",
-            "claims (results/claims.html, results/claims.md, attnsim claims):",
+            f"claims ({folder}/claims.html, {folder}/claims.md, attnsim claims):",
             short(from_table(store.read_table(claims_file))),
         ]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
     lines.append(
-        f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained "
-        "file; attnsim run --report: with the run)"
+        f"figures: {folder / 'figures'}/  report: {folder / 'report.html'} (attnsim run --report)"
     )
-    lines.append(f"figures: {Path(root).parent / 'figures'}/")
     if elapsed is not None:
         lines.append(f"wall time: {elapsed:.1f} s")
     return "\n".join(lines)
