@@ -4,7 +4,8 @@ rule simulate:
     input:
         chunk_assets,
     output:
-        RESULTS / "store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
+        RESULTS
+        / "store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
     log:
         RESULTS / "logs/simulate/{experiment}/{kind}-{chunk}.log",
     benchmark:

@@ -112,6 +112,10 @@ class Kind:
     main_metric: str
     # functions of `<package>.figures`, each (summary DataFrame) -> Figure
     figures: tuple[str, ...] = ()
+    # Figures drawn only where they have something to show: figure -> a test of the experiment's
+    # grid (parameter -> its distinct values, defaults filled in). A figure without one is drawn
+    # for every experiment of the kind; one whose test fails is neither drawn nor listed.
+    figure_applies: Mapping[str, Callable[[Mapping[str, list]], bool]] = field(default_factory=dict)
     # (summary DataFrame) -> one line for the run summary
     headline: Callable[[object], str] | None = None
     extra_columns: tuple[Column, ...] = field(default=())
@@ -176,6 +180,14 @@ class Kind:
             "required": [p.name for p in self.params if p.default is None],
             "properties": {p.name: p.list_schema() for p in self.params},
         }
+
+    def figures_for(self, values: Mapping[str, list]) -> tuple[str, ...]:
+        """The figures that apply to a grid of these distinct values (`figure_applies`)."""
+        return tuple(
+            f
+            for f in self.figures
+            if f not in self.figure_applies or self.figure_applies[f](values)
+        )
 
     def submodule(self, name: str):
         """The kind's `figures` or `claims` module, imported only when needed (the plotting stack

@@ -256,7 +256,7 @@ def group_tally(key: str, members: list[Claim]) -> str:
 def measured_only(claims: list[Claim]) -> tuple[list[Claim], int]:
     """The claims this sweep measured, and how many others need kinds it does not run (a plugin's
     claims in the default sweep, the presets' kinds in a small sweep): the tables list the first
-    and name the second in one line (`unmeasured_line`); `attnsim claims --all` lists every claim."""
+    and count the second in one line (`unmeasured_line`); `attnsim claims --all` lists them all."""
     shown = [c for c in claims if c.verdict != "not measured"]
     return shown, len(claims) - len(shown)
 

@@ -294,6 +294,12 @@ KIND = Kind(
     theory=theory,
     main_metric="probe_accuracy",
     figures=("temperature_sweep", "temperature_map", "learned_temperature"),
+    # the fixed temperatures' figures, the learnt ones': each where the grid has them
+    figure_applies={
+        "temperature_sweep": lambda g: "fixed" in g["tau_mode"],
+        "temperature_map": lambda g: "fixed" in g["tau_mode"] and len(g["tau"]) >= 2,
+        "learned_temperature": lambda g: any(mode != "fixed" for mode in g["tau_mode"]),
+    },
     headline=headline,
     extra_columns=EXTRA,
     extra_summary=extra_summary,
