@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 from jsonschema import ValidationError, validators
 
-from attnsim.config import guard, yamlfile
+from attnsim.config import generators, guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
@@ -196,6 +196,7 @@ def check_semantics(settings: Settings) -> None:
 
 def load(config: dict) -> Settings:
     """Validate a config mapping (as Snakemake or YAML gives it) into Settings."""
+    config = generators.expand(config)  # {logspace: [...]} and the like become lists
     config = coerce_numbers(config, schema())  # a copy: numbers written as text become numbers
     check_schema(config)
     guard.check_names(config["experiments"])  # names the store's views or Snakemake would trip on

@@ -76,8 +76,9 @@ def snakemake_entries(items: Iterable[str], option: str = "--config") -> list[st
             if not isinstance(node, dict):
                 raise ConfigError(f"{option} {item}: {'.'.join(path[:-1])} is set twice")
         node[path[-1]] = value
-    folded = [
-        f"{key}={yaml.safe_dump(tree, default_flow_style=True, width=2**20).strip()}"
-        for key, tree in nested.items()
-    ]
-    return plain + folded
+    return plain + [f"{key}={flow_yaml(tree)}" for key, tree in nested.items()]
+
+
+def flow_yaml(tree: dict) -> str:
+    """One line of YAML (`{a: {b: [1, 2]}}`), keys in the order given."""
+    return yaml.safe_dump(tree, default_flow_style=True, width=2**20, sort_keys=False).strip()
