@@ -73,7 +73,7 @@ def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(workdir),
         *args,

@@ -84,7 +84,7 @@ def test_plain_snakemake_applies_the_same_caps(tmp_path, name):
     (tmp_path / "big.yaml").write_text(
         yaml.safe_dump(small_config()) + ("# " + "x" * 98 + "\n") * (9 * 2**20 // 100)
     )
-    snakefile = Path(__file__).resolve().parents[1] / "Snakefile"
+    snakefile = Path(__file__).resolve().parents[1] / "workflow/Snakefile"
     run = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-n", "--configfile", name],
         cwd=tmp_path,

@@ -55,7 +55,16 @@ def test_a_six_point_sweep_of_one_kind_prints_at_most_40_lines(tmp_path):
     env = dict(os.environ, COLUMNS="100")
     env["PATH"] = f"{os.path.dirname(sys.executable)}{os.pathsep}{env.get('PATH', '')}"
     run = subprocess.run(
-        [sys.executable, "-m", "attnsim.cli", "run", "--cores", "2", "-s", str(REPO / "Snakefile")],
+        [
+            sys.executable,
+            "-m",
+            "attnsim.cli",
+            "run",
+            "--cores",
+            "2",
+            "-s",
+            str(REPO / "workflow/Snakefile"),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -253,7 +253,7 @@ def test_handler_quiets_rule_blocks_and_keeps_warnings(capsys, tmp_path, monkeyp
     h.emit(record(None, "something odd", level=logging.WARNING))
     h.emit(record(None, "Nothing to be done (all requested files are present and up to date)."))
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == "attnsim: 1 jobs: claims"
+    assert err[0] == "attnsim: 1 job: claims"
     assert err[1].startswith("[1/1    0:00] claims, ")
     assert err[2:] == [
         "something odd",
@@ -335,7 +335,7 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
         "attnsim.cli.main",
         "run",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(tmp_path),
         "--cores",

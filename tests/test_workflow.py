@@ -163,5 +163,5 @@ def test_fewer_trials_are_refused_with_instructions_and_more_are_a_top_up(finish
     )
     assert (
         "rule simulate:" in result.stdout
-        and "plan: 1 experiments, 16 points (16 to run" in result.stdout
+        and "plan: 1 experiment, 16 points (16 to run" in result.stdout
     )

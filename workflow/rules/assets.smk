@@ -18,6 +18,8 @@ rule fetch_asset:
         RESULTS / "logs/assets/{asset}.log",
     priority: 1000000
     localrule: True
+    conda:
+        CONDA_ENV
     params:
         local_copy=asset_local_copy,
     shell:

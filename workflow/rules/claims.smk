@@ -19,6 +19,8 @@ rule claims:
     benchmark:
         RESULTS / "benchmarks/claims.tsv"
     priority: PRIORITY["claims"]
+    conda:
+        CONDA_ENV
     threads: claims_threads
     params:
         experiments=experiments_json(),  # not on the command line: reruns the claims when they change

@@ -14,6 +14,8 @@ rule collect:
     benchmark:
         RESULTS / "benchmarks/collect/{experiment}-{kind}.tsv"
     priority: PRIORITY["collect"]
+    conda:
+        CONDA_ENV
     threads: collect_threads
     params:
         settings=experiment_json,  # not on the command line: reruns the summary when they change

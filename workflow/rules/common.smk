@@ -22,6 +22,8 @@ from attnsim.report.status import run_summary
 from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
+# The software of every rule, for `--use-conda` (by default the rules run the attnsim on PATH).
+CONDA_ENV = "../envs/attnsim.yaml"
 
 
 def _fail(error):

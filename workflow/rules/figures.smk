@@ -31,6 +31,8 @@ for _name in SETTINGS.experiments:
             experiment=_name,
         priority: PRIORITY["figures"]
         localrule: True
+        conda:
+            CONDA_ENV
         params:
             outdir=RESULTS / "figures" / _name,
             figures=figure_options(_name),

@@ -11,6 +11,8 @@ rule simulate:
     benchmark:
         RESULTS / "benchmarks/simulate/{experiment}/{kind}-{chunk}.tsv"
     priority: chunk_priority
+    conda:
+        CONDA_ENV
     threads: chunk_threads
     resources:
         mem_mb=chunk_mem_mb,

@@ -1,6 +1,7 @@
 """Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
-`summary`, `schema`, `check-config` and `embed`; for the workflow's rules: `simulate`, `collect`,
-`figures` and `fetch-asset` (they take --help too, but the top-level help does not list them)."""
+`summary`, `schema`, `check-config`, `init` and `embed`; for the workflow's rules: `simulate`,
+`collect`, `figures` and `fetch-asset` (they take --help too; the top-level help does not list
+them)."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def _summary(args) -> None:
 
 
 def _schema(args) -> None:
-    if args.config:
+    if args.config_schema:
         import json
 
         from attnsim.config.load import schema
@@ -141,13 +142,28 @@ def _claims(args) -> None:
 
 
 def _check(args) -> None:
-    from attnsim.config.load import load_file
     from attnsim.models.assets import check_local_copy
 
-    settings = load_file(args.config)
+    if args.config_path is not None:  # the older positional form: `check-config FILE`
+        args.configfile = args.config_path
+    settings = _settings(args)
     for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
         check_local_copy(name, copy)
-    print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
+    count = len(settings.experiments)
+    print(f"{args.configfile}: valid ({count} experiment{'s' * (count != 1)})")
+
+
+def _init(args) -> None:
+    from importlib.resources import files as package_files
+
+    from attnsim import files
+
+    target = args.directory / "config.yaml"
+    if target.exists():
+        raise AttnsimError(f"{target}: exists already; attnsim init writes a new folder's config")
+    text = package_files("attnsim.config").joinpath("starter.yaml").read_text()
+    files.write_text(target, text, fsync=False)
+    print(f"wrote {target}: a starter sweep; `attnsim run` there computes it into results/")
 
 
 def _fetch_asset(args) -> None:
@@ -418,7 +434,7 @@ def parser() -> argparse.ArgumentParser:
         help="write the tables to this file (docs/results-schema.md) instead of printing",
     )
     p.add_argument(
-        "--config",
+        "--config-schema",
         action="store_true",
         help="print the whole config JSON Schema, kinds' grids included",
     )
@@ -430,9 +446,19 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_schema)
 
-    p = sub.add_parser("check-config", help="validate a config file and exit")
-    p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
+    p = sub.add_parser(
+        "check-config",
+        help="validate a config file (and the asset copies it names) without running anything",
+    )
+    config_option(p)
+    p.add_argument("config_path", type=Path, nargs="?", help=argparse.SUPPRESS)
     p.set_defaults(func=_check)
+
+    p = sub.add_parser(
+        "init", help="write a starter config.yaml into a folder, for `attnsim run` there"
+    )
+    p.add_argument("directory", type=Path, nargs="?", default=Path("."), metavar="DIR")
+    p.set_defaults(func=_init)
 
     p = sub.add_parser(
         "embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy), their cosine matrix"
@@ -540,6 +566,9 @@ def parser() -> argparse.ArgumentParser:
         help="experiments drawn at once (forked after one import of the plotting stack)",
     )
     p.set_defaults(func=_figures)
+    for choice in sub._choices_actions:  # each command's --help starts with what it does
+        command = sub.choices[choice.dest]
+        command.description = command.description or choice.help
     return top
 
 

@@ -272,7 +272,8 @@ class Progress:
             name = "figures" if rule.startswith("figures_") else rule
             others[name] = others.get(name, 0) + n
         parts += [f"{n} {name}" if n > 1 else name for name, n in others.items()]
-        return [f"attnsim: {self.total} jobs: {', '.join(parts)}"]
+        jobs = "1 job" if self.total == 1 else f"{self.total} jobs"
+        return [f"attnsim: {jobs}: {', '.join(parts)}"]
 
     def job_started(
         self, jobid, rule: str, wildcards: dict, output=(), log=(), shellcmd: str = ""

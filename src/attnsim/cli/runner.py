@@ -19,27 +19,31 @@ DEFAULT_ARGS = [
     "--cores",
     "all",
     "--rerun-incomplete",
-]  # also in profiles/default (plain snakemake)
+]  # also in workflow/profiles/default (plain snakemake)
 REPORT = "report.html"  # in the workspace
 
-HELP = f"""\
+HELP = """\
 usage: attnsim run [--report] [-v] [SNAKEMAKE OPTION ...] [TARGET ...]
 
 Run the sweep of config.yaml: `snakemake --cores all --rerun-incomplete` with the workflow's
-default profile (profiles/default), after clearing the lock a killed run left behind (only when
+default profile (workflow/profiles/default), after clearing the lock a killed run left behind (only when
 no Snakemake works in this directory). Only what is missing or changed is computed. It prints a
 line per finished job (points and trials done, wall time, ETA) and ends with a summary; a failed
 job's line names its rule, its wildcards and its one-line error.
 
 options of attnsim run:
-  --report         also write {REPORT} when the run ends (snakemake --report-after-run)
-  -v, --verbose    Snakemake's full log (rule blocks, shell commands) instead of the job lines
-  -h, --help       this help
+  --configfile FILE     the sweep to run instead of config.yaml (replaces it, not merged); its
+                        workspace is results/<FILE's stem>/ (config.yaml's: results/)
+  --workspace DIR       the folder for the sweep's store, figures, claims, logs and report
+  --set KEY=VALUE ...   override a config key or a dotted path into it (also --config), e.g.
+                        --set seed=1 experiments.robustness.grid.n=[16,64]
+  --report              also write the workspace's report.html when the run ends
+  -v, --verbose         Snakemake's full log (rule blocks, shell commands) instead of the job lines
+  -h, --help            this help
 
 Snakemake options used most (any other goes through as well):
-  -n, --dry-run                 the jobs that would run, with the reason for each
-  --configfile FILE             the sweep to run instead of config.yaml (replaces it, not merged)
-  --config KEY=VALUE ...        override config keys, e.g. --config seed=1
+  -n, --dry-run                 the bill (points, jobs, CPU-hours) and the jobs per rule, no run
+                                (-n -v: each job with Snakemake's reason for it)
   --cores N                     use N cores (default: all)
   --workflow-profile workflow/profiles/slurm
                                 submit the jobs to a SLURM cluster (docs/cluster.md)
@@ -90,14 +94,32 @@ def workspace_of(args: list[str], workdir: Path = Path(".")) -> Path:
     return workspace.locate(workspace.option_value(rest, "--configfile"), given, workdir)
 
 
+# the files Snakemake looks for when no --snakefile is given (snakemake.common.SNAKEFILE_CHOICES)
+SNAKEFILES = ("Snakefile", "snakefile", "workflow/Snakefile", "workflow/snakefile")
+
+
+def packaged_snakefile() -> Path:
+    """The workflow shipped inside the attnsim package (in a clone: the repository's workflow/)."""
+    return Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
+
+
+def snakefile_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
+    """`--snakefile <the packaged workflow>` unless one is given or the folder has its own: any
+    folder holding a config runs the workflow that came with attnsim."""
+    given = any(a in ("-s", "--snakefile") or a.startswith("--snakefile=") for a in args)
+    if given or any((Path(workdir) / name).is_file() for name in SNAKEFILES):
+        return []
+    return ["--snakefile", str(packaged_snakefile())]
+
+
 def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
-    """attnsim run's own options into Snakemake's: --report (into the workspace), -v/--verbose,
-    --workspace DIR and the --set/--config overrides (one `--config`, at the end: Snakemake keeps
-    only the last of several)."""
+    """attnsim run's own options into Snakemake's: the packaged workflow where the folder has
+    none, --report (into the workspace), -v/--verbose, --workspace DIR and the --set/--config
+    overrides (one `--config`, at the end: Snakemake keeps only the last of several)."""
     from attnsim.config import overrides
 
     rest, items, given = split_args(args)
-    out = []
+    out = snakefile_args(rest, workdir)
     for arg in rest:
         if arg == "--report":
             report = workspace_of(args, workdir) / REPORT
@@ -106,6 +128,9 @@ def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
             out.append("--logger-attnsim-full")
         else:
             out.append(arg)
+    dry = any(a in ("-n", "--dry-run", "--dryrun") for a in rest)
+    if dry and "--logger-attnsim-full" not in out and not any(a in ("-q", "--quiet") for a in rest):
+        out += ["--quiet", "rules", "host", "reason"]  # the bill and the job counts, no block per job
     entries = overrides.snakemake_entries(items)
     if given:
         entries.append(f"workspace={given}")

@@ -199,8 +199,10 @@ def check_run_args(args: list[str], workdir: Path = Path(".")) -> None:
     merged: dict = {}
     for path in run_configfiles(rest, workdir):
         if path == default and not path.exists():
-            # Snakemake's own message names the missing default (and the workflow may not need it)
-            return
+            raise ConfigError(
+                "config.yaml: no such config file in this folder; `attnsim init .` writes a "
+                "starter config, or name yours with --configfile FILE"
+            )
         merge(merged, read_config(Path(workdir) / path))
     workspace.locate(workspace.option_value(rest, "--configfile"), given, workdir)
     science = [i for i in items if i.partition("=")[0] not in overrides.RUNTIME_KEYS]
