@@ -118,8 +118,6 @@ def _claims(args) -> None:
 
     if args.experiments_file is not None:
         experiments, meta = json.loads(args.experiments_file.read_text()), {}
-    elif args.experiments:
-        experiments, meta = json.loads(args.experiments), {}
     else:
         settings = _settings(args)
         experiments = settings.kinds()
@@ -343,13 +341,10 @@ def parser() -> argparse.ArgumentParser:
     )
     config_option(p)
     p.add_argument(
-        "--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config"
-    )
-    p.add_argument(
         "--experiments-file",
         type=Path,
-        help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), "
-        "instead of --config",
+        help="(workflow) a file of experiment name -> kind (<workspace>/plan/experiments.json), "
+        "instead of --configfile",
     )
     p.add_argument(
         "--write",
