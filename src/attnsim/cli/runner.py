@@ -129,7 +129,8 @@ def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
         else:
             out.append(arg)
     dry = any(a in ("-n", "--dry-run", "--dryrun") for a in rest)
-    if dry and "--logger-attnsim-full" not in out and not any(a in ("-q", "--quiet") for a in rest):
+    quiet = any(a in ("-q", "--quiet") for a in rest)
+    if dry and not quiet and "--logger-attnsim-full" not in out:
         out += ["--quiet", "rules", "host", "reason"]  # the bill and the job counts, no block per job
     entries = overrides.snakemake_entries(items)
     if given:
