@@ -131,7 +131,8 @@ def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
     dry = any(a in ("-n", "--dry-run", "--dryrun") for a in rest)
     quiet = any(a in ("-q", "--quiet") for a in rest)
     if dry and not quiet and "--logger-attnsim-full" not in out:
-        out += ["--quiet", "rules", "host", "reason"]  # the bill and the job counts, no block per job
+        # the bill and the job counts: no block per job with its reason's list of paths
+        out += ["--quiet", "rules", "host", "reason"]
     entries = overrides.snakemake_entries(items)
     if given:
         entries.append(f"workspace={given}")
