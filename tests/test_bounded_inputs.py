@@ -16,8 +16,8 @@ from helpers.configs import small_config
 from attnsim.cli.main import main
 from attnsim.config import guard
 from attnsim.config.load import load, load_file
+from attnsim.config.overrides import split_args
 from attnsim.errors import ConfigError
-from attnsim.run.runner import split_args
 
 ALIAS_BOMB = """\
 a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]

@@ -42,6 +42,7 @@ QUIET_INFO = (
     "Job stats:",
     "Adding ",  # each file of a report
     "Elapsed time:",  # the run summary's `wall time` says it
+    "Conda environments: ignored",  # the rules' env file is for --use-conda only
 )
 # Events replaced by the progress lines (or not worth a line of their own).
 QUIET_EVENTS = {

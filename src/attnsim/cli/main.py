@@ -41,6 +41,10 @@ def _collect(args) -> None:
 
 
 def _figures(args) -> None:
+    # seaborn imports scipy.stats where scipy is installed (~0.8 CPU-s, a third of a figures job
+    # and one job per experiment) for density estimates no figure of attnsim draws: this process
+    # goes without it (seaborn's own fallback; scipy is not a dependency of attnsim)
+    sys.modules.setdefault("scipy", None)
     from attnsim.report.figures import render, render_all
 
     if args.summary is not None:
@@ -152,14 +156,13 @@ def _check(args) -> None:
 
 
 def _init(args) -> None:
-    from importlib.resources import files as package_files
-
     from attnsim import files
+    from attnsim.run.runner import packaged_snakefile
 
     target = args.directory / "config.yaml"
     if target.exists():
         raise AttnsimError(f"{target}: exists already; attnsim init writes a new folder's config")
-    text = package_files("attnsim.config").joinpath("starter.yaml").read_text()
+    text = (packaged_snakefile().parent / "starter.yaml").read_text()
     files.write_text(target, text, fsync=False)
     print(f"wrote {target}: a starter sweep; `attnsim run` there computes it into results/")
 

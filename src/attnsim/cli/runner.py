@@ -54,41 +54,10 @@ Snakemake's own help, all of its options: snakemake --help
 """  # noqa: E501
 
 
-# attnsim's own options of `run` and `plan` that take values: the overrides (one or more items)
-OVERRIDE_OPTIONS = ("--set", "--config", "-C")
-
-
-def split_args(args: list[str]) -> tuple[list[str], list[str], str | None]:
-    """(Snakemake's other arguments, the overrides of --set/--config, --workspace's folder)."""
-    rest, overrides, workspace, taking = [], [], None, False
-    args = list(args)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name, eq, value = arg.partition("=")
-        if name in OVERRIDE_OPTIONS and eq:
-            overrides.append(value)
-            taking = True
-        elif arg in OVERRIDE_OPTIONS:
-            taking = True
-        elif name == "--workspace":
-            if not eq:
-                i += 1
-                value = args[i] if i < len(args) else ""
-            workspace = value
-            taking = False
-        elif taking and not arg.startswith("-"):
-            overrides.append(arg)
-        else:
-            taking = False
-            rest.append(arg)
-        i += 1
-    return rest, overrides, workspace
-
-
 def workspace_of(args: list[str], workdir: Path = Path(".")) -> Path:
     """The workspace a `run`/`plan` with these (attnsim's) arguments writes to."""
     from attnsim.config import workspace
+    from attnsim.config.overrides import split_args
 
     rest, _, given = split_args(args)
     return workspace.locate(workspace.option_value(rest, "--configfile"), given, workdir)
@@ -118,7 +87,7 @@ def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
     overrides (one `--config`, at the end: Snakemake keeps only the last of several)."""
     from attnsim.config import overrides
 
-    rest, items, given = split_args(args)
+    rest, items, given = overrides.split_args(args)
     out = snakefile_args(rest, workdir)
     for arg in rest:
         if arg == "--report":
@@ -200,15 +169,28 @@ def command(extra: list[str]) -> list[str]:
     return [snakemake, *defaults, *extra]
 
 
+def check_args(args: list[str], workdir: Path = Path(".")) -> None:
+    """The config files and overrides, before Snakemake reads them: one line for each problem,
+    and the overridden sweep loaded as the workflow will load it (a bad override is one line,
+    not Snakemake's traceback)."""
+    from attnsim.config import guard, overrides
+    from attnsim.config.load import load
+
+    merged = guard.check_run_args(args, workdir)
+    _, items, _ = overrides.split_args(args)
+    science = [i for i in items if i.partition("=")[0] not in overrides.RUNTIME_KEYS]
+    if science:
+        load(overrides.apply(merged, science))
+
+
 def run(args: list[str], workdir: Path = Path(".")) -> int:
     """Replace this process by Snakemake (signals reach it directly), unlocking a stale lock first.
     The config files and --config values are checked first (one line instead of Snakemake's
     traceback or multi-line error, and no alias bomb for Snakemake to expand)."""
-    from attnsim.config import guard
     from attnsim.errors import AttnsimError
 
     try:
-        guard.check_run_args(args, workdir)
+        check_args(args, workdir)
         extra = translate(args, workdir)
         cmd = command(extra)
     except AttnsimError as error:
@@ -241,11 +223,10 @@ def plan(args: list[str], workdir: Path = Path(".")) -> int:
     `attnsim.plan.bill`) or the one-line error that stops the sweep."""
     import subprocess
 
-    from attnsim.config import guard
     from attnsim.errors import AttnsimError
 
     try:
-        guard.check_run_args(args, workdir)
+        check_args(args, workdir)
         cmd = command(["--dry-run", *translate(args, workdir)])
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)

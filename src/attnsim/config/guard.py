@@ -184,15 +184,14 @@ def merge(into: dict, other: dict) -> dict:
     return into
 
 
-def check_run_args(args: list[str], workdir: Path = Path(".")) -> None:
+def check_run_args(args: list[str], workdir: Path = Path(".")) -> dict:
     """One line for what Snakemake would report as a traceback or a multi-line error: a config
     file that is missing, not UTF-8, too large, an alias bomb, empty or not a mapping; an override
-    (`--set`/`--config KEY=VALUE`) that is malformed or makes the config invalid; a workspace that
-    cannot be named after the config file."""
+    (`--set`/`--config KEY=VALUE`) that is malformed; a workspace that cannot be named after the
+    config file. Returns the config files' mapping, merged as Snakemake merges them."""
     from attnsim.config import overrides, workspace
-    from attnsim.run.runner import split_args
 
-    rest, items, given = split_args(args)
+    rest, items, given = overrides.split_args(args)
     for item in items:
         overrides.parse(item)
     default = run_configfiles([], workdir)[0]
@@ -205,8 +204,4 @@ def check_run_args(args: list[str], workdir: Path = Path(".")) -> None:
             )
         merge(merged, read_config(Path(workdir) / path))
     workspace.locate(workspace.option_value(rest, "--configfile"), given, workdir)
-    science = [i for i in items if i.partition("=")[0] not in overrides.RUNTIME_KEYS]
-    if science:  # the overridden sweep, loaded as the workflow will load it
-        from attnsim.config.load import load
-
-        load(overrides.apply(merged, science))
+    return merged

@@ -82,3 +82,35 @@ def snakemake_entries(items: Iterable[str], option: str = "--config") -> list[st
 def flow_yaml(tree: dict) -> str:
     """One line of YAML (`{a: {b: [1, 2]}}`), keys in the order given."""
     return yaml.safe_dump(tree, default_flow_style=True, width=2**20, sort_keys=False).strip()
+
+
+# attnsim's own options of `run` and `plan` that take values: the overrides (one or more items)
+OVERRIDE_OPTIONS = ("--set", "--config", "-C")
+
+
+def split_args(args: list[str]) -> tuple[list[str], list[str], str | None]:
+    """(Snakemake's other arguments, the overrides of --set/--config, --workspace's folder)."""
+    rest, overrides, workspace, taking = [], [], None, False
+    args = list(args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if name in OVERRIDE_OPTIONS and eq:
+            overrides.append(value)
+            taking = True
+        elif arg in OVERRIDE_OPTIONS:
+            taking = True
+        elif name == "--workspace":
+            if not eq:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            workspace = value
+            taking = False
+        elif taking and not arg.startswith("-"):
+            overrides.append(arg)
+        else:
+            taking = False
+            rest.append(arg)
+        i += 1
+    return rest, overrides, workspace
