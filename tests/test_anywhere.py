@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers.configs import REPO
 
-from attnsim.run.runner import packaged_snakefile, snakefile_args
+from attnsim.cli.runner import packaged_snakefile, snakefile_args
 
 
 def env() -> dict:

@@ -8,10 +8,10 @@ from helpers.configs import RECALL, REPO, small_config
 from helpers.workflow import snakemake, write_config
 from PIL import Image
 
-from attnsim.records.grid import grid_columns
 from attnsim.config.load import load_file
 from attnsim.figures.common import NotApplicable
 from attnsim.kinds import get_kind
+from attnsim.records.grid import grid_columns
 
 
 def test_the_default_sweep_lists_only_figures_with_something_to_show():

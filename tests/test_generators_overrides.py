@@ -13,9 +13,9 @@ from helpers.configs import REPO, small_config
 from attnsim.cli import main
 from attnsim.config import overrides
 from attnsim.config.generators import values
-from attnsim.records.grid import grid_columns
 from attnsim.config.load import load, load_file
 from attnsim.errors import ConfigError
+from attnsim.records.grid import grid_columns
 
 
 def test_generators_give_the_values_a_person_writes():

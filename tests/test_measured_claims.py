@@ -11,8 +11,8 @@ import pytest
 from helpers.configs import small_config
 from helpers.workflow import REPO, write_config
 
-from attnsim.claims import render
 from attnsim.claims.engine import Claim
+from attnsim.report import claims_render as render
 
 
 def claims() -> list[Claim]:

@@ -157,7 +157,7 @@ def _check(args) -> None:
 
 def _init(args) -> None:
     from attnsim import files
-    from attnsim.run.runner import packaged_snakefile
+    from attnsim.cli.runner import packaged_snakefile
 
     target = args.directory / "config.yaml"
     if target.exists():
