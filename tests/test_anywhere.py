@@ -20,7 +20,7 @@ def env() -> dict:
 
 def attnsim(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "attnsim.cli", *args],
+        [sys.executable, "-m", "attnsim.cli.main", *args],
         cwd=cwd,
         env=env(),
         capture_output=True,

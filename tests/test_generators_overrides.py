@@ -10,7 +10,7 @@ import pytest
 import yaml
 from helpers.configs import REPO, small_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config import overrides
 from attnsim.config.generators import values
 from attnsim.config.load import load, load_file
@@ -139,7 +139,14 @@ def test_plan_and_run_take_nested_overrides_and_refuse_bad_ones_in_one_line(tmp_
     env["PATH"] = f"{os.path.dirname(sys.executable)}{os.pathsep}{env.get('PATH', '')}"
 
     def attnsim(*args):
-        cmd = [sys.executable, "-m", "attnsim.cli", *args, "-s", str(REPO / "workflow/Snakefile")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "attnsim.cli.main",
+            *args,
+            "-s",
+            str(REPO / "workflow/Snakefile"),
+        ]
         return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
 
     plan = attnsim("plan", "--set", "experiments.robustness.grid.n=[16,32,64]")

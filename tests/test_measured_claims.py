@@ -58,7 +58,7 @@ def test_a_six_point_sweep_of_one_kind_prints_at_most_40_lines(tmp_path):
         [
             sys.executable,
             "-m",
-            "attnsim.cli",
+            "attnsim.cli.main",
             "run",
             "--cores",
             "2",

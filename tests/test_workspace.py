@@ -9,7 +9,7 @@ import pytest
 from helpers.configs import small_config
 from helpers.workflow import snakemake, tree, write_config
 
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config import workspace
 from attnsim.errors import ConfigError
 
