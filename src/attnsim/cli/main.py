@@ -192,7 +192,9 @@ examples:
   attnsim run                        the default sweep: store, figures, claims, a summary
   attnsim run --report               ... and results/report.html, one self-contained page
   attnsim run -n                     the jobs a run would do, without doing them
-  attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
+  attnsim run --configfile my.yaml   your own sweep instead of config.yaml, in results/my/
+  attnsim run --set experiments.robustness.grid.n=[16,64]   one key overridden (also plan, show)
+  attnsim init DIR                   a starter config.yaml in DIR: `attnsim run` there
   attnsim show                       per experiment: points done, chunks still to run
   attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
   attnsim claims                     the verdicts (--format markdown|latex|json|csv for documents)
@@ -285,35 +287,27 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def parser() -> argparse.ArgumentParser:
-    top = _TopParser(prog="attnsim", description=__doc__)
-    top.add_argument("--version", action=_Version, nargs=0, help="attnsim's version")
-    top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = top.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser
+def _sweep_options(p: argparse.ArgumentParser, overrides: bool = False) -> None:
+    """The options that pick a sweep, the same in every command: its config, its workspace (and
+    store), and with `overrides` the --set KEY=VALUE overrides of run and plan."""
+    p.add_argument(
+        "--configfile",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        metavar="FILE",
+        help="the sweep's config (default: %(default)s)",
     )
-
-    def store_option(p):
-        p.add_argument(
-            "--configfile",
-            type=Path,
-            default=DEFAULT_CONFIG,
-            metavar="FILE",
-            help="the sweep's config (default: %(default)s)",
-        )
-        p.add_argument(
-            "--workspace",
-            type=Path,
-            metavar="DIR",
-            help="the sweep's folder (default: results/ for config.yaml, results/<stem>/ for "
-            "another FILE)",
-        )
-        p.add_argument(
-            "--store", type=Path, metavar="DIR", help="the result store (default: DIR/store)"
-        )
-
-    def config_option(p):
-        store_option(p)
+    p.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        help="the sweep's folder (default: results/ for config.yaml, results/<stem>/ for "
+        "another FILE)",
+    )
+    p.add_argument(
+        "--store", type=Path, metavar="DIR", help="the result store (default: DIR/store)"
+    )
+    if overrides:
         p.add_argument(
             "--set",
             "--config",
@@ -325,6 +319,8 @@ def parser() -> argparse.ArgumentParser:
             help="override a config key, e.g. experiments.robustness.trials=10 (as in run, plan)",
         )
 
+
+def _add_run(sub) -> None:
     p = sub.add_parser(
         "run",
         help="run the sweep: snakemake with this workflow's defaults (attnsim run --help)",
@@ -333,16 +329,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
+
+def _add_show(sub) -> None:
     p = sub.add_parser(
         "show", help="per experiment: points done, trials per point, chunks still to run"
     )
-    config_option(p)
+    _sweep_options(p, overrides=True)
     p.set_defaults(func=_show)
 
+
+def _add_claims(sub) -> None:
     p = sub.add_parser(
         "claims", help="the verdicts: per claim, what was measured, against what, holds or fails"
     )
-    config_option(p)
+    _sweep_options(p, overrides=True)
     p.add_argument(
         "--experiments-file",
         type=Path,
@@ -376,6 +376,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_claims)
 
+
+def _add_query(sub) -> None:
     p = sub.add_parser(
         "query",
         help="SQL (DuckDB) over the store: views summary, trials, <experiment>[_trials], ...",
@@ -404,9 +406,11 @@ def parser() -> argparse.ArgumentParser:
         help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: "
         "%(default)s)",
     )
-    store_option(p)
+    _sweep_options(p)
     p.set_defaults(func=_query)
 
+
+def _add_plan(sub) -> None:
     p = sub.add_parser(
         "plan",
         help="the bill of `attnsim run`: points, trials, jobs, CPU-hours, memory per job, max_jobs",
@@ -415,13 +419,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
+
+def _add_summary(sub) -> None:
     p = sub.add_parser(
         "summary", help="the end-of-run summary again (experiments, headlines, claims)"
     )
-    config_option(p)
+    _sweep_options(p, overrides=True)
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
     p.set_defaults(func=_summary)
 
+
+def _add_schema(sub) -> None:
     p = sub.add_parser(
         "schema", help="the store's columns as Markdown tables (or the config's JSON Schema)"
     )
@@ -444,20 +452,26 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_schema)
 
+
+def _add_check_config(sub) -> None:
     p = sub.add_parser(
         "check-config",
         help="validate a config file (and the asset copies it names) without running anything",
     )
-    config_option(p)
+    _sweep_options(p, overrides=True)
     p.add_argument("config_path", type=Path, nargs="?", help=argparse.SUPPRESS)
     p.set_defaults(func=_check)
 
+
+def _add_init(sub) -> None:
     p = sub.add_parser(
         "init", help="write a starter config.yaml into a folder, for `attnsim run` there"
     )
     p.add_argument("directory", type=Path, nargs="?", default=Path("."), metavar="DIR")
     p.set_defaults(func=_init)
 
+
+def _add_embed(sub) -> None:
     p = sub.add_parser(
         "embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy), their cosine matrix"
     )
@@ -479,6 +493,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_embed)
 
+
+def _add_fetch_asset(sub) -> None:
     p = sub.add_parser(
         "fetch-asset",
         description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or "
@@ -501,6 +517,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_fetch_asset)
 
+
+def _add_simulate(sub) -> None:
     p = sub.add_parser(
         "simulate", description="(workflow) simulate one chunk of grid points"
     )  # the workflow's: not listed
@@ -521,6 +539,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_simulate)
 
+
+def _add_collect(sub) -> None:
     p = sub.add_parser(
         "collect", description="(workflow) summarise an experiment's chunks"
     )  # the workflow's: not listed
@@ -539,6 +559,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 
+
+def _add_figures(sub) -> None:
     p = sub.add_parser(
         "figures", description="(workflow) draw experiments' figures from their summaries"
     )  # the workflow's: not listed
@@ -564,6 +586,37 @@ def parser() -> argparse.ArgumentParser:
         help="experiments drawn at once (forked after one import of the plotting stack)",
     )
     p.set_defaults(func=_figures)
+
+
+# the commands in the order `attnsim --help` lists them (the workflow's last: not listed)
+COMMANDS = (
+    _add_run,
+    _add_show,
+    _add_claims,
+    _add_query,
+    _add_plan,
+    _add_summary,
+    _add_schema,
+    _add_check_config,
+    _add_init,
+    _add_embed,
+    _add_fetch_asset,
+    _add_simulate,
+    _add_collect,
+    _add_figures,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The top-level parser: each command's options are added by its own `_add_<command>`."""
+    top = _TopParser(prog="attnsim", description=__doc__)
+    top.add_argument("--version", action=_Version, nargs=0, help="attnsim's version")
+    top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = top.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser
+    )
+    for add in COMMANDS:
+        add(sub)
     for choice in sub._choices_actions:  # each command's --help starts with what it does
         command = sub.choices[choice.dest]
         command.description = command.description or choice.help
