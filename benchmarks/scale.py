@@ -73,7 +73,7 @@ def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(workdir),
         *args,
@@ -484,6 +484,8 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
     ]
     attnsim = [sys.executable, "-m", "attnsim.cli.main"]
     summary = store.summary_path(root, "logit_entropy", "million")
+    experiments = directory / "experiments.json"  # the claims job's file (results/plan/...)
+    experiments.write_text(json.dumps({"million": "logit_entropy"}))
     tail = [  # the serial tail of the sweep, each step as its workflow job runs it
         (
             "collect 10^8 rows",
@@ -508,7 +510,7 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
         ),
         (
             "claims on the 1M-point summary",
-            ["claims", "--experiments", json.dumps({"million": "logit_entropy"})],
+            ["claims", "--experiments-file", str(experiments)],
             "`attnsim claims` (reads the summaries)",
         ),
     ]

@@ -89,7 +89,7 @@ def snakemake_timed(
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(workdir),
         *args,

@@ -109,7 +109,7 @@ def test_the_guide_adds_one_folder_and_the_kind_runs(tmp_path):
             "-m",
             "snakemake",
             "-s",
-            str(clone / "Snakefile"),
+            str(clone / "workflow/Snakefile"),
             "-d",
             str(work),
             "--cores",

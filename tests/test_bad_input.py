@@ -166,6 +166,8 @@ def test_numbers_written_as_text_are_the_same_sweep(finished):
             "[4], noise_scale: [1e-1, '0.5']}}}",
         ],
     ):
+        # the default sweep's workspace on purpose: the same store, so nothing is left to compute
+        extra = [*(extra or ["--config"]), "workspace=results"]
         result = snakemake(finished, "-n", "--cores", "1", "--configfile", str(path), *extra)
         assert "Nothing to be done" in result.stdout + result.stderr, result.stdout + result.stderr
     assert tree(finished) == before

@@ -16,6 +16,7 @@ from helpers.configs import small_config
 from attnsim.cli.main import main
 from attnsim.config import guard
 from attnsim.config.load import load, load_file
+from attnsim.config.overrides import split_args
 from attnsim.errors import ConfigError
 
 ALIAS_BOMB = """\
@@ -83,7 +84,7 @@ def test_plain_snakemake_applies_the_same_caps(tmp_path, name):
     (tmp_path / "big.yaml").write_text(
         yaml.safe_dump(small_config()) + ("# " + "x" * 98 + "\n") * (9 * 2**20 // 100)
     )
-    snakefile = Path(__file__).resolve().parents[1] / "Snakefile"
+    snakefile = Path(__file__).resolve().parents[1] / "workflow/Snakefile"
     run = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-n", "--configfile", name],
         cwd=tmp_path,
@@ -203,7 +204,12 @@ def test_a_50_mb_config_is_refused_at_once(tmp_path):
     ("args", "files", "needle"),
     [
         (["--configfile", "missing.yaml"], {}, "missing.yaml: no such config file"),
-        (["--config", "a.b=x"], {}, "--config a.b=x: give KEY=VALUE with KEY a top-level key"),
+        (["--config", "a-b=x"], {}, "--set a-b=x: give KEY=VALUE with KEY a config key"),
+        (
+            ["--set", "experiments.x.trials=3"],
+            {"config.yaml": "seed: 1\nexperiments: {}\n"},
+            "--set experiments.x.trials=3: the config has no mapping experiments.x (there: none)",
+        ),
         (["--configfile", "empty.yaml"], {"empty.yaml": ""}, "empty.yaml: empty"),
         (["--configfile", "list.yaml"], {"list.yaml": "- 1\n"}, "list.yaml: a config is a mapping"),
         (
@@ -232,7 +238,4 @@ def test_run_args_parsing():
         guard.Path("b.yaml"),
     ]
     assert guard.run_configfiles(["--configfile=a.yaml"]) == [guard.Path("a.yaml")]
-    assert guard.config_overrides(["--config", "seed=3", "chunk_size=2", "-n"]) == [
-        "seed=3",
-        "chunk_size=2",
-    ]
+    assert split_args(["--config", "seed=3", "chunk_size=2", "-n"])[1] == ["seed=3", "chunk_size=2"]

@@ -114,8 +114,10 @@ def test_show_counts_partial_progress(filled, capsys):
 
 def test_bad_config_and_bad_arguments(filled, capsys):
     (filled / "bad.yaml").write_text("seed: -1\nexperiments: {}\n")
-    assert main(["show", "--config", "bad.yaml"]) == 2
+    assert main(["show", "--configfile", "bad.yaml"]) == 2
     assert capsys.readouterr().err.strip() == "attnsim: error: experiments: {} should be non-empty"
+    assert main(["show", "--config", "bad.yaml"]) == 2  # --config is KEY=VALUE, in every command
+    assert capsys.readouterr().err.strip().startswith("attnsim: error: --set bad.yaml: give KEY=")
     assert main(["check-config", "config.yaml"]) == 0
     with pytest.raises(SystemExit) as info:
         main(["query"])

@@ -30,7 +30,7 @@ CODE_FILES = [
     if p.is_file()
     and p.suffix in (".py", ".smk", ".yaml", ".rst", ".sh", ".md")
     and "egg-info" not in str(p)
-] + [REPO / "Snakefile", REPO / "config.yaml"]
+] + [REPO / "workflow/Snakefile", REPO / "config.yaml"]
 SCIENCE = (REPO / "docs/science.md").read_text()
 
 
@@ -83,7 +83,7 @@ def test_shared_machinery_names_no_kind():
     ]
     shared += [p for p in (REPO / "src/attnsim/kinds").glob("*.py")]
     shared += [
-        REPO / "Snakefile",
+        REPO / "workflow/Snakefile",
         *(REPO / "workflow/rules").glob("*.smk"),
         *(REPO / "workflow/report").glob("*.rst"),
     ]

@@ -98,7 +98,35 @@ def test_run_options_become_snakemakes():
         "--cores",
         "2",
     ]
-    assert translate(["-n", "--configfile", "a.yaml"]) == ["-n", "--configfile", "a.yaml"]
+    # a dry run prints the bill and the job counts, not Snakemake's rule blocks (-v: those too)
+    assert translate(["-n", "--configfile", "a.yaml"]) == [
+        "-n",
+        "--configfile",
+        "a.yaml",
+        "--quiet",
+        "rules",
+        "host",
+        "reason",
+    ]
+    assert translate(["-n", "-v"]) == ["-n", "--logger-attnsim-full"]
+    # the report goes into the sweep's workspace; overrides and --workspace become one --config
+    assert translate(["--configfile", "a.yaml", "--report"])[2:4] == [
+        "--report",
+        "results/a/report.html",
+    ]
+    assert translate(
+        ["--set", "experiments.r.grid.n=[16,64]", "--workspace", "w", "--config", "seed=3", "-n"]
+    ) == [
+        "-n",
+        "--quiet",
+        "rules",
+        "host",
+        "reason",
+        "--config",
+        "seed=3",
+        "experiments={r: {grid: {n: [16, 64]}}}",
+        "workspace=w",
+    ]
 
 
 def test_query_help_lists_the_views_and_the_formats(capsys):

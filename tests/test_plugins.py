@@ -107,7 +107,7 @@ def test_an_installed_plugin_kind_runs_end_to_end(venv, tmp_path):
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(tmp_path),
         "--cores",

@@ -253,7 +253,7 @@ def test_handler_quiets_rule_blocks_and_keeps_warnings(capsys, tmp_path, monkeyp
     h.emit(record(None, "something odd", level=logging.WARNING))
     h.emit(record(None, "Nothing to be done (all requested files are present and up to date)."))
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == "attnsim: 1 jobs: claims"
+    assert err[0] == "attnsim: 1 job: claims"
     assert err[1].startswith("[1/1    0:00] claims, ")
     assert err[2:] == [
         "something odd",
@@ -335,7 +335,7 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
         "attnsim.cli.main",
         "run",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(tmp_path),
         "--cores",
@@ -350,17 +350,19 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
         line for line in err.splitlines() if line.startswith("attnsim: ") and " jobs: " in line
     ]
     # 4 points of 20 trials, 4 adaptive points of 50-400 trials, chunks of 3 points: 2 + 2 jobs;
-    # one figures job draws every experiment's figures
+    # a figures job per experiment
     assert header == [
-        "attnsim: 8 jobs: 4 simulate (8 points, 280-1,680 trials; ~" + header[0].split("~", 1)[1]
+        "attnsim: 9 jobs: 4 simulate (8 points, 280-1,680 trials; ~" + header[0].split("~", 1)[1]
     ], err
-    assert header[0].endswith("by the cost model), 2 collect, figures, claims")
+    assert header[0].endswith("by the cost model), 2 collect, 2 figures, claims")
     lines = run_lines(err)
-    assert [int(LINE.match(line).group(1)) for line in lines] == list(range(1, 9)) and all(
-        LINE.match(x).group(2) == "8" for x in lines
+    assert [int(LINE.match(line).group(1)) for line in lines] == list(range(1, 10)) and all(
+        LINE.match(x).group(2) == "9" for x in lines
     )
     rules = [LINE.match(line).group(4) for line in lines]
-    assert sorted(rules) == sorted(["simulate"] * 4 + ["collect"] * 2 + ["figures,", "claims,"])
+    assert sorted(rules) == sorted(
+        ["simulate"] * 4 + ["collect"] * 2 + ["figures"] * 2 + ["claims,"]
+    )
     simulated = [line for line in lines if " simulate " in line]
     rows = sum(
         pq.read_metadata(p).num_rows
@@ -382,7 +384,7 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
         "steps (",
     ):
         assert noise not in err, noise
-    assert len(err.splitlines()) <= 8 + 8, err
+    assert len(err.splitlines()) <= 9 + 8, err
     assert "attnsim run summary" in run.stdout
     # --report: the report was built after the run, with no docutils message on the way
     assert (tmp_path / "results/report.html").stat().st_size > 100_000

@@ -347,7 +347,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(tmp_path),
         "--target-jobs",
@@ -542,7 +542,7 @@ def test_a_million_points_dry_run_in_20_s_and_1_gb(kind, tmp_path):
     status, cpu, rss, out = json.loads(result.stdout)
     assert (
         status == 0
-        and ("plan: 1 experiments, 1,0" in out or "plan: 1 experiments, 715,680" in out)
+        and ("plan: 1 experiment, 1,0" in out or "plan: 1 experiment, 715,680" in out)
         and not (tmp_path / "results").exists()
     ), result.stderr[-2000:]
     assert cpu <= 20 and rss <= 1024, (kind, cpu, rss)
@@ -573,7 +573,7 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
         str(Path(sys.executable).parent / "attnsim"),
         "plan",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(tmp_path),
         "--cores",
@@ -582,7 +582,7 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and len(lines) == 4, result.stdout + result.stderr
-    assert lines[0].startswith("plan: 1 experiments, 16 points (16 to run, up to 320 trials)")
+    assert lines[0].startswith("plan: 1 experiment, 16 points (16 to run, up to 320 trials)")
     assert (
         lines[1].startswith("  jobs to run: simulate ")
         and "collect 1, figures 1, claims 1" in lines[1]
@@ -601,10 +601,18 @@ def test_attnsim_finds_its_own_snakemake_without_an_activated_venv(tmp_path):
 
     write_config(tmp_path, small_config())
     attnsim = str(Path(sys.executable).parent / "attnsim")
-    cmd = [sys.executable, attnsim, "plan", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        attnsim,
+        "plan",
+        "-s",
+        str(REPO / "workflow/Snakefile"),
+        "-d",
+        str(tmp_path),
+    ]
     bare = {**os.environ, "PATH": "/usr/bin:/bin"}
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=bare)
-    assert result.returncode == 0 and result.stdout.startswith("plan: 1 experiments"), (
+    assert result.returncode == 0 and result.stdout.startswith("plan: 1 experiment"), (
         result.stdout + result.stderr
     )
     # an interpreter whose scripts directory has no Snakemake, and none on PATH

@@ -130,7 +130,7 @@ def through_slurm(
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(workdir),
         "--workflow-profile",

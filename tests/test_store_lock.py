@@ -89,7 +89,7 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
             "-m",
             "snakemake",
             "-s",
-            str(REPO / "Snakefile"),
+            str(REPO / "workflow/Snakefile"),
             "-d",
             str(first),
             "--cores",

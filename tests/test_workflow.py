@@ -137,7 +137,18 @@ def test_fewer_trials_are_refused_with_instructions_and_more_are_a_top_up(finish
     config = small_config(chunk_size=8)
     config["experiments"]["robustness"]["trials"] = 19
     path = write_config(workdir, config, "fewer_trials.yaml")
-    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path), check=False)
+    # into the default sweep's workspace on purpose (by default the file would get its own)
+    result = snakemake(
+        workdir,
+        "-n",
+        "--cores",
+        "1",
+        "--configfile",
+        str(path),
+        "--config",
+        "workspace=results",
+        check=False,
+    )
     assert (
         result.returncode != 0
         and "fewer trials (trials=19)" in result.stderr
@@ -147,8 +158,10 @@ def test_fewer_trials_are_refused_with_instructions_and_more_are_a_top_up(finish
         21  # more: planned as top-ups of the stored chunks (tests/test_topup.py)
     )
     path = write_config(workdir, config, "more_trials.yaml")
-    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", str(path))
+    result = snakemake(
+        workdir, "-n", "--cores", "1", "--configfile", str(path), "--config", "workspace=results"
+    )
     assert (
         "rule simulate:" in result.stdout
-        and "plan: 1 experiments, 16 points (16 to run" in result.stdout
+        and "plan: 1 experiment, 16 points (16 to run" in result.stdout
     )

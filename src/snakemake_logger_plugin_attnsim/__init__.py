@@ -1,13 +1,14 @@
 """Snakemake logger plugin `attnsim`: a run a person can follow (`--logger attnsim`).
 
-The repository's default profile (profiles/default/config.yaml) selects it, so `attnsim run` and
-plain `snakemake` both print one line per finished job (points and trials done, wall time, an ETA
-from the planner's cost model; `attnsim.cli.progress`), a line when an asset is fetched, and for a
-failed job the rule, its wildcards and the last `attnsim: error:` line of its log. Everything
-else Snakemake says at warning level or above passes unchanged, as do its few useful info lines
-("Nothing to be done", "Complete log: ..."). Snakemake's full log (rule blocks, shell commands)
-is still written to .snakemake/log/; `--logger-attnsim-full` (or `attnsim run -v`) prints it here
-instead, and so do dry runs (`-n`: the jobs that would run) and `--verbose`.
+The workflow's default profile (workflow/profiles/default/config.yaml) selects it, so `attnsim
+run` and plain `snakemake` both print one line per finished job (points and trials done, wall
+time, an ETA from the planner's cost model; `attnsim.cli.progress`), a line when an asset is
+fetched, and for a failed job the rule, its wildcards and the last `attnsim: error:` line of its
+log. Everything else Snakemake says at warning level or above passes unchanged, as do its few
+useful info lines ("Nothing to be done", "Complete log: ..."). Snakemake's full log (rule
+blocks, shell commands) is still written to .snakemake/log/; `--logger-attnsim-full` (or `attnsim
+run -v`) prints it here instead, and so do dry runs (`-n`: the jobs that would run; `attnsim
+run -n` adds `--quiet rules`, leaving the bill and the job counts) and `--verbose`.
 
 Written to snakemake-interface-logger-plugins' interface (Snakemake >= 9); found by Snakemake
 because its top-level module name starts with `snakemake_logger_plugin_`. It imports nothing of
@@ -40,6 +41,8 @@ QUIET_INFO = (
     "Waiting at most",
     "Job stats:",
     "Adding ",  # each file of a report
+    "Elapsed time:",  # the run summary's `wall time` says it
+    "Conda environments: ignored",  # the rules' env file is for --use-conda only
 )
 # Events replaced by the progress lines (or not worth a line of their own).
 QUIET_EVENTS = {

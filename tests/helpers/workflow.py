@@ -25,7 +25,7 @@ def snakemake(
         "-m",
         "snakemake",
         "-s",
-        str(REPO / "Snakefile"),
+        str(REPO / "workflow/Snakefile"),
         "-d",
         str(workdir),
         *args,
@@ -121,8 +121,9 @@ def interrupt_config(chunk_size):
 
 
 def checkout(workdir: Path) -> Path:
-    """A working copy of the workflow (Snakefile and workflow/ linked), as after `git clone`."""
-    for name in ("Snakefile", "workflow"):
+    """A working copy of the workflow (workflow/ linked: its Snakefile and profiles), as after
+    `git clone`."""
+    for name in ("workflow",):
         if not (workdir / name).exists():
             (workdir / name).symlink_to(REPO / name)
     return workdir

@@ -15,9 +15,11 @@ rule fetch_asset:
     output:
         "resources/{asset}.verified",
     log:
-        "results/logs/assets/{asset}.log",
+        RESULTS / "logs/assets/{asset}.log",
     priority: 1000000
     localrule: True
+    conda:
+        CONDA_ENV
     params:
         local_copy=asset_local_copy,
     shell:

@@ -9,20 +9,24 @@ rule claims:
         summaries=all_summaries(),
         figures=all_figure_pngs(),
     output:
-        table="results/claims.parquet",
-        markdown="results/claims.md",
+        table=RESULTS / "claims.parquet",
+        markdown=RESULTS / "claims.md",
         html=report(
-            "results/claims.html", caption="../report/claims.rst", category="Claims"
+            RESULTS / "claims.html", caption="../report/claims.rst", category="Claims"
         ),
     log:
-        "results/logs/claims.log",
+        RESULTS / "logs/claims.log",
     benchmark:
-        "results/benchmarks/claims.tsv"
+        RESULTS / "benchmarks/claims.tsv"
     priority: PRIORITY["claims"]
+    conda:
+        CONDA_ENV
     threads: claims_threads
     params:
         experiments=experiments_json(),  # not on the command line: reruns the claims when they change
-        run=SETTINGS.config_hash,  # the run's record (results/plan/provenance.json): every row
+        workspace=RESULTS,
+        run=SETTINGS.config_hash,  # the run's record (<workspace>/plan/provenance.json): every row
     shell:
-        "attnsim claims --experiments-file results/plan/experiments.json --store results/store "
-        "--run-file results/plan/provenance.json --write results --threads {threads} > {log:q} 2>&1"
+        "attnsim claims --experiments-file {params.workspace:q}/plan/experiments.json "
+        "--workspace {params.workspace:q} --run-file {params.workspace:q}/plan/provenance.json "
+        "--write {params.workspace:q} --threads {threads} > {log:q} 2>&1"

@@ -10,12 +10,14 @@ rule collect:
         folder=experiment_folder,
         rebuild=summary_rebuild,
     output:
-        "results/store/summary/kind={kind}/experiment={experiment}/summary.parquet",
+        RESULTS / "store/summary/kind={kind}/experiment={experiment}/summary.parquet",
     log:
-        "results/logs/collect/{experiment}-{kind}.log",
+        RESULTS / "logs/collect/{experiment}-{kind}.log",
     benchmark:
-        "results/benchmarks/collect/{experiment}-{kind}.tsv"
+        RESULTS / "benchmarks/collect/{experiment}-{kind}.tsv"
     priority: PRIORITY["collect"]
+    conda:
+        CONDA_ENV
     threads: collect_threads
     params:
         settings=experiment_json,  # not on the command line: reruns the summary when they change
@@ -29,8 +31,10 @@ rule collect:
 # input until the next rebuild.
 rule rebuild:
     output:
-        "results/rebuild/{experiment}-{why}",
+        RESULTS / "rebuild/{experiment}-{why}",
     log:
-        "results/logs/rebuild/{experiment}-{why}.log",
+        RESULTS / "logs/rebuild/{experiment}-{why}.log",
+    conda:
+        CONDA_ENV
     shell:
         "touch {output:q} > {log:q} 2>&1"

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 from attnsim import files, seeding
+from attnsim.config import workspace
+from attnsim.records.grid import grid_columns
 from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.report import figure_check
@@ -22,8 +24,8 @@ from attnsim.store import lock as store_lock
 from attnsim.store import parquet as store
 
 RUN_STARTED = time.monotonic()
-RESULTS = Path("results")
-STORE = RESULTS / "store"
+# The software of every rule, for `--use-conda` (by default the rules run the attnsim on PATH).
+CONDA_ENV = "../envs/attnsim.yaml"
 
 
 def _fail(error):
@@ -38,6 +40,10 @@ def _fail(error):
 PLANNING = workflow.is_main_process
 
 try:
+    # this sweep's folder (docs/usage.md): results/ for config.yaml, results/<stem>/ for another
+    # config file, or `--config workspace=DIR`; everything the run writes goes under it
+    RESULTS = workspace.from_config(config, workflow.configfiles)
+    STORE = RESULTS / "store"
     # keys given twice in the config files, numbers written as text, the schema (the package's
     # one schema file, with each kind's grid), semantic checks: the one check of the config
     SETTINGS = load_workflow_config(config, workflow.configfiles)
@@ -70,6 +76,9 @@ try:
     STALE = store.stale_summaries(STORE, SETTINGS.kinds()) if PLANNING else {}
 except AttnsimError as error:
     _fail(error)
+
+# the logger plugin's progress lines read the run's manifest from there
+progress.set_workspace(RESULTS)
 
 for _path, _why in STALE.items():
     print(f"attnsim: {_path}: out of date ({_why})", file=sys.stderr)
@@ -239,10 +248,23 @@ def all_summaries():
     ]
 
 
-def figure_threads(wildcards):
-    """The figures job draws experiments in parallel on the local cores (it runs after every
-    collect)."""
-    return max(1, min(len(SETTINGS.experiments), _local_cores() or 1))
+def summary_of(name):
+    return store.summary_path(STORE, SETTINGS.experiments[name].kind, name)
+
+
+@functools.cache
+def experiment_figures(name):
+    """The figures of the experiment's kind that its grid has something to show in."""
+    experiment = SETTINGS.experiments[name]
+    return get_kind(experiment.kind).figures_for(grid_columns(experiment).values)
+
+
+def figure_options(name):
+    return " ".join(f"--figure {figure}" for figure in experiment_figures(name))
+
+
+def figure_caption(name, figure):
+    return str(get_kind(SETTINGS.experiments[name].kind).caption(figure))
 
 
 def claims_threads(wildcards):
@@ -251,28 +273,12 @@ def claims_threads(wildcards):
     return max(1, _local_cores() or 1)
 
 
-# not results/: a dry run writes nothing there
-CAPTIONS = Path(".snakemake/attnsim-captions")
-
-
-def figure_caption(experiment, kind, figure):
-    """The kind's caption of `figure` (report/<figure>.rst) for this experiment: the one figures job
-    has no wildcards, so the experiment's name replaces `snakemake.wildcards.experiment` in a copy
-    (rewritten only when it changes)."""
-    text = get_kind(kind).caption(figure).read_text()
-    text = text.replace("snakemake.wildcards.experiment", json.dumps(experiment))
-    path = CAPTIONS / experiment / f"{figure}.rst"
-    if workflow.is_main_process and not (path.exists() and path.read_text() == text):
-        files.write_text(path, text, fsync=False)
-    return str(path.resolve())
-
-
 def all_figure_pngs():
     """Every experiment's figures (PNG): claims.html links to them and embeds a copy for the report."""
     return [
-        RESULTS / "figures" / name / f"{fig}.png"
-        for name, e in SETTINGS.experiments.items()
-        for fig in get_kind(e.kind).presentation.figures
+        RESULTS / "figures" / name / f"{figure}.png"
+        for name in SETTINGS.experiments
+        for figure in experiment_figures(name)
     ]
 
 
@@ -287,10 +293,10 @@ def all_targets(wildcards=None):
         RESULTS / "claims.html",
     ]
     targets += [m for m in map(behind_marker, SETTINGS.experiments) if m is not None]
-    for name, experiment in SETTINGS.experiments.items():
+    for name in SETTINGS.experiments:
         targets += [
-            RESULTS / "figures" / name / f"{fig}.{ext}"
-            for fig in get_kind(experiment.kind).presentation.figures
+            RESULTS / "figures" / name / f"{figure}.{ext}"
+            for figure in experiment_figures(name)
             for ext in ("png", "pdf")
         ]
     return targets

@@ -1,33 +1,41 @@
-# One job per run draws every experiment's figures (PNG and PDF): the plotting stack is
-# imported once, and forked workers (one per thread) draw the experiments. Each PNG goes into the
-# report with its own caption (the kind's report/<figure>.rst), grouped by experiment. The job
-# waits for every summary (claims needs every figure anyway) and redraws all figures when one
-# summary changes (a few seconds: benchmarks/RESULTS.md).
-rule figures:
-    input:
-        all_summaries(),
-    output:
-        [
-            report(
-                f"results/figures/{_name}/{_figure}.png",
-                caption=figure_caption(_name, _e.kind, _figure),
-                category=_name,
-                labels={"figure": _figure},
-            )
-            for _name, _e in SETTINGS.experiments.items()
-            for _figure in get_kind(_e.kind).presentation.figures
-        ],
-        [
-            f"results/figures/{_name}/{_figure}.pdf"
-            for _name, _e in SETTINGS.experiments.items()
-            for _figure in get_kind(_e.kind).presentation.figures
-        ],
-    log:
-        "results/logs/figures.log",
-    benchmark:
-        "results/benchmarks/figures.tsv"
-    priority: PRIORITY["figures"]
-    localrule: True
-    threads: figure_threads
-    shell:
-        "attnsim figures --outdir results/figures --threads {threads} {input:q} > {log:q} 2>&1"
+# One job per experiment draws its figures (PNG and PDF) from its summary, so a changed experiment
+# redraws only its own. Only the figures its grid has something to show in are drawn and listed
+# (Kind.figure_applies). Each PNG goes into the report with the kind's caption
+# (report/<figure>.rst, which names the experiment through the wildcard), grouped by experiment.
+for _name in SETTINGS.experiments:
+
+    rule:
+        name:
+            f"figures_{_name}"
+        input:
+            summary_of(_name),
+        output:
+            [
+                report(
+                    RESULTS / f"figures/{{experiment}}/{_figure}.png",
+                    caption=figure_caption(_name, _figure),
+                    category=_name,
+                    labels={"figure": _figure},
+                )
+                for _figure in experiment_figures(_name)
+            ],
+            [
+                RESULTS / f"figures/{{experiment}}/{_figure}.pdf"
+                for _figure in experiment_figures(_name)
+            ],
+        log:
+            RESULTS / "logs/figures/{experiment}.log",
+        benchmark:
+            RESULTS / "benchmarks/figures/{experiment}.tsv"
+        wildcard_constraints:
+            experiment=_name,
+        priority: PRIORITY["figures"]
+        localrule: True
+        conda:
+            CONDA_ENV
+        params:
+            outdir=RESULTS / "figures" / _name,
+            figures=figure_options(_name),
+        shell:
+            "attnsim figures --summary {input:q} --outdir {params.outdir:q} {params.figures} "
+            "> {log:q} 2>&1"

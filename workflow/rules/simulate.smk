@@ -4,12 +4,15 @@ rule simulate:
     input:
         chunk_assets,
     output:
-        "results/store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
+        RESULTS
+        / "store/trials/kind={kind}/experiment={experiment}/chunk-{chunk}.parquet",
     log:
-        "results/logs/simulate/{experiment}/{kind}-{chunk}.log",
+        RESULTS / "logs/simulate/{experiment}/{kind}-{chunk}.log",
     benchmark:
-        "results/benchmarks/simulate/{experiment}/{kind}-{chunk}.tsv"
+        RESULTS / "benchmarks/simulate/{experiment}/{kind}-{chunk}.tsv"
     priority: chunk_priority
+    conda:
+        CONDA_ENV
     threads: chunk_threads
     resources:
         mem_mb=chunk_mem_mb,

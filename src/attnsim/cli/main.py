@@ -1,7 +1,7 @@
 """Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
-`summary`, `schema`, `check-config`, `embed`, `decide`, `verify` and `cite`; for the workflow's
-rules: `simulate`, `collect`,
-`figures` and `fetch-asset` (they take --help too, but the top-level help does not list them)."""
+`summary`, `verify`, `cite`, `decide`, `schema`, `check-config`, `init` and `embed`; for the
+workflow's rules: `simulate`, `collect`, `figures` and `fetch-asset` (they take --help too; the
+top-level help does not list them)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from attnsim.errors import AttnsimError
 
-DEFAULT_STORE = Path("results/store")
+DEFAULT_CONFIG = Path("config.yaml")
 # the commands the workflow's rules run (run.tuning: what their processes are set up for)
 JOB_COMMANDS = ("simulate", "collect", "figures", "claims", "fetch-asset")
 
@@ -42,6 +42,10 @@ def _collect(args) -> None:
 
 
 def _figures(args) -> None:
+    # seaborn imports scipy.stats where scipy is installed (~0.8 CPU-s, a third of a figures job
+    # and one job per experiment) for density estimates no figure of attnsim draws: this process
+    # goes without it (seaborn's own fallback; scipy is not a dependency of attnsim)
+    sys.modules.setdefault("scipy", None)  # type: ignore[arg-type]
     from attnsim.report.figures import render, render_all
 
     if args.summary is not None:
@@ -53,24 +57,40 @@ def _figures(args) -> None:
 def _query(args) -> None:
     from attnsim.store import query
 
-    query.write(args.store, args.sql, args.format, args.output, args.timeout, args.memory)
+    query.write(_store(args), args.sql, args.format, args.output, args.timeout, args.memory)
+
+
+def _workspace(args) -> Path:
+    """The workspace the command reads: --workspace, else the one named after --configfile."""
+    from attnsim.config import workspace
+
+    return workspace.locate([args.configfile], args.workspace)
+
+
+def _store(args) -> Path:
+    return args.store if args.store is not None else _workspace(args) / "store"
+
+
+def _settings(args):
+    from attnsim.config.load import load_file
+
+    return load_file(args.configfile, args.overrides)
 
 
 def _show(args) -> None:
     from attnsim.report.status import show
 
-    print(show(args.config, args.store))
+    print(show(_settings(args), _store(args), args.configfile))
 
 
 def _summary(args) -> None:
-    from attnsim.config.load import load_file
     from attnsim.report.status import run_summary
 
-    print(run_summary(load_file(args.config), args.store, elapsed=args.elapsed))
+    print(run_summary(_settings(args), _store(args), elapsed=args.elapsed))
 
 
 def _schema(args) -> None:
-    if args.config:
+    if args.config_schema:
         import json
 
         from attnsim.config.load import schema
@@ -95,34 +115,31 @@ def _schema(args) -> None:
 def _claims(args) -> int:
     import json
 
-    if args.diff is not None:
-        return _claims_diff(args)
-
-    from attnsim.config.load import load_file
     from attnsim.report import claims as io
     from attnsim.report import claims_render as render
     from attnsim.report import provenance
 
+    store = _store(args)
+    if args.diff is not None:
+        return _claims_diff(store, args.diff)
     meta: dict[str, Any] = {}
     if args.experiments_file is not None:
         experiments = json.loads(args.experiments_file.read_text())
-    elif args.experiments:
-        experiments = json.loads(args.experiments)
     else:
-        settings = load_file(args.config)
+        settings = _settings(args)
         experiments = settings.kinds()
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
     if args.run_file is not None:  # the workflow's: the run's config hash and seed
         meta = json.loads(args.run_file.read_text())
-    rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
+    rows = io.evaluate(io.load_summaries(store, experiments), experiments)
     run = provenance.run_record(meta.get("config_hash", ""), meta.get("seed"))
     if args.write:
-        digests = provenance.summary_digests(args.store, experiments)
-        meta = {"experiments": io.experiments_json(experiments), **run}
-        io.write(rows, args.write, meta, args.threads, digests)
+        digests = provenance.summary_digests(store, experiments)
+        written = {"experiments": io.experiments_json(experiments), **run}
+        io.write(rows, args.write, written, args.threads, digests)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":
-        print(render.markdown(rows) + "\n" + provenance.footer(run), end="\n")
+        print(render.markdown(rows, everything=args.all) + "\n" + provenance.footer(run))
     elif form == "json":
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
@@ -130,15 +147,15 @@ def _claims(args) -> int:
     elif form == "latex":
         print(render.latex(rows, run), end="")
     else:
-        print(render.terminal(rows))
+        print(render.terminal(rows, everything=args.all))
     return 0
 
 
-def _claims_diff(args) -> int:
-    """`claims --diff OTHER`: the claims beside --store against OTHER's, only what changed."""
+def _claims_diff(store: Path, other: Path) -> int:
+    """`claims --diff OTHER`: the claims beside the store against OTHER's, only what changed."""
     from attnsim.report.diff import diff
 
-    lines = diff(args.store, args.diff)
+    lines = diff(store, other)
     if lines:
         print("\n".join(lines))
     return 1 if lines else 0
@@ -147,11 +164,12 @@ def _claims_diff(args) -> int:
 def _verify(args) -> int:
     from attnsim.report.verify import verify
 
-    lines, count = verify(args.store)
+    store = args.store if args.store is not None else _store(args)
+    lines, count = verify(store)
     for line in lines:
         print(line)
     if not lines:
-        print(f"all {count} claims match {args.store}: files, summaries, verdicts and code")
+        print(f"all {count} claims match {store}: files, summaries, verdicts and code")
     return 1 if lines else 0
 
 
@@ -159,7 +177,7 @@ def _cite(args) -> None:
     from attnsim.report import cite
     from attnsim.report.diff import claims_file
 
-    row = cite.find(claims_file(args.store), args.claim)
+    row = cite.find(claims_file(_store(args)), args.claim)
     texts = {"markdown": cite.markdown(row), "bibtex": cite.bibtex(row)}
     chosen = texts if args.format == "both" else {args.format: texts[args.format]}
     print("\n".join(chosen.values()), end="")
@@ -174,13 +192,27 @@ def _decide(args) -> int:
 
 
 def _check(args) -> None:
-    from attnsim.config.load import load_file
     from attnsim.models.assets import check_local_copy
 
-    settings = load_file(args.config)
+    if args.config_path is not None:  # the older positional form: `check-config FILE`
+        args.configfile = args.config_path
+    settings = _settings(args)
     for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
         check_local_copy(name, Path(copy))
-    print(f"{args.config}: valid ({len(settings.experiments)} experiments)")
+    count = len(settings.experiments)
+    print(f"{args.configfile}: valid ({count} experiment{'s' * (count != 1)})")
+
+
+def _init(args) -> None:
+    from attnsim import files
+    from attnsim.cli.runner import packaged_snakefile
+
+    target = args.directory / "config.yaml"
+    if target.exists():
+        raise AttnsimError(f"{target}: exists already; attnsim init writes a new folder's config")
+    text = (packaged_snakefile().parent / "starter.yaml").read_text()
+    files.write_text(target, text, fsync=False)
+    print(f"wrote {target}: a starter sweep; `attnsim run` there computes it into results/")
 
 
 def _fetch_asset(args) -> None:
@@ -208,7 +240,9 @@ examples:
   attnsim run                        the default sweep: store, figures, claims, a summary
   attnsim run --report               ... and results/report.html, one self-contained page
   attnsim run -n                     the jobs a run would do, without doing them
-  attnsim run --configfile my.yaml   your own sweep instead of config.yaml (it replaces it)
+  attnsim run --configfile my.yaml   your own sweep instead of config.yaml, in results/my/
+  attnsim run --set experiments.robustness.grid.n=[16,64]   one key overridden (also plan, show)
+  attnsim init DIR                   a starter config.yaml in DIR: `attnsim run` there
   attnsim show                       per experiment: points done, chunks still to run
   attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
   attnsim claims                     the verdicts (--format markdown|latex|json|csv for documents)
@@ -230,8 +264,8 @@ QUERY_FORMATS = (
     "json",
     "parquet",
 )  # attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
-QUERY_ROWS = 40  # attnsim.store.query.TERMINAL_ROWS
 
+QUERY_ROWS = 40  # attnsim.store.query.TERMINAL_ROWS
 QUERY_HELP = """\
 Run one read-only SQL statement (DuckDB) over the result store and print the result.
 
@@ -305,27 +339,40 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def parser() -> argparse.ArgumentParser:
-    top = _TopParser(prog="attnsim", description=__doc__)
-    top.add_argument("--version", action=_Version, nargs=0, help="attnsim's version")
-    top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = top.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser
+def _sweep_options(p: argparse.ArgumentParser, overrides: bool = False) -> None:
+    """The options that pick a sweep, the same in every command: its config, its workspace (and
+    store), and with `overrides` the --set KEY=VALUE overrides of run and plan."""
+    p.add_argument(
+        "--configfile",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        metavar="FILE",
+        help="the sweep's config (default: %(default)s)",
     )
-
-    def store_option(p):
+    p.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        help="the sweep's folder (default: results/ for config.yaml, results/<stem>/ for "
+        "another FILE)",
+    )
+    p.add_argument(
+        "--store", type=Path, metavar="DIR", help="the result store (default: DIR/store)"
+    )
+    if overrides:
         p.add_argument(
-            "--store", type=Path, default=DEFAULT_STORE, help="result store (default: %(default)s)"
-        )
-
-    def config_option(p):
-        p.add_argument(
+            "--set",
             "--config",
-            type=Path,
-            default=Path("config.yaml"),
-            help="sweep configuration (default: %(default)s)",
+            dest="overrides",
+            action="extend",
+            nargs="+",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a config key, e.g. experiments.robustness.trials=10 (as in run, plan)",
         )
 
+
+def _add_run(sub) -> None:
     p = sub.add_parser(
         "run",
         help="run the sweep: snakemake with this workflow's defaults (attnsim run --help)",
@@ -334,36 +381,43 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
+
+def _add_show(sub) -> None:
     p = sub.add_parser(
         "show", help="per experiment: points done, trials per point, chunks still to run"
     )
-    config_option(p)
-    store_option(p)
+    _sweep_options(p, overrides=True)
     p.set_defaults(func=_show)
 
+
+def _add_claims(sub) -> None:
     p = sub.add_parser(
         "claims", help="the verdicts: per claim, what was measured, against what, holds or fails"
     )
-    config_option(p)
-    store_option(p)
-    p.add_argument(
-        "--experiments", help="(workflow) experiment name -> kind as JSON, instead of --config"
-    )
+    _sweep_options(p, overrides=True)
     p.add_argument(
         "--experiments-file",
         type=Path,
-        help="(workflow) a file of experiment name -> kind (results/plan/experiments.json), "
-        "instead of --config",
+        help="(workflow) a file of experiment name -> kind (<workspace>/plan/experiments.json), "
+        "instead of --configfile",
     )
     p.add_argument(
         "--run-file",
         type=Path,
-        help="(workflow) the run's config hash and seed (results/plan/provenance.json)",
+        help="(workflow) the run's config hash and seed (<workspace>/plan/provenance.json)",
     )
     p.add_argument(
         "--write",
         type=Path,
         help="also write claims.parquet, claims.md and claims.html into this folder",
+    )
+    p.add_argument(
+        "--diff",
+        type=Path,
+        metavar="OTHER",
+        help="compare this workspace's claims with OTHER's (a results folder, store or "
+        "claims.parquet): one line per claim whose verdict or numbers changed, with why; "
+        "nothing when nothing changed (exit status 1 when something did)",
     )
     p.add_argument(
         "--threads",
@@ -381,15 +435,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.add_argument(
-        "--diff",
-        type=Path,
-        metavar="OTHER",
-        help="compare the claims beside --store with OTHER's (a results folder, store or "
-        "claims.parquet): one line per claim whose verdict or numbers changed, with why; "
-        "nothing when nothing changed (exit status 1 when something did)",
+        "--all",
+        action="store_true",
+        help="also the claims of kinds this sweep does not run (not measured)",
     )
     p.set_defaults(func=_claims)
 
+
+def _add_query(sub) -> None:
     p = sub.add_parser(
         "query",
         help="SQL (DuckDB) over the store: views summary, trials, <experiment>[_trials], ...",
@@ -421,9 +474,11 @@ def parser() -> argparse.ArgumentParser:
         help="DuckDB's memory limit, e.g. 512MB or 4GB; nothing spills to disk (default: "
         "%(default)s)",
     )
-    store_option(p)
+    _sweep_options(p)
     p.set_defaults(func=_query)
 
+
+def _add_plan(sub) -> None:
     p = sub.add_parser(
         "plan",
         help="the bill of `attnsim run`: points, trials, jobs, CPU-hours, memory per job, max_jobs",
@@ -432,14 +487,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
+
+def _add_summary(sub) -> None:
     p = sub.add_parser(
         "summary", help="the end-of-run summary again (experiments, headlines, claims)"
     )
-    config_option(p)
-    store_option(p)
+    _sweep_options(p, overrides=True)
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
     p.set_defaults(func=_summary)
 
+
+def _add_schema(sub) -> None:
     p = sub.add_parser(
         "schema", help="the store's columns as Markdown tables (or the config's JSON Schema)"
     )
@@ -450,7 +508,7 @@ def parser() -> argparse.ArgumentParser:
         help="write the tables to this file (docs/results-schema.md) instead of printing",
     )
     p.add_argument(
-        "--config",
+        "--config-schema",
         action="store_true",
         help="print the whole config JSON Schema, kinds' grids included",
     )
@@ -462,80 +520,26 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_schema)
 
-    p = sub.add_parser(
-        "verify",
-        help="recompute every verdict from the store and compare with claims.parquet",
-        description="Recompute every verdict from the store and compare it with claims.parquet "
-        "beside it; check every file below the verdicts (trials, summaries) and the code that "
-        "judged them. One line per claim something changed under; exit status 1 then, 0 when "
-        "everything matches. Read-only.",
-    )
-    p.add_argument(
-        "store",
-        type=Path,
-        nargs="?",
-        default=DEFAULT_STORE,
-        metavar="STORE",
-        help="the result store, its claims.parquet in the folder above (default: %(default)s)",
-    )
-    p.set_defaults(func=_verify)
 
+def _add_check_config(sub) -> None:
     p = sub.add_parser(
-        "cite",
-        help="one verdict as a citable record: Markdown and a BibTeX note, with its digests",
+        "check-config",
+        help="validate a config file (and the asset copies it names) without running anything",
     )
-    p.add_argument("claim", metavar="CLAIM", help="the claim's id, e.g. delta_method_gaussian")
-    store_option(p)
-    p.add_argument(
-        "--format",
-        choices=("both", "markdown", "bibtex"),
-        default="both",
-        help="the Markdown record, the BibTeX entry, or both (default)",
-    )
-    p.set_defaults(func=_cite)
-
-    p = sub.add_parser(
-        "decide",
-        help="top up the trials of inconclusive claims in rounds fixed in advance, to a decision",
-        description="Top up the trials of the experiments that inconclusive claims rest on, in "
-        "rounds fixed before the first (a group-sequential design: docs/science.md §7.6), until "
-        "each claim is decided or --budget is spent; the bill is printed first. Arguments after "
-        "`--` go to Snakemake (e.g. a cluster profile).",
-    )
-    p.add_argument(
-        "claims",
-        nargs="*",
-        metavar="CLAIM",
-        help="default: every inconclusive claim that more trials can decide",
-    )
-    p.add_argument(
-        "--budget",
-        type=float,
-        required=True,
-        metavar="CPU-HOURS",
-        help="the most CPU-hours the top-ups may cost (the plan's estimate)",
-    )
-    p.add_argument(
-        "--configfile",
-        type=Path,
-        default=Path("config.yaml"),
-        help="the run's config (default: %(default)s)",
-    )
-    p.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path("."),
-        help="where results/ is (default: the current folder)",
-    )
-    p.add_argument(
-        "-n", "--dry-run", action="store_true", help="print the design and the bill, run nothing"
-    )
-    p.set_defaults(func=_decide, snakemake=[])
-
-    p = sub.add_parser("check-config", help="validate a config file and exit")
-    p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
+    _sweep_options(p, overrides=True)
+    p.add_argument("config_path", type=Path, nargs="?", help=argparse.SUPPRESS)
     p.set_defaults(func=_check)
 
+
+def _add_init(sub) -> None:
+    p = sub.add_parser(
+        "init", help="write a starter config.yaml into a folder, for `attnsim run` there"
+    )
+    p.add_argument("directory", type=Path, nargs="?", default=Path("."), metavar="DIR")
+    p.set_defaults(func=_init)
+
+
+def _add_embed(sub) -> None:
     p = sub.add_parser(
         "embed", help="sentence embeddings of all-MiniLM-L6-v2 (numpy), their cosine matrix"
     )
@@ -557,6 +561,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_embed)
 
+
+def _add_fetch_asset(sub) -> None:
     p = sub.add_parser(
         "fetch-asset",
         description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or "
@@ -579,6 +585,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_fetch_asset)
 
+
+def _add_simulate(sub) -> None:
     p = sub.add_parser(
         "simulate", description="(workflow) simulate one chunk of grid points"
     )  # the workflow's: not listed
@@ -599,6 +607,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_simulate)
 
+
+def _add_collect(sub) -> None:
     p = sub.add_parser(
         "collect", description="(workflow) summarise an experiment's chunks"
     )  # the workflow's: not listed
@@ -617,6 +627,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("chunks", nargs="*", type=Path)
     p.set_defaults(func=_collect)
 
+
+def _add_figures(sub) -> None:
     p = sub.add_parser(
         "figures", description="(workflow) draw experiments' figures from their summaries"
     )  # the workflow's: not listed
@@ -642,18 +654,131 @@ def parser() -> argparse.ArgumentParser:
         help="experiments drawn at once (forked after one import of the plotting stack)",
     )
     p.set_defaults(func=_figures)
+
+
+def _add_verify(sub) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="recompute every verdict from the store and compare with claims.parquet",
+        description="Recompute every verdict from the store and compare it with claims.parquet "
+        "beside it; check every file below the verdicts (trials, summaries) and the code that "
+        "judged them. One line per claim something changed under; exit status 1 then, 0 when "
+        "everything matches. Read-only.",
+    )
+    p.add_argument(
+        "store",
+        type=Path,
+        nargs="?",
+        metavar="STORE",
+        help="the result store, its claims.parquet in the folder above (default: the workspace's)",
+    )
+    _sweep_options(p)
+    p.set_defaults(func=_verify)
+
+
+def _add_cite(sub) -> None:
+    p = sub.add_parser(
+        "cite",
+        help="one verdict as a citable record: Markdown and a BibTeX note, with its digests",
+    )
+    p.add_argument("claim", metavar="CLAIM", help="the claim's id, e.g. delta_method_gaussian")
+    p.add_argument(
+        "--format",
+        choices=("both", "markdown", "bibtex"),
+        default="both",
+        help="the Markdown record, the BibTeX entry, or both (default)",
+    )
+    _sweep_options(p)
+    p.set_defaults(func=_cite)
+
+
+def _add_decide(sub) -> None:
+    p = sub.add_parser(
+        "decide",
+        help="top up the trials of inconclusive claims in rounds fixed in advance, to a decision",
+        description="Top up the trials of the experiments that inconclusive claims rest on, in "
+        "rounds fixed before the first (a group-sequential design: docs/science.md §7.6), until "
+        "each claim is decided or --budget is spent; the bill is printed first. Arguments after "
+        "`--` go to Snakemake (e.g. a cluster profile).",
+    )
+    p.add_argument(
+        "claims",
+        nargs="*",
+        metavar="CLAIM",
+        help="default: every inconclusive claim that more trials can decide",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        required=True,
+        metavar="CPU-HOURS",
+        help="the most CPU-hours the top-ups may cost (the plan's estimate)",
+    )
+    p.add_argument(
+        "--configfile",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        help="the run's config (default: %(default)s)",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("."),
+        help="where results/ is (default: the current folder)",
+    )
+    p.add_argument(
+        "-n", "--dry-run", action="store_true", help="print the design and the bill, run nothing"
+    )
+    p.set_defaults(func=_decide, snakemake=[])
+
+
+# the commands in the order `attnsim --help` lists them (the workflow's last: not listed)
+COMMANDS = (
+    _add_run,
+    _add_show,
+    _add_claims,
+    _add_verify,
+    _add_cite,
+    _add_decide,
+    _add_query,
+    _add_plan,
+    _add_summary,
+    _add_schema,
+    _add_check_config,
+    _add_init,
+    _add_embed,
+    _add_fetch_asset,
+    _add_simulate,
+    _add_collect,
+    _add_figures,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The top-level parser: each command's options are added by its own `_add_<command>`."""
+    top = _TopParser(prog="attnsim", description=__doc__)
+    top.add_argument("--version", action=_Version, nargs=0, help="attnsim's version")
+    top.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = top.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser
+    )
+    for add in COMMANDS:
+        add(sub)
+    for choice in sub._choices_actions:  # each command's --help starts with what it does
+        command = sub.choices[choice.dest]
+        command.description = command.description or choice.help
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:  # everything after `run` belongs to snakemake, flags included
-        from attnsim.cli.runner import HELP, run, translate
+        from attnsim.cli.runner import HELP, run
 
         if any(a in ("-h", "--help") for a in argv[1:]):
             print(HELP, end="")
             return 0
-        return run(translate(argv[1:]))
+        return run(argv[1:])
     if argv[:1] == ["plan"]:  # a dry run that prints only the bill (the workflow prints it)
         from attnsim.cli.runner import plan
 

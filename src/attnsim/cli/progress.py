@@ -35,6 +35,16 @@ ERROR_PREFIX = "attnsim: error:"
 JOB_START_SECONDS = 1.0
 
 
+# The workspace of the run in this process: the workflow sets it when it is parsed (the logger
+# plugin lives in the same process and reads the manifest from there).
+WORKSPACE = Path("results")
+
+
+def set_workspace(results: Path) -> None:
+    global WORKSPACE
+    WORKSPACE = Path(results)
+
+
 def manifest_path(results: Path) -> Path:
     return Path(results) / MANIFEST
 
@@ -153,7 +163,7 @@ class Job:
 class Progress:
     """Snakemake's job events in, the run's lines out (each method returns the lines to print)."""
 
-    results: Path = Path("results")
+    results: Path | None = None  # None: the workspace the workflow set (WORKSPACE)
     pid: int | None = None
     now: Callable[[], float] = time.monotonic
     run_started: float = 0.0
@@ -180,7 +190,7 @@ class Progress:
 
     def _load(self) -> None:
         if self.manifest is None:
-            self.manifest = read_manifest(self.results, self.pid)
+            self.manifest = read_manifest(self.results or WORKSPACE, self.pid)
             if self.manifest is not None:
                 experiments = self.manifest["experiments"].values()
                 self.points_done = sum(e["done_points"] for e in experiments)
@@ -262,7 +272,8 @@ class Progress:
             name = "figures" if rule.startswith("figures_") else rule
             others[name] = others.get(name, 0) + n
         parts += [f"{n} {name}" if n > 1 else name for name, n in others.items()]
-        return [f"attnsim: {self.total} jobs: {', '.join(parts)}"]
+        jobs = "1 job" if self.total == 1 else f"{self.total} jobs"
+        return [f"attnsim: {jobs}: {', '.join(parts)}"]
 
     def job_started(
         self, jobid, rule: str, wildcards: dict, output=(), log=(), shellcmd: str = ""

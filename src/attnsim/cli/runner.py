@@ -19,27 +19,31 @@ DEFAULT_ARGS = [
     "--cores",
     "all",
     "--rerun-incomplete",
-]  # also in profiles/default (plain snakemake)
-REPORT = "results/report.html"
+]  # also in workflow/profiles/default (plain snakemake)
+REPORT = "report.html"  # in the workspace
 
-HELP = f"""\
+HELP = """\
 usage: attnsim run [--report] [-v] [SNAKEMAKE OPTION ...] [TARGET ...]
 
 Run the sweep of config.yaml: `snakemake --cores all --rerun-incomplete` with the workflow's
-default profile (profiles/default), after clearing the lock a killed run left behind (only when
+default profile (workflow/profiles/default), after clearing the lock a killed run left behind (only when
 no Snakemake works in this directory). Only what is missing or changed is computed. It prints a
 line per finished job (points and trials done, wall time, ETA) and ends with a summary; a failed
 job's line names its rule, its wildcards and its one-line error.
 
 options of attnsim run:
-  --report         also write {REPORT} when the run ends (snakemake --report-after-run)
-  -v, --verbose    Snakemake's full log (rule blocks, shell commands) instead of the job lines
-  -h, --help       this help
+  --configfile FILE     the sweep to run instead of config.yaml (replaces it, not merged); its
+                        workspace is results/<FILE's stem>/ (config.yaml's: results/)
+  --workspace DIR       the folder for the sweep's store, figures, claims, logs and report
+  --set KEY=VALUE ...   override a config key or a dotted path into it (also --config), e.g.
+                        --set seed=1 experiments.robustness.grid.n=[16,64]
+  --report              also write the workspace's report.html when the run ends
+  -v, --verbose         Snakemake's full log (rule blocks, shell commands) instead of the job lines
+  -h, --help            this help
 
 Snakemake options used most (any other goes through as well):
-  -n, --dry-run                 the jobs that would run, with the reason for each
-  --configfile FILE             the sweep to run instead of config.yaml (replaces it, not merged)
-  --config KEY=VALUE ...        override config keys, e.g. --config seed=1
+  -n, --dry-run                 the bill (points, jobs, CPU-hours) and the jobs per rule, no run
+                                (-n -v: each job with Snakemake's reason for it)
   --cores N                     use N cores (default: all)
   --workflow-profile workflow/profiles/slurm
                                 submit the jobs to a SLURM cluster (docs/cluster.md)
@@ -50,17 +54,58 @@ Snakemake's own help, all of its options: snakemake --help
 """  # noqa: E501
 
 
-def translate(args: list[str]) -> list[str]:
-    """attnsim run's own options into Snakemake's: --report, -v/--verbose."""
-    out = []
-    for arg in args:
+def workspace_of(args: list[str], workdir: Path = Path(".")) -> Path:
+    """The workspace a `run`/`plan` with these (attnsim's) arguments writes to."""
+    from attnsim.config import workspace
+    from attnsim.config.overrides import split_args
+
+    rest, _, given = split_args(args)
+    return workspace.locate(workspace.option_value(rest, "--configfile"), given, workdir)
+
+
+# the files Snakemake looks for when no --snakefile is given (snakemake.common.SNAKEFILE_CHOICES)
+SNAKEFILES = ("Snakefile", "snakefile", "workflow/Snakefile", "workflow/snakefile")
+
+
+def packaged_snakefile() -> Path:
+    """The workflow shipped inside the attnsim package (in a clone: the repository's workflow/)."""
+    return Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
+
+
+def snakefile_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
+    """`--snakefile <the packaged workflow>` unless one is given or the folder has its own: any
+    folder holding a config runs the workflow that came with attnsim."""
+    given = any(a in ("-s", "--snakefile") or a.startswith("--snakefile=") for a in args)
+    if given or any((Path(workdir) / name).is_file() for name in SNAKEFILES):
+        return []
+    return ["--snakefile", str(packaged_snakefile())]
+
+
+def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
+    """attnsim run's own options into Snakemake's: the packaged workflow where the folder has
+    none, --report (into the workspace), -v/--verbose, --workspace DIR and the --set/--config
+    overrides (one `--config`, at the end: Snakemake keeps only the last of several)."""
+    from attnsim.config import overrides
+
+    rest, items, given = overrides.split_args(args)
+    out = snakefile_args(rest, workdir)
+    for arg in rest:
         if arg == "--report":
-            out += ["--report", REPORT, "--report-after-run"]
+            report = workspace_of(args, workdir) / REPORT
+            out += ["--report", str(report), "--report-after-run"]
         elif arg in ("-v", "--verbose"):  # Snakemake's -v is --version: nobody means that here
             out.append("--logger-attnsim-full")
         else:
             out.append(arg)
-    return out
+    dry = any(a in ("-n", "--dry-run", "--dryrun") for a in rest)
+    quiet = any(a in ("-q", "--quiet") for a in rest)
+    if dry and not quiet and "--logger-attnsim-full" not in out:
+        # the bill and the job counts: no block per job with its reason's list of paths
+        out += ["--quiet", "rules", "host", "reason"]
+    entries = overrides.snakemake_entries(items)
+    if given:
+        entries.append(f"workspace={given}")
+    return out + (["--config", *entries] if entries else [])
 
 
 def live_snakemake_dirs() -> set[Path] | None:
@@ -133,15 +178,29 @@ def command(extra: list[str]) -> list[str]:
     return [snakemake, *defaults, *extra]
 
 
-def run(extra: list[str], workdir: Path = Path(".")) -> int:
+def check_args(args: list[str], workdir: Path = Path(".")) -> None:
+    """The config files and overrides, before Snakemake reads them: one line for each problem,
+    and the overridden sweep loaded as the workflow will load it (a bad override is one line,
+    not Snakemake's traceback)."""
+    from attnsim.config import guard, overrides
+    from attnsim.config.load import load
+
+    merged = guard.check_run_args(args, workdir)
+    _, items, _ = overrides.split_args(args)
+    science = [i for i in items if i.partition("=")[0] not in overrides.RUNTIME_KEYS]
+    if science:
+        load(overrides.apply(merged, science))
+
+
+def run(args: list[str], workdir: Path = Path(".")) -> int:
     """Replace this process by Snakemake (signals reach it directly), unlocking a stale lock first.
     The config files and --config values are checked first (one line instead of Snakemake's
     traceback or multi-line error, and no alias bomb for Snakemake to expand)."""
-    from attnsim.config import guard
     from attnsim.errors import AttnsimError
 
     try:
-        guard.check_run_args(extra, workdir)
+        check_args(args, workdir)
+        extra = translate(args, workdir)
         cmd = command(extra)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
@@ -169,22 +228,22 @@ def run(extra: list[str], workdir: Path = Path(".")) -> int:
             check=False,
             capture_output=True,
         )
-    print("attnsim: " + " ".join(cmd), file=sys.stderr)
+    if "--logger-attnsim-full" in cmd:  # -v: the command Snakemake runs, with its full log
+        print("attnsim: " + " ".join(cmd), file=sys.stderr)
     os.execve(cmd[0], cmd, env)
     return 1  # not reached
 
 
-def plan(extra: list[str], workdir: Path = Path(".")) -> int:
+def plan(args: list[str], workdir: Path = Path(".")) -> int:
     """`attnsim plan`: a dry run that prints only the workflow's bill (the lines from `plan:` on,
     `attnsim.plan.bill`) or the one-line error that stops the sweep."""
     import subprocess
 
-    from attnsim.config import guard
     from attnsim.errors import AttnsimError
 
     try:
-        guard.check_run_args(extra, workdir)
-        cmd = command(["--dry-run", *extra])
+        check_args(args, workdir)
+        cmd = command(["--dry-run", *translate(args, workdir)])
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
@@ -205,20 +264,16 @@ def plan(extra: list[str], workdir: Path = Path(".")) -> int:
 
 def extra_config(extra: list[str]) -> list[str]:
     """The arguments that select the config (needed to parse the workflow for --unlock)."""
+    many = ("--configfile", "--configfiles", "--config")
+    one = ("-s", "--snakefile", "-d", "--directory")
     keep, take = [], 0
     for arg in extra:
-        if take:
+        if arg in many or arg in one:
             keep.append(arg)
-            take -= 1
-        elif arg in (
-            "--configfile",
-            "--configfiles",
-            "--config",
-            "-s",
-            "--snakefile",
-            "-d",
-            "--directory",
-        ):
+            take = -1 if arg in many else 1
+        elif take and not (take < 0 and arg.startswith("-")):
             keep.append(arg)
-            take = 1
+            take = max(take - 1, -1) if take > 0 else -1
+        else:
+            take = 0
     return keep

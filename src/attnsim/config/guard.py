@@ -175,62 +175,59 @@ def check_size(experiments: dict, max_points: int) -> None:
 
 # --- `attnsim run`: the arguments Snakemake would read before attnsim sees the config -------------
 
-CONFIG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
 
 def run_configfiles(extra: list[str], workdir: Path = Path(".")) -> list[Path]:
     """The config files a `snakemake ...extra` run reads: those after --configfile(s), else
     config.yaml."""
-    files, taking = [], False
-    for arg in extra:
-        if arg.startswith("--configfile=") or arg.startswith("--configfiles="):
-            files.append(Path(arg.split("=", 1)[1]))
-            taking = False
-        elif arg in ("--configfile", "--configfiles"):
-            taking = True
-        elif taking and not arg.startswith("-"):
-            files.append(Path(arg))
-        else:
-            taking = False
+    from attnsim.config.workspace import option_value
+
+    files = [Path(f) for f in option_value(extra, "--configfile")]
+    files += [Path(f) for f in option_value(extra, "--configfiles")]
     return files or [Path(workdir) / "config.yaml"]
 
 
-def config_overrides(extra: list[str]) -> list[str]:
-    out, taking = [], False
-    for arg in extra:
-        if arg.startswith("--config="):
-            out.append(arg.split("=", 1)[1])
-            taking = True
-        elif arg in ("--config", "-C"):
-            taking = True
-        elif taking and not arg.startswith("-"):
-            out.append(arg)
+def read_config(path: Path) -> dict:
+    """A config file's mapping, checked as Snakemake will read it (one line for each problem)."""
+    text = read_text(path)
+    try:
+        check_depth(text, str(path))
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        check_aliases(node, str(path))
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    check_mapping(data, str(path))
+    return data
+
+
+def merge(into: dict, other: dict) -> dict:
+    """`other` merged into `into` key by key, as Snakemake merges several config files."""
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
         else:
-            taking = False
-    return out
+            into[key] = value
+    return into
 
 
-def check_run_args(extra: list[str], workdir: Path = Path(".")) -> None:
+def check_run_args(args: list[str], workdir: Path = Path(".")) -> dict:
     """One line for what Snakemake would report as a traceback or a multi-line error: a config
-    file that is missing, not UTF-8, too large, an alias bomb, empty or not a mapping, and a
-    `--config KEY=VALUE` whose KEY is not a top-level key."""
-    for item in config_overrides(extra):
-        if not CONFIG_KEY.match(item):
-            raise ConfigError(
-                f"--config {item}: give KEY=VALUE with KEY a top-level key of the config (e.g. "
-                "--config seed=3); nested keys are set in a config file"
-            )
+    file that is missing, not UTF-8, too large, an alias bomb, empty or not a mapping; an override
+    (`--set`/`--config KEY=VALUE`) that is malformed; a workspace that cannot be named after the
+    config file. Returns the config files' mapping, merged as Snakemake merges them."""
+    from attnsim.config import overrides, workspace
+
+    rest, items, given = overrides.split_args(args)
+    for item in items:
+        overrides.parse(item)
     default = run_configfiles([], workdir)[0]
-    for path in run_configfiles(extra, workdir):
+    merged: dict = {}
+    for path in run_configfiles(rest, workdir):
         if path == default and not path.exists():
-            # Snakemake's own message names the missing default (and the workflow may not need it)
-            continue
-        text = read_text(path)
-        try:
-            check_depth(text, str(path))
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            check_aliases(node, str(path))
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
-        check_mapping(data, str(path))
+            raise ConfigError(
+                "config.yaml: no such config file in this folder; `attnsim init .` writes a "
+                "starter config, or name yours with --configfile FILE"
+            )
+        merge(merged, read_config(Path(workdir) / path))
+    workspace.locate(workspace.option_value(rest, "--configfile"), given, workdir)
+    return merged

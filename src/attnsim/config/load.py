@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 from jsonschema import ValidationError, validators
 
-from attnsim.config import guard, yamlfile
+from attnsim.config import generators, guard, yamlfile
 from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
@@ -197,6 +197,7 @@ def check_semantics(settings: Settings) -> None:
 
 def load(config: dict) -> Settings:
     """Validate a config mapping (as Snakemake or YAML gives it) into Settings."""
+    config = generators.expand(config)  # {logspace: [...]} and the like become lists
     config = coerce_numbers(config, schema())  # a copy: numbers written as text become numbers
     check_schema(config)
     guard.check_names(config["experiments"])  # names the store's views or Snakemake would trip on
@@ -229,10 +230,14 @@ def load(config: dict) -> Settings:
     return settings
 
 
-def load_file(path: str | Path) -> Settings:
+def load_file(path: str | Path, overrides: list[str] | tuple = ()) -> Settings:
+    """A config file with the command line's `--set KEY=VALUE` overrides (attnsim.config.overrides)
+    applied."""
+    from attnsim.config import overrides as override
+
     data = yamlfile.load(path)  # one-line errors: missing, not YAML, a key given twice, too big
     guard.check_mapping(data, str(path))
-    return load(data)
+    return load(override.apply(data, overrides) if overrides else data)
 
 
 def load_workflow_config(config: dict, configfiles=()) -> Settings:

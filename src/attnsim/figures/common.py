@@ -6,7 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from attnsim.errors import AttnsimError
 from attnsim.figures.style import PALETTE, palette
+
+
+class NotApplicable(AttnsimError):
+    """A figure asked of a summary it has nothing to show in (the workflow asks only for the
+    figures `Kind.figure_applies` lets through: this is for a direct call)."""
+
+    def __init__(self, figure: str, why: str):
+        super().__init__(f"figure {figure}: nothing to draw for this experiment ({why})")
 
 
 def n_colours(values) -> dict:

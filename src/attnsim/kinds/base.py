@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +177,10 @@ class Presentation:
     # Functions of `<package>.figures`, each (summary DataFrame) -> Figure; captions in
     # `<package>/report/<figure>.rst`.
     figures: tuple[str, ...] = ()
+    # Figures drawn only where they have something to show: figure -> a test of the experiment's
+    # grid (parameter -> its distinct values, defaults filled in). A figure without one is drawn
+    # for every experiment of the kind; one whose test fails is neither drawn nor listed.
+    figure_applies: Mapping[str, Callable[[Mapping[str, list]], bool]] = field(default_factory=dict)
     # (summary DataFrame) -> one line for the run summary.
     headline: Callable[[object], str] | None = None
     # A figure of this kind showing the entropy between 0 and log n (the entropy-bounds claim
@@ -243,6 +247,15 @@ class Kind:
             "required": [p.name for p in self.schema.params if p.default is None],
             "properties": {p.name: p.list_schema() for p in self.schema.params},
         }
+
+    def figures_for(self, values: Mapping[str, list]) -> tuple[str, ...]:
+        """The figures that apply to a grid of these distinct values (`figure_applies`)."""
+        return tuple(
+            f
+            for f in self.presentation.figures
+            if f not in self.presentation.figure_applies
+            or self.presentation.figure_applies[f](values)
+        )
 
     def submodule(self, name: str):
         """The kind's `figures` or `claims` module, imported only when needed (the plotting stack

@@ -69,7 +69,8 @@ def render(b: Bill, settings: Settings, at_once: int | None = None) -> str:
     """A few lines; under a cluster profile (`max_jobs` set) the job count against the limit."""
     jobs = ", ".join(f"{rule} {count:,}" for rule, count in b.jobs.items())
     lines = [
-        f"plan: {b.experiments} experiments, {b.points:,} points ({b.points_to_run:,} to run, up "
+        f"plan: {b.experiments} experiment{'s' * (b.experiments != 1)}, {b.points:,} points "
+        f"({b.points_to_run:,} to run, up "
         f"to {b.trials_to_run:,} trials)",
         f"  jobs to run: {jobs} (total {b.total_jobs:,})",
         f"  simulate: about {_hours(b.cpu_hours)} estimated (largest job "

@@ -292,6 +292,19 @@ def group_tally(key: str, members: list[Claim]) -> str:
     return text + ("; " + ", ".join(others) if others else "")
 
 
+def measured_only(claims: list[Claim]) -> tuple[list[Claim], int]:
+    """The claims this sweep measured, and how many others need kinds it does not run (a plugin's
+    claims in the default sweep, the presets' kinds in a small sweep): the tables list the first
+    and count the second in one line (`unmeasured_line`); `attnsim claims --all` lists them all."""
+    shown = [c for c in claims if c.verdict != "not measured"]
+    return shown, len(claims) - len(shown)
+
+
+def unmeasured_line(count: int) -> str:
+    claims = "1 claim needs" if count == 1 else f"{count} claims need"
+    return f"{claims} kinds this sweep does not run: attnsim claims --all"
+
+
 def _nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
@@ -303,8 +316,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(claims: list[Claim]) -> str:
-    lines = [f"# Claims: {tally(claims)}", "", HOW_TO_READ, ""]
+def markdown(claims: list[Claim], everything: bool = False) -> str:
+    """claims.md: the measured claims (`everything`: all), grouped under the essay's statements."""
+    claims, hidden = (claims, 0) if everything else measured_only(claims)
+    lines = [f"# Claims: {tally(claims)}", ""]
+    lines += [unmeasured_line(hidden), ""] if hidden else []
+    lines += [HOW_TO_READ, ""]
     for number, (key, members) in enumerate(groups(claims), 1):
         lines += [f"## {number}. {title(key)}: {group_tally(key, members)}", ""]
         if group_text(key):
@@ -334,15 +351,21 @@ def markdown(claims: list[Claim]) -> str:
 # --- terminal ----------------------------------------------------------------------------------
 
 
-def terminal(claims: list[Claim], width: int | None = None, detail: bool = True) -> str:
+def terminal(
+    claims: list[Claim], width: int | None = None, detail: bool = True, everything: bool = False
+) -> str:
     """The grouped table for a terminal of `width` columns (default: the terminal's). One line per
-    claim (id, verdict, labelled measurement, prediction), wrapped to the width; with `detail`, the
-    threshold and the figure below each."""
+    measured claim (`everything`: every claim): id, verdict, labelled measurement, prediction,
+    wrapped to the width; with `detail`, the threshold and the figure below each."""
     width = width or shutil.get_terminal_size((100, 24)).columns
     width = max(width, 60)
+    claims, hidden = (claims, 0) if everything else measured_only(claims)
+    note = _wrap("", unmeasured_line(hidden), width, 2) if hidden else []
+    if not claims:
+        return "\n".join(note)
     id_width = max(len(c.claim_id) for c in claims)
     lead = 2 + id_width + 2 + 15  # "  <id>  <verdict>  "
-    out = _wrap("", f"claims: {tally(claims)}", width, 2)
+    out = _wrap("", f"claims: {tally(claims)}", width, 2) + note
     for number, (key, members) in enumerate(groups(claims), 1):
         out += [""] + _wrap("", f"{number}. {title(key)}: {group_tally(key, members)}", width, 3)
         for c in members:
@@ -577,8 +600,11 @@ def _row(c: Claim) -> str:
 def html(
     claims: list[Claim], provenance: dict, results: Path | None = None, threads: int = 1
 ) -> str:
-    """A self-contained page: a table per statement, the figures the rows link to (embedded from
-    `results`/figures when drawn, `threads` at a time), the run's provenance."""
+    """A self-contained page: a table per statement of the measured claims, the figures the rows
+    link to (embedded from `results`/figures when drawn, `threads` at a time), the run's
+    provenance."""
+    claims, hidden = measured_only(claims)
+    note = f"<p class='tally'>{escape(unmeasured_line(hidden))}</p>" if hidden else ""
     sections = []
     head = (
         "<colgroup><col style='width:21%'><col style='width:17%'><col style='width:15%'><col "
@@ -624,7 +650,7 @@ def html(
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>attnsim claims</title>"
         f"<style>{STYLE}</style></head><body>"
-        f"<h1>Claims of the essay: {escape(tally(claims))}</h1><p>{escape(HOW_TO_READ)}</p>"
+        f"<h1>Claims of the essay: {escape(tally(claims))}</h1>{note}<p>{escape(HOW_TO_READ)}</p>"
         + "".join(sections)
         + "<section id='figures'><h2>Figures</h2>"
         + "".join(figures)

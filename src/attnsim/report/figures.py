@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
-    """Write <outdir>/<figure>.png and .pdf for each named figure (default: all of the kind's)."""
+    """Write <outdir>/<figure>.png and .pdf for each named figure (default: the kind's figures
+    that apply to the summary's grid, `Kind.figures_for`)."""
     import matplotlib
     import pyarrow as pa
 
@@ -41,6 +42,8 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
         split_blocks=True, self_destruct=True
     )
     pa.default_memory_pool().release_unused()  # the read's buffers, before drawing
+    if not figures:  # all the kind's figures that have something to show in this grid
+        names = kind.figures_for({p: frame[p].unique().tolist() for p in kind.param_names})
     written = []
     for figure in names:
         draw = getattr(module, figure)

@@ -6,14 +6,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-from attnsim.config.load import load_file
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import plan_all
 from attnsim.store import parquet
 
 
-def show(config: Path, root: Path) -> str:
-    settings = load_file(config)
+def show(settings, root: Path, config: Path) -> str:
+    """Per experiment of `settings` (read from `config`): points done, trials, chunks to run."""
     plans = plan_all(settings, root)
     rows: list[dict[str, Any]] = []
     for name, plan in plans.items():
@@ -106,23 +105,22 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         headline = kind.presentation.headline(s) if kind.presentation.headline else ""
         if headline:
             lines.append(f"{'':<20} {headline}")
-    claims_file = Path(root).parent / "claims.parquet"
+    folder = Path(root).parent
+    claims_file = folder / "claims.parquet"
     if claims_file.exists():
         from attnsim.report.claims import from_table
         from attnsim.report.claims_render import short
 
         lines += [
             "",
-            "claims (results/claims.html, results/claims.md, attnsim claims):",
+            f"claims ({folder}/claims.html, {folder}/claims.md, attnsim claims):",
             short(from_table(parquet.read_table(claims_file))),
         ]
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
     lines.append(
-        f"report:  snakemake --report {Path(root).parent / 'report.html'}  (one self-contained "
-        "file; attnsim run --report: with the run)"
+        f"figures: {folder / 'figures'}/  report: {folder / 'report.html'} (attnsim run --report)"
     )
-    lines.append(f"figures: {Path(root).parent / 'figures'}/")
     if elapsed is not None:
         lines.append(f"wall time: {elapsed:.1f} s")
     return "\n".join(lines)

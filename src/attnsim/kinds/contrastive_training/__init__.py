@@ -304,6 +304,12 @@ KIND = Kind(
     summary=Summary(extra_columns=EXTRA, extra=extra_summary, finite_metrics=FINITE),
     presentation=Presentation(
         figures=("temperature_sweep", "temperature_map", "learned_temperature"),
+        # the fixed temperatures' figures, the learnt ones': each where the grid has them
+        figure_applies={
+            "temperature_sweep": lambda g: "fixed" in g["tau_mode"],
+            "temperature_map": lambda g: "fixed" in g["tau_mode"] and len(g["tau"]) >= 2,
+            "learned_temperature": lambda g: any(mode != "fixed" for mode in g["tau_mode"]),
+        },
         headline=headline,
     ),
     example={

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import fine_grid, legend_below, yerr
+from attnsim.figures.common import NotApplicable, fine_grid, legend_below, yerr
 from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
@@ -63,14 +63,6 @@ def _empty(ax, text):
     ax.set_axis_off()
 
 
-def _placeholder(text: str):
-    """A small figure saying why there is nothing to draw (the kind draws every figure for every
-    experiment; an experiment of learnt temperatures has no fixed-tau sweep, and so on)."""
-    fig, ax = plt.subplots(figsize=(6, 1.2))
-    _empty(ax, text)
-    return fig
-
-
 @figure_function
 def temperature_sweep(summary: pd.DataFrame):
     """(a) nearest-class-mean probe, (b) 5-NN and linear probe, (c) alignment and uniformity, (d)
@@ -79,8 +71,8 @@ def temperature_sweep(summary: pd.DataFrame):
     rows = fixed(summary)
     groups = list(rows.sort_values("tau").groupby(SETTING))
     if not groups:
-        return _placeholder(
-            "no fixed temperature in this experiment (its learnt ones: learned_temperature)"
+        raise NotApplicable(
+            "temperature_sweep", "no fixed temperature (its learnt ones: learned_temperature)"
         )
     colours = dict(zip([k for k, _ in groups], palette(PALETTE, max(len(groups), 2))))
     fig, axes = plt.subplots(3, 2, figsize=(12.5, 13.0))
@@ -244,7 +236,7 @@ def temperature_map(summary: pd.DataFrame):
     }
     tables = {pos: t for pos, t in tables.items() if len(t)}
     if not tables:
-        return _placeholder("no task with two or more fixed temperatures in this experiment")
+        raise NotApplicable("temperature_map", "no task with two or more fixed temperatures")
     layout = {}
     for pos, table in tables.items():  # each row's own columns: the combinations its settings ran
         cols = _columns(table)
@@ -329,8 +321,8 @@ def learned_temperature(summary: pd.DataFrame):
     and log n."""
     learned = summary[summary["tau_mode"] != "fixed"]
     if learned.empty:
-        return _placeholder(
-            "no learnt temperature in this experiment (its fixed ones: temperature_sweep)"
+        raise NotApplicable(
+            "learned_temperature", "no learnt temperature (its fixed ones: temperature_sweep)"
         )
     fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     keys = list(learned.groupby(SETTING).groups)

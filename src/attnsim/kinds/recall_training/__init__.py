@@ -226,11 +226,15 @@ def passes_per_trial(p) -> float:
 ESCAPE_EXPONENT = {"sgd": 1.0, "adam": 0.5, "normgd": 0.5}
 
 
+def logit_std(logits: str, scale: float) -> float:
+    """The initial logits' standard deviation: 1 under QK-norm, ~scale^2 for dot products."""
+    if logits == "qk_norm":
+        return 1.0
+    return float(scale) ** 2 * math.sqrt(1 + kernel.DEFAULTS["query_noise"] ** 2)
+
+
 def theory(p) -> dict[str, object]:
-    qk = p["logits"] == "qk_norm"
-    sigma = (
-        1.0 if qk else float(p["scale"]) ** 2 * math.sqrt(1 + kernel.DEFAULTS["query_noise"] ** 2)
-    )
+    sigma = logit_std(p["logits"], p["scale"])
     return {
         "log_n": math.log(p["n"]),
         "chance_loss": kernel.chance_loss(int(p["n"])),
@@ -239,6 +243,31 @@ def theory(p) -> dict[str, object]:
         "threshold": kernel.DEFAULTS["threshold"],
         "escape_exponent": ESCAPE_EXPONENT[p["optimiser"]],
     }
+
+
+def _scale_sweep(g) -> bool:
+    """A fixed-budget sweep over initial scales: what trainability and learning_curves show."""
+    return len(g["scale"]) >= 2 and "never" in g["stop"]
+
+
+LAW_LOGIT_STD = 4.0  # claims.THRESHOLDS.law_logit_std (the claims module imports pandas)
+
+
+def _plateau_law(g) -> bool:
+    """Escape runs at 3 or more scales whose initial logit std is >= 4 (the law's fit: claims)."""
+    steep = {s for s in g["scale"] for lg in g["logits"] if logit_std(lg, s) >= LAW_LOGIT_STD}
+    return "threshold" in g["stop"] and len(steep) >= 3
+
+
+# which figures an experiment's grid (parameter -> distinct values) has something to show in
+FIGURE_APPLIES = {
+    "trainability": _scale_sweep,
+    "learning_curves": _scale_sweep,
+    "escape_survival": lambda g: "threshold" in g["stop"],
+    "escape_law": _plateau_law,
+    "separating": lambda g: "normgd" in g["optimiser"] and "threshold" in g["stop"],
+    "training_entropy": lambda g: len(g["lr"]) >= 2,
+}
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
@@ -323,6 +352,7 @@ KIND = Kind(
             "separating",
             "training_entropy",
         ),
+        figure_applies=FIGURE_APPLIES,
         headline=headline,
     ),
     example={

@@ -12,7 +12,7 @@ from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from attnsim.figures.common import legend_below, yerr
+from attnsim.figures.common import NotApplicable, legend_below, yerr
 from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
@@ -38,23 +38,6 @@ def _label(key) -> str:
     return f"{optimiser} lr {lr:g}{extra} (n={n}, d={d}, {steps} steps{stopping})"
 
 
-def not_drawn(what: str, why: str):
-    """A small stand-in for a figure this experiment has nothing to show in (every experiment gets
-    every figure of its kind; drawing empty panels would cost seconds each)."""
-    fig, ax = plt.subplots(figsize=(6.0, 1.2))
-    ax.axis("off")
-    ax.text(
-        0.5,
-        0.5,
-        f"{what}: not drawn for this experiment\n({why})",
-        ha="center",
-        va="center",
-        fontsize=10,
-        color="0.35",
-    )
-    return fig
-
-
 def _scale_sweep(summary: pd.DataFrame) -> bool:
     """A fixed-budget sweep over initial scales (what trainability and learning_curves show)."""
     return summary["scale"].nunique() >= 2 and (summary["stop"] == "never").any()
@@ -71,7 +54,7 @@ def trainability(summary: pd.DataFrame):
     on a second axis; (b) share of runs reaching the threshold (Wilson 95%) and divergence rate;
     (c) the initial logit gradient vs scale (this kind's init_gradient relation)."""
     if not _scale_sweep(summary):
-        return not_drawn("trainability", "no fixed-budget sweep over initial scales")
+        raise NotApplicable("trainability", "no fixed-budget sweep over initial scales")
     data = summary[summary["stop"] == "never"].sort_values("scale")
     groups = list(data.groupby(RUN))
     colours = _colours([k for k, _ in groups])
@@ -246,7 +229,7 @@ def learning_curves(summary: pd.DataFrame):
     """Monitor loss / chance at the log-spaced checkpoints: median and quartile band per scale, a
     panel per run setting."""
     if not _scale_sweep(summary):
-        return not_drawn("learning curves", "no fixed-budget sweep over initial scales")
+        raise NotApplicable("learning_curves", "no fixed-budget sweep over initial scales")
     summary = summary[summary["stop"] == "never"]
     groups = list(summary.groupby(RUN))
     scales = sorted(summary["scale"].unique())
@@ -304,8 +287,8 @@ def escape_survival(summary: pd.DataFrame):
     runs not yet escaped, Kaplan-Meier, at the checkpoints (with their 95% intervals) and at the
     10/25/50/75/90% quantiles; the median with its 95% interval as a horizontal bar at 1/2."""
     if not (summary["stop"] == "threshold").any():
-        return not_drawn(
-            "escape survival curves", "no runs that stop at the threshold: see trainability"
+        raise NotApplicable(
+            "escape_survival", "no runs that stop at the threshold: see trainability"
         )
     summary = summary[summary["stop"] == "threshold"]
     groups = _settings(summary)
@@ -487,9 +470,7 @@ def escape_law(summary: pd.DataFrame):
     predictor's out-of-sample error (leave one scale out)."""
     summary = summary[summary["stop"] == "threshold"]
     if summary[summary["logit_std"] >= 4.0]["scale"].nunique() < 3:
-        return not_drawn(
-            "the plateau law", "fewer than 3 escape points with initial logit std >= 4"
-        )
+        raise NotApplicable("escape_law", "fewer than 3 escape points with initial logit std >= 4")
     groups = _settings(summary)
     colours = _colours([k for k, _ in groups])
     cv = out_of_sample(summary[summary["logit_std"] >= 4.0])
@@ -539,7 +520,7 @@ def separating(summary: pd.DataFrame):
     (no direction to follow: normalised steps stall, share ~0) and the vanishing-gradient story
     (full-size steps escape in a time growing like logit_std^(1/2)); (b) the median escape time."""
     if not ((summary["optimiser"] == "normgd") & (summary["stop"] == "threshold")).any():
-        return not_drawn("the separating experiment", "no normalised-gradient (normgd) escape runs")
+        raise NotApplicable("separating", "no normalised-gradient (normgd) escape runs")
     summary = summary[summary["stop"] == "threshold"]
     groups = _settings(summary)
     colours = _colours([k for k, _ in groups])
@@ -632,7 +613,7 @@ def training_entropy(summary: pd.DataFrame):
     the logits' norm (dashed) and log n; bottom: the share of runs whose entropy collapsed (< 0.1
     nats) and the share that diverged, against the learning rate (Wilson 95%)."""
     if summary["lr"].nunique() < 2:
-        return not_drawn("entropy during training", "not a sweep over learning rates")
+        raise NotApplicable("training_entropy", "not a sweep over learning rates")
     keys = ["optimiser", "logits", "values", "scale", "steps"]
     panels = [(k, r) for k, r in summary.groupby(keys) if r["lr"].nunique() >= 2]
     fig, axes = plt.subplots(2, len(panels), figsize=(5.8 * len(panels), 8.6), squeeze=False)

@@ -1,0 +1,88 @@
+"""A workspace per sweep: the folder holding one config's store, figures, claims, logs, plan files
+and report, so that the default sweep, the presets and a user's own sweeps never write over one
+another (nor mix their rows in one store).
+
+The default sweep (config.yaml in the working directory) keeps `results/`. Any other config file
+gets `results/<its stem>/` (workflow/presets/large.yaml -> results/large/); `--workspace DIR`
+names the folder instead. Every command finds the workspace the same way from the same two
+options (`--configfile FILE`, `--workspace DIR`), and the workflow from the config files Snakemake
+was given and `--config workspace=DIR`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnsim.errors import ConfigError
+
+DEFAULT_CONFIG = Path("config.yaml")
+ROOT = Path("results")
+# the default workspace's own folders: a config stem with one of these names would live inside them
+RESERVED = ("store", "figures", "logs", "plan", "benchmarks")
+STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+CONFIG_KEY = "workspace"  # `snakemake --config workspace=DIR`: the option's form for the workflow
+
+
+def _is_default(path: Path, workdir: Path) -> bool:
+    default = Path(workdir) / DEFAULT_CONFIG
+    try:
+        return os.path.samefile(Path(workdir) / path, default)
+    except OSError:
+        return os.path.normpath(Path(workdir) / path) == os.path.normpath(default)
+
+
+def locate(
+    configfiles: Sequence[str | Path] = (),
+    given: str | Path | None = None,
+    workdir: str | Path = ".",
+) -> Path:
+    """The workspace of a sweep read from `configfiles` (none: config.yaml), relative to `workdir`
+    unless `given` is absolute: `given` if set, `results/` for config.yaml, else
+    `results/<stem of the last config file>` (the last file is the sweep's own when several are
+    merged)."""
+    if given is not None and str(given) != "":
+        return Path(given)
+    files = [Path(f) for f in configfiles]
+    if not files or all(_is_default(f, Path(workdir)) for f in files):
+        return ROOT
+    stem = files[-1].stem
+    if not STEM.match(stem):
+        raise ConfigError(
+            f"{files[-1]}: its name {stem!r} cannot name a workspace folder (letters, digits, "
+            "'_', '.', '-'); rename the file or give --workspace DIR"
+        )
+    if stem in RESERVED:
+        raise ConfigError(
+            f"{files[-1]}: a config named {stem!r} would put its workspace inside the default "
+            f"sweep's results/{stem}/; rename the file or give --workspace DIR"
+        )
+    return ROOT / stem
+
+
+def from_config(config: dict, configfiles: Sequence[str | Path], workdir=".") -> Path:
+    """The workflow's workspace: `--config workspace=DIR` (taken out of `config`, which holds
+    science only) or the one named after its config files."""
+    given = config.pop(CONFIG_KEY, None)
+    if given is not None and not isinstance(given, str):
+        raise ConfigError(f"--config workspace={given!r}: give a folder, e.g. workspace=results/x")
+    return locate(configfiles, given, workdir)
+
+
+def option_value(args: Sequence[str], name: str) -> list[str]:
+    """The values given to a command-line option `name` (`--name V` or `--name=V`; an option
+    that takes several values, like --configfile, takes each until the next option)."""
+    values, taking = [], False
+    for arg in args:
+        if arg.startswith(name + "="):
+            values.append(arg.split("=", 1)[1])
+            taking = False
+        elif arg == name:
+            taking = True
+        elif taking and not arg.startswith("-"):
+            values.append(arg)
+        else:
+            taking = False
+    return values
