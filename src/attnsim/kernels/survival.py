@@ -25,7 +25,8 @@ from statistics import NormalDist
 
 import numpy as np
 
-Z95 = NormalDist().inv_cdf(0.975)
+from attnsim.stats import Z95
+
 QUANTILES = (0.1, 0.25, 0.75, 0.9)  # escape-time quantiles a summary keeps besides the median
 
 

@@ -1,7 +1,7 @@
-"""The judgement shared by the claims that a prediction of the output's error holds to first
+"""The measure shared by the claims that a prediction of the output's error holds to first
 order (dropout and rounding, docs/science.md §11): at every point of the claim's regime, the
-mean over rows of measured / predicted error is 1 within a tolerance fixed before the data, its
-95% interval inside the band (equivalence, the engine's `Claim.per_point`)."""
+mean over rows of measured / predicted error, its 95% interval and SE, judged point by point
+against 1 ± a tolerance fixed before the data (`PerPoint(Equivalence(1, tolerance, ...))`)."""
 
 from __future__ import annotations
 
@@ -9,37 +9,66 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from attnsim.claims.engine import Claim, select_regime
+from attnsim.claims.engine import Equivalence, Estimate, PerPoint, per_point_estimate
 
 
-def within_one(tolerance: float) -> str:
-    """The threshold, in the claims' words, of a ratio judged point by point against 1."""
-    return f"every point's 95% interval inside 1 ± {tolerance} (equivalence)"
+def ratio_is_one(tolerance: float, reason: str) -> PerPoint:
+    """Every point's 95% interval of the ratio inside 1 ± `tolerance`."""
+    return PerPoint(Equivalence(1.0, tolerance, reason))
 
 
-def ratio_is_one(
-    claim: Claim,
-    s: pd.DataFrame | None,
-    regime,
-    figure: str,
-    ratio: str,
-    tolerance: float,
-    describe: Callable[[pd.Series], str],
-    mean: str = "_mean",
-) -> pd.DataFrame | None:
-    """Select the claim's `regime` (a mask or a function of the rows) and judge every point's
-    `ratio` (column `ratio` + `mean`, 95% interval `ratio`_ci_low/_ci_high) by equivalence with
-    1 ± `tolerance`. Returns the judged rows, or None once the verdict is set (not measured,
-    outside regime)."""
-    rows = select_regime(claim, s, regime, figure)
-    if rows is not None:
-        claim.per_point(
+def ratio_points(
+    ratio: str, params: tuple[str, ...], mean: str = "_mean", **facts
+) -> Callable[[pd.DataFrame], Estimate]:
+    """The measure: each point's `ratio` (column `ratio` + `mean`, 95% interval
+    `ratio`_ci_low/_ci_high, SE `ratio`_se when the summary keeps it), named by `params`."""
+
+    def measure(rows: pd.DataFrame) -> Estimate:
+        se = f"{ratio}_se" if f"{ratio}_se" in rows else None
+        return per_point_estimate(
             rows,
             f"{ratio}{mean}",
             f"{ratio}_ci_low",
             f"{ratio}_ci_high",
+            se,
             1.0,
-            tolerance,
-            describe=describe,
+            params,
+            **{name: f(rows) for name, f in facts.items()},
+        )
+
+    return measure
+
+
+def at_worst(params: tuple[str, ...], labels: dict[str, str] | None = None):
+    """describe(estimate): 'at (form, rate=0.1, ...)', the worst point by its parameters."""
+    labels = labels or {}
+
+    def describe(e: Estimate) -> str:
+        worst = e.facts["worst"]
+        parts = [
+            f"{labels.get(p, p)}={_fmt(worst[p])}" if labels.get(p, p) else _fmt(worst[p])
+            for p in params
+        ]
+        return f"at ({', '.join(parts)})"
+
+    return describe
+
+
+def _fmt(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# TEMPORARY: the legacy form precision_attention uses until it is converted.
+def within_one(tolerance: float) -> str:
+    return f"every point's 95% interval inside 1 ± {tolerance} (equivalence)"
+
+
+def legacy_ratio_is_one(claim, s, regime, figure, ratio, tolerance, describe, mean="_mean"):
+    from attnsim.claims.engine import select_regime
+
+    rows = select_regime(claim, s, regime, figure)
+    if rows is not None:
+        claim.per_point(
+            rows, f"{ratio}{mean}", f"{ratio}_ci_low", f"{ratio}_ci_high", 1.0, tolerance, describe
         )
     return rows

@@ -14,12 +14,16 @@ import pyarrow as pa
 from attnsim import files
 from attnsim.claims.engine import (
     NUMBER_KINDS,
+    OUTCOMES,
     ROLES,
     SIDES,
     STATEMENTS,
     VERDICTS,
-    Claim,
+    ClaimResult,
+    ClaimSpec,
+    canonical_rows,
     entropy_bounds,
+    judge,
 )
 from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
@@ -88,17 +92,27 @@ SCHEMA = pa.schema(
             "ci_low",
             pa.float64(),
             metadata={
-                "description": "lower end of the 95% interval (a `(95% CI)` number), else the "
-                "smallest value of the range"
+                "description": "lower end of the 95% confidence interval of `measured`; null "
+                "when none was computed (a range, an extreme, an onset)"
             },
         ),
         pa.field(
             "ci_high",
             pa.float64(),
+            metadata={"description": "upper end of the 95% confidence interval; null when none"},
+        ),
+        pa.field(
+            "value_min",
+            pa.float64(),
             metadata={
-                "description": "upper end of the 95% interval (a `(95% CI)` number), else the "
-                "largest value of the range"
+                "description": "smallest value of a range over points or trials (not a "
+                "confidence interval); null when the number is not a range"
             },
+        ),
+        pa.field(
+            "value_max",
+            pa.float64(),
+            metadata={"description": "largest value of that range; null when none"},
         ),
         pa.field(
             "rel_deviation",
@@ -169,6 +183,62 @@ SCHEMA = pa.schema(
                 "the data could have detected, to read against `tolerance`"
             },
         ),
+        pa.field(
+            "alternative",
+            pa.string(),
+            metadata={
+                "description": "what would have made the claim fail (a competing value or named "
+                "theory) and why it is plausible; empty for sanity checks"
+            },
+        ),
+        pa.field(
+            "alternative_value",
+            pa.float64(),
+            metadata={"description": "the alternative's value of the statistic; null if none"},
+        ),
+        pa.field(
+            "power",
+            pa.float64(),
+            metadata={
+                "description": "probability that the rule gives `fails` were `alternative_value` "
+                "true, at the measurement's standard error; null without both"
+            },
+        ),
+        pa.field(
+            "min_detectable",
+            pa.float64(),
+            metadata={
+                "description": "the deviation beyond the tolerance band (or bound) the rule "
+                "detects with 80% power: (z_0.975 + z_0.8) x SE"
+            },
+        ),
+        pa.field(
+            "outcome",
+            pa.string(),
+            metadata={
+                "description": "an evidence claim's outcome before the data: "
+                + " or ".join(OUTCOMES)
+                + " (open: it declares a plausible alternative); empty for sanity checks"
+            },
+        ),
+        pa.field(
+            "budget",
+            pa.string(),
+            metadata={
+                "description": "the training budget it was judged at and whether the verdict "
+                "could flip with it; empty when no budget matters"
+            },
+        ),
+        pa.field(
+            "n",
+            pa.int64(),
+            metadata={"description": "the sample size behind the standard error (see `unit`)"},
+        ),
+        pa.field(
+            "unit",
+            pa.string(),
+            metadata={"description": "what `n` counts: trials, runs, heads, rows, points"},
+        ),
     ]
 )
 
@@ -185,7 +255,7 @@ def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.Data
     return frames
 
 
-def table(claims: list[Claim]) -> pa.Table:
+def table(claims: list[ClaimResult]) -> pa.Table:
     """The claims as a typed table, in the grouped table's order (`render.ordered`)."""
     rows = [
         {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(c).items()}
@@ -194,14 +264,17 @@ def table(claims: list[Claim]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
-def from_table(claims_table: pa.Table) -> list[Claim]:
+def from_table(claims_table: pa.Table) -> list[ClaimResult]:
+    known = set(SCHEMA.names)
     return [
-        Claim(**{k: (math.nan if v is None else v) for k, v in row.items()})
+        ClaimResult(**{k: (math.nan if v is None else v) for k, v in row.items() if k in known})
         for row in claims_table.to_pylist()
     ]
 
 
-def write(claims: list[Claim], results: Path, provenance: dict, threads: int = 1) -> list[Path]:
+def write(
+    claims: list[ClaimResult], results: Path, provenance: dict, threads: int = 1
+) -> list[Path]:
     """results/claims.parquet (typed, with provenance), claims.md and claims.html (with the figures
     drawn under results/figures embedded, `threads` at a time), each atomic."""
     json.dumps(provenance)  # provenance must stay JSON-serialisable
@@ -219,21 +292,21 @@ def write(claims: list[Claim], results: Path, provenance: dict, threads: int = 1
     return written
 
 
-def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[Claim]:
-    """Every registered kind's claims (name -> summary of the config's experiments of that kind, if
-    any), then the claims that hold for every kind (the entropy bound)."""
+def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[ClaimResult]:
+    """Every registered kind's claims judged on the rows of the config's experiments of that kind
+    (`engine.canonical_rows`: one row per point, sorted by its parameters, whatever the
+    experiments' order or names), then the claim every kind shares (the entropy bound)."""
     from attnsim.kinds import all_kinds
 
     kinds = all_kinds()
     by_kind: dict[str, list[pd.DataFrame]] = {}
-    for name, kind in experiments.items():
+    for name, kind in sorted(experiments.items()):
         if name in summaries:
             by_kind.setdefault(kind, []).append(summaries[name])
     claims = []
     for name, kind in kinds.items():
-        frames = by_kind.get(name)
-        frame = pd.concat(frames, ignore_index=True) if frames else None
-        claims += [judge(frame) for judge in kind.submodule("claims").CLAIMS]
+        rows = canonical_rows(by_kind.get(name, []), kind.param_names)
+        claims += [judged(entry, rows) for entry in kind.submodule("claims").CLAIMS]
     figures = {
         name: kinds[k].entropy_figure
         for name, k in experiments.items()
@@ -241,3 +314,11 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
     }
     claims.append(entropy_bounds(summaries, figures))
     return claims
+
+
+def judged(entry, rows: pd.DataFrame | None) -> ClaimResult:
+    """A kind's claim judged: a ClaimSpec by the engine; TEMPORARILY, a function building a
+    legacy `Claim` (kinds not yet converted), turned into a result."""
+    if isinstance(entry, ClaimSpec):
+        return judge(entry, rows)
+    return entry(None if rows is None else rows.copy()).result()

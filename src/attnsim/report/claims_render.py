@@ -31,9 +31,10 @@ from html import escape
 from pathlib import Path
 
 from attnsim.claims import numbers
-from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS, Claim
+from attnsim.claims.engine import CI_NUMBERS as CI_KINDS
+from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS
+from attnsim.claims.engine import ClaimResult as Claim
 
-CI_KINDS = ("mean (95% CI)", "fitted slope (95% CI)", "rank correlation (95% CI)")
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
 HOW_TO_READ = (
     "Each row is one claim: what was measured (labelled: a mean or fitted slope with its 95% "
@@ -76,11 +77,11 @@ def measured_text(c: Claim) -> str:
     if c.number in CI_KINDS:
         return numbers.interval_text(c.measured, c.ci_low, c.ci_high)
     value = numbers.value(c.measured)
-    if _nan(c.ci_low) or _nan(c.ci_high):
+    if _nan(c.value_min) or _nan(c.value_max):
         return value
-    if c.ci_low == c.ci_high == c.measured:
+    if c.value_min == c.value_max == c.measured:
         return f"{value} (same at every point)"
-    return f"{value} (smallest {numbers.value(c.ci_low)}, largest {numbers.value(c.ci_high)})"
+    return f"{value} (smallest {numbers.value(c.value_min)}, largest {numbers.value(c.value_max)})"
 
 
 def number_label(c: Claim) -> str:
@@ -206,17 +207,31 @@ VERDICT_WORDS = {
 }
 
 
-def evidence_tally(claims: list[Claim]) -> str:
-    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive' (outside regime, not measured if
-    any)."""
-    evidence = [c for c in claims if c.role != "sanity"]
-    count = Counter(c.verdict for c in evidence)
-    parts = [
+def _verdict_counts(claims: list[Claim]) -> str:
+    count = Counter(c.verdict for c in claims)
+    return ", ".join(
         f"{count[v]} {VERDICT_WORDS[v]}"
         for v in VERDICTS
         if count[v] or v in ("holds", "fails", "inconclusive")
-    ]
-    return f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: " + ", ".join(parts)
+    )
+
+
+def evidence_tally(claims: list[Claim]) -> str:
+    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive (open tests: 8 hold, ...;
+    near-certain: ...)': the tests whose outcome was open (a plausible alternative declared)
+    apart from the near-certain ones."""
+    evidence = [c for c in claims if c.role != "sanity"]
+    text = f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: "
+    text += _verdict_counts(evidence)
+    near = [c for c in evidence if not c.is_open]
+    if not near:
+        return text
+    opened = [c for c in evidence if c.is_open]
+    return (
+        text
+        + f" (tests whose outcome was open: {len(opened)}, {_verdict_counts(opened)}; "
+        + f"near-certain: {len(near)}, {_verdict_counts(near)})"
+    )
 
 
 def sanity_tally(claims: list[Claim]) -> str:

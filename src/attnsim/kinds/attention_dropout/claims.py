@@ -1,14 +1,15 @@
 """Claims on attention dropout (docs/science.md §11.6), judged on `attention_dropout` summaries;
-regimes and tolerances from §11.6, fixed before the data."""
+regimes, tolerances and alternatives from §11.6, fixed before the data."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
 
-from attnsim.claims.engine import Claim
-from attnsim.kinds.ratio_claims import ratio_is_one, within_one
+from attnsim.claims.engine import Alternative, ClaimSpec, Estimate, Regime
+from attnsim.kinds.ratio_claims import at_worst, ratio_is_one, ratio_points
 
 
 @dataclass(frozen=True)
@@ -22,13 +23,9 @@ class Thresholds:
 THRESHOLDS = Thresholds()
 FIGURE = "dropout_error"
 REASON = "docs/science.md §11.6"
-
-
-def _point(row) -> str:
-    return (
-        f"({row['form']}, rate={row['rate']:g}, σ={row['logit_scale']:g}, "
-        f"value_mean={row['value_mean']:g}, n={row['n']})"
-    )
+PARAMS = ("form", "rate", "logit_scale", "value_mean", "n")
+DESCRIBE = at_worst(PARAMS, {"form": "", "logit_scale": "σ"})
+TOLERANCE_REASON = "the essay's delta-method tolerance (§11.6)"
 
 
 def _transformers(r: pd.DataFrame) -> pd.Series:
@@ -36,95 +33,103 @@ def _transformers(r: pd.DataFrame) -> pd.Series:
     return (r["form"] == "transformers") & (r["rate"] > 0)
 
 
-def transformers_exact(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "dropout_transformers_exact",
-        "Dropout as transformers apply it (mask after the softmax, x 1/(1 - p), not renormalised) "
-        "changes the output by "
-        "E||o~ - o||^2 = p/(1 - p) sum w_i^2 ||v_i||^2, exactly.",
-        statement="robustness",
-        number="mean (95% CI)",
-        role="sanity",
-        regime="attention_dropout, form transformers, rate > 0 (an identity: w~ - w has "
-        "independent entries of variance w^2 p/(1 - p))",
-        reason=REASON,
-        compared_to="1: mean over rows of sq_err / (p/(1 - p) sum p^2 ||v||^2), at every point",
-        threshold=f"every point's 95% interval inside 1 ± {t.ratio_tolerance} (it can fail only "
-        "through a bug)",
+def _logit_regime(r: pd.DataFrame) -> pd.Series:
+    return (
+        (r["form"] == "logit")
+        & (r["rate"] > 0)
+        & (r["delta_correction"] <= THRESHOLDS.delta_correction_max)
     )
-    ratio_is_one(claim, s, _transformers, FIGURE, "ratio_exact", t.ratio_tolerance, _point)
-    return claim
 
 
-def transformers_iid(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "dropout_transformers_iid",
-        "The essay's delta method, kappa sum p^2 ||v - o||^2 with the dropout law's kappa = p/(1 "
-        "- p), predicts the error of dropout as transformers apply it.",
-        statement="robustness",
-        number="mean (95% CI)",
-        role="evidence",
-        regime="attention_dropout, form transformers, rate > 0 (no expansion: the error is linear "
-        "in the mask)",
-        reason=REASON,
-        compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
-        "compared with the exact "
-        "factor sum p^2 ||v||^2 / sum p^2 ||v - o||^2",
-        threshold=within_one(t.ratio_tolerance),
-    )
-    rows = ratio_is_one(claim, s, _transformers, FIGURE, "ratio_iid", t.ratio_tolerance, _point)
-    if rows is None:
-        return claim
-    claim.evidence += (
-        "; the exact factor sum p^2||v||^2 / sum p^2||v - o||^2 is "
-        f"{rows['value_factor'].min():.3f}-{rows['value_factor'].max():.3f}: "
-        "without renormalisation the output's norm fluctuates, so a common mean of the values "
-        "counts"
-    )
-    return claim
+def _span(column: str):
+    return lambda rows: (float(rows[column].min()), float(rows[column].max()))
 
 
-def logit_delta(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "dropout_logit_delta",
-        "Dropout as logit noise (eps = -inf on dropped keys, renormalised) is i.i.d. noise with "
-        "kappa = p/(1 - p): the "
-        "essay's delta method predicts its error.",
-        statement="robustness",
-        number="mean (95% CI)",
-        role="evidence",
-        regime="attention_dropout, form logit, rate > 0, the delta method's correction predicted "
-        "by the next order p2 "
-        "(docs/science.md §2.8 with the Bernoulli moments, from the same rows' clean sums) <= "
-        f"{t.delta_correction_max}",
-        reason=REASON,
-        compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
-        "compared with the next order",
-        threshold=within_one(t.ratio_tolerance),
+def _with_factor(e: Estimate) -> str:
+    low, high = e.facts["value_factor"]
+    return (
+        f"{DESCRIBE(e)}; the exact factor sum p^2||v||^2 / sum p^2||v - o||^2 is "
+        f"{low:.3f}-{high:.3f}: without renormalisation the output's norm fluctuates, so a "
+        "common mean of the values counts"
     )
-    rows = ratio_is_one(
-        claim,
-        s,
-        lambda r: (
-            (r["form"] == "logit")
-            & (r["rate"] > 0)
-            & (r["delta_correction"] <= t.delta_correction_max)
-        ),
-        FIGURE,
-        "ratio_iid",
-        t.ratio_tolerance,
-        _point,
-    )
-    if rows is None:
-        return claim
-    claim.evidence += (
-        "; next order: measured / p2 "
-        f"{rows['ratio_next_mean'].min():.3f}-{rows['ratio_next_mean'].max():.3f}"
-    )
-    return claim
 
 
-CLAIMS = (transformers_exact, transformers_iid, logit_delta)
+def _with_next(e: Estimate) -> str:
+    low, high = e.facts["ratio_next"]
+    return f"{DESCRIBE(e)}; next order: measured / p2 {low:.3f}-{high:.3f}"
+
+
+TRANSFORMERS_EXACT = ClaimSpec(
+    claim_id="dropout_transformers_exact",
+    statement="robustness",
+    text="Dropout as transformers apply it (mask after the softmax, x 1/(1 - p), not "
+    "renormalised) changes the output by E||o~ - o||^2 = p/(1 - p) sum w_i^2 ||v_i||^2, exactly.",
+    role="sanity",
+    regime=Regime(
+        "attention_dropout, form transformers, rate > 0 (an identity: w~ - w has independent "
+        "entries of variance w^2 p/(1 - p))",
+        REASON,
+        _transformers,
+    ),
+    rule=ratio_is_one(THRESHOLDS.ratio_tolerance, "an identity: it can fail only through a bug"),
+    measure=ratio_points("ratio_exact", PARAMS),
+    compared_to="1: mean over rows of sq_err / (p/(1 - p) sum p^2 ||v||^2), at every point",
+    figure=FIGURE,
+    describe=DESCRIBE,
+)
+
+TRANSFORMERS_IID = ClaimSpec(
+    claim_id="dropout_transformers_iid",
+    statement="robustness",
+    text="The essay's delta method, kappa sum p^2 ||v - o||^2 with the dropout law's kappa = p/(1 "
+    "- p), predicts the error of dropout as transformers apply it.",
+    role="evidence",
+    regime=Regime(
+        "attention_dropout, form transformers, rate > 0 (no expansion: the error is linear in "
+        "the mask)",
+        REASON,
+        _transformers,
+    ),
+    rule=ratio_is_one(THRESHOLDS.ratio_tolerance, TOLERANCE_REASON),
+    alternative=Alternative(
+        "the exact identity's factor sum p^2 ||v||^2 / sum p^2 ||v - o||^2 instead of 1",
+        math.nan,
+        "§11.6: the mask is not renormalised, so the output's norm moves and the values' common "
+        "mean enters; the factor exceeds 1 wherever the values have a mean (it differs per point)",
+    ),
+    measure=ratio_points("ratio_iid", PARAMS, value_factor=_span("value_factor")),
+    compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
+    "compared with the exact factor sum p^2 ||v||^2 / sum p^2 ||v - o||^2",
+    figure=FIGURE,
+    describe=_with_factor,
+)
+
+LOGIT_DELTA = ClaimSpec(
+    claim_id="dropout_logit_delta",
+    statement="robustness",
+    text="Dropout as logit noise (eps = -inf on dropped keys, renormalised) is i.i.d. noise with "
+    "kappa = p/(1 - p): the essay's delta method predicts its error.",
+    role="evidence",
+    regime=Regime(
+        "attention_dropout, form logit, rate > 0, the delta method's correction predicted by the "
+        "next order p2 (docs/science.md §2.8 with the Bernoulli moments, from the same rows' "
+        f"clean sums) <= {THRESHOLDS.delta_correction_max}",
+        REASON,
+        _logit_regime,
+    ),
+    rule=ratio_is_one(THRESHOLDS.ratio_tolerance, TOLERANCE_REASON),
+    alternative=Alternative(
+        "renormalisation over the kept keys is not small noise: eps = -inf has no finite "
+        "variance, so the delta method's linearisation need not apply",
+        math.nan,
+        "§11.6: the argument expands e^eps to first order, which a dropped key (e^eps = 0) is "
+        "far from; only the exact moments E[e^eps] = 1 - p carry over",
+    ),
+    measure=ratio_points("ratio_iid", PARAMS, ratio_next=_span("ratio_next_mean")),
+    compared_to="1: mean over rows of sq_err / (kappa sum p^2 ||v - o||^2), at every point; "
+    "compared with the next order",
+    figure=FIGURE,
+    describe=_with_next,
+)
+
+CLAIMS = (TRANSFORMERS_EXACT, TRANSFORMERS_IID, LOGIT_DELTA)

@@ -12,7 +12,8 @@ import pandas as pd
 from attnsim.claims.engine import Claim, select_regime
 from attnsim.kernels.rounding import FORMAT_NAMES
 from attnsim.kinds.low_precision import first_order_regime
-from attnsim.kinds.ratio_claims import ratio_is_one, within_one
+from attnsim.kinds.ratio_claims import legacy_ratio_is_one as ratio_is_one
+from attnsim.kinds.ratio_claims import within_one
 
 
 @dataclass(frozen=True)

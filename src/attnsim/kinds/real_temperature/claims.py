@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 
 from attnsim.claims.engine import Claim, select_regime
-from attnsim.kinds.gap_claims import gap_at_most, widens_beyond, within_exact_bound
+from attnsim.kinds.gap_claims import legacy_gap_at_most as gap_at_most
+from attnsim.kinds.gap_claims import legacy_widens_beyond as widens_beyond
+from attnsim.kinds.gap_claims import legacy_within_exact_bound as within_exact_bound
 from attnsim.theory.entropy import asymptotic_gap
 
 FIGURE = "real_temperature_gap"

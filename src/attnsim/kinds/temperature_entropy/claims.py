@@ -11,13 +11,19 @@ embeddings' `real_gap_variance_prediction`) and what it does to learning (`tau_o
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from attnsim.claims.engine import ClaimSpec, Regime, Sanity
+from attnsim.kinds.gap_claims import (
+    G1,
+    at_tau_one,
+    describe_excess,
+    describe_widening,
+    every_point,
+    largest_excess,
+    largest_gap,
+    smallest_tau_below_one,
+)
 
-from attnsim.claims.engine import Claim, select_regime
-from attnsim.kinds.gap_claims import gap_at_most, widens_beyond, within_exact_bound
-from attnsim.theory.entropy import asymptotic_gap
-
+FIGURE = "temperature_gap"
 REASON_BOUND = "docs/science.md §4.2, §4.3 (cosines in [-1, 1]: a bound on every configuration)"
 REASON_EXACT = (
     "docs/science.md §4.4 (the exact finite-n worst case, "
@@ -27,73 +33,53 @@ REASON_WIDENS = (
     "docs/science.md §4.3 (g(tau) grows like 2/tau: near-certain by construction at small tau)"
 )
 
+TAU_ONE_GAP = ClaimSpec(
+    claim_id="tau_one_gap",
+    statement="temperature",
+    text=f"At tau = 1 cosine logits keep the entropy within {G1:.4f} nats of log n.",
+    role="sanity",
+    regime=Regime("temperature_entropy, tau = 1, every trial", REASON_BOUND, at_tau_one),
+    rule=Sanity(G1, "below", "g(1), a bound, so no tolerance"),
+    measure=largest_gap,
+    compared_to="g(1), the largest gap log n - H any cosines allow at tau = 1; measured: the "
+    "largest gap of any trial, smallest = the smallest mean gap",
+    figure=FIGURE,
+    describe=lambda e: (
+        f"largest gap over {e.n:,} trials ({e.facts['points']} points); "
+        "range = smallest mean gap to largest trial gap"
+    ),
+)
 
-def tau_one_bound(s: pd.DataFrame | None) -> Claim:
-    g1 = float(asymptotic_gap(1.0))
-    claim = Claim(
-        "tau_one_gap",
-        f"At tau = 1 cosine logits keep the entropy within {g1:.4f} nats of log n.",
-        regime="temperature_entropy, tau = 1, every trial",
-        reason=REASON_BOUND,
-        role="sanity",
-        statement="temperature",
-        number="extreme over trials",
-        compared_to="g(1), the largest gap log n - H any cosines allow at tau = 1; measured: the "
-        "largest gap of any trial, smallest = the smallest mean gap",
-        threshold=f"holds if no trial's gap exceeds g(1) = {g1:.4f} nats: a bound, so no tolerance",
-    )
-    rows = select_regime(claim, s, lambda s: np.isclose(s["tau"], 1.0), figure="temperature_gap")
-    if rows is None:
-        return claim
-    evidence = (
-        f"largest gap over {int(rows['n_trials'].sum()):,} trials ({len(rows)} points); "
-        "interval = smallest mean gap to largest trial gap"
-    )
-    return gap_at_most(claim, rows, g1, evidence)
+EXACT_GAP_BOUND = ClaimSpec(
+    claim_id="exact_gap_bound",
+    statement="temperature",
+    text="No trial's gap log n - H exceeds the exact finite-n worst case.",
+    role="sanity",
+    regime=Regime("temperature_entropy, every point and trial", REASON_EXACT, every_point),
+    rule=Sanity(0.0, "below", "float64 rounding of 1e-12 (1 + log n + 2/tau) nats allowed"),
+    measure=largest_excess,
+    compared_to="0; measured: the largest trial gap minus the exact worst case minus the "
+    "rounding slack, largest over points; range: gap_max - gap_exact over points",
+    figure=FIGURE,
+    describe=describe_excess,
+)
 
+SMALLER_TAU_WIDENS = ClaimSpec(
+    claim_id="smaller_tau_widens",
+    statement="temperature",
+    text="Smaller tau widens the range of entropies beyond what tau = 1 allows.",
+    role="sanity",
+    regime=Regime(
+        "temperature_entropy, the smallest tau < 1 of the sweep",
+        REASON_WIDENS,
+        smallest_tau_below_one,
+    ),
+    rule=Sanity(G1, "above", "g(1), the most tau = 1 allows"),
+    measure=largest_gap,
+    compared_to=f"g(1) = {G1:.4f} (to exceed); measured: the largest gap of any trial there, "
+    "smallest = the smallest mean gap",
+    figure=FIGURE,
+    describe=describe_widening,
+)
 
-def exact_bound(s: pd.DataFrame | None) -> Claim:
-    claim = Claim(
-        "exact_gap_bound",
-        "No trial's gap log n - H exceeds the exact finite-n worst case.",
-        regime="temperature_entropy, every point and trial",
-        reason=REASON_EXACT,
-        role="sanity",
-        statement="temperature",
-        number="extreme over trials",
-        compared_to="the exact finite-n worst case, an excess of 0; measured: largest trial gap "
-        "minus the exact worst case, largest over points, <= 0 within",
-        threshold="holds if at every point the largest trial gap is within the exact bound, up to "
-        "float64 rounding of 1e-12 (1 + log n + 2/tau) nats",
-    )
-    rows = select_regime(claim, s, lambda s: s["n"] > 0, figure="temperature_gap")
-    return claim if rows is None else within_exact_bound(claim, rows)
-
-
-def smaller_tau_widens(s: pd.DataFrame | None) -> Claim:
-    g1 = float(asymptotic_gap(1.0))
-    claim = Claim(
-        "smaller_tau_widens",
-        "Smaller tau widens the range of entropies beyond what tau = 1 allows.",
-        regime="temperature_entropy, the smallest tau < 1 of the sweep",
-        reason=REASON_WIDENS,
-        role="sanity",
-        statement="temperature",
-        number="extreme over trials",
-        compared_to=f"g(1) = {g1:.4f} (to exceed); measured: the largest gap of any trial there, "
-        "smallest = the smallest mean gap",
-        threshold=f"holds if the largest trial gap exceeds g(1) = {g1:.4f} nats, the most tau = 1 "
-        "allows",
-    )
-    return widens_beyond(
-        claim,
-        s,
-        "temperature_gap",
-        lambda rows, tau, g1: (
-            f"largest gap at tau = {tau:g} vs g(1) = {g1:.4f}; the widest possible there is "
-            f"g({tau:g}) = {float(asymptotic_gap(tau)):.4g}"
-        ),
-    )
-
-
-CLAIMS = (tau_one_bound, exact_bound, smaller_tau_widens)
+CLAIMS = (TAU_ONE_GAP, EXACT_GAP_BOUND, SMALLER_TAU_WIDENS)
