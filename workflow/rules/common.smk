@@ -189,6 +189,19 @@ def all_summaries():
     ]
 
 
+def claims_trial_chunks(wildcards):
+    """The trial files the claims read besides the summaries: the chunks of the experiments whose
+    kind's claims fit every run (`attnsim.claims.io.run_columns`: the escape times)."""
+    from attnsim.claims.io import run_columns
+
+    return [
+        store.chunk_path(STORE, plan.kind, plan.name, chunk)
+        for _, plan in sorted(PLANS.items())
+        if run_columns(plan.kind)
+        for chunk in plan.chunks
+    ]
+
+
 def figure_threads(wildcards):
     """The figures job draws experiments in parallel on the local cores (it runs after every
     collect)."""
