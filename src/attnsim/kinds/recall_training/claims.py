@@ -38,7 +38,12 @@ from attnsim.kernels.censored_regression import FAMILIES, NotIdentified, fit_aft
 from attnsim.kernels.survival import wilson
 from attnsim.kernels.training import ALL_OPTIMISERS
 from attnsim.kinds.recall_training import ESCAPE_EXPONENT
-from attnsim.kinds.recall_training.plateau import PREDICTORS, out_of_sample, setting_text
+from attnsim.kinds.recall_training.plateau import (
+    LAW_LOGIT_STD,
+    PREDICTORS,
+    out_of_sample,
+    setting_text,
+)
 from attnsim.stats import Z95
 
 # the trial columns the escape-time fits read (attnsim.claims.io: a declared input of the claims)
@@ -57,9 +62,8 @@ class Thresholds:
     one_hot_entropy: float = 0.1
     # "impossible": no run escapes; up to this share is allowed (a rare near-tie start), §9.7
     impossible_share: float = 0.05
-    # the law's regime: initial logit std >= 4, where the top gap of n = 16 logits is many
-    # times the unit scale on which e^-gap varies and the gradient law of §9.3 applies
-    law_logit_std: float = 4.0
+    # the law's regime: initial logit std >= 4 (plateau.LAW_LOGIT_STD, §9.4)
+    law_logit_std: float = LAW_LOGIT_STD
     # on the fitted exponent: the leading-order law ignores logarithmic factors (§9.4), which over
     # the two decades of logit std swept move a fitted exponent by up to ~0.2
     law_tolerance: float = 0.25
