@@ -717,7 +717,7 @@ def entropy_bounds(
 
 
 # --- TEMPORARY: the record of the kinds not yet converted -----------------------------------------
-# recall_training, noisy_attention, logit_entropy and contrastive_training still build `Claim`s;
+# noisy_attention, logit_entropy and contrastive_training still build `Claim`s;
 # `evaluate` turns each into a ClaimResult with `Claim.result()`. Delete with their conversion.
 
 
