@@ -179,15 +179,15 @@ def temperature_summary(excess=-1e-3):
 
 def test_temperature_claims():
     s = temperature_summary()
-    bound = temperature_claims.tau_one_bound(s)
+    bound = temperature_claims.TAU_ONE_GAP(s)
     assert (
         bound.verdict == "holds"
         and bound.role == "sanity"
         and bound.bound == pytest.approx(0.4745, abs=5e-5)
         and bound.side == "below"
     )
-    assert temperature_claims.exact_bound(s).verdict == "holds"
-    widen = temperature_claims.smaller_tau_widens(s)
+    assert temperature_claims.EXACT_GAP_BOUND(s).verdict == "holds"
+    widen = temperature_claims.SMALLER_TAU_WIDENS(s)
     assert (
         widen.verdict == "holds"
         and widen.bound == pytest.approx(float(asymptotic_gap(1.0)))
@@ -196,10 +196,10 @@ def test_temperature_claims():
     assert f"g(0.1) = {float(asymptotic_gap(0.1)):.4g}" in widen.evidence
     over = temperature_summary(excess=0.6)
     assert (
-        temperature_claims.exact_bound(over).verdict == "fails"
-        and temperature_claims.tau_one_bound(over).verdict == "fails"
+        temperature_claims.EXACT_GAP_BOUND(over).verdict == "fails"
+        and temperature_claims.TAU_ONE_GAP(over).verdict == "fails"
     )
-    assert temperature_claims.smaller_tau_widens(s[s["tau"] >= 1]).verdict == "outside regime"
+    assert temperature_claims.SMALLER_TAU_WIDENS(s[s["tau"] >= 1]).verdict == "outside regime"
 
 
 def test_config_without_experiments_gives_not_measured(tmp_path):
@@ -236,5 +236,5 @@ def test_entropy_bounds_covers_every_trial_through_the_summaries():
         "logit_entropy", "ent", simulate_points("logit_entropy", 1, 10, points), points
     ).to_pandas()
     claim = engine.entropy_bounds({"ent": summary})
-    assert claim.verdict == "holds" and claim.ci_low >= 0 and claim.measured <= 1 + 1e-12
+    assert claim.verdict == "holds" and claim.value_min >= 0 and claim.measured <= 1 + 1e-12
     assert "40 trials" in claim.evidence

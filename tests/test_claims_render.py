@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -15,12 +16,13 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.compute as pc
 import pytest
 import yaml
 
 from attnsim.claims import engine
-from attnsim.claims.engine import NUMBER_KINDS, STATEMENTS, Claim
+from attnsim.claims.engine import CI_NUMBERS, NUMBER_KINDS, STATEMENTS, ClaimResult
 from attnsim.cli.main import main
 from attnsim.config.load import load
 from attnsim.jobs.collect import collect
@@ -142,7 +144,7 @@ def tiny_run(tmp_path_factory):
     return work / "results"
 
 
-def written_claims(results: Path, measured_only: bool = True) -> list[Claim]:
+def written_claims(results: Path, measured_only: bool = True) -> list[ClaimResult]:
     """The claims table as written; with `measured_only`, the claims of the tiny run's kinds (every
     registered kind has rows, the others' are 'not measured')."""
     from attnsim.report.claims import from_table
@@ -287,10 +289,20 @@ def test_html_is_semantic_a_table_per_statement_a_row_per_claim(tiny_run):
         assert c.number in text and render.measured_text(c) in text.replace("&#x27;", "'")
 
 
-def claim(number, measured, low, high, predicted=math.nan, **fields) -> Claim:
-    c = Claim("x", "a claim", "a regime", number=number, statement="robustness", **fields)
-    c.measured, c.ci_low, c.ci_high, c.predicted = measured, low, high, predicted
-    return c
+def claim(number, measured, low, high, predicted=math.nan, **fields) -> ClaimResult:
+    """A result whose low/high are a confidence interval for a (95% CI) number, else a range."""
+    ends = ("ci_low", "ci_high") if number in CI_NUMBERS else ("value_min", "value_max")
+    return ClaimResult(
+        "x",
+        "a claim",
+        "a regime",
+        number=number,
+        statement="robustness",
+        measured=measured,
+        predicted=predicted,
+        **dict(zip(ends, (low, high))),
+        **fields,
+    )
 
 
 @pytest.mark.parametrize(
@@ -342,14 +354,16 @@ def test_what_a_claim_is_compared_with():
         "mean (95% CI)", 1, 1, 1, predicted=1.0, tolerance=0.05, compared_to="the delta method"
     )
     assert render.compared_text(banded) == "predicted 1 ± 0.05 (the delta method)"
-    with_dev = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0)
-    with_dev.rel_deviation = -0.0088
+    with_dev = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0, rel_deviation=-0.0088)
     assert render.deviation_text(with_dev) == "-0.88%"
 
 
 def test_groups_follow_the_statements_and_tally_each():
     def c(i, statement, verdict, role="evidence"):
-        return Claim(i, "", "", statement=statement, verdict=verdict, role=role)
+        outcome = "open" if role == "evidence" else ""
+        return ClaimResult(
+            i, "", "", statement=statement, verdict=verdict, role=role, outcome=outcome
+        )
 
     claims = [
         c("t1", "temperature", "holds"),
@@ -384,7 +398,7 @@ def test_groups_follow_the_statements_and_tally_each():
         == "5 evidence claims: 2 hold, 1 fail, 1 inconclusive, 1 not measured; 2 sanity checks: "
         "all pass"
     )
-    claims[1].verdict = "fails"
+    claims[1] = dataclasses.replace(claims[1], verdict="fails")
     assert render.tally(claims).endswith("; 2 sanity checks: 1 pass, 1 fail")
     assert (
         render.title("training") == "Training"
@@ -403,17 +417,37 @@ def test_groups_follow_the_statements_and_tally_each():
 def test_predicted_only_for_the_number_the_verdict_is_about():
     """An equivalence claim shows 'predicted X ± tol'; a one-sided claim shows its bound as
     'compared with', never a theory number its verdict is not about."""
-    eq = Claim("eq", "", "", number="mean (95% CI)", tolerance=0.05)
-    eq.equivalence(1.0, {"mean": 0.99, "ci_low": 0.98, "ci_high": 1.0}, None, "")
+    eq = engine.judge(
+        engine.ClaimSpec(
+            "eq",
+            "robustness",
+            "",
+            "evidence",
+            engine.Regime("", "", lambda r: r["x"] > 0),
+            engine.Equivalence(1.0, 0.05, "r"),
+            lambda r: engine.Estimate(0.99, "mean (95% CI)", 0.01 / 1.96, 0.98, 1.0),
+            engine.Alternative("a", 2.0, "b"),
+        ),
+        pd.DataFrame({"x": [1.0]}),
+    )
     assert render.compared_text(eq).startswith(
         "predicted 1 ± 0.05"
     ) and "predicted 1 ± 0.05" in render.terminal([eq], 100)
     assert "detectable deviation ±0.01 (tolerance ±0.05)" in render.terminal([eq], 100)
-    slow = Claim(
-        "slow", "", "", number="fitted slope (95% CI)", compared_to="theory: k* - 2 = 0.8284"
+    slow = engine.judge(
+        engine.ClaimSpec(
+            "slow",
+            "robustness",
+            "",
+            "evidence",
+            engine.Regime("", "", lambda r: r["x"] > 0),
+            engine.OneSided(1.0, "below", "r"),
+            lambda r: engine.Estimate(0.54, "fitted slope (95% CI)", 0.06, 0.43, 0.68),
+            engine.Alternative("a", 2.0, "b"),
+            compared_to="theory: k* - 2 = 0.8284",
+        ),
+        pd.DataFrame({"x": [1.0]}),
     )
-    slow.predicted = 0.8284  # set by a caller before the one-sided judgement: one_sided clears it
-    slow.one_sided({"mean": 0.54, "ci_low": 0.43, "ci_high": 0.68}, 1.0, "below", "")
     out = render.terminal([slow], 100)
     assert slow.verdict == "holds" and "predicted" not in out and "compared with: below 1" in out
 
@@ -477,7 +511,7 @@ def test_cli_formats(tiny_run, capsys, monkeypatch):
     assert all(c.claim_id in out and c.number in flowing for c in claims)
 
 
-def check_latex(text: str, claims: list[Claim]) -> None:
+def check_latex(text: str, claims: list[ClaimResult]) -> None:
     """The LaTeX table compiles if a TeX engine is installed; otherwise (this machine has none) its
     structure is checked: one booktabs tabular, balanced braces, ASCII only, no unescaped special
     character, four cells per row, every claim once and in the grouped table's order."""
@@ -526,7 +560,7 @@ def check_latex(text: str, claims: list[Claim]) -> None:
 
 def test_latex_escapes_what_tex_reads_as_commands():
     c = claim("mean (95% CI)", 0.9912, 0.9859, 0.9965, predicted=1.0, tolerance=0.05)
-    c.claim_id, c.verdict = "a_b_c", "holds"
+    c = dataclasses.replace(c, claim_id="a_b_c", verdict="holds")
     text = render.latex([c])
     check_latex(text, [c])
     assert "\\texttt{a\\_b\\_c}" in text and "1 $\\pm$ 0.05" in text

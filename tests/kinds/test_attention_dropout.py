@@ -89,9 +89,9 @@ def summary(**columns) -> pd.DataFrame:
 
 
 def test_claims_judge_by_equivalence_in_their_regimes():
-    assert claims.logit_delta(summary()).verdict == "holds"
-    assert claims.logit_delta(summary(delta_correction=0.1)).verdict == "outside regime"
-    assert claims.logit_delta(summary(ratio_iid_ci_low=0.9)).verdict == "inconclusive"
+    assert claims.LOGIT_DELTA(summary()).verdict == "holds"
+    assert claims.LOGIT_DELTA(summary(delta_correction=0.1)).verdict == "outside regime"
+    assert claims.LOGIT_DELTA(summary(ratio_iid_ci_low=0.9)).verdict == "inconclusive"
     t = summary(
         form="transformers",
         ratio_exact_mean=1.0,
@@ -103,10 +103,10 @@ def test_claims_judge_by_equivalence_in_their_regimes():
         value_factor=1.3,
     )
     assert (
-        claims.transformers_exact(t).verdict == "holds"
-        and claims.transformers_exact(t).role == "sanity"
+        claims.TRANSFORMERS_EXACT(t).verdict == "holds"
+        and claims.TRANSFORMERS_EXACT(t).role == "sanity"
     )
-    iid = claims.transformers_iid(t)
+    iid = claims.TRANSFORMERS_IID(t)
     assert iid.verdict == "fails" and "1.300" in iid.evidence
     for judge in claims.CLAIMS:
         assert (

@@ -194,10 +194,10 @@ def test_model_claim_holds_fails_and_is_inconclusive_by_equivalence():
 
 
 def test_iid_claim_fails_on_the_factor_and_names_it():
-    claim = claims.iid_delta(summary_rows())
+    claim = claims.IID_DELTA(summary_rows())
     assert claim.verdict == "fails" and "factor" in claim.evidence and claim.role == "evidence"
     assert (
-        claims.iid_delta(
+        claims.IID_DELTA(
             summary_rows(ratio_iid_mean=1.0, ratio_iid_ci_low=0.99, ratio_iid_ci_high=1.01)
         ).verdict
         == "holds"
@@ -221,15 +221,15 @@ def test_rotation_claim_compares_the_gain_with_the_models():
         rotation_accuracy_ci_low=0.96,
         rotation_accuracy_ci_high=1.02,
     )
-    assert claims.rotation(rows).verdict == "holds"
-    assert claims.rotation(rows.assign(rotation_gain_model=2.6)).verdict == "fails"
+    assert claims.ROTATION(rows).verdict == "holds"
+    assert claims.ROTATION(rows.assign(rotation_gain_model=2.6)).verdict == "fails"
     # 4.4 / 5.05 = 0.871: the interval leaves the band at its lower edge
-    assert claims.rotation(rows.assign(rotation_gain_ci_low=4.4)).verdict == "inconclusive"
+    assert claims.ROTATION(rows.assign(rotation_gain_ci_low=4.4)).verdict == "inconclusive"
     # the paired per-row form is shown, never judged (it was chosen after a first run)
-    assert claims.rotation(rows.assign(rotation_accuracy_ci_low=0.5)).verdict == "holds"
-    assert claims.rotation(rows.assign(outlier_channels=0)).verdict == "outside regime"
+    assert claims.ROTATION(rows.assign(rotation_accuracy_ci_low=0.5)).verdict == "holds"
+    assert claims.ROTATION(rows.assign(outlier_channels=0)).verdict == "outside regime"
     assert (
-        claims.rotation(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"
+        claims.ROTATION(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"
     )  # the model has no saturation
 
 

@@ -294,6 +294,10 @@ class ClaimSpec:
     def reason(self) -> str:
         return self.regime.reason
 
+    def __call__(self, rows: pd.DataFrame | None) -> ClaimResult:
+        """`judge(self, rows)`: a spec is called on the kind's rows like any claim function."""
+        return judge(self, rows)
+
 
 # --- the result ----------------------------------------------------------------------------------
 
