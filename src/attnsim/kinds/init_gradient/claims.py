@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from attnsim.claims.engine import Claim, select_regime
+from attnsim.claims.engine import ClaimSpec, Estimate, Regime, Sanity
 
 
 @dataclass(frozen=True)
@@ -27,49 +27,56 @@ class Thresholds:
 THRESHOLDS = Thresholds()
 
 
-def one_hot_vanishing_gradient(s: pd.DataFrame | None) -> Claim:
+def onsets(rows: pd.DataFrame) -> Estimate:
+    """Per (n, d), the smallest scale from which on, at every larger scale swept, the mean
+    entropy is one-hot and the mean gradient vanished (inf: no onset). The statistic is the
+    share of (n, d) with an onset; the range, the smallest and largest onset scale."""
     t = THRESHOLDS
-    claim = Claim(
-        "one_hot_vanishing_gradient",
-        "Large logits at initialisation make the weights one-hot and the gradient vanish.",
-        regime=f"init_gradient; one-hot: mean H < {t.one_hot_entropy} nats; vanished: mean grad_sq "
-        f"< {t.vanished_gradient} x its peak "
-        "over the scales swept (same n, d)",
-        reason="docs/science.md §3.5, §3.6 (logit std scale^2: one-hot by construction at large "
-        "scale)",
-        role="sanity",
-        statement="information",
-        number="onset",
-        compared_to="no prediction of the scale, only that an onset exists for every (n, d); "
-        "measured: the largest onset scale, range over (n, d)",
-        threshold="holds if for every (n, d), from some scale on, the mean entropy is below "
-        f"{t.one_hot_entropy} nats (one-hot) and "
-        f"the mean gradient below {t.vanished_gradient:.0%} of its peak (vanished) at every larger "
-        "scale swept",
-    )
-    s = select_regime(claim, s, lambda s: s["n"] > 0, figure="gradient_vs_entropy")
-    if s is None:
-        return claim
     onset = {}
-    for (n, d), series in s.groupby(["n", "d"]):
+    for (n, d), series in rows.groupby(["n", "d"]):
         series = series.sort_values("scale")
         both = (series["entropy_mean"] < t.one_hot_entropy) & (
             series["grad_sq_mean"] < t.vanished_gradient * series["grad_sq_mean"].max()
         )
-        # smallest scale from which on both hold at every larger scale of the sweep
         tail = both[::-1].cumprod()[::-1].astype(bool)
-        onset[(n, d)] = float(series.loc[tail, "scale"].min()) if tail.any() else math.inf
+        onset[(int(n), int(d))] = float(series.loc[tail, "scale"].min()) if tail.any() else math.inf
     found = [v for v in onset.values() if math.isfinite(v)]
-    claim.measured = max(found) if found else math.nan
-    claim.ci_low, claim.ci_high = (min(found), max(found)) if found else (math.nan, math.nan)
-    claim.verdict = (
-        "holds" if len(found) == len(onset) else ("outside regime" if not found else "fails")
+    return Estimate(
+        value=len(found) / len(onset),
+        number="share of points",
+        n=len(onset),
+        unit="(n, d) series",
+        range_min=min(found) if found else math.nan,
+        range_max=max(found) if found else math.nan,
+        facts={"onset": onset},
     )
-    claim.evidence = (
-        "; ".join(f"n={n}, d={d}: from scale {v:g}" for (n, d), v in onset.items())
-        + " (measured = the largest onset scale)"
-    )
-    return claim
 
 
-CLAIMS = (one_hot_vanishing_gradient,)
+ONE_HOT_VANISHING_GRADIENT = ClaimSpec(
+    claim_id="one_hot_vanishing_gradient",
+    statement="information",
+    text="Large logits at initialisation make the weights one-hot and the gradient vanish.",
+    role="sanity",
+    regime=Regime(
+        f"init_gradient; one-hot: mean H < {THRESHOLDS.one_hot_entropy} nats; vanished: mean "
+        f"grad_sq < {THRESHOLDS.vanished_gradient} x its peak over the scales swept (same n, d)",
+        "docs/science.md §3.5, §3.6 (logit std scale^2: one-hot by construction at large scale)",
+        lambda rows: rows["n"] > 0,
+    ),
+    rule=Sanity(
+        1.0,
+        "above",
+        "every (n, d) has an onset: from some scale on, the mean entropy is below "
+        f"{THRESHOLDS.one_hot_entropy} nats and the mean gradient below "
+        f"{THRESHOLDS.vanished_gradient:.0%} of its peak at every larger scale swept",
+    ),
+    measure=onsets,
+    compared_to="no prediction of the scale, only that an onset exists for every (n, d); "
+    "measured: the share of (n, d) with an onset, range: the smallest and largest onset scale",
+    figure="gradient_vs_entropy",
+    describe=lambda e: "; ".join(
+        f"n={n}, d={d}: from scale {v:g}" for (n, d), v in e.facts["onset"].items()
+    ),
+)
+
+CLAIMS = (ONE_HOT_VANISHING_GRADIENT,)

@@ -4,11 +4,21 @@ regime of docs/science.md §11.4 fixed before the data."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
 
-from attnsim.claims.engine import Claim, pooled, select_regime
+from attnsim.claims.engine import (
+    Alternative,
+    ClaimSpec,
+    Equivalence,
+    Estimate,
+    PerPoint,
+    Regime,
+    per_point_estimate,
+    pooled,
+)
 from attnsim.kinds.low_precision import first_order_regime
 
 
@@ -42,95 +52,116 @@ def per_layer(rows: pd.DataFrame, column: str, keys=("layer",)) -> pd.DataFrame:
                 "value": stats["mean"],
                 "low": stats["ci_low"],
                 "high": stats["ci_high"],
+                "se": stats["se"],
                 "heads": len(part),
             }
         )
     return pd.DataFrame(out)
 
 
-def _judged_groups(claim: Claim, rows: pd.DataFrame, column: str, keys) -> pd.DataFrame | None:
-    """`per_layer` groups with at least min_heads points; None (outside regime) without one."""
-    groups = per_layer(rows, column, keys)
-    groups = groups[groups["heads"] >= THRESHOLDS.min_heads]
-    if groups.empty:
-        claim.verdict = "outside regime"
-        return None
-    return groups
+def with_enough_heads(inner, keys: tuple[str, ...]):
+    """The regime: rows in `inner` whose group (`keys`) has at least min_heads of them (a
+    group's between-head interval needs them)."""
+
+    def select(rows: pd.DataFrame) -> pd.Series:
+        mask = inner(rows)
+        counts = rows[mask].groupby(list(keys))[keys[0]].transform("size")
+        return mask & (counts.reindex(rows.index, fill_value=0) >= THRESHOLDS.min_heads)
+
+    return select
 
 
-def _describe(row) -> str:
-    extra = f", {row['format']}" if "format" in row else ""
-    return f"layer {int(row['layer'])}{extra} ({int(row['heads'])} points)"
+def groups_of(column: str, keys: tuple[str, ...], **facts):
+    """The measure: each group's mean over its heads' points, with the between-head interval."""
+
+    def measure(rows: pd.DataFrame) -> Estimate:
+        groups = per_layer(rows, column, keys)
+        return per_point_estimate(
+            groups,
+            "value",
+            "low",
+            "high",
+            "se",
+            1.0,
+            (*keys, "heads"),
+            unit="groups",
+            **{name: f(rows) for name, f in facts.items()},
+        )
+
+    return measure
 
 
-def iid_delta(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "real_rounding_iid_delta",
-        "On the trained heads of all-MiniLM-L6-v2, rounding the logits acts like i.i.d. logit "
-        "noise: the essay's delta "
-        "method with kappa of the row's pooled rounding errors predicts the output's change, in "
-        "every layer.",
-        statement="robustness",
-        number="mean (95% CI)",
-        role="evidence",
-        regime=f"real_precision, site logits, kappa_eff <= {t.kappa_eff_max}, no saturation, <= "
-        f"{t.flushed_max:g} flushed; "
-        "per layer, the points of its heads and formats pooled",
-        reason=REASON,
-        compared_to="1: mean over rows of sq_err / sq_err_iid, per layer (mean over its points, "
-        "between-point interval)",
-        threshold=f"every layer's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
-    )
-    rows = select_regime(claim, s, lambda r: (r["site"] == "logits") & in_regime(r), FIGURE)
-    if rows is None:
-        return claim
-    layers = _judged_groups(claim, rows, "ratio_iid_mean", ("layer",))
-    if layers is None:
-        return claim
-    claim.per_point(layers, "value", "low", "high", 1.0, t.ratio_tolerance, describe=_describe)
-    claim.evidence += (
-        "; the rounding model's factor over the i.i.d. method: "
-        f"{rows['iid_factor_model'].min():.2f}-{rows['iid_factor_model'].max():.2f}"
-    )
-    return claim
+def _at(e: Estimate) -> str:
+    w = e.facts["worst"]
+    extra = f", {w['format']}, {w['site']}" if "format" in w else ""
+    return f"at layer {int(w['layer'])}{extra} ({int(w['heads'])} points)"
 
 
-def model_delta(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "real_rounding_model",
-        "On the trained heads the rounding model (Var = ulp^2/12 per rounded number) predicts the "
-        "output's change to first "
-        "order at every site and format, in every layer.",
-        statement="robustness",
-        number="mean (95% CI)",
-        role="evidence",
-        regime=f"real_precision, kappa_eff <= {t.kappa_eff_max} (or site output), no saturation, "
-        f"<= {t.flushed_max:g} flushed; "
-        f"per layer, format and site with >= {t.min_heads} heads in the regime, their points "
-        "pooled",
-        reason=REASON,
-        compared_to="1: mean over rows of sq_err / sq_err_model, per layer, format and site",
-        threshold=f"every group's 95% interval inside 1 ± {t.ratio_tolerance} (equivalence)",
-    )
-    rows = select_regime(claim, s, in_regime, FIGURE)
-    if rows is None:
-        return claim
-    groups = _judged_groups(claim, rows, "ratio_model_mean", ("layer", "format", "site"))
-    if groups is None:
-        return claim
-    return claim.per_point(
-        groups,
-        "value",
-        "low",
-        "high",
-        1.0,
-        t.ratio_tolerance,
-        describe=lambda r: (
-            f"layer {int(r['layer'])}, {r['format']}, {r['site']} ({int(r['heads'])} heads)"
-        ),
-    )
+def _logits(rows: pd.DataFrame) -> pd.Series:
+    return (rows["site"] == "logits") & in_regime(rows)
 
 
-CLAIMS = (iid_delta, model_delta)
+RULE = PerPoint(Equivalence(1.0, THRESHOLDS.ratio_tolerance, "as the synthetic kinds (§11.4)"))
+
+IID_DELTA = ClaimSpec(
+    claim_id="real_rounding_iid_delta",
+    statement="robustness",
+    text="On the trained heads of all-MiniLM-L6-v2, rounding the logits acts like i.i.d. logit "
+    "noise: the essay's delta method with kappa of the row's pooled rounding errors predicts the "
+    "output's change, in every layer.",
+    role="evidence",
+    regime=Regime(
+        f"real_precision, site logits, kappa_eff <= {THRESHOLDS.kappa_eff_max}, no saturation, "
+        f"<= {THRESHOLDS.flushed_max:g} flushed; per layer with >= {THRESHOLDS.min_heads} "
+        "points, the points of its heads and formats pooled",
+        REASON,
+        with_enough_heads(_logits, ("layer",)),
+    ),
+    rule=RULE,
+    alternative=Alternative(
+        "the rounding model's factor (a logit's error grows with |s_i|)",
+        math.nan,
+        "§11.1-§11.4: rounding errors depend on the logit they round",
+    ),
+    measure=groups_of(
+        "ratio_iid_mean",
+        ("layer",),
+        factor=lambda r: (float(r["iid_factor_model"].min()), float(r["iid_factor_model"].max())),
+    ),
+    compared_to="1: mean over rows of sq_err / sq_err_iid, per layer (mean over its points, "
+    "between-point interval)",
+    figure=FIGURE,
+    describe=lambda e: (
+        f"{_at(e)}; the rounding model's factor over the i.i.d. method: "
+        f"{e.facts['factor'][0]:.2f}-{e.facts['factor'][1]:.2f}"
+    ),
+)
+
+MODEL_KEYS = ("layer", "format", "site")
+MODEL_DELTA = ClaimSpec(
+    claim_id="real_rounding_model",
+    statement="robustness",
+    text="On the trained heads the rounding model (Var = ulp^2/12 per rounded number) predicts "
+    "the output's change to first order at every site and format, in every layer.",
+    role="evidence",
+    regime=Regime(
+        f"real_precision, kappa_eff <= {THRESHOLDS.kappa_eff_max} (or site output), no "
+        f"saturation, <= {THRESHOLDS.flushed_max:g} flushed; per layer, format and site with >= "
+        f"{THRESHOLDS.min_heads} heads in the regime, their points pooled",
+        REASON,
+        with_enough_heads(in_regime, MODEL_KEYS),
+    ),
+    rule=RULE,
+    alternative=Alternative(
+        "trained heads' logits cluster (sinks, near-ties), so errors are not uniform within "
+        "their bins and the model's variance is off by more than the tolerance",
+        math.nan,
+        "§11.2, §11.7: the model assumes rounded values spread over their bins",
+    ),
+    measure=groups_of("ratio_model_mean", MODEL_KEYS),
+    compared_to="1: mean over rows of sq_err / sq_err_model, per layer, format and site",
+    figure=FIGURE,
+    describe=_at,
+)
+
+CLAIMS = (IID_DELTA, MODEL_DELTA)
