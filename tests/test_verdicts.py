@@ -41,6 +41,7 @@ SANITY = {
     "real_exact_gap_bound",
     "real_smaller_tau_widens",
     "one_hot_vanishing_gradient",
+    "real_gap_variance_prediction",
 }
 REASON = re.compile(r"^docs/science\.md §\d+\.\d+")
 
@@ -240,15 +241,15 @@ def test_a_low_power_sweep_is_inconclusive_never_holds():
     assert entropy_claims.rem_collapse(wide).verdict == "inconclusive"
 
     real = real_temperature_summary()
-    assert real_temperature_claims.variance_prediction(real).verdict == "holds"
-    assert real_temperature_claims.random_direction(real).verdict == "holds"
+    assert real_temperature_claims.VARIANCE_PREDICTION(real).verdict == "holds"
+    assert real_temperature_claims.RANDOM_DIRECTION(real).verdict == "holds"
     wide = real.assign(
         gap_var_ratio_ci_low=real["gap_var_ratio"] - 0.3,
         gap_var_ratio_ci_high=real["gap_var_ratio"] + 0.3,
     )
     wide = wide.assign(gap_ci_low=wide["gap_mean"] * 0.5, gap_ci_high=wide["gap_mean"] * 1.5)
-    assert real_temperature_claims.variance_prediction(wide).verdict == "inconclusive"
-    assert real_temperature_claims.random_direction(wide).verdict == "inconclusive"
+    assert real_temperature_claims.VARIANCE_PREDICTION(wide).verdict == "inconclusive"
+    assert real_temperature_claims.RANDOM_DIRECTION(wide).verdict == "inconclusive"
 
 
 def scatter(frame: pd.DataFrame, size: float = 0.5) -> np.ndarray:

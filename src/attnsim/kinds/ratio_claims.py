@@ -56,19 +56,3 @@ def at_worst(params: tuple[str, ...], labels: dict[str, str] | None = None):
 
 def _fmt(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-# TEMPORARY: the legacy form precision_attention uses until it is converted.
-def within_one(tolerance: float) -> str:
-    return f"every point's 95% interval inside 1 ± {tolerance} (equivalence)"
-
-
-def legacy_ratio_is_one(claim, s, regime, figure, ratio, tolerance, describe, mean="_mean"):
-    from attnsim.claims.engine import select_regime
-
-    rows = select_regime(claim, s, regime, figure)
-    if rows is not None:
-        claim.per_point(
-            rows, f"{ratio}{mean}", f"{ratio}_ci_low", f"{ratio}_ci_high", 1.0, tolerance, describe
-        )
-    return rows

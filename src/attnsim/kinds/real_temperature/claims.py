@@ -2,23 +2,40 @@
 embeddings (`real_temperature` summaries).
 
 The two bounds and the widening at small tau are sanity checks (true for any cosines, or
-near-certain by construction: see `attnsim.kinds.temperature_entropy.claims`); the evidence is how
-large the gap of real embeddings is: the small-spread law with the measured variance, and the
-random-direction law it is compared with. Both apply to each point, so each point is judged.
+near-certain by construction: see `attnsim.kinds.temperature_entropy.claims`). So is the
+small-spread law with the variance measured per query: log n - H = Var/2 + O(third cumulant) is a
+Taylor identity of the query's own logits, and the regime bounds the remainder below the
+tolerance (docs/science.md §5.8). The evidence is the random-direction law: whether real
+embeddings' cosines spread like those of random directions, 1/d, which anisotropy would break.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from attnsim.claims.engine import Claim, select_regime
-from attnsim.kinds.gap_claims import legacy_gap_at_most as gap_at_most
-from attnsim.kinds.gap_claims import legacy_widens_beyond as widens_beyond
-from attnsim.kinds.gap_claims import legacy_within_exact_bound as within_exact_bound
-from attnsim.theory.entropy import asymptotic_gap
+from attnsim.claims.engine import (
+    Alternative,
+    ClaimSpec,
+    Equivalence,
+    Estimate,
+    PerPoint,
+    Regime,
+    Sanity,
+    per_point_estimate,
+)
+from attnsim.kinds.gap_claims import (
+    G1,
+    at_tau_one,
+    describe_excess,
+    describe_widening,
+    every_point,
+    largest_excess,
+    largest_gap,
+    smallest_tau_below_one,
+)
 
 FIGURE = "real_temperature_gap"
 
@@ -42,148 +59,169 @@ def _small_spread(s: pd.DataFrame) -> pd.Series:
     return (s["gap_var_pred_mean"] <= THRESHOLDS.small_spread) & s["gap_var_ratio"].notna()
 
 
-def _point(row) -> str:
-    return f"({row['embeddings']}, n={row['n']}, tau={row['tau']:g})"
+PARAMS = ("embeddings", "n", "tau")
 
 
-def tau_one(s: pd.DataFrame | None) -> Claim:
-    g1 = float(asymptotic_gap(1.0))
-    claim = Claim(
-        "real_tau_one_gap",
-        f"At tau = 1 no real query's cosine attention falls more than g(1) = {g1:.4f} nats below "
-        "log n.",
-        regime="real_temperature, tau = 1, every trial of every embedding and n",
-        reason="docs/science.md §4.3, §5.8 (cosines in [-1, 1]: a bound on every configuration)",
-        role="sanity",
-        statement="temperature",
-        number="extreme over trials",
-        compared_to=f"g(1) = {g1:.4f}, the worst case over all cosine configurations (§4.3)",
-        threshold="holds if the largest trial gap is at most g(1)",
-    )
-    rows = select_regime(claim, s, lambda s: np.isclose(s["tau"], 1.0), figure=FIGURE)
-    if rows is None:
-        return claim
+def _at(e: Estimate) -> str:
+    w = e.facts["worst"]
+    return f"at ({w['embeddings']}, n={w['n']}, tau={w['tau']:g})"
+
+
+def _largest_gap_per_embeddings(rows: pd.DataFrame) -> Estimate:
     per = rows.groupby("embeddings")["gap_max"].max()
-    return gap_at_most(
-        claim,
+    base = largest_gap(rows)
+    return Estimate(**{**base.__dict__, "facts": {**base.facts, "per": per.to_dict()}})
+
+
+def _variance_points(rows: pd.DataFrame) -> Estimate:
+    per = rows.groupby("embeddings")["gap_var_ratio"].mean().to_dict()
+    return per_point_estimate(
         rows,
-        g1,
-        "largest gap per embeddings: " + ", ".join(f"{e} {v:.4f}" for e, v in per.items()),
-    )
-
-
-def exact_bound(s: pd.DataFrame | None) -> Claim:
-    claim = Claim(
-        "real_exact_gap_bound",
-        "No real query's gap exceeds the exact finite-n worst case.",
-        regime="real_temperature, every point and trial",
-        reason="docs/science.md §4.4, §5.8 (the exact finite-n worst case, float64 rounding)",
-        role="sanity",
-        statement="temperature",
-        number="range over points",
-        compared_to="0: gap_max - exact_gap(n, tau)",
-        threshold="holds if every point's gap_max is within its bound plus float64 rounding",
-    )
-    rows = select_regime(claim, s, lambda s: s["n"] > 0, figure=FIGURE)
-    return claim if rows is None else within_exact_bound(claim, rows)
-
-
-def variance_prediction(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "real_gap_variance_prediction",
-        "At large tau the gap of real embeddings is Var_i(cos theta_i) / (2 tau^2), with the "
-        "variance measured per query.",
-        regime=f"real_temperature, points with mean Var(cos)/(2 tau^2) <= {t.small_spread} (the "
-        "neglected third order a few %)",
-        reason="docs/science.md §4.5, §5.8",
-        statement="temperature",
-        number="range over points",
-        tolerance=t.variance_tolerance,
-        compared_to="mean gap / mean Var(cos)/(2 tau^2) per point, paired over trials",
-        threshold=f"every point's 95% interval inside 1 ± {t.variance_tolerance} (equivalence)",
-    )
-    rows = select_regime(claim, s, _small_spread, figure=FIGURE)
-    if rows is None:
-        return claim
-    claim.per_point(
-        rows, "gap_var_ratio", "gap_var_ratio_ci_low", "gap_var_ratio_ci_high", 1.0, describe=_point
-    )
-    per = rows.groupby("embeddings")["gap_var_ratio"].mean()
-    claim.evidence += f"; tau >= {rows['tau'].min():g}; mean per embeddings: " + ", ".join(
-        f"{e} {v:.3f}" for e, v in per.items()
-    )
-    return claim
-
-
-def random_direction(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "real_random_direction_gap",
-        "Real embeddings behave like random directions: at large tau their gap is 1/(2 d tau^2).",
-        regime=f"real_temperature, points with mean Var(cos)/(2 tau^2) <= {t.small_spread}",
-        reason="docs/science.md §4.5, §4.6, §5.8",
-        statement="temperature",
-        number="range over points",
-        tolerance=t.random_direction_tolerance,
-        compared_to="mean gap / (1/(2 d tau^2)) per point",
-        threshold=f"every point's 95% interval inside 1 ± {t.random_direction_tolerance} "
-        "(equivalence)",
-    )
-    rows = select_regime(claim, s, _small_spread, figure=FIGURE)
-    if rows is None:
-        return claim
-    law = rows["gap_random_direction"]
-    claim.per_point(
-        rows,
-        rows["gap_mean"] / law,
-        rows["gap_ci_low"] / law,
-        rows["gap_ci_high"] / law,
+        "gap_var_ratio",
+        "gap_var_ratio_ci_low",
+        "gap_var_ratio_ci_high",
+        None,
         1.0,
-        describe=_point,
+        PARAMS,
+        per=per,
+        tau=float(rows["tau"].min()),
     )
+
+
+def _direction_points(rows: pd.DataFrame) -> Estimate:
+    law = rows["gap_random_direction"]
+    ratio = rows["gap_mean"] / law
     anisotropy = rows.groupby("embeddings").agg(
         var_d=("var_cos_d", "mean"), d_eff=("d_eff", "first"), d=("dim", "first")
     )
-    ratio = rows["gap_mean"] / law
-    claim.evidence += (
-        "; gap x 2 d tau^2 per embeddings: "
-        + ", ".join(f"{e} {ratio[rows['embeddings'] == e].mean():.2f}" for e in anisotropy.index)
+    facts = {
+        "ratio": {e: float(ratio[rows["embeddings"] == e].mean()) for e in anisotropy.index},
+        "anisotropy": {
+            e: (float(r.var_d), float(r.d_eff), int(r.d)) for e, r in anisotropy.iterrows()
+        },
+    }
+    return per_point_estimate(
+        rows, ratio, rows["gap_ci_low"] / law, rows["gap_ci_high"] / law, None, 1.0, PARAMS, **facts
+    )
+
+
+REASON_BOUND = "docs/science.md §4.3, §5.8 (cosines in [-1, 1]: a bound on every configuration)"
+
+TAU_ONE = ClaimSpec(
+    claim_id="real_tau_one_gap",
+    statement="temperature",
+    text=f"At tau = 1 no real query's cosine attention falls more than g(1) = {G1:.4f} nats "
+    "below log n.",
+    role="sanity",
+    regime=Regime(
+        "real_temperature, tau = 1, every trial of every embedding and n", REASON_BOUND, at_tau_one
+    ),
+    rule=Sanity(G1, "below", "g(1), the worst case over all cosine configurations (§4.3)"),
+    measure=_largest_gap_per_embeddings,
+    compared_to=f"g(1) = {G1:.4f}, the worst case over all cosine configurations (§4.3)",
+    figure=FIGURE,
+    describe=lambda e: (
+        "largest gap per embeddings: "
+        + ", ".join(f"{k} {v:.4f}" for k, v in e.facts["per"].items())
+    ),
+)
+
+EXACT_BOUND = ClaimSpec(
+    claim_id="real_exact_gap_bound",
+    statement="temperature",
+    text="No real query's gap exceeds the exact finite-n worst case.",
+    role="sanity",
+    regime=Regime(
+        "real_temperature, every point and trial",
+        "docs/science.md §4.4, §5.8 (the exact finite-n worst case, float64 rounding)",
+        every_point,
+    ),
+    rule=Sanity(0.0, "below", "float64 rounding of 1e-12 (1 + log n + 2/tau) nats allowed"),
+    measure=largest_excess,
+    compared_to="0: gap_max - exact_gap(n, tau) beyond the rounding slack, largest over points",
+    figure=FIGURE,
+    describe=describe_excess,
+)
+
+VARIANCE_PREDICTION = ClaimSpec(
+    claim_id="real_gap_variance_prediction",
+    statement="temperature",
+    text="At large tau the gap of real embeddings is Var_i(cos theta_i) / (2 tau^2), with the "
+    "variance measured per query.",
+    role="sanity",
+    regime=Regime(
+        f"real_temperature, points with mean Var(cos)/(2 tau^2) <= {THRESHOLDS.small_spread} "
+        "(the neglected third order a few %)",
+        "docs/science.md §4.5, §5.8 (a Taylor identity of each query's own logits: the regime "
+        "bounds its remainder below the tolerance, so it fails only through a bug)",
+        _small_spread,
+    ),
+    rule=PerPoint(
+        Equivalence(1.0, THRESHOLDS.variance_tolerance, "the third-order remainder, a few %")
+    ),
+    measure=_variance_points,
+    compared_to="mean gap / mean Var(cos)/(2 tau^2) per point, paired over trials",
+    figure=FIGURE,
+    describe=lambda e: (
+        f"{_at(e)}; tau >= {e.facts['tau']:g}; mean per embeddings: "
+        + ", ".join(f"{k} {v:.3f}" for k, v in e.facts["per"].items())
+    ),
+)
+
+RANDOM_DIRECTION = ClaimSpec(
+    claim_id="real_random_direction_gap",
+    statement="temperature",
+    text="Real embeddings behave like random directions: at large tau their gap is 1/(2 d tau^2).",
+    role="evidence",
+    regime=Regime(
+        f"real_temperature, points with mean Var(cos)/(2 tau^2) <= {THRESHOLDS.small_spread}",
+        "docs/science.md §4.5, §4.6, §5.8",
+        _small_spread,
+    ),
+    rule=PerPoint(
+        Equivalence(
+            1.0,
+            THRESHOLDS.random_direction_tolerance,
+            "a law of random directions: agreement within 25% counts as predicts",
+        )
+    ),
+    alternative=Alternative(
+        "anisotropic embeddings: Var(cos) = 1/d_eff with d_eff < d, so the gap is d/d_eff times "
+        "the random-direction law",
+        math.nan,
+        "§4.6: trained embeddings share directions (a common mean, a few dominant components)",
+    ),
+    measure=_direction_points,
+    compared_to="mean gap / (1/(2 d tau^2)) per point",
+    figure=FIGURE,
+    describe=lambda e: (
+        f"{_at(e)}; gap x 2 d tau^2 per embeddings: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in e.facts["ratio"].items())
         + "; Var(cos) x d: "
         + ", ".join(
-            f"{e} {r.var_d:.2f} (d_eff = {r.d_eff:.1f} of d = {r.d})"
-            for e, r in anisotropy.iterrows()
+            f"{k} {v:.2f} (d_eff = {d_eff:.1f} of d = {d})"
+            for k, (v, d_eff, d) in e.facts["anisotropy"].items()
         )
-    )
-    return claim
+    ),
+)
 
+SMALLER_TAU_WIDENS = ClaimSpec(
+    claim_id="real_smaller_tau_widens",
+    statement="temperature",
+    text="On real embeddings a smaller tau widens the range of entropies beyond what tau = 1 "
+    "allows.",
+    role="sanity",
+    regime=Regime(
+        "real_temperature, the sweep's smallest tau < 1",
+        "docs/science.md §4.3, §5.8 (g(tau) grows like 2/tau: near-certain by construction at "
+        "small tau)",
+        smallest_tau_below_one,
+    ),
+    rule=Sanity(G1, "above", "g(1), the most tau = 1 allows"),
+    measure=largest_gap,
+    compared_to=f"g(1) = {G1:.4f} (to exceed); the widest possible is g(tau)",
+    figure=FIGURE,
+    describe=describe_widening,
+)
 
-def smaller_tau_widens(s: pd.DataFrame | None) -> Claim:
-    g1 = float(asymptotic_gap(1.0))
-    claim = Claim(
-        "real_smaller_tau_widens",
-        "On real embeddings a smaller tau widens the range of entropies beyond what tau = 1 "
-        "allows.",
-        regime="real_temperature, the sweep's smallest tau < 1",
-        reason="docs/science.md §4.3, §5.8 (g(tau) grows like 2/tau: near-certain by construction "
-        "at small tau)",
-        role="sanity",
-        statement="temperature",
-        number="extreme over trials",
-        compared_to=f"g(1) = {g1:.4f} (to exceed); the widest possible is g(tau)",
-        threshold="holds if the largest trial gap at the smallest tau exceeds g(1)",
-    )
-    return widens_beyond(
-        claim,
-        s,
-        FIGURE,
-        lambda rows, tau, g1: (
-            f"tau = {tau:g}: mean gap {rows['gap_mean'].min():.3f} to "
-            f"{rows['gap_mean'].max():.3f}, "
-            f"largest {rows['gap_max'].max():.3f} vs g(1) = {g1:.4f}; the widest possible "
-            f"g({tau:g}) = {float(asymptotic_gap(tau)):.4g}"
-        ),
-    )
-
-
-CLAIMS = (tau_one, exact_bound, variance_prediction, random_direction, smaller_tau_widens)
+CLAIMS = (TAU_ONE, EXACT_BOUND, VARIANCE_PREDICTION, RANDOM_DIRECTION, SMALLER_TAU_WIDENS)
