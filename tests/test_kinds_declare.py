@@ -26,8 +26,6 @@ NOT_YET_CONVERTED = {
     "noisy_attention",
     "logit_entropy",
     "contrastive_training",
-    "real_noise",
-    "real_entropy",
 }
 
 

@@ -101,3 +101,22 @@ def ratio_of_means(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     se = float(np.std(x - ratio * y, ddof=1) / (math.sqrt(x.size) * np.mean(y)))
     half = t_quantile(0.5 + CONFIDENCE / 2, x.size - 1) * se
     return {"mean": ratio, "se": se, "ci_low": ratio - half, "ci_high": ratio + half}
+
+
+def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (sensible at 0 and at 1, unlike the
+    t-interval)."""
+    if trials == 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    share = successes / trials
+    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = (
+        z
+        / (1 + z * z / trials)
+        * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
+    )
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if successes == 0 else low), (
+        1.0 if successes == trials else high
+    )  # exact at the ends

@@ -278,6 +278,9 @@ class ClaimSpec:
     budget: str = ""
     figure: str = ""
     describe: Callable[[Estimate], str] | None = None
+    # facts about all of the kind's rows (in the regime or not) for the evidence sentence only,
+    # e.g. how the statistic behaves outside the regime; never read by the rule
+    context: Callable[[pd.DataFrame], Mapping] | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -366,6 +369,9 @@ def judge(spec: ClaimSpec, rows: pd.DataFrame | None) -> ClaimResult:
     if selected.empty:
         return replace(base, verdict="outside regime")
     estimate = spec.measure(selected)
+    if spec.context is not None:
+        facts = {**estimate.facts, "context": spec.context(rows)}
+        estimate = replace(estimate, facts=facts)
     base = replace(base, **_rests_on(selected, spec.figure))
     return replace(base, **_apply(spec, estimate))
 
@@ -430,7 +436,7 @@ def _evidence(spec: ClaimSpec, e: Estimate) -> str:
     described = spec.describe(e) if spec.describe else ""
     if not isinstance(spec.rule, PerPoint):
         return described
-    head = f"{point_counts(spec.rule, e)}, worst {e.value:.3f}"
+    head = f"{point_counts(spec.rule, e)}, worst {e.value:.4g}"
     return head + (
         f" {described}" if described.startswith("at ") else f"; {described}" if described else ""
     )

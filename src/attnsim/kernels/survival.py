@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
-from attnsim.stats import Z95
+from attnsim.stats import Z95, wilson  # noqa: F401  (wilson: re-exported for its users)
 
 QUANTILES = (0.1, 0.25, 0.75, 0.9)  # escape-time quantiles a summary keeps besides the median
 
@@ -87,25 +86,6 @@ def kaplan_meier(time, event, z: float = Z95) -> KaplanMeier:
         low = np.where((survival > 0) & (survival < 1), survival ** np.exp(z * se), survival)
         high = np.where((survival > 0) & (survival < 1), survival ** np.exp(-z * se), survival)
     return KaplanMeier(times, at_risk, events, survival, greenwood, low, high, int(time.size))
-
-
-def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (sensible at 0 and at 1, unlike the
-    t-interval)."""
-    if trials == 0:
-        return math.nan, math.nan
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    share = successes / trials
-    centre = (share + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = (
-        z
-        / (1 + z * z / trials)
-        * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
-    )
-    low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return (0.0 if successes == 0 else low), (
-        1.0 if successes == trials else high
-    )  # exact at the ends
 
 
 def escaped_share(km: KaplanMeier, time, event, t: float) -> tuple[float, float, float]:

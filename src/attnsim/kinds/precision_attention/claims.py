@@ -150,7 +150,34 @@ def model_delta(fmt: str) -> ClaimSpec:
         measure=ratio_points("ratio_model", PARAMS),
         compared_to="1: mean over rows of sq_err / sq_err_model, at every point of the regime",
         figure=FIGURE_ERROR,
-        describe=_at,
+        describe=_with_outside,
+        context=lambda rows: _outside(rows, fmt),
+    )
+
+
+def _outside(rows: pd.DataFrame, fmt: str) -> dict:
+    """The format's points outside the first-order regime, for the evidence sentence."""
+    outside = rows[(rows["format"] == fmt) & ~in_model_regime(rows) & (rows["logit_scale"] > 0)]
+    if outside.empty:
+        return {}
+    return {
+        "points": len(outside),
+        "kappa_eff": float(outside["kappa_eff"].max()),
+        "ratio": (
+            float(outside["ratio_model_mean"].min()),
+            float(outside["ratio_model_mean"].max()),
+        ),
+    }
+
+
+def _with_outside(e: Estimate) -> str:
+    out = e.facts.get("context") or {}
+    if not out:
+        return _at(e)
+    low, high = out["ratio"]
+    return (
+        f"{_at(e)}; outside the regime ({out['points']} points, kappa_eff up to "
+        f"{out['kappa_eff']:.3g}) the ratio is {low:.3f}-{high:.3f}"
     )
 
 

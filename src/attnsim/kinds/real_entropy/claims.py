@@ -3,7 +3,10 @@ attention rows of all-MiniLM-L6-v2, trained and re-initialised (`real_entropy` s
 
 Regimes and tolerances are fixed from theory before the data (the docs/science.md section beside
 each). A claim over several heads holds when every head holds, fails when any head fails, and is
-inconclusive otherwise.
+inconclusive otherwise (`PerPoint`). Three are sanity checks, decided from theory (§5.3, §5.7):
+at std 0.02 the logits' spread makes rows uniform to 0.01 nats by construction; at the large std
+the typical row is one-hot by construction; and "between" the two is all of [0, log n] but its
+last 0.01 nats at each end.
 """
 
 from __future__ import annotations
@@ -14,12 +17,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from attnsim.claims.engine import Claim, one_sided_verdict, pooled, select_regime
+from attnsim.claims.engine import (
+    Alternative,
+    ClaimSpec,
+    Estimate,
+    OneSided,
+    PerPoint,
+    Regime,
+    pooled,
+)
 from attnsim.kinds.real_entropy import SINK_EPSILON, SINK_ROW
 from attnsim.models.heads import LAYERS
+from attnsim.stats import Z95, wilson
 
 FIGURE, FIGURE_SINKS = "real_entropy_layers", "real_entropy_sinks"
-Z975 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -50,251 +61,334 @@ class Thresholds:
 
 
 THRESHOLDS = Thresholds()
+HEAD = ("n", "layer", "head")
 
 
-def wilson(successes: int, trials: int) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion."""
-    if trials == 0:
-        return math.nan, math.nan
-    p, z2 = successes / trials, Z975 * Z975
-    centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
-    half = Z975 * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / (1 + z2 / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def _counts_worst(points: pd.DataFrame, column: str) -> dict:
+    row = points.loc[points[column].idxmax()]
+    return {"layer": int(row["layer"]), "head": int(row["head"]), "n": int(row["n"])}
 
 
-def combined(verdicts: list[str]) -> str:
-    return (
-        "fails"
-        if "fails" in verdicts
-        else ("inconclusive" if "inconclusive" in verdicts else "holds")
-    )
+# --- real_init_entropy_near_log_n -------------------------------------------------------------
 
 
-def _counts(verdicts: list[str]) -> str:
-    return ", ".join(
-        f"{verdicts.count(v)} {v}" for v in ("holds", "inconclusive", "fails") if verdicts.count(v)
-    )
+def _standard(rows: pd.DataFrame) -> pd.Series:
+    return pd.Series(np.isclose(rows["init_std"], THRESHOLDS.bert_std), index=rows.index)
 
 
-def standard_init(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "real_init_entropy_near_log_n",
-        f"At BERT's initialisation (std {t.bert_std}) every head's attention rows are nearly "
-        f"uniform: H within {t.near_log_n} nats of log n.",
-        statement="information",
-        number="range over points",
-        regime=f"real_entropy, init_std = {t.bert_std}, every layer, head and n",
-        reason="docs/science.md §3.3, §5.3",
-        compared_to=f"the bound {t.near_log_n} nats: the mean gap log n − H of each head; compared "
-        f"with (logit std)²/2 = (init_std²·384)²/2, the small-scale gap",
-        threshold=f"every head's 95% interval of the gap below {t.near_log_n} (one-sided, per "
-        f"head)",
-    )
-    rows = select_regime(claim, s, lambda r: np.isclose(r["init_std"], t.bert_std), FIGURE)
-    if rows is None:
-        return claim
+def _standard_gaps(rows: pd.DataFrame) -> Estimate:
+    """Per head, the mean gap log n - H with the entropy's 95% interval half-width."""
     gap = rows["log_n"] - rows["entropy_mean"]
     half = rows["entropy_ci_high"] - rows["entropy_mean"]
-    verdicts = [one_sided_verdict(g - h, g + h, t.near_log_n, "below") for g, h in zip(gap, half)]
-    worst = gap.idxmax()
-    claim.bound, claim.side = t.near_log_n, "below"
-    claim.measured, claim.ci_low, claim.ci_high = (
-        float(gap[worst]),
-        float(gap.min()),
-        float(gap.max()),
+    points = pd.DataFrame(
+        {
+            "value": gap.to_numpy(float),
+            "ci_low": (gap - half).to_numpy(float),
+            "ci_high": (gap + half).to_numpy(float),
+            "se": (half / Z95).to_numpy(float),
+            **{k: rows[k].to_numpy() for k in HEAD},
+        }
     )
-    claim.detectable = float(half.max())
-    claim.verdict = combined(verdicts)
     small = float((rows["log_n"] - rows["entropy_small_scale"]).mean())
-    row = rows.loc[worst]
-    claim.evidence = (
-        f"{len(rows)} heads: {_counts(verdicts)}; mean gap {gap.mean():.4f} nats, compared with "
-        f"σ_s²/2 = {small:.4f}; "
-        f"largest {gap[worst]:.4f} at layer {row['layer']}, head {row['head']}, n = {row['n']}"
-    )
-    return claim
-
-
-def large_init(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "real_large_init_one_hot",
-        "Re-initialised with a large std, every head's typical row is one-hot and its logit "
-        "gradient ||do/ds|| has vanished.",
-        statement="information",
+    return Estimate(
+        value=float(gap.max()),
         number="range over points",
-        regime=f"real_entropy, the sweep's largest init_std (≥ {t.large_std}), every layer, head "
-        f"and n; per head the median row",
-        reason="docs/science.md §3.6, §5.3",
-        compared_to=f"the bounds: median H < {t.one_hot_entropy} nats and median grad_rel < "
-        f"{t.vanish_fraction}/n; measured: the largest median H; the means beside",
-        threshold="every head's distribution-free 95% interval of both medians below its bound "
-        "(one-sided, per head)",
+        n=len(points),
+        unit="heads",
+        points=points,
+        range_min=float(gap.min()),
+        range_max=float(gap.max()),
+        facts={"mean": float(gap.mean()), "small": small, "worst": _counts_worst(points, "value")},
     )
-    rows = select_regime(claim, s, lambda r: r["init_std"] >= t.large_std)
-    if rows is None:
-        return claim
-    rows = rows[rows["init_std"] == rows["init_std"].max()]
+
+
+STANDARD_INIT = ClaimSpec(
+    claim_id="real_init_entropy_near_log_n",
+    statement="information",
+    text=f"At BERT's initialisation (std {THRESHOLDS.bert_std}) every head's attention rows are "
+    f"nearly uniform: H within {THRESHOLDS.near_log_n} nats of log n.",
+    role="sanity",
+    regime=Regime(
+        f"real_entropy, init_std = {THRESHOLDS.bert_std}, every layer, head and n",
+        "docs/science.md §3.3, §5.3 (the logit std at this init is ~0.15, so the gap is ~0.01 "
+        "nats by construction; 0.05 is four times that: a check, not evidence)",
+        _standard,
+    ),
+    rule=PerPoint(OneSided(THRESHOLDS.near_log_n, "below", "one-sided, per head")),
+    measure=_standard_gaps,
+    compared_to=f"the bound {THRESHOLDS.near_log_n} nats: the mean gap log n − H of each head; "
+    "compared with (logit std)²/2 = (init_std²·384)²/2, the small-scale gap without the tokens' "
+    "shared component (§5.3)",
+    figure=FIGURE,
+    describe=lambda e: (
+        f"mean gap {e.facts['mean']:.4f} nats, compared with σ_s²/2 = {e.facts['small']:.4f} "
+        "(the shared component removed from the keys' spread explains the difference, §5.3); "
+        f"largest at layer {e.facts['worst']['layer']}, head {e.facts['worst']['head']}, "
+        f"n = {e.facts['worst']['n']}"
+    ),
+)
+
+
+# --- real_large_init_one_hot ------------------------------------------------------------------
+
+
+def _largest_init(rows: pd.DataFrame) -> pd.Series:
+    large = rows["init_std"] >= THRESHOLDS.large_std
+    return large & (rows["init_std"] == rows.loc[large, "init_std"].max())
+
+
+def _large_medians(rows: pd.DataFrame) -> Estimate:
+    """Per head, the larger of its two medians' 95% interval ends, each over its bound (median H
+    over 0.1 nats, median grad_rel over 0.1/n): below 1 is both one-hot and vanished."""
+    t = THRESHOLDS
     if "entropy_median" not in rows:
-        claim.verdict = "inconclusive"
-        claim.evidence = "summary without medians (algorithm version 1)"
-        return claim
-    claim.based_on(rows, FIGURE)
+        return Estimate(math.nan, "range over points", facts={"no_medians": True})
     vanish = t.vanish_fraction / rows["n"]
-    verdicts = []
-    for (_, r), bound in zip(rows.iterrows(), vanish):
-        v = [
-            one_sided_verdict(
-                r["entropy_median_ci_low"], r["entropy_median_ci_high"], t.one_hot_entropy, "below"
-            ),
-            one_sided_verdict(
-                r["grad_rel_median_ci_low"], r["grad_rel_median_ci_high"], bound, "below"
-            ),
-        ]
-        verdicts.append(combined(v))
-    worst = rows["entropy_median"].idxmax()
-    claim.bound, claim.side = t.one_hot_entropy, "below"
-    claim.measured = float(rows.loc[worst, "entropy_median"])
-    claim.ci_low, claim.ci_high = (
-        float(rows["entropy_median"].min()),
-        float(rows["entropy_median"].max()),
+    low = np.maximum(
+        rows["entropy_median_ci_low"] / t.one_hot_entropy, rows["grad_rel_median_ci_low"] / vanish
     )
-    claim.verdict = combined(verdicts)
-    mean_one_hot = int(
+    high = np.maximum(
+        rows["entropy_median_ci_high"] / t.one_hot_entropy,
+        rows["grad_rel_median_ci_high"] / vanish,
+    )
+    points = pd.DataFrame(
+        {"value": high.to_numpy(float), "ci_low": low.to_numpy(float), "se": np.nan}
+    ).assign(ci_high=high.to_numpy(float))
+    on_mean = int(
         ((rows["entropy_mean"] < t.one_hot_entropy) & (rows["grad_rel_mean"] < vanish)).sum()
     )
-    per_layer = rows.groupby("layer")["entropy_median"].max()
-    claim.evidence = (
-        f"init_std = {rows['init_std'].iloc[0]:g}, {len(rows)} heads on the median row: "
-        f"{_counts(verdicts)}; largest median H per layer: "
-        + ", ".join(f"L{k} {v:.3f}" for k, v in per_layer.items())
-        + f"; on the mean instead (carried by near-ties, §3.6): {mean_one_hot} of {len(rows)} "
-        "heads one-hot with a vanished gradient"
+    return Estimate(
+        value=float(rows["entropy_median"].max()),
+        number="range over points",
+        n=len(rows),
+        unit="heads",
+        points=points,
+        range_min=float(rows["entropy_median"].min()),
+        range_max=float(rows["entropy_median"].max()),
+        facts={
+            "init_std": float(rows["init_std"].iloc[0]),
+            "per_layer": rows.groupby("layer")["entropy_median"].max().to_dict(),
+            "on_mean": on_mean,
+        },
     )
-    return claim
 
 
-def trained_between(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    claim = Claim(
-        "real_trained_between",
-        "Trained heads lie between the two initialisations: less entropy than BERT's standard "
-        "init, more than a large init.",
-        statement="information",
-        number="share of points",
-        regime=f"real_entropy, heads measured trained, at init_std = {t.bert_std} and at the "
-        f"largest init_std ≥ {t.large_std}",
-        reason="docs/science.md §5.7",
-        compared_to=f"the bound {t.between_share:.0%}: the share of trained heads whose mean H is "
-        f"strictly between (95% intervals apart), with its 95% Wilson interval",
-        threshold=f"the Wilson interval of the share above {t.between_share:.0%} (one-sided)",
+def _describe_large(e: Estimate) -> str:
+    if e.facts.get("no_medians"):
+        return "summary without medians (algorithm version 1)"
+    return (
+        f"init_std = {e.facts['init_std']:g}, on the median row; largest median H per layer: "
+        + ", ".join(f"L{k} {v:.3f}" for k, v in e.facts["per_layer"].items())
+        + f"; on the mean (the statistic first declared; carried by near-ties, §3.6): "
+        f"{e.facts['on_mean']} of {e.n} heads one-hot with a vanished gradient"
     )
-    if s is None:
-        return claim
-    key = ["n", "layer", "head"]
-    trained = s[s["init_std"] == 0]
-    standard = s[np.isclose(s["init_std"], t.bert_std)]
-    large = s[s["init_std"] >= t.large_std]
-    if trained.empty or standard.empty or large.empty:
-        claim.verdict = "outside regime"
-        return claim
-    large = large[large["init_std"] == large["init_std"].max()]
-    cols = [*key, "entropy_mean", "entropy_ci_low", "entropy_ci_high"]
-    merged = trained[
-        [
-            *cols,
-            "n_trials",
-            *(["experiment"] if "experiment" in trained else []),
-            *(c for c in ("entropy_other_rows",) if c in trained),
-        ]
-    ]
+
+
+LARGE_INIT = ClaimSpec(
+    claim_id="real_large_init_one_hot",
+    statement="information",
+    text="Re-initialised with a large std, every head's typical row is one-hot and its logit "
+    "gradient ||do/ds|| has vanished.",
+    role="sanity",
+    regime=Regime(
+        f"real_entropy, the sweep's largest init_std (≥ {THRESHOLDS.large_std}), every layer, "
+        "head and n; per head the median row",
+        "docs/science.md §3.6, §5.3 (logit std ~384 at std 1: the typical row is one-hot by "
+        "construction; the median was chosen after the mean was seen, so this is a check, not "
+        "evidence)",
+        _largest_init,
+    ),
+    rule=PerPoint(
+        OneSided(
+            1.0,
+            "below",
+            f"both medians' distribution-free intervals below their bounds (H < "
+            f"{THRESHOLDS.one_hot_entropy} nats, grad_rel < {THRESHOLDS.vanish_fraction}/n), per "
+            "head",
+        )
+    ),
+    measure=_large_medians,
+    compared_to=f"the bounds: median H < {THRESHOLDS.one_hot_entropy} nats and median grad_rel < "
+    f"{THRESHOLDS.vanish_fraction}/n; measured: the largest median H; the means beside",
+    figure=FIGURE,
+    describe=_describe_large,
+)
+
+
+# --- real_trained_between ---------------------------------------------------------------------
+
+
+def _three_inits(rows: pd.DataFrame) -> pd.Series:
+    """Trained heads, BERT's init and the largest init >= large_std; none unless all three."""
+    trained = rows["init_std"] == 0
+    standard = pd.Series(np.isclose(rows["init_std"], THRESHOLDS.bert_std), index=rows.index)
+    large = _largest_init(rows)
+    if not (trained.any() and standard.any() and large.any()):
+        return pd.Series(False, index=rows.index)
+    return trained | standard | large
+
+
+def _between(rows: pd.DataFrame) -> Estimate:
+    """The share of trained heads whose mean H lies strictly between the two inits' (95%
+    intervals apart), with its Wilson interval."""
+    cols = [*HEAD, "entropy_mean", "entropy_ci_low", "entropy_ci_high"]
+    trained = rows[rows["init_std"] == 0]
+    standard = rows[np.isclose(rows["init_std"], THRESHOLDS.bert_std)]
+    large = rows[_largest_init(rows)]
+    extra = [c for c in ("entropy_other_rows",) if c in trained]
+    merged = trained[[*cols, *extra]].merge(
+        standard[cols].rename(columns=lambda c: c if c in HEAD else f"{c}_standard"), on=HEAD
+    )
     merged = merged.merge(
-        standard[cols].rename(columns=lambda c: c if c in key else f"{c}_standard"), on=key
+        large[cols].rename(columns=lambda c: c if c in HEAD else f"{c}_large"), on=list(HEAD)
     )
-    merged = merged.merge(
-        large[cols].rename(columns=lambda c: c if c in key else f"{c}_large"), on=key
-    )
-    if merged.empty:
-        claim.verdict = "outside regime"
-        return claim
-    claim.based_on(merged, FIGURE)
     between = (merged["entropy_ci_high"] < merged["entropy_ci_low_standard"]) & (
         merged["entropy_ci_low"] > merged["entropy_ci_high_large"]
     )
     low, high = wilson(int(between.sum()), len(merged))
-    claim.one_sided(
-        {"mean": float(between.mean()), "ci_low": low, "ci_high": high},
-        t.between_share,
-        "above",
-        "",
-    )
-    claim.evidence = (
-        f"{int(between.sum())} of {len(merged)} trained heads; mean H trained "
-        f"{merged['entropy_mean'].mean():.3f}, "
-        f"standard init {merged['entropy_mean_standard'].mean():.3f}, init "
-        f"{large['init_std'].iloc[0]:g} {merged['entropy_mean_large'].mean():.3f} nats"
-    )
+    facts = {
+        "between": int(between.sum()),
+        "heads": len(merged),
+        "trained": float(merged["entropy_mean"].mean()),
+        "standard": float(merged["entropy_mean_standard"].mean()),
+        "large": float(merged["entropy_mean_large"].mean()),
+        "large_std": float(large["init_std"].iloc[0]) if len(large) else math.nan,
+    }
     if "entropy_other_rows" in merged:
         rest = merged["entropy_other_rows"]
         kept = rest.notna()
         apart = (rest[kept] < merged.loc[kept, "entropy_ci_low_standard"]) & (
             rest[kept] > merged.loc[kept, "entropy_ci_high_large"]
         )
-        claim.evidence += (
-            f"; without the sink-dominated rows ([CLS] + [SEP] > {SINK_ROW:g}) the trained mean H "
-            f"is {rest.mean():.3f} and {int(apart.sum())} of {int(kept.sum())} heads lie between"
+        facts["rest"] = (float(rest.mean()), int(apart.sum()), int(kept.sum()))
+    share = float(between.mean()) if len(merged) else math.nan
+    return Estimate(
+        value=share,
+        number="share of points",
+        ci_low=low,
+        ci_high=high,
+        n=len(merged),
+        unit="heads",
+        facts=facts,
+    )
+
+
+def _describe_between(e: Estimate) -> str:
+    f = e.facts
+    text = (
+        f"{f['between']} of {f['heads']} trained heads; mean H trained {f['trained']:.3f}, "
+        f"standard init {f['standard']:.3f}, init {f['large_std']:g} {f['large']:.3f} nats"
+    )
+    if "rest" in f:
+        mean, apart, kept = f["rest"]
+        text += (
+            f"; without the sink-dominated rows ([CLS] + [SEP] > {SINK_ROW:g}) the trained mean "
+            f"H is {mean:.3f} and {apart} of {kept} heads lie between"
         )
-    return claim
+    return text
+
+
+TRAINED_BETWEEN = ClaimSpec(
+    claim_id="real_trained_between",
+    statement="information",
+    text="Trained heads lie between the two initialisations: less entropy than BERT's standard "
+    "init, more than a large init.",
+    role="sanity",
+    regime=Regime(
+        f"real_entropy, heads measured trained, at init_std = {THRESHOLDS.bert_std} and at the "
+        f"largest init_std ≥ {THRESHOLDS.large_std}",
+        "docs/science.md §5.7 (the two inits sit within ~0.01 nats of log n and of 0: 'between' "
+        "is every head that is neither exactly uniform nor one-hot, true of any trained head)",
+        _three_inits,
+    ),
+    rule=OneSided(
+        THRESHOLDS.between_share, "above", "the Wilson interval of the share (typical heads)"
+    ),
+    measure=_between,
+    compared_to=f"the bound {THRESHOLDS.between_share:.0%}: the share of trained heads whose "
+    "mean H is strictly between (95% intervals apart), with its 95% Wilson interval",
+    figure=FIGURE,
+    describe=_describe_between,
+)
+
+
+# --- real_sep_sink_middle_layers --------------------------------------------------------------
 
 
 def _layer_depth(layers: pd.Series, count: int) -> pd.Series:
     return (layers + 0.5) / count
 
 
-def sep_sink(s: pd.DataFrame | None) -> Claim:
-    t = THRESHOLDS
-    low, high = t.clark_depth
-    claim = Claim(
-        "real_sep_sink_middle_layers",
-        "As Clark et al. (2019) found in BERT, more than half of the trained model's attention in "
-        "its middle-to-late layers goes to [SEP].",
-        statement="information",
+def _clark_layers(rows: pd.DataFrame) -> pd.Series:
+    low, high = THRESHOLDS.clark_depth
+    depth = _layer_depth(rows["layer"], LAYERS)
+    return (rows["init_std"] == 0) & (depth >= low) & (depth <= high)
+
+
+def _sep_per_layer(rows: pd.DataFrame) -> Estimate:
+    """Per layer, the mean over heads of the attention [SEP] receives, between-head interval;
+    the headline is the layer farthest below the bound."""
+    if "sep_weight_mean" not in rows:
+        return Estimate(math.nan, "mean (95% CI)", facts={"no_sep": True})
+    layers = []
+    for layer, part in rows.groupby("layer"):
+        stats = pooled(part["sep_weight_mean"].to_numpy(float))
+        layers.append(
+            {"layer": layer, "value": stats["mean"], "se": stats["se"]}
+            | {"ci_low": stats["ci_low"], "ci_high": stats["ci_high"], "n": len(part)}
+        )
+    points = pd.DataFrame(layers)
+    worst = points.loc[points["value"].idxmin()]
+    return Estimate(
+        value=float(worst["value"]),
         number="mean (95% CI)",
-        regime=f"real_entropy, trained weights, the layers at BERT's layers 6–10 relative depth, "
-        f"(layer + 1/2)/6 in [{low:.3f}, {high:.3f}]",
-        reason="docs/science.md §5.12",
-        compared_to=f"the bound {t.sep_share}: per layer, the mean over heads of the attention "
-        f"[SEP] receives",
-        threshold=f"every such layer's 95% interval (between heads) above {t.sep_share} "
-        f"(one-sided)",
+        se=float(worst["se"]),
+        ci_low=float(worst["ci_low"]),
+        ci_high=float(worst["ci_high"]),
+        n=int(worst["n"]),
+        unit="heads",
+        points=points,
     )
-    if s is None:
-        return claim
-    if "sep_weight_mean" not in s:
-        claim.verdict = "inconclusive"
-        claim.evidence = "summary without sep_weight (algorithm version 1)"
-        return claim
-    trained = s[s["init_std"] == 0]
-    depth = _layer_depth(trained["layer"], LAYERS)
-    rows = select_regime(claim, trained, (depth >= low) & (depth <= high), FIGURE_SINKS)
-    if rows is None:
-        return claim
-    groups = [
-        (layer, pooled(part["sep_weight_mean"].to_numpy(float)))
-        for layer, part in rows.groupby("layer")
-    ]
-    verdicts = [
-        one_sided_verdict(g["ci_low"], g["ci_high"], t.sep_share, "above") for _, g in groups
-    ]
-    worst = min(range(len(groups)), key=lambda i: groups[i][1]["mean"])
-    g = groups[worst][1]
-    claim.bound, claim.side = t.sep_share, "above"
-    claim.measured, claim.ci_low, claim.ci_high = g["mean"], g["ci_low"], g["ci_high"]
-    claim.detectable = max((x["ci_high"] - x["ci_low"]) / 2 for _, x in groups)
-    claim.verdict = combined(verdicts)
-    claim.evidence = f"{_counts(verdicts)} of {len(groups)} layers; " + sink_statistics(trained)
-    return claim
+
+
+def _sink_context(rows: pd.DataFrame) -> dict:
+    trained = rows[rows["init_std"] == 0]
+    if trained.empty or "sep_weight_mean" not in trained:
+        return {}
+    return {"sinks": sink_statistics(trained)}
+
+
+SEP_SINK = ClaimSpec(
+    claim_id="real_sep_sink_middle_layers",
+    statement="information",
+    text="As Clark et al. (2019) found in BERT, more than half of the trained model's attention "
+    "in its middle-to-late layers goes to [SEP].",
+    role="evidence",
+    regime=Regime(
+        "real_entropy, trained weights, the layers at BERT's layers 6–10 relative depth, "
+        f"(layer + 1/2)/6 in [{THRESHOLDS.clark_depth[0]:.3f}, {THRESHOLDS.clark_depth[1]:.3f}]",
+        "docs/science.md §5.12",
+        _clark_layers,
+    ),
+    rule=PerPoint(OneSided(THRESHOLDS.sep_share, "above", "every such layer (between heads)")),
+    alternative=Alternative(
+        "the sink on [CLS] (or spread over punctuation): [SEP] receives about its share 1/n",
+        math.nan,
+        "§5.12: MiniLM is distilled from a different teacher and trained for mean-pooled "
+        "sentence embeddings; Xiao et al. (2023) and Gu et al. (2024) find sinks on the first "
+        "token",
+    ),
+    measure=_sep_per_layer,
+    compared_to=f"the bound {THRESHOLDS.sep_share}: per layer, the mean over heads of the "
+    "attention [SEP] receives",
+    figure=FIGURE_SINKS,
+    describe=lambda e: (
+        "summary without sep_weight (algorithm version 1)"
+        if e.facts.get("no_sep")
+        else e.facts.get("context", {}).get("sinks", "")
+    ),
+    context=_sink_context,
+)
 
 
 def sink_statistics(trained: pd.DataFrame) -> str:
@@ -331,4 +425,4 @@ def sink_statistics(trained: pd.DataFrame) -> str:
     )
 
 
-CLAIMS = (standard_init, large_init, trained_between, sep_sink)
+CLAIMS = (STANDARD_INIT, LARGE_INIT, TRAINED_BETWEEN, SEP_SINK)
