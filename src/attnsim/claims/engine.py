@@ -727,8 +727,8 @@ def entropy_bounds(
 
 
 # --- TEMPORARY: the record of the kinds not yet converted -----------------------------------------
-# noisy_attention, logit_entropy and contrastive_training still build `Claim`s;
-# `evaluate` turns each into a ClaimResult with `Claim.result()`. Delete with their conversion.
+# The kinds not yet converted to ClaimSpecs still build `Claim`s; `evaluate` turns each into a
+# ClaimResult with `Claim.result()`. Delete with their conversion.
 
 
 @dataclass

@@ -101,16 +101,16 @@ def _claims(args) -> None:
     from attnsim.report import claims_render as render
 
     if args.experiments_file is not None:
-        experiments, meta = json.loads(args.experiments_file.read_text()), {}
+        experiments = json.loads(args.experiments_file.read_text())
     elif args.experiments:
-        experiments, meta = json.loads(args.experiments), {}
+        experiments = json.loads(args.experiments)
     else:
         settings = load_file(args.config)
         experiments = settings.kinds()
-        meta = {"config_hash": settings.config_hash, "seed": settings.seed}
     rows = io.evaluate(io.load_summaries(args.store, experiments), experiments)
     if args.write:
-        io.write(rows, args.write, {"experiments": json.dumps(experiments), **meta}, args.threads)
+        meta = {"experiments": io.experiments_json(experiments)}
+        io.write(rows, args.write, meta, args.threads)
     form = "markdown" if args.markdown else args.format
     if form == "markdown":
         print(render.markdown(rows), end="")

@@ -89,7 +89,15 @@ SCHEMA = pa.schema(
                 "tolerance band); null when nothing is predicted"
             },
         ),
-        pa.field("measured", pa.float64(), metadata={"description": "the measured value"}),
+        pa.field(
+            "measured",
+            pa.float64(),
+            metadata={
+                "description": "the headline number, labelled by `number`: a mean, fitted slope "
+                "or rank correlation, the point farthest from the prediction (a range), the "
+                "extreme trial, a share or an onset"
+            },
+        ),
         pa.field(
             "ci_low",
             pa.float64(),
@@ -328,7 +336,7 @@ def write(
     json.dumps(provenance)  # provenance must stay JSON-serialisable
     results = Path(results)
     parquet = results / "claims.parquet"
-    store.write_atomic(table(claims), parquet, store.provenance(table="claims", **provenance))
+    store.write_atomic(table(claims), parquet, content_provenance(provenance))
     written = [parquet]
     for name, text in (
         ("claims.md", markdown(claims)),
@@ -338,6 +346,20 @@ def write(
         files.write_text(path, text, fsync=False)
         written.append(path)
     return written
+
+
+def content_provenance(provenance: dict) -> dict:
+    """The claims file's provenance without a time stamp: claims.parquet is a function of the
+    summaries and the code, so the workflow, `attnsim claims --write` and any rerun write the same
+    bytes (the summaries carry their own creation times, config hash and seed)."""
+    meta = store.provenance(table="claims", **provenance)
+    meta.pop("created_utc", None)
+    return meta
+
+
+def experiments_json(experiments: dict[str, str]) -> str:
+    """The experiments (name -> kind) as the claims' provenance records them: sorted by name."""
+    return json.dumps(dict(sorted(experiments.items())))
 
 
 def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[ClaimResult]:

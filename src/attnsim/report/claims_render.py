@@ -52,7 +52,9 @@ HOW_TO_READ = (
     "outside regime (the sweep has the experiment but no point in the claim's regime), "
     "not measured (no experiment of its kind). A holds states the smallest deviation the data "
     "could detect "
-    "(the interval's half-width) beside the tolerance. Sanity checks are bounds true by "
+    "(the interval's half-width) beside the tolerance. An evidence claim names the alternative "
+    "that would have made it fail and the power against it: a test whose outcome was open; "
+    "evidence without one is counted near-certain. Sanity checks are bounds true by "
     "construction, checked "
     "on every trial: they fail only through a bug, so they are shown and counted apart from the "
     "evidence."
@@ -147,6 +149,10 @@ def decided_text(c: Claim) -> str:
         parts.append(detectable_text(c))
     if c.reason:
         parts.append(f"regime and tolerance: {c.reason}")
+    if alternative_text(c):
+        parts.append(alternative_text(c))
+    if c.budget:
+        parts.append(f"budget: {c.budget}")
     return "; ".join(parts)
 
 
@@ -229,9 +235,22 @@ def evidence_tally(claims: list[Claim]) -> str:
     opened = [c for c in evidence if c.is_open]
     return (
         text
-        + f" (tests whose outcome was open: {len(opened)}, {_verdict_counts(opened)}; "
-        + f"near-certain: {len(near)}, {_verdict_counts(near)})"
+        + f" (tests whose outcome was open: {len(opened)}: {_verdict_counts(opened)}; "
+        + f"near-certain: {len(near)}: {_verdict_counts(near)})"
     )
+
+
+def alternative_text(c: Claim) -> str:
+    """What would have made the claim fail, and the power against it (or the deviation the rule
+    detects with 80% power); empty for sanity checks."""
+    if not c.alternative:
+        return ""
+    text = f"alternative: {c.alternative}"
+    if not _nan(c.power):
+        text += f"; power against it {numbers.value(c.power)}"
+    elif not _nan(c.min_detectable):
+        text += f"; detects {numbers.value(c.min_detectable)} beyond the band with 80% power"
+    return text
 
 
 def sanity_tally(claims: list[Claim]) -> str:
@@ -330,6 +349,8 @@ def terminal(claims: list[Claim], width: int | None = None, detail: bool = True)
                     ("decided by", c.threshold),
                     ("resolution", detectable_text(c)),
                     ("regime from", c.reason),
+                    ("would fail if", alternative_text(c).removeprefix("alternative: ")),
+                    ("budget", c.budget),
                     ("rests on", rests_on(c)),
                     ("figure", figure_href(c) or "–"),
                 )
