@@ -15,6 +15,7 @@ from attnsim.kinds.noisy_attention.claims import (
     predicted_correction,
     predicted_truncation,
 )
+from attnsim.stats import Z95
 from attnsim.theory import delta_next
 
 
@@ -259,7 +260,7 @@ def delta_shortfall(summary: pd.DataFrame):
             for sigma, part in facet.groupby("noise_scale"):
                 colour = colours[sigma]
                 y = (1 - part[ratio].astype(float)).abs().clip(lower=floor)
-                err = 1.96 * se[part.index].astype(float)
+                err = Z95 * se[part.index].astype(float)
                 ax.errorbar(
                     part[x_name],
                     y,

@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 from attnsim.figures.common import legend_below
 from attnsim.figures.style import figure_function, palette
 from attnsim.kinds.real_noise.claims import LIGHT, THRESHOLDS, by_group, light, within_head_slopes
+from attnsim.stats import Z95
 
 LAYER_MAP = "viridis"
 
@@ -493,7 +494,7 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
         if len(part) < 10:
             continue
         ratio = part["sq_err"] / part["sq_err_pred"]
-        half = 1.96 * ratio.std(ddof=1) / np.sqrt(len(part))
+        half = Z95 * ratio.std(ddof=1) / np.sqrt(len(part))
         centre = np.sqrt(edges[b] * edges[b + 1])
         inset.errorbar(
             centre,
