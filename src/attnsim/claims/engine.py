@@ -350,10 +350,6 @@ class ClaimResult:
         return self.outcome == "open"
 
 
-def result_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(ClaimResult))
-
-
 # --- judging -------------------------------------------------------------------------------------
 
 

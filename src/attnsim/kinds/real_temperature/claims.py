@@ -12,7 +12,7 @@ embeddings' cosines spread like those of random directions, 1/d, which anisotrop
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -68,9 +68,9 @@ def _at(e: Estimate) -> str:
 
 
 def _largest_gap_per_embeddings(rows: pd.DataFrame) -> Estimate:
-    per = rows.groupby("embeddings")["gap_max"].max()
     base = largest_gap(rows)
-    return Estimate(**{**base.__dict__, "facts": {**base.facts, "per": per.to_dict()}})
+    per = rows.groupby("embeddings")["gap_max"].max().to_dict()
+    return replace(base, facts={**base.facts, "per": per})
 
 
 def _variance_points(rows: pd.DataFrame) -> Estimate:
