@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -143,3 +142,19 @@ def test_cli_and_workflow_write_the_same_bytes_and_summary_shows_them(run, capsy
     shown = capsys.readouterr().out
     claims = io.from_table(store.read_table(cli_dir / "claims.parquet"))
     assert render.short(claims) in shown
+
+
+def test_exports_say_what_each_number_is(run):
+    listed = experiments()
+    table = io.table(io.evaluate(io.load_summaries(run / "results" / "store", listed), listed))
+    frame = table.to_pandas()
+    judged = frame[frame["verdict"].isin(["holds", "fails", "inconclusive"])]
+    converted = judged[
+        judged["claim_id"].isin(["tau_one_gap", "exact_gap_bound", "smaller_tau_widens"])
+    ]
+    assert len(converted) == 3
+    # extremes over trials: a range, never a confidence interval
+    assert converted["ci_low"].isna().all() and converted["ci_high"].isna().all()
+    assert converted["value_min"].notna().all() and converted["value_max"].notna().all()
+    for row in json.loads(render.json_text(table)):
+        assert {"ci_low", "value_min", "value_max", "alternative", "power", "outcome"} <= set(row)

@@ -221,3 +221,23 @@ def test_canonical_rows_are_sorted_by_parameters_and_deduplicated_by_trials():
     )
     assert renamed["y"].tolist() == [2, 1]
     assert engine.canonical_rows([], ("scale",)) is None
+
+
+def test_per_point_power_is_the_chance_that_some_point_fails():
+    rule = PerPoint(Equivalence(1.0, 0.05, "r"))
+    alternative = Alternative("a shift", 1.05 + (Z95 + Z80) * 0.01, "constructed")
+    values = [1.0, 1.0]
+    s = ClaimSpec(
+        "c",
+        "robustness",
+        "t",
+        "evidence",
+        REGIME,
+        rule,
+        points_measure(values, Z95 * 0.01),
+        alternative,
+    )
+    result = judge(s, rows(values))
+    # each point alone fails with probability 0.8 under the alternative: 1 - 0.2^2 together
+    assert result.power == pytest.approx(1 - 0.2**2, abs=1e-9)
+    assert result.min_detectable == pytest.approx((Z95 + Z80) * 0.01)

@@ -31,7 +31,6 @@ from html import escape
 from pathlib import Path
 
 from attnsim.claims import numbers
-from attnsim.claims.engine import CI_NUMBERS as CI_KINDS
 from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS
 from attnsim.claims.engine import ClaimResult as Claim
 
@@ -76,7 +75,7 @@ def measured_text(c: Claim) -> str:
     """The measured number and its interval or range, rounded by `numbers` (without its label)."""
     if _nan(c.measured):
         return numbers.MISSING
-    if c.number in CI_KINDS:
+    if has_interval(c):
         return numbers.interval_text(c.measured, c.ci_low, c.ci_high)
     value = numbers.value(c.measured)
     if _nan(c.value_min) or _nan(c.value_max):
@@ -84,6 +83,12 @@ def measured_text(c: Claim) -> str:
     if c.value_min == c.value_max == c.measured:
         return f"{value} (same at every point)"
     return f"{value} (smallest {numbers.value(c.value_min)}, largest {numbers.value(c.value_max)})"
+
+
+def has_interval(c: Claim) -> bool:
+    """Whether the claim's number has a 95% confidence interval (a mean, a slope, a share with its
+    Wilson interval); a range over points or trials is `value_min`/`value_max` instead."""
+    return not (_nan(c.ci_low) or _nan(c.ci_high))
 
 
 def number_label(c: Claim) -> str:
@@ -101,7 +106,7 @@ def deviation_text(c: Claim) -> str:
         return ""
     half = (
         (c.ci_high - c.ci_low) / 2 / abs(c.predicted)
-        if c.number in CI_KINDS and c.predicted
+        if has_interval(c) and c.predicted
         else None
     )
     return numbers.percent(c.rel_deviation, half)
