@@ -253,3 +253,63 @@ def test_no_claim_of_the_kind_sets_a_verdict():
     source = inspect.getsource(rc)
     for forbidden in (".verdict =", "verdict=", ".evidence +=", ".replace("):
         assert forbidden not in source
+
+
+def tiny_store(root) -> dict:
+    """Two tiny recall_training experiments sharing a point (scale 1), in a store at `root`."""
+    from attnsim.config.load import load
+    from attnsim.plan.sweep import experiment_json, plan_experiment
+    from attnsim.run.collect import collect
+    from attnsim.run.simulate import run_chunk
+    from attnsim.store import parquet as store
+
+    grid = {"n": [6], "d": [4], "batch": [4], "optimiser": ["adam"], "lr": [0.5], "steps": [10]}
+    settings = load(
+        {
+            "seed": 3,
+            "chunk_size": 2,
+            "experiments": {
+                "a": {"kind": "recall_training", "trials": 5, "grid": grid | {"scale": [1.0, 3.0]}},
+                "b": {"kind": "recall_training", "trials": 7, "grid": grid | {"scale": [1.0]}},
+            },
+        }
+    )
+    for name in settings.experiments:
+        plan = plan_experiment(settings, name, root)
+        paths = [
+            run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
+            for c in plan.pending
+        ]
+        collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
+    return {name: "recall_training" for name in settings.experiments}
+
+
+def test_the_claims_read_every_run_of_the_summarised_chunks(tmp_path):
+    """The escape times the fits use are the trial rows of the chunks each summary records: one
+    array per point with n_trials runs, in trial order; a chunk gone is one clear StoreError."""
+    from attnsim.claims import io
+    from attnsim.errors import StoreError
+    from attnsim.store import parquet as store
+
+    experiments = tiny_store(tmp_path)
+    frames = io.load_summaries(tmp_path, experiments)
+    for name, frame in frames.items():
+        for _, row in frame.iterrows():
+            assert set(row["runs"]) == set(rc.RUN_COLUMNS)
+            assert len(row["runs"]["escape_step"]) == row["n_trials"]
+        trials = pd.concat(
+            store.read_table(p).to_pandas()
+            for p in store.experiment_chunks(tmp_path, "recall_training", name)
+        )
+        point = trials[trials["scale"] == 1.0].sort_values("trial")
+        np.testing.assert_array_equal(
+            frame.loc[frame["scale"] == 1.0, "runs"].iloc[0]["escape_step"],
+            point["escape_step"].to_numpy(),
+        )
+    # the shared point: the claims see one row (the experiment with the most runs), any order
+    one = io.evaluate(frames, experiments)
+    two = io.evaluate(dict(reversed(list(frames.items()))), dict(reversed(experiments.items())))
+    assert io.table(one).equals(io.table(two))
+    store.experiment_chunks(tmp_path, "recall_training", "a")[0].unlink()
+    with pytest.raises(StoreError, match="no longer in the store"):
+        io.load_summaries(tmp_path, experiments)
