@@ -12,12 +12,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from attnsim.claims import io, render
-from attnsim.cli import main
+from attnsim.cli.main import main
 from attnsim.config.load import load
+from attnsim.jobs.collect import collect
+from attnsim.jobs.simulate import run_chunk
 from attnsim.plan.sweep import experiment_json, plan_experiment
-from attnsim.run.collect import collect
-from attnsim.run.simulate import run_chunk
+from attnsim.report import claims as io
+from attnsim.report import claims_render as render
 from attnsim.store import parquet as store
 
 RECALL = {"n": [6], "d": [4], "batch": [4], "optimiser": ["adam"], "lr": [0.5], "steps": [10]}

@@ -258,9 +258,9 @@ def test_no_claim_of_the_kind_sets_a_verdict():
 def tiny_store(root) -> dict:
     """Two tiny recall_training experiments sharing a point (scale 1), in a store at `root`."""
     from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
     from attnsim.plan.sweep import experiment_json, plan_experiment
-    from attnsim.run.collect import collect
-    from attnsim.run.simulate import run_chunk
     from attnsim.store import parquet as store
 
     grid = {"n": [6], "d": [4], "batch": [4], "optimiser": ["adam"], "lr": [0.5], "steps": [10]}
@@ -287,8 +287,8 @@ def tiny_store(root) -> dict:
 def test_the_claims_read_every_run_of_the_summarised_chunks(tmp_path):
     """The escape times the fits use are the trial rows of the chunks each summary records: one
     array per point with n_trials runs, in trial order; a chunk gone is one clear StoreError."""
-    from attnsim.claims import io
     from attnsim.errors import StoreError
+    from attnsim.report import claims as io
     from attnsim.store import parquet as store
 
     experiments = tiny_store(tmp_path)

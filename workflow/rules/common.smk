@@ -191,8 +191,8 @@ def all_summaries():
 
 def claims_trial_chunks(wildcards):
     """The trial files the claims read besides the summaries: the chunks of the experiments whose
-    kind's claims fit every run (`attnsim.claims.io.run_columns`: the escape times)."""
-    from attnsim.claims.io import run_columns
+    kind's claims fit every run (`report.claims.run_columns`: the escape times)."""
+    from attnsim.report.claims import run_columns
 
     return [
         store.chunk_path(STORE, plan.kind, plan.name, chunk)

@@ -105,9 +105,7 @@ def deviation_text(c: Claim) -> str:
     if _nan(c.rel_deviation):
         return ""
     half = (
-        (c.ci_high - c.ci_low) / 2 / abs(c.predicted)
-        if has_interval(c) and c.predicted
-        else None
+        (c.ci_high - c.ci_low) / 2 / abs(c.predicted) if has_interval(c) and c.predicted else None
     )
     return numbers.percent(c.rel_deviation, half)
 

@@ -46,7 +46,7 @@ from attnsim.kinds.recall_training.plateau import (
 )
 from attnsim.stats import Z95
 
-# the trial columns the escape-time fits read (attnsim.claims.io: a declared input of the claims)
+# the trial columns the escape-time fits read (a declared input of the claims: report.claims)
 RUN_COLUMNS = ("escape_step", "escaped")
 LAST = "escaped_ckpt_7"  # share escaped by the budget (checkpoint 7 is the last step)
 # one escape-time law per setting: every budget and stopping rule pooled (censoring at each run's
