@@ -81,7 +81,7 @@ TINY = {
                 "batch": [4],
                 "scale": [0.3, 1.0, 3.0, 30.0],
                 "optimiser": ["sgd", "adam", "normgd"],
-                "lr": [0.5],
+                "lr": [0.5, 30.0],  # 30: collapse before learning without QK-norm (qk claim)
                 "steps": [10],
             }
             | {"logits": ["dot", "qk_norm"]},

@@ -105,3 +105,48 @@ def test_escape_summary_per_checkpoint_and_all_censored():
 def test_bad_input(time, event):
     with pytest.raises(ValueError):
         kaplan_meier(time, event)
+
+
+def test_every_survival_curve_drawn_is_non_increasing():
+    """The escape_survival figure draws each point's Kaplan-Meier estimate as the step function
+    of its runs' event times: never going back up, even with ties (several runs escaping at one
+    evaluation, as on the kernel's evaluation grid) and censored runs at the budget. (The figure
+    used to rebuild curves from checkpoint shares and quantiles, which went up.)"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from attnsim.kinds.recall_training.figures import escape_survival
+
+    rng = np.random.default_rng(12)
+    grid = np.unique(np.round(np.geomspace(1, 2000, 113)))  # the evaluation steps
+    summary, trials = [], []
+    for scale in (1.0, 2.0, 4.0, 8.0, 16.0):
+        logit_std = scale**2 * math.sqrt(1.09)
+        raw = 30 * logit_std**0.9 * rng.exponential(size=12) ** 0.2
+        time = grid[np.minimum(np.searchsorted(grid, raw), grid.size - 1)]  # ties on the grid
+        event = (raw <= 2000).astype(float)
+        point = f"p{scale:g}"
+        summary.append(
+            dict(point_id=point, scale=scale, logit_std=logit_std, init_entropy_mean=1 / scale)
+            | dict(optimiser="adam", lr=0.03, values="trainable", logits="dot", stop="threshold")
+            | dict(n=16, d=16, batch=32, steps=2000)
+            | escape_summary(time, event, [1, 3, 9, 26, 77, 230, 680, 2000])
+        )
+        trials += [
+            dict(point_id=point, trial=i, escape_step=t, escaped=e)
+            for i, (t, e) in enumerate(zip(time, event))
+        ]
+    fig = escape_survival(pd.DataFrame(summary), pd.DataFrame(trials))
+    curves = [line for ax in fig.axes for line in ax.lines if line.get_gid() == "kaplan-meier"]
+    assert len(curves) == 5
+    for line in curves:
+        y = np.asarray(line.get_ydata(), dtype=float)
+        x = np.asarray(line.get_xdata(), dtype=float)
+        assert y[0] == 1.0 and np.all(np.diff(y) <= 0) and np.all(np.diff(x) >= 0)
+    # each curve is the estimate itself: its levels are S at the point's event times
+    first = kaplan_meier(
+        [t["escape_step"] for t in trials[:12]], [t["escaped"] for t in trials[:12]]
+    )
+    np.testing.assert_array_equal(np.asarray(curves[0].get_ydata())[1:-1], first.survival)

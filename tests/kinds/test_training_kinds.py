@@ -1,13 +1,11 @@
-"""The training kinds as kinds: determinism through the driver, summaries of diverged runs, claims
-on synthetic summaries (holding and failing), bad grids refused in one line, and one end-to-end run.
-(The kernels' numerics: test_training_recall.py, test_training_contrastive.py.)"""
+"""The training kinds as kinds: determinism through the driver, summaries of diverged runs, bad
+grids refused in one line, and one end-to-end run. (The kernels' numerics:
+test_training_recall.py, test_training_contrastive.py; recall_training's claims on synthetic rows:
+test_recall_claims.py.)"""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 from helpers.configs import CONTRASTIVE, RECALL
@@ -19,7 +17,6 @@ from attnsim.cli.main import main
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
-from attnsim.kinds.recall_training import claims as recall_claims
 from attnsim.kinds.recall_training import wilson
 
 
@@ -169,210 +166,6 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
     assert np.isfinite(table[other].to_numpy()).all()
 
 
-# --------------------------------------------------------------------------- claims on synthetic
-# summaries
-
-
-SETTING = dict(
-    n=16, d=16, batch=32, values="trainable", logits="dot", log_n=math.log(16), escape_exponent=0.5
-)
-
-
-def escape_rows(
-    optimiser="adam", exponent=0.5, half_width=0.1, shares=None, steps=10000, lr=0.03, **extra
-) -> pd.DataFrame:
-    """Synthetic escape points: median escape time 100 logit_std^exponent with a 95% interval of
-    +-half_width in log10, and the share escaped by the budget (Wilson, 16 runs)."""
-    scales = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0]
-    rows = []
-    for i, scale in enumerate(scales):
-        sigma = scale**2 * math.sqrt(1.09)
-        entropy = 2.7 * math.exp(-sigma / 3)
-        med = 100 * sigma**exponent
-        share = 1.0 if shares is None else shares[i]
-        low, high = wilson(round(share * 16), 16)
-        rows.append(
-            SETTING
-            | dict(
-                experiment="p",
-                n_trials=16,
-                scale=scale,
-                optimiser=optimiser,
-                lr=lr,
-                steps=steps,
-                stop="threshold",
-                logit_std=sigma,
-            )
-            | dict(
-                init_logit_std_mean=sigma,
-                init_entropy_mean=entropy,
-                init_grad_qk_mean=1 / sigma,
-                escape_exponent=exponent,
-            )
-            | dict(
-                escape_median=med,
-                escape_median_ci_low=med / 10**half_width,
-                escape_median_ci_high=med * 10**half_width,
-            )
-            | dict(
-                escaped_ckpt_7=share,
-                escaped_ckpt_7_ci_low=low,
-                escaped_ckpt_7_ci_high=high,
-                zhai_margin_min_min=0.01,
-            )
-            | extra
-        )
-    return pd.DataFrame(rows)
-
-
-@pytest.mark.parametrize(
-    "shares, verdict",
-    [([1, 1, 1, 1, 0.5, 0.25, 0.0], "fails"), ([1, 1, 1, 0.0, 0.0, 0.0, 0.0], "inconclusive")],
-)
-def test_impossible_claim_fails_where_runs_escape(shares, verdict):
-    rows = escape_rows(shares=shares)
-    claim = recall_claims.one_hot_start_impossible(rows)
-    assert claim.verdict == verdict, claim.evidence  # 0 of 16 cannot show <= 5%: never holds
-    many = escape_rows(shares=[1, 1, 1, 0, 0, 0, 0]).assign(
-        escaped_ckpt_7_ci_high=0.01
-    )  # e.g. 0 of 400
-    assert recall_claims.one_hot_start_impossible(many).verdict == "holds"
-    assert recall_claims.one_hot_start_impossible(rows.head(2)).verdict == "outside regime"
-    assert recall_claims.one_hot_start_impossible(None).verdict == "not measured"
-
-
-@pytest.mark.parametrize(
-    "exponent, half_width, verdict",
-    [(0.5, 0.05, "holds"), (1.2, 0.05, "fails"), (0.5, 1.5, "inconclusive")],
-)
-def test_plateau_law_against_its_prediction(exponent, half_width, verdict):
-    rows = escape_rows(exponent=exponent, half_width=half_width)
-    claim = recall_claims.plateau_law(rows, "adam")
-    assert claim.verdict == verdict, claim.evidence
-    in_regime = rows[rows["logit_std"] >= 4]
-    assert claim.measured == pytest.approx(exponent, abs=1e-9) and claim.points == len(in_regime)
-    assert "out of sample" in claim.evidence
-    grows = recall_claims.escape_time_grows(rows, "adam")
-    assert grows.verdict == ("inconclusive" if half_width > 1 else "holds")
-    shrinking = rows.assign(
-        escape_median=1e5 / rows["logit_std"],
-        escape_median_ci_low=0.9e5 / rows["logit_std"],
-        escape_median_ci_high=1.1e5 / rows["logit_std"],
-    )
-    assert recall_claims.escape_time_grows(shrinking, "adam").verdict == "fails"
-    censored = rows.assign(escape_median=math.inf)  # measured, but every median beyond the budget
-    assert recall_claims.plateau_law(censored, "adam").verdict == "inconclusive"
-    assert recall_claims.escape_time_grows(censored, "adam").verdict == "inconclusive"
-    assert recall_claims.plateau_law(rows, "sgd").verdict == "outside regime"
-
-
-def test_out_of_sample_comparison_prefers_the_true_predictor():
-    from attnsim.kinds.recall_training.plateau import out_of_sample
-
-    rows = escape_rows(exponent=0.5, half_width=0.05)
-    rows["init_entropy_mean"] = [2.7, 2.0, 1.5, 1.45, 0.3, 0.28, 0.05]  # not a power law in H0
-    cv = out_of_sample(rows)
-    assert cv["logit_std"] < 1e-9 and cv["entropy"] > 0.01 and cv["points"] == len(rows)
-
-
-def test_separating_claim():
-    escaping = escape_rows(optimiser="normgd", shares=[1, 1, 1, 1, 0.75, 0.5, 0.3])
-    assert recall_claims.information_story(escaping).verdict == "fails"
-    stalled = escape_rows(optimiser="normgd", shares=[1, 1, 1, 0, 0, 0, 0]).assign(
-        escaped_ckpt_7_ci_high=0.01
-    )
-    assert recall_claims.information_story(stalled).verdict == "holds"
-    assert recall_claims.information_story(escape_rows(optimiser="sgd")).verdict == "outside regime"
-
-
-def collapse_rows(first_collapsed: int, diverged: int, qk_collapsed: float) -> pd.DataFrame:
-    rows = []
-    for logits, collapsed in (("dot", 0.9), ("qk_norm", qk_collapsed)):
-        low, high = wilson(round(collapsed * 40), 40)
-        f_low, f_high = wilson(first_collapsed, diverged)
-        rows.append(
-            SETTING
-            | dict(
-                experiment="c",
-                n_trials=40,
-                scale=1.0,
-                optimiser="adam",
-                lr=1.0,
-                steps=3000,
-                stop="never",
-                logits=logits,
-                logit_std=1.0,
-            )
-            | dict(
-                collapsed_share=collapsed,
-                collapsed_ci_low=low,
-                collapsed_ci_high=high,
-                diverged_mean=diverged / 40,
-                zhai_margin_min_min=0.0,
-            )
-            | dict(collapsed_early_share=collapsed / 2)
-            | dict(
-                diverged_count=diverged if logits == "dot" else 0,
-                collapse_first_share=first_collapsed / diverged if logits == "dot" else math.nan,
-            )
-            | dict(collapse_first_ci_low=f_low, collapse_first_ci_high=f_high)
-        )
-    return pd.DataFrame(rows)
-
-
-def test_collapse_claims():
-    assert recall_claims.collapse_precedes_divergence(collapse_rows(30, 32, 0.1)).verdict == "holds"
-    assert recall_claims.collapse_precedes_divergence(collapse_rows(2, 32, 0.1)).verdict == "fails"
-    assert (
-        recall_claims.collapse_precedes_divergence(collapse_rows(9, 16, 0.1)).verdict
-        == "inconclusive"
-    )
-    assert recall_claims.qk_norm_prevents_collapse(collapse_rows(30, 32, 0.1)).verdict == "holds"
-    assert recall_claims.qk_norm_prevents_collapse(collapse_rows(30, 32, 0.9)).verdict == "fails"
-    calm = collapse_rows(0, 1, 0.1).assign(diverged_count=0)
-    assert recall_claims.collapse_precedes_divergence(calm).verdict == "inconclusive"
-    assert (
-        recall_claims.qk_norm_prevents_collapse(calm.assign(collapsed_ci_low=0.0)).verdict
-        == "inconclusive"
-    )
-    assert (
-        recall_claims.qk_norm_prevents_collapse(calm.query("logits == 'dot'")).verdict
-        == "outside regime"
-    )
-    assert recall_claims.zhai_bound(collapse_rows(30, 32, 0.1)).verdict == "holds"
-    assert (
-        recall_claims.zhai_bound(
-            collapse_rows(30, 32, 0.1).assign(zhai_margin_min_min=-1e-3)
-        ).verdict
-        == "fails"
-    )
-
-
-def test_rank_correlation_claim_per_setting_over_distinct_scales():
-    base = escape_rows().assign(stop="never", final_loss_median=lambda r: r["scale"] / 10)
-    claim = recall_claims.entropy_predicts_final_loss(base)
-    assert claim.verdict == "holds" and claim.measured == pytest.approx(-1.0) and claim.points == 7
-    # the same points twice (two experiments) are still 7 initial conditions, not 14
-    twice = recall_claims.entropy_predicts_final_loss(
-        pd.concat([base, base.assign(experiment="q")])
-    )
-    assert twice.points == 7 and "over 7 scales" in twice.evidence
-    mixed = pd.concat(
-        [
-            base,
-            base.assign(
-                optimiser="sgd", final_loss_median=base["final_loss_median"].to_numpy()[::-1]
-            ),
-        ]
-    )
-    assert (
-        recall_claims.entropy_predicts_final_loss(mixed).verdict == "fails"
-    )  # one setting the other way
-    assert recall_claims.entropy_predicts_final_loss(base.head(3)).verdict == "outside regime"
-    lo, hi = recall_claims.fisher_interval(0.0, 12)
-    assert lo == pytest.approx(-hi) and 0.5 < hi < 0.6
-
-
 # --------------------------------------------------------------------------- bad grids: one line
 # naming the key
 
@@ -468,6 +261,7 @@ def test_workflow_runs_both_training_kinds_and_rows_do_not_depend_on_cores_or_ch
     for claim in (
         "one_hot_start_impossible",
         "plateau_law_sgd",
+        "qk_norm_prevents_early_collapse",
         "entropy_predicts_final_loss",
         "tau_one_training_entropy_floor",
         "tau_one_worse_probe",

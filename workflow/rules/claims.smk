@@ -3,10 +3,12 @@ localrules:
 
 
 # The claims table (prediction, measurement, verdict, threshold, figure) from every experiment's
-# summary; claims.html links to each claim's figure and embeds a copy of it for the report.
+# summary, and the trial rows of the kinds whose claims fit every run (escape times, right-
+# censored); claims.html links to each claim's figure and embeds a copy of it for the report.
 rule claims:
     input:
         summaries=all_summaries(),
+        trials=claims_trial_chunks,
         figures=all_figure_pngs(),
     output:
         table=RESULTS / "claims.parquet",

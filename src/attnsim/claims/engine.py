@@ -9,6 +9,8 @@ function from the regime's summary rows to an `Estimate` (value, SE, 95% confide
 what the number is). `judge(spec, rows)` selects the regime, measures, applies the rule and
 returns an immutable `ClaimResult`. No kind sets a verdict or writes evidence after the engine:
 the evidence sentence is the spec's `describe(estimate)`, from the estimate's facts.
+Reading the store and running every kind's claims is `attnsim.report.claims` (`evaluate`),
+rendering `attnsim.report.claims_render`.
 
 Roles: `evidence` (the essay's claims, judged by data that could have come out otherwise) and
 `sanity` (true by construction: it fails only through a bug). Shown and counted apart. An
@@ -22,7 +24,8 @@ Verdicts (`VERDICTS`):
 - `fails`: the interval lies entirely outside the band (or on the other side), a bound is broken;
 - `inconclusive`: the interval straddles a band edge (or is missing): the data cannot tell;
 - `outside regime`: the sweep measured the kind but no point lies in the claim's regime;
-- `not measured`: the config has no experiment of the kind.
+- `not measured`: the config has no experiment of the kind, or none of the rows the claim's
+  regime declares as measuring it (`Regime.measured`: e.g. no run of its optimiser).
 `detectable` is the deciding interval's half-width; `power` the probability that the rule gives
 `fails` were the alternative's value true (at the estimate's SE); `min_detectable` the deviation
 from the band's edge the rule would detect with 80% power.
@@ -101,11 +104,15 @@ CI_NUMBERS = ("mean (95% CI)", "fitted slope (95% CI)", "rank correlation (95% C
 @dataclass(frozen=True)
 class Regime:
     """Where theory makes the prediction: `text` in a reader's words, `reason` ("docs/science.md
-    §x.y: why"), `select` rows -> boolean mask."""
+    §x.y: why"), `select` rows -> boolean mask. `measured` (rows -> boolean mask, optional): the
+    rows that measure what the claim is about at all (e.g. its optimiser's runs); with none of
+    them the verdict is `not measured` (the sweep did not measure it), with some but none in
+    `select` it is `outside regime`. Without `measured`, any row of the kind measures it."""
 
     text: str
     reason: str
     select: Callable[[pd.DataFrame], pd.Series]
+    measured: Callable[[pd.DataFrame], pd.Series] | None = None
 
 
 @dataclass(frozen=True)
@@ -354,7 +361,10 @@ class ClaimResult:
 def judge(spec: ClaimSpec, rows: pd.DataFrame | None) -> ClaimResult:
     """Select the regime, measure, apply the rule: the claim's immutable result."""
     base = declared(spec)
-    if rows is None:
+    if rows is None or (
+        spec.regime.measured is not None
+        and not (len(rows) and _mask(spec.regime.measured, rows).any())
+    ):
         return base
     selected = rows[_mask(spec.regime.select, rows)] if len(rows) else rows
     if selected.empty:

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -26,6 +27,7 @@ from attnsim.claims.engine import (
     entropy_bounds,
     judge,
 )
+from attnsim.errors import StoreError
 from attnsim.report import provenance as run_provenance
 from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
@@ -275,15 +277,61 @@ CLAIM_COLUMNS = [f.name for f in SCHEMA if f.name in ClaimResult.__dataclass_fie
 
 
 def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.DataFrame]:
-    """experiment name -> its summary, for the config's experiments (name -> kind) that have one."""
+    """experiment name -> its summary, for the config's experiments (name -> kind) that have one;
+    for a kind whose claims fit every run (`run_columns`), each point's runs in a column `runs`."""
     frames = {}
     for name, kind in experiments.items():
         path = store.summary_path(root, kind, name)
         if path.exists():
-            frame = store.read_summary(path).to_pandas()
+            columns = run_columns(kind)
+            frame = store.read_summary(path, ids=bool(columns)).to_pandas()
+            if columns:
+                frame = with_runs(frame, path, columns)
             frame.insert(0, "experiment", name)
             frames[name] = frame
     return frames
+
+
+def run_columns(kind: str) -> tuple[str, ...]:
+    """The trial columns a kind's claims read besides its summary (`RUN_COLUMNS` of its claims
+    module, e.g. right-censored escape times for a fit on every run); () for most kinds."""
+    from attnsim.kinds import get_kind
+
+    return tuple(getattr(get_kind(kind).submodule("claims"), "RUN_COLUMNS", ()))
+
+
+def with_runs(summary: pd.DataFrame, path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The summary (with its point ids) with a column `runs`: per point, a mapping column ->
+    array of its runs' values in trial order, read from the chunk files the summary records it was
+    made from (so the runs are exactly those it summarises; a missing, changed or short chunk is a
+    StoreError naming it). The point ids are dropped again."""
+    meta = store.read_meta(path)
+    root, kind, experiment = Path(path).parents[3], meta["kind"], meta["experiment"]
+    recorded = meta.get("chunks") or {}
+    tables = []
+    for chunk in sorted(recorded):
+        chunk_path = store.chunk_path(root, kind, experiment, chunk)
+        if not chunk_path.exists():
+            raise StoreError(f"{path}: its chunk {chunk} is no longer in the store; rerun")
+        tables.append(store.read_table(chunk_path, columns=["point_id", "trial", *columns]))
+    trials = pd.concat([t.to_pandas() for t in tables], ignore_index=True) if tables else None
+    by_point = {}
+    if trials is not None:
+        trials = trials.sort_values(["point_id", "trial"], kind="stable")
+        for point, rows in trials.groupby("point_id", sort=False):
+            by_point[point] = {c: rows[c].to_numpy(dtype=float) for c in columns}
+    runs = []
+    for point, count in zip(summary["point_id"], summary["n_trials"]):
+        found = by_point.get(point, {c: np.zeros(0) for c in columns})
+        if len(found[columns[0]]) != count:
+            raise StoreError(
+                f"{path}: point {point} summarises {count} runs, its chunks hold "
+                f"{len(found[columns[0]])}; rerun to rebuild the summary"
+            )
+        runs.append(found)
+    out = summary.drop(columns="point_id")
+    out["runs"] = runs
+    return out
 
 
 def table(

@@ -88,7 +88,10 @@ STATEMENTS = ("robustness", "information", "temperature")
 
 def _statements(kind) -> list[str]:
     """The essay's statements a kind's claims bear on (from its claims, judged on no data)."""
-    found = {judge(None).statement for judge in kind.submodule("claims").CLAIMS}
+    found = {
+        getattr(claim, "statement", None) or claim(None).statement  # a ClaimSpec, or legacy
+        for claim in kind.submodule("claims").CLAIMS
+    }
     return [s for s in STATEMENTS if s in found] + sorted(found - set(STATEMENTS))
 
 

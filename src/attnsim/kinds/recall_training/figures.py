@@ -5,6 +5,8 @@ fitted law; the separating experiment (normalised steps); entropy trajectories p
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -14,9 +16,15 @@ from matplotlib.patches import Patch
 
 from attnsim.figures.common import NotApplicable, legend_below, yerr
 from attnsim.figures.style import PALETTE, figure_function, palette
-from attnsim.kernels.survival import wilson
+from attnsim.kernels.censored_regression import NotIdentified, fit_aft
+from attnsim.kernels.survival import kaplan_meier, wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
-from attnsim.kinds.recall_training.plateau import PREDICTORS, fit_setting, out_of_sample
+from attnsim.kinds.recall_training.plateau import (
+    LAW_LOGIT_STD,
+    PREDICTORS,
+    fit_setting,
+    out_of_sample,
+)
 
 RUN = [
     "optimiser",
@@ -281,16 +289,60 @@ def _settings(summary: pd.DataFrame):
     return list(summary.groupby(RUN))
 
 
+def _step_curve(km, budget: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The Kaplan-Meier estimate as the step function of its event times, from step 1 (S = 1)
+    to the budget: x, S and the 95% log-log band, for `where="post"` steps."""
+    x = np.concatenate([[1.0], km.times, [max(budget, km.times[-1] if km.times.size else 1.0)]])
+    surv = np.concatenate([[1.0], km.survival, [km.survival[-1] if km.times.size else 1.0]])
+    low = np.concatenate([[1.0], km.low, [km.low[-1] if km.times.size else 1.0]])
+    high = np.concatenate([[1.0], km.high, [km.high[-1] if km.times.size else 1.0]])
+    return x, surv, low, high
+
+
+def _fitted_survival(ax, rows, runs, colours, budget):
+    """The Weibull AFT fitted on every run of the law's regime (docs/science.md §9.9): its
+    survival curve S(t) = exp(-exp((log t - a - b log sigma0) / s)) per scale, dashed."""
+    regime = rows[rows["logit_std"] >= LAW_LOGIT_STD]
+    if regime["scale"].nunique() < 2:
+        return
+    parts = [(math.log(r["logit_std"]), runs[r["point_id"]]) for _, r in regime.iterrows()]
+    x = np.concatenate([np.full(len(t), lx) for lx, (t, _) in parts])
+    time = np.maximum(np.concatenate([t for _, (t, _) in parts]), 1.0)
+    event = np.concatenate([e for _, (_, e) in parts])
+    try:
+        fit = fit_aft(x, time, event, "weibull")
+    except NotIdentified:
+        return
+    grid = np.geomspace(1.0, budget, 200)
+    for _, r in regime.iterrows():
+        centre = fit.intercept + fit.slope * math.log(r["logit_std"])
+        w = (np.log(grid) - centre) / fit.sigma
+        ax.plot(grid, np.exp(-np.exp(w)), "--", color=colours[r["scale"]], lw=1.0, alpha=0.9)
+
+
+def _point_runs(trials: pd.DataFrame) -> dict:
+    """point id -> (escape times, escaped flags) of its runs, in trial order."""
+    out = {}
+    for point, group in trials.groupby("point_id", sort=True):
+        group = group.sort_values("trial") if "trial" in group else group
+        out[point] = (group["escape_step"].to_numpy(float), group["escaped"].to_numpy(float))
+    return out
+
+
 @figure_function
-def escape_survival(summary: pd.DataFrame):
+def escape_survival(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
     """Survival curves of the escape time per initial scale, a panel per run setting: the share of
-    runs not yet escaped, Kaplan-Meier, at the checkpoints (with their 95% intervals) and at the
-    10/25/50/75/90% quantiles; the median with its 95% interval as a horizontal bar at 1/2."""
+    runs not yet escaped, Kaplan-Meier, drawn as the step function of the runs' event times with
+    its 95% log-log band; the median with its 95% interval as a horizontal bar at 1/2; dashed, the
+    Weibull AFT law fitted on every run of the law's regime (docs/science.md §9.9)."""
     if not (summary["stop"] == "threshold").any():
         raise NotApplicable(
             "escape_survival", "no runs that stop at the threshold: see trainability"
         )
+    if trials is None or trials.empty:
+        raise NotApplicable("escape_survival", "the runs' escape times were not given")
     summary = summary[summary["stop"] == "threshold"]
+    runs = _point_runs(trials)
     groups = _settings(summary)
     scales = sorted(summary["scale"].unique())
     colours = dict(zip(scales, palette("viridis", max(len(scales), 2))))
@@ -301,42 +353,18 @@ def escape_survival(summary: pd.DataFrame):
     )
     for ax, (key, rows) in zip(axes.flat, groups):
         budget = int(key[-1])
-        steps = np.array(checkpoint_steps(budget), dtype=float)
         for _, row in rows.sort_values("scale").iterrows():
             c = colours[row["scale"]]
-            share = np.array([row[f"escaped_ckpt_{j}"] for j in range(CHECKPOINTS)])
-            lo = np.array([row[f"escaped_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
-            hi = np.array([row[f"escaped_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-            qs = (
-                [(row[f"escape_q{q}"], q / 100) for q in (10, 25)]
-                + [(row["escape_median"], 0.5)]
-                + [(row[f"escape_q{q}"], q / 100) for q in (75, 90)]
-            )
-            points = sorted(
-                [(t, 1 - s) for t, s in zip(steps, share)]
-                + [(t, 1 - q) for t, q in qs if np.isfinite(t)]
-            )
+            x, surv, low, high = _step_curve(kaplan_meier(*runs[row["point_id"]]), budget)
+            ax.fill_between(x, low, high, step="post", color=c, alpha=0.15, lw=0)
             ax.step(
-                [0.8] + [p[0] for p in points],
-                [1.0] + [p[1] for p in points],
+                x,
+                surv,
                 where="post",
                 color=c,
                 lw=1.6,
+                gid="kaplan-meier",
                 label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})",
-            )
-            inside = (
-                (share > 0) & (share < 1) | (lo > 0) | (hi < 1)
-            )  # checkpoints where something is known
-            ax.errorbar(
-                steps[inside],
-                1 - share[inside],
-                yerr=np.clip([hi[inside] - share[inside], share[inside] - lo[inside]], 0, None),
-                fmt="s",
-                color=c,
-                ms=3,
-                capsize=2,
-                lw=0.9,
-                alpha=0.8,
             )
             if np.isfinite(row["escape_median"]):
                 right = (
@@ -357,6 +385,7 @@ def escape_survival(summary: pd.DataFrame):
                     capsize=3,
                     lw=1.1,
                 )
+        _fitted_survival(ax, rows, runs, colours, budget)
         ax.axvline(budget, color="0.4", ls=":", lw=1.0)
         ax.axhline(0.5, color="0.6", lw=0.7)
         ax.set_xscale("log")
@@ -370,24 +399,18 @@ def escape_survival(summary: pd.DataFrame):
     for ax in axes[:, 0]:
         ax.set_ylabel("share of runs not yet escaped (Kaplan–Meier)")
     handles = [
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            lw=1.6,
-            label="share still above the loss threshold (steps: checkpoints and quantiles)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="s",
-            ms=3,
-            ls="",
-            label="at the checkpoints: 95% log-log interval (Wilson at 0 and 1)",
-        ),
+        Line2D([], [], color="0.3", lw=1.6, label="Kaplan–Meier: a step at each escape time"),
+        Patch(color="0.3", alpha=0.15, label="95% log-log band"),
         Line2D(
             [], [], color="0.3", marker="o", ls="", label="median escape time with its 95% interval"
+        ),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            ls="--",
+            lw=1.0,
+            label="Weibull law fitted on the panel's runs at logit std ≥ 4 (§9.9)",
         ),
         Line2D([], [], color="0.4", ls=":", label="budget: runs still above it are censored there"),
     ]
@@ -399,7 +422,40 @@ def escape_survival(summary: pd.DataFrame):
     return fig
 
 
-def _law_panel(ax, summary, predictor, colours, show_theory):
+RUN_COLUMNS = ("trial", "escape_step", "escaped")
+escape_survival.trial_columns = RUN_COLUMNS
+
+
+def _law_line(regime: pd.DataFrame, predictor: str, runs: dict | None):
+    """The fitted law over the regime's points: for the initial logit std with the runs given,
+    the Weibull AFT on every run (docs/science.md §9.9; its median line exp(a + b log sigma0 +
+    s log log 2)); otherwise the weighted fit to the medians (§9.4). (grid, line, label) or None."""
+    if predictor == "logit_std" and runs is not None and regime["scale"].nunique() >= 2:
+        sigma = regime["logit_std"].to_numpy(float)
+        times = [runs[p] for p in regime["point_id"]]
+        x = np.concatenate([np.full(len(t), math.log(v)) for v, (t, _) in zip(sigma, times)])
+        time = np.maximum(np.concatenate([t for t, _ in times]), 1.0)
+        event = np.concatenate([e for _, e in times])
+        try:
+            fit = fit_aft(x, time, event, "weibull")
+        except NotIdentified:
+            return None
+        grid = np.geomspace(sigma.min(), sigma.max(), 50)
+        centre = fit.intercept + fit.sigma * math.log(math.log(2))
+        text = f"every run (Weibull): b {fit.slope:.2f} [{fit.slope_low:.2f}, {fit.slope_high:.2f}]"
+        return grid, np.exp(centre + fit.slope * np.log(grid)), text
+    law = fit_setting(regime, predictor)
+    if law is None:
+        return None
+    grid = np.geomspace(law["x"].min(), law["x"].max(), 50)
+    text = (
+        f"fit to medians: slope {law['slope']:.2f} "
+        f"[{law['slope_low']:.2f}, {law['slope_high']:.2f}]"
+    )
+    return grid, 10 ** (law["intercept"] + law["slope"] * np.log10(grid)), text
+
+
+def _law_panel(ax, summary, predictor, colours, show_theory, runs=None):
     column, label = PREDICTORS[predictor]
     for key, rows in _settings(summary):
         c = colours[key]
@@ -427,32 +483,24 @@ def _law_panel(ax, summary, predictor, colours, show_theory):
         ax.plot(
             x[censored], rows["steps"][censored].astype(float), "^", color=c, ms=7, mfc="none"
         )  # median beyond the budget
-        regime = rows[rows["logit_std"] >= 4.0]
-        law = fit_setting(regime, predictor)
-        if law is not None:
-            grid = np.geomspace(law["x"].min(), law["x"].max(), 50)
+        regime = rows[rows["logit_std"] >= LAW_LOGIT_STD]
+        line = _law_line(regime, predictor, runs)
+        if line is None:
+            continue
+        grid, fitted, text = line
+        ax.plot(grid, fitted, "-", color=c, lw=1.5, label=text)
+        if show_theory:
+            b = float(rows["escape_exponent"].iloc[0])
+            mid = len(grid) // 2
             ax.plot(
                 grid,
-                10 ** (law["intercept"] + law["slope"] * np.log10(grid)),
-                "-",
+                fitted[mid] * (grid / grid[mid]) ** b,
+                "--",
                 color=c,
-                lw=1.5,
-                label=f"fit: slope {law['slope']:.2f} [{law['slope_low']:.2f}, "
-                f"{law['slope_high']:.2f}]",
+                lw=1.1,
+                alpha=0.8,
+                label=f"predicted slope {b:g} (§9.4)",
             )
-            if show_theory:
-                b = float(rows["escape_exponent"].iloc[0])
-                mid_x = 10 ** np.mean(np.log10(law["x"]))
-                mid_y = law["intercept"] + law["slope"] * np.log10(mid_x)
-                ax.plot(
-                    grid,
-                    10 ** (mid_y + b * (np.log10(grid) - np.log10(mid_x))),
-                    "--",
-                    color=c,
-                    lw=1.1,
-                    alpha=0.8,
-                    label=f"predicted slope {b:g} (§9.4)",
-                )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(label + (" (linear)" if predictor == "entropy" else ""))
@@ -463,22 +511,25 @@ def _law_panel(ax, summary, predictor, colours, show_theory):
 
 
 @figure_function
-def escape_law(summary: pd.DataFrame):
+def escape_law(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
     """Median escape time (Kaplan-Meier, 95% interval; ^ where more than half were censored at the
-    budget) against the three predictors measured at initialisation, with the weighted fit of the
-    law over the regime (logit std >= 4) and the predicted exponent (§9.4); the titles give each
-    predictor's out-of-sample error (leave one scale out)."""
+    budget) against the three predictors measured at initialisation, with the law fitted over the
+    regime (logit std >= 4): against the logit std the Weibull AFT on every run (§9.9, what the
+    claims judge; its median line), against the others the weighted fit to the medians, and the
+    predicted exponent (§9.4); the titles give each predictor's out-of-sample error (leave one
+    scale out)."""
     summary = summary[summary["stop"] == "threshold"]
-    if summary[summary["logit_std"] >= 4.0]["scale"].nunique() < 3:
+    runs = _point_runs(trials) if trials is not None and not trials.empty else None
+    if summary[summary["logit_std"] >= LAW_LOGIT_STD]["scale"].nunique() < 3:
         raise NotApplicable("escape_law", "fewer than 3 escape points with initial logit std >= 4")
     groups = _settings(summary)
     colours = _colours([k for k, _ in groups])
-    cv = out_of_sample(summary[summary["logit_std"] >= 4.0])
+    cv = out_of_sample(summary[summary["logit_std"] >= LAW_LOGIT_STD])
     finite = {k: cv[k] for k in PREDICTORS if np.isfinite(cv[k])}
     best = min(finite, key=lambda k: finite[k]) if finite else None
     fig, axes = plt.subplots(1, 3, figsize=(16.5, 5.0))
     for ax, predictor in zip(axes, PREDICTORS):
-        _law_panel(ax, summary, predictor, colours, show_theory=predictor == "logit_std")
+        _law_panel(ax, summary, predictor, colours, predictor == "logit_std", runs)
         score = (
             f"out-of-sample RMSE of log₁₀ median: {cv[predictor]:.3f}"
             if np.isfinite(cv[predictor])
@@ -511,6 +562,9 @@ def escape_law(summary: pd.DataFrame):
         "initial gradient norm",
     )
     return fig
+
+
+escape_law.trial_columns = RUN_COLUMNS
 
 
 @figure_function

@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # the simulate jobs import this module and fit nothing: no pa
     import pandas as pd
 
 Z95 = 1.959963984540054
+# the law's regime: initial logit std >= 4, where the top gap of n = 16 logits is many times the
+# unit scale on which e^-gap varies and the gradient law of §9.3 applies (claims and figures)
+LAW_LOGIT_STD = 4.0
 SETTING = [
     "optimiser",
     "lr",

@@ -1,0 +1,315 @@
+"""recall_training's claims (declared in its claims module, judged by the engine) on synthetic
+rows: each rule holds, fails and is inconclusive where it should, the escape-time law is fitted
+on every run (censored runs included) and recovers known exponents, "not measured" means the
+sweep has no run of the thing, and no verdict depends on which experiment comes first."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnsim.claims.engine import judge
+from attnsim.kinds.recall_training import claims as rc
+from attnsim.kinds.recall_training import wilson
+
+SETTING = dict(
+    n=16, d=16, batch=32, values="trainable", logits="dot", log_n=math.log(16), escape_exponent=0.5
+)
+SCALES = [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0]
+RUNS = 16
+
+
+def escape_rows(
+    optimiser="adam",
+    exponent=0.5,
+    sigma=0.2,
+    shares=None,
+    steps=10000,
+    lr=0.03,
+    seed=0,
+    runs=RUNS,
+    **extra,
+) -> pd.DataFrame:
+    """Synthetic escape points: per run, log T = log 100 + exponent log(logit_std) + sigma W (W
+    standard minimum-Gumbel: Weibull times), censored at the budget; the share escaped by the
+    budget from `shares` (Wilson, `runs` runs) where given, else from the runs."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, scale in enumerate(SCALES):
+        logit_std = scale**2 * math.sqrt(1.09)
+        times = np.exp(
+            math.log(100)
+            + exponent * math.log(logit_std)
+            + sigma * np.log(rng.exponential(size=runs))
+        )
+        escaped = (times <= steps).astype(float)
+        share = escaped.mean() if shares is None else shares[i]
+        low, high = wilson(round(share * runs), runs)
+        median = float(np.median(times))
+        rows.append(
+            SETTING
+            | dict(experiment="p", n_trials=runs, scale=scale, optimiser=optimiser, lr=lr)
+            | dict(steps=steps, stop="threshold", logit_std=logit_std)
+            | dict(
+                init_logit_std_mean=logit_std,
+                init_entropy_mean=2.7 * math.exp(-logit_std / 3),
+                init_grad_qk_mean=1 / logit_std,
+            )
+            | dict(
+                escape_median=median if median <= steps else math.inf,
+                escape_median_ci_low=median / 1.2,
+                escape_median_ci_high=median * 1.2 if median * 1.2 <= steps else math.inf,
+                escaped_ckpt_7=share,
+                escaped_ckpt_7_ci_low=low,
+                escaped_ckpt_7_ci_high=high,
+                zhai_margin_min_min=0.01,
+                runs={"escape_step": np.minimum(times, steps), "escaped": escaped},
+            )
+            | extra
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "shares, verdict",
+    [([1, 1, 1, 1, 0.5, 0.25, 0.0], "fails"), ([1, 1, 1, 0.0, 0.0, 0.0, 0.0], "inconclusive")],
+)
+def test_impossible_claim_fails_where_runs_escape(shares, verdict):
+    rows = escape_rows(shares=shares)
+    result = judge(rc.ONE_HOT_START_IMPOSSIBLE, rows)
+    assert result.verdict == verdict, result.evidence  # 0 of 16 cannot show <= 5%: never holds
+    many = escape_rows(shares=[1, 1, 1, 0, 0, 0, 0]).assign(escaped_ckpt_7_ci_high=0.01)
+    assert judge(rc.ONE_HOT_START_IMPOSSIBLE, many).verdict == "holds"  # e.g. 0 of 400
+    assert judge(rc.ONE_HOT_START_IMPOSSIBLE, rows.head(2)).verdict == "outside regime"
+    assert judge(rc.ONE_HOT_START_IMPOSSIBLE, None).verdict == "not measured"
+    assert "budget" in rc.ONE_HOT_START_IMPOSSIBLE.budget and "flip" in result.budget
+
+
+def law(optimiser: str):
+    return next(c for c in rc.CLAIMS if c.claim_id == f"plateau_law_{optimiser}")
+
+
+def grows(optimiser: str):
+    return next(c for c in rc.CLAIMS if c.claim_id == f"escape_time_grows_with_scale_{optimiser}")
+
+
+@pytest.mark.parametrize(
+    "exponent, sigma, verdict",
+    [
+        (0.5, 0.2, "holds"),
+        (1.2, 0.2, "fails"),
+        (0.75, 0.2, "inconclusive"),
+        (0.5, 3.0, "inconclusive"),
+    ],
+)
+def test_plateau_law_on_every_run_against_its_prediction(exponent, sigma, verdict):
+    rows = escape_rows(exponent=exponent, sigma=sigma, steps=3000)
+    result = judge(law("adam"), rows)
+    assert result.verdict == verdict, result.evidence
+    assert result.number == "fitted slope (95% CI)" and result.unit == "runs"
+    in_regime = rows[rows["logit_std"] >= 4]
+    assert result.points == len(in_regime) and result.n == RUNS * len(in_regime)
+    # the interval covers the true exponent (fixed seed), and it is a confidence interval
+    assert result.ci_low <= exponent <= result.ci_high
+    assert "log-normal" in result.evidence
+    if verdict == "holds":  # the out-of-sample comparison of predictors: 4 finite medians
+        assert "out of sample" in result.evidence
+
+
+def test_censored_runs_enter_the_fit():
+    """At budget 3000 the largest scales' runs are censored (the medians beyond the budget): the
+    fit still recovers the exponent, from every run."""
+    rows = escape_rows(exponent=1.0, steps=3000, seed=4)
+    censored = sum(int((1 - r["escaped"]).sum()) for r in rows["runs"])
+    assert censored > RUNS  # more than one point's worth of runs censored
+    result = judge(law("sgd"), rows.assign(optimiser="sgd"))
+    assert result.verdict == "holds" and f"{censored} censored" in result.evidence
+
+
+def test_growth_claim():
+    rows = escape_rows(exponent=0.5)
+    assert judge(grows("adam"), rows).verdict == "holds"
+    assert judge(grows("adam"), escape_rows(exponent=-0.5)).verdict == "fails"
+    # measured, but no run escapes at two scales of the regime: the exponent is not identified
+    stuck = escape_rows(exponent=0.5, steps=10)
+    result = judge(grows("adam"), stuck)
+    assert result.verdict == "inconclusive" and "not identified" in result.evidence
+
+
+def test_not_measured_means_no_run_of_the_optimiser():
+    adam = escape_rows()
+    for claim in (law("sgd"), grows("sgd")):
+        assert judge(claim, adam).verdict == "not measured"
+        # SGD runs, but none in the law's regime (logit std >= 4): outside regime
+        sgd_small = escape_rows(optimiser="sgd").head(1)
+        assert judge(claim, pd.concat([adam, sgd_small])).verdict == "outside regime"
+
+
+def test_separating_claim():
+    escaping = escape_rows(optimiser="normgd", shares=[1, 1, 1, 1, 0.75, 0.5, 0.3])
+    assert judge(rc.NORMALISED_STEPS_STALL, escaping).verdict == "fails"
+    stalled = escape_rows(optimiser="normgd", shares=[1, 1, 1, 0, 0, 0, 0]).assign(
+        escaped_ckpt_7_ci_high=0.01
+    )
+    assert judge(rc.NORMALISED_STEPS_STALL, stalled).verdict == "holds"
+    assert judge(rc.NORMALISED_STEPS_STALL, escape_rows()).verdict == "not measured"
+
+
+def collapse_rows(first: int, diverged: int, qk_early: float, dot_early=0.9, steps=300):
+    rows = []
+    for logits, early in (("dot", dot_early), ("qk_norm", qk_early)):
+        low, high = wilson(round(early * 40), 40)
+        f_low, f_high = wilson(first, diverged)
+        rows.append(
+            SETTING
+            | dict(experiment="c", n_trials=40, scale=1.0, optimiser="adam", lr=1.0, steps=steps)
+            | dict(stop="never", logits=logits, logit_std=1.0, init_entropy_mean=2.3)
+            | dict(collapsed_share=1.0, diverged_mean=diverged / 40, zhai_margin_min_min=0.0)
+            | dict(
+                collapsed_early_share=early,
+                collapsed_early_ci_low=low,
+                collapsed_early_ci_high=high,
+            )
+            | dict(
+                diverged_count=diverged if logits == "dot" else 0,
+                collapse_first_share=first / diverged if logits == "dot" else math.nan,
+                collapse_first_ci_low=f_low,
+                collapse_first_ci_high=f_high,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def test_collapse_precedes_divergence():
+    claim = rc.COLLAPSE_PRECEDES_DIVERGENCE
+    assert judge(claim, collapse_rows(30, 32, 0.1)).verdict == "holds"
+    assert judge(claim, collapse_rows(2, 32, 0.1)).verdict == "fails"
+    assert judge(claim, collapse_rows(9, 16, 0.1)).verdict == "inconclusive"
+    calm = judge(claim, collapse_rows(0, 1, 0.1).assign(diverged_count=0))
+    assert calm.verdict == "inconclusive" and "nothing to order" in calm.evidence
+
+
+def test_qk_norm_judged_on_collapse_before_learning():
+    claim = rc.QK_NORM_PREVENTS_EARLY_COLLAPSE
+    assert judge(claim, collapse_rows(0, 1, qk_early=0.0)).verdict == "holds"
+    assert judge(claim, collapse_rows(0, 1, qk_early=1.0)).verdict == "fails"
+    assert judge(claim, collapse_rows(0, 1, qk_early=0.5)).verdict == "inconclusive"
+    # without QK-norm nothing collapses before learning (a sharp head after it is the solution)
+    nothing = collapse_rows(0, 1, qk_early=0.0, dot_early=0.0)
+    assert judge(claim, nothing).verdict == "outside regime"
+    assert judge(claim, nothing.query("logits == 'dot'")).verdict == "not measured"
+    # two budgets 10x apart: each judged; the longer one's early collapse decides
+    both = pd.concat([collapse_rows(0, 1, 0.0), collapse_rows(0, 1, 1.0, steps=3000)])
+    result = judge(claim, both)
+    assert result.verdict == "fails" and result.points == 2 and "3000 steps" in result.evidence
+
+
+def test_zhai_bound():
+    assert judge(rc.ENTROPY_ABOVE_NORM_BOUND, collapse_rows(30, 32, 0.1)).verdict == "holds"
+    broken = collapse_rows(30, 32, 0.1).assign(zhai_margin_min_min=-1e-3)
+    assert judge(rc.ENTROPY_ABOVE_NORM_BOUND, broken).verdict == "fails"
+
+
+def test_rank_correlation_per_setting_and_budget():
+    claim = rc.ENTROPY_PREDICTS_FINAL_LOSS
+    base = escape_rows().assign(stop="never", final_loss_median=lambda r: r["scale"] / 10)
+    result = judge(claim, base)
+    assert result.verdict == "holds" and result.measured == pytest.approx(-1.0)
+    assert result.points == 7
+    mixed = pd.concat(
+        [
+            base,
+            base.assign(
+                optimiser="sgd", final_loss_median=base["final_loss_median"][::-1].to_numpy()
+            ),
+        ]
+    )
+    assert judge(claim, mixed).verdict == "fails"  # one setting the other way
+    assert judge(claim, base.head(3)).verdict == "outside regime"
+    # a point measured twice is refused, never "the first" kept (the engine keeps one per point)
+    with pytest.raises(ValueError, match="twice"):
+        judge(claim, pd.concat([base, base.assign(experiment="q")]))
+    lo, hi = rc.fisher_interval(0.0, 12)
+    assert lo == pytest.approx(-hi) and 0.5 < hi < 0.6
+
+
+def test_verdicts_do_not_depend_on_row_order_or_experiment_names():
+    rows = pd.concat([escape_rows(exponent=0.9), escape_rows(optimiser="normgd", seed=2)])
+    shuffled = rows.sample(frac=1.0, random_state=3).assign(experiment="renamed")
+    for claim in rc.CLAIMS:
+        if claim.claim_id.startswith(("plateau_law", "escape_time", "one_hot", "normalised")):
+            one, two = judge(claim, rows), judge(claim, shuffled)
+            assert (one.verdict, one.measured, one.ci_low, one.ci_high) == pytest.approx(
+                (two.verdict, two.measured, two.ci_low, two.ci_high), nan_ok=True
+            ), claim.claim_id
+
+
+def test_no_claim_of_the_kind_sets_a_verdict():
+    import inspect
+
+    source = inspect.getsource(rc)
+    for forbidden in (".verdict =", "verdict=", ".evidence +=", ".replace("):
+        assert forbidden not in source
+
+
+def tiny_store(root) -> dict:
+    """Two tiny recall_training experiments sharing a point (scale 1), in a store at `root`."""
+    from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
+    from attnsim.plan.sweep import experiment_json, plan_experiment
+    from attnsim.store import parquet as store
+
+    grid = {"n": [6], "d": [4], "batch": [4], "optimiser": ["adam"], "lr": [0.5], "steps": [10]}
+    settings = load(
+        {
+            "seed": 3,
+            "chunk_size": 2,
+            "experiments": {
+                "a": {"kind": "recall_training", "trials": 5, "grid": grid | {"scale": [1.0, 3.0]}},
+                "b": {"kind": "recall_training", "trials": 7, "grid": grid | {"scale": [1.0]}},
+            },
+        }
+    )
+    for name in settings.experiments:
+        plan = plan_experiment(settings, name, root)
+        paths = [
+            run_chunk(plan.spec(c), store.chunk_path(root, plan.kind, plan.name, c))
+            for c in plan.pending
+        ]
+        collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
+    return {name: "recall_training" for name in settings.experiments}
+
+
+def test_the_claims_read_every_run_of_the_summarised_chunks(tmp_path):
+    """The escape times the fits use are the trial rows of the chunks each summary records: one
+    array per point with n_trials runs, in trial order; a chunk gone is one clear StoreError."""
+    from attnsim.errors import StoreError
+    from attnsim.report import claims as io
+    from attnsim.store import parquet as store
+
+    experiments = tiny_store(tmp_path)
+    frames = io.load_summaries(tmp_path, experiments)
+    for name, frame in frames.items():
+        for _, row in frame.iterrows():
+            assert set(row["runs"]) == set(rc.RUN_COLUMNS)
+            assert len(row["runs"]["escape_step"]) == row["n_trials"]
+        trials = pd.concat(
+            store.read_table(p).to_pandas()
+            for p in store.experiment_chunks(tmp_path, "recall_training", name)
+        )
+        point = trials[trials["scale"] == 1.0].sort_values("trial")
+        np.testing.assert_array_equal(
+            frame.loc[frame["scale"] == 1.0, "runs"].iloc[0]["escape_step"],
+            point["escape_step"].to_numpy(),
+        )
+    # the shared point: the claims see one row (the experiment with the most runs), any order
+    one = io.evaluate(frames, experiments)
+    two = io.evaluate(dict(reversed(list(frames.items()))), dict(reversed(experiments.items())))
+    assert io.table(one).equals(io.table(two))
+    store.experiment_chunks(tmp_path, "recall_training", "a")[0].unlink()
+    with pytest.raises(StoreError, match="no longer in the store"):
+        io.load_summaries(tmp_path, experiments)
