@@ -8,12 +8,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers.points import make_point
 from oracles import logit_entropy as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds.logit_entropy import KIND, kernel
-from attnsim.records.grid import make_point
 from attnsim.theory.entropy import small_scale_entropy
 
 METRICS = ("entropy", "entropy_norm", "renyi2", "max_weight", "n_eff")
