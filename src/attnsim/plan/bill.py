@@ -55,7 +55,7 @@ def bill(
     jobs = {
         "simulate": simulate,
         "collect": stale,
-        "figures": 1 if stale else 0,
+        "figures": stale,  # one figures job per experiment whose summary is rebuilt
         "claims": 1 if stale else 0,
     }
     return Bill(len(plans), points, to_run, trials, jobs, cpu / 3600, largest / 3600, mem, threads)
