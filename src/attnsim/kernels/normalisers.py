@@ -1,5 +1,5 @@
 """Attention normalisers other than softmax, on batched logits (trials, n): the forward map, its
-Jacobian-vector product, and the entropy and total mass of the weights (docs/science.md §9).
+Jacobian-vector product, and the entropy and total mass of the weights (docs/science.md §12).
 
 Each normaliser maps a row of logits s to weights p, and the attention output is o = sum p_i v_i
 as the normaliser's paper defines it (no renormalisation: sigmoid, softpick and ReLU weights need
