@@ -139,7 +139,7 @@ KIND = Kind(
     },
     name="normaliser_attention",
     package=__name__,
-    figures=("bias_by_normaliser", "error_vs_n_by_normaliser"),
+    figures=("bias_by_normaliser", "error_vs_n_by_normaliser", "verdict_matrix"),
     entropy_figure="",
     headline=headline,
     description="attention output under logit noise and the weights' entropy, per normaliser "
@@ -153,6 +153,9 @@ KIND = Kind(
     simulate_block=simulate_block,
     theory=theory,
     main_metric="bias",
+    # the K noisy copies pass through the normaliser, its sort (sparse maps) or quadrature
+    # (sigmoid, softpick) and three einsums: measured ~6x one pass over the working set
+    passes_per_trial=lambda p: 6.0,
     extra_columns=EXTRA,
     extra_summary=extra_summary,
 )

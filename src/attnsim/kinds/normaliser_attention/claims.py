@@ -309,6 +309,7 @@ CANCELLATION = ClaimSpec(
 )
 
 
+PER_NORMALISER = {"bias": bias_claim, "error": error_claim, "entropy": entropy_claim}
 CLAIMS = (
     *(bias_claim(name) for name in NORMALISERS),
     *(error_claim(name) for name in NORMALISERS),

@@ -9,7 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
 
+from attnsim.claims.engine import judge
 from attnsim.figures.common import legend_below, yerr
 from attnsim.figures.style import figure_function
 from attnsim.kernels.normalisers import NORMALISERS
@@ -91,6 +93,8 @@ def error_vs_n_by_normaliser(summary: pd.DataFrame):
             ax.plot(line["n"], line["sq_err_pred_mean"], "--", color=f"C{j}", lw=1.2)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(sorted(noisy["n"].unique()), [str(n) for n in sorted(noisy["n"].unique())])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(name)
     for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
@@ -98,7 +102,56 @@ def error_vs_n_by_normaliser(summary: pd.DataFrame):
         Line2D([], [], color=f"C{j}", marker="o", label=f"σ = {s:g}") for j, s in enumerate(scales)
     ]
     handles.append(Line2D([], [], color="k", ls="--", label="theory (§12.2)"))
+    for ax in axes[-1]:
+        ax.set_xlabel("n")
     legend_below(fig, handles)
-    fig.supxlabel("n")
     fig.supylabel("E‖õ − o‖²")
     return fig
+
+
+VERDICT_COLOURS = {
+    "holds": "#4c9a5f",
+    "fails": "#c8553d",
+    "inconclusive": "#e0b84a",
+    "outside regime": "#d9d9d9",
+    "not measured": "#f2f2f2",
+}
+FAMILIES = (("bias", "bias along o"), ("error", "error ratio"), ("entropy", "entropy at large l"))
+
+
+@figure_function
+def verdict_matrix(summary: pd.DataFrame):
+    """Each per-normaliser claim judged by the engine on this experiment's summary (the same
+    `judge` the claims table uses), a cell per (claim, normaliser) coloured by its verdict and
+    labelled with the measured number (the point farthest from the prediction)."""
+    from attnsim.kinds.normaliser_attention.claims import CANCELLATION, PER_NORMALISER
+
+    names = list(NORMALISERS)
+    fig, ax = plt.subplots(figsize=(1.0 * len(names) + 1.5, 0.6 * (len(FAMILIES) + 1) + 1.0))
+    for i, (family, _) in enumerate(FAMILIES):
+        for j, name in enumerate(names):
+            result = judge(PER_NORMALISER[family](name), summary)
+            _cell(ax, j, i, result)
+    result = judge(CANCELLATION, summary)
+    _cell(ax, (len(names) - 1) / 2, len(FAMILIES), result, width=len(names))
+    ax.set_xlim(-0.5, len(names) - 0.5)
+    ax.set_ylim(len(FAMILIES) + 0.5, -0.5)
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
+    labels = [label for _, label in FAMILIES] + ["property X separates"]
+    ax.set_yticks(range(len(labels)), labels)
+    ax.grid(False)
+    handles = [
+        Line2D([], [], marker="s", ls="", ms=10, color=c, label=v)
+        for v, c in VERDICT_COLOURS.items()
+    ]
+    legend_below(fig, handles)
+    return fig
+
+
+def _cell(ax, x: float, y: float, result, width: float = 1.0) -> None:
+    colour = VERDICT_COLOURS.get(result.verdict, "white")
+    ax.add_patch(
+        plt.Rectangle((x - width / 2, y - 0.5), width, 1.0, color=colour, ec="white", lw=2)
+    )
+    if np.isfinite(result.measured):
+        ax.text(x, y, f"{result.measured:.2g}", ha="center", va="center", fontsize=8)
