@@ -27,6 +27,7 @@ from attnsim.cli.main import main
 from attnsim.config.load import load
 from attnsim.jobs.collect import collect
 from attnsim.jobs.simulate import run_chunk
+from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds import get_kind
 from attnsim.plan.sweep import experiment_json, plan_experiment
 from attnsim.report import claims_render as render
@@ -51,6 +52,18 @@ TINY = {
                     0.5,
                     1.0,
                 ],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
+            },
+        },
+        "normalisers": {
+            "kind": "normaliser_attention",
+            "trials": 20,
+            "grid": {
+                "normaliser": list(NORMALISERS),
+                "n": [64],
+                "d": [4],
+                "logit_scale": [0.5, 16.0],
+                "noise_draws": [2],
+                "noise_scale": [0.1, 0.5],
             },
         },
         "entropy_scale": {

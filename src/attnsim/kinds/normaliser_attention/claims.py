@@ -244,7 +244,7 @@ def entropy_claim(name: str) -> ClaimSpec:
         ),
         measure=_entropy_points,
         compared_to=f"{bound}: H / log n of the clean weights at every point",
-        figure="",
+        figure="verdict_matrix",
         describe=at_worst(PARAMS),
     )
 
