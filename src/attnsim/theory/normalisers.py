@@ -122,7 +122,10 @@ def sink_bias(s: np.ndarray, sigma: float) -> np.ndarray:
 def softpick_mean_weights(s: np.ndarray, sigma: float) -> np.ndarray:
     """E[p~_i] in the mean-field limit: E ReLU(e^{s_i+eps} - 1) / sum_j E|e^{s_j+eps} - 1|."""
     x, w = _nodes(sigma)
-    d = np.expm1(s[..., None] + x)
+    noisy = s[..., None] + x
+    # scaled by e^{-m}, m = max(0, largest noisy logit of the row), as in the kernel: no overflow
+    m = np.maximum(noisy.max(axis=(-2, -1), keepdims=True), 0.0)
+    d = np.where(m < 700.0, np.expm1(np.minimum(noisy, 700.0)) * np.exp(-m), np.exp(noisy - m))
     top = np.maximum(d, 0.0) @ w
     return top / (np.abs(d) @ w).sum(axis=-1, keepdims=True)
 
