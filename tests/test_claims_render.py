@@ -25,6 +25,7 @@ from attnsim.claims import engine
 from attnsim.claims.engine import CI_NUMBERS, NUMBER_KINDS, STATEMENTS, ClaimResult
 from attnsim.cli.main import main
 from attnsim.config.load import load
+from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds import get_kind
 from attnsim.report import claims_render as render
 from attnsim.store import parquet as store
@@ -49,6 +50,18 @@ TINY = {
                     0.5,
                     1.0,
                 ],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
+            },
+        },
+        "normalisers": {
+            "kind": "normaliser_attention",
+            "trials": 20,
+            "grid": {
+                "normaliser": list(NORMALISERS),
+                "n": [64],
+                "d": [4],
+                "logit_scale": [0.5, 16.0],
+                "noise_draws": [2],
+                "noise_scale": [0.1, 0.5],
             },
         },
         "entropy_scale": {

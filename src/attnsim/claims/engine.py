@@ -78,11 +78,16 @@ STATEMENTS = {
     "log n, so the weights stay close to uniform and carry little information; a smaller "
     "temperature widens the range, "
     "which is why contrastive learning uses one.",
+    "normalisers": "Attention and softmax really are meant for each other: the arguments above "
+    "rest on properties of softmax that the normalisers proposed instead (sigmoid, SSMax, "
+    "soft-capping, a sink, softpick, sparsemax, entmax, ReLU) keep or lose one by one "
+    "(docs/science.md §12).",
 }
 STATEMENT_TITLES = {
     "robustness": "Robustness to noise on the logits",
     "information": "Entropy of the weights and the gradient at initialisation",
     "temperature": "Temperature bounds the entropy of cosine attention",
+    "normalisers": "Which of the arguments are specific to softmax",
 }
 
 # What a claim's headline number (`measured`) is; each rendering labels it so.

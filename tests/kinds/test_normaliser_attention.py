@@ -1,0 +1,120 @@
+"""Kind `normaliser_attention`: its kernel against a plain per-trial computation on the same draws,
+its determinism, and its claims on constructed summaries (docs/science.md §12)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from oracles import normalisers as oracle
+
+from attnsim.kernels.normalisers import NORMALISERS
+from attnsim.kinds.normaliser_attention import claims, kernel
+
+
+@pytest.mark.parametrize("name", NORMALISERS)
+def test_metrics_equal_a_plain_computation_on_the_same_draws(name):
+    draws = kernel.draw(np.random.default_rng(1), 3, 12, 4, 5)
+    logit_scale, sigma = 0.8, 0.3
+    got = kernel.simulate(draws, name, logit_scale, sigma)
+    for t in range(3):
+        s = logit_scale * draws.z[t].astype(float)
+        v = draws.values[t].astype(float)
+        o = oracle.weights_row(name, s) @ v
+        diffs = [
+            oracle.weights_row(name, s + sigma * draws.eps[t, k].astype(float)) @ v - o
+            for k in range(5)
+        ]
+        assert got["sq_err"][t] == pytest.approx(np.mean([d @ d for d in diffs]), rel=1e-8)
+        assert got["bias"][t] == pytest.approx(np.mean(diffs, axis=0) @ o / (o @ o), rel=1e-7)
+        unit = math.expm1(sigma**2 / 2)
+        assert got["bias_unexplained"][t] == pytest.approx(
+            (got["bias"][t] - got["bias_pred"][t]) / unit
+        )
+        mass, entropy = oracle.mass_entropy_row(oracle.weights_row(name, s))
+        assert got["mass"][t] == pytest.approx(mass, rel=1e-9)
+        assert got["entropy"][t] == pytest.approx(entropy, rel=1e-8)
+
+
+def test_draws_do_not_depend_on_the_normaliser():
+    """Common random numbers: one block of draws serves every normaliser and noise scale."""
+    a = kernel.draw(np.random.default_rng(7), 4, 16, 2, 3)
+    b = kernel.draw(np.random.default_rng(7), 4, 16, 2, 3)
+    assert all(np.array_equal(x, y) for x, y in zip(vars(a).values(), vars(b).values()))
+
+
+def rows(**columns) -> pd.DataFrame:
+    base = dict(
+        normaliser="sigmoid",
+        n=256,
+        d=16,
+        logit_scale=0.5,
+        noise_scale=0.5,
+        noise_draws=16,
+        n_trials=200,
+        experiment="e",
+        cancels_mean="no",
+        mean_exp_minus_1=math.expm1(0.125),
+        bias_mean=0.13,
+        bias_ci_low=0.12,
+        bias_ci_high=0.14,
+        bias_pred_mean=0.13,
+        bias_unexplained_mean=0.0,
+        bias_unexplained_ci_low=-0.03,
+        bias_unexplained_ci_high=0.03,
+        entropy_norm_mean=0.9,
+        entropy_norm_ci_low=0.88,
+        entropy_norm_ci_high=0.92,
+        err_ratio=1.0,
+        err_ratio_ci_low=0.98,
+        err_ratio_ci_high=1.02,
+    )
+    return pd.DataFrame([{**base, **columns}])
+
+
+def test_bias_claim_holds_fails_and_is_inconclusive():
+    spec = claims.bias_claim("sigmoid")
+    assert spec(rows()).verdict == "holds"
+    # the mean cancelled as by softmax: the whole predicted bias unexplained
+    cancelled = rows(
+        bias_unexplained_mean=-1.0, bias_unexplained_ci_low=-1.05, bias_unexplained_ci_high=-0.95
+    )
+    assert spec(cancelled).verdict == "fails"
+    wide = rows(bias_unexplained_ci_low=-0.2, bias_unexplained_ci_high=0.2)
+    assert spec(wide).verdict == "inconclusive"
+    assert spec(rows(noise_scale=0.1)).verdict == "outside regime"
+    assert spec(rows(normaliser="softmax")).verdict == "outside regime"
+
+
+def test_entropy_claim_sides_follow_the_theory():
+    assert claims.entropy_claim("relu")(rows(normaliser="relu", logit_scale=16.0)).verdict == (
+        "holds"
+    )
+    frozen = rows(normaliser="softmax", logit_scale=16.0)
+    assert claims.entropy_claim("softmax")(frozen).verdict == "fails"
+    low = rows(
+        normaliser="softmax",
+        logit_scale=16.0,
+        entropy_norm_mean=0.05,
+        entropy_norm_ci_low=0.04,
+        entropy_norm_ci_high=0.06,
+    )
+    assert claims.entropy_claim("softmax")(low).verdict == "holds"
+
+
+def test_cancellation_claim_separates_by_property_x():
+    keep = rows()
+    cancel = rows(
+        normaliser="softmax",
+        cancels_mean="yes",
+        bias_mean=0.001,
+        bias_ci_low=-0.002,
+        bias_ci_high=0.004,
+    )
+    both = pd.concat([keep, cancel], ignore_index=True)
+    assert claims.CANCELLATION(both).verdict == "holds"
+    # a map with property X that kept the mean: the separation fails at that point
+    kept = cancel.assign(bias_mean=0.13, bias_ci_low=0.12, bias_ci_high=0.14)
+    assert claims.CANCELLATION(pd.concat([keep, kept], ignore_index=True)).verdict == "fails"

@@ -1,0 +1,155 @@
+"""The normaliser predictions (attnsim.theory.normalisers) against brute force at small n: Monte
+Carlo over the noise on fixed logits and values (tolerances from the Monte Carlo SE plus the
+stated order of the approximation), explicit Jacobians, and a direct search over cosine
+configurations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from oracles import normalisers as oracle
+
+from attnsim.kernels import normalisers as nz
+from attnsim.theory import normalisers as th
+
+
+def setup(n: int, trials: int = 4, scale: float = 0.7, d: int = 3, seed: int = 5):
+    rng = np.random.default_rng(seed)
+    return scale * rng.standard_normal((trials, n)), rng.standard_normal((trials, n, d))
+
+
+def brute_force(name, s, v, sigma, draws=40000, seed=9):
+    """Mean over noise draws of ||o~ - o||^2 and of <o~ - o, o> / ||o||^2, with their SEs."""
+    rng = np.random.default_rng(seed)
+    o = np.einsum("tn,tnd->td", nz.weights(name, s), v)
+    sq, beta = [], []
+    for t in range(len(s)):
+        noisy = s[t] + sigma * rng.standard_normal((draws, s.shape[-1]))
+        diff = nz.weights(name, noisy) @ v[t] - o[t]
+        sq.append(np.einsum("kd,kd->k", diff, diff))
+        beta.append(diff @ o[t] / (o[t] @ o[t]))
+    sq, beta = np.array(sq), np.array(beta)
+    se = lambda x: x.std(axis=1) / math.sqrt(draws)  # noqa: E731
+    return sq.mean(axis=1), se(sq), beta.mean(axis=1), se(beta)
+
+
+@pytest.mark.parametrize("name", nz.NORMALISERS)
+def test_grad_sq_is_the_jacobians_norm(name):
+    s, v = setup(7)
+    got = th.grad_sq(name, s, v)
+    for t in range(len(s)):
+        jac = oracle.jacobian_row(name, s[t])
+        assert got[t] == pytest.approx(np.sum((jac.T @ v[t]) ** 2), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "relu"])
+def test_elementwise_predictions_are_exact(name):
+    """Exact for any sigma and n: only the Monte Carlo error remains (4 SE)."""
+    s, v = setup(8)
+    sigma = 0.5
+    pred = th.predicted_error(name, s, v, sigma)
+    sq, sq_se, beta, beta_se = brute_force(name, s, v, sigma)
+    assert np.all(np.abs(sq - pred["sq_err_pred"]) < 4 * sq_se)
+    assert np.all(np.abs(beta - pred["bias_pred"]) < 4 * beta_se)
+
+
+@pytest.mark.parametrize(
+    "name", ["softmax", "ssmax", "sink", "softcap50", "softcap30", "sparsemax", "entmax15"]
+)
+def test_first_order_predictions_at_small_noise(name):
+    """At sigma = 0.03 the neglected terms are O(sigma^2) relative (a few 1e-3, and the kinks of
+    the sparse maps lie further than 4 sigma from these logits): within 5% plus 4 SE."""
+    s, v = setup(6, scale=2.0)
+    sigma = 0.03
+    pred = th.predicted_error(name, s, v, sigma)
+    sq, sq_se, _, _ = brute_force(name, s, v, sigma)
+    # (a one-hot sparse row has no error and a zero prediction: both 0, so <= not <)
+    assert np.all(np.abs(sq - pred["sq_err_pred"]) <= 0.05 * pred["sq_err_pred"] + 4 * sq_se)
+
+
+def test_sigmoid_bias_is_the_noise_mean_factor_whatever_n():
+    """sigma(s - log n) = e^s / n (1 + O(e^s / n)): the relative bias along o is m - 1 =
+    e^{sigma^2/2} - 1, the same at n = 64 and n = 4096."""
+    sigma = 0.5
+    for n in (64, 4096):
+        s, v = setup(n, trials=3, scale=0.3)
+        beta = th.predicted_error("sigmoid", s, v, sigma)["bias_pred"]
+        assert np.all(np.abs(beta / (th.mean_exp(sigma) - 1) - 1) < 20 / n)
+
+
+def test_sink_bias_against_brute_force():
+    """Mean field: exact up to O(1/n) fluctuations of the keys' mass; at n = 32 within 15%."""
+    s, v = setup(32, trials=3, scale=0.5)
+    sigma = 0.5
+    pred = th.predicted_error("sink", s, v, sigma)["bias_pred"]
+    _, _, beta, se = brute_force("sink", s, v, sigma, draws=100000)
+    np.testing.assert_array_less(np.abs(beta - pred), 0.15 * np.abs(pred) + 4 * se)
+
+
+def test_softpick_mean_field_bias_at_moderate_n():
+    s, v = setup(256, trials=2, scale=0.7)
+    sigma = 0.3
+    pred = th.predicted_error("softpick", s, v, sigma)["bias_pred"]
+    _, _, beta, se = brute_force("softpick", s, v, sigma, draws=20000)
+    np.testing.assert_array_less(np.abs(beta - pred), 0.1 * np.abs(pred) + 4 * se)
+
+
+def gap_formula(tau: float) -> float:
+    """SCIENCE's asymptotic softmax gap g(tau), maximised over f on a fine grid."""
+    f = np.linspace(1e-6, 1 - 1e-6, 200001)
+    a, b = math.exp(1 / tau), math.exp(-1 / tau)
+    z = f * a + (1 - f) * b
+    return float(np.max((f * a - (1 - f) * b) / (tau * z) - np.log(z)))
+
+
+def test_softmax_cosine_floor_approaches_the_known_gap():
+    assert gap_formula(1.0) == pytest.approx(0.4745, abs=1e-4)
+    assert th.cosine_floor("softmax", 4096) == pytest.approx(gap_formula(1.0), abs=1e-3)
+    assert th.cosine_floor("softmax", 4096) <= gap_formula(1.0) + 1e-9
+
+
+def test_ssmax_floor_is_softmax_at_temperature_one_over_b_log_n():
+    n = 512
+    assert th.cosine_floor("ssmax", n) == pytest.approx(
+        gap_formula(1 / (nz.SSMAX_B * math.log(n))), abs=2e-2
+    )
+
+
+def test_cosine_floor_matches_exhaustive_search_at_small_n():
+    """Every configuration of n = 6 cosines on a grid of [-1, 1]: no config beats the formula's
+    deficit (monotone normalisers), and the sparse ones reach log n."""
+    import itertools
+
+    grid = np.linspace(-1, 1, 5)
+    configs = np.array(list(itertools.product(grid, repeat=6)))
+    for name in nz.NORMALISERS:
+        _, h = nz.mass_and_entropy(nz.weights(name, configs))
+        best = math.log(6) - np.nanmin(h)
+        assert best == pytest.approx(th.cosine_floor(name, 6), abs=1e-9), name
+
+
+def test_large_scale_entropy_limits():
+    rng = np.random.default_rng(3)
+    n = 4096
+    z = rng.standard_normal((4, n))
+    for name in nz.NORMALISERS:
+        scale = 1e4 if name not in nz.SOFTCAPS else 1e6
+        _, h = nz.mass_and_entropy(nz.weights(name, scale * z))
+        tol = 0.05 if name == "relu" else 0.01
+        assert np.all(np.abs(h - th.large_scale_entropy(name, n)) < tol + 2 / math.sqrt(n)), name
+
+
+def test_gradient_vanishes_at_large_scale_except_relu():
+    """Softmax-like maps lose their gradient exponentially in the scale, saturating ones (sigmoid,
+    soft-capping) like 1/scale (keys within ~1/scale of the threshold keep a slope), sparse ones
+    exactly once one key is left; ReLU's is the same at every scale."""
+    rng = np.random.default_rng(4)
+    z, v = rng.standard_normal((4, 256)), rng.standard_normal((4, 256, 3))
+    for name in nz.NORMALISERS:
+        small, large = th.grad_sq(name, 1e2 * z, v), th.grad_sq(name, 1e5 * z, v)
+        if th.gradient_vanishes_at_large_scale(name):
+            assert np.all(large < 0.1 * small + 1e-300), name
+        else:
+            np.testing.assert_allclose(large, small, rtol=1e-12, err_msg=name)
