@@ -50,7 +50,7 @@ def test_the_record_carries_verdict_numbers_digests_and_versions(results, capsys
 
 def test_the_latex_footnote_key_is_the_bibtex_key(results, capsys):
     config, store = str(results / "config.yaml"), str(results / "store")
-    assert main(["claims", "--config", config, "--store", store, "--format", "latex"]) == 0
+    assert main(["claims", "--configfile", config, "--store", store, "--format", "latex"]) == 0
     latex = capsys.readouterr().out
     assert main(["cite", "next_order_theory", "--store", store, "--format", "bibtex"]) == 0
     key = re.match(r"@misc\{(.*),", capsys.readouterr().out).group(1)

@@ -110,7 +110,7 @@ def test_cli_and_workflow_write_the_same_bytes_and_summary_shows_them(run, capsy
     main(
         [
             "claims",
-            "--config",
+            "--configfile",
             str(run / "config.yaml"),
             "--store",
             str(root),
@@ -127,7 +127,7 @@ def test_cli_and_workflow_write_the_same_bytes_and_summary_shows_them(run, capsy
     main(
         [
             "claims",
-            "--config",
+            "--configfile",
             str(run / "config.yaml"),
             "--store",
             str(root),
@@ -140,7 +140,7 @@ def test_cli_and_workflow_write_the_same_bytes_and_summary_shows_them(run, capsy
     assert first == (run / "results" / "claims.parquet").read_bytes()
     assert "created_utc" not in store.read_meta(cli_dir / "claims.parquet")
     capsys.readouterr()
-    main(["summary", "--config", str(run / "config.yaml"), "--store", str(root)])
+    main(["summary", "--configfile", str(run / "config.yaml"), "--store", str(root)])
     shown = capsys.readouterr().out
     claims = io.from_table(store.read_table(cli_dir / "claims.parquet"))
     assert render.short(claims) in shown

@@ -18,7 +18,11 @@ from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.figures import style  # noqa: E402
 from attnsim.kinds import all_kinds, get_kind  # noqa: E402
 from attnsim.report import figures as render_module  # noqa: E402
-from attnsim.testing import example_config, run_experiment  # noqa: E402
+from attnsim.testing import (  # noqa: E402
+    example_config,
+    example_grid,  # noqa: E402
+    run_experiment,
+)
 
 BUILT_IN = sorted(k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds."))
 TRIALS = 4
@@ -68,10 +72,11 @@ def test_every_figure_keeps_its_legends_inside_the_saved_canvas(
 
     monkeypatch.setattr(style, "save", save)
     written = render_module.render(summary, tmp_path / "figures")
+    drawn = get_kind(kind).figures_for(example_grid(get_kind(kind)))
     assert sorted(p.name for p in written) == sorted(
-        f"{f}.{suffix}" for f in get_kind(kind).presentation.figures for suffix in ("png", "pdf")
+        f"{f}.{suffix}" for f in drawn for suffix in ("png", "pdf")
     )
-    assert len(saved) == len(get_kind(kind).presentation.figures)
+    assert len(saved) == len(drawn)
     for _fig, png, cut, size in saved:
         assert cut == [], f"{kind}/{png.stem}: {cut}"
         pixels = png_size(png)

@@ -27,7 +27,8 @@ def test_the_default_sweep_lists_only_figures_with_something_to_show():
     assert listed["plateau"] == ("escape_survival", "escape_law")
     assert listed["collapse"] == ("training_entropy",)
     assert listed["contrastive_learned_class"] == ("learned_temperature",)
-    assert listed["robustness"] == get_kind("noisy_attention").figures  # no test: all of them
+    # no test of the grid: all of them
+    assert listed["robustness"] == get_kind("noisy_attention").presentation.figures
 
 
 def test_a_figure_asked_for_where_it_does_not_apply_is_one_error_not_a_placeholder():

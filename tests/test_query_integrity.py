@@ -161,7 +161,7 @@ def test_a_top_up_never_shows_a_point_twice(filled, capsys):
     more["experiments"]["robustness"]["trials"] = 40
     settings = load(more)
     plan = plan_experiment(settings, "robustness", root)
-    tops = [c for c in plan.pending if plan.table[c].extends]
+    tops = [c for c in plan.pending if plan.chunk_by_id[c].extends]
     assert tops and len(tops) == len(paths)
     first = tops[0]
     run_chunk(plan.spec(first), store.chunk_path(root, plan.kind, "robustness", first))

@@ -214,13 +214,22 @@ def _check_finite(kind: Kind, rows: pa.Table, summary: pa.Table) -> None:
                 raise _fail(kind, f"summary column {metric.name}_mean is not finite")
 
 
+def example_grid(kind: Kind) -> dict[str, list]:
+    """The example's grid, every parameter listed (a left-out one at its default)."""
+    assert kind.example is not None
+    grid = dict(kind.example["grid"])  # type: ignore[call-overload]
+    return {p.name: list(grid.get(p.name, [p.default])) for p in kind.schema.params}
+
+
 def _check_figures(kind: Kind, summary: Path | None, out: Path) -> None:
-    """Every declared figure drawn, as PNG and PDF, by the figures job's own path."""
+    """Every figure that applies to the example's grid (`Presentation.figure_applies`) drawn, as
+    PNG and PDF, by the figures job's own path, and no other."""
     from attnsim.report.figures import render
 
     assert summary is not None
     written = sorted(p.name for p in render(summary, out))
-    expected = sorted(f"{f}.{s}" for f in kind.presentation.figures for s in ("png", "pdf"))
+    drawn = kind.figures_for(example_grid(kind))
+    expected = sorted(f"{f}.{s}" for f in drawn for s in ("png", "pdf"))
     if written != expected:
         raise _fail(kind, f"the figures job wrote {written}, expected {expected}")
 

@@ -40,5 +40,5 @@ def make(config: dict, results: Path) -> Path:
 
 
 def write_claims(config: Path, results: Path) -> None:
-    argv = ["claims", "--config", str(config), "--store", str(results / "store")]
+    argv = ["claims", "--configfile", str(config), "--store", str(results / "store")]
     assert main([*argv, "--write", str(results), "--format", "json"]) == 0

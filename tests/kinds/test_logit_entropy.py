@@ -128,7 +128,7 @@ def test_dot_product_small_scale_entropy_in_expectation():
 
 
 def test_theory_columns():
-    g = KIND.theory(point(n=1024, logits="gaussian", scale=2.0).params)
+    g = KIND.theory.point(point(n=1024, logits="gaussian", scale=2.0).params)
     assert g["log_n"] == pytest.approx(math.log(1024)) and g["sigma_eff"] == 2.0
     assert g["entropy_small_scale"] == pytest.approx(math.log(1024) - 2.0)
     assert g["rem_x"] == pytest.approx(2.0 / math.sqrt(2 * math.log(1024)))
@@ -136,7 +136,7 @@ def test_theory_columns():
         g["entropy_rem"] == pytest.approx(math.log(1024) * (1 - g["rem_x"] ** 2))
         and g["regime"] == "liquid"
     )
-    dp = KIND.theory(point(n=16, d=32, logits="dot_product", scale=3.0).params)
+    dp = KIND.theory.point(point(n=16, d=32, logits="dot_product", scale=3.0).params)
     assert dp["sigma_eff"] == 9.0 and dp["regime"] == "frozen" and dp["entropy_rem"] == 0.0
 
 
@@ -166,11 +166,11 @@ def peak_ratio(kind, points) -> float:
     trials = kind.block_trials(points[0])
     tracemalloc.start()
     try:
-        kind.simulate_block(np.random.default_rng(0), trials, points)
+        kind.compute.simulate_block(np.random.default_rng(0), trials, points)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return peak / (trials * kind.bytes_per_trial(points[0]))
+    return peak / (trials * kind.compute.bytes_per_trial(points[0]))
 
 
 # --------------------------------------------------------- the claims: liquid and frozen phases

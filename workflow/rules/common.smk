@@ -265,6 +265,8 @@ def figure_options(name):
 
 def figure_caption(name, figure):
     return str(get_kind(SETTINGS.experiments[name].kind).caption(figure))
+
+
 def claims_trial_chunks(wildcards):
     """The trial files the claims read besides the summaries: the chunks of the experiments whose
     kind's claims fit every run (`report.claims.run_columns`: the escape times)."""
