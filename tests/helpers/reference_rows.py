@@ -52,10 +52,24 @@ def read(kind: str) -> dict:
     return json.loads((DATA / f"{kind}.json").read_text())
 
 
+def _rounded(value: object) -> object:
+    """Floats to 10 significant digits (other classes compare them within rtol 1e-4): the
+    summaries' values of a large reference sweep stay well under a MiB in git."""
+    if isinstance(value, float):
+        return float(f"{value:.10g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def write(kind: str, reference: dict) -> Path:
+    """The kind's file: one line per top-level entry's item, values compact."""
     path = DATA / f"{kind}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(reference, indent=1, sort_keys=True) + "\n")
+    rounded = {k: _rounded(v) if k == "summary_values" else v for k, v in reference.items()}
+    path.write_text(json.dumps(rounded, sort_keys=True, separators=(",", ":")) + "\n")
     return path
 
 
