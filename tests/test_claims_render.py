@@ -610,7 +610,7 @@ def test_terminal_fits_any_width():
     for width in (60, 100, 200):
         lines = render.terminal(claims, width=width, everything=True).splitlines()
         assert all(len(line) <= width for line in lines)
-    claims[0] = dataclasses.replace(claims[0], verdict="holds")
+    claims[0] = dataclasses.replace(claims[0], verdict="holds")  # results are frozen
     assert len(render.short(claims, width=100).splitlines()) < len(
         render.terminal(claims, width=100).splitlines()
     )

@@ -11,16 +11,16 @@ import pytest
 from helpers.configs import small_config
 from helpers.workflow import REPO, write_config
 
-from attnsim.claims.engine import Claim
+from attnsim.claims.engine import ClaimResult
 from attnsim.report import claims_render as render
 
 
-def claims() -> list[Claim]:
+def claims() -> list[ClaimResult]:
     return [
-        Claim("a_holds", "a", statement="robustness", verdict="holds", measured=1.0),
-        Claim("b_not_run", "b", statement="robustness"),  # its kind is not in the sweep
-        Claim("c_not_run", "c", statement="entropy"),
-        Claim("d_sanity", "d", role="sanity", verdict="holds"),
+        ClaimResult("a_holds", "a", statement="robustness", verdict="holds", measured=1.0),
+        ClaimResult("b_not_run", "b", statement="robustness"),  # its kind is not in the sweep
+        ClaimResult("c_not_run", "c", statement="entropy"),
+        ClaimResult("d_sanity", "d", role="sanity", verdict="holds"),
     ]
 
 
@@ -40,7 +40,7 @@ def test_tables_list_the_measured_claims_and_count_the_rest_in_one_line():
 
 
 def test_one_unmeasured_claim_and_none_measured():
-    only = [Claim("b_not_run", "b", statement="robustness")]
+    only = [ClaimResult("b_not_run", "b", statement="robustness")]
     assert render.terminal(only) == (
         "1 claim needs kinds this sweep does not run: attnsim claims --all"
     )

@@ -15,8 +15,8 @@ rendering `attnsim.report.claims_render`.
 Roles: `evidence` (the essay's claims, judged by data that could have come out otherwise) and
 `sanity` (true by construction: it fails only through a bug). Shown and counted apart. An
 evidence claim's outcome is `open` when it declares a plausible alternative (a value or theory
-the data could have supported instead); without one it is `near-certain` (only the kinds not yet
-converted to this form have such claims).
+the data could have supported instead); without one it would be `near-certain`, but `ClaimSpec`
+refuses an evidence claim without an alternative.
 
 Verdicts (`VERDICTS`):
 - `holds`: equivalence (TOST): the 95% interval lies inside [predicted - tol, predicted + tol];
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from types import MappingProxyType
 
@@ -642,6 +642,12 @@ def per_point_estimate(
     )
 
 
+def _column(rows: pd.DataFrame, column) -> pd.Series:
+    return (
+        rows[column] if isinstance(column, str) else pd.Series(column, index=rows.index)
+    ).astype(float)
+
+
 def point_counts(rule: PerPoint, estimate: Estimate) -> str:
     """'5 of 6 points hold (1 inconclusive)': the per-point tally for an evidence sentence (the
     estimate's fact `point_noun` names what a point is, e.g. groups of heads)."""
@@ -745,147 +751,3 @@ def entropy_bounds(
     )
     figure = f"{shown[0][0]}/{shown[0][1]}" if shown and rows is not None else ""
     return replace(result, figure=figure)
-
-
-# --- TEMPORARY: the record of the kinds not yet converted -----------------------------------------
-# The kinds not yet converted to ClaimSpecs still build `Claim`s; `evaluate` turns each into a
-# ClaimResult with `Claim.result()`. Delete with their conversion.
-
-
-@dataclass
-class Claim:
-    claim_id: str
-    claim: str
-    condition: str = ""
-    statement: str = ""
-    number: str = ""
-    compared_to: str = ""
-    threshold: str = ""
-    figure: str = ""
-    experiments: str = ""
-    points: int = 0
-    trials: int = 0
-    predicted: float = math.nan
-    measured: float = math.nan
-    ci_low: float = math.nan
-    ci_high: float = math.nan
-    rel_deviation: float = math.nan
-    verdict: str = "not measured"
-    evidence: str = ""
-    role: str = "evidence"
-    regime: str = ""
-    reason: str = ""
-    tolerance: float = math.nan
-    bound: float = math.nan
-    side: str = ""
-    detectable: float = math.nan
-
-    def __post_init__(self):
-        if self.role not in ROLES:
-            raise ValueError(f"claim {self.claim_id}: role must be one of {ROLES}")
-        if self.side and self.side not in SIDES:
-            raise ValueError(f"claim {self.claim_id}: side must be one of {SIDES}")
-        self.condition = self.condition or self.regime
-        self.regime = self.regime or self.condition
-
-    def result(self) -> ClaimResult:
-        """The legacy record as a ClaimResult: no alternative declared, so an evidence claim's
-        outcome is near-certain; a range's ends move from ci_low/ci_high to value_min/value_max."""
-        values = {f.name: getattr(self, f.name) for f in fields(Claim)}
-        if self.number not in CI_NUMBERS:
-            values["value_min"], values["value_max"] = values.pop("ci_low"), values.pop("ci_high")
-        values["outcome"] = "near-certain" if self.role == "evidence" else ""
-        return ClaimResult(**values)
-
-    def based_on(self, rows: pd.DataFrame, figure: str | None = None) -> Claim:
-        for key, value in _rests_on(rows, figure or "").items():
-            if key != "figure" or value:
-                setattr(self, key, value)
-        return self
-
-    def equivalence(self, predicted, stats, tolerance, evidence) -> Claim:
-        tolerance = self.tolerance if tolerance is None else float(tolerance)
-        self.tolerance, self.predicted = tolerance, float(predicted)
-        self.measured = float(stats["mean"])
-        self.ci_low, self.ci_high = float(stats["ci_low"]), float(stats["ci_high"])
-        self.rel_deviation = (self.measured - predicted) / abs(predicted) if predicted else math.nan
-        self.detectable = half_width(self.ci_low, self.ci_high)
-        self.verdict = equivalence_verdict(self.ci_low, self.ci_high, predicted, tolerance)
-        self.evidence = evidence
-        return self
-
-    judge = equivalence
-
-    def one_sided(self, stats, bound, side, evidence) -> Claim:
-        _check_side(side)
-        self.bound, self.side = float(bound), side
-        self.measured = float(stats["mean"])
-        self.ci_low, self.ci_high = float(stats["ci_low"]), float(stats["ci_high"])
-        self.predicted = self.rel_deviation = math.nan
-        self.detectable = half_width(self.ci_low, self.ci_high)
-        self.verdict = one_sided_verdict(self.ci_low, self.ci_high, bound, side)
-        self.evidence = evidence
-        return self
-
-    def per_point(self, rows, value, low, high, predicted, tolerance=None, describe=None):
-        tolerance = self.tolerance if tolerance is None else float(tolerance)
-        values, lows, highs = (_column(rows, c) for c in (value, low, high))
-        verdicts = pd.Series(
-            [equivalence_verdict(lo, hi, predicted, tolerance) for lo, hi in zip(lows, highs)],
-            index=rows.index,
-            dtype=object,
-        )
-        worst = (values - predicted).abs().idxmax()
-        self.number = "range over points"
-        self.tolerance, self.predicted = tolerance, float(predicted)
-        self.measured = float(values[worst])
-        self.ci_low, self.ci_high = float(values.min()), float(values.max())
-        self.rel_deviation = (self.measured - predicted) / abs(predicted) if predicted else math.nan
-        halves = [half_width(lo, hi) for lo, hi in zip(lows, highs)]
-        self.detectable = max(halves) if halves else math.nan
-        count = verdicts.value_counts()
-        self.verdict = combine_verdicts(verdicts)
-        where = f" at {describe(rows.loc[worst])}" if describe else ""
-        parts = [f"{count.get(v, 0)} {v}" for v in ("fails", "inconclusive") if count.get(v, 0)]
-        self.evidence = (
-            f"{count.get('holds', 0)} of {len(rows)} points hold"
-            + (f" ({', '.join(parts)})" if parts else "")
-            + f", worst {self.measured:.3f}{where}"
-        )
-        self.point_verdicts = verdicts
-        return self
-
-    def sanity_bound(self, value, bound, side, evidence, low=math.nan) -> Claim:
-        _check_side(side)
-        self.bound, self.side, self.measured = float(bound), side, float(value)
-        if not math.isnan(low):
-            self.ci_low, self.ci_high = min(low, value), max(low, value)
-        inside = value <= bound if side == "below" else value >= bound
-        self.verdict = "holds" if inside else "fails"
-        self.evidence = evidence
-        return self
-
-    def sanity_check(self, ok: bool, evidence: str) -> Claim:
-        self.verdict = "holds" if ok else "fails"
-        self.evidence = evidence
-        return self
-
-
-def _column(rows: pd.DataFrame, column) -> pd.Series:
-    return (
-        rows[column] if isinstance(column, str) else pd.Series(column, index=rows.index)
-    ).astype(float)
-
-
-def select_regime(claim: Claim, rows, mask, figure: str | None = None):
-    """TEMPORARY (legacy `Claim`s): the regime's rows, or None after setting the verdict."""
-    if rows is None:
-        claim.verdict = "not measured"
-        return None
-    selected = rows[mask(rows) if callable(mask) else mask] if len(rows) else rows
-    if selected.empty:
-        claim.verdict = "outside regime"
-        return None
-    if figure is not None:
-        claim.based_on(selected, figure)
-    return selected

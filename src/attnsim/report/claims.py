@@ -22,7 +22,6 @@ from attnsim.claims.engine import (
     STATEMENTS,
     VERDICTS,
     ClaimResult,
-    ClaimSpec,
     canonical_rows,
     entropy_bounds,
     judge,
@@ -420,7 +419,7 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
     claims = []
     for name, registered in kinds.items():
         rows = canonical_rows(by_kind.get(name, []), registered.param_names)
-        claims += [judged(entry, rows) for entry in registered.submodule("claims").CLAIMS]
+        claims += [judge(spec, rows) for spec in registered.submodule("claims").CLAIMS]
     figures = {
         name: kinds[k].presentation.entropy_figure
         for name, k in experiments.items()
@@ -428,11 +427,3 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
     }
     claims.append(entropy_bounds(summaries, figures))
     return claims
-
-
-def judged(entry, rows: pd.DataFrame | None) -> ClaimResult:
-    """A kind's claim judged: a ClaimSpec by the engine; TEMPORARILY, a function building a
-    legacy `Claim` (kinds not yet converted), turned into a result."""
-    if isinstance(entry, ClaimSpec):
-        return judge(entry, rows)
-    return entry(None if rows is None else rows.copy()).result()

@@ -31,8 +31,7 @@ from html import escape
 from pathlib import Path
 
 from attnsim.claims import numbers
-from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS
-from attnsim.claims.engine import ClaimResult as Claim
+from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS, ClaimResult
 
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
 HOW_TO_READ = (
@@ -71,7 +70,7 @@ SANITY_TEXT = (
 # --- what a row says -------------------------------------------------------------------------
 
 
-def measured_text(c: Claim) -> str:
+def measured_text(c: ClaimResult) -> str:
     """The measured number and its interval or range, rounded by `numbers` (without its label)."""
     if _nan(c.measured):
         return numbers.MISSING
@@ -85,21 +84,21 @@ def measured_text(c: Claim) -> str:
     return f"{value} (smallest {numbers.value(c.value_min)}, largest {numbers.value(c.value_max)})"
 
 
-def has_interval(c: Claim) -> bool:
+def has_interval(c: ClaimResult) -> bool:
     """Whether the claim's number has a 95% confidence interval (a mean, a slope, a share with its
     Wilson interval); a range over points or trials is `value_min`/`value_max` instead."""
     return not (_nan(c.ci_low) or _nan(c.ci_high))
 
 
-def number_label(c: Claim) -> str:
+def number_label(c: ClaimResult) -> str:
     return c.number or "value"
 
 
-def measured_labelled(c: Claim) -> str:
+def measured_labelled(c: ClaimResult) -> str:
     return f"{number_label(c)}: {measured_text(c)}"
 
 
-def deviation_text(c: Claim) -> str:
+def deviation_text(c: ClaimResult) -> str:
     """The relative deviation in percent; its precision from the measurement's interval when it is a
     confidence interval."""
     if _nan(c.rel_deviation):
@@ -110,7 +109,7 @@ def deviation_text(c: Claim) -> str:
     return numbers.percent(c.rel_deviation, half)
 
 
-def compared_text(c: Claim) -> str:
+def compared_text(c: ClaimResult) -> str:
     """What the measurement is compared with: "predicted X ± tol" only when the verdict is about X
     (an equivalence band: the claim has a tolerance); a number without a band, or the bound of a
     one-sided or sanity claim, is "compared with"; else the text alone."""
@@ -120,7 +119,7 @@ def compared_text(c: Claim) -> str:
     )
 
 
-def detectable_text(c: Claim) -> str:
+def detectable_text(c: ClaimResult) -> str:
     """For a judged statistical claim: the interval's half-width (the smallest deviation the data
     could detect) against the tolerance; empty where there is no interval."""
     if c.verdict not in ("holds", "fails", "inconclusive") or _nan(c.detectable):
@@ -133,7 +132,7 @@ def detectable_text(c: Claim) -> str:
     return text
 
 
-def short_compared(c: Claim) -> str:
+def short_compared(c: ClaimResult) -> str:
     """'; predicted 1 ± 0.05' (an equivalence band), '; compared with: below 1' (a bound), ';
     compared
     with 0.0118' (a number the verdict is not decided against), or '', for the one-line
@@ -147,7 +146,7 @@ def short_compared(c: Claim) -> str:
     return ""
 
 
-def decided_text(c: Claim) -> str:
+def decided_text(c: ClaimResult) -> str:
     """The rule that decided, the resolution of the data against the tolerance, and the reason."""
     parts = [c.threshold] if c.threshold else []
     if detectable_text(c):
@@ -161,13 +160,13 @@ def decided_text(c: Claim) -> str:
     return "; ".join(parts)
 
 
-def rests_on(c: Claim) -> str:
+def rests_on(c: ClaimResult) -> str:
     if not c.points:
         return "no data"
     return f"{c.experiments}: {c.points:,} points, {c.trials:,} trials"
 
 
-def figure_href(c: Claim) -> str:
+def figure_href(c: ClaimResult) -> str:
     """The figure's PNG relative to results/ (where claims.html and claims.md are written)."""
     return f"figures/{c.figure}.png" if c.figure else ""
 
@@ -176,7 +175,7 @@ def figure_anchor(figure: str) -> str:
     return "figure-" + figure.replace("/", "-")
 
 
-def groups(claims: list[Claim]) -> list[tuple[str, list[Claim]]]:
+def groups(claims: list[ClaimResult]) -> list[tuple[str, list[ClaimResult]]]:
     """(statement key, its evidence claims), the essay's statements in order, then any other
     statement the claims name, then ("sanity", the sanity checks)."""
     evidence = [c for c in claims if c.role != "sanity"]
@@ -192,7 +191,7 @@ def groups(claims: list[Claim]) -> list[tuple[str, list[Claim]]]:
     return out + ([(SANITY, sanity)] if sanity else [])
 
 
-def ordered(claims: list[Claim]) -> list[Claim]:
+def ordered(claims: list[ClaimResult]) -> list[ClaimResult]:
     """The claims in the grouped table's order (every rendering and the Parquet file use it)."""
     return [c for _, members in groups(claims) for c in members]
 
@@ -218,7 +217,7 @@ VERDICT_WORDS = {
 }
 
 
-def _verdict_counts(claims: list[Claim]) -> str:
+def _verdict_counts(claims: list[ClaimResult]) -> str:
     count = Counter(c.verdict for c in claims)
     return ", ".join(
         f"{count[v]} {VERDICT_WORDS[v]}"
@@ -227,7 +226,7 @@ def _verdict_counts(claims: list[Claim]) -> str:
     )
 
 
-def evidence_tally(claims: list[Claim]) -> str:
+def evidence_tally(claims: list[ClaimResult]) -> str:
     """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive (open tests: 8 hold, ...;
     near-certain: ...)': the tests whose outcome was open (a plausible alternative declared)
     apart from the near-certain ones."""
@@ -245,7 +244,7 @@ def evidence_tally(claims: list[Claim]) -> str:
     )
 
 
-def alternative_text(c: Claim) -> str:
+def alternative_text(c: ClaimResult) -> str:
     """What would have made the claim fail, and the power against it (or the deviation the rule
     detects with 80% power); empty for sanity checks."""
     if not c.alternative:
@@ -258,7 +257,7 @@ def alternative_text(c: Claim) -> str:
     return text
 
 
-def sanity_tally(claims: list[Claim]) -> str:
+def sanity_tally(claims: list[ClaimResult]) -> str:
     """'9 sanity checks: all pass', or '9 sanity checks: 8 pass, 1 fail'."""
     sanity = [c for c in claims if c.role == "sanity"]
     count = Counter(c.verdict for c in sanity)
@@ -271,7 +270,7 @@ def sanity_tally(claims: list[Claim]) -> str:
     )
 
 
-def tally(claims: list[Claim]) -> str:
+def tally(claims: list[ClaimResult]) -> str:
     """'N evidence claims: a hold, b fail, c inconclusive; M sanity checks: all pass' (the sanity
     part only if there are sanity checks)."""
     sanity = any(c.role == "sanity" for c in claims)
@@ -281,7 +280,7 @@ def tally(claims: list[Claim]) -> str:
     return evidence_tally(claims) + (f"; {sanity_tally(claims)}" if sanity else "")
 
 
-def group_tally(key: str, members: list[Claim]) -> str:
+def group_tally(key: str, members: list[ClaimResult]) -> str:
     """A group's tally: '3 of 4 hold; 1 inconclusive' for a statement, the sanity tally for the
     checks."""
     if key == SANITY:
@@ -292,7 +291,7 @@ def group_tally(key: str, members: list[Claim]) -> str:
     return text + ("; " + ", ".join(others) if others else "")
 
 
-def measured_only(claims: list[Claim]) -> tuple[list[Claim], int]:
+def measured_only(claims: list[ClaimResult]) -> tuple[list[ClaimResult], int]:
     """The claims this sweep measured, and how many others need kinds it does not run (a plugin's
     claims in the default sweep, the presets' kinds in a small sweep): the tables list the first
     and count the second in one line (`unmeasured_line`); `attnsim claims --all` lists them all."""
@@ -316,7 +315,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(claims: list[Claim], everything: bool = False) -> str:
+def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
     """claims.md: the measured claims (`everything`: all), grouped under the essay's statements."""
     claims, hidden = (claims, 0) if everything else measured_only(claims)
     lines = [f"# Claims: {tally(claims)}", ""]
@@ -352,7 +351,10 @@ def markdown(claims: list[Claim], everything: bool = False) -> str:
 
 
 def terminal(
-    claims: list[Claim], width: int | None = None, detail: bool = True, everything: bool = False
+    claims: list[ClaimResult],
+    width: int | None = None,
+    detail: bool = True,
+    everything: bool = False,
 ) -> str:
     """The grouped table for a terminal of `width` columns (default: the terminal's). One line per
     measured claim (`everything`: every claim): id, verdict, labelled measurement, prediction,
@@ -398,7 +400,7 @@ def _wrap(head: str, text: str, width: int, indent: int) -> list[str]:
     return [head + lines[0]] + [" " * indent + line for line in rest]
 
 
-def short(claims: list[Claim], width: int | None = None) -> str:
+def short(claims: list[ClaimResult], width: int | None = None) -> str:
     """The grouped table without details, for the run summary."""
     return terminal(claims, width, detail=False)
 
@@ -448,7 +450,7 @@ def tex(text: str) -> str:
     return out.encode("ascii", "replace").decode("ascii")
 
 
-def latex(claims: list[Claim], run: dict | None = None) -> str:
+def latex(claims: list[ClaimResult], run: dict | None = None) -> str:
     """A booktabs table of the claims for a paper (``\\input`` it inside a table environment; needs
     ``\\usepackage{booktabs}``): one row per claim, grouped and ordered as the other renderings,
     a group per statement with its tally, then the sanity checks; the whole tally in a caption
@@ -482,7 +484,7 @@ def latex(claims: list[Claim], run: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def footnotes(claims: list[Claim], run: dict) -> list[str]:
+def footnotes(claims: list[ClaimResult], run: dict) -> list[str]:
     """One footnote per row, after the table (the footnote marks inside a tabular are numbered
     by LaTeX's counter; the texts follow it): the claim's citation key (`attnsim cite`'s BibTeX
     key) and the run it was judged in."""
@@ -570,7 +572,7 @@ def embedded_pngs(paths: list[Path], threads: int = 1) -> dict[Path, str | None]
         return dict(zip(paths, pool.map(embedded_png, paths), strict=True))
 
 
-def _row(c: Claim) -> str:
+def _row(c: ClaimResult) -> str:
     deviation = deviation_text(c)
     kind_class = c.verdict.replace(" ", "-")
     figure = (
@@ -598,7 +600,7 @@ def _row(c: Claim) -> str:
 
 
 def html(
-    claims: list[Claim], provenance: dict, results: Path | None = None, threads: int = 1
+    claims: list[ClaimResult], provenance: dict, results: Path | None = None, threads: int = 1
 ) -> str:
     """A self-contained page: a table per statement of the measured claims, the figures the rows
     link to (embedded from `results`/figures when drawn, `threads` at a time), the run's

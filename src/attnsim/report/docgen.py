@@ -88,10 +88,7 @@ STATEMENTS = ("robustness", "information", "temperature")
 
 def _statements(kind) -> list[str]:
     """The essay's statements a kind's claims bear on (from its claims, judged on no data)."""
-    found = {
-        getattr(claim, "statement", None) or claim(None).statement  # a ClaimSpec, or legacy
-        for claim in kind.submodule("claims").CLAIMS
-    }
+    found = {spec.statement for spec in kind.submodule("claims").CLAIMS}
     return [s for s in STATEMENTS if s in found] + sorted(found - set(STATEMENTS))
 
 
