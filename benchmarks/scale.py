@@ -83,7 +83,10 @@ def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
 def sweep(points: int) -> dict:
     """The million preset cut to about `points` points (fewer scales; same sizes, dimensions,
     logits)."""
-    config = yaml.safe_load(MILLION.read_text())
+    from attnsim.config import generators
+
+    # the preset writes its grid as generators ({range: ...}, {logspace: ...}): expanded to lists
+    config = generators.expand(yaml.safe_load(MILLION.read_text()))
     grid = config["experiments"]["million"]["grid"]
     per_scale = len(grid["n"]) * len(grid["d"]) * len(grid["logits"])
     grid["scale"] = grid["scale"][: max(1, points // per_scale)]
