@@ -23,6 +23,7 @@ import numpy as np
 import yaml
 from threadpoolctl import threadpool_limits
 
+from attnsim.config import generators, workspace
 from attnsim.config.load import load
 from attnsim.plan.sweep import plan_all, write_specs
 from benchmarks import naive
@@ -37,6 +38,9 @@ STARTUP_LINE = re.compile(
     r"([0-9.]+) s"
 )
 KERNEL_LINE = re.compile(r"kernels ran in ([0-9.]+) s")
+# the workspaces (docs/usage.md) of the sweeps written here: results/<stem>/ of their config files
+SWEEP_RESULTS = workspace.locate(["sweep.yaml"])  # results/sweep
+MILLION_RESULTS = workspace.locate(["million.yaml"])  # results/million
 
 
 def env() -> dict[str, str]:
@@ -83,8 +87,6 @@ def snakemake_cmd(workdir: Path, *args: str) -> list[str]:
 def sweep(points: int) -> dict:
     """The million preset cut to about `points` points (fewer scales; same sizes, dimensions,
     logits)."""
-    from attnsim.config import generators
-
     # the preset writes its grid as generators ({range: ...}, {logspace: ...}): expanded to lists
     config = generators.expand(yaml.safe_load(MILLION.read_text()))
     grid = config["experiments"]["million"]["grid"]
@@ -176,11 +178,11 @@ def planning_rows(repeats: int, quick: bool) -> list[Row]:
             assert not (workdir / "results").exists(), "a dry run wrote results/"
             settings = load(copy.deepcopy(config))
             started = time.perf_counter()
-            plan_all(settings, workdir / "results/store")
+            plan_all(settings, workdir / SWEEP_RESULTS / "store")
             planning = time.perf_counter() - started
             cluster = plan_all(
                 load(copy.deepcopy(config) | {"job_minutes": profile_job_minutes()}),
-                workdir / "results/store",
+                workdir / SWEEP_RESULTS / "store",
             )
         target = {"1M": ("<= 20", "<= 1000")}.get(label, (None, None))
         rows += [
@@ -293,9 +295,10 @@ def startup_rows(repeats: int, quick: bool) -> list[Row]:
             workdir = Path(tmp)
             (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
             plans = plan_all(
-                load(copy.deepcopy(config) | {"chunk_size": 2000}), workdir / "results/store"
+                load(copy.deepcopy(config) | {"chunk_size": 2000}),
+                workdir / SWEEP_RESULTS / "store",
             )
-            write_specs(plans, workdir / "results")
+            write_specs(plans, workdir / SWEEP_RESULTS)
             plan = plans["million"]
             chunk = plan.pending[0]
             target = f"simulate:kind=logit_entropy,experiment=million,chunk={chunk}"
@@ -326,7 +329,7 @@ def startup_rows(repeats: int, quick: bool) -> list[Row]:
             for _ in range(repeats):
                 measured(cmd, workdir)
                 log = (
-                    workdir / f"results/logs/simulate/million/logit_entropy-{chunk}.log"
+                    workdir / SWEEP_RESULTS / f"logs/simulate/million/logit_entropy-{chunk}.log"
                 ).read_text()
                 found = STARTUP_LINE.search(log)
                 seconds.append(float(found.group(1)))
@@ -461,7 +464,7 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
     from attnsim.store import parquet as store
 
     rows = []
-    root = directory / "results/store"
+    root = directory / MILLION_RESULTS / "store"
     if not store.table_files(root):
         built = build_store(directory, cores)
         rows.append(
@@ -601,7 +604,7 @@ def slurm_rows(points: int, chunk_size: int) -> list[Row]:
             "4",
         ]
         wall, _, result = measured(cmd, workdir)
-        logs = list((workdir / "results/logs/simulate").rglob("*.log"))
+        logs = list((workdir / SWEEP_RESULTS / "logs/simulate").rglob("*.log"))
         found = [STARTUP_LINE.search(p.read_text()) for p in logs]
         seconds = [float(f.group(1)) for f in found]
         snakemake_part = [float(f.group(2)) for f in found]
