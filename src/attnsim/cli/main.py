@@ -187,7 +187,13 @@ def _decide(args) -> int:
     from attnsim.report.decide import decide
 
     return decide(
-        args.claims, args.budget, args.configfile, args.workdir, args.snakemake, args.dry_run
+        args.claims,
+        args.budget,
+        args.configfile,
+        args.workdir,
+        args.snakemake,
+        args.dry_run,
+        args.workspace,
     )
 
 
@@ -719,6 +725,13 @@ def _add_decide(sub) -> None:
         type=Path,
         default=DEFAULT_CONFIG,
         help="the run's config (default: %(default)s)",
+    )
+    p.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        help="the run's folder, relative to --workdir (default: results/ for config.yaml, "
+        "results/<stem>/ for another config)",
     )
     p.add_argument(
         "--workdir",

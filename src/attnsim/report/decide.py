@@ -16,8 +16,9 @@ or the budget is spent (docs/science.md §7.6).
 4. After each round every remaining target is judged with the design's widened intervals
    (`sequential.judge_at`); a decided claim leaves the loop, its experiments keep their trials.
 
-The round configs are written to results/decide/look-<k>.yaml (a fresh run of the last one
-reproduces the store), each run's summary to look-<k>.log.
+The round configs are written to <workspace>/decide/look-<k>.yaml (a fresh run of the last one
+reproduces the store), each run's summary to look-<k>.log. Every round runs in the original run's
+workspace (`--workspace` given explicitly: a look config's own name would give it another).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import yaml
 from attnsim import files
 from attnsim.claims.engine import ClaimSpec, canonical_rows
 from attnsim.claims.sequential import ROUNDS, Design, judge_at
+from attnsim.config import workspace as workspaces
 from attnsim.config import yamlfile
 from attnsim.config.load import load
 from attnsim.errors import ConfigError
@@ -146,16 +148,18 @@ def look_factors(factor: int, rounds: int = ROUNDS) -> list[int]:
 
 @dataclass
 class Decide:
-    """The state of a decide: the original config, the store, the targets still open."""
+    """The state of a decide: the original config, its workspace (relative to `workdir` unless
+    absolute), the targets still open."""
 
     raw: dict
     workdir: Path
     extra: list[str]
     targets: list[Target]
+    workspace: Path = workspaces.ROOT
 
     @property
     def root(self) -> Path:
-        return self.workdir / "results" / "store"
+        return self.workdir / self.workspace / "store"
 
     def base_trials(self) -> dict[str, int]:
         names = sorted({n for t in self.targets for n in t.experiments})
@@ -163,15 +167,18 @@ class Decide:
 
     def run_round(self, look: int, trials: dict[str, int]) -> Path:
         """One Snakemake run at this look's trials; its config file."""
-        path = self.workdir / "results" / "decide" / f"look-{look}.yaml"
+        path = self.workdir / self.workspace / "decide" / f"look-{look}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         files.write_text(path, yaml.safe_dump(topped_up(self.raw, trials), sort_keys=False))
+        # the original run's workspace, given explicitly: the look config's own name would give
+        # the run a workspace of its own (results/look-<k>/), empty of the store's trials
         command = [sys.executable, "-m", "attnsim.cli.main", "run", "--configfile", str(path)]
+        command += ["--workspace", str(self.workspace)]
         # the topped-up summaries are rebuilt even where Snakemake keeps no record of the last
         # run (a copied results/), which would otherwise see them as up to date
         settings = load(topped_up(self.raw, trials))
         forced = [
-            str(store.summary_path(Path("results/store"), settings.experiments[n].kind, n))
+            str(store.summary_path(self.workspace / "store", settings.experiments[n].kind, n))
             for n in sorted(trials)
         ]
         command += ["--forcerun", *forced]
@@ -192,7 +199,7 @@ class Decide:
                 raise ConfigError(
                     f"decide: after look {look + 1} experiment {name} has "
                     f"{summaries[name]['n_trials'].min()} trials per point, not {count}: the run "
-                    "did not top it up (see results/decide/look-*.log)"
+                    f"did not top it up (see {self.workspace / 'decide'}/look-*.log)"
                 )
         out = {}
         for target in self.targets:
@@ -211,11 +218,12 @@ def decide(
     workdir: Path,
     extra: list[str],
     dry_run: bool = False,
+    workspace: Path | None = None,
 ) -> int:
     """The whole loop; prints the bill, each look's verdicts and the outcome. Exit 0 when every
     target was decided, 1 when the budget ran out first."""
     raw = yamlfile.load(workdir / config if not config.is_absolute() else config)
-    state = Decide(raw, workdir, extra, [])
+    state = Decide(raw, workdir, extra, [], workspaces.locate([config], workspace, workdir))
     state.targets, notes = choose_targets(names, raw, state.root)
     for note in notes:
         print(f"decide: {note}")
