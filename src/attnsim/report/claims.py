@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -420,10 +420,38 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
     for name, registered in kinds.items():
         rows = canonical_rows(by_kind.get(name, []), registered.param_names)
         claims += [judge(spec, rows) for spec in registered.submodule("claims").CLAIMS]
+    drawn = drawn_figures(summaries, experiments)
     figures = {
         name: kinds[k].presentation.entropy_figure
         for name, k in experiments.items()
-        if k in kinds and kinds[k].presentation.entropy_figure
+        if k in kinds and kinds[k].presentation.entropy_figure in drawn.get(name, ())
     }
     claims.append(entropy_bounds(summaries, figures))
-    return claims
+    return [replace(c, figure=shown_figure(c, drawn)) for c in claims]
+
+
+def drawn_figures(
+    summaries: dict[str, pd.DataFrame], experiments: dict[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """Each experiment's figures that the figures job draws for its grid (`Kind.figures_for` on
+    the summary's distinct values, as report.figures reads it)."""
+    from attnsim.kinds import all_kinds
+
+    kinds = all_kinds()
+    drawn = {}
+    for name, frame in summaries.items():
+        kind = kinds.get(experiments.get(name, ""))
+        if kind is not None:
+            values = {p: frame[p].unique().tolist() for p in kind.param_names}
+            drawn[name] = kind.figures_for(values)
+    return drawn
+
+
+def shown_figure(claim: ClaimResult, drawn: dict[str, tuple[str, ...]]) -> str:
+    """The claim's figure as `<experiment>/<figure>` from the first of its experiments whose grid
+    draws it, or "" when none does: a link to a figure not drawn for this grid would be broken."""
+    if not claim.figure:
+        return ""
+    figure = claim.figure.split("/", 1)[1]
+    shown = [e for e in claim.experiments.split(", ") if figure in drawn.get(e, ())]
+    return f"{shown[0]}/{figure}" if shown else ""
