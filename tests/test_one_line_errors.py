@@ -65,3 +65,46 @@ def test_the_rules_accept_every_kind_name_the_config_accepts():
     for name in ("noisy_attention", "kind2", "k9_x", "a"):
         assert re.fullmatch(allowed, name) and re.fullmatch(wildcard, name), name
     assert f"^{wildcard}$" == allowed
+
+
+def test_a_summary_of_another_experiment_in_a_folder_is_one_line(tmp_path, monkeypatch, capsys):
+    """The issue's case: a foreign summary file in an experiment's folder gave `claims` a KeyError
+    traceback (its columns are another kind's); `attnsim summary` another."""
+    import shutil
+
+    import yaml
+    from helpers.configs import small_config
+
+    from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
+    from attnsim.plan.sweep import experiment_json, plan_experiment
+    from attnsim.store import parquet as store
+
+    monkeypatch.chdir(tmp_path)
+    config = small_config()
+    config["experiments"]["entropy"] = {
+        "kind": "temperature_entropy",
+        "trials": 4,
+        "grid": {"n": [8], "d": [3], "tau": [1.0]},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    settings, root = load(config), tmp_path / "results" / "store"
+    for name in settings.experiments:
+        plan = plan_experiment(settings, name, root)
+        paths = [store.chunk_path(root, plan.kind, name, c) for c in plan.chunks]
+        for chunk, path in zip(plan.chunks, paths, strict=True):
+            run_chunk(plan.spec(chunk), path)
+        collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
+    ours = store.summary_path(root, "noisy_attention", "robustness")
+    shutil.copyfile(store.summary_path(root, "temperature_entropy", "entropy"), ours)
+    before = ours.read_bytes()
+    for command in (["claims"], ["summary"]):
+        assert main(command) == 2, command
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [
+            f"attnsim: error: {ours.relative_to(tmp_path)}: the summary of experiment 'entropy' "
+            "(kind temperature_entropy), not of this folder's; delete it (or move it back) and "
+            "rerun"
+        ], err
+    assert ours.read_bytes() == before

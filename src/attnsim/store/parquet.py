@@ -339,8 +339,23 @@ def read_summary(path: Path, ids: bool = False) -> pa.Table:
     a million-point summary's ids are most of what reading and checking it costs (their content
     sha256 over 10^6 strings), and the statistics (figures, headlines, claims) do not read
     them."""
+    check_summary_place(path, read_meta(path))
     columns = None if ids else [c for c in pq.read_schema(path).names if c != "point_id"]
     return read_table(path, columns=columns)
+
+
+def check_summary_place(path: Path, meta: Meta) -> None:
+    """StoreError when a summary's provenance names another experiment or kind than its folder
+    (a summary copied in from elsewhere): its columns are another kind's, and `attnsim claims`
+    stopped with a KeyError traceback or judged another experiment's points."""
+    path = Path(path)
+    here = (path.parent.name, path.parent.parent.name)
+    own = (f"experiment={meta.get('experiment')}", f"kind={meta.get('kind')}")
+    if here != own:
+        raise StoreError(
+            f"{path}: the summary of experiment {meta.get('experiment')!r} (kind "
+            f"{meta.get('kind')}), not of this folder's; delete it (or move it back) and rerun"
+        )
 
 
 def read_pieces(
