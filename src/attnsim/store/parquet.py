@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import errno
 import json
 import logging
 import os
 import platform
-import shutil
-import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,7 +28,7 @@ import pyarrow.parquet as pq
 
 import attnsim
 from attnsim.errors import StoreError
-from attnsim.files import atomic_path, process_alive
+from attnsim.files import atomic_path, sweep_dead_temps
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
 from attnsim.store import integrity
@@ -156,7 +153,7 @@ def write_atomic(
 ) -> None:
     """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
     `digests`: content digests of some of its columns already computed (`column_digest` of that
-    very column), the others are computed here. A full disk or quota is a StoreError naming the
+    very column), the others are computed here. A full disk or quota is a WriteError naming the
     file and the space it needs; no temp file stays."""
     path = Path(path)
     digests = digests or {}
@@ -172,20 +169,16 @@ def write_atomic(
             integrity.META_DIGEST_KEY: integrity.meta_digest(raw),
         }
     )
-    try:
-        with atomic_path(path) as tmp:
-            pq.write_table(
-                table,
-                tmp,
-                compression="zstd",
-                write_statistics=True,
-                write_page_checksum=True,
-                **encodings(table.schema),
-            )
-    except OSError as error:
-        if error.errno not in DISK_FULL:
-            raise
-        raise StoreError(disk_full_message(path, table, error)) from None
+    need = max(table.nbytes, table.num_rows * table.num_columns * 8)  # an upper bound
+    with atomic_path(path, need=need) as tmp:
+        pq.write_table(
+            table,
+            tmp,
+            compression="zstd",
+            write_statistics=True,
+            write_page_checksum=True,
+            **encodings(table.schema),
+        )
 
 
 def encodings(schema: pa.Schema) -> dict[str, Any]:
@@ -203,40 +196,9 @@ def encodings(schema: pa.Schema) -> dict[str, Any]:
     }
 
 
-DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
-
-
-def disk_full_message(path: Path, table: pa.Table, error: OSError) -> str:
-    """One line: the file, why, and the free space it needs (the table's in-memory size, an upper
-    bound)."""
-    need = max(table.nbytes, table.num_rows * table.num_columns * 8)
-    try:
-        existing = next(p for p in (path.parent, *path.parents) if p.exists())
-        free = f"{shutil.disk_usage(existing).free / 2**20:,.1f} MiB free"
-    except (OSError, StopIteration):
-        free = "free space unknown"
-    why = "disk quota exceeded" if error.errno == errno.EDQUOT else "no space left on device"
-    return (
-        f"{path}: could not be written, {why}; it needs up to {need / 2**20:,.1f} MiB free "
-        f"({free}); free some space and rerun"
-    )
-
-
 def sweep_orphans(root: Path) -> list[Path]:
     """Delete temp files of writers that died on this host (killed jobs); others are left alone."""
-    removed = []
-    host = socket.gethostname()
-    for tmp in Path(root).glob("*/kind=*/experiment=*/.*.tmp"):
-        parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.tmp
-        if (
-            len(parts) == 4
-            and parts[1] == host
-            and parts[2].isdigit()
-            and not process_alive(int(parts[2]))
-        ):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
+    return sweep_dead_temps(root)
 
 
 _META_CACHE: dict[tuple[Any, ...] | None, Meta] = {}
