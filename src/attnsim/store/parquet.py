@@ -325,6 +325,7 @@ def read_pieces(
     columns: list[str],
     dictionary: list[str] | None = None,
     threads: int = 1,
+    check_all: bool = False,
 ) -> Iterator[tuple[pa.Table, bool]]:
     """An iterator of (table, last) for each row group of each file in turn (`last`: the file's
     final piece), checked as `read_table` checks a file: page checksums as each row group is
@@ -333,18 +334,23 @@ def read_pieces(
     With `threads` > 1 reading and hashing each run in a thread of their own, started at once,
     one piece ahead of the next stage (Arrow's decoding and hashlib release the GIL): the
     caller's work, the reading and the hashing overlap. Each piece is decoded on one thread
-    (Arrow's pool would only compete with the other two)."""
+    (Arrow's pool would only compete with the other two). `check_all`: every column of the
+    files is read and checked, `columns` given (a flipped bit in a column the caller does not
+    read, such as `trial`, is then found by the run too, not only by a query)."""
     parallel = threads > 1
+    read = None if check_all else columns
     pieces: Iterator[Piece] = (
-        piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary)
+        piece for path in paths for piece in _file_pieces(Path(path), read, dictionary)
     )
     if parallel:
         pieces = _ahead(pieces, depth=1)
-    checked = _checked(pieces)
+    checked = _checked(pieces, columns if check_all else None)
     return _ahead(checked, depth=1) if parallel else checked
 
 
-def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None) -> Iterator[Piece]:
+def _file_pieces(
+    path: Path, columns: list[str] | None, dictionary: list[str] | None
+) -> Iterator[Piece]:
     """(path, provenance, table, last) of each row group (one empty table for a file of none)."""
     meta = read_meta(path)
     try:
@@ -364,11 +370,17 @@ def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None) -
         ) from None
 
 
-def _checked(pieces: Iterable[Piece]) -> Iterator[tuple[pa.Table, bool]]:
+def _checked(
+    pieces: Iterable[Piece], keep: list[str] | None = None
+) -> Iterator[tuple[pa.Table, bool]]:
     """(table, last) of `_file_pieces`, each file's content checksums verified over its pieces
-    before its last piece is given."""
+    before its last piece is given. `keep`: only those columns are given and content-checked;
+    the others were checked by their pages' CRC32 as they were read (cheaper than a sha256,
+    enough to find a flipped bit)."""
     hasher = integrity.ContentHasher()
     for path, meta, table, last in pieces:
+        if keep is not None:
+            table = table.select(keep)
         hasher.update(table)
         if last:
             integrity.verify_digests(path, hasher.digests(), meta)
