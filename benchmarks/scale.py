@@ -526,13 +526,15 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
     summary = store.summary_path(root, "logit_entropy", "million")
     experiments = directory / "experiments.json"  # the claims job's file (results/plan/...)
     experiments.write_text(json.dumps({"million": "logit_entropy"}))
+    experiment = directory / "experiment.json"  # the collect job's file (results/plan/...)
+    experiment.write_text(experiment_json(settings, "million"))
     tail = [  # the serial tail of the sweep, each step as its workflow job runs it
         (
             "collect 10^8 rows",
             [
                 "collect",
-                "--experiment",
-                experiment_json(settings, "million"),
+                "--experiment-file",
+                str(experiment),
                 "--output",
                 str(summary),
                 "--threads",
