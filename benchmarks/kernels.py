@@ -297,13 +297,15 @@ def peak_rss_mb(kind: str, n: int, d: int, threads: int, trials: int, scales: in
     spec = spec_of_points("bench", get_kind(kind), 1, trials, pts).to_json()
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "chunk.parquet"
+        spec_file = Path(tmp) / "spec.json"
+        spec_file.write_text(spec)
         job = [
             sys.executable,
             "-m",
             "attnsim.cli.main",
             "simulate",
-            "--spec",
-            spec,
+            "--spec-file",
+            str(spec_file),
             "--output",
             str(output),
             "--threads",

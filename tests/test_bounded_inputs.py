@@ -239,3 +239,65 @@ def test_run_args_parsing():
     ]
     assert guard.run_configfiles(["--configfile=a.yaml"]) == [guard.Path("a.yaml")]
     assert split_args(["--config", "seed=3", "chunk_size=2", "-n"])[1] == ["seed=3", "chunk_size=2"]
+
+
+def million_points_config(**overrides) -> dict:
+    config = small_config(**overrides)
+    config["experiments"]["robustness"]["grid"] |= {
+        "n": list(range(2, 102)),
+        "d": list(range(1, 101)),
+        "noise_scale": [0.01 * i for i in range(1, 26)],
+    }  # x 2 logit scales x 2 noises x 1 noise_draws: 10^6 points
+    return config
+
+
+def test_chunk_size_1_at_a_million_points_is_refused_before_planning(tmp_path):
+    """The issue's case: a valid 10 KB config whose `run -n` took 4 minutes and 7.5 GB, then a
+    MemoryError traceback. ceil(points / chunk_size) jobs is known before any expansion."""
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as error:
+        load(million_points_config(chunk_size=1))
+    assert str(error.value) == (
+        "chunk_size: 1 point per job makes at least 1,000,000 simulate jobs for the config's "
+        "1,000,000 points, over max_jobs = 10,000; remove chunk_size (jobs are sized by cost) or "
+        "raise it, or raise max_jobs"
+    )
+    assert time.perf_counter() - started < 5
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(million_points_config(chunk_size=1)))
+    run = attnsim(tmp_path, "run", "-n", timeout=120)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and "Traceback" not in run.stderr, run.stderr
+    assert lines[-1].startswith("attnsim: error: chunk_size: 1 point per job"), run.stderr
+    assert not list(tmp_path.glob("results/store/*/*/*/*.parquet"))
+
+
+def test_a_default_job_cap_refuses_a_tiny_job_minutes_in_one_line():
+    """`job_minutes: 1e-9` with 10^5 points planned 100,000 jobs without a word: max_jobs now has
+    a default, and the bill (counted after planning) refuses the sweep."""
+    from attnsim.plan import bill, sweep
+
+    config = small_config(job_minutes=1e-9)
+    del config["chunk_size"]
+    config["experiments"]["robustness"]["grid"] |= {
+        "n": list(range(2, 102)),
+        "d": list(range(1, 51)),
+        "noise_scale": [0.1, 0.2, 0.3, 0.4, 0.5],
+    }  # 100 x 50 x 2 x 2 x 5 = 10^5 points
+    settings = load(config)
+    assert settings.max_jobs == 10_000
+    plans = sweep.plan_all(settings, Path("/nonexistent/store"))
+    with pytest.raises(ConfigError) as error:
+        bill.check_limit(bill.bill(settings, plans, Path("/nonexistent/store")), settings)
+    assert str(error.value).startswith(
+        "max_jobs: the sweep needs 100,000 simulate jobs, over max_jobs = 10,000; raise "
+        "job_minutes (now 1e-09)"
+    )
+
+
+def test_the_name_check_is_linear_in_the_number_of_experiments():
+    """40,000 experiments took 86 s in `check-config`: each name was compared with every other."""
+    names = [f"e{i}" for i in range(40_000)] + ["e39999_trials"]
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match="experiments.e39999_trials: reserved, the view of "):
+        guard.check_names(names)
+    assert time.perf_counter() - started < 1

@@ -35,3 +35,43 @@ def test_pooled_with_own_errors_is_never_more_certain_than_its_points():
 def test_verdicts_and_roles_are_the_documented_ones():
     assert engine.VERDICTS == ("holds", "fails", "inconclusive", "outside regime", "not measured")
     assert engine.ROLES == ("evidence", "sanity")
+
+
+def _half_nan_entropy() -> dict:
+    """The issue's case: a kind that declares its entropy non-finite and returns NaN at half its
+    points (every trial there), so those points' summary statistics are NaN."""
+    import numpy as np
+    import pandas as pd
+
+    n = np.array([8, 8, 16, 16])
+    frame = pd.DataFrame(
+        {
+            "experiment": "e",
+            "n": n,
+            "n_trials": 10,
+            "entropy_min": [0.5, np.nan, 0.7, np.nan],
+            "entropy_max": [1.5, np.nan, 2.0, np.nan],
+        }
+    )
+    return {"e": frame}
+
+
+def test_a_claim_says_how_many_points_it_could_not_judge():
+    """entropy_in_bounds "held" over the finite points without a word about the others (pandas'
+    max skips NaN): the claim now counts them and names the columns."""
+    result = engine.entropy_bounds(_half_nan_entropy())
+    assert result.verdict == "holds" and result.points == 4 and result.unjudged == 2
+    assert result.evidence.endswith(
+        "; 2 of the regime's 4 points not judged: entropy_max, entropy_min NaN there"
+    ), result.evidence
+
+
+def test_points_are_counted_only_over_the_columns_the_measure_read():
+    import numpy as np
+
+    rows = _half_nan_entropy()["e"].assign(other_mean=np.nan)  # NaN everywhere, never read
+    spec = engine.ENTROPY_BOUNDS
+    assert engine.judge(spec, rows).unjudged == 2
+    finite = rows.assign(entropy_min=0.5, entropy_max=1.5)
+    judged = engine.judge(spec, finite)
+    assert judged.unjudged == 0 and "not judged" not in judged.evidence

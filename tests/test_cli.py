@@ -122,7 +122,9 @@ def test_bad_config_and_bad_arguments(filled, capsys):
     with pytest.raises(SystemExit) as info:
         main(["query"])
     assert info.value.code == 2
-    assert main(["simulate", "--spec", "{}", "--output", "x.parquet", "--threads", "0"]) == 2
+    assert (
+        main(["simulate", "--spec-file", "x.json", "--output", "x.parquet", "--threads", "0"]) == 2
+    )
 
 
 # --- a full disk: one line naming the file and the space it needs, no temp file left ---------
@@ -166,7 +168,9 @@ def test_full_disk_is_one_line_naming_file_and_space(tmp_path, monkeypatch, caps
     output = store.chunk_path(
         tmp_path / "results/store", "noisy_attention", "robustness", "0123456789abcdef"
     )
-    assert main(["simulate", "--spec", one_point_spec(20), "--output", str(output)]) == 2
+    spec = tmp_path / "spec.json"
+    spec.write_text(one_point_spec(20))
+    assert main(["simulate", "--spec-file", str(spec), "--output", str(output)]) == 2
     err = capsys.readouterr().err
     assert re.fullmatch(
         rf"attnsim: error: {re.escape(str(output))}: could not be written, {words}; it needs up "
@@ -210,10 +214,12 @@ def tiny_disk(tmp_path):
         subprocess.run(["umount", str(mount)], check=True)
 
 
-def test_full_disk_for_real(tiny_disk):
+def test_full_disk_for_real(tiny_disk, tmp_path):
     output = store.chunk_path(
         tiny_disk / "store", "noisy_attention", "robustness", "0123456789abcdef"
     )
+    spec = tmp_path / "spec.json"
+    spec.write_text(one_point_spec(100_000))
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
@@ -224,8 +230,8 @@ def test_full_disk_for_real(tiny_disk):
             "-m",
             "attnsim.cli.main",
             "simulate",
-            "--spec",
-            one_point_spec(100_000),
+            "--spec-file",
+            str(spec),
             "--output",
             str(output),
         ],
@@ -394,8 +400,12 @@ sys.exit(cli.main(sys.argv[1:]))
 @pytest.mark.parametrize(
     "argv, environment, threads",
     [
-        (["collect", "--experiment", "{}", "--output", "x"], {}, "1"),
-        (["collect", "--experiment", "{}", "--output", "x"], {"OPENBLAS_NUM_THREADS": "2"}, "2"),
+        (["collect", "--experiment-file", "x.json", "--output", "x"], {}, "1"),
+        (
+            ["collect", "--experiment-file", "x.json", "--output", "x"],
+            {"OPENBLAS_NUM_THREADS": "2"},
+            "2",
+        ),
         (["embed", "a sentence"], {}, None),  # a person's command: OpenBLAS's own default
     ],
 )
@@ -414,3 +424,13 @@ def test_job_commands_start_one_blas_thread(argv, environment, threads):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [threads], done.stdout
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--spec", "{}"], ["collect", "--experiment", "{}"]])
+def test_the_job_commands_take_files_not_json(argv, capsys):
+    """No JSON on a command line (the project's rule): the rules pass the spec and settings
+    files the run writes at its start; the JSON options are gone (argparse reads `--spec` as
+    the start of `--spec-file`, so the JSON is taken for a file name, and refused)."""
+    assert main([*argv, "--output", "x.parquet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnsim: error: {}: "), err

@@ -178,7 +178,7 @@ def test_defaults_are_filled_and_input_untouched():
     settings = load(config)
     assert (
         settings.chunk_size is None
-        and settings.max_jobs is None
+        and settings.max_jobs == 10_000  # a default cap: a laptop never plans 10^5 jobs
         and settings.memory_budget_mb == 4096
     )  # jobs sized by cost
     assert config == before

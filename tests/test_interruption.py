@@ -58,3 +58,113 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path, reference, sig, 
     assert rerun.returncode == 0, out
     assert point_rows(tmp_path) == reference
     assert not list(tmp_path.rglob(".*.tmp"))  # no half-written file left anywhere in the store
+
+
+# A Snakemake that deadlocks in its SIGTERM handler, as the issue saw in 3 of 10 tries: it ignores
+# the signal, holds the store's flock, and has a job (a grandchild) running.
+STUCK = """
+import fcntl, os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+lock = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(lock, fcntl.LOCK_EX)
+job = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
+print(job.pid, flush=True)
+time.sleep(600)
+"""
+
+WRAPPER = """
+import os, sys
+from attnsim.cli.supervise import supervise
+sys.exit(supervise([sys.executable, "-c", sys.argv[1], sys.argv[2]], dict(os.environ), ".",
+                   grace=float(sys.argv[3])))
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def stuck_run(tmp_path, grace: float):
+    import subprocess
+    import sys
+
+    lock = tmp_path / ".attnsim-run.lock"
+    run = subprocess.Popen(
+        [sys.executable, "-c", WRAPPER, STUCK, str(lock), str(grace)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    job = int(run.stdout.readline())
+    return run, job, lock
+
+
+def test_sigterm_ends_a_deadlocked_run_and_releases_the_lock(tmp_path):
+    """The issue's case: SIGTERM deadlocked Snakemake in 3 of 10 tries, holding attnsim's run
+    lock; only SIGKILL ended it. `attnsim run` passes SIGTERM on, then kills the session."""
+    import fcntl
+
+    run, job, lock = stuck_run(tmp_path, grace=1.0)
+    started = time.monotonic()
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=30)
+    assert time.monotonic() - started < 5
+    assert run.returncode == 128 + signal.SIGTERM
+    assert err.splitlines() == [
+        "attnsim: error: the run was stopped (SIGTERM) and Snakemake had not exited 1 s later: "
+        "it and its jobs were killed, the store's lock is released; rerun to continue"
+    ]
+    assert not alive(job)
+    fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if still held
+    os.close(fd)
+
+
+def test_sigkill_of_attnsim_run_kills_snakemake_too(tmp_path):
+    import fcntl
+
+    run, job, lock = stuck_run(tmp_path, grace=60.0)
+    run.kill()
+    run.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    fd = os.open(lock, os.O_RDWR)
+    while True:  # Snakemake (the flock's holder) dies with attnsim run
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            assert time.monotonic() < deadline, "Snakemake outlived attnsim run"
+            time.sleep(0.05)
+    os.close(fd)
+    os.kill(job, signal.SIGKILL)  # its job was orphaned, as a job of a SIGKILLed Snakemake is
+
+
+def test_a_snakemake_that_exits_on_sigterm_is_not_killed(tmp_path):
+    import subprocess
+    import sys
+
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WRAPPER,
+            "import time; print(0, flush=True); time.sleep(60)",
+            "x",
+            "30",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run.stdout.readline()
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=10)
+    assert run.returncode == 128 + signal.SIGTERM and err == ""

@@ -158,7 +158,9 @@ def test_the_job_fails_with_one_line_and_writes_nothing(tmp_path, monkeypatch, c
     point = make_point(BASE, POINT)
     spec = spec_of_points("temperature", kind, 1, 20, (point,))
     output = store.chunk_path(tmp_path, "temperature_entropy", "temperature", spec.id)
-    assert main(["simulate", "--spec", spec.to_json(), "--output", str(output)]) == 2
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(spec.to_json())
+    assert main(["simulate", "--spec-file", str(spec_file), "--output", str(output)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         f"attnsim: error: kind temperature_entropy, metric entropy, point {point.id} (n=16, d=3, "

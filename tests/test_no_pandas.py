@@ -23,8 +23,8 @@ import sys
 from attnsim.cli.main import main
 
 spec, chunk, experiment, summary, resources = sys.argv[1:]
-main(["simulate", "--spec", open(spec).read(), "--output", chunk, "--resources", resources])
-main(["collect", "--experiment", open(experiment).read(), "--output", summary, chunk])
+main(["simulate", "--spec-file", spec, "--output", chunk, "--resources", resources])
+main(["collect", "--experiment-file", experiment, "--output", summary, chunk])
 print("pandas imported" if "pandas" in sys.modules else "")
 """
 

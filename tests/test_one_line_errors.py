@@ -65,3 +65,147 @@ def test_the_rules_accept_every_kind_name_the_config_accepts():
     for name in ("noisy_attention", "kind2", "k9_x", "a"):
         assert re.fullmatch(allowed, name) and re.fullmatch(wildcard, name), name
     assert f"^{wildcard}$" == allowed
+
+
+def test_a_summary_of_another_experiment_in_a_folder_is_one_line(tmp_path, monkeypatch, capsys):
+    """The issue's case: a foreign summary file in an experiment's folder gave `claims` a KeyError
+    traceback (its columns are another kind's); `attnsim summary` another."""
+    import shutil
+
+    import yaml
+    from helpers.configs import small_config
+
+    from attnsim.config.load import load
+    from attnsim.jobs.collect import collect
+    from attnsim.jobs.simulate import run_chunk
+    from attnsim.plan.sweep import experiment_json, plan_experiment
+    from attnsim.store import parquet as store
+
+    monkeypatch.chdir(tmp_path)
+    config = small_config()
+    config["experiments"]["entropy"] = {
+        "kind": "temperature_entropy",
+        "trials": 4,
+        "grid": {"n": [8], "d": [3], "tau": [1.0]},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    settings, root = load(config), tmp_path / "results" / "store"
+    for name in settings.experiments:
+        plan = plan_experiment(settings, name, root)
+        paths = [store.chunk_path(root, plan.kind, name, c) for c in plan.chunks]
+        for chunk, path in zip(plan.chunks, paths, strict=True):
+            run_chunk(plan.spec(chunk), path)
+        collect(experiment_json(settings, name), paths, store.summary_path(root, plan.kind, name))
+    ours = store.summary_path(root, "noisy_attention", "robustness")
+    shutil.copyfile(store.summary_path(root, "temperature_entropy", "entropy"), ours)
+    before = ours.read_bytes()
+    for command in (["claims"], ["summary"]):
+        assert main(command) == 2, command
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [
+            f"attnsim: error: {ours.relative_to(tmp_path)}: the summary of experiment 'entropy' "
+            "(kind temperature_entropy), not of this folder's; delete it (or move it back) and "
+            "rerun"
+        ], err
+    assert ours.read_bytes() == before
+
+
+def test_only_dead_writers_temp_files_are_swept(tmp_path):
+    """A killed figures job left `.<figure>.pdf.<host>.<pid>.tmp` files nothing swept; the run's
+    sweep covers the whole workspace, and leaves a live writer's and another host's alone."""
+    import socket
+
+    from attnsim.files import sweep_dead_temps
+
+    host = socket.gethostname()
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    dead = int(child.stdout)
+    folder = tmp_path / "figures" / "robustness"
+    folder.mkdir(parents=True)
+    stray = folder / f".robustness_error.pdf.{host}.{dead}.tmp"
+    live = folder / f".robustness_error.png.{host}.{os.getpid()}.tmp"
+    elsewhere = folder / f".robustness_error.png.another-host.{dead}.tmp"
+    kept = folder / "robustness_error.pdf"
+    for path in (stray, live, elsewhere, kept):
+        path.write_bytes(b"x")
+    assert sweep_dead_temps(tmp_path) == [stray]
+    assert [p.exists() for p in (stray, live, elsewhere, kept)] == [False, True, True, True]
+
+
+def _failing_write(code: int):
+    """A write that leaves half its temp file, then fails with `code`, as a full disk does."""
+
+    def write(path, *args, **kwargs):
+        Path(path).write_bytes(b"half")
+        raise OSError(code, os.strerror(code))
+
+    return write
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (28, "could not be written, no space left on device; "),  # ENOSPC
+        (30, "could not be written, the folder is on a read-only file system; nothing was "),
+        (13, "could not be written, permission denied (a read-only folder?); nothing was "),
+    ],
+)
+@pytest.mark.parametrize("writer", ["claims.md", "figure", "claims.parquet"])
+def test_a_refused_write_is_one_line_naming_the_file(tmp_path, monkeypatch, code, words, writer):
+    """A disk filling during figures printed `OSError: [Errno 28]` without the path; a read-only
+    results folder a traceback. Each writer's old file is kept whole and no temp file stays."""
+    import matplotlib.figure
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from attnsim import files
+    from attnsim.errors import WriteError
+    from attnsim.figures import style
+    from attnsim.store import parquet
+
+    target = tmp_path / "results" / (f"{writer}" if writer != "figure" else "fig.png")
+    target.parent.mkdir()
+    target.write_bytes(b"the old file")
+    if writer == "claims.md":
+        monkeypatch.setattr(Path, "write_text", _failing_write(code))
+        write = lambda: files.write_text(target, "new claims")  # noqa: E731
+    elif writer == "figure":
+        monkeypatch.setattr(
+            matplotlib.figure.Figure, "savefig", lambda self, p, **k: _failing_write(code)(p)
+        )
+        write = lambda: style.save(matplotlib.figure.Figure(), target)  # noqa: E731
+    else:
+        monkeypatch.setattr(pq, "write_table", lambda table, p, **k: _failing_write(code)(p))
+        write = lambda: parquet.write_atomic(pa.table({"x": [1.0]}), target, {})  # noqa: E731
+    with pytest.raises(WriteError) as error:
+        write()
+    message = str(error.value)
+    assert message.startswith(f"{target}: {words}") and "\n" not in message, message
+    assert target.read_bytes() == b"the old file"
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+
+
+def test_a_read_only_workspace_is_one_line_before_any_job(tmp_path, monkeypatch):
+    """A read-only results folder gave Snakemake's multi-line ProtectedOutputException (in a dry
+    run and a real one). Root writes past mode bits, so the folder is made read-only here by
+    os.access's answer, as a read-only mount or `chmod -R a-w` gives it."""
+    from attnsim import files
+    from attnsim.errors import WriteError
+
+    figures = tmp_path / "results" / "figures" / "robustness"
+    figures.mkdir(parents=True)
+    (tmp_path / "results" / "store").mkdir()
+    files.check_writable(tmp_path / "results")  # writable: nothing to say
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and Path(p) != figures)
+    with pytest.raises(WriteError) as error:
+        files.check_writable(tmp_path / "results")
+    assert str(error.value) == (
+        f"{figures}: a read-only folder, and this run writes in it; make it writable "
+        f"(chmod -R u+w {tmp_path / 'results'}) or run in another workspace (--workspace DIR)"
+    )

@@ -17,6 +17,7 @@ from helpers.configs import small_config
 
 from attnsim.cli.main import main
 from attnsim.config.load import load
+from attnsim.errors import StoreError
 from attnsim.jobs.collect import collect
 from attnsim.jobs.simulate import run_chunk
 from attnsim.plan.sweep import experiment_json, plan_experiment
@@ -66,7 +67,7 @@ def flip(path, offset: int, bit: int = 0) -> None:
 
 def test_a_flipped_bit_in_a_column_collect_does_not_read_is_refused(filled, capsys):
     """The issue's case: a bit flipped in `trial` passed `attnsim run` and was served."""
-    _, paths, _ = filled
+    tmp_path, paths, _ = filled
     meta = pq.ParquetFile(paths[0]).metadata.row_group(0)
     trial = next(
         meta.column(c) for c in range(meta.num_columns) if meta.column(c).path_in_schema == "trial"
@@ -75,6 +76,12 @@ def test_a_flipped_bit_in_a_column_collect_does_not_read_is_refused(filled, caps
     flip(paths[0], start + trial.total_compressed_size - 2, bit=3)
     line = refused(capsys, "SELECT max(trial) FROM robustness_trials")
     assert f"{paths[0].relative_to(os.getcwd())}: damaged" in line
+    # the run's collect finds it too (it passed with exit 0), and writes no summary
+    summary = store.summary_path(tmp_path / "results" / "store", "noisy_attention", "robustness")
+    summary.unlink()
+    with pytest.raises(StoreError, match=f"{paths[0].name}: damaged"):
+        collect(experiment_json(load(small_config()), "robustness"), paths, summary)
+    assert not summary.exists()
 
 
 def test_verification_is_cached_by_size_mtime_and_ctime(filled, monkeypatch):

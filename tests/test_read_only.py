@@ -34,6 +34,14 @@ def test_read_only_commands_leave_the_store_as_it_was(tmp_path):
     folder = next((tmp_path / "results/store/trials").glob("kind=*/experiment=*"))
     orphan = folder / f".chunk-0000000000000000.parquet.{socket.gethostname()}.{dead_pid()}.tmp"
     orphan.write_bytes(b"half a file")
+    figures = next((tmp_path / "results/figures").iterdir())  # a killed figures job's, and claims'
+    strays = [
+        figures / f".{name}.{socket.gethostname()}.{dead_pid()}.tmp"
+        for name in ("robustness_error.pdf", "robustness_error.png")
+    ]
+    strays.append(tmp_path / f"results/.claims.md.{socket.gethostname()}.{dead_pid()}.tmp")
+    for stray in strays:
+        stray.write_bytes(b"half a figure")
     config["experiments"]["robustness"]["grid"]["n"].append(
         32
     )  # pending points: planning has work to do
@@ -64,3 +72,4 @@ def test_read_only_commands_leave_the_store_as_it_was(tmp_path):
     assert tree(tmp_path) == before and orphan.exists()
     snakemake(tmp_path, "--cores", "2")
     assert not orphan.exists(), "the run sweeps temp files of dead writers"
+    assert not [s for s in strays if s.exists()], "figures' and claims' too (issue 41 item 8)"

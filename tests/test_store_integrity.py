@@ -105,10 +105,12 @@ def test_collect_refuses_a_damaged_chunk_in_one_line_naming_it(chunks, capsys):
     start, end = next((s, e) for name, s, e in column_ranges(paths[1]) if name == "sq_err")
     flip(paths[1], (start + end) // 2, bit=3)
     out = store.summary_path(root, "noisy_attention", "robustness")
+    experiment = root.parent / "experiment.json"
+    experiment.write_text(experiment_json(settings, "robustness"))
     argv = [
         "collect",
-        "--experiment",
-        experiment_json(settings, "robustness"),
+        "--experiment-file",
+        str(experiment),
         "--output",
         str(out),
         *map(str, paths),

@@ -248,3 +248,24 @@ def test_a_run_whose_store_changed_after_it_planned_is_refused(tmp_path):
     assert str(lock.lock_path(root)) not in lock._HELD
     lock.acquire(root, planned_from=lock.state(root))  # planned again: runs
     lock.release(root)
+
+
+def test_a_full_disk_when_the_lock_names_its_holder_does_not_stop_the_run(tmp_path, monkeypatch):
+    """ENOSPC on the holder's details (host, pid) gave a traceback at the run's start; the flock
+    is the lock, and the run's first store write names the full disk in one line."""
+    import errno
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "pwrite", full)
+    path = lock.acquire(tmp_path / "store")
+    try:
+        code = "from attnsim.store import lock; import sys; lock.acquire(sys.argv[1])"
+        second = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "store")], capture_output=True, text=True
+        )
+        assert "another run is using this store (its details unreadable)" in second.stderr
+    finally:
+        lock.release(tmp_path / "store")
+    assert path.exists()

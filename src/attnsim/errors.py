@@ -13,6 +13,10 @@ class StoreError(AttnsimError):
     """The result store is missing, foreign, truncated or inconsistent with the config."""
 
 
+class WriteError(AttnsimError):
+    """A file could not be written: a full disk or quota, a read-only folder, no permission."""
+
+
 class QueryError(AttnsimError):
     """A query could not be run (unknown table, bad SQL, no results yet)."""
 

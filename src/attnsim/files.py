@@ -3,11 +3,24 @@ test that tells a dead writer's temporary file from a live one's."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from attnsim.errors import WriteError
+
+# what a writer cannot fix by retrying, each named in the one line the user sees
+WRITE_REFUSED = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "the folder is on a read-only file system",
+    errno.EACCES: "permission denied (a read-only folder?)",
+    errno.EPERM: "not permitted (a read-only folder?)",
+}
 
 
 def temp_path(path: Path) -> Path:
@@ -18,20 +31,45 @@ def temp_path(path: Path) -> Path:
 
 
 @contextmanager
-def atomic_path(path: Path, fsync: bool = True) -> Iterator[Path]:
+def atomic_path(path: Path, fsync: bool = True, need: int | None = None) -> Iterator[Path]:
     """Yield a temporary path to write; on success it is flushed to disk and renamed to `path`
-    (readers see the old file or the new one, never half of one). The temporary file never stays."""
+    (readers see the old file or the new one, never half of one). The temporary file never stays.
+    A full disk, a quota or a read-only folder is a one-line WriteError naming `path` (`need`:
+    the bytes the writer expects to write, for that line)."""
     path = Path(path)
     tmp = temp_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
         if fsync:
             with open(tmp, "rb") as handle:
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        if error.errno not in WRITE_REFUSED:
+            raise
+        raise WriteError(refused_message(path, error, need)) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # a read-only folder holds no temp file to remove
+            pass
+
+
+def refused_message(path: Path, error: OSError, need: int | None = None) -> str:
+    """One line: the file, why it could not be written and, for a full disk, the space it needs
+    (`need` bytes, when the writer knows) and the space free. Low-level writes (a figure's PDF,
+    a Parquet page) raise ENOSPC without a file name."""
+    why = WRITE_REFUSED[error.errno or 0]
+    if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return f"{path}: could not be written, {why}; nothing was changed"
+    try:
+        existing = next(p for p in (path.parent, *path.parents) if p.exists())
+        free = f"{shutil.disk_usage(existing).free / 2**20:,.1f} MiB free"
+    except (OSError, StopIteration):
+        free = "free space unknown"
+    needs = f"it needs up to {need / 2**20:,.1f} MiB free ({free})" if need else free
+    return f"{path}: could not be written, {why}; {needs}; free some space and rerun"
 
 
 def write_text(path: Path, text: str, fsync: bool = True) -> None:
@@ -54,3 +92,37 @@ def process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def sweep_dead_temps(root: Path) -> list[Path]:
+    """Delete the temporary files (`temp_path`) under `root` of writers on this host that are no
+    longer running: a killed job's half-written chunk, summary, figure or claims file. A live
+    writer's and another host's (a shared file system) are left alone."""
+    host = socket.gethostname()
+    removed = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            owner, _, pid = name.removesuffix(".tmp").rpartition(".")
+            if (
+                name.startswith(".")
+                and name.endswith(".tmp")
+                and owner.endswith(f".{host}")
+                and pid.isdigit()
+                and not process_alive(int(pid))
+            ):
+                (Path(folder) / name).unlink(missing_ok=True)
+                removed.append(Path(folder) / name)
+    return removed
+
+
+def check_writable(root: Path) -> None:
+    """WriteError naming the first folder of `root` (a workspace) this process cannot write in,
+    before any job: Snakemake would stop with a multi-line ProtectedOutputException, or a job
+    halfway. Folders only (a few per experiment); the files in them are replaced by renames."""
+    for folder, subfolders, _ in os.walk(root):
+        subfolders.sort()
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise WriteError(
+                f"{folder}: a read-only folder, and this run writes in it; make it writable "
+                f"(chmod -R u+w {root}) or run in another workspace (--workspace DIR)"
+            )

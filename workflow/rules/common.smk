@@ -48,6 +48,9 @@ try:
     # one schema file, with each kind's grid), semantic checks: the one check of the config
     SETTINGS = load_workflow_config(config, workflow.configfiles)
     store.check_folders(STORE)
+    # a read-only workspace: one line, not Snakemake's ProtectedOutputException
+    if PLANNING:
+        files.check_writable(RESULTS)
     store.check_clock(STORE)
     # what the plan is read from: a run locks the store only once it starts (`lock_store`)
     PLANNED_FROM = store_lock.state(STORE) if PLANNING else None
@@ -339,7 +342,8 @@ def verify_assets():
 
 
 def sweep_dead_writers():
-    store.sweep_orphans(STORE)
+    # killed jobs' temp files anywhere in the workspace: chunks, summaries, figures, claims
+    files.sweep_dead_temps(RESULTS)
     # chunks an interrupted run's top-ups replaced
     planning.remove_replaced(PLANS, STORE)
 

@@ -354,6 +354,7 @@ class ClaimResult:
     needed: int = 0  # inconclusive: the n (in needed_unit) at which it would decide; 0: none
     needed_unit: str = ""
     to_decide: str = ""  # inconclusive: what would decide it, in words (claims.distance)
+    unjudged: int = 0  # points of the regime whose statistic the measure read is NaN
 
     @property
     def is_open(self) -> bool:
@@ -374,15 +375,71 @@ def judge(spec: ClaimSpec, rows: pd.DataFrame | None) -> ClaimResult:
     selected = rows[_mask(spec.regime.select, rows)] if len(rows) else rows
     if selected.empty:
         return replace(base, verdict="outside regime")
-    estimate = spec.measure(selected)
+    reading = _Reading(selected)
+    reading.columns_read = set()
+    estimate = spec.measure(reading)
+    unjudged = _unjudged(selected, reading.columns_read)
     if spec.context is not None:
         facts = {**estimate.facts, "context": spec.context(rows)}
         estimate = replace(estimate, facts=facts)
     base = replace(base, **_rests_on(selected, spec.figure))
     result = replace(base, **_apply(spec, estimate))
+    if unjudged:
+        result = replace(result, unjudged=unjudged[0], evidence=_with_unjudged(result, unjudged))
     return (
         replace(result, **_distance(spec, estimate)) if result.verdict == "inconclusive" else result
     )
+
+
+# the summary's statistics of a metric: a NaN there is a point the measure could not judge (a
+# kind's declared non-finite metric, NaN at every trial of the point)
+STATISTICS = ("_mean", "_se", "_ci_low", "_ci_high", "_min", "_max")
+
+
+class _Reading(pd.DataFrame):
+    """The regime's rows, noting each column a measure reads by name (`rows["x"]`, `rows.x`,
+    `rows[["x", "y"]]`, on the rows or any selection of them): the engine then counts the points
+    whose statistics it read are NaN, which pandas' reductions skip without a word."""
+
+    _metadata = ["columns_read"]
+    columns_read: set[str]
+
+    @property
+    def _constructor(self):
+        return _Reading
+
+    def __getitem__(self, key):
+        read = self.__dict__.get("columns_read")
+        if read is not None:
+            if isinstance(key, str):
+                read.add(key)
+            elif isinstance(key, list):
+                read.update(k for k in key if isinstance(k, str))
+        return super().__getitem__(key)
+
+
+def _unjudged(rows: pd.DataFrame, read: set[str]) -> tuple[int, list[str]] | None:
+    """(points, columns): how many of `rows` hold NaN in a statistic column the measure read,
+    and which columns; None when none."""
+    columns = sorted(
+        c
+        for c in read
+        if c in rows.columns and c.endswith(STATISTICS) and pd.api.types.is_float_dtype(rows[c])
+    )
+    if not columns:
+        return None
+    missing = rows[columns].isna()
+    points = int(missing.any(axis=1).sum())
+    return (points, [c for c in columns if missing[c].any()]) if points else None
+
+
+def _with_unjudged(result: ClaimResult, unjudged: tuple[int, list[str]]) -> str:
+    points, columns = unjudged
+    note = (
+        f"{points:,} of the regime's {result.points:,} points not judged: "
+        f"{', '.join(columns)} NaN there"
+    )
+    return f"{result.evidence}; {note}" if result.evidence else note
 
 
 def _distance(spec: ClaimSpec, estimate: Estimate) -> dict:

@@ -23,21 +23,20 @@ def _simulate(args) -> None:
 
     tune_allocator()  # before numpy allocates anything big: keeps freed temporaries in the heap
     from attnsim.jobs.simulate import run_chunk
-    from attnsim.records.chunk import ChunkSpec, read_spec_file
+    from attnsim.records.chunk import read_spec_file
 
-    if args.spec_file is not None:
-        spec = read_spec_file(args.spec_file).spec
-    else:
-        spec = ChunkSpec.from_json(args.spec)
+    spec = read_spec_file(args.spec_file).spec
     run_chunk(spec, args.output, threads=args.threads, resources=args.resources)
 
 
 def _collect(args) -> None:
+    from attnsim.errors import ConfigError
     from attnsim.jobs.collect import collect
 
-    experiment = (
-        args.experiment if args.experiment is not None else args.experiment_file.read_text()
-    )
+    try:
+        experiment = args.experiment_file.read_text()
+    except OSError as error:
+        raise ConfigError(f"{args.experiment_file}: cannot be read ({error.strerror})") from None
     collect(experiment, args.chunks, args.output, threads=args.threads)
 
 
@@ -596,11 +595,11 @@ def _add_simulate(sub) -> None:
     p = sub.add_parser(
         "simulate", description="(workflow) simulate one chunk of grid points"
     )  # the workflow's: not listed
-    given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument("--spec", help="chunk spec (JSON) as planned by the workflow")
-    given.add_argument(
+    # a file, never JSON on the command line (the rules pass paths)
+    p.add_argument(
         "--spec-file",
         type=Path,
+        required=True,
         help="a file holding the chunk spec (the workflow writes "
         "results/plan/<experiment>/chunk-<id>.json)",
     )
@@ -618,14 +617,13 @@ def _add_collect(sub) -> None:
     p = sub.add_parser(
         "collect", description="(workflow) summarise an experiment's chunks"
     )  # the workflow's: not listed
-    given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument(
+    p.add_argument(
         "--experiment-file",
         type=Path,
+        required=True,
         help="a file holding the experiment's settings (the workflow writes "
         "results/plan/<experiment>/experiment.json)",
     )
-    given.add_argument("--experiment", help="experiment settings (JSON)")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument(
         "--threads", type=int, default=1, help="2 or more: read ahead in a second thread"

@@ -193,7 +193,8 @@ def check_args(args: list[str], workdir: Path = Path(".")) -> None:
 
 
 def run(args: list[str], workdir: Path = Path(".")) -> int:
-    """Replace this process by Snakemake (signals reach it directly), unlocking a stale lock first.
+    """Run Snakemake to its end (`attnsim.cli.supervise`: a signal always ends it), unlocking a
+    stale lock first.
     The config files and --config values are checked first (one line instead of Snakemake's
     traceback or multi-line error, and no alias bomb for Snakemake to expand)."""
     from attnsim.errors import AttnsimError
@@ -230,8 +231,9 @@ def run(args: list[str], workdir: Path = Path(".")) -> int:
         )
     if "--logger-attnsim-full" in cmd:  # -v: the command Snakemake runs, with its full log
         print("attnsim: " + " ".join(cmd), file=sys.stderr)
-    os.execve(cmd[0], cmd, env)
-    return 1  # not reached
+    from attnsim.cli.supervise import supervise
+
+    return supervise(cmd, env, workdir)
 
 
 def plan(args: list[str], workdir: Path = Path(".")) -> int:

@@ -202,6 +202,7 @@ def load(config: dict) -> Settings:
     check_schema(config)
     guard.check_names(config["experiments"])  # names the store's views or Snakemake would trip on
     guard.check_size(config["experiments"], config["max_points"])  # before any grid is expanded
+    guard.check_jobs(config["experiments"], config.get("chunk_size"), config["max_jobs"])
     experiments = {
         name: Experiment(
             name=name,

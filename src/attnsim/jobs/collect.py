@@ -420,8 +420,15 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
     metrics = [m.name for m in kind.schema.metrics]
     # copies of a chunk named, CPU classes counted, before anything is summarised
     inputs = parquet.inputs_provenance(chunk_paths, experiment.name)
+    # every column read and checked (`trial` and the parameters too: a flipped bit in a column
+    # the summary does not use passed the run), only the point ids and metrics kept
+    texts = [p.name for p in kind.schema.params if pa.types.is_string(p.type)]
     tables = parquet.read_pieces(
-        chunk_paths, ["point_id", *metrics], dictionary=["point_id"], threads=threads
+        chunk_paths,
+        ["point_id", *metrics],
+        dictionary=["point_id", *texts],
+        threads=threads,
+        check_all=True,
     )
     digests: dict[str, str] = {}  # of the summary's columns, computed along the way
     summary = summarise_chunks(

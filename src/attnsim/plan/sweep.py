@@ -262,10 +262,10 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
         plan.replaced.append(path)
     plan.done_points = int(done.sum()) - sum(plan.cost(c).points for c in plan.pending)
     todo = np.flatnonzero(~done)
-    ids = grid.ids(todo)
     for start, end in chunk_bounds(costs.point_work[todo], size, budget):
         rows = todo[start:end]
-        chunk = chunk_id(ids[start:end])
+        # ids chunk by chunk: 10^7 points' ids at once were ~1 GB of Python strings
+        chunk = chunk_id(grid.ids(rows))
         plan.chunk_by_id[chunk] = Chunk(chunk, chunk_cost(kind, costs, rows, trial_cap), rows=rows)
         plan.pending.append(chunk)
     return plan

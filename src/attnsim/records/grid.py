@@ -74,19 +74,30 @@ def point_id_array(
     return arrays.fixed_width_strings("".join(ids).encode("ascii"), len(ids), ID_HEX_DIGITS)
 
 
-def point_ids(kind: Kind, values: dict[str, list[Any]], index: dict[str, np.ndarray]) -> list[str]:
+def json_fields(kind: Kind, values: dict[str, list[Any]]) -> dict[str, list[bytes]]:
+    """Per parameter, each distinct value's `"name":value` field of the canonical JSON text."""
+    return {
+        name: [_json(name).encode() + b":" + _json(v).encode() for v in values[name]]
+        for name in kind.param_names
+    }
+
+
+def point_ids(
+    kind: Kind,
+    values: dict[str, list[Any]],
+    index: dict[str, np.ndarray],
+    fields: dict[str, list[bytes]] | None = None,
+) -> list[str]:
     """The ids of points given as columns: per parameter its distinct canonical `values` and, per
     point, an `index` into them. The only place ids are made (a grid's, a chunk's, a job's).
 
     The canonical text is `head + field of one parameter + tail`, where head and tail depend only
     on the other parameters: the parameter with the most values is that inner one, head is hashed
     once per combination of the others (their `"name":value` fields rendered once each), and each
-    point copies that hash state and adds its own field and the tail."""
+    point copies that hash state and adds its own field and the tail. `fields`: `json_fields`
+    of `values`, when the caller has them (a grid's chunks, one call each, share them)."""
     names = kind.param_names
-    fields = {
-        name: [_json(name).encode() + b":" + _json(v).encode() for v in values[name]]
-        for name in names
-    }
+    fields = fields if fields is not None else json_fields(kind, values)
     inner = max(names, key=lambda name: len(values[name]))
     outer = [name for name in names if name != inner]
     keys = sorted(names)
@@ -168,7 +179,12 @@ class GridColumns:
         """The ids of the points at `rows` (every point's, in enumeration order, by default)."""
         if not isinstance(rows, slice) and len(rows) == self.size and (np.diff(rows) > 0).all():
             rows = slice(None)  # all of them, in order: views of the index, no copies
-        return point_ids(self.kind, self.values, {n: i[rows] for n, i in self.index.items()})
+        index = {n: i[rows] for n, i in self.index.items()}
+        return point_ids(self.kind, self.values, index, self.fields)
+
+    @cached_property
+    def fields(self) -> dict[str, list[bytes]]:
+        return json_fields(self.kind, self.values)
 
     def id_array(self) -> pa.Array:
         """Every point's id in enumeration order, as an Arrow string array (`point_id_array`)."""

@@ -269,6 +269,15 @@ SCHEMA = pa.schema(
             pa.string(),
             metadata={"description": "inconclusive: what would decide it, and at which points"},
         ),
+        pa.field(
+            "unjudged",
+            pa.int64(),
+            metadata={
+                "description": "points of the regime the claim could not judge: a statistic its "
+                "measure read is NaN there (a metric the kind declares non-finite, NaN at every "
+                "trial); the verdict rests on the other points, the evidence names the columns"
+            },
+        ),
     ]
     + run_provenance.fields()
 )

@@ -85,8 +85,11 @@ def acquire(root: Path, planned_from: frozenset[tuple[str, int, int, int]] | Non
             f"{root}: changed by another run while this one planned (it has finished since); "
             "rerun to plan from what is stored now"
         )
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(info).encode(), 0)
+    try:  # who holds it, for a second run's message; the flock alone is the lock
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+    except OSError:  # a full disk: the run's first write says so, naming its file
+        pass
     _HELD[str(path)] = fd
     return path
 

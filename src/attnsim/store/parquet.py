@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import errno
 import json
 import logging
 import os
 import platform
-import shutil
-import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,7 +28,7 @@ import pyarrow.parquet as pq
 
 import attnsim
 from attnsim.errors import StoreError
-from attnsim.files import atomic_path, process_alive
+from attnsim.files import atomic_path, sweep_dead_temps
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Column, Kind
 from attnsim.store import integrity
@@ -156,7 +153,7 @@ def write_atomic(
 ) -> None:
     """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
     `digests`: content digests of some of its columns already computed (`column_digest` of that
-    very column), the others are computed here. A full disk or quota is a StoreError naming the
+    very column), the others are computed here. A full disk or quota is a WriteError naming the
     file and the space it needs; no temp file stays."""
     path = Path(path)
     digests = digests or {}
@@ -172,20 +169,16 @@ def write_atomic(
             integrity.META_DIGEST_KEY: integrity.meta_digest(raw),
         }
     )
-    try:
-        with atomic_path(path) as tmp:
-            pq.write_table(
-                table,
-                tmp,
-                compression="zstd",
-                write_statistics=True,
-                write_page_checksum=True,
-                **encodings(table.schema),
-            )
-    except OSError as error:
-        if error.errno not in DISK_FULL:
-            raise
-        raise StoreError(disk_full_message(path, table, error)) from None
+    need = max(table.nbytes, table.num_rows * table.num_columns * 8)  # an upper bound
+    with atomic_path(path, need=need) as tmp:
+        pq.write_table(
+            table,
+            tmp,
+            compression="zstd",
+            write_statistics=True,
+            write_page_checksum=True,
+            **encodings(table.schema),
+        )
 
 
 def encodings(schema: pa.Schema) -> dict[str, Any]:
@@ -203,40 +196,9 @@ def encodings(schema: pa.Schema) -> dict[str, Any]:
     }
 
 
-DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
-
-
-def disk_full_message(path: Path, table: pa.Table, error: OSError) -> str:
-    """One line: the file, why, and the free space it needs (the table's in-memory size, an upper
-    bound)."""
-    need = max(table.nbytes, table.num_rows * table.num_columns * 8)
-    try:
-        existing = next(p for p in (path.parent, *path.parents) if p.exists())
-        free = f"{shutil.disk_usage(existing).free / 2**20:,.1f} MiB free"
-    except (OSError, StopIteration):
-        free = "free space unknown"
-    why = "disk quota exceeded" if error.errno == errno.EDQUOT else "no space left on device"
-    return (
-        f"{path}: could not be written, {why}; it needs up to {need / 2**20:,.1f} MiB free "
-        f"({free}); free some space and rerun"
-    )
-
-
 def sweep_orphans(root: Path) -> list[Path]:
     """Delete temp files of writers that died on this host (killed jobs); others are left alone."""
-    removed = []
-    host = socket.gethostname()
-    for tmp in Path(root).glob("*/kind=*/experiment=*/.*.tmp"):
-        parts = tmp.name.rsplit(".", 3)  # .<name>.<host>.<pid>.tmp
-        if (
-            len(parts) == 4
-            and parts[1] == host
-            and parts[2].isdigit()
-            and not process_alive(int(parts[2]))
-        ):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-    return removed
+    return sweep_dead_temps(root)
 
 
 _META_CACHE: dict[tuple[Any, ...] | None, Meta] = {}
@@ -339,8 +301,23 @@ def read_summary(path: Path, ids: bool = False) -> pa.Table:
     a million-point summary's ids are most of what reading and checking it costs (their content
     sha256 over 10^6 strings), and the statistics (figures, headlines, claims) do not read
     them."""
+    check_summary_place(path, read_meta(path))
     columns = None if ids else [c for c in pq.read_schema(path).names if c != "point_id"]
     return read_table(path, columns=columns)
+
+
+def check_summary_place(path: Path, meta: Meta) -> None:
+    """StoreError when a summary's provenance names another experiment or kind than its folder
+    (a summary copied in from elsewhere): its columns are another kind's, and `attnsim claims`
+    stopped with a KeyError traceback or judged another experiment's points."""
+    path = Path(path)
+    here = (path.parent.name, path.parent.parent.name)
+    own = (f"experiment={meta.get('experiment')}", f"kind={meta.get('kind')}")
+    if here != own:
+        raise StoreError(
+            f"{path}: the summary of experiment {meta.get('experiment')!r} (kind "
+            f"{meta.get('kind')}), not of this folder's; delete it (or move it back) and rerun"
+        )
 
 
 def read_pieces(
@@ -348,6 +325,7 @@ def read_pieces(
     columns: list[str],
     dictionary: list[str] | None = None,
     threads: int = 1,
+    check_all: bool = False,
 ) -> Iterator[tuple[pa.Table, bool]]:
     """An iterator of (table, last) for each row group of each file in turn (`last`: the file's
     final piece), checked as `read_table` checks a file: page checksums as each row group is
@@ -356,18 +334,23 @@ def read_pieces(
     With `threads` > 1 reading and hashing each run in a thread of their own, started at once,
     one piece ahead of the next stage (Arrow's decoding and hashlib release the GIL): the
     caller's work, the reading and the hashing overlap. Each piece is decoded on one thread
-    (Arrow's pool would only compete with the other two)."""
+    (Arrow's pool would only compete with the other two). `check_all`: every column of the
+    files is read and checked, `columns` given (a flipped bit in a column the caller does not
+    read, such as `trial`, is then found by the run too, not only by a query)."""
     parallel = threads > 1
+    read = None if check_all else columns
     pieces: Iterator[Piece] = (
-        piece for path in paths for piece in _file_pieces(Path(path), columns, dictionary)
+        piece for path in paths for piece in _file_pieces(Path(path), read, dictionary)
     )
     if parallel:
         pieces = _ahead(pieces, depth=1)
-    checked = _checked(pieces)
+    checked = _checked(pieces, columns if check_all else None)
     return _ahead(checked, depth=1) if parallel else checked
 
 
-def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None) -> Iterator[Piece]:
+def _file_pieces(
+    path: Path, columns: list[str] | None, dictionary: list[str] | None
+) -> Iterator[Piece]:
     """(path, provenance, table, last) of each row group (one empty table for a file of none)."""
     meta = read_meta(path)
     try:
@@ -387,11 +370,17 @@ def _file_pieces(path: Path, columns: list[str], dictionary: list[str] | None) -
         ) from None
 
 
-def _checked(pieces: Iterable[Piece]) -> Iterator[tuple[pa.Table, bool]]:
+def _checked(
+    pieces: Iterable[Piece], keep: list[str] | None = None
+) -> Iterator[tuple[pa.Table, bool]]:
     """(table, last) of `_file_pieces`, each file's content checksums verified over its pieces
-    before its last piece is given."""
+    before its last piece is given. `keep`: only those columns are given and content-checked;
+    the others were checked by their pages' CRC32 as they were read (cheaper than a sha256,
+    enough to find a flipped bit)."""
     hasher = integrity.ContentHasher()
     for path, meta, table, last in pieces:
+        if keep is not None:
+            table = table.select(keep)
         hasher.update(table)
         if last:
             integrity.verify_digests(path, hasher.digests(), meta)
