@@ -64,6 +64,23 @@ def _json(value: Any) -> str:
     return json.dumps(value, allow_nan=False)
 
 
+def _fields(param: Param, values: list[Any]) -> list[bytes]:
+    """Each value's `"name":value` text in a point's id; b"" for the default of a parameter whose
+    default is left out of ids (`Param.id_omits_default`: added after its kind had points)."""
+    omitted = canonical_column_value(param, param.default) if param.id_omits_default else None
+    return [
+        b""
+        if omitted is not None and v == omitted
+        else _json(param.name).encode() + b":" + _json(v).encode()
+        for v in values
+    ]
+
+
+def _then(first: bytes, second: bytes) -> bytes:
+    """A field and its comma, or nothing for an omitted (empty) field."""
+    return first + second if first and second else b""
+
+
 def point_id_array(
     kind: Kind, values: dict[str, list[Any]], index: dict[str, np.ndarray]
 ) -> pa.Array:
@@ -83,11 +100,10 @@ def point_ids(kind: Kind, values: dict[str, list[Any]], index: dict[str, np.ndar
     once per combination of the others (their `"name":value` fields rendered once each), and each
     point copies that hash state and adds its own field and the tail."""
     names = kind.param_names
-    fields = {
-        name: [_json(name).encode() + b":" + _json(v).encode() for v in values[name]]
-        for name in names
-    }
-    inner = max(names, key=lambda name: len(values[name]))
+    fields = {param.name: _fields(param, values[param.name]) for param in kind.schema.params}
+    # the inner field is never an omitted one (it sits between two commas)
+    always = [p.name for p in kind.schema.params if not p.id_omits_default] or list(names)
+    inner = max(always, key=lambda name: len(values[name]))
     outer = [name for name in names if name != inner]
     keys = sorted(names)
     at = keys.index(inner)
@@ -114,8 +130,8 @@ def point_ids(kind: Kind, values: dict[str, list[Any]], index: dict[str, np.ndar
         else:
             members, inners = order[a:b].tolist(), inner_index[order[a:b]].tolist()
         given = dict(zip(outer, np.unravel_index(int(codes[order[a]]), shape) if outer else ()))
-        state = sha256(start + b"".join(fields[k][given[k]] + b"," for k in before))
-        tail = b"".join(b"," + fields[k][given[k]] for k in after) + b"}}"
+        state = sha256(start + b"".join(_then(fields[k][given[k]], b",") for k in before))
+        tail = b"".join(_then(b",", fields[k][given[k]]) for k in after) + b"}}"
         copy = state.copy
         for at, i in zip(members, inners):
             h = copy()
