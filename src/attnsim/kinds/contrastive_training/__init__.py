@@ -93,6 +93,17 @@ PARAMS = (
         choices=kernel.TAU_MODES,
         default="fixed",
     ),
+    Param(
+        "loss",
+        STR,
+        "'infonce' (symmetric InfoNCE); 'debiased': InfoNCE with the anchor's same-class negatives "
+        "left out of both denominators (Chuang et al. 2020, labels known); 'siglip': the pairwise "
+        "sigmoid loss with a learnt bias from -10 (Zhai et al. 2023); added after the kind had "
+        "points, so the default is left out of point ids",
+        choices=kernel.LOSS_FUNCTIONS,
+        default="infonce",
+        id_omits_default=True,
+    ),
     Param("optimiser", STR, "sgd, or adam (beta1 0.9, beta2 0.999, eps 1e-8)", choices=OPTIMISERS),
     LR,
     steps_param("optimiser steps per run (one batch of n examples each)"),
