@@ -101,7 +101,8 @@ TAU_MODES = ("fixed", "learned", "learned_clamped")
 # the loss trained: InfoNCE; debiased InfoNCE (same-class negatives left out of the denominators);
 # SigLIP's pairwise sigmoid loss with a learnt bias
 LOSS_FUNCTIONS = ("infonce", "debiased", "siglip")
-SIGLIP_BIAS_INIT = -10.0  # SigLIP's initial bias (Zhai et al. 2023), with t' = log 10 (tau 0.1)
+SIGLIP_BIAS_INIT = -10.0  # SigLIP's initial bias (Zhai et al. 2023)
+SIGLIP_TAU_INIT = 0.1  # SigLIP's initial temperature, t' = log 10 (the grid's tau sets the start)
 DEFAULTS = {
     "classes": 8,
     "latent_dim": 8,
