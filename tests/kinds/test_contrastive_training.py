@@ -550,3 +550,18 @@ def ct_kind():
     from attnsim.kinds import get_kind
 
     return get_kind("contrastive_training")
+
+
+@pytest.mark.parametrize("tau", [0.3, 1.0, 2.0])
+def test_the_loss_optimal_encoder_found_by_direct_optimisation_is_the_ideal_one(tau):
+    """The floor the optimum reaches (docs/science.md §10.7): class points optimised freely on the
+    sphere (exact expectation over every batch of n = 5 with 3 classes in R^2) end at the loss
+    floor, and their batch entropy is `ideal_entropy`: log n - ideal_entropy is the optimum's gap,
+    below the worst case g_n(tau) that no encoder can exceed."""
+    from oracles.training import contrastive_optimum
+
+    n, C = 5, 3
+    loss, entropy = contrastive_optimum(n, C, 2, tau)
+    assert loss == pytest.approx(ct.loss_floor(n, C, tau), rel=1e-6)
+    assert entropy == pytest.approx(ct.ideal_entropy(n, C, tau), rel=1e-6)
+    assert math.log(n) - entropy < float(exact_gap(n, tau))

@@ -591,3 +591,37 @@ def contrastive_naive_run(rng: np.random.Generator, params: dict) -> dict[str, f
             )
 
     return contrastive_train(p, points, init, monitor, final, probe, Lazy())
+
+
+def contrastive_optimum(n: int, classes: int, dim: int, tau: float, starts: int = 4):
+    """The loss-optimal class-collapsed encoder found by direct optimisation: unit class points u_c
+    in R^dim, both views of an example at its class's point, the expected InfoNCE loss computed
+    exactly by enumerating all classes^n label vectors, minimised by BFGS from `starts` random
+    starts. Returns (expected loss, expected batch entropy) of the best optimum found."""
+    from itertools import product
+
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    assignments = np.array(list(product(range(classes), repeat=n)))
+
+    def expected(flat: np.ndarray) -> tuple[float, float]:
+        u = flat.reshape(classes, dim)
+        u = u / np.linalg.norm(u, axis=1, keepdims=True)
+        z = u[assignments]  # (batches, n, dim): both views at the class point
+        s = z @ np.swapaxes(z, 1, 2) / tau  # symmetric, so the column terms equal the rows'
+        lse = logsumexp(s, axis=2)
+        loss = np.mean(lse - np.diagonal(s, axis1=1, axis2=2))
+        p = np.exp(s - lse[..., None])
+        entropy = np.mean(lse - np.sum(p * s, axis=2))
+        return float(loss), float(entropy)
+
+    rng = np.random.default_rng(0)
+    best = min(
+        (
+            minimize(lambda f: expected(f)[0], rng.standard_normal(classes * dim), method="BFGS")
+            for _ in range(starts)
+        ),
+        key=lambda r: r.fun,
+    )
+    return expected(best.x)
