@@ -329,3 +329,20 @@ def test_tau_one_reaches_optimum_gap(entropy, verdict):
     assert claim.verdict == verdict, claim.evidence
     unattainable = s.assign(simplex_attainable=0.0)
     assert cc.OPTIMUM_GAP_REACHED(unattainable).verdict == "outside regime"
+
+
+def test_flip_interval_brackets_the_sign_change():
+    from attnsim.kinds.contrastive_training.besttau import flip_interval
+
+    diffs = {0.375: 0.10, 0.75: 0.06, 1.125: 0.01, 1.5: -0.05, 2.25: -0.08}
+    table = pd.DataFrame(
+        [
+            dict(view_noise=v, instance_noise=1.5, diff=d, diff_low=d - 0.02, diff_high=d + 0.02)
+            for v, d in diffs.items()
+        ]
+    )
+    flip = flip_interval(table)
+    assert flip["low"] == 0.5 and flip["high"] == 1.0  # 0.75 is tied (0.01 +- 0.02)
+    assert flip["zero"] == pytest.approx(0.75 + 0.25 * 0.01 / 0.06)
+    none = flip_interval(table.assign(diff=0.5, diff_low=0.4, diff_high=0.6))
+    assert none["low"] == 1.5 and math.isnan(none["high"]) and math.isnan(none["zero"])

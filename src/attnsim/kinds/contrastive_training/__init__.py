@@ -314,12 +314,19 @@ KIND = Kind(
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(extra_columns=EXTRA, extra=extra_summary, finite_metrics=FINITE),
     presentation=Presentation(
-        figures=("temperature_sweep", "temperature_map", "learned_temperature"),
+        figures=("temperature_sweep", "temperature_map", "learned_temperature", "flip_map"),
         # the fixed temperatures' figures, the learnt ones': each where the grid has them
         figure_applies={
             "temperature_sweep": lambda g: "fixed" in g["tau_mode"],
             "temperature_map": lambda g: "fixed" in g["tau_mode"] and len(g["tau"]) >= 2,
             "learned_temperature": lambda g: any(mode != "fixed" for mode in g["tau_mode"]),
+            # the flip along a difficulty axis: instance positives over three or more view noises
+            "flip_map": lambda g: (
+                "instance" in g["positives"]
+                and "fixed" in g["tau_mode"]
+                and len(g["tau"]) >= 2
+                and len(g["view_noise"]) >= 3
+            ),
         },
         headline=headline,
     ),

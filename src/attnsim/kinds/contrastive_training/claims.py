@@ -662,7 +662,7 @@ DEBIASED_BELOW_FLIP = ClaimSpec(
     measure=_declared_differences(DECLARED_FLIP, "instance"),
     compared_to="0; measured: 5-NN accuracy at tau = 1 minus the best at tau < 1 (95% interval), "
     "the declared setting farthest from the claim",
-    figure="temperature_sweep",
+    figure="flip_map",
     describe=_difference_text,
 )
 

@@ -385,3 +385,83 @@ def learned_temperature(summary: pd.DataFrame):
     legend_below(fig, handles, ncol=2, y=0.02)
     fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)")
     return fig
+
+
+@figure_function
+def flip_map(summary: pd.DataFrame):
+    """Instance positives along the difficulty r = view noise / instance noise (x) and the fixed
+    tau (y), coloured by mean 5-NN accuracy (text: mean and the 95% half-width); per column the
+    best tau (star); shaded: the flip's interval (`besttau.flip_interval`), dashed: its
+    interpolated zero. One panel row per loss, one column per number of classes and other
+    varying parameters."""
+    rows = fixed(summary)
+    rows = rows[(rows["positives"] == "instance") & (rows["instance_noise"] > 0)]
+    if rows.empty or rows["view_noise"].nunique() < 3:
+        raise NotApplicable("flip_map", "no instance task with three or more view noises")
+    metric = CLAIM_METRIC["instance"]
+    rows = rows.assign(ratio=rows["view_noise"] / rows["instance_noise"])
+    fam = [k for k in SETTING if k not in ("view_noise", "loss") and rows[k].nunique() > 1]
+    losses = sorted(rows["loss"].unique())
+    combos = sorted(rows[fam].drop_duplicates().itertuples(index=False, name=None)) if fam else [()]
+    fig, axes = plt.subplots(
+        len(losses),
+        len(combos),
+        figsize=(4.6 * len(combos) + 1.5, 3.8 * len(losses) + 0.8),
+        squeeze=False,
+        layout="constrained",
+    )
+    image = None
+    for r, loss in enumerate(losses):
+        for c, combo in enumerate(combos):
+            part = rows[rows["loss"] == loss]
+            for k, v in zip(fam, combo):
+                part = part[part[k] == v]
+            image = _flip_panel(axes[r, c], part, metric) or image
+            title = f"{loss}" + (
+                "\n" + ", ".join(f"{k} {v}" for k, v in zip(fam, combo)) if combo else ""
+            )
+            axes[r, c].set_title(title, fontsize=9)
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8).set_label(
+            f"mean {metric.replace('_', ' ')}"
+        )
+    fig.suptitle(
+        "Where τ = 1 stops winning (instance positives): accuracy over difficulty × τ; star: best "
+        "τ; shaded: the flip's interval (τ = 1 better at 95% left of it, worse right of it)"
+    )
+    return fig
+
+
+def _flip_panel(ax, part: pd.DataFrame, metric: str):
+    """One loss and task family: the accuracy grid, the best tau per ratio and the flip."""
+    from attnsim.kinds.contrastive_training.besttau import flip_interval
+
+    if part.empty:
+        _empty(ax, "not run")
+        return None
+    ax.grid(False)
+    xs, ys = sorted(part["ratio"].unique()), sorted(part["tau"].unique())
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for _, row in part.iterrows():
+        i, j = ys.index(row["tau"]), xs.index(row["ratio"])
+        grid[i, j] = row[f"{metric}_mean"]
+        half = (row[f"{metric}_ci_high"] - row[f"{metric}_ci_low"]) / 2
+        ax.text(j, i, f"{grid[i, j]:.2f}\n±{half:.2f}", ha="center", va="center", fontsize=6.5)
+    image = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto", alpha=0.85)
+    best = np.nanargmax(np.where(np.isnan(grid), -np.inf, grid), axis=0)
+    ax.plot(range(len(xs)), best, "*", color="white", mec="black", ms=11, label="best τ")
+    flip = flip_interval(best_tau(part.drop(columns="ratio"), metric))
+
+    def position(ratio: float) -> float:  # x of a ratio on the categorical axis
+        return float(np.interp(ratio, xs, range(len(xs))))
+
+    low = position(flip["low"]) if np.isfinite(flip["low"]) else -0.5
+    high = position(flip["high"]) if np.isfinite(flip["high"]) else len(xs) - 0.5
+    ax.axvspan(low, high, color="tab:red", alpha=0.18, lw=0)
+    if np.isfinite(flip["zero"]):
+        ax.axvline(position(flip["zero"]), color="tab:red", ls="--", lw=1.5)
+    ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
+    ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
+    ax.set_xlabel("view noise / instance noise")
+    ax.set_ylabel("fixed τ")
+    return image
