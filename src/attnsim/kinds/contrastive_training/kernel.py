@@ -738,10 +738,11 @@ class Run:
     def objective(self, views, labels, tau, grad: bool, stats: bool) -> dict[str, np.ndarray]:
         """The point's loss (`infonce`, its debiased form, or `sigmoid_loss`) on views (x1, x2)."""
         grad_t = grad and self.learned
+        x1, x2 = views
         if self.loss == "siglip":
-            return sigmoid_loss(self.w[0], *views, tau, self.w[-1], grad, stats, labels, grad_t)
+            return sigmoid_loss(self.w[0], x1, x2, tau, self.w[-1], grad, stats, labels, grad_t)
         exclude = same_class_pairs(labels) if self.loss == "debiased" else None
-        return infonce(self.w[0], *views, tau, grad, stats, labels, grad_t=grad_t, exclude=exclude)
+        return infonce(self.w[0], x1, x2, tau, grad, stats, labels, grad_t=grad_t, exclude=exclude)
 
     def gradients(self, out: dict[str, np.ndarray]) -> list[np.ndarray]:
         """The gradients in the order of the weights: W, then t if learnt, then SigLIP's b."""
