@@ -580,7 +580,7 @@ def _settle_points(rows: pd.DataFrame, learnt_rows=_learned_from_one) -> Estimat
 
 def _settle_text(e: Estimate) -> str:
     return "; ".join(
-        f"{p['positives']} ({p['setting']}): learnt {p['learnt']:.3g} vs best fixed "
+        f"{p['positives']} ({p['setting']}, {p['mode']}): learnt {p['learnt']:.3g} vs best fixed "
         f"{p['best_tau']:g} (tied {p['tau_low']:g}-{p['tau_high']:g})"
         for p in e.facts["points"]
     )

@@ -411,16 +411,18 @@ def flip_map(summary: pd.DataFrame):
         layout="constrained",
     )
     image = None
+    scale = (float(rows[f"{metric}_mean"].min()), float(rows[f"{metric}_mean"].max()))
     for r, loss in enumerate(losses):
         for c, combo in enumerate(combos):
             part = rows[rows["loss"] == loss]
             for k, v in zip(fam, combo):
                 part = part[part[k] == v]
-            image = _flip_panel(axes[r, c], part, metric) or image
+            drawn, flip = _flip_panel(axes[r, c], part, metric, scale)
+            image = drawn or image
             title = f"{loss}" + (
                 "\n" + ", ".join(f"{k} {v}" for k, v in zip(fam, combo)) if combo else ""
             )
-            axes[r, c].set_title(title, fontsize=9)
+            axes[r, c].set_title(f"{title}\nflip: {flip}", fontsize=9)
     if image is not None:
         fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8).set_label(
             f"mean {metric.replace('_', ' ')}"
@@ -432,13 +434,14 @@ def flip_map(summary: pd.DataFrame):
     return fig
 
 
-def _flip_panel(ax, part: pd.DataFrame, metric: str):
-    """One loss and task family: the accuracy grid, the best tau per ratio and the flip."""
+def _flip_panel(ax, part: pd.DataFrame, metric: str, scale: tuple[float, float]):
+    """One loss and task family: the accuracy grid (colours on the common `scale`), the best tau
+    per ratio and the flip; returns the image and the flip's interval as text."""
     from attnsim.kinds.contrastive_training.besttau import flip_interval
 
     if part.empty:
         _empty(ax, "not run")
-        return None
+        return None, "not run"
     ax.grid(False)
     xs, ys = sorted(part["ratio"].unique()), sorted(part["tau"].unique())
     grid = np.full((len(ys), len(xs)), np.nan)
@@ -446,8 +449,19 @@ def _flip_panel(ax, part: pd.DataFrame, metric: str):
         i, j = ys.index(row["tau"]), xs.index(row["ratio"])
         grid[i, j] = row[f"{metric}_mean"]
         half = (row[f"{metric}_ci_high"] - row[f"{metric}_ci_low"]) / 2
-        ax.text(j, i, f"{grid[i, j]:.2f}\n±{half:.2f}", ha="center", va="center", fontsize=6.5)
-    image = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto", alpha=0.85)
+        ink = "white" if grid[i, j] < sum(scale) / 2 else "black"
+        ax.text(
+            j,
+            i,
+            f"{grid[i, j]:.2f}\n±{half:.2f}",
+            ha="center",
+            va="center",
+            fontsize=6.5,
+            color=ink,
+        )
+    image = ax.imshow(
+        grid, origin="lower", cmap="viridis", aspect="auto", vmin=scale[0], vmax=scale[1]
+    )
     best = np.nanargmax(np.where(np.isnan(grid), -np.inf, grid), axis=0)
     ax.plot(range(len(xs)), best, "*", color="white", mec="black", ms=11, label="best τ")
     flip = flip_interval(best_tau(part.drop(columns="ratio"), metric))
@@ -455,13 +469,21 @@ def _flip_panel(ax, part: pd.DataFrame, metric: str):
     def position(ratio: float) -> float:  # x of a ratio on the categorical axis
         return float(np.interp(ratio, xs, range(len(xs))))
 
-    low = position(flip["low"]) if np.isfinite(flip["low"]) else -0.5
-    high = position(flip["high"]) if np.isfinite(flip["high"]) else len(xs) - 0.5
-    ax.axvspan(low, high, color="tab:red", alpha=0.18, lw=0)
+    bracketed = np.isfinite(flip["low"]) or np.isfinite(flip["high"])
+    if bracketed:  # an open side reaches the axis' end
+        low = position(flip["low"]) if np.isfinite(flip["low"]) else -0.5
+        high = position(flip["high"]) if np.isfinite(flip["high"]) else len(xs) - 0.5
+        ax.axvspan(low, high, color="tab:red", alpha=0.25, lw=0)
     if np.isfinite(flip["zero"]):
         ax.axvline(position(flip["zero"]), color="tab:red", ls="--", lw=1.5)
     ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
     ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
     ax.set_xlabel("view noise / instance noise")
     ax.set_ylabel("fixed τ")
-    return image
+    text = "not bracketed at 95%"
+    if bracketed:
+        ends = [f"{flip[k]:g}" if np.isfinite(flip[k]) else "edge" for k in ("low", "high")]
+        text = f"[{ends[0]}, {ends[1]}]"
+    if np.isfinite(flip["zero"]):
+        text += f", zero at {flip['zero']:.2f}"
+    return image, text
