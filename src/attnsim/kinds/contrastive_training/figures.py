@@ -20,10 +20,17 @@ from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
-from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, instance_loss_floor, loss_floor
+from attnsim.kinds.contrastive_training.kernel import (
+    CHECKPOINTS,
+    TAU_CLAMP,
+    instance_loss_floor,
+    loss_floor,
+)
 from attnsim.theory.entropy import exact_gap
 
 LINE_STYLES = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 4)))  # one per initial tau
+# per learnt tau mode: marker and face colour (None: the task's colour; "white": open)
+MODE_MARKERS = {"learned": ("o", None), "learned_clamped": ("s", "white")}
 MAP_AXES = (
     "view_noise",
     "instance_noise",
@@ -39,7 +46,8 @@ def _label(key) -> str:
     text += f", view noise {p['view_noise']:g}"
     if p["instance_noise"]:
         text += f", instance noise {p['instance_noise']:g}"
-    return text + f", {p['optimiser']} lr {p['lr']:g}, {p['steps']} steps"
+    text += f", {p['optimiser']} lr {p['lr']:g}, {p['steps']} steps"
+    return text if p.get("loss", "infonce") == "infonce" else f"{text}, {p['loss']}"
 
 
 def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
@@ -327,18 +335,17 @@ def learned_temperature(summary: pd.DataFrame):
     fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     keys = list(learned.groupby(SETTING).groups)
     colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
-    styles: dict[tuple[float, str], Any] = {}  # a line style: a name or a dash pattern
+    styles: dict[float, Any] = {}  # per initial tau a line style: a name or a dash pattern
     for _, row in learned.sort_values("tau").iterrows():
         key = tuple(row[k] for k in SETTING)
         c = colours[key]
-        ls = styles.setdefault(
-            (row["tau"], row["tau_mode"]), LINE_STYLES[len(styles) % len(LINE_STYLES)]
-        )
+        ls = styles.setdefault(row["tau"], LINE_STYLES[len(styles) % len(LINE_STYLES)])
+        marker, face = MODE_MARKERS[row["tau_mode"]]
         steps = np.array(checkpoint_steps(int(row["steps"])), dtype=float)
         tau = np.array([row[f"tau_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         low = np.array([row[f"tau_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
         high = np.array([row[f"tau_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-        tau_ax.plot(steps, tau, ls=ls, marker="o", ms=3.5, color=c)
+        tau_ax.plot(steps, tau, ls=ls, marker=marker, ms=4, color=c, mfc=face or c)
         tau_ax.fill_between(steps, low, high, color=c, alpha=0.25, lw=0)
         ent = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         floor = np.array([row[f"entropy_floor_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
@@ -351,10 +358,11 @@ def learned_temperature(summary: pd.DataFrame):
                     [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent,
                 ]
             ),
-            fmt="o",
+            fmt=marker,
             ls=ls,
-            ms=3.5,
+            ms=4,
             color=c,
+            mfc=face or c,
             capsize=2,
         )
         ent_ax.plot(steps, floor, ls=ls, color="k", lw=1.6)
@@ -366,6 +374,9 @@ def learned_temperature(summary: pd.DataFrame):
             b = table.iloc[0]
             tau_ax.axhline(b["best_tau"], color=colours[key], lw=2.5, alpha=0.6)
             tau_ax.axhspan(b["tau_low"], b["tau_high"], color=colours[key], alpha=0.08)
+    clamped = (learned["tau_mode"] == "learned_clamped").any()
+    if clamped:
+        tau_ax.axhline(TAU_CLAMP, color="tab:red", ls=":", lw=1.5)
     tau_ax.set_xscale("log")
     tau_ax.set_yscale("log")
     tau_ax.set_xlabel("training step")
@@ -378,10 +389,14 @@ def learned_temperature(summary: pd.DataFrame):
     ent_ax.set_ylabel("monitor batch entropy (nats, mean over anchors)")
     ent_ax.set_title("(b) entropy along the way vs its floor log n − g_n(τ_t) (black)")
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k in keys]
+    handles += [Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {t:g}") for t, ls in styles.items()]
     handles += [
-        Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {tau:g}, {mode}")
-        for (tau, mode), ls in styles.items()
+        Line2D([], [], color="0.3", ls="", marker=m, mfc=face or "0.3", label=mode)
+        for mode, (m, face) in MODE_MARKERS.items()
+        if mode in set(learned["tau_mode"])
     ]
+    if clamped:
+        handles.append(Line2D([], [], color="tab:red", ls=":", label="CLIP's clamp τ = 0.01"))
     legend_below(fig, handles, ncol=2, y=0.02)
     fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)")
     return fig
