@@ -426,3 +426,142 @@ def test_config_refuses_a_clamped_start_below_the_clamp(tmp_path, capsys):
         err.startswith("attnsim: error: experiments.c.grid.tau: 0.005 is below the clamp")
         and err.count("\n") == 1
     ), err
+
+
+# --------------------------------------------------------------------------- debiased and SigLIP
+
+
+def _losses(w, x1, x2, tau, labels, loss, bias, grad=True, grad_t=True):
+    if loss == "siglip":
+        return ct.sigmoid_loss(w, x1, x2, tau, bias, grad, True, labels, grad_t)
+    return ct.infonce(
+        w, x1, x2, tau, grad, True, labels, grad_t, exclude=ct.same_class_pairs(labels)
+    )
+
+
+@pytest.mark.parametrize("loss", ["debiased", "siglip"])
+@pytest.mark.parametrize("tau", [0.05, 0.3, 2.0])
+def test_new_losses_match_central_differences(loss, tau):
+    """dL/dW, dL/dt (t = log 1/tau) and SigLIP's dL/db against central differences."""
+    rng = np.random.default_rng(21)
+    world = ct.draw_world(rng, 2, 3, 3, 7)
+    batch = ct.draw_batches(rng, 2, 2, 6, 3, 7)
+    x1, x2 = batch.inputs(world, 0.8)
+    w = np.random.default_rng(22).standard_normal((2, 4, 7))
+    taus, bias = np.array([tau, 1.7 * tau]), np.array([-3.0, 1.5])
+    out = _losses(w, x1, x2, taus, batch.labels, loss, bias)
+    h = 1e-6
+
+    def mean_loss(w_=w, taus_=taus, bias_=bias):
+        return _losses(w_, x1, x2, taus_, batch.labels, loss, bias_, grad=False)["loss"].mean(-1)
+
+    numeric = np.zeros_like(w)
+    for idx in np.ndindex(4, 7):
+        up, down = w.copy(), w.copy()
+        up[(slice(None), *idx)] += h
+        down[(slice(None), *idx)] -= h
+        numeric[(slice(None), *idx)] = (mean_loss(w_=up) - mean_loss(w_=down)) / (2 * h)
+    np.testing.assert_allclose(out["gw"], numeric, rtol=1e-6, atol=1e-9)
+    t = np.log(1 / taus)
+    gt = (mean_loss(taus_=np.exp(-(t + h))) - mean_loss(taus_=np.exp(-(t - h)))) / (2 * h)
+    np.testing.assert_allclose(out["gt"], gt, rtol=1e-6, atol=1e-9)
+    if loss == "siglip":
+        gb = (mean_loss(bias_=bias + h) - mean_loss(bias_=bias - h)) / (2 * h)
+        np.testing.assert_allclose(out["gb"], gb, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("loss", ["debiased", "siglip"])
+def test_new_losses_match_the_literal_formulas(loss):
+    """Loss, entropy (of the full row softmax), shares and gradients against the literal oracle."""
+    rng = np.random.default_rng(23)
+    world = ct.draw_world(rng, 2, 3, 3, 7)
+    batch = ct.draw_batches(rng, 2, 2, 6, 3, 7)
+    x1, x2 = batch.inputs(world, 0.8)
+    w = np.random.default_rng(24).standard_normal((2, 4, 7))
+    out = _losses(w, x1, x2, 0.1, batch.labels, loss, -2.0)
+    for t in range(2):
+        refs = [
+            contrastive_forward_backward(
+                w[t], x1[t, e], x2[t, e], 0.1, batch.labels[t, e], loss, -2.0
+            )
+            for e in range(2)
+        ]
+        for e, ref in enumerate(refs):
+            for name in ("loss", "entropy", "alignment"):
+                np.testing.assert_allclose(out[name][t, e], ref[name], rtol=1e-12)
+        for name in ("gw", "gt") + (("gb",) if loss == "siglip" else ()):
+            np.testing.assert_allclose(
+                out[name][t], np.mean([r[name] for r in refs], axis=0), rtol=1e-10, atol=1e-14
+            )
+
+
+def test_debiasing_without_same_class_pairs_is_infonce():
+    """With every example of its own class nothing is left out: the debiased loss is InfoNCE."""
+    _, (x1, x2) = small_inputs(25)
+    w = np.random.default_rng(26).standard_normal((2, 4, 7))
+    labels = np.broadcast_to(np.arange(5), (2, 2, 5))
+    plain = ct.infonce(w, x1, x2, 0.2, labels=labels, grad_t=True)
+    debiased = ct.infonce(
+        w, x1, x2, 0.2, labels=labels, grad_t=True, exclude=ct.same_class_pairs(labels)
+    )
+    for name in ("loss", "entropy", "gw", "gt"):
+        np.testing.assert_allclose(debiased[name], plain[name], rtol=1e-13, atol=1e-16)
+
+
+@pytest.mark.parametrize("positives", ["class", "instance"])
+def test_batched_training_of_new_losses_matches_naive_loop(positives):
+    """Debiased InfoNCE and SigLIP (fixed, learnt and clamped tau; its bias learnt from -10) on the
+    same draws as InfoNCE points of the block, against the one-run-at-a-time oracle."""
+    inst = BASE | {"positives": positives, "instance_noise": 0.7}
+    points = [
+        inst | {"loss": "debiased"},
+        inst | {"loss": "debiased", "tau": 1.0, "tau_mode": "learned"},
+        inst | {"loss": "siglip", "tau": 0.1},
+        inst | {"loss": "siglip", "tau": 0.1, "tau_mode": "learned", "optimiser": "sgd"},
+        inst | {"loss": "siglip", "tau": 0.02, "tau_mode": "learned_clamped", "steps": 12},
+        inst,
+    ]
+    results = run_both(points)
+    assert np.all(results[4]["tau_final"] >= ct.TAU_CLAMP)
+    assert not np.array_equal(results[0]["final_loss"], results[5]["final_loss"])
+
+
+def test_a_new_loss_changes_only_its_own_point_ids():
+    """`loss` is left out of a point's id at its default (infonce), so the points the kind had
+    before the axis keep their ids and stored rows; a debiased point gets an id of its own. The
+    columnar ids (attnsim.records.grid) equal the oracle's definition."""
+    from oracles.points import point_id, reference_point
+
+    from attnsim.records.grid import points_from_rows
+
+    kind_params = [p.name for p in ct_kind().schema.params]
+    base = ct.resolved(BASE)
+    rows = [[base[name] if name in base else "infonce" for name in kind_params]]
+    rows.append([("debiased" if name == "loss" else v) for name, v in zip(kind_params, rows[0])])
+    made = points_from_rows("contrastive_training", rows)
+    before = {k: v for k, v in made[0].params.items() if k != "loss"}
+    assert made[0].id == point_id("contrastive_training", before)
+    assert made[1].id == point_id("contrastive_training", made[1].params)
+    for point in made:
+        assert point.id == reference_point("contrastive_training", point.params).id
+
+
+def ct_kind():
+    from attnsim.kinds import get_kind
+
+    return get_kind("contrastive_training")
+
+
+@pytest.mark.parametrize("tau", [0.3, 1.0, 2.0])
+def test_the_loss_optimal_encoder_found_by_direct_optimisation_is_the_ideal_one(tau):
+    """The floor the optimum reaches (docs/science.md §10.7): class points optimised freely on the
+    sphere (exact expectation over every batch of n = 5 with 3 classes in R^2) end at the loss
+    floor, and their batch entropy is `ideal_entropy`: log n - ideal_entropy is the optimum's gap,
+    below the worst case g_n(tau) that no encoder can exceed."""
+    from oracles.training import contrastive_optimum
+
+    n, C = 5, 3
+    loss, entropy = contrastive_optimum(n, C, 2, tau)
+    assert loss == pytest.approx(ct.loss_floor(n, C, tau), rel=1e-6)
+    assert entropy == pytest.approx(ct.ideal_entropy(n, C, tau), rel=1e-6)
+    assert math.log(n) - entropy < float(exact_gap(n, tau))

@@ -24,6 +24,7 @@ CLASS = dict(
     optimiser="adam",
     lr=0.01,
     steps=300,
+    loss="infonce",
 )
 INSTANCE = CLASS | dict(classes=4, view_noise=0.5, positives="instance", instance_noise=2.0)
 
@@ -53,6 +54,7 @@ def row(
     out |= dict(
         entropy_floor=floor,
         ideal_entropy=3.39,
+        simplex_attainable=1.0,
         probe_chance=1 / setting["classes"],
         entropy_min_finite=48,
         entropy_min_mean=lowest + 0.05,
@@ -250,3 +252,97 @@ def test_every_claim_declares_its_regime_reason_and_alternative_before_the_data(
             and claim.reason.startswith("docs/science.md §")
         ), claim.claim_id
         assert (claim.role == "sanity") == (spec.alternative is None), claim.claim_id
+
+
+# --------------------------------------------------------------------------- issue 43's claims
+
+
+def flip_setting(**change) -> dict:
+    """A setting of the declared debiased slice below the flip (8 classes, view noise 0.375)."""
+    return {k: v[0] for k, v in cc.DECLARED_FLIP.items()} | change
+
+
+def whole_flip(accs) -> pd.DataFrame:
+    settings = [
+        flip_setting(classes=c, view_noise=v)
+        for c in cc.DECLARED_FLIP["classes"]
+        for v in cc.DECLARED_FLIP["view_noise"]
+    ]
+    return frame(*(sweep(setting, accs) for setting in settings))
+
+
+def test_the_declared_flip_slice_names_every_setting_parameter_below_the_flip():
+    from attnsim.kinds.contrastive_training import SETTING
+
+    assert set(cc.DECLARED_FLIP) == set(SETTING)
+    noise = cc.DECLARED_FLIP["instance_noise"][0]
+    assert all(v / noise <= cc.FLIP_BELOW for v in cc.DECLARED_FLIP["view_noise"])
+
+
+@pytest.mark.parametrize(
+    "accs, verdict",
+    [(CLASS_WORSE, "holds"), (INSTANCE_BETTER, "fails"), ({0.05: 0.7, 1.0: 0.705}, "inconclusive")],
+)
+def test_debiased_claim_is_judged_on_the_whole_declared_slice(accs, verdict):
+    claim = cc.DEBIASED_BELOW_FLIP(whole_flip(accs))
+    assert claim.verdict == verdict, claim.evidence
+    part = cc.DEBIASED_BELOW_FLIP(frame(sweep(flip_setting(), CLASS_WORSE)))
+    assert (
+        part.verdict == "inconclusive" and "3 of the 4 declared settings not run" in part.evidence
+    )
+    # plain InfoNCE on the same slice is not this claim's regime
+    plain = whole_flip(accs).assign(loss="infonce")
+    assert cc.DEBIASED_BELOW_FLIP(plain).verdict == "outside regime"
+
+
+def test_siglip_claim_judges_each_kind_of_positives_by_its_accuracy():
+    siglip_class, siglip_instance = CLASS | {"loss": "siglip"}, INSTANCE | {"loss": "siglip"}
+    both = frame(sweep(siglip_class, CLASS_WORSE), sweep(siglip_instance, INSTANCE_BETTER))
+    claim = cc.SIGLIP_TAU_ONE_WORSE(both)
+    assert claim.verdict == "fails" and "1 of 2 settings hold" in claim.evidence
+    assert cc.SIGLIP_TAU_ONE_WORSE(frame(sweep(siglip_class, CLASS_WORSE))).verdict == "holds"
+    assert cc.SIGLIP_TAU_ONE_WORSE(frame(sweep(CLASS, CLASS_WORSE))).verdict == "outside regime"
+
+
+@pytest.mark.parametrize("log_tau, verdict", [(math.log(0.2), "holds"), (math.log(0.01), "fails")])
+def test_siglip_learnt_tau_from_its_own_start(log_tau, verdict):
+    setting = CLASS | {"loss": "siglip"}
+    s = frame(sweep(setting, CLASS_WORSE), learned(setting, 0.1, log_tau))
+    assert cc.SIGLIP_LEARNED_TAU_SETTLES(s).verdict == verdict
+    # an InfoNCE run from 0.1 or a SigLIP run from 1 is not SigLIP's start
+    assert (
+        cc.SIGLIP_LEARNED_TAU_SETTLES(
+            frame(sweep(CLASS, CLASS_WORSE), learned(CLASS, 0.1, log_tau))
+        ).verdict
+        == "outside regime"
+    )
+
+
+@pytest.mark.parametrize(
+    "entropy, verdict",
+    [(3.4657 - 0.1, "holds"), (3.4657 - 0.03, "fails"), (3.4657 - 0.9 * 0.0757, "inconclusive")],
+)
+def test_tau_one_reaches_optimum_gap(entropy, verdict):
+    """The optimum's gap here: log 32 - 3.39 = 0.0757 nats; the trained gap over it against 0.9."""
+    s = frame(sweep(CLASS, {0.2: 0.66}), [row(CLASS, 1.0, 0.55, entropy=entropy)])
+    claim = cc.OPTIMUM_GAP_REACHED(s)
+    assert claim.verdict == verdict, claim.evidence
+    unattainable = s.assign(simplex_attainable=0.0)
+    assert cc.OPTIMUM_GAP_REACHED(unattainable).verdict == "outside regime"
+
+
+def test_flip_interval_brackets_the_sign_change():
+    from attnsim.kinds.contrastive_training.besttau import flip_interval
+
+    diffs = {0.375: 0.10, 0.75: 0.06, 1.125: 0.01, 1.5: -0.05, 2.25: -0.08}
+    table = pd.DataFrame(
+        [
+            dict(view_noise=v, instance_noise=1.5, diff=d, diff_low=d - 0.02, diff_high=d + 0.02)
+            for v, d in diffs.items()
+        ]
+    )
+    flip = flip_interval(table)
+    assert flip["low"] == 0.5 and flip["high"] == 1.0  # 0.75 is tied (0.01 +- 0.02)
+    assert flip["zero"] == pytest.approx(0.75 + 0.25 * 0.01 / 0.06)
+    none = flip_interval(table.assign(diff=0.5, diff_low=0.4, diff_high=0.6))
+    assert none["low"] == 1.5 and math.isnan(none["high"]) and math.isnan(none["zero"])

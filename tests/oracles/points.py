@@ -2,7 +2,8 @@
 `attnsim.records.grid` and `attnsim.plan.sweep` is tested against.
 
 A point's id is the first 16 hex digits of the sha256 of the JSON text of its kind and its
-canonical parameter values with sorted keys; its stream's id the same of its kind and the
+canonical parameter values with sorted keys (a parameter declared `id_omits_default` left out at
+its default); its stream's id the same of its kind and the
 values of the parameters that shape its random draws.
 """
 
@@ -15,6 +16,7 @@ import math
 
 import pyarrow as pa
 
+from attnsim.errors import ConfigError
 from attnsim.kinds import as_kind, get_kind
 from attnsim.records.grid import Point
 from attnsim.seeding import canonical_value
@@ -26,8 +28,19 @@ def digest(payload) -> str:
 
 
 def point_id(kind: str, params: dict) -> str:
-    """The canonical definition of a point's id."""
-    return digest({"kind": kind, "params": {k: canonical_value(v) for k, v in params.items()}})
+    """The canonical definition of a point's id: a parameter the kind declares `id_omits_default`
+    is named only off its default (a kind that is not registered omits nothing)."""
+    try:
+        declared = get_kind(kind).schema.params
+    except ConfigError:  # a made-up kind name
+        declared = ()
+    omitted = {c.name: canonical_value(c.default) for c in declared if c.id_omits_default}
+    named = {
+        k: canonical_value(v)
+        for k, v in params.items()
+        if not (k in omitted and canonical_value(v) == omitted[k])
+    }
+    return digest({"kind": kind, "params": named})
 
 
 def reference_point(kind, params: dict) -> Point:

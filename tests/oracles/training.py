@@ -269,10 +269,42 @@ def recall_naive_run(rng: np.random.Generator, params: dict) -> dict[str, float]
 # --------------------------------------------------------------------------- contrastive
 
 
-def contrastive_forward_backward(w, x1, x2, tau, labels=None):
+def _debiased_softmax(s, labels, axis):
+    """Softmax of each row (axis 1) or column (axis 0) of s over the positive and the candidates of
+    another class than the anchor's, written out one anchor at a time; its log-sum-exp."""
+    from scipy.special import logsumexp
+
+    n = len(s)
+    p, lse = np.zeros_like(s), np.zeros(n)
+    for a in range(n):
+        kept = [b for b in range(n) if b == a or labels[b] != labels[a]]
+        values = s[a, kept] if axis == 1 else s[kept, a]
+        lse[a] = logsumexp(values)
+        for b, v in zip(kept, values):
+            p[(a, b) if axis == 1 else (b, a)] = math.exp(v - lse[a])
+    return p, lse
+
+
+def _sigmoid_loss(s, tau, bias):
+    """SigLIP's loss, literally: (1/n) sum_ab log(1 + exp(-y_ab (s_ab + b))), y = 1 iff a = b; and
+    dL/dlogit_ab = -y_ab sigmoid(-y_ab (s_ab + b)) / n."""
+    n = len(s)
+    loss, dl = 0.0, np.zeros_like(s)
+    for a in range(n):
+        for b in range(n):
+            y = 1.0 if a == b else -1.0
+            m = y * (s[a, b] + bias)
+            loss += math.log1p(math.exp(-m)) if m > -30 else -m + math.log1p(math.exp(m))
+            dl[a, b] = -y / (1.0 + math.exp(m)) / n
+    return loss / n, dl
+
+
+def contrastive_forward_backward(w, x1, x2, tau, labels=None, loss_name="infonce", bias=0.0):
     """Literal symmetric InfoNCE for one batch (n, D) with W (d, D): loss, entropy, alignment, the
     per-pair kernel values for uniformity, the negative-weight shares, dL/dW and dL/dt (t = log
-    1/tau)."""
+    1/tau). `loss_name` 'debiased' leaves the anchor's same-class candidates out of the loss's
+    softmaxes (needs labels); 'siglip' is the sigmoid loss with bias `bias` (also dL/db, `gb`). The
+    entropy and shares are always those of the full row softmax of cos / tau."""
     from scipy.special import logsumexp, softmax
 
     n = x1.shape[0]
@@ -280,9 +312,16 @@ def contrastive_forward_backward(w, x1, x2, tau, labels=None):
     r1, r2 = np.linalg.norm(y1, axis=1), np.linalg.norm(y2, axis=1)
     z1, z2 = y1 / r1[:, None], y2 / r2[:, None]
     s = z1 @ z2.T / tau
-    loss = 0.5 * np.mean(logsumexp(s, axis=1) - np.diag(s)) + 0.5 * np.mean(
-        logsumexp(s, axis=0) - np.diag(s)
-    )
+    if loss_name == "debiased":
+        qr, lse_r = _debiased_softmax(s, labels, 1)
+        qc, lse_c = _debiased_softmax(s, labels, 0)
+        loss = 0.5 * np.mean(lse_r - np.diag(s)) + 0.5 * np.mean(lse_c - np.diag(s))
+    elif loss_name == "siglip":
+        loss, dl = _sigmoid_loss(s, tau, bias)
+    else:
+        loss = 0.5 * np.mean(logsumexp(s, axis=1) - np.diag(s)) + 0.5 * np.mean(
+            logsumexp(s, axis=0) - np.diag(s)
+        )
     pr, pc = softmax(s, axis=1), softmax(s, axis=0)
     entropy = np.mean([-np.sum(row[row > 0] * np.log(row[row > 0])) for row in pr])
     alignment = np.mean(np.sum((z1 - z2) ** 2, axis=1))
@@ -298,7 +337,11 @@ def contrastive_forward_backward(w, x1, x2, tau, labels=None):
             if mates:
                 same.append(sum(pr[a, b] for b in mates) / sum(negatives))
                 count.append(len(mates) / (n - 1))
+    if loss_name == "debiased":
+        pr, pc = qr, qc  # the loss's own softmaxes from here on
     ds = (0.5 / n) * (pr - np.eye(n)) + (0.5 / n) * (pc - np.eye(n))
+    if loss_name == "siglip":
+        ds = dl
     dz1, dz2 = ds @ z2 / tau, ds.T @ z1 / tau
     dy1 = np.stack([(np.eye(len(z)) - np.outer(z, z)) @ g / r for z, g, r in zip(z1, dz1, r1)])
     dy2 = np.stack([(np.eye(len(z)) - np.outer(z, z)) @ g / r for z, g, r in zip(z2, dz2, r2)])
@@ -312,6 +355,7 @@ def contrastive_forward_backward(w, x1, x2, tau, labels=None):
         "count": count,
         "gw": dy1.T @ x1 + dy2.T @ x2,
         "gt": float(np.sum(ds * s)),  # dS/dt = S
+        "gb": float(np.sum(ds)),
     }
 
 
@@ -383,9 +427,11 @@ def contrastive_train(
     D = init.shape[1]
     w = init / math.sqrt(D)
     t = math.log(1 / p["tau"])
+    loss_name = p["loss"]
+    bias = ct.SIGLIP_BIAS_INIT  # used by the sigmoid loss only
     m = np.zeros_like(w)
     v = np.zeros_like(w)
-    mt = vt = 0.0
+    mt = vt = mb = vb = 0.0
 
     def tau():
         with np.errstate(over="ignore"):
@@ -404,6 +450,8 @@ def contrastive_train(
                 ),
                 tau(),
                 labels[e],
+                loss_name,
+                bias,
             )
             for e in range(len(labels))
         ]
@@ -437,7 +485,12 @@ def contrastive_train(
         with np.errstate(all="ignore"):
             labels, noise, inst = batches[step - 1]
             g = contrastive_forward_backward(
-                w, *contrastive_views(points, labels, noise, vn, inst, inn, pos), tau()
+                w,
+                *contrastive_views(points, labels, noise, vn, inst, inn, pos),
+                tau(),
+                labels,
+                loss_name,
+                bias,
             )
             if np.isfinite(g["entropy"]):
                 entropy_min = min(entropy_min, g["entropy"])
@@ -450,13 +503,24 @@ def contrastive_train(
                     mt = b1 * mt + (1 - b1) * g["gt"]
                     vt = b2 * vt + (1 - b2) * g["gt"] ** 2
                     t = t - p["lr"] * (mt / (1 - b1**step)) / (math.sqrt(vt / (1 - b2**step)) + eps)
+                if loss_name == "siglip":
+                    mb = b1 * mb + (1 - b1) * g["gb"]
+                    vb = b2 * vb + (1 - b2) * g["gb"] ** 2
+                    bias -= p["lr"] * (mb / (1 - b1**step)) / (math.sqrt(vb / (1 - b2**step)) + eps)
             else:
                 w = w - p["lr"] * g["gw"]
                 if learned:
                     t = t - p["lr"] * g["gt"]
+                if loss_name == "siglip":
+                    bias -= p["lr"] * g["gb"]
             if clamp:
                 t = min(t, math.log(1 / ct.TAU_CLAMP))
-            bad = not (np.all(np.isfinite(w)) and math.isfinite(t) and 0 < tau() < math.inf)
+            bad = not (
+                np.all(np.isfinite(w))
+                and math.isfinite(t)
+                and math.isfinite(bias)
+                and 0 < tau() < math.inf
+            )
             if step in evals:
                 res = evaluate(monitor)
                 losses[step], entropies[step], taus[step] = res["loss"], res["entropy"], tau()
@@ -464,7 +528,7 @@ def contrastive_train(
         if bad:
             diverged = min(diverged, step)
             w, m, v = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
-            t = mt = vt = 0.0
+            t = mt = vt = bias = mb = vb = 0.0
         if step in evals and math.isfinite(diverged):
             losses[step], entropies[step], taus[step] = math.inf, math.nan, math.nan
     for j, step in enumerate(ct.checkpoint_steps(p["steps"])):
@@ -527,3 +591,37 @@ def contrastive_naive_run(rng: np.random.Generator, params: dict) -> dict[str, f
             )
 
     return contrastive_train(p, points, init, monitor, final, probe, Lazy())
+
+
+def contrastive_optimum(n: int, classes: int, dim: int, tau: float, starts: int = 4):
+    """The loss-optimal class-collapsed encoder found by direct optimisation: unit class points u_c
+    in R^dim, both views of an example at its class's point, the expected InfoNCE loss computed
+    exactly by enumerating all classes^n label vectors, minimised by BFGS from `starts` random
+    starts. Returns (expected loss, expected batch entropy) of the best optimum found."""
+    from itertools import product
+
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    assignments = np.array(list(product(range(classes), repeat=n)))
+
+    def expected(flat: np.ndarray) -> tuple[float, float]:
+        u = flat.reshape(classes, dim)
+        u = u / np.linalg.norm(u, axis=1, keepdims=True)
+        z = u[assignments]  # (batches, n, dim): both views at the class point
+        s = z @ np.swapaxes(z, 1, 2) / tau  # symmetric, so the column terms equal the rows'
+        lse = logsumexp(s, axis=2)
+        loss = np.mean(lse - np.diagonal(s, axis1=1, axis2=2))
+        p = np.exp(s - lse[..., None])
+        entropy = np.mean(lse - np.sum(p * s, axis=2))
+        return float(loss), float(entropy)
+
+    rng = np.random.default_rng(0)
+    best = min(
+        (
+            minimize(lambda f: expected(f)[0], rng.standard_normal(classes * dim), method="BFGS")
+            for _ in range(starts)
+        ),
+        key=lambda r: r.fun,
+    )
+    return expected(best.x)

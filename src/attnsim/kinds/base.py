@@ -53,7 +53,10 @@ class Param(Column):
     `choices` if given. `attnsim.config.load.schema` generates the JSON Schema from these
     declarations.
     A parameter with a `default` may be left out of a grid: it then takes the one value
-    [default] (so a parameter added to a kind keeps existing configs valid).
+    [default] (so a parameter added to a kind keeps existing configs valid). With
+    `id_omits_default` as well, a point at the default leaves the parameter out of its id
+    (`attnsim.records.grid.point_ids`), so a parameter added to a kind keeps today's point ids
+    and rows (an axis added beside existing points, not a new algorithm).
     """
 
     minimum: float | None = None
@@ -61,6 +64,7 @@ class Param(Column):
     exclusive_minimum: float | None = None
     choices: tuple[str, ...] = ()
     default: object = None
+    id_omits_default: bool = False
 
     def item_schema(self) -> dict:
         if self.choices:

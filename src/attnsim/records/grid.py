@@ -64,6 +64,23 @@ def _json(value: Any) -> str:
     return json.dumps(value, allow_nan=False)
 
 
+def _fields(param: Param, values: list[Any]) -> list[bytes]:
+    """Each value's `"name":value` text in a point's id; b"" for the default of a parameter whose
+    default is left out of ids (`Param.id_omits_default`: added after its kind had points)."""
+    omitted = canonical_column_value(param, param.default) if param.id_omits_default else None
+    return [
+        b""
+        if omitted is not None and v == omitted
+        else _json(param.name).encode() + b":" + _json(v).encode()
+        for v in values
+    ]
+
+
+def _then(first: bytes, second: bytes) -> bytes:
+    """A field and its comma, or nothing for an omitted (empty) field."""
+    return first + second if first and second else b""
+
+
 def point_id_array(
     kind: Kind, values: dict[str, list[Any]], index: dict[str, np.ndarray]
 ) -> pa.Array:
@@ -75,11 +92,9 @@ def point_id_array(
 
 
 def json_fields(kind: Kind, values: dict[str, list[Any]]) -> dict[str, list[bytes]]:
-    """Per parameter, each distinct value's `"name":value` field of the canonical JSON text."""
-    return {
-        name: [_json(name).encode() + b":" + _json(v).encode() for v in values[name]]
-        for name in kind.param_names
-    }
+    """Per parameter, each distinct value's `"name":value` field of the canonical JSON text
+    (b"" for an omitted default, `_fields`)."""
+    return {param.name: _fields(param, values[param.name]) for param in kind.schema.params}
 
 
 def point_ids(
@@ -98,7 +113,9 @@ def point_ids(
     of `values`, when the caller has them (a grid's chunks, one call each, share them)."""
     names = kind.param_names
     fields = fields if fields is not None else json_fields(kind, values)
-    inner = max(names, key=lambda name: len(values[name]))
+    # the inner field is never an omitted one (it sits between two commas)
+    always = [p.name for p in kind.schema.params if not p.id_omits_default] or list(names)
+    inner = max(always, key=lambda name: len(values[name]))
     outer = [name for name in names if name != inner]
     keys = sorted(names)
     at = keys.index(inner)
@@ -125,8 +142,8 @@ def point_ids(
         else:
             members, inners = order[a:b].tolist(), inner_index[order[a:b]].tolist()
         given = dict(zip(outer, np.unravel_index(int(codes[order[a]]), shape) if outer else ()))
-        state = sha256(start + b"".join(fields[k][given[k]] + b"," for k in before))
-        tail = b"".join(b"," + fields[k][given[k]] for k in after) + b"}}"
+        state = sha256(start + b"".join(_then(fields[k][given[k]], b",") for k in before))
+        tail = b"".join(_then(b",", fields[k][given[k]]) for k in after) + b"}}"
         copy = state.copy
         for at, i in zip(members, inners):
             h = copy()

@@ -93,6 +93,17 @@ PARAMS = (
         choices=kernel.TAU_MODES,
         default="fixed",
     ),
+    Param(
+        "loss",
+        STR,
+        "'infonce' (symmetric InfoNCE); 'debiased': InfoNCE with the anchor's same-class negatives "
+        "left out of both denominators (Chuang et al. 2020, labels known); 'siglip': the pairwise "
+        "sigmoid loss with a learnt bias from -10 (Zhai et al. 2023); added after the kind had "
+        "points, so the default is left out of point ids",
+        choices=kernel.LOSS_FUNCTIONS,
+        default="infonce",
+        id_omits_default=True,
+    ),
     Param("optimiser", STR, "sgd, or adam (beta1 0.9, beta2 0.999, eps 1e-8)", choices=OPTIMISERS),
     LR,
     steps_param("optimiser steps per run (one batch of n examples each)"),
@@ -303,12 +314,19 @@ KIND = Kind(
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(extra_columns=EXTRA, extra=extra_summary, finite_metrics=FINITE),
     presentation=Presentation(
-        figures=("temperature_sweep", "temperature_map", "learned_temperature"),
+        figures=("temperature_sweep", "temperature_map", "learned_temperature", "flip_map"),
         # the fixed temperatures' figures, the learnt ones': each where the grid has them
         figure_applies={
             "temperature_sweep": lambda g: "fixed" in g["tau_mode"],
             "temperature_map": lambda g: "fixed" in g["tau_mode"] and len(g["tau"]) >= 2,
             "learned_temperature": lambda g: any(mode != "fixed" for mode in g["tau_mode"]),
+            # the flip along a difficulty axis: instance positives over three or more view noises
+            "flip_map": lambda g: (
+                "instance" in g["positives"]
+                and "fixed" in g["tau_mode"]
+                and len(g["tau"]) >= 2
+                and len(g["view_noise"]) >= 3
+            ),
         },
         headline=headline,
     ),

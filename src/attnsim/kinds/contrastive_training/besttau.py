@@ -97,3 +97,27 @@ def one_against_smaller(g: pd.DataFrame, metric: str) -> dict:
         "diff_low": diff - margin,
         "diff_high": diff + margin,
     }
+
+
+def flip_interval(table: pd.DataFrame) -> dict:
+    """Where tau = 1 stops beating the smaller temperatures along the difficulty r = view_noise /
+    instance_noise (docs/science.md §10.7), from `best_tau` rows of one task family (every setting
+    parameter but the noises fixed): `low`, the largest r whose difference acc(1) - max_{tau<1} is
+    above 0 at 95% and below which none is below 0; `high`, the smallest r above `low` whose
+    difference is below 0 at 95%; `zero`, the r where the linear interpolation of the difference
+    between neighbouring ratios first crosses 0 (NaN where it does not). `low` or `high` is NaN when
+    no ratio qualifies (the flip lies outside the axis on that side)."""
+    t = table.dropna(subset=["diff"]).assign(ratio=table["view_noise"] / table["instance_noise"])
+    t = t.sort_values("ratio")
+    r, d = t["ratio"].to_numpy(float), t["diff"].to_numpy(float)
+    better, worse = (t["diff_low"] > 0).to_numpy(), (t["diff_high"] < 0).to_numpy()
+    first_worse = int(np.argmax(worse)) if worse.any() else len(r)
+    low_at = np.flatnonzero(better[:first_worse])
+    low = float(r[low_at[-1]]) if low_at.size else math.nan
+    high = float(r[first_worse]) if first_worse < len(r) else math.nan
+    zero = math.nan
+    for i in range(len(r) - 1):
+        if d[i] > 0 >= d[i + 1]:
+            zero = float(r[i] + (r[i + 1] - r[i]) * d[i] / (d[i] - d[i + 1]))
+            break
+    return {"low": low, "high": high, "zero": zero}

@@ -29,6 +29,7 @@ from attnsim.claims.engine import (
 )
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
+from attnsim.kinds.contrastive_training.kernel import SIGLIP_TAU_INIT
 from attnsim.stats import Z95
 from attnsim.theory.entropy import exact_gap
 
@@ -66,6 +67,27 @@ DECLARED_MAP = {
     "optimiser": ("adam",),
     "lr": (0.01,),
     "steps": (300,),
+    "loss": ("infonce",),
+}
+
+# The flip's difficulty slice (docs/science.md §10.7; workflow/presets/temperature.yaml, flip_*):
+# instance positives, instance noise 1.5, view noise from 0.25 to 1.5 times it, declared before it
+# was run. Below the flip (view / instance noise <= FLIP_BELOW, where the finer slice of issue 43
+# put InfoNCE's best tau at 1 or more) the debiased claim is judged on every declared setting.
+FLIP_BELOW = 0.5
+DECLARED_FLIP = {
+    "n": (64,),
+    "classes": (8, 16),
+    "latent_dim": (8,),
+    "input_dim": (32,),
+    "embed_dim": (8,),
+    "view_noise": (0.375, 0.75),
+    "positives": ("instance",),
+    "instance_noise": (1.5,),
+    "optimiser": ("adam",),
+    "lr": (0.01,),
+    "steps": (400,),
+    "loss": ("debiased",),
 }
 
 
@@ -75,6 +97,11 @@ def _at_tau(r: pd.DataFrame) -> pd.Series:
 
 def _learned(s: pd.DataFrame) -> pd.Series:
     return s["tau_mode"] != "fixed"
+
+
+def _loss(r: pd.DataFrame, name: str) -> pd.Series:
+    """Rows trained with the loss `name` (the claims of §10.4 are about InfoNCE)."""
+    return r["loss"] == name
 
 
 def _setting_text(row) -> str:
@@ -236,22 +263,33 @@ def _difference_text(e: Estimate) -> str:
     return text
 
 
-def _in_declared_map(r: pd.DataFrame) -> pd.Series:
+def _in_declared(r: pd.DataFrame, declared: dict) -> pd.Series:
     mask = pd.Series(True, index=r.index)
-    for name, values in DECLARED_MAP.items():
-        mask &= r[name].isin(values)
+    for name, values in declared.items():
+        mask &= _loss(r, values[0]) if name == "loss" else r[name].isin(values)
     return mask
 
 
-def _declared_map_differences(rows: pd.DataFrame) -> Estimate:
-    """Every declared setting: its difference where the sweep ran it, a point without an
-    interval where it did not (so the claim can hold only on the whole map)."""
-    measured = _difference_points(rows, "class")
-    names = list(DECLARED_MAP)
-    declared = pd.DataFrame(list(itertools.product(*DECLARED_MAP.values())), columns=names)
-    points = declared.merge(measured, on=names, how="left")
-    missing = int(points["value"].isna().sum())
-    return _difference_estimate(points, "class", missing=missing)
+def _in_declared_map(r: pd.DataFrame) -> pd.Series:
+    return _in_declared(r, DECLARED_MAP)
+
+
+def _declared_differences(declared: dict, positives: str):
+    """The measure over every declared setting: its difference where the sweep ran it, a point
+    without an interval where it did not (so the claim can hold only on the whole map)."""
+
+    def measure(rows: pd.DataFrame) -> Estimate:
+        measured = _difference_points(rows, positives)
+        names = list(declared)
+        table = pd.DataFrame(list(itertools.product(*declared.values())), columns=names)
+        points = table.merge(measured, on=names, how="left")
+        missing = int(points["value"].isna().sum())
+        return _difference_estimate(points, positives, missing=missing)
+
+    return measure
+
+
+_declared_map_differences = _declared_differences(DECLARED_MAP, "class")
 
 
 TAU_ONE_WORSE_PROBE = ClaimSpec(
@@ -268,7 +306,7 @@ TAU_ONE_WORSE_PROBE = ClaimSpec(
         "without an interval",
         "docs/science.md §10.4, §10.6: settings declared before the data, not chosen after a "
         "first one hit the probe's ceiling",
-        lambda r: _settings_with_tau_one(r) & _in_declared_map(r),
+        lambda r: _settings_with_tau_one(r) & _in_declared_map(r) & _loss(r, "infonce"),
     ),
     rule=PerPoint(
         OneSided(
@@ -294,7 +332,7 @@ TAU_ONE_WORSE_PROBE = ClaimSpec(
 
 def _instance_regime(r: pd.DataFrame) -> pd.Series:
     instance = (r["positives"] == "instance") & (r["instance_noise"] > 0)
-    return instance & _settings_with_tau_one(r)
+    return instance & _settings_with_tau_one(r) & _loss(r, "infonce")
 
 
 INSTANCE_WORSE_KNN = ClaimSpec(
@@ -335,7 +373,7 @@ INSTANCE_WORSE_KNN = ClaimSpec(
 def _class_fixed_with_tau_one(r: pd.DataFrame) -> pd.Series:
     """Class positives, fixed tau, settings that ran tau = 1 (judged there; the setting's other
     temperatures give the best tau's own entropy for the evidence)."""
-    class_fixed = (r["positives"] == "class") & ~_learned(r)
+    class_fixed = (r["positives"] == "class") & ~_learned(r) & _loss(r, "infonce")
     key = r[SETTING].astype(str).agg("|".join, axis=1)
     one = set(key[class_fixed & _at_tau(r)])
     return class_fixed & key.isin(one)
@@ -429,7 +467,7 @@ FLOOR_BINDS = ClaimSpec(
 
 
 def _learned_from_one(r: pd.DataFrame) -> pd.Series:
-    return _learned(r) & _at_tau(r)
+    return _learned(r) & _at_tau(r) & _loss(r, "infonce")
 
 
 def _largest_end(rows: pd.DataFrame) -> Estimate:
@@ -483,22 +521,29 @@ LEARNED_TAU_FALLS = ClaimSpec(
 )
 
 
-def _learned_with_fixed(r: pd.DataFrame) -> pd.Series:
-    """Learnt-from-1 rows of settings that also ran two or more fixed temperatures, and those
-    fixed rows (the comparison)."""
-    key = r[SETTING].astype(str).agg("|".join, axis=1)
-    fixed_rows = ~_learned(r)
-    counts = r[fixed_rows].groupby(key[fixed_rows])["tau"].nunique()
-    compared = set(counts[counts >= 2].index)
-    learnt = _learned_from_one(r) & key.isin(compared)
-    return key.isin(set(key[learnt])) & (learnt | fixed_rows)
+def _with_fixed(learnt_rows):
+    """A regime: the learnt rows (`learnt_rows(r)`) of settings that also ran two or more fixed
+    temperatures, and those fixed rows (the comparison)."""
+
+    def select(r: pd.DataFrame) -> pd.Series:
+        key = r[SETTING].astype(str).agg("|".join, axis=1)
+        fixed_rows = ~_learned(r)
+        counts = r[fixed_rows].groupby(key[fixed_rows])["tau"].nunique()
+        compared = set(counts[counts >= 2].index)
+        learnt = learnt_rows(r) & key.isin(compared)
+        return key.isin(set(key[learnt])) & (learnt | fixed_rows)
+
+    return select
 
 
-def _settle_points(rows: pd.DataFrame) -> Estimate:
+_learned_with_fixed = _with_fixed(_learned_from_one)
+
+
+def _settle_points(rows: pd.DataFrame, learnt_rows=_learned_from_one) -> Estimate:
     """Per learnt point: log tau_final's position in the tied band [log(tau_low / sqrt 2),
     log(tau_high sqrt 2)], scaled to [-1, 1] (0 at the band's centre), with its interval."""
     table = []
-    for _, r in rows[_learned_from_one(rows)].iterrows():
+    for _, r in rows[learnt_rows(rows)].iterrows():
         b = best_tau(same_setting(fixed(rows), r), CLAIM_METRIC[r["positives"]]).iloc[0]
         lo = math.log(b["tau_low"] / THRESHOLDS.settle_widening)
         hi = math.log(b["tau_high"] * THRESHOLDS.settle_widening)
@@ -515,6 +560,7 @@ def _settle_points(rows: pd.DataFrame) -> Estimate:
                 tau_high=float(b["tau_high"]),
                 positives=r["positives"],
                 setting=_setting_text(r),
+                mode=r["tau_mode"],
             )
         )
     points = pd.DataFrame(table)
@@ -534,7 +580,7 @@ def _settle_points(rows: pd.DataFrame) -> Estimate:
 
 def _settle_text(e: Estimate) -> str:
     return "; ".join(
-        f"{p['positives']} ({p['setting']}): learnt {p['learnt']:.3g} vs best fixed "
+        f"{p['positives']} ({p['setting']}, {p['mode']}): learnt {p['learnt']:.3g} vs best fixed "
         f"{p['best_tau']:g} (tied {p['tau_low']:g}-{p['tau_high']:g})"
         for p in e.facts["points"]
     )
@@ -574,6 +620,216 @@ LEARNED_TAU_SETTLES_AT_BEST = ClaimSpec(
 )
 
 
+# ----------------------------------------------------------- interventions (docs/science.md §10.7)
+
+REASON_FLIP = "docs/science.md §10.7"
+
+
+def _debiased_below_flip(r: pd.DataFrame) -> pd.Series:
+    return _settings_with_tau_one(r) & _in_declared(r, DECLARED_FLIP)
+
+
+DEBIASED_BELOW_FLIP = ClaimSpec(
+    claim_id="debiased_tau_one_worse_below_flip",
+    statement="temperature",
+    text="The repulsion of same-class negatives is what makes tau = 1 win below the flip: trained "
+    "with debiased InfoNCE (same-class negatives out of the denominators), instance positives "
+    "whose views are closer than their instances (view / instance noise <= 0.5) learn a worse "
+    "5-NN representation at tau = 1 than at a smaller tau, on every declared setting.",
+    role="evidence",
+    regime=Regime(
+        "contrastive_training, debiased InfoNCE, instance positives, instance noise 1.5, view "
+        "noise 0.375 and 0.75, 8 and 16 classes (n 64, 400 Adam steps at lr 0.01), fixed tau; "
+        "tau = 1 against the best tau < 1 per declared setting; a declared setting not run counts "
+        "as a point without an interval",
+        f"{REASON_FLIP}: debiasing removes the only gradient that pushes same-class instances "
+        "apart; settings declared before the slice was run",
+        _debiased_below_flip,
+    ),
+    rule=PerPoint(
+        OneSided(
+            THRESHOLDS.difference_bound,
+            "below",
+            "per setting, as instance_tau_one_worse_knn (5-NN)",
+        )
+    ),
+    alternative=Alternative(
+        "tau = 1 still better without same-class negatives (a positive difference)",
+        math.nan,
+        "§10.7: if what sets the sign is whether two views are more alike than two instances of "
+        "a class, not the weight on same-class negatives, debiasing leaves the sign where it is",
+    ),
+    measure=_declared_differences(DECLARED_FLIP, "instance"),
+    compared_to="0; measured: 5-NN accuracy at tau = 1 minus the best at tau < 1 (95% interval), "
+    "the declared setting farthest from the claim",
+    figure="flip_map",
+    describe=_difference_text,
+)
+
+
+def _siglip_settings(r: pd.DataFrame) -> pd.Series:
+    instance_ok = (r["positives"] == "class") | (r["instance_noise"] > 0)
+    return _settings_with_tau_one(r) & _loss(r, "siglip") & instance_ok
+
+
+def _siglip_differences(rows: pd.DataFrame) -> Estimate:
+    """Per setting, each with the accuracy of its kind of positives (probe or 5-NN)."""
+    present = [p for p in CLAIM_METRIC if (rows["positives"] == p).any()]
+    tables = [_difference_points(rows[rows["positives"] == p], p) for p in present]
+    points = pd.concat(tables, ignore_index=True)
+    positives = str(points.loc[points["value"].idxmax(), "positives"])
+    return _difference_estimate(points, positives)
+
+
+SIGLIP_TAU_ONE_WORSE = ClaimSpec(
+    claim_id="siglip_tau_one_worse",
+    statement="temperature",
+    text="Without a softmax (SigLIP's pairwise sigmoid loss, learnt bias from -10), tau = 1 still "
+    "learns a worse representation than a smaller fixed temperature, on every setting run "
+    "(probe for class, 5-NN for instance positives).",
+    role="evidence",
+    regime=Regime(
+        "contrastive_training, loss siglip, fixed tau, every setting that ran tau = 1 and a "
+        "smaller tau (instance positives with instance noise > 0)",
+        f"{REASON_FLIP}: the sigmoid loss has no normalised weights, so no entropy floor; its "
+        "logits cos / tau + b are bounded like InfoNCE's",
+        _siglip_settings,
+    ),
+    rule=PerPoint(
+        OneSided(
+            THRESHOLDS.difference_bound,
+            "below",
+            "per setting, as tau_one_worse_probe / instance_tau_one_worse_knn",
+        )
+    ),
+    alternative=Alternative(
+        "tau = 1 as good as or better than every tau < 1 (difference >= 0)",
+        0.0,
+        "§10.7: the essay's floor argument does not apply without a softmax; the hardness "
+        "argument (§10.2) predicts InfoNCE's signs, including tau = 1 better on the instance task",
+    ),
+    measure=_siglip_differences,
+    compared_to="0; measured: accuracy at tau = 1 minus the best at tau < 1 (95% interval), the "
+    "setting farthest from the claim",
+    figure="temperature_sweep",
+    describe=_difference_text,
+)
+
+
+def _siglip_learned_from_init(r: pd.DataFrame) -> pd.Series:
+    return _learned(r) & np.isclose(r["tau"], SIGLIP_TAU_INIT) & _loss(r, "siglip")
+
+
+SIGLIP_LEARNED_TAU_SETTLES = ClaimSpec(
+    claim_id="siglip_learned_tau_settles_at_best",
+    statement="temperature",
+    text="SigLIP's temperature, learnt with its bias from SigLIP's start (tau 0.1, b = -10), "
+    "settles where the best fixed temperature of the same task and loss is.",
+    role="evidence",
+    regime=Regime(
+        "contrastive_training, loss siglip, learnt tau (learned or learned_clamped) from tau = "
+        "0.1, in settings that also ran at least two fixed temperatures with that loss",
+        REASON_FLIP,
+        _with_fixed(_siglip_learned_from_init),
+    ),
+    rule=PerPoint(
+        Equivalence(
+            0.0,
+            1.0,
+            "as learned_tau_settles_at_best: log tau_final inside the tied band widened by half "
+            "a grid step, scaled to +-1",
+        )
+    ),
+    alternative=Alternative(
+        "the learnt tau follows the loss, not the read-out (as InfoNCE's does on the instance "
+        "task)",
+        math.nan,
+        "§10.7: the sigmoid loss, too, falls as the positive and negative logits separate, which "
+        "a smaller tau helps with whether or not the read-out gains",
+    ),
+    measure=lambda rows: _settle_points(rows, _siglip_learned_from_init),
+    compared_to="0: log tau_final's position in the band tied with the best fixed tau of the "
+    "SigLIP runs, scaled to [-1, 1], per point",
+    figure="learned_temperature",
+    describe=_settle_text,
+)
+
+
+def _optimum_shares(rows: pd.DataFrame) -> Estimate:
+    """Per setting at tau = 1: the trained encoder's gap log n - H over the loss-optimal encoder's
+    gap log n - ideal_entropy (the entropy of the encoder that attains the loss floor)."""
+    one = rows[_at_tau(rows)]
+    gap = one["log_n"] - one["ideal_entropy"]
+    points = pd.DataFrame(
+        {
+            "value": (one["log_n"] - one["final_entropy_mean"]) / gap,
+            "ci_low": (one["log_n"] - one["final_entropy_ci_high"]) / gap,
+            "ci_high": (one["log_n"] - one["final_entropy_ci_low"]) / gap,
+            "n": one["n_trials"],
+        }
+    )
+    points["se"] = (points["ci_high"] - points["ci_low"]) / (2 * Z95)
+    worst = points["value"].idxmin()
+    return Estimate(
+        value=float(points.loc[worst, "value"]),
+        number="range over points",
+        n=len(points),
+        unit="settings",
+        points=points.reset_index(drop=True),
+        range_min=float(points["value"].min()),
+        range_max=float(points["value"].max()),
+        facts={"point_noun": "settings", "worst": one.loc[worst].to_dict()},
+    )
+
+
+def _optimum_text(e: Estimate) -> str:
+    w = e.facts["worst"]
+    return (
+        f"Farthest ({_setting_text(w)}): trained log n - H = "
+        f"{w['log_n'] - w['final_entropy_mean']:.3f} nats, the loss-optimal encoder's "
+        f"{w['log_n'] - w['ideal_entropy']:.3f}, the worst case g_n(1) = {w['entropy_gap']:.3f}"
+    )
+
+
+def _class_one_attainable(r: pd.DataFrame) -> pd.Series:
+    return _class_fixed_with_tau_one(r) & (r["simplex_attainable"] > 0)
+
+
+OPTIMUM_GAP_REACHED = ClaimSpec(
+    claim_id="tau_one_reaches_optimum_gap",
+    statement="temperature",
+    text="At tau = 1 the trained encoder goes as far below log n as the loss-optimal encoder does: "
+    "its batch entropy gap log n - H reaches 0.9 of the optimum's, log n - ideal_entropy (the "
+    "floor the optimum reaches, not the worst case g_n(1)).",
+    role="evidence",
+    regime=Regime(
+        "contrastive_training, InfoNCE, class positives, fixed tau = 1, every setting whose "
+        "optimum is attainable (classes <= embed_dim + 1)",
+        "docs/science.md §10.7: replaces tau_one_floor_binds' reference g_n(1), which no encoder "
+        "that minimises the loss reaches; the 0.9 is carried over unchanged",
+        _class_one_attainable,
+    ),
+    rule=PerPoint(
+        OneSided(
+            THRESHOLDS.floor_share,
+            "above",
+            "an optimiser that has reached the loss's optimum sits at the optimum's entropy; one "
+            "stopped by the budget leaves room",
+        )
+    ),
+    alternative=Alternative(
+        "the budget stops the encoder well short of the optimum's entropy (share well below 0.9)",
+        math.nan,
+        "§10.7: 300 Adam steps need not reach the loss floor",
+    ),
+    measure=_optimum_shares,
+    compared_to=f"{THRESHOLDS.floor_share:g}; measured: (log n - H) / (log n - ideal_entropy) at "
+    "tau = 1 (95% interval), the setting farthest from the claim",
+    figure="temperature_sweep",
+    describe=_optimum_text,
+)
+
+
 CLAIMS = (
     TRAINING_ENTROPY_FLOOR,
     LEARNED_ENTROPY_FLOOR,
@@ -582,4 +838,8 @@ CLAIMS = (
     FLOOR_BINDS,
     LEARNED_TAU_FALLS,
     LEARNED_TAU_SETTLES_AT_BEST,
+    OPTIMUM_GAP_REACHED,
+    DEBIASED_BELOW_FLIP,
+    SIGLIP_TAU_ONE_WORSE,
+    SIGLIP_LEARNED_TAU_SETTLES,
 )

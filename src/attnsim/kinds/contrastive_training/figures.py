@@ -20,10 +20,17 @@ from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
-from attnsim.kinds.contrastive_training.kernel import CHECKPOINTS, instance_loss_floor, loss_floor
+from attnsim.kinds.contrastive_training.kernel import (
+    CHECKPOINTS,
+    TAU_CLAMP,
+    instance_loss_floor,
+    loss_floor,
+)
 from attnsim.theory.entropy import exact_gap
 
 LINE_STYLES = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 4)))  # one per initial tau
+# per learnt tau mode: marker and face colour (None: the task's colour; "white": open)
+MODE_MARKERS = {"learned": ("o", None), "learned_clamped": ("s", "white")}
 MAP_AXES = (
     "view_noise",
     "instance_noise",
@@ -39,7 +46,8 @@ def _label(key) -> str:
     text += f", view noise {p['view_noise']:g}"
     if p["instance_noise"]:
         text += f", instance noise {p['instance_noise']:g}"
-    return text + f", {p['optimiser']} lr {p['lr']:g}, {p['steps']} steps"
+    text += f", {p['optimiser']} lr {p['lr']:g}, {p['steps']} steps"
+    return text if p.get("loss", "infonce") == "infonce" else f"{text}, {p['loss']}"
 
 
 def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
@@ -327,18 +335,17 @@ def learned_temperature(summary: pd.DataFrame):
     fig, (tau_ax, ent_ax) = plt.subplots(1, 2, figsize=(12.5, 5.0))
     keys = list(learned.groupby(SETTING).groups)
     colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
-    styles: dict[tuple[float, str], Any] = {}  # a line style: a name or a dash pattern
+    styles: dict[float, Any] = {}  # per initial tau a line style: a name or a dash pattern
     for _, row in learned.sort_values("tau").iterrows():
         key = tuple(row[k] for k in SETTING)
         c = colours[key]
-        ls = styles.setdefault(
-            (row["tau"], row["tau_mode"]), LINE_STYLES[len(styles) % len(LINE_STYLES)]
-        )
+        ls = styles.setdefault(row["tau"], LINE_STYLES[len(styles) % len(LINE_STYLES)])
+        marker, face = MODE_MARKERS[row["tau_mode"]]
         steps = np.array(checkpoint_steps(int(row["steps"])), dtype=float)
         tau = np.array([row[f"tau_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         low = np.array([row[f"tau_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
         high = np.array([row[f"tau_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-        tau_ax.plot(steps, tau, ls=ls, marker="o", ms=3.5, color=c)
+        tau_ax.plot(steps, tau, ls=ls, marker=marker, ms=4, color=c, mfc=face or c)
         tau_ax.fill_between(steps, low, high, color=c, alpha=0.25, lw=0)
         ent = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
         floor = np.array([row[f"entropy_floor_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
@@ -351,10 +358,11 @@ def learned_temperature(summary: pd.DataFrame):
                     [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent,
                 ]
             ),
-            fmt="o",
+            fmt=marker,
             ls=ls,
-            ms=3.5,
+            ms=4,
             color=c,
+            mfc=face or c,
             capsize=2,
         )
         ent_ax.plot(steps, floor, ls=ls, color="k", lw=1.6)
@@ -366,6 +374,9 @@ def learned_temperature(summary: pd.DataFrame):
             b = table.iloc[0]
             tau_ax.axhline(b["best_tau"], color=colours[key], lw=2.5, alpha=0.6)
             tau_ax.axhspan(b["tau_low"], b["tau_high"], color=colours[key], alpha=0.08)
+    clamped = (learned["tau_mode"] == "learned_clamped").any()
+    if clamped:
+        tau_ax.axhline(TAU_CLAMP, color="tab:red", ls=":", lw=1.5)
     tau_ax.set_xscale("log")
     tau_ax.set_yscale("log")
     tau_ax.set_xlabel("training step")
@@ -378,10 +389,116 @@ def learned_temperature(summary: pd.DataFrame):
     ent_ax.set_ylabel("monitor batch entropy (nats, mean over anchors)")
     ent_ax.set_title("(b) entropy along the way vs its floor log n − g_n(τ_t) (black)")
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k in keys]
+    handles += [Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {t:g}") for t, ls in styles.items()]
     handles += [
-        Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {tau:g}, {mode}")
-        for (tau, mode), ls in styles.items()
+        Line2D([], [], color="0.3", ls="", marker=m, mfc=face or "0.3", label=mode)
+        for mode, (m, face) in MODE_MARKERS.items()
+        if mode in set(learned["tau_mode"])
     ]
+    if clamped:
+        handles.append(Line2D([], [], color="tab:red", ls=":", label="CLIP's clamp τ = 0.01"))
     legend_below(fig, handles, ncol=2, y=0.02)
     fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)")
     return fig
+
+
+@figure_function
+def flip_map(summary: pd.DataFrame):
+    """Instance positives along the difficulty r = view noise / instance noise (x) and the fixed
+    tau (y), coloured by mean 5-NN accuracy (text: mean and the 95% half-width); per column the
+    best tau (star); shaded: the flip's interval (`besttau.flip_interval`), dashed: its
+    interpolated zero. One panel row per loss, one column per number of classes and other
+    varying parameters."""
+    rows = fixed(summary)
+    rows = rows[(rows["positives"] == "instance") & (rows["instance_noise"] > 0)]
+    if rows.empty or rows["view_noise"].nunique() < 3:
+        raise NotApplicable("flip_map", "no instance task with three or more view noises")
+    metric = CLAIM_METRIC["instance"]
+    rows = rows.assign(ratio=rows["view_noise"] / rows["instance_noise"])
+    fam = [k for k in SETTING if k not in ("view_noise", "loss") and rows[k].nunique() > 1]
+    losses = sorted(rows["loss"].unique())
+    combos = sorted(rows[fam].drop_duplicates().itertuples(index=False, name=None)) if fam else [()]
+    fig, axes = plt.subplots(
+        len(losses),
+        len(combos),
+        figsize=(4.6 * len(combos) + 1.5, 3.8 * len(losses) + 0.8),
+        squeeze=False,
+        layout="constrained",
+    )
+    image = None
+    scale = (float(rows[f"{metric}_mean"].min()), float(rows[f"{metric}_mean"].max()))
+    for r, loss in enumerate(losses):
+        for c, combo in enumerate(combos):
+            part = rows[rows["loss"] == loss]
+            for k, v in zip(fam, combo):
+                part = part[part[k] == v]
+            drawn, flip = _flip_panel(axes[r, c], part, metric, scale)
+            image = drawn or image
+            title = f"{loss}" + (
+                "\n" + ", ".join(f"{k} {v}" for k, v in zip(fam, combo)) if combo else ""
+            )
+            axes[r, c].set_title(f"{title}\nflip: {flip}", fontsize=9)
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8).set_label(
+            f"mean {metric.replace('_', ' ')}"
+        )
+    fig.suptitle(
+        "Where τ = 1 stops winning (instance positives): accuracy over difficulty × τ; star: best "
+        "τ; shaded: the flip's interval (τ = 1 better at 95% left of it, worse right of it)"
+    )
+    return fig
+
+
+def _flip_panel(ax, part: pd.DataFrame, metric: str, scale: tuple[float, float]):
+    """One loss and task family: the accuracy grid (colours on the common `scale`), the best tau
+    per ratio and the flip; returns the image and the flip's interval as text."""
+    from attnsim.kinds.contrastive_training.besttau import flip_interval
+
+    if part.empty:
+        _empty(ax, "not run")
+        return None, "not run"
+    ax.grid(False)
+    xs, ys = sorted(part["ratio"].unique()), sorted(part["tau"].unique())
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for _, row in part.iterrows():
+        i, j = ys.index(row["tau"]), xs.index(row["ratio"])
+        grid[i, j] = row[f"{metric}_mean"]
+        half = (row[f"{metric}_ci_high"] - row[f"{metric}_ci_low"]) / 2
+        ink = "white" if grid[i, j] < sum(scale) / 2 else "black"
+        ax.text(
+            j,
+            i,
+            f"{grid[i, j]:.2f}\n±{half:.2f}",
+            ha="center",
+            va="center",
+            fontsize=6.5,
+            color=ink,
+        )
+    image = ax.imshow(
+        grid, origin="lower", cmap="viridis", aspect="auto", vmin=scale[0], vmax=scale[1]
+    )
+    best = np.nanargmax(np.where(np.isnan(grid), -np.inf, grid), axis=0)
+    ax.plot(range(len(xs)), best, "*", color="white", mec="black", ms=11, label="best τ")
+    flip = flip_interval(best_tau(part.drop(columns="ratio"), metric))
+
+    def position(ratio: float) -> float:  # x of a ratio on the categorical axis
+        return float(np.interp(ratio, xs, range(len(xs))))
+
+    bracketed = np.isfinite(flip["low"]) or np.isfinite(flip["high"])
+    if bracketed:  # an open side reaches the axis' end
+        low = position(flip["low"]) if np.isfinite(flip["low"]) else -0.5
+        high = position(flip["high"]) if np.isfinite(flip["high"]) else len(xs) - 0.5
+        ax.axvspan(low, high, color="tab:red", alpha=0.25, lw=0)
+    if np.isfinite(flip["zero"]):
+        ax.axvline(position(flip["zero"]), color="tab:red", ls="--", lw=1.5)
+    ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
+    ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
+    ax.set_xlabel("view noise / instance noise")
+    ax.set_ylabel("fixed τ")
+    text = "not bracketed at 95%"
+    if bracketed:
+        ends = [f"{flip[k]:g}" if np.isfinite(flip[k]) else "edge" for k in ("low", "high")]
+        text = f"[{ends[0]}, {ends[1]}]"
+    if np.isfinite(flip["zero"]):
+        text += f", zero at {flip['zero']:.2f}"
+    return image, text

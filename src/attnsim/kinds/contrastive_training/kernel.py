@@ -29,6 +29,13 @@ Learned temperature (`tau_mode` learned / learned_clamped, CLIP): t = log(1/tau)
 per run, initialised at log(1/tau), trained by the same optimiser and learning rate as W, with
 dL/dt = sum_ab dL/dS_ab S_ab; `learned_clamped` sets t = min(t, log 100) (tau >= 0.01) after
 every step.
+Losses (`loss`): `infonce` (above); `debiased` (Chuang et al. 2020, with the labels known: the
+anchor's same-class candidates other than its positive are left out of both softmaxes, so the
+gradient never repels them; the intervention on the share of same-class negatives); `siglip`
+(Zhai et al. 2023): per batch L = (1/n) sum_ab log(1 + exp(-y_ab (cos_ab / tau + b))), y_ab = 1 iff
+a = b, with the bias b a parameter per run from SIGLIP_BIAS_INIT = -10, trained like t. Whatever
+the loss, the entropy and the negative shares measured are those of the row softmax of cos / tau
+(the weights whose floor is log n - g_n(tau)), and the losses stored are the run's own loss.
 
 Measured (per trial): the batch softmax entropy, mean over anchors of H(P_row[a]), for every
 training batch (its minimum over training, and its smallest excess over the floor
@@ -91,6 +98,11 @@ RIDGE = 1e-3  # ridge of the linear probe, per fitting example
 TAU_CLAMP = 0.01  # CLIP's clamp: logit scale <= 100
 POSITIVES = ("class", "instance")
 TAU_MODES = ("fixed", "learned", "learned_clamped")
+# the loss trained: InfoNCE; debiased InfoNCE (same-class negatives left out of the denominators);
+# SigLIP's pairwise sigmoid loss with a learnt bias
+LOSS_FUNCTIONS = ("infonce", "debiased", "siglip")
+SIGLIP_BIAS_INIT = -10.0  # SigLIP's initial bias (Zhai et al. 2023)
+SIGLIP_TAU_INIT = 0.1  # SigLIP's initial temperature, t' = log 10 (the grid's tau sets the start)
 DEFAULTS = {
     "classes": 8,
     "latent_dim": 8,
@@ -100,6 +112,7 @@ DEFAULTS = {
     "positives": "class",
     "instance_noise": 0.0,
     "tau_mode": "fixed",
+    "loss": "infonce",
 }
 STREAM_PARAMS = ("n", "classes", "latent_dim", "input_dim", "embed_dim")
 
@@ -194,6 +207,8 @@ def validate(params: Mapping) -> None:
     check_number(p, "instance_noise", positive=False)
     if p["positives"] not in POSITIVES:
         raise ConfigError(f"positives: {p['positives']!r} is not one of {', '.join(POSITIVES)}")
+    if p["loss"] not in LOSS_FUNCTIONS:
+        raise ConfigError(f"loss: {p['loss']!r} is not one of {', '.join(LOSS_FUNCTIONS)}")
     if p["tau_mode"] not in TAU_MODES:
         raise ConfigError(f"tau_mode: {p['tau_mode']!r} is not one of {', '.join(TAU_MODES)}")
     if p["tau_mode"] == "learned_clamped" and p["tau"] < TAU_CLAMP:
@@ -408,8 +423,11 @@ def _embed(w: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y / norm[..., None], norm
 
 
-def _softmax(s: np.ndarray, axis: int, floor: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Weights, log-sum-exp and entropy of softmax(s) along `axis` (-1 rows, -2 columns).
+def _softmax(
+    s: np.ndarray, axis: int, floor: bool, keep: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weights, log-sum-exp and entropy of softmax(s) along `axis` (-1 rows, -2 columns), over the
+    entries where `keep` is True (all when None).
 
     e = exp(s - max) (floored at EXP_FLOOR when `floor`: only needed for gaps beyond 700, i.e.
     tau < 1/350), Z = sum e, H = log Z + max - sum p s: with |s| <= 1/tau the absolute rounding
@@ -419,6 +437,8 @@ def _softmax(s: np.ndarray, axis: int, floor: bool) -> tuple[np.ndarray, np.ndar
     if floor:
         np.maximum(e, EXP_FLOOR, out=e)
     np.exp(e, out=e)
+    if keep is not None:
+        e *= keep
     total = e.sum(axis=axis, keepdims=True)
     e /= total
     log_total = np.log(total)
@@ -460,6 +480,51 @@ def negative_shares(p_row: np.ndarray, labels: np.ndarray | None) -> dict[str, n
     return out
 
 
+def _pairs(w: np.ndarray, x1: np.ndarray, x2: np.ndarray, tau):
+    """Embeddings, their norms, the logits cos / tau (T, E, n, n), the positive cosines (T, E, n)
+    and tau shaped per trial."""
+    z1, norm1 = _embed(w, x1)
+    z2, norm2 = _embed(w, x2)
+    s = z1 @ _t(z2)  # (T, E, n, n) cosines
+    diag = np.diagonal(s, axis1=-2, axis2=-1).copy()  # positive-pair cosines (T, E, n)
+    tau_b = _per_trial(tau, 4)
+    s *= 1.0 / tau_b
+    return z1, norm1, z2, norm2, s, diag, tau_b
+
+
+def _add_stats(out: dict, z1: np.ndarray, diag: np.ndarray, p_row: np.ndarray, labels) -> None:
+    """Alignment, uniformity and the negative shares of the row softmax `p_row`."""
+    T, _, n, _ = z1.shape
+    out["alignment"] = (2.0 - 2.0 * diag).mean(axis=-1)
+    gram = z1 @ _t(z1)  # cosines between the examples of a batch (view 1)
+    off = ~np.eye(n, dtype=bool)
+    kernel = np.exp(-4.0 + 4.0 * gram[..., off])  # exp(-2 ||z_a - z_b||^2), ||.||^2 = 2 - 2 cos
+    out["uniformity"] = np.log(kernel.reshape(T, -1).mean(axis=-1))
+    out.update({f"{k}_share": v for k, v in negative_shares(p_row, labels).items()})
+
+
+def _weight_gradient(dcos, z1, norm1, z2, norm2, x1, x2) -> np.ndarray:
+    """dL/dW (T, d, D) from dL/dcos (T, E, n, n): through z = y / ||y|| and y = W x."""
+    T, E, n, D = x1.shape
+    dz1 = dcos @ z2
+    dz2 = _t(dcos) @ z1
+    dz1 -= np.einsum("...d,...d->...", dz1, z1)[..., None] * z1
+    dz1 /= norm1[..., None]  # dy1
+    dz2 -= np.einsum("...d,...d->...", dz2, z2)[..., None] * z2
+    dz2 /= norm2[..., None]  # dy2
+    d = z1.shape[-1]
+    return _t(dz1.reshape(T, E * n, d)) @ x1.reshape(T, E * n, D) + _t(
+        dz2.reshape(T, E * n, d)
+    ) @ x2.reshape(T, E * n, D)
+
+
+def same_class_pairs(labels: np.ndarray) -> np.ndarray:
+    """(T, E, n, n) True where candidate b is another example of anchor a's class: the pairs
+    debiased InfoNCE leaves out of its denominators."""
+    n = labels.shape[-1]
+    return (labels[..., :, None] == labels[..., None, :]) & ~np.eye(n, dtype=bool)
+
+
 def infonce(
     w: np.ndarray,
     x1: np.ndarray,
@@ -469,6 +534,7 @@ def infonce(
     stats: bool = True,
     labels: np.ndarray | None = None,
     grad_t: bool = False,
+    exclude: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Symmetric InfoNCE of the encoder W (T, d, D) on batches of views x1, x2 (T, E, n, D) at
     temperature tau (a scalar, or one per trial: (T,)).
@@ -478,30 +544,26 @@ def infonce(
     batches' pairs of distinct examples and the negative shares (`negative_shares`; the
     same-class ones need `labels`); with `grad`, `gw` (T, d, D): the gradient of the mean loss
     over the E batches, and with `grad_t` also `gt` (T,): its derivative with respect to
-    t = log(1/tau).
+    t = log(1/tau). With `exclude` (T, E, n, n; `same_class_pairs`), the debiased loss: those
+    pairs are left out of both softmaxes of the loss and its gradient; `entropy` and the stats
+    stay those of the full row softmax (the weights whose floor is log n - g_n(tau)).
     """
     T, E, n, D = x1.shape
-    z1, norm1 = _embed(w, x1)
-    z2, norm2 = _embed(w, x2)
-    s = z1 @ _t(z2)  # (T, E, n, n) cosines
-    diag = np.diagonal(s, axis1=-2, axis2=-1).copy()  # positive-pair cosines (T, E, n)
-    tau_b = _per_trial(tau, 4)
-    s *= 1.0 / tau_b
+    z1, norm1, z2, norm2, s, diag, tau_b = _pairs(w, x1, x2, tau)
     floor = float(np.max(2.0 / tau_b)) > -EXP_FLOOR
-    p_row, lse_row, h_row = _softmax(s, -1, floor)
-    p_col, lse_col, _ = _softmax(s, -2, floor)
+    keep = None if exclude is None else ~exclude
+    p_row, lse_row, h_row = _softmax(s, -1, floor, keep)
+    p_col, lse_col, _ = _softmax(s, -2, floor, keep)
     out = {
         "loss": 0.5 * (lse_row.mean(axis=-1) + lse_col.mean(axis=-1))
         - diag.mean(axis=-1) / (tau_b if np.ndim(tau_b) == 0 else tau_b[..., 0, 0]),
-        "entropy": np.clip(h_row, 0.0, math.log(n)).mean(axis=-1),
     }
+    full_row = p_row
+    if keep is not None:  # the full row softmax, for the entropy and the stats
+        full_row, _, h_row = _softmax(s, -1, floor)
+    out["entropy"] = np.clip(h_row, 0.0, math.log(n)).mean(axis=-1)
     if stats:
-        out["alignment"] = (2.0 - 2.0 * diag).mean(axis=-1)
-        gram = z1 @ _t(z1)  # cosines between the examples of a batch (view 1)
-        off = ~np.eye(n, dtype=bool)
-        kernel = np.exp(-4.0 + 4.0 * gram[..., off])  # exp(-2 ||z_a - z_b||^2), ||.||^2 = 2 - 2 cos
-        out["uniformity"] = np.log(kernel.reshape(T, -1).mean(axis=-1))
-        out.update({f"{k}_share": v for k, v in negative_shares(p_row, labels).items()})
+        _add_stats(out, z1, diag, full_row, labels)
     if not grad:
         return out
     ds = np.add(p_row, p_col, out=p_row)  # dL/dS = (P_row + P_col - 2 I) / (2 n E)
@@ -509,16 +571,43 @@ def infonce(
     if grad_t:  # dL/dt = sum_ab dL/dS_ab S_ab (S = cos e^t)
         out["gt"] = np.einsum("teab,teab->t", ds, s) / (2.0 * n * E)
     ds *= 1.0 / (2.0 * n * E * tau_b)  # with the 1/tau of dS/dz folded in
-    dz1 = ds @ z2
-    dz2 = _t(ds) @ z1
-    dz1 -= np.einsum("...d,...d->...", dz1, z1)[..., None] * z1
-    dz1 /= norm1[..., None]  # dy1
-    dz2 -= np.einsum("...d,...d->...", dz2, z2)[..., None] * z2
-    dz2 /= norm2[..., None]  # dy2
-    d = w.shape[1]
-    out["gw"] = _t(dz1.reshape(T, E * n, d)) @ x1.reshape(T, E * n, D) + _t(
-        dz2.reshape(T, E * n, d)
-    ) @ x2.reshape(T, E * n, D)
+    out["gw"] = _weight_gradient(ds, z1, norm1, z2, norm2, x1, x2)
+    return out
+
+
+def sigmoid_loss(
+    w: np.ndarray,
+    x1: np.ndarray,
+    x2: np.ndarray,
+    tau,
+    bias,
+    grad: bool = True,
+    stats: bool = True,
+    labels: np.ndarray | None = None,
+    grad_t: bool = False,
+) -> dict[str, np.ndarray]:
+    """SigLIP's pairwise sigmoid loss (Zhai et al. 2023) of the encoder W on batches of views x1, x2
+    (T, E, n, D): per batch L = (1/n) sum_ab log(1 + exp(-y_ab (cos_ab / tau + b))), y = +1 on the
+    positive pairs (a = b), -1 elsewhere; bias b a scalar or (T,). The same outputs as `infonce`
+    (`entropy` and the stats from the row softmax of cos / tau, whose floor holds whatever the
+    loss), and with `grad` also `gb` (T,), dL/db; `gt` is dL/dt with t = log(1/tau)."""
+    T, E, n, D = x1.shape
+    z1, norm1, z2, norm2, s, diag, tau_b = _pairs(w, x1, x2, tau)
+    sign = 2.0 * np.eye(n) - 1.0  # y_ab
+    margin = sign * (s + _per_trial(bias, 4))  # y (cos / tau + b)
+    out = {"loss": np.logaddexp(0.0, -margin).sum(axis=(-2, -1)) / n}
+    floor = float(np.max(2.0 / tau_b)) > -EXP_FLOOR
+    p_row, _, h_row = _softmax(s, -1, floor)
+    out["entropy"] = np.clip(h_row, 0.0, math.log(n)).mean(axis=-1)
+    if stats:
+        _add_stats(out, z1, diag, p_row, labels)
+    if not grad:
+        return out
+    dl = -sign * (0.5 - 0.5 * np.tanh(0.5 * margin)) / (n * E)  # dL/dlogit: -y sigmoid(-margin)
+    out["gb"] = dl.sum(axis=(1, 2, 3))
+    if grad_t:  # dlogit/dt = cos e^t = S
+        out["gt"] = np.einsum("teab,teab->t", dl, s)
+    out["gw"] = _weight_gradient(dl / tau_b, z1, norm1, z2, norm2, x1, x2)
     return out
 
 
@@ -619,12 +708,15 @@ class Run:
         )
         self.learned = params["tau_mode"] != "fixed"
         self.clamp = params["tau_mode"] == "learned_clamped"
+        self.loss = params["loss"]
         trials = init.shape[0]
         self.w = [init / math.sqrt(init.shape[-1])]
         if self.learned:
             self.w.append(
                 np.full(trials, math.log(1.0 / float(params["tau"])))
             )  # t = log(1/tau), per trial
+        if self.loss == "siglip":
+            self.w.append(np.full(trials, SIGLIP_BIAS_INIT))  # SigLIP's bias b, always learnt
         self.opt = Optimiser(params["optimiser"], params["lr"], self.w)
         self.evals = set(evaluation_steps(self.steps))
         self.monitor = monitor.inputs(world, *self.noise)
@@ -632,7 +724,8 @@ class Run:
         self.entropy_min = np.full(trials, np.inf)
         self.excess_min = np.full(trials, np.inf)
         self.fixed_floor = float(entropy_floor(self.n, float(params["tau"])))
-        first = infonce(self.w[0], *self.monitor, self.tau(), grad=False, stats=False)
+        self.monitor_labels = monitor.labels
+        first = self.objective(self.monitor, monitor.labels, self.tau(), grad=False, stats=False)
         self.init = {
             "init_loss": first["loss"].mean(axis=-1),
             "init_entropy": first["entropy"].mean(axis=-1),
@@ -641,6 +734,24 @@ class Run:
         self.losses = {0: self.init["init_loss"]}
         self.entropies = {0: self.init["init_entropy"]}
         self.taus = {0: np.broadcast_to(self.tau(), (trials,)).copy()}
+
+    def objective(self, views, labels, tau, grad: bool, stats: bool) -> dict[str, np.ndarray]:
+        """The point's loss (`infonce`, its debiased form, or `sigmoid_loss`) on views (x1, x2)."""
+        grad_t = grad and self.learned
+        x1, x2 = views
+        if self.loss == "siglip":
+            return sigmoid_loss(self.w[0], x1, x2, tau, self.w[-1], grad, stats, labels, grad_t)
+        exclude = same_class_pairs(labels) if self.loss == "debiased" else None
+        return infonce(self.w[0], x1, x2, tau, grad, stats, labels, grad_t=grad_t, exclude=exclude)
+
+    def gradients(self, out: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The gradients in the order of the weights: W, then t if learnt, then SigLIP's b."""
+        grads = [out["gw"]]
+        if self.learned:
+            grads.append(out["gt"])
+        if self.loss == "siglip":
+            grads.append(out["gb"])
+        return grads
 
     def tau(self):
         """The temperature: the point's tau, or per trial exp(-t)."""
@@ -659,17 +770,12 @@ class Run:
     def step(self, batch: Batches, step: int) -> None:
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
             tau = self.tau()
-            out = infonce(
-                self.w[0],
-                *batch.inputs(self.world, *self.noise),
-                tau,
-                grad=True,
-                stats=False,
-                grad_t=self.learned,
+            out = self.objective(
+                batch.inputs(self.world, *self.noise), batch.labels, tau, grad=True, stats=False
             )
             np.fmin(self.entropy_min, out["entropy"][:, 0], out=self.entropy_min)  # fmin: NaN-safe
             np.fmin(self.excess_min, out["entropy"][:, 0] - self.floor(tau), out=self.excess_min)
-            self.opt.update(self.w, [out["gw"], out["gt"]] if self.learned else [out["gw"]], step)
+            self.opt.update(self.w, self.gradients(out), step)
             if self.clamp:
                 np.minimum(self.w[1], math.log(1.0 / TAU_CLAMP), out=self.w[1])
             bad = not_finite(self.w)
@@ -678,7 +784,9 @@ class Run:
                 bad |= ~((tau > 0) & np.isfinite(tau))
             if step in self.evals:
                 tau = self.tau()
-                monitor = infonce(self.w[0], *self.monitor, tau, grad=False, stats=False)
+                monitor = self.objective(
+                    self.monitor, self.monitor_labels, tau, grad=False, stats=False
+                )
                 loss = monitor["loss"].mean(axis=-1)
                 bad |= ~np.isfinite(loss)
                 self.losses[step] = loss
@@ -706,8 +814,8 @@ class Run:
         tau = self.tau()
         with np.errstate(all="ignore"):
             labels = final.labels
-            last = infonce(
-                self.w[0], *final.inputs(self.world, *self.noise), tau, grad=False, labels=labels
+            last = self.objective(
+                final.inputs(self.world, *self.noise), labels, tau, grad=False, stats=True
             )
             accuracy = evaluations(self.w[0], self.world, probe, *self.noise[:2])
         out["entropy_min"] = np.where(diverged, np.nan, self.entropy_min)
