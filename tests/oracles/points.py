@@ -2,7 +2,8 @@
 `attnsim.records.grid` and `attnsim.plan.sweep` is tested against.
 
 A point's id is the first 16 hex digits of the sha256 of the JSON text of its kind and its
-canonical parameter values with sorted keys; its stream's id the same of its kind and the
+canonical parameter values with sorted keys (a parameter declared `id_omits_default` left out
+at its default value); its stream's id the same of its kind and the
 values of the parameters that shape its random draws.
 """
 
@@ -15,7 +16,7 @@ import math
 
 import pyarrow as pa
 
-from attnsim.kinds import as_kind, get_kind
+from attnsim.kinds import all_kinds, as_kind, get_kind
 from attnsim.records.grid import Point
 from attnsim.seeding import canonical_value
 
@@ -27,7 +28,14 @@ def digest(payload) -> str:
 
 def point_id(kind: str, params: dict) -> str:
     """The canonical definition of a point's id."""
-    return digest({"kind": kind, "params": {k: canonical_value(v) for k, v in params.items()}})
+    declared = all_kinds()[kind].schema.params if kind in all_kinds() else ()
+    at_default = {
+        c.name
+        for c in declared
+        if c.id_omits_default and canonical_value(params.get(c.name)) == canonical_value(c.default)
+    }
+    named = {k: canonical_value(v) for k, v in params.items() if k not in at_default}
+    return digest({"kind": kind, "params": named})
 
 
 def reference_point(kind, params: dict) -> Point:

@@ -53,7 +53,10 @@ class Param(Column):
     `choices` if given. `attnsim.config.load.schema` generates the JSON Schema from these
     declarations.
     A parameter with a `default` may be left out of a grid: it then takes the one value
-    [default] (so a parameter added to a kind keeps existing configs valid).
+    [default] (so a parameter added to a kind keeps existing configs valid). If it also sets
+    `id_omits_default`, a point at the default leaves the parameter out of its id
+    (`attnsim.records.grid.point_ids`): a parameter added to a kind after its points were
+    stored keeps their ids, and only the new values make new points.
     """
 
     minimum: float | None = None
@@ -61,6 +64,7 @@ class Param(Column):
     exclusive_minimum: float | None = None
     choices: tuple[str, ...] = ()
     default: object = None
+    id_omits_default: bool = False
 
     def item_schema(self) -> dict:
         if self.choices:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attnsim.kernels.block_sites import Scaling
+from attnsim.kernels.blockscale import ACCUMULATIONS, GRANULARITIES, SCALE_TYPES
 from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import FORMAT_NAMES, FORMATS
 from attnsim.kinds.base import Column, Param
@@ -23,9 +25,49 @@ FORMAT = Param(
     STR,
     "number format of the rounding: bfloat16 (8 significand bits), float16 (11), float8_e4m3fn "
     "(4, max 448, no inf), "
-    "float8_e5m2 (3, max 57344); round to nearest even with saturation (docs/science.md §11.1)",
+    "float8_e5m2 (3, max 57344), and the microscaling elements float6_e2m3fn (4, max 7.5), "
+    "float6_e3m2fn (3, max 28), float4_e2m1fn (2, max 6); round to nearest even with "
+    "saturation (docs/science.md §11.1, §11.6)",
     choices=FORMAT_NAMES,
 )
+# The block-scaled axes (docs/science.md §11.6). Added after the kinds' points were stored: at
+# their defaults (today's one rounding) they stay out of the point ids, which keeps those points.
+GRANULARITY = Param(
+    "granularity",
+    STR,
+    "which values share one scale, along the site's reduction axis: none (no scale: the plain "
+    "cast), tensor, row (a token), channel, block32 / block16 (32 or 16 consecutive values: OCP "
+    "MX, NVFP4)",
+    choices=GRANULARITIES,
+    default="none",
+    id_omits_default=True,
+)
+SCALE_TYPE = Param(
+    "scale_type",
+    STR,
+    "the shared scale's format: fp32 (exact), e8m0 (a power of two, OCP MX), e4m3 (NVFP4's "
+    "block scale); ignored at granularity none",
+    choices=SCALE_TYPES,
+    default="fp32",
+    id_omits_default=True,
+)
+ACCUMULATION = Param(
+    "accumulation",
+    STR,
+    "accumulator of the q . k product at the qk sites: fp32, or fp16 (every partial sum rounded "
+    "to float16); the other sites ignore it",
+    choices=ACCUMULATIONS,
+    default="fp32",
+    id_omits_default=True,
+)
+SCALING_PARAMS = (GRANULARITY, SCALE_TYPE, ACCUMULATION)
+
+
+def scaling(p) -> Scaling:
+    """The point's block-scaled quantisation (today's one rounding at the defaults)."""
+    return Scaling(p["granularity"], p["scale_type"], p["accumulation"])
+
+
 SITE = Param(
     "site",
     STR,

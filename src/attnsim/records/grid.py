@@ -75,11 +75,19 @@ def point_id_array(
 
 
 def json_fields(kind: Kind, values: dict[str, list[Any]]) -> dict[str, list[bytes]]:
-    """Per parameter, each distinct value's `"name":value` field of the canonical JSON text."""
-    return {
+    """Per parameter, each distinct value's `"name":value` field of the canonical JSON text;
+    empty for a parameter declared `id_omits_default` at its default (kinds.base.Param): such a
+    point's text is the one it had before the parameter existed."""
+    fields = {
         name: [_json(name).encode() + b":" + _json(v).encode() for v in values[name]]
         for name in kind.param_names
     }
+    for param in kind.schema.params:
+        if param.id_omits_default:
+            default = canonical_column_value(param, param.default)
+            pairs = zip(values[param.name], fields[param.name])
+            fields[param.name] = [b"" if v == default else f for v, f in pairs]
+    return fields
 
 
 def point_ids(
@@ -98,7 +106,11 @@ def point_ids(
     of `values`, when the caller has them (a grid's chunks, one call each, share them)."""
     names = kind.param_names
     fields = fields if fields is not None else json_fields(kind, values)
-    inner = max(names, key=lambda name: len(values[name]))
+    # the inner parameter is one always in the text (its neighbours' commas stay right)
+    always = [name for name in names if all(fields[name])]
+    if not always:
+        raise ValueError(f"kind {kind.name}: every parameter may be left out of the ids")
+    inner = max(always, key=lambda name: len(values[name]))
     outer = [name for name in names if name != inner]
     keys = sorted(names)
     at = keys.index(inner)
@@ -125,8 +137,9 @@ def point_ids(
         else:
             members, inners = order[a:b].tolist(), inner_index[order[a:b]].tolist()
         given = dict(zip(outer, np.unravel_index(int(codes[order[a]]), shape) if outer else ()))
-        state = sha256(start + b"".join(fields[k][given[k]] + b"," for k in before))
-        tail = b"".join(b"," + fields[k][given[k]] for k in after) + b"}}"
+        heads = (fields[k][given[k]] for k in before)
+        state = sha256(start + b"".join(f + b"," for f in heads if f))
+        tail = b"".join(b"," + f for f in (fields[k][given[k]] for k in after) if f) + b"}}"
         copy = state.copy
         for at, i in zip(members, inners):
             h = copy()

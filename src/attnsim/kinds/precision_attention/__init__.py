@@ -35,6 +35,7 @@ PARAMS = (
     ),
     low_precision.FORMAT,
     low_precision.SITE,
+    *low_precision.SCALING_PARAMS,
 )
 
 THEORY = (

@@ -27,6 +27,7 @@ import numpy as np
 
 from attnsim.kernels import precision
 from attnsim.kernels.sampling import standard_normal
+from attnsim.kinds import low_precision
 
 
 def channel_variances(d: int, outlier_channels: int, outlier_scale: float) -> np.ndarray:
@@ -90,7 +91,7 @@ def simulate_block(rng: np.random.Generator, trials: int, points) -> list[dict[s
         rotate,
     )
     block = precision.Block(logits, values, q, k, rotations)
-    return [block.metrics(p["site"], p["format"]) for p in points]
+    return [block.metrics(p["site"], p["format"], low_precision.scaling(p)) for p in points]
 
 
 def bytes_per_trial(n: int, d: int) -> int:

@@ -14,6 +14,7 @@ PARAMS = (
     *real_model.layer_head_params(),
     low_precision.FORMAT,
     low_precision.SITE,
+    *low_precision.SCALING_PARAMS,
 )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from attnsim.kernels import precision
 from attnsim.kernels.sampling import standard_normal
+from attnsim.kinds import low_precision
 from attnsim.models import heads
 
 
@@ -45,7 +46,9 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points, record: bool
                 None if rotations is None else rotations[part],
             )
             for i in members:
-                for name, values in block.metrics(points[i]["site"], points[i]["format"]).items():
+                p = points[i]
+                metrics = block.metrics(p["site"], p["format"], low_precision.scaling(p))
+                for name, values in metrics.items():
                     out[i].setdefault(name, np.empty(trials))[part] = values
     if record:
         return out, (ids, positions, rotations)
