@@ -87,7 +87,8 @@ def qk_site(
         math.sqrt(d)
     )
     p = clean.p
-    a = np.einsum("tn,tnm,tnv->tmv", p, k64, clean.dev)  # sum_i p_i k_im (v_i - o)
+    pk = np.ascontiguousarray((p[:, :, None] * k64).transpose(0, 2, 1))  # (T, d, n)
+    a = np.matmul(pk, clean.dev)  # (T, d, dv): sum_i p_i k_im (v_i - o)
     b = np.einsum("tn,tnd->td", p * known, clean.dev)
     out["sq_err_model"] = (
         np.einsum("tm,tmv,tmv->t", vq, a, a)
@@ -95,11 +96,11 @@ def qk_site(
         + np.sum(b * b, axis=-1)
     )
     diag = np.matmul(k64 * k64, vq[:, :, None])[:, :, 0] + own
-    kbar = np.einsum("tn,tnm->tm", p, k64)
+    kbar = pk.sum(axis=-1)  # sum_j p_j k_j
     cov_p = np.matmul(k64, (vq * kbar)[:, :, None])[:, :, 0] + p * own
     g = shift_gradient(clean)
     out["logit_shift_model"] = shift_prediction(clean, diag, cov_p) + np.sum(g * known, axis=-1)
-    gk = np.einsum("tn,tnm->tm", g, k64)
+    gk = np.matmul(g[:, None, :], k64)[:, 0, :]  # sum_i g_i k_im
     out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1) + np.sum(g * g * own, axis=-1)
     out["sq_err_next"] = np.full(trials, np.nan)
     size = (n + 1) * d

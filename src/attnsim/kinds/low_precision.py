@@ -12,7 +12,7 @@ import numpy as np
 from attnsim.kernels.block_sites import Scaling
 from attnsim.kernels.blockscale import ACCUMULATIONS, GRANULARITIES, SCALE_TYPES
 from attnsim.kernels.precision import METRIC_NAMES, SITES
-from attnsim.kernels.rounding import FORMAT_NAMES, FORMATS
+from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMAT_NAMES, FORMATS, MX_ELEMENT_NAMES
 from attnsim.kinds.base import Column, Param
 from attnsim.kinds.columns import F64, GRAD_SQ, N_EFF, STR, with_ci
 from attnsim.stats import ratio_of_means
@@ -61,6 +61,25 @@ ACCUMULATION = Param(
     id_omits_default=True,
 )
 SCALING_PARAMS = (GRANULARITY, SCALE_TYPE, ACCUMULATION)
+
+
+def has_plain(values) -> bool:
+    """A grid (parameter -> distinct values) with today's one rounding of a classic format: the
+    figures of §11.1-§11.5 apply."""
+    return (
+        "none" in values["granularity"]
+        and "fp32" in values["accumulation"]
+        and any(f in CLASSIC_FORMAT_NAMES for f in values["format"])
+    )
+
+
+def has_scaled(values) -> bool:
+    """A grid with scale groups, fp16 accumulation or a microscaling element: the atlas applies."""
+    return (
+        values["granularity"] != ["none"]
+        or values["accumulation"] != ["fp32"]
+        or any(f in MX_ELEMENT_NAMES for f in values["format"])
+    )
 
 
 def scaling(p) -> Scaling:
@@ -144,13 +163,24 @@ FORMAT_THEORY = (
 )
 
 
+def plain(rows: pd.DataFrame) -> pd.Series:
+    """Today's one rounding (no scale groups, fp32 accumulation): the points §11.1-§11.5 are about.
+    Summaries stored before the block-scaled axes existed lack them and are all plain."""
+    import pandas as pd
+
+    if "granularity" not in rows:
+        return pd.Series(True, index=rows.index)
+    return (rows["granularity"] == "none") & (rows["accumulation"] == "fp32")
+
+
 def first_order_regime(rows: pd.DataFrame, kappa_eff_max: float, flushed_max: float) -> pd.Series:
     """The summary points where the rounding model's first order is predicted accurate
     (docs/science.md §11.4): kappa_eff <= `kappa_eff_max` (the output site has no expansion),
-    nothing saturated, at most `flushed_max` of the cast numbers flushed to 0."""
+    nothing saturated, at most `flushed_max` of the cast numbers flushed to 0; today's plain
+    rounding only (the block-scaled points have their own model and claims, §11.9)."""
     small = (rows["kappa_eff"] <= kappa_eff_max) | (rows["site"] == "output")
     clean = (rows["saturated_mean"] == 0) & (rows["flushed_mean"] <= flushed_max)
-    return small.fillna(False) & clean
+    return small.fillna(False) & clean & plain(rows)
 
 
 def format_theory(p) -> dict[str, object]:
@@ -238,6 +268,11 @@ EXTRA = (
         "at site qk_rotated: mean(sq_err_model_unrotated) / mean(grad_sq), the unrotated cast's "
         "kappa_eff",
     ),
+    *with_ci(
+        "kappa_measured",
+        "mean(sq_err) / mean(grad_sq), paired: the effective variance of the errors the rows "
+        "measured, the control variable of the first-order regime (docs/science.md §11.9)",
+    ),
     Column(
         "kappa_eff",
         F64,
@@ -287,6 +322,7 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     nxt = _mean_ratio(m["sq_err_next"], m["sq_err_model"])
     out["next_correction"] = None if nxt is None else nxt - 1.0
     out["kappa_eff"] = _mean_ratio(m["sq_err_model"], m["grad_sq"])
+    out.update(_ratio("kappa_measured", m["sq_err"], m["grad_sq"]))
     out.update(_ratio("rotation_gain", m["sq_err_unrotated"], m["sq_err"]))
     out["kappa_eff_unrotated"] = _mean_ratio(m["sq_err_model_unrotated"], m["grad_sq"])
     out["rotation_gain_model"] = _mean_ratio(m["sq_err_model_unrotated"], m["sq_err_model"])

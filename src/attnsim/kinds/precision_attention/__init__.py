@@ -101,7 +101,13 @@ KIND = Kind(
         extreme_metrics=("entropy",),
     ),
     presentation=Presentation(
-        figures=("precision_error", "precision_rotation", "precision_bias"),
+        figures=("precision_error", "precision_rotation", "precision_bias", "precision_atlas"),
+        figure_applies={
+            "precision_error": low_precision.has_plain,
+            "precision_rotation": low_precision.has_plain,
+            "precision_bias": low_precision.has_plain,
+            "precision_atlas": low_precision.has_scaled,
+        },
         headline=headline,
     ),
     example={
