@@ -1,4 +1,4 @@
-"""Block-scaled quantisation (`attnsim.kernels.blockscale`, docs/science.md §11.6): the vectorised
+"""Block-scaled quantisation (`attnsim.kernels.blockscale`, docs/science.md §11.9): the vectorised
 kernel against the plain per-group oracle, the block model against brute force over many small
 blocks, and the new axes leaving today's point ids alone."""
 
@@ -86,7 +86,7 @@ def test_fp16_accumulation_equals_the_step_by_step_oracle():
     ],
 )
 def test_block_model_against_brute_force(name, granularity, scale_type):
-    """The model's mean squared error (variance plus known errors, docs/science.md §11.6) against
+    """The model's mean squared error (variance plus known errors, docs/science.md §11.9) against
     the brute-force quantisation of 4096 small Gaussian blocks: within the model's own
     within-bin tolerance plus 4 standard errors of the measured mean (SE from the blocks'
     spread)."""

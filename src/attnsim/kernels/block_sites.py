@@ -1,5 +1,5 @@
 """The attention sites of `kernels.precision` with block-scaled quantisation (`kernels.blockscale`)
-and the block-correlated first-order model of their error (docs/science.md §11.6).
+and the block-correlated first-order model of their error (docs/science.md §11.9).
 
 Each site returns the columns `precision.Block.metrics` completes. The model is the rounding
 model of §11.2 with each value's variance S^2 ulp(x/S)^2 / 12 set by its group's scale, plus the

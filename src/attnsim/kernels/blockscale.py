@@ -1,6 +1,6 @@
 """Block-scaled quantisation as attention kernels practise it (OCP microscaling, NVFP4,
 SageAttention, FlashAttention-3), and the block-correlated first-order model of its error
-(docs/science.md §11.6).
+(docs/science.md §11.9).
 
 An array x (T, R, C) is quantised along its reduction axis C (the channels of q and k, the keys
 of the logits and of P): the values sharing one scale S are
@@ -40,7 +40,7 @@ from attnsim.kernels.rounding import F32, Format
 
 def within_bin_tolerance(fmt: Format) -> float:
     """How far the uniform-within-bin variance may be off for smooth values (docs/science.md
-    §11.6): the density's curvature over a bin of relative width h = 2^(1 - t) changes E e^2 by
+    §11.9): the density's curvature over a bin of relative width h = 2^(1 - t) changes E e^2 by
     a relative ~ h^2 |x^2/sigma^2 - 1| / 12 <= h^2 / 4 for the values below 2 sigma that carry
     it: 6.25% at FP4 (t = 2), 1.6% at t = 3, 0.4% at t = 4, nothing at fp16."""
     return 2.0 ** (2 * (1 - fmt.bits)) / 4

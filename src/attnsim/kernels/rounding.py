@@ -59,7 +59,7 @@ def _format(name: str, dtype, bits: int, min_exp: int, cast_is_fast: bool = Fals
 
 
 # The OCP microscaling element types (FP6 E2M3/E3M2, FP4 E2M1) follow the four classic formats:
-# no inf and no NaN, saturating like e4m3fn (docs/science.md §11.6).
+# no inf and no NaN, saturating like e4m3fn (docs/science.md §11.9).
 CLASSIC_FORMAT_NAMES = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 MX_ELEMENT_NAMES = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 FORMAT_NAMES = CLASSIC_FORMAT_NAMES + MX_ELEMENT_NAMES

@@ -27,10 +27,10 @@ FORMAT = Param(
     "(4, max 448, no inf), "
     "float8_e5m2 (3, max 57344), and the microscaling elements float6_e2m3fn (4, max 7.5), "
     "float6_e3m2fn (3, max 28), float4_e2m1fn (2, max 6); round to nearest even with "
-    "saturation (docs/science.md §11.1, §11.6)",
+    "saturation (docs/science.md §11.1, §11.9)",
     choices=FORMAT_NAMES,
 )
-# The block-scaled axes (docs/science.md §11.6). Added after the kinds' points were stored: at
+# The block-scaled axes (docs/science.md §11.9). Added after the kinds' points were stored: at
 # their defaults (today's one rounding) they stay out of the point ids, which keeps those points.
 GRANULARITY = Param(
     "granularity",
@@ -83,8 +83,9 @@ def has_scaled(values) -> bool:
 
 
 def scaling(p) -> Scaling:
-    """The point's block-scaled quantisation (today's one rounding at the defaults)."""
-    return Scaling(p["granularity"], p["scale_type"], p["accumulation"])
+    """The point's block-scaled quantisation (today's one rounding at the defaults, also for a
+    point written before the axes existed, which lacks them)."""
+    return Scaling(*(p.get(param.name, param.default) for param in SCALING_PARAMS))
 
 
 SITE = Param(
