@@ -12,6 +12,7 @@ from matplotlib.lines import Line2D
 from attnsim.figures.common import legend_below
 from attnsim.figures.style import figure_function, palette
 from attnsim.kernels.rounding import FORMAT_NAMES
+from attnsim.kinds.low_precision_figures import atlas
 from attnsim.kinds.precision_attention.claims import THRESHOLDS, in_model_regime
 
 SHORT = {
@@ -279,79 +280,13 @@ def precision_bias(summary: pd.DataFrame):
     return fig
 
 
-ATLAS_SITES = ("logits", "qk", "qk_rotated", "probs", "output")
-
-
-def _scheme(row) -> str:
-    if row["granularity"] == "none":
-        return "plain"
-    return f"{row['granularity']} {row['scale_type']}" + (
-        " acc16" if row["accumulation"] == "fp16" else ""
-    )
-
-
 @figure_function
 def precision_atlas(summary: pd.DataFrame):
-    """Columns: site. Top row: the measured effective error variance mean ||o~ - o||^2 / mean
-    sum p^2 ||v - o||^2 (log scale, 95% interval) per scaling scheme and element format, with
-    §11.4's first-order limit 0.01. Bottom row: measured over the block-correlated model's
-    prediction (95% interval) with the format's tolerance band (docs/science.md §11.9)."""
+    """The low-precision atlas of the synthetic rows (`kinds.low_precision_figures.atlas`):
+    marker = logit std."""
     from attnsim.kinds.precision_attention.claims import block_tolerance
 
-    data = summary[(summary["logit_scale"] > 0) & summary["site"].isin(ATLAS_SITES)].copy()
+    data = summary[summary["logit_scale"] > 0]
     if data.empty:
         return _empty("no point with logit std > 0 in this experiment")
-    data["scheme"] = data.apply(_scheme, axis=1)
-    schemes = sorted(data["scheme"].unique(), key=lambda s: (s != "plain", s))
-    sites = [s for s in ATLAS_SITES if (data["site"] == s).any()]
-    colours = _colours(data["format"])
-    offsets = dict(zip(colours, np.linspace(-0.25, 0.25, len(colours))))
-    sigmas = sorted(data["logit_scale"].unique())
-    markers = dict(zip(sigmas, "os^Dv"))
-    width = max(3.6, 0.45 * len(schemes) + 1.2)
-    fig, axes = plt.subplots(2, len(sites), figsize=(width * len(sites), 6.6), squeeze=False)
-    for col, site in enumerate(sites):
-        top, bottom = axes[0, col], axes[1, col]
-        part = data[data["site"] == site]
-        for (fmt, sigma), line in part.groupby(["format", "logit_scale"]):
-            x = np.array([schemes.index(s) for s in line["scheme"]]) + offsets[fmt]
-            style = dict(fmt=markers.get(sigma, "o"), color=colours[fmt], ms=4, ls="none")
-            _errorbar(
-                top,
-                x,
-                line["kappa_measured"],
-                line["kappa_measured_ci_low"],
-                line["kappa_measured_ci_high"],
-                **style,
-            )
-            _errorbar(
-                bottom,
-                x,
-                line["ratio_model_mean"],
-                line["ratio_model_ci_low"],
-                line["ratio_model_ci_high"],
-                **style,
-            )
-            tol = block_tolerance(fmt) if fmt in FORMAT_NAMES else THRESHOLDS.ratio_tolerance
-            for y in (1 - tol, 1 + tol):
-                bottom.hlines(np.full(len(x), y), x - 0.1, x + 0.1, color=colours[fmt], lw=0.6)
-        top.axhline(THRESHOLDS.kappa_eff_max, color="0.3", ls="--", lw=0.8)
-        top.set_yscale("log")
-        bottom.axhline(1.0, color="0.2", lw=0.9)
-        for ax in (top, bottom):
-            ax.set_xticks(range(len(schemes)), schemes, rotation=60, ha="right", fontsize=7)
-        top.set_title(f"site {site}", fontsize=9)
-    axes[0, 0].set_ylabel("measured κ = mean‖õ−o‖² / mean Σp²‖v−o‖²")
-    axes[1, 0].set_ylabel("measured / block model")
-    handles: list[Artist] = [
-        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
-        for f, c in colours.items()
-    ]
-    handles += [
-        Line2D([], [], color="0.3", marker=markers[s], ls="none", label=f"σ = {s:g}")
-        for s in sigmas
-        if s in markers
-    ]
-    handles.append(Line2D([], [], color="0.3", ls="--", label="first-order limit κ = 0.01"))
-    legend_below(fig, handles, ncol=min(len(handles), 6))
-    return fig
+    return atlas(data, "logit_scale", "σ", block_tolerance, THRESHOLDS.kappa_eff_max)
