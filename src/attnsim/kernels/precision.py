@@ -358,7 +358,7 @@ class Block:
         self.clean = clean_rows(logits, values)
         self.q, self.k, self.rotation = q, k, rotation
         self._rotated = None
-        self._done: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+        self._done: dict[tuple[str, str, object], dict[str, np.ndarray]] = {}
 
     def rotated(self) -> tuple[np.ndarray, np.ndarray]:
         """R q (T, d) and R k_i (T, n, d), computed once per block in float64, kept as float32 (the
