@@ -33,11 +33,17 @@ class Scaling:
     granularity: str = "none"
     scale_type: str = "fp32"
     accumulation: str = "fp32"
+    # "mean": SageAttention's smoothing, k_i - mean_j k_j before quantising (qk sites): exact, as
+    # it moves every logit of a row by q . mean k
+    smoothing: str = "none"
 
     @property
     def is_plain(self) -> bool:
-        """Today's one rounding: no scale, fp32 accumulation (`kernels.precision`'s own path)."""
-        return self.granularity == "none" and self.accumulation == "fp32"
+        """Today's one rounding (no scale, fp32 accumulation, no smoothing): `kernels.precision`'s
+        own path."""
+        return (
+            self.granularity == "none" and self.accumulation == "fp32" and self.smoothing == "none"
+        )
 
 
 def _quantised(x: np.ndarray, fmt: Format, scaling: Scaling):
@@ -74,6 +80,8 @@ def qk_site(
 ) -> dict[str, np.ndarray]:
     """q (T, d), k (T, n, d) as cast: q's scale groups are those of a one-row tensor."""
     trials, n, d = k.shape
+    if scaling.smoothing == "mean":
+        k = np.asarray(k, dtype=F32) - np.asarray(k, dtype=F32).mean(axis=1, keepdims=True)
     rq, vq, kq, fq, sq = _quantised(np.asarray(q, dtype=F32)[:, None, :], fmt, scaling)
     rk, vk, kk, fk, sk = _quantised(np.asarray(k, dtype=F32), fmt, scaling)
     product, var_acc = blockscale.accumulate(rq[:, 0], rk, scaling.accumulation)

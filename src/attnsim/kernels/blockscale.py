@@ -49,6 +49,7 @@ def within_bin_tolerance(fmt: Format) -> float:
 GRANULARITIES = ("none", "tensor", "row", "channel", "block32", "block16")
 SCALE_TYPES = ("fp32", "e8m0", "e4m3")
 ACCUMULATIONS = ("fp32", "fp16")
+SMOOTHINGS = ("none", "mean")
 
 
 def group_maxima(x: np.ndarray, granularity: str) -> np.ndarray:

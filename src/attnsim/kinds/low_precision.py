@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnsim.kernels.block_sites import Scaling
-from attnsim.kernels.blockscale import ACCUMULATIONS, GRANULARITIES, SCALE_TYPES
+from attnsim.kernels.blockscale import ACCUMULATIONS, GRANULARITIES, SCALE_TYPES, SMOOTHINGS
 from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMAT_NAMES, FORMATS, MX_ELEMENT_NAMES
 from attnsim.kinds.base import Column, Param
@@ -60,7 +60,16 @@ ACCUMULATION = Param(
     default="fp32",
     id_omits_default=True,
 )
-SCALING_PARAMS = (GRANULARITY, SCALE_TYPE, ACCUMULATION)
+SMOOTHING = Param(
+    "smoothing",
+    STR,
+    "SageAttention's smoothing of the keys at the qk sites: none, or mean (k_i - mean_j k_j "
+    "before quantising; exact by softmax's shift invariance); the other sites ignore it",
+    choices=SMOOTHINGS,
+    default="none",
+    id_omits_default=True,
+)
+SCALING_PARAMS = (GRANULARITY, SCALE_TYPE, ACCUMULATION, SMOOTHING)
 
 
 def has_plain(values) -> bool:
@@ -69,6 +78,7 @@ def has_plain(values) -> bool:
     return (
         "none" in values["granularity"]
         and "fp32" in values["accumulation"]
+        and "none" in values["smoothing"]
         and any(f in CLASSIC_FORMAT_NAMES for f in values["format"])
     )
 
@@ -78,6 +88,7 @@ def has_scaled(values) -> bool:
     return (
         values["granularity"] != ["none"]
         or values["accumulation"] != ["fp32"]
+        or values["smoothing"] != ["none"]
         or any(f in MX_ELEMENT_NAMES for f in values["format"])
     )
 
@@ -171,7 +182,8 @@ def plain(rows: pd.DataFrame) -> pd.Series:
 
     if "granularity" not in rows:
         return pd.Series(True, index=rows.index)
-    return (rows["granularity"] == "none") & (rows["accumulation"] == "fp32")
+    out = (rows["granularity"] == "none") & (rows["accumulation"] == "fp32")
+    return out & (rows["smoothing"] == "none") if "smoothing" in rows else out
 
 
 def first_order_regime(rows: pd.DataFrame, kappa_eff_max: float, flushed_max: float) -> pd.Series:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from attnsim.claims.engine import Alternative, ClaimSpec, Estimate, OneSided, PerPoint, Regime
@@ -14,6 +15,7 @@ from attnsim.kernels.blockscale import within_bin_tolerance
 from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMATS
 from attnsim.kinds.low_precision import first_order_regime, plain
 from attnsim.kinds.ratio_claims import ratio_is_one, ratio_points
+from attnsim.stats import Z95
 
 
 @dataclass(frozen=True)
@@ -301,7 +303,7 @@ BIAS = ClaimSpec(
 
 # --- block-scaled quantisation (docs/science.md §11.9) --------------------------------------------
 
-BLOCK_PARAMS = (*PARAMS, "granularity", "scale_type", "accumulation")
+BLOCK_PARAMS = (*PARAMS, "granularity", "scale_type", "accumulation", "smoothing", "key_mean")
 BLOCK_FORMATS = ("float8_e4m3fn", "float8_e5m2", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 BLOCK_REASON = "docs/science.md §11.9"
 # §11.9: each value its own scale (channel groups of a one-row site) is no quantisation at all
@@ -460,6 +462,88 @@ BLOCK_ROTATION = ClaimSpec(
     ),
 )
 
+SMOOTH_PARAMS = tuple(p for p in BLOCK_PARAMS if p != "smoothing")
+
+
+def _smoothing_pairs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each point without smoothing beside its twin with it (same rows: the smoothing is no
+    stream parameter), as one row with the `_none` and `_mean` columns."""
+    keys = [p for p in SMOOTH_PARAMS if p in rows]
+    none, mean = (rows[rows["smoothing"] == s] for s in ("none", "mean"))
+    return none.merge(mean, on=keys, suffixes=("_none", "_mean"))
+
+
+def _smoothing_points(rows: pd.DataFrame) -> Estimate:
+    """Measured gain E_none / E_mean over the model's M_none / M_mean, per pair. Its interval
+    treats the four means as independent (their SEs combined on the log scale): conservative,
+    as the common rows correlate them positively."""
+    pairs = _smoothing_pairs(rows)
+    ratio = (pairs["sq_err_mean_none"] / pairs["sq_err_mean_mean"]) / (
+        pairs["sq_err_model_mean_none"] / pairs["sq_err_model_mean_mean"]
+    )
+    rel = (
+        sum(
+            (pairs[f"{m}_se_{s}"] / pairs[f"{m}_mean_{s}"]) ** 2
+            for m in ("sq_err", "sq_err_model")
+            for s in ("none", "mean")
+        )
+        ** 0.5
+    )
+    pairs = pairs.assign(
+        gain=ratio,
+        gain_se=ratio * rel,
+        gain_ci_low=ratio * np.exp(-Z95 * rel),
+        gain_ci_high=ratio * np.exp(Z95 * rel),
+        n_trials=pairs["n_trials_none"],
+        measured=pairs["sq_err_mean_none"] / pairs["sq_err_mean_mean"],
+        model=pairs["sq_err_model_mean_none"] / pairs["sq_err_model_mean_mean"],
+    )
+    pairs["smoothing"] = "mean"
+    return ratio_points(
+        "gain", SMOOTH_PARAMS, mean="", measured=_span("measured"), model=_span("model")
+    )(pairs)
+
+
+def _smoothing_regime(r: pd.DataFrame) -> pd.Series:
+    if "smoothing" not in r or "key_mean" not in r:
+        return pd.Series(False, index=r.index)
+    small = (r["kappa_eff"] <= THRESHOLDS.kappa_eff_max).fillna(False)
+    return r["site"].isin(("qk", "qk_rotated")) & (r["key_mean"] > 0) & small
+
+
+SMOOTHING_GAIN = ClaimSpec(
+    claim_id="smoothing_gain",
+    statement="robustness",
+    text="When the keys share a mean, subtracting it before quantising q and k (SageAttention's "
+    "smoothing, exact by softmax's shift invariance) divides the error by the factor the "
+    "block-correlated model predicts from the same rows.",
+    role="evidence",
+    regime=Regime(
+        "precision_attention, sites qk and qk_rotated, key_mean > 0, both the smoothed and the "
+        f"unsmoothed point with kappa_eff <= {THRESHOLDS.kappa_eff_max}",
+        f"{BLOCK_REASON}: the shared mean sets the groups' maxima along the channels",
+        _smoothing_regime,
+        measured=lambda r: (
+            r["smoothing"] == "mean" if "smoothing" in r else pd.Series(False, index=r.index)
+        ),
+    ),
+    rule=ratio_is_one(THRESHOLDS.rotation_tolerance, "twice the ~3-5% of each prediction"),
+    alternative=Alternative(
+        "no gain (ratio 1/gain_model): smoothing only moves every logit of a row alike",
+        math.nan,
+        "§11.9: the shift is exact for the logits, but the quantisation error depends on the "
+        "groups' maxima, which the mean sets",
+    ),
+    measure=_smoothing_points,
+    compared_to="1: measured gain mean(sq_err) unsmoothed / smoothed over the model's, per "
+    "pair of points on the same rows",
+    figure=FIGURE_ATLAS,
+    describe=lambda e: (
+        f"{_at_block(e)}; measured gains {_range(e, 'measured')}, model {_range(e, 'model')}"
+    ),
+)
+
+
 CLAIMS = (
     IID_DELTA,
     *(model_delta(f) for f in CLASSIC_FORMAT_NAMES),
@@ -468,4 +552,5 @@ CLAIMS = (
     *(block_model(f) for f in BLOCK_FORMATS),
     BLOCK_ROTATION,
     FP4_BEYOND,
+    SMOOTHING_GAIN,
 )
