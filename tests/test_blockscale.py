@@ -4,6 +4,7 @@ blocks, and the new axes leaving today's point ids alone."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -114,8 +115,8 @@ def test_block_model_knows_the_block_maximum_and_the_flushed():
 
 
 def test_new_axes_at_their_defaults_keep_todays_point_ids():
-    """A point at granularity none, scale fp32, accumulation fp32 has the id it had before the
-    axes existed; any other value of them makes a new point."""
+    """A point at granularity none, scale fp32, accumulation fp32, no smoothing and key_mean 0
+    has the id it had before the axes existed; any other value of them makes a new point."""
     kind = get_kind("precision_attention")
     today = {
         "n": 64,
@@ -128,14 +129,40 @@ def test_new_axes_at_their_defaults_keep_todays_point_ids():
     }
     old_id = digest({"kind": kind.name, "params": today})
     names = kind.param_names
-    row = tuple(
-        {**today, "granularity": "none", "scale_type": "fp32", "accumulation": "fp32"}[n]
-        for n in names
-    )
-    scaled = tuple(
-        {**today, "granularity": "block32", "scale_type": "fp32", "accumulation": "fp32"}[n]
-        for n in names
-    )
+    defaults = {p.name: p.default for p in kind.schema.params if p.id_omits_default}
+    row = tuple({**defaults, **today}[n] for n in names)
+    scaled = tuple({**defaults, **today, "granularity": "block32"}[n] for n in names)
     ids = row_ids(kind, [row, scaled])
     assert ids[0] == old_id
     assert ids[1] == digest({"kind": kind.name, "params": {**today, "granularity": "block32"}})
+
+
+def test_a_spec_stored_before_the_axes_existed_is_read_with_their_defaults():
+    """A chunk spec written by the kind before it gained the block-scaled axes (its `params`
+    lack them) reads as the same points, at the axes' defaults, with the same ids; a spec lacking
+    a parameter without `id_omits_default` is still refused in one line."""
+    from attnsim.errors import ConfigError
+    from attnsim.records.chunk import ChunkSpec
+
+    kind = get_kind("precision_attention")
+    old = ["n", "d", "logit_scale", "outlier_channels", "outlier_scale", "format", "site"]
+    row = [64, 16, 1.0, 2, 4.0, "bfloat16", "logits"]
+    text = json.dumps(
+        {
+            "experiment": "e",
+            "kind": kind.name,
+            "seed": 1,
+            "trials": 10,
+            "params": old,
+            "points": [row],
+        }
+    )
+    spec = ChunkSpec.from_json(text)
+    (point,) = spec.points
+    assert point.params["granularity"] == "none" and point.params["smoothing"] == "none"
+    assert point.id == digest({"kind": kind.name, "params": dict(zip(old, row))})
+    broken = json.loads(text)
+    broken["params"] = old[1:]
+    broken["points"] = [row[1:]]
+    with pytest.raises(ConfigError, match="do not match kind"):
+        ChunkSpec.from_json(json.dumps(broken))
