@@ -29,12 +29,16 @@ SHORT = {
 
 
 def scheme(row) -> str:
-    """A point's scaling scheme in a few characters: plain, or groups + scale (+ acc16)."""
+    """A point's scaling scheme in a few characters: plain, or groups + scale (+ acc16, + smooth,
+    + the keys' shared mean)."""
     if row["granularity"] == "none":
         name = "plain"
     else:
         name = f"{row['granularity']} {row['scale_type']}"
-    return name + (" acc16" if row["accumulation"] == "fp16" else "")
+    name += " acc16" if row["accumulation"] == "fp16" else ""
+    name += " smooth" if row.get("smoothing", "none") == "mean" else ""
+    key_mean = row.get("key_mean", 0.0)
+    return name + (f" k̄={key_mean:g}" if key_mean else "")
 
 
 def _errorbar(ax, x, y, low, high, **kwargs):
