@@ -15,7 +15,7 @@ from oracles import blockscale as block_oracle
 from oracles import precision_attention as oracle
 
 from attnsim.kernels import precision
-from attnsim.kernels.block_sites import Scaling
+from attnsim.kernels.block_sites import Block, Scaling
 from attnsim.kernels.rounding import FORMAT_NAMES
 from attnsim.kinds import get_kind
 from attnsim.kinds.precision_attention import claims, kernel
@@ -297,7 +297,7 @@ def test_block_scaled_sites_match_the_per_group_oracle(fmt, site, scaling):
     logits, values, q, k, rotations = kernel.draw(
         rng, 4, 40, 32, 1.5, 2, 5.0, True, site == "qk_rotated"
     )
-    got = precision.Block(logits, values, q, k, rotations).metrics(site, fmt, scaling)
+    got = Block(logits, values, q, k, rotations).metrics(site, fmt, scaling)
     rel = 5e-2 if site.startswith("qk") else 1e-6
     for t in range(4):
         rotation = None if rotations is None else rotations[t]
@@ -311,9 +311,7 @@ def test_plain_scaling_is_todays_rounding_bit_for_bit():
     logits, values, q, k, rotations = kernel.draw(rng, 6, 32, 16, 2.0, 2, 5.0, True, True)
     for site in precision.SITES:
         plain = precision.Block(logits, values, q, k, rotations).metrics(site, "float8_e4m3fn")
-        named = precision.Block(logits, values, q, k, rotations).metrics(
-            site, "float8_e4m3fn", Scaling()
-        )
+        named = Block(logits, values, q, k, rotations).metrics(site, "float8_e4m3fn", Scaling())
         for name in plain:
             assert np.array_equal(plain[name], named[name], equal_nan=True), (site, name)
 
@@ -324,6 +322,8 @@ def test_block_claims_judge_the_scaled_points_and_the_classic_ones_do_not():
         granularity="block32",
         scale_type="e8m0",
         accumulation="fp32",
+        smoothing="none",
+        key_mean=0.0,
         kappa_eff=0.005,
         kappa_measured=0.02,
         kappa_measured_ci_low=0.018,

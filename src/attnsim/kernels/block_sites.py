@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnsim.kernels import blockscale, rounding
+from attnsim.kernels import blockscale, precision, rounding
 from attnsim.kernels.precision import (
     Clean,
     logit_metrics,
@@ -163,3 +163,21 @@ def output_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.nda
         "flushed": flushed / size,
         "saturated": saturated / size,
     }
+
+
+class Block(precision.Block):
+    """`precision.Block` with the block-scaled sites: a point's `Scaling` picks today's one
+    rounding (plain) or this module's quantisation, on the same rows and cache."""
+
+    def _scaled(self, site: str, fmt: Format, scaling) -> dict[str, np.ndarray]:
+        if site == "logits":
+            return logits_site(self.clean, fmt, scaling)
+        if site == "qk":
+            return qk_site(self.clean, self.q, self.k, fmt, scaling)
+        if site == "qk_rotated":
+            return qk_site(self.clean, *self.rotated(), fmt, scaling)
+        if site == "probs":
+            return probs_site(self.clean, fmt, scaling)
+        if site == "output":
+            return output_site(self.clean, fmt, scaling)
+        raise ValueError(f"unknown site {site!r}")

@@ -351,8 +351,8 @@ def output_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
 class Block:
     """One block of rows and the sites computed on it, each (site, format, scaling) once (a cache:
     the rotated site's unrotated comparison reuses the `qk` site's numbers when the block has it).
-    Without a scaling (or a plain one) a site is today's one rounding; with one, the block-scaled
-    quantisation of `kernels.block_sites`."""
+    Without a scaling (or a plain one) a site is today's one rounding; the block-scaled
+    quantisation is `kernels.block_sites.Block`'s."""
 
     def __init__(self, logits, values, q=None, k=None, rotation=None):
         self.clean = clean_rows(logits, values)
@@ -382,19 +382,9 @@ class Block:
         return self._done[key]
 
     def _scaled(self, site: str, fmt: Format, scaling) -> dict[str, np.ndarray]:
-        from attnsim.kernels import block_sites as b  # imports this module
-
-        if site == "logits":
-            return b.logits_site(self.clean, fmt, scaling)
-        if site == "qk":
-            return b.qk_site(self.clean, self.q, self.k, fmt, scaling)
-        if site == "qk_rotated":
-            return b.qk_site(self.clean, *self.rotated(), fmt, scaling)
-        if site == "probs":
-            return b.probs_site(self.clean, fmt, scaling)
-        if site == "output":
-            return b.output_site(self.clean, fmt, scaling)
-        raise ValueError(f"unknown site {site!r}")
+        """A block-scaled site: `kernels.block_sites.Block` computes them (this module stays
+        below that one)."""
+        raise NotImplementedError("block-scaled sites: use kernels.block_sites.Block")
 
     def _compute(self, site: str, fmt: Format) -> dict[str, np.ndarray]:
         if site == "logits":

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from attnsim.kernels import precision
+from attnsim.kernels import block_sites, precision
 from attnsim.kernels.sampling import standard_normal
 from attnsim.kinds import low_precision
 
@@ -90,12 +90,12 @@ def simulate_block(rng: np.random.Generator, trials: int, points) -> list[dict[s
         keys,
         rotate,
     )
-    blocks: dict[float, precision.Block] = {}
+    blocks: dict[float, block_sites.Block] = {}
     out = []
     for p in points:
         shift = float(p.get("key_mean", 0.0))
         if shift not in blocks:
-            blocks[shift] = precision.Block(
+            blocks[shift] = block_sites.Block(
                 logits, values, q, with_key_mean(k, first, shift), rotations
             )
         out.append(blocks[shift].metrics(p["site"], p["format"], low_precision.scaling(p)))
