@@ -346,3 +346,25 @@ def test_block_claims_judge_the_scaled_points_and_the_classic_ones_do_not():
     assert claims.FP4_BEYOND(scaled).verdict == "holds"
     inside = dict(kappa_measured=0.004, kappa_measured_ci_low=0.003, kappa_measured_ci_high=0.005)
     assert claims.FP4_BEYOND(scaled.assign(**inside)).verdict == "fails"
+
+
+def test_smoothing_claim_pairs_the_points_on_the_same_rows():
+    base = dict(
+        format="float8_e4m3fn",
+        site="qk",
+        granularity="block16",
+        scale_type="e8m0",
+        accumulation="fp32",
+        key_mean=3.0,
+        kappa_eff=0.001,
+        sq_err_se=0.01,
+        sq_err_model_se=0.01,
+    )
+    none = summary_rows(**base, smoothing="none", sq_err_mean=3.3, sq_err_model_mean=3.4)
+    mean = summary_rows(**base, smoothing="mean", sq_err_mean=1.0, sq_err_model_mean=1.0)
+    rows = pd.concat([none, mean], ignore_index=True)
+    claim = claims.SMOOTHING_GAIN(rows)
+    assert claim.verdict == "holds"  # 3.3 / 3.4 = 0.97, interval ~ +-0.03
+    wrong = rows.assign(sq_err_model_mean=[1.0, 1.0])  # the model predicting no gain
+    assert claims.SMOOTHING_GAIN(wrong).verdict == "fails"
+    assert claims.SMOOTHING_GAIN(rows.assign(key_mean=0.0)).verdict == "outside regime"
