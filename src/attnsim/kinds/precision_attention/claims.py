@@ -161,8 +161,9 @@ def model_delta(fmt: str) -> ClaimSpec:
 
 
 def _outside(rows: pd.DataFrame, fmt: str) -> dict:
-    """The format's points outside the first-order regime, for the evidence sentence."""
-    outside = rows[(rows["format"] == fmt) & ~in_model_regime(rows) & (rows["logit_scale"] > 0)]
+    """The format's plain points outside the first-order regime, for the evidence sentence."""
+    mask = (rows["format"] == fmt) & ~in_model_regime(rows) & (rows["logit_scale"] > 0)
+    outside = rows[mask & plain(rows)]  # the block-scaled points have their own claims
     if outside.empty:
         return {}
     return {
