@@ -1,6 +1,6 @@
 """The low-precision atlas shared by the precision kinds (docs/science.md §11.9): per site, the
 measured error and its ratio to the block-correlated model over element format x scaling scheme,
-synthetic rows (`precision_attention`) and MiniLM heads (`real_precision`) drawn alike."""
+synthetic rows and MiniLM heads drawn alike."""
 
 from __future__ import annotations
 
