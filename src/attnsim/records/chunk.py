@@ -104,7 +104,7 @@ class ChunkSpec:
         return _parse(text)[0]
 
 
-def kind_rows(kind: Kind, params: list[str], points: list) -> list:
+def kind_rows(kind: Kind, params: list[str], points: list[Any]) -> list[Any]:
     """A spec's points (rows of values in the order `params`) in the kind's parameter order. A
     spec written before the kind gained a parameter declared `id_omits_default` lacks it: its
     points take the default, which is what they computed (and their ids are unchanged)."""
