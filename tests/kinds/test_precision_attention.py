@@ -11,9 +11,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from oracles import blockscale as block_oracle
 from oracles import precision_attention as oracle
 
 from attnsim.kernels import precision
+from attnsim.kernels.block_sites import Block, Scaling
 from attnsim.kernels.rounding import FORMAT_NAMES
 from attnsim.kinds import get_kind
 from attnsim.kinds.precision_attention import claims, kernel
@@ -243,3 +245,126 @@ def test_every_claim_states_its_regime_role_and_reason():
             and claim.reason.startswith("docs/science.md §11")
             and claim.role in ("evidence", "sanity")
         )
+
+
+SCALINGS = [
+    Scaling("block16", "e8m0", "fp32"),
+    Scaling("tensor", "e4m3", "fp16"),
+    Scaling("row", "fp32", "fp32"),
+]
+
+
+def _naive_scaled_error(logits, values, q, k, rotation, fmt, site, scaling) -> float:
+    """One row's measured ||o~ - o||^2 with the per-group oracle's quantisation, float64 elsewhere
+    (the qk product in float64, or step by step in float16 for an fp16 accumulator)."""
+    s, v = np.asarray(logits, dtype=np.float64), np.asarray(values, dtype=np.float64)
+    o = oracle.softmax(s) @ v
+
+    def cast(x):
+        x = np.asarray(x, dtype=np.float32)
+        shaped = x.reshape(1, 1, -1) if x.ndim == 1 else x[None]
+        kept = block_oracle.quantise(shaped, fmt, scaling.granularity, scaling.scale_type)
+        return kept.reshape(x.shape)
+
+    if site == "logits":
+        out = oracle.softmax(cast(s).astype(np.float64)) @ v
+    elif site in ("qk", "qk_rotated"):
+        if rotation is not None:
+            q = (rotation @ q.astype(np.float64)).astype(np.float32)
+            k = (k.astype(np.float64) @ rotation.T).astype(np.float32)
+        rq, rk = cast(q), cast(k)
+        if scaling.accumulation == "fp16":
+            product = block_oracle.accumulate_fp16(rq, rk).astype(np.float64)
+        else:
+            product = rk.astype(np.float64) @ rq.astype(np.float64)
+        out = oracle.softmax(product / math.sqrt(len(q))) @ v
+    elif site == "probs":
+        weights = np.exp(s - s.max())
+        out = cast(weights).astype(np.float64) @ v / weights.sum()
+    else:
+        out = cast(o).astype(np.float64)
+    return float(np.sum((out - o) ** 2))
+
+
+@pytest.mark.parametrize("scaling", SCALINGS, ids=lambda s: f"{s.granularity}-{s.scale_type}")
+@pytest.mark.parametrize("site", precision.SITES)
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float4_e2m1fn"])
+def test_block_scaled_sites_match_the_per_group_oracle(fmt, site, scaling):
+    """The measured error of each block-scaled site against the plain per-group quantisation;
+    the qk sites' float32 sums (and rotation) differ from the oracle's float64 ones in the last
+    bits, which can move one element to its neighbouring value (as the plain sites' test)."""
+    rng = np.random.default_rng(12)
+    logits, values, q, k, rotations = kernel.draw(
+        rng, 4, 40, 32, 1.5, 2, 5.0, True, site == "qk_rotated"
+    )
+    got = Block(logits, values, q, k, rotations).metrics(site, fmt, scaling)
+    rel = 5e-2 if site.startswith("qk") else 1e-6
+    for t in range(4):
+        rotation = None if rotations is None else rotations[t]
+        want = _naive_scaled_error(logits[t], values[t], q[t], k[t], rotation, fmt, site, scaling)
+        assert got["sq_err"][t] == pytest.approx(want, rel=rel, abs=1e-13), t
+    assert np.all(np.isfinite(got["sq_err_model"])) and np.all(got["sq_err_model"] > 0)
+
+
+def test_plain_scaling_is_todays_rounding_bit_for_bit():
+    rng = np.random.default_rng(13)
+    logits, values, q, k, rotations = kernel.draw(rng, 6, 32, 16, 2.0, 2, 5.0, True, True)
+    for site in precision.SITES:
+        plain = precision.Block(logits, values, q, k, rotations).metrics(site, "float8_e4m3fn")
+        named = Block(logits, values, q, k, rotations).metrics(site, "float8_e4m3fn", Scaling())
+        for name in plain:
+            assert np.array_equal(plain[name], named[name], equal_nan=True), (site, name)
+
+
+def test_block_claims_judge_the_scaled_points_and_the_classic_ones_do_not():
+    scaled = summary_rows(
+        format="float4_e2m1fn",
+        granularity="block32",
+        scale_type="e8m0",
+        accumulation="fp32",
+        smoothing="none",
+        key_mean=0.0,
+        kappa_eff=0.005,
+        kappa_measured=0.02,
+        kappa_measured_ci_low=0.018,
+        kappa_measured_ci_high=0.022,
+    )
+    judge = claims.block_model("float4_e2m1fn")
+    assert judge(scaled).verdict == "holds"
+    # FP4's band is 1 +- 0.1125: 0.95-0.99 holds, 0.8-0.85 fails
+    low = dict(ratio_model_mean=0.82, ratio_model_ci_low=0.8, ratio_model_ci_high=0.85)
+    assert judge(scaled.assign(**low)).verdict == "fails"
+    assert judge(scaled.assign(kappa_eff=0.05)).verdict == "outside regime"
+    one_value = scaled.assign(granularity="channel")  # one scale per logit: no quantisation
+    assert judge(one_value).verdict == "not measured"
+    assert claims.model_delta("float8_e4m3fn")(scaled.assign(format="float8_e4m3fn")).verdict in (
+        "outside regime",
+        "not measured",
+    )
+    plain = scaled.assign(granularity="none", format="float8_e4m3fn")
+    assert claims.block_model("float8_e4m3fn")(plain).verdict == "not measured"
+    assert claims.FP4_BEYOND(scaled).verdict == "holds"
+    inside = dict(kappa_measured=0.004, kappa_measured_ci_low=0.003, kappa_measured_ci_high=0.005)
+    assert claims.FP4_BEYOND(scaled.assign(**inside)).verdict == "fails"
+
+
+def test_smoothing_claim_pairs_the_points_on_the_same_rows():
+    base = dict(
+        format="float8_e4m3fn",
+        site="qk",
+        granularity="block16",
+        scale_type="e8m0",
+        accumulation="fp32",
+        key_mean=3.0,
+        kappa_eff=0.001,
+        sq_err_se=0.01,
+        sq_err_model_se=0.01,
+    )
+    none = summary_rows(**base, smoothing="none", sq_err_mean=3.3, sq_err_model_mean=3.4)
+    mean = summary_rows(**base, smoothing="mean", sq_err_mean=1.0, sq_err_model_mean=1.0)
+    rows = pd.concat([none, mean], ignore_index=True)
+    claim = claims.SMOOTHING_GAIN(rows)
+    assert claim.verdict == "holds"  # 3.3 / 3.4 = 0.97, interval ~ +-0.03
+    wrong = rows.assign(sq_err_model_mean=[1.0, 1.0])  # the model predicting no gain
+    assert claims.SMOOTHING_GAIN(wrong).verdict == "fails"
+    assert claims.SMOOTHING_GAIN(rows.assign(key_mean=0.0)).verdict == "outside regime"

@@ -213,7 +213,7 @@ def rotations(gaussian: np.ndarray) -> np.ndarray:
     return q * signs[:, None, :]
 
 
-def _logit_metrics(clean: Clean, noisy: np.ndarray) -> dict[str, np.ndarray]:
+def logit_metrics(clean: Clean, noisy: np.ndarray) -> dict[str, np.ndarray]:
     """The measured error and the essay's prediction from the rounded logits."""
     w = softmax(noisy)
     diff = np.einsum("tn,tnd->td", w, clean.dev)  # sum w~ (v - o) = o~ - o
@@ -242,7 +242,7 @@ def _share(mask: np.ndarray) -> np.ndarray:
 def logits_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
     s32 = clean.logits.astype(F32)
     rounded = rounding.round_to(s32, fmt)
-    out = _logit_metrics(clean, rounded.astype(np.float64))
+    out = logit_metrics(clean, rounded.astype(np.float64))
     exponent = rounding.ulp_exponent(s32, fmt)
     var = np.ldexp(1.0 / 12.0, 2 * exponent)
     p2 = clean.p * clean.p
@@ -268,7 +268,7 @@ def qk_site(clean: Clean, q: np.ndarray, k: np.ndarray, fmt: Format) -> dict[str
     rq, rk = rounding.round_to(q32, fmt), rounding.round_to(k32, fmt)
     product = np.matmul(rk, rq[:, :, None])[:, :, 0]  # (T, n) float32 accumulation
     product *= F32(1.0 / math.sqrt(d))
-    out = _logit_metrics(clean, product.astype(np.float64))
+    out = logit_metrics(clean, product.astype(np.float64))
     # eps_i ~ (dq . k_i + q . dk_i) / sqrt(d): Cov = K diag(Vq) K^T / d + diag(D),
     # D_i = sum_m q_m^2 Vk_im / d
     vq = rounding.error_variance(q32, fmt).astype(F32) / F32(d)  # (T, d), with the 1/d
@@ -349,14 +349,16 @@ def output_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
 
 
 class Block:
-    """One block of rows and the sites computed on it, each (site, format) once (a cache: the
-    rotated site's unrotated comparison reuses the `qk` site's numbers when the block has it)."""
+    """One block of rows and the sites computed on it, each (site, format, scaling) once (a cache:
+    the rotated site's unrotated comparison reuses the `qk` site's numbers when the block has it).
+    Without a scaling (or a plain one) a site is today's one rounding; the block-scaled
+    quantisation is `kernels.block_sites.Block`'s."""
 
     def __init__(self, logits, values, q=None, k=None, rotation=None):
         self.clean = clean_rows(logits, values)
         self.q, self.k, self.rotation = q, k, rotation
         self._rotated = None
-        self._done: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+        self._done: dict[tuple[str, str, object], dict[str, np.ndarray]] = {}
 
     def rotated(self) -> tuple[np.ndarray, np.ndarray]:
         """R q (T, d) and R k_i (T, n, d), computed once per block in float64, kept as float32 (the
@@ -369,11 +371,20 @@ class Block:
             self._rotated = (q.astype(F32), k.astype(F32))
         return self._rotated
 
-    def site(self, site: str, fmt_name: str) -> dict[str, np.ndarray]:
-        key = (site, fmt_name)
+    def site(self, site: str, fmt_name: str, scaling=None) -> dict[str, np.ndarray]:
+        plain = scaling is None or scaling.is_plain
+        key = (site, fmt_name, None if plain else scaling)
         if key not in self._done:
-            self._done[key] = self._compute(site, rounding.FORMATS[fmt_name])
+            fmt = rounding.FORMATS[fmt_name]
+            self._done[key] = (
+                self._compute(site, fmt) if plain else self._scaled(site, fmt, scaling)
+            )
         return self._done[key]
+
+    def _scaled(self, site: str, fmt: Format, scaling) -> dict[str, np.ndarray]:
+        """A block-scaled site: `kernels.block_sites.Block` computes them (this module stays
+        below that one)."""
+        raise NotImplementedError("block-scaled sites: use kernels.block_sites.Block")
 
     def _compute(self, site: str, fmt: Format) -> dict[str, np.ndarray]:
         if site == "logits":
@@ -388,10 +399,10 @@ class Block:
             return output_site(self.clean, fmt)
         raise ValueError(f"unknown site {site!r}")
 
-    def metrics(self, site: str, fmt_name: str) -> dict[str, np.ndarray]:
-        """Every column of METRIC_NAMES for one (site, format), (T,) float64 each."""
+    def metrics(self, site: str, fmt_name: str, scaling=None) -> dict[str, np.ndarray]:
+        """Every column of METRIC_NAMES for one (site, format, scaling), (T,) float64 each."""
         c = self.clean
-        out = dict(self.site(site, fmt_name))
+        out = dict(self.site(site, fmt_name, scaling))
         out.update(grad_sq=c.grad_sq, spread=c.spread, entropy=c.entropy, n_eff=c.n_eff)
         with np.errstate(divide="ignore", invalid="ignore"):
             out["kappa_model"] = (
@@ -402,7 +413,7 @@ class Block:
             out["ratio_iid"] = _ratio(out["sq_err"], out["sq_err_iid"])
             out["ratio_model"] = _ratio(out["sq_err"], out["sq_err_model"])
         if site == "qk_rotated":
-            plain = self.site("qk", fmt_name)
+            plain = self.site("qk", fmt_name, scaling)
             out["sq_err_unrotated"], out["sq_err_model_unrotated"] = (
                 plain["sq_err"],
                 plain["sq_err_model"],

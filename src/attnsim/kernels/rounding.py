@@ -9,7 +9,7 @@ constant 2^(min_exp - t + 1) over the subnormal range below 2^min_exp.
 `to_format` is the reference rounding: float32 inputs (as hardware keeps the values before the
 cast), round-to-nearest-even through ml-dtypes' casts, with saturation: |x| > max becomes +-max
 (NVIDIA's `satfinite` conversions; a plain cast gives inf, or NaN in e4m3fn, which has no inf).
-NaN stays NaN.
+NaN stays NaN (also in FP6/FP4, which have no NaN: the emulation keeps float32's).
 
 The standard model: the error fl(x) - x is uniform on +- ulp(x)/2, so Var = ulp(x)^2 / 12. It
 fails where the format saturates (error max - |x|) and in the underflow of |x| < ulp/2 (error
@@ -37,6 +37,7 @@ class Format:
     min_exp: int  # exponent of the smallest normal number
     max: float  # largest finite value
     cast_is_fast: bool = False  # ml-dtypes' cast beats the bit arithmetic of `round_to` (bfloat16)
+    has_nan: bool = True  # the microscaling elements (FP6, FP4) have neither NaN nor inf
 
     @property
     def eps(self) -> float:
@@ -53,10 +54,15 @@ def _format(name: str, dtype, bits: int, min_exp: int, cast_is_fast: bool = Fals
 
     info = ml_dtypes.finfo(dtype)
     assert int(info.nmant) + 1 == bits and float(info.smallest_normal) == 2.0**min_exp, name
-    return Format(name, np.dtype(dtype), bits, min_exp, float(info.max), cast_is_fast)
+    has_nan = bool(np.isnan(np.array(np.nan, dtype=F32).astype(dtype).astype(F32)))
+    return Format(name, np.dtype(dtype), bits, min_exp, float(info.max), cast_is_fast, has_nan)
 
 
-FORMAT_NAMES = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+# The OCP microscaling element types (FP6 E2M3/E3M2, FP4 E2M1) follow the four classic formats:
+# no inf and no NaN, saturating like e4m3fn (docs/science.md §11.9).
+CLASSIC_FORMAT_NAMES = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
+MX_ELEMENT_NAMES = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
+FORMAT_NAMES = CLASSIC_FORMAT_NAMES + MX_ELEMENT_NAMES
 
 
 @cache
@@ -75,6 +81,9 @@ def _formats() -> dict[str, Format]:
         _format("float16", np.float16, 11, -14),
         _format("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 4, -6),
         _format("float8_e5m2", ml_dtypes.float8_e5m2, 3, -14),
+        _format("float6_e2m3fn", ml_dtypes.float6_e2m3fn, 4, 0),
+        _format("float6_e3m2fn", ml_dtypes.float6_e3m2fn, 3, -2),
+        _format("float4_e2m1fn", ml_dtypes.float4_e2m1fn, 2, 0),
     )
     return {f.name: f for f in table}
 
@@ -102,7 +111,10 @@ def to_format(x, fmt: Format) -> np.ndarray:
     x32 = np.asarray(x, dtype=F32)
     clipped = np.clip(x32, F32(-fmt.max), F32(fmt.max))
     with np.errstate(invalid="ignore"):  # NaN stays NaN
-        return clipped.astype(fmt.dtype).astype(F32)
+        out = clipped.astype(fmt.dtype).astype(F32)
+    if not fmt.has_nan:  # the FP6/FP4 elements have no NaN: keep the input's
+        out = np.where(np.isnan(x32), x32, out)
+    return out
 
 
 _SIGN, _MAGNITUDE, _INF = np.uint32(0x80000000), np.uint32(0x7FFFFFFF), np.uint32(0x7F800000)

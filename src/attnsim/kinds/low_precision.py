@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attnsim.kernels.block_sites import Scaling
+from attnsim.kernels.blockscale import ACCUMULATIONS, GRANULARITIES, SCALE_TYPES, SMOOTHINGS
 from attnsim.kernels.precision import METRIC_NAMES, SITES
-from attnsim.kernels.rounding import FORMAT_NAMES, FORMATS
+from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMAT_NAMES, FORMATS, MX_ELEMENT_NAMES
 from attnsim.kinds.base import Column, Param
 from attnsim.kinds.columns import F64, GRAD_SQ, N_EFF, STR, with_ci
 from attnsim.stats import ratio_of_means
@@ -23,9 +25,80 @@ FORMAT = Param(
     STR,
     "number format of the rounding: bfloat16 (8 significand bits), float16 (11), float8_e4m3fn "
     "(4, max 448, no inf), "
-    "float8_e5m2 (3, max 57344); round to nearest even with saturation (docs/science.md §11.1)",
+    "float8_e5m2 (3, max 57344), and the microscaling elements float6_e2m3fn (4, max 7.5), "
+    "float6_e3m2fn (3, max 28), float4_e2m1fn (2, max 6); round to nearest even with "
+    "saturation (docs/science.md §11.1, §11.9)",
     choices=FORMAT_NAMES,
 )
+# The block-scaled axes (docs/science.md §11.9). Added after the kinds' points were stored: at
+# their defaults (today's one rounding) they stay out of the point ids, which keeps those points.
+GRANULARITY = Param(
+    "granularity",
+    STR,
+    "which values share one scale, along the site's reduction axis: none (no scale: the plain "
+    "cast), tensor, row (a token), channel, block32 / block16 (32 or 16 consecutive values: OCP "
+    "MX, NVFP4)",
+    choices=GRANULARITIES,
+    default="none",
+    id_omits_default=True,
+)
+SCALE_TYPE = Param(
+    "scale_type",
+    STR,
+    "the shared scale's format: fp32 (exact), e8m0 (a power of two, OCP MX), e4m3 (NVFP4's "
+    "block scale); ignored at granularity none",
+    choices=SCALE_TYPES,
+    default="fp32",
+    id_omits_default=True,
+)
+ACCUMULATION = Param(
+    "accumulation",
+    STR,
+    "accumulator of the q . k product at the qk sites: fp32, or fp16 (every partial sum rounded "
+    "to float16); the other sites ignore it",
+    choices=ACCUMULATIONS,
+    default="fp32",
+    id_omits_default=True,
+)
+SMOOTHING = Param(
+    "smoothing",
+    STR,
+    "SageAttention's smoothing of the keys at the qk sites: none, or mean (k_i - mean_j k_j "
+    "before quantising; exact by softmax's shift invariance); the other sites ignore it",
+    choices=SMOOTHINGS,
+    default="none",
+    id_omits_default=True,
+)
+SCALING_PARAMS = (GRANULARITY, SCALE_TYPE, ACCUMULATION, SMOOTHING)
+
+
+def has_plain(values) -> bool:
+    """A grid (parameter -> distinct values) with today's one rounding of a classic format: the
+    figures of §11.1-§11.5 apply."""
+    return (
+        "none" in values["granularity"]
+        and "fp32" in values["accumulation"]
+        and "none" in values["smoothing"]
+        and any(f in CLASSIC_FORMAT_NAMES for f in values["format"])
+    )
+
+
+def has_scaled(values) -> bool:
+    """A grid with scale groups, fp16 accumulation or a microscaling element: the atlas applies."""
+    return (
+        values["granularity"] != ["none"]
+        or values["accumulation"] != ["fp32"]
+        or values["smoothing"] != ["none"]
+        or any(f in MX_ELEMENT_NAMES for f in values["format"])
+    )
+
+
+def scaling(p) -> Scaling:
+    """The point's block-scaled quantisation (today's one rounding at the defaults, also for a
+    point written before the axes existed, which lacks them)."""
+    return Scaling(*(p.get(param.name, param.default) for param in SCALING_PARAMS))
+
+
 SITE = Param(
     "site",
     STR,
@@ -102,13 +175,25 @@ FORMAT_THEORY = (
 )
 
 
+def plain(rows: pd.DataFrame) -> pd.Series:
+    """Today's one rounding (no scale groups, fp32 accumulation): the points §11.1-§11.5 are about.
+    Summaries stored before the block-scaled axes existed lack them and are all plain."""
+    import pandas as pd
+
+    if "granularity" not in rows:
+        return pd.Series(True, index=rows.index)
+    out = (rows["granularity"] == "none") & (rows["accumulation"] == "fp32")
+    return out & (rows["smoothing"] == "none") if "smoothing" in rows else out
+
+
 def first_order_regime(rows: pd.DataFrame, kappa_eff_max: float, flushed_max: float) -> pd.Series:
     """The summary points where the rounding model's first order is predicted accurate
     (docs/science.md §11.4): kappa_eff <= `kappa_eff_max` (the output site has no expansion),
-    nothing saturated, at most `flushed_max` of the cast numbers flushed to 0."""
+    nothing saturated, at most `flushed_max` of the cast numbers flushed to 0; today's plain
+    rounding only (the block-scaled points have their own model and claims, §11.9)."""
     small = (rows["kappa_eff"] <= kappa_eff_max) | (rows["site"] == "output")
     clean = (rows["saturated_mean"] == 0) & (rows["flushed_mean"] <= flushed_max)
-    return small.fillna(False) & clean
+    return small.fillna(False) & clean & plain(rows)
 
 
 def format_theory(p) -> dict[str, object]:
@@ -196,6 +281,11 @@ EXTRA = (
         "at site qk_rotated: mean(sq_err_model_unrotated) / mean(grad_sq), the unrotated cast's "
         "kappa_eff",
     ),
+    *with_ci(
+        "kappa_measured",
+        "mean(sq_err) / mean(grad_sq), paired: the effective variance of the errors the rows "
+        "measured, the control variable of the first-order regime (docs/science.md §11.9)",
+    ),
     Column(
         "kappa_eff",
         F64,
@@ -245,6 +335,7 @@ def extra_summary(metrics: dict[str, np.ndarray], p) -> dict[str, object]:
     nxt = _mean_ratio(m["sq_err_next"], m["sq_err_model"])
     out["next_correction"] = None if nxt is None else nxt - 1.0
     out["kappa_eff"] = _mean_ratio(m["sq_err_model"], m["grad_sq"])
+    out.update(_ratio("kappa_measured", m["sq_err"], m["grad_sq"]))
     out.update(_ratio("rotation_gain", m["sq_err_unrotated"], m["sq_err"]))
     out["kappa_eff_unrotated"] = _mean_ratio(m["sq_err_model_unrotated"], m["grad_sq"])
     out["rotation_gain_model"] = _mean_ratio(m["sq_err_model_unrotated"], m["sq_err_model"])

@@ -29,7 +29,7 @@ from attnsim import files
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.records.chunk import ChunkSpec, topup_id
+from attnsim.records.chunk import ChunkSpec, kind_rows, topup_id
 from attnsim.records.cost import (
     TYPICAL_OVERESTIMATE,
     ChunkCost,
@@ -229,7 +229,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
         if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
             ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec
         same = _stored_settings(path, meta, spec, settings, experiment, kind)
-        rows = _grid_rows(kind, grid, spec["points"])
+        rows = _grid_rows(kind, grid, kind_rows(kind, spec["params"], spec["points"]))
         rows = rows[rows >= 0]
         if not same:
             extendable.append((path, meta["chunk"], rows))

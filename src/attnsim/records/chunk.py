@@ -104,22 +104,33 @@ class ChunkSpec:
         return _parse(text)[0]
 
 
+def kind_rows(kind: Kind, params: list[str], points: list[Any]) -> list[Any]:
+    """A spec's points (rows of values in the order `params`) in the kind's parameter order. A
+    spec written before the kind gained a parameter declared `id_omits_default` lacks it: its
+    points take the default, which is what they computed (and their ids are unchanged)."""
+    names = list(kind.param_names)
+    if params == names:
+        return points
+    added = [p for p in kind.schema.params if p.name not in params]
+    if not set(params) <= set(names) or not all(p.id_omits_default for p in added):
+        raise ValueError(f"parameters {params} do not match kind {kind.name}: {names}")
+    defaults = {p.name: p.default for p in added}
+    at = {name: i for i, name in enumerate(params)}
+    return [tuple(row[at[n]] if n in at else defaults[n] for n in names) for row in points]
+
+
 def _parse(text: str) -> tuple[ChunkSpec, dict[str, Any]]:
     """The spec in `text` and the JSON object it was read from (parsed once)."""
     try:
         spec = json.loads(text)
         kind = get_kind(spec["kind"])
-        if spec["params"] != list(kind.param_names):
-            raise ValueError(
-                f"parameters {spec['params']} do not match kind {kind.name}: "
-                f"{list(kind.param_names)}"
-            )
+        points = kind_rows(kind, spec["params"], spec["points"])
         chunk = ChunkSpec(
             spec["experiment"],
             kind,
             spec["seed"],
             spec["trials"],
-            tuple(canonical_rows(kind, spec["points"])),
+            tuple(canonical_rows(kind, points)),
             spec.get("target_se"),
             spec.get("max_trials"),
             spec.get("extends"),

@@ -33,8 +33,20 @@ PARAMS = (
         minimum=1,
         maximum=1000,
     ),
+    Param(
+        "key_mean",
+        F64,
+        "a mean shared by all keys, in units of each channel's std (SageAttention's observed "
+        "key bias; q . mean k moves every logit of a row alike, so p is unchanged): what its "
+        "smoothing removes, docs/science.md §11.9",
+        minimum=0,
+        maximum=100,
+        default=0.0,
+        id_omits_default=True,
+    ),
     low_precision.FORMAT,
     low_precision.SITE,
+    *low_precision.SCALING_PARAMS,
 )
 
 THEORY = (
@@ -100,7 +112,13 @@ KIND = Kind(
         extreme_metrics=("entropy",),
     ),
     presentation=Presentation(
-        figures=("precision_error", "precision_rotation", "precision_bias"),
+        figures=("precision_error", "precision_rotation", "precision_bias", "precision_atlas"),
+        figure_applies={
+            "precision_error": low_precision.has_plain,
+            "precision_rotation": low_precision.has_plain,
+            "precision_bias": low_precision.has_plain,
+            "precision_atlas": low_precision.has_scaled,
+        },
         headline=headline,
     ),
     example={

@@ -12,9 +12,18 @@ from matplotlib.lines import Line2D
 from attnsim.figures.common import legend_below
 from attnsim.figures.style import figure_function, palette
 from attnsim.kernels.rounding import FORMAT_NAMES
+from attnsim.kinds.low_precision_figures import atlas
 from attnsim.kinds.precision_attention.claims import THRESHOLDS, in_model_regime
 
-SHORT = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+SHORT = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float8_e4m3fn": "e4m3",
+    "float8_e5m2": "e5m2",
+    "float6_e2m3fn": "e2m3",
+    "float6_e3m2fn": "e3m2",
+    "float4_e2m1fn": "e2m1",
+}
 
 
 def _colours(formats) -> dict:
@@ -269,3 +278,15 @@ def precision_bias(summary: pd.DataFrame):
     fig.suptitle("Bias of rounded logits: the shift of the weights' mean logit")
     legend_below(fig, handles, ncol=2, y=0.0)
     return fig
+
+
+@figure_function
+def precision_atlas(summary: pd.DataFrame):
+    """The low-precision atlas of the synthetic rows (`kinds.low_precision_figures.atlas`):
+    marker = logit std."""
+    from attnsim.kinds.precision_attention.claims import block_tolerance
+
+    data = summary[summary["logit_scale"] > 0]
+    if data.empty:
+        return _empty("no point with logit std > 0 in this experiment")
+    return atlas(data, "logit_scale", "σ", block_tolerance, THRESHOLDS.kappa_eff_max)

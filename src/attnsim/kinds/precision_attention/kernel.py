@@ -25,8 +25,9 @@ import math
 
 import numpy as np
 
-from attnsim.kernels import precision
+from attnsim.kernels import block_sites, precision
 from attnsim.kernels.sampling import standard_normal
+from attnsim.kinds import low_precision
 
 
 def channel_variances(d: int, outlier_channels: int, outlier_scale: float) -> np.ndarray:
@@ -89,8 +90,30 @@ def simulate_block(rng: np.random.Generator, trials: int, points) -> list[dict[s
         keys,
         rotate,
     )
-    block = precision.Block(logits, values, q, k, rotations)
-    return [block.metrics(p["site"], p["format"]) for p in points]
+    blocks: dict[float, block_sites.Block] = {}
+    out = []
+    for p in points:
+        shift = float(p.get("key_mean", 0.0))
+        if shift not in blocks:
+            blocks[shift] = block_sites.Block(
+                logits, values, q, with_key_mean(k, first, shift), rotations
+            )
+        out.append(blocks[shift].metrics(p["site"], p["format"], low_precision.scaling(p)))
+    return out
+
+
+def with_key_mean(k, point, key_mean: float):
+    """The keys plus a mean shared by all of them, key_mean times each channel's std
+    sqrt(sigma lambda_m) on every channel (a drawn k unchanged at 0, and no random numbers
+    drawn: points differing in key_mean share their draws). q . mean k / sqrt(d) is the same for
+    every key of a row, so the logits' softmax is unchanged."""
+    if k is None or key_mean == 0:
+        return k
+    lam = channel_variances(
+        int(point["d"]), int(point["outlier_channels"]), float(point["outlier_scale"])
+    )
+    offset = key_mean * np.sqrt(float(point["logit_scale"]) * lam)
+    return (k.astype(np.float64) + offset).astype(np.float32)
 
 
 def bytes_per_trial(n: int, d: int) -> int:

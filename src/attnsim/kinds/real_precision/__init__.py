@@ -14,6 +14,7 @@ PARAMS = (
     *real_model.layer_head_params(),
     low_precision.FORMAT,
     low_precision.SITE,
+    *low_precision.SCALING_PARAMS,
 )
 
 
@@ -62,7 +63,14 @@ KIND = Kind(
         extra=low_precision.extra_summary,
         extreme_metrics=("entropy",),
     ),
-    presentation=Presentation(figures=("real_precision_layers",), headline=headline),
+    presentation=Presentation(
+        figures=("real_precision_layers", "real_precision_atlas"),
+        figure_applies={
+            "real_precision_layers": low_precision.has_plain,
+            "real_precision_atlas": low_precision.has_scaled,
+        },
+        headline=headline,
+    ),
     assets=Assets(names=("minilm",), provenance=heads.provenance),
     example={
         "trials": 16,

@@ -10,6 +10,7 @@ from matplotlib.lines import Line2D
 from attnsim.figures.common import legend_below
 from attnsim.figures.style import figure_function, palette
 from attnsim.kernels.rounding import FORMAT_NAMES
+from attnsim.kinds.low_precision_figures import atlas
 from attnsim.kinds.real_precision.claims import THRESHOLDS, in_regime, per_layer
 
 SHORT = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
@@ -95,3 +96,16 @@ def real_precision_layers(summary):
     )
     legend_below(fig, handles, ncol=4, y=0.0)
     return fig
+
+
+@figure_function
+def real_precision_atlas(summary):
+    """The low-precision atlas of the MiniLM heads (`kinds.low_precision_figures.atlas`): one
+    marker per head's point, marker = layer; the block-scaled model's tolerance per format."""
+    from attnsim.kernels.blockscale import within_bin_tolerance
+    from attnsim.kernels.rounding import FORMATS
+
+    def tolerance(fmt: str) -> float:
+        return THRESHOLDS.ratio_tolerance + within_bin_tolerance(FORMATS[fmt])
+
+    return atlas(summary, "layer", "layer", tolerance, THRESHOLDS.kappa_eff_max)

@@ -4,7 +4,8 @@ Draw order per block: the trials' windows and query positions (`heads.draw_trial
 when a point of the block rounds at `qk_rotated`, the (T, d_h, d_h) normals of one rotation per
 row (shared by every layer and head of the row). One forward pass of the block serves every
 layer, head, format and site; per (layer, head) the row's logits (float64, as `heads.rows`), q, k
-and v (float32, as the model computes them) go through `kernels.precision.Block`.
+and v (float32, as the model computes them) go through `kernels.block_sites.Block` (today's
+`kernels.precision` rounding at the default scaling).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from attnsim.kernels import precision
+from attnsim.kernels import block_sites, precision
 from attnsim.kernels.sampling import standard_normal
+from attnsim.kinds import low_precision
 from attnsim.models import heads
 
 
@@ -37,7 +39,7 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points, record: bool
     ):
         for (layer, head), members in wanted.items():
             logits, q, k, v = layers[layer]
-            block = precision.Block(
+            block = block_sites.Block(
                 logits[:, head],
                 v[:, head],
                 q[:, head],
@@ -45,7 +47,9 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points, record: bool
                 None if rotations is None else rotations[part],
             )
             for i in members:
-                for name, values in block.metrics(points[i]["site"], points[i]["format"]).items():
+                p = points[i]
+                metrics = block.metrics(p["site"], p["format"], low_precision.scaling(p))
+                for name, values in metrics.items():
                     out[i].setdefault(name, np.empty(trials))[part] = values
     if record:
         return out, (ids, positions, rotations)

@@ -1,0 +1,183 @@
+"""The attention sites of `kernels.precision` with block-scaled quantisation (`kernels.blockscale`)
+and the block-correlated first-order model of their error (docs/science.md §11.9).
+
+Each site returns the columns `precision.Block.metrics` completes. The model is the rounding
+model of §11.2 with each value's variance S^2 ulp(x/S)^2 / 12 set by its group's scale, plus the
+errors the model knows exactly (values flushed to 0: error -x), which move the output by a known
+first-order vector b: the prediction is the variance term plus |b|^2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnsim.kernels import blockscale, precision, rounding
+from attnsim.kernels.precision import (
+    Clean,
+    logit_metrics,
+    pooled_kappa,
+    shift_gradient,
+    shift_prediction,
+)
+from attnsim.kernels.rounding import F32, Format
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """How a site's numbers are quantised: the scale groups, the scale's format, the qk product's
+    accumulator."""
+
+    granularity: str = "none"
+    scale_type: str = "fp32"
+    accumulation: str = "fp32"
+    # "mean": SageAttention's smoothing, k_i - mean_j k_j before quantising (qk sites): exact, as
+    # it moves every logit of a row by q . mean k
+    smoothing: str = "none"
+
+    @property
+    def is_plain(self) -> bool:
+        """Today's one rounding (no scale, fp32 accumulation, no smoothing): `kernels.precision`'s
+        own path."""
+        return (
+            self.granularity == "none" and self.accumulation == "fp32" and self.smoothing == "none"
+        )
+
+
+def _quantised(x: np.ndarray, fmt: Format, scaling: Scaling):
+    """(kept values, model variance, known error, flushed share, saturated share) of x (T, R, C)."""
+    kept, scale = blockscale.quantise(x, fmt, scaling.granularity, scaling.scale_type)
+    variance, known = blockscale.error_moments(
+        x, scale, fmt, scaling.granularity, scaling.scale_type
+    )
+    scaled = np.asarray(x, dtype=F32) / scale
+    flushed = rounding.flushed(x, kept).reshape(len(x), -1).sum(axis=-1)
+    saturated = rounding.saturated(scaled, fmt).reshape(len(x), -1).sum(axis=-1)
+    return kept, variance, known, flushed, saturated
+
+
+def logits_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.ndarray]:
+    s32 = clean.logits.astype(F32)[:, None, :]
+    kept, var, known, flushed, saturated = _quantised(s32, fmt, scaling)
+    var, known = var[:, 0], known[:, 0]
+    out = logit_metrics(clean, kept[:, 0].astype(np.float64))
+    p = clean.p
+    b = np.einsum("tn,tnd->td", p * known, clean.dev)  # the known errors' first-order move
+    out["sq_err_model"] = np.sum(p * p * var * clean.dist2, axis=-1) + np.sum(b * b, axis=-1)
+    g = shift_gradient(clean)
+    out["logit_shift_model"] = shift_prediction(clean, var, p * var) + np.sum(g * known, axis=-1)
+    out["shift_var_model"] = np.sum(g * g * var, axis=-1)
+    out["sq_err_next"] = np.full(len(p), np.nan)
+    size = s32.shape[-1]
+    out["flushed"], out["saturated"] = flushed / size, saturated / size
+    return out
+
+
+def qk_site(
+    clean: Clean, q: np.ndarray, k: np.ndarray, fmt: Format, scaling: Scaling
+) -> dict[str, np.ndarray]:
+    """q (T, d), k (T, n, d) as cast: q's scale groups are those of a one-row tensor."""
+    trials, n, d = k.shape
+    if scaling.smoothing == "mean":
+        k = np.asarray(k, dtype=F32) - np.asarray(k, dtype=F32).mean(axis=1, keepdims=True)
+    rq, vq, kq, fq, sq = _quantised(np.asarray(q, dtype=F32)[:, None, :], fmt, scaling)
+    rk, vk, kk, fk, sk = _quantised(np.asarray(k, dtype=F32), fmt, scaling)
+    product, var_acc = blockscale.accumulate(rq[:, 0], rk, scaling.accumulation)
+    product = product.astype(F32) * F32(1.0 / math.sqrt(d))
+    out = logit_metrics(clean, product.astype(np.float64))
+    q64, k64 = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    vq, kq = vq[:, 0] / d, kq[:, 0]
+    # eps_i = (dq . k_i + q . dk_i + acc_i) / sqrt(d): Cov = K diag(vq) K^T + diag(own)
+    own = (np.matmul(vk, (q64 * q64)[:, :, None])[:, :, 0] + var_acc) / d
+    known = (np.matmul(k64, kq[:, :, None])[:, :, 0] + np.einsum("tnd,td->tn", kk, q64)) / (
+        math.sqrt(d)
+    )
+    p = clean.p
+    pk = np.ascontiguousarray((p[:, :, None] * k64).transpose(0, 2, 1))  # (T, d, n)
+    a = np.matmul(pk, clean.dev)  # (T, d, dv): sum_i p_i k_im (v_i - o)
+    b = np.einsum("tn,tnd->td", p * known, clean.dev)
+    out["sq_err_model"] = (
+        np.einsum("tm,tmv,tmv->t", vq, a, a)
+        + np.sum(p * p * own * clean.dist2, axis=-1)
+        + np.sum(b * b, axis=-1)
+    )
+    diag = np.matmul(k64 * k64, vq[:, :, None])[:, :, 0] + own
+    kbar = pk.sum(axis=-1)  # sum_j p_j k_j
+    cov_p = np.matmul(k64, (vq * kbar)[:, :, None])[:, :, 0] + p * own
+    g = shift_gradient(clean)
+    out["logit_shift_model"] = shift_prediction(clean, diag, cov_p) + np.sum(g * known, axis=-1)
+    gk = np.matmul(g[:, None, :], k64)[:, 0, :]  # sum_i g_i k_im
+    out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1) + np.sum(g * g * own, axis=-1)
+    out["sq_err_next"] = np.full(trials, np.nan)
+    size = (n + 1) * d
+    out["flushed"], out["saturated"] = (fq + fk) / size, (sq + sk) / size
+    return out
+
+
+def probs_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.ndarray]:
+    s = clean.logits
+    weights = np.exp(np.maximum(s - np.max(s, axis=-1, keepdims=True), -700.0))  # top key 1
+    total = weights.sum(axis=-1)
+    p32 = weights.astype(F32)[:, None, :]
+    kept, var, known, flushed, saturated = _quantised(p32, fmt, scaling)
+    rounded, var, known = kept[:, 0].astype(np.float64), var[:, 0], known[:, 0]
+    var[weights == 1.0] = 0.0  # the top key's P = 1 is its groups' maximum, a power of two
+    diff = np.einsum("tn,tnd->td", (rounded - weights) / total[:, None], clean.values)
+    relative = rounded / weights - 1.0
+    kappa = pooled_kappa(relative)
+    v2 = np.einsum("tnd,tnd->tn", clean.values, clean.values)
+    b = np.einsum("tn,tnd->td", known, clean.values) / total[:, None]
+    nan = np.full(len(s), np.nan)
+    size = s.shape[-1]
+    return {
+        "sq_err": np.einsum("td,td->t", diff, diff),
+        "kappa_pooled": kappa,
+        "sq_err_iid": kappa * clean.grad_sq,
+        "sq_err_model": np.sum(var * v2, axis=-1) / (total * total) + np.sum(b * b, axis=-1),
+        "sq_err_next": nan,
+        "logit_shift": nan,
+        "logit_shift_model": nan,
+        "shift_var_model": nan,
+        "flushed": flushed / size,
+        "saturated": saturated / size,
+    }
+
+
+def output_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.ndarray]:
+    o32 = clean.o.astype(F32)[:, None, :]
+    kept, var, known, flushed, saturated = _quantised(o32, fmt, scaling)
+    diff = kept[:, 0].astype(np.float64) - clean.o
+    nan = np.full(len(o32), np.nan)
+    size = o32.shape[-1]
+    return {
+        "sq_err": np.einsum("td,td->t", diff, diff),
+        "kappa_pooled": nan,
+        "sq_err_iid": nan,
+        "sq_err_model": np.sum(var[:, 0], axis=-1) + np.sum(known[:, 0] ** 2, axis=-1),
+        "sq_err_next": nan,
+        "logit_shift": nan,
+        "logit_shift_model": nan,
+        "shift_var_model": nan,
+        "flushed": flushed / size,
+        "saturated": saturated / size,
+    }
+
+
+class Block(precision.Block):
+    """`precision.Block` with the block-scaled sites: a point's `Scaling` picks today's one
+    rounding (plain) or this module's quantisation, on the same rows and cache."""
+
+    def _scaled(self, site: str, fmt: Format, scaling) -> dict[str, np.ndarray]:
+        if site == "logits":
+            return logits_site(self.clean, fmt, scaling)
+        if site == "qk":
+            return qk_site(self.clean, self.q, self.k, fmt, scaling)
+        if site == "qk_rotated":
+            return qk_site(self.clean, *self.rotated(), fmt, scaling)
+        if site == "probs":
+            return probs_site(self.clean, fmt, scaling)
+        if site == "output":
+            return output_site(self.clean, fmt, scaling)
+        raise ValueError(f"unknown site {site!r}")

@@ -1,0 +1,104 @@
+"""The low-precision atlas shared by the precision kinds (docs/science.md §11.9): per site, the
+measured error and its ratio to the block-correlated model over element format x scaling scheme,
+synthetic rows and MiniLM heads drawn alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.artist import Artist
+from matplotlib.lines import Line2D
+
+from attnsim.figures.common import legend_below
+from attnsim.figures.style import palette
+from attnsim.kernels.rounding import FORMAT_NAMES
+
+SITES = ("logits", "qk", "qk_rotated", "probs", "output")
+SHORT = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float8_e4m3fn": "e4m3",
+    "float8_e5m2": "e5m2",
+    "float6_e2m3fn": "e2m3",
+    "float6_e3m2fn": "e3m2",
+    "float4_e2m1fn": "e2m1",
+}
+
+
+def scheme(row) -> str:
+    """A point's scaling scheme in a few characters: plain, or groups + scale (+ acc16, + smooth,
+    + the keys' shared mean)."""
+    if row["granularity"] == "none":
+        name = "plain"
+    else:
+        name = f"{row['granularity']} {row['scale_type']}"
+    name += " acc16" if row["accumulation"] == "fp16" else ""
+    name += " smooth" if row.get("smoothing", "none") == "mean" else ""
+    key_mean = row.get("key_mean", 0.0)
+    return name + (f" k̄={key_mean:g}" if key_mean else "")
+
+
+def _errorbar(ax, x, y, low, high, **kwargs):
+    y, low, high = (np.asarray(a, dtype=float) for a in (y, low, high))
+    err = np.vstack([np.clip(y - low, 0, None), np.clip(high - y, 0, None)])
+    ax.errorbar(x, y, yerr=err, capsize=2, elinewidth=0.8, **kwargs)
+
+
+def atlas(
+    summary: pd.DataFrame,
+    group: str,
+    group_label: str,
+    tolerance: Callable[[str], float],
+    kappa_limit: float,
+):
+    """Columns: site. Top row: the measured effective error variance mean ||o~ - o||^2 / mean
+    sum p^2 ||v - o||^2 (log scale, 95% interval) per scaling scheme and element format, with the
+    first-order limit `kappa_limit`. Bottom row: measured over the model's prediction (95%
+    interval) with the format's `tolerance` (ticks). Marker = the point's `group` value."""
+    data = summary[summary["site"].isin(SITES)].copy()
+    data["scheme"] = data.apply(scheme, axis=1)
+    schemes = sorted(data["scheme"].unique(), key=lambda s: (not s.startswith("plain"), s))
+    sites = [s for s in SITES if (data["site"] == s).any()]
+    present = [f for f in FORMAT_NAMES if f in set(data["format"])]
+    colours = dict(zip(present, palette("colorblind", len(present))))
+    offsets = dict(zip(present, np.linspace(-0.25, 0.25, len(present))))
+    groups = sorted(data[group].unique())
+    markers = dict(zip(groups, "os^Dv<>ph*"))
+    width = max(3.6, 0.45 * len(schemes) + 1.2)
+    fig, axes = plt.subplots(2, len(sites), figsize=(width * len(sites), 6.6), squeeze=False)
+    for col, site in enumerate(sites):
+        top, bottom = axes[0, col], axes[1, col]
+        for (fmt, value), line in data[data["site"] == site].groupby(["format", group]):
+            x = np.array([schemes.index(s) for s in line["scheme"]]) + offsets[fmt]
+            style = dict(fmt=markers.get(value, "o"), color=colours[fmt], ms=4, ls="none")
+            for ax, column in ((top, "kappa_measured"), (bottom, "ratio_model")):
+                mean = column if column == "kappa_measured" else f"{column}_mean"
+                _errorbar(
+                    ax, x, line[mean], line[f"{column}_ci_low"], line[f"{column}_ci_high"], **style
+                )
+            for y in (1 - tolerance(fmt), 1 + tolerance(fmt)):
+                bottom.hlines(np.full(len(x), y), x - 0.1, x + 0.1, color=colours[fmt], lw=0.6)
+        top.axhline(kappa_limit, color="0.3", ls="--", lw=0.8)
+        top.set_yscale("log")
+        bottom.axhline(1.0, color="0.2", lw=0.9)
+        for ax in (top, bottom):
+            ax.set_xticks(range(len(schemes)), schemes, rotation=60, ha="right", fontsize=7)
+        top.set_title(f"site {site}", fontsize=9)
+    axes[0, 0].set_ylabel("measured κ = mean‖õ−o‖² / mean Σp²‖v−o‖²")
+    axes[1, 0].set_ylabel("measured / model")
+    handles: list[Artist] = [
+        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
+        for f, c in colours.items()
+    ]
+    handles += [
+        Line2D([], [], color="0.3", marker=markers[g], ls="none", label=f"{group_label} = {g:g}")
+        for g in groups
+        if g in markers
+    ]
+    limit = f"first-order limit κ = {kappa_limit:g}"
+    handles.append(Line2D([], [], color="0.3", ls="--", label=limit))
+    legend_below(fig, handles, ncol=min(len(handles), 6))
+    return fig
