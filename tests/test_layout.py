@@ -9,7 +9,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+# the repository: the nearest folder above with a pyproject.toml (the test also runs as a script,
+# without the tests' helpers on the path)
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+SRC = REPO / "src"
 
 # Bottom to top, one folder per layer (the foundation is the top-level files; `attnsim.testing`,
 # the kinds' conformance suite, is a public top-level module on top of everything). A module
@@ -220,7 +223,7 @@ if __name__ == "__main__":
 def test_the_architecture_table_names_every_module_of_a_folder():
     """docs/architecture.md follows the folders: each module of a folder is in its layer's row (the
     kinds and the science libraries are named by folder)."""
-    table = (SRC.parent / "docs" / "architecture.md").read_text()
+    table = (REPO / "docs" / "architecture.md").read_text()
     rows = {
         line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")
     }
