@@ -198,7 +198,7 @@ def folder(module: str) -> str:
 
 def report(graph: dict[str, set[str]] | None = None) -> str:
     """The layers top first, each with its folders, their modules and the folders they import;
-    then circles and upward imports: `python tests/test_layout.py`."""
+    then circles and upward imports: `python tests/workflow/test_layout.py`."""
     graph = import_graph() if graph is None else graph
     mods = modules()
     lines = [f"modules: {len(graph)}, import edges: {sum(len(t) for t in graph.values())}"]

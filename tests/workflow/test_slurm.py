@@ -4,9 +4,9 @@ reported as failed, the rerun after the fix computes only what is missing, and a
 hold stops the run at once.
 
 Opt-in, because it installs SLURM and MariaDB with apt-get and starts their daemons (as root):
-ATTNSIM_SLURM_TESTS=1 pytest tests/test_slurm.py. Without the switch the tests are skipped; with
-it (as in CI) they fail if the cluster cannot run. A cluster that was already up is used and left
-up; one the fixture started is stopped again, also when a test fails or pytest is interrupted.
+ATTNSIM_SLURM_TESTS=1 pytest tests/workflow/test_slurm.py. Without the switch the tests are skipped;
+with it (as in CI) they fail if the cluster cannot run. A cluster that was already up is used and
+left up; one the fixture started is stopped again, also when a test fails or pytest is interrupted.
 Every SLURM command gets the test cluster's own SLURM_CONF, never the machine's /etc/slurm."""
 
 from __future__ import annotations
