@@ -105,8 +105,8 @@ KIND = Kind(
     description="attention output under i.i.d. logit noise vs the delta-method prediction",
     package=__name__,
     # 3: the trial rows gained sq_err_next (the older metrics' values unchanged,
-    # tests/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel doc);
-    # 5: up to 0.5, and Exp(1) draws (gumbel, student_t) through SIMD log, not log1p
+    # tests/kinds/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel
+    # doc); 5: up to 0.5, and Exp(1) draws (gumbel, student_t) through SIMD log, not log1p
     algorithm_version=5,
     schema=Schema(
         params=PARAMS,

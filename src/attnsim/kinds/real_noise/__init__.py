@@ -266,7 +266,7 @@ KIND = Kind(
     ),
     package=__name__,
     # 2: rows gained spread, sink_weight and concentration, points the `keys` parameter (nested
-    # windows); the version-1 metrics of keys = 0 are unchanged (tests/test_real_kinds.py);
+    # windows); the version-1 metrics of keys = 0 are unchanged (tests/kinds/test_real_kinds.py);
     # 3: student_t noise's Exp(1) draws through SIMD log, not log1p (attnsim.kernels.sampling)
     algorithm_version=3,
     schema=Schema(
