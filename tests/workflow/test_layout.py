@@ -2,7 +2,7 @@
 in one layer, imports only from its own layer and the layers below, and no two modules import each
 other, directly or around a circle. Imports inside functions count: a lazy import is still a
 dependency. The graph is read from the source with `ast`, so the test imports nothing and is
-fast."""
+fast. The tests mirror the folders (test_the_tests_mirror_the_source_folders)."""
 
 from __future__ import annotations
 
@@ -236,3 +236,22 @@ def test_the_architecture_table_names_every_module_of_a_folder():
         if path.stem != "__init__" and f"`{path.stem}`" not in rows[name]
     ]
     assert not missing, f"add them to docs/architecture.md's layout table: {missing}"
+
+
+# folders of tests/ that are not a layer's tests: what the tests share, the naive oracles, recorded
+# data, the plugin example (a repository of its own, with its own tests), the local SLURM cluster
+TEST_SUPPORT = {"helpers", "oracles", "data", "plugin_example", "slurm"}
+
+
+def test_the_tests_mirror_the_source_folders():
+    """Each test module sits in tests/<folder>/ for the src/attnsim folder it is about
+    (tests/foundation/ for the top-level modules), so that a layer's tests are one folder to run;
+    none at the top of tests/, and no source folder without its tests."""
+    tests = REPO / "tests"
+    at_top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert not at_top, f"move them into tests/<the src/attnsim folder they test>/: {at_top}"
+    sources = {p.name for p in (SRC / "attnsim").iterdir() if p.is_dir() and p.name[0] != "_"}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name[0] not in "._"}
+    assert folders - TEST_SUPPORT == sources | {"foundation"}
+    empty = sorted(f for f in folders - TEST_SUPPORT if not any((tests / f).glob("test_*.py")))
+    assert not empty, f"test folders without tests: {empty}"
