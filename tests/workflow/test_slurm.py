@@ -17,12 +17,18 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers.workflow import REPO, point_rows, snakemake, write_config
+from helpers.workflow import (
+    REPO,
+    point_rows,
+    python_first_on_path,
+    snakemake,
+    snakemake_command,
+    write_config,
+)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -124,15 +130,9 @@ def through_slurm(
     workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT
 ) -> subprocess.CompletedProcess:
     """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
-    env = dict(slurm_env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{slurm_env['PATH']}")
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(workdir),
+    env = python_first_on_path(slurm_env)
+    cmd = snakemake_command(
+        workdir,
         "--workflow-profile",
         str(REPO / "workflow/profiles/slurm"),
         "--slurm-init-seconds-before-status-checks",
@@ -141,7 +141,7 @@ def through_slurm(
         f"simulate={threads}",
         "--retries",
         "0",
-    ]
+    )
     process = subprocess.Popen(
         cmd,
         cwd=workdir,
