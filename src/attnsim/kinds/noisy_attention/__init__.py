@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from attnsim.kinds.base import Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import I64, STR, N, d_param, scale_param
+from attnsim.kinds.columns import STR, N, d_param, scale_param
 from attnsim.kinds.logit_noise import (
     CONSTANT_METRICS,
     EXTRA,
     METRICS,
+    NOISE_DRAWS,
     NOISE_SCALE,
     NONFINITE_METRICS,
     THEORY,
@@ -44,13 +45,7 @@ PARAMS = (
         "std noise_scale (docs/science.md §1.3)",
         choices=NOISE_FAMILIES,
     ),
-    Param(
-        "noise_draws",
-        I64,
-        "noisy outputs K per trial, each with fresh noise",
-        minimum=1,
-        maximum=4096,
-    ),
+    NOISE_DRAWS,
     NOISE_SCALE,
 )
 

@@ -47,13 +47,7 @@ ROW_CORRECTION = 0.025
 # job holds one window length and makes one model pass per trial, not one per window.
 PARAMS = (
     real_model.n_param(),
-    Param(
-        "noise_draws",
-        I64,
-        "noisy outputs K per trial, each with fresh noise",
-        minimum=1,
-        maximum=4096,
-    ),
+    logit_noise.NOISE_DRAWS,
     Param(
         "keys",
         I64,
