@@ -11,7 +11,7 @@ One file per kind, tests/data/reference_rows/<kind>.json:
   against these within ``tolerance`` (docs/science.md §8.4);
 - ``summary_digests``: CPU class -> point id -> sha256 of the point's summary row (collect's
   `summarise_chunks` of those rows) over ``summary_columns``: checked bit for bit on a recorded
-  class (tests/test_reference_summaries.py);
+  class (tests/kinds/test_reference_summaries.py);
 - ``summary_values``: point id -> summary column -> value, as computed on ``values_class``: on a
   class without summary digests each summary is checked against these within ``tolerance``
   (`summary_within_tolerance`), never skipped.

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,24 +15,33 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 
 
+def python_first_on_path(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """`env` with this Python's scripts folder first on PATH: the workflow's jobs then run the
+    `attnsim` and `snakemake` of the environment under test."""
+    return dict(env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+
+
+def workflow_args(workdir: Path) -> list[str]:
+    """The arguments that run this repository's workflow in `workdir` (Snakemake's, and those of
+    the `attnsim` commands that pass them on)."""
+    return ["-s", str(REPO / "workflow/Snakefile"), "-d", str(workdir)]
+
+
+def snakemake_command(workdir: Path, *args: str) -> list[str]:
+    """The command line of Snakemake (this Python's) on this repository's workflow in `workdir`."""
+    return [sys.executable, "-m", "snakemake", *workflow_args(workdir), *args]
+
+
 def snakemake(
     workdir: Path, *args: str, check: bool = True, timeout: float = 300
 ) -> subprocess.CompletedProcess:
-    env = dict(
-        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    )
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(workdir),
-        *args,
-    ]
     result = subprocess.run(
-        cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
+        snakemake_command(workdir, *args),
+        cwd=workdir,
+        env=python_first_on_path(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     result.stderr = without_profile_notice(result.stderr)
     if check and result.returncode != 0:
@@ -130,7 +140,7 @@ def checkout(workdir: Path) -> Path:
 
 
 def attnsim_run(workdir: Path, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env = python_first_on_path()
     # SIGINT back to its default: a shell starts background jobs with SIGINT ignored, the
     # disposition is inherited, and Python then installs no KeyboardInterrupt handler
     return subprocess.Popen(

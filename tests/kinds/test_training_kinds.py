@@ -1,6 +1,6 @@
 """The training kinds as kinds: determinism through the driver, summaries of diverged runs, bad
 grids refused in one line, and one end-to-end run. (The kernels' numerics:
-test_training_recall.py, test_training_contrastive.py; recall_training's claims on synthetic rows:
+test_recall_training.py, test_contrastive_training.py; recall_training's claims on synthetic rows:
 test_recall_claims.py.)"""
 
 from __future__ import annotations

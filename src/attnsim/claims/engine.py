@@ -657,6 +657,24 @@ def pooled_estimate(values, se=None, unit: str = "points", **facts) -> Estimate:
     )
 
 
+def row_estimate(
+    row: pd.Series, number: str, n: int, unit: str, points: pd.DataFrame, **facts
+) -> Estimate:
+    """The Estimate of the row of a points table (its `value`, `se`, `ci_low`, `ci_high`) that a
+    claim's headline is about; the table goes along for PerPoint rules and the evidence."""
+    return Estimate(
+        value=float(row["value"]),
+        number=number,
+        se=float(row["se"]),
+        ci_low=float(row["ci_low"]),
+        ci_high=float(row["ci_high"]),
+        n=n,
+        unit=unit,
+        points=points,
+        facts=facts,
+    )
+
+
 def per_point_estimate(
     rows: pd.DataFrame,
     value,

@@ -1,6 +1,7 @@
 """Numbers as the claims table prints them: no more digits than their uncertainty supports.
 
-The rule (pure functions, unit-tested against hand-computed cases in tests/test_claim_numbers.py):
+The rule (pure functions, unit-tested against hand-computed cases in
+tests/claims/test_claim_numbers.py):
 
 1. A value with a 95% interval [low, high] (`interval`): the interval's half-width
    h = (high - low) / 2 keeps two significant digits, and the value and both ends are rounded to

@@ -57,6 +57,21 @@ def legend_below(fig, handles, ncol=None, y=None, fontsize=None):
     )
 
 
+def panel_letter(ax, letter: str) -> None:
+    """The panel's letter, "(a)", in bold above its top left corner: captions and claims name panels
+    by it."""
+    ax.text(
+        -0.08,
+        1.02,
+        f"({letter})",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=10,
+        fontweight="bold",
+    )
+
+
 # What a reader tells apart in one figure: a sweep larger than this is drawn in part (values
 # spread over its range, the figure says which) or binned (points along x), never point by point.
 MAX_LINES = 8  # lines (values of one parameter) in one panel

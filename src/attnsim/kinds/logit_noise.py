@@ -19,6 +19,9 @@ from attnsim.theory import delta_next
 from attnsim.theory.noise import kappa
 
 NOISE_SCALE = Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100)
+NOISE_DRAWS = Param(
+    "noise_draws", I64, "noisy outputs K per trial, each with fresh noise", minimum=1, maximum=4096
+)
 # kappa is a number of the point's noise law (the same on every trial) and +inf, with the
 # predictions built on it, where the law lacks the moment the delta method needs
 CONSTANT_METRICS = ("kappa",)

@@ -145,16 +145,22 @@ def locate(name: str, resources_dir: Path, local_copy: Path | None = None) -> Pa
     asset = get(name)
     if local_copy is None:
         return fetch(name, resources_dir)
-    local_copy = Path(local_copy).expanduser()
-    if not local_copy.exists():
-        raise AssetError(
-            f"assets.{name}: {local_copy} does not exist (a folder holding "
-            f"{', '.join(asset.files)}, or {asset.wheel})"
-        )
+    local_copy = _existing(asset, local_copy)
     if local_copy.is_file():
         _check_wheel(asset, local_copy)  # before anything else: even when resources/<name> exists
         return fetch(name, resources_dir, wheel=local_copy)
     return verify(name, local_copy)
+
+
+def _existing(asset: Asset, local_copy: Path) -> Path:
+    """The configured copy's path, `~` expanded; AssetError if nothing is there."""
+    local_copy = Path(local_copy).expanduser()
+    if not local_copy.exists():
+        raise AssetError(
+            f"assets.{asset.name}: {local_copy} does not exist (a folder holding "
+            f"{', '.join(asset.files)}, or {asset.wheel})"
+        )
+    return local_copy
 
 
 def check_local_copy(name: str, local_copy: Path, hash: bool = True) -> Path:
@@ -162,12 +168,7 @@ def check_local_copy(name: str, local_copy: Path, hash: bool = True) -> Path:
     files or the wheel, by sha256 (`hash`; without it only that they exist, for planning, which
     every dry run does). What `check-config` and a run's start do before any job."""
     asset = get(name)
-    local_copy = Path(local_copy).expanduser()
-    if not local_copy.exists():
-        raise AssetError(
-            f"assets.{name}: {local_copy} does not exist "
-            f"(a folder holding {', '.join(asset.files)}, or {asset.wheel})"
-        )
+    local_copy = _existing(asset, local_copy)
     if local_copy.is_file():
         if not hash and not local_copy.name.endswith(".whl"):
             raise AssetError(

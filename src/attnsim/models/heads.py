@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 
 from attnsim.models import assets, corpus
-from attnsim.models.minilm import Bert, BertConfig, WordPiece
+from attnsim.models.minilm import Bert, BertConfig, Output, WordPiece
 
 CONFIG = BertConfig()  # all-MiniLM-L6-v2: 6 layers, 12 heads, d_h = 32, hidden 384
 LAYERS, HEADS, HEAD_SIZE = CONFIG.layers, CONFIG.heads, CONFIG.head_size
@@ -66,21 +66,27 @@ def truncated(bert: Bert, depth: int) -> Bert:
     return shallow
 
 
+def _forward(bert: Bert, ids: np.ndarray, layers: list[int]) -> Iterator[tuple[slice, Output]]:
+    """Per sub-batch of trials: their slice and the forward pass (as deep as the last of `layers`,
+    sorted) that captured those layers' attention."""
+    model = truncated(bert, layers[-1] + 1)
+    trials, n = ids.shape
+    step = sub_batch(n)
+    for start in range(0, trials, step):
+        part = slice(start, min(trials, start + step))
+        batch = ids[part]
+        yield part, model.forward(batch, np.ones(batch.shape, dtype=bool), capture=layers)
+
+
 def rows(
     bert: Bert, ids: np.ndarray, positions: np.ndarray, layers: Iterable[int]
 ) -> Iterator[tuple[slice, dict[int, tuple[np.ndarray, np.ndarray]]]]:
     """Per sub-batch of trials: (their slice, layer -> (logits (t, H, n) float64, values (t, H, n,
     d_h) float32))."""
     layers = sorted(set(layers))
-    model = truncated(bert, layers[-1] + 1)
-    trials, n = ids.shape
-    step = sub_batch(n)
     scale = 1.0 / math.sqrt(bert.config.head_size)
-    for start in range(0, trials, step):
-        part = slice(start, min(trials, start + step))
-        batch = ids[part]
-        out = model.forward(batch, np.ones(batch.shape, dtype=bool), capture=layers)
-        index = np.arange(len(batch))
+    for part, out in _forward(bert, ids, layers):
+        index = np.arange(part.stop - part.start)
         found = {}
         for layer in layers:
             a = out.attention[layer]
@@ -97,15 +103,9 @@ def query_key_rows(
     float64 as in `rows`, q (t, H, d_h), k (t, H, n, d_h), v (t, H, n, d_h), float32 as the model
     has them)."""
     layers = sorted(set(layers))
-    model = truncated(bert, layers[-1] + 1)
-    trials, n = ids.shape
-    step = sub_batch(n)
     scale = 1.0 / math.sqrt(bert.config.head_size)
-    for start in range(0, trials, step):
-        part = slice(start, min(trials, start + step))
-        batch = ids[part]
-        out = model.forward(batch, np.ones(batch.shape, dtype=bool), capture=layers)
-        index = np.arange(len(batch))
+    for part, out in _forward(bert, ids, layers):
+        index = np.arange(part.stop - part.start)
         found: dict[int, tuple[np.ndarray, ...]] = {}
         for layer in layers:
             a = out.attention[layer]

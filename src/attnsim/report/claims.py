@@ -27,247 +27,162 @@ from attnsim.claims.engine import (
     judge,
 )
 from attnsim.errors import StoreError
+from attnsim.kinds.base import Column
 from attnsim.report import provenance as run_provenance
 from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
 
+
+def _column(name: str, type: pa.DataType, description: str) -> pa.Field:
+    """A column of claims.parquet with its description (docs/results-schema.md is made of them)."""
+    return Column(name, type, description).field(nullable=True)
+
+
 SCHEMA = pa.schema(
     [
-        pa.field("claim_id", pa.string(), metadata={"description": "short stable id of the claim"}),
-        pa.field("claim", pa.string(), metadata={"description": "the claim in one sentence"}),
-        pa.field(
-            "condition",
-            pa.string(),
-            metadata={"description": "the regime of parameters it was tested in"},
-        ),
-        pa.field(
+        _column("claim_id", pa.string(), "short stable id of the claim"),
+        _column("claim", pa.string(), "the claim in one sentence"),
+        _column("condition", pa.string(), "the regime of parameters it was tested in"),
+        _column(
             "statement",
             pa.string(),
-            metadata={
-                "description": "which of the essay's statements it tests: " + ", ".join(STATEMENTS)
-            },
+            "which of the essay's statements it tests: " + ", ".join(STATEMENTS),
         ),
-        pa.field(
-            "number",
-            pa.string(),
-            metadata={"description": "what `measured` is, one of: " + "; ".join(NUMBER_KINDS)},
-        ),
-        pa.field(
+        _column("number", pa.string(), "what `measured` is, one of: " + "; ".join(NUMBER_KINDS)),
+        _column(
             "compared_to",
             pa.string(),
-            metadata={
-                "description": "what `predicted` is (or what the measurement is compared with), "
-                "then what `measured` is"
-            },
+            "what `predicted` is (or what the measurement "
+            "is compared with), then what `measured` is",
         ),
-        pa.field(
-            "threshold",
-            pa.string(),
-            metadata={
-                "description": "the tolerance or threshold that decided the verdict, and why"
-            },
+        _column(
+            "threshold", pa.string(), "the tolerance or threshold that decided the verdict, and why"
         ),
-        pa.field(
+        _column(
             "figure",
             pa.string(),
-            metadata={
-                "description": "the figure that shows it, <experiment>/<figure>: "
-                "results/figures/<experiment>/<figure>.png"
-            },
+            "the figure that shows it, <experiment>/<figure>: "
+            "results/figures/<experiment>/<figure>.png",
         ),
-        pa.field(
-            "experiments",
-            pa.string(),
-            metadata={"description": "the experiments it rests on, comma-separated"},
-        ),
-        pa.field("points", pa.int64(), metadata={"description": "grid points it rests on"}),
-        pa.field("trials", pa.int64(), metadata={"description": "trials it rests on"}),
-        pa.field(
+        _column("experiments", pa.string(), "the experiments it rests on, comma-separated"),
+        _column("points", pa.int64(), "grid points it rests on"),
+        _column("trials", pa.int64(), "trials it rests on"),
+        _column(
             "predicted",
             pa.float64(),
-            metadata={
-                "description": "the theory's value the verdict is about (the centre of the "
-                "tolerance band); null when nothing is predicted"
-            },
+            "the theory's value the verdict is about (the centre of "
+            "the tolerance band); null when nothing is predicted",
         ),
-        pa.field(
+        _column(
             "measured",
             pa.float64(),
-            metadata={
-                "description": "the headline number, labelled by `number`: a mean, fitted slope "
-                "or rank correlation, the point farthest from the prediction (a range), the "
-                "extreme trial, a share or an onset"
-            },
+            "the headline number, labelled by `number`: a mean, fitted "
+            "slope or rank correlation, the point farthest from the "
+            "prediction (a range), the extreme trial, a share or an onset",
         ),
-        pa.field(
+        _column(
             "ci_low",
             pa.float64(),
-            metadata={
-                "description": "lower end of the 95% confidence interval of `measured`; null "
-                "when none was computed (a range, an extreme, an onset)"
-            },
+            "lower end of the 95% confidence interval of `measured`; "
+            "null when none was computed (a range, an extreme, an onset)",
         ),
-        pa.field(
-            "ci_high",
-            pa.float64(),
-            metadata={"description": "upper end of the 95% confidence interval; null when none"},
+        _column(
+            "ci_high", pa.float64(), "upper end of the 95% confidence interval; null when none"
         ),
-        pa.field(
+        _column(
             "value_min",
             pa.float64(),
-            metadata={
-                "description": "smallest value of a range over points or trials (not a "
-                "confidence interval); null when the number is not a range"
-            },
+            "smallest value of a range over points or trials (not a "
+            "confidence interval); null when the number is not a range",
         ),
-        pa.field(
-            "value_max",
-            pa.float64(),
-            metadata={"description": "largest value of that range; null when none"},
+        _column("value_max", pa.float64(), "largest value of that range; null when none"),
+        _column("rel_deviation", pa.float64(), "(measured - predicted) / |predicted|"),
+        _column(
+            "verdict", pa.string(), "one of: " + ", ".join(VERDICTS) + " (docs/science.md §7.4)"
         ),
-        pa.field(
-            "rel_deviation",
-            pa.float64(),
-            metadata={"description": "(measured - predicted) / |predicted|"},
+        _column(
+            "evidence", pa.string(), "what the numbers are: points, experiments, the worst case"
         ),
-        pa.field(
-            "verdict",
-            pa.string(),
-            metadata={"description": "one of: " + ", ".join(VERDICTS) + " (docs/science.md §7.4)"},
-        ),
-        pa.field(
-            "evidence",
-            pa.string(),
-            metadata={"description": "what the numbers are: points, experiments, the worst case"},
-        ),
-        pa.field(
+        _column(
             "role",
             pa.string(),
-            metadata={
-                "description": "one of: "
-                + ", ".join(ROLES)
-                + " (sanity: true by construction, counted apart)"
-            },
+            "one of: " + ", ".join(ROLES) + " (sanity: true by construction, counted apart)",
         ),
-        pa.field(
-            "regime",
-            pa.string(),
-            metadata={"description": "where theory makes the prediction, fixed before the data"},
+        _column("regime", pa.string(), "where theory makes the prediction, fixed before the data"),
+        _column(
+            "reason", pa.string(), "the docs/science.md section the regime and tolerance come from"
         ),
-        pa.field(
-            "reason",
-            pa.string(),
-            metadata={
-                "description": "the docs/science.md section the regime and tolerance come from"
-            },
-        ),
-        pa.field(
+        _column(
             "tolerance",
             pa.float64(),
-            metadata={
-                "description": "half-width of the band around `predicted` (equivalence claims); "
-                "null otherwise"
-            },
+            "half-width of the band around `predicted` (equivalence claims); null otherwise",
         ),
-        pa.field(
+        _column(
             "bound",
             pa.float64(),
-            metadata={
-                "description": "the bound a one-sided or sanity claim is compared with; null "
-                "otherwise"
-            },
+            "the bound a one-sided or sanity claim is compared with; null otherwise",
         ),
-        pa.field(
+        _column(
             "side",
             pa.string(),
-            metadata={
-                "description": "which side of `bound` the claim is on: "
-                + " or ".join(SIDES)
-                + "; empty otherwise"
-            },
+            "which side of `bound` the claim is on: " + " or ".join(SIDES) + "; empty otherwise",
         ),
-        pa.field(
+        _column(
             "detectable",
             pa.float64(),
-            metadata={
-                "description": "half-width of the deciding 95% interval: the smallest deviation "
-                "the data could have detected, to read against `tolerance`"
-            },
+            "half-width of the deciding 95% interval: the smallest deviation "
+            "the data could have detected, to read against `tolerance`",
         ),
-        pa.field(
+        _column(
             "alternative",
             pa.string(),
-            metadata={
-                "description": "what would have made the claim fail (a competing value or named "
-                "theory) and why it is plausible; empty for sanity checks"
-            },
+            "what would have made the claim fail (a competing value or "
+            "named theory) and why it is plausible; empty for sanity checks",
         ),
-        pa.field(
+        _column(
             "alternative_value",
             pa.float64(),
-            metadata={"description": "the alternative's value of the statistic; null if none"},
+            "the alternative's value of the statistic; null if none",
         ),
-        pa.field(
+        _column(
             "power",
             pa.float64(),
-            metadata={
-                "description": "probability that the rule gives `fails` were `alternative_value` "
-                "true, at the measurement's standard error; null without both"
-            },
+            "probability that the rule gives `fails` were `alternative_value` "
+            "true, at the measurement's standard error; null without both",
         ),
-        pa.field(
+        _column(
             "min_detectable",
             pa.float64(),
-            metadata={
-                "description": "the deviation beyond the tolerance band (or bound) the rule "
-                "detects with 80% power: (z_0.975 + z_0.8) x SE"
-            },
+            "the deviation beyond the tolerance band (or bound) the "
+            "rule detects with 80% power: (z_0.975 + z_0.8) x SE",
         ),
-        pa.field(
+        _column(
             "outcome",
             pa.string(),
-            metadata={
-                "description": "an evidence claim's outcome before the data: "
-                + " or ".join(OUTCOMES)
-                + " (open: it declares a plausible alternative); empty for sanity checks"
-            },
+            "an evidence claim's outcome before the data: "
+            + " or ".join(OUTCOMES)
+            + " (open: it declares a plausible alternative); empty for sanity checks",
         ),
-        pa.field(
+        _column(
             "budget",
             pa.string(),
-            metadata={
-                "description": "the training budget it was judged at and whether the verdict "
-                "could flip with it; empty when no budget matters"
-            },
+            "the training budget it was judged at and whether the "
+            "verdict could flip with it; empty when no budget matters",
         ),
-        pa.field(
-            "n",
-            pa.int64(),
-            metadata={"description": "the sample size behind the standard error (see `unit`)"},
-        ),
-        pa.field(
-            "unit",
-            pa.string(),
-            metadata={"description": "what `n` counts: trials, runs, heads, rows, points"},
-        ),
-        pa.field(
+        _column("n", pa.int64(), "the sample size behind the standard error (see `unit`)"),
+        _column("unit", pa.string(), "what `n` counts: trials, runs, heads, rows, points"),
+        _column(
             "needed",
             pa.int64(),
-            metadata={
-                "description": "inconclusive: the sample size (in `needed_unit`) at which the "
-                "interval would decide at the current effect and variance; 0 when more data "
-                "cannot decide it (docs/science.md §7.6)"
-            },
+            "inconclusive: the sample size (in `needed_unit`) at which the "
+            "interval would decide at the current effect and variance; 0 "
+            "when more data cannot decide it (docs/science.md §7.6)",
         ),
-        pa.field(
-            "needed_unit",
-            pa.string(),
-            metadata={"description": "what `needed` counts: trials per point, heads, points"},
+        _column(
+            "needed_unit", pa.string(), "what `needed` counts: trials per point, heads, points"
         ),
-        pa.field(
-            "to_decide",
-            pa.string(),
-            metadata={"description": "inconclusive: what would decide it, and at which points"},
+        _column(
+            "to_decide", pa.string(), "inconclusive: what would decide it, and at which points"
         ),
         pa.field(
             "unjudged",

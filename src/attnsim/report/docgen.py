@@ -1,8 +1,8 @@
 """Documentation generated from the declarations, so it cannot drift from the code: the result
 store's columns (docs/results-schema.md, `attnsim schema`) from the kinds' columns and the claims
 table's schema, and the tables of kinds in README.md and docs/usage.md (`attnsim schema
---update-docs` rewrites all three). tests/test_docs.py fails when a generated part is out of
-date, so a new kind needs no hand edit of any of them."""
+--update-docs` rewrites all three). tests/workflow/test_docs.py fails when a generated part is out
+of date, so a new kind needs no hand edit of any of them."""
 
 from __future__ import annotations
 
@@ -51,8 +51,8 @@ def schema_document() -> str:
         "",
         "Generated from the kinds' declarations by `attnsim schema --write "
         "docs/results-schema.md`;",
-        "`tests/test_docs.py` fails when this file is out of date. Layout, provenance and queries: "
-        "README.md.",
+        "`tests/workflow/test_docs.py` fails when this file is out of date. Layout, provenance and",
+        "queries: README.md.",
         "Every `<metric>_mean` comes with `_se` (standard error), `_ci_low` and `_ci_high` (95% "
         "Student-t interval).",
         "",

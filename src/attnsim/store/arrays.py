@@ -5,7 +5,7 @@ pyarrow imports pandas the first time it converts: `pa.array` of numpy or Python
 its shim both import pandas when it is installed). That import costs ~0.27 CPU-s per process
 (measured after numpy and pyarrow are loaded), paid by each of a run's ~40 job processes for
 nothing: these functions build and read the buffers themselves, with the same values and types.
-`tests/test_no_pandas.py` checks that simulate and collect jobs import no pandas.
+`tests/jobs/test_no_pandas.py` checks that simulate and collect jobs import no pandas.
 
 Each function takes what the jobs have (contiguous numeric arrays, Python strings with None for
 nulls) and hands anything else to pyarrow's own conversion: the same result, pandas imported.

@@ -103,36 +103,16 @@ def summary_schema(kind: Kind | str) -> pa.Schema:
     by_name = {c.name: c for c in kind.schema.metrics}
     for metric in kind.summary_metrics:
         for suffix, text in stats.items():
-            fields.append(
-                pa.field(
-                    f"{metric}_{suffix}",
-                    pa.float64(),
-                    nullable=False,
-                    metadata={"description": f"{text} {metric}: {by_name[metric].doc}"},
-                )
-            )
+            doc = f"{text} {metric}: {by_name[metric].doc}"
+            fields.append(Column(f"{metric}_{suffix}", pa.float64(), doc).field())
         if metric in kind.summary.finite_metrics:
-            fields.append(
-                pa.field(
-                    f"{metric}_finite",
-                    pa.int64(),
-                    nullable=False,
-                    metadata={
-                        "description": f"number of trials with a finite {metric}: "
-                        "its mean, SE and CI are over these only"
-                    },
-                )
-            )
+            finite = f"number of trials with a finite {metric}"
+            doc = f"{finite}: its mean, SE and CI are over these only"
+            fields.append(Column(f"{metric}_finite", pa.int64(), doc).field())
     for metric in kind.summary.extreme_metrics:
         for suffix, text in (("min", "smallest"), ("max", "largest")):
-            fields.append(
-                pa.field(
-                    f"{metric}_{suffix}",
-                    pa.float64(),
-                    nullable=False,
-                    metadata={"description": f"{text} value over trials of {metric}"},
-                )
-            )
+            doc = f"{text} value over trials of {metric}"
+            fields.append(Column(f"{metric}_{suffix}", pa.float64(), doc).field())
     fields += [c.field(nullable=True) for c in (*kind.theory.columns, *kind.summary.extra_columns)]
     return pa.schema(fields)
 
@@ -223,14 +203,19 @@ def read_meta(path: Path) -> Meta:
     return meta
 
 
+# What reading a store file raises on damaged bytes (ValueError: bytes that are not UTF-8)
+UNREADABLE = (OSError, ValueError, pa.ArrowException)
+
+
+def damaged(path: Path, error: Exception) -> StoreError:
+    """The one line for a store file whose bytes cannot be read back."""
+    return StoreError(f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it")
+
+
 def _read_meta(path: Path) -> Meta:
     try:
         metadata = pq.read_metadata(path).metadata or {}
-    except (
-        OSError,
-        ValueError,
-        pa.ArrowException,
-    ) as error:  # ValueError: bytes that are not UTF-8
+    except UNREADABLE as error:
         raise StoreError(
             f"{path}: not a readable Parquet file ({one_line(error)}); delete it and rerun to "
             "recompute it"
@@ -265,14 +250,8 @@ def read_table(
         table = pq.read_table(
             path, columns=columns, read_dictionary=dictionary, page_checksum_verification=True
         )
-    except (
-        OSError,
-        ValueError,
-        pa.ArrowException,
-    ) as error:  # ValueError: bytes that are not UTF-8
-        raise StoreError(
-            f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
-        ) from None
+    except UNREADABLE as error:
+        raise damaged(path, error) from None
     integrity.verify_columns(path, table, meta)
     return table
 
@@ -289,10 +268,8 @@ def verify_file(path: Path) -> None:
             table = file.read_row_group(group, use_threads=False)
             integrity.verify_statistics(path, file.metadata.row_group(group), table)
             hasher.update(table)
-    except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes not UTF-8
-        raise StoreError(
-            f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
-        ) from None
+    except UNREADABLE as error:
+        raise damaged(path, error) from None
     integrity.verify_digests(path, hasher.digests(), meta)
 
 
@@ -364,10 +341,8 @@ def _file_pieces(
         for group in range(groups):
             table = file.read_row_group(group, columns=columns, use_threads=False)
             yield path, meta, table, group == groups - 1
-    except (OSError, ValueError, pa.ArrowException) as error:  # ValueError: bytes not UTF-8
-        raise StoreError(
-            f"{path}: damaged ({one_line(error)}); delete it and rerun to recompute it"
-        ) from None
+    except UNREADABLE as error:
+        raise damaged(path, error) from None
 
 
 def _checked(

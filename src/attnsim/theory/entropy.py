@@ -373,8 +373,8 @@ def gaussian_entropy_exact(n: int, sigma: float, step: float | None = None) -> f
     (1/Z = int_0^inf e^{-tZ} dt and independence). With t = e^{-y} both are integrals over y of
     one-dimensional normal integrals (`_laplace_parts`); Gauss-Legendre panels of width `step`
     in y (default max(2, sigma/20)). Exact up to quadrature error (below 1e-8 nats; checked
-    against brute force and a finer grid in tests/test_theory_entropy.py). Used to say where the
-    asymptotic predictions (§3.3, §3.4) are accurate.
+    against brute force and a finer grid in tests/theory/test_theory_entropy.py). Used to say where
+    the asymptotic predictions (§3.3, §3.4) are accurate.
     """
     if n < 1 or sigma < 0:
         raise ValueError(f"need n >= 1 and sigma >= 0, got n={n!r}, sigma={sigma!r}")

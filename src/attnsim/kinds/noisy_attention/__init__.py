@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from attnsim.kinds.base import Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import I64, STR, N, d_param, scale_param
+from attnsim.kinds.columns import STR, N, d_param, scale_param
 from attnsim.kinds.logit_noise import (
     CONSTANT_METRICS,
     EXTRA,
     METRICS,
+    NOISE_DRAWS,
     NOISE_SCALE,
     NONFINITE_METRICS,
     THEORY,
@@ -44,13 +45,7 @@ PARAMS = (
         "std noise_scale (docs/science.md §1.3)",
         choices=NOISE_FAMILIES,
     ),
-    Param(
-        "noise_draws",
-        I64,
-        "noisy outputs K per trial, each with fresh noise",
-        minimum=1,
-        maximum=4096,
-    ),
+    NOISE_DRAWS,
     NOISE_SCALE,
 )
 
@@ -105,8 +100,8 @@ KIND = Kind(
     description="attention output under i.i.d. logit noise vs the delta-method prediction",
     package=__name__,
     # 3: the trial rows gained sq_err_next (the older metrics' values unchanged,
-    # tests/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel doc);
-    # 5: up to 0.5, and Exp(1) draws (gumbel, student_t) through SIMD log, not log1p
+    # tests/kinds/test_reference_rows.py); 4: form 1 (expm1) only up to sigma max|z| = 1 (kernel
+    # doc); 5: up to 0.5, and Exp(1) draws (gumbel, student_t) through SIMD log, not log1p
     algorithm_version=5,
     schema=Schema(
         params=PARAMS,

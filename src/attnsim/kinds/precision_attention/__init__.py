@@ -92,7 +92,8 @@ KIND = Kind(
         "model"
     ),
     package=__name__,
-    # 2: the rows gained saturated_unrotated (the others unchanged: tests/test_reference_rows.py)
+    # 2: the rows gained saturated_unrotated (the others unchanged:
+    # tests/kinds/test_reference_rows.py)
     algorithm_version=2,
     schema=Schema(
         params=PARAMS,

@@ -220,7 +220,7 @@ KIND = Kind(
     ),
     package=__name__,
     # 2: rows gained cls_weight, sep_weight and punct_weight, the summary the sink-row and median
-    # columns; the version-1 metrics are unchanged (tests/test_real_kinds.py)
+    # columns; the version-1 metrics are unchanged (tests/kinds/test_real_kinds.py)
     algorithm_version=2,
     schema=Schema(
         params=PARAMS,

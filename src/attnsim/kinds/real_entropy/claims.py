@@ -25,6 +25,7 @@ from attnsim.claims.engine import (
     PerPoint,
     Regime,
     pooled,
+    row_estimate,
 )
 from attnsim.kinds.real_entropy import SINK_EPSILON, SINK_ROW
 from attnsim.models.heads import LAYERS
@@ -339,16 +340,7 @@ def _sep_per_layer(rows: pd.DataFrame) -> Estimate:
         )
     points = pd.DataFrame(layers)
     worst = points.loc[points["value"].idxmin()]
-    return Estimate(
-        value=float(worst["value"]),
-        number="mean (95% CI)",
-        se=float(worst["se"]),
-        ci_low=float(worst["ci_low"]),
-        ci_high=float(worst["ci_high"]),
-        n=int(worst["n"]),
-        unit="heads",
-        points=points,
-    )
+    return row_estimate(worst, "mean (95% CI)", int(worst["n"]), "heads", points)
 
 
 def _sink_context(rows: pd.DataFrame) -> dict:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import legend_below
+from attnsim.figures.common import legend_below, panel_letter
 from attnsim.figures.style import figure_function, palette
 from attnsim.stats import mean_ci
 
@@ -99,7 +99,7 @@ def real_entropy_layers(summary: pd.DataFrame):
                 ax.set_yscale("log")
             if col == 0:
                 ax.set_ylabel(label)
-            _letter(ax, "abcdefghijklmnopqrstuvwxyz"[row * len(ns) + col])
+            panel_letter(ax, "abcdefghijklmnopqrstuvwxyz"[row * len(ns) + col])
             if row == len(rows) - 1:
                 ax.set_xlabel("layer")
                 ax.set_xticks(layers)
@@ -139,19 +139,6 @@ def real_entropy_layers(summary: pd.DataFrame):
         fig, handles, ncol=2, y=0.0
     )  # below the axes' area: save() keeps it in the tight box
     return fig
-
-
-def _letter(ax, letter: str) -> None:
-    ax.text(
-        -0.08,
-        1.02,
-        f"({letter})",
-        transform=ax.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize=10,
-        fontweight="bold",
-    )
 
 
 @figure_function
@@ -294,6 +281,6 @@ def real_entropy_sinks(summary: pd.DataFrame):
     ax_d.legend(fontsize=7.5)
     ax_d.set_title("entropy of sink-dominated rows and of the others", fontsize=10)
     for ax, letter in zip((ax_a, ax_b, ax_c, ax_d), "abcd"):
-        _letter(ax, letter)
+        panel_letter(ax, letter)
     fig.suptitle("Attention sinks in the trained all-MiniLM-L6-v2")
     return fig

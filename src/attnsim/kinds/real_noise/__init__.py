@@ -47,13 +47,7 @@ ROW_CORRECTION = 0.025
 # job holds one window length and makes one model pass per trial, not one per window.
 PARAMS = (
     real_model.n_param(),
-    Param(
-        "noise_draws",
-        I64,
-        "noisy outputs K per trial, each with fresh noise",
-        minimum=1,
-        maximum=4096,
-    ),
+    logit_noise.NOISE_DRAWS,
     Param(
         "keys",
         I64,
@@ -266,7 +260,7 @@ KIND = Kind(
     ),
     package=__name__,
     # 2: rows gained spread, sink_weight and concentration, points the `keys` parameter (nested
-    # windows); the version-1 metrics of keys = 0 are unchanged (tests/test_real_kinds.py);
+    # windows); the version-1 metrics of keys = 0 are unchanged (tests/kinds/test_real_kinds.py);
     # 3: student_t noise's Exp(1) draws through SIMD log, not log1p (attnsim.kernels.sampling)
     algorithm_version=3,
     schema=Schema(

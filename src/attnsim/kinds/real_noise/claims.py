@@ -28,6 +28,7 @@ from attnsim.claims.engine import (
     Regime,
     equivalence_verdict,
     pooled,
+    row_estimate,
 )
 from attnsim.kinds.real_noise import ROW_CORRECTION, SINK_ROW
 
@@ -277,17 +278,8 @@ def group_points(
     else:
         worst = int(np.argmax(np.abs(points["value"].to_numpy(float) - predicted)))
     row = points.iloc[worst]
-    return Estimate(
-        value=float(row["value"]),
-        number=number,
-        se=float(row["se"]),
-        ci_low=float(row["ci_low"]),
-        ci_high=float(row["ci_high"]),
-        n=int(row["heads"]),
-        unit="heads",
-        points=points,
-        facts={"worst": _describe(row), "groups": points, "point_noun": "groups", **facts},
-    )
+    context = {"worst": _describe(row), "groups": points, "point_noun": "groups"}
+    return row_estimate(row, number, int(row["heads"]), "heads", points, **(context | facts))
 
 
 def _label(e: Estimate, label: str) -> str:

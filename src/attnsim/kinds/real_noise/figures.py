@@ -12,25 +12,12 @@ from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from attnsim.figures.common import legend_below
+from attnsim.figures.common import legend_below, panel_letter
 from attnsim.figures.style import figure_function, palette
 from attnsim.kinds.real_noise.claims import LIGHT, THRESHOLDS, by_group, light, within_head_slopes
 from attnsim.stats import Z95
 
 LAYER_MAP = "viridis"
-
-
-def _letter(ax, letter: str) -> None:
-    ax.text(
-        -0.08,
-        1.02,
-        f"({letter})",
-        transform=ax.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize=10,
-        fontweight="bold",
-    )
 
 
 def _layer_colours(layers) -> dict:
@@ -253,7 +240,7 @@ def real_noise_sigma(summary: pd.DataFrame):
     ax.set_xlabel("noise std σ")
     ax.set_ylabel("measured / delta method, by row type")
     for ax, letter in zip(axes, "abc"):
-        _letter(ax, letter)
+        panel_letter(ax, letter)
     axes[0].set_title("delta method per layer", fontsize=10)
     axes[1].set_title("next-order theory (p2) per layer", fontsize=10)
     axes[2].set_title("sink-dominated rows (filled) vs the others (open)", fontsize=10)
@@ -404,7 +391,7 @@ def real_noise_within_heads(summary: pd.DataFrame):
     ax_d.set_xlabel("n_eff of the head (harmonic mean over its rows)")
     ax_d.set_ylabel("rel. error of the head")
     for ax, letter in zip((ax_a, ax_b, ax_c, ax_d), "abcd"):
-        _letter(ax, letter)
+        panel_letter(ax, letter)
     handles: list[Artist] = [
         Line2D([], [], color=colours[layer], marker="o", label=f"layer {layer}") for layer in layers
     ]
@@ -538,7 +525,7 @@ def real_noise_rows(summary: pd.DataFrame, trials: pd.DataFrame | None):
     ax_b.set_title("concentration: rel_err² = κ/n_eff needs the diagonal", fontsize=10)
     fig.colorbar(image, ax=[ax_a, ax_b], fraction=0.03, pad=0.02).set_label("n_eff of the row")
     for ax, letter in zip((ax_a, ax_b), "ab"):
-        _letter(ax, letter)
+        panel_letter(ax, letter)
     handles = [
         Line2D([], [], color="k", lw=1.2, label="theory: y = x"),
         Line2D([], [], color="0.2", ls=":", lw=1.4, label="two keys (p, 1 − p): 2p(1 − p)"),

@@ -103,7 +103,7 @@ BUDGET_COLLAPSE = (
 
 def _escape(rows: pd.DataFrame) -> pd.Series:
     """Every run has an escape time (the first evaluation at or below the threshold), whether it
-    stops there or trains on: the time is the same (tests/test_training_recall.py)."""
+    stops there or trains on: the time is the same (tests/kinds/test_recall_training.py)."""
     return rows["stop"].isin(("threshold", "never"))
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from helpers.configs import REPO
-from helpers.workflow import snakemake, write_config
+from helpers.configs import small_config
+from helpers.workflow import python_first_on_path, snakemake, workflow_args, write_config
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.tests import MockOutputSettings, TestLogHandlerBase
 
@@ -300,49 +300,25 @@ def run_lines(text: str) -> list[str]:
 
 @pytest.mark.slow
 def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
-    config = {
-        "seed": 7,
-        "chunk_size": 3,
-        "experiments": {
-            "robustness": {
-                "kind": "noisy_attention",
-                "trials": 20,
-                "grid": {
-                    "n": [16, 64],
-                    "d": [4],
-                    "logit_scale": [0.0],
-                    "noise": ["gaussian"],
-                    "noise_draws": [4],
-                    "noise_scale": [0.1, 0.5],
-                },
-            },
-            "entropy": {
-                "kind": "logit_entropy",
-                "trials": 50,
-                "target_se": 0.01,
-                "max_trials": 400,
-                "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 3.0]},
-            },
-        },
+    config = small_config()
+    config["experiments"]["robustness"]["grid"] |= {"logit_scale": [0.0], "noise": ["gaussian"]}
+    config["experiments"]["entropy"] = {
+        "kind": "logit_entropy",
+        "trials": 50,
+        "target_se": 0.01,
+        "max_trials": 400,
+        "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 3.0]},
     }
     write_config(tmp_path, config)
-    env = dict(
-        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    cmd = [sys.executable, "-m", "attnsim.cli.main", "run", *workflow_args(tmp_path)]
+    run = subprocess.run(
+        [*cmd, "--cores", "2", "--report"],
+        cwd=tmp_path,
+        env=python_first_on_path(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "attnsim.cli.main",
-        "run",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(tmp_path),
-        "--cores",
-        "2",
-        "--report",
-    ]
-    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     err = run.stderr
     assert "Using workflow specific profile" in err and "profiles/default" in err

@@ -2,14 +2,17 @@
 in one layer, imports only from its own layer and the layers below, and no two modules import each
 other, directly or around a circle. Imports inside functions count: a lazy import is still a
 dependency. The graph is read from the source with `ast`, so the test imports nothing and is
-fast."""
+fast. The tests mirror the folders (test_the_tests_mirror_the_source_folders)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+# the repository: the nearest folder above with a pyproject.toml (the test also runs as a script,
+# without the tests' helpers on the path)
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+SRC = REPO / "src"
 
 # Bottom to top, one folder per layer (the foundation is the top-level files; `attnsim.testing`,
 # the kinds' conformance suite, is a public top-level module on top of everything). A module
@@ -195,7 +198,7 @@ def folder(module: str) -> str:
 
 def report(graph: dict[str, set[str]] | None = None) -> str:
     """The layers top first, each with its folders, their modules and the folders they import;
-    then circles and upward imports: `python tests/test_layout.py`."""
+    then circles and upward imports: `python tests/workflow/test_layout.py`."""
     graph = import_graph() if graph is None else graph
     mods = modules()
     lines = [f"modules: {len(graph)}, import edges: {sum(len(t) for t in graph.values())}"]
@@ -220,7 +223,7 @@ if __name__ == "__main__":
 def test_the_architecture_table_names_every_module_of_a_folder():
     """docs/architecture.md follows the folders: each module of a folder is in its layer's row (the
     kinds and the science libraries are named by folder)."""
-    table = (SRC.parent / "docs" / "architecture.md").read_text()
+    table = (REPO / "docs" / "architecture.md").read_text()
     rows = {
         line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")
     }
@@ -233,3 +236,22 @@ def test_the_architecture_table_names_every_module_of_a_folder():
         if path.stem != "__init__" and f"`{path.stem}`" not in rows[name]
     ]
     assert not missing, f"add them to docs/architecture.md's layout table: {missing}"
+
+
+# folders of tests/ that are not a layer's tests: what the tests share, the naive oracles, recorded
+# data, the plugin example (a repository of its own, with its own tests), the local SLURM cluster
+TEST_SUPPORT = {"helpers", "oracles", "data", "plugin_example", "slurm"}
+
+
+def test_the_tests_mirror_the_source_folders():
+    """Each test module sits in tests/<folder>/ for the src/attnsim folder it is about
+    (tests/foundation/ for the top-level modules), so that a layer's tests are one folder to run;
+    none at the top of tests/, and no source folder without its tests."""
+    tests = REPO / "tests"
+    at_top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert not at_top, f"move them into tests/<the src/attnsim folder they test>/: {at_top}"
+    sources = {p.name for p in (SRC / "attnsim").iterdir() if p.is_dir() and p.name[0] != "_"}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name[0] not in "._"}
+    assert folders - TEST_SUPPORT == sources | {"foundation"}
+    empty = sorted(f for f in folders - TEST_SUPPORT if not any((tests / f).glob("test_*.py")))
+    assert not empty, f"test folders without tests: {empty}"

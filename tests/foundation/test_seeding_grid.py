@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from helpers.configs import small_config
+from helpers.configs import REPO, small_config
 from helpers.points import make_point
 from oracles.points import chunk, chunk_id, expand, point_id, reference_point
 
@@ -16,8 +15,6 @@ from attnsim.config.load import load
 from attnsim.kinds import all_kinds
 from attnsim.plan.sweep import MAX_CHUNK_COST_RATIO, plan_experiment
 from attnsim.seeding import block_generator, canonical_value
-
-REPO = Path(__file__).resolve().parents[1]
 
 BASE = dict(n=64, d=4, logit_scale=1.0, noise="gaussian", noise_draws=4, noise_scale=0.5)
 

@@ -9,7 +9,7 @@ report and in claims.html) has one row per claim with its verdict visible, that 
 claims.html resolves, and that no page logs a console error (level SEVERE).
 
 Screenshots of the report's home, one figure page and the claims page go to the test's tmp
-directory; `ATTNSIM_SCREENSHOTS=1 pytest tests/test_browser.py` also copies them to
+directory; `ATTNSIM_SCREENSHOTS=1 pytest tests/workflow/test_browser.py` also copies them to
 docs/screenshots/ (the README shows them).
 
 Needs /usr/bin/chromium and /usr/bin/chromedriver (`apt-get install chromium chromium-driver`;

@@ -2,7 +2,7 @@
 it: Jinja first (with the rule's wildcards), then reStructuredText with the report's link targets
 (`Claims`_, `Workflow`_, ...). A message (an undefined substitution from `|x|`, an unknown target,
 a bad table) would print `(ERROR/3) ...` during the report and show a "Docutils System Messages"
-block on its page. The built report is checked end to end in tests/test_progress.py."""
+block on its page. The built report is checked end to end in tests/cli/test_progress.py."""
 
 from __future__ import annotations
 

@@ -10,14 +10,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from helpers import small_store
-from helpers.configs import small_config
+from helpers.configs import REPO, small_config
 
 import attnsim
 from attnsim.config.load import load
 from attnsim.plan.sweep import run_spec_path, write_experiment_specs
 from attnsim.report import provenance
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -125,9 +125,10 @@ def test_chaotic_training_runs_agree_in_law_across_classes(tmp_path):
         "from test_cpu_classes import _summaries\n"
         "_summaries(Path(sys.argv[1]), " + repr(CHAOTIC) + ")\n"
     )
-    tests = str(Path(__file__).parent)
+    # this module's folder (to import it), the tests' (helpers) and the repository's
+    paths = [str(Path(__file__).parent), str(REPO / "tests"), str(REPO)]
     subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "there"), tests, str(Path(tests) / "..")],
+        [sys.executable, "-c", script, str(tmp_path / "there"), *paths],
         env={**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(order[order.index(level) :])},
         check=True,
         capture_output=True,

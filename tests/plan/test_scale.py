@@ -304,22 +304,20 @@ def _unused(path: Path) -> None:  # pragma: no cover
     pass
 
 
-def _snakemake_env():
-    import os
-    import sys
-
-    return dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-
-
 @pytest.mark.slow
 def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     """A job's parse (`--mode remote`, as the SLURM plugin runs it on a node) computes its chunk
     from the spec file the submitting run wrote, without planning: a store that planning refuses
     (a foreign file in it) does not stop it, and its rows are the planned chunk's."""
     import subprocess
-    import sys
 
-    from helpers.workflow import snakemake, tree, write_config
+    from helpers.workflow import (
+        python_first_on_path,
+        snakemake,
+        snakemake_command,
+        tree,
+        write_config,
+    )
 
     from attnsim.plan.sweep import write_specs
 
@@ -342,19 +340,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
     )  # planning reads the store
     before = tree(tmp_path)
     target = f"simulate:kind=noisy_attention,experiment=robustness,chunk={chunk}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(tmp_path),
-        "--target-jobs",
-        target,
-        "--allowed-rules",
-        "simulate",
-    ]
+    cmd = snakemake_command(tmp_path, "--target-jobs", target, "--allowed-rules", "simulate")
     cmd += [
         "--mode",
         "remote",
@@ -368,7 +354,7 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
         "0",
     ]
     job = subprocess.run(
-        cmd, cwd=tmp_path, env=_snakemake_env(), capture_output=True, text=True, timeout=300
+        cmd, cwd=tmp_path, env=python_first_on_path(), capture_output=True, text=True, timeout=300
     )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     made = store.chunk_path(tmp_path / "results/store", "noisy_attention", "robustness", chunk)
@@ -568,19 +554,11 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
     import subprocess
     import sys
 
-    from helpers.workflow import write_config
+    from helpers.workflow import workflow_args, write_config
 
     write_config(tmp_path, small_config() | {"max_jobs": 100})
-    cmd = [
-        str(Path(sys.executable).parent / "attnsim"),
-        "plan",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(tmp_path),
-        "--cores",
-        "2",
-    ]
+    attnsim = str(Path(sys.executable).parent / "attnsim")
+    cmd = [attnsim, "plan", *workflow_args(tmp_path), "--cores", "2"]
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and len(lines) == 4, result.stdout + result.stderr
@@ -599,19 +577,11 @@ def test_attnsim_finds_its_own_snakemake_without_an_activated_venv(tmp_path):
     import subprocess
     import sys
 
-    from helpers.workflow import write_config
+    from helpers.workflow import workflow_args, write_config
 
     write_config(tmp_path, small_config())
     attnsim = str(Path(sys.executable).parent / "attnsim")
-    cmd = [
-        sys.executable,
-        attnsim,
-        "plan",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(tmp_path),
-    ]
+    cmd = [sys.executable, attnsim, "plan", *workflow_args(tmp_path)]
     bare = {**os.environ, "PATH": "/usr/bin:/bin"}
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=bare)
     assert result.returncode == 0 and result.stdout.startswith("plan: 1 experiment"), (

@@ -12,7 +12,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 from helpers.configs import small_config
-from helpers.workflow import REPO, snakemake, write_config
+from helpers.workflow import python_first_on_path, snakemake, snakemake_command, write_config
 
 from attnsim.errors import StoreError
 from attnsim.store import lock
@@ -72,10 +72,6 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
     shared = tmp_path / "shared-results"
     shared.mkdir()
     first, second = tmp_path / "first", tmp_path / "second"
-    env = dict(
-        os.environ,
-        PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
-    )
     # both ask the same sweep (so planning lets the second through), slow enough that the first
     # still holds the store when the second starts
     config = small_config(seed=7)
@@ -84,19 +80,9 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
         write_config(workdir, config)
         (workdir / "results").symlink_to(shared, target_is_directory=True)
     run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(REPO / "workflow/Snakefile"),
-            "-d",
-            str(first),
-            "--cores",
-            "1",
-        ],
+        snakemake_command(first, "--cores", "1"),
         cwd=first,
-        env=env,
+        env=python_first_on_path(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from helpers.configs import REPO
+from helpers.workflow import workflow_args
 
 pytestmark = pytest.mark.slow
 
@@ -106,10 +107,7 @@ def test_an_installed_plugin_kind_runs_end_to_end(venv, tmp_path):
         venv,
         "-m",
         "snakemake",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(tmp_path),
+        *workflow_args(tmp_path),
         "--cores",
         "2",
         cwd=tmp_path,

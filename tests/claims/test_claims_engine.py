@@ -1,6 +1,6 @@
-"""What the claims engine keeps beside its declarative rules (those are tests/test_engine_rules.py):
-the verdict functions on a boundary case, a pooled estimate over one point has no interval, and
-the documented verdicts and roles."""
+"""What the claims engine keeps beside its declarative rules (those are
+tests/claims/test_engine_rules.py): the verdict functions on a boundary case, a pooled estimate over
+one point has no interval, and the documented verdicts and roles."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """attnsim anywhere: the package ships the workflow, so `attnsim init DIR` and `attnsim run` work in
-any folder, outside a clone (`snakemake --lint`: tests/test_workflow_style.py)."""
+any folder, outside a clone (`snakemake --lint`: tests/workflow/test_workflow_style.py)."""
 
 from __future__ import annotations
 

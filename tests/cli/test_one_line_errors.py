@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.configs import REPO
 
 from attnsim.cli.main import main
 
@@ -57,10 +58,9 @@ def test_the_rules_accept_every_kind_name_the_config_accepts():
 
     from attnsim.config.load import SCHEMA_FILE
 
-    repo = Path(__file__).resolve().parents[1]
-    schema = yaml.safe_load((repo / "src/attnsim/config" / SCHEMA_FILE).read_text())
+    schema = yaml.safe_load((REPO / "src/attnsim/config" / SCHEMA_FILE).read_text())
     allowed = schema["$defs"]["experiment"]["properties"]["kind"]["pattern"]
-    common = (repo / "workflow/rules/common.smk").read_text()
+    common = (REPO / "workflow/rules/common.smk").read_text()
     wildcard = re.search(r'^\s*kind="([^"]+)"', common, re.MULTILINE).group(1)
     for name in ("noisy_attention", "kind2", "k9_x", "a"):
         assert re.fullmatch(allowed, name) and re.fullmatch(wildcard, name), name

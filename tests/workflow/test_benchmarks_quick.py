@@ -4,7 +4,6 @@ checked by the full suite, `python -m benchmarks`, not here)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -14,7 +13,6 @@ from benchmarks import machine
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
 KINDS = ("noisy_attention", "logit_entropy", "temperature_entropy", "init_gradient")
 
 

@@ -155,7 +155,7 @@ def test_fewer_trials_are_refused_with_instructions_and_more_are_a_top_up(finish
         and "never dropped" in result.stderr
     )
     config["experiments"]["robustness"]["trials"] = (
-        21  # more: planned as top-ups of the stored chunks (tests/test_topup.py)
+        21  # more: planned as top-ups of the stored chunks (tests/plan/test_topup.py)
     )
     path = write_config(workdir, config, "more_trials.yaml")
     result = snakemake(

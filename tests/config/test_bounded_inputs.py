@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.configs import small_config
+from helpers.configs import REPO, small_config
 
 from attnsim.cli.main import main
 from attnsim.config import guard
@@ -84,7 +84,7 @@ def test_plain_snakemake_applies_the_same_caps(tmp_path, name):
     (tmp_path / "big.yaml").write_text(
         yaml.safe_dump(small_config()) + ("# " + "x" * 98 + "\n") * (9 * 2**20 // 100)
     )
-    snakefile = Path(__file__).resolve().parents[1] / "workflow/Snakefile"
+    snakefile = REPO / "workflow/Snakefile"
     run = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-n", "--configfile", name],
         cwd=tmp_path,

@@ -4,9 +4,9 @@ reported as failed, the rerun after the fix computes only what is missing, and a
 hold stops the run at once.
 
 Opt-in, because it installs SLURM and MariaDB with apt-get and starts their daemons (as root):
-ATTNSIM_SLURM_TESTS=1 pytest tests/test_slurm.py. Without the switch the tests are skipped; with
-it (as in CI) they fail if the cluster cannot run. A cluster that was already up is used and left
-up; one the fixture started is stopped again, also when a test fails or pytest is interrupted.
+ATTNSIM_SLURM_TESTS=1 pytest tests/workflow/test_slurm.py. Without the switch the tests are skipped;
+with it (as in CI) they fail if the cluster cannot run. A cluster that was already up is used and
+left up; one the fixture started is stopped again, also when a test fails or pytest is interrupted.
 Every SLURM command gets the test cluster's own SLURM_CONF, never the machine's /etc/slurm."""
 
 from __future__ import annotations
@@ -17,12 +17,18 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers.workflow import REPO, point_rows, snakemake, write_config
+from helpers.workflow import (
+    REPO,
+    point_rows,
+    python_first_on_path,
+    snakemake,
+    snakemake_command,
+    write_config,
+)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -124,15 +130,9 @@ def through_slurm(
     workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT
 ) -> subprocess.CompletedProcess:
     """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
-    env = dict(slurm_env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{slurm_env['PATH']}")
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "workflow/Snakefile"),
-        "-d",
-        str(workdir),
+    env = python_first_on_path(slurm_env)
+    cmd = snakemake_command(
+        workdir,
         "--workflow-profile",
         str(REPO / "workflow/profiles/slurm"),
         "--slurm-init-seconds-before-status-checks",
@@ -141,7 +141,7 @@ def through_slurm(
         f"simulate={threads}",
         "--retries",
         "0",
-    ]
+    )
     process = subprocess.Popen(
         cmd,
         cwd=workdir,

@@ -9,13 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.configs import REPO
 
 import attnsim
 from attnsim.claims.engine import ClaimSpec
 from attnsim.kinds import all_kinds
 
 KINDS = Path(attnsim.__file__).parent / "kinds"
-REPO = Path(__file__).parents[1]
 FORBIDDEN = {
     "assigns a verdict": re.compile(r"\.verdict\s*=(?!=)"),
     "passes a verdict": re.compile(r"\bverdict\s*=(?!=)"),
