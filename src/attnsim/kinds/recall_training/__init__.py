@@ -271,6 +271,7 @@ FIGURE_APPLIES = {
     "escape_law": _plateau_law,
     "separating": lambda g: "normgd" in g["optimiser"] and "threshold" in g["stop"],
     "training_entropy": lambda g: len(g["lr"]) >= 2,
+    "plateau_map": lambda g: _plateau_law(g) and len(g["batch"]) * len(g["lr"]) >= 2,
 }
 
 
@@ -355,6 +356,7 @@ KIND = Kind(
             "escape_law",
             "separating",
             "training_entropy",
+            "plateau_map",
         ),
         figure_applies=FIGURE_APPLIES,
         headline=headline,
