@@ -402,3 +402,31 @@ def test_near_tie_density_and_the_refined_exponent():
     slopes = [refined_exponent(sigmas, b, 16) for b in (8, 32, 128)]
     assert slopes[2] == pytest.approx(0.5)  # 128 x 1.766 = 226 > 150: all below the crossover
     assert 0.5 < slopes[1] < slopes[0] < 1.0
+
+
+def test_plateau_map_draws_the_claims_exponents():
+    """The figure fits every cell as the claims do (law_fits on the runs of the summarised
+    points) and draws one line per learning rate; a grid with one cell has no map."""
+    from attnsim.figures.common import NotApplicable
+    from attnsim.kinds.recall_training import figures
+
+    rows = map_rows("adam", {(8, 0.01): 0.9, (128, 0.01): 0.5, (8, 0.03): 0.9, (128, 0.03): 0.5})
+    rows["point_id"] = [f"{i:016x}" for i in range(len(rows))]
+    trials = pd.concat(
+        pd.DataFrame({"point_id": p, "trial": range(len(r["escaped"]))} | r)
+        for p, r in zip(rows["point_id"], rows["runs"])
+    )
+    summary = rows.drop(columns="runs")
+    fig = figures.plateau_map(summary, trials)
+    lines = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert lines == ["lr 0.01", "lr 0.03"]
+    cells, _ = rc.law_fits(rows[rows["logit_std"] >= 4])
+    drawn = np.concatenate(
+        [line.get_ydata() for line in fig.axes[0].lines if line.get_marker() in ("o", "s")]
+    )
+    np.testing.assert_allclose(
+        np.sort(drawn.astype(float)), np.sort(cells["value"].to_numpy(float))
+    )
+    with pytest.raises(NotApplicable):
+        one = summary[(summary["batch"] == 8) & (summary["lr"] == 0.01)]
+        figures.plateau_map(one, trials)
