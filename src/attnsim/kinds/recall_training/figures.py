@@ -655,9 +655,10 @@ def separating(summary: pd.DataFrame):
         ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
+    control = (summary["optimiser"] == "randdir").any()
     fig.suptitle(
         "Separating the explanations: steps of fixed size in the gradient's direction (normgd) "
-        "from one-hot starts",
+        "from one-hot starts" + (", and in random directions (randdir)" if control else ""),
     )
     return fig
 
