@@ -398,7 +398,7 @@ def _contrast(axis: str, first: str):
                     "to": two[axis],
                     "b_from": one["value"],
                     "b_to": two["value"],
-                    "setting": setting_text(one),
+                    "setting": _cell_text(one, axis),
                 }
             )
         table = pd.DataFrame(points)
@@ -421,6 +421,14 @@ def _contrast(axis: str, first: str):
         )
 
     return measure
+
+
+def _cell_text(cell, axis: str) -> str:
+    """The setting two compared cells share: everything but `axis` (batch or lr)."""
+    text = cell["optimiser"] + (f" lr {cell['lr']:g}" if axis != "lr" else "")
+    text += ", W_v = I" if cell["values"] == "identity" else ""
+    text += ", QK-norm" if cell["logits"] == "qk_norm" else ""
+    return text + (f", batch {cell['batch']}" if axis != "batch" else "")
 
 
 def describe_contrast(e: Estimate) -> str:
