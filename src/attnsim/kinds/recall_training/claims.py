@@ -360,11 +360,12 @@ def _varying(axis: str, optimiser: str):
     return select
 
 
-def _contrast(axis: str, first: str):
+def _contrast(axis: str, first: str, one_sided: bool = False):
     """Per setting (LAW_SETTING without `axis`): the exponent at one end of `axis` minus the
     exponent at the other (`first` = "min" or "max": which end comes first), from the cells'
     censored fits (law_fits); interval by `mover`, SE the two cells' SEs in quadrature. The
-    headline is the setting farthest from 0."""
+    headline is the setting farthest from 0, or for a one-sided rule (difference > 0) the one
+    whose interval reaches lowest."""
 
     def measure(rows: pd.DataFrame) -> Estimate:
         cells, unidentified = law_fits(rows)
@@ -405,7 +406,8 @@ def _contrast(axis: str, first: str):
         facts["points"] = table
         if table.empty:
             return Estimate(math.nan, "fitted slope (95% CI)", points=table, facts=facts)
-        worst = table.iloc[int(table["value"].abs().to_numpy().argmax())]
+        at = table["ci_low"].to_numpy().argmin() if one_sided else table["value"].abs().argmax()
+        worst = table.iloc[int(at)]
         return Estimate(
             value=float(worst["value"]),
             number="fitted slope (95% CI)",
@@ -865,7 +867,7 @@ def exponent_and_batch(optimiser: str) -> ClaimSpec:
         ),
         rule=PerPoint(rule),
         alternative=alternative,
-        measure=_contrast("batch", "min"),
+        measure=_contrast("batch", "min", one_sided=optimiser != "sgd"),
         compared_to=f"{compared}; measured: b(smallest batch) - b(largest batch), each b the "
         "censored fit of §9.9 on every run of its cell, interval by MOVER",
         budget=BUDGET_LAW,
