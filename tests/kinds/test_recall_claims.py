@@ -158,6 +158,71 @@ def test_separating_claim():
     assert judge(rc.NORMALISED_STEPS_STALL, escape_rows()).verdict == "not measured"
 
 
+def test_mover_interval_of_a_difference():
+    """MOVER on two Wilson intervals is Newcombe's hybrid score interval (Newcombe 1998, method
+    10, example (a): 56/70 vs 48/80, difference 0.2, interval [0.0524, 0.3339])."""
+    (l1, u1), (l2, u2) = wilson(56, 70), wilson(48, 80)
+    low, high = rc.mover(56 / 70, l1, u1, 48 / 80, l2, u2)
+    assert low == pytest.approx(0.0524, abs=1e-4) and high == pytest.approx(0.3339, abs=1e-4)
+    # symmetric intervals: the Wald interval of the difference
+    low, high = rc.mover(1.0, 0.8, 1.2, 0.5, 0.2, 0.8)
+    assert (low, high) == pytest.approx((0.5 - math.hypot(0.2, 0.3), 0.5 + math.hypot(0.2, 0.3)))
+
+
+def map_rows(optimiser, exponents: dict, seed=0) -> pd.DataFrame:
+    """Escape rows of one optimiser in cells (batch, lr) -> the cell's true exponent."""
+    frames = [
+        escape_rows(optimiser=optimiser, exponent=b, lr=lr, seed=seed + i, batch=batch)
+        for i, ((batch, lr), b) in enumerate(sorted(exponents.items()))
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize(
+    "small, large, verdict",
+    [(0.9, 0.5, "holds"), (0.5, 0.5, "inconclusive"), (0.5, 0.9, "fails")],
+)
+def test_exponent_falls_with_batch(small, large, verdict):
+    """b(smallest batch) - b(largest batch) is judged per (optimiser, lr, ...); the middle batch
+    is fitted but not compared."""
+    rows = map_rows("adam", {(8, 0.03): small, (32, 0.03): 0.7, (128, 0.03): large}, seed=3)
+    result = judge(rc.exponent_and_batch("adam"), rows)
+    assert result.verdict == verdict, result.evidence
+    assert "b at batch 8 minus b at batch 128" in result.evidence
+    assert result.ci_low <= small - large <= result.ci_high  # covers the truth (fixed seed)
+
+
+def test_exponent_free_of_batch_sgd_and_of_lr():
+    same = map_rows("sgd", {(8, 1.0): 1.0, (128, 1.0): 1.0, (8, 4.0): 1.0, (128, 4.0): 1.0})
+    assert judge(rc.exponent_and_batch("sgd"), same).verdict == "holds"
+    assert judge(rc.exponent_free_of_lr("sgd"), same).verdict == "holds"
+    apart = map_rows("sgd", {(8, 1.0): 0.5, (128, 1.0): 1.2, (8, 4.0): 0.5, (128, 4.0): 1.2})
+    assert judge(rc.exponent_and_batch("sgd"), apart).verdict == "fails"
+    # one batch and one learning rate: nothing to compare, the regime is empty
+    single = map_rows("sgd", {(32, 1.0): 1.0})
+    assert judge(rc.exponent_and_batch("sgd"), single).verdict == "outside regime"
+    assert judge(rc.exponent_free_of_lr("sgd"), single).verdict == "outside regime"
+    assert judge(rc.exponent_free_of_lr("normgd"), single).verdict == "not measured"
+
+
+def test_gradient_direction_beats_random():
+    """normgd's share minus randdir's at the same point, one-hot points only (H0 < 0.1 nats)."""
+    normgd = escape_rows(optimiser="normgd", shares=[1, 1, 1, 1, 1, 1, 0.9])
+    control = escape_rows(optimiser="randdir", shares=[0] * 7)
+    result = judge(rc.GRADIENT_DIRECTION_BEATS_RANDOM, pd.concat([normgd, control]))
+    one_hot = int((normgd["init_entropy_mean"] < 0.1).sum())
+    assert result.verdict == "holds" and result.points == 2 * one_hot, result.evidence
+    assert "normgd 90% minus randdir 0%" in result.evidence
+    alike = escape_rows(optimiser="randdir", shares=[1, 1, 1, 1, 1, 1, 0.9])
+    assert judge(rc.GRADIENT_DIRECTION_BEATS_RANDOM, pd.concat([normgd, alike])).verdict == (
+        "inconclusive"
+    )
+    assert judge(rc.GRADIENT_DIRECTION_BEATS_RANDOM, normgd).verdict == "not measured"
+    # randdir runs are not training runs: the essay's "impossible" is judged without them
+    impossible = judge(rc.ONE_HOT_START_IMPOSSIBLE, pd.concat([normgd, control]))
+    assert impossible.points == one_hot
+
+
 def collapse_rows(first: int, diverged: int, qk_early: float, dot_early=0.9, steps=300):
     rows = []
     for logits, early in (("dot", dot_early), ("qk_norm", qk_early)):
@@ -313,3 +378,55 @@ def test_the_claims_read_every_run_of_the_summarised_chunks(tmp_path):
     store.experiment_chunks(tmp_path, "recall_training", "a")[0].unlink()
     with pytest.raises(StoreError, match="no longer in the store"):
         io.load_summaries(tmp_path, experiments)
+
+
+def test_near_tie_density_and_the_refined_exponent():
+    """kappa_n against scipy's quadrature (kappa_16 = 1.766, docs/science.md §9.3); the refined
+    exponent is 1/2 when every sigma is below the crossover B kappa_n, 1 when every one is above,
+    and in between otherwise, falling with the batch."""
+    integrate = pytest.importorskip("scipy.integrate")
+    stats = pytest.importorskip("scipy.stats")
+    from attnsim.kinds.recall_training.plateau import near_tie_density, refined_exponent
+
+    for n in (2, 16, 64):
+        exact = integrate.quad(
+            lambda z, n=n: n * (n - 1) * stats.norm.pdf(z) ** 2 * stats.norm.cdf(z) ** (n - 2),
+            -np.inf,
+            np.inf,
+        )[0]
+        assert near_tie_density(n) == pytest.approx(exact, rel=1e-7)
+    assert near_tie_density(16) == pytest.approx(1.766, abs=5e-4)
+    sigmas = [4.0, 10.0, 40.0, 150.0]
+    assert refined_exponent(sigmas, 1000, 16) == pytest.approx(0.5)
+    assert refined_exponent(np.array(sigmas) * 1e3, 1, 16) == pytest.approx(1.0)
+    slopes = [refined_exponent(sigmas, b, 16) for b in (8, 32, 128)]
+    assert slopes[2] == pytest.approx(0.5)  # 128 x 1.766 = 226 > 150: all below the crossover
+    assert 0.5 < slopes[1] < slopes[0] < 1.0
+
+
+def test_plateau_map_draws_the_claims_exponents():
+    """The figure fits every cell as the claims do (law_fits on the runs of the summarised
+    points) and draws one line per learning rate; a grid with one cell has no map."""
+    from attnsim.figures.common import NotApplicable
+    from attnsim.kinds.recall_training import figures
+
+    rows = map_rows("adam", {(8, 0.01): 0.9, (128, 0.01): 0.5, (8, 0.03): 0.9, (128, 0.03): 0.5})
+    rows["point_id"] = [f"{i:016x}" for i in range(len(rows))]
+    trials = pd.concat(
+        pd.DataFrame({"point_id": p, "trial": range(len(r["escaped"]))} | r)
+        for p, r in zip(rows["point_id"], rows["runs"])
+    )
+    summary = rows.drop(columns="runs")
+    fig = figures.plateau_map(summary, trials)
+    lines = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert lines == ["lr 0.01", "lr 0.03"]
+    cells, _ = rc.law_fits(rows[rows["logit_std"] >= 4])
+    drawn = np.concatenate(
+        [line.get_ydata() for line in fig.axes[0].lines if line.get_marker() in ("o", "s")]
+    )
+    np.testing.assert_allclose(
+        np.sort(drawn.astype(float)), np.sort(cells["value"].to_numpy(float))
+    )
+    with pytest.raises(NotApplicable):
+        one = summary[(summary["batch"] == 8) & (summary["lr"] == 0.01)]
+        figures.plateau_map(one, trials)

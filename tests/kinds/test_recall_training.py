@@ -9,10 +9,15 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
-from oracles.training import recall_examples, recall_forward_backward, recall_train
+from oracles.training import (
+    recall_direction_stream,
+    recall_examples,
+    recall_forward_backward,
+    recall_train,
+)
 
 from attnsim.errors import ConfigError
-from attnsim.kernels.training import Optimiser
+from attnsim.kernels.training import Optimiser, direction_streams, random_directions
 from attnsim.kinds.recall_training import kernel as rt
 
 BASE = {"n": 6, "d": 4, "batch": 5, "steps": 30, "scale": 1.0, "optimiser": "adam", "lr": 0.02}
@@ -138,7 +143,8 @@ def run_both(points, trials=3, seed=11):
             monitor = recall_examples(draws.monitor, t, p["query_noise"])
             final = recall_examples(draws.final, t, p["query_noise"])
             batches = [recall_examples(b, t, p["query_noise"]) for b in draws.batches]
-            ref = recall_train(p, init, monitor, final, batches)
+            directions = recall_direction_stream(seed, (), t)  # default_rng(seed)'s key is ()
+            ref = recall_train(p, init, monitor, final, batches, directions)
             for name in rt.METRICS:
                 assert result[name].shape == (trials,) and result[name].dtype == np.float64
                 np.testing.assert_allclose(
@@ -178,6 +184,56 @@ def test_batched_training_matches_naive_loop(scale, monkeypatch):
         }
     )
     run_both(points)
+
+
+def test_random_direction_runs_match_the_naive_loop_and_share_the_data(monkeypatch):
+    """randdir (normgd's control) against the naive loop with each run's own stream written out
+    from its definition, trained weights of every kind (W_v, the QK-norm gain); its runs share
+    data and initial weights with normgd's (nothing drawn from the block's generator), so the
+    other points of the block are bit-identical with and without it."""
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    control = BASE | {"optimiser": "randdir", "lr": 0.2, "threshold": 0.9}
+    points = [
+        control,
+        control | {"scale": 3.0, "values": "identity", "stop": "threshold"},
+        control | {"logits": "qk_norm"},
+        BASE | {"optimiser": "normgd", "lr": 0.2, "threshold": 0.9},
+    ]
+    results = run_both(points, trials=3)
+    alone = rt.simulate_block(np.random.default_rng(11), 3, points[3:])[0]
+    for name in rt.METRICS:
+        np.testing.assert_array_equal(results[3][name], alone[name])
+    np.testing.assert_array_equal(results[0]["init_loss"], results[3]["init_loss"])
+    assert not np.array_equal(results[0]["final_loss"], results[3]["final_loss"])
+
+
+def test_random_direction_streams_are_per_trial(monkeypatch):
+    """A trial's directions come from its own stream: they do not depend on the block's other
+    trials (a block of 2 gives the first 2 trials of a block of 5 the same directions when the
+    data are the same) nor on when another trial stops."""
+    shapes = [(4, 4), (4, 4), (1, 1)]
+    rng = np.random.default_rng(21)
+    five = random_directions(direction_streams(rng, 5), shapes)
+    two = random_directions(direction_streams(np.random.default_rng(21), 2), shapes)
+    for a, b in zip(five, two):
+        np.testing.assert_array_equal(a[:2], b)
+    for t in range(5):  # the naive per-run draws: each array in turn from the run's stream
+        stream = recall_direction_stream(21, (), t)
+        for a, shape in zip(five, shapes):
+            np.testing.assert_array_equal(a[t], stream.standard_normal(shape))
+    assert rng.bit_generator.state == np.random.default_rng(21).bit_generator.state  # not drawn
+
+
+def test_random_direction_steps_have_the_learning_rate_as_their_size():
+    rng = np.random.default_rng(4)
+    w = [rng.standard_normal((3, 4, 4)), rng.standard_normal((3, 1, 1))]
+    before = [x.copy() for x in w]
+    opt = Optimiser("randdir", 0.25, w, direction_streams(rng, 3))
+    opt.update(w, None, 1)
+    for x, b in zip(w, before):
+        np.testing.assert_allclose(np.sqrt(np.sum((x - b) ** 2, axis=(1, 2))), 0.25, rtol=1e-12)
+    with pytest.raises(ValueError, match="one direction stream per trial"):
+        Optimiser("randdir", 0.25, w, direction_streams(rng, 2))
 
 
 def test_runs_that_stop_at_the_threshold_are_the_full_runs_up_to_the_stop(monkeypatch):

@@ -111,10 +111,19 @@ def recall_bound(wq, wk, gain, keys, q):
     return np.log(1 + (n - 1) * b) + gap * (n - 1) * b / (1 + (n - 1) * b)
 
 
-def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float]:
+def recall_direction_stream(entropy: int, block_key: tuple, trial: int) -> np.random.Generator:
+    """A randdir run's own generator, written out from its definition (kernel.py's docstring):
+    SFC64 seeded by SeedSequence(entropy, spawn_key = (*block key, 0x646972 "dir", trial))."""
+    sequence = np.random.SeedSequence(entropy, spawn_key=(*block_key, 0x646972, trial))
+    return np.random.Generator(np.random.SFC64(sequence))
+
+
+def recall_train(params: dict, init, monitor, final, batches, directions=None) -> dict[str, float]:
     """One run: `init` = (Z_q, Z_k, Z_v) (d, d); `monitor`, `final`, `batches[i]` = (keys, values,
     q) with unit keys and values; returns the kernel's metrics for this run. A run that stops
-    (`stop = threshold`) or diverges keeps its weights from then on (diverged: its losses +inf)."""
+    (`stop = threshold`) or diverges keeps its weights from then on (diverged: its losses +inf).
+    `directions`: the run's generator for randdir (each step, each weight in turn: W -= lr z /
+    ||z||, z standard normal of W's shape)."""
     p = rt.resolved(params)
     d = init[0].shape[0]
     n = monitor[0].shape[1]
@@ -176,6 +185,9 @@ def recall_train(params: dict, init, monitor, final, batches) -> dict[str, float
                     w[i] = w[i] - p["lr"] * (m[i] / (1 - b1**step)) / (
                         np.sqrt(v[i] / (1 - b2**step)) + eps
                     )
+                elif p["optimiser"] == "randdir":
+                    z = directions.standard_normal(np.shape(w[i]))
+                    w[i] = w[i] - p["lr"] * z / math.sqrt(np.sum(z * z))
                 elif p["optimiser"] == "normgd":
                     big = np.max(np.abs(grads[i]))
                     norm = math.sqrt(np.sum((grads[i] / big) ** 2)) * big if big > 0 else 0.0

@@ -21,7 +21,14 @@ OPTIMISERS = ("sgd", "adam")
 # normgd: W -= lr g / ||g||_F per weight array and trial (the step's size fixed, only its direction
 # from the gradient; no step where g = 0 exactly)
 NORMALISED = "normgd"
-ALL_OPTIMISERS = (*OPTIMISERS, NORMALISED)
+# randdir: the control of normgd, a step of the same size (Frobenius norm lr per weight array and
+# trial) in a random direction drawn from the run's own stream (`direction_streams`): it moves
+# the weights as far as normgd does but carries no information from the loss
+RANDOM_DIRECTION = "randdir"
+ALL_OPTIMISERS = (*OPTIMISERS, NORMALISED, RANDOM_DIRECTION)
+# the last-but-one entry of a direction stream's spawn key (after the block's key, before the
+# trial): "dir" in ASCII, so the streams never coincide with a block's or a spawned child's
+DIRECTION_KEY = 0x646972
 ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 CHECKPOINTS = 8  # loss_ckpt_0 .. loss_ckpt_7
 EVALS_PER_CHECKPOINT = (
@@ -47,29 +54,90 @@ def evaluation_steps(steps: int, per_checkpoint: int = EVALS_PER_CHECKPOINT) -> 
     return sorted({round_half_up(steps ** (j / count)) for j in range(count + 1)})
 
 
-class Optimiser:
-    """SGD (w -= lr g), Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8, bias-corrected) or
-    normalised gradient descent (w -= lr g / ||g||_F per array and trial) on a list of weight
-    arrays (T, ...), updated in place."""
+def direction_streams(rng: np.random.Generator, trials: int) -> list[np.random.Generator]:
+    """One generator per trial of the block for `randdir`'s directions: SeedSequence(entropy of
+    the block's, spawn_key = (*the block's key, DIRECTION_KEY, trial)). Derived from the block's
+    seed, not drawn from `rng`, so the block's data are the same numbers as without the control
+    (normgd and randdir runs share data and initial weights), and a trial's directions do not
+    depend on when the other trials stop."""
+    block = rng.bit_generator.seed_seq
+    if not isinstance(block, np.random.SeedSequence):
+        raise ValueError("randdir needs a generator seeded by a SeedSequence")
+    return [
+        np.random.Generator(
+            np.random.SFC64(
+                np.random.SeedSequence(
+                    block.entropy, spawn_key=(*block.spawn_key, DIRECTION_KEY, t)
+                )
+            )
+        )
+        for t in range(trials)
+    ]
 
-    def __init__(self, name: str, lr: float, weights: list[np.ndarray]):
+
+def random_directions(
+    streams: Sequence[np.random.Generator], shapes: Sequence[tuple[int, ...]]
+) -> list[np.ndarray]:
+    """Per weight array (T, *shape), standard normal entries: trial t's from streams[t], one draw
+    of all its arrays' entries per step, in the arrays' order (float64)."""
+    sizes = [math.prod(shape) for shape in shapes]
+    draws = np.stack([stream.standard_normal(sum(sizes)) for stream in streams])
+    ends = np.cumsum(sizes)[:-1].tolist()
+    return [
+        part.reshape(len(streams), *shape)
+        for part, shape in zip(np.split(draws, ends, axis=1), shapes)
+    ]
+
+
+def normalised_step(weights: list[np.ndarray], directions: list[np.ndarray], lr: float) -> None:
+    """w -= lr g / ||g||_F per array and trial, in place; no step where g = 0 exactly. The norm
+    is taken of g / max|g| (exact scaling by the largest entry per trial), so a gradient of 1e-300,
+    whose square would underflow, still has its direction."""
+    for w, g in zip(weights, directions):
+        axes = tuple(range(1, g.ndim))
+        big = np.max(np.abs(g), axis=axes, keepdims=True)
+        unit = np.divide(g, big, out=np.zeros_like(g), where=big > 0)
+        norm = np.sqrt(np.sum(unit * unit, axis=axes, keepdims=True))
+        w -= np.divide(lr * unit, norm, out=np.zeros_like(g), where=norm > 0)
+
+
+class Optimiser:
+    """SGD (w -= lr g), Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8, bias-corrected),
+    normalised gradient descent (w -= lr g / ||g||_F per array and trial) or its random-direction
+    control (w -= lr z / ||z||_F, z standard normal from the trial's stream in `directions`) on a
+    list of weight arrays (T, ...), updated in place."""
+
+    def __init__(
+        self,
+        name: str,
+        lr: float,
+        weights: list[np.ndarray],
+        directions: Sequence[np.random.Generator] = (),
+    ):
         self.adam = name == "adam"
         self.normalised = name == NORMALISED
+        self.random = name == RANDOM_DIRECTION
+        if self.random and len(directions) != weights[0].shape[0]:
+            raise ValueError("randdir needs one direction stream per trial")
+        self.directions = list(directions)
         self.lr = float(lr)
         self.m = [np.zeros_like(w) for w in weights] if self.adam else []
         self.v = [np.zeros_like(w) for w in weights] if self.adam else []
 
-    def update(self, weights: list[np.ndarray], grads: list[np.ndarray], step: int) -> None:
-        """Apply step number `step` (1-based: Adam's bias correction uses it)."""
+    @property
+    def needs_gradient(self) -> bool:
+        return not self.random
+
+    def update(self, weights: list[np.ndarray], grads: list[np.ndarray] | None, step: int) -> None:
+        """Apply step number `step` (1-based: Adam's bias correction uses it); `grads` is not read
+        by randdir (None there)."""
+        if self.random:
+            shapes = [w.shape[1:] for w in weights]
+            normalised_step(weights, random_directions(self.directions, shapes), self.lr)
+            return
+        assert grads is not None
         if self.normalised:
-            for w, g in zip(weights, grads):
-                # the direction of a gradient of 1e-300 too: its square would underflow, so the norm
-                # is taken of g / max|g| (exact scaling by the largest entry per trial)
-                axes = tuple(range(1, g.ndim))
-                big = np.max(np.abs(g), axis=axes, keepdims=True)
-                unit = np.divide(g, big, out=np.zeros_like(g), where=big > 0)
-                norm = np.sqrt(np.sum(unit * unit, axis=axes, keepdims=True))
-                w -= np.divide(self.lr * unit, norm, out=np.zeros_like(g), where=norm > 0)
+            normalised_step(weights, grads, self.lr)
             return
         if not self.adam:
             for w, g in zip(weights, grads):
@@ -93,6 +161,8 @@ class Optimiser:
         for a kernel that drops its finished runs from its working arrays."""
         self.m = [m[trials] for m in self.m]
         self.v = [v[trials] for v in self.v]
+        if self.directions:
+            self.directions = [self.directions[t] for t in np.arange(len(self.directions))[trials]]
 
 
 def not_finite(weights: list[np.ndarray]) -> np.ndarray:

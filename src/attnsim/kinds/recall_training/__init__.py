@@ -48,8 +48,9 @@ PARAMS = (
     Param(
         "optimiser",
         STR,
-        "sgd, adam (beta1 0.9, beta2 0.999, eps 1e-8) or normgd (W -= lr g / ||g||_F per weight "
-        "matrix: the step's size fixed, its direction from the gradient)",
+        "sgd, adam (beta1 0.9, beta2 0.999, eps 1e-8), normgd (W -= lr g / ||g||_F per weight "
+        "matrix: the step's size fixed, its direction from the gradient) or randdir (normgd's "
+        "control: W -= lr z / ||z||_F, z standard normal from the run's own stream)",
         choices=ALL_OPTIMISERS,
     ),
     LR,
@@ -121,7 +122,8 @@ THEORY = (
         "escape_exponent",
         F64,
         "predicted exponent b of escape time ~ logit_std^b from one-hot starts (docs/science.md "
-        "§9.4): 1 for sgd, 1/2 for adam and normgd",
+        "§9.4): 1 for sgd, 1/2 for adam and normgd; NaN for randdir (no escape predicted, "
+        "§9.5)",
     ),
 )
 
@@ -224,6 +226,8 @@ def passes_per_trial(p) -> float:
 # b = 1 for SGD (the step shrinks with the gradient, ~1/logit_std), 1/2 for the optimisers whose
 # step does not (Adam while the gradient is well above its eps, normgd): they travel ~scale.
 ESCAPE_EXPONENT = {"sgd": 1.0, "adam": 0.5, "normgd": 0.5}
+# randdir's steps carry no information from the loss: no escape law (§9.5)
+NO_LAW = "randdir"
 
 
 def logit_std(logits: str, scale: float) -> float:
@@ -241,7 +245,7 @@ def theory(p) -> dict[str, object]:
         "logit_std": sigma,
         "entropy_small_scale": math.log(p["n"]) - sigma**2 / 2,
         "threshold": kernel.DEFAULTS["threshold"],
-        "escape_exponent": ESCAPE_EXPONENT[p["optimiser"]],
+        "escape_exponent": ESCAPE_EXPONENT.get(p["optimiser"], math.nan),
     }
 
 
@@ -267,6 +271,7 @@ FIGURE_APPLIES = {
     "escape_law": _plateau_law,
     "separating": lambda g: "normgd" in g["optimiser"] and "threshold" in g["stop"],
     "training_entropy": lambda g: len(g["lr"]) >= 2,
+    "plateau_map": lambda g: _plateau_law(g) and len(g["batch"]) * len(g["lr"]) >= 2,
 }
 
 
@@ -351,6 +356,7 @@ KIND = Kind(
             "escape_law",
             "separating",
             "training_entropy",
+            "plateau_map",
         ),
         figure_applies=FIGURE_APPLIES,
         headline=headline,

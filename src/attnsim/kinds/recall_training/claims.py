@@ -36,8 +36,7 @@ from attnsim.claims.engine import (
 )
 from attnsim.kernels.censored_regression import FAMILIES, NotIdentified, fit_aft
 from attnsim.kernels.survival import wilson
-from attnsim.kernels.training import ALL_OPTIMISERS
-from attnsim.kinds.recall_training import ESCAPE_EXPONENT
+from attnsim.kinds.recall_training import ESCAPE_EXPONENT, NO_LAW
 from attnsim.kinds.recall_training.plateau import (
     LAW_LOGIT_STD,
     PREDICTORS,
@@ -108,8 +107,12 @@ def _escape(rows: pd.DataFrame) -> pd.Series:
 
 
 def _one_hot(rows: pd.DataFrame) -> pd.Series:
+    """Runs from one-hot starts that train (randdir, the control, does not: §9.10)."""
     return (
-        _escape(rows) & (rows["init_entropy_mean"] < T.one_hot_entropy) & (rows["logits"] == "dot")
+        _escape(rows)
+        & (rows["init_entropy_mean"] < T.one_hot_entropy)
+        & (rows["logits"] == "dot")
+        & (rows["optimiser"] != NO_LAW)
     )
 
 
@@ -327,6 +330,183 @@ def describe_law(e: Estimate) -> str:
     return "; ".join(parts) if parts else "no setting"
 
 
+# --- measures: the exponent across batch and learning rate (§9.10) ------------------------------
+
+
+def mover(b1: float, l1: float, u1: float, b2: float, l2: float, u2: float) -> tuple[float, float]:
+    """95% interval of b1 - b2 from each one's 95% interval (MOVER, Zou & Donner 2008; with
+    Wilson intervals of two shares it is Newcombe's hybrid score interval): keeps asymmetry."""
+    d = b1 - b2
+    return (
+        d - math.sqrt((b1 - l1) ** 2 + (u2 - b2) ** 2),
+        d + math.sqrt((u1 - b1) ** 2 + (b2 - l2) ** 2),
+    )
+
+
+def _others(axis: str) -> list[str]:
+    return [c for c in LAW_SETTING if c != axis]
+
+
+def _varying(axis: str, optimiser: str):
+    """The law's rows of `optimiser` in settings measured at two or more values of `axis`."""
+
+    def select(rows: pd.DataFrame) -> pd.Series:
+        base = _law_rows(optimiser)(rows)
+        if not base.any():
+            return base
+        count = rows[base].groupby(_others(axis))[axis].transform("nunique")
+        return base & (count.reindex(rows.index).fillna(0) >= 2)
+
+    return select
+
+
+def _contrast(axis: str, first: str, one_sided: bool = False):
+    """Per setting (LAW_SETTING without `axis`): the exponent at one end of `axis` minus the
+    exponent at the other (`first` = "min" or "max": which end comes first), from the cells'
+    censored fits (law_fits); interval by `mover`, SE the two cells' SEs in quadrature. The
+    headline is the setting farthest from 0, or for a one-sided rule (difference > 0) the one
+    whose interval reaches lowest."""
+
+    def measure(rows: pd.DataFrame) -> Estimate:
+        cells, unidentified = law_fits(rows)
+        facts: dict = {"unidentified": unidentified, "cells": cells, "axis": axis}
+        points = []
+        groups = cells.groupby(_others(axis), sort=True) if not cells.empty else []
+        for key, group in groups:
+            if group[axis].nunique() < 2:
+                continue
+            ends = group.sort_values(axis)
+            one, two = (
+                (ends.iloc[0], ends.iloc[-1]) if first == "min" else (ends.iloc[-1], ends.iloc[0])
+            )
+            low, high = mover(
+                one["value"],
+                one["ci_low"],
+                one["ci_high"],
+                two["value"],
+                two["ci_low"],
+                two["ci_high"],
+            )
+            points.append(
+                dict(zip(_others(axis), key))
+                | {
+                    "value": one["value"] - two["value"],
+                    "ci_low": low,
+                    "ci_high": high,
+                    "se": math.hypot(one["se"], two["se"]),
+                    "n": int(one["n"] + two["n"]),
+                    "from": one[axis],
+                    "to": two[axis],
+                    "b_from": one["value"],
+                    "b_to": two["value"],
+                    "setting": _cell_text(one, axis),
+                }
+            )
+        table = pd.DataFrame(points)
+        facts["points"] = table
+        if table.empty:
+            return Estimate(math.nan, "fitted slope (95% CI)", points=table, facts=facts)
+        at = table["ci_low"].to_numpy().argmin() if one_sided else table["value"].abs().argmax()
+        worst = table.iloc[int(at)]
+        return Estimate(
+            value=float(worst["value"]),
+            number="fitted slope (95% CI)",
+            se=float(worst["se"]),
+            ci_low=float(worst["ci_low"]),
+            ci_high=float(worst["ci_high"]),
+            n=int(table["n"].sum()),
+            unit="runs",
+            points=table,
+            range_min=float(table["value"].min()) if len(table) > 1 else math.nan,
+            range_max=float(table["value"].max()) if len(table) > 1 else math.nan,
+            facts=facts,
+        )
+
+    return measure
+
+
+def _cell_text(cell, axis: str) -> str:
+    """The setting two compared cells share: everything but `axis` (batch or lr)."""
+    text = cell["optimiser"] + (f" lr {cell['lr']:g}" if axis != "lr" else "")
+    text += ", W_v = I" if cell["values"] == "identity" else ""
+    text += ", QK-norm" if cell["logits"] == "qk_norm" else ""
+    return text + (f", batch {cell['batch']}" if axis != "batch" else "")
+
+
+def describe_contrast(e: Estimate) -> str:
+    axis = e.facts["axis"]
+    parts = [
+        f"{p['setting']}: b at {axis} {p['from']:g} minus b at {axis} {p['to']:g} = "
+        f"{p['value']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] ({p['b_from']:.3f} - "
+        f"{p['b_to']:.3f}, {p['n']} runs)"
+        for _, p in e.facts["points"].iterrows()
+    ]
+    parts += [f"not identified: {u}" for u in e.facts["unidentified"]]
+    return "; ".join(parts) if parts else "no setting with two identified cells"
+
+
+# --- measures: the random-direction control (§9.10) ----------------------------------------------
+
+# the parameters that pair a normgd point with its randdir control (all but the optimiser)
+CONTROL_KEY = ["scale", "lr", "values", "logits", "n", "d", "batch", "steps", "stop"]
+
+
+def _controlled(rows: pd.DataFrame) -> pd.Series:
+    """One-hot normgd and randdir points whose twin under the other optimiser was measured too."""
+    both = rows["optimiser"].isin(("normgd", NO_LAW)) & _escape(rows) & (rows["logits"] == "dot")
+    one_hot = rows["init_entropy_mean"] < T.one_hot_entropy
+    kinds = rows[both].groupby(CONTROL_KEY)["optimiser"].transform("nunique")
+    return both & one_hot & (kinds.reindex(rows.index).fillna(0) >= 2)
+
+
+def _direction_contrast(rows: pd.DataFrame) -> Estimate:
+    """Per pair: normgd's share escaped by the budget minus randdir's (Kaplan-Meier, with their
+    intervals combined by `mover`: Newcombe's hybrid score rule). Headline: the smallest."""
+    normgd = rows[rows["optimiser"] == "normgd"].set_index(CONTROL_KEY)
+    control = rows[rows["optimiser"] == NO_LAW].set_index(CONTROL_KEY)
+    points = []
+    for key in sorted(normgd.index.intersection(control.index)):
+        a, b = normgd.loc[key], control.loc[key]
+        ends = [f"{LAST}", f"{LAST}_ci_low", f"{LAST}_ci_high"]
+        low, high = mover(*(float(a[c]) for c in ends), *(float(b[c]) for c in ends))
+        points.append(
+            dict(zip(CONTROL_KEY, key))
+            | {
+                "value": float(a[LAST] - b[LAST]),
+                "ci_low": low,
+                "ci_high": high,
+                "se": (high - low) / (2 * Z95),
+                "n": int(a["n_trials"] + b["n_trials"]),
+                "normgd": float(a[LAST]),
+                "randdir": float(b[LAST]),
+                "init_entropy_mean": float(a["init_entropy_mean"]),
+            }
+        )
+    table = pd.DataFrame(points)
+    if table.empty:
+        return Estimate(math.nan, "range over points", points=table, facts={"points": table})
+    worst = int(table["value"].to_numpy().argmin())
+    return Estimate(
+        value=float(table["value"].iloc[worst]),
+        number="range over points",
+        n=len(table),
+        unit="points",
+        points=table,
+        range_min=float(table["value"].min()),
+        range_max=float(table["value"].max()),
+        facts={"points": table},
+    )
+
+
+def _describe_direction(e: Estimate) -> str:
+    return "; ".join(
+        f"scale {p['scale']:g} (H0 = {p['init_entropy_mean']:.2g} nats), lr {p['lr']:g}, "
+        f"{p['steps']:g} steps: normgd {p['normgd']:.0%} minus randdir {p['randdir']:.0%} = "
+        f"{p['value']:.2f} [{p['ci_low']:.2f}, {p['ci_high']:.2f}]"
+        for _, p in e.facts["points"].iterrows()
+    )
+
+
 # --- measures: collapse --------------------------------------------------------------------------
 
 
@@ -442,7 +622,7 @@ def _describe_rank(e: Estimate) -> str:
 
 ONE_HOT_REGIME = (
     f"recall_training runs from one-hot starts (mean initial entropy < {T.one_hot_entropy} "
-    "nats), no QK-norm, any optimiser"
+    "nats), no QK-norm, any optimiser that trains (randdir, the control, does not)"
 )
 
 ONE_HOT_START_IMPOSSIBLE = ClaimSpec(
@@ -580,6 +760,122 @@ NORMALISED_STEPS_STALL = ClaimSpec(
     describe=_describe_share("escaped"),
 )
 
+GRADIENT_DIRECTION_BEATS_RANDOM = ClaimSpec(
+    claim_id="gradient_direction_beats_random",
+    statement="information",
+    text="At a one-hot start the gradient's direction carries the information a random one "
+    "lacks: steps of the same size lr escape more often along the gradient (normgd) than in a "
+    "random direction (randdir), within the budget.",
+    role="evidence",
+    regime=Regime(
+        "recall_training one-hot points (mean initial entropy < "
+        f"{T.one_hot_entropy} nats), no QK-norm, measured by both normgd and randdir at the same "
+        "scale, lr, W_v, batch and budget",
+        "docs/science.md §9.10: the control of the separating experiment",
+        _controlled,
+        measured=_runs_of(NO_LAW),
+    ),
+    rule=PerPoint(OneSided(0.0, "above", "normgd escapes more often than randdir, §9.10")),
+    alternative=Alternative(
+        "no difference (0): the gradient's direction is no better than a random one",
+        0.0,
+        "the essay's information story: at a one-hot start nothing is left to extract (§9.5)",
+    ),
+    measure=_direction_contrast,
+    compared_to="above 0; measured: normgd's minus randdir's Kaplan-Meier share escaped by the "
+    "budget, per pair of points (Newcombe's hybrid score interval, 95%)",
+    budget=BUDGET_SHARE,
+    figure="separating",
+    describe=_describe_direction,
+)
+
+
+def exponent_free_of_lr(optimiser: str) -> ClaimSpec:
+    return ClaimSpec(
+        claim_id=f"plateau_exponent_free_of_lr_{optimiser}",
+        statement="information",
+        text=f"The learning rate sets the constant of {optimiser}'s plateau law, not its exponent: "
+        "b at the largest learning rate minus b at the smallest is within ±0.25.",
+        role="evidence",
+        regime=Regime(
+            f"as plateau_law_{optimiser}, in settings (batch, W_v, n, d) measured at two or more "
+            "learning rates; the extreme learning rates compared",
+            "docs/science.md §9.10: every law of §9.4 and §9.8 has tau ∝ sigma^b / lr",
+            _varying("lr", optimiser),
+            measured=_runs_of(optimiser),
+        ),
+        rule=PerPoint(
+            Equivalence(0.0, T.law_tolerance, "§9.10: the law's tolerance (logarithmic factors)")
+        ),
+        alternative=Alternative(
+            "a difference of 0.5 (the gap between the two laws)",
+            0.5,
+            "§9.10: a step-size-limited escape (overshooting the near-tie basin) would let the "
+            "step's size set how the time scales with sigma",
+        ),
+        measure=_contrast("lr", "max"),
+        compared_to="0 ± 0.25; measured: b(largest lr) - b(smallest lr), each b the censored "
+        "fit of §9.9 on every run of its cell, interval by MOVER",
+        budget=BUDGET_LAW,
+        figure="plateau_map",
+        describe=describe_contrast,
+    )
+
+
+def exponent_and_batch(optimiser: str) -> ClaimSpec:
+    """SGD: the exponent does not depend on the batch; Adam and normgd: it falls as the batch
+    grows (§9.8's refinement, §9.10)."""
+    if optimiser == "sgd":
+        claim_id, text = (
+            "plateau_exponent_free_of_batch_sgd",
+            "SGD's plateau exponent does not depend on the batch size: b at the smallest batch "
+            "minus b at the largest is within ±0.25.",
+        )
+        rule: Equivalence | OneSided = Equivalence(
+            0.0, T.law_tolerance, "§9.10: the law's tolerance (logarithmic factors)"
+        )
+        alternative = Alternative(
+            "-0.5: small batches escape by minibatch noise, their exponent bent towards 1/2",
+            -0.5,
+            "§9.10: SGD's noise (variance ∝ lr^2 / B) could kick runs off the plateau",
+        )
+        compared = "0 ± 0.25"
+    else:
+        claim_id, text = (
+            f"plateau_exponent_falls_with_batch_{optimiser}",
+            f"{optimiser}'s plateau exponent falls as the batch grows (its steps are less noise): "
+            "b at the smallest batch minus b at the largest is above 0.",
+        )
+        rule = OneSided(0.0, "above", "§9.8's refinement: crossover at sigma ≈ B kappa_n, §9.10")
+        alternative = Alternative(
+            "no dependence (0): the exponent is the optimiser's",
+            0.0,
+            "§9.4's leading-order law: the batch changes only the constant",
+        )
+        compared = "above 0"
+    return ClaimSpec(
+        claim_id=claim_id,
+        statement="information",
+        text=text,
+        role="evidence",
+        regime=Regime(
+            f"as plateau_law_{optimiser}, in settings (lr, W_v, n, d) measured at two or more "
+            "batch sizes; the extreme batch sizes compared",
+            "docs/science.md §9.10: §9.8's signal-to-noise ratio sqrt(B kappa_n / sigma)",
+            _varying("batch", optimiser),
+            measured=_runs_of(optimiser),
+        ),
+        rule=PerPoint(rule),
+        alternative=alternative,
+        measure=_contrast("batch", "min", one_sided=optimiser != "sgd"),
+        compared_to=f"{compared}; measured: b(smallest batch) - b(largest batch), each b the "
+        "censored fit of §9.9 on every run of its cell, interval by MOVER",
+        budget=BUDGET_LAW,
+        figure="plateau_map",
+        describe=describe_contrast,
+    )
+
+
 COLLAPSE_PRECEDES_DIVERGENCE = ClaimSpec(
     claim_id="entropy_collapse_precedes_divergence",
     statement="information",
@@ -702,9 +998,12 @@ ENTROPY_PREDICTS_FINAL_LOSS = ClaimSpec(
 
 CLAIMS = (
     ONE_HOT_START_IMPOSSIBLE,
-    *(escape_time_grows(o) for o in ALL_OPTIMISERS),
-    *(plateau_law(o) for o in ALL_OPTIMISERS),
+    *(escape_time_grows(o) for o in ESCAPE_EXPONENT),
+    *(plateau_law(o) for o in ESCAPE_EXPONENT),
     NORMALISED_STEPS_STALL,
+    GRADIENT_DIRECTION_BEATS_RANDOM,
+    *(exponent_free_of_lr(o) for o in ESCAPE_EXPONENT),
+    *(exponent_and_batch(o) for o in ESCAPE_EXPONENT),
     COLLAPSE_PRECEDES_DIVERGENCE,
     QK_NORM_PREVENTS_EARLY_COLLAPSE,
     ENTROPY_ABOVE_NORM_BOUND,

@@ -1,7 +1,8 @@
 """Figures of `recall_training` (docs/science.md §6.1-§6.3, §9): trainability against the initial
 scale, beside the initial entropy and the initial logit gradient; learning curves per scale;
 survival curves of the escape time per scale; the escape time against its predictors with the
-fitted law; the separating experiment (normalised steps); entropy trajectories per learning rate."""
+fitted law; the separating experiment (normalised steps); entropy trajectories per learning rate;
+the plateau law's exponent over batch x learning rate."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from attnsim.kinds.recall_training.plateau import (
     PREDICTORS,
     fit_setting,
     out_of_sample,
+    refined_exponent,
 )
 
 RUN = [
@@ -653,11 +655,100 @@ def separating(summary: pd.DataFrame):
         ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
+    control = (summary["optimiser"] == "randdir").any()
     fig.suptitle(
         "Separating the explanations: steps of fixed size in the gradient's direction (normgd) "
-        "from one-hot starts",
+        "from one-hot starts" + (", and in random directions (randdir)" if control else ""),
     )
     return fig
+
+
+def _with_runs(summary: pd.DataFrame, trials: pd.DataFrame | None) -> pd.DataFrame:
+    """The summary with the claims' column `runs` (escape times and flags per point), so that the
+    figure fits exactly what the claims judge (claims.law_fits)."""
+    runs = _point_runs(trials) if trials is not None and not trials.empty else {}
+    empty = (np.zeros(0), np.zeros(0))
+    out = summary.copy()
+    out["runs"] = [
+        dict(zip(("escape_step", "escaped"), runs.get(p, empty))) for p in summary["point_id"]
+    ]
+    return out
+
+
+@figure_function
+def plateau_map(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
+    """The plateau law's exponent b per cell of batch x learning rate (the censored fit of §9.9 on
+    every run at logit std >= 4, 95% interval covering the Weibull and log-normal fits: the
+    claims' numbers), a panel per optimiser, one line per learning rate; beside the two laws of
+    §9.4 (b = 1/2, b = 1) and what §9.8's refinement predicts for a size-free step at each batch
+    over the scales swept (docs/science.md §9.10)."""
+    from attnsim.kinds.recall_training.claims import law_fits  # pandas-heavy: only when drawn
+
+    summary = summary[(summary["stop"] == "threshold") & (summary["logits"] == "dot")]
+    regime = summary[(summary["logit_std"] >= LAW_LOGIT_STD) & (summary["optimiser"] != "randdir")]
+    if regime.empty or regime["batch"].nunique() * regime["lr"].nunique() < 2:
+        raise NotApplicable("plateau_map", "escape runs at one batch and one learning rate only")
+    cells, unidentified = law_fits(_with_runs(regime, trials))
+    if cells.empty:
+        raise NotApplicable("plateau_map", "no cell whose exponent is identified")
+    optimisers = sorted(cells["optimiser"].unique())
+    fig, axes = plt.subplots(
+        1, len(optimisers), figsize=(6.2 * len(optimisers), 5.0), squeeze=False
+    )
+    batches = np.array(sorted(regime["batch"].unique()), dtype=float)
+    handles: list[Artist] = []
+    for ax, optimiser in zip(axes[0], optimisers):
+        mine = cells[cells["optimiser"] == optimiser]
+        rates = sorted(mine["lr"].unique())
+        colours = _colours(rates)
+        for j, (lr, rows) in enumerate(mine.groupby("lr", sort=True)):
+            for values, line in rows.groupby("values", sort=True):
+                line = line.sort_values("batch")
+                x = line["batch"].to_numpy(float) * 2 ** (0.06 * (j - (len(rates) - 1) / 2))
+                ax.errorbar(
+                    x,
+                    line["value"],
+                    yerr=np.clip(
+                        [line["value"] - line["ci_low"], line["ci_high"] - line["value"]], 0, 5
+                    ),
+                    fmt="o-" if values == "identity" else "s--",
+                    color=colours[lr],
+                    ms=5,
+                    capsize=3,
+                    lw=1.4,
+                    label=f"lr {lr:g}" + (", W_v = I" if values == "identity" else ""),
+                )
+        ax.axhline(1.0, color="0.35", ls=":", lw=1.0)
+        ax.axhline(0.5, color="0.35", ls="-.", lw=1.0)
+        sigmas = regime.loc[regime["optimiser"] == optimiser, "logit_std"].unique()
+        n = int(regime["n"].iloc[0])
+        if optimiser == "sgd":
+            predicted = np.ones_like(batches)
+        else:
+            predicted = np.array([refined_exponent(sigmas, int(b), n) for b in batches])
+        ax.plot(batches, predicted, color="black", lw=2.0, alpha=0.35, zorder=0)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(batches, [f"{b:g}" for b in batches])
+        ax.set_xlabel("batch size (examples per step)")
+        ax.set_ylabel("exponent b of escape time ~ logit_std^b (95% interval)")
+        ax.set_title(f"{optimiser}: logit std {min(sigmas):.2g} to {max(sigmas):.3g}", fontsize=10)
+        ax.legend(fontsize=8, frameon=False, loc="best")
+    handles += [
+        Line2D(
+            [], [], color="black", lw=2.0, alpha=0.35, label="predicted (§9.8 refinement; SGD: 1)"
+        ),
+        Line2D([], [], color="0.35", ls=":", label="b = 1 (SGD's law, §9.4)"),
+        Line2D([], [], color="0.35", ls="-.", label="b = 1/2 (size-free steps, §9.4)"),
+    ]
+    legend_below(fig, handles, ncol=3, y=0.02)
+    title = "The plateau law's exponent over batch × learning rate"
+    if unidentified:
+        title += f" ({len(unidentified)} cell(s) not identified)"
+    fig.suptitle(title)
+    return fig
+
+
+plateau_map.trial_columns = ("trial", "escape_step", "escaped")
 
 
 @figure_function

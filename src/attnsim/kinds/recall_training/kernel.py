@@ -49,6 +49,11 @@ depends on when another stopped). Only n, d and batch shape the draws: every oth
 scales or consumes the same numbers, so points that differ in them share data and initial
 directions (common random numbers), a run of 100 steps is the first 100 steps of a run of 300,
 and a run that stopped at the threshold is the run that did not stop, up to its stop.
+`optimiser = randdir` (the control of normgd: steps of norm lr in random directions) draws
+nothing from `rng`: trial t's directions come from its own stream,
+SeedSequence(the block's entropy, spawn_key = (*the block's key, DIRECTION_KEY, t))
+(`attnsim.kernels.training.direction_streams`), one standard normal per entry of W_q, W_k (W_v,
+the gain) per step, so a randdir run shares its data and initial weights with the normgd runs.
 
 Evaluations: the monitor loss and entropy are measured at step 0 (before training) and after the
 steps of `evaluation_steps(steps, EVALS_PER_CHECKPOINT)` (a geometric grid: 16 per checkpoint
@@ -73,6 +78,7 @@ from attnsim.kernels.softmax import EXP_FLOOR
 from attnsim.kernels.training import (
     ALL_OPTIMISERS,
     CHECKPOINTS,
+    RANDOM_DIRECTION,
     Optimiser,
     block_points,
     check_choice,
@@ -80,6 +86,7 @@ from attnsim.kernels.training import (
     check_number,
     check_training,
     checkpoint_steps,
+    direction_streams,
     evaluation_steps,
     not_finite,
     train,
@@ -399,7 +406,7 @@ class Run:
     hold the rows `rows` of the block's trials, of which `live` are still training; a run that
     stops (escaped with `stop = threshold`, or diverged) keeps its weights in `saved`."""
 
-    def __init__(self, params: dict, init, monitor: Examples, trials: int):
+    def __init__(self, params: dict, init, monitor: Examples, trials: int, directions=()):
         self.p = params
         self.n = monitor.keys.shape[-2]
         self.steps = int(params["steps"])
@@ -410,7 +417,7 @@ class Run:
         self.qk = params["logits"] == "qk_norm"
         self.w = initial_weights(init, params)
         self.saved = [x.copy() for x in self.w]
-        self.opt = Optimiser(params["optimiser"], params["lr"], self.w)
+        self.opt = Optimiser(params["optimiser"], params["lr"], self.w, directions)
         self.evals = set(evaluation_steps(self.steps, EVALS_PER_CHECKPOINT))
         self.checkpoints = checkpoint_steps(self.steps)
         self.rows = np.arange(trials)
@@ -508,19 +515,7 @@ class Run:
     def step(self, ex: Examples, step: int) -> None:
         batch = ex if self.rows.size == ex.keys.shape[0] else ex.take(self.rows)
         with np.errstate(all="ignore"):  # diverging trials overflow; they are caught below
-            out = attention(
-                *self._model(self.w),
-                batch,
-                self.noise,
-                grad=True,
-                gain=self._gain(self.w),
-                correct=False,
-            )
-            grads = (
-                [out["gq"], out["gk"]]
-                + ([out["gv"]] if self.trainable_v else [])
-                + ([out["gg"]] if self.qk else [])
-            )
+            grads = self._gradients(batch) if self.opt.needs_gradient else None
             self.opt.update(self.w, grads, step)
             bad = not_finite(self.w) & self.live
             if step in self.evals:
@@ -544,6 +539,22 @@ class Run:
             self._freeze(self.live)
         elif 0 < self.live.sum() <= COMPACT_BELOW * self.rows.size:
             self._compact()
+
+    def _gradients(self, batch: Examples) -> list[np.ndarray]:
+        """The minibatch-mean gradients of the trained weights, in the optimiser's order."""
+        out = attention(
+            *self._model(self.w),
+            batch,
+            self.noise,
+            grad=True,
+            gain=self._gain(self.w),
+            correct=False,
+        )
+        return (
+            [out["gq"], out["gk"]]
+            + ([out["gv"]] if self.trainable_v else [])
+            + ([out["gg"]] if self.qk else [])
+        )
 
     def _diverge(self, bad: np.ndarray, step: int) -> None:
         if not np.any(bad):
@@ -624,7 +635,16 @@ def simulate(
     final = draw_examples(rng, trials, EVAL_EXAMPLES, n, d)
     zq, zk, zv = (standard_normal(rng, (trials, d, d)).astype(np.float64) for _ in range(3))
     init = (zq, zk, zv)
-    runs = [Run(p, init, monitor, trials) for p in pts]
+    runs = [
+        Run(
+            p,
+            init,
+            monitor,
+            trials,
+            direction_streams(rng, trials) if p["optimiser"] == RANDOM_DIRECTION else (),
+        )
+        for p in pts
+    ]
     batches: list[Examples] | None = [] if record else None
     train(runs, lambda: draw_examples(rng, trials, batch, n, d), batches)
     results = [run.finish(final) for run in runs]

@@ -136,3 +136,24 @@ def out_of_sample(rows: pd.DataFrame) -> dict[str, float]:
     return {
         name: (math.sqrt(np.mean(np.square(e))) if e else math.nan) for name, e in errors.items()
     } | {"points": max(len(e) for e in errors.values())}
+
+
+def near_tie_density(n: int) -> float:
+    """kappa_n = n (n - 1) * integral of phi(z)^2 Phi(z)^(n-2) dz: sigma times the density at 0 of
+    the top gap of n i.i.d. N(0, sigma^2) logits (docs/science.md §9.3; kappa_16 = 1.766).
+    Trapezoid rule on [-12, 12] (the integrand is below 1e-30 outside)."""
+    z = np.linspace(-12.0, 12.0, 24001)
+    phi = np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    cdf = 0.5 * (1.0 + np.array([math.erf(v / math.sqrt(2)) for v in z]))
+    f = phi * phi * cdf ** (n - 2)
+    return float(n * (n - 1) * np.sum((f[1:] + f[:-1]) * np.diff(z)) / 2)
+
+
+def refined_exponent(sigmas, batch: int, n: int) -> float:
+    """The exponent §9.8's refinement predicts a fit over `sigmas` to find for a size-free step
+    (Adam, normgd): the least-squares slope of log tau on log sigma for
+    tau ∝ sigma^(1/2) max(1, sqrt(sigma / (batch kappa_n))) (docs/science.md §9.10)."""
+    x = np.log(np.asarray(sigmas, dtype=float))
+    crossover = batch * near_tie_density(n)
+    y = 0.5 * x + 0.5 * np.maximum(0.0, x - math.log(crossover))
+    return float(np.polyfit(x, y, 1)[0]) if np.ptp(x) > 0 else math.nan
