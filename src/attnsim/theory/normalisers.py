@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from attnsim.kernels import normalisers as nz
+from attnsim.theory.entropy import exact_gap
 
 GAUSS_NODES = 24  # gauss-hermite nodes: ~1e-10 for the smooth (sigmoid) integrand at sigma <= 1
 ELEMENTWISE = ("sigmoid", "relu")
@@ -165,22 +166,6 @@ def predicted_error(name: str, s: np.ndarray, v: np.ndarray, sigma: float) -> di
     return {"sq_err_pred": variance, "bias_pred": np.zeros(len(s))}
 
 
-def two_level_entropy(name: str, n: int, k: int, tau: float = 1.0) -> float:
-    """Entropy of p / sum p for k logits at +1/tau and n - k at -1/tau."""
-    s = np.where(np.arange(n) < k, 1.0, -1.0)[None, :] / tau
-    return float(nz.mass_and_entropy(nz.weights(name, s))[1][0])
-
-
-@lru_cache(maxsize=256)
-def cosine_floor(name: str, n: int, tau: float = 1.0) -> float:
-    """The largest entropy deficit log n - H that cosine logits cos(theta)/tau can produce (§12.4):
-    for the monotone normalisers the maximum over the two-level configurations (k keys at +1);
-    for the others log n, reached by one key at +1 (exact zeros elsewhere)."""
-    if name not in MONOTONE:
-        return math.log(n)
-    return max(math.log(n) - two_level_entropy(name, n, k, tau) for k in range(1, n + 1))
-
-
 def relu_entropy_offset() -> float:
     """c in H -> log(n/2) - c for ReLU attention, whatever the logit scale: with x half-normal,
     c = E[x log x] / E[x] - log E[x] (the weights x / sum x over the ~n/2 positive keys)."""
@@ -210,3 +195,119 @@ def gradient_vanishes_at_large_scale(name: str) -> bool:
     exponentially, sparse ones exactly (a one-key support), saturating ones (sigmoid,
     soft-capping) only like 1/scale: the keys within ~1/scale of the threshold keep a slope."""
     return name != "relu"
+
+
+# --- cosine logits at temperature tau (§12.4) ----------------------------------------------------
+
+SPHERE_NODES = 512  # gauss-legendre nodes per panel of the angle: ~1e-9 on the kinked integrands
+
+
+def effective_inverse_temperature(name: str, n: int, tau: float = 1.0) -> float:
+    """u_eff = log(g(u) / g(-u)) / 2, u = 1/tau: two logit levels +-u give the weights of softmax at
+    +-u_eff, since p / sum p depends only on the ratio g(u) / g(-u) (§12.4). Defined for the
+    bounded-ratio normalisers (`MONOTONE`); the sink's p / sum p is softmax's exactly."""
+    u = 1.0 / tau
+    if name in ("softmax", "sink"):
+        return u
+    if name == "ssmax":
+        return nz.SSMAX_B * math.log(n) * u
+    if name in nz.SOFTCAPS:
+        c = nz.SOFTCAPS[name]
+        return c * math.tanh(u / c)
+    if name == "sigmoid":
+        # log sigma(x) = -log(1 + e^{-x}), at x = +-u - log n
+        log_n = math.log(n)
+        return float(np.logaddexp(0.0, u + log_n) - np.logaddexp(0.0, log_n - u)) / 2
+    raise ValueError(f"{name!r} has no bounded weight ratio: no effective temperature (§12.4)")
+
+
+@lru_cache(maxsize=4096)
+def cosine_floor(name: str, n: int, tau: float = 1.0) -> float:
+    """The largest entropy deficit log n - H that cosine logits cos(theta)/tau can produce (§12.4):
+    for the bounded-ratio normalisers softmax's exact finite-n worst case (§4.4) at the effective
+    temperature 1/u_eff; for the others log n, reached by one key at +1 (exact zeros elsewhere)."""
+    if name not in MONOTONE:
+        return math.log(n)
+    return float(exact_gap(n, 1.0 / effective_inverse_temperature(name, n, tau)))
+
+
+def _sphere_nodes(d: int, cuts: tuple[float, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes x = cos(theta) and probability weights of the law of one cosine between uniform
+    directions of R^d (density of theta proportional to sin^{d-2} theta on [0, pi]): gauss-legendre
+    in theta, in panels split where the integrand has a kink (`cuts`, values of x)."""
+    edges = [0.0, *sorted(math.acos(c) for c in cuts if -1.0 < c < 1.0), math.pi]
+    t, w = np.polynomial.legendre.leggauss(SPHERE_NODES)
+    thetas, weights = [], []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        if hi > lo:
+            thetas.append(lo + (hi - lo) * (t + 1) / 2)
+            weights.append(w * (hi - lo) / 2)
+    theta, weight = np.concatenate(thetas), np.concatenate(weights)
+    log_density = (d - 2) * np.log(np.sin(theta))
+    weight = weight * np.exp(log_density - log_density.max())
+    return np.cos(theta), weight / weight.sum()
+
+
+def _threshold(n: int, d: int, tau: float, power: float, shrink: float) -> float:
+    """The mean-field threshold t of sparsemax (power 1, shrink 1) or 1.5-entmax (power 2, shrink
+    1/2): n E[(shrink s - t)_+^power] = 1 over the cosine law, by bisection."""
+    x, w = _sphere_nodes(d)
+    z = shrink * x / tau
+    lo, hi = float(z.min()) - 1.0, float(z.max())
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if n * float(np.maximum(z - mid, 0.0) ** power @ w) > 1.0:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _cosine_g(name: str, n: int, d: int, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """(g(x / tau), weights) on the cosine nodes: the unnormalised weight of a key whose cosine is x
+    (p / sum p = g / sum g), with the nodes split at g's kink."""
+    u = 1.0 / tau
+    if name in ("sparsemax", "entmax15"):
+        power, shrink = (1.0, 1.0) if name == "sparsemax" else (2.0, 0.5)
+        t = _threshold(n, d, tau, power, shrink)
+        x, w = _sphere_nodes(d, (t / (shrink * u),))
+        return np.maximum(shrink * u * x - t, 0.0) ** power, w
+    x, w = _sphere_nodes(d, (0.0,) if name in ("relu", "softpick") else ())
+    s = u * x
+    if name == "relu":
+        return np.maximum(s, 0.0), w
+    if name == "softpick":
+        return np.maximum(np.expm1(s), 0.0), w
+    if name == "sigmoid":
+        return np.exp(-np.logaddexp(0.0, math.log(n) - s)), w
+    # softmax-like: g = e^{u_eff x}, scaled by e^{-u_eff} (p / sum p does not see the scale)
+    if name in nz.SOFTCAPS:
+        c = nz.SOFTCAPS[name]
+        return np.exp(c * np.tanh(s / c) - c * math.tanh(u / c)), w
+    scale = effective_inverse_temperature(name, n, tau)
+    return np.exp(scale * (x - 1.0)), w
+
+
+@lru_cache(maxsize=4096)
+def cosine_gap_mean_field(name: str, n: int, d: int, tau: float = 1.0) -> tuple[float, float]:
+    """(gap, support): the typical log n - H for a uniform query and n uniform keys in R^d (§12.4),
+    and the mean-field number of keys with nonzero weight.
+
+    With p / sum p = g(s_i) / sum_j g(s_j) and the s_i i.i.d., H = log n + log B^ - A^ / B^ with
+    A^, B^ the key means of g log g and g, so gap = A/B - log B as n -> infinity (A, B their
+    expectations over the cosine law) plus the delta method's 1/n term,
+    [f_BB Var g / 2 + f_AB Cov(g log g, g)] / n, f = A/B - log B, f_BB = 2A/B^3 + 1/B^2,
+    f_AB = -1/B^2. For sparsemax and 1.5-entmax g has a threshold fixed by the normalisation:
+    its mean-field value (n E[g] = 1), and no 1/n term (the threshold's fluctuation is of order
+    1 / support, not 1/n)."""
+    g, w = _cosine_g(name, n, d, tau)
+    glogg = g * np.log(np.where(g > 0, g, 1.0))
+    a, b = float(glogg @ w), float(g @ w)
+    gap = a / b - math.log(b)
+    support = n * float((g > 0) @ w)
+    if name in ("sparsemax", "entmax15"):
+        return gap, support
+    var_g = float(g**2 @ w) - b**2
+    cov = float(glogg * g @ w) - a * b
+    f_bb, f_ab = 2 * a / b**3 + 1 / b**2, -1 / b**2
+    return gap + (f_bb * var_g / 2 + f_ab * cov) / n, support
