@@ -92,3 +92,9 @@ def test_separation_needs_both_sides():
     assert claims.SEPARATION(pd.concat([floored, bounded], ignore_index=True)).verdict == "fails"
     # SSMax is bounded in ratio but beyond g(1) by design: outside the claim
     assert claims.SEPARATION(rows(normaliser="ssmax")).verdict == "outside regime"
+
+
+def test_the_headline_of_a_lower_bound_is_the_point_nearest_it():
+    near = rows(n=256, gap_mean=0.6, gap_ci_low=0.59, gap_ci_high=0.61)
+    result = claims.floor_claim("relu")(pd.concat([rows(), near], ignore_index=True))
+    assert result.measured == pytest.approx(0.6)

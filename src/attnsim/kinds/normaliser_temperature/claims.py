@@ -44,6 +44,9 @@ G1 = float(asymptotic_gap(1.0))  # softmax's floor at tau = 1 as n -> infinity: 
 SPARSE = ("sparsemax", "entmax15")
 # the point the alternatives' values are computed at: the widest cosines (d = 3), n = 1024
 REFERENCE = {"n": 1024, "d": 3, "tau": 1.0}
+# per_point_estimate heads the estimate with the point farthest from its `predicted`: a value far
+# above every point makes that the smallest, the point nearest a lower bound (the worst one)
+BELOW_EVERY_POINT_WORST = 1e12
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def _bounded_floor_claim(name: str) -> ClaimSpec:
 
 def _gap_points(rows: pd.DataFrame) -> Estimate:
     return per_point_estimate(
-        rows, "gap_mean", "gap_ci_low", "gap_ci_high", "gap_se", G1, PARAMS, floor=G1
+        rows, "gap_mean", "gap_ci_low", "gap_ci_high", "gap_se", BELOW_EVERY_POINT_WORST, PARAMS
     )
 
 
@@ -222,7 +225,9 @@ def _separation(rows: pd.DataFrame) -> Estimate:
     low = np.where(bounded, value, rows["gap_ci_low"] - G1)
     high = np.where(bounded, value, rows["gap_ci_high"] - G1)
     frame = rows.assign(margin=value, margin_ci_low=low, margin_ci_high=high)
-    return per_point_estimate(frame, "margin", "margin_ci_low", "margin_ci_high", None, 0.0, PARAMS)
+    return per_point_estimate(
+        frame, "margin", "margin_ci_low", "margin_ci_high", None, BELOW_EVERY_POINT_WORST, PARAMS
+    )
 
 
 def _separation_regime(r: pd.DataFrame) -> pd.Series:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
 
 from attnsim.figures.common import fine_grid, legend_below, yerr
 from attnsim.figures.style import figure_function
@@ -32,6 +33,7 @@ def floor_vs_tau_by_normaliser(summary: pd.DataFrame):
         max(1, rows), cols, figsize=(3.2 * cols, 3.0 * max(1, rows)), squeeze=False, sharey=True
     )
     fine = fine_grid(data["tau"], points=60)
+    taus = sorted(data["tau"].unique())
     softmax_floor = [th.cosine_floor("softmax", n, float(t)) for t in fine]
     for ax, name in zip(axes.flat, names):
         at = data[data["normaliser"] == name]
@@ -55,6 +57,8 @@ def floor_vs_tau_by_normaliser(summary: pd.DataFrame):
         ax.plot([1.0], [G1], "*", color="firebrick", ms=9, mec="k", mew=0.4)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(taus, [f"{t:g}" for t in taus])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(name)
     for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
