@@ -213,3 +213,36 @@ def test_mean_field_one_over_n_term_is_the_finite_n_bias():
     limit, _ = th.cosine_gap_mean_field("softmax", 10**9, d, tau)
     assert abs(mean - with_term) < abs(mean - limit) / 3
     assert abs(mean - limit) > 8 * se
+
+
+def brute_grad_sq(name, n, d, scale, trials, seed=0):
+    rng = np.random.default_rng(seed)
+    z, v = rng.standard_normal((trials, n)), rng.standard_normal((trials, n, d))
+    g = th.grad_sq(name, scale * z, v)
+    return g.mean(), g.std(ddof=1) / math.sqrt(trials)
+
+
+def test_top_spacing_density_integrates_to_one():
+    t, w = np.polynomial.legendre.leggauss(200)
+    delta, w = 4 * (t + 1), 4 * w
+    for n in (2, 64, 1024):
+        assert float(th.top_spacing_density(n, delta) @ w) == pytest.approx(1.0, abs=1e-6)
+    # n = 2: the gap of two normals is |N(0, 2)|, density 1/sqrt(pi) at 0
+    assert th.top_spacing_density(2, np.array([0.0]))[0] == pytest.approx(1 / math.sqrt(math.pi))
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "relu"])
+def test_elementwise_mean_gradient_is_exact_at_every_scale(name):
+    for scale in (0.5, 16.0):
+        mean, se = brute_grad_sq(name, 64, 4, scale, trials=4000)
+        assert abs(mean - th.mean_grad_sq(name, 64, 4, scale)) < 4 * se, scale
+
+
+@pytest.mark.parametrize("name", th.TWO_KEY)
+def test_two_key_law_at_large_scale(name):
+    """At logit std 64 the pair of top keys carries the mean gradient: within 10% + 4 SE
+    (third keys and triple ties are O(1/scale)); it falls like 1/scale, not exponentially."""
+    mean, se = brute_grad_sq(name, 64, 4, 64.0, trials=20000, seed=3)
+    law = th.mean_grad_sq(name, 64, 4, 64.0)
+    assert abs(mean - law) < 0.1 * law + 4 * se
+    assert th.mean_grad_sq(name, 64, 4, 640.0) == pytest.approx(law / 10, rel=0.05)
