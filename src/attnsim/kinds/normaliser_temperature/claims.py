@@ -43,7 +43,13 @@ REASON = "docs/science.md §12.4"
 G1 = float(asymptotic_gap(1.0))  # softmax's floor at tau = 1 as n -> infinity: 0.4745
 SPARSE = ("sparsemax", "entmax15")
 # the point the alternatives' values are computed at: the widest cosines (d = 3), n = 1024
-REFERENCE = {"n": 1024, "d": 3, "tau": 1.0}
+REFERENCE_N, REFERENCE_D, REFERENCE_TAU = 1024, 3, 1.0
+
+
+def _reference_gap(name: str) -> float:
+    return cosine_gap_mean_field(name, REFERENCE_N, REFERENCE_D, REFERENCE_TAU)[0]
+
+
 # per_point_estimate heads the estimate with the point farthest from its `predicted`: a value far
 # above every point makes that the smallest, the point nearest a lower bound (the worst one)
 BELOW_EVERY_POINT_WORST = 1e12
@@ -118,7 +124,7 @@ def _gap_points(rows: pd.DataFrame) -> Estimate:
 
 
 def _unbounded_floor_claim(name: str) -> ClaimSpec:
-    softmax = cosine_gap_mean_field("softmax", **REFERENCE)[0]
+    softmax = _reference_gap("softmax")
     return ClaimSpec(
         claim_id=f"normaliser_floor_{name}",
         statement="normalisers",
@@ -167,17 +173,17 @@ def _gap_regime(name: str):
 
 
 def _gap_alternative(name: str) -> Alternative:
-    """The competing prediction's ratio to the mean field at REFERENCE."""
-    own = cosine_gap_mean_field(name, **REFERENCE)[0]
+    """The competing prediction's ratio to the mean field at the reference point."""
+    own = _reference_gap(name)
     if name in MONOTONE:
-        u = effective_inverse_temperature(name, REFERENCE["n"], REFERENCE["tau"])
-        small = u**2 / (2 * REFERENCE["d"])
+        u = effective_inverse_temperature(name, REFERENCE_N, REFERENCE_TAU)
+        small = u**2 / (2 * REFERENCE_D)
         return Alternative(
             "§4.5's small-spread law Var(s)/2 = u_eff^2 / (2 d) on the effective logits",
             small / own,
             "§4.5: softmax's own approximation, exact only while the gap is small",
         )
-    softmax = cosine_gap_mean_field("softmax", **REFERENCE)[0]
+    softmax = _reference_gap("softmax")
     return Alternative(
         "softmax's gap on the same draws (a map that behaves like softmax)",
         softmax / own,
@@ -254,7 +260,7 @@ SEPARATION = ClaimSpec(
     alternative=Alternative(
         "the essay's floor general to any normaliser: every gap below g(1), the margin of the "
         "maps without the property negative (softmax's typical gap 0.15 at d = 3)",
-        cosine_gap_mean_field("softmax", **REFERENCE)[0] - G1,
+        _reference_gap("softmax") - G1,
         "§12.4: a floor needs weights bounded in ratio; the essay did not say so",
     ),
     measure=_separation,
