@@ -231,12 +231,18 @@ def cosine_floor(name: str, n: int, tau: float = 1.0) -> float:
     return float(exact_gap(n, 1.0 / effective_inverse_temperature(name, n, tau)))
 
 
+@lru_cache(maxsize=8)
+def _legendre(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on [-1, 1] (an eigenvalue problem: computed once)."""
+    return np.polynomial.legendre.leggauss(count)
+
+
 def _sphere_nodes(d: int, cuts: tuple[float, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Nodes x = cos(theta) and probability weights of the law of one cosine between uniform
     directions of R^d (density of theta proportional to sin^{d-2} theta on [0, pi]): gauss-legendre
     in theta, in panels split where the integrand has a kink (`cuts`, values of x)."""
     edges = [0.0, *sorted(math.acos(c) for c in cuts if -1.0 < c < 1.0), math.pi]
-    t, w = np.polynomial.legendre.leggauss(SPHERE_NODES)
+    t, w = _legendre(SPHERE_NODES)
     thetas, weights = [], []
     for lo, hi in zip(edges[:-1], edges[1:]):
         if hi > lo:
@@ -324,7 +330,7 @@ TWO_KEY = ("softmax", "sink", "softpick", "ssmax", "sparsemax", "entmax15")
 def top_spacing_density(n: int, delta: np.ndarray) -> np.ndarray:
     """Density of z_(1) - z_(2), the gap between the two largest of n i.i.d. N(0, 1), at `delta`:
     n (n - 1) integral phi(x) phi(x - delta) Phi(x - delta)^{n-2} dx (gauss-legendre in x)."""
-    t, w = np.polynomial.legendre.leggauss(SPACING_NODES)
+    t, w = _legendre(SPACING_NODES)
     x, w = 12.0 * t, 12.0 * w
     second = x[None, :] - np.asarray(delta, dtype=float)[:, None]
     pdf = lambda u: np.exp(-(u**2) / 2) / math.sqrt(2 * math.pi)  # noqa: E731
@@ -352,7 +358,7 @@ def tie_profile(name: str, y: np.ndarray) -> np.ndarray:
 def _sigmoid_grad_sq(n: int, d: int, scale: float) -> float:
     """Exact: n d E_z[sigma'(scale z - log n)^2], over y = scale z - log n (sigma' decays like
     e^{-|y|}, so y in [-60, 60] with the gaussian density of z = (y + log n) / scale)."""
-    t, w = np.polynomial.legendre.leggauss(TIE_NODES * 2)
+    t, w = _legendre(TIE_NODES * 2)
     y, w = 60.0 * t, 60.0 * w
     slope = np.exp(-np.logaddexp(0.0, -y) - np.logaddexp(0.0, y))  # sigma(y) (1 - sigma(y))
     z = (y + math.log(n)) / scale
@@ -379,6 +385,6 @@ def mean_grad_sq(name: str, n: int, d: int, scale: float) -> float:
     if name not in TWO_KEY:
         return math.nan
     top = {"sparsemax": 1.0, "entmax15": 2.0}.get(name, 40.0)  # the profile is 0 (or < 1e-34) past
-    t, w = np.polynomial.legendre.leggauss(TIE_NODES)
+    t, w = _legendre(TIE_NODES)
     y, w = (t + 1) * top / 2, w * top / 2
     return 2 * d * float((top_spacing_density(n, y / scale) * tie_profile(name, y)) @ w) / scale
