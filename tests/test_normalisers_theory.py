@@ -246,3 +246,14 @@ def test_two_key_law_at_large_scale(name):
     law = th.mean_grad_sq(name, 64, 4, 64.0)
     assert abs(mean - law) < 0.1 * law + 4 * se
     assert th.mean_grad_sq(name, 64, 4, 640.0) == pytest.approx(law / 10, rel=0.05)
+
+
+def test_mean_field_is_withheld_where_its_expansion_breaks_down():
+    """SSMax at n = 4096, d = 32, tau = 0.1 (u_eff = 36): a few keys carry the weight, the 1/n
+    term is no longer small, and the mean field is nan rather than a wrong number; never within
+    the claims' regime (n >= 256, tau >= 0.5) on the preset's grid."""
+    assert math.isnan(th.cosine_gap_mean_field("ssmax", 4096, 32, 0.1)[0])
+    for name in nz.NORMALISERS:
+        for n in (256, 4096):
+            for d in (2, 128):
+                assert not math.isnan(th.cosine_gap_mean_field(name, n, d, 0.5)[0]), (name, n, d)
