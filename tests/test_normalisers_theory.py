@@ -13,6 +13,7 @@ from oracles import normalisers as oracle
 
 from attnsim.kernels import normalisers as nz
 from attnsim.theory import normalisers as th
+from attnsim.theory.entropy import exact_gap
 
 
 def setup(n: int, trials: int = 4, scale: float = 0.7, d: int = 3, seed: int = 5):
@@ -163,6 +164,8 @@ def test_bounded_ratio_floor_is_softmax_at_the_effective_temperature(n, tau):
     for name in th.MONOTONE:
         want = oracle.two_level_floor(name, n, tau)
         assert th.cosine_floor(name, n, tau) == pytest.approx(want, abs=1e-9), name
+        u_eff = th.effective_inverse_temperature(name, n, tau)
+        assert float(exact_gap(n, 1 / u_eff)) == pytest.approx(want, abs=1e-9), name
 
 
 def test_no_floor_without_a_bounded_ratio():

@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from attnsim.kernels import normalisers as nz
-from attnsim.theory.entropy import exact_gap
+from attnsim.theory.entropy import exact_gap_argmax
 
 GAUSS_NODES = 24  # gauss-hermite nodes: ~1e-10 for the smooth (sigmoid) integrand at sigma <= 1
 ELEMENTWISE = ("sigmoid", "relu")
@@ -224,14 +224,24 @@ def effective_inverse_temperature(name: str, n: int, tau: float = 1.0) -> float:
     raise ValueError(f"{name!r} has no bounded weight ratio: no effective temperature (§12.4)")
 
 
+def two_level_entropy(name: str, n: int, k: int, tau: float = 1.0) -> float:
+    """Entropy of p / sum p for k logits at +1/tau and n - k at -1/tau, through the kernel."""
+    s = np.where(np.arange(n) < k, 1.0, -1.0)[None, :] / tau
+    return float(nz.mass_and_entropy(nz.weights(name, s))[1][0])
+
+
 @lru_cache(maxsize=4096)
 def cosine_floor(name: str, n: int, tau: float = 1.0) -> float:
     """The largest entropy deficit log n - H that cosine logits cos(theta)/tau can produce (§12.4):
     for the bounded-ratio normalisers softmax's exact finite-n worst case (§4.4) at the effective
-    temperature 1/u_eff; for the others log n, reached by one key at +1 (exact zeros elsewhere)."""
+    temperature 1/u_eff, evaluated through the normaliser's own weights at the worst k and its
+    neighbours (G is unimodal in k; so the value is the kernel's, bit for bit the maximum over
+    every k); for the others log n, reached by one key at +1 (exact zeros elsewhere)."""
     if name not in MONOTONE:
         return math.log(n)
-    return float(exact_gap(n, 1.0 / effective_inverse_temperature(name, n, tau)))
+    worst = int(exact_gap_argmax(n, 1.0 / effective_inverse_temperature(name, n, tau)))
+    candidates = range(max(1, worst - 1), min(n, worst + 1) + 1)
+    return max(math.log(n) - two_level_entropy(name, n, k, tau) for k in candidates)
 
 
 @lru_cache(maxsize=8)
