@@ -258,6 +258,13 @@ def entropy_claim(name: str) -> ClaimSpec:
     )
 
 
+def _clean(r: pd.DataFrame) -> pd.Series:
+    """One row per clean draw: grad_sq is of the clean logits, the same trials at every noise
+    scale, so the regime keeps each (normaliser, n, d, logit scale) at its smallest noise scale."""
+    keys = ["normaliser", "n", "d", "logit_scale"]
+    return r["noise_scale"] == r.groupby(keys)["noise_scale"].transform("min")
+
+
 def _gradient_points(rows: pd.DataFrame) -> Estimate:
     """Per point, mean ||do/ds||^2 over the §12.3 law's E ||do/ds||^2 (a constant of the point:
     the interval is the mean's, divided). The gradient is of the clean logits, the same trials at
@@ -322,7 +329,7 @@ def gradient_claim(name: str) -> ClaimSpec | None:
         regime=Regime(
             f"normaliser_attention, {name}, logit_scale >= {scale_min:g}",
             reason,
-            lambda r: (r["normaliser"] == name) & (r["logit_scale"] >= scale_min),
+            lambda r: (r["normaliser"] == name) & (r["logit_scale"] >= scale_min) & _clean(r),
         ),
         rule=ratio_is_one(
             tolerance,
