@@ -118,3 +118,25 @@ def test_cancellation_claim_separates_by_property_x():
     # a map with property X that kept the mean: the separation fails at that point
     kept = cancel.assign(bias_mean=0.13, bias_ci_low=0.12, bias_ci_high=0.14)
     assert claims.CANCELLATION(pd.concat([keep, kept], ignore_index=True)).verdict == "fails"
+
+
+def test_gradient_claim_is_judged_once_per_clean_point():
+    """grad_sq is of the clean logits: two noise scales are the same trials, one point."""
+    from attnsim.theory.normalisers import mean_grad_sq
+
+    law = mean_grad_sq("relu", 256, 16, 16.0)
+    base = dict(
+        normaliser="relu",
+        logit_scale=16.0,
+        grad_sq_mean=law,
+        grad_sq_ci_low=0.99 * law,
+        grad_sq_ci_high=1.01 * law,
+    )
+    both = pd.concat([rows(**base), rows(**base, noise_scale=0.1)], ignore_index=True)
+    result = claims.gradient_claim("relu")(both)
+    assert result.verdict == "holds" and "1 of 1 points" in result.evidence
+    vanished = rows(**{**base, "grad_sq_mean": 0.0, "grad_sq_ci_high": 0.01 * law})
+    assert claims.gradient_claim("relu")(vanished.assign(grad_sq_ci_low=0.0)).verdict == "fails"
+    assert claims.gradient_claim("softcap50") is None
+    small = rows(**{**base, "normaliser": "softmax", "logit_scale": 4.0})
+    assert claims.gradient_claim("softmax")(small).verdict == "outside regime"

@@ -100,3 +100,14 @@ def mass_entropy_row(p: np.ndarray) -> tuple[float, float]:
     if mass == 0:
         return 0.0, math.nan
     return mass, -sum(x / mass * math.log(x / mass) for x in p if x > 0)
+
+
+def two_level_floor(name: str, n: int, tau: float) -> float:
+    """The largest log n - H over the two-level cosine configurations (k keys at +1/tau, the
+    rest at -1/tau), k = 1..n, each row computed from the paper's formula."""
+    best = 0.0
+    for k in range(1, n + 1):
+        s = np.array([1.0 / tau] * k + [-1.0 / tau] * (n - k))
+        _, entropy = mass_entropy_row(weights_row(name, s))
+        best = max(best, math.log(n) - entropy)
+    return best

@@ -13,6 +13,7 @@ from oracles import normalisers as oracle
 
 from attnsim.kernels import normalisers as nz
 from attnsim.theory import normalisers as th
+from attnsim.theory.entropy import exact_gap
 
 
 def setup(n: int, trials: int = 4, scale: float = 0.7, d: int = 3, seed: int = 5):
@@ -153,3 +154,109 @@ def test_gradient_vanishes_at_large_scale_except_relu():
             assert np.all(large < 0.1 * small + 1e-300), name
         else:
             np.testing.assert_allclose(large, small, rtol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("tau", [0.3, 1.0, 2.5])
+@pytest.mark.parametrize("n", [5, 40])
+def test_bounded_ratio_floor_is_softmax_at_the_effective_temperature(n, tau):
+    """§12.4: two levels +-1/tau give softmax's weights at +-u_eff, so the floor is softmax's exact
+    bound at 1/u_eff; against every two-level configuration computed from the papers' formulas."""
+    for name in th.MONOTONE:
+        want = oracle.two_level_floor(name, n, tau)
+        assert th.cosine_floor(name, n, tau) == pytest.approx(want, abs=1e-9), name
+        u_eff = th.effective_inverse_temperature(name, n, tau)
+        assert float(exact_gap(n, 1 / u_eff)) == pytest.approx(want, abs=1e-9), name
+
+
+def test_no_floor_without_a_bounded_ratio():
+    """One key at +1 and the rest at -1 leave one nonzero weight: H = 0, the floor is log n."""
+    for name in set(nz.NORMALISERS) - set(th.MONOTONE):
+        s = np.array([1.0] + [-1.0] * 9)
+        _, entropy = oracle.mass_entropy_row(oracle.weights_row(name, s))
+        assert entropy == 0.0 and th.cosine_floor(name, 10) == pytest.approx(math.log(10)), name
+
+
+@pytest.mark.parametrize("d", [2, 3, 16, 300])
+def test_cosine_nodes_have_the_spheres_moments(d):
+    """E cos^2 = 1/d and E cos^4 = 3 / (d (d + 2)) for uniform directions of R^d."""
+    x, w = th._sphere_nodes(d, (0.3,))
+    assert w.sum() == pytest.approx(1.0)
+    assert float(x**2 @ w) == pytest.approx(1 / d, rel=1e-9)
+    assert float(x**4 @ w) == pytest.approx(3 / (d * (d + 2)), rel=1e-9)
+
+
+def sphere_gaps(name: str, n: int, d: int, tau: float, trials: int, seed: int) -> np.ndarray:
+    """log n - H on cosines from numpy's beta sampler (not the kind's): (x + 1)/2 ~ Beta."""
+    rng = np.random.default_rng(seed)
+    x = 2 * rng.beta((d - 1) / 2, (d - 1) / 2, size=(trials, n)) - 1
+    _, entropy = nz.mass_and_entropy(nz.weights(name, x / tau))
+    return math.log(n) - entropy
+
+
+@pytest.mark.parametrize("d", [3, 16])
+def test_mean_field_gap_against_monte_carlo(d):
+    """Smooth g: the mean field with its 1/n term within 0.5% + 4 SE at n = 512; sparse maps (no
+    1/n term, the threshold's fluctuation O(1/support)): within 3% + 4 SE."""
+    n, tau = 512, 1.0
+    for name in nz.NORMALISERS:
+        gaps = sphere_gaps(name, n, d, tau, trials=300, seed=d)
+        mean, se = gaps.mean(), gaps.std(ddof=1) / math.sqrt(len(gaps))
+        want, _ = th.cosine_gap_mean_field(name, n, d, tau)
+        rel = 0.03 if name in ("sparsemax", "entmax15") else 0.005
+        assert abs(mean - want) <= rel * want + 4 * se, (name, mean, want, se)
+
+
+def test_mean_field_one_over_n_term_is_the_finite_n_bias():
+    """At n = 16 softmax's mean gap at tau = 0.5 departs from the n -> infinity value; the 1/n
+    term accounts for it (to O(1/n^2)), the plain limit does not."""
+    n, d, tau = 16, 3, 0.5
+    gaps = sphere_gaps("softmax", n, d, tau, trials=40000, seed=1)
+    mean, se = gaps.mean(), gaps.std(ddof=1) / math.sqrt(len(gaps))
+    with_term, _ = th.cosine_gap_mean_field("softmax", n, d, tau)
+    limit, _ = th.cosine_gap_mean_field("softmax", 10**9, d, tau)
+    assert abs(mean - with_term) < abs(mean - limit) / 3
+    assert abs(mean - limit) > 8 * se
+
+
+def brute_grad_sq(name, n, d, scale, trials, seed=0):
+    rng = np.random.default_rng(seed)
+    z, v = rng.standard_normal((trials, n)), rng.standard_normal((trials, n, d))
+    g = th.grad_sq(name, scale * z, v)
+    return g.mean(), g.std(ddof=1) / math.sqrt(trials)
+
+
+def test_top_spacing_density_integrates_to_one():
+    t, w = np.polynomial.legendre.leggauss(200)
+    delta, w = 4 * (t + 1), 4 * w
+    for n in (2, 64, 1024):
+        assert float(th.top_spacing_density(n, delta) @ w) == pytest.approx(1.0, abs=1e-6)
+    # n = 2: the gap of two normals is |N(0, 2)|, density 1/sqrt(pi) at 0
+    assert th.top_spacing_density(2, np.array([0.0]))[0] == pytest.approx(1 / math.sqrt(math.pi))
+
+
+@pytest.mark.parametrize("name", ["sigmoid", "relu"])
+def test_elementwise_mean_gradient_is_exact_at_every_scale(name):
+    for scale in (0.5, 16.0):
+        mean, se = brute_grad_sq(name, 64, 4, scale, trials=4000)
+        assert abs(mean - th.mean_grad_sq(name, 64, 4, scale)) < 4 * se, scale
+
+
+@pytest.mark.parametrize("name", th.TWO_KEY)
+def test_two_key_law_at_large_scale(name):
+    """At logit std 64 the pair of top keys carries the mean gradient: within 10% + 4 SE
+    (third keys and triple ties are O(1/scale)); it falls like 1/scale, not exponentially."""
+    mean, se = brute_grad_sq(name, 64, 4, 64.0, trials=20000, seed=3)
+    law = th.mean_grad_sq(name, 64, 4, 64.0)
+    assert abs(mean - law) < 0.1 * law + 4 * se
+    assert th.mean_grad_sq(name, 64, 4, 640.0) == pytest.approx(law / 10, rel=0.05)
+
+
+def test_mean_field_is_withheld_where_its_expansion_breaks_down():
+    """SSMax at n = 4096, d = 32, tau = 0.1 (u_eff = 36): a few keys carry the weight, the 1/n
+    term is no longer small, and the mean field is nan rather than a wrong number; never within
+    the claims' regime (n >= 256, tau >= 0.5) on the preset's grid."""
+    assert math.isnan(th.cosine_gap_mean_field("ssmax", 4096, 32, 0.1)[0])
+    for name in nz.NORMALISERS:
+        for n in (256, 4096):
+            for d in (2, 128):
+                assert not math.isnan(th.cosine_gap_mean_field(name, n, d, 0.5)[0]), (name, n, d)

@@ -154,3 +154,27 @@ def query_factor(rng: np.random.Generator, trials: int, d: int) -> np.ndarray:
     """Dot-product logits' query factor r = sqrt(chi2_d / d), shape (T,): the query's norm in units
     of scale * sqrt(d)."""
     return np.sqrt(rng.chisquare(d, trials) / d)
+
+
+def sphere_cosines(rng: np.random.Generator, trials: int, n: int, d: int) -> np.ndarray:
+    """cos(theta_i) between a uniform query and n uniform keys on the sphere of R^d, float32
+    (T, n), by Ulrich's symmetric-beta generator (docs/science.md §4.1).
+
+    Words: n for the angles V, then (d > 2) n for the radii U.
+    """
+    if d < 2:
+        raise ValueError(f"d must be >= 2 for directions on a sphere, got {d}")
+    size = trials * n
+    cosines = np.empty(size, F32)
+    cosines[...] = words(rng, size)
+    cosines *= _ANGLE
+    np.cos(cosines, out=cosines)
+    if d > 2:
+        radius2 = open_uniform(words(rng, size))  # U in (0, 1]
+        np.log(radius2, out=radius2)
+        radius2 *= F32(2.0 / (d - 2))
+        np.expm1(radius2, out=radius2)
+        np.negative(radius2, out=radius2)  # 1 - U^{2/(d-2)}, accurate when it is small (large d)
+        np.sqrt(radius2, out=radius2)
+        cosines *= radius2
+    return cosines.reshape(trials, n)

@@ -35,38 +35,13 @@ log-log figure shows to <= 0.5%.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from attnsim.kernels import sampling
 from attnsim.kernels.softmax import GapSoftmax, gaps
 
-F32 = np.float32
-_ANGLE = F32(2 * math.pi * 2.0**-32)
-
-
-def draw_cosines(rng: np.random.Generator, trials: int, n: int, d: int) -> np.ndarray:
-    """cos(theta_i) between a uniform query and n uniform keys on the sphere of R^d, float32 (T, n).
-
-    Words: n for the angles V, then (d > 2) n for the radii U.
-    """
-    if d < 2:
-        raise ValueError(f"d must be >= 2 for directions on a sphere, got {d}")
-    size = trials * n
-    cosines = np.empty(size, F32)
-    cosines[...] = sampling.words(rng, size)
-    cosines *= _ANGLE
-    np.cos(cosines, out=cosines)
-    if d > 2:
-        radius2 = sampling.open_uniform(sampling.words(rng, size))  # U in (0, 1]
-        np.log(radius2, out=radius2)
-        radius2 *= F32(2.0 / (d - 2))
-        np.expm1(radius2, out=radius2)
-        np.negative(radius2, out=radius2)  # 1 - U^{2/(d-2)}, accurate when it is small (large d)
-        np.sqrt(radius2, out=radius2)
-        cosines *= radius2
-    return cosines.reshape(trials, n)
+# one sampler for every kind with cosine logits (kernels/sampling.py)
+draw_cosines = sampling.sphere_cosines
 
 
 def simulate(cosines: np.ndarray, taus) -> list[dict[str, np.ndarray]]:

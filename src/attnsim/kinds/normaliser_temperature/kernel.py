@@ -1,0 +1,31 @@
+"""One block of cosines serves every normaliser and temperature of a stream: logits
+s_i = cos(theta_i) / tau for a uniform query and n uniform keys on the sphere of R^d (the sampler
+of docs/science.md §4.1, `attnsim.kernels.sampling.sphere_cosines`), then each normaliser's
+weights (`attnsim.kernels.normalisers`) and the entropy of p / sum p, in float64 (common random
+numbers: differences between normalisers and temperatures are not sampling noise)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnsim.kernels import normalisers as nz
+from attnsim.kernels.sampling import sphere_cosines
+
+
+def bytes_per_trial(n: int) -> int:
+    """float32 cosines and their words, then float64 logits, weights and the entropy's temporaries
+    (four (n,) float64 arrays), and the sparse maps' sort (two more)."""
+    return 8 * n + 8 * 6 * n + 256
+
+
+def draw(rng: np.random.Generator, trials: int, n: int, d: int) -> np.ndarray:
+    return sphere_cosines(rng, trials, n, d)
+
+
+def simulate(cosines: np.ndarray, name: str, tau: float) -> dict[str, np.ndarray]:
+    """Per trial: the entropy of p / sum p (nats), the gap log n - H and the total mass sum p."""
+    n = cosines.shape[-1]
+    mass, entropy = nz.mass_and_entropy(nz.weights(name, cosines.astype(np.float64) / tau))
+    return {"entropy": entropy, "gap": math.log(n) - entropy, "mass": mass}
