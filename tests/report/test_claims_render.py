@@ -93,7 +93,7 @@ TINY = {
                 "d": [4],
                 "batch": [4],
                 "scale": [0.3, 1.0, 3.0, 30.0],
-                "optimiser": ["sgd", "adam", "normgd"],
+                "optimiser": ["sgd", "adam", "normgd", "randdir"],
                 "lr": [0.5, 30.0],  # 30: collapse before learning without QK-norm (qk claim)
                 "steps": [10],
             }
@@ -180,9 +180,18 @@ def expected_count() -> int:
 def test_every_claim_declares_its_fields(tiny_run):
     claims = written_claims(tiny_run)
     assert len(claims) == expected_count()
-    # regimes no tiny grid reaches: n >= 4.5e5 (docs/science.md §2.7); the declared map's
-    # settings, 300 steps each (§10.4)
-    far = ("heavy_tail_slow_rate", "tau_one_worse_probe")
+    # regimes no tiny grid reaches: n >= 4.5e5 (docs/science.md §2.7); the declared maps'
+    # settings (§10.4, §10.7: 300 steps and more each); two batch sizes at W_v = I (§9.10)
+    far = (
+        "heavy_tail_slow_rate",
+        "tau_one_worse_probe",
+        "debiased_tau_one_worse_below_flip",
+        "siglip_tau_one_worse",
+        "siglip_learned_tau_settles_at_best",
+        "plateau_exponent_free_of_batch_sgd",
+        "plateau_exponent_falls_with_batch_adam",
+        "plateau_exponent_falls_with_batch_normgd",
+    )
     beyond = [c for c in claims if c.claim_id in far]
     assert [c.verdict for c in beyond] == ["outside regime"] * len(far)
     for c in (c for c in claims if c not in beyond):

@@ -33,6 +33,7 @@ from pathlib import Path
 from attnsim.claims import numbers
 from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS, ClaimResult
 
+MIN_TEXT_WIDTH = 30  # columns left for a claim's text beside its id and verdict
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
 HOW_TO_READ = (
     "Each row is one claim: what was measured (labelled: a mean or fitted slope with its 95% "
@@ -367,12 +368,18 @@ def terminal(
         return "\n".join(note)
     id_width = max(len(c.claim_id) for c in claims)
     lead = 2 + id_width + 2 + 15  # "  <id>  <verdict>  "
+    below = width - lead < MIN_TEXT_WIDTH  # long ids, narrow terminal: the text under the id
+    if below:
+        lead = 6
     out = _wrap("", f"claims: {tally(claims)}", width, 2) + note
     for number, (key, members) in enumerate(groups(claims), 1):
         out += [""] + _wrap("", f"{number}. {title(key)}: {group_tally(key, members)}", width, 3)
         for c in members:
             text = measured_labelled(c) + short_compared(c)
             head = f"  {c.claim_id:<{id_width}}  {c.verdict:<15}"
+            if below:
+                out.append(f"  {c.claim_id}  {c.verdict}")
+                head = " " * lead
             out += _wrap(head, text, width, lead)
             if detail:
                 rows = (
