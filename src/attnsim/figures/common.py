@@ -3,8 +3,11 @@ error bars and the legend under the panels."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from attnsim.errors import AttnsimError
 from attnsim.figures.style import PALETTE, palette
@@ -41,6 +44,16 @@ def yerr(frame: pd.DataFrame, metric: str, log: bool = False) -> np.ndarray:
         lower = np.minimum(lower, mean * 0.999)
     upper = np.clip(frame[f"{metric}_ci_high"].to_numpy() - mean, 0, None)
     return np.vstack([lower, upper])
+
+
+# A landmark (g(1), the best tau, the uniform-weight value) is one black-edged star in every kind's
+# figures, in its panel and in its legend alike, so a reader learns the mark once.
+STAR: dict[str, Any] = {"marker": "*", "mec": "k", "mew": 0.5, "ls": "none"}
+
+
+def star_handle(colour, label: str, size: float = 10) -> Line2D:
+    """The legend entry of a landmark drawn with STAR (a smaller star than the panel's)."""
+    return Line2D([], [], color=colour, ms=size, label=label, **STAR)
 
 
 def legend_below(fig, handles, ncol=None, y=None, fontsize=None):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import legend_below, n_colours, positive_band, yerr
+from attnsim.figures.common import STAR, legend_below, n_colours, positive_band, star_handle, yerr
 from attnsim.figures.style import figure_function
 
 
@@ -43,13 +43,10 @@ def gradient_vs_entropy(summary: pd.DataFrame):
             top.plot(
                 [line["log_n"].iloc[0]],
                 [line[uniform].iloc[0]],
-                marker="*",
                 color=colour,
                 ms=12,
-                mec="k",
-                mew=0.5,
-                ls="none",
                 zorder=4,
+                **STAR,
             )
             positive = line[line["scale"] > 0]
             bottom.plot(
@@ -102,17 +99,7 @@ def gradient_vs_entropy(summary: pd.DataFrame):
         Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
     ]
     handles += [
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="*",
-            ms=10,
-            mec="k",
-            mew=0.5,
-            ls="none",
-            label="uniform weights (H = log n): (d/n)(1 − 1/n) and √((1 − 1/n)/n)",
-        ),
+        star_handle("0.3", "uniform weights (H = log n): (d/n)(1 − 1/n) and √((1 − 1/n)/n)"),
         Line2D([], [], color="0.3", ls=":", label="uniform-weight value (scale → 0)"),
     ]
     if "grad_sq_median" in summary:

@@ -7,7 +7,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import fine_grid, legend_below, n_colours, positive_band
+from attnsim.figures.common import (
+    STAR,
+    fine_grid,
+    legend_below,
+    n_colours,
+    positive_band,
+    star_handle,
+)
 from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
 
@@ -48,9 +55,7 @@ def real_temperature_gap(summary: pd.DataFrame):
             lw=1.1,
             zorder=2,
         )
-        ax.plot(
-            [1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, ls="none", zorder=5
-        )
+        ax.plot([1.0], [G1], color="firebrick", ms=13, zorder=5, **STAR)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_ylim(y_low, 2.0 * float(summary["log_n"].max()))
@@ -91,17 +96,7 @@ def real_temperature_gap(summary: pd.DataFrame):
             ls=(0, (5, 2, 1, 2)),
             label="1/(2 d_eff τ²), participation ratio",
         ),
-        Line2D(
-            [],
-            [],
-            color="firebrick",
-            marker="*",
-            ms=10,
-            mec="k",
-            mew=0.5,
-            ls="none",
-            label=f"g(1) = {G1:.4f}",
-        ),
+        star_handle("firebrick", f"g(1) = {G1:.4f}"),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
     fig.suptitle("Temperature and the entropy of cosine attention over real embeddings")

@@ -9,7 +9,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import fine_grid, legend_below, n_colours, positive_band
+from attnsim.figures.common import (
+    STAR,
+    fine_grid,
+    legend_below,
+    n_colours,
+    positive_band,
+    star_handle,
+)
 from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
 
@@ -44,9 +51,7 @@ def temperature_gap(summary: pd.DataFrame):
             )  # on top of g(tau): they coincide below log n
         ax.plot(fine, g, color="k", lw=2.2, zorder=2)
         ax.plot(fine, random_direction_gap(d, fine), color="0.45", ls="-.", lw=1.2, zorder=2)
-        ax.plot(
-            [1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, zorder=5, ls="none"
-        )
+        ax.plot([1.0], [G1], color="firebrick", ms=13, zorder=5, **STAR)
         ax.annotate(
             f"g(1) = {G1:.4f}",
             xy=(1.0, G1),
@@ -94,17 +99,7 @@ def temperature_gap(summary: pd.DataFrame):
             ls="-.",
             label="random-direction approx. 1/(2dτ²) (valid while small)",
         ),
-        Line2D(
-            [],
-            [],
-            color="firebrick",
-            marker="*",
-            ms=10,
-            mec="k",
-            mew=0.5,
-            ls="none",
-            label=f"g(1) = {G1:.4f}: at τ = 1 H ≥ log n − 0.4745",
-        ),
+        star_handle("firebrick", f"g(1) = {G1:.4f}: at τ = 1 H ≥ log n − 0.4745"),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
     fig.suptitle(
