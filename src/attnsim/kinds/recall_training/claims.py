@@ -33,6 +33,7 @@ from attnsim.claims.engine import (
     Regime,
     Sanity,
     per_point_estimate,
+    range_estimate,
 )
 from attnsim.kernels.censored_regression import FAMILIES, NotIdentified, fit_aft
 from attnsim.kernels.survival import wilson
@@ -486,16 +487,7 @@ def _direction_contrast(rows: pd.DataFrame) -> Estimate:
     if table.empty:
         return Estimate(math.nan, "range over points", points=table, facts={"points": table})
     worst = int(table["value"].to_numpy().argmin())
-    return Estimate(
-        value=float(table["value"].iloc[worst]),
-        number="range over points",
-        n=len(table),
-        unit="points",
-        points=table,
-        range_min=float(table["value"].min()),
-        range_max=float(table["value"].max()),
-        facts={"points": table},
-    )
+    return range_estimate(table, worst, "points", {"points": table})
 
 
 def _describe_direction(e: Estimate) -> str:
