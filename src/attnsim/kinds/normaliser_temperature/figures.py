@@ -13,9 +13,7 @@ from attnsim.figures.common import fine_grid, legend_below, yerr
 from attnsim.figures.style import figure_function
 from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.theory import normalisers as th
-from attnsim.theory.entropy import asymptotic_gap
-
-G1 = float(asymptotic_gap(1.0))  # softmax's floor at tau = 1, n -> infinity
+from attnsim.theory.entropy import G1
 
 
 @figure_function
