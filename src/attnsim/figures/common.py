@@ -26,6 +26,25 @@ def n_colours(values) -> dict:
     return dict(zip(ns, palette(PALETTE, len(ns))))
 
 
+def mean_line(ax, x, frame: pd.DataFrame, metric: str, colour, lw: float = 1.4) -> None:
+    """A metric's mean (`metric`_mean of `frame`) against x as dots and line over its 95% band
+    (`positive_band`: the axes may be logarithmic)."""
+    mean = frame[f"{metric}_mean"]
+    ax.plot(x, mean, "o-", color=colour, ms=3.5, lw=lw, zorder=3)
+    low, high = frame[f"{metric}_ci_low"], frame[f"{metric}_ci_high"]
+    positive_band(ax, x, mean, low, high, colour)
+
+
+def mean_handle(label: str, colour="0.3") -> Line2D:
+    """The legend entry of a `mean_line`."""
+    return Line2D([], [], color=colour, marker="o", ms=3.5, label=label)
+
+
+def n_handles(colours: dict) -> list:
+    """The legend entries of `n_colours`: a mean line per n."""
+    return [mean_handle(f"n = {n}", c) for n, c in colours.items()]
+
+
 def fine_grid(values, points: int = 240) -> np.ndarray:
     lo, hi = float(np.min(values)), float(np.max(values))
     return np.geomspace(lo, hi, points) if hi > lo else np.array([lo])

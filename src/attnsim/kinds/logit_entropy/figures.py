@@ -18,6 +18,7 @@ from attnsim.figures.common import (
     fine_grid,
     legend_below,
     n_colours,
+    n_handles,
     shown_note,
     spread,
     yerr,
@@ -113,9 +114,7 @@ def entropy_vs_scale(summary: pd.DataFrame):
             top.set_xlabel("effective logit std  σ_eff = scale²", fontsize=8.5)
             top.tick_params(labelsize=7.5)
     axes[0, 0].set_ylabel("entropy of the weights  H  (nats)")
-    handles = [
-        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
-    ]
+    handles = n_handles(colours)
     handles += [
         Line2D([], [], color="0.3", marker="o", ms=3.5, label="measured mean (band: 95% CI)"),
         Line2D([], [], color="0.3", ls=":", label="upper bound log n"),

@@ -13,14 +13,14 @@ from attnsim.figures.common import (
     STAR,
     fine_grid,
     legend_below,
+    mean_handle,
+    mean_line,
     n_colours,
-    positive_band,
+    n_handles,
     star_handle,
 )
 from attnsim.figures.style import figure_function
-from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
-
-G1 = float(asymptotic_gap(1.0))  # 0.4745...
+from attnsim.theory.entropy import G1, asymptotic_gap, exact_gap, random_direction_gap
 
 
 @figure_function
@@ -39,10 +39,7 @@ def temperature_gap(summary: pd.DataFrame):
         data = summary[summary["d"] == d]
         for n, line in data.sort_values("tau").groupby("n"):
             colour = colours[n]
-            ax.plot(line["tau"], line["gap_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
-            positive_band(
-                ax, line["tau"], line["gap_mean"], line["gap_ci_low"], line["gap_ci_high"], colour
-            )
+            mean_line(ax, line["tau"], line, "gap", colour)
             ax.plot(
                 line["tau"], line["gap_max"], "^", color=colour, mfc="none", ms=5, mew=1.0, zorder=3
             )
@@ -68,13 +65,9 @@ def temperature_gap(summary: pd.DataFrame):
             f"query and keys uniform on the unit sphere of $\\mathbb{{R}}^{{{d}}}$  (d = {d})"
         )
     axes[0, 0].set_ylabel("entropy gap  log n − H  (nats)")
-    handles = [
-        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
-    ]
+    handles = n_handles(colours)
     handles += [
-        Line2D(
-            [], [], color="0.3", marker="o", ms=3.5, label="random directions: mean (band: 95% CI)"
-        ),
+        mean_handle("random directions: mean (band: 95% CI)"),
         Line2D(
             [],
             [],
