@@ -380,10 +380,9 @@ def _class_fixed_with_tau_one(r: pd.DataFrame) -> pd.Series:
     return class_fixed & key.isin(one)
 
 
-def _floor_shares(rows: pd.DataFrame) -> Estimate:
-    """Per setting at tau = 1: the share (log n - H) / g_n(1) of the allowed range used."""
-    one = rows[_at_tau(rows)]
-    gap = one["entropy_gap"]
+def _gap_shares(one: pd.DataFrame, gap: pd.Series) -> pd.DataFrame:
+    """Per setting, the trained encoder's gap log n - H as a share of `gap`, with its 95% interval
+    (the entropy's, mirrored: a higher entropy is a smaller gap) and SE."""
     points = pd.DataFrame(
         {
             "value": (one["log_n"] - one["final_entropy_mean"]) / gap,
@@ -393,6 +392,14 @@ def _floor_shares(rows: pd.DataFrame) -> Estimate:
         }
     )
     points["se"] = (points["ci_high"] - points["ci_low"]) / (2 * Z95)
+    return points
+
+
+def _floor_shares(rows: pd.DataFrame) -> Estimate:
+    """Per setting at tau = 1: the share (log n - H) / g_n(1) of the allowed range used."""
+    one = rows[_at_tau(rows)]
+    gap = one["entropy_gap"]
+    points = _gap_shares(one, gap)
     worst = points["value"].idxmin()
     w = one.loc[worst]
     facts = {"point_noun": "settings", "worst": w.to_dict(), "best": None}
@@ -743,15 +750,7 @@ def _optimum_shares(rows: pd.DataFrame) -> Estimate:
     gap log n - ideal_entropy (the entropy of the encoder that attains the loss floor)."""
     one = rows[_at_tau(rows)]
     gap = one["log_n"] - one["ideal_entropy"]
-    points = pd.DataFrame(
-        {
-            "value": (one["log_n"] - one["final_entropy_mean"]) / gap,
-            "ci_low": (one["log_n"] - one["final_entropy_ci_high"]) / gap,
-            "ci_high": (one["log_n"] - one["final_entropy_ci_low"]) / gap,
-            "n": one["n_trials"],
-        }
-    )
-    points["se"] = (points["ci_high"] - points["ci_low"]) / (2 * Z95)
+    points = _gap_shares(one, gap)
     worst = points["value"].idxmin()
     facts = {"point_noun": "settings", "worst": one.loc[worst].to_dict()}
     return _settings_estimate(points, worst, facts)
