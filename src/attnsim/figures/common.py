@@ -75,6 +75,12 @@ def star_handle(colour, label: str, size: float = 10) -> Line2D:
     return Line2D([], [], color=colour, ms=size, label=label, **STAR)
 
 
+def mean_errorbar(ax, x, frame: pd.DataFrame, metric: str, log: bool = False, **style):
+    """A metric's mean (`metric`_mean of `frame`) against x with its 95% interval as error bars
+    (`yerr`; `log` for a logarithmic axis)."""
+    return ax.errorbar(x, frame[f"{metric}_mean"], yerr=yerr(frame, metric, log=log), **style)
+
+
 def legend_below(fig, handles, ncol=None, y=None, fontsize=None):
     """The figure's legend under its panels, inside the canvas: constrained layout (every figure
     function has it, `attnsim.figures.style.figure_function`) makes room for it at draw time, so a

@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import STAR, NotApplicable, fine_grid, legend_below, star_handle, yerr
+from attnsim.figures.common import (
+    STAR,
+    NotApplicable,
+    fine_grid,
+    legend_below,
+    mean_errorbar,
+    star_handle,
+)
 from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
@@ -51,10 +58,11 @@ def _label(key) -> str:
 
 
 def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
-    ax.errorbar(
+    mean_errorbar(
+        ax,
         line["tau"],
-        line[f"{metric}_mean"],
-        yerr=yerr(line, metric),
+        line,
+        metric,
         fmt=marker + ls,
         color=colour,
         ms=4,

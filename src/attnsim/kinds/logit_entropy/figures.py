@@ -17,11 +17,11 @@ from attnsim.figures.common import (
     binned,
     fine_grid,
     legend_below,
+    mean_errorbar,
     n_colours,
     n_handles,
     shown_note,
     spread,
-    yerr,
 )
 from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import (
@@ -194,10 +194,11 @@ def entropy_collapse(summary: pd.DataFrame):
         if len(part) > MAX_POINTS:
             thinned = True
             part = binned(part, "rem_x", "entropy_norm")
-        ax.errorbar(
+        mean_errorbar(
+            ax,
             part["rem_x"],
-            part["entropy_norm_mean"],
-            yerr=yerr(part, "entropy_norm"),
+            part,
+            "entropy_norm",
             fmt=markers.get(logits, "^"),
             color=colours[n],
             ms=4.5,
