@@ -705,15 +705,22 @@ def per_point_estimate(
     # the trials behind each point's SE, under a name no parameter has (a kind's `n` is a size)
     points[TRIALS_COLUMN] = rows["n_trials"].to_numpy() if "n_trials" in rows else 0
     worst = int((points["value"] - predicted).abs().to_numpy().argmax())
+    return range_estimate(points, worst, unit, {"worst": points.iloc[worst].to_dict(), **facts})
+
+
+def range_estimate(points: pd.DataFrame, at: int, unit: str, facts: dict) -> Estimate:
+    """The Estimate of a points table (one `value` a point) whose headline is the point at
+    position `at`, the one the verdict turns on; its range is the extremes over all the points,
+    so the evidence shows how far the others spread."""
     return Estimate(
-        value=float(points["value"].iloc[worst]),
+        value=float(points["value"].iloc[at]),
         number="range over points",
         n=len(points),
         unit=unit,
         points=points,
         range_min=float(points["value"].min()),
         range_max=float(points["value"].max()),
-        facts={"worst": points.iloc[worst].to_dict(), **facts},
+        facts=facts,
     )
 
 

@@ -3,8 +3,11 @@ error bars and the legend under the panels."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from attnsim.errors import AttnsimError
 from attnsim.figures.style import PALETTE, palette
@@ -21,6 +24,25 @@ class NotApplicable(AttnsimError):
 def n_colours(values) -> dict:
     ns = sorted(set(int(v) for v in values))
     return dict(zip(ns, palette(PALETTE, len(ns))))
+
+
+def mean_line(ax, x, frame: pd.DataFrame, metric: str, colour, lw: float = 1.4) -> None:
+    """A metric's mean (`metric`_mean of `frame`) against x as dots and line over its 95% band
+    (`positive_band`: the axes may be logarithmic)."""
+    mean = frame[f"{metric}_mean"]
+    ax.plot(x, mean, "o-", color=colour, ms=3.5, lw=lw, zorder=3)
+    low, high = frame[f"{metric}_ci_low"], frame[f"{metric}_ci_high"]
+    positive_band(ax, x, mean, low, high, colour)
+
+
+def mean_handle(label: str, colour="0.3") -> Line2D:
+    """The legend entry of a `mean_line`."""
+    return Line2D([], [], color=colour, marker="o", ms=3.5, label=label)
+
+
+def n_handles(colours: dict) -> list:
+    """The legend entries of `n_colours`: a mean line per n."""
+    return [mean_handle(f"n = {n}", c) for n, c in colours.items()]
 
 
 def fine_grid(values, points: int = 240) -> np.ndarray:
@@ -41,6 +63,22 @@ def yerr(frame: pd.DataFrame, metric: str, log: bool = False) -> np.ndarray:
         lower = np.minimum(lower, mean * 0.999)
     upper = np.clip(frame[f"{metric}_ci_high"].to_numpy() - mean, 0, None)
     return np.vstack([lower, upper])
+
+
+# A landmark (g(1), the best tau, the uniform-weight value) is one black-edged star in every kind's
+# figures, in its panel and in its legend alike, so a reader learns the mark once.
+STAR: dict[str, Any] = {"marker": "*", "mec": "k", "mew": 0.5, "ls": "none"}
+
+
+def star_handle(colour, label: str, size: float = 10) -> Line2D:
+    """The legend entry of a landmark drawn with STAR (a smaller star than the panel's)."""
+    return Line2D([], [], color=colour, ms=size, label=label, **STAR)
+
+
+def mean_errorbar(ax, x, frame: pd.DataFrame, metric: str, log: bool = False, **style):
+    """A metric's mean (`metric`_mean of `frame`) against x with its 95% interval as error bars
+    (`yerr`; `log` for a logarithmic axis)."""
+    return ax.errorbar(x, frame[f"{metric}_mean"], yerr=yerr(frame, metric, log=log), **style)
 
 
 def legend_below(fig, handles, ncol=None, y=None, fontsize=None):

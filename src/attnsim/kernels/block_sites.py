@@ -17,6 +17,7 @@ import numpy as np
 from attnsim.kernels import blockscale, precision, rounding
 from attnsim.kernels.precision import (
     Clean,
+    after_logits,
     logit_metrics,
     pooled_kappa,
     shift_gradient,
@@ -129,40 +130,28 @@ def probs_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.ndar
     kappa = pooled_kappa(relative)
     v2 = np.einsum("tnd,tnd->tn", clean.values, clean.values)
     b = np.einsum("tn,tnd->td", known, clean.values) / total[:, None]
-    nan = np.full(len(s), np.nan)
     size = s.shape[-1]
-    return {
-        "sq_err": np.einsum("td,td->t", diff, diff),
-        "kappa_pooled": kappa,
-        "sq_err_iid": kappa * clean.grad_sq,
-        "sq_err_model": np.sum(var * v2, axis=-1) / (total * total) + np.sum(b * b, axis=-1),
-        "sq_err_next": nan,
-        "logit_shift": nan,
-        "logit_shift_model": nan,
-        "shift_var_model": nan,
-        "flushed": flushed / size,
-        "saturated": saturated / size,
-    }
+    return after_logits(
+        np.einsum("td,td->t", diff, diff),
+        np.sum(var * v2, axis=-1) / (total * total) + np.sum(b * b, axis=-1),
+        flushed / size,
+        saturated / size,
+        kappa,
+        kappa * clean.grad_sq,
+    )
 
 
 def output_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.ndarray]:
     o32 = clean.o.astype(F32)[:, None, :]
     kept, var, known, flushed, saturated = _quantised(o32, fmt, scaling)
     diff = kept[:, 0].astype(np.float64) - clean.o
-    nan = np.full(len(o32), np.nan)
     size = o32.shape[-1]
-    return {
-        "sq_err": np.einsum("td,td->t", diff, diff),
-        "kappa_pooled": nan,
-        "sq_err_iid": nan,
-        "sq_err_model": np.sum(var[:, 0], axis=-1) + np.sum(known[:, 0] ** 2, axis=-1),
-        "sq_err_next": nan,
-        "logit_shift": nan,
-        "logit_shift_model": nan,
-        "shift_var_model": nan,
-        "flushed": flushed / size,
-        "saturated": saturated / size,
-    }
+    return after_logits(
+        np.einsum("td,td->t", diff, diff),
+        np.sum(var[:, 0], axis=-1) + np.sum(known[:, 0] ** 2, axis=-1),
+        flushed / size,
+        saturated / size,
+    )
 
 
 class Block(precision.Block):

@@ -35,6 +35,7 @@ import numpy as np
 
 from attnsim.kernels import rounding
 from attnsim.kernels.rounding import F32, Format
+from attnsim.kernels.softmax import from_top
 
 SITES = ("logits", "qk", "qk_rotated", "probs", "output")
 METRIC_NAMES = (
@@ -82,13 +83,7 @@ def clean_rows(logits: np.ndarray, values: np.ndarray) -> Clean:
     v_top)."""
     logits = np.asarray(logits, dtype=np.float64)
     v = np.asarray(values, dtype=np.float64)
-    n = logits.shape[-1]
-    top = np.argmax(logits, axis=-1)
-    gaps = np.max(logits, axis=-1, keepdims=True) - logits
-    e = np.exp(np.maximum(-gaps, -700.0))
-    z = e.sum(axis=-1, keepdims=True)
-    p = e / z
-    entropy = np.clip(np.log(z[:, 0]) + np.sum(p * gaps, axis=-1), 0.0, math.log(n))
+    top, _, _, p, entropy = from_top(logits)
     v_top = np.take_along_axis(v, top[:, None, None], axis=1)
     w = v - v_top
     u = np.einsum("tn,tnd->td", p, w)
@@ -302,6 +297,24 @@ def qk_site(clean: Clean, q: np.ndarray, k: np.ndarray, fmt: Format) -> dict[str
     return out
 
 
+def after_logits(sq_err, sq_err_model, flushed, saturated, kappa=None, sq_err_iid=None) -> dict:
+    """The metrics of a site after the logits (the weights, the output): the next order and the
+    logit shift are the logits' own (nan here), and the output has no pooled kappa either."""
+    nan = np.full(len(sq_err), np.nan)
+    return {
+        "sq_err": sq_err,
+        "kappa_pooled": nan if kappa is None else kappa,
+        "sq_err_iid": nan if sq_err_iid is None else sq_err_iid,
+        "sq_err_model": sq_err_model,
+        "sq_err_next": nan,
+        "logit_shift": nan,
+        "logit_shift_model": nan,
+        "shift_var_model": nan,
+        "flushed": flushed,
+        "saturated": saturated,
+    }
+
+
 def probs_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
     s = clean.logits
     weights = np.exp(np.maximum(s - np.max(s, axis=-1, keepdims=True), -700.0))  # P, top key 1
@@ -314,38 +327,26 @@ def probs_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
     v2 = np.einsum("tnd,tnd->tn", clean.values, clean.values)
     var = rounding.error_variance(p32, fmt)
     var[weights == 1.0] = 0.0  # the top key's P = 1 is exact in every format
-    nan = np.full(len(s), np.nan)
-    return {
-        "sq_err": np.einsum("td,td->t", diff, diff),
-        "kappa_pooled": kappa,
-        "sq_err_iid": kappa * clean.grad_sq,
-        "sq_err_model": np.sum(var * v2, axis=-1) / (total * total),  # sum p^2 (Var P / P^2) |v|^2
-        "sq_err_next": nan,
-        "logit_shift": nan,
-        "logit_shift_model": nan,
-        "shift_var_model": nan,
-        "flushed": _share(rounding.flushed(p32, rounded)),
-        "saturated": _share(rounding.saturated(p32, fmt)),
-    }
+    return after_logits(
+        np.einsum("td,td->t", diff, diff),
+        np.sum(var * v2, axis=-1) / (total * total),  # sum p^2 (Var P / P^2) |v|^2
+        _share(rounding.flushed(p32, rounded)),
+        _share(rounding.saturated(p32, fmt)),
+        kappa,
+        kappa * clean.grad_sq,
+    )
 
 
 def output_site(clean: Clean, fmt: Format) -> dict[str, np.ndarray]:
     o32 = clean.o.astype(F32)
     rounded = rounding.round_to(o32, fmt).astype(np.float64)
     diff = rounded - clean.o
-    nan = np.full(len(o32), np.nan)
-    return {
-        "sq_err": np.einsum("td,td->t", diff, diff),
-        "kappa_pooled": nan,
-        "sq_err_iid": nan,
-        "sq_err_model": np.sum(rounding.error_variance(o32, fmt), axis=-1),
-        "sq_err_next": nan,
-        "logit_shift": nan,
-        "logit_shift_model": nan,
-        "shift_var_model": nan,
-        "flushed": _share(rounding.flushed(o32, rounded)),
-        "saturated": _share(rounding.saturated(o32, fmt)),
-    }
+    return after_logits(
+        np.einsum("td,td->t", diff, diff),
+        np.sum(rounding.error_variance(o32, fmt), axis=-1),
+        _share(rounding.flushed(o32, rounded)),
+        _share(rounding.saturated(o32, fmt)),
+    )
 
 
 class Block:

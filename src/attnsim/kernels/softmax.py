@@ -22,6 +22,21 @@ def exp_neg(gap: np.ndarray, multiplier, out: np.ndarray, gap_max: float) -> np.
     return np.exp(out, out=out)
 
 
+def from_top(logits: np.ndarray):
+    """Softmax of rows of logits (last axis = keys) measured from each row's top key, so nothing
+    cancels at one-hot weights (docs/science.md §1.5): the top key's index, the gaps s_max - s_i
+    (>= 0), Z = sum_i e^(-gap_i) (keepdims, >= 1), the weights p and the entropy log Z + sum p gap
+    (clipped to [0, log n])."""
+    n = logits.shape[-1]
+    top = np.argmax(logits, axis=-1)
+    gap = np.max(logits, axis=-1, keepdims=True) - logits
+    e = np.exp(np.maximum(-gap, EXP_FLOOR))
+    z = e.sum(axis=-1, keepdims=True)
+    p = e / z
+    entropy = np.clip(np.log(z[..., 0]) + np.sum(p * gap, axis=-1), 0.0, math.log(n))
+    return top, gap, z, p, entropy
+
+
 def gaps(values: np.ndarray) -> np.ndarray:
     """g = max - values along the last axis, float64 (T, n), >= 0 and exactly 0 at the maximum.
 

@@ -10,9 +10,7 @@ import numpy as np
 import pandas as pd
 
 from attnsim.claims.engine import Estimate
-from attnsim.theory.entropy import asymptotic_gap, gap_tolerance
-
-G1 = float(asymptotic_gap(1.0))  # the largest gap any cosines allow at tau = 1 (§4.3)
+from attnsim.theory.entropy import G1, asymptotic_gap, gap_tolerance
 
 
 def at_tau_one(rows: pd.DataFrame) -> pd.Series:

@@ -13,7 +13,7 @@ from attnsim.kernels.block_sites import Scaling
 from attnsim.kernels.blockscale import ACCUMULATIONS, GRANULARITIES, SCALE_TYPES, SMOOTHINGS
 from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMAT_NAMES, FORMATS, MX_ELEMENT_NAMES
-from attnsim.kinds.base import Column, Param
+from attnsim.kinds.base import Column, Param, Summary
 from attnsim.kinds.columns import F64, GRAD_SQ, N_EFF, STR, with_ci
 from attnsim.stats import ratio_of_means
 
@@ -366,3 +366,12 @@ def _z(mean_model: np.ndarray, var_model: np.ndarray) -> float | None:
         return None
     se = math.sqrt(float(np.mean(var_model)) / mean_model.size)
     return abs(float(np.mean(mean_model))) / se if se > 0 else None
+
+
+# the summary of both precision kinds: the same metrics, ratios and extremes, synthetic or MiniLM
+SUMMARY = Summary(
+    nonfinite_metrics=NONFINITE_METRICS,
+    extra_columns=EXTRA,
+    extra=extra_summary,
+    extreme_metrics=("entropy",),
+)

@@ -41,7 +41,24 @@ def scheme(row) -> str:
     return name + (f" k̄={key_mean:g}" if key_mean else "")
 
 
-def _errorbar(ax, x, y, low, high, **kwargs):
+def format_colours(formats) -> dict:
+    """A colour per element format present, in FORMAT_NAMES' order, so every precision figure
+    gives a format the same colour."""
+    present = [f for f in FORMAT_NAMES if f in set(formats)]
+    return dict(zip(present, palette("colorblind", len(present))))
+
+
+def format_handles(colours: dict) -> list[Artist]:
+    """The legend entries of `format_colours`, a format by its short name."""
+    return [
+        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
+        for f, c in colours.items()
+    ]
+
+
+def errorbar(ax, x, y, low, high, **kwargs):
+    """A mean with its 95% interval given by its ends (clipped at the mean: a ratio's interval
+    from the delta method may not contain a rounded mean)."""
     y, low, high = (np.asarray(a, dtype=float) for a in (y, low, high))
     err = np.vstack([np.clip(y - low, 0, None), np.clip(high - y, 0, None)])
     ax.errorbar(x, y, yerr=err, capsize=2, elinewidth=0.8, **kwargs)
@@ -62,8 +79,8 @@ def atlas(
     data["scheme"] = data.apply(scheme, axis=1)
     schemes = sorted(data["scheme"].unique(), key=lambda s: (not s.startswith("plain"), s))
     sites = [s for s in SITES if (data["site"] == s).any()]
-    present = [f for f in FORMAT_NAMES if f in set(data["format"])]
-    colours = dict(zip(present, palette("colorblind", len(present))))
+    colours = format_colours(data["format"])
+    present = list(colours)
     offsets = dict(zip(present, np.linspace(-0.25, 0.25, len(present))))
     groups = sorted(data[group].unique())
     markers = dict(zip(groups, "os^Dv<>ph*"))
@@ -76,7 +93,7 @@ def atlas(
             style = dict(fmt=markers.get(value, "o"), color=colours[fmt], ms=4, ls="none")
             for ax, column in ((top, "kappa_measured"), (bottom, "ratio_model")):
                 mean = column if column == "kappa_measured" else f"{column}_mean"
-                _errorbar(
+                errorbar(
                     ax, x, line[mean], line[f"{column}_ci_low"], line[f"{column}_ci_high"], **style
                 )
             for y in (1 - tolerance(fmt), 1 + tolerance(fmt)):
@@ -89,10 +106,7 @@ def atlas(
         top.set_title(f"site {site}", fontsize=9)
     axes[0, 0].set_ylabel("measured κ = mean‖õ−o‖² / mean Σp²‖v−o‖²")
     axes[1, 0].set_ylabel("measured / model")
-    handles: list[Artist] = [
-        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
-        for f, c in colours.items()
-    ]
+    handles: list[Artist] = format_handles(colours)
     handles += [
         Line2D([], [], color="0.3", marker=markers[g], ls="none", label=f"{group_label} = {g:g}")
         for g in groups

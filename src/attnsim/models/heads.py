@@ -21,6 +21,7 @@ from functools import cache
 
 import numpy as np
 
+from attnsim.kernels.softmax import from_top
 from attnsim.models import assets, corpus
 from attnsim.models.minilm import Bert, BertConfig, Output, WordPiece
 
@@ -125,13 +126,7 @@ def row_stats(logits: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
     v_i - o = w_i - u stays accurate when the weights are one-hot.
     Returns entropy, sum_p2, grad_sq = sum p^2 ||v - o||^2, spread = sum p ||v - o||^2, log_p and
     dev = v - o (float64, for the noisy outputs)."""
-    n = logits.shape[-1]
-    top = np.argmax(logits, axis=-1)
-    gaps = np.max(logits, axis=-1, keepdims=True) - logits
-    e = np.exp(np.maximum(-gaps, -700.0))
-    z = e.sum(axis=-1, keepdims=True)
-    p = e / z
-    entropy = np.clip(np.log(z[..., 0]) + np.sum(p * gaps, axis=-1), 0.0, math.log(n))
+    top, gaps, z, p, entropy = from_top(logits)
     v = values.astype(np.float64)
     v_top = np.take_along_axis(v, top[..., None, None], axis=-2)
     w = v - v_top

@@ -164,6 +164,11 @@ def asymptotic_gap(tau):
     return _phi(t)[()]
 
 
+# g(1) = 0.4745...: at tau = 1 no cosines open a gap wider than this as n -> infinity (§4.3); the
+# bound the temperature kinds judge and draw, and softmax's floor among the normalisers
+G1 = float(asymptotic_gap(1.0))
+
+
 def asymptotic_gap_argmax(tau):
     """f*(tau), the fraction of keys at cos = +1 in the worst case of `asymptotic_gap`.
 

@@ -26,6 +26,7 @@ from attnsim.claims.engine import (
     PerPoint,
     Regime,
     Sanity,
+    range_estimate,
 )
 from attnsim.kinds.contrastive_training import SETTING
 from attnsim.kinds.contrastive_training.besttau import CLAIM_METRIC, best_tau, fixed, same_setting
@@ -379,10 +380,9 @@ def _class_fixed_with_tau_one(r: pd.DataFrame) -> pd.Series:
     return class_fixed & key.isin(one)
 
 
-def _floor_shares(rows: pd.DataFrame) -> Estimate:
-    """Per setting at tau = 1: the share (log n - H) / g_n(1) of the allowed range used."""
-    one = rows[_at_tau(rows)]
-    gap = one["entropy_gap"]
+def _gap_shares(one: pd.DataFrame, gap: pd.Series) -> pd.DataFrame:
+    """Per setting, the trained encoder's gap log n - H as a share of `gap`, with its 95% interval
+    (the entropy's, mirrored: a higher entropy is a smaller gap) and SE."""
     points = pd.DataFrame(
         {
             "value": (one["log_n"] - one["final_entropy_mean"]) / gap,
@@ -392,6 +392,14 @@ def _floor_shares(rows: pd.DataFrame) -> Estimate:
         }
     )
     points["se"] = (points["ci_high"] - points["ci_low"]) / (2 * Z95)
+    return points
+
+
+def _floor_shares(rows: pd.DataFrame) -> Estimate:
+    """Per setting at tau = 1: the share (log n - H) / g_n(1) of the allowed range used."""
+    one = rows[_at_tau(rows)]
+    gap = one["entropy_gap"]
+    points = _gap_shares(one, gap)
     worst = points["value"].idxmin()
     w = one.loc[worst]
     facts = {"point_noun": "settings", "worst": w.to_dict(), "best": None}
@@ -399,16 +407,7 @@ def _floor_shares(rows: pd.DataFrame) -> Estimate:
     if len(same) > 1:
         best = same.loc[same[f"{CLAIM_METRIC['class']}_mean"].idxmax()]
         facts["best"] = best.to_dict()
-    return Estimate(
-        value=float(points.loc[worst, "value"]),
-        number="range over points",
-        n=len(points),
-        unit="settings",
-        points=points.reset_index(drop=True),
-        range_min=float(points["value"].min()),
-        range_max=float(points["value"].max()),
-        facts=facts,
-    )
+    return _settings_estimate(points, worst, facts)
 
 
 def _floor_text(e: Estimate) -> str:
@@ -566,16 +565,7 @@ def _settle_points(rows: pd.DataFrame, learnt_rows=_learned_from_one) -> Estimat
     points = pd.DataFrame(table)
     points["se"] = (points["ci_high"] - points["ci_low"]) / (2 * Z95)
     worst = int(points["value"].abs().to_numpy().argmax())
-    return Estimate(
-        value=float(points["value"].iloc[worst]),
-        number="range over points",
-        n=len(points),
-        unit="points",
-        points=points,
-        range_min=float(points["value"].min()),
-        range_max=float(points["value"].max()),
-        facts={"points": points.to_dict("records")},
-    )
+    return range_estimate(points, worst, "points", {"points": points.to_dict("records")})
 
 
 def _settle_text(e: Estimate) -> str:
@@ -760,26 +750,17 @@ def _optimum_shares(rows: pd.DataFrame) -> Estimate:
     gap log n - ideal_entropy (the entropy of the encoder that attains the loss floor)."""
     one = rows[_at_tau(rows)]
     gap = one["log_n"] - one["ideal_entropy"]
-    points = pd.DataFrame(
-        {
-            "value": (one["log_n"] - one["final_entropy_mean"]) / gap,
-            "ci_low": (one["log_n"] - one["final_entropy_ci_high"]) / gap,
-            "ci_high": (one["log_n"] - one["final_entropy_ci_low"]) / gap,
-            "n": one["n_trials"],
-        }
-    )
-    points["se"] = (points["ci_high"] - points["ci_low"]) / (2 * Z95)
+    points = _gap_shares(one, gap)
     worst = points["value"].idxmin()
-    return Estimate(
-        value=float(points.loc[worst, "value"]),
-        number="range over points",
-        n=len(points),
-        unit="settings",
-        points=points.reset_index(drop=True),
-        range_min=float(points["value"].min()),
-        range_max=float(points["value"].max()),
-        facts={"point_noun": "settings", "worst": one.loc[worst].to_dict()},
-    )
+    facts = {"point_noun": "settings", "worst": one.loc[worst].to_dict()}
+    return _settings_estimate(points, worst, facts)
+
+
+def _settings_estimate(points: pd.DataFrame, worst, facts: dict) -> Estimate:
+    """A point per training setting, headed by the one labelled `worst` (the settings keep the
+    summary's row labels until here, so the facts can name the setting's row)."""
+    at = int(points.index.get_loc(worst))
+    return range_estimate(points.reset_index(drop=True), at, "settings", facts)
 
 
 def _optimum_text(e: Estimate) -> str:

@@ -15,7 +15,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import NotApplicable, fine_grid, legend_below, yerr
+from attnsim.figures.common import (
+    STAR,
+    NotApplicable,
+    fine_grid,
+    legend_below,
+    mean_errorbar,
+    star_handle,
+)
 from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.training import checkpoint_steps
 from attnsim.kinds.contrastive_training import SETTING
@@ -51,10 +58,11 @@ def _label(key) -> str:
 
 
 def _band(ax, line, metric, colour, marker="o", ls="-", label=None):
-    ax.errorbar(
+    mean_errorbar(
+        ax,
         line["tau"],
-        line[f"{metric}_mean"],
-        yerr=yerr(line, metric),
+        line,
+        metric,
         fmt=marker + ls,
         color=colour,
         ms=4,
@@ -100,13 +108,10 @@ def temperature_sweep(summary: pd.DataFrame):
         target.plot(
             [best["tau"]],
             [best[f"{metric}_mean"]],
-            marker="*",
             ms=14,
             color=c,
-            mec="k",
-            mew=0.5,
-            ls="none",
             zorder=5,
+            **STAR,
         )
         _band(eval_ax, line, "knn_accuracy", c, marker="^")
         _band(eval_ax, line, "linear_probe_accuracy", c, marker="D", ls="--")
@@ -165,16 +170,10 @@ def temperature_sweep(summary: pd.DataFrame):
             ls=":",
             label="(a) probe on the random initial encoder; dash-dot: chance 1/C",
         ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="*",
-            ms=11,
-            mec="k",
-            mew=0.5,
-            ls="none",
-            label="best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))",
+        star_handle(
+            "0.3",
+            "best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))",
+            11,
         ),
         Line2D(
             [],

@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import legend_below, n_colours, positive_band, yerr
+from attnsim.figures.common import (
+    STAR,
+    legend_below,
+    mean_line,
+    n_colours,
+    n_handles,
+    star_handle,
+    yerr,
+)
 from attnsim.figures.style import figure_function
 
 
@@ -43,32 +51,13 @@ def gradient_vs_entropy(summary: pd.DataFrame):
             top.plot(
                 [line["log_n"].iloc[0]],
                 [line[uniform].iloc[0]],
-                marker="*",
                 color=colour,
                 ms=12,
-                mec="k",
-                mew=0.5,
-                ls="none",
                 zorder=4,
+                **STAR,
             )
             positive = line[line["scale"] > 0]
-            bottom.plot(
-                positive["scale"],
-                positive[f"{metric}_mean"],
-                "o-",
-                color=colour,
-                ms=3.5,
-                lw=1.2,
-                zorder=3,
-            )
-            positive_band(
-                bottom,
-                positive["scale"],
-                positive[f"{metric}_mean"],
-                positive[f"{metric}_ci_low"],
-                positive[f"{metric}_ci_high"],
-                colour,
-            )
+            mean_line(bottom, positive["scale"], positive, metric, colour, lw=1.2)
             if (
                 f"{metric}_median" in positive
             ):  # a median that underflowed to exactly 0 is not drawn
@@ -98,21 +87,9 @@ def gradient_vs_entropy(summary: pd.DataFrame):
         sec.set_xlabel("effective logit std σ_eff = scale²", fontsize=8.5)
         sec.tick_params(labelsize=7.5)
     d = ", ".join(str(v) for v in sorted(summary["d"].unique()))
-    handles = [
-        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
-    ]
+    handles = n_handles(colours)
     handles += [
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="*",
-            ms=10,
-            mec="k",
-            mew=0.5,
-            ls="none",
-            label="uniform weights (H = log n): (d/n)(1 − 1/n) and √((1 − 1/n)/n)",
-        ),
+        star_handle("0.3", "uniform weights (H = log n): (d/n)(1 − 1/n) and √((1 − 1/n)/n)"),
         Line2D([], [], color="0.3", ls=":", label="uniform-weight value (scale → 0)"),
     ]
     if "grad_sq_median" in summary:

@@ -17,10 +17,11 @@ from attnsim.figures.common import (
     binned,
     fine_grid,
     legend_below,
+    mean_errorbar,
     n_colours,
+    n_handles,
     shown_note,
     spread,
-    yerr,
 )
 from attnsim.figures.style import figure_function
 from attnsim.theory.entropy import (
@@ -113,9 +114,7 @@ def entropy_vs_scale(summary: pd.DataFrame):
             top.set_xlabel("effective logit std  σ_eff = scale²", fontsize=8.5)
             top.tick_params(labelsize=7.5)
     axes[0, 0].set_ylabel("entropy of the weights  H  (nats)")
-    handles = [
-        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
-    ]
+    handles = n_handles(colours)
     handles += [
         Line2D([], [], color="0.3", marker="o", ms=3.5, label="measured mean (band: 95% CI)"),
         Line2D([], [], color="0.3", ls=":", label="upper bound log n"),
@@ -195,10 +194,11 @@ def entropy_collapse(summary: pd.DataFrame):
         if len(part) > MAX_POINTS:
             thinned = True
             part = binned(part, "rem_x", "entropy_norm")
-        ax.errorbar(
+        mean_errorbar(
+            ax,
             part["rem_x"],
-            part["entropy_norm_mean"],
-            yerr=yerr(part, "entropy_norm"),
+            part,
+            "entropy_norm",
             fmt=markers.get(logits, "^"),
             color=colours[n],
             ms=4.5,

@@ -26,6 +26,7 @@ from attnsim.claims.engine import (
     Regime,
     SanityRange,
     per_point_estimate,
+    range_estimate,
 )
 from attnsim.stats import Z95, t_quantile
 from attnsim.theory import delta_next
@@ -484,16 +485,8 @@ def _series_slopes(rows: pd.DataFrame, predicted=None) -> pd.DataFrame:
 
 
 def _series_estimate(points: pd.DataFrame, worst: int) -> Estimate:
-    return Estimate(
-        value=float(points["value"].iloc[worst]),
-        number="range over points",
-        n=len(points),
-        unit="series",
-        points=points,
-        range_min=float(points["value"].min()),
-        range_max=float(points["value"].max()),
-        facts={"point_noun": "series", "series": points.to_dict("records")},
-    )
+    facts = {"point_noun": "series", "series": points.to_dict("records")}
+    return range_estimate(points, worst, "series", facts)
 
 
 def _series_text(e: Estimate) -> str:

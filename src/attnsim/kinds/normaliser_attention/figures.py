@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
 from attnsim.claims.engine import judge
-from attnsim.figures.common import legend_below, yerr
+from attnsim.figures.common import legend_below, mean_errorbar, yerr
 from attnsim.figures.style import figure_function
 from attnsim.kernels.normalisers import NORMALISERS
 
@@ -81,10 +81,12 @@ def error_vs_n_by_normaliser(summary: pd.DataFrame):
         for j, sigma in enumerate(scales):
             line = noisy[(noisy["normaliser"] == name) & (noisy["noise_scale"] == sigma)]
             line = line.sort_values("n")
-            ax.errorbar(
+            mean_errorbar(
+                ax,
                 line["n"],
-                line["sq_err_mean"],
-                yerr=yerr(line, "sq_err", log=True),
+                line,
+                "sq_err",
+                log=True,
                 fmt="o",
                 ms=3.5,
                 color=f"C{j}",

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import BOOL, ENTROPY, F64, LOG_N, STR, N, d_param
+from attnsim.kinds.columns import BOOL, ENTROPY, F64, LOG_N, STR, N, d_param, with_ci
 from attnsim.kinds.normaliser_temperature import kernel
 from attnsim.stats import mean_ci
 from attnsim.theory import normalisers as th
@@ -75,9 +75,7 @@ EXTRA = (
         BOOL,
         "gap_max <= floor + tolerance, tolerance = 1e-12 (1 + log n + 2/tau) nats of rounding",
     ),
-    Column("gap_ratio", F64, "mean gap / gap_mean_field"),
-    Column("gap_ratio_ci_low", F64, "lower end of the 95% interval of gap_ratio"),
-    Column("gap_ratio_ci_high", F64, "upper end of the 95% interval of gap_ratio"),
+    *with_ci("gap_ratio", "mean gap / gap_mean_field"),
 )
 
 

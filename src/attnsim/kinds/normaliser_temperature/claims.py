@@ -30,7 +30,7 @@ from attnsim.claims.engine import (
 )
 from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.ratio_claims import at_worst, ratio_points
-from attnsim.theory.entropy import asymptotic_gap, gap_tolerance
+from attnsim.theory.entropy import G1, gap_tolerance
 from attnsim.theory.normalisers import (
     MONOTONE,
     cosine_gap_mean_field,
@@ -40,7 +40,6 @@ from attnsim.theory.normalisers import (
 PARAMS = ("normaliser", "n", "d", "tau")
 FIGURE = "floor_vs_tau_by_normaliser"
 REASON = "docs/science.md §12.4"
-G1 = float(asymptotic_gap(1.0))  # softmax's floor at tau = 1 as n -> infinity: 0.4745
 SPARSE = ("sparsemax", "entmax15")
 # the point the alternatives' values are computed at: the widest cosines (d = 3), n = 1024
 REFERENCE_N, REFERENCE_D, REFERENCE_TAU = 1024, 3, 1.0

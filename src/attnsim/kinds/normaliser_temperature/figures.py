@@ -9,13 +9,11 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-from attnsim.figures.common import fine_grid, legend_below, yerr
+from attnsim.figures.common import fine_grid, legend_below, mean_errorbar
 from attnsim.figures.style import figure_function
 from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.theory import normalisers as th
-from attnsim.theory.entropy import asymptotic_gap
-
-G1 = float(asymptotic_gap(1.0))  # softmax's floor at tau = 1, n -> infinity
+from attnsim.theory.entropy import G1
 
 
 @figure_function
@@ -40,10 +38,12 @@ def floor_vs_tau_by_normaliser(summary: pd.DataFrame):
         for j, d in enumerate(ds):
             line = at[at["d"] == d].sort_values("tau")
             colour = f"C{j}"
-            ax.errorbar(
+            mean_errorbar(
+                ax,
                 line["tau"],
-                line["gap_mean"],
-                yerr=yerr(line, "gap", log=True),
+                line,
+                "gap",
+                log=True,
                 fmt="o",
                 ms=3.5,
                 color=colour,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnsim.kinds import low_precision
-from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Theory
 from attnsim.kinds.columns import F64, I64, N, d_param, scale_param
 from attnsim.kinds.precision_attention import kernel
 
@@ -106,12 +106,7 @@ KIND = Kind(
         simulate_block=simulate_block,
     ),
     theory=Theory(columns=THEORY, point=theory),
-    summary=Summary(
-        nonfinite_metrics=low_precision.NONFINITE_METRICS,
-        extra_columns=low_precision.EXTRA,
-        extra=low_precision.extra_summary,
-        extreme_metrics=("entropy",),
-    ),
+    summary=low_precision.SUMMARY,
     presentation=Presentation(
         figures=("precision_error", "precision_rotation", "precision_bias", "precision_atlas"),
         figure_applies={

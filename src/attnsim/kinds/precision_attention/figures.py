@@ -10,25 +10,15 @@ from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import figure_function, palette
-from attnsim.kernels.rounding import FORMAT_NAMES
-from attnsim.kinds.low_precision_figures import atlas
+from attnsim.figures.style import figure_function
+from attnsim.kinds.low_precision_figures import (
+    SHORT,
+    atlas,
+    errorbar,
+    format_colours,
+    format_handles,
+)
 from attnsim.kinds.precision_attention.claims import THRESHOLDS, in_model_regime
-
-SHORT = {
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "float8_e4m3fn": "e4m3",
-    "float8_e5m2": "e5m2",
-    "float6_e2m3fn": "e2m3",
-    "float6_e3m2fn": "e3m2",
-    "float4_e2m1fn": "e2m1",
-}
-
-
-def _colours(formats) -> dict:
-    present = [f for f in FORMAT_NAMES if f in set(formats)]
-    return dict(zip(present, palette("colorblind", len(present))))
 
 
 def _empty(text: str):
@@ -36,12 +26,6 @@ def _empty(text: str):
     ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=10)
     ax.set_axis_off()
     return fig
-
-
-def _errorbar(ax, x, y, low, high, **kwargs):
-    y, low, high = (np.asarray(a, dtype=float) for a in (y, low, high))
-    err = np.vstack([np.clip(y - low, 0, None), np.clip(high - y, 0, None)])
-    ax.errorbar(x, y, yerr=err, capsize=2, elinewidth=0.8, **kwargs)
 
 
 @figure_function
@@ -66,7 +50,7 @@ def precision_error(summary: pd.DataFrame):
         for inputs in sorted(data["inputs"].unique())
         if ((data["site"] == site) & (data["inputs"] == inputs)).any()
     ]
-    colours = _colours(data["format"])
+    colours = format_colours(data["format"])
     cols = len(panels)
     fig, axes = plt.subplots(2, cols, figsize=(3.9 * cols, 6.4), squeeze=False, sharex="col")
     tol = THRESHOLDS.ratio_tolerance
@@ -85,7 +69,7 @@ def precision_error(summary: pd.DataFrame):
             for mask, face in ((inside, colour), (~inside, "0.75")):
                 if mask.any():
                     sub = line[mask]
-                    _errorbar(
+                    errorbar(
                         top,
                         x[mask],
                         sub["ratio_model_mean"],
@@ -97,7 +81,7 @@ def precision_error(summary: pd.DataFrame):
                         ms=5,
                     )
             if line["ratio_iid_mean"].notna().any():
-                _errorbar(
+                errorbar(
                     bottom,
                     x,
                     line["ratio_iid_mean"],
@@ -120,10 +104,7 @@ def precision_error(summary: pd.DataFrame):
         bottom.set_xlabel("logit std σ")
     axes[0, 0].set_ylabel("measured / rounding model")
     axes[1, 0].set_ylabel("measured / i.i.d. delta (κ pooled)")
-    handles: list[Artist] = [
-        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
-        for f, c in colours.items()
-    ]
+    handles: list[Artist] = format_handles(colours)
     handles += [
         Line2D(
             [],
@@ -170,14 +151,14 @@ def precision_rotation(summary: pd.DataFrame):
     if data.empty:
         return _empty("no point at site qk_rotated in this experiment")
     fig, ax = plt.subplots(figsize=(6.2, 5.0))
-    colours = _colours(data["format"])
+    colours = format_colours(data["format"])
     markers = dict(zip(sorted(data["logit_scale"].unique()), "os^Dv"))
     for (fmt, sigma), part in data.groupby(["format", "logit_scale"]):
         for column, face in (
             ("rotation_gain_model", colours[fmt]),
             ("rotation_gain_theory", "none"),
         ):
-            _errorbar(
+            errorbar(
                 ax,
                 part[column],
                 part["rotation_gain"],
@@ -208,10 +189,7 @@ def precision_rotation(summary: pd.DataFrame):
     ax.set_xlabel("predicted gain")
     ax.set_ylabel("measured gain: error without / with rotation")
     ax.set_title("Incoherent processing: a random rotation of q and k before the cast")
-    handles: list[Artist] = [
-        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
-        for f, c in colours.items()
-    ]
+    handles: list[Artist] = format_handles(colours)
     handles += [
         Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}")
         for s, m in markers.items()
@@ -238,13 +216,13 @@ def precision_bias(summary: pd.DataFrame):
     data = summary[(summary["site"] == "logits") & (summary["logit_scale"] > 0)]
     if data.empty:
         return _empty("no point at site logits in this experiment")
-    colours = _colours(data["format"])
+    colours = format_colours(data["format"])
     fig, axes = plt.subplots(1, len(colours), figsize=(3.3 * len(colours), 3.4), squeeze=False)
     scales = sorted(data["logit_scale"].unique())
     for ax, (fmt, colour) in zip(axes[0], colours.items()):
         line = data[data["format"] == fmt].sort_values("logit_scale")
         x = line["logit_scale"].to_numpy(float)
-        _errorbar(
+        errorbar(
             ax,
             x,
             line["logit_shift_mean"],

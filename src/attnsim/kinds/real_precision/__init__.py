@@ -5,7 +5,7 @@ real rows (a corpus window, a query position, one head of one layer)."""
 from __future__ import annotations
 
 from attnsim.kinds import low_precision, real_model
-from attnsim.kinds.base import Assets, Compute, Kind, Presentation, Schema, Summary, Theory
+from attnsim.kinds.base import Assets, Compute, Kind, Presentation, Schema, Theory
 from attnsim.kinds.real_precision import kernel
 from attnsim.models import heads
 
@@ -57,12 +57,7 @@ KIND = Kind(
     ),
     compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block, block_factor=8),
     theory=Theory(columns=low_precision.FORMAT_THEORY, point=low_precision.format_theory),
-    summary=Summary(
-        nonfinite_metrics=low_precision.NONFINITE_METRICS,
-        extra_columns=low_precision.EXTRA,
-        extra=low_precision.extra_summary,
-        extreme_metrics=("entropy",),
-    ),
+    summary=low_precision.SUMMARY,
     presentation=Presentation(
         figures=("real_precision_layers", "real_precision_atlas"),
         figure_applies={

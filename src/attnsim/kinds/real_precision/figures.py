@@ -8,12 +8,9 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
-from attnsim.figures.style import figure_function, palette
-from attnsim.kernels.rounding import FORMAT_NAMES
-from attnsim.kinds.low_precision_figures import atlas
+from attnsim.figures.style import figure_function
+from attnsim.kinds.low_precision_figures import atlas, format_colours, format_handles
 from attnsim.kinds.real_precision.claims import THRESHOLDS, in_regime, per_layer
-
-SHORT = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
 @figure_function
@@ -29,8 +26,8 @@ def real_precision_layers(summary):
     fig, axes = plt.subplots(
         rows_, cols, figsize=(4.8 * cols, 3.6 * rows_), squeeze=False, sharey=True
     )
-    present = [f for f in FORMAT_NAMES if f in set(summary["format"])]
-    colours = dict(zip(present, palette("colorblind", len(present))))
+    colours = format_colours(summary["format"])
+    present = list(colours)
     offsets = dict(zip(present, np.linspace(-0.2, 0.2, len(present))))
     tol = THRESHOLDS.ratio_tolerance
     for ax in list(axes.flat)[len(sites) :]:
@@ -71,10 +68,7 @@ def real_precision_layers(summary):
         ax.set_title(f"site {site}", fontsize=9)
     for ax in axes[:, 0]:
         ax.set_ylabel("measured / predicted, mean over heads")
-    handles = [
-        Line2D([], [], color=c, marker="o", ls="none", label=SHORT.get(f, f))
-        for f, c in colours.items()
-    ]
+    handles = format_handles(colours)
     handles += [
         Line2D([], [], color="0.3", marker="o", ls="none", label="÷ rounding model"),
         Line2D(

@@ -7,11 +7,19 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import fine_grid, legend_below, n_colours, positive_band
+from attnsim.figures.common import (
+    STAR,
+    fine_grid,
+    legend_below,
+    mean_handle,
+    mean_line,
+    n_colours,
+    n_handles,
+    star_handle,
+)
 from attnsim.figures.style import figure_function
-from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
+from attnsim.theory.entropy import G1, asymptotic_gap, exact_gap, random_direction_gap
 
-G1 = float(asymptotic_gap(1.0))
 NAMES = {"minilm": "MiniLM sentence embeddings", "glove": "GloVe word vectors"}
 
 
@@ -31,10 +39,7 @@ def real_temperature_gap(summary: pd.DataFrame):
         d, d_eff = int(data["dim"].iloc[0]), float(data["d_eff"].iloc[0])
         for n, line in data.sort_values("tau").groupby("n"):
             colour = colours[n]
-            ax.plot(line["tau"], line["gap_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
-            positive_band(
-                ax, line["tau"], line["gap_mean"], line["gap_ci_low"], line["gap_ci_high"], colour
-            )
+            mean_line(ax, line["tau"], line, "gap", colour)
             ax.plot(line["tau"], line["gap_max"], "^", color=colour, mfc="none", ms=5, zorder=3)
             ax.plot(line["tau"], line["gap_var_pred_mean"], ":", color=colour, lw=1.6, zorder=2.8)
             ax.plot(fine, exact_gap(n, fine), "--", color=colour, lw=1.0, zorder=2.5)
@@ -48,22 +53,16 @@ def real_temperature_gap(summary: pd.DataFrame):
             lw=1.1,
             zorder=2,
         )
-        ax.plot(
-            [1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, ls="none", zorder=5
-        )
+        ax.plot([1.0], [G1], color="firebrick", ms=13, zorder=5, **STAR)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_ylim(y_low, 2.0 * float(summary["log_n"].max()))
         ax.set_xlabel("temperature τ   (logits cos θᵢ / τ)")
         ax.set_title(f"{NAMES.get(emb, emb)} (d = {d}, d_eff = {d_eff:.1f})")
     axes[0, 0].set_ylabel("entropy gap  log n − H  (nats)")
-    handles = [
-        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
-    ]
+    handles = n_handles(colours)
     handles += [
-        Line2D(
-            [], [], color="0.3", marker="o", ms=3.5, label="real queries: mean gap (band: 95% CI)"
-        ),
+        mean_handle("real queries: mean gap (band: 95% CI)"),
         Line2D(
             [],
             [],
@@ -91,17 +90,7 @@ def real_temperature_gap(summary: pd.DataFrame):
             ls=(0, (5, 2, 1, 2)),
             label="1/(2 d_eff τ²), participation ratio",
         ),
-        Line2D(
-            [],
-            [],
-            color="firebrick",
-            marker="*",
-            ms=10,
-            mec="k",
-            mew=0.5,
-            ls="none",
-            label=f"g(1) = {G1:.4f}",
-        ),
+        star_handle("firebrick", f"g(1) = {G1:.4f}"),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
     fig.suptitle("Temperature and the entropy of cosine attention over real embeddings")

@@ -33,6 +33,7 @@ from attnsim.claims.engine import (
     Regime,
     Sanity,
     per_point_estimate,
+    range_estimate,
 )
 from attnsim.kernels.censored_regression import FAMILIES, NotIdentified, fit_aft
 from attnsim.kernels.survival import wilson
@@ -261,6 +262,25 @@ def law_fits(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return pd.DataFrame(points), unidentified
 
 
+def _slope_estimate(worst: pd.Series, points: pd.DataFrame, facts: dict) -> Estimate:
+    """A fitted exponent (or a difference of two) per setting, headed by the setting `worst`;
+    the range is shown only when there are two settings or more to span."""
+    spread = len(points) > 1
+    return Estimate(
+        value=float(worst["value"]),
+        number="fitted slope (95% CI)",
+        se=float(worst["se"]),
+        ci_low=float(worst["ci_low"]),
+        ci_high=float(worst["ci_high"]),
+        n=int(points["n"].sum()),
+        unit="runs",
+        points=points,
+        range_min=float(points["value"].min()) if spread else math.nan,
+        range_max=float(points["value"].max()) if spread else math.nan,
+        facts=facts,
+    )
+
+
 def _law_measure(predicted: float):
     """The exponent per setting; the headline is the setting farthest from `predicted` (for the
     growth claim, 0: the one nearest to no growth is judged the same way by the rule)."""
@@ -275,19 +295,7 @@ def _law_measure(predicted: float):
             worst = points.iloc[int(points["ci_low"].to_numpy().argmin())]
         cv = out_of_sample(rows)
         facts["out_of_sample"] = cv
-        return Estimate(
-            value=float(worst["value"]),
-            number="fitted slope (95% CI)",
-            se=float(worst["se"]),
-            ci_low=float(worst["ci_low"]),
-            ci_high=float(worst["ci_high"]),
-            n=int(points["n"].sum()),
-            unit="runs",
-            points=points,
-            range_min=float(points["value"].min()) if len(points) > 1 else math.nan,
-            range_max=float(points["value"].max()) if len(points) > 1 else math.nan,
-            facts=facts,
-        )
+        return _slope_estimate(worst, points, facts)
 
     return measure
 
@@ -408,19 +416,7 @@ def _contrast(axis: str, first: str, one_sided: bool = False):
             return Estimate(math.nan, "fitted slope (95% CI)", points=table, facts=facts)
         at = table["ci_low"].to_numpy().argmin() if one_sided else table["value"].abs().argmax()
         worst = table.iloc[int(at)]
-        return Estimate(
-            value=float(worst["value"]),
-            number="fitted slope (95% CI)",
-            se=float(worst["se"]),
-            ci_low=float(worst["ci_low"]),
-            ci_high=float(worst["ci_high"]),
-            n=int(table["n"].sum()),
-            unit="runs",
-            points=table,
-            range_min=float(table["value"].min()) if len(table) > 1 else math.nan,
-            range_max=float(table["value"].max()) if len(table) > 1 else math.nan,
-            facts=facts,
-        )
+        return _slope_estimate(worst, table, facts)
 
     return measure
 
@@ -486,16 +482,7 @@ def _direction_contrast(rows: pd.DataFrame) -> Estimate:
     if table.empty:
         return Estimate(math.nan, "range over points", points=table, facts={"points": table})
     worst = int(table["value"].to_numpy().argmin())
-    return Estimate(
-        value=float(table["value"].iloc[worst]),
-        number="range over points",
-        n=len(table),
-        unit="points",
-        points=table,
-        range_min=float(table["value"].min()),
-        range_max=float(table["value"].max()),
-        facts={"points": table},
-    )
+    return range_estimate(table, worst, "points", {"points": table})
 
 
 def _describe_direction(e: Estimate) -> str:

@@ -15,7 +15,7 @@ from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from attnsim.figures.common import NotApplicable, legend_below, yerr
+from attnsim.figures.common import NotApplicable, legend_below, mean_errorbar
 from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.censored_regression import NotIdentified, fit_aft
 from attnsim.kernels.survival import kaplan_meier, wilson
@@ -83,10 +83,12 @@ def trainability(summary: pd.DataFrame):
             alpha=0.22,
             lw=0,
         )
-        loss_ax.errorbar(
+        mean_errorbar(
+            loss_ax,
             x,
-            line["final_loss_mean"],
-            yerr=yerr(line, "final_loss", log=True),
+            line,
+            "final_loss",
+            log=True,
             fmt="_",
             color=c,
             ms=9,
@@ -115,10 +117,12 @@ def trainability(summary: pd.DataFrame):
         )
         if line["diverged_mean"].max() > 0:
             share_ax.plot(x, line["diverged_mean"], "x:", color=c, ms=6, lw=1.0)
-        grad_ax.errorbar(
+        mean_errorbar(
+            grad_ax,
             x,
-            line["init_grad_logits_mean"],
-            yerr=yerr(line, "init_grad_logits", log=True),
+            line,
+            "init_grad_logits",
+            log=True,
             fmt="o-",
             color=c,
             ms=4,
@@ -127,10 +131,11 @@ def trainability(summary: pd.DataFrame):
         )
         grad_ax.plot(x, line["init_grad_logits_median"], "--", color=c, lw=1.2)
     first = data.drop_duplicates("scale")
-    entropy_ax.errorbar(
+    mean_errorbar(
+        entropy_ax,
         first["scale"],
-        first["init_entropy_mean"],
-        yerr=yerr(first, "init_entropy"),
+        first,
+        "init_entropy",
         fmt="s--",
         color="0.35",
         ms=3.5,

@@ -9,11 +9,18 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import fine_grid, legend_below, n_colours, positive_band
+from attnsim.figures.common import (
+    STAR,
+    fine_grid,
+    legend_below,
+    mean_handle,
+    mean_line,
+    n_colours,
+    n_handles,
+    star_handle,
+)
 from attnsim.figures.style import figure_function
-from attnsim.theory.entropy import asymptotic_gap, exact_gap, random_direction_gap
-
-G1 = float(asymptotic_gap(1.0))  # 0.4745...
+from attnsim.theory.entropy import G1, asymptotic_gap, exact_gap, random_direction_gap
 
 
 @figure_function
@@ -32,10 +39,7 @@ def temperature_gap(summary: pd.DataFrame):
         data = summary[summary["d"] == d]
         for n, line in data.sort_values("tau").groupby("n"):
             colour = colours[n]
-            ax.plot(line["tau"], line["gap_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
-            positive_band(
-                ax, line["tau"], line["gap_mean"], line["gap_ci_low"], line["gap_ci_high"], colour
-            )
+            mean_line(ax, line["tau"], line, "gap", colour)
             ax.plot(
                 line["tau"], line["gap_max"], "^", color=colour, mfc="none", ms=5, mew=1.0, zorder=3
             )
@@ -44,9 +48,7 @@ def temperature_gap(summary: pd.DataFrame):
             )  # on top of g(tau): they coincide below log n
         ax.plot(fine, g, color="k", lw=2.2, zorder=2)
         ax.plot(fine, random_direction_gap(d, fine), color="0.45", ls="-.", lw=1.2, zorder=2)
-        ax.plot(
-            [1.0], [G1], marker="*", color="firebrick", ms=13, mec="k", mew=0.5, zorder=5, ls="none"
-        )
+        ax.plot([1.0], [G1], color="firebrick", ms=13, zorder=5, **STAR)
         ax.annotate(
             f"g(1) = {G1:.4f}",
             xy=(1.0, G1),
@@ -63,13 +65,9 @@ def temperature_gap(summary: pd.DataFrame):
             f"query and keys uniform on the unit sphere of $\\mathbb{{R}}^{{{d}}}$  (d = {d})"
         )
     axes[0, 0].set_ylabel("entropy gap  log n − H  (nats)")
-    handles = [
-        Line2D([], [], color=c, marker="o", ms=3.5, label=f"n = {n}") for n, c in colours.items()
-    ]
+    handles = n_handles(colours)
     handles += [
-        Line2D(
-            [], [], color="0.3", marker="o", ms=3.5, label="random directions: mean (band: 95% CI)"
-        ),
+        mean_handle("random directions: mean (band: 95% CI)"),
         Line2D(
             [],
             [],
@@ -94,17 +92,7 @@ def temperature_gap(summary: pd.DataFrame):
             ls="-.",
             label="random-direction approx. 1/(2dτ²) (valid while small)",
         ),
-        Line2D(
-            [],
-            [],
-            color="firebrick",
-            marker="*",
-            ms=10,
-            mec="k",
-            mew=0.5,
-            ls="none",
-            label=f"g(1) = {G1:.4f}: at τ = 1 H ≥ log n − 0.4745",
-        ),
+        star_handle("firebrick", f"g(1) = {G1:.4f}: at τ = 1 H ≥ log n − 0.4745"),
     ]
     legend_below(fig, handles, ncol=3, y=0.02)
     fig.suptitle(
