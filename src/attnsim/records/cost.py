@@ -83,18 +83,23 @@ def point_costs(
     per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
     streams = np.asarray(streams)
     passes = None if passes is None else np.asarray(passes, dtype=np.float64)
-    block_trials = np.minimum(  # Kind.block_trials, per point
-        MAX_BLOCK_TRIALS,
-        np.maximum(
-            1,
-            (kind.compute.block_factor * TARGET_BLOCK_BYTES)
-            // np.maximum(1, per_trial).astype(np.int64),
-        ),
-    )
+    # the same operations in the same order as the formulas in the comments, in place: each
+    # temporary of a 10^7-point grid is 80 MB to allocate and fault in
+    # block_trials = min(MAX_BLOCK_TRIALS, max(1, factor // max(1, per_trial).astype(int64)))
+    block_trials = np.maximum(per_trial, 1).astype(np.int64)  # Kind.block_trials, per point
+    np.floor_divide(kind.compute.block_factor * TARGET_BLOCK_BYTES, block_trials, out=block_trials)
+    np.maximum(block_trials, 1, out=block_trials)
+    np.minimum(block_trials, MAX_BLOCK_TRIALS, out=block_trials)
     first = np.ones(len(streams), dtype=bool)
     first[1:] = streams[1:] != streams[:-1]
-    own = 1 if passes is None else passes
-    work = per_trial * trial_cap * SECONDS_PER_BYTE * (own + 3 * first) + POINT_WORK
+    # work = per_trial * trial_cap * SECONDS_PER_BYTE * (own + 3 * first) + POINT_WORK
+    passes_now = first.astype(np.float64)
+    passes_now *= 3
+    passes_now += 1 if passes is None else passes
+    work = per_trial * trial_cap
+    work *= SECONDS_PER_BYTE
+    work *= passes_now
+    work += POINT_WORK
     return PointCosts(per_trial, passes, block_trials * per_trial, streams, work)
 
 
