@@ -61,6 +61,10 @@ def canonical_column_value(param: Param, value: Any) -> Any:
 
 
 def _json(value: Any) -> str:
+    # a plain int's or a finite float's JSON text is its repr (what json's encoder writes), at a
+    # tenth of a json.dumps call: a grid of 50,000 scales renders each once
+    if type(value) is int or (type(value) is float and math.isfinite(value)):
+        return repr(value)
     return json.dumps(value, allow_nan=False)
 
 
@@ -68,11 +72,9 @@ def _fields(param: Param, values: list[Any]) -> list[bytes]:
     """Each value's `"name":value` text in a point's id; b"" for the default of a parameter whose
     default is left out of ids (`Param.id_omits_default`: added after its kind had points)."""
     omitted = canonical_column_value(param, param.default) if param.id_omits_default else None
+    name = _json(param.name).encode() + b":"
     return [
-        b""
-        if omitted is not None and v == omitted
-        else _json(param.name).encode() + b":" + _json(v).encode()
-        for v in values
+        b"" if omitted is not None and v == omitted else name + _json(v).encode() for v in values
     ]
 
 
