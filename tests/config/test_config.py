@@ -415,6 +415,46 @@ def test_coerce_numbers_follows_any_schema_shape():
     assert given == before
 
 
+def test_items_fast_path_gives_jsonschemas_errors():
+    """StrictValidator passes plainly valid lists without a look at each item: on random lists
+    of awkward values (bools, NaN, infinities, huge ints, strings, boundaries) it reports exactly
+    the errors of jsonschema's own item-by-item `items`."""
+    import random
+
+    from jsonschema import Draft202012Validator, validators
+
+    from attnsim.config.coerce import StrictValidator, _plainly_valid, _strict_integer
+
+    item_by_item = validators.extend(
+        Draft202012Validator,
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+    )
+    pool = [0, 1, 2, -1, 0.0, 0.5, 1.0, 2.0, 10000, 10000.0, 10001, 10000.000001, True, False]
+    pool += [None, "a", "gaussian", "dot_product", float("nan"), float("inf"), -float("inf")]
+    pool += [2**70, [1], {"a": 1}]
+    item_schemas = [
+        {"type": "integer", "minimum": 2, "maximum": 1048576},
+        {"type": "number", "minimum": 0, "maximum": 10000},
+        {"type": "number", "exclusiveMinimum": 0},
+        {"type": "number", "exclusiveMaximum": 1},
+        {"enum": ["gaussian", "dot_product"]},
+        {"enum": [1, 2]},
+        {"type": "string"},
+        {"type": "integer"},
+    ]
+    rng = random.Random(7)
+    fast = 0
+    for _ in range(5000):
+        items = rng.choice(item_schemas)
+        instance = [rng.choice(pool) for _ in range(rng.randint(0, 5))]
+        schema = {"type": "array", "items": items}
+        want = sorted(f"{e.path} {e.message}" for e in item_by_item(schema).iter_errors(instance))
+        got = sorted(f"{e.path} {e.message}" for e in StrictValidator(schema).iter_errors(instance))
+        assert got == want, (items, instance)
+        fast += _plainly_valid(instance, items)
+    assert fast > 500  # the fast path was taken, not only the fallback
+
+
 @pytest.mark.parametrize(
     "old,new,message",
     [

@@ -262,7 +262,9 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
         plan.replaced.append(path)
     plan.done_points = int(done.sum()) - sum(plan.cost(c).points for c in plan.pending)
     todo = np.flatnonzero(~done)
-    for start, end in chunk_bounds(costs.point_work[todo], size, budget):
+    # nothing done (a new sweep): the costs themselves, not an 80 MB copy of 10^7 of them
+    work = costs.point_work if len(todo) == grid.size else costs.point_work[todo]
+    for start, end in chunk_bounds(work, size, budget):
         rows = todo[start:end]
         # ids chunk by chunk: 10^7 points' ids at once were ~1 GB of Python strings
         chunk = chunk_id(grid.ids(rows))

@@ -59,14 +59,12 @@ class ChunkCost:
 
 @dataclass(frozen=True)
 class PointCosts:
-    """Per point: bytes per trial, passes over them per trial (None: one each), the largest
-    block's bytes, stream codes (any labelling), and the cost used to cut chunks
-    (chunk_work_seconds units: a stream's draws, 3 passes, charged to its first point; the
-    point's own passes to each point)."""
+    """Per point: bytes per trial, passes over them per trial (None: one each), stream codes (any
+    labelling), and the cost used to cut chunks (chunk_work_seconds units: a stream's draws, 3
+    passes, charged to its first point; the point's own passes to each point)."""
 
     bytes_per_trial: np.ndarray
     passes: np.ndarray | None
-    block_bytes: np.ndarray
     streams: np.ndarray
     point_work: np.ndarray
 
@@ -79,23 +77,36 @@ def point_costs(
     passes: ArrayLike | None = None,
 ) -> PointCosts:
     """`PointCosts` of points in order, from each one's `kind.compute.bytes_per_trial`, stream
-    code and `kind.compute.passes_per_trial` (None: one pass each)."""
+    code and `kind.compute.passes_per_trial` (None: one pass each). Few arrays of the points'
+    length are made: each of a 10^7-point grid is 80 MB of fresh pages, ~0.2 s to fault in."""
     per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
     streams = np.asarray(streams)
     passes = None if passes is None else np.asarray(passes, dtype=np.float64)
-    block_trials = np.minimum(  # Kind.block_trials, per point
+    first = np.ones(len(streams), dtype=bool)
+    first[1:] = streams[1:] != streams[:-1]
+    # work = per_trial * trial_cap * SECONDS_PER_BYTE * (own + 3 * first) + POINT_WORK, the same
+    # operations in the same order, in place (own: passes, or 1 so that the factor is 1 or 4)
+    work = per_trial * trial_cap
+    work *= SECONDS_PER_BYTE
+    if passes is None:
+        np.multiply(work, 4.0, out=work, where=first)
+    else:
+        work *= passes + 3.0 * first
+    work += POINT_WORK
+    return PointCosts(per_trial, passes, streams, work)
+
+
+def block_bytes(kind: Kind, bytes_per_trial: np.ndarray) -> np.ndarray:
+    """Per point, its largest trial block's working set: `Kind.block_trials` x bytes per trial."""
+    block_trials = np.minimum(
         MAX_BLOCK_TRIALS,
         np.maximum(
             1,
             (kind.compute.block_factor * TARGET_BLOCK_BYTES)
-            // np.maximum(1, per_trial).astype(np.int64),
+            // np.maximum(1, bytes_per_trial).astype(np.int64),
         ),
     )
-    first = np.ones(len(streams), dtype=bool)
-    first[1:] = streams[1:] != streams[:-1]
-    own = 1 if passes is None else passes
-    work = per_trial * trial_cap * SECONDS_PER_BYTE * (own + 3 * first) + POINT_WORK
-    return PointCosts(per_trial, passes, block_trials * per_trial, streams, work)
+    return np.asarray(block_trials * bytes_per_trial)
 
 
 def chunk_cost(
@@ -113,7 +124,7 @@ def chunk_cost(
         len(per_trial),
         trial_cap,
         float(work + POINT_WORK * len(per_trial)),
-        int(costs.block_bytes[rows].max()),
+        int(block_bytes(kind, per_trial).max()),
         len(kind.schema.metrics) + len(kind.schema.params) + 4,
     )
 
