@@ -245,13 +245,16 @@ TEST_SUPPORT = {"helpers", "oracles", "data", "plugin_example", "slurm"}
 
 def test_the_tests_mirror_the_source_folders():
     """Each test module sits in tests/<folder>/ for the src/attnsim folder it is about
-    (tests/foundation/ for the top-level modules), so that a layer's tests are one folder to run;
-    none at the top of tests/, and no source folder without its tests."""
+    (tests/foundation/ for the top-level modules, tests/workflow/ for the workflow/ folder and
+    whole runs), so that a layer's tests are one folder to run; none at the top of tests/, and no
+    source folder without its tests. src/attnsim/workflow is a link to workflow/ (package data),
+    not a layer: a copy of the tree without links must pass too."""
     tests = REPO / "tests"
     at_top = sorted(p.name for p in tests.glob("test_*.py"))
     assert not at_top, f"move them into tests/<the src/attnsim folder they test>/: {at_top}"
-    sources = {p.name for p in (SRC / "attnsim").iterdir() if p.is_dir() and p.name[0] != "_"}
+    layers = (p for p in (SRC / "attnsim").iterdir() if p.is_dir() and not p.is_symlink())
+    sources = {p.name for p in layers if p.name[0] != "_"}
     folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name[0] not in "._"}
-    assert folders - TEST_SUPPORT == sources | {"foundation"}
+    assert folders - TEST_SUPPORT == sources | {"foundation", "workflow"}
     empty = sorted(f for f in folders - TEST_SUPPORT if not any((tests / f).glob("test_*.py")))
     assert not empty, f"test folders without tests: {empty}"
