@@ -88,8 +88,8 @@ def simulate_block(rng, trials, points):
 KIND = Kind(
     name="precision_attention",
     description=(
-        "attention with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and the rounding "
-        "model"
+        "attention rounded to bf16/fp16/fp8/fp6/fp4, per value or block-scaled (MX, NVFP4), vs "
+        "the i.i.d. delta method and the rounding and block models"
     ),
     package=__name__,
     # 2: the rows gained saturated_unrotated (the others unchanged:

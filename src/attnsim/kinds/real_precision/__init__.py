@@ -43,8 +43,8 @@ def headline(s) -> str:
 KIND = Kind(
     name="real_precision",
     description=(
-        "trained MiniLM heads with one rounding to bf16/fp16/fp8 vs the i.i.d. delta method and "
-        "the rounding model"
+        "trained MiniLM heads rounded to bf16/fp16/fp8/fp6/fp4, per value or block-scaled, vs the "
+        "i.i.d. delta method and the rounding and block models"
     ),
     package=__name__,
     algorithm_version=2,  # 2: the rows gained saturated_unrotated
