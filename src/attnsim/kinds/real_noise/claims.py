@@ -282,6 +282,15 @@ def group_points(
     return row_estimate(row, number, int(row["heads"]), "heads", points, **(context | facts))
 
 
+def _layer_slopes(
+    nests: pd.DataFrame, value: str, predicted: float = math.nan, side: str = "", **facts
+) -> Estimate:
+    """The nest claims judge a layer by the typical head's within-head slope, so each layer's
+    mean over its heads (`by_group`) is a point; one helper keeps their number text alike."""
+    groups = by_group(nests, ["layer"], value)
+    return group_points(groups, "fitted slope (95% CI)", predicted, side, **facts)
+
+
 def _label(e: Estimate, label: str) -> str:
     few = e.facts.get("context", {}).get("few", "")
     skipped = f"; not judged (fewer than {THRESHOLDS.min_heads} heads): {few}" if few else ""
@@ -548,14 +557,8 @@ def _follow_nests(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _follow(rows: pd.DataFrame) -> Estimate:
     both = _follow_nests(rows)
-    groups = by_group(both, ["layer"], "difference")
-    return group_points(
-        groups,
-        "fitted slope (95% CI)",
-        0.0,
-        heads=len(both),
-        predicted_slopes=_per_layer_text(both, "slope_pred"),
-    )
+    predicted = _per_layer_text(both, "slope_pred")
+    return _layer_slopes(both, "difference", 0.0, heads=len(both), predicted_slopes=predicted)
 
 
 RATE_FOLLOWS_DELTA = ClaimSpec(
@@ -596,13 +599,8 @@ def _breakdown_nests(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _breakdown(rows: pd.DataFrame) -> Estimate:
     nests = _breakdown_nests(rows)
-    groups = by_group(nests, ["layer"], "slope")
-    return group_points(
-        groups,
-        "fitted slope (95% CI)",
-        side="above",
-        series=len(nests),
-        per_layer=_per_layer_text(nests),
+    return _layer_slopes(
+        nests, "slope", side="above", series=len(nests), per_layer=_per_layer_text(nests)
     )
 
 
