@@ -297,10 +297,17 @@ def _label(e: Estimate, label: str) -> str:
     return f"{label}{skipped}; shown: the group farthest from the prediction ({e.facts['worst']})"
 
 
+def _ratio_points(rows: pd.DataFrame, column: str, **facts) -> Estimate:
+    """The ratio claims (measured / predicted, 1 when the theory holds) judge every layer and
+    noise setting by its typical head, so each GROUP's mean over heads is a point; one helper keeps
+    their grouping, number text and prediction alike."""
+    groups = by_group(rows, GROUP, column)
+    return group_points(groups, "mean (95% CI)", 1.0, rows=len(rows), **facts)
+
+
 def _ratio_groups(column: str):
     def measure(rows: pd.DataFrame) -> Estimate:
-        groups = by_group(rows, GROUP, column)
-        return group_points(groups, "mean (95% CI)", 1.0, rows=len(rows))
+        return _ratio_points(rows, column)
 
     return measure
 
@@ -394,9 +401,8 @@ def _row_law_regime(rows: pd.DataFrame) -> pd.Series:
 
 
 def _row_law(rows: pd.DataFrame) -> Estimate:
-    groups = by_group(rows, GROUP, "row_ratio")
     shorthand = rows.groupby("layer")["concentration_mean"].mean().to_dict()
-    return group_points(groups, "mean (95% CI)", 1.0, rows=len(rows), shorthand=shorthand)
+    return _ratio_points(rows, "row_ratio", shorthand=shorthand)
 
 
 PER_ROW_LAW = ClaimSpec(
@@ -643,16 +649,13 @@ def _sink_regime(rows: pd.DataFrame) -> pd.Series:
 
 
 def _sink_rows(rows: pd.DataFrame) -> Estimate:
-    groups = by_group(rows, GROUP, "err_ratio_sink")
     rest = by_group(rows[rows["err_ratio_rest"].notna()], ["layer"], "err_ratio_rest")
     share = rows.groupby("layer").apply(
         lambda p: np.average(p["sink_rows"], weights=p["n_trials"]), include_groups=False
     )
-    return group_points(
-        groups,
-        "mean (95% CI)",
-        1.0,
-        rows=len(rows),
+    return _ratio_points(
+        rows,
+        "err_ratio_sink",
         rest=", ".join(f"L{int(g['layer'])} {g['mean']:.3f}" for _, g in rest.iterrows()),
         share=", ".join(f"L{k} {v:.2f}" for k, v in share.items()),
     )
