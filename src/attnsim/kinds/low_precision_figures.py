@@ -64,6 +64,24 @@ def errorbar(ax, x, y, low, high, **kwargs):
     ax.errorbar(x, y, yerr=err, capsize=2, elinewidth=0.8, **kwargs)
 
 
+def ratio_handles(model: str, iid: str, outside: str, iid_ls: str = "none") -> list[Line2D]:
+    """The legend of the two predictions' ratios: both precision kinds mark them alike (filled
+    circle: the rounding model, open square: the i.i.d. delta method, grey: outside the model's
+    regime), so a reader of one kind's figure can read the other's."""
+    return [
+        Line2D([], [], color="0.3", marker="o", ls="none", label=model),
+        Line2D([], [], color="0.3", marker="s", mfc="none", ls=iid_ls, label=iid),
+        Line2D([], [], color="0.3", marker="o", mfc="0.75", ls="none", label=outside),
+    ]
+
+
+def summary_errorbar(ax, x, frame: pd.DataFrame, metric: str, **kwargs):
+    """`errorbar` of a summary metric, read from its `_mean`, `_ci_low` and `_ci_high` columns:
+    the precision figures draw most metrics so, and one place names the columns."""
+    low, high = frame[f"{metric}_ci_low"], frame[f"{metric}_ci_high"]
+    errorbar(ax, x, frame[f"{metric}_mean"], low, high, **kwargs)
+
+
 def atlas(
     summary: pd.DataFrame,
     group: str,

@@ -525,6 +525,17 @@ def same_class_pairs(labels: np.ndarray) -> np.ndarray:
     return (labels[..., :, None] == labels[..., None, :]) & ~np.eye(n, dtype=bool)
 
 
+def _read_row_softmax(
+    out: dict, h_row: np.ndarray, p_row: np.ndarray | None, z1: np.ndarray, diag: np.ndarray, labels
+) -> None:
+    """Both losses report what the row softmax of cos / tau shows (its entropy, whose floor holds
+    whatever the loss, and with its weights `p_row` the stats), so one place reads it for both
+    and their columns stay comparable."""
+    out["entropy"] = np.clip(h_row, 0.0, math.log(h_row.shape[-1])).mean(axis=-1)
+    if p_row is not None:
+        _add_stats(out, z1, diag, p_row, labels)
+
+
 def infonce(
     w: np.ndarray,
     x1: np.ndarray,
@@ -561,9 +572,7 @@ def infonce(
     full_row = p_row
     if keep is not None:  # the full row softmax, for the entropy and the stats
         full_row, _, h_row = _softmax(s, -1, floor)
-    out["entropy"] = np.clip(h_row, 0.0, math.log(n)).mean(axis=-1)
-    if stats:
-        _add_stats(out, z1, diag, full_row, labels)
+    _read_row_softmax(out, h_row, full_row if stats else None, z1, diag, labels)
     if not grad:
         return out
     ds = np.add(p_row, p_col, out=p_row)  # dL/dS = (P_row + P_col - 2 I) / (2 n E)
@@ -598,9 +607,7 @@ def sigmoid_loss(
     out = {"loss": np.logaddexp(0.0, -margin).sum(axis=(-2, -1)) / n}
     floor = float(np.max(2.0 / tau_b)) > -EXP_FLOOR
     p_row, _, h_row = _softmax(s, -1, floor)
-    out["entropy"] = np.clip(h_row, 0.0, math.log(n)).mean(axis=-1)
-    if stats:
-        _add_stats(out, z1, diag, p_row, labels)
+    _read_row_softmax(out, h_row, p_row if stats else None, z1, diag, labels)
     if not grad:
         return out
     dl = -sign * (0.5 - 0.5 * np.tanh(0.5 * margin)) / (n * E)  # dL/dlogit: -y sigmoid(-margin)

@@ -17,6 +17,8 @@ from attnsim.kinds.low_precision_figures import (
     errorbar,
     format_colours,
     format_handles,
+    ratio_handles,
+    summary_errorbar,
 )
 from attnsim.kinds.precision_attention.claims import THRESHOLDS, in_model_regime
 
@@ -69,29 +71,12 @@ def precision_error(summary: pd.DataFrame):
             for mask, face in ((inside, colour), (~inside, "0.75")):
                 if mask.any():
                     sub = line[mask]
-                    errorbar(
-                        top,
-                        x[mask],
-                        sub["ratio_model_mean"],
-                        sub["ratio_model_ci_low"],
-                        sub["ratio_model_ci_high"],
-                        fmt="o",
-                        color=colour,
-                        mfc=face,
-                        ms=5,
+                    summary_errorbar(
+                        top, x[mask], sub, "ratio_model", fmt="o", color=colour, mfc=face, ms=5
                     )
             if line["ratio_iid_mean"].notna().any():
-                errorbar(
-                    bottom,
-                    x,
-                    line["ratio_iid_mean"],
-                    line["ratio_iid_ci_low"],
-                    line["ratio_iid_ci_high"],
-                    fmt="s",
-                    color=colour,
-                    mfc="none",
-                    ms=5,
-                    ls=":",
+                summary_errorbar(
+                    bottom, x, line, "ratio_iid", fmt="s", color=colour, mfc="none", ms=5, ls=":"
                 )
         top.axhspan(1 - tol, 1 + tol, color="0.85", alpha=0.6, lw=0)
         for ax in (top, bottom):
@@ -105,35 +90,13 @@ def precision_error(summary: pd.DataFrame):
     axes[0, 0].set_ylabel("measured / rounding model")
     axes[1, 0].set_ylabel("measured / i.i.d. delta (κ pooled)")
     handles: list[Artist] = format_handles(colours)
-    handles += [
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="o",
-            ls="none",
-            label="÷ rounding model Σp²Var(ε|s)‖v−o‖² (top)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="s",
-            mfc="none",
-            ls=":",
-            label="÷ i.i.d. delta κ_pooled Σp²‖v−o‖² (bottom)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="o",
-            mfc="0.75",
-            ls="none",
-            label="outside the model's regime",
-        ),
-        plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"1 ± {tol}"),
-    ]
+    handles += ratio_handles(
+        "÷ rounding model Σp²Var(ε|s)‖v−o‖² (top)",
+        "÷ i.i.d. delta κ_pooled Σp²‖v−o‖² (bottom)",
+        "outside the model's regime",
+        iid_ls=":",
+    )
+    handles.append(plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"1 ± {tol}"))
     fig.suptitle(
         "Attention with one rounding: measured error over the two predictions (mean per-row "
         "ratio, 95% CI)",
@@ -222,16 +185,7 @@ def precision_bias(summary: pd.DataFrame):
     for ax, (fmt, colour) in zip(axes[0], colours.items()):
         line = data[data["format"] == fmt].sort_values("logit_scale")
         x = line["logit_scale"].to_numpy(float)
-        errorbar(
-            ax,
-            x,
-            line["logit_shift_mean"],
-            line["logit_shift_ci_low"],
-            line["logit_shift_ci_high"],
-            fmt="o",
-            color=colour,
-            ms=5,
-        )
+        summary_errorbar(ax, x, line, "logit_shift", fmt="o", color=colour, ms=5)
         ax.plot(x * 1.04, line["logit_shift_model_mean"], "D", color=colour, mfc="none", ms=6)
         ax.axhline(0.0, color="0.5", lw=0.8)
         ax.set_xscale("log")

@@ -282,16 +282,32 @@ def group_points(
     return row_estimate(row, number, int(row["heads"]), "heads", points, **(context | facts))
 
 
+def _layer_slopes(
+    nests: pd.DataFrame, value: str, predicted: float = math.nan, side: str = "", **facts
+) -> Estimate:
+    """The nest claims judge a layer by the typical head's within-head slope, so each layer's
+    mean over its heads (`by_group`) is a point; one helper keeps their number text alike."""
+    groups = by_group(nests, ["layer"], value)
+    return group_points(groups, "fitted slope (95% CI)", predicted, side, **facts)
+
+
 def _label(e: Estimate, label: str) -> str:
     few = e.facts.get("context", {}).get("few", "")
     skipped = f"; not judged (fewer than {THRESHOLDS.min_heads} heads): {few}" if few else ""
     return f"{label}{skipped}; shown: the group farthest from the prediction ({e.facts['worst']})"
 
 
+def _ratio_points(rows: pd.DataFrame, column: str, **facts) -> Estimate:
+    """The ratio claims (measured / predicted, 1 when the theory holds) judge every layer and
+    noise setting by its typical head, so each GROUP's mean over heads is a point; one helper keeps
+    their grouping, number text and prediction alike."""
+    groups = by_group(rows, GROUP, column)
+    return group_points(groups, "mean (95% CI)", 1.0, rows=len(rows), **facts)
+
+
 def _ratio_groups(column: str):
     def measure(rows: pd.DataFrame) -> Estimate:
-        groups = by_group(rows, GROUP, column)
-        return group_points(groups, "mean (95% CI)", 1.0, rows=len(rows))
+        return _ratio_points(rows, column)
 
     return measure
 
@@ -385,9 +401,8 @@ def _row_law_regime(rows: pd.DataFrame) -> pd.Series:
 
 
 def _row_law(rows: pd.DataFrame) -> Estimate:
-    groups = by_group(rows, GROUP, "row_ratio")
     shorthand = rows.groupby("layer")["concentration_mean"].mean().to_dict()
-    return group_points(groups, "mean (95% CI)", 1.0, rows=len(rows), shorthand=shorthand)
+    return _ratio_points(rows, "row_ratio", shorthand=shorthand)
 
 
 PER_ROW_LAW = ClaimSpec(
@@ -548,14 +563,8 @@ def _follow_nests(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _follow(rows: pd.DataFrame) -> Estimate:
     both = _follow_nests(rows)
-    groups = by_group(both, ["layer"], "difference")
-    return group_points(
-        groups,
-        "fitted slope (95% CI)",
-        0.0,
-        heads=len(both),
-        predicted_slopes=_per_layer_text(both, "slope_pred"),
-    )
+    predicted = _per_layer_text(both, "slope_pred")
+    return _layer_slopes(both, "difference", 0.0, heads=len(both), predicted_slopes=predicted)
 
 
 RATE_FOLLOWS_DELTA = ClaimSpec(
@@ -596,13 +605,8 @@ def _breakdown_nests(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _breakdown(rows: pd.DataFrame) -> Estimate:
     nests = _breakdown_nests(rows)
-    groups = by_group(nests, ["layer"], "slope")
-    return group_points(
-        groups,
-        "fitted slope (95% CI)",
-        side="above",
-        series=len(nests),
-        per_layer=_per_layer_text(nests),
+    return _layer_slopes(
+        nests, "slope", side="above", series=len(nests), per_layer=_per_layer_text(nests)
     )
 
 
@@ -645,16 +649,13 @@ def _sink_regime(rows: pd.DataFrame) -> pd.Series:
 
 
 def _sink_rows(rows: pd.DataFrame) -> Estimate:
-    groups = by_group(rows, GROUP, "err_ratio_sink")
     rest = by_group(rows[rows["err_ratio_rest"].notna()], ["layer"], "err_ratio_rest")
     share = rows.groupby("layer").apply(
         lambda p: np.average(p["sink_rows"], weights=p["n_trials"]), include_groups=False
     )
-    return group_points(
-        groups,
-        "mean (95% CI)",
-        1.0,
-        rows=len(rows),
+    return _ratio_points(
+        rows,
+        "err_ratio_sink",
         rest=", ".join(f"L{int(g['layer'])} {g['mean']:.3f}" for _, g in rest.iterrows()),
         share=", ".join(f"L{k} {v:.2f}" for k, v in share.items()),
     )

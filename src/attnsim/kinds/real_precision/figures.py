@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.lines import Line2D
 
 from attnsim.figures.common import legend_below
 from attnsim.figures.style import figure_function
-from attnsim.kinds.low_precision_figures import atlas, format_colours, format_handles
+from attnsim.kinds.low_precision_figures import (
+    atlas,
+    format_colours,
+    format_handles,
+    ratio_handles,
+)
 from attnsim.kinds.real_precision.claims import THRESHOLDS, in_regime, per_layer
 
 
@@ -69,21 +73,9 @@ def real_precision_layers(summary):
     for ax in axes[:, 0]:
         ax.set_ylabel("measured / predicted, mean over heads")
     handles = format_handles(colours)
-    handles += [
-        Line2D([], [], color="0.3", marker="o", ls="none", label="÷ rounding model"),
-        Line2D(
-            [], [], color="0.3", marker="s", mfc="none", ls="none", label="÷ i.i.d. delta, κ pooled"
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="o",
-            mfc="0.75",
-            ls="none",
-            label="some heads outside the model's regime",
-        ),
-    ]
+    handles += ratio_handles(
+        "÷ rounding model", "÷ i.i.d. delta, κ pooled", "some heads outside the model's regime"
+    )
     fig.suptitle(
         "Trained heads of all-MiniLM-L6-v2 with one rounding: measured over predicted error per "
         "layer",
