@@ -7,7 +7,11 @@ fast. The tests mirror the folders (test_the_tests_mirror_the_source_folders).""
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 # the repository: the nearest folder above with a pyproject.toml (the test also runs as a script,
 # without the tests' helpers on the path)
@@ -258,3 +262,24 @@ def test_the_tests_mirror_the_source_folders():
     assert folders - TEST_SUPPORT == sources | {"foundation", "workflow"}
     empty = sorted(f for f in folders - TEST_SUPPORT if not any((tests / f).glob("test_*.py")))
     assert not empty, f"test folders without tests: {empty}"
+
+
+MAX_TRACKED_BYTES = 1 << 20  # generated outputs belong under the ignored results/, not in git
+
+
+def test_no_tracked_file_is_over_a_mebibyte():
+    """A file this large in git is generated output or data that should be smaller (a reference
+    sweep with fewer points); without a git checkout (a copy of the tree) there is nothing to
+    check."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    paths = (REPO / name.decode() for name in listed if name)
+    large = sorted(
+        str(p.relative_to(REPO))
+        for p in paths
+        if p.is_file() and not p.is_symlink() and p.stat().st_size > MAX_TRACKED_BYTES
+    )
+    assert not large, f"tracked files over 1 MiB: {large}"
