@@ -1,12 +1,16 @@
-"""Grid parameters shared by the kinds that read all-MiniLM-L6-v2's attention heads: the window
-length, the layer and the head, bounded by the model and the corpus."""
+"""What the kinds that read all-MiniLM-L6-v2's attention heads share: the grid parameters (the
+window length, the layer and the head, bounded by the model and the corpus) and the model asset
+they need, declared once so that every such kind fetches and cites the same files."""
 
 from __future__ import annotations
 
-from attnsim.kinds.base import Param
+from attnsim.kinds.base import Assets, Param
 from attnsim.kinds.columns import I64
-from attnsim.models import corpus
+from attnsim.models import corpus, heads
 from attnsim.models.heads import HEADS, LAYERS
+
+# The trained model's files and the corpus: the provenance of every row computed from the heads.
+MINILM_ASSETS = Assets(names=("minilm",), provenance=heads.provenance)
 
 
 def n_param(

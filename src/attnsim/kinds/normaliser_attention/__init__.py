@@ -12,16 +12,7 @@ from __future__ import annotations
 import math
 
 from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kinds.base import (
-    Column,
-    Compute,
-    Kind,
-    Param,
-    Presentation,
-    Schema,
-    Summary,
-    Theory,
-)
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import F64, I64, LOG_N, STR, N, d_param
 from attnsim.kinds.normaliser_attention import kernel
 from attnsim.stats import ratio_of_means

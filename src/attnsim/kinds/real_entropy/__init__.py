@@ -14,17 +14,7 @@ import math
 import numpy as np
 
 from attnsim.kinds import real_model
-from attnsim.kinds.base import (
-    Assets,
-    Column,
-    Compute,
-    Kind,
-    Param,
-    Presentation,
-    Schema,
-    Summary,
-    Theory,
-)
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import ENTROPY, F64, GRAD_SQ, LOG_N, N_EFF, STR
 from attnsim.kinds.real_entropy import kernel
 from attnsim.models import heads
@@ -241,7 +231,7 @@ KIND = Kind(
         figures=("real_entropy_layers", "real_entropy_sinks"),
         headline=headline,
     ),
-    assets=Assets(names=("minilm",), provenance=heads.provenance),
+    assets=real_model.MINILM_ASSETS,
     example={
         "trials": 16,
         "grid": {"n": [16, 32], "init_std": [0.0, 0.02], "layer": [0], "head": [0, 1]},

@@ -17,17 +17,7 @@ import numpy as np
 
 from attnsim.errors import ConfigError
 from attnsim.kinds import logit_noise, real_model
-from attnsim.kinds.base import (
-    Assets,
-    Column,
-    Compute,
-    Kind,
-    Param,
-    Presentation,
-    Schema,
-    Summary,
-    Theory,
-)
+from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
 from attnsim.kinds.columns import F64, I64, STR
 from attnsim.kinds.real_noise import kernel
 from attnsim.models import heads
@@ -289,7 +279,7 @@ KIND = Kind(
         ),
         headline=headline,
     ),
-    assets=Assets(names=("minilm",), provenance=heads.provenance),
+    assets=real_model.MINILM_ASSETS,
     example={
         "trials": 16,
         "grid": {

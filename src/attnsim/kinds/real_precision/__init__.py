@@ -5,7 +5,7 @@ real rows (a corpus window, a query position, one head of one layer)."""
 from __future__ import annotations
 
 from attnsim.kinds import low_precision, real_model
-from attnsim.kinds.base import Assets, Compute, Kind, Presentation, Schema, Theory
+from attnsim.kinds.base import Compute, Kind, Presentation, Schema, Theory
 from attnsim.kinds.real_precision import kernel
 from attnsim.models import heads
 
@@ -66,7 +66,7 @@ KIND = Kind(
         },
         headline=headline,
     ),
-    assets=Assets(names=("minilm",), provenance=heads.provenance),
+    assets=real_model.MINILM_ASSETS,
     example={
         "trials": 16,
         "grid": {
