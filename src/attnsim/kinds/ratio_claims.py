@@ -1,7 +1,7 @@
-"""The measure shared by the claims that a prediction of the output's error holds to first
-order (dropout and rounding, docs/science.md §11): at every point of the claim's regime, the
-mean over rows of measured / predicted error, its 95% interval and SE, judged point by point
-against 1 ± a tolerance fixed before the data (`PerPoint(Equivalence(1, tolerance, ...))`)."""
+"""The rule and measure shared by the claims that a measured / predicted ratio is 1 at every point
+of their regime (the delta method, dropout and rounding, the entropy and gap laws): each point's
+ratio, its 95% interval and SE, judged point by point against 1 ± a tolerance fixed before the
+data. One rule for all of them, so that "predicts" means the same test in every kind."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from attnsim.claims.engine import (
     Regime,
     per_point_estimate,
 )
+from attnsim.kinds.ratio_claims import ratio_is_one
 from attnsim.theory.entropy import frozen_entropy, gaussian_entropy_exact, gaussian_max_level
 
 
@@ -99,13 +100,10 @@ def _liquid(rows: pd.DataFrame) -> pd.Series:
     return _liquid_bias_small(rows, sigma) & liquid
 
 
-DEFICIT_RULE = PerPoint(
-    Equivalence(
-        1.0,
-        THRESHOLDS.deficit_tolerance,
-        "a relative band: the smallest sigma tests the law as sharply as the largest; half of it "
-        "is left to the finite-n bias the regime allows",
-    )
+DEFICIT_RULE = ratio_is_one(
+    THRESHOLDS.deficit_tolerance,
+    "a relative band: the smallest sigma tests the law as sharply as the largest; half of it is "
+    "left to the finite-n bias the regime allows",
 )
 
 SMALL_SCALE_ENTROPY = ClaimSpec(

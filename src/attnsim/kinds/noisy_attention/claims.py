@@ -28,6 +28,7 @@ from attnsim.claims.engine import (
     per_point_estimate,
     range_estimate,
 )
+from attnsim.kinds.ratio_claims import ratio_is_one
 from attnsim.stats import Z95, t_quantile
 from attnsim.theory import delta_next
 
@@ -184,12 +185,9 @@ def _delta_regime(family: str):
     return select
 
 
-RATIO_RULE = PerPoint(
-    Equivalence(
-        1.0,
-        THRESHOLDS.ratio_tolerance,
-        "half of it is left to the correction the regime allows, half to the point's interval",
-    )
+RATIO_RULE = ratio_is_one(
+    THRESHOLDS.ratio_tolerance,
+    "half of it is left to the correction the regime allows, half to the point's interval",
 )
 
 

@@ -20,7 +20,6 @@ import pandas as pd
 from attnsim.claims.engine import (
     Alternative,
     ClaimSpec,
-    Equivalence,
     Estimate,
     OneSided,
     PerPoint,
@@ -29,7 +28,7 @@ from attnsim.claims.engine import (
     per_point_estimate,
 )
 from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kinds.ratio_claims import at_worst, ratio_points
+from attnsim.kinds.ratio_claims import at_worst, ratio_is_one, ratio_points
 from attnsim.theory.entropy import G1, gap_tolerance
 from attnsim.theory.normalisers import (
     MONOTONE,
@@ -213,7 +212,7 @@ def gap_claim(name: str) -> ClaimSpec:
             f"{REASON}: the key means self-average; {reason}",
             _gap_regime(name),
         ),
-        rule=PerPoint(Equivalence(1.0, tolerance, reason)),
+        rule=ratio_is_one(tolerance, reason),
         alternative=_gap_alternative(name),
         measure=ratio_points("gap_ratio", PARAMS, mean=""),
         compared_to="1: mean gap / mean-field gap at every point",

@@ -30,6 +30,7 @@ from attnsim.claims.engine import (
     pooled,
     row_estimate,
 )
+from attnsim.kinds.ratio_claims import ratio_is_one
 from attnsim.kinds.real_noise import ROW_CORRECTION, SINK_ROW
 
 
@@ -329,9 +330,7 @@ def _describe_ratio(e: Estimate) -> str:
     return text + (f"; every σ measured, all heads (σ ratio verdict): {every}" if every else "")
 
 
-RATIO_RULE = PerPoint(
-    Equivalence(1.0, THRESHOLDS.ratio_tolerance, "the delta method's tolerance everywhere")
-)
+RATIO_RULE = ratio_is_one(THRESHOLDS.ratio_tolerance, "the delta method's tolerance everywhere")
 
 DELTA_METHOD = ClaimSpec(
     claim_id="real_delta_method",
@@ -377,10 +376,8 @@ NEXT_ORDER = ClaimSpec(
         "docs/science.md §2.8, §5.10",
         enough_heads(next_regime, GROUP),
     ),
-    rule=PerPoint(
-        Equivalence(
-            1.0, THRESHOLDS.ratio_tolerance, "the delta method's, so the two verdicts compare"
-        )
+    rule=ratio_is_one(
+        THRESHOLDS.ratio_tolerance, "the delta method's, so the two verdicts compare"
     ),
     alternative=Alternative(
         "the delta method alone: measured / next order = 1 / (1 + correction), off 1 by more "

@@ -12,14 +12,13 @@ import pandas as pd
 from attnsim.claims.engine import (
     Alternative,
     ClaimSpec,
-    Equivalence,
     Estimate,
-    PerPoint,
     Regime,
     per_point_estimate,
     pooled,
 )
 from attnsim.kinds.low_precision import first_order_regime
+from attnsim.kinds.ratio_claims import ratio_is_one
 
 
 @dataclass(frozen=True)
@@ -33,6 +32,7 @@ class Thresholds:
 THRESHOLDS = Thresholds()
 FIGURE = "real_precision_layers"
 REASON = "docs/science.md §11.7"
+RULE = ratio_is_one(THRESHOLDS.ratio_tolerance, "as the synthetic kinds (§11.4)")
 
 
 def in_regime(rows: pd.DataFrame) -> pd.Series:
@@ -101,8 +101,6 @@ def _at(e: Estimate) -> str:
 def _logits(rows: pd.DataFrame) -> pd.Series:
     return (rows["site"] == "logits") & in_regime(rows)
 
-
-RULE = PerPoint(Equivalence(1.0, THRESHOLDS.ratio_tolerance, "as the synthetic kinds (§11.4)"))
 
 IID_DELTA = ClaimSpec(
     claim_id="real_rounding_iid_delta",

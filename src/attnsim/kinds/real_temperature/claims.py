@@ -20,9 +20,7 @@ import pandas as pd
 from attnsim.claims.engine import (
     Alternative,
     ClaimSpec,
-    Equivalence,
     Estimate,
-    PerPoint,
     Regime,
     Sanity,
     per_point_estimate,
@@ -37,6 +35,7 @@ from attnsim.kinds.gap_claims import (
     largest_gap,
     smallest_tau_below_one,
 )
+from attnsim.kinds.ratio_claims import ratio_is_one
 
 FIGURE = "real_temperature_gap"
 
@@ -157,9 +156,7 @@ VARIANCE_PREDICTION = ClaimSpec(
         "bounds its remainder below the tolerance, so it fails only through a bug)",
         _small_spread,
     ),
-    rule=PerPoint(
-        Equivalence(1.0, THRESHOLDS.variance_tolerance, "the third-order remainder, a few %")
-    ),
+    rule=ratio_is_one(THRESHOLDS.variance_tolerance, "the third-order remainder, a few %"),
     measure=_variance_points,
     compared_to="mean gap / mean Var(cos)/(2 tau^2) per point, paired over trials",
     figure=FIGURE,
@@ -179,12 +176,9 @@ RANDOM_DIRECTION = ClaimSpec(
         "docs/science.md §4.5, §4.6, §5.8",
         _small_spread,
     ),
-    rule=PerPoint(
-        Equivalence(
-            1.0,
-            THRESHOLDS.random_direction_tolerance,
-            "a law of random directions: agreement within 25% counts as predicts",
-        )
+    rule=ratio_is_one(
+        THRESHOLDS.random_direction_tolerance,
+        "a law of random directions: agreement within 25% counts as predicts",
     ),
     alternative=Alternative(
         "anisotropic embeddings: Var(cos) = 1/d_eff with d_eff < d, so the gap is d/d_eff times "
