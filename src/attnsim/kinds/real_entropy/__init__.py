@@ -71,26 +71,26 @@ SINK_ROW = 0.5
 # Gu et al. 2024: a token is a sink of a head when the mean attention it receives exceeds this
 SINK_EPSILON = 0.3
 
+
+def median_columns(metric: str, how: str = "") -> tuple[Column, Column, Column]:
+    """The summary columns `median_interval` fills for `metric`: its median over the rows (the
+    typical row, which sink rows cannot drag as they drag the mean) and the interval's two ends."""
+    interval = f"the distribution-free 95% interval of the median {metric}{how}"
+    return (
+        Column(f"{metric}_median", F64, f"median {metric} over the rows (the typical row)"),
+        Column(f"{metric}_median_ci_low", F64, f"lower end of {interval}"),
+        Column(f"{metric}_median_ci_high", F64, "upper end of that interval"),
+    )
+
+
 EXTRA = (
     Column("sink_rows", F64, f"share of rows whose [CLS] + [SEP] weight exceeds {SINK_ROW}"),
     Column("entropy_sink_rows", F64, "mean entropy of the sink-dominated rows; null without one"),
     Column("entropy_other_rows", F64, "mean entropy of the other rows; null without one"),
     Column("grad_rel_sink_rows", F64, "mean grad_rel of the sink-dominated rows; null without one"),
     Column("grad_rel_other_rows", F64, "mean grad_rel of the other rows; null without one"),
-    Column("entropy_median", F64, "median entropy over the rows (the typical row)"),
-    Column(
-        "entropy_median_ci_low",
-        F64,
-        "lower end of the distribution-free 95% interval of the median entropy (order statistics)",
-    ),
-    Column("entropy_median_ci_high", F64, "upper end of that interval"),
-    Column("grad_rel_median", F64, "median grad_rel over the rows (the typical row)"),
-    Column(
-        "grad_rel_median_ci_low",
-        F64,
-        "lower end of the distribution-free 95% interval of the median grad_rel",
-    ),
-    Column("grad_rel_median_ci_high", F64, "upper end of that interval"),
+    *median_columns("entropy", " (order statistics)"),
+    *median_columns("grad_rel"),
 )
 
 
