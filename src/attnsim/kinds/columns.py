@@ -29,6 +29,13 @@ def with_ci(
     )
 
 
+def paired_ratio(name: str, doc: str) -> tuple[Column, ...]:
+    """The summary columns of a paired ratio of means (`attnsim.stats.ratio_of_means`): the ratio,
+    its delta-method standard error and the two ends of its 95% interval, in that order."""
+    ratio, low, high = with_ci(name, doc)
+    return ratio, Column(f"{name}_se", F64, f"delta-method standard error of {name}"), low, high
+
+
 def d_param(doc: str, minimum: int = 1) -> Param:
     return Param("d", I64, doc, minimum=minimum, maximum=4096)
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from attnsim.kinds.base import Column, Param
-from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N_EFF, STR
+from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N_EFF, STR, paired_ratio
 from attnsim.stats import ratio_of_means
 from attnsim.theory import delta_next
 from attnsim.theory.noise import kappa
@@ -82,14 +82,10 @@ THEORY = (
 )
 
 EXTRA = (
-    Column(
+    *paired_ratio(
         "err_ratio",
-        F64,
         "mean(sq_err) / mean(sq_err_pred), paired over trials; null when kappa is 0 or inf",
     ),
-    Column("err_ratio_se", F64, "delta-method standard error of err_ratio"),
-    Column("err_ratio_ci_low", F64, "lower end of the 95% interval of err_ratio"),
-    Column("err_ratio_ci_high", F64, "upper end of the 95% interval of err_ratio"),
     Column(
         "kappa_sum_p2", F64, "kappa * mean(sum_i p_i^2): small means the delta method should hold"
     ),

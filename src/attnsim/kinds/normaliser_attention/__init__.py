@@ -13,7 +13,7 @@ import math
 
 from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import F64, I64, LOG_N, STR, N, d_param
+from attnsim.kinds.columns import F64, I64, LOG_N, STR, N, d_param, paired_ratio
 from attnsim.kinds.normaliser_attention import kernel
 from attnsim.stats import ratio_of_means
 from attnsim.theory import normalisers as th
@@ -73,12 +73,7 @@ THEORY = (
     Column("cancels_mean", STR, "yes / partly / no: does the normalisation cancel E[e^eps]"),
 )
 
-EXTRA = (
-    Column("err_ratio", F64, "mean(sq_err) / mean(sq_err_pred), paired over trials"),
-    Column("err_ratio_se", F64, "delta-method standard error of err_ratio"),
-    Column("err_ratio_ci_low", F64, "lower end of the 95% interval of err_ratio"),
-    Column("err_ratio_ci_high", F64, "upper end of the 95% interval of err_ratio"),
-)
+EXTRA = paired_ratio("err_ratio", "mean(sq_err) / mean(sq_err_pred), paired over trials")
 
 # §12.2: which normalisers divide the noise's mean out (the sink only its keys' share)
 CANCELS = {"sigmoid": "no", "relu": "no", "softpick": "no", "sink": "partly"}
