@@ -140,3 +140,24 @@ def test_gradient_claim_is_judged_once_per_clean_point():
     assert claims.gradient_claim("softcap50") is None
     small = rows(**{**base, "normaliser": "softmax", "logit_scale": 4.0})
     assert claims.gradient_claim("softmax")(small).verdict == "outside regime"
+
+
+def test_verdict_matrix_links_every_cell_to_its_claim_row():
+    """Each drawn cell of the verdict matrix links (in the SVG and PDF) to its claim's row of the
+    claims page: every per-normaliser claim that exists, and the cancellation claim."""
+    import io
+    import re
+
+    from attnsim.kinds.normaliser_attention.figures import FAMILIES, verdict_matrix
+
+    svg = io.BytesIO()
+    summary = rows(grad_sq_mean=1.0, grad_sq_ci_low=0.9, grad_sq_ci_high=1.1)
+    verdict_matrix(summary).savefig(svg, format="svg")
+    linked = set(re.findall(rb"claims\.html#claim-([a-z0-9_]+)", svg.getvalue()))
+    expected = {
+        spec.claim_id.encode()
+        for family, _ in FAMILIES
+        for name in NORMALISERS
+        if (spec := claims.PER_NORMALISER[family](name)) is not None
+    }
+    assert linked == expected | {claims.CANCELLATION.claim_id.encode()}

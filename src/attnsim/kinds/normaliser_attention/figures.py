@@ -156,10 +156,20 @@ def verdict_matrix(summary: pd.DataFrame):
     return fig
 
 
+# The claims page of the workspace the figure is drawn in: figures are written to
+# <workspace>/figures/<experiment>/<figure>.pdf and the page to <workspace>/claims.html, whose
+# rows are anchored `claim-<claim_id>` (attnsim.report.claims_render).
+CLAIMS_PAGE = "../../claims.html"
+
+
 def _cell(ax, x: float, y: float, result, width: float = 1.0) -> None:
+    """A cell coloured by the verdict, labelled with the measured number (or the verdict where
+    there is none) and linked, in the PDF and SVG, to the claim's row of the claims page: the
+    evidence behind the colour is one click away."""
     colour = VERDICT_COLOURS.get(result.verdict, "white")
-    ax.add_patch(
-        plt.Rectangle((x - width / 2, y - 0.5), width, 1.0, color=colour, ec="white", lw=2)
-    )
-    if np.isfinite(result.measured):
-        ax.text(x, y, f"{result.measured:.2g}", ha="center", va="center", fontsize=8)
+    link = f"{CLAIMS_PAGE}#claim-{result.claim_id}"
+    cell = plt.Rectangle((x - width / 2, y - 0.5), width, 1.0, color=colour, ec="white", lw=2)
+    cell.set_url(link)
+    ax.add_patch(cell)
+    label = f"{result.measured:.2g}" if np.isfinite(result.measured) else result.verdict
+    ax.text(x, y, label, ha="center", va="center", fontsize=8, url=link)
