@@ -36,6 +36,45 @@ def test_weights_jvp_entropy_equal_the_oracle(name, n, scale):
 
 
 @pytest.mark.parametrize("name", nz.NORMALISERS)
+@pytest.mark.parametrize(("n", "scale"), [(5, 0.5), (16, 2.0), (64, 6.0)])
+def test_vjp_equals_the_dense_jacobian_transposed(name, n, scale):
+    """The backward pass J^T g against the oracle's dense Jacobian, on the draws of the jvp test,
+    and the adjoint identity <g, J ds> = <J^T g, ds> between the kernel's two products."""
+    s, ds, g = draws(n, scale), draws(n, 1.0, seed=1), draws(n, 1.0, seed=4)
+    back = nz.vjp(name, s, g)
+    for t in range(len(s)):
+        np.testing.assert_allclose(back[t], oracle.vjp_row(name, s[t], g[t]), rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(
+        np.sum(g * nz.jvp(name, s, ds), axis=-1), np.sum(back * ds, axis=-1), atol=1e-12
+    )
+
+
+def test_softcap_and_softpick_jacobians_are_not_symmetric():
+    """So their vjp cannot be their jvp: the test above would pass for a wrong symmetric vjp only
+    if these Jacobians were symmetric."""
+    # soft-capping's asymmetry is the slope 1 - tanh^2(s/c): logits sharing weight at |s| ~ c
+    rows = {
+        "softcap30": [20.0, 22.0, 24.0, 0.0, -5.0, 1.0],
+        "softpick": [0.3, -0.5, 1.2, 0.8, -1.0],
+    }
+    for name, s in rows.items():
+        jac = oracle.jacobian_row(name, np.array(s))
+        assert np.abs(jac - jac.T).max() > 0.01 * np.abs(jac).max(), name
+
+
+@pytest.mark.parametrize("name", ["softmax", "ssmax"])
+def test_vjp_is_accurate_at_one_hot_weights(name):
+    """The shift-invariant maps' backward sums to zero (J 1 = 0, J symmetric); at a top gap of
+    ~40 the uncentred p (g - p.g) leaves the top entry a rounding residue ~1e-16 |g| against a
+    true value ~1e-17, the centred form keeps the sum at rounding of the small entries."""
+    s = draws(8, 1.0, seed=6)
+    s[:, 0] += 40.0
+    back = nz.vjp(name, s, draws(8, 1.0, seed=7))
+    assert np.abs(back[:, 1:]).max() > 0
+    assert np.all(np.abs(back.sum(axis=-1)) <= 1e-12 * np.abs(back[:, 1:]).max(axis=-1))
+
+
+@pytest.mark.parametrize("name", nz.NORMALISERS)
 def test_jvp_is_the_derivative(name):
     """Central differences, away from the kinks (ReLU at 0, softpick at 0, a support's edge):
     the draws are generic, so no logit sits within the step of a kink."""
@@ -63,7 +102,8 @@ def test_large_logits_stay_finite():
     s = np.array([[1000.0, -1000.0, 0.0, 800.0]])
     for name in nz.NORMALISERS:
         p, dp = nz.weights(name, s), nz.jvp(name, s, np.ones_like(s))
-        assert np.isfinite(p).all() and np.isfinite(dp).all(), name
+        back = nz.vjp(name, s, np.ones_like(s))
+        assert np.isfinite(p).all() and np.isfinite(dp).all() and np.isfinite(back).all(), name
 
 
 def test_sigmoid_at_minus_log_n_is_exp_over_n_for_small_logits():

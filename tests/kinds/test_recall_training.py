@@ -17,6 +17,7 @@ from oracles.training import (
 )
 
 from attnsim.errors import ConfigError
+from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kernels.training import Optimiser, direction_streams, random_directions
 from attnsim.kinds.recall_training import kernel as rt
 
@@ -184,6 +185,92 @@ def test_batched_training_matches_naive_loop(scale, monkeypatch):
         }
     )
     run_both(points)
+
+
+OTHER_NORMALISERS = [name for name in NORMALISERS if name != rt.SOFTMAX]
+
+
+def central_differences(loss, arrays: list[np.ndarray], which: int, h: float = 1e-6):
+    """d loss / d arrays[which] per trial, entry by entry (loss: arrays -> (T,))."""
+    numeric = np.zeros_like(arrays[which])
+    for idx in np.ndindex(*arrays[which].shape[1:]):
+        up = [x.copy() for x in arrays]
+        down = [x.copy() for x in arrays]
+        up[which][(slice(None), *idx)] += h
+        down[which][(slice(None), *idx)] -= h
+        numeric[(slice(None), *idx)] = (loss(up) - loss(down)) / (2 * h)
+    return numeric
+
+
+@pytest.mark.parametrize("normaliser", OTHER_NORMALISERS)
+@pytest.mark.parametrize("logits", ["dot", "qk_norm"])
+def test_every_normaliser_trains_on_its_exact_gradient(normaliser, logits):
+    """The whole training gradient (W_q, W_k, W_v, the QK-norm gain) against central differences
+    of the mean loss, per normaliser, at logits of order one (no logit within the step of a kink:
+    ReLU's 0, softpick's 0, a sparse support's edge), and against the literal oracle head."""
+    ex = small_examples(11)
+    w = weights(12, 2, 4, 1.2)
+    gain = np.array([1.7, 2.9]).reshape(2, 1, 1) if logits == "qk_norm" else None
+    arrays = w + ([gain] if gain is not None else [])
+    names = ("gq", "gk", "gv", "gg")[: len(arrays)]
+
+    def loss(a):
+        g = a[3] if gain is not None else None
+        out = rt.attention(*a[:3], ex, 0.3, grad=False, gain=g, normaliser=normaliser)
+        return out["loss"].mean(axis=-1)
+
+    out = rt.attention(*w, ex, 0.3, gain=gain, normaliser=normaliser)
+    for which, name in enumerate(names):
+        numeric = central_differences(loss, arrays, which)
+        np.testing.assert_allclose(
+            out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max()), err_msg=name
+        )
+    for t in range(2):
+        ref = recall_forward_backward(
+            *(x[t] for x in w),
+            *recall_examples(ex, t, 0.3),
+            gain=None if gain is None else float(gain[t, 0, 0]),
+            normaliser=normaliser,
+        )
+        for name in ("loss", "entropy", "correct", "grad_logits_sq", *names):
+            np.testing.assert_allclose(out[name][t], ref[name], rtol=1e-9, atol=1e-13)
+
+
+def test_softmax_rows_do_not_pass_through_the_normaliser_module(monkeypatch):
+    """The default path is the kernel's own centred softmax: with the normaliser module's maps
+    broken, softmax training is unchanged and every other normaliser fails."""
+    from attnsim.kernels import normalisers
+
+    point = BASE | {"steps": 5}
+    before = rt.simulate(np.random.default_rng(3), 2, [point])[0]
+
+    def broken(*args):
+        raise AssertionError("the softmax path called the normaliser module")
+
+    monkeypatch.setattr(normalisers, "weights", broken)
+    monkeypatch.setattr(normalisers, "vjp", broken)
+    after = rt.simulate(np.random.default_rng(3), 2, [point | {"normaliser": "softmax"}])[0]
+    for name in rt.METRICS:
+        np.testing.assert_array_equal(before[name], after[name])
+    with pytest.raises(AssertionError, match="normaliser module"):
+        rt.simulate(np.random.default_rng(3), 2, [point | {"normaliser": "sigmoid"}])
+
+
+def test_every_normaliser_trains_as_the_naive_loop_on_shared_draws(monkeypatch):
+    """Batched training per normaliser against the one-run loop with the oracle's dense
+    Jacobians; all normalisers share the block (the normaliser does not shape the draws), at a
+    start where the softmax-like maps are near one-hot (scale 3) and with QK-norm."""
+    monkeypatch.setattr(rt, "EVAL_EXAMPLES", 16)
+    points = [
+        BASE | {"scale": 3.0, "steps": 12, "normaliser": name, "threshold": 0.9}
+        for name in OTHER_NORMALISERS
+    ]
+    points += [
+        BASE | {"steps": 12, "normaliser": name, "logits": "qk_norm", "optimiser": "sgd", "lr": 0.5}
+        for name in ("sigmoid", "softcap30", "ssmax")
+    ]
+    results = run_both(points)
+    assert all(np.isnan(r["zhai_margin_min"]).all() for r in results)  # softmax's bound only
 
 
 def test_random_direction_runs_match_the_naive_loop_and_share_the_data(monkeypatch):
@@ -470,6 +557,7 @@ def test_schedule():
         ({"query_noise": -0.1}, "query_noise"),
         ({"lr": float("nan")}, "lr"),
         ({"steps": 2.5}, "steps"),
+        ({"normaliser": "tanh"}, "normaliser"),
         ({"threshold": 0}, "threshold"),
         ({"values": "frozen"}, "values"),
         ({"logits": "cosine"}, "logits"),

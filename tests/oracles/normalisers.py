@@ -95,6 +95,11 @@ def jacobian_row(name: str, s: np.ndarray) -> np.ndarray:
     raise ValueError(name)
 
 
+def vjp_row(name: str, s: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """J^T g from the dense Jacobian: the backward pass, as the literal matrix product."""
+    return jacobian_row(name, s).T @ g
+
+
 def mass_entropy_row(p: np.ndarray) -> tuple[float, float]:
     mass = float(sum(p))
     if mass == 0:

@@ -17,14 +17,18 @@ import numpy as np
 
 from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.kinds.recall_training import kernel as rt
+from oracles import normalisers as normaliser_oracle
 
 # --------------------------------------------------------------------------- recall
 
 
-def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None):
+def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None, normaliser="softmax"):
     """Literal head on unit keys/values (E, n, d), queries (E, d): per-example loss, entropy,
     correct, logits, ||dl/ds||^2 and the gradients of the mean loss. `wv` None: W_v = I;
-    `gain` (a float): QK-norm logits gain * cos(q W_q, k_i W_k), and `gg` its gradient."""
+    `gain` (a float): QK-norm logits gain * cos(q W_q, k_i W_k), and `gg` its gradient. Another
+    `normaliser`: its weights row by row from its paper's formula and the logit gradient
+    J^T dl/dp from the dense Jacobian (oracles/normalisers.py); the entropy of p / sum p (NaN
+    without mass)."""
     E, _n, d = keys.shape
     kw = keys @ wk  # (E, n, d)
     qw = q @ wq  # (E, d)
@@ -34,10 +38,14 @@ def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None):
         qn = qw / np.linalg.norm(qw, axis=1, keepdims=True)
         kn = kw / np.linalg.norm(kw, axis=2, keepdims=True)
         s = gain * np.einsum("ed,end->en", qn, kn)
-    z = s - s.max(axis=1, keepdims=True)
-    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy = -np.nansum(np.where(p > 0, p * np.log(p), 0.0), axis=1)
+    if normaliser == "softmax":
+        z = s - s.max(axis=1, keepdims=True)
+        p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            entropy = -np.nansum(np.where(p > 0, p * np.log(p), 0.0), axis=1)
+    else:
+        p = np.stack([normaliser_oracle.weights_row(normaliser, row) for row in s])
+        entropy = np.array([normaliser_oracle.mass_entropy_row(row)[1] for row in p])
     w_v = np.eye(d) if wv is None else wv
     vw = values @ w_v  # (E, n, d)
     o = np.einsum("en,end->ed", p, vw)
@@ -46,6 +54,9 @@ def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None):
     correct = np.array(
         [float(np.argmin(np.sum((values[e] - o[e]) ** 2, axis=1)) == 0) for e in range(E)]
     )
+    if normaliser != "softmax":  # strictly nearest: an output of 0 (no weight) is nearest to none
+        scores = np.einsum("end,ed->en", values, o)
+        correct = (scores[:, 0] > scores[:, 1:].max(axis=1)).astype(float)
     do = 2 * err / E
     gv = np.zeros_like(w_v)
     gk = np.zeros_like(wk)
@@ -55,7 +66,10 @@ def recall_forward_backward(wq, wk, wv, keys, values, q, gain=None):
     for e in range(E):
         gv += np.einsum("n,na,b->ab", p[e], values[e], do[e])
         dp = vw[e] @ do[e]  # (n,)
-        ds = p[e] * (dp - p[e] @ dp)
+        if normaliser == "softmax":
+            ds = p[e] * (dp - p[e] @ dp)
+        else:
+            ds = normaliser_oracle.vjp_row(normaliser, s[e], dp)
         ds_all[e] = ds * E
         if gain is None:
             dkw = np.outer(ds, qw[e]) / math.sqrt(d)  # (n, d)
@@ -134,27 +148,40 @@ def recall_train(params: dict, init, monitor, final, batches, directions=None) -
     if p["logits"] == "qk_norm":
         w.append(np.array(math.sqrt(d)))
     trainable_v, qk = p["values"] == "trainable", p["logits"] == "qk_norm"
+    normaliser = p["normaliser"]
 
     def model(w, data):
-        return recall_forward_backward(
-            w[0], w[1], w[2] if trainable_v else None, *data, gain=float(w[-1]) if qk else None
+        out = recall_forward_backward(
+            w[0],
+            w[1],
+            w[2] if trainable_v else None,
+            *data,
+            gain=float(w[-1]) if qk else None,
+            normaliser=normaliser,
         )
+        # the mean entropy over the examples that have a distribution (all, for softmax)
+        out["entropy_mean"] = (
+            np.nanmean(out["entropy"]) if np.isfinite(out["entropy"]).any() else math.nan
+        )
+        return out
 
     def bound(w):
+        if normaliser != "softmax":  # the bound is softmax's
+            return np.full(len(monitor[0]), math.nan)
         return recall_bound(w[0], w[1], float(w[-1]) if qk else None, monitor[0], monitor[2])
 
     m = [np.zeros_like(x) for x in w]
     v = [np.zeros_like(x) for x in w]
     first = model(w, monitor)
     out = {
-        "init_entropy": first["entropy"].mean(),
+        "init_entropy": first["entropy_mean"],
         "init_logit_std": math.sqrt(np.mean(np.var(first["logits"], axis=1))),
         "init_grad_logits": math.sqrt(first["grad_logits_sq"].mean()),
         "init_grad_qk": math.sqrt(np.sum(first["gq"] ** 2) + np.sum(first["gk"] ** 2)),
         "init_loss": first["loss"].mean() / chance,
     }
     losses = {0: out["init_loss"]}
-    entropies = {0: first["entropy"].mean()}
+    entropies = {0: first["entropy_mean"]}
     bounds = {0: bound(w).mean()}
     margin = np.min(first["entropy"] - bound(w))
     evals = rt.evaluation_steps(p["steps"], rt.EVALS_PER_CHECKPOINT)
@@ -205,7 +232,7 @@ def recall_train(params: dict, init, monitor, final, batches, directions=None) -
                 losses[step], entropies[step], bounds[step] = math.inf, math.nan, math.nan
             continue
         if step in evals:
-            entropies[step] = ev["entropy"].mean()
+            entropies[step] = ev["entropy_mean"]
             stops = losses[step] <= p["threshold"] and not math.isfinite(escaped)
             if stops:
                 escaped = step
@@ -241,7 +268,7 @@ def recall_train(params: dict, init, monitor, final, batches, directions=None) -
     last = model(w, final)
     out["final_loss"] = math.inf if gone else last["loss"].mean() / chance
     out["final_accuracy"] = 0.0 if gone else last["correct"].mean()
-    out["final_entropy"] = math.nan if gone else last["entropy"].mean()
+    out["final_entropy"] = math.nan if gone else last["entropy_mean"]
     out["diverged"] = float(gone)
     out["diverged_step"] = diverged
     return out

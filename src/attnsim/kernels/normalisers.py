@@ -1,5 +1,6 @@
 """Attention normalisers other than softmax, on batched logits (trials, n): the forward map, its
-Jacobian-vector product, and the entropy and total mass of the weights (docs/science.md §12).
+Jacobian-vector product and vector-Jacobian product (the backward pass of training), and the
+entropy and total mass of the weights (docs/science.md §12).
 
 Each normaliser maps a row of logits s to weights p, and the attention output is o = sum p_i v_i
 as the normaliser's paper defines it (no renormalisation: sigmoid, softpick and ReLU weights need
@@ -59,10 +60,30 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -x))
 
 
-def _sink(s: np.ndarray) -> np.ndarray:
+def _sink_parts(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The keys' weights and the null key's own weight e^{s_0} / (e^{s_0} + sum_j e^{s_j})."""
     peak = np.maximum(s.max(axis=-1, keepdims=True), SINK_LOGIT)
     e = np.exp(s - peak)
-    return e / (np.exp(SINK_LOGIT - peak) + e.sum(axis=-1, keepdims=True))
+    null = np.exp(SINK_LOGIT - peak)
+    total = null + e.sum(axis=-1, keepdims=True)
+    return e / total, null / total
+
+
+def _sink(s: np.ndarray) -> np.ndarray:
+    return _sink_parts(s)[0]
+
+
+def _softmax_vjp(p: np.ndarray, g: np.ndarray, null: np.ndarray | float = 0.0) -> np.ndarray:
+    """J^T g = p (g - sum p g) (J symmetric), with a null key of weight `null` and g = 0 (the
+    sink's zero value), centred on the heaviest key's g: with c = g - g_top,
+    p (c - sum p c - null (0 - g_top)) is the same algebra (the weights and the null's sum to
+    one), and at one-hot weights it is accurate instead of a rounding residue of g_top (the
+    recall kernel's softmax backward, kinds/recall_training/kernel.py, does the same)."""
+    top = np.argmax(p, axis=-1)[..., None]
+    ref = np.take_along_axis(g, top, axis=-1)
+    ref = np.where(np.take_along_axis(p, top, axis=-1) >= null, ref, 0.0)  # the null key on top
+    c = g - ref
+    return p * (c - (np.sum(p * c, axis=-1, keepdims=True) - null * ref))
 
 
 def _softpick_parts(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -172,6 +193,60 @@ def jvp(name: str, s: np.ndarray, ds: np.ndarray) -> np.ndarray:
         return 2.0 * g * (dz - np.sum(g * dz, axis=-1, keepdims=True) / g.sum(-1, keepdims=True))
     if name == "relu":
         return np.where(s > 0, ds, 0.0) / n
+    raise ValueError(f"unknown normaliser {name!r} (one of {', '.join(NORMALISERS)})")
+
+
+def _softpick_vjp(s: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """J^T g for softpick, whose Jacobian is not symmetric: with d_i = e^{s_i} - 1, T = sum |d_j|,
+    dp_i/ds_j = ([d_i > 0] e^{s_i} delta_ij - p_i sign(d_j) e^{s_j}) / T, so
+    (J^T g)_j = e^{s_j} ([d_j > 0] g_j - sign(d_j) sum_i p_i g_i) / T (every factor scaled by
+    e^{-m} as in the forward, which cancels in e/T)."""
+    d, e, _ = _softpick_parts(s)
+    total = np.abs(d).sum(axis=-1, keepdims=True)
+    safe = np.where(total > 0, total, 1.0)
+    p = np.maximum(d, 0.0) / safe
+    # g_j - sum p g on the positive keys, centred on the top key m: (g_j - g_m) + g_m (1 - mass)
+    # + sum_i p_i (g_m - g_i), with 1 - mass = sum_{d<0} |d| / T exact (no 1 - p_m cancellation
+    # at one-hot weights)
+    ref = np.take_along_axis(g, np.argmax(s, axis=-1)[..., None], axis=-1)
+    rest = np.sum(np.where(d < 0, -d, 0.0), axis=-1, keepdims=True) / safe
+    top_minus_mean = ref * rest + np.sum(p * (ref - g), axis=-1, keepdims=True)
+    positive = (g - ref) + top_minus_mean
+    negative = ref - top_minus_mean  # -sign(d_j) sum p g with sign -1: sum p g
+    back = e * np.where(d > 0, positive, np.where(d < 0, negative, 0.0))
+    return np.where(total > 0, back / safe, 0.0)
+
+
+# the maps whose Jacobian is symmetric (diag(a) - b b^T up to a scalar, or diagonal): J^T g = J g
+SYMMETRIC_JACOBIAN = ("softmax", "sigmoid", "ssmax", "sink", "sparsemax", "entmax15", "relu")
+
+
+def vjp(name: str, s: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """ds = (dp/ds)^T g per row: the vector-Jacobian product at logits s (trials, n), the backward
+    pass from dl/dp = g to dl/ds. The softmax family, the sink, sigmoid, sparsemax, 1.5-entmax and
+    ReLU have symmetric Jacobians (J^T g = J g; the softmax family's written centred, accurate at
+    one-hot weights); soft-capping's is softmax's times diag(sech^2(s/c)) on the right, so its
+    transpose puts the slope after the softmax product; softpick's is derived in
+    `_softpick_vjp`."""
+    s = np.asarray(s, dtype=np.float64)
+    g = np.asarray(g, dtype=np.float64)
+    n = s.shape[-1]
+    if name == "softmax":
+        return _softmax_vjp(_softmax(s), g)
+    if name == "ssmax":
+        scale = SSMAX_B * math.log(n)
+        return scale * _softmax_vjp(_softmax(scale * s), g)
+    if name == "sink":
+        p, null = _sink_parts(s)
+        return _softmax_vjp(p, g, null)
+    if name in SYMMETRIC_JACOBIAN:
+        return jvp(name, s, g)
+    if name in SOFTCAPS:
+        c = SOFTCAPS[name]
+        t = np.tanh(s / c)
+        return (1.0 - t**2) * _softmax_vjp(_softmax(c * t), g)
+    if name == "softpick":
+        return _softpick_vjp(s, g)
     raise ValueError(f"unknown normaliser {name!r} (one of {', '.join(NORMALISERS)})")
 
 

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kernels.survival import escape_summary, wilson
 from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
@@ -77,6 +78,16 @@ PARAMS = (
         "threshold; never: runs all steps",
         choices=kernel.STOPS,
         default="never",
+    ),
+    Param(
+        "normaliser",
+        STR,
+        "the map from logits to attention weights (kernels/normalisers.py, docs/science.md §12): "
+        "softmax, or sigmoid, ssmax, softcap50/30, sink, softpick, sparsemax, entmax15, relu; "
+        "o = sum p_i v_i without renormalisation. A softmax point keeps its id",
+        choices=NORMALISERS,
+        default=kernel.SOFTMAX,
+        id_omits_default=True,
     ),
 )
 

@@ -1,4 +1,5 @@
-"""Training one softmax attention head on associative recall, many independent runs at once.
+"""Training one attention head (softmax, or another normaliser) on associative recall, many
+independent runs at once.
 
 Tests the claim that with very large initial logits the attention weights are one-hot and
 training cannot start (vanishing gradients), as an escape time (docs/science.md §9): how many
@@ -26,6 +27,16 @@ values, E v_i . v_j = 0 for i != j); uniform attention with W_v = I attains it. 
 Bayes loss is positive but small: unit keys make the exact posterior over the target pair
 softmax((d / query_noise^2) q . k_i), which this model can represent exactly
 (W_q W_k^T = (d^{3/2} / query_noise^2) I, W_v = I); see docs/science.md §6.2 for its size.
+
+`normaliser` (default softmax): p = softmax(s) above is replaced by the map of
+`attnsim.kernels.normalisers` (sigmoid, ssmax, soft-capping, a sink, softpick, sparsemax,
+1.5-entmax, ReLU; docs/science.md §12, §12.7), o = sum_i p_i v_i with no renormalisation (sigmoid,
+softpick and ReLU weights need not sum to one), and the backward's logit gradient is its
+vector-Jacobian product ds = (dp/ds)^T dp. The softmax path below is untouched by this (its rows
+are bit-identical to those before the axis). Entropies of the other maps are of p / sum p, over
+the examples whose weights have mass (`mean_entropy`); the Zhai bound is softmax's only (NaN).
+The normaliser does not shape the draws: every normaliser trains on the same data from the same
+initial weights.
 
 Hand-written gradients (per example, g = dl/do = 2 (o - v_0)):
   dW_v = r^T g,  dr = g W_v^T,  dp_i = v_i . dr,
@@ -73,6 +84,7 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.kernels import normalisers
 from attnsim.kernels.sampling import standard_normal
 from attnsim.kernels.softmax import EXP_FLOOR
 from attnsim.kernels.training import (
@@ -97,6 +109,8 @@ EVALS_PER_CHECKPOINT = 16  # evaluation grid: round(steps^(j / 112)), j = 0..112
 VALUES = ("trainable", "identity")
 LOGITS = ("dot", "qk_norm")
 STOPS = ("never", "threshold")
+SOFTMAX = "softmax"  # the kernel's own path (below); every other normaliser goes through
+# attnsim.kernels.normalisers
 DEFAULTS: dict[str, Any] = {
     "query_noise": 0.3,
     "batch": 32,
@@ -104,6 +118,7 @@ DEFAULTS: dict[str, Any] = {
     "values": "trainable",
     "logits": "dot",
     "stop": "never",
+    "normaliser": SOFTMAX,
 }
 # A run whose monitor loss exceeds this many times chance has diverged even if still finite (SGD
 # with a large step size grows W_v geometrically: 1e120 x chance was seen while every weight was
@@ -121,7 +136,8 @@ COMPACT_BELOW = 0.75
 
 METRICS = {
     "init_entropy": "entropy (nats) of the attention weights at initialisation, mean over the "
-    "monitor set",
+    "monitor set (of p / sum p for the normalisers whose weights need not sum to one, over the "
+    "examples with mass: kernels.normalisers.mass_and_entropy)",
     "init_logit_std": "std over the n keys of the initial logits, RMS over the monitor set",
     "init_grad_logits": "RMS over the monitor set of ||dl/ds|| at initialisation: per-example "
     "gradient of the loss w.r.t. the n logits",
@@ -134,18 +150,19 @@ METRICS = {
         for j in range(CHECKPOINTS)
     },
     **{
-        f"entropy_ckpt_{j}": "monitor-set mean attention entropy (nats) after step "
-        f"round(steps^({j}/7)); NaN once diverged"
+        f"entropy_ckpt_{j}": "monitor-set mean attention entropy (nats; of p / sum p, as "
+        f"init_entropy) after step round(steps^({j}/7)); NaN once diverged"
         for j in range(CHECKPOINTS)
     },
     **{
         f"zhai_bound_ckpt_{j}": "mean over the monitor set of the entropy lower bound from the "
         f"logits' norm bound after step round(steps^({j}/7)) "
-        "(docs/science.md §9.6); NaN once diverged"
+        "(docs/science.md §9.6); NaN once diverged, and for every normaliser but softmax (the "
+        "bound is softmax's)"
         for j in range(CHECKPOINTS)
     },
     "zhai_margin_min": "smallest (entropy - bound) over the monitor examples, at initialisation, "
-    "the checkpoints and the stop (>= 0 by construction)",
+    "the checkpoints and the stop (>= 0 by construction); NaN for every normaliser but softmax",
     "steps_to_threshold": "first evaluation step (0 or in evaluation_steps) with monitor loss / "
     "chance <= threshold; +inf if never",
     "escape_step": "the escape time as a right-censored time: steps_to_threshold if the run "
@@ -157,8 +174,8 @@ METRICS = {
     "+inf if diverged",
     "final_accuracy": "share of held-out queries whose output o has its nearest value (max o.v_i, "
     "unit values) at the target; 0 if diverged",
-    "final_entropy": "entropy (nats) of the attention weights after training, mean over the "
-    "held-out set; NaN if diverged",
+    "final_entropy": "entropy (nats; of p / sum p, as init_entropy) of the attention weights "
+    "after training, mean over the held-out set; NaN if diverged",
     "diverged": "1 if the weights became NaN/inf or a monitor loss NaN/inf or above DIVERGED_LOSS "
     "(1e6) x chance, else 0",
     "diverged_step": "the step whose update made the weights non-finite, or the evaluation step "
@@ -194,6 +211,7 @@ def validate(params: Mapping) -> None:
     check_choice(p, "values", VALUES)
     check_choice(p, "logits", LOGITS)
     check_choice(p, "stop", STOPS)
+    check_choice(p, "normaliser", normalisers.NORMALISERS)
 
 
 def bytes_per_trial(n: int, d: int, batch: int = DEFAULTS["batch"]) -> int:
@@ -279,10 +297,21 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def attention(
-    wq, wk, wv, ex: Examples, query_noise: float, grad: bool = True, gain=None, correct: bool = True
+    wq,
+    wk,
+    wv,
+    ex: Examples,
+    query_noise: float,
+    grad: bool = True,
+    gain=None,
+    correct: bool = True,
+    normaliser: str = SOFTMAX,
 ) -> dict[str, np.ndarray]:
     """Forward (and backward) pass of the head for weights (T, d, d) on examples (T, E, ...);
-    `wv` None is W_v = I; `gain` (T, 1, 1) switches QK-norm on (logits = gain x cosine).
+    `wv` None is W_v = I; `gain` (T, 1, 1) switches QK-norm on (logits = gain x cosine);
+    `normaliser` other than softmax maps the logits by `attnsim.kernels.normalisers.weights` and
+    back-propagates by its `vjp` (softmax keeps the centred path written here). The entropy of
+    a non-softmax row is that of p / sum p, NaN where the mass is zero (`mass_and_entropy`).
 
     Returns per example (T, E): `loss` l = ||o - v_0||^2, `entropy`, `logits` (T, E, n), with
     `correct` also `correct` (1.0 where the nearest value to o is v_0); with `grad`,
@@ -308,12 +337,17 @@ def attention(
         kh = kw / m[..., None]
         cos = (kh @ uh[..., None])[..., 0]
         s = gain * cos  # gain (T, 1, 1)
-    top = np.argmax(s, axis=-1)[..., None]
-    gap = np.take_along_axis(s, top, axis=-1) - s  # >= 0, exactly 0 at the top
-    e = np.exp(np.maximum(-gap, EXP_FLOOR))
-    total = e.sum(axis=-1)
-    p = e / total[..., None]
-    entropy = np.clip(np.log(total) + _dot(p, gap), 0.0, math.log(n))
+    softmax = normaliser == SOFTMAX
+    if softmax:
+        top = np.argmax(s, axis=-1)[..., None]
+        gap = np.take_along_axis(s, top, axis=-1) - s  # >= 0, exactly 0 at the top
+        e = np.exp(np.maximum(-gap, EXP_FLOOR))
+        total = e.sum(axis=-1)
+        p = e / total[..., None]
+        entropy = np.clip(np.log(total) + _dot(p, gap), 0.0, math.log(n))
+    else:
+        p = normalisers.weights(normaliser, s)
+        entropy = normalisers.mass_and_entropy(p)[1]
     r = ((p * ex.ival)[..., None, :] @ values)[..., 0, :]  # (T, E, d) sum_i p_i v_i
     o = r if wv is None else r @ wv
     err = o - ex.target()
@@ -321,13 +355,18 @@ def attention(
     if correct:
         scores = (values @ o[..., None])[..., 0] * ex.ival  # o . v_i
         out["correct"] = (np.argmax(scores, axis=-1) == 0).astype(np.float64)
+        if not softmax:  # an all-zero output (ReLU, softpick: no weight) ties every key: wrong
+            out["correct"] *= scores[..., 0] > scores[..., 1:].max(axis=-1)
     if not grad:
         return out
     g = 2.0 * err  # dl/do per example
     gr = g if wv is None else g @ _t(wv)
     gp = (values @ gr[..., None])[..., 0] * ex.ival  # (T, E, n) dl/dp_i = v_i . dr
-    c = gp - np.take_along_axis(gp, top, axis=-1)  # centred on the top key: c_top = 0 exactly
-    ds = p * (c - _dot(p, c)[..., None])
+    if softmax:
+        c = gp - np.take_along_axis(gp, top, axis=-1)  # centred on the top key: c_top = 0 exactly
+        ds = p * (c - _dot(p, c)[..., None])
+    else:
+        ds = normalisers.vjp(normaliser, s, gp)
     out["grad_logits_sq"] = _dot(ds, ds)
     scale = 1.0 / examples
     if wv is not None:
@@ -347,6 +386,18 @@ def attention(
         _t(keys.reshape(trials, examples * n, d)) @ dkw.reshape(trials, examples * n, d)
     ) * scale
     return out
+
+
+def mean_entropy(per_example: np.ndarray) -> np.ndarray:
+    """Mean entropy over the examples (last axis) whose weights have mass; NaN where none has. A
+    ReLU or softpick row with no positive weight has no distribution (NaN entropy); softmax rows
+    always have one, and then this is the plain mean."""
+    missing = np.isnan(per_example)
+    if not missing.any():
+        return per_example.mean(axis=-1)
+    count = (~missing).sum(axis=-1)
+    total = np.where(missing, 0.0, per_example).sum(axis=-1)
+    return np.divide(total, count, out=np.full(count.shape, np.nan), where=count > 0)
 
 
 def two_level_entropy(gap: np.ndarray, n: int) -> np.ndarray:
@@ -415,6 +466,7 @@ class Run:
         self.stop = params["stop"] == "threshold"
         self.trainable_v = params["values"] == "trainable"
         self.qk = params["logits"] == "qk_norm"
+        self.normaliser = params["normaliser"]
         self.w = initial_weights(init, params)
         self.saved = [x.copy() for x in self.w]
         self.opt = Optimiser(params["optimiser"], params["lr"], self.w, directions)
@@ -440,10 +492,11 @@ class Run:
             grad=True,
             gain=self._gain(self.w),
             correct=False,
+            normaliser=self.normaliser,
         )
         s = first["logits"]
         self.init = {
-            "init_entropy": first["entropy"].mean(axis=-1),
+            "init_entropy": mean_entropy(first["entropy"]),
             "init_logit_std": np.sqrt(np.var(s, axis=-1).mean(axis=-1)),
             "init_grad_logits": np.sqrt(first["grad_logits_sq"].mean(axis=-1)),
             "init_grad_qk": np.sqrt(
@@ -453,7 +506,7 @@ class Run:
         self.loss = (
             first["loss"].mean(axis=-1) / chance
         )  # (T,) the latest monitor loss of every trial
-        self.entropy = first["entropy"].mean(axis=-1)
+        self.entropy = mean_entropy(first["entropy"])
         self._record(
             0, self.loss.copy(), self.entropy.copy(), np.ones(trials, dtype=bool), first["entropy"]
         )
@@ -484,14 +537,14 @@ class Run:
         escapes = ok & np.isinf(self.escape_step[self.rows]) & (loss <= self.threshold)  # (rows,)
         self.escape_step[rows] = first(self.escape_step, loss <= self.threshold)
         self.collapse_step[rows] = first(self.collapse_step, entropy < COLLAPSED_ENTROPY)
-        # the bound (an SVD per trial) at the checkpoints, and for a run that stops here (its
-        # frozen value)
+        # the bound (an SVD per trial; softmax's: NaN for the other normalisers) at the checkpoints,
+        # and for a run that stops here (its frozen value)
         take = (
             ok
             if (step == 0 or step in self.checkpoints)
             else (escapes if self.stop else np.zeros_like(ok))
         )
-        if np.any(take):
+        if np.any(take) and self.normaliser == SOFTMAX:
             wq, wk = self.w[:2]
             bound = entropy_bound(
                 wq, wk, self._gain(self.w), self.key_norms, self.query_norms, self.n
@@ -526,11 +579,12 @@ class Run:
                     grad=False,
                     gain=self._gain(self.w),
                     correct=False,
+                    normaliser=self.normaliser,
                 )
                 loss = ev["loss"].mean(axis=-1) / chance_loss(self.n)
                 bad |= self.live & ~(loss <= DIVERGED_LOSS)  # also NaN
                 self._diverge(bad, step)
-                self._record(step, loss, ev["entropy"].mean(axis=-1), self.live, ev["entropy"])
+                self._record(step, loss, mean_entropy(ev["entropy"]), self.live, ev["entropy"])
                 if self.stop:
                     self._freeze(self.live & np.isfinite(self.escape_step[self.rows]))
             else:
@@ -549,6 +603,7 @@ class Run:
             grad=True,
             gain=self._gain(self.w),
             correct=False,
+            normaliser=self.normaliser,
         )
         return (
             [out["gq"], out["gk"]]
@@ -605,13 +660,18 @@ class Run:
         out["collapse_step"] = self.collapse_step.copy()
         with np.errstate(all="ignore"):
             last = attention(
-                *self._model(self.saved), final, self.noise, grad=False, gain=self._gain(self.saved)
+                *self._model(self.saved),
+                final,
+                self.noise,
+                grad=False,
+                gain=self._gain(self.saved),
+                normaliser=self.normaliser,
             )
         out["final_loss"] = np.where(
             diverged, np.inf, last["loss"].mean(axis=-1) / chance_loss(self.n)
         )
         out["final_accuracy"] = np.where(diverged, 0.0, last["correct"].mean(axis=-1))
-        out["final_entropy"] = np.where(diverged, np.nan, last["entropy"].mean(axis=-1))
+        out["final_entropy"] = np.where(diverged, np.nan, mean_entropy(last["entropy"]))
         out["diverged"] = diverged.astype(np.float64)
         out["diverged_step"] = self.diverged_step.copy()
         return {name: np.asarray(out[name], dtype=np.float64) for name in METRICS}
