@@ -430,3 +430,46 @@ def test_plateau_map_draws_the_claims_exponents():
     with pytest.raises(NotApplicable):
         one = summary[(summary["batch"] == 8) & (summary["lr"] == 0.01)]
         figures.plateau_map(one, trials)
+
+
+# --------------------------------------------------------------- the normaliser comparison (§12.7)
+
+
+def claim(claim_id: str):
+    return next(c for c in rc.CLAIMS if c.claim_id == claim_id)
+
+
+@pytest.mark.parametrize(
+    "exponent, relu, sigmoid",
+    [(0.5, "holds", "holds"), (1.1, "fails", "fails"), (0.72, "inconclusive", "inconclusive")],
+)
+def test_travel_law_of_the_maps_without_near_ties(exponent, relu, sigmoid):
+    for name, verdict in (("relu", relu), ("sigmoid", sigmoid)):
+        rows = escape_rows(exponent=exponent, steps=3000, normaliser=name, threshold=0.5)
+        result = judge(claim(f"escape_exponent_{name}"), rows)
+        assert result.verdict == verdict, (name, result.evidence)
+        assert result.ci_low <= exponent <= result.ci_high
+
+
+def test_escape_growth_per_normaliser_and_no_row_crosses_over():
+    """Each normaliser's growth claim reads its own rows at threshold 0.5; §9's claims read
+    softmax at the default threshold only, so a comparison row never changes them."""
+    grows_fast = escape_rows(exponent=0.8, steps=3000, normaliser="sparsemax", threshold=0.5)
+    flat = escape_rows(exponent=0.0, steps=3000, normaliser="relu", threshold=0.5, seed=1)
+    reference = escape_rows(exponent=0.5, steps=3000, normaliser="softmax", threshold=0.1)
+    comparison = escape_rows(exponent=1.5, steps=3000, normaliser="softmax", threshold=0.5)
+    rows = pd.concat([grows_fast, flat, reference, comparison], ignore_index=True)
+    assert judge(claim("escape_time_grows_with_scale_sparsemax"), rows).verdict == "holds"
+    assert judge(claim("escape_time_grows_with_scale_relu"), rows).verdict != "holds"
+    assert judge(claim("escape_exponent_relu"), rows).verdict == "fails"
+    assert judge(claim("escape_time_grows_with_scale_entmax15"), rows).verdict == "not measured"
+    softmax = judge(claim("escape_time_grows_with_scale_softmax"), rows)
+    assert softmax.ci_low <= 1.5 <= softmax.ci_high  # the comparison's softmax, not §9's
+    for old in (law("adam"), grows("adam"), rc.ONE_HOT_START_IMPOSSIBLE):
+        alone, mixed = judge(old, reference), judge(old, rows)
+        assert (alone.verdict, alone.measured, alone.trials, alone.evidence) == (
+            mixed.verdict,
+            mixed.measured,
+            mixed.trials,
+            mixed.evidence,
+        )

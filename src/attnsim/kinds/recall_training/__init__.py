@@ -89,6 +89,17 @@ PARAMS = (
         default=kernel.SOFTMAX,
         id_omits_default=True,
     ),
+    Param(
+        "threshold",
+        F64,
+        "loss / chance that counts as escaped (steps_to_threshold, escape_step, the stop); 0.5 in "
+        "the normaliser comparison, whose unnormalised maps cannot reach 0.1 (docs/science.md "
+        "§12.7). A point at the default 0.1 keeps its id",
+        exclusive_minimum=0,
+        maximum=10,
+        default=kernel.DEFAULTS["threshold"],
+        id_omits_default=True,
+    ),
 )
 
 METRICS = tuple(Column(name, F64, doc) for name, doc in kernel.METRICS.items())
@@ -122,12 +133,6 @@ THEORY = (
         F64,
         "log n - logit_std^2 / 2: the small-scale entropy law (docs/science.md §3.3), valid while "
         "logit_std << 1",
-    ),
-    Column(
-        "threshold",
-        F64,
-        f"loss / chance that counts as learnt ({kernel.DEFAULTS['threshold']}): steps_to_threshold "
-        "and reached_share",
     ),
     Column(
         "escape_exponent",
@@ -255,7 +260,6 @@ def theory(p) -> dict[str, object]:
         "chance_loss": kernel.chance_loss(int(p["n"])),
         "logit_std": sigma,
         "entropy_small_scale": math.log(p["n"]) - sigma**2 / 2,
-        "threshold": kernel.DEFAULTS["threshold"],
         "escape_exponent": ESCAPE_EXPONENT.get(p["optimiser"], math.nan),
     }
 
