@@ -278,16 +278,29 @@ def _plateau_law(g) -> bool:
     return "threshold" in g["stop"] and len(steep) >= 3
 
 
+def _softmax_only(g) -> bool:
+    """§9's figures draw one curve per run setting, not per normaliser: softmax grids only."""
+    return set(g.get("normaliser", [kernel.SOFTMAX])) == {kernel.SOFTMAX}
+
+
+def _normaliser_escape(g) -> bool:
+    """Escape runs of two or more normalisers (the comparison of docs/science.md §12.7)."""
+    return len(set(g.get("normaliser", []))) >= 2 and "threshold" in g["stop"]
+
+
 # which figures an experiment's grid (parameter -> distinct values) has something to show in
 FIGURE_APPLIES = {
-    "trainability": _scale_sweep,
-    "learning_curves": _scale_sweep,
-    "escape_survival": lambda g: "threshold" in g["stop"],
-    "escape_law": _plateau_law,
-    "separating": lambda g: "normgd" in g["optimiser"] and "threshold" in g["stop"],
-    "training_entropy": lambda g: len(g["lr"]) >= 2,
-    "plateau_map": lambda g: _plateau_law(g) and len(g["batch"]) * len(g["lr"]) >= 2,
-}
+    name: (lambda g, applies=applies: _softmax_only(g) and applies(g))
+    for name, applies in {
+        "trainability": _scale_sweep,
+        "learning_curves": _scale_sweep,
+        "escape_survival": lambda g: "threshold" in g["stop"],
+        "escape_law": _plateau_law,
+        "separating": lambda g: "normgd" in g["optimiser"] and "threshold" in g["stop"],
+        "training_entropy": lambda g: len(g["lr"]) >= 2,
+        "plateau_map": lambda g: _plateau_law(g) and len(g["batch"]) * len(g["lr"]) >= 2,
+    }.items()
+} | {"escape_by_normaliser": _normaliser_escape}
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
@@ -372,6 +385,7 @@ KIND = Kind(
             "separating",
             "training_entropy",
             "plateau_map",
+            "escape_by_normaliser",
         ),
         figure_applies=FIGURE_APPLIES,
         headline=headline,

@@ -18,6 +18,7 @@ from matplotlib.patches import Patch
 from attnsim.figures.common import NotApplicable, legend_below, mean_errorbar
 from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.censored_regression import NotIdentified, fit_aft
+from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kernels.survival import kaplan_meier, wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
 from attnsim.kinds.recall_training.plateau import (
@@ -862,3 +863,119 @@ def training_entropy(summary: pd.DataFrame):
         "without QK-norm",
     )
     return fig
+
+
+# --------------------------------------------------------------- the normaliser comparison (§12.7)
+
+
+def _normaliser_style(name: str) -> str:
+    """Solid: a near-tie map (its gradient vanishes off rare near-ties); dashed: ReLU and
+    sigmoid, predicted to follow the travel law b = 1/2 (docs/science.md §12.7)."""
+    from attnsim.kinds.recall_training.claims import TRAVEL_LAW
+
+    return "--" if name in TRAVEL_LAW else "-"
+
+
+def _median_panel(ax, rows: pd.DataFrame, colours: dict, budget: float) -> None:
+    """Kaplan-Meier median escape time against the initial logit std per normaliser (95%
+    intervals; a median censored at the budget drawn as a triangle there), with the laws
+    sigma^(1/2) and sigma drawn through softmax's median at the smallest logit std."""
+    from attnsim.kinds.recall_training.claims import TRAVEL_EXPONENT
+
+    for name, group in rows.groupby("normaliser", sort=False):
+        group = group.sort_values("logit_std")
+        x = group["logit_std"].to_numpy(float)
+        med = group["escape_median"].to_numpy(float)
+        low = group["escape_median_ci_low"].to_numpy(float)
+        high = np.minimum(group["escape_median_ci_high"].to_numpy(float), budget)
+        seen = np.isfinite(med)
+        ax.errorbar(
+            x[seen],
+            med[seen],
+            yerr=[med[seen] - low[seen], np.maximum(high[seen] - med[seen], 0.0)],
+            color=colours[name],
+            ls=_normaliser_style(name),
+            marker="o",
+            ms=4,
+            capsize=2.5,
+            lw=1.2,
+        )
+        ax.plot(x[~seen], np.full((~seen).sum(), budget), "^", color=colours[name], ms=6)
+    anchor = rows[(rows["normaliser"] == "softmax") & np.isfinite(rows["escape_median"])]
+    if not anchor.empty:
+        first = anchor.loc[anchor["logit_std"].idxmin()]
+        grid = np.geomspace(rows["logit_std"].min(), rows["logit_std"].max(), 50)
+        for b, style in ((TRAVEL_EXPONENT, ":"), (1.0, "-.")):
+            line = first["escape_median"] * (grid / first["logit_std"]) ** b
+            label = "σ^(1/2)" if b == TRAVEL_EXPONENT else "σ^1"
+            ax.plot(grid, line, style, color="0.25", lw=1.1, label=f"{label} through softmax")
+    ax.axhline(budget, color="0.4", ls=":", lw=1.0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("initial logit std σ")
+    ax.set_ylabel("median escape time (steps, Kaplan–Meier, 95% CI)")
+    ax.set_title(
+        "median escape time against σ; theory: b = 1/2 (travel), → 1 near-ties", fontsize=9
+    )
+    ax.legend(fontsize=7.5, frameon=False, loc="lower right")
+
+
+@figure_function
+def escape_by_normaliser(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
+    """Escape from large initial scales per normaliser (docs/science.md §12.7): a panel per
+    initial scale in the law's regime (logit std >= 4), one Kaplan-Meier curve per normaliser with
+    its 95% log-log band (solid: near-tie maps, whose gradient vanishes off rare near-ties; dashed:
+    ReLU and sigmoid, predicted to follow b = 1/2), and a last panel with the median escape time
+    against the logit std and the two laws."""
+    if trials is None or trials.empty:
+        raise NotApplicable("escape_by_normaliser", "the runs' escape times were not given")
+    rows = summary[(summary["stop"] == "threshold") & (summary["logits"] == "dot")]
+    if rows["normaliser"].nunique() < 2:
+        raise NotApplicable("escape_by_normaliser", "escape runs of fewer than two normalisers")
+    setting = rows.groupby([c for c in RUN if c != "steps"], sort=True).ngroup()
+    rows = rows[setting == setting.min()]  # one run setting (the first): the comparison's
+    budget = float(rows["steps"].max())
+    runs = _point_runs(trials)
+    names = [n for n in NORMALISERS if n in set(rows["normaliser"])]
+    colours = dict(zip(names, palette("tab10", max(len(names), 2))))
+    regime = rows[rows["logit_std"] >= LAW_LOGIT_STD]
+    scales = sorted(regime["scale"].unique())[-3:] or sorted(rows["scale"].unique())[-1:]
+    fig, axes = plt.subplots(
+        1, len(scales) + 1, figsize=(5.0 * (len(scales) + 1), 4.8), squeeze=False
+    )
+    for ax, scale in zip(axes[0], scales):
+        here = rows[rows["scale"] == scale]
+        for name in names:
+            for _, row in here[here["normaliser"] == name].iterrows():
+                x, surv, low, high = _step_curve(kaplan_meier(*runs[row["point_id"]]), budget)
+                c = colours[name]
+                ax.fill_between(x, low, high, step="post", color=c, alpha=0.08, lw=0)
+                ax.step(x, surv, where="post", color=c, lw=1.5, ls=_normaliser_style(name))
+        sigma = here["logit_std"].iloc[0]
+        ax.axvline(budget, color="0.4", ls=":", lw=1.0)
+        ax.axhline(0.5, color="0.6", lw=0.7)
+        ax.set_xscale("log")
+        ax.set_xlim(0.8, budget * 1.3)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("training step")
+        ax.set_title(f"scale {scale:g}: initial logit std σ = {sigma:.3g}", fontsize=9.5)
+    axes[0, 0].set_ylabel("share of runs not yet escaped (Kaplan–Meier)")
+    _median_panel(axes[0, -1], rows, colours, budget)
+    first = rows.iloc[0]
+    handles = [
+        Line2D([], [], color=colours[n], ls=_normaliser_style(n), lw=1.6, label=n) for n in names
+    ] + [
+        Patch(color="0.3", alpha=0.15, label="95% log-log band"),
+        Line2D([], [], color="0.3", marker="^", ls="", label="median censored at the budget"),
+        Line2D([], [], color="0.4", ls=":", label="budget (runs still above it are censored)"),
+    ]
+    legend_below(fig, handles, ncol=5, y=0.0)
+    fig.suptitle(
+        f"Escape per normaliser: time to loss / chance ≤ {first['threshold']:g} "
+        f"({first['optimiser']} lr {first['lr']:g}, n={first['n']}, d={first['d']}); "
+        "solid: near-tie maps, dashed: ReLU, sigmoid (predicted b = 1/2)",
+    )
+    return fig
+
+
+escape_by_normaliser.trial_columns = RUN_COLUMNS
