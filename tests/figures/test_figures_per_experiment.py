@@ -27,6 +27,7 @@ def test_the_default_sweep_lists_only_figures_with_something_to_show():
     assert listed["plateau"] == ("escape_survival", "escape_law")
     assert listed["collapse"] == ("training_entropy",)
     assert listed["plateau_sgd"] == ("escape_survival", "escape_law")  # one batch, one lr: no map
+    assert listed["normaliser_escape"] == ("escape_by_normaliser",)  # not §9's per-setting ones
     assert listed["contrastive_learned_class"] == ("learned_temperature",)
     # no test of the grid: all of them
     assert listed["robustness"] == get_kind("noisy_attention").presentation.figures

@@ -574,3 +574,47 @@ def test_bad_input(bad, key):
 def test_points_of_one_block_must_share_the_stream():
     with pytest.raises(ValueError, match="share"):
         rt.simulate_block(np.random.default_rng(0), 2, [BASE, BASE | {"n": 7}])
+
+
+def test_escape_by_normaliser_draws_each_normalisers_kaplan_meier_curve():
+    """One non-increasing Kaplan-Meier curve per normaliser and large scale, each the estimate of
+    its point's runs, and the medians panel with the two laws."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from attnsim.kernels.survival import escape_summary, kaplan_meier
+    from attnsim.kinds.recall_training.figures import escape_by_normaliser
+
+    rng = np.random.default_rng(5)
+    summary, trials = [], []
+    for name, b in (("softmax", 1.0), ("relu", 0.5), ("sparsemax", 1.0)):
+        for scale in (1.0, 2.0, 4.0, 8.0):
+            sigma = scale**2 * math.sqrt(1.09)
+            raw = 20 * sigma**b * rng.exponential(size=10) ** 0.3
+            time, event = np.minimum(raw, 1000.0), (raw <= 1000).astype(float)
+            point = f"{name}{scale:g}"
+            summary.append(
+                dict(point_id=point, scale=scale, logit_std=sigma, normaliser=name)
+                | dict(optimiser="adam", lr=0.03, values="trainable", logits="dot")
+                | dict(stop="threshold", threshold=0.5, n=16, d=16, batch=32, steps=1000)
+                | escape_summary(time, event, rt.checkpoint_steps(1000))
+            )
+            trials += [
+                dict(point_id=point, trial=i, escape_step=t, escaped=e)
+                for i, (t, e) in enumerate(zip(time, event))
+            ]
+    fig = escape_by_normaliser(pd.DataFrame(summary), pd.DataFrame(trials))
+    curves = [
+        line for ax in fig.axes for line in ax.lines if str(line.get_gid()).startswith("kaplan")
+    ]
+    assert len(curves) == 3 * 3  # the three scales with logit std >= 4, every normaliser
+    for line in curves:
+        assert np.all(np.diff(np.asarray(line.get_ydata(), dtype=float)) <= 0)
+    first = kaplan_meier(
+        *(np.array([t[k] for t in trials[10:20]]) for k in ("escape_step", "escaped"))
+    )
+    np.testing.assert_array_equal(np.asarray(curves[0].get_ydata())[1:-1], first.survival)
+    labels = [line.get_label() for line in fig.axes[-1].lines]
+    assert any("1/2" in label for label in labels) and any("σ^1" in label for label in labels)

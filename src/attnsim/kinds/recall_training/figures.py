@@ -950,7 +950,15 @@ def escape_by_normaliser(summary: pd.DataFrame, trials: pd.DataFrame | None = No
                 x, surv, low, high = _step_curve(kaplan_meier(*runs[row["point_id"]]), budget)
                 c = colours[name]
                 ax.fill_between(x, low, high, step="post", color=c, alpha=0.08, lw=0)
-                ax.step(x, surv, where="post", color=c, lw=1.5, ls=_normaliser_style(name))
+                ax.step(
+                    x,
+                    surv,
+                    where="post",
+                    color=c,
+                    lw=1.5,
+                    ls=_normaliser_style(name),
+                    gid=f"kaplan-meier {name}",
+                )
         sigma = here["logit_std"].iloc[0]
         ax.axvline(budget, color="0.4", ls=":", lw=1.0)
         ax.axhline(0.5, color="0.6", lw=0.7)
