@@ -161,11 +161,15 @@ def weights(name: str, s: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown normaliser {name!r} (one of {', '.join(NORMALISERS)})")
 
 
+def _rows(s, v) -> tuple[np.ndarray, np.ndarray, int]:
+    """Logits and a vector per row as float64, and the row length n."""
+    s = np.asarray(s, dtype=np.float64)
+    return s, np.asarray(v, dtype=np.float64), s.shape[-1]
+
+
 def jvp(name: str, s: np.ndarray, ds: np.ndarray) -> np.ndarray:
     """dp = (dp/ds) ds per row: the Jacobian-vector product at logits s (trials, n)."""
-    s = np.asarray(s, dtype=np.float64)
-    ds = np.asarray(ds, dtype=np.float64)
-    n = s.shape[-1]
+    s, ds, n = _rows(s, ds)
     if name == "softmax":
         return _softmax_jvp(_softmax(s), ds)
     if name == "sigmoid":
@@ -228,9 +232,7 @@ def vjp(name: str, s: np.ndarray, g: np.ndarray) -> np.ndarray:
     one-hot weights); soft-capping's is softmax's times diag(sech^2(s/c)) on the right, so its
     transpose puts the slope after the softmax product; softpick's is derived in
     `_softpick_vjp`."""
-    s = np.asarray(s, dtype=np.float64)
-    g = np.asarray(g, dtype=np.float64)
-    n = s.shape[-1]
+    s, g, n = _rows(s, g)
     if name == "softmax":
         return _softmax_vjp(_softmax(s), g)
     if name == "ssmax":

@@ -669,6 +669,23 @@ ONE_HOT_START_IMPOSSIBLE = ClaimSpec(
 )
 
 
+GROWTH_COMPARED = (
+    "a positive exponent; measured: b of log T = a + b log(logit std) + sigma W fitted on every "
+    "run, right-censored at its budget (docs/science.md §9.9), per setting"
+)
+
+
+def _fitted_law(predicted: float, compared_to: str, budget: str, figure: str) -> dict:
+    """The fields of a claim on the exponent of the censored fit (§9.9), per setting."""
+    return dict(
+        measure=_law_measure(predicted),
+        compared_to=compared_to,
+        budget=budget,
+        figure=figure,
+        describe=describe_law,
+    )
+
+
 def escape_time_grows(optimiser: str) -> ClaimSpec:
     return ClaimSpec(
         claim_id=f"escape_time_grows_with_scale_{optimiser}",
@@ -690,12 +707,7 @@ def escape_time_grows(optimiser: str) -> ClaimSpec:
             0.0,
             "the essay's information story has no scale in it once the weights are one-hot",
         ),
-        measure=_law_measure(0.0),
-        compared_to="a positive exponent; measured: b of log T = a + b log(logit std) + sigma W "
-        "fitted on every run, right-censored at its budget (docs/science.md §9.9), per setting",
-        budget=BUDGET_LAW,
-        figure="escape_law",
-        describe=describe_law,
+        **_fitted_law(0.0, GROWTH_COMPARED, BUDGET_LAW, "escape_law"),
     )
 
 
@@ -729,12 +741,13 @@ def plateau_law(optimiser: str) -> ClaimSpec:
             else "§9.4: SGD's law, which a step of fixed size follows when it is mostly "
             "minibatch noise (§9.8)",
         ),
-        measure=_law_measure(predicted),
-        compared_to=f"predicted exponent {predicted:g}; measured: b of log T = a + b log(logit "
-        "std) + sigma W fitted on every run, right-censored (docs/science.md §9.9), per setting",
-        budget=BUDGET_LAW,
-        figure="escape_law",
-        describe=describe_law,
+        **_fitted_law(
+            predicted,
+            f"predicted exponent {predicted:g}; measured: b of log T = a + b log(logit std) + "
+            "sigma W fitted on every run, right-censored (docs/science.md §9.9), per setting",
+            BUDGET_LAW,
+            "escape_law",
+        ),
     )
 
 
@@ -1083,12 +1096,7 @@ def normaliser_escape_grows(normaliser: str) -> ClaimSpec:
             "a start whose gradient does not vanish (ReLU's 1/n per positive key) would have no "
             "scale-driven plateau, if the distance to travel did not grow with the scale",
         ),
-        measure=_law_measure(0.0),
-        compared_to="a positive exponent; measured: b of log T = a + b log(logit std) + sigma W "
-        "fitted on every run, right-censored at its budget (docs/science.md §9.9), per setting",
-        budget=BUDGET_NORMALISERS,
-        figure="escape_by_normaliser",
-        describe=describe_law,
+        **_fitted_law(0.0, GROWTH_COMPARED, BUDGET_NORMALISERS, "escape_by_normaliser"),
     )
 
 
@@ -1122,12 +1130,13 @@ def normaliser_travel_law(normaliser: str) -> ClaimSpec:
             if rival == 0.0
             else "the near-tie maps' law (§9.8: fixed-size steps that are mostly minibatch noise)",
         ),
-        measure=_law_measure(TRAVEL_EXPONENT),
-        compared_to=f"predicted exponent {TRAVEL_EXPONENT:g} ± {T.law_tolerance:g}; measured: b of "
-        "the censored fit of §9.9 on every run, per setting",
-        budget=BUDGET_NORMALISERS,
-        figure="escape_by_normaliser",
-        describe=describe_law,
+        **_fitted_law(
+            TRAVEL_EXPONENT,
+            f"predicted exponent {TRAVEL_EXPONENT:g} ± {T.law_tolerance:g}; measured: b of the "
+            "censored fit of §9.9 on every run, per setting",
+            BUDGET_NORMALISERS,
+            "escape_by_normaliser",
+        ),
     )
 
 

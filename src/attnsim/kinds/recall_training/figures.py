@@ -307,6 +307,23 @@ def _step_curve(km, budget: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return x, surv, low, high
 
 
+def _survival_curve(ax, runs, budget: float, colour, band: float = 0.15, **style) -> None:
+    """One point's Kaplan-Meier step curve with its 95% log-log band shaded (`band`: its alpha)."""
+    x, surv, low, high = _step_curve(kaplan_meier(*runs), budget)
+    ax.fill_between(x, low, high, step="post", color=colour, alpha=band, lw=0)
+    ax.step(x, surv, where="post", color=colour, **style)
+
+
+def _survival_axes(ax, budget: float) -> None:
+    """A survival panel's frame: log steps to past the budget (dotted), S in [0, 1], 1/2 marked."""
+    ax.axvline(budget, color="0.4", ls=":", lw=1.0)
+    ax.axhline(0.5, color="0.6", lw=0.7)
+    ax.set_xscale("log")
+    ax.set_xlim(0.8, budget * 1.3)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("training step")
+
+
 def _fitted_survival(ax, rows, runs, colours, budget):
     """The Weibull AFT fitted on every run of the law's regime (docs/science.md §9.9): its
     survival curve S(t) = exp(-exp((log t - a - b log sigma0) / s)) per scale, dashed."""
@@ -363,13 +380,11 @@ def escape_survival(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
         budget = int(key[-1])
         for _, row in rows.sort_values("scale").iterrows():
             c = colours[row["scale"]]
-            x, surv, low, high = _step_curve(kaplan_meier(*runs[row["point_id"]]), budget)
-            ax.fill_between(x, low, high, step="post", color=c, alpha=0.15, lw=0)
-            ax.step(
-                x,
-                surv,
-                where="post",
-                color=c,
+            _survival_curve(
+                ax,
+                runs[row["point_id"]],
+                budget,
+                c,
                 lw=1.6,
                 gid="kaplan-meier",
                 label=f"scale {row['scale']:g} (H₀ = {row['init_entropy_mean']:.2g})",
@@ -394,12 +409,7 @@ def escape_survival(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
                     lw=1.1,
                 )
         _fitted_survival(ax, rows, runs, colours, budget)
-        ax.axvline(budget, color="0.4", ls=":", lw=1.0)
-        ax.axhline(0.5, color="0.6", lw=0.7)
-        ax.set_xscale("log")
-        ax.set_xlim(0.8, budget * 1.3)
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("training step")
+        _survival_axes(ax, budget)
         ax.set_title(_label(key), fontsize=9.5)
         ax.legend(fontsize=7.5, frameon=False, loc="lower left")
     for ax in axes.flat[len(groups) :]:
@@ -914,9 +924,7 @@ def _median_panel(ax, rows: pd.DataFrame, colours: dict, budget: float) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("initial logit std σ")
     ax.set_ylabel("median escape time (steps, Kaplan–Meier, 95% CI)")
-    ax.set_title(
-        "median escape time against σ; theory: b = 1/2 (travel), → 1 near-ties", fontsize=9
-    )
+    ax.set_title("median against σ; theory: b = 1/2 (travel), up to 1 (near-ties)", fontsize=9)
     ax.legend(fontsize=7.5, frameon=False, loc="lower right")
 
 
@@ -947,25 +955,18 @@ def escape_by_normaliser(summary: pd.DataFrame, trials: pd.DataFrame | None = No
         here = rows[rows["scale"] == scale]
         for name in names:
             for _, row in here[here["normaliser"] == name].iterrows():
-                x, surv, low, high = _step_curve(kaplan_meier(*runs[row["point_id"]]), budget)
-                c = colours[name]
-                ax.fill_between(x, low, high, step="post", color=c, alpha=0.08, lw=0)
-                ax.step(
-                    x,
-                    surv,
-                    where="post",
-                    color=c,
+                _survival_curve(
+                    ax,
+                    runs[row["point_id"]],
+                    budget,
+                    colours[name],
+                    band=0.08,
                     lw=1.5,
                     ls=_normaliser_style(name),
                     gid=f"kaplan-meier {name}",
                 )
         sigma = here["logit_std"].iloc[0]
-        ax.axvline(budget, color="0.4", ls=":", lw=1.0)
-        ax.axhline(0.5, color="0.6", lw=0.7)
-        ax.set_xscale("log")
-        ax.set_xlim(0.8, budget * 1.3)
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("training step")
+        _survival_axes(ax, budget)
         ax.set_title(f"scale {scale:g}: initial logit std σ = {sigma:.3g}", fontsize=9.5)
     axes[0, 0].set_ylabel("share of runs not yet escaped (Kaplan–Meier)")
     _median_panel(axes[0, -1], rows, colours, budget)
