@@ -558,6 +558,7 @@ def test_schedule():
         ({"lr": float("nan")}, "lr"),
         ({"steps": 2.5}, "steps"),
         ({"normaliser": "tanh"}, "normaliser"),
+        ({"threshold": 0.0}, "threshold"),
         ({"threshold": 0}, "threshold"),
         ({"values": "frozen"}, "values"),
         ({"logits": "cosine"}, "logits"),

@@ -99,6 +99,23 @@ TINY = {
             }
             | {"logits": ["dot", "qk_norm"]},
         },
+        # every normaliser's escape claims (docs/science.md §12.7): threshold 0.5, logit std >= 4
+        "normaliser_escape": {
+            "kind": "recall_training",
+            "trials": 8,
+            "grid": {
+                "normaliser": list(NORMALISERS),
+                "n": [6],
+                "d": [4],
+                "batch": [4],
+                "scale": [2.0, 3.0],
+                "optimiser": ["adam"],
+                "lr": [0.3],
+                "steps": [10],
+                "stop": ["threshold"],
+                "threshold": [0.5],
+            },
+        },
         "contrastive": {
             "kind": "contrastive_training",
             "trials": 8,
