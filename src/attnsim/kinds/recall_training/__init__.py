@@ -131,8 +131,8 @@ THEORY = (
     Column(
         "entropy_small_scale",
         F64,
-        "log n - logit_std^2 / 2: the small-scale entropy law (docs/science.md §3.3), valid while "
-        "logit_std << 1",
+        "log n - logit_std^2 / 2: softmax's small-scale entropy law (docs/science.md §3.3), valid "
+        "while logit_std << 1; NaN for the other normalisers",
     ),
     Column(
         "escape_exponent",
@@ -259,7 +259,9 @@ def theory(p) -> dict[str, object]:
         "log_n": math.log(p["n"]),
         "chance_loss": kernel.chance_loss(int(p["n"])),
         "logit_std": sigma,
-        "entropy_small_scale": math.log(p["n"]) - sigma**2 / 2,
+        "entropy_small_scale": (
+            math.log(p["n"]) - sigma**2 / 2 if p["normaliser"] == kernel.SOFTMAX else math.nan
+        ),
         "escape_exponent": ESCAPE_EXPONENT.get(p["optimiser"], math.nan),
     }
 
