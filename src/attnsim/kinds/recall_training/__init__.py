@@ -280,6 +280,12 @@ def _plateau_law(g) -> bool:
     return "threshold" in g["stop"] and len(steep) >= 3
 
 
+def _remedy_sweep(g) -> bool:
+    """SGD with a trained W_v, with and without a remedy of entropy collapse (§9.6)."""
+    variants = len(g["logits"]) * len(g.get("normaliser", ["softmax"]))
+    return "sgd" in g["optimiser"] and "trainable" in g["values"] and variants >= 2
+
+
 def _softmax_only(g) -> bool:
     """§9's figures draw one curve per run setting, not per normaliser: softmax grids only."""
     return set(g.get("normaliser", [kernel.SOFTMAX])) == {kernel.SOFTMAX}
@@ -302,7 +308,7 @@ FIGURE_APPLIES = {
         "training_entropy": lambda g: len(g["lr"]) >= 2,
         "plateau_map": lambda g: _plateau_law(g) and len(g["batch"]) * len(g["lr"]) >= 2,
     }.items()
-} | {"escape_by_normaliser": _normaliser_escape}
+} | {"escape_by_normaliser": _normaliser_escape, "divergence": _remedy_sweep}
 
 
 def extra_summary(metrics, p) -> dict[str, object]:
@@ -387,6 +393,7 @@ KIND = Kind(
             "separating",
             "training_entropy",
             "plateau_map",
+            "divergence",
             "escape_by_normaliser",
         ),
         figure_applies=FIGURE_APPLIES,

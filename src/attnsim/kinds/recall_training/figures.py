@@ -2,7 +2,8 @@
 scale, beside the initial entropy and the initial logit gradient; learning curves per scale;
 survival curves of the escape time per scale; the escape time against its predictors with the
 fitted law; the separating experiment (normalised steps); entropy trajectories per learning rate;
-the plateau law's exponent over batch x learning rate."""
+the plateau law's exponent over batch x learning rate; divergence with and without the remedies of
+entropy collapse on the same seeds."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter
 
 from attnsim.figures.common import NotApplicable, legend_below, mean_errorbar
 from attnsim.figures.style import PALETTE, figure_function, palette
@@ -988,3 +990,168 @@ def escape_by_normaliser(summary: pd.DataFrame, trials: pd.DataFrame | None = No
 
 
 escape_by_normaliser.trial_columns = RUN_COLUMNS
+
+
+# the trial columns of `divergence`: each run's trajectory at the checkpoints and its event steps
+DIVERGENCE_COLUMNS = (
+    "trial",
+    "init_entropy",
+    "init_loss",
+    *(f"{m}_ckpt_{j}" for m in ("entropy", "loss") for j in range(CHECKPOINTS)),
+    "collapse_step",
+    "diverged_step",
+)
+VARIANT = ["logits", "normaliser"]  # what tells plain softmax from a remedy
+
+
+def _variant_label(key) -> str:
+    logits, normaliser = key
+    if logits == "dot":
+        return "plain softmax" if normaliser == "softmax" else normaliser
+    return "QK-norm" + ("" if normaliser == "softmax" else f" + {normaliser}")
+
+
+def _run_lines(ax, runs: pd.DataFrame, metric: str, steps: np.ndarray, colour) -> None:
+    """One faint line per run (step 0 at x = 0.7), ending where it diverged, and the median over
+    the runs not yet diverged where at least half of them are."""
+    x = np.concatenate([[0.7], steps])
+    start = "init_entropy" if metric == "entropy" else "init_loss"
+    values = np.column_stack(
+        [runs[start].to_numpy(float)]
+        + [runs[f"{metric}_ckpt_{j}"].to_numpy(float) for j in range(CHECKPOINTS)]
+    )
+    values[~np.isfinite(values)] = np.nan
+    for row in values:
+        ax.plot(x, row, "-", color=colour, lw=0.7, alpha=0.3)
+    shown = np.isfinite(values).sum(axis=0) >= values.shape[0] / 2
+    median = np.full(values.shape[1], np.nan)
+    median[shown] = np.nanmedian(values[:, shown], axis=0)
+    ax.plot(x, median, "o-", color=colour, lw=2.0, ms=3.5)
+
+
+def _event_scatter(ax, runs: pd.DataFrame, colour, shift: float, budget: float) -> None:
+    """Per diverged run: the step its entropy collapsed (x; 'never' beyond the budget) against the
+    step it diverged (y). Runs above the diagonal collapsed first."""
+    gone = runs[np.isfinite(runs["diverged_step"].to_numpy(float))]
+    never = 2.0 * budget
+    x = np.where(np.isfinite(gone["collapse_step"]), gone["collapse_step"], never)
+    pairs, counts = np.unique(
+        np.column_stack([x, gone["diverged_step"]]), axis=0, return_counts=True
+    )
+    for (cx, cy), count in zip(pairs * shift, counts):
+        ax.plot(cx, cy, "o", color=colour, ms=4 + 2.5 * math.sqrt(count), alpha=0.7, mew=0)
+        if count > 1:
+            ax.annotate(
+                f"{count}",
+                (cx, cy),
+                xytext=(6, -3),
+                textcoords="offset points",
+                fontsize=7,
+                color=colour,
+            )
+
+
+@figure_function
+def divergence(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
+    """SGD with a trained W_v at learning rates above the value path's threshold (docs/science.md
+    §9.6), plain softmax and each remedy on the same seeds, a column per learning rate (its
+    longest budget: a shorter one's runs are their beginnings). Top: each
+    run's monitor entropy at the checkpoints (faint; it ends where the run diverged), the median
+    over the runs still training (bold), the collapse level 0.1 nats; middle: the monitor loss /
+    chance likewise, with the divergence level 10^6; bottom: per diverged run the step its entropy
+    collapsed against the step it diverged (above the diagonal: collapse first)."""
+    healthy = summary[(summary["stop"] == "never") & (summary["optimiser"] == "sgd")]
+    healthy = healthy[(healthy["values"] == "trainable") & (healthy["scale"] <= 1.0)]
+    if "normaliser" not in healthy:
+        healthy = healthy.assign(normaliser="softmax")
+    if trials is None or trials.empty or healthy.empty or healthy.groupby(VARIANT).ngroups < 2:
+        raise NotApplicable("divergence", "no SGD sweep with and without a remedy")
+    rates = sorted(healthy["lr"].unique())
+    keys = sorted(k if isinstance(k, tuple) else (k,) for k in healthy.groupby(VARIANT).groups)
+    plain = ("dot", "softmax")
+    # plain first, then each remedy alone (crossed remedies are computed, not judged or drawn)
+    alone = [k for k in keys if k != plain and (k[0] == "dot" or k[1] == "softmax")]
+    keys = [k for k in keys if k == plain] + alone
+    remedies = [k for k in keys if k != plain]
+    colours = dict(zip(remedies, palette(PALETTE, max(len(remedies), 2)))) | {plain: "black"}
+    fig, axes = plt.subplots(3, len(rates), figsize=(4.6 * len(rates), 11.0), squeeze=False)
+    for col, lr in enumerate(rates):
+        rows = healthy[healthy["lr"] == lr]
+        budget = float(rows["steps"].max())
+        rows = rows[rows["steps"] == budget]  # a shorter budget's runs are these runs' beginnings
+        steps = np.array(checkpoint_steps(int(budget)), dtype=float)
+        top, middle, bottom = axes[:, col]
+        for j, key in enumerate(keys):
+            point = rows[(rows["logits"] == key[0]) & (rows["normaliser"] == key[1])]
+            if point.empty:
+                continue
+            runs = trials[trials["point_id"].isin(point["point_id"])]
+            colour = colours[key]
+            _run_lines(top, runs, "entropy", steps, colour)
+            _run_lines(middle, runs, "loss", steps, colour)
+            _event_scatter(bottom, runs, colour, 1.0 + 0.04 * j, budget)
+            gone = int(np.isfinite(runs["diverged_step"]).sum())
+            first = int(np.sum(runs["collapse_step"] < runs["diverged_step"]))
+            top.plot(
+                [],
+                [],
+                color=colour,
+                lw=2.0,
+                label=f"{_variant_label(key)}: {gone} of "
+                f"{len(runs)} diverge, {first} collapsed first",
+            )
+        top.axhline(0.1, color="firebrick", ls="-.", lw=0.9)
+        top.axhline(rows["log_n"].iloc[0], color="0.4", ls=":", lw=0.9)
+        middle.axhline(1e6, color="black", ls="--", lw=0.9)
+        for ax in (top, middle):
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xticks([0.7, *steps[1:]], ["init", *(f"{t:g}" for t in steps[1:])])
+            ax.set_xlabel("training step (first point: initialisation)")
+        top.set_ylim(-0.05, rows["log_n"].iloc[0] * 1.06)
+        top.set_ylabel("monitor mean attention entropy (nats)")
+        top.set_title(
+            f"({chr(97 + col)}) sgd lr {lr:g}, W_v trained, scale {rows['scale'].iloc[0]:g}",
+            fontsize=10,
+        )
+        top.legend(fontsize=7, loc="upper right", frameon=True, framealpha=0.85)
+        middle.set_yscale("log")
+        middle.set_ylabel("monitor loss / chance")
+        edge = np.array([0.7, 2.0 * budget * 1.1])
+        bottom.plot(edge, edge, color="0.4", lw=0.9)
+        bottom.axvline(budget * 1.4, color="0.7", lw=0.8)
+        bottom.set_xscale("log")
+        bottom.set_yscale("log")
+        bottom.set_xlim(0.7, 2.0 * budget * 1.2)
+        bottom.set_xlabel("step the entropy collapsed (beyond grey: never)")
+        bottom.set_ylabel("step the run diverged")
+    handles = [
+        Line2D([], [], color="0.3", lw=0.7, alpha=0.5, label="one run (ends where it diverged)"),
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            lw=2.0,
+            marker="o",
+            ms=3.5,
+            label="median over the runs still training (while at least half are)",
+        ),
+        Line2D([], [], color="firebrick", ls="-.", label="collapse level, 0.1 nats"),
+        Line2D([], [], color="0.4", ls=":", label="log n (uniform)"),
+        Line2D([], [], color="black", ls="--", label="divergence level, 10^6 x chance"),
+        Line2D(
+            [],
+            [],
+            color="0.4",
+            lw=0.9,
+            label="collapse step = divergence step (bottom; a number: runs at one spot)",
+        ),
+    ]
+    legend_below(fig, handles, ncol=3, y=0.01)
+    fig.suptitle(
+        "Divergence at large learning rates, plain softmax and its remedies on the same seeds"
+    )
+    return fig
+
+
+divergence.trial_columns = DIVERGENCE_COLUMNS
