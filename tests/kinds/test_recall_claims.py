@@ -432,6 +432,90 @@ def test_plateau_map_draws_the_claims_exponents():
         figures.plateau_map(one, trials)
 
 
+def divergence_rows(plain: list[int], cured: list[int], runs: int = 16, lr: float = 128.0):
+    """SGD points from scale 1, plain softmax and QK-norm on the same seeds: `plain` and `cured`
+    list the seeds (trials) that diverged."""
+    rows = []
+    for logits, gone in (("dot", plain), ("qk_norm", cured)):
+        diverged = np.isin(np.arange(runs), gone).astype(float)
+        rows.append(
+            SETTING
+            | dict(experiment="v", n_trials=runs, scale=1.0, optimiser="sgd", lr=lr, steps=300)
+            | dict(stop="never", logits=logits, logit_std=1.0, init_entropy_mean=2.3)
+            | dict(diverged_count=len(gone), diverged_mean=len(gone) / runs)
+            | dict(collapsed_early_ci_low=0.9, zhai_margin_min_min=0.0)
+            | dict(runs={"diverged": diverged, "escape_step": np.full(runs, 300.0)})
+        )
+    return pd.DataFrame(rows)
+
+
+def test_remedy_judged_on_the_seeds_plain_softmax_loses():
+    claim = rc.remedy_prevents_divergence("qk_norm")
+    every = list(range(16))
+    lost = judge(claim, divergence_rows(every, every))
+    assert lost.verdict == "fails" and "100% [81%, 100%] of the 16 seeds" in lost.evidence
+    assert judge(claim, divergence_rows(every, [])).verdict == "holds"
+    assert judge(claim, divergence_rows(every, list(range(8)))).verdict == "inconclusive"
+    # paired by seed: the remedy losing four *other* seeds does not count against it here
+    # (McNemar's discordant pairs are reported beside the share)
+    other = judge(claim, divergence_rows(list(range(12)), [12, 13, 14, 15]))
+    assert other.verdict == "holds" and "saved 12, lost 4" in other.evidence, other.evidence
+    # plain softmax diverging in half the runs or fewer: nothing to prevent
+    assert judge(claim, divergence_rows([0, 1, 2], every)).verdict == "outside regime"
+    plain_only = divergence_rows(every, every).query("logits == 'dot'")
+    assert judge(claim, plain_only).verdict == "not measured"
+
+
+def test_mcnemar_exact():
+    assert rc.mcnemar_p(0, 0) == 1.0
+    assert rc.mcnemar_p(10, 0) == pytest.approx(2 / 1024)
+    assert rc.mcnemar_p(3, 3) == 1.0
+    assert rc.mcnemar_p(1, 5) == pytest.approx(2 * 7 / 64)
+
+
+def test_early_collapse_claim_leaves_diverging_points_to_the_remedies():
+    """A collapse while the value path blows up is not Adam's collapse before learning (§9.6)."""
+    rows = divergence_rows(list(range(16)), list(range(16))).assign(
+        collapsed_early_share=[1.0, 1.0], collapsed_early_ci_high=[1.0, 1.0]
+    )
+    assert judge(rc.QK_NORM_PREVENTS_EARLY_COLLAPSE, rows).verdict == "outside regime"
+
+
+def test_value_path_threshold_in_mean_square():
+    """docs/science.md §9.6: for unit r (a one-hot head) and fresh minibatches of B examples,
+    E||(I - lr H_b) e||^2 = (1 - 4 lr / d + 4 lr^2 (d + B - 1) / (B d^2)) ||e||^2 with
+    H_b = (2/B) sum r_b^T r_b: unstable in mean square above lr = B d / (d + B - 1), 10.9 at
+    d = 16, B = 32. Monte Carlo on 4000 batches, within 4 standard errors."""
+    d, batch, draws = 16, 32, 4000
+    rng = np.random.default_rng(20261203)
+    e = np.zeros(d)
+    e[0] = 1.0
+    r = rng.standard_normal((draws, batch, d))
+    r /= np.linalg.norm(r, axis=-1, keepdims=True)
+    hessian_e = (2.0 / batch) * np.einsum("kbi,kb->ki", r, r @ e)
+    for lr in (8.0, 10.9, 14.0):
+        growth = np.sum((e - lr * hessian_e) ** 2, axis=-1)
+        predicted = 1 - 4 * lr / d + 4 * lr**2 * (d + batch - 1) / (batch * d**2)
+        se = growth.std(ddof=1) / math.sqrt(draws)
+        assert abs(growth.mean() - predicted) < 4 * se, (lr, growth.mean(), predicted, se)
+    assert batch * d / (d + batch - 1) == pytest.approx(10.894, abs=1e-3)
+
+
+def test_normaliser_remedies_and_the_collapse_claim_keep_to_their_rows():
+    """softcap30 is judged against plain softmax (dot, softmax) on the same seeds; its runs do not
+    count in the collapse claim, which is about softmax's collapse (§9.6)."""
+    every = list(range(16))
+    rows = divergence_rows(every, every).assign(normaliser="softmax")
+    capped = rows.query("logits == 'qk_norm'").assign(logits="dot", normaliser="softcap30")
+    plain = rows.query("logits == 'dot'")
+    both = pd.concat([plain, capped.assign(diverged_count=0, runs=[{"diverged": np.zeros(16)}])])
+    assert judge(rc.remedy_prevents_divergence("softcap30"), both).verdict == "holds"
+    assert judge(rc.remedy_prevents_divergence("qk_norm"), both).verdict == "not measured"
+    first = dict(collapse_first_share=1.0, collapse_first_ci_low=0.8, collapse_first_ci_high=1.0)
+    counted = judge(rc.COLLAPSE_PRECEDES_DIVERGENCE, pd.concat([plain, capped]).assign(**first))
+    assert counted.points == 1 and counted.n == 16, counted.evidence
+
+
 # --------------------------------------------------------------- the normaliser comparison (§12.7)
 
 

@@ -4,9 +4,9 @@ The essay says one-hot starts make training "impossible". What is tested: the sh
 escape the plateau within their budget (Kaplan-Meier per point), how the escape time grows with
 the initial logit scale (a censored regression on every run, §9.9, against the law of §9.4), an
 experiment that separates the essay's information story from the vanishing gradient (§9.5:
-normalised gradient descent), and entropy collapse at large learning rates (§9.6). Every regime,
-rule, alternative and budget below is declared from theory, before the data, with its reason;
-the engine judges (`attnsim.claims.engine`).
+normalised gradient descent), entropy collapse at large learning rates and the remedies of a
+divergence, paired by seed (§9.6). Every regime, rule, alternative and budget below is declared
+from theory, before the data, with its reason; the engine judges (`attnsim.claims.engine`).
 
 Budgets. A run's budget (`steps`) is part of every point, so a point is judged at its own
 budget, and a sweep with two budgets is judged at both (the plateau preset: 10x apart). The
@@ -48,8 +48,9 @@ from attnsim.kinds.recall_training.plateau import (
 )
 from attnsim.stats import Z95
 
-# the trial columns the escape-time fits read (a declared input of the claims: report.claims)
-RUN_COLUMNS = ("escape_step", "escaped")
+# the trial columns the claims read besides the summary (a declared input: report.claims): the
+# escape times of the censored fits, and each run's divergence for the paired remedy comparison
+RUN_COLUMNS = ("escape_step", "escaped", "diverged")
 LAST = "escaped_ckpt_7"  # share escaped by the budget (checkpoint 7 is the last step)
 # one escape-time law per setting: every budget and stopping rule pooled (censoring at each run's
 # own budget; a run that stops at the threshold has the same escape time as one that trains on)
@@ -75,6 +76,9 @@ class Thresholds:
     collapse_first_share: float = 0.5
     # QK-norm prevents collapse before learning: at most half the runs collapse early, §9.6
     early_collapse_share: float = 0.5
+    # a remedy "prevents" divergence when at most half the seeds that diverge with plain softmax
+    # diverge with it; plain softmax "diverges" at a point when most runs do (Wilson above), §9.6
+    remedy_share: float = 0.5
     # a collapse-or-divergence share is judged only on points with at least this many runs (§9.6)
     min_runs: int = 8
     # the rank correlation needs at least this many distinct initial scales per setting
@@ -149,14 +153,20 @@ def _law_rows(optimiser: str):
     )
 
 
-def _healthy(rows: pd.DataFrame) -> pd.Series:
-    """A fixed budget from a healthy start (scale <= 1) with enough runs per point (§9.6)."""
+def _healthy_start(rows: pd.DataFrame) -> pd.Series:
+    """A fixed budget from a healthy start (scale <= 1) with enough runs per point (§9.6), at the
+    default threshold, whatever the normaliser."""
     return (
         (rows["stop"] == "never")
         & (rows["n_trials"] >= T.min_runs)
         & (rows["scale"] <= 1.0)
-        & _reference(rows)
+        & (_param(rows, "threshold") == DEFAULTS["threshold"])
     )
+
+
+def _healthy(rows: pd.DataFrame) -> pd.Series:
+    """As `_healthy_start`, softmax only (the runs §9's collapse claims were declared on)."""
+    return _healthy_start(rows) & _reference(rows)
 
 
 COLLAPSE_KEY = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"]
@@ -164,12 +174,16 @@ COLLAPSE_KEY = ["optimiser", "lr", "values", "n", "d", "batch", "steps", "scale"
 
 def _qk_where_dot_collapses_early(rows: pd.DataFrame) -> pd.Series:
     """QK-norm points whose twin without QK-norm (same optimiser, lr, budget, ...) collapses
-    before learning in most runs: where there is a collapse to prevent."""
-    dot = rows[_healthy(rows) & (rows["logits"] == "dot")]
-    collapsing = dot[dot["collapsed_early_ci_low"] > T.early_collapse_share][COLLAPSE_KEY]
+    before learning in most runs: where there is a collapse to prevent. Not where most runs
+    diverge without QK-norm: a collapse during a divergence is the value path's blow-up dragging
+    the logits (§9.6), not the collapse this claim is about; the remedies' claims judge those."""
+    dot = rows[_variant(rows, None)]
+    diverging = pd.MultiIndex.from_frame(_diverging_plain(rows)[COLLAPSE_KEY])
+    calm = ~pd.MultiIndex.from_frame(dot[COLLAPSE_KEY]).isin(diverging)
+    collapsing = dot[(dot["collapsed_early_ci_low"] > T.early_collapse_share) & calm][COLLAPSE_KEY]
     keys = pd.MultiIndex.from_frame(collapsing)
     twin = pd.MultiIndex.from_frame(rows[COLLAPSE_KEY]).isin(keys)
-    return _healthy(rows) & (rows["logits"] == "qk_norm") & twin
+    return _variant(rows, "qk_norm") & twin
 
 
 def _fixed_budget_sweeps(rows: pd.DataFrame) -> pd.Series:
@@ -557,6 +571,119 @@ def _describe_collapse_first(e: Estimate) -> str:
     )
 
 
+# --- measures: the remedies of a divergence, paired by seed (§9.6) -------------------------------
+
+# a remedy: the parameter and the value that switch it on; plain softmax has every one off. The
+# normalisers as their papers use them (kernels/normalisers.py): Gemma 2's caps 50 and 30, SSMax
+# with b = 0.43, sigmoid with bias -log n
+REMEDIES = {
+    "qk_norm": ("logits", "qk_norm"),
+    "softcap50": ("normaliser", "softcap50"),
+    "softcap30": ("normaliser", "softcap30"),
+    "ssmax": ("normaliser", "ssmax"),
+    "sigmoid": ("normaliser", "sigmoid"),
+}
+PLAIN = {"logits": "dot", "normaliser": "softmax"}
+# the parameters a remedy's point shares with its plain twin (all but the remedies' own)
+PAIR_KEY = COLLAPSE_KEY
+
+
+def _variant(rows: pd.DataFrame, remedy: str | None) -> pd.Series:
+    """Healthy fixed-budget points of plain softmax (`remedy` None) or of one remedy alone."""
+    chosen = dict(PLAIN) | (dict([REMEDIES[remedy]]) if remedy else {})
+    mask = _healthy_start(rows)
+    for column, value in chosen.items():
+        mask &= _param(rows, column) == value
+    return mask
+
+
+def _diverging_plain(rows: pd.DataFrame) -> pd.DataFrame:
+    """Plain softmax points where most runs diverge (the Wilson interval of the share above 1/2)."""
+    plain = rows[_variant(rows, None)]
+    low = [wilson(int(k), int(t))[0] for k, t in zip(plain["diverged_count"], plain["n_trials"])]
+    return plain[np.asarray(low, dtype=float) > T.remedy_share]
+
+
+def _twins(remedy: str):
+    """The remedy's points whose plain twin diverges in most runs, and those twins: each pair
+    trained on the same seeds (same n, d, batch: common random numbers, §8.3)."""
+
+    def select(rows: pd.DataFrame) -> pd.Series:
+        keys = pd.MultiIndex.from_frame(_diverging_plain(rows)[PAIR_KEY])
+        paired = pd.MultiIndex.from_frame(rows[PAIR_KEY]).isin(keys)
+        return (_variant(rows, remedy) | _variant(rows, None)) & paired
+
+    return select
+
+
+def mcnemar_p(saved: int, lost: int) -> float:
+    """Exact two-sided McNemar p-value of the discordant pairs: binomial(saved + lost, 1/2)."""
+    total = saved + lost
+    if total == 0:
+        return 1.0
+    tail = sum(math.comb(total, i) for i in range(min(saved, lost) + 1)) / 2.0**total
+    return min(1.0, 2.0 * tail)
+
+
+def _remedy_pairs(remedy: str):
+    """Per remedy point: among the seeds whose plain run diverged, the share whose run with the
+    remedy diverged too (Wilson 95%); beside it both divergence shares and McNemar's exact test on
+    the discordant seeds. Headline: the point with the largest share."""
+
+    def measure(rows: pd.DataFrame) -> Estimate:
+        plain = rows[_variant(rows, None)].set_index(PAIR_KEY)
+        cured = rows[_variant(rows, remedy)].set_index(PAIR_KEY)
+        points = []
+        for key in sorted(cured.index.intersection(plain.index)):
+            a, b = plain.loc[key], cured.loc[key]
+            count = int(min(a["n_trials"], b["n_trials"]))  # a point's first k runs: same seeds
+            lost_plain = np.asarray(a["runs"]["diverged"][:count]) == 1
+            lost_cured = np.asarray(b["runs"]["diverged"][:count]) == 1
+            both = int(np.sum(lost_plain & lost_cured))
+            low, high = wilson(both, int(lost_plain.sum()))
+            saved, lost = (
+                int(np.sum(lost_plain & ~lost_cured)),
+                int(np.sum(~lost_plain & lost_cured)),
+            )
+            points.append(
+                dict(zip(PAIR_KEY, key))
+                | {
+                    "value": both / max(int(lost_plain.sum()), 1),
+                    "ci_low": low,
+                    "ci_high": high,
+                    "se": (high - low) / (2 * Z95),
+                    "n": int(lost_plain.sum()),
+                    "seeds": count,
+                    "plain": float(lost_plain.mean()),
+                    "cured": float(lost_cured.mean()),
+                    "saved": saved,
+                    "lost": lost,
+                    "p_mcnemar": mcnemar_p(saved, lost),
+                }
+            )
+        table = pd.DataFrame(points)
+        if table.empty:
+            return Estimate(math.nan, "range over points", points=table, facts={"points": table})
+        worst = int(table["value"].to_numpy().argmax())
+        return range_estimate(table, worst, "points", {"points": table, "remedy": remedy})
+
+    return measure
+
+
+def _describe_remedy(e: Estimate) -> str:
+    points = e.facts["points"]
+    if points.empty:
+        return "no pair of points"
+    return "; ".join(
+        f"{p['optimiser']} lr {p['lr']:g}, {p['steps']:g} steps: {p['value']:.0%} "
+        f"[{p['ci_low']:.0%}, {p['ci_high']:.0%}] of the {p['n']} seeds that diverge plain "
+        f"diverge with {e.facts['remedy']} (diverged: plain {p['plain']:.0%}, "
+        f"{e.facts['remedy']} {p['cured']:.0%} of {p['seeds']}; saved {p['saved']}, "
+        f"lost {p['lost']}, McNemar p = {p['p_mcnemar']:.2g})"
+        for _, p in points.iterrows()
+    )
+
+
 def _smallest_margin(rows: pd.DataFrame) -> Estimate:
     return Estimate(
         value=float(rows["zhai_margin_min_min"].min()),
@@ -909,10 +1036,12 @@ COLLAPSE_PRECEDES_DIVERGENCE = ClaimSpec(
     "(Zhai et al. 2023), within the run's budget.",
     role="evidence",
     regime=Regime(
-        "recall_training runs of a fixed budget from a healthy start (scale <= 1) without "
-        f"QK-norm, at least {T.min_runs} per point; the diverged ones, all learning rates pooled",
-        "docs/science.md §9.6",
-        lambda r: _healthy(r) & (r["logits"] == "dot"),
+        "recall_training runs of a fixed budget from a healthy start (scale <= 1), plain "
+        f"softmax (no QK-norm, normaliser softmax), at least {T.min_runs} per point; the "
+        "diverged ones, all learning rates pooled",
+        "docs/science.md §9.6: the collapse Zhai et al. describe is softmax's; the remedies "
+        "(QK-norm, the other normalisers) have their own claims",
+        lambda r: _variant(r, None),
     ),
     rule=OneSided(
         T.collapse_first_share, "above", "'as a rule' (Zhai et al.): most diverged runs, §9.6"
@@ -946,7 +1075,7 @@ QK_NORM_PREVENTS_EARLY_COLLAPSE = ClaimSpec(
         "loss drives up only once sharpening the attention helps, i.e. after learning; a sharp "
         "head after learning is the task's solution, not a pathology",
         _qk_where_dot_collapses_early,
-        measured=lambda r: _healthy(r) & (r["logits"] == "qk_norm"),
+        measured=lambda r: _variant(r, "qk_norm"),
     ),
     rule=PerPoint(
         OneSided(
@@ -975,6 +1104,56 @@ QK_NORM_PREVENTS_EARLY_COLLAPSE = ClaimSpec(
         "any time)"
     ),
 )
+
+
+def remedy_prevents_divergence(remedy: str) -> ClaimSpec:
+    """Zhai et al. 2023 propose the remedy for entropy collapse; judged where plain softmax
+    diverges, on the same seeds (§9.6)."""
+    statement = (
+        f"{remedy} prevents the divergence that too large a learning rate causes with plain "
+        "softmax (Zhai et al. 2023's remedy of entropy collapse): on the seeds and learning rates "
+        f"where plain softmax diverges, at most half the runs diverge with {remedy}, within the "
+        "run's budget."
+    )
+    return ClaimSpec(
+        claim_id=f"remedy_prevents_divergence_{remedy}",
+        statement="information",
+        text=statement,
+        role="evidence",
+        regime=Regime(
+            f"recall_training runs of a fixed budget from a healthy start (scale <= 1), at least "
+            f"{T.min_runs} per point, with {remedy} alone and without it, at the optimiser, "
+            "learning rate and budget where without it most runs diverge (Wilson interval of the "
+            f"share above {T.remedy_share:.0%}); paired by seed",
+            "docs/science.md §9.6: a remedy can only be judged where there is a divergence to "
+            "prevent; a point's first k runs have the same data and initial weights whatever "
+            "the remedy (common random numbers), so the comparison is paired",
+            _twins(remedy),
+            measured=lambda r: _variant(r, remedy),
+        ),
+        rule=PerPoint(
+            OneSided(
+                T.remedy_share,
+                "below",
+                "the remedy saves most of the seeds plain softmax loses, §9.6",
+            )
+        ),
+        alternative=Alternative(
+            "the remedy does not prevent it: every seed that diverges plain diverges with it",
+            1.0,
+            "§9.6: the divergence is the value path's least-squares instability, whose threshold "
+            "falls with the attention's collision probability sum p_i^2; any head sharp enough "
+            "(all the remedies allow a one-hot head) or a start already above the threshold "
+            "diverges whatever bounds its logits",
+        ),
+        measure=_remedy_pairs(remedy),
+        compared_to=f"at most {T.remedy_share:.0%}; measured: among the seeds whose plain run "
+        f"diverged, the share whose run with {remedy} diverged too (Wilson 95%), per point",
+        budget=BUDGET_COLLAPSE,
+        figure="divergence",
+        describe=_describe_remedy,
+    )
+
 
 ENTROPY_ABOVE_NORM_BOUND = ClaimSpec(
     claim_id="entropy_above_norm_bound",
@@ -1150,6 +1329,7 @@ CLAIMS = (
     *(exponent_and_batch(o) for o in ESCAPE_EXPONENT),
     COLLAPSE_PRECEDES_DIVERGENCE,
     QK_NORM_PREVENTS_EARLY_COLLAPSE,
+    *(remedy_prevents_divergence(r) for r in REMEDIES),
     ENTROPY_ABOVE_NORM_BOUND,
     ENTROPY_PREDICTS_FINAL_LOSS,
     *(normaliser_escape_grows(name) for name in NORMALISERS),
