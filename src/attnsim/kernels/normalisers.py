@@ -77,8 +77,8 @@ def _softmax_vjp(p: np.ndarray, g: np.ndarray, null: np.ndarray | float = 0.0) -
     """J^T g = p (g - sum p g) (J symmetric), with a null key of weight `null` and g = 0 (the
     sink's zero value), centred on the heaviest key's g: with c = g - g_top,
     p (c - sum p c - null (0 - g_top)) is the same algebra (the weights and the null's sum to
-    one), and at one-hot weights it is accurate instead of a rounding residue of g_top (the
-    recall kernel's softmax backward, kinds/recall_training/kernel.py, does the same)."""
+    one), and at one-hot weights it is accurate instead of a rounding residue of g_top (as a
+    training kernel's softmax backward must be, docs/science.md §12.7)."""
     top = np.argmax(p, axis=-1)[..., None]
     ref = np.take_along_axis(g, top, axis=-1)
     ref = np.where(np.take_along_axis(p, top, axis=-1) >= null, ref, 0.0)  # the null key on top
