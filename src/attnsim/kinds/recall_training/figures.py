@@ -1114,7 +1114,10 @@ def divergence(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
             f"({chr(97 + col)}) sgd lr {lr:g}, W_v trained, scale {rows['scale'].iloc[0]:g}",
             fontsize=10,
         )
-        top.legend(fontsize=7, loc="upper right", frameon=True, framealpha=0.85)
+        # the loss panel's middle band is empty at every lr (runs sit near chance or blow past
+        # it), where the entropy panel's top is full at the small lr's
+        handles, labels = top.get_legend_handles_labels()
+        middle.legend(handles, labels, fontsize=7, loc="center right", framealpha=0.85)
         middle.set_yscale("log")
         middle.set_ylabel("monitor loss / chance")
         edge = np.array([0.7, 2.0 * budget * 1.1])
