@@ -39,7 +39,8 @@ def test_divergence_draws_each_variant_per_learning_rate(sweep):
     fig = figures.divergence(summary, trials)
     top = fig.axes[:2]
     assert [ax.get_title()[:12] for ax in top] == ["(a) sgd lr 2", "(b) sgd lr 4"]
-    labels = [t.get_text() for t in top[1].get_legend().get_texts()]
+    middle = fig.axes[2:4]  # the loss panels carry the per-variant legend
+    labels = [t.get_text() for t in middle[1].get_legend().get_texts()]
     assert labels[0].startswith("plain softmax") and len(labels) == 3, labels
     plt.close(fig)
 
