@@ -99,6 +99,23 @@ TINY = {
             }
             | {"logits": ["dot", "qk_norm"]},
         },
+        # the remedy claims (docs/science.md §9.6): SGD on a trained W_v above the value path's
+        # threshold, plain softmax and every remedy on the same seeds
+        "divergence": {
+            "kind": "recall_training",
+            "trials": 8,
+            "grid": {
+                "normaliser": ["softmax", "softcap50", "softcap30", "ssmax", "sigmoid"],
+                "logits": ["dot", "qk_norm"],
+                "n": [6],
+                "d": [4],
+                "batch": [4],
+                "scale": [1.0],
+                "optimiser": ["sgd"],
+                "lr": [128.0],
+                "steps": [10],
+            },
+        },
         # every normaliser's escape claims (docs/science.md §12.7): threshold 0.5, logit std >= 4
         "normaliser_escape": {
             "kind": "recall_training",
