@@ -45,6 +45,16 @@ def n_handles(colours: dict) -> list:
     return [mean_handle(f"n = {n}", c) for n, c in colours.items()]
 
 
+def key_handles(keys) -> list[Line2D]:
+    """Legend entries that say what a figure's marks mean, one per (colour, marker, line style,
+    line width, text) row of `keys`; None keeps matplotlib's default (no marker, a solid line of
+    the theme's width), so each row names only what its mark draws differently."""
+    return [
+        Line2D([], [], color=colour, marker=marker, linestyle=ls, linewidth=lw, label=label)
+        for colour, marker, ls, lw, label in keys
+    ]
+
+
 def fine_grid(values, points: int = 240) -> np.ndarray:
     lo, hi = float(np.min(values)), float(np.max(values))
     return np.geomspace(lo, hi, points) if hi > lo else np.array([lo])

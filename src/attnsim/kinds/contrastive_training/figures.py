@@ -19,6 +19,7 @@ from attnsim.figures.common import (
     STAR,
     NotApplicable,
     fine_grid,
+    key_handles,
     legend_below,
     mean_errorbar,
     star_handle,
@@ -98,47 +99,82 @@ def temperature_sweep(summary: pd.DataFrame):
     for key, line in groups:
         c = colours[key]
         p = dict(zip(SETTING, key))
-        n, classes = p["n"], p["classes"]
-        _band(probe_ax, line, "probe_accuracy", c)
-        _band(probe_ax, line, "init_probe_accuracy", c, marker="s", ls=":")
-        probe_ax.axhline(1 / classes, color=c, lw=0.9, ls="-.")
-        metric = CLAIM_METRIC[p["positives"]]
-        best = line.loc[line[f"{metric}_mean"].idxmax()]
-        target = probe_ax if metric == "probe_accuracy" else eval_ax
-        target.plot(
-            [best["tau"]],
-            [best[f"{metric}_mean"]],
-            ms=14,
-            color=c,
-            zorder=5,
-            **STAR,
-        )
-        _band(eval_ax, line, "knn_accuracy", c, marker="^")
-        _band(eval_ax, line, "linear_probe_accuracy", c, marker="D", ls="--")
-        eval_ax.axhline(1 / classes, color=c, lw=0.9, ls="-.")
+        _accuracies(probe_ax, eval_ax, line, p, c)
         _band(geo_ax, line, "alignment", c)
         _band(unif_ax, line, "uniformity", c, marker="D", ls="--")
-        _band(ent_ax, line, "final_entropy", c)
-        _band(ent_ax, line, "entropy_min", c, marker="v", ls="--")
-        ent_ax.plot(line["tau"], line["entropy_lowest"], "^", color=c, mfc="none", ms=6, ls="none")
-        ent_ax.plot(
-            fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2
-        )
-        if p["positives"] == "class":  # the ideal encoder of the class task
-            ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
-        ent_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
-        _band(neg_ax, line, "hardest_negative_share", c)
-        _band(neg_ax, line, "same_class_negative_share", c, marker="s", ls="--")
-        neg_ax.plot(line["tau"], line["same_class_negative_count_share_mean"], ":", color=c, lw=1.0)
-        neg_ax.axhline(1 / (n - 1), color=c, lw=0.9, ls="-.")
-        _band(loss_ax, line, "final_loss", c)
-        if p["positives"] == "class":
-            loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
-        else:  # instance positives: every example its own class
-            loss_ax.plot(
-                fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--"
-            )
-        loss_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
+        _sweep_entropy(ent_ax, line, p, c, fine)
+        _negative_shares(neg_ax, line, p["n"], c)
+        _sweep_loss(loss_ax, line, p, c, fine)
+    _label_sweep_panels(axes, unif_ax)
+    for ax in axes.flat:
+        ax.set_xscale("log")
+        ax.set_xlabel("temperature τ (logits = cosines / τ)")
+        ax.axvline(1.0, color="0.75", lw=0.8, zorder=0)
+    legend_below(fig, _sweep_handles(groups, colours), ncol=2, y=0.02)
+    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
+    return fig
+
+
+def _accuracies(probe_ax, eval_ax, line: pd.DataFrame, p: dict, colour) -> None:
+    """Panels (a) and (b), one setting: the held-out accuracies after training (and, in (a), of
+    the random initial encoder) against chance 1/C, so that what training adds shows; a star at
+    the best tau by the accuracy the setting's claim judges, in the panel that shows it."""
+    _band(probe_ax, line, "probe_accuracy", colour)
+    _band(probe_ax, line, "init_probe_accuracy", colour, marker="s", ls=":")
+    probe_ax.axhline(1 / p["classes"], color=colour, lw=0.9, ls="-.")
+    metric = CLAIM_METRIC[p["positives"]]
+    best = line.loc[line[f"{metric}_mean"].idxmax()]
+    target = probe_ax if metric == "probe_accuracy" else eval_ax
+    target.plot([best["tau"]], [best[f"{metric}_mean"]], ms=14, color=colour, zorder=5, **STAR)
+    _band(eval_ax, line, "knn_accuracy", colour, marker="^")
+    _band(eval_ax, line, "linear_probe_accuracy", colour, marker="D", ls="--")
+    eval_ax.axhline(1 / p["classes"], color=colour, lw=0.9, ls="-.")
+
+
+def _sweep_entropy(ax, line: pd.DataFrame, p: dict, colour, fine) -> None:
+    """Panel (d), one setting: the batch entropy after training and the lowest during it (mean,
+    and triangles for the lowest of any run) against the floor log n − g_n(τ) that no encoder can
+    go below, and against log n (uniform weights); for class positives also the entropy of the
+    encoder that attains the loss floor."""
+    n = p["n"]
+    _band(ax, line, "final_entropy", colour)
+    _band(ax, line, "entropy_min", colour, marker="v", ls="--")
+    ax.plot(line["tau"], line["entropy_lowest"], "^", color=colour, mfc="none", ms=6, ls="none")
+    ax.plot(fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2)
+    if p["positives"] == "class":  # the ideal encoder of the class task
+        ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
+    ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
+
+
+def _negative_shares(ax, line: pd.DataFrame, n: int, colour) -> None:
+    """Panel (e), one setting: where the negative weight goes (the hardest negative, the
+    same-class negatives), against the same-class share under uniform weights (dotted) and one
+    negative's uniform share 1/(n − 1): low tau concentrates the weight."""
+    _band(ax, line, "hardest_negative_share", colour)
+    _band(ax, line, "same_class_negative_share", colour, marker="s", ls="--")
+    ax.plot(line["tau"], line["same_class_negative_count_share_mean"], ":", color=colour, lw=1.0)
+    ax.axhline(1 / (n - 1), color=colour, lw=0.9, ls="-.")
+
+
+def _sweep_loss(ax, line: pd.DataFrame, p: dict, colour, fine) -> None:
+    """Panel (f), one setting: the held-out loss against the floor of its positives (C classes,
+    or dashed, one class per example for instance positives) and log n, a blind encoder's."""
+    n = p["n"]
+    _band(ax, line, "final_loss", colour)
+    if p["positives"] == "class":
+        ax.plot(fine, [loss_floor(n, p["classes"], t) for t in fine], color="k", lw=2.2)
+    else:  # instance positives: every example its own class
+        ax.plot(fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--")
+    ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
+
+
+_UNIFORMITY_LABEL = "uniformity log E exp(−2‖z_a − z_b‖²)\n(diamonds; lower = more uniform)"
+_NEGATIVES_TITLE = "(e) on its hardest negative (circles) and on same-class negatives (squares)"
+
+
+def _label_sweep_panels(axes, unif_ax) -> None:
+    """temperature_sweep's axis labels and panel titles."""
+    (probe_ax, eval_ax), (geo_ax, ent_ax), (neg_ax, loss_ax) = axes
     probe_ax.set_ylabel("held-out accuracy: nearest class mean")
     probe_ax.set_title("(a) representation quality: nearest-class-mean probe")
     eval_ax.set_ylabel("held-out accuracy: 5-NN (triangles), linear probe (diamonds)")
@@ -146,84 +182,47 @@ def temperature_sweep(summary: pd.DataFrame):
     for ax in (probe_ax, eval_ax):
         ax.set_ylim(0, 1.02)
     geo_ax.set_ylabel("alignment E‖z − z′‖² (circles; lower = better)")
-    unif_ax.set_ylabel("uniformity log E exp(−2‖z_a − z_b‖²)\n(diamonds; lower = more uniform)")
+    unif_ax.set_ylabel(_UNIFORMITY_LABEL)
     geo_ax.set_title("(c) alignment and uniformity (Wang & Isola)")
     ent_ax.set_ylabel("batch softmax entropy (nats, mean over anchors)")
     ent_ax.set_title("(d) entropy during and after training vs its floor log n − g_n(τ)")
     neg_ax.set_ylabel("share of an anchor's negative weight")
     neg_ax.set_yscale("log")
-    neg_ax.set_title("(e) on its hardest negative (circles) and on same-class negatives (squares)")
+    neg_ax.set_title(_NEGATIVES_TITLE)
     loss_ax.set_ylabel("held-out InfoNCE loss (nats)")
     loss_ax.set_title("(f) loss vs its floor (class positives: C classes; instance: dashed)")
-    for ax in axes.flat:
-        ax.set_xscale("log")
-        ax.set_xlabel("temperature τ (logits = cosines / τ)")
-        ax.axvline(1.0, color="0.75", lw=0.8, zorder=0)
+
+
+# temperature_sweep's legend entries for what each panel's marks mean, before and after the best
+# tau's star, as `key_handles` rows
+_LOWEST_KEY = "(d) lowest training-batch entropy of a run (mean); triangles: lowest of any run"
+_FLOOR_KEY = "(d) entropy floor log n − g_n(τ) (exact); (f) loss floor (C classes)"
+_INSTANCE_KEY = "(f) instance positives: log(1 + (n − 1) e^(−n/((n − 1)τ))), one class each"
+_IDEAL_KEY = "(d) entropy of the encoder attaining the loss floor (class positives)"
+_UNIFORM_SHARE_KEY = "(e) dotted: same-class share under uniform weights; dash-dot: 1/(n − 1)"
+_BLIND_KEY = "log n (uniform weights; the loss of a blind encoder)"
+_BEST_TAU_KEY = "best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))"
+_SWEEP_KEYS_BEFORE_STAR = (
+    ("0.3", "o", None, None, "mean over runs ± 95% CI, after training"),
+    ("0.3", "s", ":", None, "(a) probe on the random initial encoder; dash-dot: chance 1/C"),
+)
+_SWEEP_KEYS_AFTER_STAR = (
+    ("0.3", "v", "--", None, _LOWEST_KEY),
+    ("k", None, None, 2.2, _FLOOR_KEY),
+    ("k", None, "--", 1.4, _INSTANCE_KEY),
+    ("0.45", "x", ":", None, _IDEAL_KEY),
+    ("0.3", None, ":", None, _UNIFORM_SHARE_KEY),
+    ("0.5", None, ":", None, _BLIND_KEY),
+)
+
+
+def _sweep_handles(groups, colours) -> list:
+    """A colour per setting, then what each panel's marks mean."""
+
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
-    handles += [
-        Line2D([], [], color="0.3", marker="o", label="mean over runs ± 95% CI, after training"),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="s",
-            ls=":",
-            label="(a) probe on the random initial encoder; dash-dot: chance 1/C",
-        ),
-        star_handle(
-            "0.3",
-            "best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))",
-            11,
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="v",
-            ls="--",
-            label="(d) lowest training-batch entropy of a run (mean); triangles: lowest of any run",
-        ),
-        Line2D(
-            [],
-            [],
-            color="k",
-            lw=2.2,
-            label="(d) entropy floor log n − g_n(τ) (exact); (f) loss floor (C classes)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="k",
-            lw=1.4,
-            ls="--",
-            label="(f) instance positives: log(1 + (n − 1) e^(−n/((n − 1)τ))), one class each",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.45",
-            marker="x",
-            ls=":",
-            label="(d) entropy of the encoder attaining the loss floor (class positives)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            ls=":",
-            label="(e) dotted: same-class share under uniform weights; dash-dot: 1/(n − 1)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.5",
-            ls=":",
-            label="log n (uniform weights; the loss of a blind encoder)",
-        ),
-    ]
-    legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
-    return fig
+    handles += key_handles(_SWEEP_KEYS_BEFORE_STAR)
+    handles.append(star_handle("0.3", _BEST_TAU_KEY, 11))
+    return handles + key_handles(_SWEEP_KEYS_AFTER_STAR)
 
 
 def _columns(table: pd.DataFrame) -> list[str]:
