@@ -66,6 +66,12 @@ def positive_band(ax, x, mean, low, high, colour, floor_fraction=1e-3):
     ax.fill_between(x, low, high, color=colour, alpha=0.25, lw=0)
 
 
+def finite_or(ends: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """An interval's ends where finite, else the mean (a sample of one has no interval): its bar
+    is then drawn with no length instead of not at all."""
+    return np.where(np.isfinite(ends), ends, mean)
+
+
 def yerr(frame: pd.DataFrame, metric: str, log: bool = False) -> np.ndarray:
     mean = frame[f"{metric}_mean"].to_numpy()
     lower = np.clip(mean - frame[f"{metric}_ci_low"].to_numpy(), 0, None)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from attnsim.figures.common import key_handles, legend_below, panel_letter
+from attnsim.figures.common import finite_or, key_handles, legend_below, panel_letter
 from attnsim.figures.style import figure_function, palette
 from attnsim.kinds.real_entropy import SINK_ROW
 from attnsim.kinds.real_entropy.claims import THRESHOLDS
@@ -32,12 +32,6 @@ def _means_by_layer(samples) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     stats = [mean_ci(sample) for sample in samples]
     mean = np.array([st["mean"] for st in stats])
     return mean, np.array([st["ci_low"] for st in stats]), np.array([st["ci_high"] for st in stats])
-
-
-def _finite_or(values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """An interval's ends where finite, else the mean (a one-head layer has no interval): its bar
-    is then drawn with no length instead of not at all."""
-    return np.where(np.isfinite(values), values, fallback)
 
 
 @figure_function
@@ -90,7 +84,7 @@ def _heads_and_mean(ax, part: pd.DataFrame, metric: str, layers, offset: float, 
     weights' bars do not hide each other."""
     samples = [part[part["layer"] == layer][metric].to_numpy(float) for layer in layers]
     mean, low, high = _means_by_layer(samples)
-    low, high = _finite_or(low, mean), _finite_or(high, mean)
+    low, high = finite_or(low, mean), finite_or(high, mean)
     jitter = rng.uniform(-0.02, 0.02, len(part))
     ax.scatter(part["layer"] + offset + jitter, part[metric], s=5, color=colour, alpha=0.35, lw=0)
     below = np.maximum(mean - low, 0)
@@ -239,7 +233,7 @@ def _sink_row_entropy(ax, trained: pd.DataFrame, layers, colours) -> None:
         known = trained[trained[column].notna()]
         samples = [known[known["layer"] == layer][column].to_numpy(float) for layer in layers]
         mean, low, high = _means_by_layer(samples)
-        low, high = _finite_or(low, mean), _finite_or(high, mean)
+        low, high = finite_or(low, mean), finite_or(high, mean)
         x = np.array(layers, float) + (k - 0.5) * 0.08
         yerr = [mean - low, high - mean]
         ax.errorbar(x, mean, yerr=yerr, fmt="o-", color=colours[2 * k], capsize=2, label=label)
