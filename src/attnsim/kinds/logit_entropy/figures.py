@@ -173,23 +173,44 @@ def entropy_collapse(summary: pd.DataFrame):
     data = summary.loc[np.isfinite(summary["rem_x"]), columns]
     ns = spread(data["n"], MAX_LINES)  # a large sweep: n spread over its range, said below
     shown = data[(data["rem_x"] <= COLLAPSE_X_MAX) & data["n"].isin(ns)]
-    hidden = data[data["rem_x"] > COLLAPSE_X_MAX]
     colours = n_colours(ns)
-    thinned = False
-    markers = {"gaussian": "o", "dot_product": "s"}
     fig, ax = plt.subplots(figsize=(7.2, 5.0))
-    x = np.linspace(0, COLLAPSE_X_MAX, 400)
-    ax.plot(
-        x,
-        np.where(x < 1, 1 - x**2, 0.0),
-        color="k",
-        lw=1.6,
-        label="REM limit (n → ∞):  1 − x² for x < 1, 0 beyond",
-        zorder=1,
+    _rem_limit(ax)
+    _frozen_lines(ax, ns, colours)
+    thinned = _collapse_points(ax, shown, colours)
+    ax.set_xlim(-0.03, COLLAPSE_X_MAX)
+    ax.set_ylim(-0.03, 1.05)
+    ax.set_xlabel(
+        "x = σ_eff / √(2 log n)   (σ_eff = scale for gaussian, scale² for dot-product logits)"
     )
+    ax.set_ylabel("normalised entropy  H / log n   (mean, 95% CI)")
+    ax.set_title("Entropy collapse across n: measured H / log n vs the random-energy-model limit")
+    handles = _collapse_handles(colours, shown["logits"].unique())
+    ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
+    notes = "\n".join(_collapse_notes(data, ns, thinned))
+    ax.text(0.015, 0.03, notes, transform=ax.transAxes, fontsize=7.5, color="0.3", va="bottom")
+    return fig
+
+
+# entropy_collapse's marker per logit model (another model: triangles); gaussian filled
+COLLAPSE_MARKERS = {"gaussian": "o", "dot_product": "s"}
+
+
+def _rem_limit(ax) -> None:
+    """The random-energy-model limit every n tends to, 1 − x² up to the freezing point x = 1 and
+    0 beyond: what the measured points collapse onto."""
+    x = np.linspace(0, COLLAPSE_X_MAX, 400)
+    label = "REM limit (n → ∞):  1 − x² for x < 1, 0 beyond"
+    ax.plot(x, np.where(x < 1, 1 - x**2, 0.0), color="k", lw=1.6, label=label, zorder=1)
     ax.axvline(1.0, color="0.5", ls=":", lw=1)
     ax.text(1.02, 0.95, "freezing point x = 1", color="0.35", fontsize=8, va="top")
-    _frozen_lines(ax, ns, colours)
+
+
+def _collapse_points(ax, shown: pd.DataFrame, colours) -> bool:
+    """The measured H / log n with its 95% interval, a colour per n and a marker per logit model
+    (open for dot products), binned in x where a line has more than MAX_POINTS points; returns
+    whether any was binned (the note says so)."""
+    thinned = False
     for (logits, n), part in shown.sort_values("rem_x").groupby(["logits", "n"]):
         if len(part) > MAX_POINTS:
             thinned = True
@@ -199,7 +220,7 @@ def entropy_collapse(summary: pd.DataFrame):
             part["rem_x"],
             part,
             "entropy_norm",
-            fmt=markers.get(logits, "^"),
+            fmt=COLLAPSE_MARKERS.get(logits, "^"),
             color=colours[n],
             ms=4.5,
             mfc=colours[n] if logits == "gaussian" else "none",
@@ -208,32 +229,28 @@ def entropy_collapse(summary: pd.DataFrame):
             lw=0,
             zorder=3,
         )
-    ax.set_xlim(-0.03, COLLAPSE_X_MAX)
-    ax.set_ylim(-0.03, 1.05)
-    ax.set_xlabel(
-        "x = σ_eff / √(2 log n)   (σ_eff = scale for gaussian, scale² for dot-product logits)"
-    )
-    ax.set_ylabel("normalised entropy  H / log n   (mean, 95% CI)")
-    ax.set_title("Entropy collapse across n: measured H / log n vs the random-energy-model limit")
+    return thinned
+
+
+def _collapse_handles(colours, models) -> list[Line2D]:
+    """A colour per n, a marker per logit model, then the limit and the frozen-phase lines."""
     handles = [
         Line2D([], [], color=c, marker="o", ls="none", label=f"n = {n}") for n, c in colours.items()
     ]
-    for logits in shown["logits"].unique():
-        handles.append(
-            Line2D(
-                [],
-                [],
-                color="0.3",
-                marker=markers.get(logits, "^"),
-                mfc="0.3" if logits == "gaussian" else "none",
-                ls="none",
-                label=f"{logits.replace('_', '-')} logits",
-            )
-        )
+    for logits in models:
+        marker = COLLAPSE_MARKERS.get(logits, "^")
+        face = "0.3" if logits == "gaussian" else "none"
+        label = f"{logits.replace('_', '-')} logits"
+        handles.append(Line2D([], [], color="0.3", marker=marker, mfc=face, ls="none", label=label))
     handles.append(Line2D([], [], color="k", lw=1.6, label="REM limit 1 − x² (0 for x ≥ 1)"))
     frozen = "frozen phase at this n: ψ(1) − ψ(1 − b_n/σ)"
     handles.append(Line2D([], [], color="0.3", ls="--", lw=1, label=frozen))
-    ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
+    return handles
+
+
+def _collapse_notes(data: pd.DataFrame, ns, thinned: bool) -> list[str]:
+    """What the reader needs to read the collapse right: why finite n stays above the limit, and
+    what is not drawn (n left out, points binned, points beyond the x range)."""
     notes = [
         "finite n approaches the limit slowly:",
         "measured points stay above it near x = 1",
@@ -243,19 +260,11 @@ def entropy_collapse(summary: pd.DataFrame):
         notes += ["", shown_note("n", ns, data["n"]) + " shown"]
     if thinned:
         notes += [f"more than {MAX_POINTS} points per n: binned in x", "(mean; bars: CIs' range)"]
+    hidden = data[data["rem_x"] > COLLAPSE_X_MAX]
     if len(hidden):
         notes += [
             "",
             f"{len(hidden)} points with x > {COLLAPSE_X_MAX} not shown",
             f"(all with H / log n ≤ {hidden['entropy_norm_mean'].max():.2f})",
         ]
-    ax.text(
-        0.015,
-        0.03,
-        "\n".join(notes),
-        transform=ax.transAxes,
-        fontsize=7.5,
-        color="0.3",
-        va="bottom",
-    )
-    return fig
+    return notes
