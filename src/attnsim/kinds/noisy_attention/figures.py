@@ -44,8 +44,7 @@ def rel_err_vs_n(summary: pd.DataFrame):
             _error_and_prediction(ax, line, colours[sigma], sigma)
             _stable_law_rate(ax, line, colours[sigma])
         if len(facet) and (~facet["kappa_finite"] & facet["kappa_finite"].any()).any():
-            note = {"fontsize": 7, "color": "firebrick"}
-            ax.text(0.03, 0.04, HEAVY_NOTE, transform=ax.transAxes, **note)
+            ax.text(0.03, 0.04, HEAVY_NOTE, transform=ax.transAxes, fontsize=7, color="firebrick")
         _label_facet(ax, row, col, rows, cols)
     handles = [
         plt.Line2D([], [], color=colours[s], marker="o", ms=3, label=f"σ = {s}") for s in colours
