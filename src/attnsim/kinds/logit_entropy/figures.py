@@ -16,6 +16,7 @@ from attnsim.figures.common import (
     MAX_POINTS,
     binned,
     fine_grid,
+    key_handles,
     legend_below,
     mean_errorbar,
     n_colours,
@@ -53,6 +54,17 @@ def _sigma_of_scale(logits: str, scale: np.ndarray) -> np.ndarray:
     return scale if logits == "gaussian" else scale**2
 
 
+BINNED_NOTE = f"lines of more than {MAX_POINTS} scales: binned (mean; band: CIs' range)"
+# entropy_vs_scale's legend entries after the colours, as `key_handles` rows
+_SMALL_SCALE_KEY = "theory for x < 1: small-scale log n − σ²/2 = REM log n·(1 − x²)"
+_FROZEN_KEY = "REM frozen phase x = σ/√(2 log n) ≥ 1: H = O(1), drawn at 0"
+SCALE_KEYS = (
+    ("0.3", None, ":", None, "upper bound log n"),
+    ("0.3", None, "--", None, _SMALL_SCALE_KEY),
+    ("0.3", None, "-.", None, _FROZEN_KEY),
+)
+
+
 @figure_function
 def entropy_vs_scale(summary: pd.DataFrame):
     """Mean entropy vs scale (log x), a line per n, a panel per logit model, with theory curves."""
@@ -64,75 +76,17 @@ def entropy_vs_scale(summary: pd.DataFrame):
         shown_note("n", ns, summary["n"]),
         shown_note("d", [t for t, _ in panels if t.startswith("dot")], dot_ds),
     ]
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=(5.6 * len(panels), 4.4), squeeze=False, sharey=True
-    )
+    size = (5.6 * len(panels), 4.4)
+    fig, axes = plt.subplots(1, len(panels), figsize=size, squeeze=False, sharey=True)
     for ax, (_title, data) in zip(axes[0], panels):
-        logits = data["logits"].iloc[0]
-        fine = fine_grid(data["scale"][data["scale"] > 0])
-        sigma = _sigma_of_scale(logits, fine)
-        drawn = data[(data["scale"] > 0) & data["n"].isin(ns)].sort_values("scale")
-        for n, line in drawn.groupby("n"):
-            colour = colours[n]
-            if len(line) > MAX_POINTS:
-                notes.append(
-                    f"lines of more than {MAX_POINTS} scales: binned (mean; band: CIs' range)"
-                )
-                line = binned(line, "scale", "entropy", log=True)
-            ax.plot(
-                line["scale"], line["entropy_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3
-            )
-            ax.fill_between(
-                line["scale"],
-                line["entropy_ci_low"],
-                line["entropy_ci_high"],
-                color=colour,
-                alpha=0.3,
-                lw=0,
-                zorder=2,
-            )
-            # log n - sigma^2/2 (small scale) and log n (1 - x^2) (REM, x < 1) are the same curve;
-            # it reaches 0 at x = 1, where the REM's frozen phase (H = O(1), drawn at 0) takes over.
-            liquid = np.asarray(rem_x(n, sigma)) < 1
-            small = np.asarray(small_scale_entropy(n, sigma), dtype=float)
-            ax.plot(fine, np.where(liquid, small, np.nan), "--", color=colour, lw=1.1, zorder=1)
-            frozen = np.where(liquid, np.nan, rem_entropy(n, sigma))
-            ax.plot(fine, frozen, "-.", color=colour, lw=1.0, alpha=0.8, zorder=1)
-            ax.axhline(np.log(n), color=colour, ls=":", lw=1.0, zorder=0)
-        ax.set_xscale("log")
-        ax.set_ylim(bottom=-0.2)
-        if logits == "gaussian":
-            ax.set_title("gaussian logits  sᵢ ~ N(0, σ²),  σ = scale")
-            ax.set_xlabel("logit std σ = scale")
-        else:
-            d = int(data["d"].iloc[0])
-            ax.set_title(f"dot-product logits  sᵢ = q·kᵢ/√d,  d = {d}")
-            ax.set_xlabel("std of the entries of q and kᵢ  (scale)")
-            top = ax.secondary_xaxis(
-                "top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None)))
-            )
-            top.set_xlabel("effective logit std  σ_eff = scale²", fontsize=8.5)
-            top.tick_params(labelsize=7.5)
+        if _entropy_lines(ax, data, ns, colours):
+            notes.append(BINNED_NOTE)
+        _label_scale_panel(ax, data)
     axes[0, 0].set_ylabel("entropy of the weights  H  (nats)")
     handles = n_handles(colours)
-    handles += [
-        Line2D([], [], color="0.3", marker="o", ms=3.5, label="measured mean (band: 95% CI)"),
-        Line2D([], [], color="0.3", ls=":", label="upper bound log n"),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            ls="--",
-            label="theory for x < 1: small-scale log n − σ²/2 = REM log n·(1 − x²)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            ls="-.",
-            label="REM frozen phase x = σ/√(2 log n) ≥ 1: H = O(1), drawn at 0",
-        ),
-    ]
+    measured = "measured mean (band: 95% CI)"
+    handles.append(Line2D([], [], color="0.3", marker="o", ms=3.5, label=measured))
+    handles += key_handles(SCALE_KEYS)
     legend_below(fig, handles, ncol=min(len(handles), 5), y=0.02)
     shown = "; ".join(dict.fromkeys(note for note in notes if note))
     fig.suptitle(
@@ -140,6 +94,54 @@ def entropy_vs_scale(summary: pd.DataFrame):
         "and random-energy-model theory" + (f"\n(shown: {shown})" if shown else "")
     )
     return fig
+
+
+def _entropy_lines(ax, data: pd.DataFrame, ns, colours) -> bool:
+    """One panel: per n shown, the measured mean entropy with its 95% band against the theory
+    (the small-scale curve up to the freezing point, the REM's frozen phase beyond, log n above);
+    a line of more than MAX_POINTS scales is binned. Returns whether any was."""
+    logits = data["logits"].iloc[0]
+    fine = fine_grid(data["scale"][data["scale"] > 0])
+    sigma = _sigma_of_scale(logits, fine)
+    drawn = data[(data["scale"] > 0) & data["n"].isin(ns)].sort_values("scale")
+    thinned = False
+    for n, line in drawn.groupby("n"):
+        colour = colours[n]
+        if len(line) > MAX_POINTS:
+            thinned = True
+            line = binned(line, "scale", "entropy", log=True)
+        x = line["scale"]
+        ax.plot(x, line["entropy_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
+        band = {"color": colour, "alpha": 0.3, "lw": 0, "zorder": 2}
+        ax.fill_between(x, line["entropy_ci_low"], line["entropy_ci_high"], **band)
+        # log n - sigma^2/2 (small scale) and log n (1 - x^2) (REM, x < 1) are the same curve;
+        # it reaches 0 at x = 1, where the REM's frozen phase (H = O(1), drawn at 0) takes over.
+        liquid = np.asarray(rem_x(n, sigma)) < 1
+        small = np.asarray(small_scale_entropy(n, sigma), dtype=float)
+        ax.plot(fine, np.where(liquid, small, np.nan), "--", color=colour, lw=1.1, zorder=1)
+        frozen = np.where(liquid, np.nan, rem_entropy(n, sigma))
+        ax.plot(fine, frozen, "-.", color=colour, lw=1.0, alpha=0.8, zorder=1)
+        ax.axhline(np.log(n), color=colour, ls=":", lw=1.0, zorder=0)
+    return thinned
+
+
+def _label_scale_panel(ax, data: pd.DataFrame) -> None:
+    """A panel's logit model in its title and x axis; for dot products the effective logit std
+    (scale²) along the top, the sigma the theory is written in."""
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=-0.2)
+    if data["logits"].iloc[0] == "gaussian":
+        ax.set_title("gaussian logits  sᵢ ~ N(0, σ²),  σ = scale")
+        ax.set_xlabel("logit std σ = scale")
+        return
+    d = int(data["d"].iloc[0])
+    ax.set_title(f"dot-product logits  sᵢ = q·kᵢ/√d,  d = {d}")
+    ax.set_xlabel("std of the entries of q and kᵢ  (scale)")
+    top = ax.secondary_xaxis(
+        "top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None)))
+    )
+    top.set_xlabel("effective logit std  σ_eff = scale²", fontsize=8.5)
+    top.tick_params(labelsize=7.5)
 
 
 def _frozen_lines(ax, ns, colours) -> None:
