@@ -23,6 +23,7 @@ from attnsim.theory import delta_next
 
 # rel_err_vs_n's columns, in this order where the sweep has them
 REL_ERR_FAMILIES = ("gaussian", "uniform", "laplace", "gumbel", "student_t")
+NO_FINITE_KAPPA = "no point with 0 < κ < ∞ in this sweep"
 HEAVY_NOTE = "κ = ∞ for some σ: dotted = n^(1/k*−1)\nwhere a mean exists"
 
 
@@ -111,9 +112,7 @@ def collapse(summary: pd.DataFrame):
     data = summary[summary["kappa_finite"] & (summary["kappa"] > 0)].copy()
     fig, ax = plt.subplots(figsize=(6.2, 5))
     if data.empty:
-        ax.text(
-            0.5, 0.5, "no point with 0 < κ < ∞ in this sweep", ha="center", transform=ax.transAxes
-        )
+        ax.text(0.5, 0.5, NO_FINITE_KAPPA, ha="center", transform=ax.transAxes)
         return fig
     colour = data["kappa_sum_p2"].clip(lower=1e-6)
     norm = mcolors.LogNorm(vmin=colour.min(), vmax=max(colour.max(), colour.min() * 10))
@@ -123,18 +122,12 @@ def collapse(summary: pd.DataFrame):
     upper = data["sq_err_ci_high"] - data["sq_err_mean"]
     for family, part in data.groupby("noise"):
         idx = part.index
-        ax.errorbar(
-            part["sq_err_pred_mean"],
-            part["sq_err_mean"],
-            yerr=[lower[idx], upper[idx]],
-            fmt="none",
-            ecolor="0.6",
-            elinewidth=0.8,
-            zorder=1,
-        )
+        x, y = part["sq_err_pred_mean"], part["sq_err_mean"]
+        yerr = [lower[idx], upper[idx]]
+        ax.errorbar(x, y, yerr=yerr, fmt="none", ecolor="0.6", elinewidth=0.8, zorder=1)
         points = ax.scatter(
-            part["sq_err_pred_mean"],
-            part["sq_err_mean"],
+            x,
+            y,
             c=colour[idx],
             cmap="magma_r",
             norm=norm,
@@ -145,12 +138,21 @@ def collapse(summary: pd.DataFrame):
             label=family,
             zorder=2,
         )
-    span = np.array(
-        [
-            min(data["sq_err_pred_mean"].min(), data["sq_err_mean"].min()),
-            max(data["sq_err_pred_mean"].max(), data["sq_err_mean"].max()),
-        ]
-    )
+    _exact_line(ax, data)
+    fig.colorbar(points, ax=ax, label="κ · Σ pᵢ²  (breakdown when ≳ 0.1)")
+    legend = ax.legend(loc="upper left", fontsize=8)
+    for handle in legend.legend_handles[:-1]:
+        if isinstance(handle, Collection):  # the scatter's markers
+            handle.set_facecolor("0.6")
+    return fig
+
+
+def _exact_line(ax, data: pd.DataFrame) -> None:
+    """y = x over the points' range, where they lie while the delta method holds, and the log axes
+    and labels of the collapse plot."""
+    low = min(data["sq_err_pred_mean"].min(), data["sq_err_mean"].min())
+    high = max(data["sq_err_pred_mean"].max(), data["sq_err_mean"].max())
+    span = np.array([low, high])
     ax.plot(span, span, "k--", lw=1, label="y = x (delta method exact)")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -160,17 +162,10 @@ def collapse(summary: pd.DataFrame):
         "Delta-method collapse: measured vs predicted error\n(points leave y = x where κ·Σp² is "
         "not small)"
     )
-    fig.colorbar(points, ax=ax, label="κ · Σ pᵢ²  (breakdown when ≳ 0.1)")
-    legend = ax.legend(loc="upper left", fontsize=8)
-    for handle in legend.legend_handles[:-1]:
-        if isinstance(handle, Collection):  # the scatter's markers
-            handle.set_facecolor("0.6")
-    return fig
 
 
 SHORTFALL_FAMILIES = ("gaussian", "uniform", "laplace", "gumbel")
 SHORTFALL_FLOOR = 1e-4  # the smallest shortfall and x drawn (log axes)
-NO_FINITE_KAPPA = "no point with 0 < κ < ∞ in this sweep"
 
 
 @figure_function
