@@ -45,6 +45,16 @@ def n_handles(colours: dict) -> list:
     return [mean_handle(f"n = {n}", c) for n, c in colours.items()]
 
 
+def key_handles(keys) -> list[Line2D]:
+    """Legend entries that say what a figure's marks mean, one per (colour, marker, line style,
+    line width, text) row of `keys`; None keeps matplotlib's default (no marker, a solid line of
+    the theme's width), so each row names only what its mark draws differently."""
+    return [
+        Line2D([], [], color=colour, marker=marker, linestyle=ls, linewidth=lw, label=label)
+        for colour, marker, ls, lw, label in keys
+    ]
+
+
 def fine_grid(values, points: int = 240) -> np.ndarray:
     lo, hi = float(np.min(values)), float(np.max(values))
     return np.geomspace(lo, hi, points) if hi > lo else np.array([lo])
@@ -54,6 +64,12 @@ def positive_band(ax, x, mean, low, high, colour, floor_fraction=1e-3):
     """CI band on a log axis: a lower end <= 0 is drawn at a small fraction of the mean."""
     low = np.maximum(np.asarray(low, dtype=float), np.asarray(mean, dtype=float) * floor_fraction)
     ax.fill_between(x, low, high, color=colour, alpha=0.25, lw=0)
+
+
+def finite_or(ends: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """An interval's ends where finite, else the mean (a sample of one has no interval): its bar
+    is then drawn with no length instead of not at all."""
+    return np.where(np.isfinite(ends), ends, mean)
 
 
 def yerr(frame: pd.DataFrame, metric: str, log: bool = False) -> np.ndarray:

@@ -19,6 +19,7 @@ from attnsim.figures.common import (
     STAR,
     NotApplicable,
     fine_grid,
+    key_handles,
     legend_below,
     mean_errorbar,
     star_handle,
@@ -98,47 +99,82 @@ def temperature_sweep(summary: pd.DataFrame):
     for key, line in groups:
         c = colours[key]
         p = dict(zip(SETTING, key))
-        n, classes = p["n"], p["classes"]
-        _band(probe_ax, line, "probe_accuracy", c)
-        _band(probe_ax, line, "init_probe_accuracy", c, marker="s", ls=":")
-        probe_ax.axhline(1 / classes, color=c, lw=0.9, ls="-.")
-        metric = CLAIM_METRIC[p["positives"]]
-        best = line.loc[line[f"{metric}_mean"].idxmax()]
-        target = probe_ax if metric == "probe_accuracy" else eval_ax
-        target.plot(
-            [best["tau"]],
-            [best[f"{metric}_mean"]],
-            ms=14,
-            color=c,
-            zorder=5,
-            **STAR,
-        )
-        _band(eval_ax, line, "knn_accuracy", c, marker="^")
-        _band(eval_ax, line, "linear_probe_accuracy", c, marker="D", ls="--")
-        eval_ax.axhline(1 / classes, color=c, lw=0.9, ls="-.")
+        _accuracies(probe_ax, eval_ax, line, p, c)
         _band(geo_ax, line, "alignment", c)
         _band(unif_ax, line, "uniformity", c, marker="D", ls="--")
-        _band(ent_ax, line, "final_entropy", c)
-        _band(ent_ax, line, "entropy_min", c, marker="v", ls="--")
-        ent_ax.plot(line["tau"], line["entropy_lowest"], "^", color=c, mfc="none", ms=6, ls="none")
-        ent_ax.plot(
-            fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2
-        )
-        if p["positives"] == "class":  # the ideal encoder of the class task
-            ent_ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
-        ent_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
-        _band(neg_ax, line, "hardest_negative_share", c)
-        _band(neg_ax, line, "same_class_negative_share", c, marker="s", ls="--")
-        neg_ax.plot(line["tau"], line["same_class_negative_count_share_mean"], ":", color=c, lw=1.0)
-        neg_ax.axhline(1 / (n - 1), color=c, lw=0.9, ls="-.")
-        _band(loss_ax, line, "final_loss", c)
-        if p["positives"] == "class":
-            loss_ax.plot(fine, [loss_floor(n, classes, t) for t in fine], color="k", lw=2.2)
-        else:  # instance positives: every example its own class
-            loss_ax.plot(
-                fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--"
-            )
-        loss_ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
+        _sweep_entropy(ent_ax, line, p, c, fine)
+        _negative_shares(neg_ax, line, p["n"], c)
+        _sweep_loss(loss_ax, line, p, c, fine)
+    _label_sweep_panels(axes, unif_ax)
+    for ax in axes.flat:
+        ax.set_xscale("log")
+        ax.set_xlabel("temperature τ (logits = cosines / τ)")
+        ax.axvline(1.0, color="0.75", lw=0.8, zorder=0)
+    legend_below(fig, _sweep_handles(groups, colours), ncol=2, y=0.02)
+    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
+    return fig
+
+
+def _accuracies(probe_ax, eval_ax, line: pd.DataFrame, p: dict, colour) -> None:
+    """Panels (a) and (b), one setting: the held-out accuracies after training (and, in (a), of
+    the random initial encoder) against chance 1/C, so that what training adds shows; a star at
+    the best tau by the accuracy the setting's claim judges, in the panel that shows it."""
+    _band(probe_ax, line, "probe_accuracy", colour)
+    _band(probe_ax, line, "init_probe_accuracy", colour, marker="s", ls=":")
+    probe_ax.axhline(1 / p["classes"], color=colour, lw=0.9, ls="-.")
+    metric = CLAIM_METRIC[p["positives"]]
+    best = line.loc[line[f"{metric}_mean"].idxmax()]
+    target = probe_ax if metric == "probe_accuracy" else eval_ax
+    target.plot([best["tau"]], [best[f"{metric}_mean"]], ms=14, color=colour, zorder=5, **STAR)
+    _band(eval_ax, line, "knn_accuracy", colour, marker="^")
+    _band(eval_ax, line, "linear_probe_accuracy", colour, marker="D", ls="--")
+    eval_ax.axhline(1 / p["classes"], color=colour, lw=0.9, ls="-.")
+
+
+def _sweep_entropy(ax, line: pd.DataFrame, p: dict, colour, fine) -> None:
+    """Panel (d), one setting: the batch entropy after training and the lowest during it (mean,
+    and triangles for the lowest of any run) against the floor log n − g_n(τ) that no encoder can
+    go below, and against log n (uniform weights); for class positives also the entropy of the
+    encoder that attains the loss floor."""
+    n = p["n"]
+    _band(ax, line, "final_entropy", colour)
+    _band(ax, line, "entropy_min", colour, marker="v", ls="--")
+    ax.plot(line["tau"], line["entropy_lowest"], "^", color=colour, mfc="none", ms=6, ls="none")
+    ax.plot(fine, np.log(n) - np.asarray(exact_gap(n, fine), dtype=float), color="k", lw=2.2)
+    if p["positives"] == "class":  # the ideal encoder of the class task
+        ax.plot(line["tau"], line["ideal_entropy"], "x:", color="0.45", ms=6, lw=1.0)
+    ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
+
+
+def _negative_shares(ax, line: pd.DataFrame, n: int, colour) -> None:
+    """Panel (e), one setting: where the negative weight goes (the hardest negative, the
+    same-class negatives), against the same-class share under uniform weights (dotted) and one
+    negative's uniform share 1/(n − 1): low tau concentrates the weight."""
+    _band(ax, line, "hardest_negative_share", colour)
+    _band(ax, line, "same_class_negative_share", colour, marker="s", ls="--")
+    ax.plot(line["tau"], line["same_class_negative_count_share_mean"], ":", color=colour, lw=1.0)
+    ax.axhline(1 / (n - 1), color=colour, lw=0.9, ls="-.")
+
+
+def _sweep_loss(ax, line: pd.DataFrame, p: dict, colour, fine) -> None:
+    """Panel (f), one setting: the held-out loss against the floor of its positives (C classes,
+    or dashed, one class per example for instance positives) and log n, a blind encoder's."""
+    n = p["n"]
+    _band(ax, line, "final_loss", colour)
+    if p["positives"] == "class":
+        ax.plot(fine, [loss_floor(n, p["classes"], t) for t in fine], color="k", lw=2.2)
+    else:  # instance positives: every example its own class
+        ax.plot(fine, [instance_loss_floor(n, t) for t in fine], color="k", lw=1.4, ls="--")
+    ax.axhline(np.log(n), color="0.5", lw=0.9, ls=":")
+
+
+_UNIFORMITY_LABEL = "uniformity log E exp(−2‖z_a − z_b‖²)\n(diamonds; lower = more uniform)"
+_NEGATIVES_TITLE = "(e) on its hardest negative (circles) and on same-class negatives (squares)"
+
+
+def _label_sweep_panels(axes, unif_ax) -> None:
+    """temperature_sweep's axis labels and panel titles."""
+    (probe_ax, eval_ax), (geo_ax, ent_ax), (neg_ax, loss_ax) = axes
     probe_ax.set_ylabel("held-out accuracy: nearest class mean")
     probe_ax.set_title("(a) representation quality: nearest-class-mean probe")
     eval_ax.set_ylabel("held-out accuracy: 5-NN (triangles), linear probe (diamonds)")
@@ -146,84 +182,47 @@ def temperature_sweep(summary: pd.DataFrame):
     for ax in (probe_ax, eval_ax):
         ax.set_ylim(0, 1.02)
     geo_ax.set_ylabel("alignment E‖z − z′‖² (circles; lower = better)")
-    unif_ax.set_ylabel("uniformity log E exp(−2‖z_a − z_b‖²)\n(diamonds; lower = more uniform)")
+    unif_ax.set_ylabel(_UNIFORMITY_LABEL)
     geo_ax.set_title("(c) alignment and uniformity (Wang & Isola)")
     ent_ax.set_ylabel("batch softmax entropy (nats, mean over anchors)")
     ent_ax.set_title("(d) entropy during and after training vs its floor log n − g_n(τ)")
     neg_ax.set_ylabel("share of an anchor's negative weight")
     neg_ax.set_yscale("log")
-    neg_ax.set_title("(e) on its hardest negative (circles) and on same-class negatives (squares)")
+    neg_ax.set_title(_NEGATIVES_TITLE)
     loss_ax.set_ylabel("held-out InfoNCE loss (nats)")
     loss_ax.set_title("(f) loss vs its floor (class positives: C classes; instance: dashed)")
-    for ax in axes.flat:
-        ax.set_xscale("log")
-        ax.set_xlabel("temperature τ (logits = cosines / τ)")
-        ax.axvline(1.0, color="0.75", lw=0.8, zorder=0)
+
+
+# temperature_sweep's legend entries for what each panel's marks mean, before and after the best
+# tau's star, as `key_handles` rows
+_LOWEST_KEY = "(d) lowest training-batch entropy of a run (mean); triangles: lowest of any run"
+_FLOOR_KEY = "(d) entropy floor log n − g_n(τ) (exact); (f) loss floor (C classes)"
+_INSTANCE_KEY = "(f) instance positives: log(1 + (n − 1) e^(−n/((n − 1)τ))), one class each"
+_IDEAL_KEY = "(d) entropy of the encoder attaining the loss floor (class positives)"
+_UNIFORM_SHARE_KEY = "(e) dotted: same-class share under uniform weights; dash-dot: 1/(n − 1)"
+_BLIND_KEY = "log n (uniform weights; the loss of a blind encoder)"
+_BEST_TAU_KEY = "best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))"
+_SWEEP_KEYS_BEFORE_STAR = (
+    ("0.3", "o", None, None, "mean over runs ± 95% CI, after training"),
+    ("0.3", "s", ":", None, "(a) probe on the random initial encoder; dash-dot: chance 1/C"),
+)
+_SWEEP_KEYS_AFTER_STAR = (
+    ("0.3", "v", "--", None, _LOWEST_KEY),
+    ("k", None, None, 2.2, _FLOOR_KEY),
+    ("k", None, "--", 1.4, _INSTANCE_KEY),
+    ("0.45", "x", ":", None, _IDEAL_KEY),
+    ("0.3", None, ":", None, _UNIFORM_SHARE_KEY),
+    ("0.5", None, ":", None, _BLIND_KEY),
+)
+
+
+def _sweep_handles(groups, colours) -> list:
+    """A colour per setting, then what each panel's marks mean."""
+
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
-    handles += [
-        Line2D([], [], color="0.3", marker="o", label="mean over runs ± 95% CI, after training"),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="s",
-            ls=":",
-            label="(a) probe on the random initial encoder; dash-dot: chance 1/C",
-        ),
-        star_handle(
-            "0.3",
-            "best τ by the claim's accuracy (class: (a), instance: 5-NN in (b))",
-            11,
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="v",
-            ls="--",
-            label="(d) lowest training-batch entropy of a run (mean); triangles: lowest of any run",
-        ),
-        Line2D(
-            [],
-            [],
-            color="k",
-            lw=2.2,
-            label="(d) entropy floor log n − g_n(τ) (exact); (f) loss floor (C classes)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="k",
-            lw=1.4,
-            ls="--",
-            label="(f) instance positives: log(1 + (n − 1) e^(−n/((n − 1)τ))), one class each",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.45",
-            marker="x",
-            ls=":",
-            label="(d) entropy of the encoder attaining the loss floor (class positives)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            ls=":",
-            label="(e) dotted: same-class share under uniform weights; dash-dot: 1/(n − 1)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.5",
-            ls=":",
-            label="log n (uniform weights; the loss of a blind encoder)",
-        ),
-    ]
-    legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Contrastive (InfoNCE) training of a linear encoder across temperatures")
-    return fig
+    handles += key_handles(_SWEEP_KEYS_BEFORE_STAR)
+    handles.append(star_handle("0.3", _BEST_TAU_KEY, 11))
+    return handles + key_handles(_SWEEP_KEYS_AFTER_STAR)
 
 
 def _columns(table: pd.DataFrame) -> list[str]:
@@ -232,11 +231,18 @@ def _columns(table: pd.DataFrame) -> list[str]:
     return [k for k in SETTING if k not in (*MAP_AXES, "positives") and table[k].nunique() > 1]
 
 
+TAU_RANGE = (-2.0, math.log10(2.0))  # log10 of the preset's range of tau, 0.01 .. 2
+MAP_TITLE = (
+    "Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = "
+    "1 against the best τ < 1)"
+)
+
+
 @figure_function
 def temperature_map(summary: pd.DataFrame):
-    """Best fixed tau (colour, log scale; text: tau* and the range tied with it) over view noise (x)
-    and instance noise (y); one panel row per kind of positives, one column per combination of the
-    other varying parameters."""
+    """Best fixed tau (colour, log scale; text: tau* and the range tied with it) over view noise
+    (x) and instance noise (y); one panel row per kind of positives, one column per combination of
+    the other varying parameters."""
     tables = {
         pos: best_tau(fixed(summary)[fixed(summary)["positives"] == pos], metric)
         for pos, metric in CLAIM_METRIC.items()
@@ -244,24 +250,10 @@ def temperature_map(summary: pd.DataFrame):
     tables = {pos: t for pos, t in tables.items() if len(t)}
     if not tables:
         raise NotApplicable("temperature_map", "no task with two or more fixed temperatures")
-    layout = {}
-    for pos, table in tables.items():  # each row's own columns: the combinations its settings ran
-        cols = _columns(table)
-        layout[pos] = (
-            cols,
-            sorted(table[cols].drop_duplicates().itertuples(index=False, name=None))
-            if cols
-            else [()],
-        )
+    layout = {pos: _combinations(table) for pos, table in tables.items()}
     width = max(len(combos) for _, combos in layout.values())
-    lo, hi = -2.0, math.log10(2.0)  # the preset's range of tau, 0.01 .. 2, whatever was run
-    fig, axes = plt.subplots(
-        len(tables),
-        width,
-        figsize=(4.2 * width + 1.5, 3.8 * len(tables) + 0.6),
-        squeeze=False,
-        layout="constrained",
-    )
+    size = (4.2 * width + 1.5, 3.8 * len(tables) + 0.6)
+    fig, axes = plt.subplots(len(tables), width, figsize=size, squeeze=False, layout="constrained")
     image = None
     for r, (pos, table) in enumerate(tables.items()):
         cols, combos = layout[pos]
@@ -276,56 +268,71 @@ def temperature_map(summary: pd.DataFrame):
             if part.empty:
                 _empty(ax, "not run")
                 continue
-            xs, ys = sorted(part[MAP_AXES[0]].unique()), sorted(part[MAP_AXES[1]].unique())
-            grid = np.full((len(ys), len(xs)), np.nan)
-            for _, row in part.iterrows():
-                i, j = ys.index(row[MAP_AXES[1]]), xs.index(row[MAP_AXES[0]])
-                grid[i, j] = math.log10(row["best_tau"])
-                sign = ""
-                if "diff" in row and np.isfinite(row.get("diff", np.nan)):
-                    sign = (
-                        "\nτ=1 worse"
-                        if row["diff_high"] < 0
-                        else ("\nτ=1 better" if row["diff_low"] > 0 else "\nτ=1 tied")
-                    )
-                colour = "white" if grid[i, j] < (lo + hi) / 2 else "black"
-                ax.text(
-                    j,
-                    i,
-                    f"{row['best_tau']:g}\n[{row['tau_low']:g}–{row['tau_high']:g}]{sign}",
-                    ha="center",
-                    va="center",
-                    fontsize=7.5,
-                    color=colour,
-                )
-            image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=lo, vmax=hi, aspect="auto")
-            ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
-            ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
-            ax.set_xlabel("view noise")
+            image = _best_tau_map(ax, part)
             if c == 0:
                 ax.set_ylabel("instance noise")
-            title = f"{pos} positives ({CLAIM_METRIC[pos].replace('_accuracy', '')})"
-            if combo:
-                title += "\n" + ", ".join(
-                    f"{k} {v:g}" if not isinstance(v, str) else f"{k} {v}"
-                    for k, v in zip(cols, combo)
-                )
-            ax.set_title(title, fontsize=9)
+            ax.set_title(_map_panel_title(pos, cols, combo), fontsize=9)
     if image is not None:
         bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
         bar.set_label("log10 best fixed τ")
-    fig.suptitle(
-        "Best fixed temperature over the task's difficulty (text: τ* [range tied with it], and τ = "
-        "1 against the best τ < 1)"
-    )
+    fig.suptitle(MAP_TITLE)
     return fig
+
+
+def _combinations(table: pd.DataFrame) -> tuple[list[str], list[tuple]]:
+    """A panel row's own columns: the parameters that vary among its settings and the
+    combinations of them its settings ran (one empty combination where none varies)."""
+    cols = _columns(table)
+    if not cols:
+        return cols, [()]
+    return cols, sorted(table[cols].drop_duplicates().itertuples(index=False, name=None))
+
+
+def _best_tau_map(ax, part: pd.DataFrame):
+    """One panel: log10 of the best fixed tau per (view noise, instance noise) cell, with tau*,
+    the range tied with it and how tau = 1 compares written in the cell, so that the map can be
+    read without the colour bar. Returns the image, for the colour bar."""
+    lo, hi = TAU_RANGE
+    xs, ys = sorted(part[MAP_AXES[0]].unique()), sorted(part[MAP_AXES[1]].unique())
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for _, row in part.iterrows():
+        i, j = ys.index(row[MAP_AXES[1]]), xs.index(row[MAP_AXES[0]])
+        grid[i, j] = math.log10(row["best_tau"])
+        colour = "white" if grid[i, j] < (lo + hi) / 2 else "black"
+        text = f"{row['best_tau']:g}\n[{row['tau_low']:g}–{row['tau_high']:g}]{_tau_one(row)}"
+        ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color=colour)
+    image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=lo, vmax=hi, aspect="auto")
+    ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
+    ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
+    ax.set_xlabel("view noise")
+    return image
+
+
+def _tau_one(row: pd.Series) -> str:
+    """A cell's verdict on tau = 1 against the best tau < 1 (by the 95% interval of their
+    difference), where the table has one."""
+    if "diff" not in row or not np.isfinite(row.get("diff", np.nan)):
+        return ""
+    if row["diff_high"] < 0:
+        return "\nτ=1 worse"
+    return "\nτ=1 better" if row["diff_low"] > 0 else "\nτ=1 tied"
+
+
+def _map_panel_title(pos: str, cols: list[str], combo: tuple) -> str:
+    """The positives and the accuracy the claim judges them by, then the panel's combination."""
+    title = f"{pos} positives ({CLAIM_METRIC[pos].replace('_accuracy', '')})"
+    if combo:
+        title += "\n" + ", ".join(
+            f"{k} {v:g}" if not isinstance(v, str) else f"{k} {v}" for k, v in zip(cols, combo)
+        )
+    return title
 
 
 @figure_function
 def learned_temperature(summary: pd.DataFrame):
-    """(a) the learnt tau at the checkpoints (mean over runs, 95% CI) with the best fixed tau of the
-    same setting; (b) the monitor batch entropy along the way against the floor log n - g_n(tau_t)
-    and log n."""
+    """(a) the learnt tau at the checkpoints (mean over runs, 95% CI) with the best fixed tau of
+    the same setting; (b) the monitor batch entropy along the way against the floor
+    log n - g_n(tau_t) and log n."""
     learned = summary[summary["tau_mode"] != "fixed"]
     if learned.empty:
         raise NotApplicable(
@@ -336,43 +343,14 @@ def learned_temperature(summary: pd.DataFrame):
     colours = dict(zip(keys, palette(PALETTE, max(len(keys), 2))))
     styles: dict[float, Any] = {}  # per initial tau a line style: a name or a dash pattern
     for _, row in learned.sort_values("tau").iterrows():
-        key = tuple(row[k] for k in SETTING)
-        c = colours[key]
+        colour = colours[tuple(row[k] for k in SETTING)]
         ls = styles.setdefault(row["tau"], LINE_STYLES[len(styles) % len(LINE_STYLES)])
         marker, face = MODE_MARKERS[row["tau_mode"]]
+        style = {"ls": ls, "marker": marker, "ms": 4, "color": colour, "mfc": face or colour}
         steps = np.array(checkpoint_steps(int(row["steps"])), dtype=float)
-        tau = np.array([row[f"tau_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
-        low = np.array([row[f"tau_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
-        high = np.array([row[f"tau_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-        tau_ax.plot(steps, tau, ls=ls, marker=marker, ms=4, color=c, mfc=face or c)
-        tau_ax.fill_between(steps, low, high, color=c, alpha=0.25, lw=0)
-        ent = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
-        floor = np.array([row[f"entropy_floor_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
-        ent_ax.errorbar(
-            steps,
-            ent,
-            yerr=np.vstack(
-                [
-                    ent - [row[f"entropy_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)],
-                    [row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)] - ent,
-                ]
-            ),
-            fmt=marker,
-            ls=ls,
-            ms=4,
-            color=c,
-            mfc=face or c,
-            capsize=2,
-        )
-        ent_ax.plot(steps, floor, ls=ls, color="k", lw=1.6)
-        ent_ax.axhline(row["log_n"], color="0.5", lw=0.9, ls=":")
-    for key in keys:
-        p = dict(zip(SETTING, key))
-        table = best_tau(same_setting(fixed(summary), p), CLAIM_METRIC[p["positives"]])
-        if len(table):
-            b = table.iloc[0]
-            tau_ax.axhline(b["best_tau"], color=colours[key], lw=2.5, alpha=0.6)
-            tau_ax.axhspan(b["tau_low"], b["tau_high"], color=colours[key], alpha=0.08)
+        _learnt_tau(tau_ax, row, steps, style)
+        _entropy_along(ent_ax, row, steps, style)
+    _best_fixed_taus(tau_ax, summary, keys, colours)
     clamped = (learned["tau_mode"] == "learned_clamped").any()
     if clamped:
         tau_ax.axhline(TAU_CLAMP, color="tab:red", ls=":", lw=1.5)
@@ -387,18 +365,63 @@ def learned_temperature(summary: pd.DataFrame):
     ent_ax.set_xlabel("training step")
     ent_ax.set_ylabel("monitor batch entropy (nats, mean over anchors)")
     ent_ax.set_title("(b) entropy along the way vs its floor log n − g_n(τ_t) (black)")
+    handles = _learned_handles(keys, colours, styles, set(learned["tau_mode"]), clamped)
+    legend_below(fig, handles, ncol=2, y=0.02)
+    fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)")
+    return fig
+
+
+def _along(row: pd.Series, metric: str, stat: str) -> np.ndarray:
+    """A metric's `stat` (mean, ci_low, ci_high) at each checkpoint of one setting's training."""
+    return np.array([row[f"{metric}_ckpt_{j}_{stat}"] for j in range(CHECKPOINTS)])
+
+
+def _learnt_tau(ax, row: pd.Series, steps: np.ndarray, style: dict) -> None:
+    """Panel (a), one setting: the learnt tau at the checkpoints, mean over runs with its 95%
+    band (where training takes tau, to compare with the best fixed one)."""
+    ax.plot(steps, _along(row, "tau", "mean"), **style)
+    low, high = _along(row, "tau", "ci_low"), _along(row, "tau", "ci_high")
+    ax.fill_between(steps, low, high, color=style["color"], alpha=0.25, lw=0)
+
+
+def _entropy_along(ax, row: pd.Series, steps: np.ndarray, style: dict) -> None:
+    """Panel (b), one setting: the monitor batch entropy at the checkpoints with its 95% interval
+    against the floor log n − g_n(τ_t) at the tau reached (black) and log n: whether a learnt
+    tau drives the entropy onto its floor."""
+    ent = _along(row, "entropy", "mean")
+    low, high = _along(row, "entropy", "ci_low"), _along(row, "entropy", "ci_high")
+    marks = {k: style[k] for k in ("ls", "ms", "color", "mfc")}
+    yerr = np.vstack([ent - low, high - ent])
+    ax.errorbar(steps, ent, yerr=yerr, fmt=style["marker"], capsize=2, **marks)
+    ax.plot(steps, _along(row, "entropy_floor", "mean"), ls=style["ls"], color="k", lw=1.6)
+    ax.axhline(row["log_n"], color="0.5", lw=0.9, ls=":")
+
+
+def _best_fixed_taus(ax, summary: pd.DataFrame, keys, colours) -> None:
+    """Panel (a): per setting, the best fixed tau of the same task (thick) and the range tied with
+    it (band), the target a learnt tau is judged against."""
+    for key in keys:
+        p = dict(zip(SETTING, key))
+        table = best_tau(same_setting(fixed(summary), p), CLAIM_METRIC[p["positives"]])
+        if len(table):
+            b = table.iloc[0]
+            ax.axhline(b["best_tau"], color=colours[key], lw=2.5, alpha=0.6)
+            ax.axhspan(b["tau_low"], b["tau_high"], color=colours[key], alpha=0.08)
+
+
+def _learned_handles(keys, colours, styles: dict, modes: set, clamped: bool) -> list[Line2D]:
+    """A colour per setting, a line style per initial tau, a marker per learnt-tau mode run, and
+    CLIP's clamp where a run used it."""
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k in keys]
     handles += [Line2D([], [], color="0.3", ls=ls, label=f"τ₀ = {t:g}") for t, ls in styles.items()]
     handles += [
         Line2D([], [], color="0.3", ls="", marker=m, mfc=face or "0.3", label=mode)
         for mode, (m, face) in MODE_MARKERS.items()
-        if mode in set(learned["tau_mode"])
+        if mode in modes
     ]
     if clamped:
         handles.append(Line2D([], [], color="tab:red", ls=":", label="CLIP's clamp τ = 0.01"))
-    legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle("Learnt temperature (t = log 1/τ trained with the encoder, as in CLIP)")
-    return fig
+    return handles
 
 
 @figure_function

@@ -16,6 +16,7 @@ from attnsim.figures.common import (
     MAX_POINTS,
     binned,
     fine_grid,
+    key_handles,
     legend_below,
     mean_errorbar,
     n_colours,
@@ -53,6 +54,17 @@ def _sigma_of_scale(logits: str, scale: np.ndarray) -> np.ndarray:
     return scale if logits == "gaussian" else scale**2
 
 
+BINNED_NOTE = f"lines of more than {MAX_POINTS} scales: binned (mean; band: CIs' range)"
+# entropy_vs_scale's legend entries after the colours, as `key_handles` rows
+_SMALL_SCALE_KEY = "theory for x < 1: small-scale log n − σ²/2 = REM log n·(1 − x²)"
+_FROZEN_KEY = "REM frozen phase x = σ/√(2 log n) ≥ 1: H = O(1), drawn at 0"
+SCALE_KEYS = (
+    ("0.3", None, ":", None, "upper bound log n"),
+    ("0.3", None, "--", None, _SMALL_SCALE_KEY),
+    ("0.3", None, "-.", None, _FROZEN_KEY),
+)
+
+
 @figure_function
 def entropy_vs_scale(summary: pd.DataFrame):
     """Mean entropy vs scale (log x), a line per n, a panel per logit model, with theory curves."""
@@ -64,75 +76,17 @@ def entropy_vs_scale(summary: pd.DataFrame):
         shown_note("n", ns, summary["n"]),
         shown_note("d", [t for t, _ in panels if t.startswith("dot")], dot_ds),
     ]
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=(5.6 * len(panels), 4.4), squeeze=False, sharey=True
-    )
+    size = (5.6 * len(panels), 4.4)
+    fig, axes = plt.subplots(1, len(panels), figsize=size, squeeze=False, sharey=True)
     for ax, (_title, data) in zip(axes[0], panels):
-        logits = data["logits"].iloc[0]
-        fine = fine_grid(data["scale"][data["scale"] > 0])
-        sigma = _sigma_of_scale(logits, fine)
-        drawn = data[(data["scale"] > 0) & data["n"].isin(ns)].sort_values("scale")
-        for n, line in drawn.groupby("n"):
-            colour = colours[n]
-            if len(line) > MAX_POINTS:
-                notes.append(
-                    f"lines of more than {MAX_POINTS} scales: binned (mean; band: CIs' range)"
-                )
-                line = binned(line, "scale", "entropy", log=True)
-            ax.plot(
-                line["scale"], line["entropy_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3
-            )
-            ax.fill_between(
-                line["scale"],
-                line["entropy_ci_low"],
-                line["entropy_ci_high"],
-                color=colour,
-                alpha=0.3,
-                lw=0,
-                zorder=2,
-            )
-            # log n - sigma^2/2 (small scale) and log n (1 - x^2) (REM, x < 1) are the same curve;
-            # it reaches 0 at x = 1, where the REM's frozen phase (H = O(1), drawn at 0) takes over.
-            liquid = np.asarray(rem_x(n, sigma)) < 1
-            small = np.asarray(small_scale_entropy(n, sigma), dtype=float)
-            ax.plot(fine, np.where(liquid, small, np.nan), "--", color=colour, lw=1.1, zorder=1)
-            frozen = np.where(liquid, np.nan, rem_entropy(n, sigma))
-            ax.plot(fine, frozen, "-.", color=colour, lw=1.0, alpha=0.8, zorder=1)
-            ax.axhline(np.log(n), color=colour, ls=":", lw=1.0, zorder=0)
-        ax.set_xscale("log")
-        ax.set_ylim(bottom=-0.2)
-        if logits == "gaussian":
-            ax.set_title("gaussian logits  sᵢ ~ N(0, σ²),  σ = scale")
-            ax.set_xlabel("logit std σ = scale")
-        else:
-            d = int(data["d"].iloc[0])
-            ax.set_title(f"dot-product logits  sᵢ = q·kᵢ/√d,  d = {d}")
-            ax.set_xlabel("std of the entries of q and kᵢ  (scale)")
-            top = ax.secondary_xaxis(
-                "top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None)))
-            )
-            top.set_xlabel("effective logit std  σ_eff = scale²", fontsize=8.5)
-            top.tick_params(labelsize=7.5)
+        if _entropy_lines(ax, data, ns, colours):
+            notes.append(BINNED_NOTE)
+        _label_scale_panel(ax, data)
     axes[0, 0].set_ylabel("entropy of the weights  H  (nats)")
     handles = n_handles(colours)
-    handles += [
-        Line2D([], [], color="0.3", marker="o", ms=3.5, label="measured mean (band: 95% CI)"),
-        Line2D([], [], color="0.3", ls=":", label="upper bound log n"),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            ls="--",
-            label="theory for x < 1: small-scale log n − σ²/2 = REM log n·(1 − x²)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            ls="-.",
-            label="REM frozen phase x = σ/√(2 log n) ≥ 1: H = O(1), drawn at 0",
-        ),
-    ]
+    measured = "measured mean (band: 95% CI)"
+    handles.append(Line2D([], [], color="0.3", marker="o", ms=3.5, label=measured))
+    handles += key_handles(SCALE_KEYS)
     legend_below(fig, handles, ncol=min(len(handles), 5), y=0.02)
     shown = "; ".join(dict.fromkeys(note for note in notes if note))
     fig.suptitle(
@@ -140,6 +94,54 @@ def entropy_vs_scale(summary: pd.DataFrame):
         "and random-energy-model theory" + (f"\n(shown: {shown})" if shown else "")
     )
     return fig
+
+
+def _entropy_lines(ax, data: pd.DataFrame, ns, colours) -> bool:
+    """One panel: per n shown, the measured mean entropy with its 95% band against the theory
+    (the small-scale curve up to the freezing point, the REM's frozen phase beyond, log n above);
+    a line of more than MAX_POINTS scales is binned. Returns whether any was."""
+    logits = data["logits"].iloc[0]
+    fine = fine_grid(data["scale"][data["scale"] > 0])
+    sigma = _sigma_of_scale(logits, fine)
+    drawn = data[(data["scale"] > 0) & data["n"].isin(ns)].sort_values("scale")
+    thinned = False
+    for n, line in drawn.groupby("n"):
+        colour = colours[n]
+        if len(line) > MAX_POINTS:
+            thinned = True
+            line = binned(line, "scale", "entropy", log=True)
+        x = line["scale"]
+        ax.plot(x, line["entropy_mean"], "o-", color=colour, ms=3.5, lw=1.4, zorder=3)
+        band = {"color": colour, "alpha": 0.3, "lw": 0, "zorder": 2}
+        ax.fill_between(x, line["entropy_ci_low"], line["entropy_ci_high"], **band)
+        # log n - sigma^2/2 (small scale) and log n (1 - x^2) (REM, x < 1) are the same curve;
+        # it reaches 0 at x = 1, where the REM's frozen phase (H = O(1), drawn at 0) takes over.
+        liquid = np.asarray(rem_x(n, sigma)) < 1
+        small = np.asarray(small_scale_entropy(n, sigma), dtype=float)
+        ax.plot(fine, np.where(liquid, small, np.nan), "--", color=colour, lw=1.1, zorder=1)
+        frozen = np.where(liquid, np.nan, rem_entropy(n, sigma))
+        ax.plot(fine, frozen, "-.", color=colour, lw=1.0, alpha=0.8, zorder=1)
+        ax.axhline(np.log(n), color=colour, ls=":", lw=1.0, zorder=0)
+    return thinned
+
+
+def _label_scale_panel(ax, data: pd.DataFrame) -> None:
+    """A panel's logit model in its title and x axis; for dot products the effective logit std
+    (scale²) along the top, the sigma the theory is written in."""
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=-0.2)
+    if data["logits"].iloc[0] == "gaussian":
+        ax.set_title("gaussian logits  sᵢ ~ N(0, σ²),  σ = scale")
+        ax.set_xlabel("logit std σ = scale")
+        return
+    d = int(data["d"].iloc[0])
+    ax.set_title(f"dot-product logits  sᵢ = q·kᵢ/√d,  d = {d}")
+    ax.set_xlabel("std of the entries of q and kᵢ  (scale)")
+    top = ax.secondary_xaxis(
+        "top", functions=(lambda s: np.square(s), lambda s: np.sqrt(np.clip(s, 0, None)))
+    )
+    top.set_xlabel("effective logit std  σ_eff = scale²", fontsize=8.5)
+    top.tick_params(labelsize=7.5)
 
 
 def _frozen_lines(ax, ns, colours) -> None:
@@ -173,23 +175,44 @@ def entropy_collapse(summary: pd.DataFrame):
     data = summary.loc[np.isfinite(summary["rem_x"]), columns]
     ns = spread(data["n"], MAX_LINES)  # a large sweep: n spread over its range, said below
     shown = data[(data["rem_x"] <= COLLAPSE_X_MAX) & data["n"].isin(ns)]
-    hidden = data[data["rem_x"] > COLLAPSE_X_MAX]
     colours = n_colours(ns)
-    thinned = False
-    markers = {"gaussian": "o", "dot_product": "s"}
     fig, ax = plt.subplots(figsize=(7.2, 5.0))
-    x = np.linspace(0, COLLAPSE_X_MAX, 400)
-    ax.plot(
-        x,
-        np.where(x < 1, 1 - x**2, 0.0),
-        color="k",
-        lw=1.6,
-        label="REM limit (n → ∞):  1 − x² for x < 1, 0 beyond",
-        zorder=1,
+    _rem_limit(ax)
+    _frozen_lines(ax, ns, colours)
+    thinned = _collapse_points(ax, shown, colours)
+    ax.set_xlim(-0.03, COLLAPSE_X_MAX)
+    ax.set_ylim(-0.03, 1.05)
+    ax.set_xlabel(
+        "x = σ_eff / √(2 log n)   (σ_eff = scale for gaussian, scale² for dot-product logits)"
     )
+    ax.set_ylabel("normalised entropy  H / log n   (mean, 95% CI)")
+    ax.set_title("Entropy collapse across n: measured H / log n vs the random-energy-model limit")
+    handles = _collapse_handles(colours, shown["logits"].unique())
+    ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
+    notes = "\n".join(_collapse_notes(data, ns, thinned))
+    ax.text(0.015, 0.03, notes, transform=ax.transAxes, fontsize=7.5, color="0.3", va="bottom")
+    return fig
+
+
+# entropy_collapse's marker per logit model (another model: triangles); gaussian filled
+COLLAPSE_MARKERS = {"gaussian": "o", "dot_product": "s"}
+
+
+def _rem_limit(ax) -> None:
+    """The random-energy-model limit every n tends to, 1 − x² up to the freezing point x = 1 and
+    0 beyond: what the measured points collapse onto."""
+    x = np.linspace(0, COLLAPSE_X_MAX, 400)
+    label = "REM limit (n → ∞):  1 − x² for x < 1, 0 beyond"
+    ax.plot(x, np.where(x < 1, 1 - x**2, 0.0), color="k", lw=1.6, label=label, zorder=1)
     ax.axvline(1.0, color="0.5", ls=":", lw=1)
     ax.text(1.02, 0.95, "freezing point x = 1", color="0.35", fontsize=8, va="top")
-    _frozen_lines(ax, ns, colours)
+
+
+def _collapse_points(ax, shown: pd.DataFrame, colours) -> bool:
+    """The measured H / log n with its 95% interval, a colour per n and a marker per logit model
+    (open for dot products), binned in x where a line has more than MAX_POINTS points; returns
+    whether any was binned (the note says so)."""
+    thinned = False
     for (logits, n), part in shown.sort_values("rem_x").groupby(["logits", "n"]):
         if len(part) > MAX_POINTS:
             thinned = True
@@ -199,7 +222,7 @@ def entropy_collapse(summary: pd.DataFrame):
             part["rem_x"],
             part,
             "entropy_norm",
-            fmt=markers.get(logits, "^"),
+            fmt=COLLAPSE_MARKERS.get(logits, "^"),
             color=colours[n],
             ms=4.5,
             mfc=colours[n] if logits == "gaussian" else "none",
@@ -208,32 +231,28 @@ def entropy_collapse(summary: pd.DataFrame):
             lw=0,
             zorder=3,
         )
-    ax.set_xlim(-0.03, COLLAPSE_X_MAX)
-    ax.set_ylim(-0.03, 1.05)
-    ax.set_xlabel(
-        "x = σ_eff / √(2 log n)   (σ_eff = scale for gaussian, scale² for dot-product logits)"
-    )
-    ax.set_ylabel("normalised entropy  H / log n   (mean, 95% CI)")
-    ax.set_title("Entropy collapse across n: measured H / log n vs the random-energy-model limit")
+    return thinned
+
+
+def _collapse_handles(colours, models) -> list[Line2D]:
+    """A colour per n, a marker per logit model, then the limit and the frozen-phase lines."""
     handles = [
         Line2D([], [], color=c, marker="o", ls="none", label=f"n = {n}") for n, c in colours.items()
     ]
-    for logits in shown["logits"].unique():
-        handles.append(
-            Line2D(
-                [],
-                [],
-                color="0.3",
-                marker=markers.get(logits, "^"),
-                mfc="0.3" if logits == "gaussian" else "none",
-                ls="none",
-                label=f"{logits.replace('_', '-')} logits",
-            )
-        )
+    for logits in models:
+        marker = COLLAPSE_MARKERS.get(logits, "^")
+        face = "0.3" if logits == "gaussian" else "none"
+        label = f"{logits.replace('_', '-')} logits"
+        handles.append(Line2D([], [], color="0.3", marker=marker, mfc=face, ls="none", label=label))
     handles.append(Line2D([], [], color="k", lw=1.6, label="REM limit 1 − x² (0 for x ≥ 1)"))
     frozen = "frozen phase at this n: ψ(1) − ψ(1 − b_n/σ)"
     handles.append(Line2D([], [], color="0.3", ls="--", lw=1, label=frozen))
-    ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
+    return handles
+
+
+def _collapse_notes(data: pd.DataFrame, ns, thinned: bool) -> list[str]:
+    """What the reader needs to read the collapse right: why finite n stays above the limit, and
+    what is not drawn (n left out, points binned, points beyond the x range)."""
     notes = [
         "finite n approaches the limit slowly:",
         "measured points stay above it near x = 1",
@@ -243,19 +262,11 @@ def entropy_collapse(summary: pd.DataFrame):
         notes += ["", shown_note("n", ns, data["n"]) + " shown"]
     if thinned:
         notes += [f"more than {MAX_POINTS} points per n: binned in x", "(mean; bars: CIs' range)"]
+    hidden = data[data["rem_x"] > COLLAPSE_X_MAX]
     if len(hidden):
         notes += [
             "",
             f"{len(hidden)} points with x > {COLLAPSE_X_MAX} not shown",
             f"(all with H / log n ≤ {hidden['entropy_norm_mean'].max():.2f})",
         ]
-    ax.text(
-        0.015,
-        0.03,
-        "\n".join(notes),
-        transform=ax.transAxes,
-        fontsize=7.5,
-        color="0.3",
-        va="bottom",
-    )
-    return fig
+    return notes

@@ -39,13 +39,7 @@ def precision_error(summary: pd.DataFrame):
     data = summary[summary["logit_scale"] > 0].copy()
     if data.empty:
         return _empty("no point with logit std > 0 in this experiment")
-    data["inputs"] = np.where(
-        data["outlier_channels"] > 0,
-        data["outlier_channels"].astype(str)
-        + " outliers ×"
-        + data["outlier_scale"].map("{:g}".format),
-        "isotropic",
-    )
+    data["inputs"] = _input_family(data)
     panels = [
         (site, inputs)
         for site in ("logits", "qk", "qk_rotated", "probs", "output")
@@ -64,38 +58,17 @@ def precision_error(summary: pd.DataFrame):
         top, bottom = axes[0, col], axes[1, col]
         for fmt, colour in colours.items():
             line = part[part["format"] == fmt].sort_values("logit_scale")
-            if line.empty:
-                continue
-            x = line["logit_scale"].to_numpy(float) * np.exp(offsets[fmt])
-            inside = regime[line.index].to_numpy(bool)
-            for mask, face in ((inside, colour), (~inside, "0.75")):
-                if mask.any():
-                    sub = line[mask]
-                    summary_errorbar(
-                        top, x[mask], sub, "ratio_model", fmt="o", color=colour, mfc=face, ms=5
-                    )
-            if line["ratio_iid_mean"].notna().any():
-                summary_errorbar(
-                    bottom, x, line, "ratio_iid", fmt="s", color=colour, mfc="none", ms=5, ls=":"
-                )
+            if not line.empty:
+                x = line["logit_scale"].to_numpy(float) * np.exp(offsets[fmt])
+                _format_ratios(top, bottom, line, x, regime[line.index].to_numpy(bool), colour)
         top.axhspan(1 - tol, 1 + tol, color="0.85", alpha=0.6, lw=0)
-        for ax in (top, bottom):
-            ax.axhline(1.0, color="0.2", lw=0.9)
-            ax.set_xscale("log")
-            ax.set_xticks(scales, [f"{v:g}" for v in scales])
-            ax.minorticks_off()
-        bottom.set_yscale("log")
+        _ratio_axes((top, bottom), scales)
         top.set_title(f"site {site}, {inputs}", fontsize=9)
         bottom.set_xlabel("logit std σ")
     axes[0, 0].set_ylabel("measured / rounding model")
     axes[1, 0].set_ylabel("measured / i.i.d. delta (κ pooled)")
     handles: list[Artist] = format_handles(colours)
-    handles += ratio_handles(
-        "÷ rounding model Σp²Var(ε|s)‖v−o‖² (top)",
-        "÷ i.i.d. delta κ_pooled Σp²‖v−o‖² (bottom)",
-        "outside the model's regime",
-        iid_ls=":",
-    )
+    handles += ratio_handles(MODEL_KEY, IID_KEY, "outside the model's regime", iid_ls=":")
     handles.append(plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"1 ± {tol}"))
     fig.suptitle(
         "Attention with one rounding: measured error over the two predictions (mean per-row "
@@ -103,6 +76,44 @@ def precision_error(summary: pd.DataFrame):
     )
     legend_below(fig, handles, ncol=4, y=0.0)
     return fig
+
+
+MODEL_KEY = "÷ rounding model Σp²Var(ε|s)‖v−o‖² (top)"
+IID_KEY = "÷ i.i.d. delta κ_pooled Σp²‖v−o‖² (bottom)"
+
+
+def _input_family(data: pd.DataFrame) -> np.ndarray:
+    """Each point's inputs in words: isotropic, or its outlier channels and their scale (the
+    columns of the figure split by it)."""
+    count, scale = data["outlier_channels"].astype(str), data["outlier_scale"].map("{:g}".format)
+    outliers = count + " outliers ×" + scale
+    return np.where(data["outlier_channels"] > 0, outliers, "isotropic")
+
+
+def _format_ratios(top, bottom, line: pd.DataFrame, x, inside: np.ndarray, colour) -> None:
+    """One format in a column: measured / rounding model on top (grey-filled outside the model's
+    regime, where it is not expected to hold) and measured / i.i.d. delta below, where defined."""
+    for mask, face in ((inside, colour), (~inside, "0.75")):
+        if mask.any():
+            sub = line[mask]
+            summary_errorbar(
+                top, x[mask], sub, "ratio_model", fmt="o", color=colour, mfc=face, ms=5
+            )
+    if line["ratio_iid_mean"].notna().any():
+        summary_errorbar(
+            bottom, x, line, "ratio_iid", fmt="s", color=colour, mfc="none", ms=5, ls=":"
+        )
+
+
+def _ratio_axes(axes, scales) -> None:
+    """A column's axes: 1 (the prediction exact) as reference, the logit stds run as log ticks,
+    and the i.i.d. ratio (bottom), which spans decades, on a log scale."""
+    for ax in axes:
+        ax.axhline(1.0, color="0.2", lw=0.9)
+        ax.set_xscale("log")
+        ax.set_xticks(scales, [f"{v:g}" for v in scales])
+        ax.minorticks_off()
+    axes[1].set_yscale("log")
 
 
 @figure_function
@@ -117,27 +128,42 @@ def precision_rotation(summary: pd.DataFrame):
     colours = format_colours(data["format"])
     markers = dict(zip(sorted(data["logit_scale"].unique()), "os^Dv"))
     for (fmt, sigma), part in data.groupby(["format", "logit_scale"]):
-        for column, face in (
-            ("rotation_gain_model", colours[fmt]),
-            ("rotation_gain_theory", "none"),
-        ):
-            errorbar(
-                ax,
-                part[column],
-                part["rotation_gain"],
-                part["rotation_gain_ci_low"],
-                part["rotation_gain_ci_high"],
-                fmt=markers[sigma],
-                color=colours[fmt],
-                mfc=face,
-                ms=6,
-            )
-    values = np.concatenate(
-        [
-            data[c].to_numpy(float)
-            for c in ("rotation_gain", "rotation_gain_model", "rotation_gain_theory")
-        ]
-    )
+        gain, low, high = (part[f"rotation_gain{s}"] for s in ("", "_ci_low", "_ci_high"))
+        # filled: the rounding model's gain from the same rows; hollow: the closed form
+        faces = {"rotation_gain_model": colours[fmt], "rotation_gain_theory": "none"}
+        for column, face in faces.items():
+            style = {"color": colours[fmt], "mfc": face, "ms": 6}
+            errorbar(ax, part[column], gain, low, high, fmt=markers[sigma], **style)
+    _gain_references(ax, data)
+    ax.set_xlabel("predicted gain")
+    ax.set_ylabel("measured gain: error without / with rotation")
+    ax.set_title("Incoherent processing: a random rotation of q and k before the cast")
+    handles: list[Artist] = format_handles(colours)
+    handles += [
+        Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}")
+        for s, m in markers.items()
+    ]
+    theory = "vs (d + 2) Σλ² / (Σλ)²"
+    band = f"y = x ± {THRESHOLDS.rotation_tolerance:.0%}"
+    handles += [
+        Line2D(
+            [], [], color="0.3", marker="o", ls="none", label="vs the rounding model, same rows"
+        ),
+        Line2D([], [], color="0.3", marker="o", mfc="none", ls="none", label=theory),
+        plt.Rectangle((0, 0), 1, 1, color="0.85", label=band),
+        Line2D([], [], color="0.6", ls="-.", label="FlashAttention-3's 2.6"),
+    ]
+    legend_below(fig, handles, ncol=3, y=0.0)
+    return fig
+
+
+ROTATION_GAINS = ("rotation_gain", "rotation_gain_model", "rotation_gain_theory")
+
+
+def _gain_references(ax, data: pd.DataFrame) -> None:
+    """y = x (the prediction exact) with the claim's band and FlashAttention-3's reported gain of
+    2.6, on log axes spanning every measured and predicted gain."""
+    values = np.concatenate([data[c].to_numpy(float) for c in ROTATION_GAINS])
     values = values[np.isfinite(values) & (values > 0)]
     lo, hi = values.min() / 1.3, values.max() * 1.3
     line = np.geomspace(lo, hi, 50)
@@ -149,26 +175,6 @@ def precision_rotation(summary: pd.DataFrame):
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("predicted gain")
-    ax.set_ylabel("measured gain: error without / with rotation")
-    ax.set_title("Incoherent processing: a random rotation of q and k before the cast")
-    handles: list[Artist] = format_handles(colours)
-    handles += [
-        Line2D([], [], color="0.3", marker=m, ls="none", label=f"σ = {s:g}")
-        for s, m in markers.items()
-    ]
-    handles += [
-        Line2D(
-            [], [], color="0.3", marker="o", ls="none", label="vs the rounding model, same rows"
-        ),
-        Line2D(
-            [], [], color="0.3", marker="o", mfc="none", ls="none", label="vs (d + 2) Σλ² / (Σλ)²"
-        ),
-        plt.Rectangle((0, 0), 1, 1, color="0.85", label=f"y = x ± {tol:.0%}"),
-        Line2D([], [], color="0.6", ls="-.", label="FlashAttention-3's 2.6"),
-    ]
-    legend_below(fig, handles, ncol=3, y=0.0)
-    return fig
 
 
 @figure_function

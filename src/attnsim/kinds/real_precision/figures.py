@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from attnsim.figures.common import legend_below
 from attnsim.figures.style import figure_function
@@ -22,49 +23,22 @@ def real_precision_layers(summary):
     """One panel per site: per layer, the mean over its heads of measured / predicted error (the
     rounding model filled, the essay's i.i.d. delta method hollow) with the between-head 95%
     interval, colour = format; grey = points outside the model's regime included."""
-    sites = [
-        s for s in ("logits", "qk", "qk_rotated", "probs", "output") if s in set(summary["site"])
-    ]
+    sites = [s for s in SITES if s in set(summary["site"])]
     cols = min(3, len(sites))
     rows_ = -(-len(sites) // cols)
-    fig, axes = plt.subplots(
-        rows_, cols, figsize=(4.8 * cols, 3.6 * rows_), squeeze=False, sharey=True
-    )
+    size = (4.8 * cols, 3.6 * rows_)
+    fig, axes = plt.subplots(rows_, cols, figsize=size, squeeze=False, sharey=True)
     colours = format_colours(summary["format"])
-    present = list(colours)
-    offsets = dict(zip(present, np.linspace(-0.2, 0.2, len(present))))
+    offsets = dict(zip(colours, np.linspace(-0.2, 0.2, len(colours))))
     tol = THRESHOLDS.ratio_tolerance
     for ax in list(axes.flat)[len(sites) :]:
         ax.set_visible(False)
     for ax, site in zip(axes.flat, sites):
         part = summary[summary["site"] == site]
-        for fmt in present:
+        for fmt, colour in colours.items():
             rows = part[part["format"] == fmt]
-            if rows.empty:
-                continue
-            inside = bool(in_regime(rows).all())
-            for column, marker, face in (
-                ("ratio_model_mean", "o", colours[fmt] if inside else "0.75"),
-                ("ratio_iid_mean", "s", "none"),
-            ):
-                if rows[column].isna().all():
-                    continue
-                layers = per_layer(rows, column)
-                x = layers["layer"].to_numpy(float) + offsets[fmt]
-                y = layers["value"].to_numpy(float)
-                err = np.vstack(
-                    [np.clip(y - layers["low"], 0, None), np.clip(layers["high"] - y, 0, None)]
-                )
-                ax.errorbar(
-                    x,
-                    y,
-                    yerr=np.nan_to_num(err),
-                    fmt=marker,
-                    color=colours[fmt],
-                    mfc=face,
-                    ms=5,
-                    capsize=2,
-                )
+            if not rows.empty:
+                _layer_ratios(ax, rows, colour, offsets[fmt])
         ax.axhline(1.0, color="0.2", lw=0.9)
         ax.axhspan(1 - tol, 1 + tol, color="0.85", alpha=0.6, lw=0)
         ax.set_yscale("log")
@@ -73,15 +47,36 @@ def real_precision_layers(summary):
     for ax in axes[:, 0]:
         ax.set_ylabel("measured / predicted, mean over heads")
     handles = format_handles(colours)
-    handles += ratio_handles(
-        "÷ rounding model", "÷ i.i.d. delta, κ pooled", "some heads outside the model's regime"
-    )
+    outside = "some heads outside the model's regime"
+    handles += ratio_handles("÷ rounding model", "÷ i.i.d. delta, κ pooled", outside)
     fig.suptitle(
         "Trained heads of all-MiniLM-L6-v2 with one rounding: measured over predicted error per "
         "layer",
     )
     legend_below(fig, handles, ncol=4, y=0.0)
     return fig
+
+
+SITES = ("logits", "qk", "qk_rotated", "probs", "output")  # the panels, in this order
+
+
+def _layer_ratios(ax, rows: pd.DataFrame, colour, offset: float) -> None:
+    """One format at one site: per layer, the mean over heads of measured / rounding model
+    (filled; grey where some heads are outside its regime, so a miss there is expected) and of
+    measured / i.i.d. delta (hollow), each with its between-head 95% interval."""
+    inside = bool(in_regime(rows).all())
+    for column, marker, face in (
+        ("ratio_model_mean", "o", colour if inside else "0.75"),
+        ("ratio_iid_mean", "s", "none"),
+    ):
+        if rows[column].isna().all():
+            continue
+        layers = per_layer(rows, column)
+        x = layers["layer"].to_numpy(float) + offset
+        y = layers["value"].to_numpy(float)
+        below, above = np.clip(y - layers["low"], 0, None), np.clip(layers["high"] - y, 0, None)
+        yerr = np.nan_to_num(np.vstack([below, above]))
+        ax.errorbar(x, y, yerr=yerr, fmt=marker, color=colour, mfc=face, ms=5, capsize=2)
 
 
 @figure_function

@@ -63,9 +63,8 @@ def _colours(keys) -> dict:
 @figure_function
 def trainability(summary: pd.DataFrame):
     """(a) final loss / chance vs scale (median, quartiles, mean over finite runs) with the initial
-    entropy
-    on a second axis; (b) share of runs reaching the threshold (Wilson 95%) and divergence rate;
-    (c) the initial logit gradient vs scale (this kind's init_gradient relation)."""
+    entropy on a second axis; (b) share of runs reaching the threshold (Wilson 95%) and divergence
+    rate; (c) the initial logit gradient vs scale (this kind's init_gradient relation)."""
     if not _scale_sweep(summary):
         raise NotApplicable("trainability", "no fixed-budget sweep over initial scales")
     data = summary[summary["stop"] == "never"].sort_values("scale")
@@ -75,67 +74,79 @@ def trainability(summary: pd.DataFrame):
     loss_ax, share_ax, grad_ax = axes
     entropy_ax = loss_ax.twinx()
     for key, line in groups:
-        c = colours[key]
-        x = line["scale"]
-        loss_ax.plot(x, line["final_loss_median"], "o-", color=c, ms=4, lw=1.6, zorder=3)
-        loss_ax.fill_between(
-            x,
-            line["final_loss_q25"],
-            np.minimum(line["final_loss_q75"], 1e3),
-            color=c,
-            alpha=0.22,
-            lw=0,
-        )
-        mean_errorbar(
-            loss_ax,
-            x,
-            line,
-            "final_loss",
-            log=True,
-            fmt="_",
-            color=c,
-            ms=9,
-            elinewidth=0.9,
-            capsize=2,
-            zorder=4,
-        )
-        share_ax.errorbar(
-            x,
-            line["reached_share"],
-            yerr=np.clip(
-                np.vstack(
-                    [
-                        line["reached_share"] - line["reached_ci_low"],
-                        line["reached_ci_high"] - line["reached_share"],
-                    ]
-                ),
-                0,
-                None,
-            ),
-            fmt="o-",
-            color=c,
-            ms=4,
-            lw=1.6,
-            capsize=2,
-        )
-        if line["diverged_mean"].max() > 0:
-            share_ax.plot(x, line["diverged_mean"], "x:", color=c, ms=6, lw=1.0)
-        mean_errorbar(
-            grad_ax,
-            x,
-            line,
-            "init_grad_logits",
-            log=True,
-            fmt="o-",
-            color=c,
-            ms=4,
-            lw=1.4,
-            capsize=2,
-        )
-        grad_ax.plot(x, line["init_grad_logits_median"], "--", color=c, lw=1.2)
+        _final_loss(loss_ax, line, colours[key])
+        _success_share(share_ax, line, colours[key])
+        _initial_gradient(grad_ax, line, colours[key])
     first = data.drop_duplicates("scale")
+    _initial_entropy(entropy_ax, first)
+    _loss_references(loss_ax, data["scale"].min(), first["threshold"].iloc[0])
+    share_ax.set_ylim(-0.03, 1.03)
+    share_ax.set_ylabel("share of runs reaching loss/chance ≤ threshold\n(95% Wilson interval)")
+    share_ax.set_title("(b) how often training succeeds")
+    _gradient_axis(grad_ax, data, groups, colours)
+    for ax in axes:
+        _scale_axes(ax)
+    legend_below(fig, _trainability_handles(groups, colours), ncol=2, y=0.02)
+    fig.suptitle(
+        "Training one attention head on associative recall from a given initial scale (top axis: "
+        "logit std ≈ scale²):\n"
+        "a start with one-hot weights (H₀ → 0, vanishing logit gradient) is slow to learn within "
+        "this budget",
+    )
+    return fig
+
+
+def _final_loss(ax, line: pd.DataFrame, colour) -> None:
+    """Panel (a), one run setting: the median final loss, its quartile band (the upper quartile
+    capped at 10³ so a diverged run's +inf does not fill the panel) and the mean over finite runs
+    with its 95% interval."""
+    x = line["scale"]
+    ax.plot(x, line["final_loss_median"], "o-", color=colour, ms=4, lw=1.6, zorder=3)
+    upper = np.minimum(line["final_loss_q75"], 1e3)
+    ax.fill_between(x, line["final_loss_q25"], upper, color=colour, alpha=0.22, lw=0)
     mean_errorbar(
-        entropy_ax,
+        ax,
+        x,
+        line,
+        "final_loss",
+        log=True,
+        fmt="_",
+        color=colour,
+        ms=9,
+        elinewidth=0.9,
+        capsize=2,
+        zorder=4,
+    )
+
+
+def _success_share(ax, line: pd.DataFrame, colour) -> None:
+    """Panel (b), one run setting: the share reaching the threshold with its Wilson interval, and
+    the share that diverged where any did."""
+    x = line["scale"]
+    share = line["reached_share"]
+    below = share - line["reached_ci_low"]
+    above = line["reached_ci_high"] - share
+    yerr = np.clip(np.vstack([below, above]), 0, None)
+    ax.errorbar(x, share, yerr=yerr, fmt="o-", color=colour, ms=4, lw=1.6, capsize=2)
+    if line["diverged_mean"].max() > 0:
+        ax.plot(x, line["diverged_mean"], "x:", color=colour, ms=6, lw=1.0)
+
+
+def _initial_gradient(ax, line: pd.DataFrame, colour) -> None:
+    """Panel (c), one run setting: the mean initial logit gradient with its 95% interval (what
+    training sees) and, dashed, the median (the typical run)."""
+    x = line["scale"]
+    mean_errorbar(
+        ax, x, line, "init_grad_logits", log=True, fmt="o-", color=colour, ms=4, lw=1.4, capsize=2
+    )
+    ax.plot(x, line["init_grad_logits_median"], "--", color=colour, lw=1.2)
+
+
+def _initial_entropy(ax, first: pd.DataFrame) -> None:
+    """Panel (a)'s right axis: the initial entropy per scale (the same draws for every setting)
+    against its ceiling log n."""
+    mean_errorbar(
+        ax,
         first["scale"],
         first,
         "init_entropy",
@@ -146,100 +157,72 @@ def trainability(summary: pd.DataFrame):
         capsize=2,
         zorder=2,
     )
-    entropy_ax.axhline(first["log_n"].iloc[0], color="0.35", ls=":", lw=0.9)
-    entropy_ax.set_ylim(0, first["log_n"].max() * 1.05)
-    entropy_ax.set_ylabel("initial entropy H₀ (nats; grey squares)", color="0.3")
-    loss_ax.axhline(1.0, color="k", lw=0.9, ls="-", alpha=0.6)
-    loss_ax.axhline(first["threshold"].iloc[0], color="firebrick", lw=0.9, ls="--")
-    loss_ax.text(data["scale"].min(), 1.0, " chance", va="top", fontsize=8)
-    loss_ax.text(
-        data["scale"].min(),
-        first["threshold"].iloc[0],
-        " threshold",
-        va="bottom",
-        fontsize=8,
-        color="firebrick",
-    )
-    loss_ax.set_yscale("log")
-    loss_ax.set_ylabel("final held-out loss / chance loss (1 − 1/n)")
-    loss_ax.set_title("(a) loss after training vs initial scale")
-    share_ax.set_ylim(-0.03, 1.03)
-    share_ax.set_ylabel("share of runs reaching loss/chance ≤ threshold\n(95% Wilson interval)")
-    share_ax.set_title("(b) how often training succeeds")
-    grad_ax.set_yscale("log")
-    # the axis shows the means (what training sees) down to 1e-4 of their largest value; medians
-    # below that (the typical one-hot row: e^-gap, down to 0) are marked at the bottom edge
+    ax.axhline(first["log_n"].iloc[0], color="0.35", ls=":", lw=0.9)
+    ax.set_ylim(0, first["log_n"].max() * 1.05)
+    ax.set_ylabel("initial entropy H₀ (nats; grey squares)", color="0.3")
+
+
+def _loss_references(ax, left: float, threshold: float) -> None:
+    """Panel (a)'s reference lines: chance (1) and the success threshold, labelled at the left."""
+    ax.axhline(1.0, color="k", lw=0.9, ls="-", alpha=0.6)
+    ax.axhline(threshold, color="firebrick", lw=0.9, ls="--")
+    ax.text(left, 1.0, " chance", va="top", fontsize=8)
+    ax.text(left, threshold, " threshold", va="bottom", fontsize=8, color="firebrick")
+    ax.set_yscale("log")
+    ax.set_ylabel("final held-out loss / chance loss (1 − 1/n)")
+    ax.set_title("(a) loss after training vs initial scale")
+
+
+def _gradient_axis(ax, data: pd.DataFrame, groups, colours) -> None:
+    """Panel (c)'s log axis: it shows the means (what training sees) down to 1e-4 of their
+    largest value; medians below that (the typical one-hot row: e^-gap, down to 0) are marked at
+    the bottom edge."""
+    ax.set_yscale("log")
     means = data["init_grad_logits_mean"].to_numpy()
     floor = (
         max(np.nanmin(means[means > 0]) / 3, np.nanmax(means) * 1e-4) if np.any(means > 0) else 1e-6
     )
-    grad_ax.set_ylim(floor, np.nanmax(data["init_grad_logits_ci_high"]) * 2)
+    ax.set_ylim(floor, np.nanmax(data["init_grad_logits_ci_high"]) * 2)
     for key, line in groups:
         below = line[~(line["init_grad_logits_median"] >= floor)]
         if below.empty:  # an empty unclipped line would stretch the panel's layout box to (0, 0)
             continue
-        grad_ax.plot(
-            below["scale"],
-            np.full(len(below), floor * 1.15),
-            "v",
-            color=colours[key],
-            ms=6,
-            clip_on=False,
-        )
-    grad_ax.set_ylabel("initial ‖∂ℓ/∂s‖ per example (RMS over the monitor set)")
-    grad_ax.set_title("(c) the initial logit gradient (init_gradient relation)")
-    for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xlabel("initial std of W_q, W_k entries (scale)")
-        sec = ax.secondary_xaxis(
-            "top", functions=(np.square, lambda s: np.sqrt(np.clip(s, 0, None)))
-        )
-        sec.tick_params(labelsize=7.5)
-        sec.set_xlabel("initial logit std ≈ scale²", fontsize=8)
+        marks = np.full(len(below), floor * 1.15)
+        ax.plot(below["scale"], marks, "v", color=colours[key], ms=6, clip_on=False)
+    ax.set_ylabel("initial ‖∂ℓ/∂s‖ per example (RMS over the monitor set)")
+    ax.set_title("(c) the initial logit gradient (init_gradient relation)")
+
+
+def _scale_axes(ax) -> None:
+    """The initial scale on a log axis, with the logit std it gives (≈ scale²) along the top."""
+    ax.set_xscale("log")
+    ax.set_xlabel("initial std of W_q, W_k entries (scale)")
+    sec = ax.secondary_xaxis("top", functions=(np.square, lambda s: np.sqrt(np.clip(s, 0, None))))
+    sec.tick_params(labelsize=7.5)
+    sec.set_xlabel("initial logit std ≈ scale²", fontsize=8)
+
+
+# trainability's legend entries for what each panel's marks mean: (marker, line style, grey, text)
+_MEDIAN_KEY = "(a) median over runs; band: quartiles; bars: mean ± 95% CI over non-diverged runs"
+_GRADIENT_KEY = "(c) mean ± 95% CI; dashed: median (the typical run); ▼ median below the axis"
+_PANEL_KEYS = (
+    ("o", "-", "0.3", _MEDIAN_KEY),
+    ("s", "--", "0.35", "(a) initial entropy H₀ (right axis); dotted: log n"),
+    ("x", ":", "0.3", "(b) share of runs that diverged (if any)"),
+    ("o", "-", "0.3", _GRADIENT_KEY),
+)
+
+
+def _trainability_handles(groups, colours) -> list[Line2D]:
+    """A colour per run setting, then what each panel's marks mean."""
     handles = [
         Line2D([], [], color=colours[k], marker="o", ms=4, label=_label(k)) for k, _ in groups
     ]
     handles += [
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="o",
-            label="(a) median over runs; band: quartiles; bars: mean ± 95% CI over non-diverged "
-            "runs",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.35",
-            marker="s",
-            ls="--",
-            label="(a) initial entropy H₀ (right axis); dotted: log n",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="x",
-            ls=":",
-            label="(b) share of runs that diverged (if any)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="o",
-            label="(c) mean ± 95% CI; dashed: median (the typical run); ▼ median below the axis",
-        ),
+        Line2D([], [], color=grey, marker=marker, ls=ls, label=label)
+        for marker, ls, grey, label in _PANEL_KEYS
     ]
-    legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle(
-        "Training one attention head on associative recall from a given initial scale (top axis: "
-        "logit std ≈ scale²):\n"
-        "a start with one-hot weights (H₀ → 0, vanishing logit gradient) is slow to learn within "
-        "this budget",
-    )
-    return fig
+    return handles
 
 
 @figure_function
