@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
-from attnsim.figures.common import NotApplicable, legend_below, mean_errorbar
+from attnsim.figures.common import NotApplicable, key_handles, legend_below, mean_errorbar
 from attnsim.figures.style import PALETTE, figure_function, palette
 from attnsim.kernels.censored_regression import NotIdentified, fit_aft
 from attnsim.kernels.normalisers import NORMALISERS
@@ -242,9 +242,7 @@ def learning_curves(summary: pd.DataFrame):
         steps = checkpoint_steps(int(key[-1]))  # the run's budget
         for _, row in rows.sort_values("scale").iterrows():
             c = colours[row["scale"]]
-            med = np.array([row[f"loss_ckpt_{j}_median"] for j in range(CHECKPOINTS)])
-            lo = np.array([row[f"loss_ckpt_{j}_q25"] for j in range(CHECKPOINTS)])
-            hi = np.array([row[f"loss_ckpt_{j}_q75"] for j in range(CHECKPOINTS)])
+            med, lo, hi = (_per_checkpoint(row, "loss", q) for q in ("median", "q25", "q75"))
             ax.plot(
                 steps,
                 med,
@@ -764,100 +762,95 @@ def training_entropy(summary: pd.DataFrame):
     panels = [(k, r) for k, r in summary.groupby(keys) if r["lr"].nunique() >= 2]
     fig, axes = plt.subplots(2, len(panels), figsize=(5.8 * len(panels), 8.6), squeeze=False)
     for col, (key, rows) in enumerate(panels):
-        optimiser, qk, values, scale, budget = key
-        lrs = sorted(rows["lr"].unique())
-        colours = dict(zip(lrs, palette("plasma", max(len(lrs) + 1, 2))))
-        ax = axes[0, col]
-        steps = np.array(checkpoint_steps(int(budget)), dtype=float)
-        for _, row in rows.sort_values("lr").iterrows():
-            c = colours[row["lr"]]
-            mean = np.array([row[f"entropy_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
-            lo = np.array([row[f"entropy_ckpt_{j}_ci_low"] for j in range(CHECKPOINTS)])
-            hi = np.array([row[f"entropy_ckpt_{j}_ci_high"] for j in range(CHECKPOINTS)])
-            bound = np.array([row[f"zhai_bound_ckpt_{j}_mean"] for j in range(CHECKPOINTS)])
-            x = np.concatenate([[0.7], steps])
-            ax.plot(
-                x,
-                np.concatenate([[row["init_entropy_mean"]], mean]),
-                "o-",
-                color=c,
-                ms=3.5,
-                lw=1.5,
-                label=f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse "
-                f"({row['collapsed_early_share']:.0%} before learning), "
-                f"{row['diverged_mean']:.0%} diverge",
-            )
-            ax.fill_between(steps, lo, hi, color=c, alpha=0.18, lw=0)
-            ax.plot(steps, bound, "--", color=c, lw=1.0)
-        ax.axhline(rows["log_n"].iloc[0], color="0.4", ls=":", lw=0.9)
-        ax.axhline(0.1, color="firebrick", ls="-.", lw=0.9)
-        ax.set_xscale("log")
-        ax.set_ylim(-0.05, rows["log_n"].iloc[0] * 1.06)
-        ax.set_xlabel("training step (first point: initialisation)")
-        ax.set_ylabel("monitor mean attention entropy (nats)")
-        logit = "QK-norm" if qk == "qk_norm" else "no QK-norm"
-        fixed = ", W_v = I" if values == "identity" else ""
-        title = f"{optimiser}, {logit}{fixed}, scale {scale:g}"
-        ax.set_title(f"({chr(97 + col)}) {title}", fontsize=10)
-        ax.legend(fontsize=7, frameon=False, loc="best")
-        low_ax = axes[1, col]
-        labels = (
-            ("collapsed", "o-", "entropy collapsed (< 0.1 nats)"),
-            ("collapsed_early", "s-", "collapsed before the loss reached the threshold"),
-            ("diverged", "x--", "diverged"),
-        )
-        for name, marker, label in labels:
-            share = rows.sort_values("lr")
-            mean = share[f"{name}_share"] if name != "diverged" else share["diverged_mean"]
-            if name != "diverged":
-                lo, hi = share[f"{name}_ci_low"], share[f"{name}_ci_high"]
-            else:
-                bounds = [
-                    wilson(int(round(m * t)), int(t))
-                    for m, t in zip(share["diverged_mean"], share["n_trials"])
-                ]
-                lo, hi = (
-                    pd.Series([b[0] for b in bounds], index=share.index),
-                    pd.Series([b[1] for b in bounds], index=share.index),
-                )
-            low_ax.errorbar(
-                share["lr"],
-                mean,
-                yerr=np.clip([mean - lo, hi - mean], 0, None),
-                fmt=marker,
-                ms=5,
-                capsize=2,
-                label=label,
-            )
-        low_ax.set_xscale("log")
-        low_ax.set_ylim(-0.03, 1.03)
-        low_ax.set_xlabel("learning rate")
-        low_ax.set_ylabel("share of runs (95% Wilson interval)")
-        low_ax.legend(fontsize=8, frameon=False)
-    handles = [
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            marker="o",
-            label="mean entropy over non-diverged runs (band: 95% interval)",
-        ),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            ls="--",
-            label="lower bound from the logits' norm (Zhai et al. 2023; §9.6)",
-        ),
-        Line2D([], [], color="0.4", ls=":", label="log n (uniform)"),
-        Line2D([], [], color="firebrick", ls="-.", label="collapse level, 0.1 nats"),
-    ]
-    legend_below(fig, handles, ncol=2, y=0.01)
+        _entropy_per_lr(axes[0, col], rows, key, col)
+        _collapse_shares(axes[1, col], rows.sort_values("lr"))
+    legend_below(fig, key_handles(_ENTROPY_KEYS), ncol=2, y=0.01)
     fig.suptitle(
         "Entropy collapse during training: entropy trajectories per learning rate, with and "
         "without QK-norm",
     )
     return fig
+
+
+# training_entropy's legend for its marks: (colour, marker, line style, line width, text)
+_ENTROPY_KEYS = (
+    ("0.3", "o", None, None, "mean entropy over non-diverged runs (band: 95% interval)"),
+    ("0.3", None, "--", None, "lower bound from the logits' norm (Zhai et al. 2023; §9.6)"),
+    ("0.4", None, ":", None, "log n (uniform)"),
+    ("firebrick", None, "-.", None, "collapse level, 0.1 nats"),
+)
+
+
+def _entropy_per_lr(ax, rows: pd.DataFrame, key, col: int) -> None:
+    """training_entropy's top panel for one setting: per learning rate the mean entropy from
+    initialisation through the checkpoints with its band and Zhai et al.'s bound, labelled with
+    how many runs collapsed (early) and diverged; log n and the collapse level for reference."""
+    optimiser, qk, values, scale, budget = key
+    lrs = sorted(rows["lr"].unique())
+    colours = dict(zip(lrs, palette("plasma", max(len(lrs) + 1, 2))))
+    steps = np.array(checkpoint_steps(int(budget)), dtype=float)
+    x = np.concatenate([[0.7], steps])
+    for _, row in rows.sort_values("lr").iterrows():
+        c = colours[row["lr"]]
+        mean, lo, hi = (_per_checkpoint(row, "entropy", q) for q in ("mean", "ci_low", "ci_high"))
+        bound = _per_checkpoint(row, "zhai_bound", "mean")
+        label = (
+            f"lr {row['lr']:g}: {row['collapsed_share']:.0%} collapse "
+            f"({row['collapsed_early_share']:.0%} before learning), "
+            f"{row['diverged_mean']:.0%} diverge"
+        )
+        y = np.concatenate([[row["init_entropy_mean"]], mean])
+        ax.plot(x, y, "o-", color=c, ms=3.5, lw=1.5, label=label)
+        ax.fill_between(steps, lo, hi, color=c, alpha=0.18, lw=0)
+        ax.plot(steps, bound, "--", color=c, lw=1.0)
+    ax.axhline(rows["log_n"].iloc[0], color="0.4", ls=":", lw=0.9)
+    ax.axhline(0.1, color="firebrick", ls="-.", lw=0.9)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.05, rows["log_n"].iloc[0] * 1.06)
+    ax.set_xlabel("training step (first point: initialisation)")
+    ax.set_ylabel("monitor mean attention entropy (nats)")
+    logit = "QK-norm" if qk == "qk_norm" else "no QK-norm"
+    fixed = ", W_v = I" if values == "identity" else ""
+    ax.set_title(f"({chr(97 + col)}) {optimiser}, {logit}{fixed}, scale {scale:g}", fontsize=10)
+    ax.legend(fontsize=7, frameon=False, loc="best")
+
+
+def _per_checkpoint(row: pd.Series, metric: str, statistic: str) -> np.ndarray:
+    """A summary statistic of a monitor metric at the checkpoints, in checkpoint order."""
+    return np.array([row[f"{metric}_ckpt_{j}_{statistic}"] for j in range(CHECKPOINTS)])
+
+
+_SHARES = (
+    ("collapsed", "o-", "entropy collapsed (< 0.1 nats)"),
+    ("collapsed_early", "s-", "collapsed before the loss reached the threshold"),
+    ("diverged", "x--", "diverged"),
+)
+
+
+def _collapse_shares(ax, rows: pd.DataFrame) -> None:
+    """training_entropy's bottom panel for one setting: against the learning rate, the shares of
+    runs that collapsed, collapsed before learning and diverged, each with its Wilson interval."""
+    for name, marker, label in _SHARES:
+        mean, lo, hi = _share_with_interval(rows, name)
+        yerr = np.clip([mean - lo, hi - mean], 0, None)
+        ax.errorbar(rows["lr"], mean, yerr=yerr, fmt=marker, ms=5, capsize=2, label=label)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("learning rate")
+    ax.set_ylabel("share of runs (95% Wilson interval)")
+    ax.legend(fontsize=8, frameon=False)
+
+
+def _share_with_interval(rows: pd.DataFrame, name: str):
+    """A share and its Wilson 95% interval per point: stored for the collapse shares; for the
+    divergence share (stored as a mean of 0/1) computed here from the count it implies."""
+    if name != "diverged":
+        return rows[f"{name}_share"], rows[f"{name}_ci_low"], rows[f"{name}_ci_high"]
+    mean = rows["diverged_mean"]
+    bounds = [wilson(int(round(m * t)), int(t)) for m, t in zip(mean, rows["n_trials"])]
+    lo = pd.Series([b[0] for b in bounds], index=rows.index)
+    hi = pd.Series([b[1] for b in bounds], index=rows.index)
+    return mean, lo, hi
 
 
 # --------------------------------------------------------------- the normaliser comparison (§12.7)
