@@ -1031,106 +1031,121 @@ def _event_scatter(ax, runs: pd.DataFrame, colour, shift: float, budget: float) 
 def divergence(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
     """SGD with a trained W_v at learning rates above the value path's threshold (docs/science.md
     §9.6), plain softmax and each remedy on the same seeds, a column per learning rate (its
-    longest budget: a shorter one's runs are their beginnings). Top: each
-    run's monitor entropy at the checkpoints (faint; it ends where the run diverged), the median
-    over the runs still training (bold), the collapse level 0.1 nats; middle: the monitor loss /
-    chance likewise, with the divergence level 10^6; bottom: per diverged run the step its entropy
-    collapsed against the step it diverged (above the diagonal: collapse first)."""
+    longest budget: a shorter one's runs are their beginnings). Top: each run's monitor entropy
+    at the checkpoints (faint; it ends where the run diverged), the median over the runs still
+    training (bold), the collapse level 0.1 nats; middle: the monitor loss / chance likewise,
+    with the divergence level 10^6; bottom: per diverged run the step its entropy collapsed
+    against the step it diverged (above the diagonal: collapse first)."""
     healthy = summary[(summary["stop"] == "never") & (summary["optimiser"] == "sgd")]
     healthy = healthy[(healthy["values"] == "trainable") & (healthy["scale"] <= 1.0)]
     if "normaliser" not in healthy:
         healthy = healthy.assign(normaliser="softmax")
     if trials is None or trials.empty or healthy.empty or healthy.groupby(VARIANT).ngroups < 2:
         raise NotApplicable("divergence", "no SGD sweep with and without a remedy")
+    colours = _variant_colours(healthy)
     rates = sorted(healthy["lr"].unique())
-    keys = sorted(k if isinstance(k, tuple) else (k,) for k in healthy.groupby(VARIANT).groups)
-    plain = ("dot", "softmax")
-    # plain first, then each remedy alone (crossed remedies are computed, not judged or drawn)
-    alone = [k for k in keys if k != plain and (k[0] == "dot" or k[1] == "softmax")]
-    keys = [k for k in keys if k == plain] + alone
-    remedies = [k for k in keys if k != plain]
-    colours = dict(zip(remedies, palette(PALETTE, max(len(remedies), 2)))) | {plain: "black"}
     fig, axes = plt.subplots(3, len(rates), figsize=(4.6 * len(rates), 11.0), squeeze=False)
     for col, lr in enumerate(rates):
         rows = healthy[healthy["lr"] == lr]
         budget = float(rows["steps"].max())
         rows = rows[rows["steps"] == budget]  # a shorter budget's runs are these runs' beginnings
-        steps = np.array(checkpoint_steps(int(budget)), dtype=float)
         top, middle, bottom = axes[:, col]
-        for j, key in enumerate(keys):
+        for j, (key, colour) in enumerate(colours.items()):
             point = rows[(rows["logits"] == key[0]) & (rows["normaliser"] == key[1])]
-            if point.empty:
-                continue
-            runs = trials[trials["point_id"].isin(point["point_id"])]
-            colour = colours[key]
-            _run_lines(top, runs, "entropy", steps, colour)
-            _run_lines(middle, runs, "loss", steps, colour)
-            _event_scatter(bottom, runs, colour, 1.0 + 0.04 * j, budget)
-            gone = int(np.isfinite(runs["diverged_step"]).sum())
-            first = int(np.sum(runs["collapse_step"] < runs["diverged_step"]))
-            top.plot(
-                [],
-                [],
-                color=colour,
-                lw=2.0,
-                label=f"{_variant_label(key)}: {gone} of "
-                f"{len(runs)} diverge, {first} collapsed first",
-            )
-        top.axhline(0.1, color="firebrick", ls="-.", lw=0.9)
-        top.axhline(rows["log_n"].iloc[0], color="0.4", ls=":", lw=0.9)
-        middle.axhline(1e6, color="black", ls="--", lw=0.9)
-        for ax in (top, middle):
-            ax.set_xscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.set_xticks([0.7, *steps[1:]], ["init", *(f"{t:g}" for t in steps[1:])])
-            ax.set_xlabel("training step (first point: initialisation)")
-        top.set_ylim(-0.05, rows["log_n"].iloc[0] * 1.06)
-        top.set_ylabel("monitor mean attention entropy (nats)")
-        top.set_title(
-            f"({chr(97 + col)}) sgd lr {lr:g}, W_v trained, scale {rows['scale'].iloc[0]:g}",
-            fontsize=10,
-        )
-        # the loss panel's middle band is empty at every lr (runs sit near chance or blow past
-        # it), where the entropy panel's top is full at the small lr's
-        handles, labels = top.get_legend_handles_labels()
-        middle.legend(handles, labels, fontsize=7, loc="center right", framealpha=0.85)
-        middle.set_yscale("log")
-        middle.set_ylabel("monitor loss / chance")
-        edge = np.array([0.7, 2.0 * budget * 1.1])
-        bottom.plot(edge, edge, color="0.4", lw=0.9)
-        bottom.axvline(budget * 1.4, color="0.7", lw=0.8)
-        bottom.set_xscale("log")
-        bottom.set_yscale("log")
-        bottom.set_xlim(0.7, 2.0 * budget * 1.2)
-        bottom.set_xlabel("step the entropy collapsed (beyond grey: never)")
-        bottom.set_ylabel("step the run diverged")
-    handles = [
-        Line2D([], [], color="0.3", lw=0.7, alpha=0.5, label="one run (ends where it diverged)"),
-        Line2D(
-            [],
-            [],
-            color="0.3",
-            lw=2.0,
-            marker="o",
-            ms=3.5,
-            label="median over the runs still training (while at least half are)",
-        ),
-        Line2D([], [], color="firebrick", ls="-.", label="collapse level, 0.1 nats"),
-        Line2D([], [], color="0.4", ls=":", label="log n (uniform)"),
-        Line2D([], [], color="black", ls="--", label="divergence level, 10^6 x chance"),
-        Line2D(
-            [],
-            [],
-            color="0.4",
-            lw=0.9,
-            label="collapse step = divergence step (bottom; a number: runs at one spot)",
-        ),
-    ]
-    legend_below(fig, handles, ncol=3, y=0.01)
+            if not point.empty:
+                runs = trials[trials["point_id"].isin(point["point_id"])]
+                _variant_runs(axes[:, col], runs, colour, 1.0 + 0.04 * j, budget)
+                top.plot([], [], color=colour, lw=2.0, label=_divergence_label(key, runs))
+        title = f"({chr(97 + col)}) sgd lr {lr:g}, W_v trained, scale {rows['scale'].iloc[0]:g}"
+        top.set_title(title, fontsize=10)
+        _trajectory_axes(top, middle, rows["log_n"].iloc[0], budget)
+        _event_axes(bottom, budget)
+    legend_below(fig, _divergence_handles(), ncol=3, y=0.01)
     fig.suptitle(
         "Divergence at large learning rates, plain softmax and its remedies on the same seeds"
     )
     return fig
+
+
+def _variant_colours(healthy: pd.DataFrame) -> dict:
+    """The variants to draw, plain softmax first (black), then each remedy alone in its colour:
+    crossed remedies (QK-norm with another normaliser) are computed, not judged or drawn."""
+    keys = sorted(k if isinstance(k, tuple) else (k,) for k in healthy.groupby(VARIANT).groups)
+    plain = ("dot", "softmax")
+    alone = [k for k in keys if k != plain and (k[0] == "dot" or k[1] == "softmax")]
+    first = {plain: "black"} if plain in keys else {}
+    return first | dict(zip(alone, palette(PALETTE, max(len(alone), 2))))
+
+
+def _variant_runs(column, runs: pd.DataFrame, colour, shift: float, budget: float) -> None:
+    """One variant's runs in one learning rate's column: entropy and loss trajectories, and the
+    collapse and divergence steps (shifted a little per variant so coincident points show)."""
+    top, middle, bottom = column
+    steps = np.array(checkpoint_steps(int(budget)), dtype=float)
+    _run_lines(top, runs, "entropy", steps, colour)
+    _run_lines(middle, runs, "loss", steps, colour)
+    _event_scatter(bottom, runs, colour, shift, budget)
+
+
+def _divergence_label(key, runs: pd.DataFrame) -> str:
+    """A variant's legend entry with its counts: the runs that diverged, those collapsed first."""
+    gone = int(np.isfinite(runs["diverged_step"]).sum())
+    first = int(np.sum(runs["collapse_step"] < runs["diverged_step"]))
+    return f"{_variant_label(key)}: {gone} of {len(runs)} diverge, {first} collapsed first"
+
+
+def _trajectory_axes(top, middle, log_n: float, budget: float) -> None:
+    """The entropy and loss panels' reference levels, step axis and labels; the variants' legend
+    goes in the loss panel's middle band, empty at every lr (runs sit near chance or blow past
+    it), where the entropy panel's top is full at the small lr's."""
+    steps = np.array(checkpoint_steps(int(budget)), dtype=float)
+    top.axhline(0.1, color="firebrick", ls="-.", lw=0.9)
+    top.axhline(log_n, color="0.4", ls=":", lw=0.9)
+    middle.axhline(1e6, color="black", ls="--", lw=0.9)
+    for ax in (top, middle):
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks([0.7, *steps[1:]], ["init", *(f"{t:g}" for t in steps[1:])])
+        ax.set_xlabel("training step (first point: initialisation)")
+    top.set_ylim(-0.05, log_n * 1.06)
+    top.set_ylabel("monitor mean attention entropy (nats)")
+    handles, labels = top.get_legend_handles_labels()
+    middle.legend(handles, labels, fontsize=7, loc="center right", framealpha=0.85)
+    middle.set_yscale("log")
+    middle.set_ylabel("monitor loss / chance")
+
+
+def _event_axes(ax, budget: float) -> None:
+    """The bottom panel's diagonal (collapse and divergence at one step) and the grey line beyond
+    which a run never collapsed."""
+    edge = np.array([0.7, 2.0 * budget * 1.1])
+    ax.plot(edge, edge, color="0.4", lw=0.9)
+    ax.axvline(budget * 1.4, color="0.7", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(0.7, 2.0 * budget * 1.2)
+    ax.set_xlabel("step the entropy collapsed (beyond grey: never)")
+    ax.set_ylabel("step the run diverged")
+
+
+_MEDIAN_RUNS = "median over the runs still training (while at least half are)"
+_DIAGONAL = "collapse step = divergence step (bottom; a number: runs at one spot)"
+
+
+def _divergence_handles() -> list[Line2D]:
+    """What divergence's marks mean (the variants' colours are in each column's legend)."""
+    return [
+        Line2D([], [], color="0.3", lw=0.7, alpha=0.5, label="one run (ends where it diverged)"),
+        Line2D([], [], color="0.3", lw=2.0, marker="o", ms=3.5, label=_MEDIAN_RUNS),
+        *key_handles(
+            (
+                ("firebrick", None, "-.", None, "collapse level, 0.1 nats"),
+                ("0.4", None, ":", None, "log n (uniform)"),
+                ("black", None, "--", None, "divergence level, 10^6 x chance"),
+                ("0.4", None, None, 0.9, _DIAGONAL),
+            )
+        ),
+    ]
 
 
 divergence.trial_columns = DIVERGENCE_COLUMNS
