@@ -304,7 +304,7 @@ class Links(HTMLParser):
         for key in ("href", "src"):
             if key in attrs:
                 self.links.append((tag, key, attrs[key], attrs.get("data-embedded")))
-        if tag == "table":
+        if tag == "table" and "claims" in (attrs.get("class") or "").split():
             self.tables += 1
         if tag == "tr":
             self._in_row, self._cell = True, 0
@@ -373,6 +373,27 @@ def test_html_is_semantic_a_table_per_statement_a_row_per_claim(tiny_run):
     text = (tiny_run / "claims.html").read_text()
     for c in claims:
         assert c.number in text and render.measured_text(c) in text.replace("&#x27;", "'")
+
+
+def test_normaliser_matrix_has_a_cell_per_claim_linked_to_its_row(tiny_run):
+    """The verdicts per normaliser: every claim whose id ends in a normaliser's name has its cell,
+    with the claim's verdict, linked to its row; the markdown has the same table."""
+    from attnsim.report import normaliser_matrix
+
+    claims = written_claims(tiny_run, measured_only=False)
+    table = normaliser_matrix.families(claims)
+    per_map = [c for c in claims if any(c.claim_id.endswith(f"_{n}") for n in NORMALISERS)]
+    assert len(per_map) == sum(len(row) for row in table.values()) > 20
+    assert {"normaliser_bias", "escape_time_grows_with_scale"} <= set(table)
+    page = (tiny_run / "claims.html").read_text()
+    matrix = page[page.index("<section id='normaliser-matrix'>") :]
+    matrix = matrix[: matrix.index("</section>")]
+    for c in per_map:
+        cell = f"<a href='#claim-{c.claim_id}'>{c.verdict}</a>"
+        assert (cell in matrix) == (c.verdict != "not measured"), c.claim_id
+        assert f"id='claim-{c.claim_id}'" in page or c.verdict == "not measured"
+    markdown = (tiny_run / "claims.md").read_text()
+    assert "## Verdicts per normaliser" in markdown and "| `normaliser_bias` |" in markdown
 
 
 def claim(number, measured, low, high, predicted=math.nan, **fields) -> ClaimResult:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from attnsim.claims import numbers
 from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS, ClaimResult
+from attnsim.report import normaliser_matrix
 
 MIN_TEXT_WIDTH = 30  # columns left for a claim's text beside its id and verdict
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
@@ -318,6 +319,7 @@ def _cell(text: str) -> str:
 
 def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
     """claims.md: the measured claims (`everything`: all), grouped under the essay's statements."""
+    matrix = normaliser_matrix.markdown_lines(claims)
     claims, hidden = (claims, 0) if everything else measured_only(claims)
     lines = [f"# Claims: {tally(claims)}", ""]
     lines += [unmeasured_line(hidden), ""] if hidden else []
@@ -345,7 +347,7 @@ def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
             + [f"- `{c.claim_id}`: {c.evidence or 'no data'}" for c in members]
             + [""]
         )
-    return "\n".join(lines)
+    return "\n".join(lines + matrix)
 
 
 # --- terminal ----------------------------------------------------------------------------------
@@ -527,6 +529,8 @@ td{overflow-wrap:anywhere}
 td.verdict{font-weight:bold;overflow-wrap:normal}
 td.verdict.holds{color:#1a7f37}td.verdict.fails{color:#cf222e}td.verdict.inconclusive{color:#8250df}
 td.verdict.outside-regime{color:#9a6700}td.verdict.not-measured{color:#6e7781}
+table.matrix{width:auto}table.matrix td,table.matrix th{width:auto;text-align:center}
+table.matrix td.verdict a{color:inherit}
 figure{display:inline-block;margin:0.5em 1em 1em 0;vertical-align:top;max-width:48em}
 figure img{max-width:100%;border:1px solid #d0d7de}
 :target{outline:3px solid #0969da}
@@ -612,6 +616,7 @@ def html(
     """A self-contained page: a table per statement of the measured claims, the figures the rows
     link to (embedded from `results`/figures when drawn, `threads` at a time), the run's
     provenance."""
+    matrix = normaliser_matrix.html_table(claims)
     claims, hidden = measured_only(claims)
     note = f"<p class='tally'>{escape(unmeasured_line(hidden))}</p>" if hidden else ""
     sections = []
@@ -661,6 +666,7 @@ def html(
         f"<style>{STYLE}</style></head><body>"
         f"<h1>Claims of the essay: {escape(tally(claims))}</h1>{note}<p>{escape(HOW_TO_READ)}</p>"
         + "".join(sections)
+        + matrix
         + "<section id='figures'><h2>Figures</h2>"
         + "".join(figures)
         + f"</section><h2>Provenance</h2><ul>{meta}</ul>"
