@@ -47,17 +47,8 @@ def test_gradients_match_central_differences(scale):
     ex = small_examples(1)
     w = weights(2, 2, 4, scale)
     out = rt.attention(*w, ex, 0.3)
-    h = 1e-6
     for which, name in enumerate(("gq", "gk", "gv")):
-        numeric = np.zeros_like(w[which])
-        for idx in np.ndindex(*w[which].shape[1:]):
-            up = [x.copy() for x in w]
-            down = [x.copy() for x in w]
-            up[which][(slice(None), *idx)] += h
-            down[which][(slice(None), *idx)] -= h
-            numeric[(slice(None), *idx)] = (mean_loss(up, ex, 0.3) - mean_loss(down, ex, 0.3)) / (
-                2 * h
-            )
+        numeric = central_differences(lambda ws: mean_loss(ws, ex, 0.3), w, which)
         np.testing.assert_allclose(
             out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max())
         )
@@ -447,19 +438,13 @@ def test_qk_norm_and_identity_value_gradients_match_central_differences(scale):
     gain = np.array([1.7, 2.9]).reshape(2, 1, 1)
     for wv in (w[2], None):
         out = rt.attention(w[0], w[1], wv, ex, 0.3, gain=gain)
-        h = 1e-6
         arrays = [w[0], w[1], gain]
+
+        def loss(a, wv=wv):
+            return rt.attention(a[0], a[1], wv, ex, 0.3, grad=False, gain=a[2])["loss"].mean(-1)
+
         for which, name in enumerate(("gq", "gk", "gg")):
-            numeric = np.zeros_like(arrays[which])
-            for idx in np.ndindex(*arrays[which].shape[1:]):
-                up = [x.copy() for x in arrays]
-                down = [x.copy() for x in arrays]
-                up[which][(slice(None), *idx)] += h
-                down[which][(slice(None), *idx)] -= h
-                f = lambda a, wv=wv: rt.attention(a[0], a[1], wv, ex, 0.3, grad=False, gain=a[2])[
-                    "loss"
-                ].mean(axis=-1)
-                numeric[(slice(None), *idx)] = (f(up) - f(down)) / (2 * h)
+            numeric = central_differences(loss, arrays, which)
             np.testing.assert_allclose(
                 out[name], numeric, rtol=1e-5, atol=1e-8 * max(1.0, np.abs(numeric).max())
             )
