@@ -70,3 +70,19 @@ def test_a_spent_design_knows_it():
     )
     assert design.spent
     assert not ClaimDesign("c", "confidence sequence", 0.9, looks=(Look(1, 10),)).spent
+
+
+def test_a_confidence_sequence_from_the_claims_layer_survives_the_record(tmp_path):
+    """The claims layer describes its design in plain fields; `ClaimDesign.from_fields` makes the
+    record, and the sequence read back from the file is the same design (a rerun or a second
+    decide continues it)."""
+    from attnsim.claims import confidence_sequence as cs
+
+    design = cs.ConfidenceSequence.plan(2500, 160000)
+    fields = cs.record(design, [2500, 7500], ["precision"])
+    record = ClaimDesign.from_fields("rotation_gain_fp8", fields)
+    assert record.looks == (Look(1, 2500), Look(2, 7500)) and not record.spent
+    state.write(tmp_path, WorkspaceState(designs={record.claim_id: record}))
+    back = state.read(tmp_path).designs["rotation_gain_fp8"]
+    assert back == record and back.level == pytest.approx(0.90)
+    assert cs.continue_design(back.parameters, 1, 2) == design

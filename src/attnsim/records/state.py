@@ -87,6 +87,14 @@ class ClaimDesign:
             raise ValueError(f"design of {self.claim_id}: level must lie in (0, 1)")
         object.__setattr__(self, "parameters", MappingProxyType(dict(self.parameters)))
 
+    @classmethod
+    def from_fields(cls, claim_id: str, fields: Mapping[str, Any]) -> ClaimDesign:
+        """The record of a design the claims layer describes in plain fields (e.g.
+        `claims.confidence_sequence.record`): `looks` as (look, trials) pairs; the claims layer
+        sits below records/ and does not import it."""
+        looks = tuple(Look(int(look), int(trials)) for look, trials in fields.get("looks", ()))
+        return cls(claim_id=claim_id, **{**dict(fields), "looks": looks})
+
     @property
     def spent(self) -> bool:
         """A fixed design whose planned looks are all used: it cannot look again."""
