@@ -299,3 +299,15 @@ def test_the_role_is_a_function_of_the_declaration_and_the_design_only():
     for y in ([1.0, 1.01], [5.0, 9.0]):
         measured(pd.DataFrame({"x": [1, 1], "y": y, "n_trials": 10, "experiment": "e"}))
         assert power.role(measured, design) == first
+
+
+def test_the_inventory_of_todays_declarations_names_each_refusal_in_one_line():
+    """tests/helpers/alternatives.py: every declared evidence claim once; each refusal is
+    `check_alternative`'s one line naming its claim (the list the wiring phase re-declares)."""
+    from helpers import alternatives
+
+    found = alternatives.entries()
+    ids = [e.claim_id for e in found]
+    assert len(ids) == len(set(ids)) and len(ids) > 100
+    for entry in alternatives.refusals():
+        assert entry.refusal.startswith(f"claim {entry.claim_id}: ") and "\n" not in entry.refusal
