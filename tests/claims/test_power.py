@@ -235,6 +235,23 @@ def test_alternatives_beyond_the_edge_are_accepted(rule, value):
     assert power.alternative_refusal("c", rule, value) == ""
 
 
+def test_one_alternative_per_point_is_checked_at_every_point():
+    rule = engine.PerPoint(BAND)
+    power.check_alternative("c", rule, [1.1, 0.9, 1.3])
+    with pytest.raises(ValueError, match="at point 2 of 3 is inside the band") as error:
+        power.check_alternative("c", rule, [1.1, 1.01, 1.3])
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="at point 1 of 2 must be a number"):
+        power.check_alternative("c", rule, [math.nan, 1.3])
+    with pytest.raises(ValueError, match="needs a per-point rule"):
+        power.check_alternative("c", BAND, [1.1, 1.2])
+    design = Design((0.01, 0.02, 0.01), math.inf, 0.0)
+    values = [1.07, 0.91, 1.075]
+    each = [design_power(BAND, v, Design(se)) for v, se in zip(values, design.se)]
+    expected = 1 - np.prod([1 - p for p in each])
+    assert design_power(rule, values, design) == pytest.approx(expected, rel=1e-9)
+
+
 def test_the_failing_region_is_named_with_numbers():
     assert power.failing_region(BAND) == "below 0.95 or above 1.05"
     assert power.failing_region(engine.PerPoint(ABOVE)) == "below 0"

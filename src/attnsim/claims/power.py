@@ -227,45 +227,61 @@ def failing_region(rule) -> str:
     return f"{'below' if inner.side == 'above' else 'above'} {inner.bound:g}"
 
 
-def check_alternative(claim_id: str, rule, value: float) -> None:
+def check_alternative(claim_id: str, rule, value: float | Sequence[float]) -> None:
     """Refuse (ValueError, one line naming the claim) an alternative that is not a finite number
     strictly inside the region where `rule` says `fails`: NaN or infinite, the prediction, a value
     inside the band or on its edge, the bound or a value on the claimed side of it. For a
-    per-point rule the inner rule's region applies at every point (one band for all)."""
+    per-point rule the inner rule's region applies at every point: one value for all points, or
+    one per planned point (a theory's value that differs per point), each checked."""
     inner = _inner(rule)
     where = failing_region(rule)
+    if isinstance(value, int | float) or value is None:
+        _check_one(claim_id, inner, where, value, "")
+        return
+    if getattr(rule, "rule", None) is None:
+        raise ValueError(f"claim {claim_id}: one alternative per point needs a per-point rule")
+    values = list(value)
+    if not values:
+        raise ValueError(f"claim {claim_id}: the alternative has no point")
+    for index, one in enumerate(values):
+        _check_one(claim_id, inner, where, one, f" at point {index + 1} of {len(values)}")
+
+
+def _check_one(claim_id: str, inner, where: str, value, at_point: str) -> None:
     if value is None or not math.isfinite(value):
         raise ValueError(
-            f"claim {claim_id}: the alternative must be a number where the rule says fails "
-            f"({where}), got {value}"
+            f"claim {claim_id}: the alternative{at_point} must be a number where the rule says "
+            f"fails ({where}), got {value}"
         )
     if _is_band(inner):
         tolerance = float(inner.tolerance)
+        scale = max(tolerance, abs(inner.predicted))
         beyond = abs(value - inner.predicted) - tolerance
-        if beyond <= EDGE_RELATIVE * max(tolerance, abs(inner.predicted), 1e-300):
+        if beyond <= EDGE_RELATIVE * scale:
             at = (
                 "the prediction"
                 if value == inner.predicted
                 else "a band edge"
-                if abs(beyond) <= EDGE_RELATIVE * max(tolerance, abs(inner.predicted))
+                if abs(beyond) <= EDGE_RELATIVE * scale
                 else "inside the band"
             )
             raise ValueError(
-                f"claim {claim_id}: alternative {value:g} is {at} of {inner.predicted:g} ± "
-                f"{tolerance:g}, where the rule cannot fail: declare one {where}"
+                f"claim {claim_id}: alternative {value:g}{at_point} is {at} of "
+                f"{inner.predicted:g} ± {tolerance:g}, where the rule cannot fail: declare one "
+                f"{where}"
             )
         return
     sign = 1.0 if inner.side == "below" else -1.0  # fails when the estimate is beyond, this way
     beyond = sign * (value - inner.bound)
-    if beyond <= EDGE_RELATIVE * max(abs(inner.bound), 1e-300):
+    if beyond <= EDGE_RELATIVE * abs(inner.bound):
         at = "the bound" if value == inner.bound else f"on the claimed side ({inner.side})"
         raise ValueError(
-            f"claim {claim_id}: alternative {value:g} is {at} of {inner.bound:g}, where the "
-            f"rule cannot fail: declare one {where}"
+            f"claim {claim_id}: alternative {value:g}{at_point} is {at} of {inner.bound:g}, "
+            f"where the rule cannot fail: declare one {where}"
         )
 
 
-def alternative_refusal(claim_id: str, rule, value: float) -> str:
+def alternative_refusal(claim_id: str, rule, value: float | Sequence[float]) -> str:
     """`check_alternative`'s message, or "" when the alternative is valid (for inventories)."""
     try:
         check_alternative(claim_id, rule, value)
