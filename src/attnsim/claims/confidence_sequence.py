@@ -33,7 +33,11 @@ freedom (as `claims.sequential` does for its boundaries); coverage is checked by
 with estimated variances (tests/claims/test_confidence_sequence.py).
 
 Heavy-tailed estimators (near-tie means, docs/science.md §9.3) are refused (`refusal`): a
-normal boundary under-covers there and no bootstrap is used.
+normal boundary under-covers there and no bootstrap is used. For observations with an a-priori
+bound per trial, `bernstein_bounds` is the predictable plug-in empirical-Bernstein sequence of
+Waudby-Smith & Ramdas (2024, "Estimating means of bounded random variables by betting", §3.2),
+valid at every trial count with no normal approximation; a kind can use it only where its
+kernel bounds the per-trial statistic before the data (e.g. bounded values).
 
 How it is wired (the phase after issue 48): `report/decide.py` replaces `sequential.Design` by
 `continue_design(recorded, first_trials, planned_trials)`, with `recorded` the parameters of the
@@ -53,9 +57,12 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 from attnsim.stats import t_quantile
 
 METHOD = "confidence sequence"
+BERNSTEIN_CAP = 0.5  # the largest bet λ_t (Waudby-Smith & Ramdas use 1/2 or 3/4)
 BOUNDARY = "one-sided normal mixture (Howard, Ramdas, McAuliffe & Sekhon 2021)"
 ALPHA = 0.025  # one side's error over all looks after the first
 FIRST_ALPHA = 0.025  # one side's error at look 1: the run's own 95% interval
@@ -84,7 +91,7 @@ def critical(ratio: float, alpha: float = ALPHA) -> float:
     lo, hi = 0.0, 1.0
     while _log_mixture_excess(hi, ratio, alpha) < 0:
         hi *= 2
-    for _ in range(200):
+    for _ in range(80):  # [0, hi] halved 80 times: below double precision
         mid = (lo + hi) / 2
         if _log_mixture_excess(mid, ratio, alpha) < 0:
             lo = mid
@@ -259,3 +266,51 @@ def refusal(claim_id: str, tails: str) -> str:
         "no bootstrap; it needs a method for bounded observations (a betting or "
         "empirical-Bernstein sequence with the kernel's a-priori bound) or more points"
     )
+
+
+def bernstein_bounds(
+    x, low: float, high: float, alpha: float = ALPHA
+) -> tuple[np.ndarray, np.ndarray]:
+    """The predictable plug-in empirical-Bernstein confidence sequence for the mean of i.i.d.
+    observations known before the data to lie in [low, high] (Waudby-Smith & Ramdas 2024,
+    Theorem 2, one side at a time): after t observations, each side misses the mean at some t
+    with probability at most `alpha`. On y = (x − low)/(high − low) ∈ [0, 1]:
+
+        μ̂_t = (1/2 + Σ_{i≤t} y_i)/(t + 1),   σ̂²_t = (1/4 + Σ_{i≤t} (y_i − μ̂_i)²)/(t + 1),
+        λ_t = min(√(2 log(1/α) / (σ̂²_{t−1} t log(t + 1))), BERNSTEIN_CAP),
+        v_t = 4 (y_t − μ̂_{t−1})²,   ψ(λ) = (−log(1 − λ) − λ)/4,
+        bounds_t = Σ λ_i y_i / Σ λ_i ∓ (log(1/α) + Σ v_i ψ(λ_i)) / Σ λ_i,
+
+    clipped to [0, 1] and mapped back. `x` holds the observations in order along its last axis
+    (one sequence, or many side by side); returns the lower and upper bound after each
+    observation, of x's shape. An observation outside [low, high] is a ValueError."""
+    values = np.asarray(x, dtype=float)
+    if not (high > low) or values.ndim == 0 or values.shape[-1] == 0:
+        raise ValueError("bernstein_bounds: need high > low and at least one observation")
+    if not np.all(np.isfinite(values)) or np.any((values < low) | (values > high)):
+        raise ValueError(f"bernstein_bounds: an observation lies outside [{low:g}, {high:g}]")
+    y = (values - low) / (high - low)
+    t = np.arange(1, y.shape[-1] + 1, dtype=float)
+    mean = (0.5 + np.cumsum(y, axis=-1)) / (t + 1)  # μ̂_t
+    variance = (0.25 + np.cumsum((y - mean) ** 2, axis=-1)) / (t + 1)  # σ̂²_t
+    previous_mean = _shifted(mean, 0.5)  # μ̂_{t−1}, μ̂_0 = 1/2
+    previous_variance = _shifted(variance, 0.25)
+    log_alpha = math.log(1.0 / alpha)
+    bet = np.minimum(
+        np.sqrt(2 * log_alpha / (previous_variance * t * np.log(t + 1))), BERNSTEIN_CAP
+    )
+    penalty = (y - previous_mean) ** 2 * (-np.log1p(-bet) - bet)  # v_t ψ(λ_t)
+    weight = np.cumsum(bet, axis=-1)
+    centre = np.cumsum(bet * y, axis=-1) / weight
+    half = (log_alpha + np.cumsum(penalty, axis=-1)) / weight
+    lower = np.clip(centre - half, 0.0, 1.0) * (high - low) + low
+    upper = np.clip(centre + half, 0.0, 1.0) * (high - low) + low
+    return lower, upper
+
+
+def _shifted(values: np.ndarray, first: float) -> np.ndarray:
+    """values[..., t − 1] at position t, `first` at position 0 (the predictable estimate)."""
+    out = np.empty_like(values)
+    out[..., 0] = first
+    out[..., 1:] = values[..., :-1]
+    return out
