@@ -307,6 +307,38 @@ def test_block_scaled_sites_match_the_per_group_oracle(fmt, site, scaling):
     assert np.all(np.isfinite(got["sq_err_model"])) and np.all(got["sq_err_model"] > 0)
 
 
+def test_the_ocp_model_applies_its_clipped_maxima_exactly(monkeypatch):
+    """Under OCP MX's rule a block maximum of significand 1.995 (E4M3 saturates above 1.75) is
+    clipped by 12% of itself. Rows where that clip dominates the error (a top logit 3.99 among
+    small ones; a query channel 3.99 meeting keys about 4 on that channel): the model with the
+    clip's effect computed exactly matches the measured error within 5%; its first-order form
+    (the other rules' model) is off by over 20% (|e^-c - 1| / c = 0.79 at c = 0.49)."""
+    from attnsim.kernels.precision import clean_rows
+
+    rng = np.random.default_rng(21)
+    trials, n, d = 200, 256, 16
+    logits = 0.3 * rng.standard_normal((trials, n))
+    logits[:, 0] = 3.99
+    values = rng.standard_normal((trials, n, d))
+    q = (0.1 * rng.standard_normal((trials, d))).astype(np.float32)
+    q[:, 0] = 3.99
+    k = (0.1 * rng.standard_normal((trials, n, d))).astype(np.float32)
+    k[:, : n // 2, 0] = 4.0 + 0.3 * rng.standard_normal((trials, n // 2))  # spread over bins
+    qk_logits = np.einsum("tnd,td->tn", k.astype(np.float64), q.astype(np.float64)) / 4.0
+    scaling = Scaling("block32", "e8m0_ocp")
+    for site, s in (("logits", logits), ("qk", qk_logits)):
+        block = Block(s, values, q, k)
+        assert np.allclose(block.clean.logits, clean_rows(s, values).logits)
+        exact = block.metrics(site, "float8_e4m3fn", scaling)
+        with monkeypatch.context() as patch:
+            patch.setattr(Scaling, "exact_known", property(lambda self: False))
+            first = Block(s, values, q, k).metrics(site, "float8_e4m3fn", scaling)
+        assert np.array_equal(exact["sq_err"], first["sq_err"]) and exact["saturated"].min() > 0
+        good = exact["sq_err"].mean() / exact["sq_err_model"].mean()
+        bad = first["sq_err"].mean() / first["sq_err_model"].mean()
+        assert abs(good - 1) < 0.05 and abs(bad - 1) > 0.2, (site, good, bad)
+
+
 def test_plain_scaling_is_todays_rounding_bit_for_bit():
     rng = np.random.default_rng(13)
     logits, values, q, k, rotations = kernel.draw(rng, 6, 32, 16, 2.0, 2, 5.0, True, True)
@@ -356,6 +388,27 @@ def test_block_claims_judge_the_scaled_points_and_the_classic_ones_do_not():
     assert own(ocp.assign(**low)).verdict == "fails"
     assert own(ocp.assign(kappa_eff=0.05)).verdict == "outside regime"
     assert own(ocp.assign(granularity="none")).verdict == "not measured"  # a plain cast
+
+
+def test_a_summary_collected_before_the_rename_is_judged_under_the_new_name():
+    """A summary stored when round-up was called e8m0 reads as e8m0_ceil for the claims (it
+    would otherwise fall outside every block claim's rules)."""
+    from attnsim.report.claims import current_names
+
+    old = summary_rows(
+        format="float4_e2m1fn",
+        granularity="block32",
+        scale_type="e8m0",
+        accumulation="fp32",
+        smoothing="none",
+        key_mean=0.0,
+        kappa_eff=0.005,
+    )
+    judge = claims.block_model("float4_e2m1fn")
+    assert judge(old.copy()).verdict == "not measured"
+    renamed = current_names(old, "precision_attention")
+    assert list(renamed["scale_type"]) == ["e8m0_ceil"]
+    assert judge(renamed).verdict == "holds"
 
 
 def _rule_rows(ratio: float, theory: float, **columns) -> pd.DataFrame:

@@ -3,8 +3,11 @@ and the block-correlated first-order model of their error (docs/science.md §11.
 
 Each site returns the columns `precision.Block.metrics` completes. The model is the rounding
 model of §11.2 with each value's variance S^2 ulp(x/S)^2 / 12 set by its group's scale, plus the
-errors the model knows exactly (values flushed to 0: error -x), which move the output by a known
-first-order vector b: the prediction is the variance term plus |b|^2.
+errors the model knows exactly (values flushed to 0: error -x; saturated: sign(x) M S - x), which
+move the output by a known first-order vector b: the prediction is the variance term plus |b|^2.
+Under OCP MX's rule the known errors are its clipped block maxima, too large for a first order:
+their effect is computed exactly (`Scaling.exact_known`), the random part's first order about the
+moved reference.
 """
 
 from __future__ import annotations
@@ -68,12 +71,6 @@ def _quantised(x: np.ndarray, fmt: Format, scaling: Scaling):
     return kept, variance, known, flushed, saturated
 
 
-def _shifted(clean: Clean, known: np.ndarray, scaling: Scaling) -> Clean | None:
-    """The reference moved by the known logit errors, exactly (`Scaling.exact_known`), or None
-    where the model keeps them at first order."""
-    return precision.clean_rows(clean.logits + known, clean.values) if scaling.exact_known else None
-
-
 def _known_exactly(out: dict, clean: Clean, moved: Clean) -> None:
     """Add the known errors' exact effect to a logit site's model, whose random part `out` holds
     at the moved reference: |o(s + e) - o(s)|^2 (no cross term: the random errors have mean 0 at
@@ -89,8 +86,8 @@ def logits_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.nda
     kept, var, known, flushed, saturated = _quantised(s32, fmt, scaling)
     var, known = var[:, 0], known[:, 0]
     out = logit_metrics(clean, kept[:, 0].astype(np.float64))
-    moved = _shifted(clean, known, scaling)
-    if moved is not None:
+    if scaling.exact_known:  # the reference moved by the known errors, exactly
+        moved = precision.clean_rows(clean.logits + known, clean.values)
         out.update(_logit_model(moved, var, np.zeros_like(known)))
         _known_exactly(out, clean, moved)
     else:
@@ -133,8 +130,7 @@ def qk_site(
         # bilinear, exactly; the random part at the moved q, k and reference
         q1, k1 = q64 + kq, k64 + kk
         known = np.matmul(k1, q1[:, :, None])[:, :, 0] - np.matmul(k64, q64[:, :, None])[:, :, 0]
-        moved = _shifted(clean, known / math.sqrt(d), scaling)
-        assert moved is not None
+        moved = precision.clean_rows(clean.logits + known / math.sqrt(d), clean.values)
         out.update(_qk_model(moved, q1, k1, vq, vk, var_acc, np.zeros((trials, n))))
         _known_exactly(out, clean, moved)
     else:
