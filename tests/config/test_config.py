@@ -256,6 +256,49 @@ def test_a_parameter_with_a_default_may_be_left_out_of_a_grid():
         load(config)
 
 
+def test_a_renamed_value_loads_under_its_new_name_with_one_hint(caplog):
+    """scale_type e8m0 (the round-up rule, renamed e8m0_ceil when OCP MX's rule joined it) is
+    read as e8m0_ceil with one line saying so, once per process; the new name loads silently,
+    and a value that is neither is one line naming the key."""
+    import logging
+
+    from attnsim.config import load as loader
+
+    grid = {
+        "n": [32],
+        "d": [8],
+        "logit_scale": [1.0],
+        "outlier_channels": [0],
+        "outlier_scale": [1.0],
+        "format": ["float8_e4m3fn"],
+        "site": ["logits"],
+        "granularity": ["block16"],
+        "scale_type": ["e8m0", "e4m3"],
+    }
+    config = {
+        "seed": 1,
+        "experiments": {"mx": {"kind": "precision_attention", "trials": 2, "grid": grid}},
+    }
+    loader._HINTED.clear()
+    with caplog.at_level(logging.WARNING, logger="attnsim.config.load"):
+        settings = load(config)
+        load(config)
+    assert settings.experiments["mx"].grid["scale_type"] == ["e8m0_ceil", "e4m3"]
+    hints = [r.getMessage() for r in caplog.records]
+    assert len(hints) == 1 and "\n" not in hints[0]
+    assert hints[0].startswith("experiments.mx.grid.scale_type: e8m0 is now e8m0_ceil")
+    assert grid["scale_type"] == ["e8m0", "e4m3"]  # the caller's mapping is not changed
+    caplog.clear()
+    renamed = copy.deepcopy(config)
+    renamed["experiments"]["mx"]["grid"]["scale_type"] = ["e8m0_ceil", "e8m0_ocp"]
+    with caplog.at_level(logging.WARNING, logger="attnsim.config.load"):
+        load(renamed)
+    assert not caplog.records
+    config["experiments"]["mx"]["grid"] = grid | {"scale_type": ["e8m0_round"]}
+    with pytest.raises(ConfigError, match=r"^experiments\.mx\.grid\.scale_type\[0\]"):
+        load(config)
+
+
 # --- NaN and infinities, numbers written as text, keys given twice -------------------------
 
 SMALL_YAML = """\

@@ -37,9 +37,58 @@ def test_quantise_equals_the_per_group_oracle(name, granularity, scale_type):
     kept, scale = blockscale.quantise(x, FORMATS[name], granularity, scale_type)
     expected = oracle.quantise(x, name, granularity, scale_type)
     assert np.array_equal(kept, expected)
-    if scale_type == "e8m0" and granularity != "none":  # powers of two, never saturating
+    if scale_type.startswith("e8m0") and granularity != "none":  # powers of two
         assert np.all(np.frexp(scale)[0] == 0.5)
+    if scale_type == "e8m0_ceil" and granularity != "none":  # never saturating
         assert np.all(np.abs(x) / scale <= FORMATS[name].max)
+    assert not np.isnan(kept).any()  # the saturating casts: never e4m3fn's NaN
+
+
+@pytest.mark.parametrize("rule", ["e8m0_ceil", "e8m0_ocp"])
+@pytest.mark.parametrize("name", MX_ELEMENT_NAMES + ("float8_e4m3fn", "float8_e5m2"))
+def test_mx_rules_equal_the_per_block_recipe(name, rule):
+    """Both E8M0 rules on rows of Gaussian values with wide blocks maxima (so that OCP's clips
+    happen): the kernel's values equal the per-block recipe written from the spec, block by
+    block, and the blocks it clips are those whose maximum has a significand above
+    max / 2^emax (none under round-up)."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((3, 4, 96)) * np.exp(rng.uniform(-3, 3, (3, 4, 1)))).astype(F32)
+    fmt = FORMATS[name]
+    kept, scale = blockscale.quantise(x, fmt, "block32", rule)
+    clipped = 0
+    for t in range(3):
+        for r in range(4):
+            expected, count = oracle.mx_blocks(x[t, r], name, rule)
+            assert np.array_equal(kept[t, r], expected)
+            clipped += count
+    blocks = np.abs(x).reshape(3, 4, 3, 32).max(axis=-1)
+    significand = blocks / 2.0 ** np.floor(np.log2(blocks))
+    m = blockscale.ocp_saturation_significand(fmt)
+    assert clipped == (int((significand > m).sum()) if rule == "e8m0_ocp" else 0)
+    assert rule == "e8m0_ceil" or clipped > 0
+
+
+def test_the_two_rules_differ_only_on_the_blocks_ocp_clips():
+    """§11.9: round-up's scale is OCP's where the block maximum's significand is at most
+    max / 2^emax, twice it where OCP clips."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((50, 1, 256)).astype(F32)
+    for name in MX_ELEMENT_NAMES + ("float8_e4m3fn", "float8_e5m2"):
+        fmt = FORMATS[name]
+        _, ceil = blockscale.quantise(x, fmt, "block32", "e8m0_ceil")
+        _, ocp = blockscale.quantise(x, fmt, "block32", "e8m0_ocp")
+        saturates = blockscale.group_maxima(x, "block32") / ocp > fmt.max
+        assert np.array_equal(ceil, np.where(saturates, 2 * ocp, ocp))
+
+
+def test_ocp_emax_is_the_spec_table():
+    """emax_elem of OCP MX v1.0 (E4M3 8, E5M2 15, E2M3 2, E3M2 4, E2M1 2) and the significand
+    beyond which a block maximum saturates (1.75, 1.75, 1.875, 1.75, 1.5)."""
+    for name, emax in oracle.EMAX.items():
+        assert blockscale.ocp_emax(FORMATS[name]) == emax
+    m = {n: blockscale.ocp_saturation_significand(FORMATS[n]) for n in MX_ELEMENT_NAMES}
+    assert m == {"float6_e2m3fn": 1.875, "float6_e3m2fn": 1.75, "float4_e2m1fn": 1.5}
+    assert blockscale.ocp_saturation_significand(FORMATS["float8_e4m3fn"]) == 1.75
 
 
 @pytest.mark.parametrize("name", MX_ELEMENT_NAMES)
@@ -74,11 +123,14 @@ def test_fp16_accumulation_equals_the_step_by_step_oracle():
 @pytest.mark.parametrize(
     ("name", "granularity", "scale_type"),
     [
-        ("float8_e4m3fn", "block32", "e8m0"),
+        ("float8_e4m3fn", "block32", "e8m0_ceil"),
         ("float8_e4m3fn", "row", "fp32"),
-        ("float6_e2m3fn", "block32", "e8m0"),
+        ("float6_e2m3fn", "block32", "e8m0_ceil"),
         ("float6_e3m2fn", "channel", "fp32"),
-        ("float4_e2m1fn", "block32", "e8m0"),
+        ("float4_e2m1fn", "block32", "e8m0_ceil"),
+        ("float8_e4m3fn", "block32", "e8m0_ocp"),
+        ("float4_e2m1fn", "block16", "e8m0_ocp"),
+        ("float6_e2m3fn", "row", "e8m0_ocp"),
         ("float4_e2m1fn", "block16", "e4m3"),
         ("float4_e2m1fn", "tensor", "fp32"),
         ("float4_e2m1fn", "channel", "e4m3"),
@@ -166,3 +218,53 @@ def test_a_spec_stored_before_the_axes_existed_is_read_with_their_defaults():
     broken["points"] = [row[1:]]
     with pytest.raises(ConfigError, match="do not match kind"):
         ChunkSpec.from_json(json.dumps(broken))
+
+
+def test_the_renamed_round_up_rule_keeps_its_point_ids_and_streams():
+    """e8m0_ceil is the rule stored as e8m0: its points hash the old name (the ids and streams
+    of the rows stored before the rename), as the oracle's definition of ids writes it, and a
+    chunk spec stored with the old name reads as the same points under the new name. The OCP
+    rule is a new value: new ids."""
+    from oracles.points import point_id, reference_point
+
+    from attnsim.records.chunk import ChunkSpec
+    from attnsim.records.grid import points_from_rows
+
+    kind = get_kind("precision_attention")
+    params = {
+        "n": 256,
+        "d": 16,
+        "logit_scale": 1.0,
+        "outlier_channels": 2,
+        "outlier_scale": 4.0,
+        "format": "float8_e4m3fn",
+        "site": "logits",
+        "granularity": "block32",
+        "scale_type": "e8m0",
+    }
+    # a point id of the base run's store (results/store at 9b9a604, experiment precision_blocks)
+    stored = digest({"kind": kind.name, "params": params})
+    assert stored == "3fae569df75729c9"
+    names = kind.param_names
+    full = {p.name: p.default for p in kind.schema.params if p.id_omits_default} | params
+    now = tuple({**full, "scale_type": "e8m0_ceil"}[n] for n in names)
+    old = tuple(full[n] for n in names)
+    ocp = tuple({**full, "scale_type": "e8m0_ocp"}[n] for n in names)
+    assert row_ids(kind, [now, old]) == [stored, stored]
+    assert point_id(kind.name, dict(zip(names, now))) == stored
+    assert row_ids(kind, [ocp])[0] not in (stored, point_id(kind.name, dict(zip(names, old))))
+    (a, b) = points_from_rows(kind, [now, old])
+    assert a.params["scale_type"] == b.params["scale_type"] == "e8m0_ceil"
+    assert a.id == b.id == stored and a.stream == b.stream == reference_point(kind, full).stream
+    text = json.dumps(
+        {
+            "experiment": "e",
+            "kind": kind.name,
+            "seed": 1,
+            "trials": 10,
+            "params": list(names),
+            "points": [list(old)],
+        }
+    )
+    (point,) = ChunkSpec.from_json(text).points
+    assert point.params["scale_type"] == "e8m0_ceil" and point.id == stored

@@ -3,8 +3,8 @@
 
 A point's id is the first 16 hex digits of the sha256 of the JSON text of its kind and its
 canonical parameter values with sorted keys (a parameter declared `id_omits_default` left out at
-its default); its stream's id the same of its kind and the
-values of the parameters that shape its random draws.
+its default, a value the kind has renamed written under its old name); its stream's id the same
+of its kind and the values of the parameters that shape its random draws.
 """
 
 from __future__ import annotations
@@ -29,14 +29,16 @@ def digest(payload) -> str:
 
 def point_id(kind: str, params: dict) -> str:
     """The canonical definition of a point's id: a parameter the kind declares `id_omits_default`
-    is named only off its default (a kind that is not registered omits nothing)."""
+    is named only off its default (a kind that is not registered omits nothing); a value renamed
+    after points were stored (`Param.renamed`) is written under its old name, so it keeps them."""
     try:
         declared = get_kind(kind).schema.params
     except ConfigError:  # a made-up kind name
         declared = ()
     omitted = {c.name: canonical_value(c.default) for c in declared if c.id_omits_default}
+    old_names = {c.name: {new: old for old, new in c.renamed} for c in declared}
     named = {
-        k: canonical_value(v)
+        k: canonical_value(old_names.get(k, {}).get(v, v))
         for k, v in params.items()
         if not (k in omitted and canonical_value(v) == omitted[k])
     }
@@ -57,9 +59,17 @@ def reference_point(kind, params: dict) -> Point:
             value = float(value)
         elif pa.types.is_integer(column.type):
             value = int(value)
+        else:  # an old name of a renamed value: the name now
+            value = dict(column.renamed).get(value, value)
         canonical[column.name] = canonical_value(value)
+    old_names = {c.name: {new: old for old, new in c.renamed} for c in kind.schema.params}
     stream = digest(
-        {"kind": kind.name, "stream": {k: canonical[k] for k in kind.schema.stream_params}}
+        {
+            "kind": kind.name,
+            "stream": {
+                k: old_names[k].get(canonical[k], canonical[k]) for k in kind.schema.stream_params
+            },
+        }
     )
     return Point(kind=kind.name, params=canonical, id=point_id(kind.name, canonical), stream=stream)
 

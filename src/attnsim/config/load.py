@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -26,6 +27,8 @@ from attnsim.records.grid import grid_columns
 from attnsim.seeding import digest
 
 SCHEMA_FILE = "schema.yaml"
+log = logging.getLogger(__name__)
+_HINTED: set[str] = set()  # each renamed value's hint once per process
 
 
 @cache
@@ -144,6 +147,32 @@ def _check_plugins(config: dict) -> None:
                     raise ConfigError(f"experiments.{name}.kind: {message}")
 
 
+def renamed_values(config: dict) -> dict:
+    """The config with every grid value a kind has renamed (`Param.renamed`) under its name now,
+    and a one-line hint per renamed value; a config of the wrong shape is left to the schema."""
+    experiments = config.get("experiments") if isinstance(config, dict) else None
+    if not isinstance(experiments, dict):
+        return config
+    for name, spec in experiments.items():
+        kind_name = spec.get("kind") if isinstance(spec, dict) else None
+        kind = all_kinds().get(kind_name) if isinstance(kind_name, str) else None
+        grid = spec.get("grid") if kind is not None else None
+        if kind is None or not isinstance(grid, dict):
+            continue
+        for param in kind.schema.params:
+            values = grid.get(param.name)
+            if not param.renamed or not isinstance(values, list):
+                continue
+            now = [param.current(v) if isinstance(v, str) else v for v in values]
+            for old, new in zip(values, now):
+                hint = f"experiments.{name}.grid.{param.name}: {old} is now {new}"
+                if old != new and hint not in _HINTED:
+                    _HINTED.add(hint)
+                    log.warning("%s (the same rule, its stored points kept); write %s", hint, new)
+            grid[param.name] = now
+    return config
+
+
 def check_schema(config: dict) -> None:
     """Raise ConfigError for the first schema violation (in key order), filling defaults."""
     if not isinstance(config, dict):
@@ -199,6 +228,7 @@ def load(config: dict) -> Settings:
     """Validate a config mapping (as Snakemake or YAML gives it) into Settings."""
     config = generators.expand(config)  # {logspace: [...]} and the like become lists
     config = coerce_numbers(config, schema())  # a copy: numbers written as text become numbers
+    config = renamed_values(config)  # an old name of a value: the name now, said in one line
     check_schema(config)
     guard.check_names(config["experiments"])  # names the store's views or Snakemake would trip on
     guard.check_size(config["experiments"], config["max_points"])  # before any grid is expanded

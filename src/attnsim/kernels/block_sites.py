@@ -3,8 +3,11 @@ and the block-correlated first-order model of their error (docs/science.md §11.
 
 Each site returns the columns `precision.Block.metrics` completes. The model is the rounding
 model of §11.2 with each value's variance S^2 ulp(x/S)^2 / 12 set by its group's scale, plus the
-errors the model knows exactly (values flushed to 0: error -x), which move the output by a known
-first-order vector b: the prediction is the variance term plus |b|^2.
+errors the model knows exactly (values flushed to 0: error -x; saturated: sign(x) M S - x), which
+move the output by a known first-order vector b: the prediction is the variance term plus |b|^2.
+Under OCP MX's rule the known errors are its clipped block maxima, too large for a first order:
+their effect is computed exactly (`Scaling.exact_known`), the random part's first order about the
+moved reference.
 """
 
 from __future__ import annotations
@@ -39,6 +42,15 @@ class Scaling:
     smoothing: str = "none"
 
     @property
+    def exact_known(self) -> bool:
+        """The known errors' effect on the output computed exactly, not at first order: under the
+        OCP rule they are the saturated block maxima's, up to 12.5% (E4M3) or 25% (E2M1) of the
+        largest logit of a block (docs/science.md §11.9). The other rules' known errors (flushes,
+        the NVFP4 maximum's <= 1/16) stay at the first order their stored rows were computed
+        with."""
+        return self.scale_type == "e8m0_ocp" and self.granularity != "none"
+
+    @property
     def is_plain(self) -> bool:
         """Today's one rounding (no scale, fp32 accumulation, no smoothing): `kernels.precision`'s
         own path."""
@@ -59,21 +71,44 @@ def _quantised(x: np.ndarray, fmt: Format, scaling: Scaling):
     return kept, variance, known, flushed, saturated
 
 
+def _known_exactly(out: dict, clean: Clean, moved: Clean) -> None:
+    """Add the known errors' exact effect to a logit site's model, whose random part `out` holds
+    at the moved reference: |o(s + e) - o(s)|^2 (no cross term: the random errors have mean 0 at
+    first order) and the shift sum (p(s + e) - p(s)) s of the mean logit."""
+    move = moved.o - clean.o
+    out["sq_err_model"] = out["sq_err_model"] + np.einsum("td,td->t", move, move)
+    shift = np.sum((moved.p - clean.p) * clean.logits, axis=-1)
+    out["logit_shift_model"] = out["logit_shift_model"] + shift
+
+
 def logits_site(clean: Clean, fmt: Format, scaling: Scaling) -> dict[str, np.ndarray]:
     s32 = clean.logits.astype(F32)[:, None, :]
     kept, var, known, flushed, saturated = _quantised(s32, fmt, scaling)
     var, known = var[:, 0], known[:, 0]
     out = logit_metrics(clean, kept[:, 0].astype(np.float64))
-    p = clean.p
-    b = np.einsum("tn,tnd->td", p * known, clean.dev)  # the known errors' first-order move
-    out["sq_err_model"] = np.sum(p * p * var * clean.dist2, axis=-1) + np.sum(b * b, axis=-1)
-    g = shift_gradient(clean)
-    out["logit_shift_model"] = shift_prediction(clean, var, p * var) + np.sum(g * known, axis=-1)
-    out["shift_var_model"] = np.sum(g * g * var, axis=-1)
-    out["sq_err_next"] = np.full(len(p), np.nan)
+    if scaling.exact_known:  # the reference moved by the known errors, exactly
+        moved = precision.clean_rows(clean.logits + known, clean.values)
+        out.update(_logit_model(moved, var, np.zeros_like(known)))
+        _known_exactly(out, clean, moved)
+    else:
+        out.update(_logit_model(clean, var, known))
+    out["sq_err_next"] = np.full(len(clean.p), np.nan)
     size = s32.shape[-1]
     out["flushed"], out["saturated"] = flushed / size, saturated / size
     return out
+
+
+def _logit_model(clean: Clean, var: np.ndarray, known: np.ndarray) -> dict[str, np.ndarray]:
+    """The first-order model of logit errors with variances `var` and known part `known` (T, n)
+    about `clean`."""
+    p = clean.p
+    b = np.einsum("tn,tnd->td", p * known, clean.dev)  # the known errors' first-order move
+    g = shift_gradient(clean)
+    return {
+        "sq_err_model": np.sum(p * p * var * clean.dist2, axis=-1) + np.sum(b * b, axis=-1),
+        "logit_shift_model": shift_prediction(clean, var, p * var) + np.sum(g * known, axis=-1),
+        "shift_var_model": np.sum(g * g * var, axis=-1),
+    }
 
 
 def qk_site(
@@ -90,20 +125,42 @@ def qk_site(
     out = logit_metrics(clean, product.astype(np.float64))
     q64, k64 = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
     vq, kq = vq[:, 0] / d, kq[:, 0]
-    # eps_i = (dq . k_i + q . dk_i + acc_i) / sqrt(d): Cov = K diag(vq) K^T + diag(own)
+    if scaling.exact_known:
+        # the known errors' logit error (q + dq) . (k_i + dk_i) / sqrt(d) - q . k_i / sqrt(d),
+        # bilinear, exactly; the random part at the moved q, k and reference
+        q1, k1 = q64 + kq, k64 + kk
+        known = np.matmul(k1, q1[:, :, None])[:, :, 0] - np.matmul(k64, q64[:, :, None])[:, :, 0]
+        moved = precision.clean_rows(clean.logits + known / math.sqrt(d), clean.values)
+        out.update(_qk_model(moved, q1, k1, vq, vk, var_acc, np.zeros((trials, n))))
+        _known_exactly(out, clean, moved)
+    else:
+        known = (np.matmul(k64, kq[:, :, None])[:, :, 0] + np.einsum("tnd,td->tn", kk, q64)) / (
+            math.sqrt(d)
+        )
+        out.update(_qk_model(clean, q64, k64, vq, vk, var_acc, known))
+    out["sq_err_next"] = np.full(trials, np.nan)
+    size = (n + 1) * d
+    out["flushed"], out["saturated"] = (fq + fk) / size, (sq + sk) / size
+    return out
+
+
+def _qk_model(clean: Clean, q64, k64, vq, vk, var_acc, known) -> dict[str, np.ndarray]:
+    """The first-order model of the logit errors (dq . k_i + q . dk_i + acc_i) / sqrt(d) about
+    `clean`, q64 (T, d) and k64 (T, n, d): Cov = K diag(vq) K^T + diag(own), plus the known
+    errors' first-order move."""
+    d = q64.shape[-1]
     own = (np.matmul(vk, (q64 * q64)[:, :, None])[:, :, 0] + var_acc) / d
-    known = (np.matmul(k64, kq[:, :, None])[:, :, 0] + np.einsum("tnd,td->tn", kk, q64)) / (
-        math.sqrt(d)
-    )
     p = clean.p
     pk = np.ascontiguousarray((p[:, :, None] * k64).transpose(0, 2, 1))  # (T, d, n)
     a = np.matmul(pk, clean.dev)  # (T, d, dv): sum_i p_i k_im (v_i - o)
     b = np.einsum("tn,tnd->td", p * known, clean.dev)
-    out["sq_err_model"] = (
-        np.einsum("tm,tmv,tmv->t", vq, a, a)
-        + np.sum(p * p * own * clean.dist2, axis=-1)
-        + np.sum(b * b, axis=-1)
-    )
+    out = {
+        "sq_err_model": (
+            np.einsum("tm,tmv,tmv->t", vq, a, a)
+            + np.sum(p * p * own * clean.dist2, axis=-1)
+            + np.sum(b * b, axis=-1)
+        )
+    }
     diag = np.matmul(k64 * k64, vq[:, :, None])[:, :, 0] + own
     kbar = pk.sum(axis=-1)  # sum_j p_j k_j
     cov_p = np.matmul(k64, (vq * kbar)[:, :, None])[:, :, 0] + p * own
@@ -111,9 +168,6 @@ def qk_site(
     out["logit_shift_model"] = shift_prediction(clean, diag, cov_p) + np.sum(g * known, axis=-1)
     gk = np.matmul(g[:, None, :], k64)[:, 0, :]  # sum_i g_i k_im
     out["shift_var_model"] = np.sum(vq * gk * gk, axis=-1) + np.sum(g * g * own, axis=-1)
-    out["sq_err_next"] = np.full(trials, np.nan)
-    size = (n + 1) * d
-    out["flushed"], out["saturated"] = (fq + fk) / size, (sq + sk) / size
     return out
 
 

@@ -10,27 +10,34 @@ of the logits and of P): the values sharing one scale S are
   when C is not a multiple);
 - `none`: no scale (S = 1), the plain cast of `kernels.rounding`.
 
-The scale maps the group's largest magnitude a to the format's largest value M (`target`; 2^16
-for bfloat16): S = a / M in
-float32 (`fp32`), rounded up to a power of two (`e8m0`, OCP MX's shared exponent; rounding up
-never saturates), or NVFP4's two levels (`e4m3`): a per-tensor float32 scale G = A / (M 448) (A
-the trial's largest magnitude) puts the largest group's scale at float8_e4m3fn's largest value,
-and each group's S = G fl_e4m3(a / (M G)), rounded to nearest (so its maximum may saturate, by
-up to 1/16). A group of zeros takes S = 1. The value kept is S * fl(x / S), computed in float32
-as a kernel dequantises.
+The scale S comes from the group's largest magnitude a and the format's largest value M
+(`target`; 2^16 for bfloat16): S = a / M in float32 (`fp32`); a power of two by one of the two
+E8M0 rules in use (docs/science.md §11.9): rounded up, 2^ceil(log2(a / M)), which never saturates
+(`e8m0_ceil`, NVIDIA's MXFP8 recipe; called `e8m0` before the OCP rule joined it), or OCP MX
+v1.0's 2^(floor(log2 a) - emax) with emax the exponent of the element's largest binade
+(`e8m0_ocp`), which saturates the group's maximum when its significand exceeds M / 2^emax; or
+NVFP4's two levels (`e4m3`): a per-tensor float32 scale G = A / (M 448) (A the trial's largest
+magnitude: the trial's array is the tensor) puts the largest group's scale at float8_e4m3fn's
+largest value, and each group's S = G fl_e4m3(a / (M G)), rounded to nearest (so its maximum may
+saturate, by up to 1/16); NVFP4 proper is this on `block16` groups of float4_e2m1fn. A group of
+zeros takes S = 1. The value kept is S * fl(x / S), computed in float32 as a kernel dequantises,
+every element cast with saturation (`rounding.round_to`: |x / S| > M becomes +-M).
 
 The model (`error_moments`): given the row, each value's error is uniform on +- S ulp(x/S) / 2
 (variance S^2 ulp(x/S)^2 / 12), except where its position is known exactly: a value flushed to
 0 (|x/S| at most half the format's smallest subnormal) has the error -x, a saturated one (|x/S|
 > M) the error sign(x) M S - x, and the group's maximum a under an fp32 or e4m3 scale lands at
 a / S = M a / (M S), fixed by the scale's own rounding (fp32: M up to 2^-24; e4m3: within 1/16
-of M), not by where a falls in a bin: its error is known, fl(a/S) S - a. Under e8m0, a / S
-falls anywhere in (M/2, M] with a's significand and is modelled as any other value. The
-variance of the errors is therefore shared by the group through S: all of a block's errors grow
-with its maximum.
+of M), not by where a falls in a bin: its error is known, fl(a/S) S - a. Under e8m0_ceil, a / S
+falls anywhere in (M/2, M] with a's significand and is modelled as any other value; under
+e8m0_ocp in [2^emax, 2^(emax + 1)): rounded like any other value below M, clipped (a known error)
+above it. The variance of the errors is therefore shared by the group through S: all of a
+block's errors grow with its maximum.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -47,7 +54,10 @@ def within_bin_tolerance(fmt: Format) -> float:
 
 
 GRANULARITIES = ("none", "tensor", "row", "channel", "block32", "block16")
-SCALE_TYPES = ("fp32", "e8m0", "e4m3")
+SCALE_TYPES = ("fp32", "e8m0_ceil", "e8m0_ocp", "e4m3")
+# A value renamed after points were stored under it -> its name now (docs/science.md §11.9): the
+# same rule, so the same rows and point ids (`kinds.low_precision.SCALE_TYPE`)
+RENAMED_SCALE_TYPES = {"e8m0": "e8m0_ceil"}
 ACCUMULATIONS = ("fp32", "fp16")
 SMOOTHINGS = ("none", "mean")
 
@@ -79,15 +89,37 @@ def target(fmt: Format) -> float:
     return min(fmt.max, 2.0**16)
 
 
+# E8M0 holds the powers of two 2^-127 ... 2^127 (0xFF is NaN)
+E8M0_EXPONENT = 127
+
+
+def ocp_emax(fmt: Format) -> int:
+    """emax_elem of OCP MX v1.0: the exponent of the element format's largest binade (E4M3 8,
+    E5M2 15, E2M3 2, E3M2 4, E2M1 2; 16 for bfloat16 and 15 for float16, from `target`)."""
+    return math.floor(math.log2(target(fmt)))
+
+
+def ocp_saturation_significand(fmt: Format) -> float:
+    """The significand of a block maximum above which the OCP rule saturates it: max / 2^emax
+    (1.75 for E4M3, E5M2 and E3M2, 1.875 for E2M3, 1.5 for E2M1, 1.999 for float16; bfloat16's
+    largest value is far above 2^17, so never)."""
+    return fmt.max / 2.0 ** ocp_emax(fmt)
+
+
 def scales(maxima: np.ndarray, fmt: Format, scale_type: str) -> np.ndarray:
     """The shared scale S of each group from its largest magnitude (float32, see the module)."""
     raw = np.asarray(maxima, dtype=F32) / F32(target(fmt))
     raw = np.where(raw > 0, raw, F32(1.0)).astype(F32)
     if scale_type == "fp32":
         return raw
-    if scale_type == "e8m0":
+    if scale_type == "e8m0_ceil":
         mantissa, exponent = np.frexp(raw)  # raw = mantissa 2^exponent, mantissa in [1/2, 1)
         return np.ldexp(F32(1.0), exponent - (mantissa == 0.5)).astype(F32)
+    if scale_type == "e8m0_ocp":
+        a = np.asarray(maxima, dtype=F32)
+        exponent = np.frexp(a)[1] - 1  # floor(log2 a): a = m 2^(e + 1), m in [1/2, 1)
+        shared = np.clip(exponent - ocp_emax(fmt), -E8M0_EXPONENT, E8M0_EXPONENT)
+        return np.where(a > 0, np.ldexp(F32(1.0), shared), F32(1.0)).astype(F32)
     if scale_type == "e4m3":
         e4m3 = rounding.FORMATS["float8_e4m3fn"]
         top = raw.reshape(len(raw), -1).max(axis=1).reshape((-1,) + (1,) * (raw.ndim - 1))

@@ -57,6 +57,11 @@ class Param(Column):
     `id_omits_default` as well, a point at the default leaves the parameter out of its id
     (`attnsim.records.grid.point_ids`), so a parameter added to a kind keeps today's point ids
     and rows (an axis added beside existing points, not a new algorithm).
+    `renamed`: (old name, name now) pairs of values renamed after points were stored under them,
+    with the same meaning. A config or a stored chunk spec that says the old name means the new
+    one (`current`; config load says so in one line), and a point at the new name keeps the id
+    and stream the old name gave it (`id_value`), so its stored rows stay valid. A value whose
+    meaning changes is not renamed: that is a new algorithm version.
     """
 
     minimum: float | None = None
@@ -65,9 +70,18 @@ class Param(Column):
     choices: tuple[str, ...] = ()
     default: object = None
     id_omits_default: bool = False
+    renamed: tuple[tuple[str, str], ...] = ()
+
+    def current(self, value: Any) -> Any:
+        """The value's name now (an old name renamed, anything else unchanged)."""
+        return next((new for old, new in self.renamed if value == old), value)
+
+    def id_value(self, value: Any) -> Any:
+        """The value as ids and streams hash it: a renamed value under its old name."""
+        return next((old for old, new in self.renamed if value == new), value)
 
     def item_schema(self) -> dict:
-        if self.choices:
+        if self.choices:  # an old name of `renamed` is made the new one before validation
             return {"enum": list(self.choices)}
         if pa.types.is_integer(self.type):
             schema: dict = {"type": "integer"}

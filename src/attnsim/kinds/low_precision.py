@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnsim.kernels.block_sites import Scaling
-from attnsim.kernels.blockscale import ACCUMULATIONS, GRANULARITIES, SCALE_TYPES, SMOOTHINGS
+from attnsim.kernels.blockscale import (
+    ACCUMULATIONS,
+    GRANULARITIES,
+    RENAMED_SCALE_TYPES,
+    SCALE_TYPES,
+    SMOOTHINGS,
+)
 from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMAT_NAMES, FORMATS, MX_ELEMENT_NAMES
 from attnsim.kinds.base import Column, Param, Summary
@@ -42,14 +48,21 @@ GRANULARITY = Param(
     default="none",
     id_omits_default=True,
 )
+# e8m0_ceil was `e8m0` until the OCP rule joined it: the same rule under its name now, with the
+# point ids and rows stored under the old name (Param.renamed)
 SCALE_TYPE = Param(
     "scale_type",
     STR,
-    "the shared scale's format: fp32 (exact), e8m0 (a power of two, OCP MX), e4m3 (NVFP4's "
-    "block scale); ignored at granularity none",
+    "the shared scale's format: fp32 (a / M, exact); e8m0_ceil (a power of two rounded up, "
+    "2^ceil(log2(a / M)): never saturates, NVIDIA's MXFP8 recipe; called e8m0 before); e8m0_ocp "
+    "(OCP MX v1.0: 2^(floor(log2 a) - emax), saturating the block maximum when its significand "
+    "exceeds M / 2^emax); e4m3 (NVFP4's E4M3 block scale under a per-trial fp32 scale); a the "
+    "group's largest magnitude, M the element's largest value; ignored at granularity none "
+    "(docs/science.md §11.9)",
     choices=SCALE_TYPES,
     default="fp32",
     id_omits_default=True,
+    renamed=tuple(RENAMED_SCALE_TYPES.items()),
 )
 ACCUMULATION = Param(
     "accumulation",

@@ -52,11 +52,14 @@ def chunk_id(ids: list[str]) -> str:
 
 
 def canonical_column_value(param: Param, value: Any) -> Any:
-    """A grid value canonicalised for its parameter: floats as floats, integers as ints."""
+    """A grid value canonicalised for its parameter: floats as floats, integers as ints, a
+    renamed value under its name now (`Param.renamed`)."""
     if pa.types.is_floating(param.type):
         value = float(value)
     elif pa.types.is_integer(param.type):
         value = int(value)
+    elif param.renamed:
+        value = param.current(value)
     return canonical_value(value)
 
 
@@ -70,11 +73,13 @@ def _json(value: Any) -> str:
 
 def _fields(param: Param, values: list[Any]) -> list[bytes]:
     """Each value's `"name":value` text in a point's id; b"" for the default of a parameter whose
-    default is left out of ids (`Param.id_omits_default`: added after its kind had points)."""
+    default is left out of ids (`Param.id_omits_default`: added after its kind had points); a
+    renamed value under its old name (`Param.id_value`)."""
     omitted = canonical_column_value(param, param.default) if param.id_omits_default else None
     name = _json(param.name).encode() + b":"
     return [
-        b"" if omitted is not None and v == omitted else name + _json(v).encode() for v in values
+        b"" if omitted is not None and v == omitted else name + _json(param.id_value(v)).encode()
+        for v in values
     ]
 
 
@@ -397,15 +402,15 @@ def points_from_rows(kind: Kind | str, rows: Iterable[Sequence[Any]]) -> list[Po
     ids = point_ids(kind, values, index)
     columns = [_take(values[name], index[name]) for name in names]
     stream_at = [names.index(n) for n in kind.schema.stream_params]
+    by_name = {p.name: p for p in kind.schema.params}
     streams: dict[tuple[Any, ...], str] = {}
     points = []
     for row, pid in zip(zip(*columns), ids):
         key = tuple(row[i] for i in stream_at)
         stream = streams.get(key)
         if stream is None:
-            stream = streams[key] = digest(
-                {"kind": kind.name, "stream": dict(zip(kind.schema.stream_params, key))}
-            )
+            hashed = {n: by_name[n].id_value(v) for n, v in zip(kind.schema.stream_params, key)}
+            stream = streams[key] = digest({"kind": kind.name, "stream": hashed})
         points.append(Point(kind=kind.name, params=dict(zip(names, row)), id=pid, stream=stream))
     return points
 

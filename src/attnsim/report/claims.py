@@ -207,12 +207,23 @@ def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.Data
         path = store.summary_path(root, kind, name)
         if path.exists():
             columns = run_columns(kind)
-            frame = store.read_summary(path, ids=bool(columns)).to_pandas()
+            frame = current_names(store.read_summary(path, ids=bool(columns)).to_pandas(), kind)
             if columns:
                 frame = with_runs(frame, path, columns)
             frame.insert(0, "experiment", name)
             frames[name] = frame
     return frames
+
+
+def current_names(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """A summary collected before one of its values was renamed (`Param.renamed`: e.g. scale_type
+    e8m0, now e8m0_ceil) read under the names the claims declare."""
+    from attnsim.kinds import get_kind
+
+    for param in get_kind(kind).schema.params:
+        if param.renamed and param.name in frame:
+            frame[param.name] = frame[param.name].map(param.current)
+    return frame
 
 
 def run_columns(kind: str) -> tuple[str, ...]:

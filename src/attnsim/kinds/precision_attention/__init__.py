@@ -4,6 +4,9 @@ model's heteroscedastic prediction, incoherent processing on outlier features.""
 
 from __future__ import annotations
 
+import math
+from functools import cache
+
 import numpy as np
 
 from attnsim.kinds import low_precision
@@ -58,7 +61,64 @@ THEORY = (
         "the relative-rounding "
         "approximation, lambda the channel variances (docs/science.md §11.5)",
     ),
+    Column(
+        "saturated_theory",
+        F64,
+        "site logits with E8M0 scale groups: the share of the logits the OCP rule clips, sum_e "
+        "(G(2^(e+1)) - G(m 2^e)) G(2^(e+1))^(k-1) for groups of k N(0, sigma^2) values (0 under "
+        "round-up; nan elsewhere), docs/science.md §11.9",
+    ),
+    Column(
+        "kappa_theory",
+        F64,
+        "site logits with E8M0 scale groups: the effective variance E[q g] / E[q] of the logits' "
+        "rounding and clipping errors under the point's rule, q = p^2 (1 - p)^2 the weight "
+        "softmax gives a key (nan elsewhere), docs/science.md §11.9",
+    ),
+    Column(
+        "rule_ratio_theory",
+        F64,
+        "site logits with E8M0 scale groups: kappa_theory under OCP MX (e8m0_ocp) over "
+        "round-up (e8m0_ceil) at the point's format, sigma, group size and n (nan elsewhere), "
+        "docs/science.md §11.9",
+    ),
 )
+E8M0_RULES = ("e8m0_ceil", "e8m0_ocp")
+
+
+def group_size(granularity: str, n: int) -> int:
+    """Values sharing a scale at site logits (one row of n keys): a block, the row, or one."""
+    if granularity.startswith("block"):
+        return min(int(granularity.removeprefix("block")), n)
+    return 1 if granularity == "channel" else n
+
+
+@cache
+def _kappa(fmt: str, rule: str, sigma: float, k: int, n: int):
+    from attnsim.kernels.rounding import FORMATS
+    from attnsim.theory import blockscale
+
+    return blockscale.kappa(FORMATS[fmt], rule, sigma, k, n)
+
+
+def block_theory(p) -> dict[str, float]:
+    """The saturation theory's columns of a point (nan off the logits site's E8M0 groups)."""
+    nan = {"saturated_theory": math.nan, "kappa_theory": math.nan, "rule_ratio_theory": math.nan}
+    rule, granularity = p.get("scale_type", "fp32"), p.get("granularity", "none")
+    if p["site"] != "logits" or granularity == "none" or rule not in E8M0_RULES:
+        return nan
+    from attnsim.kernels.rounding import FORMATS
+    from attnsim.theory import blockscale
+
+    fmt, sigma, n = p["format"], float(p["logit_scale"]), int(p["n"])
+    k = group_size(granularity, n)
+    ceil, ocp = (_kappa(fmt, r, sigma, k, n).total for r in E8M0_RULES)
+    clipped = blockscale.saturation(FORMATS[fmt], sigma, k)[1] if rule == "e8m0_ocp" else 0.0
+    return {
+        "saturated_theory": clipped,
+        "kappa_theory": ocp if rule == "e8m0_ocp" else ceil,
+        "rule_ratio_theory": ocp / ceil if ceil > 0 else math.nan,
+    }
 
 
 def theory(p) -> dict[str, object]:
@@ -66,7 +126,7 @@ def theory(p) -> dict[str, object]:
         int(p["d"]), int(p["outlier_channels"]), float(p["outlier_scale"])
     )
     gain = (len(lam) + 2) * float(np.sum(lam * lam)) / float(np.sum(lam)) ** 2
-    return {**low_precision.format_theory(p), "rotation_gain_theory": gain}
+    return {**low_precision.format_theory(p), "rotation_gain_theory": gain, **block_theory(p)}
 
 
 def headline(s) -> str:
@@ -108,12 +168,23 @@ KIND = Kind(
     theory=Theory(columns=THEORY, point=theory),
     summary=low_precision.SUMMARY,
     presentation=Presentation(
-        figures=("precision_error", "precision_rotation", "precision_bias", "precision_atlas"),
+        figures=(
+            "precision_error",
+            "precision_rotation",
+            "precision_bias",
+            "precision_atlas",
+            "precision_mx_rules",
+        ),
         figure_applies={
             "precision_error": low_precision.has_plain,
             "precision_rotation": low_precision.has_plain,
             "precision_bias": low_precision.has_plain,
             "precision_atlas": low_precision.has_scaled,
+            "precision_mx_rules": lambda values: (
+                "logits" in values["site"]
+                and any(g != "none" for g in values["granularity"])
+                and any(r in E8M0_RULES for r in values["scale_type"])
+            ),
         },
         headline=headline,
     ),

@@ -37,11 +37,12 @@ class Thresholds:
 
 
 THRESHOLDS = Thresholds()
-FIGURE_ERROR, FIGURE_ROTATION, FIGURE_BIAS, FIGURE_ATLAS = (
+FIGURE_ERROR, FIGURE_ROTATION, FIGURE_BIAS, FIGURE_ATLAS, FIGURE_RULES = (
     "precision_error",
     "precision_rotation",
     "precision_bias",
     "precision_atlas",
+    "precision_mx_rules",
 )
 REASON = "docs/science.md §11.4"
 
@@ -311,14 +312,23 @@ BLOCK_REASON = "docs/science.md §11.9"
 ONE_ROW_SITES = ("logits", "probs", "output")
 
 
-def block_points(rows: pd.DataFrame) -> pd.Series:
-    """The block-scaled points (and the microscaling elements' plain casts, which no §11.4 claim
-    judges), without the degenerate per-value scales of channel groups at one-row sites."""
+# The scale rules the §11.9 claims below were declared for: fp32, E8M0 rounded up (`e8m0_ceil`,
+# named `e8m0` when they were declared) and NVFP4's E4M3. OCP MX v1.0's saturating rule
+# (`e8m0_ocp`) came later and has its own claims (OCP_RULE below).
+DECLARED_RULES = ("fp32", "e8m0_ceil", "e4m3")
+OCP = "e8m0_ocp"
+
+
+def block_points(rows: pd.DataFrame, rules: tuple[str, ...] = DECLARED_RULES) -> pd.Series:
+    """The block-scaled points under `rules` (and the microscaling elements' plain casts, which
+    no §11.4 claim judges), without the degenerate per-value scales of channel groups at one-row
+    sites."""
     if "granularity" not in rows:
         return pd.Series(False, index=rows.index)
     classic_plain = plain(rows) & rows["format"].isin(CLASSIC_FORMAT_NAMES)
     degenerate = (rows["granularity"] == "channel") & rows["site"].isin(ONE_ROW_SITES)
-    return ~classic_plain & ~degenerate
+    ruled = (rows["granularity"] == "none") | rows["scale_type"].isin(rules)
+    return ~classic_plain & ~degenerate & ruled
 
 
 def block_tolerance(fmt: str) -> float:
@@ -348,15 +358,16 @@ def block_model(fmt: str) -> ClaimSpec:
         claim_id=f"block_model_{fmt}",
         statement="robustness",
         text=f"With {fmt} elements sharing a scale (per tensor, token, channel or block of 16/32, "
-        "fp32, E8M0 or E4M3 scales, fp32 or fp16 accumulation), the block-correlated model "
+        "fp32 scales, E8M0 scales rounded up (e8m0_ceil) or NVFP4's E4M3 scales, fp32 or fp16 "
+        "accumulation; OCP MX's saturating rule is block_model_ocp_*), the block-correlated model "
         "(each value's error uniform on ± S ulp(x/S)/2 with its group's scale S; flushed, "
         "saturated and group-maximum errors known) predicts the mean squared change of the "
         "output to first order at every site.",
         role="evidence",
         regime=Regime(
-            f"precision_attention, element format {fmt}, scale groups (or its plain cast where "
-            f"no §11.4 claim judges it), kappa_eff <= {t.kappa_eff_max} (or site output), not "
-            "a one-value group",
+            f"precision_attention, element format {fmt}, scale groups with fp32, e8m0_ceil or "
+            "e4m3 scales (or its plain cast where no §11.4 claim judges it), kappa_eff <= "
+            f"{t.kappa_eff_max} (or site output), not a one-value group",
             f"{BLOCK_REASON}: the first order of §11.4; flushes, saturation and the group "
             "maximum are in the model as known errors",
             select,
@@ -394,13 +405,14 @@ def _fp4_regime(r: pd.DataFrame) -> pd.Series:
 FP4_BEYOND = ClaimSpec(
     claim_id="fp4_beyond_first_order",
     statement="robustness",
-    text="FP4 (E2M1 elements, any scale groups) at logit scale sigma >= 1 is no longer noise the "
+    text="FP4 (E2M1 elements, any scale groups with fp32, round-up E8M0 or E4M3 scales) at logit "
+    "scale sigma >= 1 is no longer noise the "
     "essay's argument covers: its measured effective error variance mean ||o~ - o||^2 / "
     "mean sum p^2 ||v - o||^2 exceeds 0.01, where the first order stops being accurate to ~3%.",
     role="evidence",
     regime=Regime(
-        "precision_attention, float4_e2m1fn, scale groups, logit_scale >= 1, the sites before "
-        "the output (logits, qk, qk_rotated, probs)",
+        "precision_attention, float4_e2m1fn, scale groups (fp32, e8m0_ceil or e4m3 scales), "
+        "logit_scale >= 1, the sites before the output (logits, qk, qk_rotated, probs)",
         f"{BLOCK_REASON}: kappa ~ 2 sigma^2 2^(2(1-t))/12 ~ 0.04 sigma^2 at t = 2",
         _fp4_regime,
     ),
@@ -435,13 +447,15 @@ def _block_rotation_regime(r: pd.DataFrame) -> pd.Series:
 BLOCK_ROTATION = ClaimSpec(
     claim_id="rotation_gain_blocks",
     statement="robustness",
-    text="With block-scaled q and k, a random orthogonal rotation before quantising divides the "
+    text="With block-scaled q and k (fp32, round-up E8M0 or E4M3 scales), a random orthogonal "
+    "rotation before quantising divides the "
     "error on inputs with outlier features by the factor the block-correlated model predicts "
     "from the same rows.",
     role="evidence",
     regime=Regime(
-        "precision_attention, site qk_rotated, scale groups, outlier_channels > 0, "
-        f"outlier_scale > 1, kappa_eff of both casts <= {THRESHOLDS.kappa_eff_max}",
+        "precision_attention, site qk_rotated, scale groups (fp32, e8m0_ceil or e4m3 scales), "
+        f"outlier_channels > 0, outlier_scale > 1, kappa_eff of both casts <= "
+        f"{THRESHOLDS.kappa_eff_max}",
         f"{BLOCK_REASON}: the rotation lowers the outlier's group maxima",
         _block_rotation_regime,
     ),
@@ -509,18 +523,20 @@ def _smoothing_regime(r: pd.DataFrame) -> pd.Series:
     if "smoothing" not in r or "key_mean" not in r:
         return pd.Series(False, index=r.index)
     small = (r["kappa_eff"] <= THRESHOLDS.kappa_eff_max).fillna(False)
-    return r["site"].isin(("qk", "qk_rotated")) & (r["key_mean"] > 0) & small
+    ruled = (r["granularity"] == "none") | r["scale_type"].isin(DECLARED_RULES)
+    return r["site"].isin(("qk", "qk_rotated")) & (r["key_mean"] > 0) & small & ruled
 
 
 SMOOTHING_GAIN = ClaimSpec(
     claim_id="smoothing_gain",
     statement="robustness",
     text="When the keys share a mean, subtracting it before quantising q and k (SageAttention's "
-    "smoothing, exact by softmax's shift invariance) divides the error by the factor the "
-    "block-correlated model predicts from the same rows.",
+    "smoothing, exact by softmax's shift invariance; fp32, round-up E8M0 or E4M3 scales) "
+    "divides the error by the factor the block-correlated model predicts from the same rows.",
     role="evidence",
     regime=Regime(
-        "precision_attention, sites qk and qk_rotated, key_mean > 0, both the smoothed and the "
+        "precision_attention, sites qk and qk_rotated, key_mean > 0, fp32, e8m0_ceil or e4m3 "
+        "scales, both the smoothed and the "
         f"unsmoothed point with kappa_eff <= {THRESHOLDS.kappa_eff_max}",
         f"{BLOCK_REASON}: the shared mean sets the groups' maxima along the channels",
         _smoothing_regime,
@@ -545,6 +561,190 @@ SMOOTHING_GAIN = ClaimSpec(
 )
 
 
+# --- OCP MX v1.0's saturating E8M0 rule (docs/science.md §11.9) ----------------------------------
+# Declared before any e8m0_ocp row was judged, from the saturation theory of §11.9
+# (attnsim.theory.blockscale): regimes, tolerances and alternatives below.
+
+# §11.9: the OCP model without its saturation term (the clipped block maxima modelled as rounded
+# values, what a reader of "E8M0 never saturates" would use): its ratio measured / model is
+# 1 + clipping / rounding of theory.blockscale.kappa under e8m0_ocp, at sigma = 0.3, blocks of 32,
+# n = 256 (a point inside every format's first-order regime; tests/theory checks the numbers)
+OCP_UNSATURATED_RATIO = {
+    "float8_e4m3fn": 1.340,
+    "float8_e5m2": 1.085,
+    "float6_e2m3fn": 1.035,
+    "float6_e3m2fn": 1.085,
+    "float4_e2m1fn": 1.218,
+}
+
+
+def block_model_ocp(fmt: str) -> ClaimSpec:
+    """The block-correlated model under OCP MX's rule, its saturated values known exactly."""
+    t = THRESHOLDS
+    tolerance = block_tolerance(fmt)
+
+    def select(r: pd.DataFrame) -> pd.Series:
+        small = (r["kappa_eff"] <= t.kappa_eff_max) | (r["site"] == "output")
+        return (
+            (r["format"] == fmt)
+            & block_points(r, (OCP,))
+            & (r["granularity"] != "none")
+            & small.fillna(False)
+            & (r["logit_scale"] > 0)
+        )
+
+    return ClaimSpec(
+        claim_id=f"block_model_ocp_{fmt}",
+        statement="robustness",
+        text=f"With {fmt} elements scaled by OCP MX v1.0's rule (an E8M0 scale 2^(floor(log2 "
+        "amax) - emax) per group, elements cast with saturation, so a group's maximum is "
+        "clipped when its significand exceeds max / 2^emax), the block-correlated model with "
+        "the clipped values' errors known exactly (their effect on the output computed, not "
+        "linearised) predicts the mean squared change of the output at every site.",
+        role="evidence",
+        regime=Regime(
+            f"precision_attention, element format {fmt}, scale groups with e8m0_ocp scales, "
+            f"kappa_eff <= {t.kappa_eff_max} (or site output), not a one-value group",
+            f"{BLOCK_REASON}: the random part's first order as §11.4; the clipped values' "
+            "errors, up to 12.5% (E4M3) or 25% (E2M1) of a group's maximum, exactly",
+            select,
+            measured=lambda r: (
+                (r["format"] == fmt) & block_points(r, (OCP,)) & (r["granularity"] != "none")
+            ),
+        ),
+        rule=ratio_is_one(
+            tolerance,
+            f"as block_model_{fmt}: the first order's 5% plus the within-bin term "
+            f"{within_bin_tolerance(FORMATS[fmt]):.3g} (§11.9)",
+        ),
+        alternative=Alternative(
+            "the model without the saturation term (the clipped maxima modelled as rounded "
+            "values, as if E8M0 never saturated): measured / model = 1 + clipping / rounding of "
+            "§11.9's kappa, at sigma = 0.3, blocks of 32, n = 256",
+            OCP_UNSATURATED_RATIO[fmt],
+            "§11.9: under OCP the largest logit of a group, which carries the softmax weight, "
+            "is the one clipped",
+        ),
+        measure=ratio_points("ratio_model", BLOCK_PARAMS),
+        compared_to="1: mean over rows of sq_err / sq_err_model, at every point of the regime",
+        figure=FIGURE_ATLAS,
+        describe=_at_block,
+    )
+
+
+RULE_PARAMS = tuple(p for p in BLOCK_PARAMS if p != "scale_type")
+# §11.9: conditions of the many-keys theory and where the test can tell the rules apart
+RULE_SPREAD_MAX = 0.1  # relative SD sqrt((e^(sigma^2) - 1) / n) of the other keys' sum
+RULE_RATIO_MIN = 1.25  # theory's OCP / round-up ratio: the "equivalent rules" alternative at 0.8
+
+
+def rule_pairs(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each round-up point beside its OCP twin on the same rows (the scale type is no stream
+    parameter), as one row with the `_ceil` and `_ocp` columns."""
+    keys = [p for p in RULE_PARAMS if p in rows]
+    ceil, ocp = (rows[rows["scale_type"] == r] for r in ("e8m0_ceil", OCP))
+    return ceil.merge(ocp, on=keys, suffixes=("_ceil", "_ocp"))
+
+
+def _rule_points(rows: pd.DataFrame) -> Estimate:
+    """Measured error ratio OCP / round-up over the theory's, per pair. Its interval combines
+    the two means' SEs as if independent (on the log scale): conservative, as the common rows
+    correlate them positively."""
+    pairs = rule_pairs(rows)
+    measured = pairs["sq_err_mean_ocp"] / pairs["sq_err_mean_ceil"]
+    ratio = measured / pairs["rule_ratio_theory_ocp"]
+    rel = (
+        sum((pairs[f"sq_err_se_{r}"] / pairs[f"sq_err_mean_{r}"]) ** 2 for r in ("ceil", "ocp"))
+        ** 0.5
+    )
+    pairs = pairs.assign(
+        ratio=ratio,
+        ratio_se=ratio * rel,
+        ratio_ci_low=ratio * np.exp(-Z95 * rel),
+        ratio_ci_high=ratio * np.exp(Z95 * rel),
+        n_trials=pairs["n_trials_ocp"],
+        measured=measured,
+        theory=pairs["rule_ratio_theory_ocp"],
+        saturated=pairs["saturated_mean_ocp"],
+        saturated_theory=pairs["saturated_theory_ocp"],
+    )
+    pairs["scale_type"] = OCP
+    return ratio_points(
+        "ratio",
+        BLOCK_PARAMS,
+        mean="",
+        measured=_span("measured"),
+        theory=_span("theory"),
+        saturated=_span("saturated"),
+        saturated_theory=_span("saturated_theory"),
+    )(pairs)
+
+
+def _rule_regime(r: pd.DataFrame) -> pd.Series:
+    if "rule_ratio_theory" not in r:
+        return pd.Series(False, index=r.index)
+    spread = np.sqrt(np.expm1(r["logit_scale"] ** 2) / r["n"])
+    return (
+        (r["site"] == "logits")
+        & r["scale_type"].isin(("e8m0_ceil", OCP))
+        & (r["granularity"] != "none")
+        & block_points(r, ("e8m0_ceil", OCP))
+        & (spread <= RULE_SPREAD_MAX)
+        & (r["kappa_theory"] <= THRESHOLDS.kappa_eff_max).fillna(False)
+        & (r["rule_ratio_theory"] >= RULE_RATIO_MIN).fillna(False)
+        & (r["logit_scale"] > 0)
+    )
+
+
+RULE_RATIO = ClaimSpec(
+    claim_id="mx_rule_ratio",
+    statement="robustness",
+    text="At the logits, OCP MX v1.0's E8M0 rule (2^(floor(log2 amax) - emax), saturating) and "
+    "the round-up rule (2^ceil(log2(amax / max)), never saturating) differ only on the groups "
+    "whose maximum has a significand above max / 2^emax: round-up doubles their spacing, OCP "
+    "clips their largest logits. The error ratio OCP / round-up is the one §11.9's saturation "
+    "theory computes from the format, sigma, the group size and n.",
+    role="evidence",
+    regime=Regime(
+        "precision_attention, site logits, E8M0 scale groups under both rules on the same rows, "
+        f"the other keys' sum within a relative SD sqrt((e^(sigma^2) - 1) / n) <= "
+        f"{RULE_SPREAD_MAX:g}, the theory's kappa <= {THRESHOLDS.kappa_eff_max} (first order), "
+        f"the theory's ratio >= {RULE_RATIO_MIN:g}",
+        f"{BLOCK_REASON}: the theory holds the other keys' sum at its mean and the rounding at "
+        "first order; below a ratio of 1.25 the rules' equivalence is within the tolerance of "
+        "the prediction",
+        _rule_regime,
+        measured=lambda r: (
+            (r["site"] == "logits") & (r["scale_type"] == OCP)
+            if "scale_type" in r
+            else pd.Series(False, index=r.index)
+        ),
+    ),
+    rule=ratio_is_one(
+        THRESHOLDS.rotation_tolerance,
+        "a ratio of two first-order predictions: twice their ~3-5% (the other keys' sum, the "
+        "rounding's next order, the within-bin term)",
+    ),
+    alternative=Alternative(
+        "the rules equivalent (measured ratio 1, so this statistic 1 / theory <= 0.8): a "
+        "power-of-two scale leaves FP8 rounding unchanged, and one clipped value in a group is "
+        "negligible",
+        1 / RULE_RATIO_MIN,
+        "§11.9: the documentation that called the round-up rule OCP MX's; the clipped value is "
+        "the group's largest logit, which carries the softmax weight",
+    ),
+    measure=_rule_points,
+    compared_to="1: measured mean(sq_err) under e8m0_ocp over e8m0_ceil on the same rows, "
+    "divided by rule_ratio_theory, per pair of points",
+    figure=FIGURE_RULES,
+    describe=lambda e: (
+        f"{_at_block(e)}; measured ratios {_range(e, 'measured')}, theory "
+        f"{_range(e, 'theory')}; share of logits clipped {_range(e, 'saturated', 4)} (theory "
+        f"{_range(e, 'saturated_theory', 4)})"
+    ),
+)
+
+
 CLAIMS = (
     IID_DELTA,
     *(model_delta(f) for f in CLASSIC_FORMAT_NAMES),
@@ -554,4 +754,6 @@ CLAIMS = (
     BLOCK_ROTATION,
     FP4_BEYOND,
     SMOOTHING_GAIN,
+    *(block_model_ocp(f) for f in BLOCK_FORMATS),
+    RULE_RATIO,
 )

@@ -228,3 +228,88 @@ def precision_atlas(summary: pd.DataFrame):
     if data.empty:
         return _empty("no point with logit std > 0 in this experiment")
     return atlas(data, "logit_scale", "σ", block_tolerance, THRESHOLDS.kappa_eff_max)
+
+
+@figure_function
+def precision_mx_rules(summary: pd.DataFrame):
+    """The two E8M0 rules side by side at the logits (docs/science.md §11.9). Left: the measured
+    effective error variance κ under round-up (open) and OCP MX (filled) against the saturation
+    theory's κ (log-log, the diagonal). Middle: the measured error ratio OCP / round-up on the
+    same rows against the theory's, with the ±10% band of `mx_rule_ratio` (grey-filled: outside
+    its regime). Right: the share of logits OCP clips against the theory's. Colour = element
+    format, marker = group (block32, block16, row)."""
+    from attnsim.kinds.precision_attention.claims import RULE_RATIO, rule_pairs
+
+    rules = ("e8m0_ceil", "e8m0_ocp")
+    data = summary[
+        (summary["site"] == "logits")
+        & (summary["granularity"] != "none")
+        & summary["scale_type"].isin(rules)
+        & (summary["logit_scale"] > 0)
+    ]
+    if data.empty or "kappa_theory" not in data:
+        return _empty("no logits point with E8M0 scale groups in this experiment")
+    colours = format_colours(data["format"])
+    groups = sorted(data["granularity"].unique())
+    markers = dict(zip(groups, "os^Dv"))
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(12.6, 4.4))
+    for (fmt, group, rule), line in data.groupby(["format", "granularity", "scale_type"]):
+        face = colours[fmt] if rule == "e8m0_ocp" else "none"
+        style = dict(fmt=markers[group], color=colours[fmt], mfc=face, ms=5, ls="none")
+        x = line["kappa_theory"]
+        errorbar(left, x, line["kappa_measured"], *_ci(line, "kappa_measured"), **style)
+    _diagonal(left, data["kappa_theory"], data["kappa_measured"])
+    left.set(xscale="log", yscale="log", xlabel="theory κ", ylabel="measured κ")
+    left.set_title("κ per rule (open: round-up, filled: OCP)", fontsize=9)
+    pairs = rule_pairs(data.assign(judged=RULE_RATIO.regime.select(data)))
+    for (fmt, group, judged), line in pairs.groupby(["format", "granularity", "judged_ocp"]):
+        measured = line["sq_err_mean_ocp"] / line["sq_err_mean_ceil"]
+        rel = np.hypot(
+            line["sq_err_se_ocp"] / line["sq_err_mean_ocp"],
+            line["sq_err_se_ceil"] / line["sq_err_mean_ceil"],
+        )
+        face = colours[fmt] if judged else "0.75"
+        style = dict(fmt=markers[group], color=colours[fmt], mfc=face, ms=5, ls="none")
+        low, high = measured * np.exp(-1.96 * rel), measured * np.exp(1.96 * rel)
+        errorbar(middle, line["rule_ratio_theory_ocp"], measured, low, high, **style)
+    if not pairs.empty:
+        theory = pairs["rule_ratio_theory_ocp"].to_numpy(float)
+        grid = np.linspace(min(theory.min(), 1.0) * 0.95, theory.max() * 1.05, 50)
+        tol = THRESHOLDS.rotation_tolerance
+        middle.fill_between(grid, grid * (1 - tol), grid * (1 + tol), color="0.85", lw=0)
+        middle.plot(grid, grid, color="0.3", lw=0.8)
+    middle.axhline(1.0, color="0.5", ls=":", lw=0.8)
+    middle.set(xlabel="theory ratio", ylabel="measured ratio OCP / round-up")
+    middle.set_title("error ratio on the same rows (95% CI)", fontsize=9)
+    ocp = data[data["scale_type"] == "e8m0_ocp"]
+    for (fmt, group), line in ocp.groupby(["format", "granularity"]):
+        style = dict(fmt=markers[group], color=colours[fmt], ms=5, ls="none")
+        x, y = line["saturated_theory"], line["saturated_mean"]
+        errorbar(right, x, y, *_ci(line, "saturated"), **style)
+    if not ocp.empty:
+        _diagonal(right, ocp["saturated_theory"], ocp["saturated_mean"], log=False)
+    right.set(xlabel="theory share clipped", ylabel="measured share clipped (OCP)")
+    right.set_title("logits clipped by OCP's rule", fontsize=9)
+    handles: list[Artist] = format_handles(colours)
+    handles += [Line2D([], [], color="0.3", marker=markers[g], ls="none", label=g) for g in groups]
+    legend_below(fig, handles, ncol=min(len(handles), 7))
+    fig.suptitle(
+        "E8M0 scales rounded up (never saturating) against OCP MX v1.0's rule (clipping the "
+        "largest logits of a group), with the saturation theory of §11.9",
+        fontsize=9,
+    )
+    return fig
+
+
+def _ci(line: pd.DataFrame, metric: str) -> tuple[pd.Series, pd.Series]:
+    """A summary column's 95% interval ends (`kappa_measured` keeps its mean unsuffixed)."""
+    return line[f"{metric}_ci_low"], line[f"{metric}_ci_high"]
+
+
+def _diagonal(ax, x: pd.Series, y: pd.Series, log: bool = True) -> None:
+    """y = x across the points' range: where measured equals theory."""
+    values = pd.concat([x, y]).to_numpy(float)
+    values = values[np.isfinite(values) & ((values > 0) if log else True)]
+    if values.size:
+        low, high = values.min(), values.max()
+        ax.plot([low, high], [low, high], color="0.3", lw=0.8)
