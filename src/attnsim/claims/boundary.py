@@ -10,7 +10,7 @@ point, placed sequentially, with a last stage on fresh trials:
    least `Design.clear` in size. A crossing is bracketed by two neighbouring known points on
    opposite sides (unknown points between them stay inside the bracket); every such bracket is
    a crossing, located on its own ("every crossing"); none, with every point known and on one
-   side, is "none in range".
+   side, is "none in range"; none with unknown points tops those up (`Design.topups`) first.
 2. **Placement** (per bracket, in rounds of two points on the same trials as the first look): a
    line fitted (weighted least squares) to the points inside the bracket gives the next points,
    x-hat +- a sixth of the bracket, or x-hat and the bracket's midpoint when the line is far from
@@ -20,8 +20,9 @@ point, placed sequentially, with a last stage on fresh trials:
    budget is spent. A known point on the wrong side of another (a reversal) marks the bracket
    not monotone.
 3. **Final stage** (fresh trials): two points x-hat +- h, chosen from the placement alone (x-hat
-   and its SE, the local slope and a bound M on |mu''| from a quadratic fitted to the nearest
-   points, the per-trial spread), evaluated on trial indices [K, K + n) where K is the highest
+   and its SE, the local slope, the per-trial spread and a bound M = |mu''| + 2 SE from weighted
+   quadratics through the nearest points, the widest window whose curvature agrees with every
+   narrower one's: Lepski's rule), evaluated on trial indices [K, K + n) where K is the highest
    trial index any placement used. Every stage-1 number comes from trials below K, so the final
    numbers are independent of every decision that placed them, even where points share their
    draws (common random numbers). The interval is the set of x at which the straight line
@@ -34,10 +35,13 @@ point, placed sequentially, with a last stage on fresh trials:
    draws make the two means move together), t the Student quantile at `level`. At x = x* the
    event is the test of mu(x*) = edge, so S covers x* at `level` whatever the design, given
    |mu''| <= M on S (Taylor's bound on linear interpolation). `crossing_set` computes S for any
-   sorted points (the fixed-grid comparator of the benchmark uses it on a grid).
+   sorted points (the fixed-grid comparator of the benchmark uses it on a grid). S is cut to the
+   outer bracket of the placement's points known at |z| >= `bracket_z` (x* leaves it only if one
+   of them is on the wrong side), and taken at `Design.set_level` so the two keep `level`.
 
-A crossing is "located" when S is one interval strictly inside the range (and no wider than
-`target`, if one is given); otherwise the answer is "not located within budget", with S as it is.
+A crossing is "located" when S is one interval strictly inside the range, the final pair steps
+in the bracket's direction beyond its own interval, and S is no wider than `target` if one is
+given; otherwise the answer is "not located within budget", with S as it is.
 With a `target` width, the final stage takes the fewest trials predicted to reach it (the budget
 left is not spent): the sequential stopping rule, beside the placement's own.
 
@@ -69,14 +73,15 @@ Integration (the interface `attnsim locate` and the workflow build on; docs/scie
   0: the store keeps a point's rows from trial 0), from `records.cost`: `point_costs` of the
   points, `chunk_cost(..., trial_cap)` and `expected_seconds` (the same estimate `attnsim plan`
   bills). A budget of H CPU-hours is `budget = 3600 H` in those units; `plan` gives the bill
-  before anything runs.
+  before anything runs. (The jackknife's summaries and the process are not in the estimate:
+  `attnsim locate` prints the measured CPU beside it.)
 - **The record.** `Located.record()` is what `WorkspaceState.boundaries[boundary_key(...)]`
   holds: the claim, axis, edge and its value, the fixed values, the range, the status, each
   crossing's estimate and interval with its direction, monotonicity and final design, every
   look (stage, x, trial range) so that `verify` can recompute it from the store, the budget and
   the cost, `VERSION`, and a theory prediction where one exists (`theory.delta_boundary`): a
-  boundary with a prediction is a declared equivalence claim, tolerance = the prediction's
-  next-order error.
+  boundary with a prediction is a declared equivalence claim, its tolerance the prediction's
+  (`Prediction.tolerance`: twice the next-order error plus two Monte Carlo SEs, with its reason).
 """
 
 from __future__ import annotations
