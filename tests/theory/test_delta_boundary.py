@@ -82,6 +82,9 @@ def test_predicted_crossing_at_logit_scale_one():
     assert prediction.slope < 0
     assert 0 < prediction.monte_carlo < prediction.error
     assert "§2.8" in prediction.reason and f"{prediction.tolerance:.2g}" in prediction.reason
+    record = prediction.record()
+    assert record["predicted"] == prediction.x and record["tolerance"] == prediction.tolerance
+    assert all(isinstance(v, float | int | str) for v in record.values())
 
 
 def test_only_light_tailed_families_and_sane_inputs():

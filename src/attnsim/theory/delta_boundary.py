@@ -2,7 +2,7 @@
 (docs/science.md §2.8) puts the ratio E||o~ - o||^2 / E[kappa G] at an edge of 1 +- 0.05, and how
 far the theory itself may be off there (docs/science.md §7.7).
 
-`noisy_attention`'s per-point statistic `err_ratio` is mean(sq_err) / mean(sq_err_pred): a
+The noisy-attention kind's per-point statistic `err_ratio` is mean(sq_err) / mean(sq_err_pred): a
 ratio of expectations over the clean logits s_i ~ N(0, l^2), the values v_i ~ N(0, I_d) and the
 noise. The expansion p1, p2 of §2.8 is linear in per-trial sums of the clean weights p and the
 values; given p, the expectation over the values is closed:
@@ -196,6 +196,21 @@ class Prediction:
     @property
     def tolerance(self) -> float:
         return TOLERANCE_FACTOR * self.error + 2 * self.monte_carlo
+
+    def record(self) -> dict[str, float | int | str]:
+        """The declared equivalence claim a located boundary is judged by, as the workspace's
+        record keeps it beside the boundary (`claims.boundary.Located.record(theory=...)`)."""
+        return {
+            "noise": self.noise,
+            "n": self.n,
+            "logit_scale": self.logit_scale,
+            "edge": self.edge,
+            "predicted": self.x,
+            "tolerance": self.tolerance,
+            "error": self.error,
+            "monte_carlo": self.monte_carlo,
+            "reason": self.reason,
+        }
 
     @property
     def reason(self) -> str:
