@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from attnsim.jobs.tuning import tune_allocator
-from benchmarks import kernels, machine, scale, table, training, workflow
+from benchmarks import kernels, locate_coverage, machine, scale, table, training, workflow
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     section("memory per job", kernels.memory_rows, args.quick)
     section("default sweep", workflow.sweep_rows, args.cores, args.quick)
     section("10k grid", workflow.grid_rows, args.cores, args.quick)
+    section("locating boundaries: coverage", locate_coverage.rows, args.quick)
 
     seconds = time.perf_counter() - started
     md, parquet = table.write(

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.benchmarks import run_benchmarks
 
-from benchmarks import machine
+from benchmarks import locate_coverage, machine
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +77,11 @@ def expected_rows(cores: int) -> set[str]:
                 for rule in ("simulate", "collect", "figures", "claims")
             ),
         )
+    }
+    rows |= {
+        f"locate: {what}, {problem}"
+        for what in ("coverage of x*", "median width / narrowest grid's")
+        for problem in locate_coverage.PROBLEMS
     }
     rows |= {
         f"10k grid: {what}"

@@ -1,6 +1,6 @@
 """Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
-`summary`, `verify`, `cite`, `decide`, `schema`, `check-config`, `init` and `embed`; for the
-workflow's rules: `simulate`, `collect`, `figures` and `fetch-asset` (they take --help too; the
+`summary`, `verify`, `cite`, `decide`, `locate`, `schema`, `check-config`, `init` and `embed`; for
+the workflow's rules: `simulate`, `collect`, `figures` and `fetch-asset` (they take --help too; the
 top-level help does not list them)."""
 
 from __future__ import annotations
@@ -194,6 +194,12 @@ def _decide(args) -> int:
         args.dry_run,
         args.workspace,
     )
+
+
+def _locate(args) -> int:
+    from attnsim.cli.locate import run
+
+    return run(_settings(args), args)
 
 
 def _check(args) -> None:
@@ -743,6 +749,23 @@ def _add_decide(sub) -> None:
     p.set_defaults(func=_decide, snakemake=[])
 
 
+def _add_locate(sub) -> None:
+    from attnsim.cli.locate import add_arguments
+
+    p = sub.add_parser(
+        "locate",
+        help="where a per-point claim's statistic crosses its band's edge, with a 95% interval",
+        description="Locate x*, where the expected per-point statistic of a per-point claim "
+        "crosses an edge of its band along --axis, the other parameters fixed "
+        "(docs/science.md §7.7): the bill first, then x* with its 95% interval, what it cost "
+        "and the theory's prediction where there is one. It computes the points in this process "
+        "and writes nothing (--workspace and --store are not read yet).",
+    )
+    add_arguments(p)
+    _sweep_options(p, overrides=True)
+    p.set_defaults(func=_locate)
+
+
 # the commands in the order `attnsim --help` lists them (the workflow's last: not listed)
 COMMANDS = (
     _add_run,
@@ -754,6 +777,7 @@ COMMANDS = (
     _add_verify,
     _add_cite,
     _add_decide,
+    _add_locate,
     _add_schema,
     _add_check_config,
     _add_init,
