@@ -757,7 +757,7 @@ def _add_locate(sub) -> None:
         help="where a per-point claim's statistic crosses its band's edge, with a 95% interval",
         description="Locate x*, where the expected per-point statistic of a per-point claim "
         "crosses an edge of its band along --axis, the other parameters fixed "
-        "(docs/science.md §7.7): the bill first, then x* with its 95% interval, what it cost "
+        "(docs/science.md §7.9): the bill first, then x* with its 95% interval, what it cost "
         "and the theory's prediction where there is one. It computes the points in this process "
         "and writes nothing (--workspace and --store are not read yet).",
     )
