@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend(fn(*fn_args))
         print(f"[benchmarks] {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
-    section("machine limits", lambda: machine.measure_limits(args.cores, args.quick)[1])
+    section("machine limits", machine.measure_limits, args.cores, args.quick)
     section("machine limits, other CPU classes (emulated)", machine.class_rows, args.quick)
     section(
         "kernels vs naive loops",
