@@ -32,7 +32,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import yaml
@@ -169,19 +168,22 @@ def calibrate(
 ) -> dict:
     """Measure units, run the chunks, fit the factors: the class's entry of calibration.json, with
     the chunks' numbers under "chunks". `measured`: a previous run's --json, whose kernels' CPU
-    seconds are reused (the units are measured again: a refit after a change of counts only)."""
+    seconds are reused with the table's stored units (a refit after a change of counts only)."""
     load = os.getloadavg()[0]
-    before = unit_seconds(1, quick, budget=0.05 if quick else 0.5)
     if measured is None:
+        before = unit_seconds(1, quick, budget=0.05 if quick else 0.5)
         results = run_chunks(chunks((10,) if quick else SHARES), kinds, quick)
-    else:
+        after = unit_seconds(1, quick, budget=0.05 if quick else 0.5)
+        per_unit = Counts(*(min(a, b) for a, b in zip(before.values(), after.values())))
+    else:  # the stored units of this class, the kernels' seconds of that run
         old = {c["label"]: c for c in json.loads(measured.read_text())["chunks"]}
         results = [c | {"measured": old[c["label"]]["measured"]} for c in chunks()]
         results = [c for c in results if not kinds or c["kind"] in kinds]
-    after = unit_seconds(1, quick, budget=0.05 if quick else 0.5)
-    per_unit = Counts(*(min(a, b) for a, b in zip(asdict(before).values(), asdict(after).values())))
+        per_unit = cost.unit_seconds(cpu.cpu_class())
     factors, errors = {}, {}
-    bound_units = Counts(**{u: v if u in BOUND_UNITS else 0.0 for u, v in asdict(per_unit).items()})
+    bound_units = Counts(
+        *(v if u in BOUND_UNITS else 0.0 for u, v in zip(cost.UNITS, per_unit.values()))
+    )
     for chunk in results:
         chunk["counted"] = counted(chunk, per_unit)
         points = len(chunk["rows"])
@@ -201,7 +203,7 @@ def calibrate(
     return {
         "measured": f"{time.strftime('%Y-%m-%d')}, {cpu.cpu_model()}, load average {load:.1f} "
         f"at the start; `python -m benchmarks.calibrate`",
-        "seconds": {unit: float(f"{value:.4g}") for unit, value in asdict(per_unit).items()},
+        "seconds": {unit: float(f"{v:.4g}") for unit, v in zip(cost.UNITS, per_unit.values())},
         "factors": factors,
         "errors": errors,
         "chunks": [

@@ -4,7 +4,7 @@ kind and unit, and a chunk's cost is its points' own work plus each stream's dra
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, fields
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -35,7 +35,7 @@ def test_every_built_in_kind_counts_its_work(name):
         work = kind.compute.work(point.params)
         assert isinstance(work, Work)
         for counts in (work.own, work.shared, work.own_block, work.shared_block, work.setup):
-            assert all(math.isfinite(v) and v >= 0 for v in astuple(counts))
+            assert all(math.isfinite(v) and v >= 0 for v in counts.values())
         total = work.own + work.shared
         assert total.normals + total.normals64 + total.words + total.exps + total.exps32 > 0
 
@@ -80,10 +80,12 @@ def test_a_chunk_costs_its_points_own_work_and_each_streams_draws_once():
         streams,
         [own for own, _ in seconds],
         [shared for _, shared in seconds],
+        cap,
     )
     for start, end in ((0, 6), (1, 4), (2, 3), (4, 6)):
         rows = np.arange(start, end)
-        expected = sum(seconds[i][0] + cost.POINT_SECONDS for i in rows)
+        fixed = cost.POINT_SECONDS + cost.ROW_SECONDS * cap
+        expected = sum(seconds[i][0] + fixed for i in rows)
         last = {streams[i]: i for i in rows}  # each stream's draws at its last point in the chunk
         expected += sum(seconds[i][1] for i in last.values())
         got = cost.chunk_cost(kind, costs, rows, cap).work

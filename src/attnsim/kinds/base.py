@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -144,13 +144,21 @@ class Counts:
     bytes: float = 0.0  # bytes read and written by the other elementwise passes and reductions
     calls: float = 0.0  # numpy calls (each costs Python and dispatch time whatever its size)
 
+    def values(self) -> tuple[float, ...]:
+        """The counts in field order (no copy of anything: `dataclasses.astuple` deep-copies, and
+        the planner sums counts once per combination of a grid's parameters)."""
+        return tuple(getattr(self, name) for name in _COUNT_FIELDS)
+
     def __add__(self, other: Counts) -> Counts:
-        return Counts(*(a + b for a, b in zip(astuple(self), astuple(other))))
+        return Counts(*(a + b for a, b in zip(self.values(), other.values())))
 
     def __mul__(self, factor: float) -> Counts:
-        return Counts(*(a * factor for a in astuple(self)))
+        return Counts(*(a * factor for a in self.values()))
 
     __rmul__ = __mul__
+
+
+_COUNT_FIELDS = tuple(f.name for f in fields(Counts))
 
 
 @dataclass(frozen=True)

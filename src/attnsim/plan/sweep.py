@@ -147,6 +147,7 @@ def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int, round_trials: int)
         grid.stream_codes(),
         grid.evaluate(lambda p: point_seconds(kind, p, round_trials, trial_cap)[0]),
         grid.evaluate(lambda p: point_seconds(kind, p, round_trials, trial_cap)[1]),
+        trial_cap,
     )
 
 

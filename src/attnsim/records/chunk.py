@@ -67,6 +67,7 @@ class ChunkSpec:
             streams,
             [own for own, _ in seconds],
             [shared for _, shared in seconds],
+            self.trial_cap,
         )
         return chunk_cost(kind, costs, slice(None), self.trial_cap)
 

@@ -12,8 +12,9 @@ CPU class's seconds per unit (one core) and one calibration factor per kind turn
 CPU-seconds:
 
     seconds = factor[kind] x (trials x (own + shared once per stream)
-                              + blocks x (own_block + shared_block once per stream))
-              . seconds_per_unit  +  POINT_SECONDS per point
+                              + blocks x (own_block + shared_block once per stream)
+                              + setup once per stream) . seconds_per_unit
+              + POINT_SECONDS per point + ROW_SECONDS per trial row (table and Parquet file)
 
 Both tables live in `calibration.json` beside this file, per CPU class (`attnsim.records.cpu`),
 with a fallback class for a machine of another: how they are measured and refreshed is
@@ -27,7 +28,7 @@ import functools
 import json
 import math
 import os
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,13 @@ CALIBRATION = Path(__file__).with_name("calibration.json")
 CLASS_VARIABLE = "ATTNSIM_COST_CLASS"
 UNITS = tuple(f.name for f in fields(Counts))
 
-# What a point costs besides its kernels (its blocks' Python calls, its rows in the table and the
-# Parquet file): ~0.1 ms measured for the cheapest points (softmax entropy at n = 16: 1,000 points
-# of 100 trials, 1 thread). It is what a sweep of cheap points costs.
+# What a point costs besides its kernels (its blocks' Python calls): ~0.1 ms measured for the
+# cheapest points (softmax entropy at n = 16: 1,000 points of 100 trials, 1 thread). It is what a
+# sweep of cheap points costs.
 POINT_SECONDS = 1e-4
+# What a trial row costs once computed: the job's trials table and its Parquet file (~1.1 us per
+# row measured on the AVX2 class: 1,000 points of 100 trials, 0.03 s table, 0.08 s write).
+ROW_SECONDS = 1.1e-6
 # Scheduling priorities (Snakemake starts the ready jobs of highest priority first) are each
 # job's critical path in seconds: its own expected time plus the jobs that must follow it.
 # Long chunks start first (longest-processing-time-first keeps every core busy to the end) and
@@ -97,7 +101,12 @@ def cost_class() -> str:
 
 def unit_seconds(klass: str | None = None) -> Counts:
     """One core's seconds per unit of `Counts` on a CPU class (default `cost_class`)."""
-    seconds = calibration()["classes"][klass or cost_class()]["seconds"]
+    return _unit_seconds(klass or cost_class())
+
+
+@functools.cache
+def _unit_seconds(klass: str) -> Counts:
+    seconds = calibration()["classes"][klass]["seconds"]
     return Counts(**{unit: float(seconds[unit]) for unit in UNITS})
 
 
@@ -109,7 +118,7 @@ def factor(kind: Kind, klass: str | None = None) -> float:
 
 def counted_seconds(counts: Counts, seconds: Counts) -> float:
     """The seconds of `counts` at `seconds` per unit: their dot product."""
-    return float(sum(c * s for c, s in zip(astuple(counts), astuple(seconds))))
+    return float(sum(c * s for c, s in zip(counts.values(), seconds.values())))
 
 
 def point_seconds(
@@ -151,7 +160,7 @@ class PointCosts:
     """Per point: bytes per trial, stream codes (any labelling), the calibrated seconds of its
     stream's draws and setup (`point_seconds`; float32: they only sum into chunk costs), and its
     cost as chunks are cut (CPU-seconds: its own work, its stream's draws at the first point of
-    each run of one stream, and POINT_SECONDS)."""
+    each run of one stream, POINT_SECONDS and its rows' ROW_SECONDS)."""
 
     bytes_per_trial: np.ndarray
     streams: np.ndarray
@@ -160,19 +169,23 @@ class PointCosts:
 
 
 def point_costs(
-    bytes_per_trial: ArrayLike, streams: ArrayLike, own: ArrayLike, shared: ArrayLike
+    bytes_per_trial: ArrayLike,
+    streams: ArrayLike,
+    own: ArrayLike,
+    shared: ArrayLike,
+    trial_cap: int,
 ) -> PointCosts:
     """`PointCosts` of points in order, from each one's `kind.compute.bytes_per_trial`, stream code
-    and `point_seconds` (own and shared). Few arrays of the points' length are made: each of a
-    10^7-point grid is 80 MB of fresh pages, ~0.2 s to fault in."""
+    and `point_seconds` (own and shared, for `trial_cap` trials). Few arrays of the points' length
+    are made: each of a 10^7-point grid is 80 MB of fresh pages, ~0.2 s to fault in."""
     per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
     streams = np.asarray(streams)
     first = np.ones(len(streams), dtype=bool)
     first[1:] = streams[1:] != streams[:-1]
     shared = np.asarray(shared, dtype=np.float32)
-    work = np.array(own, dtype=np.float64)  # own + shared at a stream's first + POINT_SECONDS
-    np.add(work, shared, out=work, where=first)
-    work += POINT_SECONDS
+    work = np.array(own, dtype=np.float64)  # own + shared at a stream's first, the point's fixed
+    np.add(work, shared, out=work, where=first)  # cost and its rows'
+    work += POINT_SECONDS + ROW_SECONDS * trial_cap
     return PointCosts(per_trial, streams, shared, work)
 
 

@@ -483,17 +483,17 @@ def noise_counts(noise: str, size: float) -> Counts:
     return Counts(normals=2 * size, words=size, exps32=2 * size, bytes=64 * size)  # student_t
 
 
-def counts(n: int, d: int, k: int, noise: str, noise_scale: float) -> Work:
+def counts(n: int, d: int, k: int, noise: str) -> Work:
     """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
     logits, the noise and the values with their moments and next-order rows (float32 products of
-    2 and ~3 rows by the values); per scale one float32 expm1 (form 1: sigma max|z| <= 0.5, max|z|
-    ~6 for a block's Gaussian noise) or exp per noise number and the (K x n) by (n x (d + 1))
+    2 and ~3 rows by the values); per scale one float32 exp per noise number (form 2; form 1's
+    expm1, at sigma max|z| <= 0.5, costs more on AVX2-only CPUs: left to the kind's factor, so the
+    planner need not evaluate the counts once per noise scale) and the (K x n) by (n x (d + 1))
     product. Calls: ~20 per key chunk and scale, ~300 call-equivalents per block and point besides
     (the point's metrics and the driver's checks of them), ~100 per block and stream."""
     chunks = math.ceil(n / key_chunk(n, d, k))
-    transform = Counts(expm1s=k * n) if noise_scale * 6.0 <= EXPM1_LIMIT else Counts(exps32=k * n)
     return Work(
-        own=transform + Counts(flops=2 * k * n * (d + 1), bytes=12 * k * n),
+        own=Counts(exps32=k * n, flops=2 * k * n * (d + 1), bytes=12 * k * n),
         shared=noise_counts(noise, k * n)
         + Counts(normals=n + n * d, exps=2 * n, flops=10 * n * d, bytes=40 * n * d + 200 * n),
         own_block=Counts(calls=20 * chunks + 300),

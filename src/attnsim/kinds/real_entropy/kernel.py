@@ -112,21 +112,21 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points: Sequence, re
     return out
 
 
-def counts(n: int, init_std: float) -> Work:
+def counts(n: int) -> Work:
     """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
-    window's forward pass through the trained model (`real_model.forward_counts`); per point one
-    head's row statistics (n exps, ~20 passes over n d_h doubles) and, at init_std > 0, its share
-    of the forward pass through the random model of its init_std (each init_std its own pass,
-    shared by its layers and heads: a share of 1 / (layers x heads), exact for a grid of every
-    layer and head). Per block and point at init_std > 0: the random model (~22 M float32 normals
-    and a scaled copy, shared as the forward pass). Setup: the trained model's weights."""
+    window's forward pass through the trained model (`real_model.forward_counts`) and, per block,
+    a random model (~22 M float32 normals and its scaled copies); per point one head's row
+    statistics (n exps, ~20 passes over n d_h doubles) and its share of the forward pass through
+    the model of its init_std (each init_std its own pass, shared by its layers and heads: a share
+    of 1 / (layers x heads), exact for a grid of every layer and head). Points of the trained model
+    (init_std = 0) are charged the same: the planner then need not evaluate the counts once per
+    init_std (a million-point grid has tens of thousands). Setup: the trained model's weights."""
     row = Counts(exps=n, bytes=160 * n * heads.HEAD_SIZE + 100 * n)
-    share = 1.0 / (heads.LAYERS * heads.HEADS) if init_std > 0 else 0.0
-    model = Counts(normals64=22e6, bytes=3 * 8 * 22e6)
+    share = 1.0 / (heads.LAYERS * heads.HEADS)
     return Work(
         own=row + real_model.forward_counts(n) * share,
         shared=real_model.forward_counts(n),
-        own_block=Counts(calls=30) + model * share,
-        shared_block=Counts(calls=400),
+        own_block=Counts(calls=30),
+        shared_block=Counts(normals64=22e6, bytes=3 * 8 * 22e6, calls=400),
         setup=real_model.MODEL_SETUP,
     )
