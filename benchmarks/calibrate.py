@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -236,6 +237,17 @@ def evaluate(kinds: set[str] | None = None, quick: bool = False) -> dict:
     }
 
 
+def dumps(table: dict) -> str:
+    """calibration.json's text: indented, each [min, median, max] on one line."""
+    text = json.dumps(table, indent=1)
+    short_list = r"\[\n\s+([^\n]+),\n\s+([^\n]+?)(?:,\n\s+([^\n]+))?\n\s+\]"
+    return re.sub(short_list, _one_line, text) + "\n"
+
+
+def _one_line(match: re.Match) -> str:
+    return "[" + ", ".join(g for g in match.groups() if g) + "]"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.calibrate", description=__doc__)
     parser.add_argument("--write", action="store_true", help="store this class's entry")
@@ -284,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         entry["factors"] = dict(sorted((kept | entry["factors"]).items()))
         entry["errors"] = dict(sorted((old.get("errors", {}) | entry["errors"]).items()))
         entry.pop("chunks")
-        table["classes"][klass] = entry
-        cost.CALIBRATION.write_text(json.dumps(table, indent=1) + "\n")
+        table["classes"][klass] = old | entry  # "held_out" stays until --evaluate is redone
+        cost.CALIBRATION.write_text(dumps(table))
         print(f"\nwrote {klass} to {cost.CALIBRATION}")
     return 0
 

@@ -139,7 +139,9 @@ def bound_rate(kind: str, n: int, seconds: Counts, scales: int = 8) -> tuple[flo
     return scales * evaluations(kind) / bound_seconds(total, seconds), " + ".join(shown)
 
 
-def measure_kernels(threads: int, quick: bool) -> list[dict]:
+def measure_kernels(
+    threads: int, quick: bool, rounds: int | None = None, budget: float | None = None
+) -> list[dict]:
     """Kernel and naive rates for every kind and size (8 points per stream), then the entropy
     kernels with one point per stream. The machine drifts by tens of percent within minutes, so
     each round measures the kernel, the naive loop and the rates of the kernel's bound back to
@@ -148,8 +150,8 @@ def measure_kernels(threads: int, quick: bool) -> list[dict]:
     loaded machine moves least), the best of the rounds' shares (kernel and bound of the same
     round). The naive loop runs with one BLAS thread and with numpy's default: the faster
     counts."""
-    budget = 0.05 if quick else 3.0
-    rounds = 1 if quick else 3
+    budget = budget or (0.05 if quick else 3.0)
+    rounds = rounds or (1 if quick else 3)
     cases = [(kind, n, 8) for kind in KINDS for n in SIZES] + [
         (kind, 16384, 1) for kind in ENTROPY_KINDS
     ]
