@@ -124,7 +124,7 @@ def rows(cores: int, quick: bool) -> list[Row]:
             wall,
             "s",
             note=f"plan, simulate, collect, figures, claims; CPU {cpu:.0f} s (all processes), "
-            f"kernels {kernels:.0f} CPU-s; {loads}",
+            f"simulate {kernels:.0f} s x threads (its log's kernel wall time); {loads}",
         ),
         Row(
             f"{what}: speedup over the faster naive loop, wall time",
