@@ -178,7 +178,9 @@ def point_costs(
     """`PointCosts` of points in order, from each one's `kind.compute.bytes_per_trial`, stream code
     and `point_seconds` (own and shared, for `trial_cap` trials). Few arrays of the points' length
     are made: each of a 10^7-point grid is 80 MB of fresh pages, ~0.2 s to fault in."""
-    per_trial = np.asarray(bytes_per_trial, dtype=np.float64)
+    # float32 (exact below 16 MiB per trial, 6e-8 relative above) and `shared` too: a 10^7-point
+    # plan holds no more than it did before the shared draws had an array of their own
+    per_trial = np.asarray(bytes_per_trial, dtype=np.float32)
     streams = np.asarray(streams)
     first = np.ones(len(streams), dtype=bool)
     first[1:] = streams[1:] != streams[:-1]
