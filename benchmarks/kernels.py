@@ -16,8 +16,15 @@ from threadpoolctl import threadpool_limits
 
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
+from attnsim.kinds.base import Counts
 from benchmarks import naive
-from benchmarks.machine import Limits, best_seconds, bound_limits
+from benchmarks.machine import (
+    BOUND_UNITS,
+    best_cpu_seconds,
+    best_seconds,
+    bound_seconds,
+    unit_seconds,
+)
 from benchmarks.table import Row
 from tests.helpers.points import make_point, spec_of_points
 
@@ -61,27 +68,42 @@ def evaluations(kind: str) -> int:
 
 
 def kernel_rate(
-    kind: str, n: int, threads: int, budget: float, scales: int = 8
+    kind: str, n: int, threads: int, budget: float, scales: int = 8, cpu: bool = False
 ) -> tuple[float, int]:
     """Evaluations per second of `simulate_points` on `threads` threads (best of repeated runs of
-    at least two blocks per thread, each ~budget/8), and the trials per run."""
+    at least two blocks per thread, each ~budget/8), and the trials per run; `cpu`: per second of
+    the process's CPU time (one thread: the kernel's own speed, which a loaded machine moves
+    least), else of wall time."""
     pts = points(kind, n, count=scales)
     per_block = get_kind(kind).block_trials(pts[0].params)
     trials = max(2, 2 * threads * per_block)
-    started = time.perf_counter()
+    started = time.process_time() if cpu else time.perf_counter()
     simulate_points(kind, 1, trials, pts, threads=threads)
-    once = time.perf_counter() - started
+    once = (time.process_time() if cpu else time.perf_counter()) - started
     trials *= max(1, min(64, int(budget / 8 / max(once, 1e-9))))
     seed = iter(range(2, 10**6))
-    seconds = best_seconds(
-        lambda: simulate_points(kind, next(seed), trials, pts, threads=threads), budget, min_reps=3
-    )
+
+    def run():
+        simulate_points(kind, next(seed), trials, pts, threads=threads)
+
+    seconds = best_process_seconds(run, budget) if cpu else best_seconds(run, budget, min_reps=3)
     return trials * len(pts) * evaluations(kind) / seconds, trials
 
 
-def naive_rate(kind: str, n: int, budget: float) -> float:
-    """Evaluations per second of the naive loop (one thread, BLAS on one thread: its fastest setting
-    here), best of repeated batches of ~budget/5."""
+def best_process_seconds(fn, budget: float, reps: int = 3) -> float:
+    """Smallest CPU time of the process (every thread) over at least `reps` calls of `fn`."""
+    best, spent, done = float("inf"), 0.0, 0
+    while done < reps or spent < budget:
+        started = time.process_time()
+        fn()
+        elapsed = time.process_time() - started
+        best, spent, done = min(best, elapsed), spent + elapsed, done + 1
+    return best
+
+
+def naive_rate(kind: str, n: int, budget: float, blas_threads: int | None = 1) -> float:
+    """Evaluations per second (wall) of the naive loop, best of repeated batches of ~budget/5, with
+    BLAS on `blas_threads` threads (None: numpy's default; on a busy machine they thrash)."""
     rng = np.random.default_rng(0)
     name, values = SCALES[kind]
     value = values[4]
@@ -91,7 +113,7 @@ def naive_rate(kind: str, n: int, budget: float) -> float:
         "temperature_entropy": lambda: naive.temperature_entropy(rng, n, D, value),
         "init_gradient": lambda: naive.init_gradient(rng, n, D, value),
     }[kind]
-    with threadpool_limits(1):
+    with threadpool_limits(blas_threads):
         started = time.perf_counter()
         per_call = call()
         once = time.perf_counter() - started
@@ -104,60 +126,59 @@ def naive_rate(kind: str, n: int, budget: float) -> float:
         return calls * per_call / best_seconds(batch, budget, min_reps=3)
 
 
-def bound_rate(kind: str, n: int, limits: Limits, scales: int = 8) -> tuple[float, str]:
-    """The machine's bound for one stream of `scales` points: seconds of unavoidable work per trial
-    at the machine's measured rates on all cores, as evaluations per second."""
-    d = D
-    if kind == "noisy_attention":
-        seconds = (
-            (n + K * n + n * d) / limits.normal
-            + scales * K * n / max(limits.expm1_32, limits.exp32)
-            + scales * 2 * K * n * d / limits.sgemm
-        )
-        what = "normals + float32 expm1 or exp (the faster) + float32 GEMM"
-    elif kind == "init_gradient":  # algorithm 4: float64 softmax statistics, float32 values pass
-        seconds = (
-            (n + n * d) / limits.normal
-            + scales * n / limits.exp64
-            + scales * n / limits.exp32
-            + scales * 4 * n * d / limits.sgemm
-        )
-        what = "normals + float64 exp + float32 exp + float32 GEMM"
-    else:  # one draw and one exp per logit and scale: the sampling-plus-exp bound
-        seconds = n / limits.normal + scales * n / limits.exp64
-        what = "sampling + float64 exp"
-    return scales * evaluations(kind) / seconds, what
+def bound_rate(kind: str, n: int, seconds: Counts, scales: int = 8) -> tuple[float, str]:
+    """The machine's bound for one stream of `scales` points: the unavoidable work its kind
+    declares (`Compute.counts`: the stream's draws once, each point's own work; `BOUND_UNITS`)
+    at the machine's rates measured on all cores, as evaluations per second; and what dominates."""
+    kind_ = get_kind(kind)
+    works = [kind_.compute.work(p.params) for p in points(kind, n, count=scales)]
+    total = works[0].shared + sum((w.own for w in works), Counts())
+    terms = {unit: getattr(total, unit) * getattr(seconds, unit) for unit in BOUND_UNITS}
+    ranked = sorted(terms.items(), key=lambda x: -x[1])
+    shown = [u for u, t in ranked if t > 0.05 * sum(terms.values())]
+    return scales * evaluations(kind) / bound_seconds(total, seconds), " + ".join(shown)
 
 
-def measure_kernels(threads: int, quick: bool) -> list[dict]:
+def measure_kernels(
+    threads: int, quick: bool, rounds: int | None = None, budget: float | None = None
+) -> list[dict]:
     """Kernel and naive rates for every kind and size (8 points per stream), then the entropy
     kernels with one point per stream. The machine drifts by tens of percent within minutes, so
     each round measures the kernel, the naive loop and the rates of the kernel's bound back to
-    back; the best of each rate is kept, and the fraction of the bound is the best of the rounds'
-    fractions (kernel and bound of the same round, hence of the same phase of the machine)."""
-    budget = 0.05 if quick else 3.0
-    rounds = 1 if quick else 3
+    back; the best of each rate is kept. The share of the bound is on one core in CPU time (the
+    kernel on one thread against the machine's one-core rates of `Compute.counts`' units: what a
+    loaded machine moves least), the best of the rounds' shares (kernel and bound of the same
+    round). The naive loop runs with one BLAS thread and with numpy's default: the faster
+    counts."""
+    budget = budget or (0.05 if quick else 3.0)
+    rounds = rounds or (1 if quick else 3)
     cases = [(kind, n, 8) for kind in KINDS for n in SIZES] + [
         (kind, 16384, 1) for kind in ENTROPY_KINDS
     ]
     results = []
     for kind, n, scales in cases:
-        fast, slow, fraction = 0.0, 0.0, 0.0
+        fast, share = 0.0, 0.0
+        slow: dict[int | None, float] = {1: 0.0, None: 0.0}
         for _ in range(rounds):
-            rate, trials = kernel_rate(kind, n, threads, budget / rounds, scales=scales)
-            bound, what = bound_rate(kind, n, bound_limits(threads, quick), scales=scales)
-            fast, fraction = max(fast, rate), max(fraction, rate / bound)
+            bound, what = bound_rate(kind, n, unit_seconds(1, quick), scales=scales)
+            one, _ = kernel_rate(kind, n, 1, budget / rounds / 2, scales=scales, cpu=True)
+            share = max(share, one / bound)
             if scales > 1:
-                slow = max(slow, naive_rate(kind, n, budget / 3 / rounds))
+                rate, trials = kernel_rate(kind, n, threads, budget / rounds / 2, scales=scales)
+                fast = max(fast, rate)
+                for blas in slow:
+                    slow[blas] = max(slow[blas], naive_rate(kind, n, budget / 6 / rounds, blas))
         results.append(
             dict(
                 kind=kind,
                 n=n,
                 scales=scales,
                 fast=fast,
-                slow=slow,
+                slow=max(slow.values()),
+                slow_one=slow[1],
+                slow_default=slow[None],
                 trials=trials,
-                fraction=fraction,
+                fraction=share,
                 bound=what,
             )
         )
@@ -169,12 +190,13 @@ def kernel_rows(results: list[dict], threads: int) -> list[Row]:
     for r in results:
         kind, n = r["kind"], r["n"]
         bound_note = (
-            f"bound: {r['bound']}, {threads} cores, measured beside the kernel (best round)"
+            f"bound: {r['bound']} (the kind's counted unavoidable work, `Compute.counts`) at the "
+            "machine's one-core rates; kernel on one thread; CPU time, best round"
         )
         if r["scales"] == 1:
             rows.append(
                 Row(
-                    f"{kind} n={n}, 1 point per stream: fraction of machine bound",
+                    f"{kind} n={n}, 1 point per stream: share of machine bound",
                     100 * r["fraction"],
                     "%",
                     note=bound_note,
@@ -198,7 +220,9 @@ def kernel_rows(results: list[dict], threads: int) -> list[Row]:
                 f"{label}: naive loop",
                 r["slow"],
                 UNIT[kind],
-                note="per trial and point, numpy float64 samplers, 1 thread",
+                note="per trial and point, numpy float64 samplers, 1 thread; the faster of BLAS "
+                f"on one thread ({r['slow_one']:,.4g}/s) and numpy's default "
+                f"({r['slow_default']:,.4g}/s)",
             )
         )
         rows.append(
@@ -212,7 +236,7 @@ def kernel_rows(results: list[dict], threads: int) -> list[Row]:
         )
         rows.append(
             Row(
-                f"{label}: fraction of machine bound",
+                f"{label}: share of machine bound",
                 100 * r["fraction"],
                 "%",
                 BOUND_TARGET.get((kind, n)),
@@ -333,6 +357,65 @@ def memory_rows(quick: bool) -> list[Row]:
                     "<= 1024",
                     note=f"max RSS of `attnsim simulate`, {trials} trials x {2 if quick else 8} "
                     "points" + (", K=32" if kind == "noisy_attention" else ""),
+                )
+            )
+    return rows
+
+
+def _per_scale_step(dtype, n: int, trials: int):
+    """One scale of the entropy kinds' `GapSoftmax.stats` (multiply, exp, three reductions), in
+    `dtype`: what a float32 version of their per-scale work would cost."""
+    gap = np.abs(np.random.default_rng(0).standard_normal((trials, n))).astype(dtype)
+    e, ones, c = np.empty_like(gap), np.ones(n, dtype), dtype(0.7)
+
+    def step():
+        np.multiply(gap, -c, out=e)
+        np.exp(e, out=e)
+        total = e @ ones
+        return np.log(total) + c * np.vecdot(e, gap) / total, np.vecdot(e, e) / total**2
+
+    return step
+
+
+def _products(dtype, k: int, n: int, d: int, trials: int):
+    """The noisy outputs of `normaliser_attention` and `attention_dropout`: (K x n) by (n x d) per
+    trial and point, in `dtype`."""
+    rng = np.random.default_rng(0)
+    w, v = rng.random((trials, k, n)).astype(dtype), rng.random((trials, n, d)).astype(dtype)
+    return lambda: np.matmul(w, v)
+
+
+def precision_rows(quick: bool) -> list[Row]:
+    """What float32 would buy where a kernel computes in float64 (issue 50 item 5): each kind's
+    float64 step against the same step in float32, one core, best of repeats. Whether the science's
+    tolerance allows it is docs/science.md §8.5's question; no kind's rows change here."""
+    budget = 0.05 if quick else 0.5
+    n, trials = (1024, 8) if quick else (16384, 64)
+    cases = [
+        (
+            "logit_entropy, temperature_entropy, init_gradient: one scale's softmax statistics "
+            f"(n={n})",
+            lambda dtype: _per_scale_step(dtype, n, trials),
+        ),
+        (
+            "attention_dropout (K=8, n=256, d=16) and normaliser_attention (K=16, n=512, d=16): "
+            "noisy outputs",
+            lambda dtype: _products(dtype, 16, 512, 16, 64),
+        ),
+    ]
+    rows = []
+    with threadpool_limits(1):
+        for what, make in cases:
+            seconds = {
+                dtype: best_cpu_seconds(make(dtype), budget) for dtype in (np.float64, np.float32)
+            }
+            rows.append(
+                Row(
+                    f"float32 instead of float64: {what}",
+                    seconds[np.float64] / seconds[np.float32],
+                    "x",
+                    note="float64 time / float32 time of the same step, 1 core (what a new "
+                    "algorithm version would buy; rows unchanged: docs/science.md §8.5)",
                 )
             )
     return rows

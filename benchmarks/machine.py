@@ -10,13 +10,14 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from attnsim.kernels.sampling import standard_normal
+from attnsim.kernels import rounding
+from attnsim.kernels.sampling import standard_normal, uniform
+from attnsim.kinds.base import Counts
 from benchmarks.table import Row
 
 
@@ -46,7 +47,7 @@ def description() -> dict[str, str]:
         if lib.get("user_api") == "blas"
     ]
     import attnsim
-    from attnsim.jobs import cpu
+    from attnsim.records import cpu
 
     flags = [f for f in ("AVX512F", "AVX2", "FMA3") if cpu.numpy_features().get(f)]
     return {
@@ -88,18 +89,6 @@ def parallel_rate(make_work, items_per_call: float, threads: int, budget: float)
     return threads * items_per_call / seconds
 
 
-@dataclass
-class Limits:
-    """Rates on all cores (items per second), used to build each kernel's bound."""
-
-    normal: float
-    exp64: float
-    exp32: float
-    expm1_32: float
-    sgemm: float
-    dgemm: float
-
-
 def normals_numpy(dtype, size: int):
     def make(i):
         rng = np.random.Generator(np.random.SFC64(i))
@@ -135,20 +124,119 @@ def gemm(dtype, m: int):
     return make
 
 
-def bound_limits(n_cores: int, quick: bool) -> Limits:
-    """The rates the bounds use, on all cores, measured briefly: taken right next to a kernel's
-    measurement, so that kernel and bound see the same phase of this drifting machine."""
-    budget = 0.02 if quick else 0.15
+def uniforms(size: int):
+    def make(i):
+        rng = np.random.Generator(np.random.SFC64(i))
+        return lambda: uniform(rng, size, 0.0, 1.0)
+
+    return make
+
+
+def casts(size: int):
+    """The kernels' rounding to float8 e4m3 (`kernels.rounding.round_to`, bit arithmetic)."""
+    fmt = rounding.FORMATS["float8_e4m3fn"]
+
+    def make(i):
+        x = np.random.default_rng(i).standard_normal(size).astype(np.float32)
+        return lambda: rounding.round_to(x, fmt)
+
+    return make
+
+
+def passes(size: int):
+    """One elementwise float64 pass: two arrays read, one written (24 bytes per element)."""
+
+    def make(i):
+        a, b = np.random.default_rng(i).random((2, size))
+        out = np.empty(size)
+        return lambda: np.multiply(a, b, out=out)
+
+    return make
+
+
+def calls(count: int):
+    """`count` numpy calls on 8-element arrays: the cost of a call whatever its size."""
+
+    def make(i):
+        a, b, out = np.ones(8), np.ones(8), np.empty(8)
+
+        def work():
+            for _ in range(count):
+                np.add(a, b, out=out)
+
+        return work
+
+    return make
+
+
+def unit_work(quick: bool) -> dict[str, tuple]:
+    """Per unit of `attnsim.kinds.base.Counts`: (work maker, units per call)."""
     size, m = (1 << 16, 256) if quick else (1 << 20, 1024)
+    piece = 1 << 17  # a float64 pass over 1 MiB arrays: in L2, as the kernels' pieces are
+    return {
+        "normals": (normals_attnsim(size), size),
+        "normals64": (normals_numpy(np.float64, size), size),
+        "words": (uniforms(size), size),
+        "exps": (ufunc(np.exp, np.float64, size), size),
+        "exps32": (ufunc(np.exp, np.float32, size), size),
+        "expm1s": (ufunc(np.expm1, np.float32, size), size),
+        "flops": (gemm(np.float32, m), 2 * m**3),
+        "flops64": (gemm(np.float64, m), 2 * m**3),
+        "casts": (casts(size), size),
+        "bytes": (passes(piece), 24 * piece),
+        "calls": (calls(1000), 1000),
+    }
+
+
+# The units of the machine bound: the work a kernel cannot avoid once its algorithm is fixed
+# (memory passes and calls are what it spends besides: the cost model counts them, the bound not).
+BOUND_UNITS = (
+    "normals",
+    "normals64",
+    "words",
+    "exps",
+    "exps32",
+    "expm1s",
+    "flops",
+    "flops64",
+    "casts",
+)
+
+
+def best_cpu_seconds(fn, budget: float, reps: int = 5) -> float:
+    """Smallest CPU time of this thread over at least `reps` calls of `fn` (and ~`budget` seconds
+    of them): robust to a loaded machine where wall time is not (a preempted call's wall time
+    counts its wait, its CPU time does not)."""
+    fn()  # warm up
+    best, spent, done = float("inf"), 0.0, 0
+    while done < reps or spent < budget:
+        started = time.thread_time()
+        fn()
+        elapsed = time.thread_time() - started
+        best, spent, done = min(best, elapsed), spent + elapsed, done + 1
+    return best
+
+
+def unit_seconds(threads: int, quick: bool, budget: float | None = None) -> Counts:
+    """Seconds per unit of `Counts`, BLAS on one thread, best of repeated calls: on one core in CPU
+    time (the cost model's table and the kernels' one-core share of the bound: what a loaded
+    machine moves least), on `threads` > 1 cores in wall time with one thread per core, each its
+    own arrays (the bound of a kernel on all cores). Measured briefly, right next to a kernel's
+    measurement, so that kernel and bound see the same phase of this drifting machine."""
+    budget = (0.02 if quick else 0.15) if budget is None else budget
+    rates = {}
     with threadpool_limits(1):
-        return Limits(
-            normal=parallel_rate(normals_attnsim(size), size, n_cores, budget),
-            exp64=parallel_rate(ufunc(np.exp, np.float64, size), size, n_cores, budget),
-            exp32=parallel_rate(ufunc(np.exp, np.float32, size), size, n_cores, budget),
-            expm1_32=parallel_rate(ufunc(np.expm1, np.float32, size), size, n_cores, budget),
-            sgemm=parallel_rate(gemm(np.float32, m), 2 * m**3, n_cores, budget),
-            dgemm=parallel_rate(gemm(np.float64, m), 2 * m**3, n_cores, budget),
-        )
+        for unit, (make, per_call) in unit_work(quick).items():
+            if threads == 1:
+                rates[unit] = per_call / best_cpu_seconds(make(0), budget)
+            else:
+                rates[unit] = parallel_rate(make, per_call, threads, budget)
+    return Counts(**{unit: 1.0 / rate for unit, rate in rates.items()})
+
+
+def bound_seconds(work: Counts, seconds: Counts) -> float:
+    """The seconds of a kernel's unavoidable work (`BOUND_UNITS` of its counts) at these rates."""
+    return sum(getattr(work, unit) * getattr(seconds, unit) for unit in BOUND_UNITS)
 
 
 RATES = (  # label, work maker, unit: the machine's rates, per CPU class
@@ -161,8 +249,8 @@ RATES = (  # label, work maker, unit: the machine's rates, per CPU class
 )
 
 
-def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
-    from attnsim.jobs import cpu
+def measure_limits(n_cores: int, quick: bool) -> list[Row]:
+    from attnsim.records import cpu
 
     budget = 0.05 if quick else 0.6
     size = 1 << (16 if quick else 20)
@@ -213,24 +301,7 @@ def measure_limits(n_cores: int, quick: bool) -> tuple[Limits, list[Row]]:
                     note=f"one product per core, BLAS on 1 thread each; {here}",
                 )
             )
-    normal = max(rate[k] for k in rate if k.startswith("normals"))
-    rows.append(
-        Row(
-            f"machine: normal sampling (fastest), {n_cores} cores",
-            normal / 1e6,
-            "M/s",
-            note="the sampling rate used in the kernels' bounds",
-        )
-    )
-    limits = Limits(
-        normal=normal,
-        exp64=rate["exp float64"],
-        exp32=rate["exp float32"],
-        expm1_32=rate["expm1 float32"],
-        sgemm=rate["fp32 GEMM"],
-        dgemm=rate["fp64 GEMM"],
-    )
-    return limits, rows
+    return rows
 
 
 def one_core_rates(quick: bool) -> list[tuple[str, float, str]]:
@@ -261,7 +332,7 @@ def emulated_classes(quick: bool = False) -> list[tuple[str, dict[str, str]]]:
     """(class, environment) of the CPU classes below this machine's own that it can emulate."""
     from numpy._core._multiarray_umath import __cpu_dispatch__
 
-    from attnsim.jobs import cpu
+    from attnsim.records import cpu
 
     if cpu.numpy_dispatch() != "X86_V4":
         return []  # an AVX2 machine cannot emulate the AVX-512 class
@@ -301,7 +372,7 @@ def class_rows(quick: bool) -> list[Row]:
 
 
 if __name__ == "__main__":  # the rates of this process's CPU class, as JSON (for class_rows)
-    from attnsim.jobs import cpu
+    from attnsim.records import cpu
 
     rates = one_core_rates("--quick" in sys.argv)
     print(json.dumps({"class": cpu.cpu_class(), "rates": rates}))

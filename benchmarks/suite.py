@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from attnsim.jobs.tuning import tune_allocator
-from benchmarks import kernels, locate_coverage, machine, scale, table, training, workflow
+from benchmarks import endtoend, kernels, locate_coverage, machine, scale, table, training, workflow
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -31,9 +31,9 @@ def header(info: dict[str, str], quick: bool, seconds: float | None = None) -> s
         + (" --quick" if quick else "")
         + "`",
         "- kernels use every core (threads over trial blocks, BLAS on one thread each); naive "
-        "loops one thread.",
-        "  Fractions of the machine bound compare with the machine's own rates measured in the "
-        "same run.",
+        "loops one thread, BLAS on one thread and on numpy's default (the faster counts).",
+        "  Shares of the machine bound: the kernel on one thread against the machine's one-core "
+        "rates of the units its kind counts (`Compute.counts`), both in CPU time, same run.",
     ]
     return "\n".join(lines)
 
@@ -91,12 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend(fn(*fn_args))
         print(f"[benchmarks] {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
-    section("machine limits", lambda: machine.measure_limits(args.cores, args.quick)[1])
+    section("machine limits", machine.measure_limits, args.cores, args.quick)
     section("machine limits, other CPU classes (emulated)", machine.class_rows, args.quick)
     section(
         "kernels vs naive loops",
         lambda: kernels.kernel_rows(kernels.measure_kernels(args.cores, args.quick), args.cores),
     )
+    section("float32 against float64", kernels.precision_rows, args.quick)
+    section("end to end on the noisy-attention point", endtoend.rows, args.cores, args.quick)
     section("training kernels vs naive loops", training.table_rows, args.quick)
     section("allocator tuning", kernels.allocator_rows, args.quick)
     section("memory per job", kernels.memory_rows, args.quick)

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from attnsim.config.load import load
-from attnsim.jobs.cpu import numpy_dispatch
+from attnsim.records.cpu import numpy_dispatch
 from attnsim.records.grid import grid_columns
 from benchmarks.table import Row
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from attnsim.config.load import load
 from attnsim.kinds import get_kind
-from attnsim.kinds.base import Kind
+from attnsim.kinds.base import Kind, Work
 from attnsim.records.experiment import Settings
 
 # The example's trials are cut to this many: enough for a standard error, few enough that twelve
@@ -132,7 +132,24 @@ def _check_declarations(kind: Kind) -> None:
         raise _fail(kind, "declares summary.extra_columns but no summary.extra to fill them")
     if kind.theory.columns and kind.theory.point is None:
         raise _fail(kind, "declares theory.columns but no theory.point to compute them")
+    _check_counts(kind)
     check_figures(kind)
+
+
+def _check_counts(kind: Kind) -> None:
+    """`compute.counts`, if declared, gives the cost model finite, non-negative work (`Work`) at
+    the example's first point."""
+    if kind.compute.counts is None or kind.example is None:
+        return
+    grid = dict(kind.example.get("grid", {}))  # type: ignore[call-overload]
+    params = {p.name: (grid.get(p.name) or [p.default])[0] for p in kind.schema.params}
+    work = kind.compute.counts(params)
+    if not isinstance(work, Work):
+        raise _fail(kind, f"compute.counts returned {type(work).__name__}, not a Work")
+    for part in ("own", "shared", "own_block", "shared_block", "setup"):
+        values = getattr(work, part).values()
+        if not all(math.isfinite(v) and v >= 0 for v in values):
+            raise _fail(kind, f"compute.counts: {part} has a negative or non-finite count")
 
 
 def _check_runs(kind: Kind, root: Path, figures: bool) -> None:

@@ -4,7 +4,7 @@ One file per kind, tests/data/reference_rows/<kind>.json:
 
 - ``config``: the kind's reference sweep (a seed and experiments of that kind only);
 - ``metrics``: the metrics hashed, in hashing order (a kind that gains a metric keeps its list);
-- ``digests``: CPU class (attnsim.jobs.cpu.cpu_class, e.g. ``X86_V4-SkylakeX``) -> point id ->
+- ``digests``: CPU class (attnsim.records.cpu.cpu_class, e.g. ``X86_V4-SkylakeX``) -> point id ->
   sha256 of the point's rows: bit-identity is checked on every class recorded here;
 - ``values``: point id -> metric -> [finite trials, mean, min, median, max] over the finite
   trials, as computed on ``values_class``: on a class without digests the rows are checked
@@ -271,7 +271,7 @@ def check(kind: str, threads: int = 1) -> dict:
     """What the test asserts, for one kind on this machine: a dict with ``class``, ``mode``
     ("digests" when this class is recorded, else "tolerance"), ``points``, ``failed`` (point ids),
     ``worst`` (largest difference in units of the scale, tolerance mode) and ``ids_match``."""
-    from attnsim.jobs import cpu
+    from attnsim.records import cpu
 
     reference = read(kind)
     swept = sweep(reference, threads)
@@ -346,8 +346,8 @@ def _check_summaries(reference: dict, swept: list, klass: str) -> dict:
 
 def record(kind: str, config: dict | None = None, all_metrics: bool = False) -> str:
     """Record this CPU class's digests and the values of `kind`; returns what was done, one line."""
-    from attnsim.jobs import cpu
     from attnsim.kinds import get_kind
+    from attnsim.records import cpu
 
     path = DATA / f"{kind}.json"
     if path.exists():

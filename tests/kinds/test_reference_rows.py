@@ -2,10 +2,10 @@
 within the stated tolerance (docs/science.md §8.4, docs/usage.md "Reproducibility").
 
 Each built-in kind has a small reference sweep in tests/data/reference_rows/<kind>.json with the
-sha256 digests of its rows per CPU class (`attnsim.jobs.cpu.cpu_class`: numpy's SIMD dispatch level
-and OpenBLAS's core, e.g. X86_V4-SkylakeX, X86_V3-Haswell) and per-point values (finite count, mean,
-min, median, max of every hashed metric). On a recorded class the rows must be bit-identical; on
-any other class each value must lie within rtol = 1e-4 of the point's scale.
+sha256 digests of its rows per CPU class (`attnsim.records.cpu.cpu_class`: numpy's SIMD dispatch
+level and OpenBLAS's core, e.g. X86_V4-SkylakeX, X86_V3-Haswell) and per-point values (finite
+count, mean, min, median, max of every hashed metric). On a recorded class the rows must be
+bit-identical; on any other class each value must lie within rtol = 1e-4 of the point's scale.
 
 After a deliberate change of a kind's rows (a new algorithm_version; say why in the commit),
 regenerate that kind's file in the same commit, from the repository's root:
@@ -33,8 +33,8 @@ import warnings
 import pytest
 from helpers import reference_rows as rr
 
-from attnsim.jobs import cpu
 from attnsim.kinds import get_kind
+from attnsim.records import cpu
 
 REPO = rr.DATA.parents[2]
 KINDS = rr.kind_names()

@@ -67,7 +67,7 @@ def test_the_summary_tolerance_check_can_fail():
 def test_an_unrecorded_class_compares_summaries_within_the_tolerance(monkeypatch):
     """What ran on X86_V4-Haswell (OpenBLAS forced to Haswell on an AVX-512 CPU) without a word
     before: a class with no summary digests is checked within the tolerance, not skipped."""
-    from attnsim.jobs import cpu
+    from attnsim.records import cpu
 
     monkeypatch.setattr(cpu, "cpu_class", lambda: "X86_V4-Unrecorded")
     result = rr.check("temperature_entropy", 1)

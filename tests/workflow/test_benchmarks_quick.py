@@ -29,7 +29,6 @@ def expected_rows(cores: int) -> set[str]:
         "fp64 GEMM",
     ):
         rows |= {f"machine: {label}, 1 core", f"machine: {label}, {cores} cores"}
-    rows.add(f"machine: normal sampling (fastest), {cores} cores")
     for klass, _ in machine.emulated_classes(quick=True):  # numpy's side of the other CPU class
         for label, _, _ in machine.RATES:
             rows.add(f"machine, {klass} emulated: {label}, 1 core")
@@ -42,14 +41,31 @@ def expected_rows(cores: int) -> set[str]:
                     "kernel",
                     "naive loop",
                     "speedup over naive",
-                    "fraction of machine bound",
+                    "share of machine bound",
                 )
             }
         for threads in (1, 4):
             rows.add(f"peak memory per job: {kind} n=65536 d=256, {threads} thread(s)")
     rows |= {
-        f"{kind} n=16384, 1 point per stream: fraction of machine bound"
+        f"{kind} n=16384, 1 point per stream: share of machine bound"
         for kind in ("logit_entropy", "temperature_entropy")
+    }
+    rows |= {
+        "float32 instead of float64: logit_entropy, temperature_entropy, init_gradient: one "
+        "scale's softmax statistics (n=1024)",
+        "float32 instead of float64: attention_dropout (K=8, n=256, d=16) and "
+        "normaliser_attention (K=16, n=512, d=16): noisy outputs",
+    }
+    end_to_end = "end to end (quick: n=1024, 40 trials)"
+    rows |= {
+        f"{end_to_end}: {what}"
+        for what in (
+            "naive loop, one BLAS thread",
+            "naive loop, numpy's default BLAS threads",
+            f"attnsim run --cores {cores}",
+            "speedup over the faster naive loop, wall time",
+            "speedup over the naive loop, CPU time",
+        )
     }
     rows |= {
         f"allocator tuning (mallopt): {kind} n=16384 speedup"

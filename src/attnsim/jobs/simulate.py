@@ -24,10 +24,11 @@ import numpy as np
 import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
-from attnsim.jobs import cpu, validate
+from attnsim.jobs import validate
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.models import assets
+from attnsim.records import cpu
 from attnsim.records.chunk import ChunkSpec
 from attnsim.records.grid import Point
 from attnsim.seeding import block_generator

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,68 @@ class Schema:
 
 
 @dataclass(frozen=True)
+class Counts:
+    """Work in the machine's units: what a kernel does, counted from its algorithm (not timed).
+
+    The units are the machine's own rates (`attnsim.records.cost` holds them per CPU class, the
+    benchmarks measure them): the first seven are the work a kernel cannot avoid once its
+    algorithm is fixed (the benchmark's machine bound adds them up at the measured rates), the
+    last two what it spends besides (memory passes, the Python calls of numpy operations).
+    """
+
+    normals: float = 0.0  # float32 standard normals (`kernels.sampling`: Box-Muller from words)
+    normals64: float = 0.0  # numpy's own float64 samplers (ziggurat normals, chi-squares)
+    words: float = 0.0  # 32-bit random words turned into uniforms (no normal transform)
+    exps: float = 0.0  # float64 exp or log (numpy's SIMD loops)
+    exps32: float = 0.0  # float32 exp, log, sqrt, sin or cos
+    expm1s: float = 0.0  # float32 expm1 (no SIMD loop on AVX2-only CPUs: its own rate)
+    flops: float = 0.0  # float32 matrix-product flops (2 m k n per product)
+    flops64: float = 0.0  # float64 matrix-product flops
+    casts: float = 0.0  # numbers rounded to a low-precision format (ml_dtypes casts)
+    bytes: float = 0.0  # bytes read and written by the other elementwise passes and reductions
+    calls: float = 0.0  # numpy calls (each costs Python and dispatch time whatever its size)
+
+    def values(self) -> tuple[float, ...]:
+        """The counts in field order (no copy of anything: `dataclasses.astuple` deep-copies, and
+        the planner sums counts once per combination of a grid's parameters)."""
+        return tuple(getattr(self, name) for name in _COUNT_FIELDS)
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(*(a + b for a, b in zip(self.values(), other.values())))
+
+    def __mul__(self, factor: float) -> Counts:
+        return Counts(*(a * factor for a in self.values()))
+
+    __rmul__ = __mul__
+
+
+_COUNT_FIELDS = tuple(f.name for f in fields(Counts))
+
+
+@dataclass(frozen=True)
+class Work:
+    """One point's work per trial, as its kernel does it. `own`: each point's; `shared`: once per
+    stream, whatever its number of points (the draws they share: common random numbers, charged
+    to one point of the stream). `own_block` and `shared_block` are the same per trial block
+    rather than per trial: what does not shrink with the block's trials (numpy calls, a model
+    drawn per block)."""
+
+    own: Counts
+    shared: Counts = Counts()
+    own_block: Counts = Counts()
+    shared_block: Counts = Counts()
+    # Once per job and stream: what a process does before its first block (a model's weights
+    # read, a population of embeddings computed; cached for the process's later blocks).
+    setup: Counts = Counts()
+
+
+def bytes_work(bytes_per_trial: int) -> Work:
+    """The work of a kind that declares no counts: one pass over its working set per point and
+    trial, three for the stream's draws (the cost model's rule before counts were declared)."""
+    return Work(own=Counts(bytes=bytes_per_trial), shared=Counts(bytes=3 * bytes_per_trial))
+
+
+@dataclass(frozen=True)
 class Compute:
     """How a kind's trials are computed, and what they cost."""
 
@@ -144,12 +206,19 @@ class Compute:
     simulate_block: BlockKernel
     # The working set of one trial, in bytes: it alone sizes blocks and memory.
     bytes_per_trial: Callable[[Params], int]
-    # The cost model's time of one trial, in passes over its working set; None for one pass. A
-    # kind whose trials stream through it many times (e.g. once per optimiser step) declares how
-    # many (attnsim.records.cost, docs/scaling.md).
-    passes_per_trial: Callable[[Params], float] | None = None
+    # What one trial costs, counted from the kernel's algorithm (`Work`): the planner's cost model
+    # (`attnsim.records.cost`, times the kind's calibration factor per CPU class) and the
+    # benchmark's machine bound (benchmarks/machine.py) both derive from it. None: one pass over
+    # the working set (`bytes_work`), a rough guess for a plugin kind.
+    counts: Callable[[Params], Work] | None = None
     # This kind's blocks aim at block_factor * TARGET_BLOCK_BYTES.
     block_factor: int = 1
+
+    def work(self, params: Params) -> Work:
+        """The kind's declared `Work` at a point, or `bytes_work` if it declares none."""
+        if self.counts is None:
+            return bytes_work(self.bytes_per_trial(params))
+        return self.counts(params)
 
 
 @dataclass(frozen=True)

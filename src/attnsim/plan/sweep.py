@@ -31,11 +31,11 @@ from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 from attnsim.records.chunk import ChunkSpec, kind_rows, topup_id
 from attnsim.records.cost import (
-    TYPICAL_OVERESTIMATE,
     ChunkCost,
     PointCosts,
     chunk_cost,
     point_costs,
+    point_seconds,
 )
 from attnsim.records.experiment import Experiment, Settings
 from attnsim.records.grid import (
@@ -138,16 +138,16 @@ def _old_settings(meta: Meta) -> str:
     )
 
 
-def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int) -> PointCosts:
+def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int, round_trials: int) -> PointCosts:
     """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
-    `kind.compute.bytes_per_trial` call per combination of the parameters it reads."""
-    passes = (
-        None
-        if kind.compute.passes_per_trial is None
-        else grid.evaluate(kind.compute.passes_per_trial)
-    )
+    `kind.compute.bytes_per_trial` and two `point_seconds` calls per combination of the
+    parameters they read."""
     return point_costs(
-        kind, grid.evaluate(kind.compute.bytes_per_trial), grid.stream_codes(), trial_cap, passes
+        grid.evaluate(kind.compute.bytes_per_trial),
+        grid.stream_codes(),
+        grid.evaluate(lambda p: point_seconds(kind, p, round_trials, trial_cap)[0]),
+        grid.evaluate(lambda p: point_seconds(kind, p, round_trials, trial_cap)[1]),
+        trial_cap,
     )
 
 
@@ -238,7 +238,7 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
             done[rows] = True
     trial_cap = experiment.max_trials or experiment.trials
-    costs = grid_costs(kind, grid, trial_cap)
+    costs = grid_costs(kind, grid, trial_cap, experiment.trials)
     size, budget = chunk_limits(settings, grid.size, float(costs.point_work.sum()), trial_cap)
     for path, old, rows in extendable:  # a top-up per stored chunk: its points, more trials
         rows = rows[~done[rows]]
@@ -337,7 +337,7 @@ def chunk_limits(
     chunks of even cost, a job being `job_minutes` of estimated CPU time; a chunk also holds at most
     MAX_CHUNK_ROWS trial rows. `chunk_size`, if set, is one more upper bound on points, and then a
     chunk also stays under MAX_CHUNK_COST_RATIO times its experiment's average chunk."""
-    job = settings.job_minutes * 60 * TYPICAL_OVERESTIMATE
+    job = settings.job_minutes * 60
     budget = total_work / max(1, math.ceil(total_work / job)) if total_work > 0 else math.inf
     size = max(1, MAX_CHUNK_ROWS // trial_cap)
     if settings.chunk_size:

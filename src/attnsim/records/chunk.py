@@ -19,7 +19,7 @@ from typing import Any
 from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.records.cost import ChunkCost, chunk_cost, point_costs
+from attnsim.records.cost import ChunkCost, chunk_cost, point_costs, point_seconds
 from attnsim.records.experiment import results_key
 from attnsim.records.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.seeding import digest
@@ -58,16 +58,17 @@ class ChunkSpec:
         """What its resource requests depend on (`attnsim.records.cost.chunk_cost`)."""
         kind, names = self.kind, self.kind.param_names
         params = [dict(zip(names, row)) for row in self.rows]
-        per_trial = [kind.compute.bytes_per_trial(p) for p in params]
-        passes = (
-            None
-            if kind.compute.passes_per_trial is None
-            else [kind.compute.passes_per_trial(p) for p in params]
-        )
+        seconds = [point_seconds(kind, p, self.trials, self.trial_cap) for p in params]
         at = [names.index(n) for n in kind.schema.stream_params]
         codes: dict[tuple[Any, ...], int] = {}
         streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
-        costs = point_costs(kind, per_trial, streams, self.trial_cap, passes)
+        costs = point_costs(
+            [kind.compute.bytes_per_trial(p) for p in params],
+            streams,
+            [own for own, _ in seconds],
+            [shared for _, shared in seconds],
+            self.trial_cap,
+        )
         return chunk_cost(kind, costs, slice(None), self.trial_cap)
 
     @property

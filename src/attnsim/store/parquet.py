@@ -521,7 +521,7 @@ def inputs_provenance(paths: list[Path], experiment: str) -> Meta:
 
 
 def cpu_classes(metas: list[Meta], experiment: str = "") -> dict[str, int]:
-    """CPU class (attnsim.jobs.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
+    """CPU class (attnsim.records.cpu.cpu_class) -> number of the chunks (provenances `metas`) it
     computed.
 
     Mixing classes in one experiment is allowed and reported: each point's rows come from one

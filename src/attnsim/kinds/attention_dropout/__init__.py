@@ -177,6 +177,7 @@ KIND = Kind(
             int(p["n"]), int(p["d"]), int(p["noise_draws"])
         ),
         simulate_block=kernel.simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"]), int(p["d"]), int(p["noise_draws"])),
     ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(

@@ -16,6 +16,7 @@ import numpy as np
 
 from attnsim.kernels import precision
 from attnsim.kernels.sampling import standard_normal, uniform
+from attnsim.kinds.base import Counts, Work
 from attnsim.theory import delta_next, dropout
 
 FORMS = ("transformers", "logit")
@@ -122,3 +123,17 @@ def simulate_block(rng, trials: int, points) -> list[dict[str, np.ndarray]]:
 def bytes_per_trial(n: int, d: int, k: int) -> int:
     """Values, v - o (float64), the masks' uniforms, keep, weights (float64 K x n) and K outputs."""
     return 8 * (3 * n * d + 3 * k * n + 2 * k * d) + 4 * k * n
+
+
+def counts(n: int, d: int, k: int) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate_block`: per stream
+    the normals, the masks' K n words and the clean rows in float64 (`precision.clean_rows`, ~12
+    passes over n d doubles, and the next-order sums); per point the masks as float64, |v|^2, and
+    the K noisy outputs, a (K x n) by (n x d) float64 product and ~10 passes over K n doubles.
+    Calls: ~40 per point and block, ~40 per stream."""
+    return Work(
+        own=Counts(flops64=2 * k * n * d, bytes=16 * n * d + 80 * k * n + 16 * k * d),
+        shared=Counts(normals=n + n * d, words=k * n, exps=n, bytes=100 * n * d + 100 * n),
+        own_block=Counts(calls=40),
+        shared_block=Counts(calls=40),
+    )

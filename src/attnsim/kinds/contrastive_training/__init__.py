@@ -207,13 +207,6 @@ def bytes_per_trial(p) -> int:
     )
 
 
-def passes_per_trial(p) -> float:
-    """The cost model's time of a run (attnsim.records.cost): a fixed part and a pass per step. 45 +
-    0.6 x steps puts the estimate at 23-33x the CPU time measured at 50-1200 steps (default and
-    million grids; the model's TYPICAL_OVERESTIMATE is 30, as for the other kinds)."""
-    return 45 + 0.6 * p["steps"]
-
-
 def check_grid(grid: Mapping[str, list]) -> None:
     """Combinations the schema cannot refuse: more classes than examples per batch, inputs narrower
     than the latent space."""
@@ -309,7 +302,13 @@ KIND = Kind(
         # Blocks of ~6 x 8 MiB: every step of a block costs Python overhead, so small blocks are
         # slow (48 runs of the default task: 5.4 CPU-s in blocks of 5 trials, 3.5 in 16, 2.9 in 48).
         block_factor=6,
-        passes_per_trial=passes_per_trial,
+        counts=lambda p: kernel.counts(
+            int(p["n"]),
+            int(p["input_dim"]),
+            int(p["embed_dim"]),
+            int(p["steps"]),
+            float(p["instance_noise"]) > 0,
+        ),
     ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(extra_columns=EXTRA, extra=extra_summary, finite_metrics=FINITE),

@@ -85,6 +85,7 @@ from attnsim.kernels.training import (
     not_finite,
     train,
 )
+from attnsim.kinds.base import Counts, Work
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
 
 EVAL_BATCHES = 4  # held-out batches of n examples in the monitor set and in the final set
@@ -890,3 +891,26 @@ def simulate(
     if batches is not None:
         return results, Draws(world, monitor, final, probe, init, batches)
     return results
+
+
+def counts(n: int, input_dim: int, embed_dim: int, steps: int, instance: bool) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `train`: per step and stream
+    the batch's view noise (2 n input_dim float32 normals, twice with instance noise); per step and
+    point the encoder's forward and backward pass in float64 (~3 x 2 x 2n input_dim embed_dim
+    flops), the 2n x 2n similarities with their softmax in both directions (exps, ~3 x 2 (2n)^2
+    embed_dim flops) and ~20 passes over the batch, and Adam's update. Calls: ~500
+    call-equivalents per step and point (measured ~0.6 ms per step and point whatever the block's
+    trials), ~20 per step and stream. A run is charged its whole step budget."""
+    m = 2 * n
+    per_step = Counts(
+        flops64=6 * m * input_dim * embed_dim + 6 * m * m * embed_dim,
+        exps=2 * m * m,
+        bytes=8 * 20 * (m * input_dim + m * m) + 8 * 12 * input_dim * embed_dim,
+    )
+    draws = m * input_dim * (2 if instance else 1)
+    return Work(
+        own=per_step * steps,
+        shared=Counts(normals=draws, bytes=12 * draws) * steps,
+        own_block=Counts(calls=500 * steps),
+        shared_block=Counts(calls=20 * steps),
+    )

@@ -55,6 +55,7 @@ import numpy as np
 
 from attnsim.kernels.sampling import query_factor, standard_normal
 from attnsim.kernels.softmax import GapSoftmax, gaps
+from attnsim.kinds.base import Counts, Work
 
 CHUNK_BYTES = (
     4 * 2**20
@@ -184,3 +185,18 @@ def simulate(rng: np.random.Generator, trials: int, n: int, d: int, scales, reco
     if record:
         return results, Draws(z=z, query_factor=factor, values=np.concatenate(kept, axis=1))
     return results
+
+
+def counts(n: int, d: int) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
+    n + n d normals, the gaps and the values' differences and norms; per scale the float64
+    softmax statistics (one exp, ~12 passes of 8 bytes per logit), then per key chunk the float32
+    weights (one exp) and the (2 x m) by (m x d) product. Calls: ~25 per scale and block, ~10 per
+    key chunk and scale."""
+    chunks = math.ceil(n / key_chunk(n, d))
+    return Work(
+        own=Counts(exps=n, exps32=n, flops=4 * n * d, bytes=110 * n),
+        shared=Counts(normals=n + n * d, bytes=16 * n * d + 60 * n),
+        own_block=Counts(calls=25 + 10 * chunks),
+        shared_block=Counts(calls=20 + 6 * chunks),
+    )

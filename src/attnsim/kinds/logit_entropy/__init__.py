@@ -133,7 +133,11 @@ KIND = Kind(
         metrics=METRICS,
         main_metric="entropy",
     ),
-    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"])),
+    ),
     theory=Theory(columns=THEORY, point=theory, table=theory_table),
     summary=Summary(extreme_metrics=("entropy",)),
     presentation=Presentation(

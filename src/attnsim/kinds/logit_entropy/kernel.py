@@ -38,6 +38,7 @@ import numpy as np
 
 from attnsim.kernels.sampling import query_factor, standard_normal
 from attnsim.kernels.softmax import GapSoftmax, gaps
+from attnsim.kinds.base import Counts, Work
 
 LOGITS = ("gaussian", "dot_product")
 
@@ -86,3 +87,16 @@ def simulate(draws: Draws, logits: str, scales) -> list[dict[str, np.ndarray]]:
     """Metrics for each scale, from one block of draws."""
     softmax = GapSoftmax(gaps(draws.z))
     return [gap_metrics(softmax, logit_multiplier(draws, logits, scale)) for scale in scales]
+
+
+def counts(n: int) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream n
+    normals and the float64 gaps; per scale one float64 exp per logit (`GapSoftmax.stats`: a
+    multiply, the exp, three row reductions, ~7 passes of 8 bytes per logit). Calls: ~12 per scale
+    and block, ~10 per stream and block."""
+    return Work(
+        own=Counts(exps=n, bytes=56 * n),
+        shared=Counts(normals=n, bytes=40 * n),
+        own_block=Counts(calls=12),
+        shared_block=Counts(calls=10),
+    )

@@ -112,6 +112,7 @@ KIND = Kind(
     compute=Compute(
         bytes_per_trial=bytes_per_trial,
         simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"]), int(p["d"]), int(p["noise_draws"]), p["noise"]),
         # Small n: the K x d outputs per scale are as large as the inputs; bigger blocks amortise
         # the calls.
         block_factor=2,

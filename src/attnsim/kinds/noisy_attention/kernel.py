@@ -65,6 +65,7 @@ import numpy as np
 
 from attnsim.kernels.noise import standard_noise32
 from attnsim.kernels.sampling import standard_normal
+from attnsim.kinds.base import Counts, Work
 from attnsim.theory import delta_next
 
 F32 = np.float32
@@ -467,6 +468,37 @@ def _sq_err(
         sq[r0:r1] = np.einsum("stkd,stkd->st", a, a)
     sq /= sum_a.shape[2]
     return sq
+
+
+def noise_counts(noise: str, size: float) -> Counts:
+    """Drawing `size` standardised noise numbers of a family (`kernels.noise.standard_noise32`)."""
+    if noise == "gaussian":
+        return Counts(normals=size, bytes=8 * size, calls=0)
+    if noise == "uniform":
+        return Counts(words=size, bytes=12 * size)
+    if noise == "laplace":
+        return Counts(words=2 * size, exps32=size, bytes=32 * size)
+    if noise == "gumbel":
+        return Counts(words=size, exps32=2 * size, bytes=40 * size)
+    return Counts(normals=2 * size, words=size, exps32=2 * size, bytes=64 * size)  # student_t
+
+
+def counts(n: int, d: int, k: int, noise: str) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
+    logits, the noise and the values with their moments and next-order rows (float32 products of
+    2 and ~3 rows by the values); per scale one float32 exp per noise number (form 2; form 1's
+    expm1, at sigma max|z| <= 0.5, costs more on AVX2-only CPUs: left to the kind's factor, so the
+    planner need not evaluate the counts once per noise scale) and the (K x n) by (n x (d + 1))
+    product. Calls: ~20 per key chunk and scale, ~300 call-equivalents per block and point besides
+    (the point's metrics and the driver's checks of them), ~100 per block and stream."""
+    chunks = math.ceil(n / key_chunk(n, d, k))
+    return Work(
+        own=Counts(exps32=k * n, flops=2 * k * n * (d + 1), bytes=12 * k * n),
+        shared=noise_counts(noise, k * n)
+        + Counts(normals=n + n * d, exps=2 * n, flops=10 * n * d, bytes=40 * n * d + 200 * n),
+        own_block=Counts(calls=20 * chunks + 300),
+        shared_block=Counts(calls=25 * chunks + 100),
+    )
 
 
 # --------------------------------------------------------------------------- oracle for the tests

@@ -135,9 +135,9 @@ KIND = Kind(
     compute=Compute(
         simulate_block=simulate_block,
         bytes_per_trial=bytes_per_trial,
-        # the K noisy copies pass through the normaliser, its sort (sparse maps) or quadrature
-        # (sigmoid, softpick) and three einsums: measured ~6x one pass over the working set
-        passes_per_trial=lambda p: 6.0,
+        counts=lambda p: kernel.counts(
+            int(p["n"]), int(p["d"]), int(p["noise_draws"]), p["normaliser"]
+        ),
     ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(extra_columns=EXTRA, extra=extra_summary),

@@ -8,12 +8,14 @@ float64. The normaliser maps are `attnsim.kernels.normalisers`; the predictions
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from attnsim.kernels import normalisers as nz
 from attnsim.kernels.sampling import standard_normal
+from attnsim.kinds.base import Counts, Work
 from attnsim.theory import normalisers as th
 
 
@@ -65,3 +67,26 @@ def simulate(draws: Draws, name: str, logit_scale: float, sigma: float) -> dict[
         "mass": mass,
         "grad_sq": th.grad_sq(name, s, v),
     }
+
+
+SORTED = ("sparsemax", "entmax15")  # normalisers whose threshold sorts each row
+
+
+def counts(n: int, d: int, k: int, normaliser: str) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
+    normals; per point the float64 copies, the normaliser of the clean row and of its K noisy
+    copies (one exp each, or a sort of the row for the sparse maps), two (K + 1) x n by n x d
+    float64 products, its predictions (`theory.normalisers`: a few more passes over n d) and ~25
+    passes over K n doubles. Calls: ~60 per point and block."""
+    rows = (k + 1) * n
+    normalise = (
+        Counts(bytes=16 * rows * max(1.0, math.log2(n)))
+        if normaliser in SORTED
+        else Counts(exps=rows)
+    )
+    return Work(
+        own=normalise + Counts(flops64=4 * rows * d, bytes=60 * n * d + 200 * rows),
+        shared=Counts(normals=n + n * d + k * n, bytes=8 * (n + n * d + k * n)),
+        own_block=Counts(calls=60),
+        shared_block=Counts(calls=5),
+    )

@@ -143,8 +143,7 @@ KIND = Kind(
     compute=Compute(
         simulate_block=simulate_block,
         bytes_per_trial=bytes_per_trial,
-        # per point: the logits, the normaliser (a sort for the sparse maps) and the entropy
-        passes_per_trial=lambda p: 4.0,
+        counts=lambda p: kernel.counts(int(p["n"]), int(p["d"]), p["normaliser"]),
     ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(extreme_metrics=("entropy",), extra_columns=EXTRA, extra=extra_summary),

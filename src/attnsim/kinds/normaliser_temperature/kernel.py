@@ -12,6 +12,7 @@ import numpy as np
 
 from attnsim.kernels import normalisers as nz
 from attnsim.kernels.sampling import sphere_cosines
+from attnsim.kinds.base import Counts, Work
 
 
 def bytes_per_trial(n: int) -> int:
@@ -29,3 +30,23 @@ def simulate(cosines: np.ndarray, name: str, tau: float) -> dict[str, np.ndarray
     n = cosines.shape[-1]
     mass, entropy = nz.mass_and_entropy(nz.weights(name, cosines.astype(np.float64) / tau))
     return {"entropy": entropy, "gap": math.log(n) - entropy, "mass": mass}
+
+
+SORTED = ("sparsemax", "entmax15")  # normalisers whose threshold sorts each row
+
+
+def counts(n: int, d: int, normaliser: str) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
+    cosines (`sampling.sphere_cosines`); per point the float64 logits, the normaliser (one exp,
+    or a sort for the sparse maps) and the entropy (a log and ~8 passes of 8 bytes per key).
+    Calls: ~25 per point and block."""
+    normalise = (
+        Counts(bytes=16 * n * max(1.0, math.log2(n))) if normaliser in SORTED else Counts(exps=n)
+    )
+    radius = Counts(exps32=2 * n, expm1s=n, words=n, bytes=24 * n) if d > 2 else Counts()
+    return Work(
+        own=normalise + Counts(exps=n, bytes=80 * n),
+        shared=Counts(words=n, exps32=n, bytes=12 * n) + radius,
+        own_block=Counts(calls=25),
+        shared_block=Counts(calls=10),
+    )

@@ -164,6 +164,7 @@ KIND = Kind(
     compute=Compute(
         bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"])),
         simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"]), int(p["d"]), p["site"], p["granularity"]),
     ),
     theory=Theory(columns=THEORY, point=theory),
     summary=low_precision.SUMMARY,

@@ -28,6 +28,7 @@ import numpy as np
 from attnsim.kernels import block_sites, precision
 from attnsim.kernels.sampling import standard_normal
 from attnsim.kinds import low_precision
+from attnsim.kinds.base import Counts, Work
 
 
 def channel_variances(d: int, outlier_channels: int, outlier_scale: float) -> np.ndarray:
@@ -120,3 +121,34 @@ def bytes_per_trial(n: int, d: int) -> int:
     """q, k, values, v - o, a rotated copy of k and the float32 casts (~6 float64 n x d arrays),
     the (d x d) rotation and the (d x d) sums of the qk model."""
     return 8 * (6 * n * d + 3 * d * d + 8 * n)
+
+
+def counts(n: int, d: int, site: str, granularity: str) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate_block`: per stream
+    the normals (query, logits, values) and the clean rows in float64 (`precision.clean_rows`,
+    ~12 passes over n d doubles); per point its site's numbers rounded (n logits or weights;
+    (n + 1) d for q and k, twice for qk_rotated: rotated and not), the rounding model's passes
+    over them (~40 doubles each, ~3x with a scale: its groups' maxima and the scaled copies),
+    and at the qk sites the keys' normals and float64 products with q, the values and the
+    rotation. Calls: ~80 per point and block. Setup: ml-dtypes' import (`low_precision.SETUP`)."""
+    scaled = 1.0 if granularity == "none" else 3.0
+    if site in ("logits", "probs", "output"):
+        size = n if site != "output" else d
+        own = Counts(casts=size, exps=n if site == "probs" else 0, bytes=320 * size * scaled)
+        own += Counts(bytes=40 * n * d)
+    else:
+        rotated = site == "qk_rotated"
+        size = (n + 1) * d * (2 if rotated else 1)
+        own = Counts(
+            normals=n * d,
+            casts=size,
+            flops64=8 * n * d * d + 12 * n * d + (4 * n * d * d if rotated else 0),
+            bytes=320 * size * scaled + 200 * n * d,
+        )
+    return Work(
+        own=own,
+        shared=Counts(normals=d + n + n * d, exps=n, bytes=100 * n * d + 100 * n),
+        own_block=Counts(calls=80),
+        shared_block=Counts(calls=30),
+        setup=low_precision.SETUP,
+    )

@@ -223,6 +223,7 @@ KIND = Kind(
     compute=Compute(
         bytes_per_trial=bytes_per_trial,
         simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"])),
         block_factor=16,  # each block draws a whole model (~0.4 s): large blocks amortise it
     ),
     theory=Theory(columns=THEORY, point=theory),

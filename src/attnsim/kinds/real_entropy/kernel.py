@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from attnsim.kinds import real_model
+from attnsim.kinds.base import Counts, Work
 from attnsim.models import heads
 from attnsim.models.minilm import Bert
 
@@ -108,3 +110,23 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points: Sequence, re
     if record:
         return out, (ids, positions, models)
     return out
+
+
+def counts(n: int) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
+    window's forward pass through the trained model (`real_model.forward_counts`) and, per block,
+    a random model (~22 M float32 normals and its scaled copies); per point one head's row
+    statistics (n exps, ~20 passes over n d_h doubles) and its share of the forward pass through
+    the model of its init_std (each init_std its own pass, shared by its layers and heads: a share
+    of 1 / (layers x heads), exact for a grid of every layer and head). Points of the trained model
+    (init_std = 0) are charged the same: the planner then need not evaluate the counts once per
+    init_std (a million-point grid has tens of thousands). Setup: the trained model's weights."""
+    row = Counts(exps=n, bytes=160 * n * heads.HEAD_SIZE + 100 * n)
+    share = 1.0 / (heads.LAYERS * heads.HEADS)
+    return Work(
+        own=row + real_model.forward_counts(n) * share,
+        shared=real_model.forward_counts(n),
+        own_block=Counts(calls=30),
+        shared_block=Counts(normals64=22e6, bytes=3 * 8 * 22e6, calls=400),
+        setup=real_model.MODEL_SETUP,
+    )

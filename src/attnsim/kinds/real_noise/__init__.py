@@ -261,7 +261,12 @@ KIND = Kind(
         main_metric="rel_err",
         check_grid=check_grid,
     ),
-    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block, block_factor=8),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"]), int(p["keys"]), int(p["noise_draws"])),
+        block_factor=8,
+    ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         extreme_metrics=("entropy",),

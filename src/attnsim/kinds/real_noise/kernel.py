@@ -31,6 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from attnsim.kernels.noise import standard_noise32
+from attnsim.kinds import real_model
+from attnsim.kinds.base import Counts, Work
 from attnsim.models import heads
 from attnsim.theory import delta_next
 from attnsim.theory.noise import NOISE_FAMILIES
@@ -152,3 +154,25 @@ def simulate(
     if record:
         return out, (ids, positions, nested, z)
     return out
+
+
+def counts(n: int, keys: int, k: int) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate_block`: per stream
+    the window's forward pass (`real_model.forward_counts`); per point its own K x keys noise
+    numbers (~2 words and a transform each), one float32 exp per noisy weight and the K noisy
+    outputs ((K x keys) by (keys x d_h), float32), and the clean row's statistics in float64.
+    Setup: the trained model's weights."""
+    noisy = k * keys
+    return Work(
+        own=Counts(
+            normals=noisy,
+            exps32=noisy,
+            exps=keys,
+            flops=2 * noisy * heads.HEAD_SIZE,
+            bytes=60 * noisy + 160 * keys * heads.HEAD_SIZE,
+        ),
+        shared=real_model.forward_counts(n),
+        own_block=Counts(calls=60),
+        shared_block=Counts(calls=400),
+        setup=real_model.MODEL_SETUP,
+    )

@@ -55,7 +55,12 @@ KIND = Kind(
         main_metric="sq_err",
         check_grid=heads.check_windows,
     ),
-    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block, block_factor=8),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"]), p["site"]),
+        block_factor=8,
+    ),
     theory=Theory(columns=low_precision.FORMAT_THEORY, point=low_precision.format_theory),
     summary=low_precision.SUMMARY,
     presentation=Presentation(

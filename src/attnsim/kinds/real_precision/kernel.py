@@ -16,7 +16,8 @@ import numpy as np
 
 from attnsim.kernels import block_sites, precision
 from attnsim.kernels.sampling import standard_normal
-from attnsim.kinds import low_precision
+from attnsim.kinds import low_precision, real_model
+from attnsim.kinds.base import Counts, Work
 from attnsim.models import heads
 
 
@@ -54,3 +55,19 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points, record: bool
     if record:
         return out, (ids, positions, rotations)
     return out
+
+
+def counts(n: int, site: str) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate_block`: per stream
+    the window's forward pass (`real_model.forward_counts`); per point one head's rows rounded at
+    its site (n logits or weights, (n + 1) d_h for q and k) with the rounding model's passes
+    (~40 doubles per number) and the clean row's statistics. Setup: the trained model's weights and
+    ml-dtypes' import."""
+    size = n if site in ("logits", "probs") else (n + 1) * heads.HEAD_SIZE
+    return Work(
+        own=Counts(casts=size, exps=n, bytes=320 * size + 160 * n * heads.HEAD_SIZE),
+        shared=real_model.forward_counts(n),
+        own_block=Counts(calls=80),
+        shared_block=Counts(calls=400),
+        setup=real_model.MODEL_SETUP + low_precision.SETUP,
+    )

@@ -196,7 +196,11 @@ KIND = Kind(
         main_metric="gap",
         check_grid=check_grid,
     ),
-    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"]), p["embeddings"]),
+    ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(
         extreme_metrics=("entropy",),

@@ -20,6 +20,8 @@ from functools import cache
 
 import numpy as np
 
+from attnsim.kinds import real_model
+from attnsim.kinds.base import Counts, Work
 from attnsim.models import assets, corpus
 
 MINILM_POPULATION = (
@@ -122,3 +124,27 @@ def statistics(cosines: np.ndarray, taus: Sequence[float]) -> list[dict[str, np.
             }
         )
     return out
+
+
+# Building a population once per process: MiniLM encodes its sentences (~25 tokens each, after
+# reading the model's weights); GloVe's is a count of the corpus's words in Python (~1 call per
+# word) and a lookup.
+SETUP = {
+    "minilm": real_model.forward_counts(25) * MINILM_POPULATION + real_model.MODEL_SETUP,
+    "glove": Counts(calls=3e6, bytes=4 * 400_000 * 50),
+}
+
+
+def counts(n: int, embeddings: str) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `draw_cosines` and
+    `statistics`: per stream one float64 uniform per member of the population, the partial sort
+    choosing n + 1 of them, the keys gathered and their cosines (float64); per tau one float64 exp
+    per key and ~8 passes of 8 bytes. Setup: the population (`SETUP`)."""
+    size, dim = POPULATION[embeddings], DIMENSION[embeddings]
+    return Work(
+        own=Counts(exps=n, bytes=64 * n),
+        shared=Counts(normals64=size, flops64=2 * n * dim, bytes=24 * size + 16 * n * dim),
+        own_block=Counts(calls=12),
+        shared_block=Counts(calls=25),
+        setup=SETUP[embeddings],
+    )

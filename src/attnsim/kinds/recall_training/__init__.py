@@ -230,13 +230,6 @@ def bytes_per_trial(p) -> int:
     return kernel.bytes_per_trial(int(p["n"]), int(p["d"]), int(p["batch"]))
 
 
-def passes_per_trial(p) -> float:
-    """The cost model's time of a run (attnsim.records.cost): a fixed part and a pass per step. 40 +
-    steps puts the estimate at 22-35x the CPU time measured at 50-1200 steps (default and million
-    grids; the model's TYPICAL_OVERESTIMATE is 30, as for the other kinds)."""
-    return 40 + p["steps"]
-
-
 # The plateau law's exponent (docs/science.md §9.4): escape time ~ logit_std^b from a one-hot
 # start,
 # b = 1 for SGD (the step shrinks with the gradient, ~1/logit_std), 1/2 for the optimisers whose
@@ -375,7 +368,7 @@ KIND = Kind(
         simulate_block=kernel.simulate_block,
         # ~28 trials per block: a step's array calls cost ~1 ms per point whatever the trials
         block_factor=4,
-        passes_per_trial=passes_per_trial,
+        counts=lambda p: kernel.counts(int(p["n"]), int(p["d"]), int(p["batch"]), int(p["steps"])),
     ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(

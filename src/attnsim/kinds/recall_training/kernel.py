@@ -103,6 +103,7 @@ from attnsim.kernels.training import (
     not_finite,
     train,
 )
+from attnsim.kinds.base import Counts, Work
 
 EVAL_EXAMPLES = 64  # examples in the monitor set and in the final held-out set
 EVALS_PER_CHECKPOINT = 16  # evaluation grid: round(steps^(j / 112)), j = 0..112
@@ -711,3 +712,24 @@ def simulate(
     if batches is not None:
         return results, Draws(monitor, final, init, batches, [run.losses for run in runs])
     return results
+
+
+def counts(n: int, d: int, batch: int, steps: int, logits: str = "dot") -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `train`: per step and stream
+    the minibatch's float32 normals (keys, values, query noise); per step and point the forward
+    and backward pass in float64 (three projections of n keys, the logits, the softmax and the
+    output: ~3 x 2 (2 n d^2 + 3 n d + d^2) flops, n exps and ~20 passes over n d doubles per
+    example) and the optimiser's update. Calls: ~400 call-equivalents per step and point (its
+    ~100 array operations on small arrays, each a few times a bare call, whatever the block's
+    trials; measured ~0.5 ms per step and point; QK-norm's normalisations and their gradients
+    ~200 more), ~20 per step and stream. A run that stops at its threshold or diverges is charged
+    its whole step budget (an upper bound)."""
+    per_example = Counts(
+        flops64=6 * (2 * n * d * d + 3 * n * d + d * d), exps=n, bytes=160 * n * d + 80 * n
+    )
+    return Work(
+        own=(per_example * batch + Counts(bytes=8 * 30 * d * d)) * steps,
+        shared=Counts(normals=batch * (2 * n * d + d), bytes=16 * batch * n * d) * steps,
+        own_block=Counts(calls=(600 if logits == "qk_norm" else 400) * steps),
+        shared_block=Counts(calls=20 * steps),
+    )

@@ -112,7 +112,11 @@ KIND = Kind(
     package=__name__,
     algorithm_version=3,
     schema=Schema(params=PARAMS, stream_params=("n", "d"), metrics=METRICS, main_metric="gap"),
-    compute=Compute(bytes_per_trial=bytes_per_trial, simulate_block=simulate_block),
+    compute=Compute(
+        bytes_per_trial=bytes_per_trial,
+        simulate_block=simulate_block,
+        counts=lambda p: kernel.counts(int(p["n"]), int(p["d"])),
+    ),
     theory=Theory(columns=THEORY, point=theory),
     summary=Summary(extreme_metrics=("entropy",), extra_columns=EXTRA, extra=extra_summary),
     presentation=Presentation(figures=("temperature_gap",), headline=headline),

@@ -39,6 +39,7 @@ import numpy as np
 
 from attnsim.kernels import sampling
 from attnsim.kernels.softmax import GapSoftmax, gaps
+from attnsim.kinds.base import Counts, Work
 
 # one sampler for every kind with cosine logits (kernels/sampling.py)
 draw_cosines = sampling.sphere_cosines
@@ -52,3 +53,17 @@ def simulate(cosines: np.ndarray, taus) -> list[dict[str, np.ndarray]]:
         entropy = softmax.stats(1.0 / float(tau), sum_p2=False)["entropy"]
         results.append({"entropy": entropy, "gap": softmax.log_n - entropy})
     return results
+
+
+def counts(n: int, d: int) -> Work:
+    """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
+    cosines (`sampling.sphere_cosines`: 2n words, a float32 cos, and for d > 2 a log, an expm1 and
+    a sqrt) and the float64 gaps; per tau one float64 exp per logit and the entropy's reductions
+    (~6 passes of 8 bytes). Calls: ~10 per tau and block, ~15 per stream and block."""
+    radius = Counts(exps32=2 * n, expm1s=n, words=n, bytes=24 * n) if d > 2 else Counts()
+    return Work(
+        own=Counts(exps=n, bytes=48 * n),
+        shared=Counts(words=n, exps32=n, bytes=52 * n) + radius,
+        own_block=Counts(calls=10),
+        shared_block=Counts(calls=15),
+    )

@@ -46,7 +46,7 @@ def numpy_dispatch() -> str:
 
 
 @functools.cache
-def blas() -> dict:
+def blas() -> dict[str, str]:
     """numpy's BLAS as threadpoolctl sees it: internal_api, version, architecture (the core)."""
     from threadpoolctl import threadpool_info
 
@@ -78,7 +78,7 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def provenance() -> dict:
+def provenance() -> dict[str, object]:
     """What a chunk records about the CPU that computed it (the ``cpu`` field of its provenance)."""
     features = numpy_features()
     return {

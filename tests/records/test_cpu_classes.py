@@ -15,9 +15,9 @@ import pytest
 from helpers.configs import REPO, small_config
 
 from attnsim.config.load import load
-from attnsim.jobs import cpu
 from attnsim.jobs.collect import collect
 from attnsim.plan.sweep import experiment_json
+from attnsim.records import cpu
 from attnsim.report.status import run_summary
 from attnsim.store import parquet as store
 from attnsim.testing import run_experiment
@@ -41,7 +41,7 @@ def test_class_follows_numpy_dispatch_limits():
     order = list(__cpu_dispatch__)
     env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(order[order.index(level) :])}
     out = subprocess.run(
-        [sys.executable, "-c", "from attnsim.jobs import cpu; print(cpu.cpu_class())"],
+        [sys.executable, "-c", "from attnsim.records import cpu; print(cpu.cpu_class())"],
         env=env,
         capture_output=True,
         text=True,
