@@ -297,19 +297,12 @@ class Points:
     def cost(self, x: np.ndarray, start: int, stop: int) -> float:
         """The cost model's expected CPU-seconds of trials [start, stop) at the points `x` (the
         estimate `attnsim plan` bills: `records.cost`)."""
+        from attnsim.plan.sweep import grid_costs
         from attnsim.records import cost
 
         kind = self.target.kind
-        grid = self.grid(x)
-        passes = (
-            None
-            if kind.compute.passes_per_trial is None
-            else grid.evaluate(kind.compute.passes_per_trial)
-        )
         trials = stop - start
-        costs = cost.point_costs(
-            kind, grid.evaluate(kind.compute.bytes_per_trial), grid.stream_codes(), trials, passes
-        )
+        costs = grid_costs(kind, self.grid(x), trials, trials)
         return float(cost.expected_seconds(cost.chunk_cost(kind, costs, slice(None), trials)))
 
 
