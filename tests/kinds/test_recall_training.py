@@ -570,8 +570,9 @@ def test_escape_by_normaliser_draws_each_normalisers_kaplan_meier_curve():
     matplotlib.use("Agg")
     import pandas as pd
 
-    from attnsim.kernels.survival import escape_summary, kaplan_meier
+    from attnsim.kinds.recall_training import escape_summary
     from attnsim.kinds.recall_training.figures import escape_by_normaliser
+    from attnsim.stats import kaplan_meier
 
     rng = np.random.default_rng(5)
     summary, trials = [], []

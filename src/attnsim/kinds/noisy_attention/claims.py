@@ -29,7 +29,7 @@ from attnsim.claims.engine import (
     range_estimate,
 )
 from attnsim.kinds.ratio_claims import ratio_is_one
-from attnsim.stats import Z95, t_quantile
+from attnsim.stats import Z95, weighted_slope
 from attnsim.theory import delta_next
 
 REASON_DELTA = "docs/science.md §2.8, §2.10"
@@ -417,32 +417,13 @@ def delta_slow_rate(family: str) -> ClaimSpec:
 # --- rates in n ----------------------------------------------------------------------------------
 
 
-def fitted_slope(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
-    """Weighted least-squares slope of y on x with a residual-based 95% t interval (n - 2 dof): the
-    points scatter about a line for real (curvature, pre-asymptotic rates), not only by their
-    trials' noise, so the interval covers the lack of fit. Needs >= 3 points."""
-    xm = np.sum(w * x) / np.sum(w)
-    sxx = np.sum(w * (x - xm) ** 2)
-    slope = np.sum(w * (x - xm) * y) / sxx
-    intercept = np.sum(w * y) / np.sum(w) - slope * xm
-    dof = len(x) - 2
-    residual = np.sum(w * (y - intercept - slope * x) ** 2) / dof
-    se = math.sqrt(max(residual, 0.0) / sxx)
-    half = t_quantile(0.975, dof) * se
-    return {
-        "mean": float(slope),
-        "se": se,
-        "ci_low": float(slope - half),
-        "ci_high": float(slope + half),
-    }
-
-
 def _slope(frame: pd.DataFrame) -> dict:
-    """`fitted_slope` of log rel_err on log n, weights 1/Var(log rel_err) ~ (rel_err / se)^2."""
+    """The weighted slope of log rel_err on log n (`attnsim.stats.weighted_slope`), weights
+    1/Var(log rel_err) ~ (rel_err / se)^2."""
     x = np.log(frame["n"].to_numpy(float))
     y = np.log(frame["rel_err_mean"].to_numpy(float))
     w = (frame["rel_err_mean"] / frame["rel_err_se"]).to_numpy(float) ** 2
-    return fitted_slope(x, y, w)
+    return weighted_slope(x, y, w)
 
 
 def _long_series(select):
@@ -466,14 +447,14 @@ def _series_slopes(rows: pd.DataFrame, predicted=None) -> pd.DataFrame:
         centre = predicted(key[0], float(key[1])) if predicted else 0.0
         table.append(
             dict(
-                value=fit["mean"] - centre,
+                value=fit["slope"] - centre,
                 ci_low=fit["ci_low"] - centre,
                 ci_high=fit["ci_high"] - centre,
                 se=fit["se"],
                 n=int(part["n"].nunique()),
                 noise=key[0],
                 noise_scale=float(key[1]),
-                slope=fit["mean"],
+                slope=fit["slope"],
                 predicted=centre,
                 n_min=int(part["n"].min()),
                 n_max=int(part["n"].max()),

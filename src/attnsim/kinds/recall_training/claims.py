@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -35,9 +34,7 @@ from attnsim.claims.engine import (
     per_point_estimate,
     range_estimate,
 )
-from attnsim.kernels.censored_regression import FAMILIES, NotIdentified, fit_aft
 from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kernels.survival import wilson
 from attnsim.kinds.recall_training import ESCAPE_EXPONENT, NO_LAW
 from attnsim.kinds.recall_training.kernel import DEFAULTS, SOFTMAX
 from attnsim.kinds.recall_training.plateau import (
@@ -46,7 +43,16 @@ from attnsim.kinds.recall_training.plateau import (
     out_of_sample,
     setting_text,
 )
-from attnsim.stats import Z95
+from attnsim.stats import (
+    AFT_FAMILIES,
+    Z95,
+    NotIdentified,
+    fisher_interval,
+    fit_aft,
+    mcnemar_p,
+    spearman,
+    wilson,
+)
 
 # the trial columns the claims read besides the summary (a declared input: report.claims): the
 # escape times of the censored fits, and each run's divergence for the paired remedy comparison
@@ -256,7 +262,7 @@ def _runs(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 def _fit_both(x, time, event) -> dict | None:
     """The Weibull and log-normal fits; None when the exponent is not identified."""
     try:
-        return {family: fit_aft(x, time, event, family) for family in FAMILIES}
+        return {family: fit_aft(x, time, event, family) for family in AFT_FAMILIES}
     except NotIdentified:
         return None
 
@@ -616,15 +622,6 @@ def _twins(remedy: str):
     return select
 
 
-def mcnemar_p(saved: int, lost: int) -> float:
-    """Exact two-sided McNemar p-value of the discordant pairs: binomial(saved + lost, 1/2)."""
-    total = saved + lost
-    if total == 0:
-        return 1.0
-    tail = sum(math.comb(total, i) for i in range(min(saved, lost) + 1)) / 2.0**total
-    return min(1.0, 2.0 * tail)
-
-
 def _remedy_pairs(remedy: str):
     """Per remedy point: among the seeds whose plain run diverged, the share whose run with the
     remedy diverged too (Wilson 95%); beside it both divergence shares and McNemar's exact test on
@@ -694,24 +691,6 @@ def _smallest_margin(rows: pd.DataFrame) -> Estimate:
 
 
 # --- measures: rank correlation ----------------------------------------------------------------
-
-
-def spearman(x, y) -> float:
-    """Spearman's rank correlation (average ranks for ties)."""
-    rx, ry = pd.Series(x).rank().to_numpy(), pd.Series(y).rank().to_numpy()
-    if np.std(rx) == 0 or np.std(ry) == 0:
-        return math.nan
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
-def fisher_interval(rho: float, count: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Fisher-z interval of a Spearman correlation over `count` points, with the Bonett-Wright
-    variance (1 + rho^2 / 2) / (count - 3)."""
-    if count <= 3 or not math.isfinite(rho):
-        return math.nan, math.nan
-    z = math.atanh(max(-0.999999, min(0.999999, rho)))
-    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt((1 + rho * rho / 2) / (count - 3))
-    return math.tanh(z - half), math.tanh(z + half)
 
 
 def _rank_correlations(rows: pd.DataFrame) -> Estimate:

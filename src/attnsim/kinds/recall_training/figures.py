@@ -19,9 +19,7 @@ from matplotlib.ticker import NullFormatter
 
 from attnsim.figures.common import NotApplicable, key_handles, legend_below, mean_errorbar
 from attnsim.figures.style import PALETTE, figure_function, palette
-from attnsim.kernels.censored_regression import NotIdentified, fit_aft
 from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kernels.survival import kaplan_meier, wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
 from attnsim.kinds.recall_training.plateau import (
     LAW_LOGIT_STD,
@@ -30,6 +28,7 @@ from attnsim.kinds.recall_training.plateau import (
     out_of_sample,
     refined_exponent,
 )
+from attnsim.stats import NotIdentified, fit_aft, kaplan_meier, wilson
 
 RUN = [
     "optimiser",
@@ -449,10 +448,7 @@ def _law_line(regime: pd.DataFrame, predictor: str, runs: dict | None):
     if law is None:
         return None
     grid = np.geomspace(law["x"].min(), law["x"].max(), 50)
-    text = (
-        f"fit to medians: slope {law['slope']:.2f} "
-        f"[{law['slope_low']:.2f}, {law['slope_high']:.2f}]"
-    )
+    text = f"fit to medians: slope {law['slope']:.2f} [{law['ci_low']:.2f}, {law['ci_high']:.2f}]"
     return grid, 10 ** (law["intercept"] + law["slope"] * np.log10(grid)), text
 
 
