@@ -21,6 +21,8 @@ FORBIDDEN = {
     "passes a verdict": re.compile(r"\bverdict\s*=(?!=)"),
     "edits evidence": re.compile(r"\.evidence\s*(\+=|=(?!=))"),
     "rewrites evidence": re.compile(r"evidence[\w\]\)'\"]*\.replace\("),
+    # a rule applied outside the engine is a second judge, however its result is worded
+    "applies a rule": re.compile(r"\b(equivalence_verdict|one_sided_verdict|combine_verdicts)\("),
 }
 # a plugin's claims module is held to the same rules
 PLUGIN_CLAIMS = REPO / "tests/plugin_example/src/attnsim_plugin_example/claims.py"
@@ -45,6 +47,7 @@ def test_the_walk_catches_what_it_forbids():
         "Claim(verdict='x')",
         "c.evidence += 'x'",
         "claim.evidence = claim.evidence.replace('a', 'b')",
+        "mark = equivalence_verdict(lo, hi, 1.0, 0.1)",
     ):
         assert any(rx.search(line) for rx in FORBIDDEN.values()), line
     assert not any(rx.search("if c.verdict == 'holds':") for rx in FORBIDDEN.values())

@@ -120,6 +120,15 @@ class Regime:
     measured: Callable[[pd.DataFrame], pd.Series] | None = None
 
 
+# A deciding interval's replacement (low, high, n) -> (low, high): a sequential design's look
+# widens each 95% interval (claims.sequential); None decides on the intervals as measured.
+Interval = Callable[[float, float, int], tuple[float, float]]
+
+
+def _deciding(low: float, high: float, n: int, interval: Interval | None) -> tuple[float, float]:
+    return (low, high) if interval is None else interval(low, high, n)
+
+
 @dataclass(frozen=True)
 class Equivalence:
     """Holds when the 95% interval lies inside predicted ± tolerance (TOST)."""
@@ -130,6 +139,9 @@ class Equivalence:
 
     def verdict(self, low: float, high: float) -> str:
         return equivalence_verdict(low, high, self.predicted, self.tolerance)
+
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(*_deciding(estimate.ci_low, estimate.ci_high, estimate.n, interval))
 
     def power(self, alternative: float, se: float) -> float:
         """P(the interval lies entirely outside the band) were the truth `alternative`."""
@@ -161,6 +173,9 @@ class OneSided:
     def verdict(self, low: float, high: float) -> str:
         return one_sided_verdict(low, high, self.bound, self.side)
 
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(*_deciding(estimate.ci_low, estimate.ci_high, estimate.n, interval))
+
     def power(self, alternative: float, se: float) -> float:
         """P(the interval lies entirely on the wrong side) were the truth `alternative`."""
         if not (math.isfinite(se) and se > 0 and math.isfinite(alternative)):
@@ -186,6 +201,23 @@ class PerPoint:
     def threshold(self) -> str:
         return "at every point, " + self.rule.threshold()
 
+    def point_verdicts(self, estimate: Estimate, interval: Interval | None = None) -> list[str]:
+        """Each point's verdict by the inner rule (its interval through `interval` first, with the
+        point's trials as its n)."""
+        points = estimate.points
+        if points is None or points.empty:
+            return []
+        lows, highs = points["ci_low"].astype(float), points["ci_high"].astype(float)
+        trials = points[TRIALS_COLUMN] if TRIALS_COLUMN in points else [0] * len(points)
+        return [
+            self.rule.verdict(*_deciding(lo, hi, int(n), interval))
+            for lo, hi, n in zip(lows, highs, trials)
+        ]
+
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        """Fails if any point fails, inconclusive if any is (or there is none), else holds."""
+        return combine_verdicts(self.point_verdicts(estimate, interval))
+
 
 @dataclass(frozen=True)
 class Sanity:
@@ -206,6 +238,9 @@ class Sanity:
         inside = value <= self.bound if self.side == "below" else value >= self.bound
         return "holds" if inside else "fails"
 
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(estimate)  # a bound on every trial: no interval to widen
+
     def threshold(self) -> str:
         text = f"no trial {'above' if self.side == 'below' else 'below'} {_num(self.bound)}"
         return text + (f": {self.reason}" if self.reason else "")
@@ -225,6 +260,9 @@ class SanityRange:
         if math.isnan(lo) or math.isnan(hi):
             return "inconclusive"
         return "holds" if self.low <= lo and hi <= self.high else "fails"
+
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(estimate)
 
     def threshold(self) -> str:
         text = f"every trial within [{_num(self.low)}, {_num(self.high)}]"
@@ -488,13 +526,13 @@ def _apply(spec: ClaimSpec, e: Estimate) -> dict:
         "unit": e.unit,
         "evidence": _evidence(spec, e),
     }
+    out["verdict"] = rule.decide(e)
     if isinstance(rule, Sanity | SanityRange):
-        return out | {"verdict": rule.verdict(e)}
+        return out
     alternative = spec.alternative.value if spec.alternative else math.nan
     if isinstance(rule, PerPoint):
         out |= _per_point(rule.rule, e, alternative)
     else:
-        out["verdict"] = rule.verdict(e.ci_low, e.ci_high)
         out["detectable"] = half_width(e.ci_low, e.ci_high)
         out["power"] = rule.power(alternative, e.se)
         out["min_detectable"] = (Z95 + Z80) * e.se if math.isfinite(e.se) else math.nan
@@ -519,20 +557,36 @@ def _evidence(spec: ClaimSpec, e: Estimate) -> str:
 def _per_point(rule: Equivalence | OneSided, e: Estimate, alternative: float) -> dict:
     points = e.points
     if points is None or points.empty:
-        return {"verdict": "inconclusive"}
+        return {}
     lows, highs = points["ci_low"].astype(float), points["ci_high"].astype(float)
-    verdicts = [rule.verdict(lo, hi) for lo, hi in zip(lows, highs)]
     halves = [half_width(lo, hi) for lo, hi in zip(lows, highs)]
     se = points["se"].astype(float) if "se" in points else pd.Series(np.nan, index=points.index)
     misses = [1 - rule.power(alternative, s) for s in se]
     power = 1 - float(np.prod(misses)) if not any(math.isnan(m) for m in misses) else math.nan
     widest = float(se.max()) if se.notna().any() else math.nan
     return {
-        "verdict": combine_verdicts(verdicts),
         "detectable": max(halves) if halves else math.nan,
         "power": power,
         "min_detectable": (Z95 + Z80) * widest,
     }
+
+
+def regime_rows(spec: ClaimSpec, rows: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of `spec`'s regime; None when there are none (or no rows at all)."""
+    if rows is None or not len(rows):
+        return None
+    selected = rows[_mask(spec.regime.select, rows)]
+    return None if selected.empty else selected
+
+
+def decide_with(spec: ClaimSpec, rows: pd.DataFrame | None, interval: Interval) -> str:
+    """The verdict of `spec`'s rule on its regime's rows with every deciding interval replaced by
+    `interval(low, high, n)` (n: the point's trials, or the estimate's n): a sequential design's
+    look (`claims.sequential.judge_at`). Inconclusive without rows in the regime."""
+    selected = regime_rows(spec, rows)
+    if selected is None:
+        return "inconclusive"
+    return spec.rule.decide(spec.measure(selected), interval)
 
 
 def _rests_on(rows: pd.DataFrame, figure: str) -> dict:
@@ -736,9 +790,7 @@ def point_counts(rule: PerPoint, estimate: Estimate) -> str:
     points = estimate.points
     if points is None or points.empty:
         return "no point"
-    inner = rule.rule
-    verdicts = pd.Series([inner.verdict(lo, hi) for lo, hi in zip(points.ci_low, points.ci_high)])
-    count = verdicts.value_counts()
+    count = pd.Series(rule.point_verdicts(estimate)).value_counts()
     parts = [f"{count.get(v, 0)} {v}" for v in ("fails", "inconclusive") if count.get(v, 0)]
     noun = estimate.facts.get("point_noun", "points")
     return f"{count.get('holds', 0)} of {len(points)} {noun} hold" + (
