@@ -76,3 +76,24 @@ def test_claims_are_declarations_with_alternatives_and_reasons(spec):
         assert spec.alternative and spec.alternative.text and spec.alternative.reason
     else:
         assert spec.alternative is None
+
+
+def test_subjects_and_axes_are_the_kinds_own_parameters():
+    """A claim's subject is a value of one of its kind's parameters (and a registered one where
+    the parameter has choices), its axis one of its parameters; a family groups claims of one
+    kind, each about another subject."""
+    families: dict[str, set[str]] = {}
+    for _, kind in sorted(all_kinds().items()):
+        params = {p.name: p for p in kind.schema.params}
+        for spec in kind.submodule("claims").CLAIMS:
+            assert not spec.axis or spec.axis in params, (spec.claim_id, spec.axis)
+            if spec.subject is None:
+                assert not spec.family or spec.family == spec.claim_id, spec.claim_id
+                continue
+            param = params.get(spec.subject.what)
+            assert param is not None, (spec.claim_id, spec.subject)
+            assert not param.choices or spec.subject.name in param.choices, spec.claim_id
+            subjects = families.setdefault(f"{kind.name}/{spec.family}", set())
+            assert spec.subject.name not in subjects, spec.claim_id
+            subjects.add(spec.subject.name)
+    assert {"normaliser_attention/normaliser_bias", "noisy_attention/delta_method"} <= set(families)

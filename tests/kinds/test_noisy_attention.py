@@ -16,8 +16,9 @@ from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels import sampling
 from attnsim.kernels.noise import standard_noise32
 from attnsim.kinds.noisy_attention import KIND, kernel, sq_err_next
+from attnsim.subjects.noise_families import STUDENT_T_DOF, names
 from attnsim.theory import delta_next
-from attnsim.theory.noise import NOISE_FAMILIES, STUDENT_T_DOF, kappa
+from attnsim.theory.noise import kappa
 
 SCALES = (0.0, 0.01, 0.3, 2.0, 10.0)
 
@@ -35,7 +36,7 @@ def point(**overrides):
 @pytest.mark.parametrize(
     "chunk_bytes", [kernel.CHUNK_BYTES, 4000]
 )  # one chunk, or keys streamed ~10 at a time
-@pytest.mark.parametrize("family", NOISE_FAMILIES)
+@pytest.mark.parametrize("family", names())
 @pytest.mark.parametrize("logit_scale", [0.0, 1.0, 5.0])
 def test_kernel_matches_naive_oracle_on_the_same_draws(
     family, logit_scale, chunk_bytes, monkeypatch
@@ -251,7 +252,7 @@ def naive_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:
     return rng.standard_t(STUDENT_T_DOF, shape) / math.sqrt(STUDENT_T_DOF / (STUDENT_T_DOF - 2))
 
 
-@pytest.mark.parametrize("family", NOISE_FAMILIES)
+@pytest.mark.parametrize("family", names())
 def test_kernel_agrees_with_a_naive_loop_on_independent_draws(family):
     """Different draws, same laws: the means of sq_err and rel_err agree with a per-trial float64
     loop drawing with numpy's samplers, within 4 combined standard errors (fixed seeds)."""
@@ -291,7 +292,7 @@ def reference_law(family: str):
     return stats.t(STUDENT_T_DOF, scale=1 / math.sqrt(STUDENT_T_DOF / (STUDENT_T_DOF - 2)))
 
 
-@pytest.mark.parametrize("family", NOISE_FAMILIES)
+@pytest.mark.parametrize("family", names())
 def test_fast_noise_has_its_law(family):
     x = standard_noise32(np.random.Generator(np.random.SFC64(31)), family, 1_000_001)
     assert x.dtype == np.float32 and x.shape == (1_000_001,) and np.all(np.isfinite(x))

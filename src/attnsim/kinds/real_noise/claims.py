@@ -32,6 +32,7 @@ from attnsim.claims.engine import (
 from attnsim.kinds.ratio_claims import ratio_is_one
 from attnsim.kinds.real_noise import ROW_CORRECTION, SINK_ROW
 from attnsim.stats import weighted_slopes
+from attnsim.subjects import noise_families
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,8 @@ FIGURE_MAP, FIGURE_SIGMA, FIGURE_RATE, FIGURE_ROWS = (
     "real_noise_within_heads",
     "real_noise_rows",
 )
-LIGHT = (
-    "gaussian",
-    "uniform",
-)  # noise with every moment of the expansion finite (k* = inf): §2.8's regime "delta"
+# noise with every moment of the expansion finite (k* = inf): §2.8's regime "delta"
+LIGHT = noise_families.names(lambda f: f.every_moment)
 
 
 def light(s: pd.DataFrame) -> pd.Series:
@@ -489,6 +488,7 @@ def _describe_rate(e: Estimate) -> str:
 
 RATE_WITHIN_HEADS = ClaimSpec(
     claim_id="real_rate_within_heads",
+    axis="keys",
     statement="robustness",
     text="Within a trained head the relative error falls like n^-1/2 as the window grows (the "
     "same texts and queries, more keys), where the rows are spread enough for n_eff to grow with "
@@ -546,6 +546,7 @@ def _follow(rows: pd.DataFrame) -> Estimate:
 
 RATE_FOLLOWS_DELTA = ClaimSpec(
     claim_id="real_rate_follows_delta",
+    axis="keys",
     statement="robustness",
     text="Within a trained head the error changes with n as the delta method per row predicts: "
     "the within-head slope of rel_err equals that of sqrt(kappa * grad_sq / spread), whatever "
@@ -575,7 +576,8 @@ def _breakdown_nests(rows: pd.DataFrame) -> pd.DataFrame:
     if slopes.empty:
         return slopes
     heavy = slopes[
-        (slopes["noise"] == "student_t") & (slopes["noise_scale"] >= THRESHOLDS.breakdown_min_sigma)
+        slopes["noise"].isin(noise_families.names(lambda f: f.tail == "polynomial"))
+        & (slopes["noise_scale"] >= THRESHOLDS.breakdown_min_sigma)
     ]
     return _enough_nest_heads(heavy, ["layer"])
 

@@ -20,10 +20,9 @@ import math
 
 import numpy as np
 
-from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, with_ci
+from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, normaliser_param, with_ci
 from attnsim.kinds.recall_training import kernel
 from attnsim.kinds.recall_training.plateau import setting_text
 from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
@@ -79,13 +78,9 @@ PARAMS = (
         choices=kernel.STOPS,
         default="never",
     ),
-    Param(
-        "normaliser",
-        STR,
-        "the map from logits to attention weights (kernels/normalisers.py, docs/science.md §12): "
-        "softmax, or sigmoid, ssmax, softcap50/30, sink, softpick, sparsemax, entmax15, relu; "
-        "o = sum p_i v_i without renormalisation. A softmax point keeps its id",
-        choices=NORMALISERS,
+    normaliser_param(
+        "the map from logits to attention weights (docs/science.md §12)",
+        "; o = sum p_i v_i without renormalisation. A softmax point keeps its id",
         default=kernel.SOFTMAX,
         id_omits_default=True,
     ),
@@ -282,7 +277,7 @@ def _plateau_law(g) -> bool:
 
 def _remedy_sweep(g) -> bool:
     """SGD with a trained W_v, with and without a remedy of entropy collapse (§9.6)."""
-    variants = len(g["logits"]) * len(g.get("normaliser", ["softmax"]))
+    variants = len(g["logits"]) * len(g.get("normaliser", [kernel.SOFTMAX]))
     return "sgd" in g["optimiser"] and "trainable" in g["values"] and variants >= 2
 
 
