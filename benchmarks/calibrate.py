@@ -67,11 +67,13 @@ PROBE = textwrap.dedent(
     tune_allocator()
     from attnsim.jobs.simulate import simulate_points
     from attnsim.kinds import get_kind
+    from attnsim.records.experiment import TrialSettings
     from attnsim.records.grid import points_from_rows
-    kind, rows, trials = json.loads(sys.argv[1])
-    points = points_from_rows(get_kind(kind), [tuple(r) for r in rows])
+    name, rows, trials = json.loads(sys.argv[1])
+    kind = get_kind(name)
+    points = points_from_rows(kind, [tuple(r) for r in rows])
     started = time.process_time()
-    simulate_points(kind, 1, trials, points, threads=1)
+    simulate_points(kind, TrialSettings(1, trials), points, threads=1)
     print(time.process_time() - started)
     """
 )

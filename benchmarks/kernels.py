@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Counts
+from attnsim.records.experiment import TrialSettings
 from benchmarks import naive
 from benchmarks.machine import (
     BOUND_UNITS,
@@ -78,13 +79,13 @@ def kernel_rate(
     per_block = get_kind(kind).block_trials(pts[0].params)
     trials = max(2, 2 * threads * per_block)
     started = time.process_time() if cpu else time.perf_counter()
-    simulate_points(kind, 1, trials, pts, threads=threads)
+    simulate_points(get_kind(kind), TrialSettings(1, trials), pts, threads=threads)
     once = (time.process_time() if cpu else time.perf_counter()) - started
     trials *= max(1, min(64, int(budget / 8 / max(once, 1e-9))))
     seed = iter(range(2, 10**6))
 
     def run():
-        simulate_points(kind, next(seed), trials, pts, threads=threads)
+        simulate_points(get_kind(kind), TrialSettings(next(seed), trials), pts, threads=threads)
 
     seconds = best_process_seconds(run, budget) if cpu else best_seconds(run, budget, min_reps=3)
     return trials * len(pts) * evaluations(kind) / seconds, trials
@@ -256,15 +257,17 @@ ALLOCATOR_PROBE = textwrap.dedent(
     from attnsim.jobs.simulate import simulate_points
     from attnsim.records.grid import points_from_rows
     from attnsim.kinds import get_kind
-    kind, params, name, values, trials = json.loads(sys.argv[2])
-    declared = get_kind(kind).schema.params
+    from attnsim.records.experiment import TrialSettings
+    name_of_kind, params, name, values, trials = json.loads(sys.argv[2])
+    kind = get_kind(name_of_kind)
+    declared = kind.schema.params
     rows = [[(params | {name: v}).get(p.name, p.default) for p in declared] for v in values]
-    pts = points_from_rows(get_kind(kind), rows)
-    simulate_points(kind, 1, trials, pts, threads=1)
+    pts = points_from_rows(kind, rows)
+    simulate_points(kind, TrialSettings(1, trials), pts, threads=1)
     best = float("inf")
     for seed in range(2, 6):
         started = time.perf_counter()
-        simulate_points(kind, seed, trials, pts, threads=1)
+        simulate_points(kind, TrialSettings(seed, trials), pts, threads=1)
         best = min(best, time.perf_counter() - started)
     print(best)
     """

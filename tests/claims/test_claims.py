@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 
 from attnsim.claims import engine
-from attnsim.kinds import all_kinds
+from attnsim.kinds import all_kinds, get_kind
 from attnsim.kinds.init_gradient import claims as gradient_claims
 from attnsim.kinds.logit_entropy import claims as entropy_claims
 from attnsim.kinds.noisy_attention import claims as noisy_claims
 from attnsim.kinds.temperature_entropy import claims as temperature_claims
+from attnsim.records.experiment import TrialSettings
 from attnsim.report import claims as io
 from attnsim.store import parquet as store
 from attnsim.theory.entropy import asymptotic_gap, exact_gap
@@ -235,7 +236,10 @@ def test_entropy_bounds_covers_every_trial_through_the_summaries():
         )
     )
     summary = summarise_points(
-        "logit_entropy", "ent", simulate_points("logit_entropy", 1, 10, points), points
+        "logit_entropy",
+        "ent",
+        simulate_points(get_kind("logit_entropy"), TrialSettings(1, 10), points),
+        points,
     ).to_pandas()
     claim = engine.entropy_bounds({"ent": summary})
     assert claim.verdict == "holds" and claim.value_min >= 0 and claim.measured <= 1 + 1e-12

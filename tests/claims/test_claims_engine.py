@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from attnsim.claims import engine
-from attnsim.claims.engine import equivalence_verdict, pooled
+from attnsim.claims.engine import (
+    ClaimSpec,
+    Estimate,
+    Regime,
+    Sanity,
+    equivalence_verdict,
+    judge,
+    pooled,
+)
 
 
 def test_the_null_is_not_accepted_because_the_interval_meets_the_band():
@@ -33,7 +43,14 @@ def test_pooled_with_own_errors_is_never_more_certain_than_its_points():
 
 
 def test_verdicts_and_roles_are_the_documented_ones():
-    assert engine.VERDICTS == ("holds", "fails", "inconclusive", "outside regime", "not measured")
+    assert engine.VERDICTS == (
+        "holds",
+        "fails",
+        "inconclusive",
+        "outside regime",
+        "not measured",
+        "not predicted",
+    )
     assert engine.ROLES == ("evidence", "sanity")
 
 
@@ -75,3 +92,43 @@ def test_points_are_counted_only_over_the_columns_the_measure_read():
     finite = rows.assign(entropy_min=0.5, entropy_max=1.5)
     judged = engine.judge(spec, finite)
     assert judged.unjudged == 0 and "not judged" not in judged.evidence
+
+
+def test_condition_states_the_values_judged_apart_from_the_declared_regime():
+    """`regime` is the declaration; `condition` the parameters' values over the regime's rows as
+    judged (a range per number, the values of a string), so the two never hold the same text."""
+    rows = pd.DataFrame(
+        {
+            "experiment": "e",
+            "n": [16, 64, 256],
+            "noise": ["gaussian", "laplace", "gaussian"],
+            "noise_scale": [0.1, 0.1, 0.1],
+            "value_mean": [1.0, 1.0, 1.0],
+            "n_trials": 10,
+        }
+    )
+    spec = ClaimSpec(
+        claim_id="x",
+        statement="robustness",
+        text="x",
+        role="sanity",
+        regime=Regime("n >= 64, every family", "docs/science.md §1", lambda r: r["n"] >= 64),
+        rule=Sanity(2.0, "below"),
+        measure=lambda r: Estimate(float(r["value_mean"].max()), "extreme over trials"),
+    )
+    result = judge(spec, rows, ("n", "noise", "noise_scale"))
+    assert result.regime == "n >= 64, every family"
+    assert result.condition == "n 64–256; noise gaussian, laplace; noise_scale 0.1"
+    assert judge(spec, rows).condition == ""  # no parameters named: nothing to state
+
+
+def test_a_claim_without_a_prediction_is_listed_not_predicted_whatever_the_rows():
+    from attnsim.claims.engine import NotPredicted, not_predicted
+
+    spec = not_predicted("fam", "normaliser", "cube", "normalisers", "no law for cube")
+    assert isinstance(spec.rule, NotPredicted) and spec.claim_id == "fam_cube"
+    for rows in (None, pd.DataFrame({"n": [1, 2]})):
+        result = judge(spec, rows)
+        assert result.verdict == "not predicted"
+        assert (result.subject, result.subject_type, result.family) == ("cube", "normaliser", "fam")
+    assert "no law for cube" in judge(spec, None).threshold

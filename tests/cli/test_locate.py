@@ -17,6 +17,8 @@ from attnsim.cli.main import main
 from attnsim.config.load import load
 from attnsim.jobs.collect import summarise_chunks
 from attnsim.jobs.simulate import simulate_points, trials_table
+from attnsim.kinds import get_kind
+from attnsim.records.experiment import TrialSettings
 
 ARGS = ["delta_method_gaussian", "--axis", "noise_scale", "--edge", "lower"]
 AT = ["--at", "n=16", "logit_scale=0", "noise=gaussian"]
@@ -54,7 +56,8 @@ def test_rounds_are_the_rows_a_run_stores(sweep):
     _grid, members = points.points(np.array([0.3, 0.6]))
     assert members[0].stream == members[1].stream  # common random numbers along the noise scale
     mine = points.trials(members, 400, 800)
-    stored = simulate_points("noisy_attention", sweep.seed, 200, members, 1, 1e-300, 800)
+    settings = TrialSettings(sweep.seed, 200, target_se=1e-300, max_trials=800)
+    stored = simulate_points(get_kind("noisy_attention"), settings, members)
     for member in members:
         for metric, values in stored[member.id].items():
             assert np.array_equal(mine[member.id][metric], values[400:800]), metric
@@ -66,8 +69,9 @@ def test_the_statistic_is_the_claims_on_the_summary_a_run_writes(sweep):
     grid, members = points.points(x)
     results = points.trials(members, 0, 400)
     value = points.statistic(grid, members, results, np.ones(400, dtype=bool), x)
-    table = trials_table("noisy_attention", members, results)
-    rows = summarise_chunks("noisy_attention", "robustness", grid, [table]).to_pandas()
+    kind = get_kind("noisy_attention")
+    table = trials_table(kind, members, results)
+    rows = summarise_chunks(kind, "robustness", grid, [table]).to_pandas()
     ratio = dict(zip(rows["noise_scale"], rows["err_ratio"]))
     assert value.tolist() == [ratio[0.6], ratio[0.3]]
     got = points.evaluate(x, 0, 400)

@@ -17,6 +17,7 @@ from oracles.summaries import summarise_points  # noqa: E402
 from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.jobs.simulate import simulate_points  # noqa: E402
 from attnsim.kinds import get_kind  # noqa: E402
+from attnsim.records.experiment import TrialSettings
 from attnsim.report.figures import render  # noqa: E402
 from attnsim.store import parquet as store  # noqa: E402
 
@@ -34,7 +35,7 @@ GRIDS = {
 
 def summary_table(kind: str, grid: dict, trials: int = 12):
     points = expand(SimpleNamespace(kind=kind, grid=grid))
-    results = simulate_points(kind, 5, trials, points)
+    results = simulate_points(get_kind(kind), TrialSettings(5, trials), points)
     return summarise_points(kind, "demo", results, points)
 
 

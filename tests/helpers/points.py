@@ -9,6 +9,7 @@ from attnsim.kernels.noise import standard_noise32
 from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.records.chunk import ChunkSpec
+from attnsim.records.experiment import TrialSettings
 from attnsim.records.grid import Point, points_from_rows
 
 
@@ -24,11 +25,11 @@ def make_point(kind: Kind | str, params: dict) -> Point:
 
 
 def spec_of_points(
-    experiment: str, kind: Kind, seed: int, trials: int, points, *rest: object
+    experiment: str, kind: Kind, seed: int, trials: int, points, extends: str | None = None
 ) -> ChunkSpec:
-    """A chunk spec of `Point`s (a spec holds rows of parameter values)."""
+    """A chunk spec of `Point`s (a spec holds rows of parameter values) at fixed trials."""
     rows = tuple(tuple(p.params[k] for k in kind.param_names) for p in points)
-    return ChunkSpec(experiment, kind, seed, trials, rows, *rest)
+    return ChunkSpec(experiment, kind, TrialSettings(seed, trials), rows, extends)
 
 
 def standard_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:

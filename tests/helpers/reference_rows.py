@@ -97,15 +97,7 @@ def _sweep(reference: dict, threads: int) -> list[tuple]:
         kind = get_kind(experiment.kind)
         use_assets(kind.assets.names)
         points = points_from_rows(kind, grid_columns(experiment).rows())  # as a job makes them
-        results = simulate_points(
-            kind,
-            settings.seed,
-            experiment.trials,
-            points,
-            threads=threads,
-            target_se=experiment.target_se,
-            max_trials=experiment.max_trials,
-        )
+        results = simulate_points(kind, experiment.trial_settings, points, threads=threads)
         out.append((kind, experiment, points, results))
     return out
 
@@ -172,7 +164,11 @@ def summary_rows(computed: list, columns: list[str] | None = None) -> tuple[dict
     for kind, experiment, points, results in computed:
         table = trials_table(kind, points, results)
         summary = summarise_chunks(
-            kind, experiment.name, grid_columns(experiment), [table], experiment.target_se
+            kind,
+            experiment.name,
+            grid_columns(experiment),
+            [table],
+            experiment.trial_settings.target_se,
         )
         names = list(summary.column_names) if names is None else names
         for row in summary.select(names).to_pylist():

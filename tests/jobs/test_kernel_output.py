@@ -15,6 +15,7 @@ from attnsim.cli.main import main
 from attnsim.errors import KernelOutputError
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
+from attnsim.records.experiment import TrialSettings
 from attnsim.store import parquet as store
 
 BASE = get_kind("temperature_entropy")
@@ -124,7 +125,7 @@ def test_bad_kernel_output_is_refused_naming_kind_metric_and_point(damage, needl
     kind = broken("plugin_kind", damage)
     point = make_point(BASE, POINT)
     with pytest.raises(KernelOutputError) as error:
-        simulate_points(kind, 1, 20, [point])
+        simulate_points(kind, TrialSettings(1, 20), [point])
     text = str(error.value)
     assert (
         text.startswith("kind plugin_kind, ")
@@ -139,7 +140,7 @@ def test_float32_passes_and_is_stored_exactly():
         return m
 
     point = make_point(BASE, POINT)
-    out = simulate_points(broken("plugin_kind", narrow), 1, 20, [point])[point.id]
+    out = simulate_points(broken("plugin_kind", narrow), TrialSettings(1, 20), [point])[point.id]
     assert out["gap"].dtype == np.float32
 
 
@@ -147,7 +148,7 @@ def test_nan_is_allowed_where_declared():
     kind = broken("plugin_kind", nan)
     summary = dataclasses.replace(kind.summary, finite_metrics=("entropy",))
     kind = dataclasses.replace(kind, summary=summary)
-    out = simulate_points(kind, 1, 20, [make_point(BASE, POINT)])
+    out = simulate_points(kind, TrialSettings(1, 20), [make_point(BASE, POINT)])
     assert np.isnan(next(iter(out.values()))["entropy"]).sum() == 1
 
 
@@ -175,5 +176,5 @@ def test_every_built_in_kind_passes_on_a_small_point():
         "noisy_attention",
         dict(n=16, d=2, logit_scale=1.0, noise="student_t", noise_draws=2, noise_scale=0.5),
     )
-    out = simulate_points("noisy_attention", 1, 8, [point])[point.id]
+    out = simulate_points(get_kind("noisy_attention"), TrialSettings(1, 8), [point])[point.id]
     assert np.isinf(out["kappa"]).all()  # student_t's default df has no finite kappa: declared

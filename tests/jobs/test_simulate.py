@@ -15,6 +15,7 @@ from attnsim.jobs.simulate import simulate_points, trials_table
 from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND
 from attnsim.records.chunk import ChunkSpec
+from attnsim.records.experiment import TrialSettings
 
 
 def points():
@@ -23,10 +24,10 @@ def points():
 
 def test_point_alone_equals_point_with_siblings_and_threads():
     pts = points()
-    together = simulate_points("noisy_attention", 7, 37, pts, threads=1)
-    threaded = simulate_points("noisy_attention", 7, 37, pts, threads=2)
+    together = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 37), pts, threads=1)
+    threaded = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 37), pts, threads=2)
     for p in pts:
-        alone = simulate_points("noisy_attention", 7, 37, [p])[p.id]
+        alone = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 37), [p])[p.id]
         for name in alone:
             assert np.array_equal(alone[name], together[p.id][name]), name
             assert np.array_equal(alone[name], threaded[p.id][name]), name
@@ -44,7 +45,11 @@ def test_block_size_spans_several_blocks_for_large_points():
 
 def test_trials_table_schema_and_rows():
     pts = points()[:3]
-    table = trials_table("noisy_attention", pts, simulate_points("noisy_attention", 7, 5, pts))
+    table = trials_table(
+        KIND,
+        pts,
+        simulate_points(get_kind("noisy_attention"), TrialSettings(7, 5), pts),
+    )
     assert table.num_rows == 15
     assert (
         table.schema.field("n").type == pa.int64()
@@ -60,7 +65,7 @@ def test_spec_round_trip_and_bad_specs():
     parsed = ChunkSpec.from_json(spec)
     assert (
         [p.id for p in parsed.points] == [p.id for p in pts]
-        and parsed.trials == 20
+        and parsed.trial_settings.trials == 20
         and parsed.to_json() == spec
     )
     for bad in ("not json", '{"kind": "nope"}', spec.replace('"noise_scale"', '"noise_level"')):
@@ -76,8 +81,8 @@ def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_round
         )
         for s in (0.05, 1.0)
     ]
-    fixed = simulate_points("noisy_attention", 7, 20, pts)
-    adaptive = simulate_points("noisy_attention", 7, 20, pts, target_se=0.004, max_trials=200)
+    fixed = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 20), pts)
+    adaptive = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 20, 0.004, 200), pts)
     calm, wild = (adaptive[p.id]["rel_err"] for p in pts)
     assert calm.size == 20 and calm.std(ddof=1) / 20**0.5 <= 0.004  # already precise: one round
     assert (
@@ -86,7 +91,7 @@ def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_round
     assert np.array_equal(
         wild[:20], fixed[pts[1].id]["rel_err"]
     )  # the first round is the fixed-trials run
-    alone = simulate_points("noisy_attention", 7, 20, pts[1:], target_se=0.004, max_trials=200)
+    alone = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 20, 0.004, 200), pts[1:])
     assert np.array_equal(alone[pts[1].id]["rel_err"], wild)
 
 
@@ -143,27 +148,25 @@ def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, monkeypatch):
     monkeypatch.setattr(noisy_attention, "CHUNK_BYTES", 20_000)
     monkeypatch.setattr(init_gradient, "CHUNK_BYTES", 20_000)
     pts = many_points(kind)
-    reference = simulate_points(kind, 11, 23, pts, threads=1)
+    reference = simulate_points(get_kind(kind), TrialSettings(11, 23), pts, threads=1)
     assert all(np.isfinite(reference[p.id]["entropy"]).all() for p in pts)
     runs = [
-        simulate_points(kind, 11, 23, pts, threads=2),
-        simulate_points(kind, 11, 23, pts[::-1], threads=3),
+        simulate_points(get_kind(kind), TrialSettings(11, 23), pts, threads=2),
+        simulate_points(get_kind(kind), TrialSettings(11, 23), pts[::-1], threads=3),
     ]
-    runs += [simulate_points(kind, 11, 23, [p]) for p in pts[::4]]
+    runs += [simulate_points(get_kind(kind), TrialSettings(11, 23), [p]) for p in pts[::4]]
     for run in runs:
         for pid, metrics in run.items():
             for name, values in metrics.items():
                 assert np.array_equal(values, reference[pid][name], equal_nan=True), (pid, name)
 
 
-def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
+def test_blas_is_pinned_to_one_thread_for_every_thread_count():
     """Matrix products are computed the same way whatever the thread count: BLAS runs on one
     thread."""
     import dataclasses
 
     from threadpoolctl import threadpool_info
-
-    from attnsim.jobs import simulate as driver
 
     seen = []
 
@@ -174,7 +177,6 @@ def test_blas_is_pinned_to_one_thread_for_every_thread_count(monkeypatch):
     spying = dataclasses.replace(
         KIND, compute=dataclasses.replace(KIND.compute, simulate_block=spy)
     )
-    monkeypatch.setattr(driver, "as_kind", lambda name: spying)
     for threads in (1, 2):
-        simulate_points("noisy_attention", 1, 5, points()[:2], threads=threads)
+        simulate_points(spying, TrialSettings(1, 5), points()[:2], threads=threads)
     assert seen and set(seen) == {1}

@@ -13,6 +13,7 @@ import pytest
 from oracles.training import contrastive_forward_backward, contrastive_train
 
 from attnsim.errors import ConfigError
+from attnsim.kinds import get_kind
 from attnsim.kinds.contrastive_training import kernel as ct
 from attnsim.theory.entropy import exact_gap
 
@@ -538,7 +539,7 @@ def test_a_new_loss_changes_only_its_own_point_ids():
     base = ct.resolved(BASE)
     rows = [[base[name] if name in base else "infonce" for name in kind_params]]
     rows.append([("debiased" if name == "loss" else v) for name, v in zip(kind_params, rows[0])])
-    made = points_from_rows("contrastive_training", rows)
+    made = points_from_rows(get_kind("contrastive_training"), rows)
     before = {k: v for k, v in made[0].params.items() if k != "loss"}
     assert made[0].id == point_id("contrastive_training", before)
     assert made[1].id == point_id("contrastive_training", made[1].params)

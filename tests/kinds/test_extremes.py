@@ -10,7 +10,8 @@ import pytest
 from helpers.points import make_point
 
 from attnsim.jobs.simulate import simulate_points
-from attnsim.kinds import all_kinds
+from attnsim.kinds import all_kinds, get_kind
+from attnsim.records.experiment import TrialSettings
 
 EXTREMES = {
     "noisy_attention": [
@@ -39,7 +40,7 @@ def test_extreme_points_are_finite_and_in_bounds(kind):
     assert kind in all_kinds()
     for params in EXTREMES[kind]:
         point = make_point(kind, params)
-        metrics = simulate_points(kind, 1, 2, [point])[point.id]
+        metrics = simulate_points(get_kind(kind), TrialSettings(1, 2), [point])[point.id]
         for name, values in metrics.items():
             assert not np.isnan(values).any(), (params, name)
             if name not in (

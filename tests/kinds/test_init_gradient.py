@@ -14,7 +14,9 @@ from oracles import init_gradient as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
+from attnsim.kinds import get_kind
 from attnsim.kinds.init_gradient import KIND, kernel
+from attnsim.records.experiment import TrialSettings
 
 METRICS = ("entropy", "grad_sq", "jacobian_fro", "n_eff")
 # grad_sq's sums are float32 (values' differences, weights relative to the runner-up, products):
@@ -113,7 +115,7 @@ def test_logit_trick_gives_the_law_of_direct_sampling():
     entry (two-sample KS)."""
     n, d, scale, trials = 32, 4, 1.1, 2000
     p = point(n=n, d=d, scale=scale)
-    fast = simulate_points("init_gradient", 17, trials, [p])[p.id]
+    fast = simulate_points(get_kind("init_gradient"), TrialSettings(17, trials), [p])[p.id]
     rng = np.random.default_rng(18)
     slow = [oracle.naive_trial(*oracle.naive_draw(rng, n, d, scale)) for _ in range(trials)]
     for name in ("grad_sq", "entropy", "jacobian_fro"):
@@ -123,7 +125,7 @@ def test_logit_trick_gives_the_law_of_direct_sampling():
 def test_uniform_weights_match_the_reference_values():
     n, d = 256, 8
     p = point(n=n, d=d, scale=0.0)
-    m = simulate_points("init_gradient", 2, 2000, [p])[p.id]
+    m = simulate_points(get_kind("init_gradient"), TrialSettings(2, 2000), [p])[p.id]
     theory = KIND.theory.point(p.params)
     se = m["grad_sq"].std(ddof=1) / math.sqrt(m["grad_sq"].size)
     assert abs(m["grad_sq"].mean() - theory["grad_sq_uniform"]) < 4 * se
@@ -138,7 +140,7 @@ def test_small_scale_entropy_in_expectation():
     """E[sigma_eff^2] = scale^4 exactly, so E[H] ~ log n - scale^4/2 (to O(1/n) and O(scale^8))."""
     n, scale = 4096, 0.7
     p = point(n=n, d=16, scale=scale)
-    h = simulate_points("init_gradient", 6, 300, [p])[p.id]["entropy"]
+    h = simulate_points(get_kind("init_gradient"), TrialSettings(6, 300), [p])[p.id]["entropy"]
     se = h.std(ddof=1) / math.sqrt(h.size)
     assert abs(h.mean() - KIND.theory.point(p.params)["entropy_small_scale"]) < 4 * se + 2e-3
 
@@ -149,7 +151,7 @@ def test_small_scale_entropy_in_expectation():
 )
 def test_extreme_scales_and_sizes_give_finite_non_negative_metrics(n, d, scale):
     p = point(n=n, d=d, scale=scale)
-    m = simulate_points("init_gradient", 9, 3, [p])[p.id]
+    m = simulate_points(get_kind("init_gradient"), TrialSettings(9, 3), [p])[p.id]
     for name in METRICS:
         assert np.all(np.isfinite(m[name])) and np.all(m[name] >= 0), name
     assert np.all(m["entropy"] <= math.log(n)) and np.all(
@@ -165,7 +167,7 @@ def test_extreme_scales_and_sizes_give_finite_non_negative_metrics(n, d, scale):
 
 def test_gradient_and_jacobian_vanish_as_entropy_does():
     pts = [point(n=64, d=8, scale=s) for s in (0.5, 2.0, 5.0, 20.0)]
-    out = simulate_points("init_gradient", 12, 400, pts)
+    out = simulate_points(get_kind("init_gradient"), TrialSettings(12, 400), pts)
     medians = {
         name: [np.median(out[p.id][name]) for p in pts[1:]]
         for name in ("entropy", "grad_sq", "jacobian_fro")
@@ -177,16 +179,16 @@ def test_gradient_and_jacobian_vanish_as_entropy_does():
 
 def test_common_random_numbers_do_not_couple_points():
     pts = [point(scale=s) for s in (0.0, 0.8, 3.0)]
-    together = simulate_points("init_gradient", 4, 30, pts)
+    together = simulate_points(get_kind("init_gradient"), TrialSettings(4, 30), pts)
     for p in pts:
-        alone = simulate_points("init_gradient", 4, 30, [p])[p.id]
+        alone = simulate_points(get_kind("init_gradient"), TrialSettings(4, 30), [p])[p.id]
         for name in METRICS:
             assert np.array_equal(alone[name], together[p.id][name]), name
 
 
 def test_extra_summary_reports_medians():
     p = point()
-    m = simulate_points("init_gradient", 4, 31, [p])[p.id]
+    m = simulate_points(get_kind("init_gradient"), TrialSettings(4, 31), [p])[p.id]
     extra = KIND.summary.extra(m, p.params)
     assert extra["grad_sq_median"] == pytest.approx(np.median(m["grad_sq"]))
     assert set(extra) == {c.name for c in KIND.summary.extra_columns}

@@ -21,6 +21,8 @@ FORBIDDEN = {
     "passes a verdict": re.compile(r"\bverdict\s*=(?!=)"),
     "edits evidence": re.compile(r"\.evidence\s*(\+=|=(?!=))"),
     "rewrites evidence": re.compile(r"evidence[\w\]\)'\"]*\.replace\("),
+    # a rule applied outside the engine is a second judge, however its result is worded
+    "applies a rule": re.compile(r"\b(equivalence_verdict|one_sided_verdict|combine_verdicts)\("),
 }
 # a plugin's claims module is held to the same rules
 PLUGIN_CLAIMS = REPO / "tests/plugin_example/src/attnsim_plugin_example/claims.py"
@@ -45,6 +47,7 @@ def test_the_walk_catches_what_it_forbids():
         "Claim(verdict='x')",
         "c.evidence += 'x'",
         "claim.evidence = claim.evidence.replace('a', 'b')",
+        "mark = equivalence_verdict(lo, hi, 1.0, 0.1)",
     ):
         assert any(rx.search(line) for rx in FORBIDDEN.values()), line
     assert not any(rx.search("if c.verdict == 'holds':") for rx in FORBIDDEN.values())
@@ -73,3 +76,24 @@ def test_claims_are_declarations_with_alternatives_and_reasons(spec):
         assert spec.alternative and spec.alternative.text and spec.alternative.reason
     else:
         assert spec.alternative is None
+
+
+def test_subjects_and_axes_are_the_kinds_own_parameters():
+    """A claim's subject is a value of one of its kind's parameters (and a registered one where
+    the parameter has choices), its axis one of its parameters; a family groups claims of one
+    kind, each about another subject."""
+    families: dict[str, set[str]] = {}
+    for _, kind in sorted(all_kinds().items()):
+        params = {p.name: p for p in kind.schema.params}
+        for spec in kind.submodule("claims").CLAIMS:
+            assert not spec.axis or spec.axis in params, (spec.claim_id, spec.axis)
+            if spec.subject is None:
+                assert not spec.family or spec.family == spec.claim_id, spec.claim_id
+                continue
+            param = params.get(spec.subject.what)
+            assert param is not None, (spec.claim_id, spec.subject)
+            assert not param.choices or spec.subject.name in param.choices, spec.claim_id
+            subjects = families.setdefault(f"{kind.name}/{spec.family}", set())
+            assert spec.subject.name not in subjects, spec.claim_id
+            subjects.add(spec.subject.name)
+    assert {"normaliser_attention/normaliser_bias", "noisy_attention/delta_method"} <= set(families)

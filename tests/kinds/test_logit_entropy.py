@@ -13,7 +13,9 @@ from oracles import logit_entropy as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
+from attnsim.kinds import get_kind
 from attnsim.kinds.logit_entropy import KIND, kernel
+from attnsim.records.experiment import TrialSettings
 from attnsim.theory.entropy import small_scale_entropy
 
 METRICS = ("entropy", "entropy_norm", "renyi2", "max_weight", "n_eff")
@@ -75,7 +77,7 @@ def test_dot_product_trick_has_the_law_of_direct_sampling():
 )
 def test_extreme_scales_and_sizes_give_bounded_finite_metrics(logits, n, scale):
     p = point(n=n, logits=logits, scale=scale)
-    m = simulate_points("logit_entropy", 3, 5, [p])[p.id]
+    m = simulate_points(get_kind("logit_entropy"), TrialSettings(3, 5), [p])[p.id]
     for name in METRICS:
         assert np.all(np.isfinite(m[name])), name
     log_n = math.log(n)
@@ -97,7 +99,9 @@ def test_gaussian_scale_one_n4096_matches_small_scale_theory_and_an_independent_
     simulation."""
     n, sigma = 4096, 1.0
     p = point(n=n, d=16, logits="gaussian", scale=sigma)
-    fast = simulate_points("logit_entropy", 2024, 1000, [p])[p.id]["entropy"]
+    fast = simulate_points(get_kind("logit_entropy"), TrialSettings(2024, 1000), [p])[p.id][
+        "entropy"
+    ]
     rng = np.random.default_rng(99)
     slow = np.array(
         [
@@ -122,7 +126,7 @@ def test_dot_product_small_scale_entropy_in_expectation():
     O(scale^8))."""
     n, scale = 4096, 0.7
     p = point(n=n, d=16, logits="dot_product", scale=scale)
-    h = simulate_points("logit_entropy", 5, 1500, [p])[p.id]["entropy"]
+    h = simulate_points(get_kind("logit_entropy"), TrialSettings(5, 1500), [p])[p.id]["entropy"]
     se = h.std(ddof=1) / math.sqrt(h.size)
     assert abs(h.mean() - (math.log(n) - scale**4 / 2)) < 4 * se + 2e-3
 
@@ -144,9 +148,9 @@ def test_common_random_numbers_do_not_couple_points():
     """A scale's numbers are the same alone or with siblings; siblings share z (identical entropies
     at scale 0)."""
     pts = [point(logits="dot_product", scale=s) for s in (0.0, 0.5, 2.0)]
-    together = simulate_points("logit_entropy", 4, 50, pts)
+    together = simulate_points(get_kind("logit_entropy"), TrialSettings(4, 50), pts)
     for p in pts:
-        alone = simulate_points("logit_entropy", 4, 50, [p])[p.id]
+        alone = simulate_points(get_kind("logit_entropy"), TrialSettings(4, 50), [p])[p.id]
         for name in METRICS:
             assert np.array_equal(alone[name], together[p.id][name])
     # same draws across scales: the order of the keys' weights is the same, so n_eff falls

@@ -15,9 +15,12 @@ from scipy import stats
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels import sampling
 from attnsim.kernels.noise import standard_noise32
+from attnsim.kinds import get_kind
 from attnsim.kinds.noisy_attention import KIND, kernel, sq_err_next
+from attnsim.records.experiment import TrialSettings
+from attnsim.subjects.noise_families import STUDENT_T_DOF, names
 from attnsim.theory import delta_next
-from attnsim.theory.noise import NOISE_FAMILIES, STUDENT_T_DOF, kappa
+from attnsim.theory.noise import kappa
 
 SCALES = (0.0, 0.01, 0.3, 2.0, 10.0)
 
@@ -35,7 +38,7 @@ def point(**overrides):
 @pytest.mark.parametrize(
     "chunk_bytes", [kernel.CHUNK_BYTES, 4000]
 )  # one chunk, or keys streamed ~10 at a time
-@pytest.mark.parametrize("family", NOISE_FAMILIES)
+@pytest.mark.parametrize("family", names())
 @pytest.mark.parametrize("logit_scale", [0.0, 1.0, 5.0])
 def test_kernel_matches_naive_oracle_on_the_same_draws(
     family, logit_scale, chunk_bytes, monkeypatch
@@ -118,7 +121,7 @@ def test_next_order_prediction_explains_the_delta_method_shortfall(sigma, n):
     continued mu3, tail term), uniform weights: the delta method is ~9% high, measured / next-order
     is 1 within 4 standard errors plus 2% (the theory's own truncation, docs/science.md §2.8)."""
     p = point(n=n, d=8, logit_scale=0.0, noise="laplace", noise_scale=sigma, noise_draws=8)
-    metrics = simulate_points("noisy_attention", 11, 2000, [p])[p.id]
+    metrics = simulate_points(get_kind("noisy_attention"), TrialSettings(11, 2000), [p])[p.id]
     extra = KIND.summary.extra(metrics, p.params)
     assert extra["err_ratio"] < 0.95 and extra["next_ratio"] < 0.95
     assert abs(extra["next_err_ratio"] - 1) < 4 * extra["next_err_ratio_se"] + 0.02, extra
@@ -171,9 +174,8 @@ def test_forms_follow_the_reach_of_the_noise():
 @pytest.mark.parametrize("logit_scale", [1e2, 1e4])
 def test_huge_logits_give_finite_results_and_one_hot_weights(logit_scale):
     out = simulate_points(
-        "noisy_attention",
-        3,
-        40,
+        get_kind("noisy_attention"),
+        TrialSettings(3, 40),
         [
             point(logit_scale=logit_scale, noise=f, noise_scale=10.0)
             for f in ("gaussian", "student_t")
@@ -190,7 +192,7 @@ def test_huge_logits_give_finite_results_and_one_hot_weights(logit_scale):
 
 def test_infinite_kappa_is_stored_as_inf_and_flagged():
     p = point(noise="student_t", noise_scale=0.5)
-    metrics = simulate_points("noisy_attention", 1, 10, [p])[p.id]
+    metrics = simulate_points(get_kind("noisy_attention"), TrialSettings(1, 10), [p])[p.id]
     assert np.all(metrics["kappa"] == np.inf) and np.all(metrics["sq_err_pred"] == np.inf)
     assert np.all(np.isfinite(metrics["sq_err"]))
     theory = KIND.theory.point(p.params)
@@ -199,7 +201,7 @@ def test_infinite_kappa_is_stored_as_inf_and_flagged():
 
 def test_zero_noise_gives_zero_error():
     p = point(noise_scale=0.0)
-    metrics = simulate_points("noisy_attention", 1, 10, [p])[p.id]
+    metrics = simulate_points(get_kind("noisy_attention"), TrialSettings(1, 10), [p])[p.id]
     assert np.all(metrics["sq_err"] < 1e-28) and np.all(metrics["sq_err_pred"] == 0)
 
 
@@ -209,7 +211,7 @@ def test_gaussian_noise_error_matches_delta_method(n, sigma):
     """Ratio of mean measured to mean predicted sq_err is 1 within 4 standard errors plus the
     second-order term of the delta method (relative size ~ kappa * sum p^2)."""
     p = point(n=n, d=8, noise_scale=sigma, noise_draws=8)
-    metrics = simulate_points("noisy_attention", 2026, 300, [p])[p.id]
+    metrics = simulate_points(get_kind("noisy_attention"), TrialSettings(2026, 300), [p])[p.id]
     extra = KIND.summary.extra(metrics, p.params)
     assert abs(extra["err_ratio"] - 1) < 4 * extra["err_ratio_se"] + 3 * extra["kappa_sum_p2"]
     assert abs(extra["err_ratio"] - 1) < 0.05  # the issue's 5% criterion
@@ -219,7 +221,7 @@ def test_tiny_noise_is_unbiased_against_the_delta_method():
     """At sigma = 0.01 the delta method is exact to ~kappa sum p^2 ~ 1e-7: float32 must not bias
     sq_err."""
     p = point(n=4096, d=16, noise_scale=0.01, noise_draws=8)
-    metrics = simulate_points("noisy_attention", 77, 400, [p])[p.id]
+    metrics = simulate_points(get_kind("noisy_attention"), TrialSettings(77, 400), [p])[p.id]
     extra = KIND.summary.extra(metrics, p.params)
     assert abs(extra["err_ratio"] - 1) < 4 * extra["err_ratio_se"]
     assert extra["err_ratio_se"] < 0.01
@@ -229,7 +231,9 @@ def test_uniform_weights_error_scales_like_sqrt_kappa_over_n():
     sigma = 0.3
     for n in (256, 2048):
         p = point(n=n, d=8, logit_scale=0.0, noise_scale=sigma, noise_draws=8)
-        rel = simulate_points("noisy_attention", 5, 200, [p])[p.id]["rel_err"]
+        rel = simulate_points(get_kind("noisy_attention"), TrialSettings(5, 200), [p])[p.id][
+            "rel_err"
+        ]
         se = rel.std(ddof=1) / math.sqrt(rel.size)
         # E[rel_err] <= sqrt(E[rel_err^2]) = sqrt(kappa / n) (Jensen); the gap is O(1/(d K))
         assert np.mean(rel) == pytest.approx(
@@ -251,7 +255,7 @@ def naive_noise(rng: np.random.Generator, family: str, shape) -> np.ndarray:
     return rng.standard_t(STUDENT_T_DOF, shape) / math.sqrt(STUDENT_T_DOF / (STUDENT_T_DOF - 2))
 
 
-@pytest.mark.parametrize("family", NOISE_FAMILIES)
+@pytest.mark.parametrize("family", names())
 def test_kernel_agrees_with_a_naive_loop_on_independent_draws(family):
     """Different draws, same laws: the means of sq_err and rel_err agree with a per-trial float64
     loop drawing with numpy's samplers, within 4 combined standard errors (fixed seeds)."""
@@ -291,7 +295,7 @@ def reference_law(family: str):
     return stats.t(STUDENT_T_DOF, scale=1 / math.sqrt(STUDENT_T_DOF / (STUDENT_T_DOF - 2)))
 
 
-@pytest.mark.parametrize("family", NOISE_FAMILIES)
+@pytest.mark.parametrize("family", names())
 def test_fast_noise_has_its_law(family):
     x = standard_noise32(np.random.Generator(np.random.SFC64(31)), family, 1_000_001)
     assert x.dtype == np.float32 and x.shape == (1_000_001,) and np.all(np.isfinite(x))

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from oracles import normalisers as oracle
 
-from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.normaliser_attention import claims, kernel
+from attnsim.subjects.normalisers import names
 
 
-@pytest.mark.parametrize("name", NORMALISERS)
+@pytest.mark.parametrize("name", names())
 def test_metrics_equal_a_plain_computation_on_the_same_draws(name):
     draws = kernel.draw(np.random.default_rng(1), 3, 12, 4, 5)
     logit_scale, sigma = 0.8, 0.3
@@ -157,7 +157,7 @@ def test_verdict_matrix_links_every_cell_to_its_claim_row():
     expected = {
         spec.claim_id.encode()
         for family, _ in FAMILIES
-        for name in NORMALISERS
+        for name in names()
         if (spec := claims.PER_NORMALISER[family](name)) is not None
     }
     assert linked == expected | {claims.CANCELLATION.claim_id.encode()}

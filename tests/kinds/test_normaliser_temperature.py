@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from oracles import normalisers as oracle
 
-from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.normaliser_temperature import claims, kernel
+from attnsim.subjects.normalisers import names
 
 
-@pytest.mark.parametrize("name", NORMALISERS)
+@pytest.mark.parametrize("name", names())
 def test_metrics_equal_a_plain_computation_on_the_same_cosines(name):
     cosines = kernel.draw(np.random.default_rng(2), 3, 12, 3)
     tau = 0.7

@@ -24,6 +24,7 @@ from attnsim.errors import AssetError, AttnsimError, ConfigError
 from attnsim.jobs.simulate import run_chunk, simulate_points
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
+from attnsim.records.experiment import TrialSettings
 
 REAL = ("real_noise", "real_entropy", "real_temperature")
 
@@ -71,7 +72,7 @@ def test_real_noise_summary_uses_the_delta_method_of_noisy_attention(resources):
         )
         for f in ("gaussian", "student_t")
     ]
-    results = simulate_points("real_noise", 3, 6, pts)
+    results = simulate_points(get_kind("real_noise"), TrialSettings(3, 6), pts)
     gaussian, student = (results[p.id] for p in pts)
     assert np.allclose(gaussian["sq_err_pred"], math.expm1(0.01) * gaussian["grad_sq"])
     assert np.isinf(student["sq_err_pred"]).all() and np.array_equal(
@@ -196,12 +197,12 @@ def test_numbers_do_not_depend_on_threads_siblings_order_or_blocks(kind, resourc
     monkeypatch.setattr(heads, "SUB_TOKENS", 30)  # several forward sub-batches per block
     pts = many_points(kind)
     assert get_kind(kind).block_trials(pts[0].params) < 11  # several blocks per point
-    reference = simulate_points(kind, 5, 11, pts, threads=1)
+    reference = simulate_points(get_kind(kind), TrialSettings(5, 11), pts, threads=1)
     runs = [
-        simulate_points(kind, 5, 11, pts, threads=2),
-        simulate_points(kind, 5, 11, pts[::-1], threads=3),
+        simulate_points(get_kind(kind), TrialSettings(5, 11), pts, threads=2),
+        simulate_points(get_kind(kind), TrialSettings(5, 11), pts[::-1], threads=3),
     ]
-    runs += [simulate_points(kind, 5, 11, [p]) for p in pts[::3]]
+    runs += [simulate_points(get_kind(kind), TrialSettings(5, 11), [p]) for p in pts[::3]]
     for run in runs:
         for pid, metrics in run.items():
             for name, values in metrics.items():
@@ -577,9 +578,13 @@ def test_keys_zero_keeps_the_rows_of_version_one(resources):
     settings = load(real_config("real_noise"))
     assert settings.experiments["x"].grid["keys"] == [0]
     base = dict(n=20, noise_draws=2, layer=2, head=3, noise="gaussian", noise_scale=0.3)
-    alone = simulate_points("real_noise", 3, 6, [make_point("real_noise", base)])
+    alone = simulate_points(
+        get_kind("real_noise"), TrialSettings(3, 6), [make_point("real_noise", base)]
+    )
     together = simulate_points(
-        "real_noise", 3, 6, [make_point("real_noise", base | {"keys": k}) for k in (0, 16, 20)]
+        get_kind("real_noise"),
+        TrialSettings(3, 6),
+        [make_point("real_noise", base | {"keys": k}) for k in (0, 16, 20)],
     )
     key = make_point("real_noise", base).id
     for name in ("sq_err", "entropy", "n_eff", "grad_sq", "sq_err_next"):

@@ -12,6 +12,7 @@ from oracles import precision_attention as oracle
 from attnsim.jobs.simulate import simulate_points
 from attnsim.kinds import get_kind
 from attnsim.models import assets, heads
+from attnsim.records.experiment import TrialSettings
 
 
 @pytest.fixture
@@ -84,12 +85,14 @@ def test_numbers_do_not_depend_on_threads_siblings_order_or_blocks(resources, mo
     ]
     pts = [make_point("real_precision", params) for params in grid]
     assert get_kind("real_precision").block_trials(pts[0].params) < 11
-    reference = simulate_points("real_precision", 5, 11, pts, threads=1)
+    reference = simulate_points(get_kind("real_precision"), TrialSettings(5, 11), pts, threads=1)
     runs = [
-        simulate_points("real_precision", 5, 11, pts, threads=2),
-        simulate_points("real_precision", 5, 11, pts[::-1], threads=3),
+        simulate_points(get_kind("real_precision"), TrialSettings(5, 11), pts, threads=2),
+        simulate_points(get_kind("real_precision"), TrialSettings(5, 11), pts[::-1], threads=3),
     ]
-    runs += [simulate_points("real_precision", 5, 11, [p]) for p in pts[::3]]
+    runs += [
+        simulate_points(get_kind("real_precision"), TrialSettings(5, 11), [p]) for p in pts[::3]
+    ]
     for run in runs:
         for pid, metrics in run.items():
             for name, values in metrics.items():

@@ -13,7 +13,9 @@ from oracles import temperature_entropy as oracle
 from scipy import stats
 
 from attnsim.jobs.simulate import simulate_points
+from attnsim.kinds import get_kind
 from attnsim.kinds.temperature_entropy import KIND, extra_summary, gap_tolerance, kernel
+from attnsim.records.experiment import TrialSettings
 from attnsim.theory.entropy import exact_gap, exact_gap_argmax
 
 
@@ -62,7 +64,7 @@ def test_cosine_sampler_has_the_beta_law_of_direct_sampling(d):
 )
 def test_extreme_temperatures_and_sizes_give_bounded_finite_metrics(n, d, tau):
     p = point(n=n, d=d, tau=tau)
-    m = simulate_points("temperature_entropy", 8, 5, [p])[p.id]
+    m = simulate_points(get_kind("temperature_entropy"), TrialSettings(8, 5), [p])[p.id]
     log_n = math.log(n)
     for name in ("entropy", "gap"):
         assert np.all(np.isfinite(m[name])) and np.all((m[name] >= 0) & (m[name] <= log_n)), name
@@ -80,7 +82,7 @@ def test_no_trial_exceeds_the_exact_worst_case_gap():
         for d in (2, 3, 32)
         for tau in (0.01, 0.05, 0.2, 1.0, 5.0)
     ]
-    results = simulate_points("temperature_entropy", 31, 2000, points)
+    results = simulate_points(get_kind("temperature_entropy"), TrialSettings(31, 2000), points)
     closest = -math.inf
     for p in points:
         gaps = results[p.id]["gap"]
@@ -118,7 +120,7 @@ def test_random_directions_follow_one_over_two_d_tau_squared():
     here)."""
     n, d, tau = 4096, 32, 2.0
     p = point(n=n, d=d, tau=tau)
-    gap = simulate_points("temperature_entropy", 3, 400, [p])[p.id]["gap"]
+    gap = simulate_points(get_kind("temperature_entropy"), TrialSettings(3, 400), [p])[p.id]["gap"]
     se = gap.std(ddof=1) / math.sqrt(gap.size)
     assert gap.mean() == pytest.approx((1 - 1 / n) / (2 * d * tau**2), abs=4 * se, rel=0.02)
 
@@ -136,9 +138,9 @@ def test_theory_columns_and_g_of_one():
 
 def test_common_random_numbers_do_not_couple_points():
     pts = [point(tau=t) for t in (0.1, 1.0, 3.0)]
-    together = simulate_points("temperature_entropy", 4, 60, pts)
+    together = simulate_points(get_kind("temperature_entropy"), TrialSettings(4, 60), pts)
     for p in pts:
-        alone = simulate_points("temperature_entropy", 4, 60, [p])[p.id]
+        alone = simulate_points(get_kind("temperature_entropy"), TrialSettings(4, 60), [p])[p.id]
         assert np.array_equal(alone["gap"], together[p.id]["gap"])
     # shared cosines: per trial the gap shrinks as tau grows
     assert np.all(together[pts[0].id]["gap"] > together[pts[1].id]["gap"])

@@ -19,6 +19,7 @@ from attnsim.jobs.simulate import simulate_points
 from attnsim.kernels.training import quantiles
 from attnsim.kinds import get_kind
 from attnsim.kinds.recall_training import wilson
+from attnsim.records.experiment import TrialSettings
 from attnsim.records.grid import grid_columns
 
 
@@ -66,7 +67,7 @@ def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypa
         **({"scale": [1.0]} if kind == "recall_training" else {"tau": [0.5]}),
     )[:2]
     pts += other  # a second stream
-    reference = simulate_points(kind, 11, 13, pts, threads=1)
+    reference = simulate_points(get_kind(kind), TrialSettings(11, 13), pts, threads=1)
     assert get_kind(kind).block_trials(pts[0].params) < 13  # several blocks per point
     if (
         kind == "recall_training"
@@ -75,10 +76,10 @@ def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypa
             not reference[p.id]["diverged"].any() for p in pts
         )
     runs = [
-        simulate_points(kind, 11, 13, pts, threads=2),
-        simulate_points(kind, 11, 13, pts[::-1], threads=3),
+        simulate_points(get_kind(kind), TrialSettings(11, 13), pts, threads=2),
+        simulate_points(get_kind(kind), TrialSettings(11, 13), pts[::-1], threads=3),
     ]
-    runs += [simulate_points(kind, 11, 13, [p]) for p in pts[::5]]
+    runs += [simulate_points(get_kind(kind), TrialSettings(11, 13), [p]) for p in pts[::5]]
     for run in runs:
         for pid, metrics in run.items():
             for name, values in metrics.items():
@@ -131,7 +132,7 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
     pts = grid_points(kind, grid, lr=[grid["lr"][0]])[
         :3
     ]  # the small step: no run diverges by itself
-    trials = simulate_points(kind, 3, 16, pts)
+    trials = simulate_points(get_kind(kind), TrialSettings(3, 16), pts)
     assert not any(trials[p.id]["diverged"].any() for p in pts)
     diverge(kind, trials[pts[0].id], slice(0, 3))
     diverge(kind, trials[pts[1].id], slice(0, 12))

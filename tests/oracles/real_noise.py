@@ -59,12 +59,15 @@ def within_head_slopes(s, value: str = "rel_err_mean", se: str = "rel_err_se"):
         w = (part[value] / part[se]).to_numpy(float) ** 2
         xm = np.sum(w * x) / np.sum(w)
         sxx = np.sum(w * (x - xm) ** 2)
+        slope = np.sum(w * (x - xm) * y) / sxx
+        residual = y - (np.sum(w * y) / np.sum(w) - slope * xm) - slope * x
+        chi2_dof = np.sum(w * residual**2) / (len(part) - 2)
         n_eff = 1.0 / part["sum_p2_mean"].to_numpy(float)
         out.append(
             dict(zip(SLOPE_KEYS, key, strict=True))
             | {
-                "slope": float(np.sum(w * (x - xm) * y) / sxx),
-                "slope_se": float(1 / math.sqrt(sxx)),
+                "slope": float(slope),
+                "slope_se": float(math.sqrt(max(1.0, chi2_dof) / sxx)),
                 "n_eff_slope": float(np.polyfit(x, np.log(n_eff), 1)[0]),
                 "n_eff_share": float(n_eff[0] / part["n_keys"].iloc[0]),
                 "in_delta": bool(

@@ -22,9 +22,10 @@ from oracles.summaries import summarise_points, trials_by_point
 from attnsim.config.load import load, load_file
 from attnsim.jobs.collect import summarise_chunks
 from attnsim.jobs.simulate import run_chunk, simulate_points
-from attnsim.kinds import all_kinds
+from attnsim.kinds import all_kinds, get_kind
 from attnsim.plan.sweep import chunk_bounds, plan_all, plan_experiment
 from attnsim.records import cost as resources
+from attnsim.records.experiment import TrialSettings
 from attnsim.records.grid import chunk_id, grid_columns, points_from_rows, row_ids
 from attnsim.store import parquet as store
 from attnsim.testing import run_experiment
@@ -110,8 +111,8 @@ def test_columnar_ids_are_the_canonical_ids(kind):
         )
         for k in range(grid.size)
     ]
-    assert row_ids(kind, raw) == grid.ids()  # from raw (uncanonical) values, as a spec holds them
-    assert points_from_rows(kind, raw) == points  # ids, streams, canonical params
+    assert row_ids(get_kind(kind), raw) == grid.ids()  # raw (uncanonical) values, as in a spec
+    assert points_from_rows(get_kind(kind), raw) == points  # ids, streams, canonical params
     assert [make_point(kind, p.params) for p in points[:5]] == points[:5]
     some = np.random.default_rng(1).choice(grid.size, min(grid.size, 7), replace=False)
     assert grid.ids(some) == [points[i].id for i in some]
@@ -239,7 +240,7 @@ def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
     )
     grid = grid_columns(settings.experiments["e"])
     new = summarise_chunks(
-        kind,
+        get_kind(kind),
         "e",
         grid,
         (store.read_table(p, ["point_id", *metrics]) for p in paths),
@@ -265,19 +266,27 @@ def test_streaming_summary_refuses_missing_and_duplicated_points(tmp_path):
     paths = run_experiment(settings, "e", tmp_path, summarise=False).chunks
     grid = grid_columns(settings.experiments["e"])
     with pytest.raises(StoreError, match="no trials"):
-        summarise_chunks("temperature_entropy", "e", grid, [store.read_table(p) for p in paths[1:]])
+        summarise_chunks(
+            get_kind("temperature_entropy"), "e", grid, [store.read_table(p) for p in paths[1:]]
+        )
     with pytest.raises(StoreError, match="more than one place"):
         summarise_chunks(
-            "temperature_entropy", "e", grid, [store.read_table(p) for p in paths + paths[:1]]
+            get_kind("temperature_entropy"),
+            "e",
+            grid,
+            [store.read_table(p) for p in paths + paths[:1]],
         )
 
 
 def test_simulate_points_unchanged_by_points_from_rows():
-    kind = "logit_entropy"
+    kind = get_kind("logit_entropy")
     made = [make_point(kind, dict(n=16, d=4, logits="gaussian", scale=s)) for s in (0.5, 1, 2)]
     rows = points_from_rows(kind, [(16, 4, "gaussian", s) for s in (0.5, 1, 2)])
     assert made == rows
-    a, b = simulate_points(kind, 3, 10, made), simulate_points(kind, 3, 10, rows)
+    a, b = (
+        simulate_points(kind, TrialSettings(3, 10), made),
+        simulate_points(kind, TrialSettings(3, 10), rows),
+    )
     assert all(np.array_equal(a[p.id][m], b[p.id][m]) for p in made for m in a[p.id])
 
 

@@ -25,10 +25,10 @@ from attnsim.claims import engine
 from attnsim.claims.engine import CI_NUMBERS, NUMBER_KINDS, STATEMENTS, ClaimResult
 from attnsim.cli.main import main
 from attnsim.config.load import load
-from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds import get_kind
 from attnsim.report import claims_render as render
 from attnsim.store import parquet as store
+from attnsim.subjects.normalisers import names
 from attnsim.testing import run_experiment
 
 # A tiny run with one experiment of every kind, each grid reaching every claim's regime.
@@ -56,7 +56,7 @@ TINY = {
             "kind": "normaliser_attention",
             "trials": 20,
             "grid": {
-                "normaliser": list(NORMALISERS),
+                "normaliser": list(names()),
                 "n": [64],
                 "d": [4],
                 "logit_scale": [0.5, 16.0],
@@ -121,7 +121,7 @@ TINY = {
             "kind": "recall_training",
             "trials": 8,
             "grid": {
-                "normaliser": list(NORMALISERS),
+                "normaliser": list(names()),
                 "n": [6],
                 "d": [4],
                 "batch": [4],
@@ -376,13 +376,13 @@ def test_html_is_semantic_a_table_per_statement_a_row_per_claim(tiny_run):
 
 
 def test_normaliser_matrix_has_a_cell_per_claim_linked_to_its_row(tiny_run):
-    """The verdicts per normaliser: every claim whose id ends in a normaliser's name has its cell,
-    with the claim's verdict, linked to its row; the markdown has the same table."""
+    """The verdicts per normaliser: every claim whose subject is a normaliser has its cell, with
+    the claim's verdict, linked to its row; the markdown has the same table."""
     from attnsim.report import normaliser_matrix
 
     claims = written_claims(tiny_run, measured_only=False)
     table = normaliser_matrix.families(claims)
-    per_map = [c for c in claims if any(c.claim_id.endswith(f"_{n}") for n in NORMALISERS)]
+    per_map = [c for c in claims if c.subject_type == "normaliser"]
     assert len(per_map) == sum(len(row) for row in table.values()) > 20
     assert {"normaliser_bias", "escape_time_grows_with_scale"} <= set(table)
     page = (tiny_run / "claims.html").read_text()

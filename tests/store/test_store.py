@@ -13,7 +13,7 @@ from helpers.points import make_point, spec_of_points
 from attnsim.errors import StoreError
 from attnsim.jobs.simulate import run_chunk
 from attnsim.kinds import get_kind
-from attnsim.records.experiment import results_key
+from attnsim.records.experiment import TrialSettings
 from attnsim.store import parquet as store
 
 
@@ -37,7 +37,7 @@ def test_round_trip_schema_and_provenance(tmp_path):
     assert table.schema.equals(store.trials_schema("noisy_attention"), check_metadata=False)
     meta = store.read_meta(path)
     assert meta["format"] == store.FORMAT and meta["seed"] == 1 and meta["trials"] == 4
-    assert meta["results_key"] == results_key("noisy_attention", 4, 1)
+    assert meta["results_key"] == TrialSettings(1, 4).results_key(get_kind("noisy_attention"))
     assert {"attnsim_version", "created_utc", "numpy_version", "spec", "chunk"} <= set(meta)
     assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
     assert set(table["point_id"].to_pylist()) == {p.id for p in points}

@@ -21,7 +21,6 @@ from helpers.points import standard_noise  # noqa: E402
 from attnsim.theory import noise as old  # noqa: E402
 from attnsim.theory.delta_next import (  # noqa: E402
     ORDERS,
-    THRESHOLDS,
     exp_moment_continued,
     finite_moment_order,
     log_exp_moment,
@@ -36,6 +35,14 @@ from attnsim.theory.delta_next import (  # noqa: E402
 )
 
 SQ2 = math.sqrt(2)
+# sigma below which the k-th exponential moment is finite (k = 3, 4): laplace k b < 1, gumbel
+# k beta < 1, from their closed forms b = sigma / sqrt2, beta = sigma sqrt6 / pi
+THRESHOLDS = {
+    ("laplace", 3): SQ2 / 3,
+    ("laplace", 4): SQ2 / 4,
+    ("gumbel", 3): math.pi / (3 * math.sqrt(6.0)),
+    ("gumbel", 4): math.pi / (4 * math.sqrt(6.0)),
+}
 LIGHT = ("gaussian", "uniform", "laplace", "gumbel")
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from oracles import normalisers as oracle
 
-from attnsim.kernels import normalisers as nz
+from attnsim.subjects import normalisers as nz
 from attnsim.theory import normalisers as th
 from attnsim.theory.entropy import exact_gap
 
@@ -24,11 +24,11 @@ def setup(n: int, trials: int = 4, scale: float = 0.7, d: int = 3, seed: int = 5
 def brute_force(name, s, v, sigma, draws=40000, seed=9):
     """Mean over noise draws of ||o~ - o||^2 and of <o~ - o, o> / ||o||^2, with their SEs."""
     rng = np.random.default_rng(seed)
-    o = np.einsum("tn,tnd->td", nz.weights(name, s), v)
+    o = np.einsum("tn,tnd->td", nz.get(name).weights(s), v)
     sq, beta = [], []
     for t in range(len(s)):
         noisy = s[t] + sigma * rng.standard_normal((draws, s.shape[-1]))
-        diff = nz.weights(name, noisy) @ v[t] - o[t]
+        diff = nz.get(name).weights(noisy) @ v[t] - o[t]
         sq.append(np.einsum("kd,kd->k", diff, diff))
         beta.append(diff @ o[t] / (o[t] @ o[t]))
     sq, beta = np.array(sq), np.array(beta)
@@ -36,7 +36,7 @@ def brute_force(name, s, v, sigma, draws=40000, seed=9):
     return sq.mean(axis=1), se(sq), beta.mean(axis=1), se(beta)
 
 
-@pytest.mark.parametrize("name", nz.NORMALISERS)
+@pytest.mark.parametrize("name", nz.names())
 def test_grad_sq_is_the_jacobians_norm(name):
     s, v = setup(7)
     got = th.grad_sq(name, s, v)
@@ -125,8 +125,8 @@ def test_cosine_floor_matches_exhaustive_search_at_small_n():
 
     grid = np.linspace(-1, 1, 5)
     configs = np.array(list(itertools.product(grid, repeat=6)))
-    for name in nz.NORMALISERS:
-        _, h = nz.mass_and_entropy(nz.weights(name, configs))
+    for name in nz.names():
+        _, h = nz.mass_and_entropy(nz.get(name).weights(configs))
         best = math.log(6) - np.nanmin(h)
         assert best == pytest.approx(th.cosine_floor(name, 6), abs=1e-9), name
 
@@ -135,9 +135,9 @@ def test_large_scale_entropy_limits():
     rng = np.random.default_rng(3)
     n = 4096
     z = rng.standard_normal((4, n))
-    for name in nz.NORMALISERS:
-        scale = 1e4 if name not in nz.SOFTCAPS else 1e6
-        _, h = nz.mass_and_entropy(nz.weights(name, scale * z))
+    for name in nz.names():
+        scale = 1e4 if nz.get(name).cap is None else 1e6
+        _, h = nz.mass_and_entropy(nz.get(name).weights(scale * z))
         tol = 0.05 if name == "relu" else 0.01
         assert np.all(np.abs(h - th.large_scale_entropy(name, n)) < tol + 2 / math.sqrt(n)), name
 
@@ -148,7 +148,7 @@ def test_gradient_vanishes_at_large_scale_except_relu():
     exactly once one key is left; ReLU's is the same at every scale."""
     rng = np.random.default_rng(4)
     z, v = rng.standard_normal((4, 256)), rng.standard_normal((4, 256, 3))
-    for name in nz.NORMALISERS:
+    for name in nz.names():
         small, large = th.grad_sq(name, 1e2 * z, v), th.grad_sq(name, 1e5 * z, v)
         if th.gradient_vanishes_at_large_scale(name):
             assert np.all(large < 0.1 * small + 1e-300), name
@@ -161,7 +161,7 @@ def test_gradient_vanishes_at_large_scale_except_relu():
 def test_bounded_ratio_floor_is_softmax_at_the_effective_temperature(n, tau):
     """§12.4: two levels +-1/tau give softmax's weights at +-u_eff, so the floor is softmax's exact
     bound at 1/u_eff; against every two-level configuration computed from the papers' formulas."""
-    for name in th.MONOTONE:
+    for name in [m.name for m in nz.NORMALISERS if m.bounded_ratio]:
         want = oracle.two_level_floor(name, n, tau)
         assert th.cosine_floor(name, n, tau) == pytest.approx(want, abs=1e-9), name
         u_eff = th.effective_inverse_temperature(name, n, tau)
@@ -170,7 +170,7 @@ def test_bounded_ratio_floor_is_softmax_at_the_effective_temperature(n, tau):
 
 def test_no_floor_without_a_bounded_ratio():
     """One key at +1 and the rest at -1 leave one nonzero weight: H = 0, the floor is log n."""
-    for name in set(nz.NORMALISERS) - set(th.MONOTONE):
+    for name in set(nz.names()) - set([m.name for m in nz.NORMALISERS if m.bounded_ratio]):
         s = np.array([1.0] + [-1.0] * 9)
         _, entropy = oracle.mass_entropy_row(oracle.weights_row(name, s))
         assert entropy == 0.0 and th.cosine_floor(name, 10) == pytest.approx(math.log(10)), name
@@ -189,7 +189,7 @@ def sphere_gaps(name: str, n: int, d: int, tau: float, trials: int, seed: int) -
     """log n - H on cosines from numpy's beta sampler (not the kind's): (x + 1)/2 ~ Beta."""
     rng = np.random.default_rng(seed)
     x = 2 * rng.beta((d - 1) / 2, (d - 1) / 2, size=(trials, n)) - 1
-    _, entropy = nz.mass_and_entropy(nz.weights(name, x / tau))
+    _, entropy = nz.mass_and_entropy(nz.get(name).weights(x / tau))
     return math.log(n) - entropy
 
 
@@ -198,7 +198,7 @@ def test_mean_field_gap_against_monte_carlo(d):
     """Smooth g: the mean field with its 1/n term within 0.5% + 4 SE at n = 512; sparse maps (no
     1/n term, the threshold's fluctuation O(1/support)): within 3% + 4 SE."""
     n, tau = 512, 1.0
-    for name in nz.NORMALISERS:
+    for name in nz.names():
         gaps = sphere_gaps(name, n, d, tau, trials=300, seed=d)
         mean, se = gaps.mean(), gaps.std(ddof=1) / math.sqrt(len(gaps))
         want, _ = th.cosine_gap_mean_field(name, n, d, tau)
@@ -241,7 +241,9 @@ def test_elementwise_mean_gradient_is_exact_at_every_scale(name):
         assert abs(mean - th.mean_grad_sq(name, 64, 4, scale)) < 4 * se, scale
 
 
-@pytest.mark.parametrize("name", th.TWO_KEY)
+@pytest.mark.parametrize(
+    "name", [m.name for m in nz.NORMALISERS if m.large_scale_gradient == "near ties"]
+)
 def test_two_key_law_at_large_scale(name):
     """At logit std 64 the pair of top keys carries the mean gradient: within 10% + 4 SE
     (third keys and triple ties are O(1/scale)); it falls like 1/scale, not exponentially."""
@@ -256,7 +258,7 @@ def test_mean_field_is_withheld_where_its_expansion_breaks_down():
     term is no longer small, and the mean field is nan rather than a wrong number; never within
     the claims' regime (n >= 256, tau >= 0.5) on the preset's grid."""
     assert math.isnan(th.cosine_gap_mean_field("ssmax", 4096, 32, 0.1)[0])
-    for name in nz.NORMALISERS:
+    for name in nz.names():
         for n in (256, 4096):
             for d in (2, 128):
                 assert not math.isnan(th.cosine_gap_mean_field(name, n, d, 0.5)[0]), (name, n, d)

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from helpers.configs import REPO
 
-RULE_FILES = [REPO / "workflow/Snakefile", *sorted((REPO / "workflow/rules").glob("*.smk"))]
+# every workflow file: the top level's Snakefile, workflow/'s and its rules
+RULE_FILES = [
+    REPO / "Snakefile",
+    REPO / "workflow/Snakefile",
+    *sorted((REPO / "workflow/rules").glob("*.smk")),
+]
 
 
 pytestmark = pytest.mark.lint  # `pytest -m lint`: a few seconds, nothing but the linters

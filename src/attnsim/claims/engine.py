@@ -25,7 +25,9 @@ Verdicts (`VERDICTS`):
 - `inconclusive`: the interval straddles a band edge (or is missing): the data cannot tell;
 - `outside regime`: the sweep measured the kind but no point lies in the claim's regime;
 - `not measured`: the config has no experiment of the kind, or none of the rows the claim's
-  regime declares as measuring it (`Regime.measured`: e.g. no run of its optimiser).
+  regime declares as measuring it (`Regime.measured`: e.g. no run of its optimiser);
+- `not predicted`: the theory has no law for the claim's subject (a property of its record is
+  `Unknown`, attnsim.subjects): declared with the rule `NotPredicted`, whatever the data.
 `detectable` is the deciding interval's half-width; `power` the probability that the rule gives
 `fails` were the alternative's value true (at the estimate's SE); `min_detectable` the deviation
 from the band's edge the rule would detect with 80% power.
@@ -50,11 +52,12 @@ import pandas as pd
 from attnsim.claims.distance import to_decide
 from attnsim.stats import Z80, Z95, mean_ci, t_quantile
 
-VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
+VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured", "not predicted")
 ROLES = ("evidence", "sanity")
 SIDES = ("above", "below")
 OUTCOMES = ("open", "near-certain")  # an evidence claim's outcome before the data; "" for sanity
 TRIALS_COLUMN = "point_trials"  # a per-point estimate's column of each point's trials
+CONDITION_VALUES = 4  # a categorical parameter's values listed in a claim's condition
 ENTROPY_ROUNDING = 1e-12  # relative slack on H <= log n for floating-point rounding
 
 
@@ -120,6 +123,15 @@ class Regime:
     measured: Callable[[pd.DataFrame], pd.Series] | None = None
 
 
+# A deciding interval's replacement (low, high, n) -> (low, high): a sequential design's look
+# widens each 95% interval (claims.sequential); None decides on the intervals as measured.
+Interval = Callable[[float, float, int], tuple[float, float]]
+
+
+def _deciding(low: float, high: float, n: int, interval: Interval | None) -> tuple[float, float]:
+    return (low, high) if interval is None else interval(low, high, n)
+
+
 @dataclass(frozen=True)
 class Equivalence:
     """Holds when the 95% interval lies inside predicted ± tolerance (TOST)."""
@@ -130,6 +142,9 @@ class Equivalence:
 
     def verdict(self, low: float, high: float) -> str:
         return equivalence_verdict(low, high, self.predicted, self.tolerance)
+
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(*_deciding(estimate.ci_low, estimate.ci_high, estimate.n, interval))
 
     def power(self, alternative: float, se: float) -> float:
         """P(the interval lies entirely outside the band) were the truth `alternative`."""
@@ -161,6 +176,9 @@ class OneSided:
     def verdict(self, low: float, high: float) -> str:
         return one_sided_verdict(low, high, self.bound, self.side)
 
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(*_deciding(estimate.ci_low, estimate.ci_high, estimate.n, interval))
+
     def power(self, alternative: float, se: float) -> float:
         """P(the interval lies entirely on the wrong side) were the truth `alternative`."""
         if not (math.isfinite(se) and se > 0 and math.isfinite(alternative)):
@@ -186,6 +204,23 @@ class PerPoint:
     def threshold(self) -> str:
         return "at every point, " + self.rule.threshold()
 
+    def point_verdicts(self, estimate: Estimate, interval: Interval | None = None) -> list[str]:
+        """Each point's verdict by the inner rule (its interval through `interval` first, with the
+        point's trials as its n)."""
+        points = estimate.points
+        if points is None or points.empty:
+            return []
+        lows, highs = points["ci_low"].astype(float), points["ci_high"].astype(float)
+        trials = points[TRIALS_COLUMN] if TRIALS_COLUMN in points else [0] * len(points)
+        return [
+            self.rule.verdict(*_deciding(lo, hi, int(n), interval))
+            for lo, hi, n in zip(lows, highs, trials)
+        ]
+
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        """Fails if any point fails, inconclusive if any is (or there is none), else holds."""
+        return combine_verdicts(self.point_verdicts(estimate, interval))
+
 
 @dataclass(frozen=True)
 class Sanity:
@@ -205,6 +240,9 @@ class Sanity:
             return "inconclusive"
         inside = value <= self.bound if self.side == "below" else value >= self.bound
         return "holds" if inside else "fails"
+
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(estimate)  # a bound on every trial: no interval to widen
 
     def threshold(self) -> str:
         text = f"no trial {'above' if self.side == 'below' else 'below'} {_num(self.bound)}"
@@ -226,12 +264,40 @@ class SanityRange:
             return "inconclusive"
         return "holds" if self.low <= lo and hi <= self.high else "fails"
 
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return self.verdict(estimate)
+
     def threshold(self) -> str:
         text = f"every trial within [{_num(self.low)}, {_num(self.high)}]"
         return text + (f": {self.reason}" if self.reason else "")
 
 
-Rule = Equivalence | OneSided | PerPoint | Sanity | SanityRange
+@dataclass(frozen=True)
+class NotPredicted:
+    """No rule: the theory makes no prediction for the claim's subject (`reason`: which property
+    is unknown). The claim is listed, so a reader sees what is missing, and judged `not
+    predicted` whatever the data."""
+
+    reason: str
+
+    def decide(self, estimate: Estimate, interval: Interval | None = None) -> str:
+        return "not predicted"
+
+    def threshold(self) -> str:
+        return f"no prediction: {self.reason}"
+
+
+Rule = Equivalence | OneSided | PerPoint | Sanity | SanityRange | NotPredicted
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a claim is about when it is declared for one value of a grid parameter among several:
+    the parameter (`what`: "normaliser", "noise", "format", "optimiser", ...) and the value
+    (`name`). The report groups claims by it (the verdict matrix per normaliser)."""
+
+    what: str
+    name: str
 
 
 @dataclass(frozen=True)
@@ -288,6 +354,9 @@ class ClaimSpec:
     # facts about all of the kind's rows (in the regime or not) for the evidence sentence only,
     # e.g. how the statistic behaves outside the regime; never read by the rule
     context: Callable[[pd.DataFrame], Mapping] | None = None
+    subject: Subject | None = None
+    family: str = ""  # the claim family (declared alike per subject); "" is the claim's own id
+    axis: str = ""  # the parameter the claim is judged along; "" when none (ClaimResult.axis)
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -297,7 +366,8 @@ class ClaimSpec:
         sanity_rule = isinstance(self.rule, Sanity | SanityRange)
         if sanity_rule and self.role != "sanity":
             raise ValueError(f"claim {self.claim_id}: a Sanity rule is for sanity checks")
-        if self.role == "evidence" and self.alternative is None:
+        predicted = not isinstance(self.rule, NotPredicted)
+        if self.role == "evidence" and self.alternative is None and predicted:
             raise ValueError(f"claim {self.claim_id}: an evidence claim declares its alternative")
 
     @property
@@ -312,49 +382,153 @@ class ClaimSpec:
 # --- the result ----------------------------------------------------------------------------------
 
 
+def described(default, description: str):
+    """A field of the result record that is a column of results/claims.parquet: its default and
+    what it holds (the Parquet schema's description, docs/results-schema.md)."""
+    return field(default=default, metadata={"description": description})
+
+
 @dataclass(frozen=True)
 class ClaimResult:
-    """One judged claim: the row of results/claims.parquet (columns in docs/results-schema.md)."""
+    """One judged claim: the row of results/claims.parquet. Each field is a column, in this order,
+    typed by its annotation (str, int, float; a missing number is NaN here and null in the file)
+    and described by its metadata: the file's schema is derived from this record
+    (`report.claims.SCHEMA`), so a new column is one field here."""
 
-    claim_id: str
-    claim: str
-    condition: str = ""  # the regime in a reader's words
-    statement: str = ""
-    number: str = ""
-    compared_to: str = ""
-    threshold: str = ""
-    figure: str = ""
-    experiments: str = ""
-    points: int = 0
-    trials: int = 0
-    predicted: float = math.nan
-    measured: float = math.nan
-    ci_low: float = math.nan  # a 95% confidence interval, or nan
-    ci_high: float = math.nan
-    value_min: float = math.nan  # a range over points or trials (not a confidence interval)
-    value_max: float = math.nan
-    rel_deviation: float = math.nan
-    verdict: str = "not measured"
-    evidence: str = ""
-    role: str = "evidence"
-    regime: str = ""
-    reason: str = ""
-    tolerance: float = math.nan
-    bound: float = math.nan
-    side: str = ""
-    detectable: float = math.nan
-    alternative: str = ""
-    alternative_value: float = math.nan
-    power: float = math.nan
-    min_detectable: float = math.nan
-    outcome: str = ""
-    budget: str = ""
-    n: int = 0
-    unit: str = ""
-    needed: int = 0  # inconclusive: the n (in needed_unit) at which it would decide; 0: none
-    needed_unit: str = ""
-    to_decide: str = ""  # inconclusive: what would decide it, in words (claims.distance)
-    unjudged: int = 0  # points of the regime whose statistic the measure read is NaN
+    claim_id: str = described("", "short stable id of the claim")
+    claim: str = described("", "the claim in one sentence")
+    condition: str = described(
+        "",
+        "the values the claim was judged at: each parameter's range (or values) over the "
+        "regime's points, as measured; empty when nothing was judged",
+    )
+    statement: str = described(
+        "", "which of the essay's statements it tests: " + ", ".join(STATEMENTS)
+    )
+    number: str = described("", "what `measured` is, one of: " + "; ".join(NUMBER_KINDS))
+    compared_to: str = described(
+        "",
+        "what `predicted` is (or what the measurement is compared with), then what `measured` is",
+    )
+    threshold: str = described("", "the tolerance or threshold that decided the verdict, and why")
+    figure: str = described(
+        "",
+        "the figure that shows it, <experiment>/<figure>: "
+        "results/figures/<experiment>/<figure>.png",
+    )
+    experiments: str = described("", "the experiments it rests on, comma-separated")
+    points: int = described(0, "grid points it rests on")
+    trials: int = described(0, "trials it rests on")
+    predicted: float = described(
+        math.nan,
+        "the theory's value the verdict is about (the centre of the tolerance band); null when "
+        "nothing is predicted",
+    )
+    measured: float = described(
+        math.nan,
+        "the headline number, labelled by `number`: a mean, fitted slope or rank correlation, the "
+        "point farthest from the prediction (a range), the extreme trial, a share or an onset",
+    )
+    ci_low: float = described(
+        math.nan,
+        "lower end of the 95% confidence interval of `measured`; null when none was computed (a "
+        "range, an extreme, an onset)",
+    )
+    ci_high: float = described(math.nan, "upper end of the 95% confidence interval; null when none")
+    value_min: float = described(
+        math.nan,
+        "smallest value of a range over points or trials (not a confidence interval); null when "
+        "the number is not a range",
+    )
+    value_max: float = described(math.nan, "largest value of that range; null when none")
+    rel_deviation: float = described(math.nan, "(measured - predicted) / |predicted|")
+    verdict: str = described(
+        "not measured", "one of: " + ", ".join(VERDICTS) + " (docs/science.md §7.4)"
+    )
+    evidence: str = described("", "what the numbers are: points, experiments, the worst case")
+    role: str = described(
+        "evidence",
+        "one of: " + ", ".join(ROLES) + " (sanity: true by construction, counted apart)",
+    )
+    regime: str = described("", "where theory makes the prediction, fixed before the data")
+    reason: str = described("", "the docs/science.md section the regime and tolerance come from")
+    tolerance: float = described(
+        math.nan, "half-width of the band around `predicted` (equivalence claims); null otherwise"
+    )
+    bound: float = described(
+        math.nan, "the bound a one-sided or sanity claim is compared with; null otherwise"
+    )
+    side: str = described(
+        "", "which side of `bound` the claim is on: " + " or ".join(SIDES) + "; empty otherwise"
+    )
+    detectable: float = described(
+        math.nan,
+        "half-width of the deciding 95% interval: the smallest deviation the data could have "
+        "detected, to read against `tolerance`",
+    )
+    alternative: str = described(
+        "",
+        "what would have made the claim fail (a competing value or named theory) and why it is "
+        "plausible; empty for sanity checks",
+    )
+    alternative_value: float = described(
+        math.nan, "the alternative's value of the statistic; null if none"
+    )
+    power: float = described(
+        math.nan,
+        "probability that the rule gives `fails` were `alternative_value` true, at the "
+        "measurement's standard error; null without both",
+    )
+    min_detectable: float = described(
+        math.nan,
+        "the deviation beyond the tolerance band (or bound) the rule detects with 80% power: "
+        "(z_0.975 + z_0.8) x SE",
+    )
+    outcome: str = described(
+        "",
+        "an evidence claim's outcome before the data: "
+        + " or ".join(OUTCOMES)
+        + " (open: it declares a plausible alternative); empty for sanity checks",
+    )
+    budget: str = described(
+        "",
+        "the training budget it was judged at and whether the verdict could flip with it; empty "
+        "when no budget matters",
+    )
+    n: int = described(0, "the sample size behind the standard error (see `unit`)")
+    unit: str = described("", "what `n` counts: trials, runs, heads, rows, points")
+    needed: int = described(
+        0,
+        "inconclusive: the sample size (in `needed_unit`) at which the interval would decide at "
+        "the current effect and variance; 0 when more data cannot decide it (docs/science.md "
+        "§7.6)",
+    )
+    needed_unit: str = described("", "what `needed` counts: trials per point, heads, points")
+    to_decide: str = described("", "inconclusive: what would decide it, and at which points")
+    unjudged: int = described(
+        0,
+        "points of the regime the claim could not judge: a statistic its measure read is NaN "
+        "there (a metric the kind declares non-finite, NaN at every trial); the verdict rests on "
+        "the other points, the evidence names the columns",
+    )
+    subject: str = described(
+        "",
+        "what the claim is about, when it is declared for one value of a parameter among several "
+        "(a normaliser, a noise family, a format, an optimiser); empty otherwise",
+    )
+    subject_type: str = described(
+        "", "the parameter `subject` is a value of (normaliser, noise, format, ...); empty if none"
+    )
+    family: str = described(
+        "",
+        "the claim family: the claims declared alike for each subject share it (the rows of the "
+        "verdict matrix); a claim of its own is its own family",
+    )
+    axis: str = described(
+        "",
+        "the parameter along which the claim is judged (a rate in n, an exponent in the logit "
+        "scale); empty when it judges each point apart or one pooled number",
+    )
 
     @property
     def is_open(self) -> bool:
@@ -364,9 +538,12 @@ class ClaimResult:
 # --- judging -------------------------------------------------------------------------------------
 
 
-def judge(spec: ClaimSpec, rows: pd.DataFrame | None) -> ClaimResult:
-    """Select the regime, measure, apply the rule: the claim's immutable result."""
+def judge(spec: ClaimSpec, rows: pd.DataFrame | None, params: tuple[str, ...] = ()) -> ClaimResult:
+    """Select the regime, measure, apply the rule: the claim's immutable result. `params`, the
+    kind's parameters, make its `condition` (their values over the regime's rows)."""
     base = declared(spec)
+    if isinstance(spec.rule, NotPredicted):
+        return replace(base, verdict="not predicted")
     if rows is None or (
         spec.regime.measured is not None
         and not (len(rows) and _mask(spec.regime.measured, rows).any())
@@ -382,7 +559,7 @@ def judge(spec: ClaimSpec, rows: pd.DataFrame | None) -> ClaimResult:
     if spec.context is not None:
         facts = {**estimate.facts, "context": spec.context(rows)}
         estimate = replace(estimate, facts=facts)
-    base = replace(base, **_rests_on(selected, spec.figure))
+    base = replace(base, **_rests_on(selected, spec.figure), condition=condition(selected, params))
     result = replace(base, **_apply(spec, estimate))
     if unjudged:
         result = replace(result, unjudged=unjudged[0], evidence=_with_unjudged(result, unjudged))
@@ -457,7 +634,6 @@ def declared(spec: ClaimSpec) -> ClaimResult:
     return ClaimResult(
         claim_id=spec.claim_id,
         claim=spec.text,
-        condition=spec.regime.text,
         statement=spec.statement,
         compared_to=spec.compared_to,
         threshold=spec.rule.threshold(),
@@ -472,6 +648,54 @@ def declared(spec: ClaimSpec) -> ClaimResult:
         alternative_value=alternative.value if alternative else math.nan,
         outcome=("open" if alternative else "near-certain") if spec.role == "evidence" else "",
         budget=spec.budget,
+        subject=spec.subject.name if spec.subject else "",
+        subject_type=spec.subject.what if spec.subject else "",
+        family=spec.family or spec.claim_id,
+        axis=spec.axis,
+    )
+
+
+def condition(rows: pd.DataFrame, params: tuple[str, ...]) -> str:
+    """The values a claim was judged at: per parameter of `params` in `rows`, its range
+    ("n 64–4096") or its values ("normaliser sigmoid"), a few listed and the rest counted."""
+    parts = []
+    for name in params:
+        if name not in rows:
+            continue
+        values = rows[name].dropna()
+        if values.empty:
+            continue
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            low, high = values.min(), values.max()
+            parts.append(f"{name} {low:g}" if low == high else f"{name} {low:g}–{high:g}")
+            continue
+        distinct = sorted(str(v) for v in values.unique())
+        shown = ", ".join(distinct[:CONDITION_VALUES])
+        more = len(distinct) - CONDITION_VALUES
+        parts.append(f"{name} {shown}" + (f" (+{more} more)" if more > 0 else ""))
+    return "; ".join(parts)
+
+
+def per_subject(family: str, what: str, name: str) -> dict:
+    """The id, subject and family of the claim `family` declares for the value `name` of the
+    parameter `what` (`<family>_<name>`): the fields every per-subject claim shares."""
+    return {"claim_id": f"{family}_{name}", "subject": Subject(what, name), "family": family}
+
+
+def not_predicted(
+    family: str, what: str, name: str, statement: str, reason: str, **fields
+) -> ClaimSpec:
+    """The claim `family` declares for a subject whose law is missing (`NotPredicted`): listed
+    with the reason, judged `not predicted` whatever the data."""
+    return ClaimSpec(
+        **per_subject(family, what, name),
+        statement=statement,
+        text=f"No prediction for {name}: {reason}.",
+        role="evidence",
+        regime=Regime("none: nothing is predicted", reason, lambda rows: rows.index < 0),
+        rule=NotPredicted(reason),
+        measure=lambda rows: Estimate(math.nan, "mean (95% CI)"),
+        **fields,
     )
 
 
@@ -488,13 +712,13 @@ def _apply(spec: ClaimSpec, e: Estimate) -> dict:
         "unit": e.unit,
         "evidence": _evidence(spec, e),
     }
+    out["verdict"] = rule.decide(e)
     if isinstance(rule, Sanity | SanityRange):
-        return out | {"verdict": rule.verdict(e)}
+        return out
     alternative = spec.alternative.value if spec.alternative else math.nan
     if isinstance(rule, PerPoint):
         out |= _per_point(rule.rule, e, alternative)
-    else:
-        out["verdict"] = rule.verdict(e.ci_low, e.ci_high)
+    elif isinstance(rule, Equivalence | OneSided):
         out["detectable"] = half_width(e.ci_low, e.ci_high)
         out["power"] = rule.power(alternative, e.se)
         out["min_detectable"] = (Z95 + Z80) * e.se if math.isfinite(e.se) else math.nan
@@ -519,20 +743,36 @@ def _evidence(spec: ClaimSpec, e: Estimate) -> str:
 def _per_point(rule: Equivalence | OneSided, e: Estimate, alternative: float) -> dict:
     points = e.points
     if points is None or points.empty:
-        return {"verdict": "inconclusive"}
+        return {}
     lows, highs = points["ci_low"].astype(float), points["ci_high"].astype(float)
-    verdicts = [rule.verdict(lo, hi) for lo, hi in zip(lows, highs)]
     halves = [half_width(lo, hi) for lo, hi in zip(lows, highs)]
     se = points["se"].astype(float) if "se" in points else pd.Series(np.nan, index=points.index)
     misses = [1 - rule.power(alternative, s) for s in se]
     power = 1 - float(np.prod(misses)) if not any(math.isnan(m) for m in misses) else math.nan
     widest = float(se.max()) if se.notna().any() else math.nan
     return {
-        "verdict": combine_verdicts(verdicts),
         "detectable": max(halves) if halves else math.nan,
         "power": power,
         "min_detectable": (Z95 + Z80) * widest,
     }
+
+
+def regime_rows(spec: ClaimSpec, rows: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows of `spec`'s regime; None when there are none (or no rows at all)."""
+    if rows is None or not len(rows):
+        return None
+    selected = rows[_mask(spec.regime.select, rows)]
+    return None if selected.empty else selected
+
+
+def decide_with(spec: ClaimSpec, rows: pd.DataFrame | None, interval: Interval) -> str:
+    """The verdict of `spec`'s rule on its regime's rows with every deciding interval replaced by
+    `interval(low, high, n)` (n: the point's trials, or the estimate's n): a sequential design's
+    look (`claims.sequential.judge_at`). Inconclusive without rows in the regime."""
+    selected = regime_rows(spec, rows)
+    if selected is None:
+        return "inconclusive"
+    return spec.rule.decide(spec.measure(selected), interval)
 
 
 def _rests_on(rows: pd.DataFrame, figure: str) -> dict:
@@ -736,9 +976,7 @@ def point_counts(rule: PerPoint, estimate: Estimate) -> str:
     points = estimate.points
     if points is None or points.empty:
         return "no point"
-    inner = rule.rule
-    verdicts = pd.Series([inner.verdict(lo, hi) for lo, hi in zip(points.ci_low, points.ci_high)])
-    count = verdicts.value_counts()
+    count = pd.Series(rule.point_verdicts(estimate)).value_counts()
     parts = [f"{count.get(v, 0)} {v}" for v in ("fails", "inconclusive") if count.get(v, 0)]
     noun = estimate.facts.get("point_noun", "points")
     return f"{count.get('holds', 0)} of {len(points)} {noun} hold" + (
@@ -827,7 +1065,7 @@ def entropy_bounds(
         if {"entropy_min", "entropy_max", "n"} <= set(s.columns)
     ]
     rows = pd.concat(frames, ignore_index=True) if frames else None
-    result = judge(ENTROPY_BOUNDS, rows)
+    result = judge(ENTROPY_BOUNDS, rows, ("n",))
     shown = sorted(
         (name, figure) for name, figure in (figures or {}).items() if figure and name in summaries
     )

@@ -24,6 +24,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from attnsim.claims.engine import decide_with
 from attnsim.stats import t_quantile
 
 ROUNDS = 4  # top-up rounds after the run already judged: 5 looks in all
@@ -181,23 +182,7 @@ def widened(low: float, high: float, n: int, design: Design, look: int) -> tuple
 
 def judge_at(spec, rows, design: Design, look: int) -> str:
     """The verdict of a declared claim (`engine.ClaimSpec` with an equivalence or one-sided rule,
-    per point or not) on `rows` at `look`, from the design's widened intervals: what `attnsim
-    decide` stops on. Its n is each point's trials (per point) or the estimate's n."""
-    from attnsim.claims.engine import combine_verdicts
-
-    selected = rows[spec.regime.select(rows)] if rows is not None and len(rows) else None
-    if selected is None or selected.empty:
-        return "inconclusive"
-    estimate = spec.measure(selected)
-    inner = getattr(spec.rule, "rule", None)
-    if inner is None:
-        low, high = widened(estimate.ci_low, estimate.ci_high, estimate.n, design, look)
-        return spec.rule.verdict(low, high)
-    points = estimate.points
-    if points is None or points.empty:
-        return "inconclusive"
-    verdicts = [
-        inner.verdict(*widened(lo, hi, int(n), design, look))
-        for lo, hi, n in zip(points["ci_low"], points["ci_high"], points["point_trials"])
-    ]
-    return combine_verdicts(verdicts)
+    per point or not) on `rows` at `look`: the engine's rule on the design's widened intervals
+    (`engine.decide_with`), what `attnsim decide` stops on. Its n is each point's trials (per
+    point) or the estimate's n."""
+    return decide_with(spec, rows, lambda low, high, n: widened(low, high, n, design, look))

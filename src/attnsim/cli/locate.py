@@ -214,10 +214,10 @@ class Points:
 
     def __init__(self, target: Target, groups: int = GROUPS, threads: int = 1) -> None:
         self.target, self.groups, self.threads = target, groups, threads
-        self.quantum = int(target.experiment.trials)
+        self.quantum = int(target.experiment.trial_settings.trials)
 
     def grid(self, x: np.ndarray) -> Any:
-        from attnsim.records.experiment import Experiment
+        from attnsim.records.experiment import Experiment, TrialSettings
         from attnsim.records.grid import grid_columns
 
         t = self.target
@@ -226,9 +226,8 @@ class Points:
         experiment = Experiment(
             name=t.experiment.name,
             kind=t.kind.name,
-            trials=self.quantum,
             grid={n: values[n] for n in t.kind.param_names},
-            seed=t.experiment.seed,
+            trial_settings=TrialSettings(t.experiment.trial_settings.seed, self.quantum),
         )
         return grid_columns(experiment)
 
@@ -243,7 +242,7 @@ class Points:
         = the experiment's trials, each block from the generator `jobs.simulate` gives it."""
         return simulate_rounds(
             self.target.kind,
-            self.target.experiment.seed,
+            self.target.experiment.trial_settings.seed,
             self.quantum,
             points,
             start,

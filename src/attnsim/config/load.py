@@ -22,7 +22,7 @@ from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
-from attnsim.records.experiment import Experiment, Settings
+from attnsim.records.experiment import Experiment, Settings, TrialSettings
 from attnsim.records.grid import grid_columns
 from attnsim.seeding import digest
 
@@ -195,11 +195,12 @@ def check_semantics(settings: Settings) -> None:
     """Checks a schema cannot express: memory of the largest point against the budget."""
     budget = settings.memory_budget_mb * 2**20
     for name, experiment in settings.experiments.items():
-        if experiment.max_trials is not None and experiment.max_trials < 2 * experiment.trials:
+        trials = experiment.trial_settings
+        if trials.max_trials is not None and trials.max_trials < 2 * trials.trials:
             raise ConfigError(
-                f"experiments.{name}.max_trials: {experiment.max_trials} leaves no room for a "
+                f"experiments.{name}.max_trials: {trials.max_trials} leaves no room for a "
                 "second round of "
-                f"trials = {experiment.trials}; use at least {2 * experiment.trials} (rounds add "
+                f"trials = {trials.trials}; use at least {2 * trials.trials} (rounds add "
                 "`trials` trials each)"
             )
         kind = get_kind(experiment.kind)
@@ -237,12 +238,9 @@ def load(config: dict) -> Settings:
         name: Experiment(
             name=name,
             kind=spec["kind"],
-            trials=spec["trials"],
             grid=spec["grid"],
-            seed=config["seed"],
+            trial_settings=TrialSettings.read(spec | {"seed": config["seed"]}),
             description=spec.get("description", ""),
-            target_se=spec.get("target_se"),
-            max_trials=spec.get("max_trials"),
         )
         for name, spec in config["experiments"].items()
     }

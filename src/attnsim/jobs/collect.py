@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from attnsim.errors import StoreError
-from attnsim.kinds import as_kind, get_kind
+from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 from attnsim.records.experiment import Experiment
 from attnsim.records.grid import GridColumns, grid_columns
@@ -58,7 +58,7 @@ def mean_ci_rows(x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def summarise_chunks(
-    kind: Kind | str,
+    kind: Kind,
     experiment: str,
     grid: GridColumns,
     tables: Iterable[pa.Table | tuple[pa.Table, bool]],
@@ -90,13 +90,13 @@ class PointSummaries:
 
     def __init__(
         self,
-        kind: Kind | str,
+        kind: Kind,
         experiment: str,
         grid: GridColumns,
         target_se: float | None = None,
         digests: dict[str, str] | None = None,
     ) -> None:
-        self.kind = kind = as_kind(kind)
+        self.kind = kind
         self.experiment, self.grid = experiment, grid
         self.target_se, self.digests = target_se, digests
         self.grid_ids = grid.id_array()
@@ -436,16 +436,17 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         experiment.name,
         grid,
         tables,
-        experiment.target_se,
+        experiment.trial_settings.target_se,
         digests=digests if threads > 1 else None,
     )
     meta = parquet.provenance(
         table="summary",
         experiment=experiment.name,
         kind=experiment.kind,
-        seed=experiment.seed,
-        trials=experiment.trials,
-        config_hash=digest(experiment.config()),
+        seed=experiment.trial_settings.seed,
+        trials=experiment.trial_settings.trials,
+        # of the experiment's settings (the run's config_hash is the whole config's, on claims)
+        experiment_hash=digest(experiment.config()),
         results_key=experiment.results_key,
         algorithm_version=kind.algorithm_version,
         experiment_config=experiment.to_json(),

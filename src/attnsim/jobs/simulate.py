@@ -25,11 +25,11 @@ import pyarrow as pa
 from threadpoolctl import threadpool_limits
 
 from attnsim.jobs import validate
-from attnsim.kinds import as_kind
 from attnsim.kinds.base import Kind
 from attnsim.models import assets
 from attnsim.records import cpu
 from attnsim.records.chunk import ChunkSpec
+from attnsim.records.experiment import TrialSettings
 from attnsim.records.grid import Point
 from attnsim.seeding import block_generator
 from attnsim.store import arrays, parquet
@@ -79,36 +79,33 @@ def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
             s, e = where[point.id]
             known[point.id] = (
                 {m: columns[m][s:e] for m in metrics},
-                stored_blocks(spec.kind, point.params, old.trials, e - s),
+                stored_blocks(spec.kind, point.params, old.trial_settings.trials, e - s),
             )
     return known, old
 
 
 def simulate_points(
-    kind: Kind | str,
-    seed: int,
-    trials: int,
+    kind: Kind,
+    settings: TrialSettings,
     points: list[Point],
     threads: int = 1,
-    target_se: float | None = None,
-    max_trials: int | None = None,
     known: dict | None = None,
     stats: dict | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
     """point id -> metric -> (trials,) array.
 
-    Trials come in rounds of `trials`. With `target_se`, a point gets more rounds until the
-    standard error of its kind's main metric is at most `target_se` or another round would
-    pass `max_trials`: cheap points stop early, hard ones get more trials.
+    Trials come in rounds of `settings.trials`, drawn from `settings.seed`. An adaptive run gives
+    a point more rounds until the standard error of its kind's main metric is at most
+    `settings.target_se` or another round would pass `settings.max_trials`: cheap points stop
+    early, hard ones get more trials.
 
     `known`: point id -> (metric -> stored trials, `stored_blocks` of them), rows computed before
     with other settings (a top-up of trials). A block whose every member has it stored (same
     index, first trial and size, hence the same numbers) is read, not computed: the result is
     bit-identical to computing everything. `stats["reused_trials"]` counts the trials read.
     """
-    kind = as_kind(kind)
     known = known or {}
-    limit = max_trials if target_se is not None and max_trials else trials
+    seed, trials, target_se = settings.seed, settings.trials, settings.target_se
     active: dict[str, list[Point]] = defaultdict(list)
     for point in points:
         active[point.stream].append(point)
@@ -142,7 +139,7 @@ def simulate_points(
                 for member, metrics in zip(members, per_point):
                     for name, values in metrics.items():
                         pieces[member.id][name].append(values)
-            if target_se is None or (round_ + 2) * trials > limit:
+            if target_se is None or (round_ + 2) * trials > settings.cap:
                 break
             active = {
                 stream: need
@@ -217,8 +214,7 @@ def job_startup_seconds() -> tuple[float, float] | None:
 JOB_START_NOTE = "the first `snakemake --mode remote|subprocess` process of this job on its node"
 
 
-def trials_table(kind: Kind | str, points: list[Point], results: dict) -> pa.Table:
-    kind = as_kind(kind)
+def trials_table(kind: Kind, points: list[Point], results: dict) -> pa.Table:
     schema = parquet.trials_schema(kind)
     counts = [len(results[point.id][kind.schema.main_metric]) for point in points]
     columns = {
@@ -260,7 +256,7 @@ def run_chunk(
         "chunk %s: %d points x %d trials of %s/%s on %d thread(s)",
         spec.id,
         len(points),
-        spec.trials,
+        spec.trial_settings.trials,
         spec.kind.name,
         spec.experiment,
         threads,
@@ -281,23 +277,16 @@ def run_chunk(
     if spec.extends is not None:  # a top-up: reuse the stored chunk's trial blocks
         source = Path(output).parent / f"chunk-{spec.extends}.parquet"
         known, old_spec = stored_trials(spec, source)
+        old = old_spec.trial_settings
         topped_up = {
-            "trials": old_spec.trials,
-            "target_se": old_spec.target_se,
-            "max_trials": old_spec.max_trials,
+            "trials": old.trials,
+            "target_se": old.target_se,
+            "max_trials": old.max_trials,
             "chunk": spec.extends,
         }
     stats: dict = {}
     results = simulate_points(
-        spec.kind,
-        spec.seed,
-        spec.trials,
-        points,
-        threads,
-        spec.target_se,
-        spec.max_trials,
-        known=known,
-        stats=stats,
+        spec.kind, spec.trial_settings, points, threads, known=known, stats=stats
     )
     if source is not None:
         topped_up["reused_trials"] = stats["reused_trials"]
@@ -315,8 +304,8 @@ def run_chunk(
         kind=spec.kind.name,
         chunk=spec.id,
         results_key=spec.results_key,
-        seed=spec.seed,
-        trials=spec.trials,
+        seed=spec.trial_settings.seed,
+        trials=spec.trial_settings.trials,
         algorithm_version=spec.kind.algorithm_version,
         spec=spec.to_json(),
         # the CPU class that computed these rows (docs/usage.md, Reproducibility)

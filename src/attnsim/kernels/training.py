@@ -261,13 +261,14 @@ def quantiles(values: np.ndarray, probs=(0.25, 0.5, 0.75)) -> list[float]:
 def block_points(
     points: Sequence[Mapping], resolved, validate, stream_params: Sequence[str]
 ) -> list[dict]:
-    """The block's points with their defaults filled in (`resolved`) and checked (`validate`); they
-    must
+    """The block's points with their defaults filled in (`resolved`) and checked (`validate`: what
+    the kind's parameter declarations cannot say, e.g. one parameter against another; None when
+    they say it all, the config's schema having checked each value against them); they must
     share the parameters that shape the draws, or their common random numbers would mean nothing."""
     if not points:
         raise ValueError("no points")
     out = [resolved(p) for p in points]
-    for p in out:
+    for p in out if validate is not None else ():
         validate(p)
     stream = [out[0][k] for k in stream_params]
     for p in out[1:]:

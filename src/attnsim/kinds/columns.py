@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from attnsim.kinds.base import Column, Param
+from attnsim.subjects import normalisers
 
 F64, I64, STR, BOOL = pa.float64(), pa.int64(), pa.string(), pa.bool_()
 
@@ -38,6 +39,15 @@ def paired_ratio(name: str, doc: str) -> tuple[Column, ...]:
 
 def d_param(doc: str, minimum: int = 1) -> Param:
     return Param("d", I64, doc, minimum=minimum, maximum=4096)
+
+
+def normaliser_param(
+    doc: str = "the map from logits to weights (docs/science.md §12.1)", after: str = "", **extra
+) -> Param:
+    """The `normaliser` parameter: its choices are the registry's (`attnsim.subjects.normalisers`),
+    so every kind that has one takes a new record as soon as it is registered."""
+    names = normalisers.names()
+    return Param("normaliser", STR, f"{doc}: {', '.join(names)}{after}", choices=names, **extra)
 
 
 def scale_param(name: str, doc: str) -> Param:

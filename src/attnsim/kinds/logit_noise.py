@@ -15,8 +15,23 @@ import numpy as np
 from attnsim.kinds.base import Column, Param
 from attnsim.kinds.columns import BOOL, F64, GRAD_SQ, I64, N_EFF, STR, paired_ratio
 from attnsim.stats import ratio_of_means
+from attnsim.subjects import noise_families
 from attnsim.theory import delta_next
 from attnsim.theory.noise import kappa
+
+
+def noise_param(section: str) -> Param:
+    """The `noise` parameter: its choices are the registry's (`attnsim.subjects.noise_families`),
+    so a kind that has it takes a new family as soon as it is registered."""
+    names = noise_families.names()
+    return Param(
+        "noise",
+        STR,
+        f"noise family: {', '.join(names)}, standardised to std noise_scale (docs/science.md "
+        f"{section})",
+        choices=names,
+    )
+
 
 NOISE_SCALE = Param("noise_scale", F64, "std sigma of the logit noise", minimum=0, maximum=100)
 NOISE_DRAWS = Param(

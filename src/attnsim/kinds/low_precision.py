@@ -21,7 +21,7 @@ from attnsim.kernels.precision import METRIC_NAMES, SITES
 from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMAT_NAMES, FORMATS, MX_ELEMENT_NAMES
 from attnsim.kinds.base import Column, Counts, Param, Summary
 from attnsim.kinds.columns import F64, GRAD_SQ, N_EFF, STR, with_ci
-from attnsim.stats import ratio_of_means
+from attnsim.stats import median_ci, ratio_of_means
 
 if TYPE_CHECKING:  # the simulate jobs import this module and draw no table: no pandas there
     import pandas as pd
@@ -226,19 +226,6 @@ def _ratio(prefix: str, x: np.ndarray, y: np.ndarray) -> dict[str, object]:
         name: (None if key not in r or math.isnan(r[key]) else r[key])
         for name, key in zip(names, keys)
     }
-
-
-def median_ci(values: np.ndarray) -> dict[str, float]:
-    """The median and its distribution-free 95% interval (order statistics of ranks
-    T/2 -+ 1.96 sqrt(T)/2, the normal approximation to the binomial)."""
-    x = np.sort(np.asarray(values, dtype=np.float64))
-    x = x[~np.isnan(x)]
-    if x.size < 2:
-        return {"mean": math.nan, "ci_low": math.nan, "ci_high": math.nan}
-    half = 1.96 * math.sqrt(x.size) / 2
-    low = max(0, int(math.floor(x.size / 2 - half)))
-    high = min(x.size - 1, int(math.ceil(x.size / 2 + half)))
-    return {"mean": float(np.median(x)), "ci_low": float(x[low]), "ci_high": float(x[high])}
 
 
 def _median_ratio(prefix: str, x: np.ndarray, y: np.ndarray) -> dict[str, object]:

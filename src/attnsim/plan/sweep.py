@@ -37,7 +37,7 @@ from attnsim.records.cost import (
     point_costs,
     point_seconds,
 )
-from attnsim.records.experiment import Experiment, Settings
+from attnsim.records.experiment import Experiment, Settings, TrialSettings
 from attnsim.records.grid import (
     GridColumns,
     canonical_column_value,
@@ -91,7 +91,8 @@ class ExperimentPlan:
 
     @property
     def trials(self) -> int:
-        return self.experiment.trials
+        """Trials per round (per point, unless adaptive)."""
+        return self.experiment.trial_settings.trials
 
     @property
     def n_points(self) -> int:
@@ -109,16 +110,8 @@ class ExperimentPlan:
             return ChunkSpec.from_json(entry.spec_text)
         assert entry.rows is not None  # a pending chunk's points
         e = self.experiment
-        return ChunkSpec(
-            e.name,
-            get_kind(e.kind),
-            e.seed,
-            e.trials,
-            tuple(self.grid.rows(entry.rows)),
-            e.target_se,
-            e.max_trials,
-            entry.extends,
-        )
+        rows = tuple(self.grid.rows(entry.rows))
+        return ChunkSpec(e.name, get_kind(e.kind), e.trial_settings, rows, entry.extends)
 
     def cost(self, chunk: str) -> ChunkCost:
         entry = self.chunk_by_id[chunk]
@@ -237,20 +230,15 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
             plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
             done[rows] = True
-    trial_cap = experiment.max_trials or experiment.trials
-    costs = grid_costs(kind, grid, trial_cap, experiment.trials)
+    trial_cap = experiment.trial_settings.cap
+    costs = grid_costs(kind, grid, trial_cap, experiment.trial_settings.trials)
     size, budget = chunk_limits(settings, grid.size, float(costs.point_work.sum()), trial_cap)
     for path, old, rows in extendable:  # a top-up per stored chunk: its points, more trials
         rows = rows[~done[rows]]
         if len(rows):
             ids = grid.ids(rows)
             for start, end in chunk_bounds(costs.point_work[rows], size, budget):
-                chunk = topup_id(
-                    chunk_id(ids[start:end]),
-                    experiment.trials,
-                    experiment.target_se,
-                    experiment.max_trials,
-                )
+                chunk = topup_id(chunk_id(ids[start:end]), experiment.trial_settings)
                 plan.chunk_by_id[chunk] = Chunk(
                     chunk,
                     chunk_cost(kind, costs, rows[start:end], trial_cap),
@@ -285,47 +273,25 @@ def _stored_settings(
     trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
     the missing blocks are computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows
     would mix, or fewer trials would drop computed ones: one line, nothing runs."""
-    old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
-    new: tuple[Any, ...] = (experiment.trials, experiment.target_se, experiment.max_trials)
-    lineage = (
-        meta.get("seed") == settings.seed
-        and meta.get("algorithm_version") == kind.algorithm_version
+    new = experiment.trial_settings
+    stored = TrialSettings.read({**spec, "seed": meta.get("seed")})
+    lineage = stored.seed == settings.seed and (
+        meta.get("algorithm_version") == kind.algorithm_version
     )
-    if lineage and old == new:
+    if lineage and stored == new:
         return True
-    if lineage:
-        if old[1] is None and new[1] is None and new[0] > old[0]:  # more trials
-            return False
-        if (
-            old[0] == new[0]
-            and new[1] is not None
-            and (old[1] is None or (new[1] <= old[1] and new[2] >= old[2]))
-        ):
-            # more rounds of the same size: adaptive from fixed, lower target_se, higher max_trials
-            return False
-        if old[1] is None and new[1] is None or old[0] == new[0]:
-            raise StoreError(
-                f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer "
-                f"trials (trials={experiment.trials}"
-                + (
-                    f", target_se={experiment.target_se}, max_trials={experiment.max_trials}"
-                    if experiment.target_se
-                    else ""
-                )
-                + "); computed trials are never dropped: ask for at least as many, or move that "
-                "folder away (or rename the experiment) and rerun"
-            )
+    if lineage and new.tops_up(stored):
+        return False
+    if lineage and (stored.trials == new.trials or not (stored.adaptive or new.adaptive)):
+        raise StoreError(
+            f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer "
+            f"trials ({new.text()}); computed trials are never dropped: ask for at least as many, "
+            "or move that folder away (or rename the experiment) and rerun"
+        )
     raise StoreError(
         f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for "
-        f"trials={experiment.trials}, "
-        f"seed={settings.seed}"
-        + (
-            f", target_se={experiment.target_se}, max_trials={experiment.max_trials}"
-            if experiment.target_se
-            else ""
-        )
-        + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder "
-        "away (or rename the experiment) and rerun"
+        f"{new.text()}, seed={settings.seed}, algorithm version {kind.algorithm_version}; the "
+        "rows would mix. Move that folder away (or rename the experiment) and rerun"
     )
 
 

@@ -20,7 +20,7 @@ from attnsim.errors import AttnsimError, ConfigError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 from attnsim.records.cost import ChunkCost, chunk_cost, point_costs, point_seconds
-from attnsim.records.experiment import results_key
+from attnsim.records.experiment import TrialSettings
 from attnsim.records.grid import Point, canonical_rows, chunk_id, points_from_rows, row_ids
 from attnsim.seeding import digest
 
@@ -29,11 +29,8 @@ from attnsim.seeding import digest
 class ChunkSpec:
     experiment: str
     kind: Kind
-    seed: int
-    trials: int  # per round; one round unless adaptive
+    trial_settings: TrialSettings  # the experiment's: seed, trials per round, adaptive stop
     rows: tuple[tuple[Any, ...], ...]  # the points: canonical values in the kind's parameter order
-    target_se: float | None = None  # adaptive precision on the kind's main metric
-    max_trials: int | None = None
     extends: str | None = None  # a top-up: the stored chunk (same folder) whose trials it reuses
 
     def __post_init__(self) -> None:
@@ -47,53 +44,41 @@ class ChunkSpec:
     @cached_property
     def id(self) -> str:
         base = chunk_id(row_ids(self.kind, self.rows))
-        return (
-            base
-            if self.extends is None
-            else topup_id(base, self.trials, self.target_se, self.max_trials)
-        )
+        return base if self.extends is None else topup_id(base, self.trial_settings)
 
     @cached_property
     def cost(self) -> ChunkCost:
         """What its resource requests depend on (`attnsim.records.cost.chunk_cost`)."""
         kind, names = self.kind, self.kind.param_names
         params = [dict(zip(names, row)) for row in self.rows]
-        seconds = [point_seconds(kind, p, self.trials, self.trial_cap) for p in params]
         at = [names.index(n) for n in kind.schema.stream_params]
         codes: dict[tuple[Any, ...], int] = {}
         streams = [codes.setdefault(tuple(row[i] for i in at), len(codes)) for row in self.rows]
+        cap, round_trials = self.trial_settings.cap, self.trial_settings.trials
+        seconds = [point_seconds(kind, p, round_trials, cap) for p in params]
         costs = point_costs(
             [kind.compute.bytes_per_trial(p) for p in params],
             streams,
             [own for own, _ in seconds],
             [shared for _, shared in seconds],
-            self.trial_cap,
+            cap,
         )
-        return chunk_cost(kind, costs, slice(None), self.trial_cap)
-
-    @property
-    def trial_cap(self) -> int:
-        """The most trials any point can get: what memory and time requests must allow for."""
-        return self.max_trials or self.trials
+        return chunk_cost(kind, costs, slice(None), cap)
 
     @property
     def results_key(self) -> str:
-        """What its rows depend on besides their parameters
-        (`attnsim.records.experiment.results_key`)."""
-        return results_key(self.kind, self.trials, self.seed, self.target_se, self.max_trials)
+        """What its rows depend on besides their parameters (`TrialSettings.results_key`)."""
+        return self.trial_settings.results_key(self.kind)
 
     def to_json(self, threads: int | None = None) -> str:
         """The one serialisation (`threads`: what a spec file adds for its job)."""
         spec = {
             "experiment": self.experiment,
             "kind": self.kind.name,
-            "seed": self.seed,
-            "trials": self.trials,
+            **self.trial_settings.fields(),
             "params": list(self.kind.param_names),
             "points": self.rows,
         }
-        if self.target_se is not None:
-            spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
         if self.extends is not None:
             spec["extends"] = self.extends
         if threads is not None:
@@ -129,11 +114,8 @@ def _parse(text: str) -> tuple[ChunkSpec, dict[str, Any]]:
         chunk = ChunkSpec(
             spec["experiment"],
             kind,
-            spec["seed"],
-            spec["trials"],
+            TrialSettings.read(spec),
             tuple(canonical_rows(kind, points)),
-            spec.get("target_se"),
-            spec.get("max_trials"),
             spec.get("extends"),
         )
         return chunk, spec
@@ -160,9 +142,10 @@ def read_spec_file(path: Path) -> SpecFile:
     return SpecFile(spec, int(data.get("threads", 1)))
 
 
-def topup_id(base: str, trials: int, target_se: float | None, max_trials: int | None) -> str:
+def topup_id(base: str, settings: TrialSettings) -> str:
     """The id of a top-up chunk: its points' chunk id and the trial settings it computes to (a
     file name apart from the chunk it extends, which keeps the points' plain id)."""
+    s = settings
     return digest(
-        {"chunk": base, "trials": trials, "target_se": target_se, "max_trials": max_trials}
+        {"chunk": base, "trials": s.trials, "target_se": s.target_se, "max_trials": s.max_trials}
     )

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from attnsim.kinds import as_kind, get_kind
+from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind, Param
 from attnsim.seeding import ID_HEX_DIGITS, canonical_value, digest
 from attnsim.store import arrays
@@ -343,10 +343,9 @@ def grid_columns(experiment: Any) -> GridColumns:
     )
 
 
-def row_ids(kind: Kind | str, rows: Sequence[Sequence[Any]]) -> list[str]:
+def row_ids(kind: Kind, rows: Sequence[Sequence[Any]]) -> list[str]:
     """Ids of points given as rows of raw values in the kind's parameter order, e.g. a chunk
     spec's `points`: each column's distinct values canonicalised once, then `point_ids`."""
-    kind = as_kind(kind)
     values, index = _columns(kind, rows)
     return point_ids(kind, values, index)
 
@@ -373,9 +372,8 @@ def _columns(
     return values, index
 
 
-def canonical_rows(kind: Kind | str, rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+def canonical_rows(kind: Kind, rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
     """Rows of raw values in the kind's parameter order, checked and canonicalised."""
-    kind = as_kind(kind)
     values, index = _checked_columns(kind, rows)
     return list(zip(*(_take(values[name], index[name]) for name in kind.param_names)))
 
@@ -393,10 +391,9 @@ def _checked_columns(
     return _columns(kind, rows)
 
 
-def points_from_rows(kind: Kind | str, rows: Iterable[Sequence[Any]]) -> list[Point]:
+def points_from_rows(kind: Kind, rows: Iterable[Sequence[Any]]) -> list[Point]:
     """The points of rows of raw values in the kind's parameter order (canonicalised): what a job
     makes of the chunk it is given."""
-    kind = as_kind(kind)
     names = kind.param_names
     values, index = _checked_columns(kind, rows)
     ids = point_ids(kind, values, index)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,188 +14,31 @@ import pandas as pd
 import pyarrow as pa
 
 from attnsim import files
-from attnsim.claims.engine import (
-    NUMBER_KINDS,
-    OUTCOMES,
-    ROLES,
-    SIDES,
-    STATEMENTS,
-    VERDICTS,
-    ClaimResult,
-    canonical_rows,
-    entropy_bounds,
-    judge,
-)
+from attnsim.claims.engine import ClaimResult, canonical_rows, entropy_bounds, judge
 from attnsim.errors import StoreError
-from attnsim.kinds.base import Column
 from attnsim.report import provenance as run_provenance
 from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
 
-
-def _column(name: str, type: pa.DataType, description: str) -> pa.Field:
-    """A column of claims.parquet with its description (docs/results-schema.md is made of them)."""
-    return Column(name, type, description).field(nullable=True)
+ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "float": pa.float64()}
 
 
-SCHEMA = pa.schema(
-    [
-        _column("claim_id", pa.string(), "short stable id of the claim"),
-        _column("claim", pa.string(), "the claim in one sentence"),
-        _column("condition", pa.string(), "the regime of parameters it was tested in"),
-        _column(
-            "statement",
-            pa.string(),
-            "which of the essay's statements it tests: " + ", ".join(STATEMENTS),
-        ),
-        _column("number", pa.string(), "what `measured` is, one of: " + "; ".join(NUMBER_KINDS)),
-        _column(
-            "compared_to",
-            pa.string(),
-            "what `predicted` is (or what the measurement "
-            "is compared with), then what `measured` is",
-        ),
-        _column(
-            "threshold", pa.string(), "the tolerance or threshold that decided the verdict, and why"
-        ),
-        _column(
-            "figure",
-            pa.string(),
-            "the figure that shows it, <experiment>/<figure>: "
-            "results/figures/<experiment>/<figure>.png",
-        ),
-        _column("experiments", pa.string(), "the experiments it rests on, comma-separated"),
-        _column("points", pa.int64(), "grid points it rests on"),
-        _column("trials", pa.int64(), "trials it rests on"),
-        _column(
-            "predicted",
-            pa.float64(),
-            "the theory's value the verdict is about (the centre of "
-            "the tolerance band); null when nothing is predicted",
-        ),
-        _column(
-            "measured",
-            pa.float64(),
-            "the headline number, labelled by `number`: a mean, fitted "
-            "slope or rank correlation, the point farthest from the "
-            "prediction (a range), the extreme trial, a share or an onset",
-        ),
-        _column(
-            "ci_low",
-            pa.float64(),
-            "lower end of the 95% confidence interval of `measured`; "
-            "null when none was computed (a range, an extreme, an onset)",
-        ),
-        _column(
-            "ci_high", pa.float64(), "upper end of the 95% confidence interval; null when none"
-        ),
-        _column(
-            "value_min",
-            pa.float64(),
-            "smallest value of a range over points or trials (not a "
-            "confidence interval); null when the number is not a range",
-        ),
-        _column("value_max", pa.float64(), "largest value of that range; null when none"),
-        _column("rel_deviation", pa.float64(), "(measured - predicted) / |predicted|"),
-        _column(
-            "verdict", pa.string(), "one of: " + ", ".join(VERDICTS) + " (docs/science.md §7.4)"
-        ),
-        _column(
-            "evidence", pa.string(), "what the numbers are: points, experiments, the worst case"
-        ),
-        _column(
-            "role",
-            pa.string(),
-            "one of: " + ", ".join(ROLES) + " (sanity: true by construction, counted apart)",
-        ),
-        _column("regime", pa.string(), "where theory makes the prediction, fixed before the data"),
-        _column(
-            "reason", pa.string(), "the docs/science.md section the regime and tolerance come from"
-        ),
-        _column(
-            "tolerance",
-            pa.float64(),
-            "half-width of the band around `predicted` (equivalence claims); null otherwise",
-        ),
-        _column(
-            "bound",
-            pa.float64(),
-            "the bound a one-sided or sanity claim is compared with; null otherwise",
-        ),
-        _column(
-            "side",
-            pa.string(),
-            "which side of `bound` the claim is on: " + " or ".join(SIDES) + "; empty otherwise",
-        ),
-        _column(
-            "detectable",
-            pa.float64(),
-            "half-width of the deciding 95% interval: the smallest deviation "
-            "the data could have detected, to read against `tolerance`",
-        ),
-        _column(
-            "alternative",
-            pa.string(),
-            "what would have made the claim fail (a competing value or "
-            "named theory) and why it is plausible; empty for sanity checks",
-        ),
-        _column(
-            "alternative_value",
-            pa.float64(),
-            "the alternative's value of the statistic; null if none",
-        ),
-        _column(
-            "power",
-            pa.float64(),
-            "probability that the rule gives `fails` were `alternative_value` "
-            "true, at the measurement's standard error; null without both",
-        ),
-        _column(
-            "min_detectable",
-            pa.float64(),
-            "the deviation beyond the tolerance band (or bound) the "
-            "rule detects with 80% power: (z_0.975 + z_0.8) x SE",
-        ),
-        _column(
-            "outcome",
-            pa.string(),
-            "an evidence claim's outcome before the data: "
-            + " or ".join(OUTCOMES)
-            + " (open: it declares a plausible alternative); empty for sanity checks",
-        ),
-        _column(
-            "budget",
-            pa.string(),
-            "the training budget it was judged at and whether the "
-            "verdict could flip with it; empty when no budget matters",
-        ),
-        _column("n", pa.int64(), "the sample size behind the standard error (see `unit`)"),
-        _column("unit", pa.string(), "what `n` counts: trials, runs, heads, rows, points"),
-        _column(
-            "needed",
-            pa.int64(),
-            "inconclusive: the sample size (in `needed_unit`) at which the "
-            "interval would decide at the current effect and variance; 0 "
-            "when more data cannot decide it (docs/science.md §7.6)",
-        ),
-        _column(
-            "needed_unit", pa.string(), "what `needed` counts: trials per point, heads, points"
-        ),
-        _column(
-            "to_decide", pa.string(), "inconclusive: what would decide it, and at which points"
-        ),
+def result_fields() -> list[pa.Field]:
+    """The columns of claims.parquet the result record declares (`engine.ClaimResult`), in its
+    order: each field's annotation gives the type, its metadata the description
+    (docs/results-schema.md is made of them); every column nullable (a missing number is null)."""
+    return [
         pa.field(
-            "unjudged",
-            pa.int64(),
-            metadata={
-                "description": "points of the regime the claim could not judge: a statistic its "
-                "measure read is NaN there (a metric the kind declares non-finite, NaN at every "
-                "trial); the verdict rests on the other points, the evidence names the columns"
-            },
-        ),
+            f.name,
+            ARROW_TYPES[str(f.type)],
+            nullable=True,
+            metadata={"description": f.metadata["description"]},
+        )
+        for f in fields(ClaimResult)
     ]
-    + run_provenance.fields()
-)
+
+
+SCHEMA = pa.schema(result_fields() + run_provenance.fields())
 CLAIM_COLUMNS = [f.name for f in SCHEMA if f.name in ClaimResult.__dataclass_fields__]
 
 
@@ -354,7 +197,8 @@ def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) ->
     claims = []
     for name, registered in kinds.items():
         rows = canonical_rows(by_kind.get(name, []), registered.param_names)
-        claims += [judge(spec, rows) for spec in registered.submodule("claims").CLAIMS]
+        params = registered.param_names
+        claims += [judge(spec, rows, params) for spec in registered.submodule("claims").CLAIMS]
     drawn = drawn_figures(summaries, experiments)
     figures = {
         name: kinds[k].presentation.entropy_figure

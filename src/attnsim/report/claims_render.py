@@ -216,6 +216,7 @@ VERDICT_WORDS = {
     "inconclusive": "inconclusive",
     "outside regime": "outside regime",
     "not measured": "not measured",
+    "not predicted": "not predicted",
 }
 
 
@@ -338,7 +339,7 @@ def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
             measured = measured_labelled(c) + (f" (rel. dev. {deviation})" if deviation else "")
             figure = f"[{c.figure}]({figure_href(c)})" if c.figure else "–"
             lines.append(
-                f"| `{c.claim_id}`: {_cell(c.claim)} *({_cell(c.condition)})* | {_cell(measured)} "
+                f"| `{c.claim_id}`: {_cell(c.claim)} *({_cell(c.regime)})* | {_cell(measured)} "
                 f"| {_cell(compared_text(c))} "
                 f"| **{c.verdict}** | {_cell(decided_text(c))} | {_cell(rests_on(c))} | {figure} |"
             )
@@ -597,7 +598,7 @@ def _row(c: ClaimResult) -> str:
     return (
         f"<tr id='claim-{escape(c.claim_id)}'>"
         f"<td><code>{escape(c.claim_id)}</code><br>{escape(c.claim)}<br><span "
-        f"class='regime'>regime: {escape(c.condition)}</span></td>"
+        f"class='regime'>regime: {escape(c.regime)}</span></td>"
         f"<td class='measured'><span class='kind'>{escape(number_label(c))}</span><br><span "
         f"class='value'>{escape(measured_text(c))}</span>"
         + (f"<br><span class='note'>rel. dev. {escape(deviation)}</span>" if deviation else "")

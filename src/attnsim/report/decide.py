@@ -106,7 +106,7 @@ def _not_decidable(result, declared: bool, settings) -> str:
     if result.needed_unit != TRIALS:
         return f"more trials do not narrow it ({result.to_decide or 'no interval'})"
     rested = [n.strip() for n in result.experiments.split(",") if n.strip()]
-    adaptive = [n for n in rested if settings.experiments[n].target_se is not None]
+    adaptive = [n for n in rested if settings.experiments[n].trial_settings.adaptive]
     if adaptive:
         return f"rests on the adaptive experiment {adaptive[0]}: raise its max_trials instead"
     return ""

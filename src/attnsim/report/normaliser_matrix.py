@@ -1,6 +1,7 @@
-"""The verdicts per normaliser across kinds (docs/science.md §12): a row per claim family whose
-ids end in a normaliser's name (`normaliser_bias_sigmoid`, `escape_time_grows_with_scale_relu`,
-`remedy_prevents_divergence_ssmax`, ...), a column per normaliser, a cell per claim.
+"""The verdicts per normaliser across kinds (docs/science.md §12): a row per claim family with
+claims about normalisers (`normaliser_bias`, `escape_time_grows_with_scale`,
+`remedy_prevents_divergence`, ...), a column per normaliser in the registry's order, a cell per
+claim: each claim's declared `subject` and `family` place it.
 
 Each kind draws only its own claims (kinds never import each other), so the one table that puts
 the essay's last line side by side with every argument it rests on is built here, from the
@@ -11,23 +12,23 @@ from __future__ import annotations
 from html import escape
 
 from attnsim.claims.engine import ClaimResult
-from attnsim.kernels.normalisers import NORMALISERS
+from attnsim.subjects import normalisers
+
+SUBJECT = "normaliser"  # the claims whose subject is a value of this parameter
 
 
 def families(claims: list[ClaimResult]) -> dict[str, dict[str, ClaimResult]]:
-    """Claim family -> normaliser -> claim, for the claims whose id is `<family>_<normaliser>`,
-    families in the order their first claim appears; empty when no claim is per normaliser."""
+    """Claim family -> normaliser -> claim, for the claims whose subject is a normaliser, families
+    in the order their first claim appears; empty when no claim is about a normaliser."""
     table: dict[str, dict[str, ClaimResult]] = {}
     for c in claims:
-        for name in NORMALISERS:
-            if c.claim_id.endswith(f"_{name}"):
-                table.setdefault(c.claim_id[: -len(name) - 1], {})[name] = c
-                break
+        if c.subject_type == SUBJECT:
+            table.setdefault(c.family, {})[c.subject] = c
     return table
 
 
 def _columns(table: dict[str, dict[str, ClaimResult]]) -> list[str]:
-    return [name for name in NORMALISERS if any(name in row for row in table.values())]
+    return [name for name in normalisers.names() if any(name in row for row in table.values())]
 
 
 def html_table(claims: list[ClaimResult]) -> str:

@@ -63,9 +63,8 @@ def percent_done(done: int, total: int) -> str:
 def _trials_asked(e) -> str:
     """The config's trials per point: a number, or the adaptive range (rounds of trials, up to
     max)."""
-    if e.target_se is None:
-        return f"{e.trials}"
-    return f"{e.trials}-{e.max_trials} adaptive"
+    s = e.trial_settings
+    return f"{s.trials}-{s.max_trials} adaptive" if s.adaptive else f"{s.trials}"
 
 
 def _trials_run(root: Path, kind: str, name: str) -> str:
@@ -90,12 +89,15 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
             lines.append(f"{name:<20} {e.kind:<20} (no summary yet)")
             continue
         s = parquet.read_summary(path).to_pandas()
+        asked = e.trial_settings
         low, high = (
-            (int(s["n_trials"].min()), int(s["n_trials"].max())) if len(s) else (e.trials, e.trials)
+            (int(s["n_trials"].min()), int(s["n_trials"].max()))
+            if len(s)
+            else (asked.trials, asked.trials)
         )
-        trials = f"{e.trials}" if low == high == e.trials else f"{low}-{high}"
+        trials = f"{asked.trials}" if low == high == asked.trials else f"{low}-{high}"
         adaptive = (
-            f" (rounds of {e.trials} to SE <= {e.target_se:g})" if e.target_se is not None else ""
+            f" (rounds of {asked.trials} to SE <= {asked.target_se:g})" if asked.adaptive else ""
         )
         lines.append(f"{name:<20} {e.kind:<20} {len(s):>5} points x {trials} trials{adaptive}")
         classes = parquet.read_meta(path).get("cpu_classes", {})

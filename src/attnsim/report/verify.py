@@ -67,7 +67,11 @@ def resummarised(meta: dict, tables, name: str) -> list[str]:
     `tables`, the experiment's trials."""
     experiment = Experiment.from_json(meta["experiment_config"])
     recomputed = summarise_chunks(
-        experiment.kind, name, grid_columns(experiment), tables, experiment.target_se
+        get_kind(experiment.kind),
+        name,
+        grid_columns(experiment),
+        tables,
+        experiment.trial_settings.target_se,
     )
     recorded = meta.get("content_sha256", {})
     found = integrity.content_digests(recomputed)

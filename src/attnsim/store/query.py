@@ -289,7 +289,7 @@ PROVENANCE = (
     "kind",
     "chunk",
     "results_key",
-    "config_hash",
+    "experiment_hash",
     "seed",
     "trials",
     "algorithm_version",

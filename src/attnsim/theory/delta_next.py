@@ -33,84 +33,43 @@ import math
 
 import numpy as np
 
-from attnsim.theory.noise import NOISE_FAMILIES
+from attnsim.subjects import noise_families
 
-SQRT2 = math.sqrt(2.0)
-SQRT3 = math.sqrt(3.0)
-GUMBEL_BETA = math.sqrt(6.0) / math.pi  # gumbel scale per unit standard deviation
-LAPLACE_B = 1.0 / SQRT2  # laplace scale per unit standard deviation
-POLE_TOL = (
-    1e-12  # k b or k beta this close to 1 counts as the divergence (rounding of k* = 1/b, 1/beta)
-)
 ORDER_CAP = 4  # `finite_moment_order` reports at most this: all the orders the correction uses
 
-# sigma below which the k-th exponential moment is finite (k = 3, 4): laplace k b < 1, gumbel k beta
-# < 1
-THRESHOLDS = {
-    ("laplace", 3): SQRT2 / 3,
-    ("laplace", 4): SQRT2 / 4,
-    ("gumbel", 3): math.pi / (3 * math.sqrt(6.0)),
-    ("gumbel", 4): math.pi / (4 * math.sqrt(6.0)),
-}
 
-
-def _check(noise: str, sigma: float) -> None:
-    if noise not in NOISE_FAMILIES:
-        raise ValueError(
-            f"unknown noise family {noise!r}; expected one of {', '.join(NOISE_FAMILIES)}"
-        )
+def _law(family: str, sigma: float) -> noise_families.NoiseFamily:
+    law = noise_families.get(family)
     if not sigma >= 0:
         raise ValueError(f"noise scale must be >= 0, got {sigma}")
+    return law
 
 
-def _log_sinhc(x: float) -> float:
-    """log(sinh(x)/x), stable for tiny and large x."""
-    if x < 1e-3:
-        x2 = x * x
-        return x2 / 6 - x2 * x2 / 180 + 2 * x2**3 / 2835
-    return x + math.log1p(-math.exp(-2 * x)) - math.log(2 * x)
-
-
-def log_exp_moment(noise: str, sigma: float, k: float) -> float:
-    """log E[e^{k eps}] for k >= 0 in the project's convention (+inf where it diverges).
-
-    gaussian k^2 s^2/2; uniform log(sinh(k a)/(k a)), a = sqrt3 s; laplace -log(1 - k^2 b^2);
-    gumbel log Gamma(1 - k beta); student_t +inf for every k > 0. Within POLE_TOL (relative) of the
-    pole k = k* counts as the pole, so that k = `moment_order` itself gives +inf despite rounding.
-    """
-    _check(noise, sigma)
+def log_exp_moment(family: str, sigma: float, k: float) -> float:
+    """log E[e^{k eps}] for k >= 0 in the project's convention (+inf where it diverges), from the
+    family's record: gaussian k^2 s^2/2; uniform log(sinh(k a)/(k a)), a = sqrt3 s; laplace
+    -log(1 - k^2 b^2); gumbel log Gamma(1 - k beta); student_t +inf for every k > 0. Within
+    POLE_TOL (relative) of the pole k = k* counts as the pole, so that k = `moment_order` itself
+    gives +inf despite rounding."""
+    law = _law(family, sigma)
     if k < 0:
         raise ValueError(f"order must be >= 0, got {k}")
     if k == 0 or sigma == 0:
         return 0.0
-    if noise == "gaussian":
-        return 0.5 * (k * sigma) ** 2
-    if noise == "uniform":
-        return _log_sinhc(k * SQRT3 * sigma)
-    if noise == "laplace":
-        kb = k * sigma * LAPLACE_B
-        return -math.log1p(-kb * kb) if kb < 1 - POLE_TOL else math.inf
-    if noise == "gumbel":
-        kb = k * sigma * GUMBEL_BETA
-        return math.lgamma(1 - kb) if kb < 1 - POLE_TOL else math.inf
-    return math.inf  # student_t: polynomial tails
+    return law.log_exp_moment(sigma, k)
 
 
-def moment_order(noise: str, sigma: float) -> float:
+def moment_order(family: str, sigma: float) -> float:
     """k* = sup{k : E[e^{k eps}] < inf}: +inf for gaussian and uniform (and sigma = 0), 1/b =
     sqrt2/sigma for laplace, 1/beta = pi/(sqrt6 sigma) for gumbel, 0 for student_t.
 
     A supremum, not a maximum: at k = k* itself the moment is infinite (1/(1 - k^2 b^2) and
     Gamma(1 - k beta) both diverge there), so E[e^{k eps}] < inf exactly for 0 <= k < k*.
     """
-    _check(noise, sigma)
-    if sigma == 0 or noise in ("gaussian", "uniform"):
+    law = _law(family, sigma)
+    if sigma == 0:
         return math.inf
-    if noise == "laplace":
-        return SQRT2 / sigma
-    if noise == "gumbel":
-        return 1.0 / (GUMBEL_BETA * sigma)
-    return 0.0
+    return law.moment_order(sigma)
 
 
 def finite_moment_order(noise, sigma, cap: int = ORDER_CAP):
@@ -151,24 +110,18 @@ def regime(noise: str, sigma: float) -> str:
     return "heavy" if order == 1 else "no_mean"
 
 
-def exp_moment_continued(noise: str, sigma: float, k: float) -> float:
+def exp_moment_continued(family: str, sigma: float, k: float) -> float:
     """E[e^{k eps}] continued analytically in k past the divergence at k*: 1/(1 - k^2 b^2) for
     laplace, Gamma(1 - k beta) for gumbel (the finite part of the divergent integral: negative
     between the first and second pole); equal to exp(`log_exp_moment`) where that is finite; nan at
     a pole and for student_t (no continuation: the moment diverges for every k > 0)."""
-    _check(noise, sigma)
-    log_m = log_exp_moment(noise, sigma, k)
+    law = _law(family, sigma)
+    log_m = log_exp_moment(family, sigma, k)
     if math.isfinite(log_m):
         return math.exp(log_m) if log_m < 709 else math.inf
-    if noise == "laplace":
-        kb = k * sigma * LAPLACE_B
-        return 1.0 / (1.0 - kb * kb) if abs(kb - 1) > POLE_TOL else math.nan
-    if noise == "gumbel":
-        x = 1 - k * sigma * GUMBEL_BETA
-        return (
-            math.gamma(x) if abs(x - round(x)) > POLE_TOL else math.nan
-        )  # poles at 0, -1, -2, ...
-    return math.nan
+    if law.exp_moment_continued is None:
+        return math.nan
+    return law.exp_moment_continued(sigma, k)
 
 
 def u_moments(noise: str, sigma: float, continued: bool = False) -> tuple[float, float, float]:
@@ -215,7 +168,8 @@ def tail_constant(noise: str, sigma: float) -> float:
     if k <= 2 or k == round(k):
         return math.nan
     m1 = math.exp(log_exp_moment(noise, sigma, 1))
-    c = (0.5 if noise == "laplace" else 1.0) * m1**-k
+    factor = _law(noise, sigma).tail_factor
+    c = (math.nan if factor is None else factor) * m1**-k
     return c * math.gamma(3 - k) * math.gamma(k + 1) / (k - 2)
 
 

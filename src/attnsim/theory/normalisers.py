@@ -1,17 +1,21 @@
-"""Predictions for the normalisers of `attnsim.kernels.normalisers` (docs/science.md §12), written
-before any data: the output's error under i.i.d. gaussian logit noise (a variance term and the
-bias the normalisation may leave), the entropy and gradient at large logit scale, and the entropy
-floor under cosine logits.
+"""Predictions for the normalisers of `attnsim.subjects.normalisers` (docs/science.md §12), written
+before any data, each law chosen by the record's form and properties, never by its name (a map
+whose form or property is `Unknown` gets NaN: not predicted): the output's error under i.i.d.
+gaussian logit noise (a variance term and the bias the normalisation may leave), the entropy and
+gradient at large logit scale, and the entropy floor under cosine logits.
 
 Error model (§12.2). With o = sum_i p_i v_i and noisy logits s + eps, eps_i ~ N(0, sigma^2):
 
-- elementwise weights (sigmoid, ReLU) are exact: o~ = sum_i p(s_i + eps_i) v_i has mean
-  sum_i E[p(s_i + eps)] v_i and variance sum_i Var p(s_i + eps) ||v_i||^2 (gauss-hermite);
-- softmax, SSMax and the sink (multiplicative noise e^eps on each key): the delta method,
-  kappa sum_j p_j^2 ||v_j - o||^2 with kappa = e^{sigma_eff^2} - 1, sigma_eff = sigma (SSMax:
-  sigma b log n); the sink keeps a bias (m - 1) p_0 / (p_0 + m (1 - p_0)) along o, m = E[e^eps];
-- soft-capping, softpick, sparsemax, 1.5-entmax: first order, sigma^2 ||do/ds||_F^2; softpick's
-  mean (its -1 breaks the factorisation) in the mean-field limit of a self-averaging denominator.
+- elementwise weights (the logistic and hinge forms: sigmoid, ReLU) are exact: o~ = sum_i
+  p(s_i + eps_i) v_i has mean sum_i E[p(s_i + eps)] v_i and variance sum_i Var p(s_i + eps)
+  ||v_i||^2 (gauss-hermite);
+- the exponential and null-key forms (softmax, SSMax, the sink: multiplicative noise e^eps on each
+  key): the delta method, kappa sum_j p_j^2 ||v_j - o||^2 with kappa = e^{sigma_eff^2} - 1,
+  sigma_eff = sigma b log n with SSMax's gain; the null key keeps a bias (m - 1) p_0 / (p_0 +
+  m (1 - p_0)) along o, m = E[e^eps];
+- the other forms (soft-capping, softpick, sparsemax, 1.5-entmax): first order,
+  sigma^2 ||do/ds||_F^2; the rectified exponential's mean (its -1 breaks the factorisation) in
+  the mean-field limit of a self-averaging denominator.
 """
 
 from __future__ import annotations
@@ -21,15 +25,23 @@ from functools import lru_cache
 
 import numpy as np
 
-from attnsim.kernels import normalisers as nz
+from attnsim.subjects import known, normalisers
+from attnsim.subjects.normalisers import (
+    CAPPED,
+    ELEMENTWISE,
+    EXPONENTIAL,
+    HINGE,
+    LOGISTIC,
+    NULL_KEY,
+    RECTIFIED_EXPONENTIAL,
+    THRESHOLD,
+    Normaliser,
+    mass_and_entropy,
+)
 from attnsim.theory.entropy import exact_gap_argmax
 
 GAUSS_NODES = 24  # gauss-hermite nodes: ~1e-10 for the smooth (sigmoid) integrand at sigma <= 1
-ELEMENTWISE = ("sigmoid", "relu")
-MULTIPLICATIVE = ("softmax", "ssmax", "sink")
-# the normalisers whose weights are g(s_i) / sum_j g(s_j) (or elementwise) with g increasing:
-# the worst cosine configuration has two levels (§12.4); the others reach one-hot weights
-MONOTONE = ("softmax", "ssmax", "softcap50", "softcap30", "sink", "sigmoid")
+MULTIPLICATIVE = (EXPONENTIAL, NULL_KEY)  # the noise multiplies each key's weight by e^eps
 
 
 def _nodes(sigma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -43,8 +55,10 @@ def mean_exp(sigma: float) -> float:
 
 
 def effective_sigma(name: str, n: int, sigma: float) -> float:
-    """The noise's std on the scale softmax sees: SSMax multiplies the logits by b log n."""
-    return sigma * nz.SSMAX_B * math.log(n) if name == "ssmax" else sigma
+    """The noise's std on the scale the map's softmax sees: a gain (SSMax's b log n) multiplies
+    the logits, noise included."""
+    b = normalisers.get(name).log_gain
+    return sigma * b * math.log(n) if b is not None else sigma
 
 
 _erfc = np.frompyfunc(math.erfc, 1, 1)
@@ -60,7 +74,8 @@ def elementwise_moments(name: str, s: np.ndarray, sigma: float) -> tuple[np.ndar
     E ReLU(x) = s Phi(s/sigma) + sigma phi(s/sigma), E ReLU(x)^2 = (s^2 + sigma^2) Phi + s sigma
     phi for x ~ N(s, sigma^2)."""
     n = s.shape[-1]
-    if name == "relu":
+    form = normalisers.get(name).form
+    if form == HINGE:
         if sigma == 0:
             p = np.maximum(s, 0.0) / n
             return p, np.zeros_like(p)
@@ -70,7 +85,7 @@ def elementwise_moments(name: str, s: np.ndarray, sigma: float) -> tuple[np.ndar
         mean = s * cdf + sigma * pdf
         second = (s**2 + sigma**2) * cdf + s * sigma * pdf
         return mean / n, np.maximum(second - mean**2, 0.0) / n**2
-    if name != "sigmoid":
+    if form != LOGISTIC:
         raise ValueError(f"{name!r} is not elementwise")
     x, w = _nodes(sigma)
     p = np.exp(-np.logaddexp(0.0, math.log(n) - (s[..., None] + x)))
@@ -80,42 +95,25 @@ def elementwise_moments(name: str, s: np.ndarray, sigma: float) -> tuple[np.ndar
 
 def grad_sq(name: str, s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """||do/ds||_F^2 = sum_j ||sum_i (dp_i/ds_j) v_i||^2 per trial (s: (T, n), v: (T, n, d)),
-    from each normaliser's Jacobian in closed form: the first-order noise sensitivity."""
-    n = s.shape[-1]
-    p = nz.weights(name, s)
-    o = np.einsum("tn,tnd->td", p, v)
-    if name in ("softmax", "ssmax", "sink", "softcap50", "softcap30"):
-        slope = np.ones_like(s)
-        if name == "ssmax":
-            slope *= nz.SSMAX_B * math.log(n)
-        elif name in nz.SOFTCAPS:
-            slope = 1.0 - np.tanh(s / nz.SOFTCAPS[name]) ** 2
-        g = (p * slope)[..., None] * (v - o[:, None, :])
-    elif name in ("sigmoid", "relu"):
-        diag = nz.jvp(name, s, np.ones_like(s))  # the Jacobian is diagonal
-        g = diag[..., None] * v
-    elif name == "softpick":
-        d, e, _ = nz._softpick_parts(s)
-        total = np.abs(d).sum(axis=-1)[:, None, None]
-        g = (np.where(d > 0, e, 0.0)[..., None] * v - (np.sign(d) * e)[..., None] * o[:, None]) / (
-            total
-        )
-    elif name in ("sparsemax", "entmax15"):
-        # J = c (diag g - g g^T / sum g) with g the support's indicator (sparsemax, c = 1) or
-        # sqrt(p) (entmax, c = 1: 2 from the square times 1/2 from z = s/2)
-        gw = (p > 0).astype(float) if name == "sparsemax" else np.sqrt(p)
-        centre = np.einsum("tn,tnd->td", gw, v) / gw.sum(axis=-1, keepdims=True)
-        g = gw[..., None] * (v - centre[:, None, :])
-    else:
-        raise ValueError(f"unknown normaliser {name!r}")
+    from the normaliser's Jacobian in closed form (its record's `output_gradient`): the
+    first-order noise sensitivity."""
+    g = normalisers.get(name).output_gradient(s, v)
     return np.einsum("tnd,tnd->t", g, g)
 
 
-def sink_bias(s: np.ndarray, sigma: float) -> np.ndarray:
+def _delta_grad_sq(p: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """sum_j ||p_j (v_j - o)||^2: the delta method's sensitivity of multiplicative weights (the
+    gain of the logits is in sigma_eff, not here)."""
+    o = np.einsum("tn,tnd->td", p, v)
+    g = p[..., None] * (v - o[:, None, :])
+    return np.einsum("tnd,tnd->t", g, g)
+
+
+def sink_bias(name: str, s: np.ndarray, sigma: float) -> np.ndarray:
     """Relative bias along o of the sink's output, (m - 1) p_0 / (p_0 + m (1 - p_0)) per trial:
     the noise multiplies the keys' mass by m = E[e^eps] (self-averaging over many keys) but not
     the sink's, so the cancellation is partial, of the order of the sink's weight p_0."""
-    p0 = 1.0 - nz.weights("sink", s).sum(axis=-1)
+    p0 = 1.0 - normalisers.get(name).weights(s).sum(axis=-1)
     m = mean_exp(sigma)
     return (m - 1.0) * p0 / (p0 + m * (1.0 - p0))
 
@@ -134,12 +132,16 @@ def softpick_mean_weights(s: np.ndarray, sigma: float) -> np.ndarray:
 def predicted_error(name: str, s: np.ndarray, v: np.ndarray, sigma: float) -> dict[str, np.ndarray]:
     """Per trial: `sq_err_pred`, the predicted E||o~ - o||^2, and `bias_pred`, the predicted
     relative bias along the clean output <E o~ - o, o> / ||o||^2 (0 where the normalisation
-    cancels the noise's mean to this order)."""
+    cancels the noise's mean to this order); NaN for a map of unknown form (not predicted)."""
+    record = normalisers.get(name)
     n = s.shape[-1]
-    p = nz.weights(name, s)
+    p = record.weights(s)
     o = np.einsum("tn,tnd->td", p, v)
     oo = np.einsum("td,td->t", o, o)
-    if name in ELEMENTWISE:
+    if not known(record.form):
+        nan = np.full(len(s), np.nan)
+        return {"sq_err_pred": nan, "bias_pred": nan}
+    if record.form in ELEMENTWISE:
         mean, var = elementwise_moments(name, s, sigma)
         bias = np.einsum("tn,tnd->td", mean - p, v)
         spread = np.einsum("tn,tnd,tnd->t", var, v, v)
@@ -148,16 +150,14 @@ def predicted_error(name: str, s: np.ndarray, v: np.ndarray, sigma: float) -> di
             "bias_pred": np.einsum("td,td->t", bias, o) / oo,
         }
     sig = effective_sigma(name, n, sigma)
-    if name in MULTIPLICATIVE:
-        # SSMax is softmax of logits b log(n) s, the noise scaled alike (sigma_eff)
-        logits = nz.SSMAX_B * math.log(n) * s if name == "ssmax" else s
-        variance = math.expm1(sig**2) * grad_sq("softmax" if name == "ssmax" else name, logits, v)
+    if record.form in MULTIPLICATIVE:
+        variance = math.expm1(sig**2) * _delta_grad_sq(p, v)
     else:
         variance = sig**2 * grad_sq(name, s, v)
-    if name == "sink":
-        beta = sink_bias(s, sigma)
+    if record.form == NULL_KEY:
+        beta = sink_bias(name, s, sigma)
         return {"sq_err_pred": variance + beta**2 * oo, "bias_pred": beta}
-    if name == "softpick":
+    if record.form == RECTIFIED_EXPONENTIAL:
         bias = np.einsum("tn,tnd->td", softpick_mean_weights(s, sigma) - p, v)
         return {
             "sq_err_pred": variance + np.einsum("td,td->t", bias, bias),
@@ -181,20 +181,25 @@ def relu_entropy_offset() -> float:
 def large_scale_entropy(name: str, n: int) -> float:
     """Entropy of p / sum p for gaussian logits s = l z as l -> infinity (§12.3), n large: 0 where
     the weights freeze onto the top key, log(n/2) where the normaliser saturates (sigmoid,
-    soft-capping: every positive key at the same weight), and ReLU's scale-free value."""
-    if name in ("sigmoid", "softcap50", "softcap30"):
+    soft-capping: every positive key at the same weight), and the hinge's scale-free value (ReLU);
+    NaN where the behaviour is unknown (not predicted)."""
+    record = normalisers.get(name)
+    if record.large_scale == "freezes":
+        return 0.0
+    if record.large_scale == "saturates":
         return math.log(n / 2)
-    if name == "relu":
+    if record.large_scale == "scale-free" and record.form == HINGE:
         return math.log(n / 2) - relu_entropy_offset()
-    return 0.0
+    return math.nan
 
 
 def gradient_vanishes_at_large_scale(name: str) -> bool:
-    """Whether ||do/ds|| -> 0 as the logit scale grows (§12.3): everywhere but ReLU attention,
-    whose slope 1/n on the positive keys does not depend on the scale. Softmax-like maps lose it
-    exponentially, sparse ones exactly (a one-key support), saturating ones (sigmoid,
-    soft-capping) only like 1/scale: the keys within ~1/scale of the threshold keep a slope."""
-    return name != "relu"
+    """Whether ||do/ds|| -> 0 as the logit scale grows (§12.3): everywhere but where the weights
+    are scale-free (ReLU attention, whose slope 1/n on the positive keys does not depend on the
+    scale). Softmax-like maps lose it exponentially, sparse ones exactly (a one-key support),
+    saturating ones (sigmoid, soft-capping) only like 1/scale: the keys within ~1/scale of the
+    threshold keep a slope. Raises for a map whose large-scale behaviour is unknown."""
+    return normalisers.get(name).large_scale != "scale-free"
 
 
 # --- cosine logits at temperature tau (§12.4) ----------------------------------------------------
@@ -208,16 +213,17 @@ BREAKDOWN = 0.1
 def effective_inverse_temperature(name: str, n: int, tau: float = 1.0) -> float:
     """u_eff = log(g(u) / g(-u)) / 2, u = 1/tau: two logit levels +-u give the weights of softmax at
     +-u_eff, since p / sum p depends only on the ratio g(u) / g(-u) (§12.4). Defined for the
-    bounded-ratio normalisers (`MONOTONE`); the sink's p / sum p is softmax's exactly."""
+    bounded-ratio forms; the null key's p / sum p is softmax's exactly."""
     u = 1.0 / tau
-    if name in ("softmax", "sink"):
+    record = normalisers.get(name)
+    if record.form == EXPONENTIAL and record.log_gain is not None:
+        return record.log_gain * math.log(n) * u
+    if record.form in (EXPONENTIAL, NULL_KEY):
         return u
-    if name == "ssmax":
-        return nz.SSMAX_B * math.log(n) * u
-    if name in nz.SOFTCAPS:
-        c = nz.SOFTCAPS[name]
+    if record.form == CAPPED and record.cap is not None:
+        c = record.cap
         return c * math.tanh(u / c)
-    if name == "sigmoid":
+    if record.form == LOGISTIC:
         # log sigma(x) = -log(1 + e^{-x}), at x = +-u - log n
         log_n = math.log(n)
         return float(np.logaddexp(0.0, u + log_n) - np.logaddexp(0.0, log_n - u)) / 2
@@ -225,9 +231,9 @@ def effective_inverse_temperature(name: str, n: int, tau: float = 1.0) -> float:
 
 
 def two_level_entropy(name: str, n: int, k: int, tau: float = 1.0) -> float:
-    """Entropy of p / sum p for k logits at +1/tau and n - k at -1/tau, through the kernel."""
+    """Entropy of p / sum p for k logits at +1/tau and n - k at -1/tau, through the map itself."""
     s = np.where(np.arange(n) < k, 1.0, -1.0)[None, :] / tau
-    return float(nz.mass_and_entropy(nz.weights(name, s))[1][0])
+    return float(mass_and_entropy(normalisers.get(name).weights(s))[1][0])
 
 
 @lru_cache(maxsize=4096)
@@ -236,8 +242,12 @@ def cosine_floor(name: str, n: int, tau: float = 1.0) -> float:
     for the bounded-ratio normalisers softmax's exact finite-n worst case (§4.4) at the effective
     temperature 1/u_eff, evaluated through the normaliser's own weights at the worst k and its
     neighbours (G is unimodal in k; so the value is the kernel's, bit for bit the maximum over
-    every k); for the others log n, reached by one key at +1 (exact zeros elsewhere)."""
-    if name not in MONOTONE:
+    every k); for the others log n, reached by one key at +1 (exact zeros elsewhere); NaN where
+    the ratio's boundedness is unknown (not predicted)."""
+    bounded = normalisers.get(name).bounded_ratio
+    if not known(bounded):
+        return math.nan
+    if not bounded:
         return math.log(n)
     worst = int(exact_gap_argmax(n, 1.0 / effective_inverse_temperature(name, n, tau)))
     candidates = range(max(1, worst - 1), min(n, worst + 1) + 1)
@@ -282,28 +292,29 @@ def _threshold(n: int, d: int, tau: float, power: float, shrink: float) -> float
     return (lo + hi) / 2
 
 
-def _cosine_g(name: str, n: int, d: int, tau: float) -> tuple[np.ndarray, np.ndarray]:
+def _cosine_g(record: Normaliser, n: int, d: int, tau: float) -> tuple[np.ndarray, np.ndarray]:
     """(g(x / tau), weights) on the cosine nodes: the unnormalised weight of a key whose cosine is x
-    (p / sum p = g / sum g), with the nodes split at g's kink."""
+    (p / sum p = g / sum g), with the nodes split at g's kink, by the map's form."""
     u = 1.0 / tau
-    if name in ("sparsemax", "entmax15"):
-        power, shrink = (1.0, 1.0) if name == "sparsemax" else (2.0, 0.5)
+    if record.form == THRESHOLD and record.power is not None:
+        power = record.power
+        shrink = 1.0 / power  # sparsemax (s - t)_+, 1.5-entmax (s/2 - t)_+^2
         t = _threshold(n, d, tau, power, shrink)
         x, w = _sphere_nodes(d, (t / (shrink * u),))
         return np.maximum(shrink * u * x - t, 0.0) ** power, w
-    x, w = _sphere_nodes(d, (0.0,) if name in ("relu", "softpick") else ())
+    x, w = _sphere_nodes(d, (0.0,) if record.form in (HINGE, RECTIFIED_EXPONENTIAL) else ())
     s = u * x
-    if name == "relu":
+    if record.form == HINGE:
         return np.maximum(s, 0.0), w
-    if name == "softpick":
+    if record.form == RECTIFIED_EXPONENTIAL:
         return np.maximum(np.expm1(s), 0.0), w
-    if name == "sigmoid":
+    if record.form == LOGISTIC:
         return np.exp(-np.logaddexp(0.0, math.log(n) - s)), w
     # softmax-like: g = e^{u_eff x}, scaled by e^{-u_eff} (p / sum p does not see the scale)
-    if name in nz.SOFTCAPS:
-        c = nz.SOFTCAPS[name]
+    if record.form == CAPPED and record.cap is not None:
+        c = record.cap
         return np.exp(c * np.tanh(s / c) - c * math.tanh(u / c)), w
-    scale = effective_inverse_temperature(name, n, tau)
+    scale = effective_inverse_temperature(record.name, n, tau)
     return np.exp(scale * (x - 1.0)), w
 
 
@@ -318,13 +329,17 @@ def cosine_gap_mean_field(name: str, n: int, d: int, tau: float = 1.0) -> tuple[
     [f_BB Var g / 2 + f_AB Cov(g log g, g)] / n, f = A/B - log B, f_BB = 2A/B^3 + 1/B^2,
     f_AB = -1/B^2. For sparsemax and 1.5-entmax g has a threshold fixed by the normalisation:
     its mean-field value (n E[g] = 1), and no 1/n term (the threshold's fluctuation is of order
-    1 / support, not 1/n). nan where the 1/n term exceeds BREAKDOWN of the gap."""
-    g, w = _cosine_g(name, n, d, tau)
+    1 / support, not 1/n). nan where the 1/n term exceeds BREAKDOWN of the gap, and for a map of
+    unknown form (not predicted)."""
+    record = normalisers.get(name)
+    if not known(record.form):
+        return math.nan, math.nan
+    g, w = _cosine_g(record, n, d, tau)
     glogg = g * np.log(np.where(g > 0, g, 1.0))
     a, b = float(glogg @ w), float(g @ w)
     gap = a / b - math.log(b)
     support = n * float((g > 0) @ w)
-    if name in ("sparsemax", "entmax15"):
+    if record.form == THRESHOLD:
         return gap, support
     var_g = float(g**2 @ w) - b**2
     cov = float(glogg * g @ w) - a * b
@@ -339,8 +354,6 @@ def cosine_gap_mean_field(name: str, n: int, d: int, tau: float = 1.0) -> tuple[
 
 SPACING_NODES = 400  # gauss-legendre nodes over the top key's position x in [-12, 12]
 TIE_NODES = 200  # gauss-legendre nodes over the scaled gap y = scale * (z_(1) - z_(2))
-# the gradient law at large scale: two keys near a tie carry the mean (§12.3)
-TWO_KEY = ("softmax", "sink", "softpick", "ssmax", "sparsemax", "entmax15")
 
 
 def top_spacing_density(n: int, delta: np.ndarray) -> np.ndarray:
@@ -358,14 +371,16 @@ def tie_profile(name: str, y: np.ndarray) -> np.ndarray:
     """||do/ds||^2 / (2 d) of two keys whose logits differ by y, the others at zero weight, in
     expectation over values v ~ N(0, I_d) (E||v_1 - v_2||^2 = 2d): softmax-like 2 p^2 (1 - p)^2
     with p = sigma(y); sparsemax 1/2 on its two-key support (y < 1: J = I - 1 1^T / 2); 1.5-entmax
-    2 a^2 b^2 / (a + b)^2 with a - b = y/2, a^2 + b^2 = 1, while y < 2."""
+    2 a^2 b^2 / (a + b)^2 with a - b = y/2, a^2 + b^2 = 1, while y < 2. (The rectified exponential
+    is e^s - 1 ~ e^s on the top keys: softmax's; SSMax's gain is applied by `mean_grad_sq`.)"""
     y = np.asarray(y, dtype=float)
-    if name in ("softmax", "sink", "softpick", "ssmax"):
+    record = normalisers.get(name)
+    if record.form in (EXPONENTIAL, NULL_KEY, RECTIFIED_EXPONENTIAL):
         p = 1.0 / (1.0 + np.exp(-y))
         return 2 * p**2 * (1 - p) ** 2
-    if name == "sparsemax":
+    if record.form == THRESHOLD and record.power == 1.0:
         return np.where(y < 1.0, 0.5, 0.0)
-    if name == "entmax15":
+    if record.form == THRESHOLD and record.power == 2.0:
         q = np.minimum(y, 2.0) ** 2 / 4
         return np.where(y < 2.0, (1 - q) ** 2 / (2 * (2 - q)), 0.0)
     raise ValueError(f"{name!r} has no two-key law (§12.3)")
@@ -387,20 +402,31 @@ def mean_grad_sq(name: str, n: int, d: int, scale: float) -> float:
     """E ||do/ds||_F^2 for gaussian logits s = scale z and values N(0, I_d) (§12.3): exact for
     ReLU (d / (2n): slope 1/n on the ~n/2 positive keys, at every scale) and sigmoid
     (quadrature); for the maps that freeze onto the top key, the two-key law at large scale,
-    2 d integral f(y / scale) profile(y) dy / scale with f the top spacing's density (SSMax:
-    softmax at scale b log n, times (b log n)^2). It falls like 1/scale, not exponentially: the
-    mean is carried by near-ties (§9.3). Soft-capping has no such law (its top keys saturate
-    together): nan."""
-    if name == "relu":
+    2 d integral f(y / scale) profile(y) dy / scale with f the top spacing's density (a gain q, as
+    SSMax's b log n: the law at scale q l, times q^2). It falls like 1/scale, not exponentially:
+    the mean is carried by near-ties (§9.3). Soft-capping has no such law (its top keys saturate
+    together), nor has a map whose large-scale gradient is unknown: nan."""
+    record = normalisers.get(name)
+    law = record.large_scale_gradient
+    if law == "exact" and record.form == HINGE:
         return d / (2 * n)
-    if name == "sigmoid":
+    if law == "exact" and record.form == LOGISTIC:
         return _sigmoid_grad_sq(n, d, scale)
-    if name == "ssmax":
-        q = nz.SSMAX_B * math.log(n)
-        return q**2 * mean_grad_sq("softmax", n, d, q * scale)
-    if name not in TWO_KEY:
+    if not (known(law) and law == "near ties"):
         return math.nan
-    top = {"sparsemax": 1.0, "entmax15": 2.0}.get(name, 40.0)  # the profile is 0 (or < 1e-34) past
+    gain = record.log_gain * math.log(n) if record.log_gain is not None else 1.0
+    return _two_key_mean(name, gain, n, d, scale)
+
+
+@lru_cache(maxsize=4096)
+def _two_key_mean(name: str, gain: float, n: int, d: int, scale: float) -> float:
+    """The two-key law of a near-tie map at logit scale gain * scale, times gain^2 (a gain scales
+    the logits and so their gradient)."""
+    if gain != 1.0:
+        return gain**2 * _two_key_mean(name, 1.0, n, d, gain * scale)
+    record = normalisers.get(name)
+    # the profile is 0 (or < 1e-34) past y = top: 1 for sparsemax, 2 for 1.5-entmax, 40 else
+    top = record.power if record.form == THRESHOLD and record.power is not None else 40.0
     t, w = _legendre(TIE_NODES)
     y, w = (t + 1) * top / 2, w * top / 2
     return 2 * d * float((top_spacing_density(n, y / scale) * tie_profile(name, y)) @ w) / scale

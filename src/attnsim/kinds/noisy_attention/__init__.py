@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnsim.kinds.base import Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import STR, N, d_param, scale_param
+from attnsim.kinds.base import Compute, Kind, Presentation, Schema, Summary, Theory
+from attnsim.kinds.columns import N, d_param, scale_param
 from attnsim.kinds.logit_noise import (
     CONSTANT_METRICS,
     EXTRA,
@@ -16,12 +16,13 @@ from attnsim.kinds.logit_noise import (
     NONFINITE_METRICS,
     THEORY,
     extra_summary,
+    noise_param,
     sq_err_next,
     theory,
     trial_metrics,
 )
 from attnsim.kinds.noisy_attention import kernel
-from attnsim.theory.noise import NOISE_FAMILIES
+from attnsim.subjects import noise_families
 
 __all__ = (
     "KIND",
@@ -38,13 +39,7 @@ PARAMS = (
     N,
     d_param("dimension of the values"),
     scale_param("logit_scale", "std of the clean logits s_i ~ N(0, logit_scale^2)"),
-    Param(
-        "noise",
-        STR,
-        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to "
-        "std noise_scale (docs/science.md §1.3)",
-        choices=NOISE_FAMILIES,
-    ),
+    noise_param("§1.3"),
     NOISE_DRAWS,
     NOISE_SCALE,
 )
@@ -135,7 +130,7 @@ KIND = Kind(
             "n": [16, 64],
             "d": [16],
             "logit_scale": [0.0, 1.0],
-            "noise": ["gaussian", "laplace"],
+            "noise": [noise_families.GAUSSIAN.name, noise_families.LAPLACE.name],
             "noise_draws": [8],
             "noise_scale": [0.1, 0.5],
         },

@@ -26,10 +26,12 @@ from attnsim.claims.engine import (
     Regime,
     SanityRange,
     per_point_estimate,
+    per_subject,
     range_estimate,
 )
 from attnsim.kinds.ratio_claims import ratio_is_one
-from attnsim.stats import Z95, t_quantile
+from attnsim.stats import Z95, weighted_slope
+from attnsim.subjects import noise_families
 from attnsim.theory import delta_next
 
 REASON_DELTA = "docs/science.md §2.8, §2.10"
@@ -62,7 +64,7 @@ class Thresholds:
 
 
 THRESHOLDS = Thresholds()
-FAMILIES = ("gaussian", "uniform", "laplace", "gumbel")  # the families whose kappa can be finite
+FAMILIES = noise_families.names(lambda f: f.kappa_can_be_finite)
 SERIES = ["noise", "noise_scale", "d", "noise_draws"]  # a curve of rel_err against n
 POINT = ("noise", "noise_scale", "logit_scale", "n")
 
@@ -194,7 +196,7 @@ RATIO_RULE = ratio_is_one(
 def delta_method(family: str) -> ClaimSpec:
     t = THRESHOLDS
     return ClaimSpec(
-        claim_id=f"delta_method_{family}",
+        **per_subject("delta_method", "noise", family),
         statement="robustness",
         text=f"With {family} logit noise the mean squared change of the output equals kappa * sum "
         "p^2 ||v - o||^2 (delta method) at every point of the regime.",
@@ -381,7 +383,8 @@ def _slow_text(e: Estimate) -> str:
 def delta_slow_rate(family: str) -> ClaimSpec:
     t = THRESHOLDS
     return ClaimSpec(
-        claim_id=f"delta_slow_rate_{family}",
+        **per_subject("delta_slow_rate", "noise", family),
+        axis="n",
         statement="robustness",
         text=f"With {family} noise where kappa is finite but E[e^(3 eps)] is not (2 < k* < 3), "
         "the delta method's shortfall 1 - measured/predicted shrinks more slowly than the sum "
@@ -417,32 +420,13 @@ def delta_slow_rate(family: str) -> ClaimSpec:
 # --- rates in n ----------------------------------------------------------------------------------
 
 
-def fitted_slope(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
-    """Weighted least-squares slope of y on x with a residual-based 95% t interval (n - 2 dof): the
-    points scatter about a line for real (curvature, pre-asymptotic rates), not only by their
-    trials' noise, so the interval covers the lack of fit. Needs >= 3 points."""
-    xm = np.sum(w * x) / np.sum(w)
-    sxx = np.sum(w * (x - xm) ** 2)
-    slope = np.sum(w * (x - xm) * y) / sxx
-    intercept = np.sum(w * y) / np.sum(w) - slope * xm
-    dof = len(x) - 2
-    residual = np.sum(w * (y - intercept - slope * x) ** 2) / dof
-    se = math.sqrt(max(residual, 0.0) / sxx)
-    half = t_quantile(0.975, dof) * se
-    return {
-        "mean": float(slope),
-        "se": se,
-        "ci_low": float(slope - half),
-        "ci_high": float(slope + half),
-    }
-
-
 def _slope(frame: pd.DataFrame) -> dict:
-    """`fitted_slope` of log rel_err on log n, weights 1/Var(log rel_err) ~ (rel_err / se)^2."""
+    """The weighted slope of log rel_err on log n (`attnsim.stats.weighted_slope`), weights
+    1/Var(log rel_err) ~ (rel_err / se)^2."""
     x = np.log(frame["n"].to_numpy(float))
     y = np.log(frame["rel_err_mean"].to_numpy(float))
     w = (frame["rel_err_mean"] / frame["rel_err_se"]).to_numpy(float) ** 2
-    return fitted_slope(x, y, w)
+    return weighted_slope(x, y, w)
 
 
 def _long_series(select):
@@ -466,14 +450,14 @@ def _series_slopes(rows: pd.DataFrame, predicted=None) -> pd.DataFrame:
         centre = predicted(key[0], float(key[1])) if predicted else 0.0
         table.append(
             dict(
-                value=fit["mean"] - centre,
+                value=fit["slope"] - centre,
                 ci_low=fit["ci_low"] - centre,
                 ci_high=fit["ci_high"] - centre,
                 se=fit["se"],
                 n=int(part["n"].nunique()),
                 noise=key[0],
                 noise_scale=float(key[1]),
-                slope=fit["mean"],
+                slope=fit["slope"],
                 predicted=centre,
                 n_min=int(part["n"].min()),
                 n_max=int(part["n"].max()),
@@ -512,6 +496,7 @@ def _rate_regime(s: pd.DataFrame) -> pd.Series:
 
 ERROR_RATE = ClaimSpec(
     claim_id="error_rate_sqrt_n",
+    axis="n",
     statement="robustness",
     text="The relative error falls like 1/sqrt(n_eff): log-log slope -1/2 in n at uniform weights "
     "(a consistency check: there the delta method's prediction is exactly sqrt(kappa / n)).",
@@ -545,9 +530,10 @@ def _no_mean_regime(s: pd.DataFrame) -> pd.Series:
     n^(1/3), reaches log n (before that the sum is not yet dominated by one key); laplace and
     gumbel beyond their thresholds (k* <= 1) at every n."""
     regime = _noise_regime(s) == "no_mean"
-    student = s["noise"] == "student_t"
-    reached = s["noise_scale"] * s["n"].astype(float) ** (1 / 3) >= np.log(s["n"].astype(float))
-    return (s["logit_scale"] == 0) & regime & (~student | reached)
+    index = s["noise"].map({f.name: f.tail_index for f in noise_families.NOISE_FAMILIES})
+    polynomial = index.notna()  # student_t: its largest logit of n grows like n^(1/dof)
+    reached = s["noise_scale"] * s["n"].astype(float) ** (1 / index) >= np.log(s["n"].astype(float))
+    return (s["logit_scale"] == 0) & regime & (~polynomial | reached)
 
 
 def _breakdown_slopes(rows: pd.DataFrame) -> Estimate:
@@ -557,6 +543,7 @@ def _breakdown_slopes(rows: pd.DataFrame) -> Estimate:
 
 BREAKDOWN = ClaimSpec(
     claim_id="heavy_tail_breakdown",
+    axis="n",
     statement="robustness",
     text="Without a mean (E[e^eps] = inf: student_t, laplace and gumbel beyond k* = 1) one noisy "
     "key dominates and the relative error does not fall with n.",
@@ -611,6 +598,7 @@ def _heavy_slopes(rows: pd.DataFrame) -> Estimate:
 
 HEAVY_RATE = ClaimSpec(
     claim_id="heavy_tail_slow_rate",
+    axis="n",
     statement="robustness",
     text="With heavy tails that keep a mean (kappa = inf, 1 < k* <= 2: laplace, gumbel) the "
     "relative error still falls, more slowly than 1/sqrt(n), like n^(1/k* - 1) (a stable law of "
@@ -648,7 +636,10 @@ HEAVY_RATE = ClaimSpec(
 
 
 DELTA_METHOD = {family: delta_method(family) for family in FAMILIES}
-DELTA_SLOW_RATE = {family: delta_slow_rate(family) for family in ("laplace", "gumbel")}
+DELTA_SLOW_RATE = {  # the exponential tails: k* = c / sigma, so 2 < k* < 3 at some sigma
+    family: delta_slow_rate(family)
+    for family in noise_families.names(lambda f: f.tail == "exponential")
+}
 
 CLAIMS = (
     *DELTA_METHOD.values(),

@@ -19,10 +19,11 @@ from attnsim.kinds.noisy_attention.claims import (
     predicted_truncation,
 )
 from attnsim.stats import Z95
+from attnsim.subjects import noise_families
 from attnsim.theory import delta_next
 
 # rel_err_vs_n's columns, in this order where the sweep has them
-REL_ERR_FAMILIES = ("gaussian", "uniform", "laplace", "gumbel", "student_t")
+REL_ERR_FAMILIES = noise_families.names()
 NO_FINITE_KAPPA = "no point with 0 < κ < ∞ in this sweep"
 HEAVY_NOTE = "κ = ∞ for some σ: dotted = n^(1/k*−1)\nwhere a mean exists"
 
@@ -164,7 +165,7 @@ def _exact_line(ax, data: pd.DataFrame) -> None:
     )
 
 
-SHORTFALL_FAMILIES = ("gaussian", "uniform", "laplace", "gumbel")
+SHORTFALL_FAMILIES = noise_families.names(lambda f: f.kappa_can_be_finite)
 SHORTFALL_FLOOR = 1e-4  # the smallest shortfall and x drawn (log axes)
 
 

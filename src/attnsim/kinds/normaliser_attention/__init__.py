@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import math
 
-from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import F64, I64, LOG_N, STR, N, d_param, paired_ratio
+from attnsim.kinds.columns import F64, I64, LOG_N, STR, N, d_param, normaliser_param, paired_ratio
 from attnsim.kinds.normaliser_attention import kernel
 from attnsim.stats import ratio_of_means
+from attnsim.subjects import known, normalisers
 from attnsim.theory import normalisers as th
 
 PARAMS = (
-    Param(
-        "normaliser",
-        STR,
-        "the map from logits to weights (docs/science.md §12.1): " + ", ".join(NORMALISERS),
-        choices=NORMALISERS,
-    ),
+    normaliser_param(),
     N,
     d_param("dimension of the values"),
     Param(
@@ -70,13 +65,14 @@ THEORY = (
         F64,
         "entropy of p / sum p as logit_scale -> infinity (§12.3), n large",
     ),
-    Column("cancels_mean", STR, "yes / partly / no: does the normalisation cancel E[e^eps]"),
+    Column(
+        "cancels_mean",
+        STR,
+        "yes / partly / no: does the normalisation cancel E[e^eps] (null: not known for the map)",
+    ),
 )
 
 EXTRA = paired_ratio("err_ratio", "mean(sq_err) / mean(sq_err_pred), paired over trials")
-
-# §12.2: which normalisers divide the noise's mean out (the sink only its keys' share)
-CANCELS = {"sigmoid": "no", "relu": "no", "softpick": "no", "sink": "partly"}
 
 
 def bytes_per_trial(p) -> int:
@@ -102,12 +98,13 @@ def extra_summary(metrics, p) -> dict[str, object]:
 
 def theory(p) -> dict[str, object]:
     name, n = p["normaliser"], int(p["n"])
+    cancels = normalisers.get(name).cancels_noise_mean
     return {
         "log_n": math.log(n),
         "mean_exp_minus_1": math.expm1(p["noise_scale"] ** 2 / 2),
         "cosine_floor": th.cosine_floor(name, n),
         "entropy_limit": th.large_scale_entropy(name, n),
-        "cancels_mean": CANCELS.get(name, "yes"),
+        "cancels_mean": cancels if known(cancels) else None,
     }
 
 
@@ -148,7 +145,7 @@ KIND = Kind(
     example={
         "trials": 50,
         "grid": {
-            "normaliser": ["softmax", "sigmoid"],
+            "normaliser": [normalisers.SOFTMAX.name, normalisers.SIGMOID.name],
             "n": [16, 64],
             "d": [8],
             "logit_scale": [0.5],

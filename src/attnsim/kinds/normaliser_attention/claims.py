@@ -25,17 +25,17 @@ from attnsim.claims.engine import (
     OneSided,
     PerPoint,
     Regime,
+    not_predicted,
     per_point_estimate,
+    per_subject,
 )
-from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kinds.normaliser_attention import CANCELS
 from attnsim.kinds.ratio_claims import at_worst, ratio_is_one, ratio_points
-from attnsim.theory.normalisers import TWO_KEY, large_scale_entropy, mean_grad_sq
+from attnsim.subjects import Unknown, known, normalisers
+from attnsim.subjects.normalisers import HINGE, THRESHOLD
+from attnsim.theory.normalisers import mean_grad_sq
 
 PARAMS = ("normaliser", "n", "logit_scale", "noise_scale")
 FIGURE_BIAS, FIGURE_ERROR = "bias_by_normaliser", "error_vs_n_by_normaliser"
-# §12.3: these freeze onto the top key (H -> 0); the others saturate or are scale-free
-FREEZING = tuple(name for name in NORMALISERS if large_scale_entropy(name, 2**20) == 0)
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,11 @@ THRESHOLDS = Thresholds()
 REASON = "docs/science.md §12.2"
 
 
+def _unknown(family: str, name: str, unknown, figure: str) -> ClaimSpec:
+    """The family's claim for a normaliser whose property the law needs is `Unknown`."""
+    return not_predicted(family, "normaliser", name, "normalisers", unknown.reason, figure=figure)
+
+
 def _bias_regime(name: str):
     t = THRESHOLDS
 
@@ -116,35 +121,35 @@ def _describe_bias(e: Estimate) -> str:
 
 
 def _bias_alternative(name: str) -> Alternative:
-    if CANCELS.get(name, "yes") == "yes":
+    record = normalisers.get(name)
+    if record.cancels_noise_mean == "yes":
         return Alternative(
             "no cancellation: the noise's mean factor kept as by sigmoid attention (+1 unit)",
             1.0,
             "§12.2: without the division by the weights' sum E[e^eps] survives",
         )
-    if name in ("sigmoid", "sink"):
-        return Alternative(
-            "the mean cancelled as by softmax (bias 0, so minus the predicted bias)",
-            -1.0 if name == "sigmoid" else math.nan,
-            "§12.2: the essay's argument applied to a map that lacks its property",
-        )
+    # minus the predicted bias, where it is one number (sigmoid's whole factor: -1 unit)
+    bias = record.noise_bias
     return Alternative(
         "the mean cancelled as by softmax (bias 0, so minus the predicted bias)",
-        math.nan,
+        -bias if isinstance(bias, float) else math.nan,
         "§12.2: the essay's argument applied to a map that lacks its property",
     )
 
 
 def bias_claim(name: str) -> ClaimSpec:
     t = THRESHOLDS
+    cancels = normalisers.get(name).cancels_noise_mean
+    if isinstance(cancels, Unknown):
+        return _unknown("normaliser_bias", name, cancels, FIGURE_BIAS)
     verb = {
         "yes": "cancels the noise's mean: no bias along o",
         "no": "does not cancel the noise's mean: the bias along o is the one §12.2 predicts",
         "partly": "cancels the noise's mean only partly: a bias (m - 1) p_0 / (p_0 + m (1 - "
         "p_0)) along o, the sink's share",
-    }[CANCELS.get(name, "yes")]
+    }[cancels]
     return ClaimSpec(
-        claim_id=f"normaliser_bias_{name}",
+        **per_subject("normaliser_bias", "normaliser", name),
         statement="normalisers",
         text=f"Under i.i.d. gaussian logit noise, {name} {verb} (docs/science.md §12.2).",
         role="evidence",
@@ -175,7 +180,7 @@ def bias_claim(name: str) -> ClaimSpec:
 def error_claim(name: str) -> ClaimSpec:
     t = THRESHOLDS
     return ClaimSpec(
-        claim_id=f"normaliser_error_{name}",
+        **per_subject("normaliser_error", "normaliser", name),
         statement="normalisers",
         text=f"For {name}, the mean squared change of the output under small i.i.d. logit noise "
         "is the prediction of §12.2 (variance sigma^2 ||do/ds||^2 plus the bias), measured / "
@@ -220,7 +225,12 @@ def _entropy_points(rows: pd.DataFrame) -> Estimate:
 
 def entropy_claim(name: str) -> ClaimSpec:
     t = THRESHOLDS
-    frozen = name in FREEZING
+    behaviour = normalisers.get(name).large_scale
+    if not known(behaviour):
+        return _unknown("normaliser_entropy", name, behaviour, "verdict_matrix")
+    frozen = (
+        behaviour == "freezes"
+    )  # §12.3: onto the top key; the others saturate or are scale-free
     side, bound = ("below", t.frozen_max) if frozen else ("above", t.saturated_min)
     what = (
         "large logits drive the entropy to the bottom of its range (H / log n below "
@@ -230,7 +240,7 @@ def entropy_claim(name: str) -> ClaimSpec:
         f"{t.saturated_min}): the weights saturate (or, for ReLU, do not depend on the scale)"
     )
     return ClaimSpec(
-        claim_id=f"normaliser_entropy_{name}",
+        **per_subject("normaliser_entropy", "normaliser", name),
         statement="normalisers",
         text=f"For {name}, {what} (docs/science.md §12.3).",
         role="evidence",
@@ -300,20 +310,20 @@ def gradient_claim(name: str) -> ClaimSpec | None:
     """The mean gradient at large logit scale (§12.3); None for soft-capping (no law: its top keys
     saturate together)."""
     t = THRESHOLDS
-    if name in TWO_KEY:
-        tolerance = (
-            t.sparse_gradient_tolerance
-            if name in ("sparsemax", "entmax15")
-            else (t.gradient_tolerance)
-        )
+    record = normalisers.get(name)
+    if not known(record.large_scale_gradient):
+        return _unknown("normaliser_gradient", name, record.large_scale_gradient, "verdict_matrix")
+    if record.large_scale_gradient == "near ties":
+        sparse = record.form == THRESHOLD  # three-key supports: a larger neglected share
+        tolerance = t.sparse_gradient_tolerance if sparse else t.gradient_tolerance
         law = "the two-key law: it falls like 1/l, carried by near-ties of the top two keys"
         scale_min = t.gradient_scale_min
         reason = "docs/science.md §12.3: a tie's width 1/l small against the top keys' spacing"
-    elif name in ("sigmoid", "relu"):
+    elif record.large_scale_gradient == "exact":
         tolerance = t.exact_gradient_tolerance
         law = (
             "exact: d / (2n) at every scale (slope 1/n on the positive keys)"
-            if name == "relu"
+            if record.form == HINGE
             else "exact: n d E[sigma'(l z - log n)^2] at every scale"
         )
         scale_min = 0.0
@@ -321,7 +331,7 @@ def gradient_claim(name: str) -> ClaimSpec | None:
     else:
         return None
     return ClaimSpec(
-        claim_id=f"normaliser_gradient_{name}",
+        **per_subject("normaliser_gradient", "normaliser", name),
         statement="normalisers",
         text=f"For {name}, the mean squared gradient of the output through the normaliser, "
         f"E ||do/ds||^2, is {law} (docs/science.md §12.3): measured / predicted 1.",
@@ -416,10 +426,11 @@ PER_NORMALISER = {
     "entropy": entropy_claim,
     "gradient": gradient_claim,
 }
+NAMES = normalisers.names()
 CLAIMS = (
-    *(bias_claim(name) for name in NORMALISERS),
-    *(error_claim(name) for name in NORMALISERS),
-    *(entropy_claim(name) for name in NORMALISERS),
-    *(spec for name in NORMALISERS if (spec := gradient_claim(name)) is not None),
+    *(bias_claim(name) for name in NAMES),
+    *(error_claim(name) for name in NAMES),
+    *(entropy_claim(name) for name in NAMES),
+    *(spec for name in NAMES if (spec := gradient_claim(name)) is not None),
     CANCELLATION,
 )

@@ -14,12 +14,12 @@ from matplotlib.ticker import NullFormatter
 from attnsim.claims.engine import judge
 from attnsim.figures.common import legend_below, mean_errorbar, yerr
 from attnsim.figures.style import figure_function
-from attnsim.kernels.normalisers import NORMALISERS
+from attnsim.subjects import normalisers
 
 
 def _order(summary: pd.DataFrame) -> list[str]:
     present = set(summary["normaliser"])
-    return [name for name in NORMALISERS if name in present]
+    return [name for name in normalisers.names() if name in present]
 
 
 @figure_function
@@ -133,7 +133,7 @@ def verdict_matrix(summary: pd.DataFrame):
     labelled with the measured number (the point farthest from the prediction)."""
     from attnsim.kinds.normaliser_attention.claims import CANCELLATION, PER_NORMALISER
 
-    names = list(NORMALISERS)
+    names = list(normalisers.names())
     fig, ax = plt.subplots(figsize=(1.0 * len(names) + 1.5, 0.6 * (len(FAMILIES) + 1) + 1.0))
     for i, (family, _) in enumerate(FAMILIES):
         for j, name in enumerate(names):

@@ -3,7 +3,7 @@ noisy copies s + sigma eps (eps ~ N(0, 1)), the same for every normaliser and no
 stream (common random numbers: differences between normalisers are not sampling noise).
 
 Draw order per block: z (T, n), v (T, n, d), eps (T, K, n), float32 by Box-Muller, used in
-float64. The normaliser maps are `attnsim.kernels.normalisers`; the predictions
+float64. The normaliser maps are `attnsim.subjects.normalisers`' records; the predictions
 `attnsim.theory.normalisers` (docs/science.md §12)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnsim.kernels import normalisers as nz
 from attnsim.kernels.sampling import standard_normal
 from attnsim.kinds.base import Counts, Work
+from attnsim.subjects import normalisers
 from attnsim.theory import normalisers as th
 
 
@@ -45,16 +45,17 @@ def simulate(draws: Draws, name: str, logit_scale: float, sigma: float) -> dict[
     s = logit_scale * draws.z.astype(np.float64)
     v = draws.values.astype(np.float64)
     trials, k, n = draws.eps.shape
-    p = nz.weights(name, s)
+    record = normalisers.get(name)
+    p = record.weights(s)
     o = np.einsum("tn,tnd->td", p, v)
     eps = draws.eps.astype(np.float64)
-    noisy = nz.weights(name, (s[:, None, :] + sigma * eps).reshape(trials * k, n))
+    noisy = record.weights((s[:, None, :] + sigma * eps).reshape(trials * k, n))
     outputs = np.einsum("tkn,tnd->tkd", noisy.reshape(trials, k, n), v)
     diff = outputs - o[:, None, :]
     oo = np.einsum("td,td->t", o, o)
     beta = np.einsum("tkd,td->t", diff, o) / (k * oo)
     pred = th.predicted_error(name, s, v, sigma)
-    mass, entropy = nz.mass_and_entropy(p)
+    mass, entropy = normalisers.mass_and_entropy(p)
     unit = th.mean_exp(sigma) - 1.0
     return {
         "sq_err": np.einsum("tkd,tkd->t", diff, diff) / k,

@@ -6,7 +6,7 @@ A kind of its own rather than a `normaliser` axis on temperature_entropy: a para
 default still enters every point id (records/grid.py), so the axis would renew every softmax id
 and its reference rows; and not new points of normaliser_attention, whose logits are gaussian
 (a `logits` switch there would renew its ids alike). It shares the cosine sampler
-(kernels/sampling.py) and the normalisers (kernels/normalisers.py), not a sibling kind."""
+(kernels/sampling.py) and the normalisers (subjects/normalisers.py), not a sibling kind."""
 
 from __future__ import annotations
 
@@ -14,21 +14,26 @@ import math
 
 import numpy as np
 
-from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import BOOL, ENTROPY, F64, LOG_N, STR, N, d_param, with_ci
+from attnsim.kinds.columns import (
+    BOOL,
+    ENTROPY,
+    F64,
+    LOG_N,
+    STR,
+    N,
+    d_param,
+    normaliser_param,
+    with_ci,
+)
 from attnsim.kinds.normaliser_temperature import kernel
 from attnsim.stats import mean_ci
+from attnsim.subjects import known, normalisers
 from attnsim.theory import normalisers as th
 from attnsim.theory.entropy import gap_tolerance
 
 PARAMS = (
-    Param(
-        "normaliser",
-        STR,
-        "the map from logits to weights (docs/science.md §12.1): " + ", ".join(NORMALISERS),
-        choices=NORMALISERS,
-    ),
+    normaliser_param(),
     N,
     d_param("dimension of the unit sphere the query and keys are uniform on (>= 2)", minimum=2),
     Param("tau", F64, "temperature: logits are cos(theta_i) / tau", minimum=0.0001, maximum=10000),
@@ -46,7 +51,7 @@ THEORY = (
         "bounded_ratio",
         STR,
         "yes / no: are the weights strictly positive with a bounded ratio g(1/tau) / g(-1/tau) "
-        "(§12.4's property for a floor)",
+        "(§12.4's property for a floor); null where it is not known for the map",
     ),
     Column(
         "u_eff",
@@ -91,12 +96,14 @@ def simulate_block(rng, trials, points):
 
 def theory(p) -> dict[str, object]:
     name, n, d, tau = p["normaliser"], int(p["n"]), int(p["d"]), float(p["tau"])
-    bounded = name in th.MONOTONE
+    bounded = normalisers.get(name).bounded_ratio
     gap, support = th.cosine_gap_mean_field(name, n, d, tau)
     return {
         "log_n": math.log(n),
-        "bounded_ratio": "yes" if bounded else "no",
-        "u_eff": th.effective_inverse_temperature(name, n, tau) if bounded else None,
+        "bounded_ratio": ("yes" if bounded else "no") if known(bounded) else None,
+        "u_eff": th.effective_inverse_temperature(name, n, tau)
+        if known(bounded) and bounded
+        else None,
         "floor": th.cosine_floor(name, n, tau),
         "gap_mean_field": gap,
         "support_mean_field": support,
@@ -129,7 +136,7 @@ def headline(s) -> str:
         return ""
     worst = at_one.groupby("normaliser")["gap_max"].max()
     return "largest gap at τ = 1 (softmax's floor 0.4745): " + ", ".join(
-        f"{k} {worst[k]:.3f}" for k in NORMALISERS if k in worst
+        f"{k} {worst[k]:.3f}" for k in normalisers.names() if k in worst
     )
 
 
@@ -151,7 +158,7 @@ KIND = Kind(
     example={
         "trials": 50,
         "grid": {
-            "normaliser": ["softmax", "sparsemax"],
+            "normaliser": [normalisers.SOFTMAX.name, normalisers.SPARSEMAX.name],
             "n": [16, 256],
             "d": [3],
             "tau": [0.5, 1.0],

@@ -25,21 +25,19 @@ from attnsim.claims.engine import (
     PerPoint,
     Regime,
     Sanity,
+    not_predicted,
     per_point_estimate,
+    per_subject,
 )
-from attnsim.kernels.normalisers import NORMALISERS
 from attnsim.kinds.ratio_claims import at_worst, ratio_is_one, ratio_points
+from attnsim.subjects import Unknown, known, normalisers
+from attnsim.subjects.normalisers import THRESHOLD
 from attnsim.theory.entropy import G1, gap_tolerance
-from attnsim.theory.normalisers import (
-    MONOTONE,
-    cosine_gap_mean_field,
-    effective_inverse_temperature,
-)
+from attnsim.theory.normalisers import cosine_gap_mean_field, effective_inverse_temperature
 
 PARAMS = ("normaliser", "n", "d", "tau")
 FIGURE = "floor_vs_tau_by_normaliser"
 REASON = "docs/science.md §12.4"
-SPARSE = ("sparsemax", "entmax15")
 # the point the alternatives' values are computed at: the widest cosines (d = 3), n = 1024
 REFERENCE_N, REFERENCE_D, REFERENCE_TAU = 1024, 3, 1.0
 
@@ -91,7 +89,7 @@ def _excess(rows: pd.DataFrame) -> Estimate:
 
 def _bounded_floor_claim(name: str) -> ClaimSpec:
     return ClaimSpec(
-        claim_id=f"normaliser_floor_{name}",
+        **per_subject("normaliser_floor", "normaliser", name),
         statement="normalisers",
         text=f"For {name}, no trial's gap log n - H exceeds its floor: softmax's exact finite-n "
         "bound at the effective temperature 1/u_eff, u_eff = log(g(1/tau) / g(-1/tau)) / 2 "
@@ -122,9 +120,9 @@ def _gap_points(rows: pd.DataFrame) -> Estimate:
 
 
 def _unbounded_floor_claim(name: str) -> ClaimSpec:
-    softmax = _reference_gap("softmax")
+    softmax = _reference_gap(normalisers.SOFTMAX.name)
     return ClaimSpec(
-        claim_id=f"normaliser_floor_{name}",
+        **per_subject("normaliser_floor", "normaliser", name),
         statement="normalisers",
         text=f"{name} has no entropy floor under cosine logits: at tau = 1 even uniform random "
         f"directions give a gap log n - H above softmax's worst case g(1) = {G1:.4f} "
@@ -153,7 +151,12 @@ def _unbounded_floor_claim(name: str) -> ClaimSpec:
 
 
 def floor_claim(name: str) -> ClaimSpec:
-    return _bounded_floor_claim(name) if name in MONOTONE else _unbounded_floor_claim(name)
+    bounded = normalisers.get(name).bounded_ratio
+    if isinstance(bounded, Unknown):
+        return not_predicted(
+            "normaliser_floor", "normaliser", name, "normalisers", bounded.reason, figure=FIGURE
+        )
+    return _bounded_floor_claim(name) if bounded else _unbounded_floor_claim(name)
 
 
 def _gap_regime(name: str):
@@ -173,7 +176,8 @@ def _gap_regime(name: str):
 def _gap_alternative(name: str) -> Alternative:
     """The competing prediction's ratio to the mean field at the reference point."""
     own = _reference_gap(name)
-    if name in MONOTONE:
+    bounded = normalisers.get(name).bounded_ratio
+    if known(bounded) and bounded:
         u = effective_inverse_temperature(name, REFERENCE_N, REFERENCE_TAU)
         small = u**2 / (2 * REFERENCE_D)
         return Alternative(
@@ -181,7 +185,7 @@ def _gap_alternative(name: str) -> Alternative:
             small / own,
             "§4.5: softmax's own approximation, exact only while the gap is small",
         )
-    softmax = _reference_gap("softmax")
+    softmax = _reference_gap(normalisers.SOFTMAX.name)
     return Alternative(
         "softmax's gap on the same draws (a map that behaves like softmax)",
         softmax / own,
@@ -191,7 +195,12 @@ def _gap_alternative(name: str) -> Alternative:
 
 def gap_claim(name: str) -> ClaimSpec:
     t = THRESHOLDS
-    sparse = name in SPARSE
+    form = normalisers.get(name).form
+    if isinstance(form, Unknown):
+        return not_predicted(
+            "normaliser_cosine_gap", "normaliser", name, "normalisers", form.reason, figure=FIGURE
+        )
+    sparse = form == THRESHOLD  # a threshold fixed by the normalisation: the mean field's error
     tolerance = t.sparse_tolerance if sparse else t.smooth_tolerance
     reason = (
         "the threshold's fluctuation, O(1 / support) of the gap"
@@ -199,7 +208,7 @@ def gap_claim(name: str) -> ClaimSpec:
         else "the delta method's neglected O(1/n^2) term, < 0.2%"
     )
     return ClaimSpec(
-        claim_id=f"normaliser_cosine_gap_{name}",
+        **per_subject("normaliser_cosine_gap", "normaliser", name),
         statement="normalisers",
         text=f"For {name} and a uniform query and keys, the mean gap log n - H is §12.4's mean "
         "field (A/B - log B over the cosine law, plus the 1/n term"
@@ -234,8 +243,12 @@ def _separation(rows: pd.DataFrame) -> Estimate:
     )
 
 
+# the maps whose logits are scaled with n (SSMax): bounded in ratio, but u_eff = b log n > 1
+LENGTH_SCALED = tuple(m.name for m in normalisers.NORMALISERS if m.log_gain is not None)
+
+
 def _separation_regime(r: pd.DataFrame) -> pd.Series:
-    return _at_tau_one(r) & (r["normaliser"] != "ssmax") & (4 * r["d"] <= r["n"])
+    return _at_tau_one(r) & ~r["normaliser"].isin(LENGTH_SCALED) & (4 * r["d"] <= r["n"])
 
 
 SEPARATION = ClaimSpec(
@@ -258,7 +271,7 @@ SEPARATION = ClaimSpec(
     alternative=Alternative(
         "the essay's floor general to any normaliser: every gap below g(1), the margin of the "
         "maps without the property negative (softmax's typical gap 0.15 at d = 3)",
-        _reference_gap("softmax") - G1,
+        _reference_gap(normalisers.SOFTMAX.name) - G1,
         "§12.4: a floor needs weights bounded in ratio; the essay did not say so",
     ),
     measure=_separation,
@@ -271,7 +284,7 @@ SEPARATION = ClaimSpec(
 
 PER_NORMALISER = {"floor": floor_claim, "cosine_gap": gap_claim}
 CLAIMS = (
-    *(floor_claim(name) for name in NORMALISERS),
-    *(gap_claim(name) for name in NORMALISERS),
+    *(floor_claim(name) for name in normalisers.names()),
+    *(gap_claim(name) for name in normalisers.names()),
     SEPARATION,
 )

@@ -11,7 +11,7 @@ from matplotlib.ticker import NullFormatter
 
 from attnsim.figures.common import fine_grid, legend_below, mean_errorbar
 from attnsim.figures.style import figure_function
-from attnsim.kernels.normalisers import NORMALISERS
+from attnsim.subjects import normalisers
 from attnsim.theory import normalisers as th
 from attnsim.theory.entropy import G1
 
@@ -23,7 +23,7 @@ def floor_vs_tau_by_normaliser(summary: pd.DataFrame):
     gap of any trial; black the normaliser's floor, grey dotted softmax's (the essay's)."""
     n = int(summary["n"].max())
     data = summary[summary["n"] == n]
-    names = [name for name in NORMALISERS if name in set(data["normaliser"])]
+    names = [name for name in normalisers.names() if name in set(data["normaliser"])]
     ds = sorted(data["d"].unique())
     cols = min(5, max(1, len(names)))
     rows = -(-len(names) // cols)
@@ -32,7 +32,7 @@ def floor_vs_tau_by_normaliser(summary: pd.DataFrame):
     )
     fine = fine_grid(data["tau"], points=60)
     taus = sorted(data["tau"].unique())
-    softmax_floor = [th.cosine_floor("softmax", n, float(t)) for t in fine]
+    softmax_floor = [th.cosine_floor(normalisers.SOFTMAX.name, n, float(t)) for t in fine]
     for ax, name in zip(axes.flat, names):
         at = data[data["normaliser"] == name]
         for j, d in enumerate(ds):

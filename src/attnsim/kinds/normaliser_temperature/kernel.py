@@ -1,7 +1,7 @@
 """One block of cosines serves every normaliser and temperature of a stream: logits
 s_i = cos(theta_i) / tau for a uniform query and n uniform keys on the sphere of R^d (the sampler
 of docs/science.md §4.1, `attnsim.kernels.sampling.sphere_cosines`), then each normaliser's
-weights (`attnsim.kernels.normalisers`) and the entropy of p / sum p, in float64 (common random
+weights (`attnsim.subjects.normalisers`) and the entropy of p / sum p, in float64 (common random
 numbers: differences between normalisers and temperatures are not sampling noise)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from attnsim.kernels import normalisers as nz
 from attnsim.kernels.sampling import sphere_cosines
 from attnsim.kinds.base import Counts, Work
+from attnsim.subjects import normalisers
 
 
 def bytes_per_trial(n: int) -> int:
@@ -28,7 +28,8 @@ def draw(rng: np.random.Generator, trials: int, n: int, d: int) -> np.ndarray:
 def simulate(cosines: np.ndarray, name: str, tau: float) -> dict[str, np.ndarray]:
     """Per trial: the entropy of p / sum p (nats), the gap log n - H and the total mass sum p."""
     n = cosines.shape[-1]
-    mass, entropy = nz.mass_and_entropy(nz.weights(name, cosines.astype(np.float64) / tau))
+    p = normalisers.get(name).weights(cosines.astype(np.float64) / tau)
+    mass, entropy = normalisers.mass_and_entropy(p)
     return {"entropy": entropy, "gap": math.log(n) - entropy, "mass": mass}
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from attnsim.claims import engine
 from attnsim.claims.engine import Alternative, ClaimSpec, Estimate, OneSided, PerPoint, Regime
 from attnsim.kernels.blockscale import within_bin_tolerance
 from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMATS
@@ -132,7 +133,7 @@ def model_delta(fmt: str) -> ClaimSpec:
     """The rounding model's first-order prediction in format `fmt`, at every site."""
     t = THRESHOLDS
     return ClaimSpec(
-        claim_id=f"rounding_model_{fmt}",
+        **engine.per_subject("rounding_model", "format", fmt),
         statement="robustness",
         text=f"In {fmt}, the rounding model (errors uniform on ± ulp/2 of each rounded number, "
         "Var = ulp^2/12) predicts the mean squared change of the output to first order at every "
@@ -355,7 +356,7 @@ def block_model(fmt: str) -> ClaimSpec:
         return (r["format"] == fmt) & block_points(r) & small.fillna(False) & (r["logit_scale"] > 0)
 
     return ClaimSpec(
-        claim_id=f"block_model_{fmt}",
+        **engine.per_subject("block_model", "format", fmt),
         statement="robustness",
         text=f"With {fmt} elements sharing a scale (per tensor, token, channel or block of 16/32, "
         "fp32 scales, E8M0 scales rounded up (e8m0_ceil) or NVFP4's E4M3 scales, fp32 or fp16 "

@@ -18,12 +18,12 @@ import numpy as np
 from attnsim.errors import ConfigError
 from attnsim.kinds import logit_noise, real_model
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import F64, I64, STR
+from attnsim.kinds.columns import F64, I64
 from attnsim.kinds.real_noise import kernel
 from attnsim.models import heads
 from attnsim.stats import mean_ci, ratio_of_means
+from attnsim.subjects import noise_families
 from attnsim.theory import delta_next
-from attnsim.theory.noise import NOISE_FAMILIES
 
 # A row is sink-dominated when [CLS] and [SEP] together hold more than half of its weight (§5.12).
 SINK_ROW = 0.5
@@ -50,13 +50,7 @@ PARAMS = (
         default=0,
     ),
     *real_model.layer_head_params(),
-    Param(
-        "noise",
-        STR,
-        "noise family: gaussian, uniform, laplace, gumbel or student_t (3 dof), standardised to "
-        "std noise_scale (docs/science.md §2.3)",
-        choices=NOISE_FAMILIES,
-    ),
+    logit_noise.noise_param("§2.3"),
     logit_noise.NOISE_SCALE,
 )
 
@@ -149,7 +143,7 @@ def bytes_per_trial(p) -> int:
     token as if the block went through at once (it goes in sub-batches: this is its cost). Nested
     windows are charged as n-token ones (an overestimate: the block's cost depends on n only)."""
     n, k = int(p["n"]), int(p["noise_draws"])
-    return n * (4 * k * len(NOISE_FAMILIES) + heads.FORWARD_BYTES_PER_TOKEN)
+    return n * (4 * k * len(noise_families.NOISE_FAMILIES) + heads.FORWARD_BYTES_PER_TOKEN)
 
 
 def simulate_block(rng, trials, points):
@@ -292,7 +286,7 @@ KIND = Kind(
             "noise_draws": [4],
             "layer": [0],
             "head": [0, 1],
-            "noise": ["gaussian"],
+            "noise": [noise_families.GAUSSIAN.name],
             "noise_scale": [0.1, 0.5],
         },
     },

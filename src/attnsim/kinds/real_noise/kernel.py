@@ -34,14 +34,14 @@ from attnsim.kernels.noise import standard_noise32
 from attnsim.kinds import real_model
 from attnsim.kinds.base import Counts, Work
 from attnsim.models import heads
+from attnsim.subjects import noise_families
 from attnsim.theory import delta_next
-from attnsim.theory.noise import NOISE_FAMILIES
 
 
 def head_noise(words: np.ndarray, family: str, layer: int, head: int, shape) -> np.ndarray:
     """The block's standard noise of one family for one head, from its own generator."""
     sequence = np.random.SeedSequence(
-        [int(w) for w in words], spawn_key=(NOISE_FAMILIES.index(family), layer, head)
+        [int(w) for w in words], spawn_key=(noise_families.names().index(family), layer, head)
     )
     return standard_noise32(np.random.Generator(np.random.SFC64(sequence)), family, shape)
 

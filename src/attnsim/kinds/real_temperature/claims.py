@@ -202,6 +202,7 @@ RANDOM_DIRECTION = ClaimSpec(
 
 SMALLER_TAU_WIDENS = ClaimSpec(
     claim_id="real_smaller_tau_widens",
+    axis="tau",
     statement="temperature",
     text="On real embeddings a smaller tau widens the range of entropies beyond what tau = 1 "
     "allows.",

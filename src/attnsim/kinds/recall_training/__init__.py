@@ -7,7 +7,7 @@ one-hot weights (entropy ~ 0, vanishing logit gradient) takes to escape its plat
 Adam or normalised gradient descent, and whether entropy collapses when the learning rate is
 too large (with and without QK-norm). Escape times are right-censored survival data: per point
 the Kaplan-Meier median with its 95% interval and the share escaped by each checkpoint
-(`attnsim.kernels.survival`).
+(`escape_summary`, on `attnsim.stats`' Kaplan-Meier).
 
 Diverged runs store +inf losses and NaN entropies (kernel.py); their summary: `finite_metrics`
 (means over the finite runs, with counts), medians and quartiles over all runs (+inf last), the
@@ -20,14 +20,13 @@ import math
 
 import numpy as np
 
-from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kernels.survival import escape_summary, wilson
 from attnsim.kernels.training import ALL_OPTIMISERS, CHECKPOINTS, checkpoint_steps, quantiles
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Summary, Theory
-from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, with_ci
+from attnsim.kinds.columns import F64, I64, LOG_N, STR, d_param, normaliser_param, with_ci
 from attnsim.kinds.recall_training import kernel
 from attnsim.kinds.recall_training.plateau import setting_text
 from attnsim.kinds.training_runs import LOSS_QUARTILES, LOSSES, LR, loss_quartiles, steps_param
+from attnsim.stats import escaped_share, kaplan_meier, wilson
 
 TRAJECTORIES = tuple(f"{m}_ckpt_{j}" for m in ("entropy", "zhai_bound") for j in range(CHECKPOINTS))
 
@@ -79,13 +78,9 @@ PARAMS = (
         choices=kernel.STOPS,
         default="never",
     ),
-    Param(
-        "normaliser",
-        STR,
-        "the map from logits to attention weights (kernels/normalisers.py, docs/science.md §12): "
-        "softmax, or sigmoid, ssmax, softcap50/30, sink, softpick, sparsemax, entmax15, relu; "
-        "o = sum p_i v_i without renormalisation. A softmax point keeps its id",
-        choices=NORMALISERS,
+    normaliser_param(
+        "the map from logits to attention weights (docs/science.md §12)",
+        "; o = sum p_i v_i without renormalisation. A softmax point keeps its id",
         default=kernel.SOFTMAX,
         id_omits_default=True,
     ),
@@ -275,7 +270,7 @@ def _plateau_law(g) -> bool:
 
 def _remedy_sweep(g) -> bool:
     """SGD with a trained W_v, with and without a remedy of entropy collapse (§9.6)."""
-    variants = len(g["logits"]) * len(g.get("normaliser", ["softmax"]))
+    variants = len(g["logits"]) * len(g.get("normaliser", [kernel.SOFTMAX]))
     return "sgd" in g["optimiser"] and "trainable" in g["values"] and variants >= 2
 
 
@@ -302,6 +297,30 @@ FIGURE_APPLIES = {
         "plateau_map": lambda g: _plateau_law(g) and len(g["batch"]) * len(g["lr"]) >= 2,
     }.items()
 } | {"escape_by_normaliser": _normaliser_escape, "divergence": _remedy_sweep}
+
+
+ESCAPE_QUANTILES = (0.1, 0.25, 0.75, 0.9)  # escape-time quantiles kept besides the median
+
+
+def escape_summary(time, event, checkpoints) -> dict[str, object]:
+    """Per grid point: the median escape time with its 95% interval, the times by which 10%, 25%,
+    75% and 90% have escaped (+inf if not reached), and the share escaped by each checkpoint step
+    with its 95% interval (`escaped_share`)."""
+    km = kaplan_meier(time, event)
+    median, low, high = km.quantile(0.5)
+    out: dict[str, object] = {
+        "escape_median": median,
+        "escape_median_ci_low": low,
+        "escape_median_ci_high": high,
+    }
+    for share in ESCAPE_QUANTILES:
+        out[f"escape_q{round(100 * share)}"] = km.quantile(share)[0]
+    for j, step in enumerate(checkpoints):
+        share, s_low, s_high = escaped_share(km, time, event, step)
+        out[f"escaped_ckpt_{j}"] = share
+        out[f"escaped_ckpt_{j}_ci_low"] = s_low
+        out[f"escaped_ckpt_{j}_ci_high"] = s_high
+    return out
 
 
 def extra_summary(metrics, p) -> dict[str, object]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -32,12 +31,11 @@ from attnsim.claims.engine import (
     PerPoint,
     Regime,
     Sanity,
+    Subject,
     per_point_estimate,
+    per_subject,
     range_estimate,
 )
-from attnsim.kernels.censored_regression import FAMILIES, NotIdentified, fit_aft
-from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kernels.survival import wilson
 from attnsim.kinds.recall_training import ESCAPE_EXPONENT, NO_LAW
 from attnsim.kinds.recall_training.kernel import DEFAULTS, SOFTMAX
 from attnsim.kinds.recall_training.plateau import (
@@ -46,7 +44,17 @@ from attnsim.kinds.recall_training.plateau import (
     out_of_sample,
     setting_text,
 )
-from attnsim.stats import Z95
+from attnsim.stats import (
+    AFT_FAMILIES,
+    Z95,
+    NotIdentified,
+    fisher_interval,
+    fit_aft,
+    mcnemar_p,
+    spearman,
+    wilson,
+)
+from attnsim.subjects import known, normalisers
 
 # the trial columns the claims read besides the summary (a declared input: report.claims): the
 # escape times of the censored fits, and each run's divergence for the paired remedy comparison
@@ -256,7 +264,7 @@ def _runs(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 def _fit_both(x, time, event) -> dict | None:
     """The Weibull and log-normal fits; None when the exponent is not identified."""
     try:
-        return {family: fit_aft(x, time, event, family) for family in FAMILIES}
+        return {family: fit_aft(x, time, event, family) for family in AFT_FAMILIES}
     except NotIdentified:
         return None
 
@@ -574,16 +582,21 @@ def _describe_collapse_first(e: Estimate) -> str:
 # --- measures: the remedies of a divergence, paired by seed (§9.6) -------------------------------
 
 # a remedy: the parameter and the value that switch it on; plain softmax has every one off. The
-# normalisers as their papers use them (kernels/normalisers.py): Gemma 2's caps 50 and 30, SSMax
-# with b = 0.43, sigmoid with bias -log n
+# normalisers proposed against logit growth, as their papers use them (subjects/normalisers.py):
+# Gemma 2's caps 50 and 30, SSMax with b = 0.43, sigmoid with bias -log n
 REMEDIES = {
     "qk_norm": ("logits", "qk_norm"),
-    "softcap50": ("normaliser", "softcap50"),
-    "softcap30": ("normaliser", "softcap30"),
-    "ssmax": ("normaliser", "ssmax"),
-    "sigmoid": ("normaliser", "sigmoid"),
+    **{
+        record.name: ("normaliser", record.name)
+        for record in (
+            normalisers.SOFTCAP50,
+            normalisers.SOFTCAP30,
+            normalisers.SSMAX,
+            normalisers.SIGMOID,
+        )
+    },
 }
-PLAIN = {"logits": "dot", "normaliser": "softmax"}
+PLAIN = {"logits": "dot", "normaliser": SOFTMAX}
 # the parameters a remedy's point shares with its plain twin (all but the remedies' own)
 PAIR_KEY = COLLAPSE_KEY
 
@@ -614,15 +627,6 @@ def _twins(remedy: str):
         return (_variant(rows, remedy) | _variant(rows, None)) & paired
 
     return select
-
-
-def mcnemar_p(saved: int, lost: int) -> float:
-    """Exact two-sided McNemar p-value of the discordant pairs: binomial(saved + lost, 1/2)."""
-    total = saved + lost
-    if total == 0:
-        return 1.0
-    tail = sum(math.comb(total, i) for i in range(min(saved, lost) + 1)) / 2.0**total
-    return min(1.0, 2.0 * tail)
 
 
 def _remedy_pairs(remedy: str):
@@ -694,24 +698,6 @@ def _smallest_margin(rows: pd.DataFrame) -> Estimate:
 
 
 # --- measures: rank correlation ----------------------------------------------------------------
-
-
-def spearman(x, y) -> float:
-    """Spearman's rank correlation (average ranks for ties)."""
-    rx, ry = pd.Series(x).rank().to_numpy(), pd.Series(y).rank().to_numpy()
-    if np.std(rx) == 0 or np.std(ry) == 0:
-        return math.nan
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
-def fisher_interval(rho: float, count: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Fisher-z interval of a Spearman correlation over `count` points, with the Bonett-Wright
-    variance (1 + rho^2 / 2) / (count - 3)."""
-    if count <= 3 or not math.isfinite(rho):
-        return math.nan, math.nan
-    z = math.atanh(max(-0.999999, min(0.999999, rho)))
-    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt((1 + rho * rho / 2) / (count - 3))
-    return math.tanh(z - half), math.tanh(z + half)
 
 
 def _rank_correlations(rows: pd.DataFrame) -> Estimate:
@@ -815,7 +801,8 @@ def _fitted_law(predicted: float, compared_to: str, budget: str, figure: str) ->
 
 def escape_time_grows(optimiser: str) -> ClaimSpec:
     return ClaimSpec(
-        claim_id=f"escape_time_grows_with_scale_{optimiser}",
+        **per_subject("escape_time_grows_with_scale", "optimiser", optimiser),
+        axis="scale",
         statement="information",
         text=f"From one-hot starts, training by {optimiser} is not impossible but slow: the escape "
         "time grows with the initial logit scale (exponent b > 0 in T ~ logit_std^b).",
@@ -842,7 +829,8 @@ def plateau_law(optimiser: str) -> ClaimSpec:
     predicted = ESCAPE_EXPONENT[optimiser]
     rival = 0.5 if optimiser == "sgd" else 1.0
     return ClaimSpec(
-        claim_id=f"plateau_law_{optimiser}",
+        **per_subject("plateau_law", "optimiser", optimiser),
+        axis="scale",
         statement="information",
         text=f"From one-hot starts the escape time of {optimiser} grows like (initial logit "
         f"std)^{predicted:g} (docs/science.md §9.4).",
@@ -945,7 +933,8 @@ GRADIENT_DIRECTION_BEATS_RANDOM = ClaimSpec(
 
 def exponent_free_of_lr(optimiser: str) -> ClaimSpec:
     return ClaimSpec(
-        claim_id=f"plateau_exponent_free_of_lr_{optimiser}",
+        **per_subject("plateau_exponent_free_of_lr", "optimiser", optimiser),
+        axis="lr",
         statement="information",
         text=f"The learning rate sets the constant of {optimiser}'s plateau law, not its exponent: "
         "b at the largest learning rate minus b at the smallest is within ±0.25.",
@@ -1008,6 +997,9 @@ def exponent_and_batch(optimiser: str) -> ClaimSpec:
         compared = "above 0"
     return ClaimSpec(
         claim_id=claim_id,
+        subject=Subject("optimiser", optimiser),
+        family="plateau_exponent_and_batch",
+        axis="batch",
         statement="information",
         text=text,
         role="evidence",
@@ -1116,7 +1108,7 @@ def remedy_prevents_divergence(remedy: str) -> ClaimSpec:
         "run's budget."
     )
     return ClaimSpec(
-        claim_id=f"remedy_prevents_divergence_{remedy}",
+        **per_subject("remedy_prevents_divergence", *REMEDIES[remedy]),
         statement="information",
         text=statement,
         role="evidence",
@@ -1176,6 +1168,7 @@ ENTROPY_ABOVE_NORM_BOUND = ClaimSpec(
 
 ENTROPY_PREDICTS_FINAL_LOSS = ClaimSpec(
     claim_id="entropy_predicts_final_loss",
+    axis="scale",
     statement="information",
     text="The lower the entropy of the weights at initialisation, the worse training ends "
     "within a fixed budget: initial entropy and final loss are negatively rank-correlated.",
@@ -1207,20 +1200,23 @@ ENTROPY_PREDICTS_FINAL_LOSS = ClaimSpec(
 # the threshold every normaliser can reach on the default task (n = 16, d = 16): ReLU's loss is at
 # least (n-1)/(2d+n-1) = 0.32 (0.34 of chance) whatever its weights, sigmoid's best about 0.29
 NORMALISER_THRESHOLD = 0.5
-# the maps whose logit gradient is carried by rare near-ties at large scale (§12.3, §12.7)
-NEAR_TIE = (
-    "softmax",
-    "sink",
-    "ssmax",
-    "softcap50",
-    "softcap30",
-    "softpick",
-    "sparsemax",
-    "entmax15",
-)
-# the maps whose gradient is spread over many keys per example: the travel-distance law alone
-TRAVEL_LAW = {"relu": 0.0, "sigmoid": 1.0}  # -> the alternative each exponent claim would detect
 TRAVEL_EXPONENT = 0.5
+
+
+def _travel_law_rival(name: str) -> float:
+    """The exponent the travel-law claim of a map without near-ties would detect: 0 where the
+    weights are scale-free (ReLU: no scale-driven plateau at all), else the near-tie maps' 1."""
+    return 0.0 if normalisers.get(name).large_scale == "scale-free" else 1.0
+
+
+# the maps whose gradient is spread over many keys per example (an exact elementwise law at
+# large scale, §12.3): the travel-distance law alone, in the order of their rival exponents
+TRAVEL_LAW = tuple(
+    sorted(
+        (m.name for m in normalisers.NORMALISERS if m.large_scale_gradient == "exact"),
+        key=_travel_law_rival,
+    )
+)
 
 
 def _normaliser_runs(normaliser: str):
@@ -1253,9 +1249,11 @@ BUDGET_NORMALISERS = (
 
 
 def normaliser_escape_grows(normaliser: str) -> ClaimSpec:
-    near_tie = normaliser in NEAR_TIE
+    gradient = normalisers.get(normaliser).large_scale_gradient  # §12.3, §12.7
+    near_tie = known(gradient) and gradient == "near ties"
     return ClaimSpec(
-        claim_id=f"escape_time_grows_with_scale_{normaliser}",
+        **per_subject("escape_time_grows_with_scale", "normaliser", normaliser),
+        axis="scale",
         statement="information",
         text=f"With {normaliser} attention the escape time from large initial scales grows with "
         "the initial logit scale (exponent b > 0 in T ~ logit_std^b).",
@@ -1280,9 +1278,10 @@ def normaliser_escape_grows(normaliser: str) -> ClaimSpec:
 
 
 def normaliser_travel_law(normaliser: str) -> ClaimSpec:
-    rival = TRAVEL_LAW[normaliser]
+    rival = _travel_law_rival(normaliser)
     return ClaimSpec(
-        claim_id=f"escape_exponent_{normaliser}",
+        **per_subject("escape_exponent", "normaliser", normaliser),
+        axis="scale",
         statement="information",
         text=f"With {normaliser} attention, whose gradient at large scale is not carried by rare "
         "near-ties, Adam's escape time grows like (initial logit std)^(1/2): the distance to "
@@ -1332,6 +1331,6 @@ CLAIMS = (
     *(remedy_prevents_divergence(r) for r in REMEDIES),
     ENTROPY_ABOVE_NORM_BOUND,
     ENTROPY_PREDICTS_FINAL_LOSS,
-    *(normaliser_escape_grows(name) for name in NORMALISERS),
+    *(normaliser_escape_grows(name) for name in normalisers.names()),
     *(normaliser_travel_law(name) for name in TRAVEL_LAW),
 )

@@ -19,10 +19,8 @@ from matplotlib.ticker import NullFormatter
 
 from attnsim.figures.common import NotApplicable, key_handles, legend_below, mean_errorbar
 from attnsim.figures.style import PALETTE, figure_function, palette
-from attnsim.kernels.censored_regression import NotIdentified, fit_aft
-from attnsim.kernels.normalisers import NORMALISERS
-from attnsim.kernels.survival import kaplan_meier, wilson
 from attnsim.kernels.training import CHECKPOINTS, checkpoint_steps
+from attnsim.kinds.recall_training.kernel import SOFTMAX
 from attnsim.kinds.recall_training.plateau import (
     LAW_LOGIT_STD,
     PREDICTORS,
@@ -30,6 +28,8 @@ from attnsim.kinds.recall_training.plateau import (
     out_of_sample,
     refined_exponent,
 )
+from attnsim.stats import NotIdentified, fit_aft, kaplan_meier, wilson
+from attnsim.subjects import normalisers
 
 RUN = [
     "optimiser",
@@ -449,10 +449,7 @@ def _law_line(regime: pd.DataFrame, predictor: str, runs: dict | None):
     if law is None:
         return None
     grid = np.geomspace(law["x"].min(), law["x"].max(), 50)
-    text = (
-        f"fit to medians: slope {law['slope']:.2f} "
-        f"[{law['slope_low']:.2f}, {law['slope_high']:.2f}]"
-    )
+    text = f"fit to medians: slope {law['slope']:.2f} [{law['ci_low']:.2f}, {law['ci_high']:.2f}]"
     return grid, 10 ** (law["intercept"] + law["slope"] * np.log10(grid)), text
 
 
@@ -889,7 +886,7 @@ def _median_panel(ax, rows: pd.DataFrame, colours: dict, budget: float) -> None:
             lw=1.2,
         )
         ax.plot(x[~seen], np.full((~seen).sum(), budget), "^", color=colours[name], ms=6)
-    anchor = rows[(rows["normaliser"] == "softmax") & np.isfinite(rows["escape_median"])]
+    anchor = rows[(rows["normaliser"] == SOFTMAX) & np.isfinite(rows["escape_median"])]
     if not anchor.empty:
         first = anchor.loc[anchor["logit_std"].idxmin()]
         grid = np.geomspace(rows["logit_std"].min(), rows["logit_std"].max(), 50)
@@ -922,7 +919,7 @@ def escape_by_normaliser(summary: pd.DataFrame, trials: pd.DataFrame | None = No
     rows = rows[setting == setting.min()]  # one run setting (the first): the comparison's
     budget = float(rows["steps"].max())
     runs = _point_runs(trials)
-    names = [n for n in NORMALISERS if n in set(rows["normaliser"])]
+    names = [n for n in normalisers.names() if n in set(rows["normaliser"])]
     colours = dict(zip(names, palette("tab10", max(len(names), 2))))
     regime = rows[rows["logit_std"] >= LAW_LOGIT_STD]
     scales = sorted(regime["scale"].unique())[-3:] or sorted(rows["scale"].unique())[-1:]
@@ -983,8 +980,8 @@ VARIANT = ["logits", "normaliser"]  # what tells plain softmax from a remedy
 def _variant_label(key) -> str:
     logits, normaliser = key
     if logits == "dot":
-        return "plain softmax" if normaliser == "softmax" else normaliser
-    return "QK-norm" + ("" if normaliser == "softmax" else f" + {normaliser}")
+        return "plain softmax" if normaliser == SOFTMAX else normaliser
+    return "QK-norm" + ("" if normaliser == SOFTMAX else f" + {normaliser}")
 
 
 def _run_lines(ax, runs: pd.DataFrame, metric: str, steps: np.ndarray, colour) -> None:
@@ -1039,7 +1036,7 @@ def divergence(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
     healthy = summary[(summary["stop"] == "never") & (summary["optimiser"] == "sgd")]
     healthy = healthy[(healthy["values"] == "trainable") & (healthy["scale"] <= 1.0)]
     if "normaliser" not in healthy:
-        healthy = healthy.assign(normaliser="softmax")
+        healthy = healthy.assign(normaliser=SOFTMAX)
     if trials is None or trials.empty or healthy.empty or healthy.groupby(VARIANT).ngroups < 2:
         raise NotApplicable("divergence", "no SGD sweep with and without a remedy")
     colours = _variant_colours(healthy)
@@ -1071,8 +1068,8 @@ def _variant_colours(healthy: pd.DataFrame) -> dict:
     """The variants to draw, plain softmax first (black), then each remedy alone in its colour:
     crossed remedies (QK-norm with another normaliser) are computed, not judged or drawn."""
     keys = sorted(k if isinstance(k, tuple) else (k,) for k in healthy.groupby(VARIANT).groups)
-    plain = ("dot", "softmax")
-    alone = [k for k in keys if k != plain and (k[0] == "dot" or k[1] == "softmax")]
+    plain = ("dot", SOFTMAX)
+    alone = [k for k in keys if k != plain and (k[0] == "dot" or k[1] == SOFTMAX)]
     first = {plain: "black"} if plain in keys else {}
     return first | dict(zip(alone, palette(PALETTE, max(len(alone), 2))))
 

@@ -29,7 +29,7 @@ softmax((d / query_noise^2) q . k_i), which this model can represent exactly
 (W_q W_k^T = (d^{3/2} / query_noise^2) I, W_v = I); see docs/science.md §6.2 for its size.
 
 `normaliser` (default softmax): p = softmax(s) above is replaced by the map of
-`attnsim.kernels.normalisers` (sigmoid, ssmax, soft-capping, a sink, softpick, sparsemax,
+`attnsim.subjects.normalisers` (sigmoid, ssmax, soft-capping, a sink, softpick, sparsemax,
 1.5-entmax, ReLU; docs/science.md §12, §12.7), o = sum_i p_i v_i with no renormalisation (sigmoid,
 softpick and ReLU weights need not sum to one), and the backward's logit gradient is its
 vector-Jacobian product ds = (dp/ds)^T dp. The softmax path below is untouched by this (its rows
@@ -84,19 +84,13 @@ from typing import Any
 
 import numpy as np
 
-from attnsim.kernels import normalisers
 from attnsim.kernels.sampling import standard_normal
 from attnsim.kernels.softmax import EXP_FLOOR
 from attnsim.kernels.training import (
-    ALL_OPTIMISERS,
     CHECKPOINTS,
     RANDOM_DIRECTION,
     Optimiser,
     block_points,
-    check_choice,
-    check_integer,
-    check_number,
-    check_training,
     checkpoint_steps,
     direction_streams,
     evaluation_steps,
@@ -104,14 +98,15 @@ from attnsim.kernels.training import (
     train,
 )
 from attnsim.kinds.base import Counts, Work
+from attnsim.subjects import normalisers
 
 EVAL_EXAMPLES = 64  # examples in the monitor set and in the final held-out set
 EVALS_PER_CHECKPOINT = 16  # evaluation grid: round(steps^(j / 112)), j = 0..112
 VALUES = ("trainable", "identity")
 LOGITS = ("dot", "qk_norm")
 STOPS = ("never", "threshold")
-SOFTMAX = "softmax"  # the kernel's own path (below); every other normaliser goes through
-# attnsim.kernels.normalisers
+SOFTMAX = normalisers.SOFTMAX.name  # the kernel's own path (below); every other normaliser
+# goes through its record (attnsim.subjects.normalisers)
 DEFAULTS: dict[str, Any] = {
     "query_noise": 0.3,
     "batch": 32,
@@ -138,7 +133,7 @@ COMPACT_BELOW = 0.75
 METRICS = {
     "init_entropy": "entropy (nats) of the attention weights at initialisation, mean over the "
     "monitor set (of p / sum p for the normalisers whose weights need not sum to one, over the "
-    "examples with mass: kernels.normalisers.mass_and_entropy)",
+    "examples with mass: subjects.normalisers.mass_and_entropy)",
     "init_logit_std": "std over the n keys of the initial logits, RMS over the monitor set",
     "init_grad_logits": "RMS over the monitor set of ||dl/ds|| at initialisation: per-example "
     "gradient of the loss w.r.t. the n logits",
@@ -196,23 +191,6 @@ def chance_loss(n: int) -> float:
 def resolved(params: Mapping) -> dict:
     """The point's parameters with DEFAULTS filled in."""
     return {**DEFAULTS, **params}
-
-
-def validate(params: Mapping) -> None:
-    """Raise ConfigError (message starts with the offending key) for parameters the kernel cannot
-    run."""
-    p = resolved(params)
-    check_integer(p, "n", 2, "key/value pairs")
-    check_integer(p, "d", 2, "dimension(s)")
-    check_integer(p, "batch", 1, "example(s) per step")
-    check_training(p, ALL_OPTIMISERS)
-    check_number(p, "scale")
-    check_number(p, "query_noise", positive=False)
-    check_number(p, "threshold")
-    check_choice(p, "values", VALUES)
-    check_choice(p, "logits", LOGITS)
-    check_choice(p, "stop", STOPS)
-    check_choice(p, "normaliser", normalisers.NORMALISERS)
 
 
 def bytes_per_trial(n: int, d: int, batch: int = DEFAULTS["batch"]) -> int:
@@ -310,7 +288,7 @@ def attention(
 ) -> dict[str, np.ndarray]:
     """Forward (and backward) pass of the head for weights (T, d, d) on examples (T, E, ...);
     `wv` None is W_v = I; `gain` (T, 1, 1) switches QK-norm on (logits = gain x cosine);
-    `normaliser` other than softmax maps the logits by `attnsim.kernels.normalisers.weights` and
+    `normaliser` other than softmax maps the logits by its record's `weights` and
     back-propagates by its `vjp` (softmax keeps the centred path written here). The entropy of
     a non-softmax row is that of p / sum p, NaN where the mass is zero (`mass_and_entropy`).
 
@@ -347,7 +325,7 @@ def attention(
         p = e / total[..., None]
         entropy = np.clip(np.log(total) + _dot(p, gap), 0.0, math.log(n))
     else:
-        p = normalisers.weights(normaliser, s)
+        p = normalisers.get(normaliser).weights(s)
         entropy = normalisers.mass_and_entropy(p)[1]
     r = ((p * ex.ival)[..., None, :] @ values)[..., 0, :]  # (T, E, d) sum_i p_i v_i
     o = r if wv is None else r @ wv
@@ -367,7 +345,7 @@ def attention(
         c = gp - np.take_along_axis(gp, top, axis=-1)  # centred on the top key: c_top = 0 exactly
         ds = p * (c - _dot(p, c)[..., None])
     else:
-        ds = normalisers.vjp(normaliser, s, gp)
+        ds = normalisers.get(normaliser).vjp(s, gp)
     out["grad_logits_sq"] = _dot(ds, ds)
     scale = 1.0 / examples
     if wv is not None:
@@ -690,7 +668,8 @@ def simulate(
 ):
     """Train `trials` independent runs per point; the points share the block's draws (all must have
     the same n, d, batch). With `record`, also return the `Draws` (small sizes only: tests)."""
-    pts = block_points(points, resolved, validate, STREAM_PARAMS)
+    # every value was checked once, against the parameter declarations (config/schema.yaml)
+    pts = block_points(points, resolved, None, STREAM_PARAMS)
     n, d, batch = (int(pts[0][k]) for k in STREAM_PARAMS)
     monitor = draw_examples(rng, trials, EVAL_EXAMPLES, n, d)
     final = draw_examples(rng, trials, EVAL_EXAMPLES, n, d)

@@ -3,11 +3,11 @@ predictor measured at initialisation, fitted per run setting to the Kaplan-Meier
 their intervals, and the out-of-sample comparison of predictors. Used by the claims, the
 figures and the headline of `recall_training`.
 
-Fit: log10(median) = a + b log10(x) by weighted least squares, each point weighted by 1/se^2 with
-se = the half-width of its 95% interval in log10 / 1.96 (one-sided where the upper end is +inf);
-points whose median is censored (+inf) are left out and counted. Where the points scatter more
-than their intervals allow (chi^2 / dof > 1: the law is an approximation) the slope's variance
-is inflated by that factor; its 95% interval uses Student t with m - 2 degrees of freedom.
+Fit: log10(median) = a + b log10(x) by weighted least squares (`attnsim.stats.weighted_slope`:
+where the points scatter more than their intervals allow, chi^2 / dof > 1, the slope's variance is
+inflated by that factor; its 95% interval uses Student t with m - 2 degrees of freedom), each point
+weighted by 1/se^2 with se = the half-width of its 95% interval in log10 / 1.96 (one-sided where
+the upper end is +inf); points whose median is censored (+inf) are left out and counted.
 
 Out of sample: leave one point (one initial scale) out, fit on the others, predict it; the
 root-mean-square error of log10(median) over the left-out points, per predictor.
@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnsim.stats import t_quantile
+from attnsim.stats import Z95, weighted_slope
 
 if TYPE_CHECKING:  # the simulate jobs import this module and fit nothing: no pandas there
     import pandas as pd
 
-Z95 = 1.959963984540054
 # the law's regime: initial logit std >= 4, where the top gap of n = 16 logits is many times the
 # unit scale on which e^-gap varies and the gradient law of §9.3 applies (claims and figures)
 LAW_LOGIT_STD = 4.0
@@ -67,37 +66,15 @@ def log_medians(rows: pd.DataFrame) -> pd.DataFrame:
     half_low = y - np.log10(lo.where(ok))
     half_high = np.log10(hi.where(ok & np.isfinite(hi))) - y
     half = np.fmax(half_low, half_high.fillna(half_low))
-    se = np.maximum(
-        half / Z95, 0.02
-    )  # a floor: the evaluation grid's resolution (~7% = 0.03 in log10)
+    se = np.maximum(half / Z95, 0.02)  # a floor: the evaluation grid (~7% = 0.03 in log10)
     import pandas as pd
 
     return pd.DataFrame({"y": y, "se": se}, index=rows.index)[ok]
 
 
 def fit(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> dict[str, float]:
-    """Weighted least squares of y on log10(x): slope, intercept, their 95% intervals, chi^2/dof."""
-    lx = np.log10(np.asarray(x, dtype=float))
-    w = 1.0 / np.asarray(se, dtype=float) ** 2
-    m = lx.size
-    design = np.column_stack([np.ones(m), lx])
-    cov = np.linalg.inv(design.T @ (design * w[:, None]))
-    coef = cov @ (design.T @ (w * y))
-    resid = y - design @ coef
-    dof = m - 2
-    chi2 = float(np.sum(w * resid**2) / dof) if dof > 0 else math.nan
-    inflate = max(1.0, chi2) if dof > 0 else math.nan
-    t = t_quantile(0.975, dof) if dof > 0 else math.nan
-    se_slope = math.sqrt(cov[1, 1] * inflate) if dof > 0 else math.nan
-    return {
-        "slope": float(coef[1]),
-        "intercept": float(coef[0]),
-        "slope_low": float(coef[1] - t * se_slope),
-        "slope_high": float(coef[1] + t * se_slope),
-        "slope_se": se_slope,
-        "chi2_dof": chi2,
-        "points": m,
-    }
+    """The weighted line of y on log10(x), weights 1/se^2 (`attnsim.stats.weighted_slope`)."""
+    return weighted_slope(np.log10(np.asarray(x, dtype=float)), y, 1.0 / np.asarray(se) ** 2)
 
 
 def fit_setting(rows: pd.DataFrame, predictor: str = "logit_std") -> dict | None:

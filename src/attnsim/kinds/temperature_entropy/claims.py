@@ -66,6 +66,7 @@ EXACT_GAP_BOUND = ClaimSpec(
 
 SMALLER_TAU_WIDENS = ClaimSpec(
     claim_id="smaller_tau_widens",
+    axis="tau",
     statement="temperature",
     text="Smaller tau widens the range of entropies beyond what tau = 1 allows.",
     role="sanity",

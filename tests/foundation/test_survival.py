@@ -1,4 +1,4 @@
-"""Kaplan-Meier, Greenwood and the log-log intervals (attnsim.kernels.survival) against examples
+"""Kaplan-Meier, Greenwood and the log-log intervals (attnsim.stats) against examples
 computed by hand and against a textbook table."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from attnsim.kernels.survival import Z95, escape_summary, kaplan_meier, wilson
+from attnsim.kinds.recall_training import escape_summary
+from attnsim.stats import Z95, kaplan_meier, wilson
 
 # 7 runs: escaped at 2, 3, 5, 8; censored at 3 (a tie with an escape: at risk at 3), 8 and 9
 TIMES = [2, 3, 3, 5, 8, 8, 9]

@@ -1,4 +1,4 @@
-"""The AFT fit of escape times (attnsim.kernels.censored_regression): against a scipy reference
+"""The AFT fit of escape times (attnsim.stats): against a scipy reference
 fit (tests/oracles), on constructed censored data with known exponents (bias and coverage of the
 profile interval at fixed seeds, tolerances from binomial and sampling SEs), and its refusals."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from attnsim.kernels.censored_regression import FAMILIES, NotIdentified, fit_aft
+from attnsim.stats import AFT_FAMILIES, NotIdentified, fit_aft
 from tests.oracles.censored_regression import reference_fit
 
 LOGIT_STD = np.array([4.0, 16.0, 64.0, 256.0])  # the plateau sweep's initial logit stds
@@ -26,7 +26,7 @@ def censored_sample(rng, slope, family, sigma=0.2, budget=2000.0, runs=RUNS):
     return x, np.minimum(time, budget), event
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", AFT_FAMILIES)
 def test_agrees_with_the_scipy_reference(family):
     rng = np.random.default_rng(20261203)
     x, time, event = censored_sample(rng, 0.9, family)
