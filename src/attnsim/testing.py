@@ -225,9 +225,14 @@ def _check_figures(kind: Kind, summary: Path | None, out: Path) -> None:
     """Every figure that applies to the example's grid (`Presentation.figure_applies`) drawn, as
     PNG and PDF, by the figures job's own path, and no other."""
     from attnsim.report.figures import render
+    from attnsim.report.judged import for_summary
 
     assert summary is not None
-    written = sorted(p.name for p in render(summary, out))
+    # the figures of the kind's verdicts are drawn from its judged claims, as in a run
+    claims = None
+    if kind.presentation.claims_figures:
+        claims = for_summary(summary, out / "claims.parquet")
+    written = sorted(p.name for p in render(summary, out, claims=claims))
     drawn = kind.figures_for(example_grid(kind))
     expected = sorted(f"{f}.{s}" for f in drawn for s in ("png", "pdf"))
     if written != expected:

@@ -156,7 +156,7 @@ class Job:
             return f"fetch_asset {w.get('asset', '')}"
         if self.rule.startswith("figures_"):
             return f"figures {w.get('experiment', '')}"
-        return " ".join(x for x in (self.rule, w.get("experiment")) if x)
+        return " ".join(x for x in (self.rule, w.get("experiment") or w.get("kind")) if x)
 
 
 @dataclass
@@ -223,7 +223,7 @@ class Progress:
         left = sum(c["seconds"] for c in self.manifest["chunks"].values()) - self._chunk_work_done
         for rule, n in self.stats.items():
             kind = "figures" if rule.startswith("figures_") else rule
-            if kind in ("collect", "figures", "claims"):
+            if kind in ("collect", "judge", "figures", "claims"):
                 left += n * self._post_seconds(kind)
         return max(0.0, left - self._post_work_done)
 
