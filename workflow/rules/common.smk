@@ -419,6 +419,34 @@ def remove_replaced_chunks():
     planning.remove_replaced(PLANS, STORE)
 
 
+JOB_SERVER = []  # the run's job server (attnsim.cli.server), if one was started
+
+
+def start_job_server():
+    """A job server for the local summary, judge, figures and claims jobs (attnsim.cli.server):
+    they then run with the imports done. None where jobs run in another environment
+    (--use-conda, containers) or none of those jobs is to run; ATTNSIM_JOB_SERVER=off: never."""
+    if workflow.deployment_settings.deployment_method:
+        return
+    served = [
+        job
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name in ("collect", "judge", "claims")
+        or job.rule.name.startswith("figures_")
+    ]
+    if served:
+        from attnsim.cli import server
+
+        JOB_SERVER.append(server.start(RESULTS, sweep_kinds()))
+
+
+def stop_job_server():
+    from attnsim.cli import server
+
+    while JOB_SERVER:
+        server.stop(JOB_SERVER.pop())
+
+
 def print_run_summary():
     print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))
 
