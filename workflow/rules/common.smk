@@ -422,22 +422,30 @@ def remove_replaced_chunks():
 JOB_SERVER = []  # the run's job server (attnsim.cli.server), if one was started
 
 
+SERVER_MIN_JOBS = 3  # fewer jobs to serve save less than the server's own imports cost
+
+
 def start_job_server():
     """A job server for the local summary, judge, figures and claims jobs (attnsim.cli.server):
-    they then run with the imports done. None where jobs run in another environment
-    (--use-conda, containers) or none of those jobs is to run; ATTNSIM_JOB_SERVER=off: never."""
+    they then run with the imports done, the server having imported the code of the kinds
+    whose jobs are to run. None where jobs run in another environment (--use-conda,
+    containers) or too few of those jobs are to run; ATTNSIM_JOB_SERVER=off: never."""
     if workflow.deployment_settings.deployment_method:
         return
-    served = [
-        job
-        for job in workflow.dag.needrun_jobs()
-        if job.rule.name in ("collect", "judge", "claims")
-        or job.rule.name.startswith("figures_")
-    ]
-    if served:
+    kinds, served = set(), 0
+    for job in workflow.dag.needrun_jobs():
+        step = job.rule.name
+        if step == "judge":
+            kinds.add(job.wildcards.kind)
+        elif step == "collect" or step.startswith("figures_"):
+            kinds.add(SETTINGS.experiments[job.wildcards.experiment].kind)
+        elif step != "claims":
+            continue
+        served += 1
+    if served >= SERVER_MIN_JOBS:
         from attnsim.cli import server
 
-        JOB_SERVER.append(server.start(RESULTS, sweep_kinds()))
+        JOB_SERVER.append(server.start(RESULTS, sorted(kinds)))
 
 
 def stop_job_server():

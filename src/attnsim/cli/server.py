@@ -70,7 +70,7 @@ def request(argv: list[str]) -> int | None:
 
 
 def _read_all(conn: socket.socket) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         data = conn.recv(REPLY_BYTES)
         if not data:

@@ -391,10 +391,10 @@ def entropy_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.D
         path = store.summary_path(root, kind, name)
         if not path.exists():
             continue
+        store.check_summary_place(path, store.read_meta(path))  # a damaged footer: one line
         names = pq.read_schema(path).names
         if not {"entropy_min", "entropy_max", "n"} <= set(names):
             continue
-        store.check_summary_place(path, store.read_meta(path))
         columns = [c for c in ENTROPY_COLUMNS if c in names]
         frame = store.read_table(path, columns=columns).to_pandas()
         frame.insert(0, "experiment", name)
