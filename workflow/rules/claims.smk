@@ -15,8 +15,6 @@ rule judge:
         RESULTS / "claims/{kind}.parquet",
     log:
         RESULTS / "logs/judge/{kind}.log",
-    benchmark:
-        RESULTS / "benchmarks/judge/{kind}.tsv"
     priority: PRIORITY["judge"]
     conda:
         CONDA_ENV
@@ -47,8 +45,6 @@ rule claims:
         ),
     log:
         RESULTS / "logs/claims.log",
-    benchmark:
-        RESULTS / "benchmarks/claims.tsv"
     priority: PRIORITY["claims"]
     conda:
         CONDA_ENV

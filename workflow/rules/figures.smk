@@ -28,8 +28,6 @@ for _name in SETTINGS.experiments:
             ],
         log:
             RESULTS / "logs/figures/{experiment}.log",
-        benchmark:
-            RESULTS / "benchmarks/figures/{experiment}.tsv"
         wildcard_constraints:
             experiment=_name,
         priority: PRIORITY["figures"]

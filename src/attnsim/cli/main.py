@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from attnsim.errors import AttnsimError
 DEFAULT_CONFIG = Path("config.yaml")
 # the commands the workflow's rules run (run.tuning: what their processes are set up for)
 JOB_COMMANDS = ("simulate", "collect", "judge", "figures", "claims", "fetch-asset")
+TIMED_COMMANDS = ("collect", "judge", "figures", "claims")  # the jobs without a benchmark file
 
 
 def _simulate(args) -> None:
@@ -869,13 +872,16 @@ def main(argv: list[str] | None = None) -> int:
         single_blas_thread()  # before numpy is imported: no idle BLAS threads spinning
     logging.basicConfig(
         level=logging.INFO
-        if args.verbose or args.command in ("simulate", "collect", "judge", "figures")
+        if args.verbose
+        or args.command in ("simulate", "collect", "judge", "figures")
+        or (args.command == "claims" and args.experiments_file)  # the workflow's claims job
         else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if getattr(args, "threads", 1) < 1:
         print("attnsim: error: --threads must be >= 1", file=sys.stderr)
         return 2
+    started = time.perf_counter()
     try:
         code = args.func(args)
     except AttnsimError as error:
@@ -883,6 +889,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    if args.command in TIMED_COMMANDS and (args.command != "claims" or args.experiments_file):
+        # the job's own time and CPU (in the job server's child: its own, the imports excluded),
+        # in its log: these jobs have no benchmark file (workflow/rules/collect.smk)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        logging.getLogger("attnsim.cli").info(
+            "%s ran in %.2f s, %.2f CPU-s",
+            args.command,
+            time.perf_counter() - started,
+            usage.ru_utime + usage.ru_stime,
+        )
     return code or 0
 
 
