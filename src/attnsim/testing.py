@@ -132,6 +132,12 @@ def _check_declarations(kind: Kind) -> None:
         raise _fail(kind, "declares summary.extra_columns but no summary.extra to fill them")
     if kind.theory.columns and kind.theory.point is None:
         raise _fail(kind, "declares theory.columns but no theory.point to compute them")
+    for name in kind.schema.run_columns:  # what the judge job reads from the trial files
+        if name not in metrics and name != "trial":
+            raise _fail(kind, f"schema.run_columns names {name!r}, not one of its metrics")
+    for name in kind.presentation.claims_figures:
+        if name not in kind.presentation.figures:
+            raise _fail(kind, f"presentation.claims_figures names {name!r}, not one of its figures")
     check_figures(kind)
 
 
