@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import resource
 import sys
 import time
@@ -853,12 +852,6 @@ def main(argv: list[str] | None = None) -> int:
             print(PLAN_HELP, end="")
             return 0
         return plan(argv[1:])
-    if os.environ.get("ATTNSIM_JOB_SERVER"):  # a workflow job: run by the run's job server
-        from attnsim.cli import server
-
-        served = server.request(argv)
-        if served is not None:
-            return served
     snakemake: list[str] = []
     if argv[:1] == ["decide"] and "--" in argv:  # what follows `--` belongs to Snakemake
         cut = argv.index("--")
