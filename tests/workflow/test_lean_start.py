@@ -85,7 +85,9 @@ def test_jobs_import_only_what_they_use_and_a_finished_run_starts_lean(sweep):
     )  # fmt: skip
     modules = started_modules(sweep)  # nothing to do: the start alone
     assert kinds_code(modules) == []
-    assert [m for m in HEAVY if m in modules] == []
+    # pandas aside: with outputs to check, Snakemake's own params trigger imports it (to hash
+    # DataFrame params) wherever it is installed
+    assert [m for m in HEAVY if m in modules and m != "pandas"] == []
     results = sweep / "results"
     # the judge job of one kind: its claims code, no other kind's, no plotting
     code = """
