@@ -107,6 +107,31 @@ def test_without_a_server_the_command_runs_in_its_own_process(tmp_path):
     assert done.returncode == 2 and "job server" not in done.stderr
 
 
+def test_a_server_that_drops_the_job_unstarted_leaves_it_to_the_command(tmp_path):
+    """A server that goes away with the job queued (it died while importing, or was stopped):
+    the command runs the job itself, once, with its own result."""
+    import threading
+
+    address = f"@attnsim-test-drop-{os.getpid()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(server._sockaddr(address))
+    listener.listen(1)
+
+    def drop() -> None:
+        conn, _ = listener.accept()
+        conn.recv(1 << 16)
+        conn.close()
+
+    dropper = threading.Thread(target=drop)
+    dropper.start()
+    argv = ["collect", "--experiment-file", str(tmp_path / "missing.json"), "--output", "x"]
+    done = attnsim(argv, address)
+    dropper.join(timeout=60)
+    listener.close()
+    assert done.returncode == 2 and "cannot be read" in done.stderr
+    assert "job server" not in done.stderr
+
+
 def test_a_child_ends_when_its_jobs_command_is_gone():
     mine, theirs = socket.socketpair()
     pid = os.fork()

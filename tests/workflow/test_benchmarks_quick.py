@@ -98,6 +98,10 @@ def expected_rows(cores: int) -> set[str]:
             "run with nothing to do, CPU",
             "1-point change, non-kernel CPU / default run's CPU",
             "10^7-point plan (snakemake -n), CPU",
+            *(
+                f"default run, {rule} jobs' CPU"
+                for rule in ("simulate", "collect", "judge", "figures", "claims")
+            ),
         )
     }
     rows |= {

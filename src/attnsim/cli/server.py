@@ -34,6 +34,7 @@ ENV = "ATTNSIM_JOB_SERVER"  # the server's address in a job's environment; "off"
 SERVED = ("collect", "judge", "figures", "claims")  # the workflow's commands a server runs
 REPLY_BYTES = 4096
 STREAMS = (0, 1, 2)
+STARTED = b"+"  # a child's first byte: it has the job (before it, the job can run elsewhere)
 
 
 # --- a job's side --------------------------------------------------------------------------------
@@ -62,8 +63,10 @@ def request(argv: list[str]) -> int | None:
         reply = b""
     finally:
         client.close()
+    if not reply.startswith(STARTED):  # no child took the job (the server went away): run it here
+        return None
     try:
-        return int(json.loads(reply)["code"])
+        return int(json.loads(reply[len(STARTED) :])["code"])
     except (ValueError, KeyError, TypeError):
         print("attnsim: error: the job server's child ended without a result", file=sys.stderr)
         return 1
@@ -178,6 +181,8 @@ def _reap(children: set[int], block: bool) -> None:
 
 def _child(conn: socket.socket) -> None:
     """Run one job's command with its streams, directory and environment; reply its status."""
+    import signal
+
     code = 1
     try:
         message, fds, _, _ = socket.recv_fds(conn, 1 << 20, len(STREAMS))
@@ -191,6 +196,10 @@ def _child(conn: socket.socket) -> None:
         for target, fd in zip(STREAMS, fds, strict=True):
             os.dup2(fd, target)
             os.close(fd)
+        conn.sendall(STARTED)
+        # the job's process is this one now: signals end it as they would end the command
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(request_["cwd"])
         os.environ.clear()
         os.environ.update(request_["env"])
