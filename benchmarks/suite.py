@@ -9,7 +9,17 @@ import time
 from pathlib import Path
 
 from attnsim.jobs.tuning import tune_allocator
-from benchmarks import endtoend, kernels, locate_coverage, machine, scale, table, training, workflow
+from benchmarks import (
+    endtoend,
+    kernels,
+    locate_coverage,
+    machine,
+    overhead,
+    scale,
+    table,
+    training,
+    workflow,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -77,6 +87,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="--scale: also the SLURM start-up row (needs tests/slurm/local-cluster.sh up)",
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="a clone of an older attnsim with its environment in DIR/.venv (e.g. 9b9a604): the "
+        "overhead rows run it side by side with this tree and give the ratios",
+    )
+    parser.add_argument(
+        "--overhead",
+        action="store_true",
+        help="only the overhead rows (benchmarks/overhead.py): default run, nothing to do, a "
+        "1-point change, the 10^7-point plan",
+    )
     args = parser.parse_args(argv)
     if args.scale:
         return scale_main(args)
@@ -91,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.extend(fn(*fn_args))
         print(f"[benchmarks] {name}: {time.perf_counter() - t:.1f} s", flush=True)
 
+    if args.overhead:
+        section("overhead", overhead.overhead_rows, args.cores, args.quick, args.baseline)
+        return finish(rows, args, info, started)
     section("machine limits", machine.measure_limits, args.cores, args.quick)
     section("machine limits, other CPU classes (emulated)", machine.class_rows, args.quick)
     section(
@@ -105,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     section("default sweep", workflow.sweep_rows, args.cores, args.quick)
     section("10k grid", workflow.grid_rows, args.cores, args.quick)
     section("locating boundaries: coverage", locate_coverage.rows, args.quick)
+    section("overhead", overhead.overhead_rows, args.cores, args.quick, args.baseline)
+    return finish(rows, args, info, started)
 
+
+def finish(rows: list[table.Row], args, info: dict[str, str], started: float) -> int:
     seconds = time.perf_counter() - started
     md, parquet = table.write(
         rows, args.output, header(info, args.quick, seconds), info | {"quick": str(args.quick)}

@@ -135,8 +135,13 @@ def simulate_cpu(workdir: Path) -> dict[str, tuple[float, int]]:
     return out
 
 
+JOB_LINE = re.compile(r"attnsim\.cli: [a-z]+ ran in ([0-9.]+) s")
+
+
 def rule_seconds(workdir: Path) -> dict[str, tuple[float, int]]:
-    """rule -> (wall seconds summed over its jobs, jobs), from Snakemake's benchmark files."""
+    """rule -> (wall seconds summed over its jobs, jobs), from Snakemake's benchmark files (the
+    simulate jobs) and the jobs' own "ran in" log lines (the jobs without a benchmark file:
+    summary, judge, figures, claims)."""
     out: dict[str, tuple[float, int]] = {}
     bench = workdir / "results/benchmarks"
     for tsv in bench.rglob("*.tsv"):
@@ -145,6 +150,13 @@ def rule_seconds(workdir: Path) -> dict[str, tuple[float, int]]:
         seconds = float(dict(zip(header.split("\t"), values.split("\t")))["s"])
         total, jobs = out.get(rule, (0.0, 0))
         out[rule] = (total + seconds, jobs + 1)
+    logs = workdir / "results/logs"
+    for log in logs.rglob("*.log"):
+        rule = log.relative_to(logs).parts[0].removesuffix(".log")
+        found = JOB_LINE.search(log.read_text()) if rule != "simulate" else None
+        if found:
+            total, jobs = out.get(rule, (0.0, 0))
+            out[rule] = (total + float(found.group(1)), jobs + 1)
     return out
 
 

@@ -132,6 +132,12 @@ def _check_declarations(kind: Kind) -> None:
         raise _fail(kind, "declares summary.extra_columns but no summary.extra to fill them")
     if kind.theory.columns and kind.theory.point is None:
         raise _fail(kind, "declares theory.columns but no theory.point to compute them")
+    for name in kind.schema.run_columns:  # what the judge job reads from the trial files
+        if name not in metrics and name != "trial":
+            raise _fail(kind, f"schema.run_columns names {name!r}, not one of its metrics")
+    for name in kind.presentation.claims_figures:
+        if name not in kind.presentation.figures:
+            raise _fail(kind, f"presentation.claims_figures names {name!r}, not one of its figures")
     _check_counts(kind)
     check_figures(kind)
 
@@ -242,9 +248,14 @@ def _check_figures(kind: Kind, summary: Path | None, out: Path) -> None:
     """Every figure that applies to the example's grid (`Presentation.figure_applies`) drawn, as
     PNG and PDF, by the figures job's own path, and no other."""
     from attnsim.report.figures import render
+    from attnsim.report.judged import for_summary
 
     assert summary is not None
-    written = sorted(p.name for p in render(summary, out))
+    # the figures of the kind's verdicts are drawn from its judged claims, as in a run
+    claims = None
+    if kind.presentation.claims_figures:
+        claims = for_summary(summary, out / "claims.parquet")
+    written = sorted(p.name for p in render(summary, out, claims=claims))
     drawn = kind.figures_for(example_grid(kind))
     expected = sorted(f"{f}.{s}" for f in drawn for s in ("png", "pdf"))
     if written != expected:

@@ -18,6 +18,7 @@ from attnsim.errors import AttnsimError  # noqa: E402
 from attnsim.figures import style  # noqa: E402
 from attnsim.kinds import all_kinds, get_kind  # noqa: E402
 from attnsim.report import figures as render_module  # noqa: E402
+from attnsim.report.judged import for_summary  # noqa: E402
 from attnsim.testing import (  # noqa: E402
     example_config,
     example_grid,  # noqa: E402
@@ -71,7 +72,10 @@ def test_every_figure_keeps_its_legends_inside_the_saved_canvas(
         return written
 
     monkeypatch.setattr(style, "save", save)
-    written = render_module.render(summary, tmp_path / "figures")
+    claims = None
+    if get_kind(kind).presentation.claims_figures:  # drawn from the kind's judged claims
+        claims = for_summary(summary, tmp_path / "claims.parquet")
+    written = render_module.render(summary, tmp_path / "figures", claims=claims)
     drawn = get_kind(kind).figures_for(example_grid(get_kind(kind)))
     assert sorted(p.name for p in written) == sorted(
         f"{f}.{suffix}" for f in drawn for suffix in ("png", "pdf")

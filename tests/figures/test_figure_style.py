@@ -208,3 +208,53 @@ def test_layout_shortcuts_change_no_pixel(case, tmp_path, monkeypatch):
         "minor_grid": not dropped["y"],
     }[case]
     assert engaged
+
+
+def test_the_theme_and_palettes_are_seaborns_value_for_value():
+    """The figures draw without seaborn: its theme (whitegrid, paper at 1.1, the deep cycle) and
+    palettes are written out in attnsim.figures.style; here they are computed by seaborn itself
+    and must be equal, so the figures are the same pixels as when seaborn drew them."""
+    sns = pytest.importorskip("seaborn")
+    from cycler import cycler
+
+    expected = dict(sns.axes_style("whitegrid"))
+    expected.update(sns.plotting_context("paper", font_scale=1.1))
+    expected["axes.prop_cycle"] = cycler(color=sns.color_palette("deep"))
+    expected["font.family"] = "sans-serif"
+    expected["legend.fontsize"] = 8.5
+    assert expected.pop("image.cmap") == "rocket"  # seaborn's own colormap: left out (docstring)
+    assert style.theme_rc() == expected
+    names = ["viridis", "plasma", "magma", "tab10", "tab20", "colorblind", "deep", "muted6"]
+    for name in names:
+        for count in (1, 2, 3, 7, 11, 25):
+            seaborns = [tuple(map(float, c)) for c in sns.color_palette(name, count)]
+            assert style.palette(name, count) == seaborns, (name, count)
+
+
+def test_no_figure_maps_values_with_the_default_colormap():
+    """seaborn's theme set image.cmap to its own "rocket"; attnsim's leaves matplotlib's default.
+    That draws the same only if no figure maps values through the default: every call that can
+    (imshow, pcolormesh, contourf, scatter with numbers) names its colormap."""
+    import re
+
+    from attnsim.kinds import all_kinds
+
+    for kind in all_kinds().values():
+        source = kind.submodule("figures").__file__
+        text = open(source, encoding="utf-8").read()
+        for call in re.finditer(r"\.(imshow|pcolormesh|contourf?|hexbin)\(", text):
+            window = text[call.start() : call.start() + 400]
+            assert "cmap" in window, f"{source}: {call.group(1)} without a cmap"
+
+
+def test_figures_import_neither_seaborn_nor_scipy():
+    code = """
+import sys
+from attnsim.kinds import all_kinds
+for kind in all_kinds().values():
+    kind.submodule("figures")
+import attnsim.report.figures, attnsim.figures.style
+print(sorted(m for m in ("seaborn", "scipy") if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -63,6 +63,16 @@ def test_rows_that_depend_on_how_the_trials_are_run_are_refused(monkeypatch, tmp
             lambda k: {"example": None},
             "declares no example experiment (Kind.example)",
         ),
+        (
+            lambda k: {"schema": dataclasses.replace(k.schema, run_columns=("escape",))},
+            "schema.run_columns names 'escape', not one of its metrics",
+        ),
+        (
+            lambda k: {
+                "presentation": dataclasses.replace(k.presentation, claims_figures=("matrix",))
+            },
+            "presentation.claims_figures names 'matrix', not one of its figures",
+        ),
     ],
 )
 def test_contradicting_declarations_are_named(monkeypatch, tmp_path, change, message):

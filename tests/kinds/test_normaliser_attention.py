@@ -152,7 +152,8 @@ def test_verdict_matrix_links_every_cell_to_its_claim_row():
 
     svg = io.BytesIO()
     summary = rows(grad_sq_mean=1.0, grad_sq_ci_low=0.9, grad_sq_ci_high=1.1)
-    verdict_matrix(summary).savefig(svg, format="svg")
+    judged = [spec(summary) for spec in claims.CLAIMS]  # the judge job's, on these rows
+    verdict_matrix(summary, judged).savefig(svg, format="svg")
     linked = set(re.findall(rb"claims\.html#claim-([a-z0-9_]+)", svg.getvalue()))
     expected = {
         spec.claim_id.encode()

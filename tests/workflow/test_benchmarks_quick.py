@@ -90,7 +90,7 @@ def expected_rows(cores: int) -> set[str]:
             ),  # the quick sweep's experiments
             *(
                 f"fixed overhead, {rule} jobs (sum)"
-                for rule in ("simulate", "collect", "figures", "claims")
+                for rule in ("simulate", "collect", "judge", "figures", "claims")
             ),
         )
     }
@@ -108,6 +108,21 @@ def expected_rows(cores: int) -> set[str]:
             "points per simulate job",
             "real run wall time, 2 trials per point",
             "real run kernel time (sum over jobs)",
+        )
+    }
+    rows |= {  # benchmarks/overhead.py, without --baseline: this tree's rows only
+        f"overhead (this tree): {what}"
+        for what in (
+            "default run, CPU",
+            "default run, kernels' CPU",
+            "non-kernel share of the default run's CPU",
+            "run with nothing to do, CPU",
+            "1-point change, non-kernel CPU / default run's CPU",
+            "10^7-point plan (snakemake -n), CPU",
+            *(
+                f"default run, {rule} jobs' CPU"
+                for rule in ("simulate", "collect", "judge", "figures", "claims")
+            ),
         )
     }
     rows |= {

@@ -270,23 +270,77 @@ def figure_caption(name, figure):
     return str(get_kind(SETTINGS.experiments[name].kind).caption(figure))
 
 
-def claims_trial_chunks(wildcards):
-    """The trial files the claims read besides the summaries: the chunks of the experiments whose
-    kind's claims fit every run (`report.claims.run_columns`: the escape times)."""
-    from attnsim.report.claims import run_columns
+def kind_experiments(kind):
+    """The config's experiments of a kind, by name."""
+    return sorted(n for n, e in SETTINGS.experiments.items() if e.kind == kind)
 
+
+def sweep_kinds():
+    """The kinds the config's experiments are of: one judge job (one claims file) each."""
+    return sorted({e.kind for e in SETTINGS.experiments.values()})
+
+
+def judged_claims(kind):
+    """A kind's judged claims, the judge job's output: the claims table and the kind's figures of
+    verdicts read it (attnsim.report.judged)."""
+    return RESULTS / "claims" / f"{kind}.parquet"
+
+
+def kind_summaries(wildcards):
+    return [summary_of(name) for name in kind_experiments(wildcards.kind)]
+
+
+def kind_trial_chunks(wildcards):
+    """The trial files a kind's claims read besides its summaries: its experiments' chunks when
+    its claims fit every run (`Kind.schema.run_columns`, declared in the kind's record: the claims
+    code is not imported to list them)."""
+    if not get_kind(wildcards.kind).schema.run_columns:
+        return []
     return [
-        store.chunk_path(STORE, plan.kind, plan.name, chunk)
-        for _, plan in sorted(PLANS.items())
-        if run_columns(plan.kind)
-        for chunk in plan.chunks
+        store.chunk_path(STORE, PLANS[name].kind, name, chunk)
+        for name in kind_experiments(wildcards.kind)
+        for chunk in PLANS[name].chunks
     ]
+
+
+def kind_experiments_json(wildcards):
+    """The kind's experiments as the judge reads them (not on the command line: a rename or a
+    new experiment of the kind reruns its judge)."""
+    return json.dumps({n: wildcards.kind for n in kind_experiments(wildcards.kind)})
+
+
+@functools.cache
+def state_designs():
+    """Each claim's sequential design in the workspace's state record, as one canonical
+    text: a changed design reruns the judges (each keys only its own claims' designs).
+    """
+    from attnsim.records import state
+
+    try:
+        designs = state.to_data(state.read(RESULTS)).get("designs", {})
+        return json.dumps(designs, sort_keys=True)
+    except AttnsimError as error:
+        _fail(error)
 
 
 def claims_threads(wildcards):
     """The claims job, the run's last, scales the figures for claims.html on the local cores:
     Pillow works without the GIL (0.9 s less for the default sweep's 25 figures)."""
     return max(1, _local_cores() or 1)
+
+
+def figure_claims(name):
+    """The kind's claims file when experiment `name` draws one of its kind's figures of
+    verdicts (`Kind.presentation.claims_figures`): drawn after the kind is judged."""
+    kind = SETTINGS.experiments[name].kind
+    verdicts = get_kind(kind).presentation.claims_figures
+    shows = set(verdicts) & set(experiment_figures(name))
+    return [judged_claims(kind)] if shows else []
+
+
+def figure_claims_option(name):
+    paths = figure_claims(name)
+    return " ".join(f"--claims {shlex.quote(str(path))}" for path in paths)
 
 
 def all_figure_pngs():
@@ -303,7 +357,8 @@ def experiments_json():
 
 
 def all_targets(wildcards=None):
-    targets = all_summaries() + [
+    targets = all_summaries() + [judged_claims(kind) for kind in sweep_kinds()]
+    targets += [
         RESULTS / "claims.parquet",
         RESULTS / "claims.md",
         RESULTS / "claims.html",
@@ -362,6 +417,42 @@ def remove_replaced_chunks():
     """Stored chunks whose points this run topped up with more trials: their rows live on in the
     top-ups' files (query views never see a point twice)."""
     planning.remove_replaced(PLANS, STORE)
+
+
+JOB_SERVER = []  # the run's job server (attnsim.cli.server), if one was started
+
+
+SERVER_MIN_JOBS = 3  # fewer jobs to serve save less than the server's own imports cost
+
+
+def start_job_server():
+    """A job server for the local summary, judge, figures and claims jobs (attnsim.cli.server):
+    they then run with the imports done, the server having imported the code of the kinds
+    whose jobs are to run. None where jobs run in another environment (--use-conda,
+    containers) or too few of those jobs are to run; ATTNSIM_JOB_SERVER=off: never."""
+    if workflow.deployment_settings.deployment_method:
+        return
+    kinds, served = set(), 0
+    for job in workflow.dag.needrun_jobs():
+        step = job.rule.name
+        if step == "judge":
+            kinds.add(job.wildcards.kind)
+        elif step == "collect" or step.startswith("figures_"):
+            kinds.add(SETTINGS.experiments[job.wildcards.experiment].kind)
+        elif step != "claims":
+            continue
+        served += 1
+    if served >= SERVER_MIN_JOBS:
+        from attnsim.cli import server
+
+        JOB_SERVER.append(server.start(RESULTS, sorted(kinds)))
+
+
+def stop_job_server():
+    from attnsim.cli import server
+
+    while JOB_SERVER:
+        server.stop(JOB_SERVER.pop())
 
 
 def print_run_summary():

@@ -1,14 +1,17 @@
 # One job per experiment draws its figures (PNG and PDF) from its summary, so a changed experiment
 # redraws only its own. Only the figures its grid has something to show in are drawn and listed
-# (Kind.figure_applies). Each PNG goes into the report with the kind's caption
-# (report/<figure>.rst, which names the experiment through the wildcard), grouped by experiment.
+# (Kind.figure_applies). A figure of the kind's verdicts (Kind.presentation.claims_figures) is
+# drawn from the kind's judged claims file, so that experiment's job follows its kind's judge.
+# Each PNG goes into the report with the kind's caption (report/<figure>.rst, which names the
+# experiment through the wildcard), grouped by experiment.
 for _name in SETTINGS.experiments:
 
     rule:
         name:
             f"figures_{_name}"
         input:
-            summary_of(_name),
+            summary=summary_of(_name),
+            claims=figure_claims(_name),
         output:
             [
                 report(
@@ -25,8 +28,6 @@ for _name in SETTINGS.experiments:
             ],
         log:
             RESULTS / "logs/figures/{experiment}.log",
-        benchmark:
-            RESULTS / "benchmarks/figures/{experiment}.tsv"
         wildcard_constraints:
             experiment=_name,
         priority: PRIORITY["figures"]
@@ -36,6 +37,7 @@ for _name in SETTINGS.experiments:
         params:
             outdir=RESULTS / "figures" / _name,
             figures=figure_options(_name),
+            claims=figure_claims_option(_name),
         shell:
-            "attnsim figures --summary {input:q} --outdir {params.outdir:q} {params.figures} "
-            "> {log:q} 2>&1"
+            "attnsim figures --summary {input.summary:q} --outdir {params.outdir:q} "
+            "{params.figures} {params.claims} > {log:q} 2>&1"

@@ -1,13 +1,15 @@
 """Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
 `summary`, `verify`, `cite`, `decide`, `locate`, `schema`, `check-config`, `init` and `embed`; for
-the workflow's rules: `simulate`, `collect`, `figures` and `fetch-asset` (they take --help too; the
-top-level help does not list them)."""
+the workflow's rules: `simulate`, `collect`, `judge`, `figures` and `fetch-asset` (they take --help
+too; the top-level help does not list them)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,8 @@ from attnsim.errors import AttnsimError
 
 DEFAULT_CONFIG = Path("config.yaml")
 # the commands the workflow's rules run (run.tuning: what their processes are set up for)
-JOB_COMMANDS = ("simulate", "collect", "figures", "claims", "fetch-asset")
+JOB_COMMANDS = ("simulate", "collect", "judge", "figures", "claims", "fetch-asset")
+TIMED_COMMANDS = ("collect", "judge", "figures", "claims")  # the jobs without a benchmark file
 
 
 def _simulate(args) -> None:
@@ -41,14 +44,10 @@ def _collect(args) -> None:
 
 
 def _figures(args) -> None:
-    # seaborn imports scipy.stats where scipy is installed (~0.8 CPU-s, a third of a figures job
-    # and one job per experiment) for density estimates no figure of attnsim draws: this process
-    # goes without it (seaborn's own fallback; scipy is not a dependency of attnsim)
-    sys.modules.setdefault("scipy", None)  # type: ignore[arg-type]
     from attnsim.report.figures import render, render_all
 
     if args.summary is not None:
-        render(args.summary, args.outdir, args.figure)
+        render(args.summary, args.outdir, args.figure, claims=args.claims)
     else:
         render_all(args.summaries, args.outdir, args.threads)
 
@@ -116,7 +115,7 @@ def _claims(args) -> int:
 
     from attnsim.report import claims as io
     from attnsim.report import claims_render as render
-    from attnsim.report import provenance
+    from attnsim.report import judged, provenance
 
     store = _store(args)
     if args.diff is not None:
@@ -130,7 +129,9 @@ def _claims(args) -> int:
         meta = {"config_hash": settings.config_hash, "seed": settings.seed}
     if args.run_file is not None:  # the workflow's: the run's config hash and seed
         meta = json.loads(args.run_file.read_text())
-    rows = io.evaluate(io.load_summaries(store, experiments), experiments)
+    # each kind's claims from its claims file (<workspace>/claims/<kind>.parquet, the workflow's
+    # judge jobs write them) where it is current, else judged now
+    rows = judged.evaluate(store, experiments, store.parent, cache=not args.no_cache)
     run = provenance.run_record(meta.get("config_hash", ""), meta.get("seed"))
     if args.write:
         digests = provenance.summary_digests(store, experiments)
@@ -148,6 +149,27 @@ def _claims(args) -> int:
     else:
         print(render.terminal(rows, everything=args.all))
     return 0
+
+
+def _judge(args) -> None:
+    """The workflow's judge job: one kind's claims judged on its experiments' summaries into its
+    claims file (report.judged)."""
+    import json
+
+    from attnsim.kinds import get_kind
+    from attnsim.report import judged
+
+    experiments = json.loads(args.experiments_file.read_text())
+    kind = get_kind(args.kind)
+    designs = judged.workspace_designs(args.workspace)
+    result = judged.judge_to_file(kind, experiments, args.workspace / "store", args.output, designs)
+    verdicts: dict[str, int] = {}
+    for claim in result.claims:
+        verdicts[claim.verdict] = verdicts.get(claim.verdict, 0) + 1
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in sorted(verdicts.items()))
+    logging.getLogger("attnsim.report.judged").info(
+        "%s: %d claims judged (%s) into %s", kind.name, len(result.claims), counts, args.output
+    )
 
 
 def _claims_diff(store: Path, other: Path) -> int:
@@ -446,6 +468,12 @@ def _add_claims(sub) -> None:
     )
     p.add_argument("--markdown", action="store_true", help="same as --format markdown")
     p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="judge every kind's claims afresh, not from the workspace's claims/<kind>.parquet "
+        "files (which are reused only while their experiments, code and designs are unchanged)",
+    )
+    p.add_argument(
         "--all",
         action="store_true",
         help="also the claims of kinds this sweep does not run (not measured)",
@@ -663,7 +691,33 @@ def _add_figures(sub) -> None:
         default=1,
         help="experiments drawn at once (forked after one import of the plotting stack)",
     )
+    p.add_argument(
+        "--claims",
+        type=Path,
+        help="with --summary: the kind's judged claims file (<workspace>/claims/<kind>.parquet), "
+        "which the kind's figures of verdicts show (Kind.presentation.claims_figures)",
+    )
     p.set_defaults(func=_figures)
+
+
+def _add_judge(sub) -> None:
+    p = sub.add_parser(
+        "judge",
+        description="(workflow) judge one kind's claims on its experiments' summaries into "
+        "WORKSPACE/claims/KIND.parquet",
+    )  # the workflow's: not listed
+    p.add_argument("--kind", required=True, help="the kind whose claims are judged")
+    p.add_argument(
+        "--experiments-file",
+        type=Path,
+        required=True,
+        help="a file of experiment name -> kind (<workspace>/plan/experiments.json)",
+    )
+    p.add_argument(
+        "--workspace", type=Path, required=True, help="the sweep's folder (its store, state.yaml)"
+    )
+    p.add_argument("--output", type=Path, required=True, help="the kind's claims file")
+    p.set_defaults(func=_judge)
 
 
 def _add_verify(sub) -> None:
@@ -785,6 +839,7 @@ COMMANDS = (
     _add_fetch_asset,
     _add_simulate,
     _add_collect,
+    _add_judge,
     _add_figures,
 )
 
@@ -834,13 +889,16 @@ def main(argv: list[str] | None = None) -> int:
         single_blas_thread()  # before numpy is imported: no idle BLAS threads spinning
     logging.basicConfig(
         level=logging.INFO
-        if args.verbose or args.command in ("simulate", "collect", "figures")
+        if args.verbose
+        or args.command in ("simulate", "collect", "judge", "figures")
+        or (args.command == "claims" and args.experiments_file)  # the workflow's claims job
         else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if getattr(args, "threads", 1) < 1:
         print("attnsim: error: --threads must be >= 1", file=sys.stderr)
         return 2
+    started = time.perf_counter()
     try:
         code = args.func(args)
     except AttnsimError as error:
@@ -848,6 +906,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    if args.command in TIMED_COMMANDS and (args.command != "claims" or args.experiments_file):
+        # the job's own time and CPU (in the job server's child: its own, the imports excluded),
+        # in its log: these jobs have no benchmark file (workflow/rules/collect.smk)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        logging.getLogger("attnsim.cli").info(
+            "%s ran in %.2f s, %.2f CPU-s",
+            args.command,
+            time.perf_counter() - started,
+            usage.ru_utime + usage.ru_stime,
+        )
     return code or 0
 
 

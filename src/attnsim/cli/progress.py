@@ -156,7 +156,12 @@ class Job:
             return f"fetch_asset {w.get('asset', '')}"
         if self.rule.startswith("figures_"):
             return f"figures {w.get('experiment', '')}"
-        return " ".join(x for x in (self.rule, w.get("experiment")) if x)
+        return " ".join(x for x in (self.rule, w.get("experiment") or w.get("kind")) if x)
+
+
+# Jobs that print no line of their own (their errors are printed): a kind's judge, the first half
+# of the claims job the run's line names (`judge` then `claims`, docs/architecture.md)
+QUIET = ("judge",)
 
 
 @dataclass
@@ -186,7 +191,7 @@ class Progress:
     # ------------------------------------------------------------ what is known
     @property
     def total(self) -> int:
-        return sum(n for rule, n in self.stats.items() if rule not in ("total", "all"))
+        return sum(n for rule, n in self.stats.items() if rule not in ("total", "all", *QUIET))
 
     def _load(self) -> None:
         if self.manifest is None:
@@ -223,7 +228,7 @@ class Progress:
         left = sum(c["seconds"] for c in self.manifest["chunks"].values()) - self._chunk_work_done
         for rule, n in self.stats.items():
             kind = "figures" if rule.startswith("figures_") else rule
-            if kind in ("collect", "figures", "claims"):
+            if kind in ("collect", "judge", "figures", "claims"):
                 left += n * self._post_seconds(kind)
         return max(0.0, left - self._post_work_done)
 
@@ -267,7 +272,7 @@ class Progress:
             parts.append(sim)
         others: dict[str, int] = {}
         for rule, n in self.stats.items():
-            if rule in ("total", "all", "simulate"):
+            if rule in ("total", "all", "simulate", *QUIET):
                 continue
             name = "figures" if rule.startswith("figures_") else rule
             others[name] = others.get(name, 0) + n
@@ -309,6 +314,10 @@ class Progress:
     def job_finished(self, jobid) -> list[str]:
         job = self.jobs.pop(jobid, None)
         if job is None:  # `all`, or a job started before this logger saw it
+            return []
+        if job.rule in QUIET:  # its work is counted; it says nothing unless it fails
+            self.work_done += self._seconds(job)
+            self._post_work_done += self._seconds(job)
             return []
         self.finished += 1
         took = self.now() - job.started

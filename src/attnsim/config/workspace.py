@@ -21,7 +21,7 @@ from attnsim.errors import ConfigError
 DEFAULT_CONFIG = Path("config.yaml")
 ROOT = Path("results")
 # the default workspace's own folders: a config stem with one of these names would live inside them
-RESERVED = ("store", "figures", "logs", "plan", "benchmarks")
+RESERVED = ("store", "figures", "logs", "plan", "benchmarks", "claims")
 STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 CONFIG_KEY = "workspace"  # `snakemake --config workspace=DIR`: the option's form for the workflow
 

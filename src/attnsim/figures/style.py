@@ -14,8 +14,10 @@ layout: legends and titles stay inside its canvas whatever the fonts, and `fig.s
         fig = figures.<figure>(summary, style=None)
     fig.savefig("mine.pdf")                              # the legend is kept
 
-seaborn is imported once per figure job (~0.55 CPU-s measured on this project's machines): the
-price of its theme and palettes instead of a copy of them here.
+The theme is seaborn's "paper" context and "whitegrid" style (font scale 1.1, the "deep" colour
+cycle) written out as matplotlib rcParams, and the palettes are seaborn's, computed the same way
+from matplotlib's colormaps: a figures job draws without importing seaborn (and the pandas it
+imports), the same pixels (tests/figures/test_figure_style.py checks both against seaborn).
 """
 
 from __future__ import annotations
@@ -28,42 +30,145 @@ from typing import Any
 import matplotlib
 import matplotlib.pyplot as plt
 
-# no side effect on import (seaborn >= 0.8 sets no theme); render_all forks after it
-import seaborn as sns
-
 from attnsim import files
 from attnsim.errors import AttnsimError
 
 PALETTE = "viridis"
-# seaborn.set_theme's arguments: what `theme()` applies, within its context only
-THEME = {
+# What `theme()` applies, as seaborn 0.13's set_theme would: context "paper" at font scale 1.1,
+# style "whitegrid", palette "deep", font "sans-serif" (`THEME_RC` are their rcParams).
+THEME: dict[str, Any] = {
     "context": "paper",
     "style": "whitegrid",
     "font_scale": 1.1,
     "palette": "deep",
     "font": "sans-serif",
 }
+# seaborn's named colour cycles (seaborn.palettes.SEABORN_PALETTES)
+SEABORN_PALETTES = {
+    "deep": ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3",
+             "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"),
+    "deep6": ("#4C72B0", "#55A868", "#C44E52", "#8172B3", "#CCB974", "#64B5CD"),
+    "muted": ("#4878D0", "#EE854A", "#6ACC64", "#D65F5F", "#956CB4",
+              "#8C613C", "#DC7EC0", "#797979", "#D5BB67", "#82C6E2"),
+    "muted6": ("#4878D0", "#6ACC64", "#D65F5F", "#956CB4", "#D5BB67", "#82C6E2"),
+    "pastel": ("#A1C9F4", "#FFB482", "#8DE5A1", "#FF9F9B", "#D0BBFF",
+               "#DEBB9B", "#FAB0E4", "#CFCFCF", "#FFFEA3", "#B9F2F0"),
+    "pastel6": ("#A1C9F4", "#8DE5A1", "#FF9F9B", "#D0BBFF", "#FFFEA3", "#B9F2F0"),
+    "bright": ("#023EFF", "#FF7C00", "#1AC938", "#E8000B", "#8B2BE2",
+               "#9F4800", "#F14CC1", "#A3A3A3", "#FFC400", "#00D7FF"),
+    "bright6": ("#023EFF", "#1AC938", "#E8000B", "#8B2BE2", "#FFC400", "#00D7FF"),
+    "dark": ("#001C7F", "#B1400D", "#12711C", "#8C0800", "#591E71",
+             "#592F0D", "#A23582", "#3C3C3C", "#B8850A", "#006374"),
+    "dark6": ("#001C7F", "#12711C", "#8C0800", "#591E71", "#B8850A", "#006374"),
+    "colorblind": ("#0173B2", "#DE8F05", "#029E73", "#D55E00", "#CC78BC",
+                   "#CA9161", "#FBAFE4", "#949494", "#ECE133", "#56B4E9"),
+    "colorblind6": ("#0173B2", "#029E73", "#D55E00", "#CC78BC", "#ECE133", "#56B4E9"),
+}  # fmt: skip
+# matplotlib's qualitative colormaps and their colours (seaborn.palettes.MPL_QUAL_PALS): indexed,
+# not interpolated
+QUALITATIVE = {
+    "tab10": 10, "tab20": 20, "tab20b": 20, "tab20c": 20, "Set1": 9, "Set2": 8, "Set3": 12,
+    "Accent": 8, "Paired": 12, "Pastel1": 9, "Pastel2": 8, "Dark2": 8,
+}  # fmt: skip
+# seaborn.axes_style("whitegrid") and seaborn.plotting_context("paper", font_scale=1.1), value for
+# value (the floats are seaborn's products, e.g. 1.5 x 0.8 x 1.1 = 1.2000000000000002). seaborn's
+# "image.cmap" ("rocket", a colormap only seaborn registers) is left out: every attnsim figure
+# names the colormap it maps values with.
+THEME_RC: dict[str, Any] = {
+    "figure.facecolor": "white",
+    "axes.labelcolor": ".15",
+    "xtick.direction": "out",
+    "ytick.direction": "out",
+    "xtick.color": ".15",
+    "ytick.color": ".15",
+    "axes.axisbelow": True,
+    "grid.linestyle": "-",
+    "text.color": ".15",
+    "font.family": ["sans-serif"],
+    "font.sans-serif": [
+        "Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"
+    ],
+    "lines.solid_capstyle": "round",
+    "patch.edgecolor": "w",
+    "patch.force_edgecolor": True,
+    "xtick.top": False,
+    "ytick.right": False,
+    "axes.grid": True,
+    "axes.facecolor": "white",
+    "axes.edgecolor": ".8",
+    "grid.color": ".8",
+    "axes.spines.left": True,
+    "axes.spines.bottom": True,
+    "axes.spines.right": True,
+    "axes.spines.top": True,
+    "xtick.bottom": False,
+    "ytick.left": False,
+    "axes.linewidth": 1.0,
+    "grid.linewidth": 0.8,
+    "lines.linewidth": 1.2000000000000002,
+    "lines.markersize": 4.800000000000001,
+    "patch.linewidth": 0.8,
+    "xtick.major.width": 1.0,
+    "ytick.major.width": 1.0,
+    "xtick.minor.width": 0.8,
+    "ytick.minor.width": 0.8,
+    "xtick.major.size": 4.800000000000001,
+    "ytick.major.size": 4.800000000000001,
+    "xtick.minor.size": 3.2,
+    "ytick.minor.size": 3.2,
+    "font.size": 10.560000000000002,
+    "axes.labelsize": 10.560000000000002,
+    "axes.titlesize": 10.560000000000002,
+    "xtick.labelsize": 9.680000000000001,
+    "ytick.labelsize": 9.680000000000001,
+    "legend.fontsize": 9.680000000000001,
+    "legend.title_fontsize": 10.560000000000002,
+}  # fmt: skip
 # every figure lays itself out at draw time (figure legends placed "outside ..." get their room)
 LAYOUT: dict[str, Any] = {"figure.constrained_layout.use": True}
 
 
 def palette(name: str, count: int) -> list[tuple[float, float, float]]:
-    """`count` colours of a named palette (seaborn.color_palette): a qualitative map's first
-    colours, else colours spread over the map with its ends excluded."""
-    return [(float(r), float(g), float(b)) for r, g, b in sns.color_palette(name, count)]
+    """`count` colours of a named palette, as seaborn.color_palette(name, count) gives them: a
+    seaborn colour cycle or a qualitative colormap's first colours (repeated past its end), else
+    colours spread over the colormap with its ends excluded."""
+    from matplotlib.colors import to_rgb
+
+    if name in SEABORN_PALETTES:
+        colours = [to_rgb(c) for c in SEABORN_PALETTES[name]]
+    else:
+        import numpy as np
+
+        try:
+            cmap = matplotlib.colormaps[name]
+        except KeyError:
+            raise AttnsimError(f"{name!r} is not a palette attnsim knows") from None
+        if name in QUALITATIVE:
+            bins = np.linspace(0, 1, QUALITATIVE[name])[:count]
+        else:
+            bins = np.linspace(0, 1, int(count) + 2)[1:-1]
+        colours = [to_rgb(tuple(c)) for c in cmap(bins)[:, :3]]
+    repeated = [colours[i % len(colours)] for i in range(count)] if colours else []
+    return [(float(r), float(g), float(b)) for r, g, b in repeated]
 
 
-def theme_rc(**overrides) -> dict:
-    """attnsim's theme as rcParams (seaborn.set_theme's, without setting them): for `rc_context`."""
+@functools.cache
+def _theme_rc() -> dict:
     from cycler import cycler
+    from matplotlib.colors import to_rgb
 
-    settings = THEME | overrides
-    rc = dict(sns.axes_style(settings["style"]))
-    rc.update(sns.plotting_context(settings["context"], font_scale=settings["font_scale"]))
-    rc["axes.prop_cycle"] = cycler(color=sns.color_palette(settings["palette"]))
-    rc["font.family"] = settings["font"]
+    rc = dict(THEME_RC)
+    deep = SEABORN_PALETTES[str(THEME["palette"])]
+    rc["axes.prop_cycle"] = cycler(color=[to_rgb(c) for c in deep])
+    rc["font.family"] = THEME["font"]
     rc["legend.fontsize"] = 8.5  # the figure legends under the panels (figures.common.legend_below)
     return rc
+
+
+def theme_rc() -> dict:
+    """attnsim's theme as rcParams (what seaborn.set_theme(**THEME) sets, without setting them):
+    for `rc_context`."""
+    return dict(_theme_rc())
 
 
 @contextmanager
@@ -103,6 +208,9 @@ def figure_function(draw):
     return wrapper
 
 
+# No time stamp in a file (the PDF's CreationDate, by default the time of drawing): the same data
+# draws the same bytes, in any run and whatever order the experiments are drawn in.
+METADATA: dict[str, dict[str, Any]] = {".png": {}, ".pdf": {"CreationDate": None}}
 PAD_INCHES = 0.1  # margin kept around the drawn content
 DPI = 150  # of the PNG (the PDF is vector; its images, if any, at this resolution)
 
@@ -262,7 +370,7 @@ def save(fig, png: Path) -> list[Path]:
     try:
         for path in (png, png.with_suffix(".pdf")):
             with files.atomic_path(path, fsync=False) as tmp:
-                fig.savefig(tmp, dpi=DPI, format=path.suffix[1:])
+                fig.savefig(tmp, dpi=DPI, format=path.suffix[1:], metadata=METADATA[path.suffix])
                 cut = outside_canvas(fig) if path == png else []
                 if cut:
                     raise AttnsimError(

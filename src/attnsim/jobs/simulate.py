@@ -249,6 +249,7 @@ def run_chunk(
     assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields
     (`Kind.assets.provenance`)."""
     started = time.perf_counter()
+    started_cpu = _process_cpu_seconds()
     if resources is not None:
         assets.set_resources(resources)
     points = list(spec.points)
@@ -296,7 +297,13 @@ def run_chunk(
             spec.extends,
             stats["reused_trials"],
         )
-    log.info("chunk %s: kernels ran in %.3f s", spec.id, time.perf_counter() - started)
+    # the kernels' CPU (every thread): what a run's non-kernel share is measured against
+    log.info(
+        "chunk %s: kernels ran in %.3f s, %.3f CPU-s",
+        spec.id,
+        time.perf_counter() - started,
+        _process_cpu_seconds() - started_cpu,
+    )
     table = trials_table(spec.kind, points, results)
     meta = parquet.provenance(
         table="trials",

@@ -134,6 +134,11 @@ class Schema:
     # Checks a JSON Schema cannot express: raise a ConfigError whose message starts with
     # `grid.<key>`.
     check_grid: Callable[[Mapping[str, list]], None] | None = None
+    # The trial columns the kind's claims read run by run besides the summary (a fit on every
+    # run, e.g. right-censored escape times; each point's runs reach the claims as a column
+    # `runs`). Declared here, not in the claims module, so that the workflow lists the trial files
+    # a kind's claims read without importing its claims code; () for most kinds.
+    run_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -273,6 +278,11 @@ class Presentation:
     # A figure of this kind showing the entropy between 0 and log n (the entropy-bounds claim
     # cites it).
     entropy_figure: str = ""
+    # Figures that show the kind's judged claims (verdicts, measured numbers): drawn from the
+    # kind's claims file (`<workspace>/claims/<kind>.parquet`, the judge job's) besides the
+    # summary, as `figure(summary, claims=[ClaimResult, ...])`. A figure never judges: the
+    # engine judged those claims once, on the rows of every experiment of the kind.
+    claims_figures: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

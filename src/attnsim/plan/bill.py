@@ -39,6 +39,7 @@ def bill(
     cpu = largest = 0.0
     mem = 0
     simulate = stale = 0
+    stale_kinds = set()
     for name, plan in plans.items():
         points += plan.n_points
         for chunk in plan.pending:
@@ -52,9 +53,11 @@ def bill(
         simulate += len(plan.pending)
         if plan.pending or not parquet.summary_path(root, plan.kind, name).exists():
             stale += 1
+            stale_kinds.add(plan.kind)
     jobs = {
         "simulate": simulate,
         "collect": stale,
+        "judge": len(stale_kinds),  # one per kind with an experiment whose summary is rebuilt
         "figures": stale,  # one figures job per experiment whose summary is rebuilt
         "claims": 1 if stale else 0,
     }

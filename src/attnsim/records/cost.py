@@ -59,11 +59,14 @@ ROW_SECONDS = 1.1e-6
 POSTPROCESS_SECONDS = {
     "figures": 3.5,
     "collect": 1.5,
+    "judge": 0.5,
     "claims": 1.0,
 }  # measured, default sweep on this project's VMs
 PRIORITY = {
     "figures": POSTPROCESS_SECONDS["figures"],
     "collect": POSTPROCESS_SECONDS["collect"] + POSTPROCESS_SECONDS["figures"],
+    # a kind's figures of verdicts wait for its judge
+    "judge": POSTPROCESS_SECONDS["judge"] + POSTPROCESS_SECONDS["figures"],
     "claims": POSTPROCESS_SECONDS["claims"],
 }
 # A SLURM job's wall-time request is this many times its expected time (at least RUNTIME_MIN

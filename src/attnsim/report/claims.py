@@ -16,6 +16,7 @@ import pyarrow as pa
 from attnsim import files
 from attnsim.claims.engine import ClaimResult, canonical_rows, entropy_bounds, judge
 from attnsim.errors import StoreError
+from attnsim.kinds.base import Kind
 from attnsim.report import provenance as run_provenance
 from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.store import parquet as store
@@ -70,11 +71,11 @@ def current_names(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 
 def run_columns(kind: str) -> tuple[str, ...]:
-    """The trial columns a kind's claims read besides its summary (`RUN_COLUMNS` of its claims
-    module, e.g. right-censored escape times for a fit on every run); () for most kinds."""
+    """The trial columns a kind's claims read besides its summary (`Kind.schema.run_columns`,
+    e.g. right-censored escape times for a fit on every run); () for most kinds."""
     from attnsim.kinds import get_kind
 
-    return tuple(getattr(get_kind(kind).submodule("claims"), "RUN_COLUMNS", ()))
+    return get_kind(kind).schema.run_columns
 
 
 def with_runs(summary: pd.DataFrame, path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -185,28 +186,76 @@ def experiments_json(experiments: dict[str, str]) -> str:
 
 def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[ClaimResult]:
     """Every registered kind's claims judged on the rows of the config's experiments of that kind
-    (`engine.canonical_rows`: one row per point, sorted by its parameters, whatever the
-    experiments' order or names), then the claim every kind shares (the entropy bound)."""
+    (`judge_kind`), then the claim every kind shares (the entropy bound, `entropy_claim`)."""
+    from attnsim.kinds import all_kinds
+
+    claims: list[ClaimResult] = []
+    drawn: dict[str, tuple[str, ...]] = {}
+    for name, registered in all_kinds().items():
+        frames = {e: summaries[e] for e, k in experiments.items() if k == name and e in summaries}
+        judged, shown = judge_kind(registered, frames)
+        claims += judged
+        drawn.update(shown)
+    return claims + [entropy_claim(summaries, experiments, drawn)]
+
+
+def judge_kind(
+    kind: Kind, frames: dict[str, pd.DataFrame]
+) -> tuple[list[ClaimResult], dict[str, tuple[str, ...]]]:
+    """A kind's claims judged on the rows of its experiments' summaries (`frames`: experiment ->
+    summary, of this kind only) made independent of the experiments' order and names
+    (`engine.canonical_rows`: one row per point, sorted by its parameters), each linked to a
+    figure its experiments draw; and the figures each experiment draws (`drawn_figures`)."""
+    rows = canonical_rows([frames[name] for name in sorted(frames)], kind.param_names)
+    drawn = drawn_figures(frames, dict.fromkeys(frames, kind.name))
+    params = kind.param_names
+    claims = [judge(spec, rows, params) for spec in kind.submodule("claims").CLAIMS]
+    return [replace(c, figure=shown_figure(c, drawn)) for c in claims], drawn
+
+
+def entropy_claim(
+    summaries: dict[str, pd.DataFrame],
+    experiments: dict[str, str],
+    drawn: dict[str, tuple[str, ...]],
+) -> ClaimResult:
+    """The claim every kind shares, 0 <= H <= log n (`engine.entropy_bounds`), on the summaries
+    of every experiment that keeps the entropy's extremes (only the columns it reads are needed:
+    `ENTROPY_COLUMNS`), shown in the first drawn entropy figure."""
     from attnsim.kinds import all_kinds
 
     kinds = all_kinds()
-    by_kind: dict[str, list[pd.DataFrame]] = {}
-    for name, kind in sorted(experiments.items()):
-        if name in summaries:
-            by_kind.setdefault(kind, []).append(summaries[name])
-    claims = []
-    for name, registered in kinds.items():
-        rows = canonical_rows(by_kind.get(name, []), registered.param_names)
-        params = registered.param_names
-        claims += [judge(spec, rows, params) for spec in registered.submodule("claims").CLAIMS]
-    drawn = drawn_figures(summaries, experiments)
     figures = {
         name: kinds[k].presentation.entropy_figure
         for name, k in experiments.items()
         if k in kinds and kinds[k].presentation.entropy_figure in drawn.get(name, ())
     }
-    claims.append(entropy_bounds(summaries, figures))
-    return [replace(c, figure=shown_figure(c, drawn)) for c in claims]
+    result = entropy_bounds(summaries, figures)
+    return replace(result, figure=shown_figure(result, drawn))
+
+
+ENTROPY_COLUMNS = ("entropy_min", "entropy_max", "n", "n_trials")  # what entropy_bounds reads
+
+
+def entropy_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """experiment -> the columns of its summary the entropy bound reads (`ENTROPY_COLUMNS`, with
+    `experiment` first, as `load_summaries` gives them), for the experiments that have a summary
+    keeping the entropy's extremes: a few columns of each, checked, instead of every column."""
+    import pyarrow.parquet as pq
+
+    frames = {}
+    for name, kind in sorted(experiments.items()):
+        path = store.summary_path(root, kind, name)
+        if not path.exists():
+            continue
+        store.check_summary_place(path, store.read_meta(path))  # a damaged footer: one line
+        names = pq.read_schema(path).names
+        if not {"entropy_min", "entropy_max", "n"} <= set(names):
+            continue
+        columns = [c for c in ENTROPY_COLUMNS if c in names]
+        frame = store.read_table(path, columns=columns).to_pandas()
+        frame.insert(0, "experiment", name)
+        frames[name] = frame
+    return frames
 
 
 def drawn_figures(

@@ -36,6 +36,7 @@ from attnsim.report import normaliser_matrix
 
 MIN_TEXT_WIDTH = 30  # columns left for a claim's text beside its id and verdict
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
+SCALED = Path("claims/scaled")  # the workspace's folder of those copies, kept for the next run
 HOW_TO_READ = (
     "Each row is one claim: what was measured (labelled: a mean or fitted slope with its 95% "
     "confidence "
@@ -573,15 +574,58 @@ def embedded_png(path: Path, width: int = EMBEDDED_WIDTH) -> str | None:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def embedded_pngs(paths: list[Path], threads: int = 1) -> dict[Path, str | None]:
+def embedded_pngs(
+    paths: list[Path], threads: int = 1, cache: Path | None = None
+) -> dict[Path, str | None]:
     """`embedded_png` of each path, `threads` at a time: Pillow's decoding, scaling, palette and
-    encoding run without the GIL, so threads share the cores (the claims job runs last, alone)."""
+    encoding run without the GIL, so threads share the cores (the claims job runs last, alone).
+    With a `cache` folder, a figure whose PNG is unchanged reuses its scaled copy (a run that
+    redrew one experiment's figures scales only those); the folder keeps only this call's."""
+    scale = embedded_png if cache is None else (lambda path: _cached_png(path, cache))
     if threads <= 1 or len(paths) <= 1:
-        return {path: embedded_png(path) for path in paths}
-    from concurrent.futures import ThreadPoolExecutor
+        found = {path: scale(path) for path in paths}
+    else:
+        from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(min(threads, len(paths))) as pool:
-        return dict(zip(paths, pool.map(embedded_png, paths), strict=True))
+        with ThreadPoolExecutor(min(threads, len(paths))) as pool:
+            found = dict(zip(paths, pool.map(scale, paths), strict=True))
+    if cache is not None and cache.is_dir():
+        keep = {_cache_name(path) for path in paths if path.is_file()}
+        for old in cache.glob("*.txt"):
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
+    return found
+
+
+def _cache_name(path: Path) -> str:
+    """The scaled copy's name: what it is made from (the PNG's bytes, the width, Pillow)."""
+    import hashlib
+
+    from PIL import __version__ as pillow
+
+    made_from = f"{EMBEDDED_WIDTH} {pillow} ".encode() + path.read_bytes()
+    return hashlib.sha256(made_from).hexdigest()[:32] + ".txt"
+
+
+def _cached_png(path: Path, cache: Path) -> str | None:
+    if not path.is_file():
+        return None
+    kept = cache / _cache_name(path)
+    try:
+        return kept.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        pass
+    uri = embedded_png(path)
+    if uri is not None:
+        from attnsim import files
+        from attnsim.errors import WriteError
+
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            files.write_text(kept, uri, fsync=False)
+        except (OSError, WriteError):  # a read-only or full workspace: scaled again next time
+            pass
+    return uri
 
 
 def _row(c: ClaimResult) -> str:
@@ -640,7 +684,9 @@ def html(
     figures = []
     shown = list(dict.fromkeys(c.figure for c in claims if c.figure))
     uris = (
-        embedded_pngs([Path(results) / f"figures/{f}.png" for f in shown], threads)
+        embedded_pngs(
+            [Path(results) / f"figures/{f}.png" for f in shown], threads, Path(results) / SCALED
+        )
         if results
         else {}
     )

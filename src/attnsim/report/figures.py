@@ -14,9 +14,16 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -> list[Path]:
+def render(
+    summary_path: Path,
+    outdir: Path,
+    figures: list[str] | None = None,
+    claims: Path | None = None,
+) -> list[Path]:
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: the kind's figures
-    that apply to the summary's grid, `Kind.figures_for`)."""
+    that apply to the summary's grid, `Kind.figures_for`). A figure of the kind's verdicts
+    (`Kind.presentation.claims_figures`) is drawn from `claims`, the kind's judged claims file
+    (`report.judged`); without one it is an error to ask for it."""
     import matplotlib
     import pyarrow as pa
 
@@ -44,14 +51,35 @@ def render(summary_path: Path, outdir: Path, figures: list[str] | None = None) -
     pa.default_memory_pool().release_unused()  # the read's buffers, before drawing
     if not figures:  # all the kind's figures that have something to show in this grid
         names = kind.figures_for({p: frame[p].unique().tolist() for p in kind.param_names})
+    shows_claims = [f for f in names if f in kind.presentation.claims_figures]
+    judged = judged_claims(kind, claims, shows_claims)
     written = []
     for figure in names:
         draw = getattr(module, figure)
         # a figure of single trials declares the columns it reads
         columns = getattr(draw, "trial_columns", None)
         args = (frame,) if columns is None else (frame, trials_of(summary_path, frame, columns))
-        written += save(draw(*args), Path(outdir) / f"{figure}.png")
+        extra = {"claims": judged} if figure in kind.presentation.claims_figures else {}
+        written += save(draw(*args, **extra), Path(outdir) / f"{figure}.png")
     return written
+
+
+def judged_claims(kind, claims: Path | None, figures: list[str]) -> list | None:
+    """The kind's judged claims (`ClaimResult`s) for its figures of verdicts, read from its claims
+    file; None when no such figure is drawn. The file must be this kind's."""
+    if not figures:
+        return None
+    if claims is None:
+        raise AttnsimError(
+            f"figure {figures[0]} of kind {kind.name} shows the kind's judged claims: give its "
+            "claims file (--claims <workspace>/claims/<kind>.parquet)"
+        )
+    from attnsim.report import judged
+
+    found, _ = judged.read(claims)
+    if found.kind != kind.name:
+        raise AttnsimError(f"{claims}: the claims of kind {found.kind}, not of {kind.name}")
+    return list(found.claims)
 
 
 def render_all(summaries: list[Path], outdir: Path, threads: int = 1) -> list[Path]:

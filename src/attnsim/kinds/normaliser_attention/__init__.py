@@ -140,6 +140,8 @@ KIND = Kind(
     summary=Summary(extra_columns=EXTRA, extra=extra_summary),
     presentation=Presentation(
         figures=("bias_by_normaliser", "error_vs_n_by_normaliser", "verdict_matrix"),
+        # drawn from the kind's judged claims (every normalisers experiment's rows at once)
+        claims_figures=("verdict_matrix",),
         headline=headline,
     ),
     example={

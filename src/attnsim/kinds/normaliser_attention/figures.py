@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-from attnsim.claims.engine import judge
+from attnsim.claims.engine import declared
 from attnsim.figures.common import legend_below, mean_errorbar, yerr
 from attnsim.figures.style import figure_function
 from attnsim.subjects import normalisers
@@ -127,11 +127,17 @@ FAMILIES = (
 
 
 @figure_function
-def verdict_matrix(summary: pd.DataFrame):
-    """Each per-normaliser claim judged by the engine on this experiment's summary (the same
-    `judge` the claims table uses), a cell per (claim, normaliser) coloured by its verdict and
-    labelled with the measured number (the point farthest from the prediction)."""
+def verdict_matrix(summary: pd.DataFrame, claims):
+    """Each per-normaliser claim as the engine judged it on the rows of every experiment of the
+    kind (`claims`: the kind's judged `ClaimResult`s, from its claims file; this figure judges
+    nothing), a cell per (claim, normaliser) coloured by its verdict and labelled with the
+    measured number (the point farthest from the prediction)."""
     from attnsim.kinds.normaliser_attention.claims import CANCELLATION, PER_NORMALISER
+
+    judged = {c.claim_id: c for c in claims}
+
+    def result(spec):  # a claim missing from the file (none judged) is shown as not measured
+        return judged.get(spec.claim_id) or declared(spec)
 
     names = list(normalisers.names())
     fig, ax = plt.subplots(figsize=(1.0 * len(names) + 1.5, 0.6 * (len(FAMILIES) + 1) + 1.0))
@@ -139,9 +145,8 @@ def verdict_matrix(summary: pd.DataFrame):
         for j, name in enumerate(names):
             spec = PER_NORMALISER[family](name)
             if spec is not None:  # soft-capping has no gradient law (§12.3): a blank cell
-                _cell(ax, j, i, judge(spec, summary))
-    result = judge(CANCELLATION, summary)
-    _cell(ax, (len(names) - 1) / 2, len(FAMILIES), result, width=len(names))
+                _cell(ax, j, i, result(spec))
+    _cell(ax, (len(names) - 1) / 2, len(FAMILIES), result(CANCELLATION), width=len(names))
     ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_ylim(len(FAMILIES) + 0.5, -0.5)
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right")

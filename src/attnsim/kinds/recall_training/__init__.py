@@ -381,6 +381,8 @@ KIND = Kind(
         stream_params=kernel.STREAM_PARAMS,
         metrics=METRICS,
         main_metric="final_accuracy",
+        # the escape-time fits read every run's escape step (right-censored at the budget)
+        run_columns=("escape_step", "escaped", "diverged"),
     ),
     compute=Compute(
         bytes_per_trial=bytes_per_trial,

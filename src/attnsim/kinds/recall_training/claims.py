@@ -36,7 +36,7 @@ from attnsim.claims.engine import (
     per_subject,
     range_estimate,
 )
-from attnsim.kinds.recall_training import ESCAPE_EXPONENT, NO_LAW
+from attnsim.kinds.recall_training import ESCAPE_EXPONENT, KIND, NO_LAW
 from attnsim.kinds.recall_training.kernel import DEFAULTS, SOFTMAX
 from attnsim.kinds.recall_training.plateau import (
     LAW_LOGIT_STD,
@@ -56,9 +56,10 @@ from attnsim.stats import (
 )
 from attnsim.subjects import known, normalisers
 
-# the trial columns the claims read besides the summary (a declared input: report.claims): the
-# escape times of the censored fits, and each run's divergence for the paired remedy comparison
-RUN_COLUMNS = ("escape_step", "escaped", "diverged")
+# the trial columns the claims read besides the summary (declared in the kind's record, where the
+# workflow reads it): the escape times of the censored fits, and each run's divergence for the
+# paired remedy comparison
+RUN_COLUMNS = KIND.schema.run_columns
 LAST = "escaped_ckpt_7"  # share escaped by the budget (checkpoint 7 is the last step)
 # one escape-time law per setting: every budget and stopping rule pooled (censoring at each run's
 # own budget; a run that stops at the threshold has the same escape time as one that trains on)
