@@ -7,8 +7,8 @@ import errno
 import os
 import shutil
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from attnsim.errors import WriteError
@@ -31,11 +31,18 @@ def temp_path(path: Path) -> Path:
 
 
 @contextmanager
-def atomic_path(path: Path, fsync: bool = True, need: int | None = None) -> Iterator[Path]:
+def atomic_path(
+    path: Path,
+    fsync: bool = True,
+    need: int | None = None,
+    guard: Callable[[], AbstractContextManager[object]] | None = None,
+) -> Iterator[Path]:
     """Yield a temporary path to write; on success it is flushed to disk and renamed to `path`
     (readers see the old file or the new one, never half of one). The temporary file never stays.
     A full disk, a quota or a read-only folder is a one-line WriteError naming `path` (`need`:
-    the bytes the writer expects to write, for that line)."""
+    the bytes the writer expects to write, for that line). `guard`: the rename happens inside
+    `guard()`, which may refuse it by raising (a chunk of a run that no longer holds the store,
+    `attnsim.store.lock.commit`)."""
     path = Path(path)
     tmp = temp_path(path)
     try:
@@ -44,7 +51,8 @@ def atomic_path(path: Path, fsync: bool = True, need: int | None = None) -> Iter
         if fsync:
             with open(tmp, "rb") as handle:
                 os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        with guard() if guard is not None else nullcontext():
+            os.replace(tmp, path)
     except OSError as error:
         if error.errno not in WRITE_REFUSED:
             raise

@@ -25,8 +25,14 @@ def _simulate(args) -> None:
     from attnsim.jobs.simulate import run_chunk
     from attnsim.records.chunk import read_spec_file
 
-    spec = read_spec_file(args.spec_file).spec
-    run_chunk(spec, args.output, threads=args.threads, resources=args.resources)
+    spec_file = read_spec_file(args.spec_file)
+    run_chunk(
+        spec_file.spec,
+        args.output,
+        threads=args.threads,
+        resources=args.resources,
+        run=spec_file.run,
+    )
 
 
 def _collect(args) -> None:
