@@ -9,7 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.workflow import attnsim_run, checkout, chunks, point_rows, snakemake, write_config
+from helpers.workflow import (
+    attnsim_run,
+    checkout,
+    chunks,
+    point_rows,
+    simulate_jobs,
+    snakemake,
+    write_config,
+)
 from helpers.workflow import interrupt_config as config
 
 pytestmark = pytest.mark.slow
@@ -171,22 +179,6 @@ def test_a_snakemake_that_exits_on_sigterm_is_not_killed(tmp_path):
 
 
 # --- a killed top-up (issue 52 item 1) -----------------------------------------------------------
-
-
-def simulate_jobs(workdir: Path) -> list[int]:
-    """Pids of the `attnsim simulate` processes working in `workdir` (jobs of any run there)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            cwd = os.readlink(f"/proc/{entry}/cwd")
-        except OSError:
-            continue
-        if cwd == str(workdir) and b"simulate" in cmdline and b"attnsim" in b" ".join(cmdline[:3]):
-            found.append(int(entry))
-    return found
 
 
 def top_up_config(trials: int) -> dict:

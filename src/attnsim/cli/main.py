@@ -60,8 +60,11 @@ def _figures(args) -> None:
 
 
 def _query(args) -> None:
+    from attnsim.config import workspace
     from attnsim.store import query
 
+    if args.output is not None:  # never over the workspace's own files (the store: query's check)
+        workspace.check_not_own(args.output, _workspace(args))
     query.write(_store(args), args.sql, args.format, args.output, args.timeout, args.memory)
 
 
@@ -182,7 +185,8 @@ def _cite(args) -> None:
     from attnsim.report import cite
     from attnsim.report.diff import claims_file
 
-    row = cite.find(claims_file(_store(args)), args.claim)
+    store = _store(args)
+    row = cite.find(claims_file(store), args.claim, store)
     texts = {"markdown": cite.markdown(row), "bibtex": cite.bibtex(row)}
     chosen = texts if args.format == "both" else {args.format: texts[args.format]}
     print("\n".join(chosen.values()), end="")
