@@ -193,11 +193,12 @@ def _cite(args) -> None:
 
 
 def _decide(args) -> int:
+    from attnsim.plan.bill import check_budget
     from attnsim.report.decide import decide
 
     return decide(
         args.claims,
-        args.budget,
+        check_budget(args.budget),
         args.configfile,
         args.workdir,
         args.snakemake,

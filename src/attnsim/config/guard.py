@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -75,7 +77,9 @@ def check_depth(text: str, where: str) -> None:
     )
     closing = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
     depth = 0
-    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+    from attnsim.config.yamlfile import LOADER
+
+    for token in yaml.scan(text, Loader=LOADER):
         if isinstance(token, opening):
             depth += 1
             if depth > MAX_DEPTH:
@@ -152,18 +156,42 @@ def check_names(names) -> None:
             )
 
 
-def grid_size(grid: dict) -> int:
-    return math.prod(len(values) if isinstance(values, list) else 1 for values in grid.values())
+# the length of a grid axis not yet expanded: (experiment, parameter, value) -> its count, or
+# None for a list's length (1 for anything else)
+Lengths = Callable[[str, str, Any], "int | None"]
 
 
-def check_size(experiments: dict, max_points: int) -> None:
-    """The config's points (products of list lengths, nothing expanded) against `max_points`."""
-    sizes = {name: grid_size(spec.get("grid") or {}) for name, spec in experiments.items()}
+def _length(value: Any, given: int | None = None) -> int:
+    if given is not None:
+        return given
+    return len(value) if isinstance(value, list) else 1
+
+
+def grid_size(grid: dict, name: str = "", lengths: Lengths | None = None) -> int:
+    return math.prod(
+        _length(values, lengths(name, key, values) if lengths else None)
+        for key, values in grid.items()
+    )
+
+
+def check_size(experiments: dict, max_points: int, lengths: Lengths | None = None) -> None:
+    """The config's points (products of list lengths, nothing expanded; `lengths`: the counts of
+    generators not yet expanded) against `max_points`."""
+    grids = {
+        name: (spec.get("grid") if isinstance(spec, dict) else None) or {}
+        for name, spec in experiments.items()
+    }
+    sizes = {
+        name: grid_size(grid, name, lengths) if isinstance(grid, dict) else 1
+        for name, grid in grids.items()
+    }
     total = sum(sizes.values())
     if total > max_points:
         name = max(sizes, key=lambda e: sizes[e])
-        grid = experiments[name].get("grid") or {}
-        shape = " x ".join(f"{k}: {len(v) if isinstance(v, list) else 1}" for k, v in grid.items())
+        shape = " x ".join(
+            f"{k}: {_length(v, lengths(name, k, v) if lengths else None)}"
+            for k, v in grids[name].items()
+        )
         raise ConfigError(
             f"experiments.{name}.grid: {sizes[name]:,} points ({shape}); the config has {total:,} "
             "in all, over max_points = "
@@ -205,12 +233,11 @@ def run_configfiles(extra: list[str], workdir: Path = Path(".")) -> list[Path]:
 
 def read_config(path: Path) -> dict:
     """A config file's mapping, checked as Snakemake will read it (one line for each problem)."""
+    from attnsim.config.yamlfile import parse
+
     text = read_text(path)
-    try:
-        check_depth(text, str(path))
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        check_aliases(node, str(path))
-        data = yaml.safe_load(text)
+    try:  # keys given twice are the workflow's to name (yamlfile.check_files), in its words
+        data = parse(text, str(path), duplicates=False)
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
     check_mapping(data, str(path))

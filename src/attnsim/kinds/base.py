@@ -190,6 +190,10 @@ class Presentation:
     # A figure of this kind showing the entropy between 0 and log n (the entropy-bounds claim
     # cites it).
     entropy_figure: str = ""
+    # The most grid points its figures draw from: a larger experiment's figures are drawn from a
+    # sub-grid of about this many points, each parameter's values spread over its range
+    # (`attnsim.report.figure_data`). Figures that bin large sweeps themselves declare more.
+    figure_points: int = 10_000
 
 
 @dataclass(frozen=True)

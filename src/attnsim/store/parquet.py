@@ -267,9 +267,9 @@ def verify_file(path: Path) -> None:
     column's content checksum, each row group's footer statistics (DuckDB verifies none of it,
     and skips row groups by those statistics). Damage is a StoreError naming the file."""
     meta = read_meta(path)
-    hasher = integrity.ContentHasher()
     try:
         file = pq.ParquetFile(path, page_checksum_verification=True, pre_buffer=False)
+        hasher = integrity.ContentHasher(keep=integrity.null_columns(file.metadata))
         for group in range(file.num_row_groups):
             table = file.read_row_group(group, use_threads=False)
             integrity.verify_statistics(path, file.metadata.row_group(group), table)
