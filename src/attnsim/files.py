@@ -7,7 +7,7 @@ import errno
 import os
 import shutil
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
@@ -123,14 +123,24 @@ def sweep_dead_temps(root: Path) -> list[Path]:
     return removed
 
 
-def check_writable(root: Path) -> None:
+def check_writable(root: Path, own: Sequence[str] = ()) -> None:
     """WriteError naming the first folder of `root` (a workspace) this process cannot write in,
     before any job: Snakemake would stop with a multi-line ProtectedOutputException, or a job
-    halfway. Folders only (a few per experiment); the files in them are replaced by renames."""
-    for folder, subfolders, _ in os.walk(root):
-        subfolders.sort()
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise WriteError(
-                f"{folder}: a read-only folder, and this run writes in it; make it writable "
-                f"(chmod -R u+w {root}) or run in another workspace (--workspace DIR)"
-            )
+    halfway. The workspace itself and the folders of it a run writes in (`own`: store, figures,
+    ...), folders only; the files in them are replaced by renames. The remedy it suggests changes
+    permissions only below those folders, which runs made: never a recursive change of a folder
+    the user named (a `--workspace /` is told to pick another workspace, not `chmod -R /`)."""
+    root = Path(root)
+    if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):
+        raise WriteError(
+            f"{root}: a read-only folder, and this run writes in it (its workspace); give a "
+            "workspace you can write in (--workspace DIR)"
+        )
+    for name in own:
+        for folder, subfolders, _ in os.walk(root / name):
+            subfolders.sort()
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise WriteError(
+                    f"{folder}: a read-only folder, and this run writes in it; make it writable "
+                    f"(chmod -R u+w {root / name}) or run in another workspace (--workspace DIR)"
+                )

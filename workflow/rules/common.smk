@@ -50,7 +50,7 @@ try:
     store.check_folders(STORE)
     # a read-only workspace: one line, not Snakemake's ProtectedOutputException
     if PLANNING:
-        files.check_writable(RESULTS)
+        files.check_writable(RESULTS, workspace.OWN_FOLDERS)
     store.check_clock(STORE)
     # what the plan is read from: a run locks the store only once it starts (`lock_store`)
     PLANNED_FROM = store_lock.state(STORE) if PLANNING else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,8 @@ def _query(args) -> None:
     from attnsim.config import workspace
     from attnsim.store import query
 
-    if args.output is not None:  # never over the workspace's own files (the store: query's check)
+    if args.output is not None:  # never into the store, nor over the workspace's own files
+        query.check_output(args.output, _store(args))
         workspace.check_not_own(args.output, _workspace(args))
     query.write(_store(args), args.sql, args.format, args.output, args.timeout, args.memory)
 
@@ -224,10 +226,22 @@ def _init(args) -> None:
     from attnsim.cli.runner import packaged_snakefile
 
     target = args.directory / "config.yaml"
-    if target.exists():
+    if os.path.lexists(target):
         raise AttnsimError(f"{target}: exists already; attnsim init writes a new folder's config")
+    blocking = next(
+        (p for p in (args.directory, *args.directory.parents) if p.exists() and not p.is_dir()),
+        None,
+    )
+    if blocking is not None:
+        raise AttnsimError(
+            f"{blocking}: a file, not a folder; give attnsim init a folder to write config.yaml "
+            "into (a new one, or one without a config)"
+        )
     text = (packaged_snakefile().parent / "starter.yaml").read_text()
-    files.write_text(target, text, fsync=False)
+    try:
+        files.write_text(target, text, fsync=False)
+    except OSError as error:  # a folder that cannot be made or written in
+        raise AttnsimError(f"{target}: cannot be written ({error.strerror})") from None
     print(f"wrote {target}: a starter sweep; `attnsim run` there computes it into results/")
 
 

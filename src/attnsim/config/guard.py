@@ -69,6 +69,16 @@ def check_depth(text: str, where: str) -> None:
     """ConfigError when collections nest deeper than MAX_DEPTH: PyYAML composes (and Snakemake
     loads) a document recursively, and 5,000 nested lists in 10 KB end in a RecursionError. The
     scanner counted here is not recursive."""
+    from attnsim.config.yamlfile import LOADER
+
+    try:
+        _check_depth(text, where, LOADER)
+    except yaml.YAMLError:  # libyaml stops at its own nesting limit: say which limit, in ours
+        _check_depth(text, where, yaml.SafeLoader)
+        raise
+
+
+def _check_depth(text: str, where: str, loader: type) -> None:
     opening = (
         yaml.BlockMappingStartToken,
         yaml.BlockSequenceStartToken,
@@ -77,9 +87,7 @@ def check_depth(text: str, where: str) -> None:
     )
     closing = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
     depth = 0
-    from attnsim.config.yamlfile import LOADER
-
-    for token in yaml.scan(text, Loader=LOADER):
+    for token in yaml.scan(text, Loader=loader):
         if isinstance(token, opening):
             depth += 1
             if depth > MAX_DEPTH:

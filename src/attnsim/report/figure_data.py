@@ -50,9 +50,9 @@ def read(path: Path, kind: Kind, ids: bool = False) -> pd.DataFrame:
 
     meta = parquet.read_meta(path)
     parquet.check_summary_place(path, meta)
-    grid = _grid_values(meta)
+    grid = _grid_values(meta) if "experiment_config" in meta else {}
     bound = kind.presentation.figure_points
-    if math.prod(len(set(v)) for v in grid.values()) <= bound:
+    if not grid or math.prod(len(set(v)) for v in grid.values()) <= bound:
         frame = parquet.read_summary(path, ids=ids).to_pandas(split_blocks=True, self_destruct=True)
         pa.default_memory_pool().release_unused()  # the read's buffers, before drawing
         return frame
