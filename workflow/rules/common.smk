@@ -358,7 +358,9 @@ def sweep_dead_writers():
     # chunks an interrupted run's top-ups replaced, once proved superseded by top-ups that this
     # run will not compute again (Snakemake deletes a job's output before it runs it)
     again = [
-        store.chunk_path(STORE, PLANS[e].kind, e, c) for e, c in rerun_chunks() if e in PLANS
+        store.chunk_path(STORE, PLANS[e].kind, e, c)
+        for e, c in rerun_chunks()
+        if e in PLANS
     ]
     planning.remove_replaced(PLANS, STORE, rerun=again)
 

@@ -168,7 +168,7 @@ def spare_threads(pending_chunks: int, cores: int | None) -> int:
 # The figures and claims jobs, for the bill (they hold the run's last minutes and the store's lock
 # as the chunks do). A figures job: the plotting stack's import, then each figure's layout and
 # files, then its points: measured ~4 ms per point and figure for kinds that draw point by point
-# (noisy_attention: 2,000 points, 3 figures, 24 CPU-s), so a kind's `figure_points` (what its
+# (a kind of 3 such figures: 2,000 points in 24 CPU-s), so a kind's `figure_points` (what its
 # figures draw at most, larger experiments from a sub-grid) costs about FIGURE_SECONDS_AT_CAPACITY
 # per figure at that size (kinds that bin their points declare more points for the same time).
 FIGURES_IMPORT_SECONDS = 2.5
