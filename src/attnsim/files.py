@@ -7,8 +7,8 @@ import errno
 import os
 import shutil
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 from attnsim.errors import WriteError
@@ -31,11 +31,18 @@ def temp_path(path: Path) -> Path:
 
 
 @contextmanager
-def atomic_path(path: Path, fsync: bool = True, need: int | None = None) -> Iterator[Path]:
+def atomic_path(
+    path: Path,
+    fsync: bool = True,
+    need: int | None = None,
+    guard: Callable[[], AbstractContextManager[object]] | None = None,
+) -> Iterator[Path]:
     """Yield a temporary path to write; on success it is flushed to disk and renamed to `path`
     (readers see the old file or the new one, never half of one). The temporary file never stays.
     A full disk, a quota or a read-only folder is a one-line WriteError naming `path` (`need`:
-    the bytes the writer expects to write, for that line)."""
+    the bytes the writer expects to write, for that line). `guard`: the rename happens inside
+    `guard()`, which may refuse it by raising (a chunk of a run that no longer holds the store,
+    `attnsim.store.lock.commit`)."""
     path = Path(path)
     tmp = temp_path(path)
     try:
@@ -44,7 +51,8 @@ def atomic_path(path: Path, fsync: bool = True, need: int | None = None) -> Iter
         if fsync:
             with open(tmp, "rb") as handle:
                 os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        with guard() if guard is not None else nullcontext():
+            os.replace(tmp, path)
     except OSError as error:
         if error.errno not in WRITE_REFUSED:
             raise
@@ -115,14 +123,24 @@ def sweep_dead_temps(root: Path) -> list[Path]:
     return removed
 
 
-def check_writable(root: Path) -> None:
+def check_writable(root: Path, own: Sequence[str] = ()) -> None:
     """WriteError naming the first folder of `root` (a workspace) this process cannot write in,
     before any job: Snakemake would stop with a multi-line ProtectedOutputException, or a job
-    halfway. Folders only (a few per experiment); the files in them are replaced by renames."""
-    for folder, subfolders, _ in os.walk(root):
-        subfolders.sort()
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise WriteError(
-                f"{folder}: a read-only folder, and this run writes in it; make it writable "
-                f"(chmod -R u+w {root}) or run in another workspace (--workspace DIR)"
-            )
+    halfway. The workspace itself and the folders of it a run writes in (`own`: store, figures,
+    ...), folders only; the files in them are replaced by renames. The remedy it suggests changes
+    permissions only below those folders, which runs made: never a recursive change of a folder
+    the user named (a `--workspace /` is told to pick another workspace, not `chmod -R /`)."""
+    root = Path(root)
+    if root.is_dir() and not os.access(root, os.W_OK | os.X_OK):
+        raise WriteError(
+            f"{root}: a read-only folder, and this run writes in it (its workspace); give a "
+            "workspace you can write in (--workspace DIR)"
+        )
+    for name in own:
+        for folder, subfolders, _ in os.walk(root / name):
+            subfolders.sort()
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise WriteError(
+                    f"{folder}: a read-only folder, and this run writes in it; make it writable "
+                    f"(chmod -R u+w {root / name}) or run in another workspace (--workspace DIR)"
+                )

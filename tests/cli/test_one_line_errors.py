@@ -200,12 +200,71 @@ def test_a_read_only_workspace_is_one_line_before_any_job(tmp_path, monkeypatch)
     figures = tmp_path / "results" / "figures" / "robustness"
     figures.mkdir(parents=True)
     (tmp_path / "results" / "store").mkdir()
-    files.check_writable(tmp_path / "results")  # writable: nothing to say
+    own = ("store", "figures")
+    files.check_writable(tmp_path / "results", own)  # writable: nothing to say
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and Path(p) != figures)
     with pytest.raises(WriteError) as error:
-        files.check_writable(tmp_path / "results")
+        files.check_writable(tmp_path / "results", own)
     assert str(error.value) == (
         f"{figures}: a read-only folder, and this run writes in it; make it writable "
-        f"(chmod -R u+w {tmp_path / 'results'}) or run in another workspace (--workspace DIR)"
+        f"(chmod -R u+w {tmp_path / 'results' / 'figures'}) or run in another workspace "
+        "(--workspace DIR)"
     )
+
+
+def test_a_read_only_workspace_given_by_the_user_is_never_told_to_chmod_it(tmp_path, monkeypatch):
+    """Issue 52: `attnsim run -n --workspace /` was refused, and told to `chmod -R u+w /`. A
+    workspace that is not writable itself is told to pick another; the check walks only the
+    folders a run writes in, not whatever else lies below the workspace."""
+    from attnsim import files
+    from attnsim.config.workspace import OWN_FOLDERS
+    from attnsim.errors import WriteError
+
+    elsewhere = tmp_path / "not-ours" / "deep"
+    elsewhere.mkdir(parents=True)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and Path(p) != elsewhere)
+    files.check_writable(tmp_path, OWN_FOLDERS)  # a read-only folder that is no run's: fine
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and Path(p) != tmp_path)
+    with pytest.raises(WriteError) as error:
+        files.check_writable(tmp_path, OWN_FOLDERS)
+    assert str(error.value) == (
+        f"{tmp_path}: a read-only folder, and this run writes in it (its workspace); give a "
+        "workspace you can write in (--workspace DIR)"
+    )
+    assert "chmod" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        ("seed=&a [*a]", "its YAML aliases (*name) expand to more than 1,000,000 values"),
+        ("seed={a: 1, a: 2}", "a: key given twice"),
+        ("seed=" + "[" * 100 + "1" + "]" * 100, "nested more than 64 deep"),
+    ],
+)
+def test_an_override_value_is_read_as_a_config_file_is(tmp_path, capsys, item, needle):
+    """Issue 52: `--set 'seed=&a [*a]'` (an alias of itself) ended in a RecursionError."""
+    from helpers.configs import small_config
+    from helpers.workflow import write_config
+
+    config = write_config(tmp_path, small_config())
+    assert main(["check-config", "--configfile", str(config), "--set", item]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnsim: error: --set {item}: ") and needle in err
+    assert err.count("\n") == 1
+
+
+def test_init_into_a_file_is_one_line(tmp_path, capsys):
+    """Issue 52: `attnsim init <a regular file>` ended in a FileExistsError."""
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    for target in (afile, afile / "sub"):
+        assert main(["init", str(target)]) == 2
+        assert capsys.readouterr().err == (
+            f"attnsim: error: {afile}: a file, not a folder; give attnsim init a folder to "
+            "write config.yaml into (a new one, or one without a config)\n"
+        )
+    assert afile.read_text() == "not a folder"
+    assert main(["init", str(tmp_path / "new")]) == 0 and (tmp_path / "new/config.yaml").exists()

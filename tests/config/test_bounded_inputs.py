@@ -14,7 +14,7 @@ import yaml
 from helpers.configs import REPO, small_config
 
 from attnsim.cli.main import main
-from attnsim.config import guard
+from attnsim.config import guard, yamlfile
 from attnsim.config.load import load, load_file
 from attnsim.config.overrides import split_args
 from attnsim.errors import ConfigError
@@ -100,7 +100,7 @@ def test_plain_snakemake_applies_the_same_caps(tmp_path, name):
 def test_a_few_aliases_are_fine():
     node = yaml.compose("a: &a [1, 2]\nb: [*a, *a]\n", Loader=yaml.SafeLoader)
     assert (
-        guard.expanded_size(node) == 13
+        yamlfile.expanded_size(node) == 13
     )  # the mapping, 2 keys, [1, 2] (3) and [*a, *a] (1 + 2 x 3)
 
 
@@ -301,3 +301,91 @@ def test_the_name_check_is_linear_in_the_number_of_experiments():
     with pytest.raises(ConfigError, match="experiments.e39999_trials: reserved, the view of "):
         guard.check_names(names)
     assert time.perf_counter() - started < 1
+
+
+# --- generators bounded before expanded (issue 52 item 4) ----------------------------------------
+
+PEAK_RSS = """
+import resource, sys, time
+started = time.process_time()
+from attnsim.cli.main import main
+code = main(sys.argv[1:])
+print(code, time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""  # CPU-seconds (imports included): the machine may be shared
+
+
+def test_a_ten_million_value_generator_on_an_integer_axis_is_refused_at_once(tmp_path):
+    """The issue's case: `n={linspace: [16, 64, 1e7]}` reached 4.7 GB in 90 s before any check
+    answered (10^5 values took 15 s to say n[1] is not an integer)."""
+    write = tmp_path / "config.yaml"
+    write.write_text(yaml.safe_dump(small_config()))
+    item = "experiments.robustness.grid.n={linspace: [16, 64, 10000000]}"
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, "check-config", "--configfile", str(write), "--set", item],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    code, seconds, peak_kib = done.stdout.split()
+    assert int(code) == 2 and done.stderr == (
+        "attnsim: error: experiments.robustness.grid.n: {linspace: [16, 64, 10000000]} gives "
+        "16.0000048 (value 2 of 10,000,000), not a whole number; n takes integers\n"
+    )
+    assert float(seconds) < 5 and int(peak_kib) < 200 * 1024, (seconds, peak_kib)
+
+
+@pytest.mark.parametrize(
+    ("param", "rule", "needle"),
+    [
+        ("n", {"linspace": [1, 64, 64]}, "reaches 1, below the minimum 2"),
+        ("noise_scale", {"logspace": [0.1, 1000, 5]}, "reaches 1000, above the maximum 100"),
+        ("noise", {"linspace": [0, 1, 3]}, "gives numbers; noise takes one of gaussian"),
+        ("n", {"logspace": [16, 4096, 10]}, "(value 2 of 10), not a whole number"),
+    ],
+)
+def test_a_generator_is_checked_against_its_axis_before_it_is_expanded(param, rule, needle):
+    config = small_config()
+    config["experiments"]["robustness"]["grid"][param] = rule
+    with pytest.raises(ConfigError) as refused:
+        load(config)
+    message = str(refused.value)
+    assert message.startswith(f"experiments.robustness.grid.{param}: ") and needle in message
+
+
+def test_whole_values_from_a_generator_fill_an_integer_axis():
+    config = small_config()
+    config["experiments"]["robustness"]["grid"]["n"] = {"logspace": [16, 4096, 9]}
+    assert load(config).experiments["robustness"].grid["n"] == [
+        16, 32, 64, 128, 256, 512, 1024, 2048, 4096
+    ]  # fmt: skip
+
+
+def test_a_generators_points_count_before_it_is_expanded():
+    """10^7 values on a float axis: the points are counted from the generator's count (80
+    million here), not after building ten million floats."""
+    config = small_config()
+    config["experiments"]["robustness"]["grid"]["noise_scale"] = {
+        "linspace": [0.01, 64, 10_000_000]
+    }
+    started = time.process_time()
+    with pytest.raises(ConfigError, match=r"80,000,000 points .* noise_scale: 10000000\)"):
+        load(config)
+    assert time.process_time() - started < 1
+
+
+@pytest.mark.slow
+def test_validation_is_linear_in_the_number_of_experiments(tmp_path):
+    """The issue's case: 20,000 experiments took 2 min 19 s to validate. Reading and checking the
+    config costs the same per experiment whatever their number (1,000 against 10,000 here)."""
+    from attnsim.config import yamlfile
+
+    experiment = small_config()["experiments"]["robustness"]
+    seconds = {}
+    for count in (1_000, 10_000):
+        config = {"seed": 7, "experiments": {f"e{i}": experiment for i in range(count)}}
+        path = tmp_path / f"c{count}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        started = time.process_time()
+        load(yamlfile.load(path))
+        seconds[count] = time.process_time() - started
+    assert seconds[10_000] <= 12 * seconds[1_000], seconds

@@ -77,3 +77,22 @@ def test_sweeps_side_by_side_keep_their_own_folders(tmp_path, monkeypatch, capsy
         assert capsys.readouterr().out.split()[-1] == str(16 * trials)
     assert main(["show", "--configfile", "fewer.yaml"]) == 0
     assert "store: results/fewer/store" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("inside", ["store", "store/trials", "store/summary/kind=x"])
+def test_a_workspace_inside_another_sweeps_store_is_refused(tmp_path, inside):
+    """Issue 52: `--workspace` pointed at another sweep's store wrote a second workspace into
+    it. Any workspace that is a store, or lies inside one, is now one line before anything is
+    written."""
+    from helpers.configs import simulated_robustness
+
+    simulated_robustness(tmp_path / "results" / "store")
+    for given in (f"results/{inside}", str(tmp_path / "results" / inside)):
+        with pytest.raises(ConfigError) as refused:
+            workspace.from_config({"workspace": given}, [], tmp_path)
+        message = str(refused.value)
+        assert message.startswith(f"{given}: inside the result store ") and "\n" not in message
+    # beside the store, in the same results folder: fine (the presets' results/<stem>/)
+    assert workspace.from_config({"workspace": "results/mine"}, [], tmp_path) == Path(
+        "results/mine"
+    )

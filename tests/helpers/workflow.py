@@ -157,3 +157,19 @@ def attnsim_run(workdir: Path, *args: str) -> subprocess.Popen:
 
 def chunks(workdir: Path) -> list[Path]:
     return list((workdir / "results/store/trials").rglob("chunk-*.parquet"))
+
+
+def simulate_jobs(workdir: Path) -> list[int]:
+    """Pids of the `attnsim simulate` processes working in `workdir` (jobs of any run there)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd == str(workdir) and b"simulate" in cmdline and b"attnsim" in b" ".join(cmdline[:3]):
+            found.append(int(entry))
+    return found

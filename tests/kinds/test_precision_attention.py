@@ -477,3 +477,28 @@ def test_smoothing_claim_pairs_the_points_on_the_same_rows():
     wrong = rows.assign(sq_err_model_mean=[1.0, 1.0])  # the model predicting no gain
     assert claims.SMOOTHING_GAIN(wrong).verdict == "fails"
     assert claims.SMOOTHING_GAIN(rows.assign(key_mean=0.0)).verdict == "outside regime"
+
+
+def test_more_outlier_channels_than_d_is_refused_in_one_line():
+    """Issue 52: outlier_channels > d was accepted and clipped to d by the kernel, while the rows
+    recorded the count asked for and the claims counted an outlier point."""
+    from attnsim.config.load import load
+    from attnsim.errors import ConfigError
+
+    grid = {
+        "n": [16],
+        "d": [8, 64],
+        "logit_scale": [1.0],
+        "outlier_channels": [0, 9],
+        "outlier_scale": [4.0],
+        "format": ["bfloat16"],
+        "site": ["qk"],
+    }
+    experiment = {"kind": "precision_attention", "trials": 4, "grid": grid}
+    with pytest.raises(ConfigError) as refused:
+        load({"seed": 1, "experiments": {"fp": experiment}})
+    assert str(refused.value) == (
+        "experiments.fp.grid.outlier_channels: 9 outlier channels but d = 8; keep "
+        "outlier_channels <= d for every combination"
+    )
+    load({"seed": 1, "experiments": {"fp": experiment | {"grid": grid | {"d": [9, 64]}}}})

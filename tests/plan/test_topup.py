@@ -134,3 +134,28 @@ def test_a_top_up_equals_a_fresh_run_at_the_larger_count(name, threads, tmp_path
     assert len(store.experiment_chunks(topped, kind, "e")) == len(
         store.experiment_chunks(fresh, kind, "e")
     )
+
+
+def test_a_replaced_chunk_is_removed_only_once_its_top_ups_are_proved_whole(tmp_path):
+    """Issue 52: a rerun deleted the stored chunks at its start because their top-ups existed,
+    then Snakemake's --rerun-incomplete deleted the top-ups: every trial was gone. A replaced
+    chunk now stays while a top-up of it is missing, damaged, or about to be computed again."""
+    before, changes = SWEEPS["noisy_more_trials"]
+    run(config(before) | {"chunk_size": 4}, tmp_path, 1)  # one chunk of 4 points
+    plans = plan_all(load(config(before, **changes)), tmp_path)  # topped up 2 points at a time
+    plan = plans["e"]
+    old = list(plan.replaced)
+    tops = [store.chunk_path(tmp_path, plan.kind, "e", c) for c in plan.pending]
+    assert len(old) == 1 and len(tops) == 2
+    assert remove_replaced(plans, tmp_path) == []  # no top-up written yet
+    run_chunk(plan.spec(plan.pending[0]), tops[0])
+    assert remove_replaced(plans, tmp_path) == []  # two points live only in the old chunk
+    run_chunk(plan.spec(plan.pending[1]), tops[1])
+    assert remove_replaced(plans, tmp_path, rerun=tops[:1]) == []  # Snakemake will redo one
+    original = tops[0].read_bytes()
+    data = bytearray(original)
+    data[len(data) // 3] ^= 0x10  # a flipped bit inside a top-up
+    tops[0].write_bytes(bytes(data))
+    assert remove_replaced(plans, tmp_path) == [] and old[0].exists()
+    tops[0].write_bytes(original)
+    assert remove_replaced(plans, tmp_path) == old and not old[0].exists()

@@ -94,3 +94,15 @@ def test_too_small_a_budget_is_one_line(judged, tmp_path, capsys):
     assert decide(workdir, "--budget", "0") == 2
     err = capsys.readouterr().err
     assert err.startswith("attnsim: error: decide: --budget 0") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("budget", ["nan", "inf", "1e999", "-1"])
+def test_a_budget_that_is_no_number_of_cpu_hours_is_one_line(tmp_path, capsys, budget):
+    """Issue 52: `decide --budget nan` meant no limit (NaN compares false with every cost)."""
+    assert decide(tmp_path, "--budget", budget) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"attnsim: error: --budget {float(budget):g}: give a finite number of CPU-hours, 0 or "
+        "more (e.g. --budget 2)\n"
+    )
+    assert not (tmp_path / "results").exists()

@@ -13,7 +13,7 @@ import shutil
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from helpers.configs import small_config
+from helpers.configs import simulated_robustness, small_config
 
 from attnsim.cli.main import main
 from attnsim.config.load import load
@@ -213,3 +213,38 @@ def test_a_store_of_mixed_seeds_without_a_summary_is_refused(tmp_path, monkeypat
     mine[0].unlink()
     shutil.copyfile(theirs[0], mine[0])
     assert "chunks of 2 different seeds or algorithm versions" in refused(capsys)
+
+
+@pytest.mark.slow  # a search over a few hundred flips
+def test_a_footer_flip_only_duckdb_trips_on_is_one_line_naming_the_file(tmp_path, capsys):
+    """Issue 52: a bit flipped at one offset of a chunk's footer passes every pyarrow check (no
+    checksum covers the footer's structure) and DuckDB's CREATE VIEW failed with a
+    TProtocolException naming no file. Such a flip is searched for near the footer's end."""
+    from attnsim.errors import AttnsimError
+    from attnsim.store import parquet
+
+    _, root, chunks = simulated_robustness(tmp_path / "store")
+    path = chunks[0]
+    original = path.read_bytes()
+    found = None
+    for offset in range(len(original) - 8, len(original) - 160, -1):
+        for bit in range(8):
+            data = bytearray(original)
+            data[offset] ^= 1 << bit
+            path.write_bytes(bytes(data))
+            parquet._META_CACHE.clear()
+            try:
+                parquet.verify_file(path)
+                duckdb.connect().execute("DESCRIBE SELECT * FROM read_parquet($1)", [str(path)])
+            except AttnsimError:
+                continue
+            except duckdb.Error:
+                found = (offset, bit)
+                break
+        if found:
+            break
+    assert found, "no flip near the footer's end that only DuckDB refuses"
+    assert main(["query", "SELECT count(*) FROM robustness_trials", "--store", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"attnsim: error: {path}: damaged (DuckDB cannot read its footer: ")
+    assert err.count("\n") == 1 and "Traceback" not in err

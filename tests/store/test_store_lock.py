@@ -4,6 +4,7 @@ into the store, and runs normally once the first is done."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -255,3 +256,81 @@ def test_a_full_disk_when_the_lock_names_its_holder_does_not_stop_the_run(tmp_pa
     finally:
         lock.release(tmp_path / "store")
     assert path.exists()
+
+
+# --- a job's write checks its run (issue 52 item 1) -------------------------------------------
+
+
+def test_a_run_writes_a_fresh_token_that_its_jobs_renames_check(tmp_path):
+    """A chunk enters the store only while the run that planned it holds the lock: with its own
+    token, yes; a dead run's (the lock free) or another run's, never, and no temp file stays."""
+    out = tmp_path / "trials" / "kind=k" / "experiment=e" / "chunk-0.parquet"
+    out.parent.mkdir(parents=True)
+    lock.acquire(tmp_path)
+    token = lock.token(tmp_path)
+    try:
+        assert token and f'"token": "{token}"' in (tmp_path / lock.LOCK_NAME).read_text()
+        with lock.commit(tmp_path, token, out):
+            out.write_text("renamed here")
+        lock.check_run(tmp_path, token, out)
+        with pytest.raises(StoreError, match="another run holds it now"):
+            lock.check_run(tmp_path, "0" * 16, out)
+    finally:
+        lock.release(tmp_path)
+    assert lock.token(tmp_path) is None
+    for attempt in (
+        lambda: lock.check_run(tmp_path, token, out),
+        lambda: lock.commit(tmp_path, token, out).__enter__(),
+    ):
+        with pytest.raises(StoreError) as dropped:
+            attempt()
+        assert str(dropped.value) == (
+            f"{out}: not written, its run (token {token}) no longer holds the store (the run "
+            "has ended); a rerun computes it"
+        )
+    lock.acquire(tmp_path)  # a new run: a new token, the old one's writes still refused
+    try:
+        assert lock.token(tmp_path) != token
+        with pytest.raises(StoreError, match="another run holds it now"):
+            lock.check_run(tmp_path, token, out)
+    finally:
+        lock.release(tmp_path)
+
+
+def test_a_dead_runs_job_writes_nothing_into_the_store(tmp_path):
+    """run_chunk with the token of a run that has ended: refused before it computes, and a write
+    whose run ends while it computes is dropped at the rename, its temp file removed."""
+    from helpers.configs import small_config
+
+    from attnsim.config.load import load
+    from attnsim.jobs import simulate
+    from attnsim.plan.sweep import plan_all
+    from attnsim.store import parquet
+
+    settings = load(small_config())
+    plan = plan_all(settings, tmp_path)["robustness"]
+    spec = plan.spec(plan.pending[0])
+    out = parquet.chunk_path(tmp_path, plan.kind, plan.name, spec.id)
+    holder = hold(tmp_path)
+    token = json.loads((tmp_path / lock.LOCK_NAME).read_text())["token"]
+    original = simulate.simulate_points
+
+    def killed_meanwhile(*args, **kwargs):
+        holder.kill()
+        holder.wait()
+        return original(*args, **kwargs)
+
+    try:
+        simulate.simulate_points = killed_meanwhile
+        with pytest.raises(StoreError, match="no longer holds the store"):
+            simulate.run_chunk(spec, out, run=token)
+    finally:
+        simulate.simulate_points = original
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert not out.exists() and not list(out.parent.glob(".*.tmp"))
+    with pytest.raises(StoreError, match="the run has ended"):
+        simulate.run_chunk(spec, out, run=token)
+    simulate.run_chunk(spec, out)  # a job outside any run (no token): written as ever
+    assert out.exists()

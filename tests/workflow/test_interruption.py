@@ -9,7 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.workflow import attnsim_run, checkout, chunks, point_rows, snakemake, write_config
+from helpers.workflow import (
+    attnsim_run,
+    checkout,
+    chunks,
+    point_rows,
+    simulate_jobs,
+    snakemake,
+    write_config,
+)
 from helpers.workflow import interrupt_config as config
 
 pytestmark = pytest.mark.slow
@@ -168,3 +176,52 @@ def test_a_snakemake_that_exits_on_sigterm_is_not_killed(tmp_path):
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=10)
     assert run.returncode == 128 + signal.SIGTERM and err == ""
+
+
+# --- a killed top-up (issue 52 item 1) -----------------------------------------------------------
+
+
+def top_up_config(trials: int) -> dict:
+    settings = config(chunk_size=8)
+    settings["experiments"]["robustness"]["trials"] = trials
+    return settings
+
+
+@pytest.fixture(scope="module")
+def topped_up_reference(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("topped-up-reference")
+    write_config(workdir, top_up_config(240))
+    snakemake(workdir, "--cores", "2")
+    return point_rows(workdir)
+
+
+def test_a_killed_top_up_loses_no_trials(tmp_path, topped_up_reference):
+    """The issue's data loss: raise `trials`, SIGKILL the run's process group during the top-ups'
+    simulate jobs; its jobs run on and finish. The rerun deleted the stored chunks at its start,
+    then Snakemake deleted the top-ups as incomplete: every trial of the experiment was gone.
+    Now the dead run's jobs write nothing and the stored chunks stay until their replacements
+    are whole: the rerun ends as a fresh run at the new count. (A job that outlives its run
+    while a later run holds the store: tests/store/test_store_lock.py.)"""
+    workdir = checkout(tmp_path).resolve()
+    write_config(workdir, top_up_config(20))
+    first = attnsim_run(workdir)
+    assert first.wait(timeout=300) == 0, first.stdout.read()
+    stored = sorted(chunks(workdir))
+    write_config(workdir, top_up_config(240))
+    killed = attnsim_run(workdir)
+    deadline = time.monotonic() + 120
+    while not simulate_jobs(workdir):
+        assert killed.poll() is None, killed.stdout.read()
+        assert time.monotonic() < deadline, "no simulate job started"
+        time.sleep(0.05)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert simulate_jobs(workdir)  # the dead run's jobs run on
+    while simulate_jobs(workdir):
+        time.sleep(0.1)
+    assert sorted(chunks(workdir)) == stored  # and write nothing
+    rerun = attnsim_run(workdir)
+    out, _ = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, out
+    assert point_rows(workdir) == topped_up_reference
+    assert not any(path.exists() for path in stored)  # replaced, once the top-ups were whole

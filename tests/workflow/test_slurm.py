@@ -25,6 +25,7 @@ from helpers.workflow import (
     REPO,
     point_rows,
     python_first_on_path,
+    simulate_jobs,
     snakemake,
     snakemake_command,
     write_config,
@@ -126,10 +127,9 @@ def config():
     }
 
 
-def through_slurm(
-    workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT
-) -> subprocess.CompletedProcess:
-    """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
+def start_through_slurm(workdir: Path, slurm_env: dict, threads: int = 1) -> subprocess.Popen:
+    """Snakemake with the shipped profile and fast status polling, started in a session of its
+    own (stdout and stderr together)."""
     env = python_first_on_path(slurm_env)
     cmd = snakemake_command(
         workdir,
@@ -142,7 +142,7 @@ def through_slurm(
         "--retries",
         "0",
     )
-    process = subprocess.Popen(
+    return subprocess.Popen(
         cmd,
         cwd=workdir,
         env=env,
@@ -151,6 +151,14 @@ def through_slurm(
         text=True,
         start_new_session=True,
     )
+
+
+def through_slurm(
+    workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT
+) -> subprocess.CompletedProcess:
+    """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
+    process = start_through_slurm(workdir, slurm_env, threads)
+    cmd = process.args
     try:
         out, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -252,3 +260,36 @@ def test_a_job_no_node_can_hold_stops_the_run_at_once_with_one_line(cluster, tmp
     assert not list(
         (tmp_path / ".snakemake/locks").glob("*")
     )  # and the directory is not left locked
+
+
+def test_a_killed_top_up_through_slurm_loses_no_trials(cluster, tmp_path):
+    """Issue 52 item 1 on a cluster, where jobs outlive the process that submitted them: raise
+    the trials, SIGKILL the submitting Snakemake while the top-ups' jobs run, rerun at once. The
+    dead run's jobs finish in SLURM but write nothing; the stored chunks stay until their top-ups
+    are whole; the store ends as a local run at the larger count."""
+    more = config()
+    for experiment in more["experiments"].values():
+        experiment["trials"] *= 4
+    local, remote = tmp_path / "local", (tmp_path / "slurm").resolve()
+    write_config(local, more)
+    snakemake(local, "--cores", "2")
+    write_config(remote, config())
+    first = through_slurm(remote, cluster)
+    assert first.returncode == 0, first.stdout[-3000:]
+    stored = sorted((remote / "results/store/trials").rglob("chunk-*.parquet"))
+    write_config(remote, more)
+    killed = start_through_slurm(remote, cluster)
+    deadline = time.monotonic() + TIMEOUT
+    while not simulate_jobs(remote):  # the cluster's one node is this machine
+        assert killed.poll() is None, killed.stdout.read()[-3000:]
+        assert time.monotonic() < deadline, "no simulate job started"
+        time.sleep(0.1)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.communicate()
+    rerun = through_slurm(remote, cluster)
+    assert rerun.returncode == 0, rerun.stdout[-3000:]
+    while any(state in ("PENDING", "RUNNING") for _, _, state in sacct_jobs(remote, cluster)):
+        assert time.monotonic() < deadline + TIMEOUT, "the dead run's jobs never ended"
+        time.sleep(1)
+    assert point_rows(remote) == point_rows(local)
+    assert not any(path.exists() for path in stored)

@@ -50,7 +50,7 @@ try:
     store.check_folders(STORE)
     # a read-only workspace: one line, not Snakemake's ProtectedOutputException
     if PLANNING:
-        files.check_writable(RESULTS)
+        files.check_writable(RESULTS, workspace.OWN_FOLDERS)
     store.check_clock(STORE)
     # what the plan is read from: a run locks the store only once it starts (`lock_store`)
     PLANNED_FROM = store_lock.state(STORE) if PLANNING else None
@@ -396,17 +396,37 @@ def verify_assets():
         _fail(error)
 
 
+def rerun_chunks():
+    """(experiment, chunk) of every chunk this run's Snakemake will compute: the plan's pending
+    ones and finished ones it computes again (`--rerun-incomplete`: a job a killed run started).
+    Known once the run starts."""
+    return {
+        (job.wildcards.experiment, job.wildcards.chunk)
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name == "simulate"
+    }
+
+
 def sweep_dead_writers():
     # killed jobs' temp files anywhere in the workspace: chunks, summaries, figures, claims
     files.sweep_dead_temps(RESULTS)
-    # chunks an interrupted run's top-ups replaced
-    planning.remove_replaced(PLANS, STORE)
+    # chunks an interrupted run's top-ups replaced, once proved superseded by top-ups that this
+    # run will not compute again (Snakemake deletes a job's output before it runs it)
+    again = [
+        store.chunk_path(STORE, PLANS[e].kind, e, c)
+        for e, c in rerun_chunks()
+        if e in PLANS
+    ]
+    planning.remove_replaced(PLANS, STORE, rerun=again)
 
 
 def write_chunk_specs():
-    """Each pending chunk's spec file, for its job (real runs only: `onstart` never runs in a dry run)."""
+    """The spec file of each chunk this run computes, for its job, naming this run's token
+    (real runs only: `onstart` never runs in a dry run, nor in a job's Snakemake)."""
     threads = resources.spare_threads(planning.pending_chunks(PLANS), _local_cores())
-    planning.write_specs(PLANS, RESULTS, threads)
+    planning.write_specs(
+        PLANS, RESULTS, threads, run=store_lock.token(STORE), rerun=rerun_chunks()
+    )
     if PLANNING:  # the submitting process only (a job's Snakemake runs onstart too)
         planning.write_experiment_specs(SETTINGS, RESULTS)
     # what this run computes, for its progress lines (attnsim.cli.progress)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import resource
 import sys
 import time
@@ -28,8 +29,14 @@ def _simulate(args) -> None:
     from attnsim.jobs.simulate import run_chunk
     from attnsim.records.chunk import read_spec_file
 
-    spec = read_spec_file(args.spec_file).spec
-    run_chunk(spec, args.output, threads=args.threads, resources=args.resources)
+    spec_file = read_spec_file(args.spec_file)
+    run_chunk(
+        spec_file.spec,
+        args.output,
+        threads=args.threads,
+        resources=args.resources,
+        run=spec_file.run,
+    )
 
 
 def _collect(args) -> None:
@@ -53,8 +60,12 @@ def _figures(args) -> None:
 
 
 def _query(args) -> None:
+    from attnsim.config import workspace
     from attnsim.store import query
 
+    if args.output is not None:  # never into the store, nor over the workspace's own files
+        query.check_output(args.output, _store(args))
+        workspace.check_not_own(args.output, _workspace(args))
     query.write(_store(args), args.sql, args.format, args.output, args.timeout, args.memory)
 
 
@@ -198,18 +209,20 @@ def _cite(args) -> None:
     from attnsim.report import cite
     from attnsim.report.diff import claims_file
 
-    row = cite.find(claims_file(_store(args)), args.claim)
+    store = _store(args)
+    row = cite.find(claims_file(store), args.claim, store)
     texts = {"markdown": cite.markdown(row), "bibtex": cite.bibtex(row)}
     chosen = texts if args.format == "both" else {args.format: texts[args.format]}
     print("\n".join(chosen.values()), end="")
 
 
 def _decide(args) -> int:
+    from attnsim.plan.bill import check_budget
     from attnsim.report.decide import decide
 
     return decide(
         args.claims,
-        args.budget,
+        check_budget(args.budget),
         args.configfile,
         args.workdir,
         args.snakemake,
@@ -241,10 +254,22 @@ def _init(args) -> None:
     from attnsim.cli.runner import packaged_snakefile
 
     target = args.directory / "config.yaml"
-    if target.exists():
+    if os.path.lexists(target):
         raise AttnsimError(f"{target}: exists already; attnsim init writes a new folder's config")
+    blocking = next(
+        (p for p in (args.directory, *args.directory.parents) if p.exists() and not p.is_dir()),
+        None,
+    )
+    if blocking is not None:
+        raise AttnsimError(
+            f"{blocking}: a file, not a folder; give attnsim init a folder to write config.yaml "
+            "into (a new one, or one without a config)"
+        )
     text = (packaged_snakefile().parent / "starter.yaml").read_text()
-    files.write_text(target, text, fsync=False)
+    try:
+        files.write_text(target, text, fsync=False)
+    except OSError as error:  # a folder that cannot be made or written in
+        raise AttnsimError(f"{target}: cannot be written ({error.strerror})") from None
     print(f"wrote {target}: a starter sweep; `attnsim run` there computes it into results/")
 
 

@@ -1,7 +1,6 @@
 """Bounds on what a config may ask for, checked before anything big is built.
 
-- the file: at most MAX_CONFIG_BYTES, UTF-8, a YAML mapping, and aliases that expand to at most
-  MAX_EXPANDED_NODES values (a "billion laughs" file is a few lines that expand to 10^9);
+- the file: a YAML mapping (its size, encoding, nesting and aliases: `attnsim.config.yamlfile`);
 - names: an experiment name is a path segment and a SQL view, so it may not be a view of the
   store's own (`trials`, `summary`, `provenance`, `_provenance`) or another experiment's
   `<name>_trials`, and may not end in a part repeated 20 times (Snakemake refuses such wildcard
@@ -15,105 +14,19 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from attnsim.config.yamlfile import parse, read_text
 from attnsim.errors import ConfigError
 
-MAX_CONFIG_BYTES = 8 * 2**20  # a sweep is lists of values: 10^5 values are ~1 MiB of YAML
-MAX_EXPANDED_NODES = 1_000_000  # YAML values after alias expansion
-MAX_DEPTH = 64  # nested lists or mappings: a sweep needs about 5; PyYAML recurses per level
 DEFAULT_MAX_POINTS = 10_000_000
 PLAN_BYTES_PER_POINT = 160  # planning's memory per grid point (docs/scaling.md: ~1.5 GB per 10^7)
 RESERVED_NAMES = ("trials", "summary", "provenance", "_provenance")
 PERIODIC = re.compile(r"(.+)\1{19,}$")  # Snakemake's PeriodicityDetector (20 repeats or more)
-
-
-def read_text(path: Path) -> str:
-    """The text of a config file, or a one-line ConfigError: missing, a directory, too large, not
-    UTF-8."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise ConfigError(
-                f"{path}: a directory, not a config file; name a YAML file such as config.yaml"
-            )
-        if size > MAX_CONFIG_BYTES:
-            raise ConfigError(
-                f"{path}: {size / 2**20:,.1f} MiB, over the {MAX_CONFIG_BYTES // 2**20} MiB a "
-                "config may have; "
-                "a grid is lists of values (write ranges out with fewer values, or split the sweep)"
-            )
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except PermissionError:
-        raise ConfigError(f"{path}: not readable (permission denied)") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot be read ({error.strerror})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); save it as "
-            "UTF-8"
-        ) from None
-
-
-def check_depth(text: str, where: str) -> None:
-    """ConfigError when collections nest deeper than MAX_DEPTH: PyYAML composes (and Snakemake
-    loads) a document recursively, and 5,000 nested lists in 10 KB end in a RecursionError. The
-    scanner counted here is not recursive."""
-    opening = (
-        yaml.BlockMappingStartToken,
-        yaml.BlockSequenceStartToken,
-        yaml.FlowMappingStartToken,
-        yaml.FlowSequenceStartToken,
-    )
-    closing = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
-    depth = 0
-    for token in yaml.scan(text, Loader=yaml.SafeLoader):
-        if isinstance(token, opening):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise ConfigError(
-                    f"{where}: line {token.start_mark.line + 1}: lists or mappings nested more "
-                    f"than {MAX_DEPTH} deep; a config needs a few levels"
-                )
-        elif isinstance(token, closing):
-            depth -= 1
-
-
-def expanded_size(node: yaml.Node, cap: int = MAX_EXPANDED_NODES) -> int:
-    """How many values `node` holds once every alias is expanded (counted without expanding:
-    each node's size once, memoised); stops counting past `cap`."""
-    sizes: dict[int, int] = {}
-
-    def size(n: yaml.Node) -> int:
-        if id(n) in sizes:
-            return sizes[id(n)]
-        sizes[id(n)] = cap + 1  # a node inside itself (a recursive alias) is unbounded
-        if isinstance(n, yaml.MappingNode):
-            total = 1 + sum(size(k) + size(v) for k, v in n.value)
-        elif isinstance(n, yaml.SequenceNode):
-            total = 1 + sum(size(v) for v in n.value)
-        else:
-            total = 1
-        sizes[id(n)] = min(total, cap + 1)
-        return sizes[id(n)]
-
-    return size(node)
-
-
-def check_aliases(node: yaml.Node | None, where: str) -> None:
-    if node is not None and expanded_size(node) > MAX_EXPANDED_NODES:
-        raise ConfigError(
-            f"{where}: its YAML aliases (*name) expand to more than {MAX_EXPANDED_NODES:,} values; "
-            "a sweep never needs that many (an alias bomb?): write the lists out"
-        )
 
 
 def check_mapping(data, where: str) -> None:
@@ -152,18 +65,42 @@ def check_names(names) -> None:
             )
 
 
-def grid_size(grid: dict) -> int:
-    return math.prod(len(values) if isinstance(values, list) else 1 for values in grid.values())
+# the length of a grid axis not yet expanded: (experiment, parameter, value) -> its count, or
+# None for a list's length (1 for anything else)
+Lengths = Callable[[str, str, Any], "int | None"]
 
 
-def check_size(experiments: dict, max_points: int) -> None:
-    """The config's points (products of list lengths, nothing expanded) against `max_points`."""
-    sizes = {name: grid_size(spec.get("grid") or {}) for name, spec in experiments.items()}
+def _length(value: Any, given: int | None = None) -> int:
+    if given is not None:
+        return given
+    return len(value) if isinstance(value, list) else 1
+
+
+def grid_size(grid: dict, name: str = "", lengths: Lengths | None = None) -> int:
+    return math.prod(
+        _length(values, lengths(name, key, values) if lengths else None)
+        for key, values in grid.items()
+    )
+
+
+def check_size(experiments: dict, max_points: int, lengths: Lengths | None = None) -> None:
+    """The config's points (products of list lengths, nothing expanded; `lengths`: the counts of
+    generators not yet expanded) against `max_points`."""
+    grids = {
+        name: (spec.get("grid") if isinstance(spec, dict) else None) or {}
+        for name, spec in experiments.items()
+    }
+    sizes = {
+        name: grid_size(grid, name, lengths) if isinstance(grid, dict) else 1
+        for name, grid in grids.items()
+    }
     total = sum(sizes.values())
     if total > max_points:
         name = max(sizes, key=lambda e: sizes[e])
-        grid = experiments[name].get("grid") or {}
-        shape = " x ".join(f"{k}: {len(v) if isinstance(v, list) else 1}" for k, v in grid.items())
+        shape = " x ".join(
+            f"{k}: {_length(v, lengths(name, k, v) if lengths else None)}"
+            for k, v in grids[name].items()
+        )
         raise ConfigError(
             f"experiments.{name}.grid: {sizes[name]:,} points ({shape}); the config has {total:,} "
             "in all, over max_points = "
@@ -206,11 +143,8 @@ def run_configfiles(extra: list[str], workdir: Path = Path(".")) -> list[Path]:
 def read_config(path: Path) -> dict:
     """A config file's mapping, checked as Snakemake will read it (one line for each problem)."""
     text = read_text(path)
-    try:
-        check_depth(text, str(path))
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        check_aliases(node, str(path))
-        data = yaml.safe_load(text)
+    try:  # keys given twice are the workflow's to name (yamlfile.check_files), in its words
+        data = parse(text, str(path), duplicates=False)
     except yaml.YAMLError as error:
         raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from None
     check_mapping(data, str(path))

@@ -30,8 +30,10 @@ def parse(item: str, option: str = "--set") -> tuple[list[str], object]:
             f"{option} {item}: give KEY=VALUE with KEY a config key or a dotted path into it "
             "(e.g. seed=3, experiments.robustness.trials=10, experiments.robustness.grid.n=[16,64])"
         )
-    try:
-        value = yaml.safe_load(text) if text.strip() else None
+    from attnsim.config.yamlfile import parse as parse_yaml
+
+    try:  # as a config file is read: nesting, alias bombs (a recursive one too), keys twice
+        value = parse_yaml(text, f"{option} {item}") if text.strip() else None
     except yaml.YAMLError as error:
         reason = str(error).splitlines()[0]
         raise ConfigError(f"{option} {item}: the value is not valid YAML ({reason})") from None

@@ -24,6 +24,9 @@ ROOT = Path("results")
 RESERVED = ("store", "figures", "logs", "plan", "benchmarks", "claims")
 STEM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 CONFIG_KEY = "workspace"  # `snakemake --config workspace=DIR`: the option's form for the workflow
+# what a workspace holds besides RESERVED's folders: written by runs and commands, never by hand
+OWN_FOLDERS = (*RESERVED, "rebuild", "decide")
+OWN_FILES = ("claims.parquet", "claims.md", "claims.html", "report.html", "state.yaml")
 
 
 def _is_default(path: Path, workdir: Path) -> bool:
@@ -68,7 +71,34 @@ def from_config(config: dict, configfiles: Sequence[str | Path], workdir=".") ->
     given = config.pop(CONFIG_KEY, None)
     if given is not None and not isinstance(given, str):
         raise ConfigError(f"--config workspace={given!r}: give a folder, e.g. workspace=results/x")
-    return locate(configfiles, given, workdir)
+    folder = locate(configfiles, given, workdir)
+    check_place(folder, workdir)
+    return folder
+
+
+def check_place(folder: str | Path, workdir: str | Path = ".") -> None:
+    """ConfigError when the workspace `folder` is a result store or lies inside one (another
+    sweep's `<workspace>/store`, by its real path): a run there would write a second workspace,
+    its plan, figures, claims and a store of its own, among that store's files."""
+    real = Path(os.path.realpath(Path(workdir) / folder))
+    for candidate in (real, *real.parents):
+        if is_store(candidate):
+            raise ConfigError(
+                f"{folder}: inside the result store {candidate} (another sweep's); give a "
+                "workspace outside every store, e.g. --workspace results/<name>"
+            )
+
+
+def is_store(folder: Path) -> bool:
+    """Whether `folder` is a result store: it holds a run lock, or trial or summary tables."""
+    from attnsim.store.lock import LOCK_NAME
+
+    if (folder / LOCK_NAME).is_file():
+        return True
+    return any(
+        (folder / table).is_dir() and any((folder / table).glob("kind=*"))
+        for table in ("trials", "summary")
+    )
 
 
 def option_value(args: Sequence[str], name: str) -> list[str]:
@@ -86,3 +116,20 @@ def option_value(args: Sequence[str], name: str) -> list[str]:
         else:
             taking = False
     return values
+
+
+def check_not_own(output: str | Path, workspace: str | Path) -> None:
+    """ConfigError when `output` (a file a command is asked to write, e.g. `query --output`) is
+    one of the workspace's own: any file that exists inside it, anything in its folders (store,
+    figures, plan, logs, ...), or a name a run writes there (claims.parquet, state.yaml, ...).
+    Written over, they would be taken for the run's (a query's rows as the claims table)."""
+    real, home = Path(os.path.realpath(output)), Path(os.path.realpath(workspace))
+    if home not in real.parents:
+        return
+    inside = real.relative_to(home)
+    if os.path.lexists(output) or inside.parts[0] in OWN_FOLDERS or real.name in OWN_FILES:
+        raise ConfigError(
+            f"{output}: one of the workspace's own files ({workspace}: its claims, figures, plan, "
+            "logs and state are attnsim's); give a new file's path outside its folders (nothing "
+            "written)"
+        )

@@ -10,6 +10,7 @@ depend on the thread count, the chunk or the order of execution.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -17,7 +18,9 @@ import os
 import resource
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +35,7 @@ from attnsim.records.chunk import ChunkSpec
 from attnsim.records.experiment import TrialSettings
 from attnsim.records.grid import Point
 from attnsim.seeding import block_generator
-from attnsim.store import arrays, parquet
+from attnsim.store import arrays, lock, parquet
 
 log = logging.getLogger(__name__)
 
@@ -243,13 +246,24 @@ def _process_cpu_seconds() -> float:
 
 
 def run_chunk(
-    spec: ChunkSpec, output: Path, threads: int = 1, resources: Path | None = None
+    spec: ChunkSpec,
+    output: Path,
+    threads: int = 1,
+    resources: Path | None = None,
+    run: str | None = None,
 ) -> Path:
     """Simulate the chunk `spec` and write it atomically to `output`. `resources`: where the kind's
     assets are (`attnsim.models.assets.path`); the provenance gets the kind's own fields
-    (`Kind.assets.provenance`)."""
+    (`Kind.assets.provenance`). `run`: the token of the run whose job this is (its spec file's):
+    the file enters the store only while that run holds it (`attnsim.store.lock.commit`), so a
+    job that outlived its run never writes into a store a later run is changing."""
     started = time.perf_counter()
     started_cpu = _process_cpu_seconds()
+    guard: Callable[[], AbstractContextManager[object]] | None = None
+    if run is not None:  # a job of a run that has ended computes nothing
+        store_root = Path(output).parents[3]  # <store>/trials/kind=<k>/experiment=<e>/<file>
+        lock.check_run(store_root, run, Path(output))
+        guard = functools.partial(lock.commit, store_root, run, Path(output))
     if resources is not None:
         assets.set_resources(resources)
     points = list(spec.points)
@@ -322,7 +336,7 @@ def run_chunk(
         ),  # the chunk it replaces, its settings, the trials reused
         **(spec.kind.assets.provenance() if spec.kind.assets.provenance else {}),
     )
-    parquet.write_atomic(table, output, meta)
+    parquet.write_atomic(table, output, meta, guard=guard)
     log.info(
         "chunk %s: %d rows written to %s in %.2f s; process CPU %.2f s",
         spec.id,

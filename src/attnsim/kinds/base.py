@@ -283,6 +283,10 @@ class Presentation:
     # summary, as `figure(summary, claims=[ClaimResult, ...])`. A figure never judges: the
     # engine judged those claims once, on the rows of every experiment of the kind.
     claims_figures: tuple[str, ...] = ()
+    # The most grid points its figures draw from: a larger experiment's figures are drawn from a
+    # sub-grid of about this many points, each parameter's values spread over its range
+    # (`attnsim.report.figure_data`). Figures that bin large sweeps themselves declare more.
+    figure_points: int = 10_000
 
 
 @dataclass(frozen=True)

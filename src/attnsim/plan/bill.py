@@ -4,14 +4,17 @@ more jobs than `max_jobs` allows (one line, before anything is submitted)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnsim.errors import ConfigError
+from attnsim.kinds import get_kind
 from attnsim.plan.sweep import ExperimentPlan
 from attnsim.records import cost
 from attnsim.records.experiment import Settings
+from attnsim.records.grid import sub_grid
 from attnsim.store import parquet
 
 
@@ -26,6 +29,12 @@ class Bill:
     largest_job_hours: float
     peak_mem_mb: int  # the largest simulate job's request
     threads: int
+    # the figures and claims jobs' expected CPU time (records.cost), the largest figures job's
+    figures_hours: float = 0.0
+    largest_figures_hours: float = 0.0
+    claims_hours: float = 0.0
+    # experiments whose figures are drawn from a sub-grid: name -> (its points, the points drawn)
+    sub_grids: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def total_jobs(self) -> int:
@@ -36,8 +45,9 @@ def bill(
     settings: Settings, plans: Mapping[str, ExperimentPlan], root: Path, threads: int = 1
 ) -> Bill:
     points = to_run = trials = 0
-    cpu = largest = 0.0
+    cpu = largest = drawing = largest_drawing = 0.0
     mem = 0
+    sub_grids: dict[str, tuple[int, int]] = {}
     simulate = stale = 0
     stale_kinds = set()
     for name, plan in plans.items():
@@ -54,6 +64,11 @@ def bill(
         if plan.pending or not parquet.summary_path(root, plan.kind, name).exists():
             stale += 1
             stale_kinds.add(plan.kind)
+            seconds, drawn = _figures(plan)
+            drawing += seconds
+            largest_drawing = max(largest_drawing, seconds)
+            if drawn < plan.n_points:
+                sub_grids[name] = (plan.n_points, drawn)
     jobs = {
         "simulate": simulate,
         "collect": stale,
@@ -61,7 +76,35 @@ def bill(
         "figures": stale,  # one figures job per experiment whose summary is rebuilt
         "claims": 1 if stale else 0,
     }
-    return Bill(len(plans), points, to_run, trials, jobs, cpu / 3600, largest / 3600, mem, threads)
+    judging = cost.claims_seconds(points, sum(_figure_count(p) for p in plans.values()))
+    return Bill(
+        len(plans),
+        points,
+        to_run,
+        trials,
+        jobs,
+        cpu / 3600,
+        largest / 3600,
+        mem,
+        threads,
+        figures_hours=drawing / 3600,
+        largest_figures_hours=largest_drawing / 3600,
+        claims_hours=judging / 3600 if stale else 0.0,
+        sub_grids=sub_grids,
+    )
+
+
+def _figure_count(plan: ExperimentPlan) -> int:
+    return len(get_kind(plan.kind).figures_for(plan.grid.values))
+
+
+def _figures(plan: ExperimentPlan) -> tuple[float, int]:
+    """(expected CPU-seconds, points drawn) of an experiment's figures job: a large experiment's
+    figures draw a sub-grid (`attnsim.report.figure_data`)."""
+    kind = get_kind(plan.kind)
+    kept = sub_grid(plan.grid.values, kind.presentation.figure_points)
+    drawn = math.prod(len(v) for v in kept.values())
+    return cost.figures_seconds(kind, drawn, _figure_count(plan)), drawn
 
 
 def _hours(hours: float) -> str:
@@ -92,7 +135,28 @@ def render(b: Bill, settings: Settings, at_once: int | None = None) -> str:
     lines.append(
         f"  {sizing}; {limit}" + (f"; at most {at_once:,} at once (--jobs)" if at_once else "")
     )
+    if b.jobs["figures"] or b.jobs["claims"]:
+        lines.append(
+            f"  figures: about {_hours(b.figures_hours)} estimated (largest job "
+            f"{_hours(b.largest_figures_hours)}); claims: about {_hours(b.claims_hours)}"
+        )
+    for name, (total, drawn) in sorted(b.sub_grids.items()):
+        lines.append(
+            f"  {name}: {total:,} points; its figures draw a sub-grid of {drawn:,} of them "
+            "(each parameter's values spread over its range)"
+        )
     return "\n".join(lines)
+
+
+def check_budget(value: float, where: str = "--budget") -> float:
+    """A budget of CPU-hours as given on a command line (`decide --budget`, `locate`): a finite
+    number, 0 or more, else one line. NaN compared false with every cost (it meant no limit at
+    all) and inf is no limit either."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise ConfigError(
+            f"{where} {value:g}: give a finite number of CPU-hours, 0 or more (e.g. {where} 2)"
+        )
+    return float(value)
 
 
 def check_limit(b: Bill, settings: Settings) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from attnsim import files
-from attnsim.errors import StoreError
+from attnsim.errors import AttnsimError, StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 from attnsim.records.chunk import ChunkSpec, kind_rows, topup_id
@@ -43,6 +43,7 @@ from attnsim.records.grid import (
     canonical_column_value,
     chunk_id,
     grid_columns,
+    row_ids,
 )
 from attnsim.store import parquet
 from attnsim.store.integrity import Meta
@@ -371,14 +372,24 @@ def write_experiment_specs(settings: Settings, results: Path) -> None:
         files.write_text(path, text, fsync=False)
 
 
-def write_specs(plans: Mapping[str, ExperimentPlan], results: Path, threads: int = 1) -> int:
-    """Write each pending chunk's spec (and the threads its job was planned with) to its spec file,
-    atomically; a file that already says the same is left alone. Returns how many were written."""
+def write_specs(
+    plans: Mapping[str, ExperimentPlan],
+    results: Path,
+    threads: int = 1,
+    run: str | None = None,
+    rerun: Collection[tuple[str, str]] = (),
+) -> int:
+    """Write each pending chunk's spec (the threads its job was planned with and `run`, the token
+    of the run that writes it: `attnsim.store.lock`) to its spec file, atomically; a file that
+    already says the same is left alone. `rerun`: (experiment, chunk) of finished chunks the run
+    computes again all the same (Snakemake's `--rerun-incomplete`), whose spec files must name
+    this run too. Returns how many were written."""
     written = 0
     for plan in plans.values():
-        for chunk in plan.pending:
+        again = sorted(c for e, c in rerun if e == plan.name and c in plan.chunk_by_id)
+        for chunk in dict.fromkeys([*plan.pending, *again]):
             path = spec_path(results, plan.name, chunk)
-            text = plan.spec(chunk).to_json(threads=threads)
+            text = plan.spec(chunk).to_json(threads=threads, run=run)
             try:
                 if path.read_text() == text:
                     continue
@@ -399,16 +410,59 @@ def experiment_json(settings: Settings, name: str) -> str:
     return settings.experiments[name].to_json()
 
 
-def remove_replaced(plans: Mapping[str, ExperimentPlan], root: Path) -> list[Path]:
-    """Delete the stored chunks that top-ups replaced, once every top-up of theirs exists (at a
-    run's start for an interrupted run's leftovers, and at its end): a chunk's points then live in
-    one file. Returns the files removed."""
+def remove_replaced(
+    plans: Mapping[str, ExperimentPlan], root: Path, rerun: Collection[Path] = ()
+) -> list[Path]:
+    """Delete the stored chunks that top-ups replaced, each only once it is proved superseded:
+    every one of its points is held by a top-up of it (its provenance's `topped_up`) that is in
+    the plan, whole (every byte checked: `parquet.verify_file`) and not about to be computed
+    again (`rerun`: chunk files Snakemake will replace in this run). Called at a run's start, for
+    an interrupted run's leftovers, and at its end. A chunk not proved superseded stays (queries
+    read only one of the two, `integrity.current_chunks`): a rerun never deletes computed trials
+    whose replacement a dead run's job, or Snakemake's `--rerun-incomplete`, may yet take away.
+    Returns the files removed."""
     removed = []
     for plan in plans.values():
+        if not plan.replaced:
+            continue
+        tops = _top_ups(plan, root, {Path(p) for p in rerun})
         for path in plan.replaced:
-            old = path.stem.removeprefix("chunk-")
-            tops = [c for c, entry in plan.chunk_by_id.items() if entry.extends == old]
-            if all(parquet.chunk_path(root, plan.kind, plan.name, c).exists() for c in tops):
+            if _superseded(path, tops.get(path.stem.removeprefix("chunk-"), [])):
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
+
+
+def _top_ups(plan: ExperimentPlan, root: Path, rerun: set[Path]) -> dict[str, list[Path]]:
+    """Replaced chunk id -> the files of the plan's chunks that top it up, as stored now (those
+    about to be computed again left out)."""
+    out: dict[str, list[Path]] = {}
+    folder = parquet.experiment_dir(root, "trials", plan.kind, plan.name)
+    for chunk in plan.chunk_by_id:
+        path = folder / f"chunk-{chunk}.parquet"
+        if path in rerun or not path.exists():
+            continue
+        try:
+            meta = parquet.read_meta(path)
+        except StoreError:
+            continue
+        old = (meta.get("topped_up") or {}).get("chunk")
+        if old is not None and meta.get("chunk") == chunk:
+            out.setdefault(old, []).append(path)
+    return out
+
+
+def _superseded(path: Path, tops: list[Path]) -> bool:
+    """Whether every point of the chunk file `path` is in one of `tops`, each whole."""
+    try:
+        old = ChunkSpec.from_json(parquet.read_meta(path)["spec"])
+        need = set(row_ids(old.kind, old.rows))
+        for top in tops:
+            spec = ChunkSpec.from_json(parquet.read_meta(top)["spec"])
+            held = need.intersection(row_ids(spec.kind, spec.rows))
+            if held:
+                parquet.verify_file(top)
+                need -= held
+    except (AttnsimError, KeyError):  # unreadable either side: nothing is proved
+        return False
+    return not need

@@ -70,8 +70,9 @@ class ChunkSpec:
         """What its rows depend on besides their parameters (`TrialSettings.results_key`)."""
         return self.trial_settings.results_key(self.kind)
 
-    def to_json(self, threads: int | None = None) -> str:
-        """The one serialisation (`threads`: what a spec file adds for its job)."""
+    def to_json(self, threads: int | None = None, run: str | None = None) -> str:
+        """The one serialisation (`threads` and `run`, the token of the run that writes the spec
+        file: what a spec file adds for its job)."""
         spec = {
             "experiment": self.experiment,
             "kind": self.kind.name,
@@ -83,6 +84,8 @@ class ChunkSpec:
             spec["extends"] = self.extends
         if threads is not None:
             spec["threads"] = threads
+        if run is not None:
+            spec["run"] = run
         return json.dumps(spec, separators=(",", ":"))
 
     @classmethod
@@ -127,10 +130,12 @@ def _parse(text: str) -> tuple[ChunkSpec, dict[str, Any]]:
 class SpecFile:
     spec: ChunkSpec
     threads: int
+    run: str | None = None  # the token of the run that wrote it (`attnsim.store.lock`)
 
 
 def read_spec_file(path: Path) -> SpecFile:
-    """A job's spec file, read and parsed once: its chunk and the threads it was planned with."""
+    """A job's spec file, read and parsed once: its chunk, the threads it was planned with and
+    the run that wrote it."""
     try:
         text = Path(path).read_text()
     except OSError as error:
@@ -139,7 +144,8 @@ def read_spec_file(path: Path) -> SpecFile:
             "writes it at its start"
         ) from None
     spec, data = _parse(text)
-    return SpecFile(spec, int(data.get("threads", 1)))
+    run = data.get("run")
+    return SpecFile(spec, int(data.get("threads", 1)), str(run) if run is not None else None)
 
 
 def topup_id(base: str, settings: TrialSettings) -> str:

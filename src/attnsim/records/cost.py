@@ -265,3 +265,31 @@ def spare_threads(pending_chunks: int, cores: int | None) -> int:
     if not cores or pending_chunks <= 0:
         return 1
     return max(1, cores // pending_chunks)
+
+
+# The figures and claims jobs, for the bill (they hold the run's last minutes and the store's lock
+# as the chunks do). A figures job: the plotting stack's import, then each figure's layout and
+# files, then its points: measured ~4 ms per point and figure for kinds that draw point by point
+# (a kind of 3 such figures: 2,000 points in 24 CPU-s), so a kind's `figure_points` (what its
+# figures draw at most, larger experiments from a sub-grid) costs about FIGURE_SECONDS_AT_CAPACITY
+# per figure at that size (kinds that bin their points declare more points for the same time).
+FIGURES_IMPORT_SECONDS = 2.5
+FIGURE_SECONDS = 1.5
+FIGURE_SECONDS_AT_CAPACITY = 40.0
+# The claims job: imports and the figures it scales into claims.html (~0.15 s each), then its
+# summaries' rows (10^6 points judged in ~1.6 s).
+CLAIMS_SECONDS = 3.0
+CLAIMS_SECONDS_PER_FIGURE = 0.15
+CLAIMS_SECONDS_PER_POINT = 2e-6
+
+
+def figures_seconds(kind: Kind, drawn: int, figures: int) -> float:
+    """Expected CPU-seconds of the figures job of an experiment whose `figures` figures draw
+    `drawn` points (its sub-grid's: `attnsim.records.grid.sub_grid`)."""
+    per_point = FIGURE_SECONDS_AT_CAPACITY / kind.presentation.figure_points
+    return FIGURES_IMPORT_SECONDS + figures * (FIGURE_SECONDS + per_point * drawn)
+
+
+def claims_seconds(points: int, figures: int) -> float:
+    """Expected CPU-seconds of the claims job over `points` summary rows and `figures` figures."""
+    return CLAIMS_SECONDS + CLAIMS_SECONDS_PER_FIGURE * figures + CLAIMS_SECONDS_PER_POINT * points

@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -418,3 +418,41 @@ def _take(values: list[Any], index: Any) -> list[Any]:
     column[:] = values
     taken: list[Any] = column[index].tolist()
     return taken
+
+
+SUB_GRID_ENDS = 2  # a thinned numeric parameter keeps at least its smallest and largest value
+
+
+def spread(values: Sequence[Any], count: int) -> list[Any]:
+    """At most `count` of the distinct `values`, evenly spread over their sorted order (the
+    smallest and largest among them), as `figures.common.spread` picks a figure's lines."""
+    distinct = sorted(set(values))
+    if len(distinct) <= count:
+        return distinct
+    step = (len(distinct) - 1) / (count - 1) if count > 1 else 0.0
+    picks = sorted({round(i * step) for i in range(count)})
+    return [distinct[i] for i in picks]
+
+
+def sub_grid(values: Mapping[str, Sequence[Any]], bound: int) -> dict[str, list[Any]]:
+    """The sub-grid a large experiment's figures are drawn from (`attnsim.report.figure_data`):
+    each parameter's kept values, all of them when the grid (`values`: parameter -> its distinct
+    values) has at most `bound` points, else the parameter with the most values (numbers first)
+    halved, again and again, until the product is at most `bound` or nothing can be thinned
+    further (a numeric parameter keeps at least its two ends)."""
+    counts = {name: len(set(v)) for name, v in values.items()}
+    numeric = {
+        name: all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+        for name, v in values.items()
+    }
+    while math.prod(counts.values()) > bound:
+        for group in (True, False):  # numbers first, names only when numbers cannot go lower
+            floor = SUB_GRID_ENDS if group else 1
+            candidates = [n for n in counts if numeric[n] == group and counts[n] > floor]
+            if candidates:
+                name = max(candidates, key=lambda n: (counts[n], n))
+                counts[name] = max(floor, math.ceil(counts[name] / 2))
+                break
+        else:
+            break
+    return {name: spread(list(v), counts[name]) for name, v in values.items()}

@@ -7,11 +7,12 @@ version, git commit). The BibTeX key `attnsim:<claim id>` is the key each row of
 
 from __future__ import annotations
 
-import pyarrow.parquet as pq
+from pathlib import Path
 
 from attnsim.claims.engine import STATEMENTS
 from attnsim.errors import AttnsimError
 from attnsim.report import claims as io
+from attnsim.report.claims_check import checked
 from attnsim.report.claims_render import (
     compared_text,
     decided_text,
@@ -27,8 +28,12 @@ def key(claim_id: str) -> str:
     return f"attnsim:{claim_id}"
 
 
-def find(table_path, claim_id: str) -> dict:
-    rows = pq.read_table(table_path).to_pylist()
+def find(table_path, claim_id: str, root: Path | None = None) -> dict:
+    """The claim's row of the claims table at `table_path`, once the table passes the checks of
+    `claims_check.checked` (the file, every verdict, and the claim's data against the store at
+    `root`, when given): a record that is cited must be one `verify` would not refuse at a
+    glance."""
+    rows = checked(Path(table_path), root, [claim_id])
     for row in rows:
         if row["claim_id"] == claim_id:
             return row

@@ -14,11 +14,10 @@ import json
 import math
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from attnsim.claims.engine import ClaimResult
-from attnsim.errors import AttnsimError, StoreError
+from attnsim.errors import AttnsimError
 from attnsim.report import claims as io
+from attnsim.report.claims_check import checked
 from attnsim.report.claims_render import measured_text
 from attnsim.store import parquet as store
 
@@ -40,14 +39,12 @@ def claims_file(path: Path) -> Path:
 def read_side(path: Path) -> tuple[dict[str, ClaimResult], dict[str, dict], Path | None]:
     """claim id -> its result, claim id -> its provenance columns, the store beside the table."""
     file = claims_file(path)
-    try:
-        table = pq.read_table(file)
-    except (OSError, ValueError) as error:
-        raise StoreError(f"{file}: not a readable claims table ({error})") from None
-    claims = {c.claim_id: c for c in io.from_table(table)}
-    stamps = {row["claim_id"]: row for row in table.to_pylist()}
-    root = file.parent / "store"
-    return claims, stamps, root if (root / "summary").is_dir() else None
+    beside = file.parent / "store"
+    root = beside if (beside / "summary").is_dir() else None
+    rows = checked(file, root)  # the file, every verdict, the data beside it
+    claims = {c.claim_id: c for c in io.from_table_rows(rows)}
+    stamps = {row["claim_id"]: row for row in rows}
+    return claims, stamps, root
 
 
 def experiment_facts(root: Path | None, names: str) -> dict[str, dict]:

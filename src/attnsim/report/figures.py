@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from attnsim.errors import AttnsimError
 from attnsim.kinds import get_kind
+from attnsim.report import figure_data
 from attnsim.store import parquet
 
 if TYPE_CHECKING:
@@ -45,9 +46,8 @@ def render(
     # the point ids only where a figure of single trials needs them: a million-point summary's
     # ids are most of what reading and checking it costs (time and memory)
     trials = any(getattr(getattr(module, f), "trial_columns", None) for f in names)
-    frame = parquet.read_summary(summary_path, ids=trials).to_pandas(
-        split_blocks=True, self_destruct=True
-    )
+    # the whole summary, or a large experiment's sub-grid read in bounded memory
+    frame = figure_data.read(summary_path, kind, ids=trials)
     pa.default_memory_pool().release_unused()  # the read's buffers, before drawing
     if not figures:  # all the kind's figures that have something to show in this grid
         names = kind.figures_for({p: frame[p].unique().tolist() for p in kind.param_names})

@@ -110,14 +110,16 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
     folder = Path(root).parent
     claims_file = folder / "claims.parquet"
     if claims_file.exists():
-        from attnsim.report.claims import from_table
+        from attnsim.errors import StoreError
+        from attnsim.report.claims import from_table_rows
+        from attnsim.report.claims_check import checked
         from attnsim.report.claims_render import short
 
-        lines += [
-            "",
-            f"claims ({folder}/claims.html, {folder}/claims.md, attnsim claims):",
-            short(from_table(parquet.read_table(claims_file))),
-        ]
+        lines += ["", f"claims ({folder}/claims.html, {folder}/claims.md, attnsim claims):"]
+        try:  # the table is checked before its verdicts are shown (report.claims_check)
+            lines.append(short(from_table_rows(checked(claims_file, Path(root)))))
+        except StoreError as error:
+            lines.append(f"  not shown: {error}")
     lines.append("")
     lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
     lines.append(

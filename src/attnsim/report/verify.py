@@ -12,11 +12,8 @@ summaries, the digest of the summaries it read (`inputs_sha256`), and the code t
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-
-import pyarrow.parquet as pq
 
 from attnsim.errors import StoreError
 from attnsim.jobs.collect import summarise_chunks
@@ -24,7 +21,7 @@ from attnsim.kinds import get_kind
 from attnsim.records.experiment import Experiment
 from attnsim.records.grid import grid_columns
 from attnsim.report import claims as io
-from attnsim.report import provenance
+from attnsim.report import claims_check, provenance
 from attnsim.report.diff import changed, claims_file, short_stamp
 from attnsim.store import integrity
 from attnsim.store import parquet as store
@@ -79,12 +76,11 @@ def resummarised(meta: dict, tables, name: str) -> list[str]:
 
 
 def read_claims(root: Path) -> tuple[list[dict], dict[str, str]]:
-    """The claims rows beside the store and the experiments (name -> kind) they were judged on."""
+    """The claims rows beside the store and the experiments (name -> kind) they were judged on;
+    the file checked first (`claims_check.read`: a damaged or foreign table is one line)."""
     file = claims_file(root)
-    meta = json.loads((pq.read_metadata(file).metadata or {}).get(store.META_KEY, b"{}"))
-    if "experiments" not in meta:
-        raise StoreError(f"{file}: records no experiments (written by an older attnsim?)")
-    return pq.read_table(file).to_pylist(), json.loads(meta["experiments"])
+    rows, meta = claims_check.read(file)
+    return rows, claims_check.experiments(meta, file)
 
 
 def claim_lines(rows: list[dict], experiments: dict[str, str], root: Path) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +59,17 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
 
 
 def _numbers(h: Hash, chunks: Iterable[pa.Array]) -> None:
-    for chunk in chunks:
-        if chunk.null_count:
+    """A numeric column's bytes: with nulls, first every row's null flag, then the values (nulls
+    as 0), each over all the chunks in turn, so that the digest does not depend on how the column
+    is chunked (a file of several row groups reads back as several chunks: hashed chunk by chunk,
+    flags and values interleaved, a summary of more than 2^20 points with a null cell was refused
+    as damaged). A column without nulls is its values' bytes."""
+    chunks = list(chunks)
+    if any(chunk.null_count for chunk in chunks):
+        for chunk in chunks:
             h.update(arrays.to_numpy(chunk.is_null()).tobytes())
-            chunk = chunk.fill_null(arrays.scalar(0, chunk.type))
+        chunks = [chunk.fill_null(arrays.scalar(0, chunk.type)) for chunk in chunks]
+    for chunk in chunks:
         width = chunk.type.bit_width // 8
         h.update(
             memoryview(chunk.buffers()[1])[
@@ -159,19 +166,22 @@ def verify_columns(path: Path, table: pa.Table, meta: Meta) -> None:
 
 class ContentHasher:
     """`column_digest` of each column of a file read a piece (e.g. a row group) at a time: numbers
-    are hashed as their pieces arrive, other columns (strings, lists) kept as read until
-    `digests`, which hashes them whole."""
+    are hashed as their pieces arrive, other columns (strings, lists) and the numeric columns in
+    `keep` kept as read until `digests`, which hashes them whole. A numeric column with nulls must
+    be among `keep` (`null_columns`): its digest hashes every row's null flag before any value."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: Collection[str] = ()) -> None:
         self._numbers: dict[str, Hash] = {}
         self._kept: dict[str, list[pa.Array]] = {}
         self._types: dict[str, pa.DataType] = {}
+        self._keep = set(keep)
 
     def update(self, table: pa.Table) -> None:
         for name in table.column_names:
             column = table[name]
             self._types.setdefault(name, column.type)
-            if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            numeric = pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+            if numeric and name not in self._keep:
                 if name not in self._numbers:
                     self._numbers[name] = hashlib.sha256(str(column.type).encode())
                 _numbers(self._numbers[name], column.chunks)
@@ -183,6 +193,20 @@ class ContentHasher:
         for name, chunks in self._kept.items():
             out[name] = column_digest(pa.chunked_array(chunks, self._types[name]))
         return {name: out[name] for name in self._types}
+
+
+def null_columns(metadata: pq.FileMetaData) -> set[str]:
+    """The columns of a Parquet file that may hold nulls: a null count in some row group's
+    statistics, or no statistics to say there is none."""
+    out = set()
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for j in range(row_group.num_columns):
+            column = row_group.column(j)
+            stats = column.statistics
+            if stats is None or not stats.has_null_count or stats.null_count:
+                out.add(column.path_in_schema)
+    return out
 
 
 def verify_statistics(path: Path, group: pq.RowGroupMetaData, table: pa.Table) -> None:

@@ -18,7 +18,8 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -129,12 +130,17 @@ def provenance(**fields: Any) -> Meta:
 
 
 def write_atomic(
-    table: pa.Table, path: Path, meta: Meta, digests: dict[str, str] | None = None
+    table: pa.Table,
+    path: Path,
+    meta: Meta,
+    digests: dict[str, str] | None = None,
+    guard: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> None:
     """Write `table` with provenance `meta` to `path` via a hidden temp file and a rename.
     `digests`: content digests of some of its columns already computed (`column_digest` of that
     very column), the others are computed here. A full disk or quota is a WriteError naming the
-    file and the space it needs; no temp file stays."""
+    file and the space it needs; no temp file stays. `guard`: what the rename happens inside
+    (`files.atomic_path`)."""
     path = Path(path)
     digests = digests or {}
     content = {
@@ -150,7 +156,7 @@ def write_atomic(
         }
     )
     need = max(table.nbytes, table.num_rows * table.num_columns * 8)  # an upper bound
-    with atomic_path(path, need=need) as tmp:
+    with atomic_path(path, need=need, guard=guard) as tmp:
         pq.write_table(
             table,
             tmp,
@@ -261,9 +267,9 @@ def verify_file(path: Path) -> None:
     column's content checksum, each row group's footer statistics (DuckDB verifies none of it,
     and skips row groups by those statistics). Damage is a StoreError naming the file."""
     meta = read_meta(path)
-    hasher = integrity.ContentHasher()
     try:
         file = pq.ParquetFile(path, page_checksum_verification=True, pre_buffer=False)
+        hasher = integrity.ContentHasher(keep=integrity.null_columns(file.metadata))
         for group in range(file.num_row_groups):
             table = file.read_row_group(group, use_threads=False)
             integrity.verify_statistics(path, file.metadata.row_group(group), table)

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from attnsim import files
-from attnsim.errors import QueryError, StoreError
+from attnsim.errors import AttnsimError, QueryError, StoreError
 from attnsim.store import integrity, parquet
 
 log = logging.getLogger(__name__)
@@ -192,13 +192,36 @@ def connect(
     con = confined(sorted({p for _, paths in selects.values() for p in paths}), memory)
     if clock is not None:
         clock.attach(con)
-    for name, (select, _) in selects.items():
+    for name, (select, paths) in selects.items():
         if select is not None:
-            con.execute(f'CREATE VIEW "{name}" AS {select}')
+            try:
+                con.execute(f'CREATE VIEW "{name}" AS {select}')
+            except duckdb.Error as error:  # a footer pyarrow reads and DuckDB's parser does not
+                con.close()
+                raise _unreadable(name, paths, error) from None
     if wanted is None or "provenance" in wanted:
         _provenance_table(con, [p for paths in tables.values() for p in paths])
     con.execute("SET lock_configuration = true")  # no SET can undo the sandbox
     return con
+
+
+def _unreadable(view: str, paths: list[Path], error: duckdb.Error) -> AttnsimError:
+    """The one line for a view DuckDB could not make: the first of its files DuckDB cannot read
+    alone (a flipped bit in a footer's structure that pyarrow reads past: no checksum covers
+    it), else the view and DuckDB's first line."""
+    probe = duckdb.connect()
+    try:
+        for path in paths:
+            try:
+                probe.execute("DESCRIBE SELECT * FROM read_parquet($1)", [str(path)])
+            except duckdb.Error as alone:
+                return StoreError(
+                    f"{path}: damaged (DuckDB cannot read its footer: "
+                    f"{parquet.one_line(alone)}); delete it and rerun to recompute it"
+                )
+    finally:
+        probe.close()
+    return QueryError(f"view {view}: cannot be made ({parquet.one_line(error)})")
 
 
 def _select(

@@ -144,6 +144,8 @@ KIND = Kind(
         figures=("entropy_vs_scale", "entropy_collapse"),
         entropy_figure="entropy_vs_scale",
         headline=headline,
+        # its figures bin a line's points and spread its values of n (figures.common)
+        figure_points=1_000_000,
     ),
     example={
         "trials": 100,

@@ -9,6 +9,7 @@ from functools import cache
 
 import numpy as np
 
+from attnsim.errors import ConfigError
 from attnsim.kinds import low_precision
 from attnsim.kinds.base import Column, Compute, Kind, Param, Presentation, Schema, Theory
 from attnsim.kinds.columns import F64, I64, N, d_param, scale_param
@@ -51,6 +52,17 @@ PARAMS = (
     low_precision.SITE,
     *low_precision.SCALING_PARAMS,
 )
+
+
+def check_grid(grid) -> None:
+    """The outlier channels are some of the d channels: more than d would be clipped to d by the
+    kernel while the rows record the count asked for (and the claims count an outlier point)."""
+    if max(grid["outlier_channels"]) > min(grid["d"]):
+        raise ConfigError(
+            f"grid.outlier_channels: {max(grid['outlier_channels'])} outlier channels but d = "
+            f"{min(grid['d'])}; keep outlier_channels <= d for every combination"
+        )
+
 
 THEORY = (
     *low_precision.FORMAT_THEORY,
@@ -160,6 +172,7 @@ KIND = Kind(
         stream_params=("n", "d", "logit_scale", "outlier_channels", "outlier_scale"),
         metrics=low_precision.METRICS,
         main_metric="sq_err",
+        check_grid=check_grid,
     ),
     compute=Compute(
         bytes_per_trial=lambda p: kernel.bytes_per_trial(int(p["n"]), int(p["d"])),
