@@ -109,24 +109,25 @@ def test_run_options_become_snakemakes():
         "reason",
     ]
     assert translate(["-n", "-v"]) == ["-n", "--logger-attnsim-full"]
-    # the report goes into the sweep's workspace; overrides and --workspace become one --config
+    # the report goes into the sweep's workspace; overrides and --workspace become one --config:
+    # the overrides one list the workflow applies after the workspace's record, each replacing
+    # its key whole (attnsim.config.state), none when a real run has recorded them
     assert translate(["--configfile", "a.yaml", "--report"])[2:4] == [
         "--report",
         "results/a/report.html",
     ]
-    assert translate(
-        ["--set", "experiments.r.grid.n=[16,64]", "--workspace", "w", "--config", "seed=3", "-n"]
-    ) == [
+    args = ["--set", "experiments.r.grid.n=[16,64]", "--workspace", "w", "--config", "seed=3"]
+    assert translate([*args, "-n"]) == [
         "-n",
         "--quiet",
         "rules",
         "host",
         "reason",
         "--config",
-        "seed=3",
-        "experiments={r: {grid: {n: [16, 64]}}}",
+        'attnsim_set=["experiments.r.grid.n=[16,64]", "seed=3"]',
         "workspace=w",
     ]
+    assert translate(args, recorded=True) == ["--config", "workspace=w"]
 
 
 def test_query_help_lists_the_views_and_the_formats(capsys):

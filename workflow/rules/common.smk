@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from attnsim import files, seeding
+from attnsim.config import state as workspace_state
 from attnsim.config import workspace
 from attnsim.records.grid import grid_columns
-from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.report import figure_check
 from attnsim.kinds import all_kinds, get_kind
@@ -41,12 +41,19 @@ PLANNING = workflow.is_main_process
 
 try:
     # this sweep's folder (docs/usage.md): results/ for config.yaml, results/<stem>/ for another
-    # config file, or `--config workspace=DIR`; everything the run writes goes under it
-    RESULTS = workspace.from_config(config, workflow.configfiles)
+    # config file, or `--config workspace=DIR`; everything the run writes goes under it. Its
+    # effective config: the files <- the overrides and top-ups recorded in <workspace>/state.yaml
+    # <- the command line's (attnsim.config.state, as every attnsim command reads it); keys given
+    # twice in the config files, numbers written as text, the schema (the package's one schema
+    # file, with each kind's grid), semantic checks: the one check of the config
+    RESULTS, STATE, SETTINGS, _token = workspace_state.workflow_settings(
+        config, workflow.configfiles, workflow.config_settings.overwrite_config, PLANNING
+    )
     STORE = RESULTS / "store"
-    # keys given twice in the config files, numbers written as text, the schema (the package's
-    # one schema file, with each kind's grid), semantic checks: the one check of the config
-    SETTINGS = load_workflow_config(config, workflow.configfiles)
+    # a run while another process's `attnsim decide` works here: one line (dry runs read its
+    # last complete look)
+    if PLANNING and not workflow.output_settings.dryrun:
+        workspace_state.refuse_concurrent(STATE, _token, RESULTS)
     store.check_folders(STORE)
     # a read-only workspace: one line, not Snakemake's ProtectedOutputException
     if PLANNING:
@@ -365,7 +372,8 @@ def remove_replaced_chunks():
 
 
 def print_run_summary():
-    print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))
+    options = workspace.options(workflow.configfiles, RESULTS)
+    print(run_summary(SETTINGS, STORE, time.monotonic() - RUN_STARTED, options))
 
 
 def check_cluster_fit():

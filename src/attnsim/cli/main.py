@@ -71,21 +71,41 @@ def _store(args) -> Path:
 
 
 def _settings(args):
-    from attnsim.config.load import load_file
+    """The sweep's effective settings: the config file <- the workspace's recorded overrides and
+    top-ups <- this command's --set (`attnsim.config.state`)."""
+    from attnsim.config import state
 
-    return load_file(args.configfile, args.overrides)
+    return state.settings(args.configfile, _workspace(args), getattr(args, "overrides", []))
 
 
 def _show(args) -> None:
+    from attnsim.config import state
     from attnsim.report.status import show
 
-    print(show(_settings(args), _store(args), args.configfile))
+    folder = _workspace(args)
+    if args.reset:
+        state.reset(folder)
+        print(f"{state.record.path(folder)}: overrides cleared")
+    record = state.current(folder)
+    if args.yaml:
+        import yaml
+
+        data = state.effective_data(
+            state.load_data(args.configfile), record, state.science(args.overrides)
+        )
+        print(yaml.safe_dump(data, sort_keys=False, width=100), end="")
+        return
+    settings = state.settings(args.configfile, folder, args.overrides, record)
+    print("\n".join(state.summary_lines(args.configfile, record)))
+    print(show(settings, _store(args), args.configfile))
 
 
 def _summary(args) -> None:
+    from attnsim.config import workspace
     from attnsim.report.status import run_summary
 
-    print(run_summary(_settings(args), _store(args), elapsed=args.elapsed))
+    options = workspace.options([args.configfile], _workspace(args))
+    print(run_summary(_settings(args), _store(args), args.elapsed, options, every=args.all))
 
 
 def _schema(args) -> None:
@@ -392,6 +412,16 @@ def _add_show(sub) -> None:
         "show", help="per experiment: points done, trials per point, chunks still to run"
     )
     _sweep_options(p, overrides=True)
+    p.add_argument(
+        "--reset",
+        action="store_true",
+        help="clear the overrides recorded by earlier runs' --set (decide's top-ups stay)",
+    )
+    p.add_argument(
+        "--yaml",
+        action="store_true",
+        help="print the effective config (file <- recorded overrides <- top-ups <- --set) as YAML",
+    )
     p.set_defaults(func=_show)
 
 
@@ -499,6 +529,9 @@ def _add_summary(sub) -> None:
     )
     _sweep_options(p, overrides=True)
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
+    p.add_argument(
+        "--all", action="store_true", help="a line per experiment however many the sweep has"
+    )
     p.set_defaults(func=_summary)
 
 

@@ -72,6 +72,19 @@ def packaged_snakefile() -> Path:
     return Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
 
 
+def snakefile_in_effect(args: list[str], workdir: Path = Path(".")) -> Path:
+    """The Snakefile a run with `args` reads: the one given, the folder's own, or the packaged."""
+    for i, arg in enumerate(args):
+        if arg in ("-s", "--snakefile") and i + 1 < len(args):
+            return Path(workdir) / args[i + 1]
+        if arg.startswith("--snakefile="):
+            return Path(workdir) / arg.split("=", 1)[1]
+    for name in SNAKEFILES:
+        if (Path(workdir) / name).is_file():
+            return Path(workdir) / name
+    return packaged_snakefile()
+
+
 def snakefile_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     """`--snakefile <the packaged workflow>` unless one is given or the folder has its own: any
     folder holding a config runs the workflow that came with attnsim."""
@@ -81,13 +94,21 @@ def snakefile_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     return ["--snakefile", str(packaged_snakefile())]
 
 
-def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
+def translate(args: list[str], workdir: Path = Path("."), recorded: bool = False) -> list[str]:
     """attnsim run's own options into Snakemake's: the packaged workflow where the folder has
     none, --report (into the workspace), -v/--verbose, --workspace DIR and the --set/--config
-    overrides (one `--config`, at the end: Snakemake keeps only the last of several)."""
+    overrides (one `--config`, at the end: Snakemake keeps only the last of several). The
+    overrides go as one list the workflow applies after the workspace's record
+    (`attnsim.config.state`), each replacing its key whole (Snakemake would merge mappings key by
+    key: a generator into another); `recorded`: they are in the record already (a real run)."""
+    import json
+
     from attnsim.config import overrides
+    from attnsim.config import state as workspace_state
+    from attnsim.plan import profiles
 
     rest, items, given = overrides.split_args(args)
+    rest = profiles.rewrite(rest, workdir)  # a packaged profile by name, from any folder
     out = snakefile_args(rest, workdir)
     for arg in rest:
         if arg == "--report":
@@ -102,9 +123,15 @@ def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
     if dry and not quiet and "--logger-attnsim-full" not in out:
         # the bill and the job counts: no block per job with its reason's list of paths
         out += ["--quiet", "rules", "host", "reason"]
-    entries = overrides.snakemake_entries(items)
+    entries = []
+    science = workspace_state.science(items)
+    if science and not recorded:
+        entries.append(f"{workspace_state.COMMAND_KEY}={json.dumps(science)}")
     if given:
         entries.append(f"workspace={given}")
+    token = os.environ.get(workspace_state.TOKEN_ENV)
+    if token:  # a run `attnsim decide` started: the top-ups of its look in progress
+        entries.append(f"{workspace_state.TOKEN_KEY}={token}")
     return out + (["--config", *entries] if entries else [])
 
 
@@ -178,18 +205,40 @@ def command(extra: list[str]) -> list[str]:
     return [snakemake, *defaults, *extra]
 
 
-def check_args(args: list[str], workdir: Path = Path(".")) -> None:
+def check_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     """The config files and overrides, before Snakemake reads them: one line for each problem,
-    and the overridden sweep loaded as the workflow will load it (a bad override is one line,
-    not Snakemake's traceback)."""
+    and the effective sweep (the files <- the workspace's record <- the overrides) loaded as the
+    workflow will load it (a bad override is one line, not Snakemake's traceback). Returns the
+    overrides that are part of the sweep."""
     from attnsim.config import guard, overrides
+    from attnsim.config import state as workspace_state
     from attnsim.config.load import load
 
     merged = guard.check_run_args(args, workdir)
     _, items, _ = overrides.split_args(args)
-    science = [i for i in items if i.partition("=")[0] not in overrides.RUNTIME_KEYS]
-    if science:
-        load(overrides.apply(merged, science))
+    science = workspace_state.science(items)
+    folder = Path(workdir) / workspace_of(args, workdir)
+    token = os.environ.get(workspace_state.TOKEN_ENV)
+    record = workspace_state.current(folder, token=token)
+    load(workspace_state.effective_data(merged, record, science, token))
+    return science
+
+
+def record_overrides(args: list[str], workdir: Path = Path(".")) -> bool:
+    """A real run's --set overrides, recorded in its workspace's state record before it starts
+    (later commands see the same sweep); True when there were any."""
+    from attnsim.config import overrides
+    from attnsim.config import state as workspace_state
+
+    _, items, _ = overrides.split_args(args)
+    if not workspace_state.science(items):
+        return False
+    workspace_state.record_overrides(Path(workdir) / workspace_of(args, workdir), items)
+    return True
+
+
+def is_dry(args: list[str]) -> bool:
+    return any(a in ("-n", "--dry-run", "--dryrun") for a in args)
 
 
 def run(args: list[str], workdir: Path = Path(".")) -> int:
@@ -201,13 +250,14 @@ def run(args: list[str], workdir: Path = Path(".")) -> int:
 
     try:
         check_args(args, workdir)
-        extra = translate(args, workdir)
+        recorded = not is_dry(args) and record_overrides(args, workdir)
+        extra = translate(args, workdir, recorded)
         cmd = command(extra)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
     env = {**os.environ, "PATH": scripts_path()}
-    if live_run(workdir) and not any(a in ("-n", "--dry-run", "--dryrun") for a in extra):
+    if live_run(workdir) and not is_dry(extra):
         print(
             "attnsim: error: another run is going on in this folder (a Snakemake process works "
             "here); wait for it to finish or stop it, then rerun",
@@ -258,10 +308,18 @@ def plan(args: list[str], workdir: Path = Path(".")) -> int:
             (i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines)
         )
         print("\n".join(lines[start:end]))
+        print(f"  profile: {profile_in_effect(args, workdir)}")
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith("attnsim: error")]
         print("\n".join(errors) if errors else result.stderr.rstrip(), file=sys.stderr)
     return result.returncode
+
+
+def profile_in_effect(args: list[str], workdir: Path = Path(".")) -> str:
+    from attnsim.plan import profiles
+
+    rest = translate(args, workdir)
+    return profiles.in_effect(rest, snakefile_in_effect(rest, workdir), workdir)
 
 
 def extra_config(extra: list[str]) -> list[str]:

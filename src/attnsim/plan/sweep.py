@@ -37,7 +37,7 @@ from attnsim.records.cost import (
     chunk_cost,
     point_costs,
 )
-from attnsim.records.experiment import Experiment, Settings
+from attnsim.records.experiment import Experiment, Settings, trial_settings_text
 from attnsim.records.grid import (
     GridColumns,
     canonical_column_value,
@@ -127,13 +127,9 @@ class ExperimentPlan:
 
 def _old_settings(meta: Meta) -> str:
     spec = json.loads(meta.get("spec", "{}"))
-    adaptive = (
-        f", target_se={spec['target_se']}, max_trials={spec['max_trials']}"
-        if "target_se" in spec
-        else ""
-    )
+    trials = trial_settings_text(spec["trials"], spec.get("target_se"), spec.get("max_trials"))
     return (
-        f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version "
+        f"{trials} trials per point, seed {meta.get('seed')}, algorithm version "
         f"{meta.get('algorithm_version')}"
     )
 
@@ -223,20 +219,21 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             )
     done = np.zeros(grid.size, dtype=bool)
     extendable = []  # stored chunks with fewer trials than the config asks for: topped up below
+    usable: list[tuple[int, int, Path, Meta, np.ndarray]] = []
     # through the inventory: a second copy of a chunk is named, never counted
     for path, meta in parquet.experiment_inventory(root, experiment.kind, name):
         spec = json.loads(meta["spec"])
         if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
             ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec
-        same = _stored_settings(path, meta, spec, settings, experiment, kind)
+        relation = _stored_settings(path, meta, spec, settings, experiment, kind)
         rows = _grid_rows(kind, grid, kind_rows(kind, spec["params"], spec["points"]))
         rows = rows[rows >= 0]
-        if not same:
+        if relation == TOPUP:
             extendable.append((path, meta["chunk"], rows))
         elif len(rows):
-            chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
-            plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
-            done[rows] = True
+            most = _per_point(spec["trials"], spec.get("target_se"), spec.get("max_trials"))[1]
+            usable.append((-most, len(usable), path, meta, rows))
+    _serve(plan, usable, done)
     trial_cap = experiment.max_trials or experiment.trials
     costs = grid_costs(kind, grid, trial_cap)
     size, budget = chunk_limits(settings, grid.size, float(costs.point_work.sum()), trial_cap)
@@ -273,6 +270,75 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     return plan
 
 
+SAME, COVERS, TOPUP = "same", "covers", "top-up"
+
+
+def _per_point(trials: int, target_se: float | None, max_trials: int | None) -> tuple[int, int]:
+    """(fewest, most) trials a point gets under these settings: every point gets the rounds that
+    fit in max_trials without target_se; with it, one round to the rounds that fit."""
+    rounds = (max_trials or trials) // trials * trials
+    return (trials if target_se is not None else rounds), rounds
+
+
+def trials_relation(
+    stored: tuple[int, float | None, int | None], asked: tuple[int, float | None, int | None]
+) -> str | None:
+    """How the trial settings a chunk was stored with, (trials, target_se, max_trials), relate to
+    those the config asks for: SAME; COVERS when every point stored has at least the trials the
+    config would give it (a summary reads each point's first ones, `attnsim.jobs.collect`: the
+    rows of a fresh run wherever the round sizes agree); TOPUP when the config asks for more of
+    the same rows (only the missing blocks are computed); None when neither (the rows would
+    mix)."""
+    if stored == asked:
+        return SAME
+    (t_old, se_old, _), (t_new, se_new, m_new) = stored, asked
+    low_old, high_old = _per_point(*stored)
+    low_new, high_new = _per_point(*asked)
+    if se_new is None and high_new <= low_old:
+        return COVERS  # a fixed count no larger than any point holds
+    if se_new is not None and t_new == t_old and high_new <= (high_old if se_old else low_old):
+        if se_old is None or se_new >= se_old:
+            return COVERS  # the stopping rule replayed over stored rounds stops no later
+    if se_old is None and se_new is None:
+        return TOPUP if high_new > low_old else None
+    if t_old == t_new and se_new is not None:
+        if se_old is None or (se_new <= se_old and (m_new or t_new) >= high_old):
+            # more rounds of the same size: adaptive from fixed, lower target_se, higher max_trials
+            return TOPUP
+    return None
+
+
+def _serve(
+    plan: ExperimentPlan, usable: list[tuple[int, int, Path, Meta, np.ndarray]], done: np.ndarray
+) -> None:
+    """Which stored chunks serve the plan's points (marked in `done`). The chunk holding the most
+    trials of a point serves it, so that after a rollback to fewer trials (a decide interrupted
+    or reset) a finished top-up is read, not recomputed: the chunk it extends is then replaced
+    once all of its points are served by its top-ups. Where only some are (the top-up was
+    interrupted), the chunk itself serves its points and the finished top-ups wait on disk,
+    unread, for the run that asks for their trials again."""
+    owner = np.full(len(done), -1, dtype=np.int64)
+    chosen: dict[int, tuple[Path, Meta, np.ndarray]] = {}
+    waiting = []
+    for index, (_, _, path, meta, rows) in enumerate(sorted(usable, key=lambda u: (u[0], u[1]))):
+        taken = owner[rows] >= 0
+        if not taken.any():
+            chosen[index], owner[rows] = (path, meta, rows), index
+        elif taken.all():
+            plan.replaced.append(path)
+        else:
+            waiting.append((index, path, meta, rows))
+    for index, path, meta, rows in waiting:  # whole chunks before parts of their top-ups
+        for other in set(owner[rows].tolist()) - {-1}:
+            owner[chosen.pop(other)[2]] = -1
+        if (owner[rows] < 0).all():
+            chosen[index], owner[rows] = (path, meta, rows), index
+    for _, meta, rows in chosen.values():
+        chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
+        plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
+        done[rows] = True
+
+
 def _stored_settings(
     path: Path,
     meta: Meta,
@@ -280,52 +346,26 @@ def _stored_settings(
     settings: Settings,
     experiment: Experiment,
     kind: Kind,
-) -> bool:
-    """True if a stored chunk has the config's trial settings, False if the config asks for more
-    trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
-    the missing blocks are computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows
-    would mix, or fewer trials would drop computed ones: one line, nothing runs."""
-    old = (spec.get("trials"), spec.get("target_se"), spec.get("max_trials"))
-    new: tuple[Any, ...] = (experiment.trials, experiment.target_se, experiment.max_trials)
+) -> str:
+    """`trials_relation` of a stored chunk to the config (same seed and algorithm version): SAME,
+    COVERS (more trials stored than asked: read, never dropped) or TOPUP (more asked: only the
+    missing blocks computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows would
+    mix: one line, nothing runs."""
+    old = (int(spec["trials"]), spec.get("target_se"), spec.get("max_trials"))
+    new = (experiment.trials, experiment.target_se, experiment.max_trials)
     lineage = (
         meta.get("seed") == settings.seed
         and meta.get("algorithm_version") == kind.algorithm_version
     )
-    if lineage and old == new:
-        return True
-    if lineage:
-        if old[1] is None and new[1] is None and new[0] > old[0]:  # more trials
-            return False
-        if (
-            old[0] == new[0]
-            and new[1] is not None
-            and (old[1] is None or (new[1] <= old[1] and new[2] >= old[2]))
-        ):
-            # more rounds of the same size: adaptive from fixed, lower target_se, higher max_trials
-            return False
-        if old[1] is None and new[1] is None or old[0] == new[0]:
-            raise StoreError(
-                f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer "
-                f"trials (trials={experiment.trials}"
-                + (
-                    f", target_se={experiment.target_se}, max_trials={experiment.max_trials}"
-                    if experiment.target_se
-                    else ""
-                )
-                + "); computed trials are never dropped: ask for at least as many, or move that "
-                "folder away (or rename the experiment) and rerun"
-            )
+    relation = trials_relation(old, new) if lineage else None
+    if relation is not None:
+        return relation
+    asked = trial_settings_text(experiment.trials, experiment.target_se, experiment.max_trials)
     raise StoreError(
-        f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for "
-        f"trials={experiment.trials}, "
-        f"seed={settings.seed}"
-        + (
-            f", target_se={experiment.target_se}, max_trials={experiment.max_trials}"
-            if experiment.target_se
-            else ""
-        )
-        + f", algorithm version {kind.algorithm_version}; the rows would mix. Move that folder "
-        "away (or rename the experiment) and rerun"
+        f"{path.parent}: stored with {_old_settings(meta)}; the config asks for {asked} trials "
+        f"per point, seed {settings.seed}, algorithm version {kind.algorithm_version}: the rows "
+        "would mix. Keep the stored settings, or give the experiment another name (or move that "
+        "folder away) and rerun"
     )
 
 

@@ -91,7 +91,7 @@ class ChunkSpec:
             "params": list(self.kind.param_names),
             "points": self.rows,
         }
-        if self.target_se is not None:
+        if self.target_se is not None or self.max_trials is not None:
             spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
         if self.extends is not None:
             spec["extends"] = self.extends

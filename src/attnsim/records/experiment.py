@@ -25,7 +25,7 @@ def results_key(
     rows."""
     kind = as_kind(kind)
     key = {"kind": kind.name, "trials": trials, "seed": seed, "algorithm": kind.algorithm_version}
-    if target_se is not None:
+    if target_se is not None or max_trials is not None:
         key |= {"target_se": target_se, "max_trials": max_trials}
     return digest(key)
 
@@ -41,7 +41,7 @@ class Experiment:
     seed: int
     description: str = ""
     target_se: float | None = None  # adaptive precision on the kind's main metric
-    max_trials: int | None = None
+    max_trials: int | None = None  # without target_se: this many, in rounds of `trials`
 
     @property
     def results_key(self) -> str:
@@ -58,7 +58,7 @@ class Experiment:
             "seed": self.seed,
             "grid": self.grid,
         }
-        if self.target_se is not None:
+        if self.target_se is not None or self.max_trials is not None:
             spec |= {"target_se": self.target_se, "max_trials": self.max_trials}
         return spec
 
@@ -99,3 +99,16 @@ class Settings:
         """Experiment name -> kind: the one map the claims job, the store's staleness check and
         `attnsim claims` read."""
         return {name: e.kind for name, e in self.experiments.items()}
+
+
+def trial_settings_text(trials: int, target_se: float | None, max_trials: int | None) -> str:
+    """Trials per point as a person reads them: `200`, `800 in rounds of 200`, `200 per round
+    until the SE is at most 0.01, at most 1,600`."""
+    if target_se is not None:
+        return (
+            f"{trials:,} per round until the SE is at most {target_se:g}, at most "
+            f"{max_trials or trials:,}"
+        )
+    if max_trials is not None and max_trials > trials:
+        return f"{max_trials // trials * trials:,} in rounds of {trials:,}"
+    return f"{trials:,}"

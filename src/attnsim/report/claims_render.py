@@ -27,6 +27,8 @@ import math
 import shutil
 import textwrap
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -400,18 +402,137 @@ def terminal(
 
 
 def _wrap(head: str, text: str, width: int, indent: int) -> list[str]:
-    lines = textwrap.wrap(text, width=max(20, width - len(head)), break_on_hyphens=False) or [""]
-    rest = (
-        textwrap.wrap(" ".join(lines[1:]), width=max(20, width - indent), break_on_hyphens=False)
-        if len(lines) > 1
-        else []
-    )
+    """`text` wrapped after `head` to `width`, between words only: a path or an id longer than a
+    line runs past it rather than being cut (a terminal folds it, a pager scrolls it, and a copy
+    of it still works)."""
+    wrapper = textwrap.TextWrapper(break_on_hyphens=False, break_long_words=False)
+    wrapper.width = max(20, width - len(head))
+    lines = wrapper.wrap(text) or [""]
+    wrapper.width = max(20, width - indent)
+    rest = wrapper.wrap(" ".join(lines[1:])) if len(lines) > 1 else []
     return [head + lines[0]] + [" " * indent + line for line in rest]
 
 
 def short(claims: list[ClaimResult], width: int | None = None) -> str:
-    """The grouped table without details, for the run summary."""
+    """The grouped table without details."""
     return terminal(claims, width, detail=False)
+
+
+# --- the headline: what a reader holds in mind ---------------------------------------------------
+
+HEADLINE_LINES = 40  # at most, at 80 columns (tests/report/test_claims_render.py)
+LISTED = 4  # ids named per line of failed or undecided claims, the rest counted
+
+
+@dataclass(frozen=True)
+class StatementHeadline:
+    """One statement of the essay in the headline: its measured evidence claims by verdict.
+    (The verdicts line extends this record: open tests by verdict apart from checks, failed
+    checks, the regime's edges, the expected number of false verdicts at the table's level.)"""
+
+    key: str
+    title: str
+    verdicts: Mapping[str, int]
+    failed: tuple[str, ...] = ()  # ids of the claims that fail
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The per-statement headline of a claims table, the one input of `render_headline`: the run
+    summary and `attnsim claims` print it, the same way."""
+
+    statements: tuple[StatementHeadline, ...]
+    sanity: Mapping[str, int]
+    sanity_failed: tuple[str, ...]  # sanity checks that did not pass: a bug or a finding
+    undecided_by_trials: tuple[str, ...]  # inconclusive claims more trials would decide
+    not_measured: int
+
+    @property
+    def measured(self) -> int:
+        return sum(sum(s.verdicts.values()) for s in self.statements) + sum(self.sanity.values())
+
+
+def headline(claims: list[ClaimResult]) -> Headline:
+    """The headline of `claims` (every claim of a table, measured or not)."""
+    measured, hidden = measured_only(claims)
+    statements = []
+    for key, members in groups(measured):
+        if key == SANITY:
+            continue
+        counts = Counter(c.verdict for c in members)
+        failed = tuple(c.claim_id for c in members if c.verdict == "fails")
+        statements.append(StatementHeadline(key, title(key), dict(counts), failed))
+    sanity = [c for c in measured if c.role == "sanity"]
+    return Headline(
+        statements=tuple(statements),
+        sanity=dict(Counter(c.verdict for c in sanity)),
+        sanity_failed=tuple(
+            c.claim_id for c in sanity if c.verdict not in ("holds", "outside regime")
+        ),
+        undecided_by_trials=tuple(
+            c.claim_id
+            for c in measured
+            if c.verdict == "inconclusive" and c.needed_unit == "trials per point"
+        ),
+        not_measured=hidden,
+    )
+
+
+def _counts(verdicts: Mapping[str, int], words: Mapping[str, str] = VERDICT_WORDS) -> str:
+    return ", ".join(f"{verdicts[v]} {words.get(v, v)}" for v in VERDICTS if verdicts.get(v))
+
+
+def _named(label: str, ids: tuple[str, ...], width: int) -> list[str]:
+    if not ids:
+        return []
+    shown = ", ".join(ids[:LISTED]) + (
+        f" and {len(ids) - LISTED} more" if len(ids) > LISTED else ""
+    )
+    return _wrap(f"    {label}: ", shown, width, 6)
+
+
+def render_headline(h: Headline, width: int = 80, more: str = "attnsim claims --all") -> str:
+    """The headline in at most HEADLINE_LINES lines of `width` columns: per statement its measured
+    evidence claims by verdict (the failing ones named), the sanity checks apart (any that did not
+    pass named), the claims more trials would decide, and where the full list is (`more`)."""
+    evidence = sum(sum(s.verdicts.values()) for s in h.statements)
+    total: Counter[str] = Counter()
+    for statement in h.statements:
+        total.update(statement.verdicts)
+    checks = sum(h.sanity.values())
+    head = f"claims: {evidence} evidence claims measured"
+    head += f" ({_counts(total)})" if evidence else ""
+    head += f"; {checks} sanity checks" if checks else ""
+    out = _wrap("", head, width, 2)
+    for number, statement in enumerate(h.statements, 1):
+        count = sum(statement.verdicts.values())
+        out += _wrap(
+            f"  {number}. ", f"{statement.title} ({count}): {_counts(statement.verdicts)}", width, 6
+        )
+        out += _named("fail", statement.failed, width)
+    if checks:
+        words = {"holds": "pass", "fails": "fail"}
+        out += _wrap(
+            "  ",
+            f"sanity checks ({checks}): {_counts(h.sanity, {**VERDICT_WORDS, **words})}",
+            width,
+            4,
+        )
+        out += _named("did not pass (a bug or a finding)", h.sanity_failed, width)
+    if h.undecided_by_trials:
+        out += _wrap(
+            "  ",
+            f"{len(h.undecided_by_trials)} inconclusive claims more trials would decide: "
+            "attnsim decide --budget CPU-HOURS -n prices it",
+            width,
+            4,
+        )
+    if h.not_measured:
+        out += _wrap("  ", f"{h.not_measured} claims need kinds this sweep does not run", width, 4)
+    out += _wrap("", f"every claim, with what it rests on: {more}", width, 2)
+    if len(out) > HEADLINE_LINES:
+        out = out[: HEADLINE_LINES - 1] + [f"... ({more})"]
+    return "\n".join(out)
 
 
 # --- scripts -----------------------------------------------------------------------------------

@@ -61,10 +61,10 @@ def percent_done(done: int, total: int) -> str:
 
 
 def _trials_asked(e) -> str:
-    """The config's trials per point: a number, or the adaptive range (rounds of trials, up to
-    max)."""
+    """The config's trials per point: a number, rounds of trials to a number (a top-up `decide`
+    recorded), or the adaptive range (rounds of trials, up to max)."""
     if e.target_se is None:
-        return f"{e.trials}"
+        return f"{(e.max_trials or e.trials) // e.trials * e.trials}"
     return f"{e.trials}-{e.max_trials} adaptive"
 
 
@@ -82,8 +82,50 @@ def _trials_run(root: Path, kind: str, name: str) -> str:
     return f"{low}" if low == high else f"{low}-{high}"
 
 
-def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
+SUMMARY_EXPERIMENTS = 8  # a sweep of more experiments gets one line for them (attnsim show)
+
+
+def run_summary(
+    settings,
+    root: Path,
+    elapsed: float | None = None,
+    options: str = "",
+    more: str = "",
+    every: bool = False,
+) -> str:
+    """The end of a run: its experiments (one line each for a small sweep, one line in all for a
+    large one), the claims' headline (`claims_render.render_headline`), where everything is and
+    the next commands, with the `options` (`--configfile ...`, `--workspace ...`) that name this
+    workspace as the user typed them; `every`: a line per experiment however many."""
     lines = ["", "attnsim run summary", "=" * 19]
+    if every or len(settings.experiments) <= SUMMARY_EXPERIMENTS:
+        lines += _experiment_lines(settings, root)
+    else:
+        lines += _sweep_line(settings, root, options)
+    folder = Path(root).parent
+    claims_file = folder / "claims.parquet"
+    if claims_file.exists():
+        from attnsim.report.claims import from_table
+        from attnsim.report.claims_render import headline, render_headline
+
+        table = from_table(parquet.read_table(claims_file))
+        lines += ["", render_headline(headline(table), more=f"attnsim claims --all{options}")]
+    lines.append("")
+    lines.append(f"claims:  {folder}/claims.html, {folder}/claims.md")
+    lines.append(f"store:   {root}/  (attnsim query{options} 'SHOW TABLES')")
+    lines.append(
+        f"figures: {folder / 'figures'}/  report: {folder / 'report.html'} "
+        f"(attnsim run{options} --report)"
+    )
+    if more:
+        lines.append(more)
+    if elapsed is not None:
+        lines.append(f"wall time: {elapsed:.1f} s")
+    return "\n".join(lines)
+
+
+def _experiment_lines(settings, root: Path) -> list[str]:
+    lines = []
     for name, e in settings.experiments.items():
         path = parquet.summary_path(root, e.kind, name)
         if not path.exists():
@@ -93,7 +135,7 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         low, high = (
             (int(s["n_trials"].min()), int(s["n_trials"].max())) if len(s) else (e.trials, e.trials)
         )
-        trials = f"{e.trials}" if low == high == e.trials else f"{low}-{high}"
+        trials = f"{low}" if low == high else f"{low}-{high}"
         adaptive = (
             f" (rounds of {e.trials} to SE <= {e.target_se:g})" if e.target_se is not None else ""
         )
@@ -105,22 +147,32 @@ def run_summary(settings, root: Path, elapsed: float | None = None) -> str:
         headline = kind.presentation.headline(s) if kind.presentation.headline else ""
         if headline:
             lines.append(f"{'':<20} {headline}")
-    folder = Path(root).parent
-    claims_file = folder / "claims.parquet"
-    if claims_file.exists():
-        from attnsim.report.claims import from_table
-        from attnsim.report.claims_render import short
+    return lines
 
-        lines += [
-            "",
-            f"claims ({folder}/claims.html, {folder}/claims.md, attnsim claims):",
-            short(from_table(parquet.read_table(claims_file))),
-        ]
-    lines.append("")
-    lines.append(f"store:   {root}/  (attnsim query 'SHOW TABLES')")
-    lines.append(
-        f"figures: {folder / 'figures'}/  report: {folder / 'report.html'} (attnsim run --report)"
-    )
-    if elapsed is not None:
-        lines.append(f"wall time: {elapsed:.1f} s")
-    return "\n".join(lines)
+
+def _sweep_line(settings, root: Path, options: str) -> list[str]:
+    """One line for a sweep of many experiments: their points and trials as the store holds."""
+    points = trials = 0
+    missing = []
+    mixed = []
+    for name, e in settings.experiments.items():
+        path = parquet.summary_path(root, e.kind, name)
+        if not path.exists():
+            missing.append(name)
+            continue
+        column = parquet.read_table(path, columns=["n_trials"]).column("n_trials")
+        points += len(column)
+        trials += sum(column.to_pylist())
+        if len(parquet.read_meta(path).get("cpu_classes", {})) > 1:
+            mixed.append(name)
+    count = len(settings.experiments)
+    text = f"{count} experiments: {points:,} points, {trials:,} trials"
+    text += f" (each one's: attnsim show{options})"
+    lines = [text]
+    if missing:
+        lines.append(f"no summary yet: {', '.join(missing)}")
+    if mixed:
+        lines.append(
+            f"rows from several CPU classes: {', '.join(mixed)} (attnsim summary{options})"
+        )
+    return lines
