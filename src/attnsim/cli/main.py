@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,11 +61,16 @@ def _query(args) -> None:
     query.write(_store(args), args.sql, args.format, args.output, args.timeout, args.memory)
 
 
+def _configfile(args) -> Path:
+    """--configfile, else config.yaml."""
+    return args.configfile if args.configfile is not None else DEFAULT_CONFIG
+
+
 def _workspace(args) -> Path:
     """The workspace the command reads: --workspace, else the one named after --configfile."""
     from attnsim.config import workspace
 
-    return workspace.locate([args.configfile], args.workspace)
+    return workspace.locate([_configfile(args)], args.workspace)
 
 
 def _store(args) -> Path:
@@ -75,7 +82,7 @@ def _settings(args):
     top-ups <- this command's --set (`attnsim.config.state`)."""
     from attnsim.config import state
 
-    return state.settings(args.configfile, _workspace(args), getattr(args, "overrides", []))
+    return state.settings(_configfile(args), _workspace(args), getattr(args, "overrides", []))
 
 
 def _show(args) -> None:
@@ -91,20 +98,20 @@ def _show(args) -> None:
         import yaml
 
         data = state.effective_data(
-            state.load_data(args.configfile), record, state.science(args.overrides)
+            state.load_data(_configfile(args)), record, state.science(args.overrides)
         )
         print(yaml.safe_dump(data, sort_keys=False, width=100), end="")
         return
-    settings = state.settings(args.configfile, folder, args.overrides, record)
-    print("\n".join(state.summary_lines(args.configfile, record)))
-    print(show(settings, _store(args), args.configfile))
+    settings = state.settings(_configfile(args), folder, args.overrides, record)
+    print("\n".join(state.summary_lines(_configfile(args), record)))
+    print(show(settings, _store(args), _configfile(args)))
 
 
 def _summary(args) -> None:
     from attnsim.config import workspace
     from attnsim.report.status import run_summary
 
-    options = workspace.options([args.configfile], _workspace(args))
+    options = workspace.options([_configfile(args)], _workspace(args))
     print(run_summary(_settings(args), _store(args), args.elapsed, options, every=args.all))
 
 
@@ -142,8 +149,12 @@ def _claims(args) -> int:
     if args.diff is not None:
         return _claims_diff(store, args.diff)
     meta: dict[str, Any] = {}
+    last_run = _workspace(args) / "plan" / "experiments.json"
     if args.experiments_file is not None:
         experiments = json.loads(args.experiments_file.read_text())
+    elif args.configfile is None and args.workspace is not None and last_run.is_file():
+        # `--workspace DIR` alone: the sweep that workspace last ran, not config.yaml's
+        experiments = json.loads(last_run.read_text())
     else:
         settings = _settings(args)
         experiments = settings.kinds()
@@ -165,9 +176,32 @@ def _claims(args) -> int:
         print(render.csv_text(io.table(rows)), end="")
     elif form == "latex":
         print(render.latex(rows, run), end="")
+    elif args.all:
+        _page(render.terminal(rows, everything=True))
     else:
-        print(render.terminal(rows, everything=args.all))
+        from attnsim.config import workspace
+
+        options = workspace.options([_configfile(args)], _workspace(args))
+        width = min(render.HEADLINE_WIDTH, shutil.get_terminal_size((80, 24)).columns)
+        more = f"attnsim claims{options} --all"
+        print(render.render_headline(render.headline(rows), width, more))
     return 0
+
+
+def _page(text: str) -> None:
+    """Print `text`, through $PAGER (else `less -FRX`: it quits when the text fits one screen and
+    folds no line of its own) when the output is a terminal."""
+    if not sys.stdout.isatty():
+        print(text)
+        return
+    import shlex
+    import subprocess
+
+    pager = shlex.split(os.environ.get("PAGER") or "less -FRX")
+    try:
+        subprocess.run(pager, input=text + "\n", text=True, check=False)
+    except OSError:  # no such pager: the text as it is
+        print(text)
 
 
 def _claims_diff(store: Path, other: Path) -> int:
@@ -184,11 +218,14 @@ def _verify(args) -> int:
     from attnsim.report.verify import verify
 
     store = args.store if args.store is not None else _store(args)
-    lines, count = verify(store)
+    lines, measured, unmeasured = verify(store)
     for line in lines:
         print(line)
     if not lines:
-        print(f"all {count} claims match {store}: files, summaries, verdicts and code")
+        print(
+            f"all {measured} measured claims match {store}: files, summaries, verdicts and code"
+            + (f" ({unmeasured} more need kinds this sweep does not run)" if unmeasured else "")
+        )
     return 1 if lines else 0
 
 
@@ -225,7 +262,7 @@ def _check(args) -> None:
     for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
         check_local_copy(name, Path(copy))
     count = len(settings.experiments)
-    print(f"{args.configfile}: valid ({count} experiment{'s' * (count != 1)})")
+    print(f"{_configfile(args)}: valid ({count} experiment{'s' * (count != 1)})")
 
 
 def _init(args) -> None:
@@ -370,9 +407,8 @@ def _sweep_options(p: argparse.ArgumentParser, overrides: bool = False) -> None:
     p.add_argument(
         "--configfile",
         type=Path,
-        default=DEFAULT_CONFIG,
         metavar="FILE",
-        help="the sweep's config (default: %(default)s)",
+        help=f"the sweep's config (default: {DEFAULT_CONFIG})",
     )
     p.add_argument(
         "--workspace",

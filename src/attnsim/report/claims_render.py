@@ -420,7 +420,8 @@ def short(claims: list[ClaimResult], width: int | None = None) -> str:
 
 # --- the headline: what a reader holds in mind ---------------------------------------------------
 
-HEADLINE_LINES = 40  # at most, at 80 columns (tests/report/test_claims_render.py)
+HEADLINE_LINES = 40  # at most, at HEADLINE_WIDTH columns (tests/report/test_claims_render.py)
+HEADLINE_WIDTH = 80
 LISTED = 4  # ids named per line of failed or undecided claims, the rest counted
 
 

@@ -15,10 +15,13 @@ from attnsim.kernels.normalisers import NORMALISERS
 
 
 def families(claims: list[ClaimResult]) -> dict[str, dict[str, ClaimResult]]:
-    """Claim family -> normaliser -> claim, for the claims whose id is `<family>_<normaliser>`,
-    families in the order their first claim appears; empty when no claim is per normaliser."""
+    """Claim family -> normaliser -> claim, for the measured claims whose id is
+    `<family>_<normaliser>`, families in the order their first claim appears; empty when the sweep
+    measured no claim per normaliser (a table of cells saying "not measured" tells nothing)."""
     table: dict[str, dict[str, ClaimResult]] = {}
     for c in claims:
+        if c.verdict == "not measured":
+            continue
         for name in NORMALISERS:
             if c.claim_id.endswith(f"_{name}"):
                 table.setdefault(c.claim_id[: -len(name) - 1], {})[name] = c
