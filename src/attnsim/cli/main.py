@@ -55,10 +55,17 @@ def _figures(args) -> None:
         render_all(args.summaries, args.outdir, args.threads)
 
 
-def _query(args) -> None:
+def _query(args) -> int:
+    if args.sql is None:  # a shell: statements from the prompt or stdin, one session
+        if args.output is not None or args.format not in (None, "table"):
+            raise AttnsimError("--format and --output take one statement: attnsim query SQL ...")
+        from attnsim.store.shell import shell
+
+        return shell(_store(args), args.timeout, args.memory)
     from attnsim.store import query
 
     query.write(_store(args), args.sql, args.format, args.output, args.timeout, args.memory)
+    return 0
 
 
 def _configfile(args) -> Path:
@@ -329,7 +336,9 @@ QUERY_FORMATS = (
 
 QUERY_ROWS = 40  # attnsim.store.query.TERMINAL_ROWS
 QUERY_HELP = """\
-Run one read-only SQL statement (DuckDB) over the result store and print the result.
+Run one read-only SQL statement (DuckDB) over the result store and print the result; without
+SQL, a shell: statements ending in ';' from the prompt (or piped in), one session, the same
+sandbox.
 
 views:
   summary               one row per grid point of every experiment (mean, SE, 95% CI, theory)
@@ -346,6 +355,8 @@ writes them (format from its suffix). Columns of every kind: docs/results-schema
 
 examples:
   attnsim query "SHOW TABLES"
+  attnsim query                                  a shell: SHOW TABLES; then SELECT ...;
+  printf 'SELECT 42 AS x;\n' | attnsim query
   attnsim query "DESCRIBE robustness"
   attnsim query "SELECT noise, max(err_ratio) FROM robustness GROUP BY noise" --format csv
   attnsim query "SELECT * FROM robustness_trials" --format parquet --output trials.parquet
@@ -520,7 +531,13 @@ def _add_query(sub) -> None:
         description=QUERY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("sql", metavar="SQL", help='one read-only statement, e.g. "SHOW TABLES"')
+    p.add_argument(
+        "sql",
+        metavar="SQL",
+        nargs="?",
+        help='one read-only statement, e.g. "SHOW TABLES"; none: a shell (statements from the '
+        "prompt or stdin)",
+    )
     p.add_argument(
         "--format",
         metavar="{" + ",".join(QUERY_FORMATS) + "}",
