@@ -656,7 +656,7 @@ def test_the_headline_holds_in_forty_lines_of_eighty_columns():
     )
     assert "attnsim claims --all" in lines[-1] and "more" in text  # failing ids: a few named
     for number, statement in enumerate(head.statements, 1):
-        assert f"  {number}. " in text
+        assert f"  {number}. {statement.title[:20]}" in text
 
 
 def check_latex(text: str, claims: list[ClaimResult]) -> None:

@@ -362,7 +362,7 @@ def write_chunk_specs():
     if PLANNING:  # the submitting process only (a job's Snakemake runs onstart too)
         planning.write_experiment_specs(SETTINGS, RESULTS)
     # what this run computes, for its progress lines (attnsim.cli.progress)
-    progress.write_manifest(PLANS, RESULTS, _local_cores())
+    progress.write_manifest(PLANS, RESULTS, _local_cores(), workflow.configfiles)
 
 
 def remove_replaced_chunks():

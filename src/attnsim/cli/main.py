@@ -1,4 +1,4 @@
-"""Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
+"""Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`, `runs`,
 `summary`, `verify`, `cite`, `decide`, `schema`, `check-config`, `init` and `embed`; for the
 workflow's rules: `simulate`, `collect`, `figures` and `fetch-asset` (they take --help too; the
 top-level help does not list them)."""
@@ -260,6 +260,12 @@ def _decide(args) -> int:
     )
 
 
+def _runs(args) -> None:
+    from attnsim.report import runs
+
+    print(runs.render(runs.table(args.root)))
+
+
 def _check(args) -> None:
     from attnsim.models.assets import check_local_copy
 
@@ -310,13 +316,17 @@ examples:
   attnsim run --report               ... and results/report.html, one self-contained page
   attnsim run -n                     the jobs a run would do, without doing them
   attnsim run --configfile my.yaml   your own sweep instead of config.yaml, in results/my/
-  attnsim run --set experiments.robustness.grid.n=[16,64]   one key overridden (also plan, show)
+  attnsim run --set experiments.robustness.grid.n=[16,64]   one key overridden, kept for later
+                                     commands (attnsim show lists, show --reset clears)
   attnsim init DIR                   a starter config.yaml in DIR: `attnsim run` there
   attnsim show                       per experiment: points done, chunks still to run
   attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
+  attnsim runs                       every workspace under results/, newest first
   attnsim claims                     the verdicts (--format markdown|latex|json|csv for documents)
   attnsim query "SHOW TABLES"        the store's views; then SQL over them:
   attnsim query "SELECT n, noise, err_ratio FROM robustness LIMIT 5" --format csv
+  attnsim query                      a shell: one session, statements ending in ';'
+  attnsim run --workflow-profile slurm   the sweep on a SLURM cluster (docs/cluster.md)
 
 options:
   -h, --help     this help; `attnsim COMMAND --help` for one command's options
@@ -574,6 +584,24 @@ def _add_plan(sub) -> None:
     )
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda args: None)  # handled before parsing
+
+
+def _add_runs(sub) -> None:
+    p = sub.add_parser(
+        "runs",
+        help="every workspace under results/: config, hash, points, trials, CPU, claims, date",
+        description="Every workspace under results/ (the default sweep's, the presets', your "
+        "sweeps'), newest first: the config it ran, the config's hash, points and trials in its "
+        "summaries, the CPU-hours its jobs measured, its claims' tally and when it last changed. "
+        "Read-only.",
+    )
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=Path("results"),
+        help="where the workspaces are (default: %(default)s)",
+    )
+    p.set_defaults(func=_runs)
 
 
 def _add_summary(sub) -> None:
@@ -836,6 +864,7 @@ COMMANDS = (
     _add_claims,
     _add_query,
     _add_plan,
+    _add_runs,
     _add_summary,
     _add_verify,
     _add_cite,

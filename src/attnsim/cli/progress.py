@@ -57,9 +57,12 @@ def manifest_path(results: Path) -> Path:
     return Path(results) / MANIFEST
 
 
-def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
-    """What this run is about to compute, for its progress lines. Only the submitting process has
-    plans: a job's process (which may run the workflow's hooks too) writes nothing."""
+def write_manifest(
+    plans, results: Path, cores: int | None, configfiles: list[str] | None = None
+) -> Path | None:
+    """What this run is about to compute, for its progress lines (and the config files it ran,
+    for `attnsim runs`). Only the submitting process has plans: a job's process (which may run
+    the workflow's hooks too) writes nothing."""
     from attnsim.records import cost
 
     if not plans:
@@ -87,6 +90,7 @@ def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
         "pid": os.getpid(),
         "written": time.time(),
         "cores": cores,
+        "configfiles": [str(f) for f in configfiles or []],
         "chunks": chunks,
         "experiments": experiments,
         "postprocess_seconds": cost.POSTPROCESS_SECONDS,
