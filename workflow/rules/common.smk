@@ -19,7 +19,7 @@ from attnsim.records.chunk import read_spec_file
 from attnsim.records import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.cli import progress
-from attnsim.report.status import run_summary
+from attnsim.report.status import report_context, run_summary
 from attnsim.store import lock as store_lock
 from attnsim.store import parquet as store
 
@@ -86,6 +86,11 @@ try:
     STALE = store.stale_summaries(STORE, SETTINGS.kinds()) if PLANNING else {}
 except AttnsimError as error:
     _fail(error)
+
+# what the report's home page says about this workspace (its template sees only `config`); read
+# from the store only when a report is made (`--report`), ~0.7 CPU-s for the default sweep
+if PLANNING and any(a == "--report" or a.startswith("--report=") for a in sys.argv):
+    config["attnsim_report"] = report_context(SETTINGS, STORE)
 
 # the logger plugin's progress lines read the run's manifest from there
 progress.set_workspace(RESULTS)

@@ -16,6 +16,8 @@ relative to it. The Snakemake report shows the page from a `data:` URL inside a 
 relative link can resolve (and the report's own `javascript:app.showResultInfo(...)` links do not
 cross into a frame of another origin): the page therefore embeds a copy of each figure at its
 bottom, and a few lines of script point the figure links at those copies when the page is framed.
+Chromium loads no `data:` URL over 2 MB (the page stays blank), so the copies are scaled to keep
+the whole page under 1 MB as base64 (`fitting_pngs`); the report holds every figure full size.
 """
 
 from __future__ import annotations
@@ -694,15 +696,19 @@ def embedded_png(path: Path, width: int = EMBEDDED_WIDTH) -> str | None:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def embedded_pngs(paths: list[Path], threads: int = 1) -> dict[Path, str | None]:
-    """`embedded_png` of each path, `threads` at a time: Pillow's decoding, scaling, palette and
-    encoding run without the GIL, so threads share the cores (the claims job runs last, alone)."""
+def embedded_pngs(
+    paths: list[Path], threads: int = 1, width: int = EMBEDDED_WIDTH
+) -> dict[Path, str | None]:
+    """`embedded_png` of each path at `width`, `threads` at a time: Pillow's decoding, scaling,
+    palette and encoding run without the GIL, so threads share the cores (the claims job runs
+    last, alone)."""
     if threads <= 1 or len(paths) <= 1:
-        return {path: embedded_png(path) for path in paths}
+        return {path: embedded_png(path, width) for path in paths}
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(min(threads, len(paths))) as pool:
-        return dict(zip(paths, pool.map(embedded_png, paths), strict=True))
+        scaled = pool.map(lambda path: embedded_png(path, width), paths)
+        return dict(zip(paths, scaled, strict=True))
 
 
 def _row(c: ClaimResult) -> str:
@@ -758,31 +764,79 @@ def html(
             f"<table class='claims'>{head}<tbody>"
             f"{''.join(_row(c) for c in members)}</tbody></table></section>"
         )
-    figures = []
     shown = list(dict.fromkeys(c.figure for c in claims if c.figure))
-    uris = (
-        embedded_pngs([Path(results) / f"figures/{f}.png" for f in shown], threads)
-        if results
-        else {}
-    )
+    meta = "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in provenance.items())
+    text = _page(claims, note, sections, matrix, _figures(claims, shown, {}, results), meta)
+    paths = [Path(results) / f"figures/{f}.png" for f in shown] if results else []
+    uris = fitting_pngs(paths, PAGE_BYTES - len(text.encode("utf-8")), threads)
+    return _page(claims, note, sections, matrix, _figures(claims, shown, uris, results), meta)
+
+
+# The report shows claims.html from a `data:` URL, and Chromium refuses to load one over 2 MB (a
+# blank page); the figure copies are sized so the whole page stays under 1 MB as base64.
+DATA_URL_BYTES = 1_000_000
+PAGE_BYTES = DATA_URL_BYTES * 3 // 4 - 10_000  # base64: 4 characters per 3 bytes; the URL's head
+EMBEDDED_WIDTHS = (EMBEDDED_WIDTH, 720, 560, 480, 400, 360, 320)
+
+
+def fitting_pngs(paths: list[Path], budget: int, threads: int = 1) -> dict[Path, str | None]:
+    """The figure copies at the largest of EMBEDDED_WIDTHS at which all of them fit in `budget`
+    bytes; none when even the smallest do not (the page then links each figure's file only)."""
+    if not paths or budget <= 0:
+        return {}
+    uris = embedded_pngs(paths, threads, EMBEDDED_WIDTHS[0])
+    size = sum(len(u or "") for u in uris.values())
+    if size <= budget:
+        return uris
+    for width in EMBEDDED_WIDTHS[1:]:  # a copy's bytes grow about as its area
+        if size * (width / EMBEDDED_WIDTHS[0]) ** 2 > budget and width != EMBEDDED_WIDTHS[-1]:
+            continue
+        uris = embedded_pngs(paths, threads, width)
+        if sum(len(u or "") for u in uris.values()) <= budget:
+            return uris
+    return {}
+
+
+def _figures(
+    claims: list[ClaimResult], shown: list[str], uris: dict[Path, str | None], results
+) -> list[str]:
+    figures = []
     for figure in shown:
         shows = ", ".join(
             f"<a href='#claim-{escape(c.claim_id)}'><code>{escape(c.claim_id)}</code></a>"
             for c in claims
             if c.figure == figure
         )
-        uri = uris.get(Path(results) / f"figures/{figure}.png") if results else None
-        image = (
-            f"<a class='figure-file' href='figures/{escape(figure)}.png'><img src='{uri}' "
-            f"alt='figure {escape(figure)}'></a>"
-            if uri
-            else "<p class='note'>(not drawn yet)</p>"
-        )
+        path = Path(results) / f"figures/{figure}.png" if results else None
+        uri = uris.get(path) if path is not None else None
+        if uri:
+            image = (
+                f"<a class='figure-file' href='figures/{escape(figure)}.png'><img src='{uri}' "
+                f"alt='figure {escape(figure)}'></a>"
+            )
+        elif path is not None and path.is_file():
+            experiment = figure.split("/")[0]
+            image = (
+                f"<p class='note'><a class='figure-file' href='figures/{escape(figure)}.png'>"
+                f"figures/{escape(figure)}.png</a> (in the report: under {escape(experiment)})</p>"
+            )
+        else:
+            image = "<p class='note'>(not drawn yet)</p>"
         figures.append(
             f"<figure id='{escape(figure_anchor(figure))}'>{image}<figcaption>"
             f"<code>{escape(figure)}</code> shows {shows}</figcaption></figure>"
         )
-    meta = "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in provenance.items())
+    return figures
+
+
+def _page(
+    claims: list[ClaimResult],
+    note: str,
+    sections: list[str],
+    matrix: str,
+    figures: list[str],
+    meta: str,
+) -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>attnsim claims</title>"
         f"<style>{STYLE}</style></head><body>"

@@ -176,3 +176,32 @@ def _sweep_line(settings, root: Path, options: str) -> list[str]:
             f"rows from several CPU classes: {', '.join(mixed)} (attnsim summary{options})"
         )
     return lines
+
+
+def report_context(settings, root: Path) -> dict[str, Any]:
+    """What the report's home page says about this workspace (workflow/report/workflow.rst): each
+    experiment's kind, its points and trials per point as the store's summaries hold them (the
+    config's where none is made yet: a range for adaptive or topped-up experiments), the store's
+    folder and the seed. Computed here because the page's template sees only the raw config,
+    whose generators and top-ups it cannot count."""
+    from attnsim.records.grid import grid_columns
+
+    experiments = []
+    for name, e in settings.experiments.items():
+        path = parquet.summary_path(root, e.kind, name)
+        stored = _trials_run(root, e.kind, name) if path.exists() else "-"
+        experiments.append(
+            {
+                "name": name,
+                "kind": e.kind,
+                "points": grid_columns(e).size,
+                "trials": stored if stored != "-" else _trials_asked(e),
+            }
+        )
+    return {
+        "experiments": experiments,
+        "store": f"{root}/",
+        "seed": settings.seed,
+        "chunk_size": settings.chunk_size,
+        "job_minutes": settings.job_minutes,
+    }
