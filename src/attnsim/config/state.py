@@ -21,11 +21,13 @@ disk, where the next `decide` finds them (the chunks of a look have stable ids).
 
 from __future__ import annotations
 
+import calendar
 import copy
 import fcntl
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -118,22 +120,36 @@ def update(workspace: Path, change: Callable[[WorkspaceState], WorkspaceState]) 
 
 def alive(operation: Operation) -> bool:
     """Whether the process that started `operation` still runs: on another host it is taken to
-    (nothing here can tell); here, its pid runs an attnsim (a reused pid runs something else)."""
+    (nothing here can tell); here, its pid exists and started no later than the operation (a
+    process started since holds a reused pid)."""
     if operation.host != socket.gethostname():
         return True
     try:
-        cmdline = Path(f"/proc/{operation.pid}/cmdline").read_bytes()
-    except FileNotFoundError:
+        os.kill(operation.pid, 0)
+    except ProcessLookupError:
         return False
-    except OSError:
-        try:
-            os.kill(operation.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+    except PermissionError:
+        pass
+    started = _process_started(operation.pid)
+    if started is None:
         return True
-    return b"attnsim" in cmdline
+    try:
+        recorded = calendar.timegm(time.strptime(operation.started, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return True
+    return started <= recorded + 2.0  # the clock's second: the record is written after the start
+
+
+def _process_started(pid: int) -> float | None:
+    """When process `pid` started (epoch seconds), from /proc; None where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat") as handle:
+            boot = next(float(line.split()[1]) for line in handle if line.startswith("btime"))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def describe_topups(topups: Mapping[str, TopUp]) -> str:
