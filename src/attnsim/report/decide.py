@@ -53,6 +53,7 @@ from attnsim.plan.sweep import plan_all
 from attnsim.records import cost
 from attnsim.records.state import ClaimDesign, Look, Operation, TopUp, WorkspaceState
 from attnsim.report import claims as io
+from attnsim.report.runs import benchmark_cpu
 from attnsim.store import parquet as store
 
 MAX_FACTOR = 64  # at most 64x the trials per point at the first look: beyond, looks are too far
@@ -305,18 +306,13 @@ def cpu_seconds() -> float:
 
 def benchmark_seconds(folder: Path, plans: Mapping[str, Any]) -> float:
     """The CPU-seconds the simulate jobs of `plans`' pending chunks measured (their Snakemake
-    benchmark files): what a look's jobs cost where they ran, on this machine or a cluster's."""
-    total = 0.0
-    for name, plan in plans.items():
-        for chunk in plan.pending:
-            path = folder / "benchmarks" / "simulate" / name / f"{plan.kind}-{chunk}.tsv"
-            try:
-                header, *rows = path.read_text().splitlines()
-                column = header.split("\t").index("cpu_time")
-                total += float(rows[-1].split("\t")[column])
-            except (OSError, ValueError, IndexError):
-                continue  # a job that did not run (already stored) or left no benchmark
-    return total
+    benchmark files): what a look's jobs cost where they ran, on this machine or a cluster's (a
+    chunk already stored, or a job that left no benchmark, counts nothing)."""
+    return sum(
+        benchmark_cpu(folder / "benchmarks" / "simulate" / name / f"{plan.kind}-{chunk}.tsv") or 0.0
+        for name, plan in plans.items()
+        for chunk in plan.pending
+    )
 
 
 @dataclass
@@ -351,11 +347,15 @@ class Meter:
             self.calibration = simulate_seconds / estimate_seconds
 
 
-def final_reserve(experiments: int) -> float:
-    """CPU-seconds the run after the last look needs: the topped-up experiments' figures and the
-    claims (`attnsim.records.cost`'s measured per-job times), besides its start (the overhead)."""
-    post = cost.POSTPROCESS_SECONDS
-    return experiments * post["figures"] + post["claims"]
+def final_reserve(folder: Path, experiments: Sequence[str]) -> float:
+    """CPU-seconds the run after the last look needs besides its start (the overhead): the
+    topped-up experiments' figures and the claims, as their last jobs' benchmarks measured them
+    (`attnsim.records.cost`'s typical times where a job left none)."""
+    post, bench = cost.POSTPROCESS_SECONDS, folder / "benchmarks"
+    figures = sum(
+        benchmark_cpu(bench / "figures" / f"{n}.tsv") or post["figures"] for n in experiments
+    )
+    return figures + (benchmark_cpu(bench / "claims.tsv") or post["claims"])
 
 
 # --- the loop --------------------------------------------------------------------------------
@@ -553,7 +553,7 @@ def _loop(
 def _affordable(run: Decide, meter: Meter, look: int, counts: Mapping[str, int]) -> bool:
     """Whether this look (and the final run after it) fits in what is left of the budget."""
     estimate = cost_hours(topped_up(run.data, counts, look + 1), run.root)[0] * 3600
-    need = meter.predict(estimate) + meter.overhead + final_reserve(len(counts))
+    need = meter.predict(estimate) + meter.overhead + final_reserve(run.folder, list(counts))
     if meter.spent + need <= meter.budget_seconds:
         return True
     print(
@@ -592,7 +592,9 @@ def _one_look(
         for n in sorted(counts)
     ]
     before = cpu_seconds()
-    run.run(summaries, run.folder / "decide" / f"look-{look + 1}.log")
+    # only the topped-up summaries (no figures, no claims), forced: without Snakemake's records
+    # (a copied results/) a summary that exists would be taken as done, its new chunks unmade
+    run.run([*summaries, "--forcerun", *summaries], run.folder / "decide" / f"look-{look + 1}.log")
     meter.learn(estimate, cpu_seconds() - before, benchmark_seconds(run.folder, plans))
     verdicts = run.judge(design, look, counts)
     factor = design.factors[look]

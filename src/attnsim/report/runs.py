@@ -63,16 +63,20 @@ def _config(folder: Path, root: Path) -> str:
     return f"{folder.name}.yaml?"  # named after it, unless --workspace chose the folder
 
 
+def benchmark_cpu(path: Path) -> float | None:
+    """The CPU-seconds a job's Snakemake benchmark file measured (its last row), or None."""
+    try:
+        header, *rows = path.read_text().splitlines()
+        return float(rows[-1].split("\t")[header.split("\t").index("cpu_time")])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _cpu_hours(folder: Path) -> float:
     """CPU-hours the jobs that made the workspace's current files measured (their benchmarks)."""
-    total = 0.0
-    for path in (folder / "benchmarks").rglob("*.tsv") if (folder / "benchmarks").is_dir() else ():
-        try:
-            header, *rows = path.read_text().splitlines()
-            total += float(rows[-1].split("\t")[header.split("\t").index("cpu_time")])
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / 3600
+    bench = folder / "benchmarks"
+    paths = bench.rglob("*.tsv") if bench.is_dir() else ()
+    return sum(benchmark_cpu(path) or 0.0 for path in paths) / 3600
 
 
 def _tally(folder: Path) -> str:

@@ -31,7 +31,7 @@ from attnsim.claims.engine import (
     row_estimate,
 )
 from attnsim.kinds.ratio_claims import ratio_is_one
-from attnsim.kinds.real_noise import ROW_CORRECTION, SINK_ROW
+from attnsim.kinds.real_noise import LIGHT, ROW_CORRECTION, SINK_ROW
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,6 @@ FIGURE_MAP, FIGURE_SIGMA, FIGURE_RATE, FIGURE_ROWS = (
     "real_noise_within_heads",
     "real_noise_rows",
 )
-LIGHT = (
-    "gaussian",
-    "uniform",
-)  # noise with every moment of the expansion finite (k* = inf): §2.8's regime "delta"
 
 
 def light(s: pd.DataFrame) -> pd.Series:
