@@ -384,7 +384,7 @@ that prints only that bill.
 examples:
   attnsim plan
   attnsim plan --configfile workflow/presets/large.yaml
-  attnsim plan --workflow-profile workflow/profiles/slurm --configfile workflow/presets/million.yaml
+  attnsim plan --workflow-profile slurm --configfile workflow/presets/million.yaml
 """
 
 

@@ -45,8 +45,8 @@ Snakemake options used most (any other goes through as well):
   -n, --dry-run                 the bill (points, jobs, CPU-hours) and the jobs per rule, no run
                                 (-n -v: each job with Snakemake's reason for it)
   --cores N                     use N cores (default: all)
-  --workflow-profile workflow/profiles/slurm
-                                submit the jobs to a SLURM cluster (docs/cluster.md)
+  --workflow-profile slurm      submit the jobs to a SLURM cluster (docs/cluster.md): a profile
+                                attnsim ships, by its name, or a profile folder's path
   --keep-going                  keep running the other jobs when one fails
   --forceall                    recompute everything (the store's finished points are kept otherwise)
 
