@@ -58,3 +58,16 @@ def test_no_workspace_is_one_line(tmp_path, monkeypatch, capsys):
     assert (
         capsys.readouterr().out.strip() == "no workspaces under results/ yet: attnsim run makes one"
     )
+
+
+def test_a_workspace_named_alone_shows_its_own_claims(tmp_path, monkeypatch, capsys):
+    """`attnsim claims --workspace DIR` (no --configfile) judges the sweep that workspace last ran
+    (its plan/experiments.json), not config.yaml's; its headline counts what it measured."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text("seed: 1\nexperiments: {}\n")  # another sweep entirely
+    workspace(tmp_path / "results" / "other")
+    assert main(["claims", "--workspace", "results/other"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("claims: ") and not first.startswith("claims: 0 evidence"), out
+    assert "attnsim claims --workspace results/other --all" in out

@@ -532,7 +532,9 @@ def render_headline(h: Headline, width: int = 80, more: str = "attnsim claims --
         )
     if h.not_measured:
         out += _wrap("  ", f"{h.not_measured} claims need kinds this sweep does not run", width, 4)
-    out += _wrap("", f"every claim, with what it rests on: {more}", width, 2)
+    last = f"every claim, with what it rests on: {more}"
+    # the command whole on a line of its own (copied, it must work), never broken between words
+    out += [last] if len(last) <= width else ["every claim, with what it rests on:", f"  {more}"]
     if len(out) > HEADLINE_LINES:
         out = out[: HEADLINE_LINES - 1] + [f"... ({more})"]
     return "\n".join(out)
