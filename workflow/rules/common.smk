@@ -354,10 +354,10 @@ def verify_assets():
 
 
 def sweep_dead_writers():
-    # killed jobs' temp files anywhere in the workspace: chunks, summaries, figures, claims
+    # killed jobs' temp files anywhere in the workspace: chunks, summaries, figures, claims. The
+    # chunks top-ups replaced go only once this run has succeeded (`remove_replaced_chunks`): a
+    # top-up an interrupted run wrote may be rerun now (--rerun-incomplete), and it reads them
     files.sweep_dead_temps(RESULTS)
-    # chunks an interrupted run's top-ups replaced
-    planning.remove_replaced(PLANS, STORE)
 
 
 def write_chunk_specs():
