@@ -47,7 +47,10 @@ try:
     # twice in the config files, numbers written as text, the schema (the package's one schema
     # file, with each kind's grid), semantic checks: the one check of the config
     RESULTS, STATE, SETTINGS, _token = workspace_state.workflow_settings(
-        config, workflow.configfiles, workflow.config_settings.overwrite_config, PLANNING
+        config,
+        workflow.configfiles,
+        workflow.config_settings.overwrite_config,
+        PLANNING,
     )
     STORE = RESULTS / "store"
     # a run while another process's `attnsim decide` works here: one line (dry runs read its
