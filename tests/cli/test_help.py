@@ -111,7 +111,7 @@ def test_run_options_become_snakemakes():
     assert translate(["-n", "-v"]) == ["-n", "--logger-attnsim-full"]
     # the report goes into the sweep's workspace; overrides and --workspace become one --config:
     # the overrides one list the workflow applies after the workspace's record, each replacing
-    # its key whole (attnsim.config.state), none when a real run has recorded them
+    # its key whole (attnsim.config.state), recorded by a real run's workflow once it has planned
     assert translate(["--configfile", "a.yaml", "--report"])[2:4] == [
         "--report",
         "results/a/report.html",
@@ -127,7 +127,11 @@ def test_run_options_become_snakemakes():
         'attnsim_set=["experiments.r.grid.n=[16,64]", "seed=3"]',
         "workspace=w",
     ]
-    assert translate(args, recorded=True) == ["--config", "workspace=w"]
+    assert translate(args, record=True)[-3:] == [
+        'attnsim_set=["experiments.r.grid.n=[16,64]", "seed=3"]',
+        "attnsim_record=true",
+        "workspace=w",
+    ]
 
 
 def test_query_help_lists_the_views_and_the_formats(capsys):

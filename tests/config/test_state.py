@@ -115,9 +115,9 @@ def test_the_workflow_reads_the_same_effective_config(tmp_path):
     config = small_config()
     config["workspace"] = str(tmp_path / "w")
     config[state.COMMAND_KEY] = ["seed=9"]
-    folder, _, settings, token = state.workflow_settings(config, [], {"seed": 5})
-    assert folder == tmp_path / "w" and token is None
+    read = state.workflow_settings(config, [], {"seed": 5})
+    assert read.folder == tmp_path / "w" and read.token is None and not read.record
     # the record over the files; a plain `snakemake --config` over the record; --set last
-    assert settings.seed == 9 and settings.experiments["robustness"].grid["n"] == [16]
+    assert read.settings.seed == 9 and read.settings.experiments["robustness"].grid["n"] == [16]
     config = small_config() | {"workspace": str(tmp_path / "w")}
-    assert state.workflow_settings(config, [], {"seed": 5})[2].seed == 5
+    assert state.workflow_settings(config, [], {"seed": 5}).settings.seed == 5

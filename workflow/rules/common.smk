@@ -46,17 +46,18 @@ try:
     # <- the command line's (attnsim.config.state, as every attnsim command reads it); keys given
     # twice in the config files, numbers written as text, the schema (the package's one schema
     # file, with each kind's grid), semantic checks: the one check of the config
-    RESULTS, STATE, SETTINGS, _token = workspace_state.workflow_settings(
+    WORKSPACE = workspace_state.workflow_settings(
         config,
         workflow.configfiles,
         workflow.config_settings.overwrite_config,
         PLANNING,
     )
+    RESULTS, SETTINGS = WORKSPACE.folder, WORKSPACE.settings
     STORE = RESULTS / "store"
     # a run while another process's `attnsim decide` works here: one line (dry runs read its
     # last complete look)
     if PLANNING and not workflow.output_settings.dryrun:
-        workspace_state.refuse_concurrent(STATE, _token, RESULTS)
+        workspace_state.refuse_concurrent(WORKSPACE.state, WORKSPACE.token, RESULTS)
     store.check_folders(STORE)
     # a read-only workspace: one line, not Snakemake's ProtectedOutputException
     if PLANNING:
@@ -354,6 +355,16 @@ def verify_assets():
         assets.check_run_assets(needed, SETTINGS.assets, Path("resources"))
     except AttnsimError as error:
         _fail(error)
+
+
+def record_overrides():
+    """`attnsim run --set`'s overrides, kept in the workspace's state record once the sweep they
+    make has planned (a refused sweep records nothing): later commands see the same sweep."""
+    if PLANNING and WORKSPACE.record and WORKSPACE.command:
+        try:
+            workspace_state.record_overrides(RESULTS, WORKSPACE.command)
+        except AttnsimError as error:
+            _fail(error)
 
 
 def sweep_dead_writers():

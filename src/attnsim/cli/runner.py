@@ -94,13 +94,14 @@ def snakefile_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     return ["--snakefile", str(packaged_snakefile())]
 
 
-def translate(args: list[str], workdir: Path = Path("."), recorded: bool = False) -> list[str]:
+def translate(args: list[str], workdir: Path = Path("."), record: bool = False) -> list[str]:
     """attnsim run's own options into Snakemake's: the packaged workflow where the folder has
     none, --report (into the workspace), -v/--verbose, --workspace DIR and the --set/--config
     overrides (one `--config`, at the end: Snakemake keeps only the last of several). The
     overrides go as one list the workflow applies after the workspace's record
     (`attnsim.config.state`), each replacing its key whole (Snakemake would merge mappings key by
-    key: a generator into another); `recorded`: they are in the record already (a real run)."""
+    key: a generator into another); `record`: a real run, whose workflow records them in the
+    workspace's state record once the sweep has planned."""
     import json
 
     from attnsim.config import overrides
@@ -125,8 +126,10 @@ def translate(args: list[str], workdir: Path = Path("."), recorded: bool = False
         out += ["--quiet", "rules", "host", "reason"]
     entries = []
     science = workspace_state.science(items)
-    if science and not recorded:
+    if science:
         entries.append(f"{workspace_state.COMMAND_KEY}={json.dumps(science)}")
+        if record:  # a real run: the workflow records them once the sweep has planned
+            entries.append(f"{workspace_state.RECORD_KEY}=true")
     if given:
         entries.append(f"workspace={given}")
     token = os.environ.get(workspace_state.TOKEN_ENV)
@@ -224,19 +227,6 @@ def check_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     return science
 
 
-def record_overrides(args: list[str], workdir: Path = Path(".")) -> bool:
-    """A real run's --set overrides, recorded in its workspace's state record before it starts
-    (later commands see the same sweep); True when there were any."""
-    from attnsim.config import overrides
-    from attnsim.config import state as workspace_state
-
-    _, items, _ = overrides.split_args(args)
-    if not workspace_state.science(items):
-        return False
-    workspace_state.record_overrides(Path(workdir) / workspace_of(args, workdir), items)
-    return True
-
-
 def is_dry(args: list[str]) -> bool:
     return any(a in ("-n", "--dry-run", "--dryrun") for a in args)
 
@@ -250,8 +240,7 @@ def run(args: list[str], workdir: Path = Path(".")) -> int:
 
     try:
         check_args(args, workdir)
-        recorded = not is_dry(args) and record_overrides(args, workdir)
-        extra = translate(args, workdir, recorded)
+        extra = translate(args, workdir, record=not is_dry(args))
         cmd = command(extra)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)

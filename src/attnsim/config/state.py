@@ -5,7 +5,8 @@
                      <-  this command's own `--set KEY=VALUE`
 
 `attnsim run --set` records its overrides (a real run, not a dry one: `plan` and `run -n` only
-price them), so later commands see the same sweep without repeating them (as Hydra keeps
+price them; recorded by the workflow once the sweep they make has planned, so a refused one is
+not kept), so later commands see the same sweep without repeating them (as Hydra keeps
 `overrides.yaml`); `attnsim show` prints what is in effect and `attnsim show --reset` clears the
 overrides. An override replaces the value at its key whole: a generator replaces a list or
 another generator, never merged with it.
@@ -30,7 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from attnsim.records.state import Operation, TopUp, WorkspaceState
 # before it is read): this command's --set items (a list of KEY=VALUE) and decide's run token
 COMMAND_KEY = "attnsim_set"
 TOKEN_KEY = "attnsim_operation"
+RECORD_KEY = "attnsim_record"  # a real run: record the --set items once the sweep has planned
 TOKEN_ENV = "ATTNSIM_OPERATION"  # set by decide for the runs it starts
 RECORDED = "state.yaml"  # how the recorded overrides are named in an error
 
@@ -266,22 +268,37 @@ def summary_lines(configfile: str | Path, state: WorkspaceState) -> list[str]:
     return [f"config: {configfile}, with", *lines]
 
 
+@dataclass(frozen=True)
+class WorkflowState:
+    """What the workflow (`common.smk`) reads at its start: its workspace, that workspace's
+    record, the effective `Settings`, the run token of the decide it runs for (or None), this
+    command's --set items and whether a real `attnsim run` asked to record them."""
+
+    folder: Path
+    state: WorkspaceState
+    settings: Any
+    token: str | None
+    command: tuple[str, ...]
+    record: bool
+
+
 def workflow_settings(
     config: dict,
     configfiles: Sequence[str | Path],
     cli: Mapping[str, Any] | None = None,
     main: bool = True,
-):
-    """The workflow's (`common.smk`) workspace, record and `Settings`, the same as `attnsim`'s
-    commands compute: `config` is Snakemake's (the files and `--config` merged); the recorded
-    overrides and top-ups go on it, then Snakemake's own `--config` entries again (`cli`: a plain
-    `snakemake --config` wins over the record, as `--set` does) and `attnsim run`'s `--set`.
-    `main`: the submitting process (a job's process says nothing about the record)."""
+) -> WorkflowState:
+    """The workflow's workspace, record and `Settings`, the same as `attnsim`'s commands compute:
+    `config` is Snakemake's (the files and `--config` merged); the recorded overrides and top-ups
+    go on it, then Snakemake's own `--config` entries again (`cli`: a plain `snakemake --config`
+    wins over the record, as `--set` does) and `attnsim run`'s `--set`. `main`: the submitting
+    process (a job's process says nothing about the record)."""
     from attnsim.config import workspace as workspaces
     from attnsim.config.load import load_workflow_config
 
     command = config.pop(COMMAND_KEY, None) or []
     token = config.pop(TOKEN_KEY, None)
+    record = str(config.pop(RECORD_KEY, "")).lower() == "true"
     if not isinstance(command, list) or not all(isinstance(i, str) for i in command):
         raise ConfigError(f"--config {COMMAND_KEY}: a list of KEY=VALUE strings")
     token = None if token is None else str(token)
@@ -289,10 +306,11 @@ def workflow_settings(
     state = current(folder, quiet=not main, token=token)
     data = effective_data(config, state, (), token)
     if cli:
-        plain = {k: v for k, v in cli.items() if k not in (COMMAND_KEY, TOKEN_KEY, "workspace")}
-        data = _merged(data, plain)
+        ours = (COMMAND_KEY, TOKEN_KEY, RECORD_KEY, workspaces.CONFIG_KEY)
+        data = _merged(data, {k: v for k, v in cli.items() if k not in ours})
     data = override.apply(data, command) if command else data
-    return folder, state, load_workflow_config(data, configfiles), token
+    settings = load_workflow_config(data, configfiles)
+    return WorkflowState(folder, state, settings, token, tuple(command), record)
 
 
 def _merged(data: dict, cli: Mapping[str, Any]) -> dict:

@@ -519,7 +519,7 @@ def _design_text(run: Decide, first, design: LookDesign, done: int, budget: floa
 def _loop(
     run: Decide, first: dict[str, int], design: GroupSequential, done: int, meter: Meter
 ) -> int:
-    run.token = uuid.uuid4().hex
+    run.token = f"decide-{uuid.uuid4().hex}"  # text, never read as a number by Snakemake
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     operation = Operation("decide", run.token, os.getpid(), socket.gethostname(), started)
     workspace_state.update(run.folder, lambda s: replace(s, operation=operation))
