@@ -36,12 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from attnsim.config import overrides as override
-from attnsim.errors import ConfigError, StoreError
+from attnsim.errors import ConfigError, StoreError, WriteError
 from attnsim.records import state as record
 from attnsim.records.state import Operation, TopUp, WorkspaceState
 
 # the keys `attnsim run` passes the workflow through Snakemake's --config (taken out of the config
-# before it is read): this command's --set items (a list of KEY=VALUE) and decide's run token
+# before it is read): this command's --set items (a list of KEY=VALUE), whether to record them,
+# and the run token of the decide whose look it runs
 COMMAND_KEY = "attnsim_set"
 TOKEN_KEY = "attnsim_operation"
 RECORD_KEY = "attnsim_record"  # a real run: record the --set items once the sweep has planned
@@ -113,11 +114,18 @@ def _locked(workspace: Path) -> Iterator[None]:
 
 
 def update(workspace: Path, change: Callable[[WorkspaceState], WorkspaceState]) -> WorkspaceState:
-    """Read the record, apply `change`, write it back atomically, all under the record's lock."""
-    with _locked(workspace):
-        new = change(record.read(workspace))
-        record.write(workspace, new)
-        return new
+    """Read the record, apply `change`, write it back atomically, all under the record's lock; a
+    folder that cannot be written is one line naming the record."""
+    try:
+        with _locked(workspace):
+            new = change(record.read(workspace))
+            record.write(workspace, new)
+            return new
+    except PermissionError as error:
+        raise WriteError(
+            f"{record.path(workspace)}: cannot be written ({error.strerror}): the workspace's "
+            "state record"
+        ) from None
 
 
 def alive(operation: Operation) -> bool:
@@ -188,7 +196,7 @@ def recover(workspace: Path) -> tuple[WorkspaceState, str]:
             workspace,
             lambda s: replace(s, operation=None) if s.operation == operation else s,
         )
-    except OSError:  # a read-only workspace: rolled back for this command only
+    except (OSError, WriteError):  # a read-only workspace: rolled back for this command only
         state = replace(state, operation=None)
     return state, note
 
