@@ -40,7 +40,7 @@ JOB_START_SECONDS = 1.0
 # LINE_SECONDS (a long run stays visibly alive) and every failure: the default run's ~80 jobs
 # would otherwise print ~80 lines before its summary.
 JOB_LINES = 12
-LINE_SECONDS = 60.0
+LINE_SECONDS = 180.0
 
 
 # The workspace of the run in this process: the workflow sets it when it is parsed (the logger

@@ -97,7 +97,7 @@ def run_summary(
     large one), the claims' headline (`claims_render.render_headline`), where everything is and
     the next commands, with the `options` (`--configfile ...`, `--workspace ...`) that name this
     workspace as the user typed them; `every`: a line per experiment however many."""
-    lines = ["", "attnsim run summary", "=" * 19]
+    lines = ["", "attnsim run summary:"]
     if every or len(settings.experiments) <= SUMMARY_EXPERIMENTS:
         lines += _experiment_lines(settings, root)
     else:
