@@ -359,7 +359,7 @@ def verify_assets():
 
 def record_overrides():
     """`attnsim run --set`'s overrides, kept in the workspace's state record once the sweep
-    they make has planned (a refused sweep records nothing): later commands see it too."""
+    has planned (a refused sweep records nothing)."""
     if PLANNING and WORKSPACE.record and WORKSPACE.command:
         try:
             workspace_state.record_overrides(RESULTS, WORKSPACE.command)
