@@ -71,6 +71,15 @@ class LogHandlerSettings(LogHandlerSettingsBase):
     )
 
 
+# A report of results copied without .snakemake/ (or made by plain scripts): Snakemake warns once
+# per file that it has no metadata (157 lines for the default sweep); one line says it for all.
+NO_METADATA = "Missing metadata for file "
+NO_METADATA_LINE = (
+    "attnsim: the results' files have no Snakemake metadata (copied without .snakemake/?): the "
+    "report shows them without their jobs' details"
+)
+
+
 class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
         common = self.common_settings
@@ -83,6 +92,7 @@ class LogHandler(LogHandlerBase):
         )
         self.default = None
         self.progress = None
+        self.no_metadata = 0  # report files without Snakemake's metadata seen
         if self.full:
             # Snakemake's own stream handler, filter and formatter: exactly its usual output.
             from snakemake.logging import ColorizingTextHandler, DefaultFilter, DefaultFormatter
@@ -180,6 +190,9 @@ class LogHandler(LogHandlerBase):
         message = self._plain(record)
         if not message or (record.levelno < logging.WARNING and message.startswith(QUIET_INFO)):
             return []
+        if message.startswith(NO_METADATA):  # one line for them all, not one per file
+            self.no_metadata += 1
+            return [NO_METADATA_LINE] if self.no_metadata == 1 else []
         return [message]
 
     @staticmethod

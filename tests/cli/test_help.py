@@ -109,22 +109,27 @@ def test_run_options_become_snakemakes():
         "reason",
     ]
     assert translate(["-n", "-v"]) == ["-n", "--logger-attnsim-full"]
-    # the report goes into the sweep's workspace; overrides and --workspace become one --config
+    # the report goes into the sweep's workspace; overrides and --workspace become one --config:
+    # the overrides one list the workflow applies after the workspace's record, each replacing
+    # its key whole (attnsim.config.state), recorded by a real run's workflow once it has planned
     assert translate(["--configfile", "a.yaml", "--report"])[2:4] == [
         "--report",
         "results/a/report.html",
     ]
-    assert translate(
-        ["--set", "experiments.r.grid.n=[16,64]", "--workspace", "w", "--config", "seed=3", "-n"]
-    ) == [
+    args = ["--set", "experiments.r.grid.n=[16,64]", "--workspace", "w", "--config", "seed=3"]
+    assert translate([*args, "-n"]) == [
         "-n",
         "--quiet",
         "rules",
         "host",
         "reason",
         "--config",
-        "seed=3",
-        "experiments={r: {grid: {n: [16, 64]}}}",
+        'attnsim_set=["experiments.r.grid.n=[16,64]", "seed=3"]',
+        "workspace=w",
+    ]
+    assert translate(args, record=True)[-3:] == [
+        'attnsim_set=["experiments.r.grid.n=[16,64]", "seed=3"]',
+        "attnsim_record=true",
         "workspace=w",
     ]
 

@@ -261,6 +261,36 @@ def test_handler_quiets_rule_blocks_and_keeps_warnings(capsys, tmp_path, monkeyp
     ]
 
 
+def test_a_report_of_copied_results_warns_once_not_per_file(capsys):
+    """Snakemake warns once per file without metadata (a results folder copied without
+    .snakemake/: 157 lines for the default sweep); the handler says it in one line."""
+    h = handler(capsys)
+    for i in range(157):
+        h.emit(record(None, f"Missing metadata for file results/x{i}.png. Maybe ...", 30))
+    h.emit(record(None, "Report created."))
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "no Snakemake metadata" in err[0] and err[1] == "Report created."
+
+
+def test_a_run_of_many_jobs_prints_about_job_lines_of_them(tmp_path):
+    """The default sweep's ~80 jobs would print ~80 lines: a run of many jobs prints about
+    JOB_LINES, evenly spread, the last one always (and one at least every LINE_SECONDS)."""
+    clock = Clock()
+    p = progress.Progress(results=tmp_path, pid=1, now=clock)
+    p.run_info({"collect": 100, "total": 100})
+    lines = []
+    for job in range(100):
+        lines += p.job_started(job, "collect", {"experiment": f"e{job}"})
+        clock.t += 0.5
+        lines += p.job_finished(job)
+    finished = [line for line in lines if line.startswith("[")]
+    assert progress.JOB_LINES <= len(finished) <= progress.JOB_LINES + 1
+    assert finished[-1].startswith("[100/100")
+    clock.t += progress.LINE_SECONDS  # a slow job: its line comes however few jobs are done
+    p.run_info({"collect": 200, "total": 200})
+    assert p.job_started(100, "collect", {}) == [] and p.job_finished(100)
+
+
 def test_quiet_runs_keep_only_the_failure_line(capsys, tmp_path, monkeypatch):
     from snakemake.settings.enums import Quietness
 

@@ -159,3 +159,49 @@ def test_plan_and_run_take_nested_overrides_and_refuse_bad_ones_in_one_line(tmp_
         assert bad.returncode == 2 and lines == [
             "attnsim: error: experiments.robustness.trials: '10x' is not of type integer"
         ], bad.stderr
+
+
+@pytest.mark.slow
+def test_set_is_remembered_replaces_a_generator_whole_and_plan_agrees_with_run_n(tmp_path):
+    """`attnsim run --set` is recorded in the workspace's state record: a later `plan`, `run -n`
+    and `show` see the same sweep without repeating it; an override generator replaces the file's
+    generator (merged, the two would be one mapping of two rules: an error); `plan` prints the
+    bill `run -n` prints, with or without a new --set (which they price, not record); `show
+    --reset` forgets the override."""
+    import os
+    import subprocess
+    import sys
+
+    from attnsim.records import state as record
+
+    config = small_config()
+    config["experiments"]["robustness"]["grid"]["noise_scale"] = {"linspace": [0.1, 0.5, 3]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    env = dict(os.environ)
+    env["PATH"] = f"{os.path.dirname(sys.executable)}{os.pathsep}{env.get('PATH', '')}"
+    snakefile = ["-s", str(REPO / "workflow/Snakefile")]
+
+    def attnsim(*args, snakemake=True):
+        cmd = [sys.executable, "-m", "attnsim.cli.main", *args, *(snakefile if snakemake else [])]
+        done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    def bill(text: str) -> list[str]:
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("plan: "))
+        return lines[start : start + 4]
+
+    generator = "experiments.robustness.grid.noise_scale={logspace: [0.1, 0.5, 2]}"
+    attnsim("run", "--cores", "2", "--set", generator)
+    assert record.read(tmp_path / "results").overrides == (generator,)
+    planned = attnsim("plan")
+    assert "16 points (0 to run" in planned  # the override remembered: nothing left to do
+    assert bill(planned) == bill(attnsim("run", "-n"))
+    priced = ["--set", "experiments.robustness.grid.n=[16,32,64]"]
+    planned = attnsim("plan", *priced)
+    assert "24 points (8 to run" in planned and bill(planned) == bill(attnsim("run", "-n", *priced))
+    assert record.read(tmp_path / "results").overrides == (generator,)  # priced, not recorded
+    assert "--set " + generator in attnsim("show", snakemake=False)
+    attnsim("show", "--reset", snakemake=False)
+    assert "24 points (8 to run" in attnsim("plan")  # the file's generator again: 3 scales

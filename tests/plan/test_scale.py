@@ -570,15 +570,16 @@ def test_attnsim_plan_prints_the_bill(tmp_path):
     cmd = [attnsim, "plan", *workflow_args(tmp_path), "--cores", "2"]
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     lines = result.stdout.splitlines()
-    assert result.returncode == 0 and len(lines) == 5, result.stdout + result.stderr
+    assert result.returncode == 0 and len(lines) == 6, result.stdout + result.stderr
     assert lines[0].startswith("plan: 1 experiment, 16 points (16 to run, up to 320 trials)")
     assert (
         lines[1].startswith("  jobs to run: simulate ")
-        and "collect 1, figures 1, claims 1" in lines[1]
+        and "collect 1, judge 1, figures 1, claims 1" in lines[1]
     )
     assert "CPU-minutes estimated" in lines[2] and "peak memory per job" in lines[2]
     assert "simulate jobs of max_jobs = 100" in lines[3] and not (tmp_path / "results").exists()
     assert lines[4].startswith("  figures: about ") and "; claims: about " in lines[4]
+    assert lines[5].startswith("  profile: default (")  # the workflow's default profile
 
 
 def test_attnsim_finds_its_own_snakemake_without_an_activated_venv(tmp_path):

@@ -2,7 +2,7 @@
 experiment adaptive (rounds of `trials`) computes only the rounds the store lacks; raising a fixed
 `trials` reuses the blocks whose layout agrees. Either way the rows and summaries are bit-identical
 to a fresh run at the larger count, at 1 and 2 threads, and each point lives in one file. Fewer
-trials are refused (computed trials are never dropped: test_plan.py)."""
+trials read each point's first ones (test_fewer_trials.py)."""
 
 from __future__ import annotations
 

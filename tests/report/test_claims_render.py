@@ -376,14 +376,17 @@ def test_html_is_semantic_a_table_per_statement_a_row_per_claim(tiny_run):
 
 
 def test_normaliser_matrix_has_a_cell_per_claim_linked_to_its_row(tiny_run):
-    """The verdicts per normaliser: every claim whose subject is a normaliser has its cell, with
-    the claim's verdict, linked to its row; the markdown has the same table."""
+    """The verdicts per normaliser: every measured claim whose subject is a normaliser has its
+    cell, with the claim's verdict, linked to its row (a claim not measured has none: a sweep
+    without normalisers gets no table); the markdown has the same table."""
     from attnsim.report import normaliser_matrix
 
     claims = written_claims(tiny_run, measured_only=False)
     table = normaliser_matrix.families(claims)
     per_map = [c for c in claims if c.subject_type == "normaliser"]
-    assert len(per_map) == sum(len(row) for row in table.values()) > 20
+    measured = [c for c in per_map if c.verdict != "not measured"]
+    assert len(measured) == sum(len(row) for row in table.values()) > 20
+    assert normaliser_matrix.families([c for c in claims if c not in measured]) == {}
     assert {"normaliser_bias", "escape_time_grows_with_scale"} <= set(table)
     page = (tiny_run / "claims.html").read_text()
     matrix = page[page.index("<section id='normaliser-matrix'>") :]
@@ -608,15 +611,52 @@ def test_cli_formats(tiny_run, capsys, monkeypatch):
     assert capsys.readouterr().out == markdown == (tiny_run / "claims.md").read_text()
 
     monkeypatch.setenv("COLUMNS", "80")
-    main(args)
+    main(args)  # the headline: one rendering, what a reader holds in mind
+    out = capsys.readouterr().out
+    assert out.strip() == render.render_headline(render.headline(claims), 80, MORE)
+    assert len(out.splitlines()) <= 40 and all(len(line) <= 80 for line in out.splitlines())
+    main(args + ["--all"])  # every claim (through $PAGER on a terminal; here, printed)
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines()), max(out.splitlines(), key=len)
     flowing = " ".join(out.split())  # long titles wrap at 80 columns
-    claims, hidden = render.measured_only(claims)  # the kinds the tiny run does not run: one line
-    assert flowing.startswith(f"claims: {render.tally(claims)} {render.unmeasured_line(hidden)}")
+    assert flowing.startswith(f"claims: {render.tally(claims)}")
     for number, (key, members) in enumerate(render.groups(claims), 1):
         assert f"{number}. {render.title(key)}: {render.group_tally(key, members)}" in flowing
     assert all(c.claim_id in out and c.number in flowing for c in claims)
+
+
+MORE = "attnsim claims --all"  # config.yaml: the default sweep needs no option
+
+
+def test_the_headline_holds_in_forty_lines_of_eighty_columns():
+    """Whatever the table (here 400 claims, long titles, many failing), the headline is at most 40
+    lines of 80 columns: per statement its verdicts, the failing ones named (a few, the rest
+    counted), the sanity checks apart, and where the full list is."""
+    verdicts = ("holds", "fails", "inconclusive", "outside regime", "not measured")
+    statements = [*engine.STATEMENTS, "a_statement_of_a_plugin_with_a_long_name"]
+    many = [
+        dataclasses.replace(
+            claim("mean (95% CI)", 1.0, 0.9, 1.1),
+            claim_id=f"claim_with_a_rather_long_identifier_{i}",
+            verdict=verdicts[i % len(verdicts)],
+            statement=statements[i % len(statements)],
+            role="sanity" if i % 7 == 0 else "evidence",
+            needed_unit="trials per point",
+        )
+        for i in range(400)
+    ]
+    head = render.headline(many)
+    text = render.render_headline(head, 80)
+    lines = text.splitlines()
+    assert len(lines) <= 40 and all(len(line) <= 80 for line in lines), text
+    measured = [c for c in many if c.verdict != "not measured"]
+    assert head.measured == len(measured) and head.not_measured == len(many) - len(measured)
+    assert sum(sum(s.verdicts.values()) for s in head.statements) == len(
+        [c for c in measured if c.role != "sanity"]
+    )
+    assert "attnsim claims --all" in lines[-1] and "more" in text  # failing ids: a few named
+    for number, statement in enumerate(head.statements, 1):
+        assert f"  {number}. {statement.title[:20]}" in text
 
 
 def check_latex(text: str, claims: list[ClaimResult]) -> None:

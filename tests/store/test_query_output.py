@@ -1,8 +1,9 @@
 """`attnsim query --output` never replaces what it should not (issue 41 item 1): a device node, a
 FIFO, a symbolic link, a directory or a path inside the store is refused in one line naming the
 path, with nothing replaced; an unwritable folder and `/proc/version` give one line; the result
-is streamed, so `--memory` holds for `--output` too. And the terminal's table (issue 40 item 6):
-capped, with the count and how to get every row, NULL printed as NULL."""
+is streamed, so `--memory` holds for `--output` too. And the terminal's table (issue 40 item 6,
+DuckDB's renderer since issue 51): capped, with the count and how to get every row, NULL printed as
+NULL; without SQL, a shell of one session over stdin (issue 51 item 7)."""
 
 from __future__ import annotations
 
@@ -168,20 +169,56 @@ def test_output_is_streamed_within_the_memory_cap(filled, fmt):
         assert pq.read_metadata(out).num_rows == 30_000_000
 
 
+def cells(line: str) -> list[str]:
+    """The cells of a row of DuckDB's box table."""
+    return [c.strip() for c in line.strip("│").split("│")]
+
+
 def test_the_terminal_table_is_capped_with_the_count_and_prints_null(filled, capsys):
+    """DuckDB's renderer draws the table (a box: header, types, rows); at most TERMINAL_ROWS rows
+    and then the count."""
     assert main(["query", SQL]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 + query.TERMINAL_ROWS + 1
+    rows = [line for line in lines if line.startswith("│")][2:]  # less the names and types
+    assert len(rows) == query.TERMINAL_ROWS
+    assert cells(lines[1]) == ["point_id", "trial", "noise"]
     assert lines[-1] == (
         f"({query.TERMINAL_ROWS} of 320 rows shown; every row: --format csv or json, or --output "
         "FILE)"
     )
     assert main(["query", "SELECT NULL AS a, 'x' AS b, 'NaN'::DOUBLE AS c"]) == 0
-    assert capsys.readouterr().out.split("\n")[1].split() == ["NULL", "x", "NaN"]
+    assert cells(capsys.readouterr().out.splitlines()[4]) == ["NULL", "x", "nan"]
     assert main(["query", "SELECT count(*) AS n FROM robustness_trials"]) == 0
-    assert capsys.readouterr().out.split() == ["n", "320"]  # nothing added under the cap
+    out = capsys.readouterr().out.splitlines()
+    assert cells(out[1]) == ["n"] and cells(out[4]) == ["320"] and len(out) == 6  # no count line
     assert main(["query", SQL, "--format", "csv"]) == 0  # csv: every row
     assert len(capsys.readouterr().out.splitlines()) == 321
+
+
+def test_the_shell_runs_piped_statements_in_one_session(filled):
+    """`attnsim query` without SQL: statements from stdin, each printed by DuckDB's renderer, in
+    the same sandbox (a write is one line and the others still run; the exit status says so)."""
+    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")
+    command = [sys.executable, "-m", "attnsim.cli.main", "query"]
+    done = subprocess.run(
+        command, input="SELECT 42 AS x;\n", text=True, capture_output=True, cwd=filled, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert cells(done.stdout.splitlines()[4]) == ["42"]
+    script = (
+        "SELECT count(*) AS n FROM robustness;\n"
+        "COPY robustness TO 'out.csv';\n"
+        "SELECT 'a;b' AS s;\n"
+        "SELECT * FROM read_csv('/etc/passwd');\n"
+    )
+    done = subprocess.run(
+        command, input=script, text=True, capture_output=True, cwd=filled, env=env
+    )
+    assert done.returncode == 1 and not (filled / "out.csv").exists()
+    tables = [cells(line) for line in done.stdout.splitlines() if line.startswith("│")]
+    assert ["16"] in tables and ["a;b"] in tables
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == 2 and all(e.startswith("attnsim: error: ") for e in errors), errors
 
 
 def test_show_tables_lists_no_internal_view(filled, capsys):

@@ -391,10 +391,12 @@ LINKS_JS = """
 return [...document.querySelectorAll('a[href]')].map(a => {
   const raw = a.getAttribute('href');
   const frag = raw.startsWith('#') ? decodeURIComponent(raw.slice(1)) : null;
-  return {raw: raw, href: a.href,
+  return {raw: raw, href: a.href.slice(0, 1000),
           target: frag === null ? null : !!(document.getElementById(frag) || document.getElementsByName(frag).length)};
 });
 """  # noqa: E501
+# (a link of a page shown from a data: URL resolves against that URL: the default run's claims page
+# is ~900 KB of it, and returned whole for every link the list runs to hundreds of MB)
 
 IMAGES_JS = (
     "return [...document.images].map(i => ({src: i.src.slice(0, 80), complete: "

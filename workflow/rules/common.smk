@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from attnsim import files, seeding
+from attnsim.config import state as workspace_state
 from attnsim.config import workspace
 from attnsim.records.grid import grid_columns
-from attnsim.config.load import load_workflow_config
 from attnsim.errors import AttnsimError
 from attnsim.report import figure_check
 from attnsim.kinds import all_kinds, get_kind
@@ -19,7 +19,7 @@ from attnsim.records.chunk import read_spec_file
 from attnsim.records import cost as resources
 from attnsim.plan import sweep as planning
 from attnsim.cli import progress
-from attnsim.report.status import run_summary
+from attnsim.report.status import report_context, run_summary
 from attnsim.store import lock as store_lock
 from attnsim.store import parquet as store
 
@@ -41,12 +41,23 @@ PLANNING = workflow.is_main_process
 
 try:
     # this sweep's folder (docs/usage.md): results/ for config.yaml, results/<stem>/ for another
-    # config file, or `--config workspace=DIR`; everything the run writes goes under it
-    RESULTS = workspace.from_config(config, workflow.configfiles)
+    # config file, or `--config workspace=DIR`; everything the run writes goes under it. Its
+    # effective config: the files <- the overrides and top-ups recorded in <workspace>/state.yaml
+    # <- the command line's (attnsim.config.state, as every attnsim command reads it); keys given
+    # twice in the config files, numbers written as text, the schema (the package's one schema
+    # file, with each kind's grid), semantic checks: the one check of the config
+    WORKSPACE = workspace_state.workflow_settings(
+        config,
+        workflow.configfiles,
+        workflow.config_settings.overwrite_config,
+        PLANNING,
+    )
+    RESULTS, SETTINGS = WORKSPACE.folder, WORKSPACE.settings
     STORE = RESULTS / "store"
-    # keys given twice in the config files, numbers written as text, the schema (the package's
-    # one schema file, with each kind's grid), semantic checks: the one check of the config
-    SETTINGS = load_workflow_config(config, workflow.configfiles)
+    # a run while another process's `attnsim decide` works here: one line (dry runs read its
+    # last complete look)
+    if PLANNING and not workflow.output_settings.dryrun:
+        workspace_state.refuse_concurrent(WORKSPACE.state, WORKSPACE.token, RESULTS)
     store.check_folders(STORE)
     # a read-only workspace: one line, not Snakemake's ProtectedOutputException
     if PLANNING:
@@ -79,6 +90,11 @@ try:
     STALE = store.stale_summaries(STORE, SETTINGS.kinds()) if PLANNING else {}
 except AttnsimError as error:
     _fail(error)
+
+# what the report's home page says about this workspace (its template sees only `config`); read
+# from the store only when a report is made (`--report`), ~0.7 CPU-s for the default sweep
+if PLANNING and any(a == "--report" or a.startswith("--report=") for a in sys.argv):
+    config["attnsim_report"] = report_context(SETTINGS, STORE)
 
 # the logger plugin's progress lines read the run's manifest from there
 progress.set_workspace(RESULTS)
@@ -407,6 +423,16 @@ def rerun_chunks():
     }
 
 
+def record_overrides():
+    """`attnsim run --set`'s overrides, kept in the workspace's state record once the sweep
+    has planned (a refused sweep records nothing)."""
+    if PLANNING and WORKSPACE.record and WORKSPACE.command:
+        try:
+            workspace_state.record_overrides(RESULTS, WORKSPACE.command)
+        except AttnsimError as error:
+            _fail(error)
+
+
 def sweep_dead_writers():
     # killed jobs' temp files anywhere in the workspace: chunks, summaries, figures, claims
     files.sweep_dead_temps(RESULTS)
@@ -430,7 +456,7 @@ def write_chunk_specs():
     if PLANNING:  # the submitting process only (a job's Snakemake runs onstart too)
         planning.write_experiment_specs(SETTINGS, RESULTS)
     # what this run computes, for its progress lines (attnsim.cli.progress)
-    progress.write_manifest(PLANS, RESULTS, _local_cores())
+    progress.write_manifest(PLANS, RESULTS, _local_cores(), workflow.configfiles)
 
 
 def remove_replaced_chunks():
@@ -476,7 +502,8 @@ def stop_job_server():
 
 
 def print_run_summary():
-    print(run_summary(SETTINGS, STORE, elapsed=time.monotonic() - RUN_STARTED))
+    options = workspace.options(workflow.configfiles, RESULTS)
+    print(run_summary(SETTINGS, STORE, time.monotonic() - RUN_STARTED, options))
 
 
 def check_cluster_fit():

@@ -1,4 +1,4 @@
-"""Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`,
+"""Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`, `runs`,
 `summary`, `verify`, `cite`, `decide`, `locate`, `schema`, `check-config`, `init` and `embed`; for
 the workflow's rules: `simulate`, `collect`, `judge`, `figures` and `fetch-asset` (they take --help
 too; the top-level help does not list them)."""
@@ -9,6 +9,7 @@ import argparse
 import logging
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,13 @@ def _figures(args) -> None:
         render_all(args.summaries, args.outdir, args.threads)
 
 
-def _query(args) -> None:
+def _query(args) -> int:
+    if args.sql is None:  # a shell: statements from the prompt or stdin, one session
+        if args.output is not None or args.format not in (None, "table"):
+            raise AttnsimError("--format and --output take one statement: attnsim query SQL ...")
+        from attnsim.store.shell import shell
+
+        return shell(_store(args), args.timeout, args.memory)
     from attnsim.config import workspace
     from attnsim.store import query
 
@@ -67,13 +74,19 @@ def _query(args) -> None:
         query.check_output(args.output, _store(args))
         workspace.check_not_own(args.output, _workspace(args))
     query.write(_store(args), args.sql, args.format, args.output, args.timeout, args.memory)
+    return 0
+
+
+def _configfile(args) -> Path:
+    """--configfile, else config.yaml."""
+    return args.configfile if args.configfile is not None else DEFAULT_CONFIG
 
 
 def _workspace(args) -> Path:
     """The workspace the command reads: --workspace, else the one named after --configfile."""
     from attnsim.config import workspace
 
-    return workspace.locate([args.configfile], args.workspace)
+    return workspace.locate([_configfile(args)], args.workspace)
 
 
 def _store(args) -> Path:
@@ -81,21 +94,41 @@ def _store(args) -> Path:
 
 
 def _settings(args):
-    from attnsim.config.load import load_file
+    """The sweep's effective settings: the config file <- the workspace's recorded overrides and
+    top-ups <- this command's --set (`attnsim.config.state`)."""
+    from attnsim.config import state
 
-    return load_file(args.configfile, args.overrides)
+    return state.settings(_configfile(args), _workspace(args), getattr(args, "overrides", []))
 
 
 def _show(args) -> None:
+    from attnsim.config import state
     from attnsim.report.status import show
 
-    print(show(_settings(args), _store(args), args.configfile))
+    folder = _workspace(args)
+    if args.reset:
+        state.reset(folder)
+        print(f"{state.record.path(folder)}: overrides cleared")
+    record = state.current(folder)
+    if args.yaml:
+        import yaml
+
+        data = state.effective_data(
+            state.load_data(_configfile(args)), record, state.science(args.overrides)
+        )
+        print(yaml.safe_dump(data, sort_keys=False, width=100), end="")
+        return
+    settings = state.settings(_configfile(args), folder, args.overrides, record)
+    print("\n".join(state.summary_lines(_configfile(args), record)))
+    print(show(settings, _store(args), _configfile(args)))
 
 
 def _summary(args) -> None:
+    from attnsim.config import workspace
     from attnsim.report.status import run_summary
 
-    print(run_summary(_settings(args), _store(args), elapsed=args.elapsed))
+    options = workspace.options([_configfile(args)], _workspace(args))
+    print(run_summary(_settings(args), _store(args), args.elapsed, options, every=args.all))
 
 
 def _schema(args) -> None:
@@ -132,8 +165,12 @@ def _claims(args) -> int:
     if args.diff is not None:
         return _claims_diff(store, args.diff)
     meta: dict[str, Any] = {}
+    last_run = _workspace(args) / "plan" / "experiments.json"
     if args.experiments_file is not None:
         experiments = json.loads(args.experiments_file.read_text())
+    elif args.configfile is None and args.workspace is not None and last_run.is_file():
+        # `--workspace DIR` alone: the sweep that workspace last ran, not config.yaml's
+        experiments = json.loads(last_run.read_text())
     else:
         settings = _settings(args)
         experiments = settings.kinds()
@@ -157,8 +194,15 @@ def _claims(args) -> int:
         print(render.csv_text(io.table(rows)), end="")
     elif form == "latex":
         print(render.latex(rows, run), end="")
+    elif args.all:
+        _page(render.terminal(rows, everything=True))
     else:
-        print(render.terminal(rows, everything=args.all))
+        from attnsim.config import workspace
+
+        options = workspace.options([_configfile(args)], _workspace(args))
+        width = min(render.HEADLINE_WIDTH, shutil.get_terminal_size((80, 24)).columns)
+        more = f"attnsim claims{options} --all"
+        print(render.render_headline(render.headline(rows), width, more))
     return 0
 
 
@@ -183,6 +227,22 @@ def _judge(args) -> None:
     )
 
 
+def _page(text: str) -> None:
+    """Print `text`, through $PAGER (else `less -FRX`: it quits when the text fits one screen and
+    folds no line of its own) when the output is a terminal."""
+    if not sys.stdout.isatty():
+        print(text)
+        return
+    import shlex
+    import subprocess
+
+    pager = shlex.split(os.environ.get("PAGER") or "less -FRX")
+    try:
+        subprocess.run(pager, input=text + "\n", text=True, check=False)
+    except OSError:  # no such pager: the text as it is
+        print(text)
+
+
 def _claims_diff(store: Path, other: Path) -> int:
     """`claims --diff OTHER`: the claims beside the store against OTHER's, only what changed."""
     from attnsim.report.diff import diff
@@ -197,11 +257,14 @@ def _verify(args) -> int:
     from attnsim.report.verify import verify
 
     store = args.store if args.store is not None else _store(args)
-    lines, count = verify(store)
+    lines, measured, unmeasured = verify(store)
     for line in lines:
         print(line)
     if not lines:
-        print(f"all {count} claims match {store}: files, summaries, verdicts and code")
+        print(
+            f"all {measured} measured claims match {store}: files, summaries, verdicts and code"
+            + (f" ({unmeasured} more need kinds this sweep does not run)" if unmeasured else "")
+        )
     return 1 if lines else 0
 
 
@@ -237,6 +300,12 @@ def _locate(args) -> int:
     return run(_settings(args), args)
 
 
+def _runs(args) -> None:
+    from attnsim.report import runs
+
+    print(runs.render(runs.table(args.root)))
+
+
 def _check(args) -> None:
     from attnsim.models.assets import check_local_copy
 
@@ -246,7 +315,7 @@ def _check(args) -> None:
     for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
         check_local_copy(name, Path(copy))
     count = len(settings.experiments)
-    print(f"{args.configfile}: valid ({count} experiment{'s' * (count != 1)})")
+    print(f"{_configfile(args)}: valid ({count} experiment{'s' * (count != 1)})")
 
 
 def _init(args) -> None:
@@ -299,13 +368,17 @@ examples:
   attnsim run --report               ... and results/report.html, one self-contained page
   attnsim run -n                     the jobs a run would do, without doing them
   attnsim run --configfile my.yaml   your own sweep instead of config.yaml, in results/my/
-  attnsim run --set experiments.robustness.grid.n=[16,64]   one key overridden (also plan, show)
+  attnsim run --set experiments.robustness.grid.n=[16,64]   one key overridden, kept for later
+                                     commands (attnsim show lists, show --reset clears)
   attnsim init DIR                   a starter config.yaml in DIR: `attnsim run` there
   attnsim show                       per experiment: points done, chunks still to run
   attnsim plan                       the bill before a run: jobs, CPU-hours, memory per job
+  attnsim runs                       every workspace under results/, newest first
   attnsim claims                     the verdicts (--format markdown|latex|json|csv for documents)
   attnsim query "SHOW TABLES"        the store's views; then SQL over them:
   attnsim query "SELECT n, noise, err_ratio FROM robustness LIMIT 5" --format csv
+  attnsim query                      a shell: one session, statements ending in ';'
+  attnsim run --workflow-profile slurm   the sweep on a SLURM cluster (docs/cluster.md)
 
 options:
   -h, --help     this help; `attnsim COMMAND --help` for one command's options
@@ -325,7 +398,9 @@ QUERY_FORMATS = (
 
 QUERY_ROWS = 40  # attnsim.store.query.TERMINAL_ROWS
 QUERY_HELP = """\
-Run one read-only SQL statement (DuckDB) over the result store and print the result.
+Run one read-only SQL statement (DuckDB) over the result store and print the result; without
+SQL, a shell: statements ending in ';' from the prompt (or piped in), one session, the same
+sandbox.
 
 views:
   summary               one row per grid point of every experiment (mean, SE, 95% CI, theory)
@@ -342,6 +417,8 @@ writes them (format from its suffix). Columns of every kind: docs/results-schema
 
 examples:
   attnsim query "SHOW TABLES"
+  attnsim query                                  a shell: SHOW TABLES; then SELECT ...;
+  printf 'SELECT 42 AS x;\n' | attnsim query
   attnsim query "DESCRIBE robustness"
   attnsim query "SELECT noise, max(err_ratio) FROM robustness GROUP BY noise" --format csv
   attnsim query "SELECT * FROM robustness_trials" --format parquet --output trials.parquet
@@ -359,7 +436,7 @@ that prints only that bill.
 examples:
   attnsim plan
   attnsim plan --configfile workflow/presets/large.yaml
-  attnsim plan --workflow-profile workflow/profiles/slurm --configfile workflow/presets/million.yaml
+  attnsim plan --workflow-profile slurm --configfile workflow/presets/million.yaml
 """
 
 
@@ -403,9 +480,8 @@ def _sweep_options(p: argparse.ArgumentParser, overrides: bool = False) -> None:
     p.add_argument(
         "--configfile",
         type=Path,
-        default=DEFAULT_CONFIG,
         metavar="FILE",
-        help="the sweep's config (default: %(default)s)",
+        help=f"the sweep's config (default: {DEFAULT_CONFIG})",
     )
     p.add_argument(
         "--workspace",
@@ -445,6 +521,16 @@ def _add_show(sub) -> None:
         "show", help="per experiment: points done, trials per point, chunks still to run"
     )
     _sweep_options(p, overrides=True)
+    p.add_argument(
+        "--reset",
+        action="store_true",
+        help="clear the overrides recorded by earlier runs' --set (decide's top-ups stay)",
+    )
+    p.add_argument(
+        "--yaml",
+        action="store_true",
+        help="print the effective config (file <- recorded overrides <- top-ups <- --set) as YAML",
+    )
     p.set_defaults(func=_show)
 
 
@@ -513,7 +599,13 @@ def _add_query(sub) -> None:
         description=QUERY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("sql", metavar="SQL", help='one read-only statement, e.g. "SHOW TABLES"')
+    p.add_argument(
+        "sql",
+        metavar="SQL",
+        nargs="?",
+        help='one read-only statement, e.g. "SHOW TABLES"; none: a shell (statements from the '
+        "prompt or stdin)",
+    )
     p.add_argument(
         "--format",
         metavar="{" + ",".join(QUERY_FORMATS) + "}",
@@ -552,12 +644,33 @@ def _add_plan(sub) -> None:
     p.set_defaults(func=lambda args: None)  # handled before parsing
 
 
+def _add_runs(sub) -> None:
+    p = sub.add_parser(
+        "runs",
+        help="every workspace under results/: config, hash, points, trials, CPU, claims, date",
+        description="Every workspace under results/ (the default sweep's, the presets', your "
+        "sweeps'), newest first: the config it ran, the config's hash, points and trials in its "
+        "summaries, the CPU-hours its jobs measured, its claims' tally and when it last changed. "
+        "Read-only.",
+    )
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=Path("results"),
+        help="where the workspaces are (default: %(default)s)",
+    )
+    p.set_defaults(func=_runs)
+
+
 def _add_summary(sub) -> None:
     p = sub.add_parser(
         "summary", help="the end-of-run summary again (experiments, headlines, claims)"
     )
     _sweep_options(p, overrides=True)
     p.add_argument("--elapsed", type=float, help="wall time of the run in seconds, to print")
+    p.add_argument(
+        "--all", action="store_true", help="a line per experiment however many the sweep has"
+    )
     p.set_defaults(func=_summary)
 
 
@@ -852,6 +965,7 @@ COMMANDS = (
     _add_claims,
     _add_query,
     _add_plan,
+    _add_runs,
     _add_summary,
     _add_verify,
     _add_cite,

@@ -1,4 +1,5 @@
-"""What a run prints while it runs: one line per finished job, with points, trials and an ETA.
+"""What a run prints while it runs: a line per finished job (about JOB_LINES of them for a run of
+many jobs), with points, trials and an ETA.
 
 The submitting run writes a small manifest at its start (`write_manifest`, from the workflow's
 `onstart`): for every chunk it is about to compute, its points, trials and the cost model's
@@ -35,6 +36,13 @@ ERROR_PREFIX = "attnsim: error:"
 JOB_START_SECONDS = 1.0
 
 
+# A run of many jobs prints about this many job lines, evenly spread, plus one at least every
+# LINE_SECONDS (a long run stays visibly alive) and every failure: the default run's ~80 jobs
+# would otherwise print ~80 lines before its summary.
+JOB_LINES = 12
+LINE_SECONDS = 180.0
+
+
 # The workspace of the run in this process: the workflow sets it when it is parsed (the logger
 # plugin lives in the same process and reads the manifest from there).
 WORKSPACE = Path("results")
@@ -49,9 +57,12 @@ def manifest_path(results: Path) -> Path:
     return Path(results) / MANIFEST
 
 
-def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
-    """What this run is about to compute, for its progress lines. Only the submitting process has
-    plans: a job's process (which may run the workflow's hooks too) writes nothing."""
+def write_manifest(
+    plans, results: Path, cores: int | None, configfiles: list[str] | None = None
+) -> Path | None:
+    """What this run is about to compute, for its progress lines (and the config files it ran,
+    for `attnsim runs`). Only the submitting process has plans: a job's process (which may run
+    the workflow's hooks too) writes nothing."""
     from attnsim.records import cost
 
     if not plans:
@@ -79,6 +90,7 @@ def write_manifest(plans, results: Path, cores: int | None) -> Path | None:
         "pid": os.getpid(),
         "written": time.time(),
         "cores": cores,
+        "configfiles": [str(f) for f in configfiles or []],
         "chunks": chunks,
         "experiments": experiments,
         "postprocess_seconds": cost.POSTPROCESS_SECONDS,
@@ -184,6 +196,8 @@ class Progress:
     _chunk_work_done: float = 0.0  # of work_done: chunks
     _post_work_done: float = 0.0  # of work_done: summaries, figures, claims
     _header_done: bool = False
+    _bucket: int = 0  # JOB_LINES-th of the jobs finished when the last line was printed
+    _last_line: float | None = None
 
     def __post_init__(self):
         self.run_started = self.run_started or self.now()
@@ -340,7 +354,22 @@ class Progress:
         else:
             self._post_work_done += seconds
         tail = self._tail(totals=job.rule == "simulate")
+        if not self._worth_a_line():
+            return []
         return [f"{self._prefix()} {job.label()}{what}, {took:.1f} s{tail}"]
+
+    def _worth_a_line(self) -> bool:
+        """Whether the job just finished gets a line: every job of a small run; of a large one
+        about JOB_LINES in all (when another JOB_LINES-th of the jobs is done), one at least every
+        LINE_SECONDS, and the last."""
+        total, done, now = self.total, self.finished + self.failed, self.now()
+        bucket = done * JOB_LINES // max(1, total)
+        last = self._last_line if self._last_line is not None else self.run_started
+        if total > JOB_LINES and done < total and bucket <= self._bucket:
+            if now - last < LINE_SECONDS:
+                return False
+        self._bucket, self._last_line = max(self._bucket, bucket), now
+        return True
 
     def job_failed(self, jobid, rule: str = "", log=(), wildcards: dict | None = None) -> list[str]:
         job = self.jobs.pop(jobid, None) or Job(rule, dict(wildcards or {}), log=list(log or ()))

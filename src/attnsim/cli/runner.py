@@ -45,8 +45,8 @@ Snakemake options used most (any other goes through as well):
   -n, --dry-run                 the bill (points, jobs, CPU-hours) and the jobs per rule, no run
                                 (-n -v: each job with Snakemake's reason for it)
   --cores N                     use N cores (default: all)
-  --workflow-profile workflow/profiles/slurm
-                                submit the jobs to a SLURM cluster (docs/cluster.md)
+  --workflow-profile slurm      submit the jobs to a SLURM cluster (docs/cluster.md): a profile
+                                attnsim ships, by its name, or a profile folder's path
   --keep-going                  keep running the other jobs when one fails
   --forceall                    recompute everything (the store's finished points are kept otherwise)
 
@@ -72,6 +72,19 @@ def packaged_snakefile() -> Path:
     return Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
 
 
+def snakefile_in_effect(args: list[str], workdir: Path = Path(".")) -> Path:
+    """The Snakefile a run with `args` reads: the one given, the folder's own, or the packaged."""
+    for i, arg in enumerate(args):
+        if arg in ("-s", "--snakefile") and i + 1 < len(args):
+            return Path(workdir) / args[i + 1]
+        if arg.startswith("--snakefile="):
+            return Path(workdir) / arg.split("=", 1)[1]
+    for name in SNAKEFILES:
+        if (Path(workdir) / name).is_file():
+            return Path(workdir) / name
+    return packaged_snakefile()
+
+
 def snakefile_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     """`--snakefile <the packaged workflow>` unless one is given or the folder has its own: any
     folder holding a config runs the workflow that came with attnsim."""
@@ -81,13 +94,22 @@ def snakefile_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     return ["--snakefile", str(packaged_snakefile())]
 
 
-def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
+def translate(args: list[str], workdir: Path = Path("."), record: bool = False) -> list[str]:
     """attnsim run's own options into Snakemake's: the packaged workflow where the folder has
     none, --report (into the workspace), -v/--verbose, --workspace DIR and the --set/--config
-    overrides (one `--config`, at the end: Snakemake keeps only the last of several)."""
+    overrides (one `--config`, at the end: Snakemake keeps only the last of several). The
+    overrides go as one list the workflow applies after the workspace's record
+    (`attnsim.config.state`), each replacing its key whole (Snakemake would merge mappings key by
+    key: a generator into another); `record`: a real run, whose workflow records them in the
+    workspace's state record once the sweep has planned."""
+    import json
+
     from attnsim.config import overrides
+    from attnsim.config import state as workspace_state
+    from attnsim.plan import profiles
 
     rest, items, given = overrides.split_args(args)
+    rest = profiles.rewrite(rest, workdir)  # a packaged profile by name, from any folder
     out = snakefile_args(rest, workdir)
     for arg in rest:
         if arg == "--report":
@@ -102,9 +124,17 @@ def translate(args: list[str], workdir: Path = Path(".")) -> list[str]:
     if dry and not quiet and "--logger-attnsim-full" not in out:
         # the bill and the job counts: no block per job with its reason's list of paths
         out += ["--quiet", "rules", "host", "reason"]
-    entries = overrides.snakemake_entries(items)
+    entries = []
+    science = workspace_state.science(items)
+    if science:
+        entries.append(f"{workspace_state.COMMAND_KEY}={json.dumps(science)}")
+        if record:  # a real run: the workflow records them once the sweep has planned
+            entries.append(f"{workspace_state.RECORD_KEY}=true")
     if given:
         entries.append(f"workspace={given}")
+    token = os.environ.get(workspace_state.TOKEN_ENV)
+    if token:  # a run `attnsim decide` started: the top-ups of its look in progress
+        entries.append(f"{workspace_state.TOKEN_KEY}={token}")
     return out + (["--config", *entries] if entries else [])
 
 
@@ -178,18 +208,27 @@ def command(extra: list[str]) -> list[str]:
     return [snakemake, *defaults, *extra]
 
 
-def check_args(args: list[str], workdir: Path = Path(".")) -> None:
+def check_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     """The config files and overrides, before Snakemake reads them: one line for each problem,
-    and the overridden sweep loaded as the workflow will load it (a bad override is one line,
-    not Snakemake's traceback)."""
+    and the effective sweep (the files <- the workspace's record <- the overrides) loaded as the
+    workflow will load it (a bad override is one line, not Snakemake's traceback). Returns the
+    overrides that are part of the sweep."""
     from attnsim.config import guard, overrides
+    from attnsim.config import state as workspace_state
     from attnsim.config.load import load
 
     merged = guard.check_run_args(args, workdir)
     _, items, _ = overrides.split_args(args)
-    science = [i for i in items if i.partition("=")[0] not in overrides.RUNTIME_KEYS]
-    if science:
-        load(overrides.apply(merged, science))
+    science = workspace_state.science(items)
+    folder = Path(workdir) / workspace_of(args, workdir)
+    token = os.environ.get(workspace_state.TOKEN_ENV)
+    record = workspace_state.current(folder, token=token)
+    load(workspace_state.effective_data(merged, record, science, token))
+    return science
+
+
+def is_dry(args: list[str]) -> bool:
+    return any(a in ("-n", "--dry-run", "--dryrun") for a in args)
 
 
 def run(args: list[str], workdir: Path = Path(".")) -> int:
@@ -201,13 +240,13 @@ def run(args: list[str], workdir: Path = Path(".")) -> int:
 
     try:
         check_args(args, workdir)
-        extra = translate(args, workdir)
+        extra = translate(args, workdir, record=not is_dry(args))
         cmd = command(extra)
     except AttnsimError as error:
         print(f"attnsim: error: {error}", file=sys.stderr)
         return 2
     env = {**os.environ, "PATH": scripts_path()}
-    if live_run(workdir) and not any(a in ("-n", "--dry-run", "--dryrun") for a in extra):
+    if live_run(workdir) and not is_dry(extra):
         print(
             "attnsim: error: another run is going on in this folder (a Snakemake process works "
             "here); wait for it to finish or stop it, then rerun",
@@ -258,10 +297,18 @@ def plan(args: list[str], workdir: Path = Path(".")) -> int:
             (i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines)
         )
         print("\n".join(lines[start:end]))
+        print(f"  profile: {profile_in_effect(args, workdir)}")
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith("attnsim: error")]
         print("\n".join(errors) if errors else result.stderr.rstrip(), file=sys.stderr)
     return result.returncode
+
+
+def profile_in_effect(args: list[str], workdir: Path = Path(".")) -> str:
+    from attnsim.plan import profiles
+
+    rest = translate(args, workdir)
+    return profiles.in_effect(rest, snakefile_in_effect(rest, workdir), workdir)
 
 
 def extra_config(extra: list[str]) -> list[str]:

@@ -99,15 +99,14 @@ def validation_message(error: ValidationError) -> str:
     if error.validator == "minItems" and error.instance == []:
         return f"{where}: empty list; give at least one value"
     if error.validator == "dependentRequired":
-        missing = [k for k in error.validator_value if k not in error.instance]
-        given = (
-            next(
-                k
-                for k, v in error.validator_value.items()
-                if k in error.instance and any(m in v for m in missing)
-            )
-            if isinstance(error.validator_value, dict)
-            else "?"
+        needs = error.validator_value if isinstance(error.validator_value, dict) else {}
+        given, missing = next(
+            (
+                (k, [m for m in v if m not in error.instance])
+                for k, v in needs.items()
+                if k in error.instance and any(m not in error.instance for m in v)
+            ),
+            ("?", []),
         )
         return f"{where}: {given} needs {', '.join(missing)} as well"
     if error.validator == "required":

@@ -133,3 +133,20 @@ def check_not_own(output: str | Path, workspace: str | Path) -> None:
             "logs and state are attnsim's); give a new file's path outside its folders (nothing "
             "written)"
         )
+
+
+def options(configfiles: Sequence[str | Path], folder: Path, workdir: str | Path = ".") -> str:
+    """The options a later command needs to name this workspace, as the user typed them:
+    `--configfile FILE` for a config other than config.yaml, `--workspace DIR` when the folder is
+    not the one named after it; '' for the default sweep."""
+    files = [str(f) for f in configfiles]
+    out = ""
+    if files and not all(_is_default(Path(f), Path(workdir)) for f in files):
+        out += f" --configfile {files[-1]}"
+    try:
+        named = locate(files, None, workdir)
+    except ConfigError:
+        named = None
+    if named is None or os.path.normpath(named) != os.path.normpath(folder):
+        out += f" --workspace {folder}"
+    return out

@@ -3,6 +3,7 @@ beside theory."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -18,7 +19,7 @@ import pyarrow.compute as pc
 from attnsim.errors import StoreError
 from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
-from attnsim.records.experiment import Experiment
+from attnsim.records.experiment import Experiment, TrialSettings
 from attnsim.records.grid import GridColumns, grid_columns
 from attnsim.seeding import digest
 from attnsim.stats import CONFIDENCE, mean_ci, t_quantile
@@ -57,6 +58,35 @@ def mean_ci_rows(x: np.ndarray) -> dict[str, np.ndarray]:
     return {"mean": mean, "se": se, "ci_low": low, "ci_high": high}
 
 
+class FirstTrials:
+    """How many of a point's stored trials its summary reads, when the store holds more than the
+    config asks for (a rollback to an earlier look of `attnsim decide`, a config lowered): the
+    first ones, as a fresh run of the config would draw them. Fixed settings read the rounds that
+    fit (`max_trials`, else one round of `trials`); adaptive ones replay their stopping rule over
+    the stored rounds (`attnsim.jobs.simulate.simulate_points`): the same rows wherever the round
+    sizes agree, and each point's first trials of an independent run otherwise."""
+
+    def __init__(self, settings: TrialSettings) -> None:
+        self.trials, self.target_se = settings.trials, settings.target_se
+        self.limit = settings.per_point()[1]
+
+    def lengths(self, lengths: np.ndarray, starts: np.ndarray, main: np.ndarray) -> np.ndarray:
+        """Per run of rows (`starts`, `lengths`; `main` the kind's main metric), its first
+        trials' count."""
+        if self.target_se is None:
+            return np.minimum(lengths, self.limit)
+        from attnsim.jobs.simulate import standard_error
+
+        out = np.minimum(lengths, self.limit)
+        for i in np.flatnonzero(lengths > self.trials):
+            start, most = int(starts[i]), int(out[i])
+            reach = self.trials
+            while reach < most and standard_error(main[start : start + reach]) > self.target_se:
+                reach += self.trials
+            out[i] = min(reach, most)
+        return out
+
+
 def summarise_chunks(
     kind: Kind,
     experiment: str,
@@ -64,11 +94,13 @@ def summarise_chunks(
     tables: Iterable[pa.Table | tuple[pa.Table, bool]],
     target_se: float | None = None,
     digests: dict[str, str] | None = None,
+    first: FirstTrials | None = None,
 ) -> pa.Table:
     """The summary of `grid`'s points (in enumeration order) from chunk tables, one table at a
     time, or from (table, last) pieces of them (`store.read_pieces`: a point's rows may go on
-    into the next piece of its file). See `PointSummaries`."""
-    summaries = PointSummaries(kind, experiment, grid, target_se, digests)
+    into the next piece of its file). See `PointSummaries`; `first`: read each point's first
+    trials only (`FirstTrials`)."""
+    summaries = PointSummaries(kind, experiment, grid, target_se, digests, first)
     for item in tables:
         table, last = item if isinstance(item, tuple) else (item, True)
         summaries.add(table, last)
@@ -95,7 +127,9 @@ class PointSummaries:
         grid: GridColumns,
         target_se: float | None = None,
         digests: dict[str, str] | None = None,
+        first: FirstTrials | None = None,
     ) -> None:
+        self.first = first
         self.kind = kind
         self.experiment, self.grid = experiment, grid
         self.target_se, self.digests = target_se, digests
@@ -176,6 +210,14 @@ class PointSummaries:
         """Rows `codes`, `values`: whole runs of points, each point's trials all here."""
         starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
         ends = np.r_[starts[1:], len(codes)]
+        if self.first is not None and len(codes):
+            keep = self.first.lengths(ends - starts, starts, values[self.kind.schema.main_metric])
+            if (keep < ends - starts).any():
+                position = np.arange(len(codes)) - np.repeat(starts, ends - starts)
+                kept = position < np.repeat(keep, ends - starts)
+                codes, values = codes[kept], {name: v[kept] for name, v in values.items()}
+                starts = np.r_[0, np.cumsum(keep)[:-1]].astype(starts.dtype)
+                ends = starts + keep
         where = codes[starts]
         self._mark_seen(where)
         self._add_equal_lengths(where, starts, ends - starts, values)
@@ -407,6 +449,18 @@ def theory_columns(kind: Kind, grid: GridColumns) -> dict[str, Any]:
     return by_point
 
 
+def first_trials(experiment: Experiment, chunk_paths: list[Path]) -> FirstTrials | None:
+    """`FirstTrials` of the experiment's settings when a chunk was stored with other ones (more
+    trials than asked: planning's COVERS), else None (every row is read, as it always was)."""
+    asked = experiment.trial_settings
+    for path in chunk_paths:
+        meta = parquet.read_meta(path)
+        spec = json.loads(meta.get("spec") or "{}")
+        if TrialSettings.read({**spec, "seed": asked.seed}) != asked:
+            return FirstTrials(asked)
+    return None
+
+
 def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads: int = 1) -> Path:
     """Summarise the experiment's current grid from its chunk files into `output` (atomic),
     streaming: a few row groups in memory at a time; with `threads` > 1 the next row group is
@@ -438,6 +492,7 @@ def collect(experiment_json: str, chunk_paths: list[Path], output: Path, threads
         tables,
         experiment.trial_settings.target_se,
         digests=digests if threads > 1 else None,
+        first=first_trials(experiment, chunk_paths),
     )
     meta = parquet.provenance(
         table="summary",

@@ -65,6 +65,20 @@ def stored_blocks(kind: Kind, params, trials: int, rows: int) -> set[tuple[int, 
     return blocks
 
 
+def reusable_rounds(kind: Kind, params, trials: int, blocks: set[tuple[int, int, int]]) -> int:
+    """How many whole rounds of `trials` a point's stored blocks (`stored_blocks`) hold, as this
+    round size lays them out: those a top-up reads instead of computing."""
+    sizes = round_blocks(kind, params, trials)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    rounds = 0
+    while all(
+        (rounds * len(sizes) + j, rounds * trials + int(starts[j]), count) in blocks
+        for j, count in enumerate(sizes)
+    ):
+        rounds += 1
+    return rounds
+
+
 def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
     """The stored trials of `spec`'s points in chunk file `path` as `simulate_points`' `known`,
     and that chunk's spec."""
@@ -97,18 +111,30 @@ def simulate_points(
 ) -> dict[str, dict[str, np.ndarray]]:
     """point id -> metric -> (trials,) array.
 
-    Trials come in rounds of `settings.trials`, drawn from `settings.seed`. An adaptive run gives
-    a point more rounds until the standard error of its kind's main metric is at most
-    `settings.target_se` or another round would pass `settings.max_trials`: cheap points stop
-    early, hard ones get more trials.
+    Trials come in rounds of `settings.trials`, drawn from `settings.seed`. With a
+    `settings.target_se`, a point gets more rounds until the standard error of its kind's main
+    metric is at most `target_se` or another round would pass `settings.max_trials`: cheap points
+    stop early, hard ones get more trials. With `max_trials` alone, every point gets the rounds
+    that fit in it (a top-up `attnsim decide` recorded).
 
     `known`: point id -> (metric -> stored trials, `stored_blocks` of them), rows computed before
     with other settings (a top-up of trials). A block whose every member has it stored (same
     index, first trial and size, hence the same numbers) is read, not computed: the result is
-    bit-identical to computing everything. `stats["reused_trials"]` counts the trials read.
+    bit-identical to computing everything. `stats["reused_trials"]` counts the trials read. A
+    point keeps at least the rounds it has stored (read, not computed): a top-up never holds
+    fewer trials than the chunk it replaces, and a summary reads each point's first rounds as
+    its settings ask (`attnsim.jobs.collect`).
     """
     known = known or {}
     seed, trials, target_se = settings.seed, settings.trials, settings.target_se
+    max_trials = settings.max_trials
+    by_id = {p.id: p for p in points}
+    stored = {
+        pid: reusable_rounds(kind, by_id[pid].params, trials, blocks) * trials
+        for pid, (_, blocks) in known.items()
+        if pid in by_id
+    }
+    limit = max([settings.cap, *stored.values()])
     active: dict[str, list[Point]] = defaultdict(list)
     for point in points:
         active[point.stream].append(point)
@@ -142,8 +168,9 @@ def simulate_points(
                 for member, metrics in zip(members, per_point):
                     for name, values in metrics.items():
                         pieces[member.id][name].append(values)
-            if target_se is None or (round_ + 2) * trials > settings.cap:
+            if (round_ + 2) * trials > limit:
                 break
+            reach = (round_ + 2) * trials
             active = {
                 stream: need
                 for stream, members in active.items()
@@ -151,8 +178,16 @@ def simulate_points(
                     need := [
                         m
                         for m in members
-                        if standard_error(np.concatenate(pieces[m.id][kind.schema.main_metric]))
-                        > target_se
+                        if stored.get(m.id, 0) >= reach
+                        or (max_trials is not None and reach <= max_trials and target_se is None)
+                        or (
+                            target_se is not None
+                            and reach <= (max_trials or trials)
+                            and standard_error(
+                                np.concatenate(pieces[m.id][kind.schema.main_metric])
+                            )
+                            > target_se
+                        )
                     ]
                 )
             }

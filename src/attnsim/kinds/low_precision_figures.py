@@ -102,8 +102,10 @@ def atlas(
     offsets = dict(zip(present, np.linspace(-0.25, 0.25, len(present))))
     groups = sorted(data[group].unique())
     markers = dict(zip(groups, "os^Dv<>ph*"))
-    width = max(3.6, 0.45 * len(schemes) + 1.2)
-    fig, axes = plt.subplots(2, len(sites), figsize=(width * len(sites), 6.6), squeeze=False)
+    width = max(4.8, 0.6 * len(schemes) + 1.6)
+    fig, axes = plt.subplots(
+        2, len(sites), figsize=(width * len(sites), 6.8), squeeze=False, sharex="col"
+    )
     for col, site in enumerate(sites):
         top, bottom = axes[0, col], axes[1, col]
         for (fmt, value), line in data[data["site"] == site].groupby(["format", group]):
@@ -119,24 +121,47 @@ def atlas(
         top.axhline(kappa_limit, color="0.3", ls="--", lw=0.8)
         top.set_yscale("log")
         bottom.axhline(1.0, color="0.2", lw=0.9)
-        for ax in (top, bottom):
-            ax.set_xticks(range(len(schemes)), schemes, rotation=60, ha="right", fontsize=7)
+        top.tick_params(axis="x", labelbottom=False)  # the same schemes as the panel below
+        # each label ends at its scheme's tick (rotated about that end, not about its centre)
+        bottom.set_xticks(range(len(schemes)), schemes, rotation=30, ha="right", fontsize=7)
+        for label in bottom.get_xticklabels():
+            label.set_rotation_mode("anchor")
+        bottom.set_xlim(-0.5, len(schemes) - 0.5)
+        for ax in (top, bottom):  # lines between the schemes, none through a scheme's points
+            ax.grid(False, axis="x")
+            for edge in np.arange(0.5, len(schemes) - 0.5):
+                ax.axvline(edge, color="0.85", lw=0.8, zorder=0)
         top.set_title(f"site {site}", fontsize=9)
-    axes[0, 0].set_ylabel("measured κ\n(mean ‖õ−o‖² / mean Σp²‖v−o‖²)")
+    axes[0, 0].set_ylabel("measured κ (log)")
     axes[1, 0].set_ylabel("measured / model")
     handles: list[Artist] = format_handles(colours)
-    handles += [
-        Line2D([], [], color="0.3", marker=markers[g], ls="none", label=f"{group_label} = {g:g}")
-        for g in groups
-        if g in markers
-    ]
-    limit = f"first-order limit κ = {kappa_limit:g}"
-    handles.append(Line2D([], [], color="0.3", ls="--", label=limit))
-    legend_below(fig, handles, ncol=min(len(handles), 6))
-    fig.suptitle(
-        "Block-scaled rounding per site and scaling scheme: the measured error (top; dashed: where "
-        "the first order ends) and its ratio to the block-correlated model (bottom; ticks: the "
-        "tolerance, §11.9)",
-        fontsize=9,
+    if len(groups) > 1:  # one value: named in the title, no marker to tell apart
+        handles += [
+            Line2D(
+                [], [], color="0.3", marker=markers[g], ls="none", label=f"{group_label} = {g:g}"
+            )
+            for g in groups
+            if g in markers
+        ]
+    handles.append(
+        Line2D([], [], color="0.3", ls="--", label=f"first-order limit κ = {kappa_limit:g}")
     )
+    handles.append(Line2D([], [], color="0.3", lw=0.6, label="the format's tolerance (bottom)"))
+    legend_below(fig, handles, ncol=min(len(handles), 4))
+    only = f"; all at {group_label} = {groups[0]:g}" if len(groups) == 1 else ""
+    title = (
+        "Block-scaled rounding per site and scaling scheme: the measured κ = mean ‖õ−o‖² / mean "
+        "Σp²‖v−o‖² (top; dashed: where the first order ends) and its ratio to the "
+        f"block-correlated model (bottom; ticks: the tolerance, §11.9){only}"
+    )
+    fig.suptitle(fill(title, fig), fontsize=9)
     return fig
+
+
+def fill(text: str, fig, fontsize: float = 9) -> str:
+    """`text` wrapped to the figure's width at `fontsize` (about 0.55 em a character), so a long
+    title is never cut at the canvas's edges (constrained layout does not wrap)."""
+    import textwrap
+
+    chars = int(fig.get_figwidth() * 72 / (0.55 * fontsize))
+    return "\n".join(textwrap.wrap(text, max(40, chars)))

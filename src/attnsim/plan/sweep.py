@@ -37,7 +37,7 @@ from attnsim.records.cost import (
     point_costs,
     point_seconds,
 )
-from attnsim.records.experiment import Experiment, Settings, TrialSettings
+from attnsim.records.experiment import TOPUP, Experiment, Settings, TrialSettings
 from attnsim.records.grid import (
     GridColumns,
     canonical_column_value,
@@ -121,13 +121,9 @@ class ExperimentPlan:
 
 def _old_settings(meta: Meta) -> str:
     spec = json.loads(meta.get("spec", "{}"))
-    adaptive = (
-        f", target_se={spec['target_se']}, max_trials={spec['max_trials']}"
-        if "target_se" in spec
-        else ""
-    )
+    trials = TrialSettings.read({**spec, "seed": meta.get("seed")}).text()
     return (
-        f"trials={meta.get('trials')}, seed={meta.get('seed')}{adaptive}, algorithm version "
+        f"{trials} trials per point, seed {meta.get('seed')}, algorithm version "
         f"{meta.get('algorithm_version')}"
     )
 
@@ -217,20 +213,21 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
             )
     done = np.zeros(grid.size, dtype=bool)
     extendable = []  # stored chunks with fewer trials than the config asks for: topped up below
+    usable: list[tuple[int, int, Path, Meta, np.ndarray]] = []
     # through the inventory: a second copy of a chunk is named, never counted
     for path, meta in parquet.experiment_inventory(root, experiment.kind, name):
         spec = json.loads(meta["spec"])
         if spec.get("params") != list(kind.param_names) or not meta.get("chunk"):
             ChunkSpec.from_json(meta["spec"])  # the one-line error of a damaged spec
-        same = _stored_settings(path, meta, spec, settings, experiment, kind)
+        relation = _stored_settings(path, meta, spec, settings, experiment, kind)
         rows = _grid_rows(kind, grid, kind_rows(kind, spec["params"], spec["points"]))
         rows = rows[rows >= 0]
-        if not same:
+        if relation == TOPUP:
             extendable.append((path, meta["chunk"], rows))
         elif len(rows):
-            chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
-            plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
-            done[rows] = True
+            most = TrialSettings.read({**spec, "seed": meta.get("seed")}).per_point()[1]
+            usable.append((-most, len(usable), path, meta, rows))
+    _serve(plan, usable, done)
     trial_cap = experiment.trial_settings.cap
     costs = grid_costs(kind, grid, trial_cap, experiment.trial_settings.trials)
     size, budget = chunk_limits(settings, grid.size, float(costs.point_work.sum()), trial_cap)
@@ -262,6 +259,37 @@ def plan_experiment(settings: Settings, name: str, root: Path) -> ExperimentPlan
     return plan
 
 
+def _serve(
+    plan: ExperimentPlan, usable: list[tuple[int, int, Path, Meta, np.ndarray]], done: np.ndarray
+) -> None:
+    """Which stored chunks serve the plan's points (marked in `done`). The chunk holding the most
+    trials of a point serves it, so that after a rollback to fewer trials (a decide interrupted
+    or reset) a finished top-up is read, not recomputed: the chunk it extends is then replaced
+    once all of its points are served by its top-ups. Where only some are (the top-up was
+    interrupted), the chunk itself serves its points and the finished top-ups wait on disk,
+    unread, for the run that asks for their trials again."""
+    owner = np.full(len(done), -1, dtype=np.int64)
+    chosen: dict[int, tuple[Path, Meta, np.ndarray]] = {}
+    waiting = []
+    for index, (_, _, path, meta, rows) in enumerate(sorted(usable, key=lambda u: (u[0], u[1]))):
+        taken = owner[rows] >= 0
+        if not taken.any():
+            chosen[index], owner[rows] = (path, meta, rows), index
+        elif taken.all():
+            plan.replaced.append(path)
+        else:
+            waiting.append((index, path, meta, rows))
+    for index, path, meta, rows in waiting:  # whole chunks before parts of their top-ups
+        for other in set(owner[rows].tolist()) - {-1}:
+            owner[chosen.pop(other)[2]] = -1
+        if (owner[rows] < 0).all():
+            chosen[index], owner[rows] = (path, meta, rows), index
+    for _, meta, rows in chosen.values():
+        chunk = meta.get("chunk") or ChunkSpec.from_json(meta["spec"]).id
+        plan.chunk_by_id[chunk] = Chunk(chunk, None, spec_text=meta["spec"])
+        done[rows] = True
+
+
 def _stored_settings(
     path: Path,
     meta: Meta,
@@ -269,30 +297,23 @@ def _stored_settings(
     settings: Settings,
     experiment: Experiment,
     kind: Kind,
-) -> bool:
-    """True if a stored chunk has the config's trial settings, False if the config asks for more
-    trials of the same rows (a top-up: the stored trials are the first of a fresh run's, so only
-    the missing blocks are computed, `attnsim.jobs.simulate.simulate_points`); otherwise the rows
-    would mix, or fewer trials would drop computed ones: one line, nothing runs."""
-    new = experiment.trial_settings
+) -> str:
+    """How a stored chunk (same seed and algorithm version) serves the config's trial settings
+    (`TrialSettings.relation`): SAME, COVERS (more trials stored than asked: read, never
+    dropped) or TOPUP (more asked: only the missing blocks computed,
+    `attnsim.jobs.simulate.simulate_points`); otherwise the rows would mix: one line, nothing
+    runs."""
+    asked = experiment.trial_settings
     stored = TrialSettings.read({**spec, "seed": meta.get("seed")})
-    lineage = stored.seed == settings.seed and (
-        meta.get("algorithm_version") == kind.algorithm_version
-    )
-    if lineage and stored == new:
-        return True
-    if lineage and new.tops_up(stored):
-        return False
-    if lineage and (stored.trials == new.trials or not (stored.adaptive or new.adaptive)):
-        raise StoreError(
-            f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for fewer "
-            f"trials ({new.text()}); computed trials are never dropped: ask for at least as many, "
-            "or move that folder away (or rename the experiment) and rerun"
-        )
+    same_algorithm = meta.get("algorithm_version") == kind.algorithm_version
+    relation = asked.relation(stored) if same_algorithm else None
+    if relation is not None:
+        return relation
     raise StoreError(
-        f"{path.parent}: stored with {_old_settings(meta)}, the config now asks for "
-        f"{new.text()}, seed={settings.seed}, algorithm version {kind.algorithm_version}; the "
-        "rows would mix. Move that folder away (or rename the experiment) and rerun"
+        f"{path.parent}: stored with {_old_settings(meta)}; the config asks for {asked.text()} "
+        f"trials per point, seed {settings.seed}, algorithm version {kind.algorithm_version}: the "
+        "rows would mix. Keep the stored settings, or give the experiment another name (or move "
+        "that folder away) and rerun"
     )
 
 

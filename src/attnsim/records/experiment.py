@@ -13,24 +13,27 @@ from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 from attnsim.seeding import digest
 
+SAME, COVERS, TOPUP = "same", "covers", "top-up"  # how stored trial settings serve asked ones
+
 
 @dataclass(frozen=True)
 class TrialSettings:
     """How a run draws each point's trials, one record from the config to the row (`Experiment`
     -> `records.chunk.ChunkSpec` -> `jobs.simulate.simulate_points`): the config's seed, the
     trials per round and, for an adaptive experiment, the standard error of the kind's main metric
-    at which a point stops and the most trials it may get (both or neither). With the kind's
-    algorithm version they are what a stored point's numbers depend on besides its parameters
+    at which a point stops with the most trials it may get; `max_trials` alone gives every point
+    the rounds that fit in it (a top-up `attnsim decide` recorded). With the kind's algorithm
+    version they are what a stored point's numbers depend on besides its parameters
     (`results_key`)."""
 
     seed: int
-    trials: int  # per round; one round unless adaptive
+    trials: int  # per round
     target_se: float | None = None
     max_trials: int | None = None
 
     def __post_init__(self) -> None:
-        if (self.target_se is None) != (self.max_trials is None):
-            raise ValueError("target_se and max_trials go together (an adaptive experiment)")
+        if self.target_se is not None and self.max_trials is None:
+            raise ValueError("target_se needs max_trials (an adaptive experiment's ceiling)")
 
     @property
     def adaptive(self) -> bool:
@@ -41,11 +44,17 @@ class TrialSettings:
         """The most trials a point can get: what memory and time requests must allow for."""
         return self.max_trials or self.trials
 
+    def per_point(self) -> tuple[int, int]:
+        """(fewest, most) trials a point gets: the rounds that fit in max_trials without a
+        target_se; with it, one round to the rounds that fit."""
+        rounds = self.cap // self.trials * self.trials
+        return (self.trials if self.adaptive else rounds), rounds
+
     def fields(self) -> dict[str, Any]:
         """Its entries in an experiment's or a chunk's JSON: seed and trials, and target_se and
-        max_trials when adaptive."""
+        max_trials when either is set."""
         out: dict[str, Any] = {"seed": self.seed, "trials": self.trials}
-        if self.adaptive:
+        if self.target_se is not None or self.max_trials is not None:
             out |= {"target_se": self.target_se, "max_trials": self.max_trials}
         return out
 
@@ -55,29 +64,41 @@ class TrialSettings:
         return cls(spec["seed"], spec["trials"], spec.get("target_se"), spec.get("max_trials"))
 
     def text(self) -> str:
-        """As a message names them: trials=.. (, target_se=.., max_trials=..)."""
-        adaptive = f", target_se={self.target_se}, max_trials={self.max_trials}"
-        return f"trials={self.trials}" + (adaptive if self.adaptive else "")
-
-    def tops_up(self, stored: TrialSettings) -> bool:
-        """Whether these settings compute every trial of `stored` and more, from the same seed: more
-        trials of a fixed run, or more rounds of the same size (adaptive where it was fixed, a
-        lower target_se, a higher max_trials). The stored trials are then the first of these
-        settings' run, so only the missing blocks are computed (`jobs.simulate`)."""
-        if self.seed != stored.seed:
-            return False
-        if not (self.adaptive or stored.adaptive):
-            return self.trials > stored.trials
-        return (
-            self.trials == stored.trials
-            and self.target_se is not None
-            and self.max_trials is not None
-            and (
-                stored.target_se is None
-                or stored.max_trials is None
-                or (self.target_se <= stored.target_se and self.max_trials >= stored.max_trials)
+        """Trials per point as a person reads them: `200`, `800 in rounds of 200`, `200 per round
+        until the SE is at most 0.01, at most 1,600`."""
+        if self.adaptive:
+            return (
+                f"{self.trials:,} per round until the SE is at most {self.target_se:g}, at most "
+                f"{self.cap:,}"
             )
-        )
+        if self.cap > self.trials:
+            return f"{self.per_point()[1]:,} in rounds of {self.trials:,}"
+        return f"{self.trials:,}"
+
+    def relation(self, stored: TrialSettings) -> str | None:
+        """How a chunk stored with `stored` serves these settings (same seed): SAME; COVERS when
+        every point stored has at least the trials these would give it (a summary reads each
+        point's first ones, `attnsim.jobs.collect`: the rows of a fresh run wherever the round
+        sizes agree); TOPUP when these ask for more of the same rows (only the missing blocks
+        are computed, `jobs.simulate`); None when neither (the rows would mix)."""
+        if self.seed != stored.seed:
+            return None
+        if self == stored:
+            return SAME
+        low_old, high_old = stored.per_point()
+        high_new = self.per_point()[1]
+        se_new, se_old = self.target_se, stored.target_se
+        same_rounds = self.trials == stored.trials
+        if se_new is None:
+            if high_new <= low_old:
+                return COVERS  # a fixed count no larger than any point holds
+            return TOPUP if se_old is None else None
+        if same_rounds and high_new <= (high_old if se_old is not None else low_old):
+            if se_old is None or se_new >= se_old:
+                return COVERS  # the stopping rule replayed over stored rounds stops no later
+        if same_rounds and (se_old is None or (se_new <= se_old and self.cap >= high_old)):
+            return TOPUP  # more rounds of the same size: adaptive from fixed, lower SE, more
+        return None
 
     def results_key(self, kind: Kind) -> str:
         """What a stored point's numbers depend on besides its parameters: these settings and the
@@ -138,3 +159,16 @@ class Settings:
         """Experiment name -> kind: the one map the claims job, the store's staleness check and
         `attnsim claims` read."""
         return {name: e.kind for name, e in self.experiments.items()}
+
+
+def trial_settings_text(trials: int, target_se: float | None, max_trials: int | None) -> str:
+    """Trials per point as a person reads them: `200`, `800 in rounds of 200`, `200 per round
+    until the SE is at most 0.01, at most 1,600`."""
+    if target_se is not None:
+        return (
+            f"{trials:,} per round until the SE is at most {target_se:g}, at most "
+            f"{max_trials or trials:,}"
+        )
+    if max_trials is not None and max_trials > trials:
+        return f"{max_trials // trials * trials:,} in rounds of {trials:,}"
+    return f"{trials:,}"

@@ -81,8 +81,8 @@ def run_columns(kind: str) -> tuple[str, ...]:
 def with_runs(summary: pd.DataFrame, path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     """The summary (with its point ids) with a column `runs`: per point, a mapping column ->
     array of its runs' values in trial order, read from the chunk files the summary records it was
-    made from (so the runs are exactly those it summarises; a missing, changed or short chunk is a
-    StoreError naming it). The point ids are dropped again."""
+    made from (so the runs are exactly those it summarises, each point's first `n_trials`; a
+    missing, changed or short chunk is a StoreError naming it). The point ids are dropped again."""
     meta = store.read_meta(path)
     root, kind, experiment = Path(path).parents[3], meta["kind"], meta["experiment"]
     recorded = meta.get("chunks") or {}
@@ -101,12 +101,13 @@ def with_runs(summary: pd.DataFrame, path: Path, columns: tuple[str, ...]) -> pd
     runs = []
     for point, count in zip(summary["point_id"], summary["n_trials"]):
         found = by_point.get(point, {c: np.zeros(0) for c in columns})
-        if len(found[columns[0]]) != count:
+        if len(found[columns[0]]) < count:
             raise StoreError(
                 f"{path}: point {point} summarises {count} runs, its chunks hold "
                 f"{len(found[columns[0]])}; rerun to rebuild the summary"
             )
-        runs.append(found)
+        # its first `count` runs: a chunk may hold more than the config reads (FirstTrials)
+        runs.append({c: values[:count] for c, values in found.items()})
     out = summary.drop(columns="point_id")
     out["runs"] = runs
     return out

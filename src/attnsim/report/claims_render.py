@@ -16,6 +16,8 @@ relative to it. The Snakemake report shows the page from a `data:` URL inside a 
 relative link can resolve (and the report's own `javascript:app.showResultInfo(...)` links do not
 cross into a frame of another origin): the page therefore embeds a copy of each figure at its
 bottom, and a few lines of script point the figure links at those copies when the page is framed.
+Chromium loads no `data:` URL over 2 MB (the page stays blank), so the copies are scaled to keep
+the whole page under 1 MB as base64 (`fitting_pngs`); the report holds every figure full size.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import math
 import shutil
 import textwrap
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -402,18 +406,140 @@ def terminal(
 
 
 def _wrap(head: str, text: str, width: int, indent: int) -> list[str]:
-    lines = textwrap.wrap(text, width=max(20, width - len(head)), break_on_hyphens=False) or [""]
-    rest = (
-        textwrap.wrap(" ".join(lines[1:]), width=max(20, width - indent), break_on_hyphens=False)
-        if len(lines) > 1
-        else []
-    )
+    """`text` wrapped after `head` to `width`, between words only: a path or an id longer than a
+    line runs past it rather than being cut (a terminal folds it, a pager scrolls it, and a copy
+    of it still works)."""
+    wrapper = textwrap.TextWrapper(break_on_hyphens=False, break_long_words=False)
+    wrapper.width = max(20, width - len(head))
+    lines = wrapper.wrap(text) or [""]
+    wrapper.width = max(20, width - indent)
+    rest = wrapper.wrap(" ".join(lines[1:])) if len(lines) > 1 else []
     return [head + lines[0]] + [" " * indent + line for line in rest]
 
 
 def short(claims: list[ClaimResult], width: int | None = None) -> str:
-    """The grouped table without details, for the run summary."""
+    """The grouped table without details."""
     return terminal(claims, width, detail=False)
+
+
+# --- the headline: what a reader holds in mind ---------------------------------------------------
+
+HEADLINE_LINES = 40  # at most, at HEADLINE_WIDTH columns (tests/report/test_claims_render.py)
+HEADLINE_WIDTH = 80
+LISTED = 4  # ids named per line of failed or undecided claims, the rest counted
+
+
+@dataclass(frozen=True)
+class StatementHeadline:
+    """One statement of the essay in the headline: its measured evidence claims by verdict.
+    (The verdicts line extends this record: open tests by verdict apart from checks, failed
+    checks, the regime's edges, the expected number of false verdicts at the table's level.)"""
+
+    key: str
+    title: str
+    verdicts: Mapping[str, int]
+    failed: tuple[str, ...] = ()  # ids of the claims that fail
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The per-statement headline of a claims table, the one input of `render_headline`: the run
+    summary and `attnsim claims` print it, the same way."""
+
+    statements: tuple[StatementHeadline, ...]
+    sanity: Mapping[str, int]
+    sanity_failed: tuple[str, ...]  # sanity checks that did not pass: a bug or a finding
+    undecided_by_trials: tuple[str, ...]  # inconclusive claims more trials would decide
+    not_measured: int
+
+    @property
+    def measured(self) -> int:
+        return sum(sum(s.verdicts.values()) for s in self.statements) + sum(self.sanity.values())
+
+
+def headline(claims: list[ClaimResult]) -> Headline:
+    """The headline of `claims` (every claim of a table, measured or not)."""
+    measured, hidden = measured_only(claims)
+    statements = []
+    for key, members in groups(measured):
+        if key == SANITY:
+            continue
+        counts = Counter(c.verdict for c in members)
+        failed = tuple(c.claim_id for c in members if c.verdict == "fails")
+        statements.append(StatementHeadline(key, title(key), dict(counts), failed))
+    sanity = [c for c in measured if c.role == "sanity"]
+    return Headline(
+        statements=tuple(statements),
+        sanity=dict(Counter(c.verdict for c in sanity)),
+        sanity_failed=tuple(
+            c.claim_id for c in sanity if c.verdict not in ("holds", "outside regime")
+        ),
+        undecided_by_trials=tuple(
+            c.claim_id
+            for c in measured
+            if c.verdict == "inconclusive" and c.needed_unit == "trials per point"
+        ),
+        not_measured=hidden,
+    )
+
+
+def _counts(verdicts: Mapping[str, int], words: Mapping[str, str] = VERDICT_WORDS) -> str:
+    return ", ".join(f"{verdicts[v]} {words.get(v, v)}" for v in VERDICTS if verdicts.get(v))
+
+
+def _named(label: str, ids: tuple[str, ...], width: int) -> list[str]:
+    if not ids:
+        return []
+    shown = ", ".join(ids[:LISTED]) + (
+        f" and {len(ids) - LISTED} more" if len(ids) > LISTED else ""
+    )
+    return _wrap(f"    {label}: ", shown, width, 6)
+
+
+def render_headline(h: Headline, width: int = 80, more: str = "attnsim claims --all") -> str:
+    """The headline in at most HEADLINE_LINES lines of `width` columns: per statement its measured
+    evidence claims by verdict (the failing ones named), the sanity checks apart (any that did not
+    pass named), the claims more trials would decide, and where the full list is (`more`)."""
+    evidence = sum(sum(s.verdicts.values()) for s in h.statements)
+    total: Counter[str] = Counter()
+    for statement in h.statements:
+        total.update(statement.verdicts)
+    checks = sum(h.sanity.values())
+    head = f"claims: {evidence} evidence claims measured"
+    head += f" ({_counts(total)})" if evidence else ""
+    head += f"; {checks} sanity checks" if checks else ""
+    out = _wrap("", head, width, 2)
+    for number, statement in enumerate(h.statements, 1):
+        count = sum(statement.verdicts.values())
+        out += _wrap(
+            f"  {number}. ", f"{statement.title} ({count}): {_counts(statement.verdicts)}", width, 6
+        )
+        out += _named("fail", statement.failed, width)
+    if checks:
+        words = {"holds": "pass", "fails": "fail"}
+        out += _wrap(
+            "  ",
+            f"sanity checks ({checks}): {_counts(h.sanity, {**VERDICT_WORDS, **words})}",
+            width,
+            4,
+        )
+        out += _named("did not pass (a bug or a finding)", h.sanity_failed, width)
+    if h.undecided_by_trials:
+        out += _wrap(
+            "  ",
+            f"{len(h.undecided_by_trials)} inconclusive claims more trials would decide: "
+            "attnsim decide --budget CPU-HOURS -n prices it",
+            width,
+            4,
+        )
+    if h.not_measured:
+        out += _wrap("  ", f"{h.not_measured} claims need kinds this sweep does not run", width, 4)
+    last = f"every claim, with what it rests on: {more}"
+    # the command whole on a line of its own (copied, it must work), never broken between words
+    out += [last] if len(last) <= width else ["every claim, with what it rests on:", f"  {more}"]
+    if len(out) > HEADLINE_LINES:
+        out = out[: HEADLINE_LINES - 1] + [f"... ({more})"]
+    return "\n".join(out)
 
 
 # --- scripts -----------------------------------------------------------------------------------
@@ -575,13 +701,19 @@ def embedded_png(path: Path, width: int = EMBEDDED_WIDTH) -> str | None:
 
 
 def embedded_pngs(
-    paths: list[Path], threads: int = 1, cache: Path | None = None
+    paths: list[Path],
+    threads: int = 1,
+    width: int = EMBEDDED_WIDTH,
+    cache: Path | None = None,
 ) -> dict[Path, str | None]:
-    """`embedded_png` of each path, `threads` at a time: Pillow's decoding, scaling, palette and
-    encoding run without the GIL, so threads share the cores (the claims job runs last, alone).
-    With a `cache` folder, a figure whose PNG is unchanged reuses its scaled copy (a run that
-    redrew one experiment's figures scales only those); the folder keeps only this call's."""
-    scale = embedded_png if cache is None else (lambda path: _cached_png(path, cache))
+    """`embedded_png` of each path at `width`, `threads` at a time: Pillow's decoding, scaling,
+    palette and encoding run without the GIL, so threads share the cores (the claims job runs
+    last, alone). With a `cache` folder, a figure whose PNG is unchanged reuses its scaled copy
+    (a run that redrew one experiment's figures scales only those; `prune` keeps a page's)."""
+
+    def scale(path: Path) -> str | None:
+        return embedded_png(path, width) if cache is None else _cached_png(path, cache, width)
+
     if threads <= 1 or len(paths) <= 1:
         found = {path: scale(path) for path in paths}
     else:
@@ -589,33 +721,38 @@ def embedded_pngs(
 
         with ThreadPoolExecutor(min(threads, len(paths))) as pool:
             found = dict(zip(paths, pool.map(scale, paths), strict=True))
-    if cache is not None and cache.is_dir():
-        keep = {_cache_name(path) for path in paths if path.is_file()}
-        for old in cache.glob("*.txt"):
-            if old.name not in keep:
-                old.unlink(missing_ok=True)
     return found
 
 
-def _cache_name(path: Path) -> str:
+def prune(cache: Path | None, paths: list[Path], widths: list[int]) -> None:
+    """Keep in `cache` only the scaled copies of `paths` at `widths` (this page's)."""
+    if cache is None or not cache.is_dir():
+        return
+    keep = {_cache_name(path, w) for path in paths if path.is_file() for w in widths}
+    for old in cache.glob("*.txt"):
+        if old.name not in keep:
+            old.unlink(missing_ok=True)
+
+
+def _cache_name(path: Path, width: int) -> str:
     """The scaled copy's name: what it is made from (the PNG's bytes, the width, Pillow)."""
     import hashlib
 
     from PIL import __version__ as pillow
 
-    made_from = f"{EMBEDDED_WIDTH} {pillow} ".encode() + path.read_bytes()
+    made_from = f"{width} {pillow} ".encode() + path.read_bytes()
     return hashlib.sha256(made_from).hexdigest()[:32] + ".txt"
 
 
-def _cached_png(path: Path, cache: Path) -> str | None:
+def _cached_png(path: Path, cache: Path, width: int) -> str | None:
     if not path.is_file():
         return None
-    kept = cache / _cache_name(path)
+    kept = cache / _cache_name(path, width)
     try:
         return kept.read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError):
         pass
-    uri = embedded_png(path)
+    uri = embedded_png(path, width)
     if uri is not None:
         from attnsim import files
         from attnsim.errors import WriteError
@@ -681,33 +818,85 @@ def html(
             f"<table class='claims'>{head}<tbody>"
             f"{''.join(_row(c) for c in members)}</tbody></table></section>"
         )
-    figures = []
     shown = list(dict.fromkeys(c.figure for c in claims if c.figure))
-    uris = (
-        embedded_pngs(
-            [Path(results) / f"figures/{f}.png" for f in shown], threads, Path(results) / SCALED
-        )
-        if results
-        else {}
-    )
+    meta = "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in provenance.items())
+    text = _page(claims, note, sections, matrix, _figures(claims, shown, {}, results), meta)
+    paths = [Path(results) / f"figures/{f}.png" for f in shown] if results else []
+    cache = Path(results) / SCALED if results else None
+    uris = fitting_pngs(paths, PAGE_BYTES - len(text.encode("utf-8")), threads, cache)
+    return _page(claims, note, sections, matrix, _figures(claims, shown, uris, results), meta)
+
+
+# The report shows claims.html from a `data:` URL, and Chromium refuses to load one over 2 MB (a
+# blank page); the figure copies are sized so the whole page stays under 1 MB as base64.
+DATA_URL_BYTES = 1_000_000
+PAGE_BYTES = DATA_URL_BYTES * 3 // 4 - 10_000  # base64: 4 characters per 3 bytes; the URL's head
+EMBEDDED_WIDTHS = (EMBEDDED_WIDTH, 720, 560, 480, 400, 360, 320)
+
+
+def fitting_pngs(
+    paths: list[Path], budget: int, threads: int = 1, cache: Path | None = None
+) -> dict[Path, str | None]:
+    """The figure copies at the largest of EMBEDDED_WIDTHS at which all of them fit in `budget`
+    bytes; none when even the smallest do not (the page then links each figure's file only).
+    `cache`: the workspace's folder of scaled copies (`embedded_pngs`)."""
+    if not paths or budget <= 0:
+        return {}
+    tried = [EMBEDDED_WIDTHS[0]]
+    uris = embedded_pngs(paths, threads, tried[0], cache)
+    size = full = sum(len(u or "") for u in uris.values())
+    for width in EMBEDDED_WIDTHS[1:]:  # a copy's bytes grow about as its area
+        if size <= budget:
+            break
+        if full * (width / EMBEDDED_WIDTHS[0]) ** 2 > budget and width != EMBEDDED_WIDTHS[-1]:
+            continue
+        tried.append(width)
+        uris = embedded_pngs(paths, threads, width, cache)
+        size = sum(len(u or "") for u in uris.values())
+    prune(cache, paths, tried)
+    return uris if size <= budget else {}
+
+
+def _figures(
+    claims: list[ClaimResult], shown: list[str], uris: dict[Path, str | None], results
+) -> list[str]:
+    figures = []
     for figure in shown:
         shows = ", ".join(
             f"<a href='#claim-{escape(c.claim_id)}'><code>{escape(c.claim_id)}</code></a>"
             for c in claims
             if c.figure == figure
         )
-        uri = uris.get(Path(results) / f"figures/{figure}.png") if results else None
-        image = (
-            f"<a class='figure-file' href='figures/{escape(figure)}.png'><img src='{uri}' "
-            f"alt='figure {escape(figure)}'></a>"
-            if uri
-            else "<p class='note'>(not drawn yet)</p>"
-        )
+        path = Path(results) / f"figures/{figure}.png" if results else None
+        uri = uris.get(path) if path is not None else None
+        if uri:
+            image = (
+                f"<a class='figure-file' href='figures/{escape(figure)}.png'><img src='{uri}' "
+                f"alt='figure {escape(figure)}'></a>"
+            )
+        elif path is not None and path.is_file():
+            experiment = figure.split("/")[0]
+            image = (
+                f"<p class='note'><a class='figure-file' href='figures/{escape(figure)}.png'>"
+                f"figures/{escape(figure)}.png</a> (in the report: under {escape(experiment)})</p>"
+            )
+        else:
+            image = "<p class='note'>(not drawn yet)</p>"
         figures.append(
             f"<figure id='{escape(figure_anchor(figure))}'>{image}<figcaption>"
             f"<code>{escape(figure)}</code> shows {shows}</figcaption></figure>"
         )
-    meta = "".join(f"<li><b>{escape(k)}</b>: {escape(str(v))}</li>" for k, v in provenance.items())
+    return figures
+
+
+def _page(
+    claims: list[ClaimResult],
+    note: str,
+    sections: list[str],
+    matrix: str,
+    figures: list[str],
+    meta: str,
+) -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>attnsim claims</title>"
         f"<style>{STYLE}</style></head><body>"

@@ -18,11 +18,12 @@ SUBJECT = "normaliser"  # the claims whose subject is a value of this parameter
 
 
 def families(claims: list[ClaimResult]) -> dict[str, dict[str, ClaimResult]]:
-    """Claim family -> normaliser -> claim, for the claims whose subject is a normaliser, families
-    in the order their first claim appears; empty when no claim is about a normaliser."""
+    """Claim family -> normaliser -> claim, for the measured claims whose subject is a
+    normaliser, families in the order their first claim appears; empty when the sweep measured no
+    claim per normaliser (a table of cells saying "not measured" tells nothing)."""
     table: dict[str, dict[str, ClaimResult]] = {}
     for c in claims:
-        if c.subject_type == SUBJECT:
+        if c.subject_type == SUBJECT and c.verdict != "not measured":
             table.setdefault(c.family, {})[c.subject] = c
     return table
 

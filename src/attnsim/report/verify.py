@@ -154,7 +154,9 @@ def code_change(row: dict, here: dict) -> list[str]:
     return out
 
 
-def verify(root: Path) -> tuple[list[str], int]:
-    """(one line per claim that no longer matches, how many claims were checked)."""
+def verify(root: Path) -> tuple[list[str], int, int]:
+    """(one line per claim that no longer matches, how many measured claims were checked, how
+    many need kinds the sweep does not run: checked too, nothing to recompute)."""
     rows, experiments = read_claims(root)
-    return claim_lines(rows, experiments, Path(root)), len(rows)
+    unmeasured = sum(1 for row in rows if row.get("verdict") == "not measured")
+    return claim_lines(rows, experiments, Path(root)), len(rows) - unmeasured, unmeasured

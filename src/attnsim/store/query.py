@@ -673,8 +673,9 @@ def _json(batches: Iterator[pa.RecordBatch], handle: Sink) -> None:
 
 
 def _terminal_table(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> str:
-    """The first TERMINAL_ROWS rows, aligned, NULL as NULL; past them the total and how to get
-    every row. The rest is counted as it streams by, never held."""
+    """The first TERMINAL_ROWS rows as DuckDB renders a result (its box table: text left, numbers
+    right, NULL as NULL, columns elided to the terminal's width); past them the total and how to
+    get every row. The rest is counted as it streams by, never held."""
     head: list[pa.RecordBatch] = []
     kept = total = 0
     for batch in batches:
@@ -684,12 +685,7 @@ def _terminal_table(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> str
         total += len(batch)
     if total == 0:
         return "(no rows)"
-    columns = pa.Table.from_batches(head, schema).columns  # by position: names may repeat
-    cells = [list(schema.names)] + [
-        list(row) for row in zip(*(map(_cell, c.to_pylist()) for c in columns))
-    ]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(schema.names))]
-    text = "\n".join(" ".join(c.rjust(w) for c, w in zip(line, widths)).rstrip() for line in cells)
+    text = render(pa.Table.from_batches(head, schema))
     if total > kept:
         text += (
             f"\n({kept} of {total:,} rows shown; every row: --format csv or json, or --output FILE)"
@@ -697,12 +693,22 @@ def _terminal_table(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> str
     return text
 
 
-def _cell(value: object) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        return "NaN" if math.isnan(value) else f"{value:.6g}"
-    return str(value)
+def render(table: pa.Table, width: int | None = None) -> str:
+    """`table` (already fetched) as DuckDB's renderer draws it, on a connection of its own that
+    reads nothing but this table."""
+    import contextlib
+    import shutil
+
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    con = duckdb.connect(config={"enable_external_access": False})
+    try:
+        relation = con.from_arrow(table)
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            relation.show(max_rows=max(len(table), 1), max_width=width)
+        return buffer.getvalue().rstrip("\n")
+    finally:
+        con.close()
 
 
 __all__ = ["connect", "run", "write", "StoreError"]

@@ -30,7 +30,7 @@ from attnsim.claims.engine import (
     row_estimate,
 )
 from attnsim.kinds.ratio_claims import ratio_is_one
-from attnsim.kinds.real_noise import ROW_CORRECTION, SINK_ROW
+from attnsim.kinds.real_noise import LIGHT, ROW_CORRECTION, SINK_ROW
 from attnsim.stats import weighted_slopes
 from attnsim.subjects import noise_families
 
@@ -77,8 +77,6 @@ FIGURE_MAP, FIGURE_SIGMA, FIGURE_RATE, FIGURE_ROWS = (
     "real_noise_within_heads",
     "real_noise_rows",
 )
-# noise with every moment of the expansion finite (k* = inf): §2.8's regime "delta"
-LIGHT = noise_families.names(lambda f: f.every_moment)
 
 
 def light(s: pd.DataFrame) -> pd.Series:

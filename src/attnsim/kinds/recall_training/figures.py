@@ -427,6 +427,12 @@ RUN_COLUMNS = ("trial", "escape_step", "escaped")
 escape_survival.trial_columns = RUN_COLUMNS
 
 
+# a fit to the medians is drawn from this many points: with 3 (1 degree of freedom) its slope's
+# t interval is ~13 standard errors wide (1.44 [-118, 121] on the default sweep), nothing to read;
+# the same count the out-of-sample comparison needs (`plateau.out_of_sample`)
+FIT_POINTS = 4
+
+
 def _law_line(regime: pd.DataFrame, predictor: str, runs: dict | None):
     """The fitted law over the regime's points: for the initial logit std with the runs given,
     the Weibull AFT on every run (docs/science.md §9.9; its median line exp(a + b log sigma0 +
@@ -446,7 +452,7 @@ def _law_line(regime: pd.DataFrame, predictor: str, runs: dict | None):
         text = f"every run (Weibull): b {fit.slope:.2f} [{fit.slope_low:.2f}, {fit.slope_high:.2f}]"
         return grid, np.exp(centre + fit.slope * np.log(grid)), text
     law = fit_setting(regime, predictor)
-    if law is None:
+    if law is None or law["points"] < FIT_POINTS:  # 3 points: 1 dof, an interval of nothing
         return None
     grid = np.geomspace(law["x"].min(), law["x"].max(), 50)
     text = f"fit to medians: slope {law['slope']:.2f} [{law['ci_low']:.2f}, {law['ci_high']:.2f}]"
@@ -484,6 +490,8 @@ def _law_panel(ax, summary, predictor, colours, show_theory, runs=None):
         regime = rows[rows["logit_std"] >= LAW_LOGIT_STD]
         line = _law_line(regime, predictor, runs)
         if line is None:
+            finite = int(np.isfinite(regime["escape_median"].astype(float)).sum())
+            ax.plot([], [], " ", label=f"{finite} escape points: too few for a fit ({FIT_POINTS})")
             continue
         grid, fitted, text = line
         ax.plot(grid, fitted, "-", color=c, lw=1.5, label=text)
@@ -526,14 +534,13 @@ def escape_law(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
     finite = {k: cv[k] for k in PREDICTORS if np.isfinite(cv[k])}
     best = min(finite, key=lambda k: finite[k]) if finite else None
     fig, axes = plt.subplots(1, 3, figsize=(16.5, 5.0))
-    for ax, predictor in zip(axes, PREDICTORS):
+    for letter, ax, predictor in zip("abc", axes, PREDICTORS):
         _law_panel(ax, summary, predictor, colours, predictor == "logit_std", runs)
-        score = (
-            f"out-of-sample RMSE of log₁₀ median: {cv[predictor]:.3f}"
-            if np.isfinite(cv[predictor])
-            else "out of sample: too few points"
-        )
-        ax.set_title(f"{'(best) ' if predictor == best else ''}{score}", fontsize=9)
+        title = LAW_TITLES[predictor]
+        if np.isfinite(cv[predictor]):  # the comparison, where the data can make it
+            title += f"; out-of-sample RMSE of log₁₀ median {cv[predictor]:.3f}"
+            title += " (best)" if predictor == best else ""
+        ax.set_title(f"({letter}) {title}", fontsize=9)
     axes[0].set_ylabel("median escape time (steps; 95% interval)")
     handles = [Line2D([], [], color=colours[k], marker="o", label=_label(k)) for k, _ in groups]
     handles += [
@@ -555,13 +562,24 @@ def escape_law(summary: pd.DataFrame, trials: pd.DataFrame | None = None):
         ),
     ]
     legend_below(fig, handles, ncol=2, y=0.02)
-    fig.suptitle(
+    title = (
         "The plateau law: escape time against the initial logit std, the initial entropy and the "
-        "initial gradient norm",
+        "initial gradient norm"
     )
+    if not finite:  # said once, not in every panel
+        title += (
+            f"\n(which predictor explains it best needs {FIT_POINTS} escape points per setting "
+            f"with logit std ≥ {LAW_LOGIT_STD:g} to compare out of sample)"
+        )
+    fig.suptitle(title)
     return fig
 
 
+LAW_TITLES = {
+    "logit_std": "every run, right-censored (what the claims judge)",
+    "entropy": "against the initial entropy",
+    "gradient": "against the initial gradient norm",
+}
 escape_law.trial_columns = RUN_COLUMNS
 
 
