@@ -50,11 +50,14 @@ import numpy as np
 import pandas as pd
 
 from attnsim.claims.distance import to_decide
+from attnsim.claims.power import VarianceModel
 from attnsim.stats import Z80, Z95, mean_ci, t_quantile
 
 VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured", "not predicted")
-ROLES = ("evidence", "sanity")
+ROLES = ("evidence", "check", "sanity")  # declared: a test, a check (no power by design), true
+# by construction; the result's `test_role` is fixed from the design before the data (claims.power)
 SIDES = ("above", "below")
+TAILS = ("light", "heavy")  # a statistic's tails: heavy ones have no normal variance model
 OUTCOMES = ("open", "near-certain")  # an evidence claim's outcome before the data; "" for sanity
 TRIALS_COLUMN = "point_trials"  # a per-point estimate's column of each point's trials
 CONDITION_VALUES = 4  # a categorical parameter's values listed in a claim's condition
@@ -357,12 +360,20 @@ class ClaimSpec:
     subject: Subject | None = None
     family: str = ""  # the claim family (declared alike per subject); "" is the claim's own id
     axis: str = ""  # the parameter the claim is judged along; "" when none (ClaimResult.axis)
+    # the per-trial SD of the statistic fixed before the run (theory or an independent pilot):
+    # with the planned points and trials it gives the design power (claims.power)
+    variance: VarianceModel | None = None
+    correlation: float = 0.0  # between the points' estimates (shared draws), for per-point rules
+    tails: str = "light"  # "heavy": means carried by rare events; decide refuses them (§7.8)
+    redeclared_from: str = ""  # previous verdict, regime and commit of a re-declared claim
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"claim {self.claim_id}: role must be one of {ROLES}")
         if self.statement not in STATEMENTS:
             raise ValueError(f"claim {self.claim_id}: unknown statement {self.statement!r}")
+        if self.tails not in TAILS:
+            raise ValueError(f"claim {self.claim_id}: tails must be one of {TAILS}")
         sanity_rule = isinstance(self.rule, Sanity | SanityRange)
         if sanity_rule and self.role != "sanity":
             raise ValueError(f"claim {self.claim_id}: a Sanity rule is for sanity checks")
@@ -529,6 +540,44 @@ class ClaimResult:
         "the parameter along which the claim is judged (a rate in n, an exponent in the logit "
         "scale); empty when it judges each point apart or one pooled number",
     )
+    design_power: float = described(
+        math.nan,
+        "probability that the rule gives `fails` were `alternative_value` true, at the design "
+        "(planned points and trials, the declared variance model), computed before any row of "
+        "the run is read; what makes it an open test (>= 0.8) or a check; null for sanity",
+    )
+    design_se: float = described(
+        math.nan,
+        "the design's standard error of the statistic (the largest over points); null for sanity",
+    )
+    test_role: str = described(
+        "",
+        "the role fixed before the data: open test (design power >= 0.8), check (could not have "
+        "failed: lower power, or no alternative with a number) or sanity (true by construction)",
+    )
+    role_text: str = described(
+        "", "why the claim has its role, e.g. 'could not have failed: power 0.03 against ...'"
+    )
+    level: float = described(
+        math.nan,
+        "the coverage the verdict's interval controls: 0.95 for a single look, the confidence "
+        "sequence's level under `attnsim decide`'s sequential design",
+    )
+    design: str = described(
+        "",
+        "the design the verdict was judged under: single look, or sequential (decide's design "
+        "record: its looks so far and planned)",
+    )
+    redeclared_from: str = described(
+        "",
+        "for a claim re-declared from theory this release: its previous verdict, regime and the "
+        "commit it was judged at; empty otherwise",
+    )
+    thin: str = described(
+        "",
+        "why the evidence is thin by the declared rule (fewer than 4 scales or 32 runs per scale "
+        "for a fitted law); empty otherwise",
+    )
 
     @property
     def is_open(self) -> bool:
@@ -652,6 +701,7 @@ def declared(spec: ClaimSpec) -> ClaimResult:
         subject_type=spec.subject.what if spec.subject else "",
         family=spec.family or spec.claim_id,
         axis=spec.axis,
+        redeclared_from=spec.redeclared_from,
     )
 
 
