@@ -113,7 +113,7 @@ def test_a_flipped_bit_is_one_line(results, capsys, command):
     if command == "summary":
         code = main(["summary", "--configfile", str(results / "config.yaml"), "--store", store_arg])
         out = capsys.readouterr().out
-        assert code == 0 and f"  not shown: {path}: " in out and "holds" not in out
+        assert code == 0 and f"claims not shown: {path}: " in out and "holds" not in out
         return
     argv = {
         "cite": ["cite", "delta_method_gaussian", "--store", store_arg],

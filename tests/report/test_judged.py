@@ -118,7 +118,7 @@ def test_the_key_follows_the_claims_code_statically():
         "attnsim/kinds/recall_training/claims.py",
         "attnsim/kinds/recall_training/__init__.py",
         "attnsim/kinds/recall_training/plateau.py",
-        "attnsim/kernels/censored_regression.py",
+        "attnsim/subjects/normalisers.py",
         "attnsim/claims/engine.py",
         "attnsim/stats.py",
         "attnsim/report/claims.py",

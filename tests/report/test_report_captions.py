@@ -17,7 +17,9 @@ import yaml
 from docutils.core import publish_parts
 from helpers.configs import REPO
 
+from attnsim.config.load import load
 from attnsim.kinds import all_kinds
+from attnsim.report.status import report_context
 
 PLUGIN_CAPTIONS = sorted((REPO / "tests/plugin_example/src").rglob("report/*.rst"))
 # the report's own targets (Snakemake appends them to every caption) and the result files' names
@@ -68,12 +70,15 @@ def test_caption_renders_without_docutils_messages(name, path):
         *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "workflow/presets").glob("*.yaml")),
     ],
 )
-def test_the_report_home_renders_for_every_shipped_config(config):
-    """workflow/report/workflow.rst, the report's home page, with the default sweep and each preset:
-    no docutils message, and one short line per experiment (a long page would push its start
-    out of view in the report's centred home pane)."""
+def test_the_report_home_renders_for_every_shipped_config(config, tmp_path):
+    """workflow/report/workflow.rst, the report's home page, with the default sweep and each preset
+    (nothing run yet: the counts the workflow computes from the workspace, `report_context`): no
+    docutils message, and one short line per experiment (a long page would push its start out of
+    view in the report's centred home pane)."""
     settings = yaml.safe_load((REPO / config).read_text())
-    html, messages = render((REPO / "workflow/report/workflow.rst").read_text(), config=settings)
+    context = report_context(load(settings), tmp_path / "store")
+    template = (REPO / "workflow/report/workflow.rst").read_text()
+    html, messages = render(template, config=settings | {"attnsim_report": context})
     assert messages == "", messages
     assert "system-message" not in html and f"seed {settings['seed']}" in html
     for name in settings["experiments"]:

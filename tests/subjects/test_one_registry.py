@@ -110,6 +110,7 @@ def test_every_noise_family_has_a_sampler_and_one_name():
 # A subprocess registers two records before anything imports the kinds: `softcap20`, of a known
 # form (another cap), and `cube`, a map of a form no law is written for (every property Unknown).
 NEW_RECORDS = """
+import dataclasses
 import json
 import numpy as np
 from attnsim.subjects import Unknown, normalisers
@@ -155,7 +156,9 @@ for kind in all_kinds().values():
         if result.subject in new:
             out["claims"].setdefault(result.subject, []).append(result.family)
             out["verdicts"][spec.claim_id] = result.verdict
-out["matrix_columns"] = normaliser_matrix._columns(normaliser_matrix.families(claims))
+# the matrix shows measured claims: as if each had been judged (here none saw a row)
+measured = [dataclasses.replace(c, verdict="holds") for c in claims]
+out["matrix_columns"] = normaliser_matrix._columns(normaliser_matrix.families(measured))
 out["floor"] = {n: theory.cosine_floor(n, 64) for n in new}
 out["entropy_limit"] = {n: theory.large_scale_entropy(n, 64) for n in new}
 draws = attention.draw(np.random.default_rng(0), 3, 16, 4, 2)
