@@ -129,6 +129,12 @@ class Normaliser:
             if not isinstance(value, Unknown) and value not in allowed:
                 raise ValueError(f"normaliser {self.name}: {field} {value!r} not one of {allowed}")
 
+    @property
+    def sorts_rows(self) -> bool:
+        """Whether its threshold sorts each row (a `power` map: sparsemax, 1.5-entmax): what its
+        kernel's cost counts."""
+        return self.power is not None
+
     def weights(self, s) -> np.ndarray:
         """The weights p (..., n) of logits s (..., n)."""
         return self.forward(np.asarray(s, dtype=np.float64))

@@ -70,9 +70,6 @@ def simulate(draws: Draws, name: str, logit_scale: float, sigma: float) -> dict[
     }
 
 
-SORTED = ("sparsemax", "entmax15")  # normalisers whose threshold sorts each row
-
-
 def counts(n: int, d: int, k: int, normaliser: str) -> Work:
     """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
     normals; per point the float64 copies, the normaliser of the clean row and of its K noisy
@@ -82,7 +79,7 @@ def counts(n: int, d: int, k: int, normaliser: str) -> Work:
     rows = (k + 1) * n
     normalise = (
         Counts(bytes=16 * rows * max(1.0, math.log2(n)))
-        if normaliser in SORTED
+        if normalisers.get(normaliser).sorts_rows
         else Counts(exps=rows)
     )
     return Work(

@@ -33,16 +33,15 @@ def simulate(cosines: np.ndarray, name: str, tau: float) -> dict[str, np.ndarray
     return {"entropy": entropy, "gap": math.log(n) - entropy, "mass": mass}
 
 
-SORTED = ("sparsemax", "entmax15")  # normalisers whose threshold sorts each row
-
-
 def counts(n: int, d: int, normaliser: str) -> Work:
     """What one trial costs (`attnsim.kinds.base.Work`), counted from `simulate`: per stream the
     cosines (`sampling.sphere_cosines`); per point the float64 logits, the normaliser (one exp,
     or a sort for the sparse maps) and the entropy (a log and ~8 passes of 8 bytes per key).
     Calls: ~25 per point and block."""
     normalise = (
-        Counts(bytes=16 * n * max(1.0, math.log2(n))) if normaliser in SORTED else Counts(exps=n)
+        Counts(bytes=16 * n * max(1.0, math.log2(n)))
+        if normalisers.get(normaliser).sorts_rows
+        else Counts(exps=n)
     )
     radius = Counts(exps32=2 * n, expm1s=n, words=n, bytes=24 * n) if d > 2 else Counts()
     return Work(
