@@ -21,7 +21,7 @@ from helpers.workflow import REPO, point_rows, python_first_on_path, snakemake, 
 
 from attnsim.cli.main import main
 from attnsim.records import state as record
-from attnsim.report.decide import GroupSequential, Meter, decisive
+from attnsim.report.decide import Meter
 
 CONFIG = {
     "seed": 3,
@@ -43,17 +43,6 @@ CONFIG = {
 }
 TARGETS = ("dropout_transformers_iid", "dropout_transformers_exact")
 SNAKEMAKE = ["--", "-s", str(REPO / "Snakefile"), "--cores", "1"]
-
-
-def test_no_look_that_cannot_decide_is_planned():
-    """Looks at 3x and 8x of 64x spend (almost) nothing under O'Brien-Fleming: an interval there
-    is infinite, so those looks are dropped and the design recomputed without them."""
-    design = GroupSequential.plan([3, 8, 23, 64])
-    assert all(decisive(c) for c in design.design.critical)
-    assert design.factors[0] == 1 and design.factors[-1] == 64 and 3 not in design.factors
-    record_ = design.record("c", {"e": 100}, 2)
-    assert [look.trials for look in record_.looks] == [100, design.factors[1] * 100]
-    assert GroupSequential.from_record(record_) == design
 
 
 def test_the_next_look_is_predicted_from_the_last_ones_measurements():
