@@ -363,6 +363,7 @@ class Decide:
     state: WorkspaceState
     targets: list[Target] = field(default_factory=list)
     token: str = ""
+    start: int = 1  # the workspace's last complete look when this call started (1: the run)
 
     @property
     def folder(self) -> Path:
@@ -414,7 +415,7 @@ class Decide:
     def look_number(self, look: int) -> int:
         """The workspace's look number of this call's `look` (0-based): looks of earlier calls
         count on (look 1 is the first run judged)."""
-        return max((t.look for t in self.state.topups.values()), default=1) + look + 1
+        return self.start + look + 1
 
 
 def decide(
@@ -441,6 +442,7 @@ def decide(
         )
     data = workspace_state.effective_data(workspace_state.load_data(path), state)
     run = Decide(config, workdir, relative, extra, data, state)
+    run.start = max((t.look for t in state.topups.values()), default=1)
     settings = load(data)
     run.targets, notes, resting = choose_targets(names, settings, run.root, state.designs)
     for note in notes:

@@ -20,7 +20,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from statistics import NormalDist
 
 from attnsim.claims import confidence_sequence as cs
 from attnsim.claims import sequential
@@ -31,7 +30,6 @@ from attnsim.records.state import ClaimDesign
 SINGLE = "single look"
 SINGLE_LEVEL = 0.95  # the run's own 95% intervals
 SEQUENTIAL = "sequential"  # how every sequential design's text starts (verify reads it)
-_Z95 = NormalDist().inv_cdf(0.975)
 
 
 @dataclass(frozen=True)
@@ -60,7 +58,7 @@ def judging(record: ClaimDesign | None) -> Judging:
             return Judging(
                 lambda low, high, n: sequence.widen(low, high, trials, n),
                 sequence.level,
-                _text(record, f"critical {sequence.critical(trials):.3f} (one look: {_Z95:.2f})"),
+                _text(record, f"critical {sequence.critical(trials):.3f}"),
             )
         if record.method == "group sequential":
             factors = [int(f) for f in record.parameters["factors"]]
@@ -80,20 +78,16 @@ def judging(record: ClaimDesign | None) -> Judging:
 
 
 def _text(record: ClaimDesign, critical: str) -> str:
-    """`sequential: look k of K planned, <boundary>, <critical>, since <declared>`."""
+    """`sequential: look k of K planned, <boundary>, <critical> at <trials>, since <declared>`
+    (K: the looks the last decide call planned; a confidence sequence may look again)."""
     look = len(record.looks)
+    planned = f"look {look} of {record.planned_looks} planned" if record.planned_looks else ""
+    planned = planned or f"look {look}"
     if record.method == cs.METHOD:
-        boundary = str(record.parameters.get("boundary", cs.BOUNDARY))
-        planned = (
-            f"look {look} of {record.planned_looks} planned (open-ended)"
-            if record.planned_looks
-            else f"look {look} (open-ended)"
-        )
-        method = f"confidence sequence, {boundary}"
+        method = "normal-mixture confidence sequence (Howard et al. 2021, open-ended)"
     else:
-        planned = f"look {look} of {record.planned_looks} planned"
         planned += ", spent" if record.spent else ""
-        method = "group sequential, Lan-DeMets O'Brien-Fleming spending"
+        method = "group sequential (Lan-DeMets O'Brien-Fleming spending)"
     trials = f"{record.looks[-1].trials:,} trials per point"
     since = f", since {record.declared}" if record.declared else ""
     return f"{SEQUENTIAL}: {planned}, {method}, {critical} at {trials}{since}"
