@@ -1,6 +1,7 @@
 """`attnsim cite CLAIM`: one verdict as a short citable record, in Markdown and as a BibTeX note:
 the statement it tests, the claim, verdict, number and interval, tolerance or bound, regime,
-what it rests on, the digest of the data it read and the run (config hash, seed, attnsim's
+the level and design it was judged under (a single look, or decide's sequential design), what it
+rests on, the digest of the data it read and the run (config hash, seed, attnsim's
 version, git commit). The BibTeX key `attnsim:<claim id>` is the key each row of `attnsim claims
 --format latex` carries in its footnote, so a table and its citations name the same records.
 """

@@ -6,7 +6,9 @@ What is checked, per experiment the claims rest on: each trial file against its 
 checksums; the summary against its own, against the chunks it records (a replaced chunk), and
 against a summary recomputed from the trials (a value changed and re-signed); the summary's
 algorithm version against the kind's. Per claim: the verdict and numbers recomputed from the
-summaries, the digest of the summaries it read (`inputs_sha256`), and the code that computed it
+summaries under the sequential design the workspace's state record holds for it (its `design`
+compared too; a row that says sequential without a record is one line naming the record), the
+digest of the summaries it read (`inputs_sha256`), and the code that computed it
 (attnsim's version and the git commit stamped on the row) against this one.
 """
 
