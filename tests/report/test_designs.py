@@ -119,8 +119,8 @@ def test_the_headline_line_states_levels_and_designs():
     assert designs.design_summary([single]) == "every verdict at a single look (level 0.95)"
     line = designs.design_summary([single, later])
     assert line == (
-        "1 verdicts at a single look (level 0.95); 1 under decide's confidence sequence "
-        "(level 0.90): b"
+        "1 verdict at a single look (level 0.95); 1 verdict under decide's confidence "
+        "sequence (level 0.90): b"
     )
     assert designs.design_summary([ClaimResult(claim_id="old")]) == ""  # an older table
 

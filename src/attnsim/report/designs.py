@@ -115,15 +115,19 @@ def design_summary(claims: Iterable[ClaimResult]) -> str:
     later = [c for c in judged if sequential_text(c.design)]
     if not later:
         return f"every verdict at a single look (level {_level(single)})"
-    parts = [f"{len(single)} verdicts at a single look (level {_level(single)})"] if single else []
+    parts = [f"{_count(len(single))} at a single look (level {_level(single)})"] if single else []
     groups: Counter[tuple[str, str]] = Counter()
     for claim in later:
         groups[(_method(claim.design), _level([claim]))] += 1
     for (method, level), count in sorted(groups.items()):
         names = [c.claim_id for c in later if _method(c.design) == method]
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        parts.append(f"{count} under decide's {method} (level {level}): {shown}")
+        parts.append(f"{_count(count)} under decide's {method} (level {level}): {shown}")
     return "; ".join(parts)
+
+
+def _count(count: int) -> str:
+    return f"{count} verdict" + ("" if count == 1 else "s")
 
 
 def _level(claims: list[ClaimResult]) -> str:
