@@ -13,15 +13,25 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 from helpers.workflow import REPO, point_rows, python_first_on_path, snakemake, write_config
 
+from attnsim.claims import confidence_sequence as cs
+from attnsim.claims.engine import ClaimResult
 from attnsim.cli.main import main
 from attnsim.records import state as record
-from attnsim.report.decide import GroupSequential, Meter, decisive
+from attnsim.report.decide import (
+    Meter,
+    Sequences,
+    _not_decidable,
+    changed_claims,
+    declared_specs,
+    lead_experiment,
+)
 
 CONFIG = {
     "seed": 3,
@@ -45,15 +55,67 @@ TARGETS = ("dropout_transformers_iid", "dropout_transformers_exact")
 SNAKEMAKE = ["--", "-s", str(REPO / "Snakefile"), "--cores", "1"]
 
 
-def test_no_look_that_cannot_decide_is_planned():
-    """Looks at 3x and 8x of 64x spend (almost) nothing under O'Brien-Fleming: an interval there
-    is infinite, so those looks are dropped and the design recomputed without them."""
-    design = GroupSequential.plan([3, 8, 23, 64])
-    assert all(decisive(c) for c in design.design.critical)
-    assert design.factors[0] == 1 and design.factors[-1] == 64 and 3 not in design.factors
-    record_ = design.record("c", {"e": 100}, 2)
-    assert [look.trials for look in record_.looks] == [100, design.factors[1] * 100]
-    assert GroupSequential.from_record(record_) == design
+def test_a_recorded_sequence_is_continued_by_a_second_decide_with_no_new_budget():
+    """Issue 49: a second `decide` planned afresh spent another 2.5% + 2.5% per side. Here the
+    sequence the first call recorded comes back through state.yaml with the same ρ: every later
+    look's critical value is the first call's sequence's, and the record grows by the looks."""
+    first = Sequences((3, 8), {"e": 160}, {}, "2026-12-07, attnsim 0.1.0")
+    planned = first.sequence("c", "e")
+    assert planned == cs.ConfidenceSequence.plan(160, 8 * 160)
+    written = first.record("c", ("e",), 1)  # looks 1-3 of the first call
+    assert [look.trials for look in written.looks] == [160, 480, 1_280]
+    assert written.planned_looks == 3 and written.level == pytest.approx(0.90)
+    text = record.to_data(record.WorkspaceState(designs={"c": written}))
+    back = record.from_data(text).designs  # through the file's own format
+    second = Sequences((2, 4), {"e": 1_280}, back, "2026-12-08, attnsim 0.2.0")
+    assert second.sequence("c", "e") == planned  # the same boundary: no second error budget
+    fresh = cs.ConfidenceSequence.plan(1_280, 4 * 1_280)
+    assert fresh.rho != planned.rho  # what a fresh plan would have used
+    again = second.record("c", ("e",), 1)
+    assert [look.trials for look in again.looks] == [160, 480, 1_280, 2_560, 5_120]
+    assert again.parameters == written.parameters and again.declared == written.declared
+    assert again.planned_looks == 5
+    # a claim without a record whose rows the second call changes gets its own new sequence
+    other = second.record("d", ("e",), 0)
+    assert other.parameters["first_trials"] == 1_280 and other.declared.startswith("2026-12-08")
+
+
+def test_every_claim_whose_rows_a_top_up_changes_is_recorded_targeted_or_not():
+    resting = {"a": ("e",), "b": ("e", "f"), "c": ("f",), "d": ()}
+    assert changed_claims(resting, {"e": 320}) == {"a": ("e",), "b": ("e", "f")}
+    assert lead_experiment(("f", "e"), {"e": 1, "f": 1}) == "e"
+    assert lead_experiment(("e", "f"), {"f": 1}) == "f"
+
+
+def not_decidable(claim_id: str, **fields) -> str:
+    _, spec = declared_specs()[claim_id]
+    spec = replace(spec, **fields.pop("spec", {}))
+    result = ClaimResult(claim_id=claim_id, verdict="inconclusive", **fields)
+    return _not_decidable(result, spec, None, None)
+
+
+def test_a_heavy_tailed_claim_is_refused_with_the_reason():
+    why = not_decidable(
+        "dropout_transformers_iid",
+        needed=400,
+        needed_unit="trials per point",
+        spec={"tails": "heavy"},
+    )
+    assert why.startswith("refused: its estimator is heavy-tailed") and "no bootstrap" in why
+
+
+def test_a_check_the_data_cannot_decide_says_so_instead_of_naming_a_count():
+    """The real_* claims: their intervals narrow with heads, and the model has 72."""
+    why = not_decidable(
+        "real_delta_method",
+        needed=5_121,
+        needed_unit="heads per point",
+        to_decide="~5,121 heads per point would decide it (fails)",
+        role_text="the data cannot decide it: all-MiniLM-L6-v2 has 72 heads",
+        spec={"role": "check"},
+    )
+    assert why.startswith("cannot be decided with the data available: the data cannot decide it")
+    assert "72 heads" in why and "5,121" not in why and "heads per point, not trials" in why
 
 
 def test_the_next_look_is_predicted_from_the_last_ones_measurements():
@@ -138,6 +200,49 @@ def test_decided_then_the_studys_own_config_keeps_working(judged, tmp_path, caps
     assert dry.returncode == 0 and "simulate 0" in dry.stdout, dry.stdout + dry.stderr
     assert "1e-300" not in shown.stdout + shown.stderr + dry.stdout + dry.stderr
     fresh_rows_equal(workdir, tmp_path)
+
+
+def table(workdir: Path) -> dict[str, tuple]:
+    import pandas as pd
+
+    rows = pd.read_parquet(workdir / "results" / "claims.parquet")
+    return {r.claim_id: (r.verdict, r.level, r.design) for r in rows.itertuples()}
+
+
+@pytest.mark.slow
+def test_a_recorded_design_survives_a_rerun_and_a_second_decide(judged, tmp_path, capsys):
+    """Issue 49 item 3: the table is judged under the design decide recorded (targets and every
+    claim of the topped-up experiment alike), a rerun from the summaries, code and record writes
+    the same rows, verify passes, and a second decide continues the same sequence."""
+    workdir = copy_of(judged, tmp_path)
+    decide(workdir, "--budget", "0.004")  # a look or two: the targets may stay inconclusive
+    designs = record.read(workdir / "results").designs
+    assert set(TARGETS) <= set(designs), capsys.readouterr().out
+    first = table(workdir)
+    for claim in TARGETS:
+        verdict, level, design = first[claim]
+        looks = len(designs[claim].looks)
+        assert level == pytest.approx(0.90) and design.startswith(f"sequential: look {looks} ")
+    assert first["entropy_in_bounds"][1:] == (0.95, "single look")
+    shutil.rmtree(workdir / "results" / "claims")
+    (workdir / "results" / "claims.parquet").unlink()
+    rerun = attnsim(workdir, "run", "-s", str(REPO / "Snakefile"))
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert table(workdir) == first
+    verified = attnsim(workdir, "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    capsys.readouterr()
+    decide(workdir, "--budget", "0.004", *TARGETS)
+    out = capsys.readouterr().out
+    again = record.read(workdir / "results").designs
+    for claim in TARGETS:
+        assert again[claim].parameters == designs[claim].parameters  # the same ρ and budget
+        if first[claim][0] == "inconclusive":
+            assert "continued from the state record (no new error budget)" in out, out
+            assert again[claim].looks[: len(designs[claim].looks)] == designs[claim].looks
+            assert len(again[claim].looks) >= len(designs[claim].looks)
+        else:
+            assert f"decide: {claim}: already {first[claim][0]}" in out, out
 
 
 @pytest.mark.slow

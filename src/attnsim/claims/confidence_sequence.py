@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from attnsim.claims.engine import TAILS
 from attnsim.stats import t_quantile
 
 METHOD = "confidence sequence"
@@ -67,7 +68,6 @@ BOUNDARY = "one-sided normal mixture (Howard, Ramdas, McAuliffe & Sekhon 2021)"
 ALPHA = 0.025  # one side's error over all looks after the first
 FIRST_ALPHA = 0.025  # one side's error at look 1: the run's own 95% interval
 RHO_UNIT = "trials per point"
-TAILS = ("normal", "heavy")
 _NORMAL = NormalDist()
 
 
@@ -185,9 +185,15 @@ class ConfidenceSequence:
         """A 95% t interval from `trials` trials (df = trials − 1) widened to the sequence's at
         that many trials: the same centre, the half-width × c_t / t_0.975. At look 1 (trials ≤
         first_trials) it is the 95% interval itself."""
-        if not (math.isfinite(low) and math.isfinite(high)) or trials < 2:
+        return self.widen(low, high, trials, trials)
+
+    def widen(self, low: float, high: float, trials: int, n: int) -> tuple[float, float]:
+        """A 95% t interval from a sample of `n` (df = n − 1) widened to the sequence's at
+        `trials` per point (the design's information): what a claim's estimate gets at a look,
+        whether its n is a point's trials or, for a statistic pooled over points, its points."""
+        if not (math.isfinite(low) and math.isfinite(high)) or n < 2:
             return math.nan, math.nan
-        factor = self.t_critical(trials, trials - 1) / t_quantile(0.975, trials - 1)
+        factor = self.t_critical(trials, n - 1) / t_quantile(0.975, n - 1)
         centre, half = (low + high) / 2, (high - low) / 2
         return centre - factor * half, centre + factor * half
 
@@ -258,7 +264,7 @@ def refusal(claim_id: str, tails: str) -> str:
     declared for it."""
     if tails not in TAILS:
         raise ValueError(f"claim {claim_id}: tails must be one of {TAILS}, got {tails!r}")
-    if tails == "normal":
+    if tails != "heavy":
         return ""
     return (
         f"{claim_id}: its estimator is heavy-tailed (a mean carried by rare near-ties, "

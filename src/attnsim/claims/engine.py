@@ -587,9 +587,16 @@ class ClaimResult:
 # --- judging -------------------------------------------------------------------------------------
 
 
-def judge(spec: ClaimSpec, rows: pd.DataFrame | None, params: tuple[str, ...] = ()) -> ClaimResult:
+def judge(
+    spec: ClaimSpec,
+    rows: pd.DataFrame | None,
+    params: tuple[str, ...] = (),
+    interval: Interval | None = None,
+) -> ClaimResult:
     """Select the regime, measure, apply the rule: the claim's immutable result. `params`, the
-    kind's parameters, make its `condition` (their values over the regime's rows)."""
+    kind's parameters, make its `condition` (their values over the regime's rows); `interval`,
+    a sequential design's widening of each deciding interval (`report.designs`), None for a
+    single look."""
     base = declared(spec)
     if isinstance(spec.rule, NotPredicted):
         return replace(base, verdict="not predicted")
@@ -609,7 +616,7 @@ def judge(spec: ClaimSpec, rows: pd.DataFrame | None, params: tuple[str, ...] = 
         facts = {**estimate.facts, "context": spec.context(rows)}
         estimate = replace(estimate, facts=facts)
     base = replace(base, **_rests_on(selected, spec.figure), condition=condition(selected, params))
-    result = replace(base, **_apply(spec, estimate))
+    result = replace(base, **_apply(spec, estimate, interval))
     if unjudged:
         result = replace(result, unjudged=unjudged[0], evidence=_with_unjudged(result, unjudged))
     return (
@@ -749,7 +756,7 @@ def not_predicted(
     )
 
 
-def _apply(spec: ClaimSpec, e: Estimate) -> dict:
+def _apply(spec: ClaimSpec, e: Estimate, interval: Interval | None = None) -> dict:
     rule = spec.rule
     out = {
         "number": e.number,
@@ -762,7 +769,7 @@ def _apply(spec: ClaimSpec, e: Estimate) -> dict:
         "unit": e.unit,
         "evidence": _evidence(spec, e),
     }
-    out["verdict"] = rule.decide(e)
+    out["verdict"] = rule.decide(e, interval)
     if isinstance(rule, Sanity | SanityRange):
         return out
     alternative = spec.alternative.value if spec.alternative else math.nan

@@ -76,7 +76,10 @@ class ClaimDesign:
     level: float
     parameters: Mapping[str, Any] = field(default_factory=dict)
     looks: tuple[Look, ...] = ()
-    planned_looks: int = 0  # 0: open-ended (a confidence sequence may look again at any time)
+    # a group-sequential design's looks (its error is spent at the last); for a confidence
+    # sequence, which may look again at any time, the looks the last decide call planned (shown,
+    # never a limit); 0: none stated
+    planned_looks: int = 0
     experiments: tuple[str, ...] = ()
     declared: str = ""
 
@@ -97,8 +100,10 @@ class ClaimDesign:
 
     @property
     def spent(self) -> bool:
-        """A fixed design whose planned looks are all used: it cannot look again."""
-        return self.planned_looks > 0 and len(self.looks) >= self.planned_looks
+        """A fixed (group-sequential) design whose planned looks are all used: it cannot look
+        again. A confidence sequence is never spent: it is valid at every look."""
+        fixed = self.method == "group sequential"
+        return fixed and self.planned_looks > 0 and len(self.looks) >= self.planned_looks
 
 
 @dataclass(frozen=True)

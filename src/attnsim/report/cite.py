@@ -1,12 +1,14 @@
 """`attnsim cite CLAIM`: one verdict as a short citable record, in Markdown and as a BibTeX note:
 the statement it tests, the claim, verdict, number and interval, tolerance or bound, regime,
-what it rests on, the digest of the data it read and the run (config hash, seed, attnsim's
+the level and design it was judged under (a single look, or decide's sequential design), what it
+rests on, the digest of the data it read and the run (config hash, seed, attnsim's
 version, git commit). The BibTeX key `attnsim:<claim id>` is the key each row of `attnsim claims
 --format latex` carries in its footnote, so a table and its citations name the same records.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from attnsim.claims.engine import STATEMENTS
@@ -41,6 +43,15 @@ def find(table_path, claim_id: str, root: Path | None = None) -> dict:
     raise AttnsimError(f"{table_path}: no claim {claim_id!r} (claims are named like {known}, ...)")
 
 
+def judged_text(claim) -> str:
+    """The error the verdict controls and the design it was judged under (`report.designs`):
+    "level 0.95, single look", or decide's sequential design with its look and boundary."""
+    if not claim.design:
+        return "level not recorded (a table of an older attnsim)"
+    level = "level not recorded" if math.isnan(claim.level) else f"level {claim.level:.2f}"
+    return f"{level}, {claim.design}"
+
+
 def markdown(row: dict) -> str:
     claim = io.from_table_rows([row])[0]
     statement = STATEMENTS.get(claim.statement, "")
@@ -52,6 +63,7 @@ def markdown(row: dict) -> str:
         f"- compared with: {compared_text(claim)}",
         f"- decided by: {decided_text(claim)}" if decided_text(claim) else "",
         f"- regime: {claim.regime or claim.condition}",
+        f"- judged: {judged_text(claim)}",
         f"- rests on: {rests_on(claim)}",
         f"- data digest (sha256 of the summaries it read): {row.get('inputs_sha256') or 'none'}",
         f"- {footer(row)}",
@@ -65,7 +77,8 @@ def bibtex(row: dict) -> str:
     claim = io.from_table_rows([row])[0]
     note = (
         f"Verdict {claim.verdict}; {measured_labelled(claim)}; compared with "
-        f"{compared_text(claim)}; regime: {claim.regime or claim.condition}; data sha256 "
+        f"{compared_text(claim)}; regime: {claim.regime or claim.condition}; judged: "
+        f"{judged_text(claim)}; data sha256 "
         f"{row.get('inputs_sha256') or 'none'}; {footer(row)}"
     )
     fields = {

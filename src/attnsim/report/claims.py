@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ from attnsim import files
 from attnsim.claims.engine import ClaimResult, canonical_rows, entropy_bounds, judge
 from attnsim.errors import StoreError
 from attnsim.kinds.base import Kind
+from attnsim.records.state import ClaimDesign
 from attnsim.report import provenance as run_provenance
 from attnsim.report.claims_render import html, markdown, ordered
+from attnsim.report.designs import SINGLE_LOOK, judging
 from attnsim.store import parquet as store
 
 ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "float": pa.float64()}
@@ -185,32 +188,45 @@ def experiments_json(experiments: dict[str, str]) -> str:
     return json.dumps(dict(sorted(experiments.items())))
 
 
-def evaluate(summaries: dict[str, pd.DataFrame], experiments: dict[str, str]) -> list[ClaimResult]:
+def evaluate(
+    summaries: dict[str, pd.DataFrame],
+    experiments: dict[str, str],
+    designs: Mapping[str, ClaimDesign] | None = None,
+) -> list[ClaimResult]:
     """Every registered kind's claims judged on the rows of the config's experiments of that kind
-    (`judge_kind`), then the claim every kind shares (the entropy bound, `entropy_claim`)."""
+    (`judge_kind`, each claim under its recorded sequential design in `designs`), then the claim
+    every kind shares (the entropy bound, `entropy_claim`)."""
     from attnsim.kinds import all_kinds
 
     claims: list[ClaimResult] = []
     drawn: dict[str, tuple[str, ...]] = {}
     for name, registered in all_kinds().items():
         frames = {e: summaries[e] for e, k in experiments.items() if k == name and e in summaries}
-        judged, shown = judge_kind(registered, frames)
+        judged, shown = judge_kind(registered, frames, designs)
         claims += judged
         drawn.update(shown)
     return claims + [entropy_claim(summaries, experiments, drawn)]
 
 
 def judge_kind(
-    kind: Kind, frames: dict[str, pd.DataFrame]
+    kind: Kind,
+    frames: dict[str, pd.DataFrame],
+    designs: Mapping[str, ClaimDesign] | None = None,
 ) -> tuple[list[ClaimResult], dict[str, tuple[str, ...]]]:
     """A kind's claims judged on the rows of its experiments' summaries (`frames`: experiment ->
     summary, of this kind only) made independent of the experiments' order and names
-    (`engine.canonical_rows`: one row per point, sorted by its parameters), each linked to a
-    figure its experiments draw; and the figures each experiment draws (`drawn_figures`)."""
+    (`engine.canonical_rows`: one row per point, sorted by its parameters), each under its
+    recorded sequential design (`designs`, from the workspace's state record; a single look
+    without one: `report.designs`) and linked to a figure its experiments draw; and the figures
+    each experiment draws (`drawn_figures`)."""
     rows = canonical_rows([frames[name] for name in sorted(frames)], kind.param_names)
     drawn = drawn_figures(frames, dict.fromkeys(frames, kind.name))
     params = kind.param_names
-    claims = [judge(spec, rows, params) for spec in kind.submodule("claims").CLAIMS]
+    claims = []
+    for spec in kind.submodule("claims").CLAIMS:
+        how = judging((designs or {}).get(spec.claim_id))
+        claim = judge(spec, rows, params, how.interval)
+        claims.append(replace(claim, level=how.level, design=how.text))
     return [replace(c, figure=shown_figure(c, drawn)) for c in claims], drawn
 
 
@@ -231,7 +247,10 @@ def entropy_claim(
         if k in kinds and kinds[k].presentation.entropy_figure in drawn.get(name, ())
     }
     result = entropy_bounds(summaries, figures)
-    return replace(result, figure=shown_figure(result, drawn))
+    single = SINGLE_LOOK  # a bound on every trial: no interval a design could widen
+    return replace(
+        result, figure=shown_figure(result, drawn), level=single.level, design=single.text
+    )
 
 
 ENTROPY_COLUMNS = ("entropy_min", "entropy_max", "n", "n_trials")  # what entropy_bounds reads

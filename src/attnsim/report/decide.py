@@ -1,16 +1,19 @@
 """`attnsim decide [CLAIM ...] --budget CPU-HOURS`: top up the trials of the experiments that
 inconclusive claims rest on, look by look, until each claim is decided or the budget would be
-passed (docs/science.md §7.6), leaving the workspace's own config usable at every moment.
+passed (docs/science.md §7.8), leaving the workspace's own config usable at every moment.
 
 1. Targets: the named claims, or every inconclusive declared claim whose interval narrows with
-   trials (`needed_unit` "trials per point"); the experiments they rest on. The config is the
-   workspace's effective one (`attnsim.config.state`: the file <- recorded overrides <- top-ups).
-2. The design (`LookDesign`, one object consulted at every look and recorded per claim in the
-   workspace's state record): today a group-sequential design (`GroupSequential`, docs/science.md
-   §7.6) whose looks are multiples of each experiment's trials per point up to the most the
-   budget buys by the cost model (`attnsim plan`'s), geometric in between; a look whose critical
-   value is infinite could never decide and is not planned. A claim whose design is spent is not
-   looked at again; one whose design an interrupted decide left unfinished continues it.
+   trials (`needed_unit` "trials per point"), each judged as the table judges it (under its
+   recorded design); the experiments they rest on. The config is the workspace's effective one
+   (`attnsim.config.state`: the file <- recorded overrides <- top-ups). Refused with the reason: a
+   claim declared heavy-tailed (`confidence_sequence.refusal`), a check the data available cannot
+   decide (its interval narrows with heads, not trials), one resting on an adaptive experiment.
+2. The design (`Sequences`, docs/science.md §7.8): looks at multiples of each experiment's
+   trials per point now, up to the most the budget buys by the cost model (`attnsim plan`'s),
+   geometric in between; each claim judged with its own anytime-valid confidence sequence. A
+   claim the workspace's state record holds a sequence for continues it (the same boundary and
+   error budget, however many decide calls); any other gets one planned now. The sequence is
+   valid at every look, so it is never spent and a later decide may look again.
 3. Each look is one `attnsim run` of the effective config with the look's top-ups pending in the
    record's `operation` (its run token passed to the workflow): the store's trials are reused bit
    for bit, only the new rounds (`max_trials` in rounds of `trials`) are computed, and only the
@@ -18,8 +21,10 @@ passed (docs/science.md §7.6), leaving the workspace's own config usable at eve
    far (this process and every process it starts; the simulate jobs' benchmarks on a cluster)
    plus its prediction (the cost model x the last look's calibration + the last look's measured
    overhead, and the final run's) stays within the budget.
-4. After each look the open targets are judged with the design; the look's top-ups are then
-   recorded (`topups`, each claim's design), the operation cleared last. A decide killed at any
+4. After each look the open targets are judged with their sequences; the look's top-ups are
+   then recorded (`topups`) with the look in the design of every declared claim whose rows it
+   changed, targeted or not (the table judges each of them under it: `report.designs`), the
+   operation cleared last. A decide killed at any
    moment leaves the record at its last complete look: any later command recovers it
    (`attnsim.config.state.recover`), and the trials of the interrupted look stay on disk for the
    next decide.
@@ -39,10 +44,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from attnsim.claims.engine import ClaimSpec, canonical_rows
-from attnsim.claims.sequential import FIRST_ALPHA, ROUNDS, TOTAL_ALPHA, Design, judge_at
+from attnsim.claims import confidence_sequence as cs
+from attnsim.claims.confidence_sequence import ConfidenceSequence
+from attnsim.claims.engine import ClaimSpec, canonical_rows, decide_with
+from attnsim.claims.sequential import ROUNDS
 from attnsim.config import state as workspace_state
 from attnsim.config import workspace as workspaces
 from attnsim.config.load import load
@@ -51,7 +58,7 @@ from attnsim.kinds import all_kinds
 from attnsim.plan import bill as billing
 from attnsim.plan.sweep import plan_all
 from attnsim.records import cost
-from attnsim.records.state import ClaimDesign, Look, Operation, TopUp, WorkspaceState
+from attnsim.records.state import ClaimDesign, Operation, TopUp, WorkspaceState
 from attnsim.report import claims as io
 from attnsim.report.runs import benchmark_cpu
 from attnsim.store import parquet as store
@@ -59,117 +66,99 @@ from attnsim.store import parquet as store
 MAX_FACTOR = 64  # at most 64x the trials per point at the first look: beyond, looks are too far
 FACTORS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # the largest look's candidates, priced in turn
 TRIALS = "trials per point"
-METHOD = "group sequential"
 
 
-# --- the design: one object, consulted at every look ---------------------------------------------
-
-
-class LookDesign(Protocol):
-    """What decide asks of a sequential design (the verdicts line replaces today's group-sequential
-    one by an anytime-valid confidence sequence through this interface): its looks as multiples
-    of the first look's trials per point, each claim's verdict at a look, and the record of the
-    design for the workspace's state."""
-
-    @property
-    def method(self) -> str: ...
-
-    @property
-    def level(self) -> float:
-        """The coverage its intervals keep over every look at once."""
-        ...
-
-    @property
-    def factors(self) -> tuple[int, ...]:
-        """The looks as multiples of the first look's trials per point (look 1, the run judged,
-        is 1)."""
-        ...
-
-    def describe(self) -> str:
-        """One line for the user: the method, its level, what fixes each look's interval."""
-        ...
-
-    def judge(self, spec: ClaimSpec, rows: Any, look: int) -> str:
-        """The claim's verdict on `rows` at `look` (0-based: 0 is the run judged)."""
-        ...
-
-    def record(self, claim_id: str, first: Mapping[str, int], looks: int) -> ClaimDesign:
-        """The design as the state record keeps it: the claim's experiments with their trials
-        per point at look 1 (`first`), `looks` looks done."""
-        ...
+# --- the design: each claim's confidence sequence, continued across calls -----------------------
 
 
 @dataclass(frozen=True)
-class GroupSequential:
-    """The group-sequential design of docs/science.md §7.6 (`attnsim.claims.sequential`): looks at
-    `factors` times the first look's trials, Lan-DeMets O'Brien-Fleming spending of a further
-    2.5% per side after the run's own 95% look, so each one-sided test keeps 5% (a 90% level)."""
+class Sequences:
+    """The design of a decide call (docs/science.md §7.8): looks at `factors` times each
+    experiment's trials per point when the call started (`base`), each claim judged with its own
+    anytime-valid confidence sequence (`claims.confidence_sequence`) at its lead experiment's
+    trials. A claim the state record holds a sequence for continues it (the same ρ and error
+    budget: `continue_design`); any other is planned now, tuned to the last look this call can
+    afford. Every claim whose rows a look changes gets the look recorded, targeted or not."""
 
-    factors: tuple[int, ...]
-    design: Design = field(compare=False)
-    method: str = METHOD
-    level: float = 1 - 2 * TOTAL_ALPHA
+    factors: tuple[int, ...]  # the top-ups of this call, as multiples of `base` (all > 1)
+    base: Mapping[str, int]  # experiment -> trials per point when the call started
+    recorded: Mapping[str, ClaimDesign]  # the state record's designs when the call started
+    declared: str = ""  # when and by which code a new design is declared
 
-    @classmethod
-    def plan(cls, factors: Sequence[int]) -> GroupSequential:
-        """The design for looks at `factors` (1 first), less every look whose critical value is
-        infinite (it spends nothing: no interval there could decide), recomputed until none is."""
-        kept = [1, *sorted(f for f in set(factors) if f > 1)]
-        while True:
-            design = Design.for_counts(kept)
-            dead = [k for k in range(1, len(kept)) if not decisive(design.critical[k])]
-            if not dead:
-                return cls(tuple(kept), design)
-            kept = [f for k, f in enumerate(kept) if k not in dead]
+    def counts(self, look: int) -> dict[str, int]:
+        """Trials per point of each experiment at this call's `look` (0-based)."""
+        return {n: self.factors[look] * t for n, t in self.base.items()}
 
-    @classmethod
-    def from_record(cls, record: ClaimDesign) -> GroupSequential:
-        factors = tuple(int(f) for f in record.parameters["factors"])
-        return cls(factors, Design.for_counts(list(factors)))
+    def sequence(self, claim_id: str, lead: str) -> ConfidenceSequence:
+        """The claim's sequence: its recorded one, else planned at its lead experiment's
+        trials now, tuned to this call's last look."""
+        design = self.recorded.get(claim_id)
+        parameters = design.parameters if design and design.method == cs.METHOD else None
+        first = self.base[lead]
+        return cs.continue_design(parameters, first, self.factors[-1] * first)
 
-    @staticmethod
-    def first_trials(record: ClaimDesign) -> dict[str, int]:
-        """Trials per point at look 1 of a recorded design, per experiment."""
-        return {str(k): int(v) for k, v in dict(record.parameters["first_trials"]).items()}
+    def looks_before(self, claim_id: str, lead: str) -> list[int]:
+        """The claim's looks before this call (trials per point of its lead experiment)."""
+        design = self.recorded.get(claim_id)
+        if design and design.method == cs.METHOD and design.looks:
+            return [look.trials for look in design.looks]
+        return [self.base[lead]]
 
-    def judge(self, spec: ClaimSpec, rows: Any, look: int) -> str:
-        return judge_at(spec, rows, self.design, look)
+    def judge(self, spec: ClaimSpec, rows: Any, lead: str, trials: int) -> str:
+        sequence = self.sequence(spec.claim_id, lead)
+        return decide_with(spec, rows, lambda low, high, n: sequence.widen(low, high, trials, n))
 
-    def describe(self) -> str:
-        critical = ", ".join(f"{c:.3f}" for c in self.design.critical)
-        return (
-            f"{self.method}, {self.level:.0%} level (docs/science.md §7.6): critical values "
-            f"{critical} (look 1 is the run judged)"
-        )
+    def record(self, claim_id: str, experiments: Sequence[str], look: int) -> ClaimDesign:
+        """The claim's design after this call's `look` (0-based) as the state record keeps it:
+        its looks before the call and this call's so far, its lead experiment's trials."""
+        lead = lead_experiment(experiments, self.base)
+        looks = self.looks_before(claim_id, lead)
+        looks += [self.factors[k] * self.base[lead] for k in range(look + 1)]
+        fields = cs.record(self.sequence(claim_id, lead), looks, experiments)
+        previous = self.recorded.get(claim_id)
+        kept = previous is not None and previous.method == cs.METHOD
+        planned = len(self.looks_before(claim_id, lead)) + len(self.factors)
+        declared = previous.declared if kept and previous is not None else self.declared
+        fields |= {"planned_looks": planned, "declared": declared}
+        return ClaimDesign.from_fields(claim_id, fields)
 
-    def record(self, claim_id: str, first: Mapping[str, int], looks: int) -> ClaimDesign:
-        from attnsim import __version__
-
-        lead = first[min(first)]
-        return ClaimDesign(
-            claim_id=claim_id,
-            method=self.method,
-            level=self.level,
-            parameters={
-                "factors": list(self.factors),
-                "critical": [round(c, 6) for c in self.design.critical],
-                "first_alpha": FIRST_ALPHA,
-                "total_alpha": TOTAL_ALPHA,
-                "first_trials": dict(sorted(first.items())),
-            },
-            looks=tuple(Look(k + 1, self.factors[k] * lead) for k in range(looks)),
-            planned_looks=len(self.factors),
-            experiments=tuple(sorted(first)),
-            declared=f"attnsim {__version__}",
-        )
+    def describe(self, claims: Sequence[str], lead: Mapping[str, str]) -> str:
+        """One line per distinct sequence: its level, ρ and critical values at this call's
+        looks, and whether it is continued."""
+        lines = []
+        for claim_id in claims:
+            sequence = self.sequence(claim_id, lead[claim_id])
+            base = self.base[lead[claim_id]]
+            critical = ", ".join(f"{sequence.critical(f * base):.3f}" for f in self.factors)
+            continued = (
+                "continued from the state record (no new error budget)"
+                if claim_id in self.recorded and self.recorded[claim_id].method == cs.METHOD
+                else f"new, tuned to {sequence.planned_trials:,} trials per point"
+            )
+            lines.append(
+                f"{claim_id}: {cs.METHOD}, level {sequence.level:.2f} over all looks; "
+                f"critical values {critical} at this call's looks; {continued}"
+            )
+        return "\n    ".join(lines)
 
 
-def decisive(critical: float) -> bool:
-    """A critical value an interval can meet: finite, and its one-sided level below 1 in floating
-    point (a t quantile of level 1 is infinite)."""
-    from statistics import NormalDist
+def lead_experiment(experiments: Sequence[str], base: Mapping[str, int]) -> str:
+    """The experiment whose trials per point measure a claim's information: the first (by
+    name) of its experiments this call tops up (all of them grow by the same factor)."""
+    topped = sorted(n for n in experiments if n in base)
+    if not topped:
+        raise ValueError(f"no experiment of {list(experiments)} is topped up")
+    return topped[0]
 
-    return math.isfinite(critical) and NormalDist().cdf(critical) < 1
+
+def declared_now() -> str:
+    """When and by which code a design is declared: the date, attnsim's version and commit."""
+    from attnsim import __version__
+    from attnsim.report.provenance import git_commit
+
+    commit = git_commit()[:12]
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    return f"{date}, attnsim {__version__}" + (f" at {commit}" if commit else "")
 
 
 # --- targets ---------------------------------------------------------------------------------
@@ -193,71 +182,72 @@ def declared_specs() -> dict[str, tuple[str, ClaimSpec]]:
     }
 
 
+def rests_on(result) -> tuple[str, ...]:
+    return tuple(sorted(n.strip() for n in result.experiments.split(",") if n.strip()))
+
+
 def choose_targets(
     names: list[str], settings, root: Path, designs: Mapping[str, ClaimDesign] | None = None
-) -> tuple[list[Target], list[str]]:
-    """The claims to decide, and one note per claim that trials cannot decide (or whose design is
-    spent, or decided it: a sequential design stops at its decision)."""
+) -> tuple[list[Target], list[str], dict[str, tuple[str, ...]]]:
+    """The claims to decide, one note per claim that trials cannot decide (or that decide
+    refuses), and every declared claim's experiments (for recording the looks of the claims a
+    top-up changes). Each claim is judged as the table judges it: under its recorded design."""
     experiments = settings.kinds()
     summaries = io.load_summaries(root, experiments)
-    results = {r.claim_id: r for r in io.evaluate(summaries, experiments)}
+    results = {r.claim_id: r for r in io.evaluate(summaries, experiments, designs)}
     specs = declared_specs()
-    designs = {
-        claim_id: design
-        for claim_id, design in (designs or {}).items()
-        if claim_id in specs and design.method == METHOD and design.looks
-    }
-    for claim_id, design in designs.items():
-        kind, spec = specs[claim_id]
-        rows = canonical_rows(
-            [f for n, f in summaries.items() if experiments[n] == kind],
-            all_kinds()[kind].param_names,
-        )
-        verdict = GroupSequential.from_record(design).judge(spec, rows, len(design.looks) - 1)
-        if verdict != "inconclusive" and not design.spent:  # stopped at its decision
-            designs[claim_id] = replace(design, planned_looks=len(design.looks))
-            if claim_id in names:
-                names = [n for n in names if n != claim_id]
-                print(f"decide: {claim_id}: {verdict} at look {len(design.looks)} of its design")
     unknown = [n for n in names if n not in results]
     if unknown:
         raise ConfigError(f"decide: no claim {unknown[0]!r} (attnsim claims lists them)")
     chosen = names or [
         r.claim_id
         for r in results.values()
-        if (r.verdict == "inconclusive" and r.needed_unit == TRIALS and r.needed > 0)
-        or (r.claim_id in designs and not designs[r.claim_id].spent)
+        if r.verdict == "inconclusive" and r.needed_unit == TRIALS and r.needed > 0
     ]
     targets, notes = [], []
     for claim_id in chosen:
-        why = _not_decidable(results[claim_id], claim_id in specs, settings, designs.get(claim_id))
+        spec = specs[claim_id][1] if claim_id in specs else None
+        why = _not_decidable(results[claim_id], spec, settings, (designs or {}).get(claim_id))
         if why:
             notes.append(f"{claim_id}: {why}")
             continue
-        rested = tuple(
-            sorted(n.strip() for n in results[claim_id].experiments.split(",") if n.strip())
-        )
-        targets.append(Target(claim_id, specs[claim_id][0], specs[claim_id][1], rested))
-    return targets, notes
+        assert spec is not None
+        targets.append(Target(claim_id, specs[claim_id][0], spec, rests_on(results[claim_id])))
+    resting = {cid: rests_on(results[cid]) for cid in specs if cid in results}
+    return targets, notes, resting
 
 
-def _not_decidable(result, declared: bool, settings, design: ClaimDesign | None) -> str:
+def _not_decidable(result, spec: ClaimSpec | None, settings, design: ClaimDesign | None) -> str:
     if design is not None and design.spent:
         return (
             f"its {design.method} design used its {design.planned_looks} looks (the error it "
             "controls is spent); a new look would need a new error budget"
         )
-    if design is None and result.verdict != "inconclusive":
+    if result.verdict != "inconclusive":
         return f"already {result.verdict}"
-    if not declared:
+    if spec is None:
         return "not yet a declared claim (ClaimSpec) of its kind: decide cannot judge its looks"
-    if design is None and result.needed_unit != TRIALS:
+    refused = cs.refusal(spec.claim_id, spec.tails)
+    if refused:
+        return "refused: " + refused.removeprefix(f"{spec.claim_id}: ")
+    if result.needed_unit != TRIALS:
+        if spec.role == "check":
+            return f"cannot be decided with the data available: {check_reason(result, spec)}"
         return f"more trials do not narrow it ({result.to_decide or 'no interval'})"
     rested = [n.strip() for n in result.experiments.split(",") if n.strip()]
     adaptive = [n for n in rested if settings.experiments[n].trial_settings.adaptive]
     if adaptive:
         return f"rests on the adaptive experiment {adaptive[0]}: raise its max_trials instead"
     return ""
+
+
+def check_reason(result, spec: ClaimSpec) -> str:
+    """Why a claim declared a check cannot be decided: its declared reason (the result's role
+    text, else its alternative's or regime's reason), and the sample its interval narrows with."""
+    reason = result.role_text or (spec.alternative.reason if spec.alternative else "")
+    reason = reason or spec.regime.reason
+    unit = f"its interval narrows only with more {result.needed_unit}, not trials"
+    return f"{reason} ({unit})" if reason else unit
 
 
 def topped_up(raw: dict, trials: Mapping[str, int], look: int = 2) -> dict:
@@ -373,6 +363,7 @@ class Decide:
     state: WorkspaceState
     targets: list[Target] = field(default_factory=list)
     token: str = ""
+    start: int = 1  # the workspace's last complete look when this call started (1: the run)
 
     @property
     def folder(self) -> Path:
@@ -398,15 +389,16 @@ class Decide:
         if done.returncode != 0:
             raise ConfigError(f"decide: the run failed: see {log}")
 
-    def judge(self, design: LookDesign, look: int, trials: Mapping[str, int]) -> dict[str, str]:
-        """Each open target's verdict at this look, on the store's summaries now."""
-        settings = load(topped_up(self.data, trials, look + 1))
+    def judge(self, design: Sequences, look: int, trials: Mapping[str, int]) -> dict[str, str]:
+        """Each open target's verdict at this look, on the store's summaries now, with its
+        confidence sequence at its lead experiment's trials."""
+        settings = load(topped_up(self.data, trials, self.look_number(look)))
         experiments = settings.kinds()
         summaries = io.load_summaries(self.root, experiments)
         for name, count in trials.items():
             if name in summaries and summaries[name]["n_trials"].min() < count:
                 raise ConfigError(
-                    f"decide: after look {look + 1} experiment {name} has "
+                    f"decide: after look {self.look_number(look)} experiment {name} has "
                     f"{summaries[name]['n_trials'].min()} trials per point, not {count}: the run "
                     f"did not top it up (see {self.workspace / 'decide'}/look-*.log)"
                 )
@@ -416,8 +408,14 @@ class Decide:
                 summaries[n] for n, k in experiments.items() if k == target.kind and n in summaries
             ]
             rows = canonical_rows(frames, all_kinds()[target.kind].param_names)
-            out[target.claim_id] = design.judge(target.spec, rows, look)
+            lead = lead_experiment(target.experiments, design.base)
+            out[target.claim_id] = design.judge(target.spec, rows, lead, trials[lead])
         return out
+
+    def look_number(self, look: int) -> int:
+        """The workspace's look number of this call's `look` (0-based): looks of earlier calls
+        count on (look 1 is the first run judged)."""
+        return self.start + look + 1
 
 
 def decide(
@@ -444,79 +442,72 @@ def decide(
         )
     data = workspace_state.effective_data(workspace_state.load_data(path), state)
     run = Decide(config, workdir, relative, extra, data, state)
+    run.start = max((t.look for t in state.topups.values()), default=1)
     settings = load(data)
-    run.targets, notes = choose_targets(names, settings, run.root, state.designs)
+    run.targets, notes, resting = choose_targets(names, settings, run.root, state.designs)
     for note in notes:
         print(f"decide: {note}")
     if not run.targets:
         print("decide: nothing to decide by more trials")
         return 0
-    design, first, done = _design(run, settings, budget)
-    print(_design_text(run, first, design, done, budget))
-    last = {n: design.factors[-1] * t for n, t in first.items()}
-    print(cost_hours(topped_up(data, last), run.root)[1])
+    design = _design(run, settings, budget, resting)
+    print(_design_text(run, design, budget))
+    print(cost_hours(topped_up(data, design.counts(-1)), run.root)[1])
     if dry_run:
         return 0
-    meter.overhead = meter.spent + cost.POSTPROCESS_SECONDS["collect"] * len(first)
-    return _loop(run, first, design, done, meter)
+    meter.overhead = meter.spent + cost.POSTPROCESS_SECONDS["collect"] * len(design.base)
+    return _loop(run, design, resting, meter)
 
 
-def _design(run: Decide, settings, budget: float) -> tuple[GroupSequential, dict[str, int], int]:
-    """The design the targets are judged under, the trials per point of its first look per
-    experiment, and the looks it has done: a design an earlier decide left unfinished is
-    continued (for the targets that share it; the others wait for a later call), else a new one
-    within the budget."""
-    recorded = [
-        run.state.designs[t.claim_id] for t in run.targets if t.claim_id in run.state.designs
-    ]
-    if recorded:
-        kept = recorded[0]
-        same = [
-            t
-            for t in run.targets
-            if t.claim_id in run.state.designs
-            and run.state.designs[t.claim_id].parameters == kept.parameters
-            and run.state.designs[t.claim_id].looks == kept.looks
-        ]
-        for target in run.targets:
-            if target not in same:
-                print(
-                    f"decide: {target.claim_id}: waits for the design of "
-                    f"{same[0].claim_id} to finish (attnsim decide {target.claim_id} after)"
-                )
-        run.targets = same
-        design = GroupSequential.from_record(kept)
-        return design, GroupSequential.first_trials(kept), len(kept.looks)
-    first = {}
+def _design(
+    run: Decide, settings, budget: float, resting: Mapping[str, tuple[str, ...]]
+) -> Sequences:
+    """This call's looks within the budget (multiples of each experiment's trials per point
+    now) and the claims' sequences: recorded ones continued, others planned now. A recorded
+    look beyond the workspace's trials (its top-ups reset, its designs kept) is one line."""
+    base = {}
     for name in run.experiments():
-        first[name] = settings.experiments[name].trial_settings.per_point()[1]
-    factor = largest_factor(run.data, first, run.root, budget)
+        base[name] = settings.experiments[name].trial_settings.per_point()[1]
+    for claim_id, rested in changed_claims(resting, base).items():
+        recorded = run.state.designs.get(claim_id)
+        if recorded is None or recorded.method != cs.METHOD or not recorded.looks:
+            continue
+        lead = lead_experiment(rested, base)
+        if recorded.looks[-1].trials > base[lead]:
+            raise ConfigError(
+                f"decide: {run.workspace / 'state.yaml'} records look "
+                f"{recorded.looks[-1].look} of {claim_id} at "
+                f"{recorded.looks[-1].trials:,} trials per point of {lead}, but the workspace "
+                f"has {base[lead]:,}: restore its top-ups (attnsim show) before deciding again"
+            )
+    factor = largest_factor(run.data, base, run.root, budget)
     factors = look_factors(factor)
     if not factors:
-        doubled = cost_hours(topped_up(run.data, {n: 2 * t for n, t in first.items()}), run.root)
+        doubled = cost_hours(topped_up(run.data, {n: 2 * t for n, t in base.items()}), run.root)
         raise ConfigError(
             f"decide: --budget {budget:g} CPU-hours buys less than one look (doubling the trials "
-            f"of {', '.join(first)} costs about {doubled[0]:.3g} CPU-hours by the cost model)"
+            f"of {', '.join(base)} costs about {doubled[0]:.3g} CPU-hours by the cost model)"
         )
-    return GroupSequential.plan(factors), first, 1
+    return Sequences(tuple(factors), base, dict(run.state.designs), declared_now())
 
 
-def _design_text(run: Decide, first, design: LookDesign, done: int, budget: float) -> str:
+def _design_text(run: Decide, design: Sequences, budget: float) -> str:
     counts = ", ".join(
-        f"{n}: " + " -> ".join(f"{f * t:,}" for f in design.factors) for n, t in first.items()
+        f"{n}: " + " -> ".join(f"{f * t:,}" for f in (1, *design.factors))
+        for n, t in design.base.items()
     )
-    claims = ", ".join(t.claim_id for t in run.targets)
-    resumed = f"; looks 1-{done} done, continued" if done > 1 else ""
+    claims = [t.claim_id for t in run.targets]
+    lead = {t.claim_id: lead_experiment(t.experiments, design.base) for t in run.targets}
     return (
-        f"decide: {claims}\n"
-        f"  looks (trials per point): {counts}{resumed}; within --budget {budget:g} CPU-hours "
+        f"decide: {', '.join(claims)}\n"
+        f"  looks (trials per point): {counts}; within --budget {budget:g} CPU-hours "
         "(measured, a ceiling)\n"
-        f"  design: {design.describe()}"
+        f"  design (docs/science.md §7.8): {design.describe(claims, lead)}"
     )
 
 
 def _loop(
-    run: Decide, first: dict[str, int], design: GroupSequential, done: int, meter: Meter
+    run: Decide, design: Sequences, resting: Mapping[str, tuple[str, ...]], meter: Meter
 ) -> int:
     run.token = f"decide-{uuid.uuid4().hex}"  # text, never read as a number by Snakemake
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -525,12 +516,13 @@ def _loop(
     decided: dict[str, str] = {}
     looks_run: list[int] = []
     try:
-        for look in range(done, len(design.factors)):
-            counts = {n: design.factors[look] * first[n] for n in run.experiments()}
+        for look in range(len(design.factors)):
+            counts = design.counts(look)
             if not _affordable(run, meter, look, counts):
                 break
-            verdicts = _one_look(run, design, meter, look, counts, first)
-            looks_run.append(look + 1)
+            number = run.look_number(look)
+            verdicts = _one_look(run, design, resting, meter, look, counts)
+            looks_run.append(number)
             decided |= {c: v for c, v in verdicts.items() if v != "inconclusive"}
             run.targets = [t for t in run.targets if t.claim_id not in decided]
             if not run.targets:
@@ -551,12 +543,13 @@ def _loop(
 
 def _affordable(run: Decide, meter: Meter, look: int, counts: Mapping[str, int]) -> bool:
     """Whether this look (and the final run after it) fits in what is left of the budget."""
-    estimate = cost_hours(topped_up(run.data, counts, look + 1), run.root)[0] * 3600
+    number = run.look_number(look)
+    estimate = cost_hours(topped_up(run.data, counts, number), run.root)[0] * 3600
     need = meter.predict(estimate) + meter.overhead + final_reserve(run.folder, list(counts))
     if meter.spent + need <= meter.budget_seconds:
         return True
     print(
-        f"decide: look {look + 1} not run: it and the final run would cost about "
+        f"decide: look {number} not run: it and the final run would cost about "
         f"{need / 60:.2f} CPU-minutes (the cost model's {estimate / 60:.2f} x calibration "
         f"{meter.calibration:.2g}, plus measured overhead), with {meter.spent / 60:.2f} of the "
         f"budget's {meter.budget_seconds / 60:.2f} spent"
@@ -564,16 +557,26 @@ def _affordable(run: Decide, meter: Meter, look: int, counts: Mapping[str, int])
     return False
 
 
+def changed_claims(
+    resting: Mapping[str, tuple[str, ...]], topped: Mapping[str, int]
+) -> dict[str, tuple[str, ...]]:
+    """The declared claims whose rows a top-up of the experiments `topped` changes (they rest on
+    one of them), targeted or not, with the experiments they rest on."""
+    return {cid: rested for cid, rested in resting.items() if set(rested) & set(topped)}
+
+
 def _one_look(
     run: Decide,
-    design: GroupSequential,
+    design: Sequences,
+    resting: Mapping[str, tuple[str, ...]],
     meter: Meter,
     look: int,
     counts: dict[str, int],
-    first: dict[str, int],
 ) -> dict[str, str]:
-    """Run a look (its top-ups pending in the record), judge the open targets, record it."""
-    pending = {n: TopUp(c, look + 1) for n, c in counts.items()}
+    """Run a look (its top-ups pending in the record), judge the open targets, record the look
+    in the design of every claim whose rows it changed."""
+    number = run.look_number(look)
+    pending = {n: TopUp(c, number) for n, c in counts.items()}
     workspace_state.update(
         run.folder,
         lambda s: (
@@ -582,7 +585,7 @@ def _one_look(
             else s
         ),
     )
-    data = topped_up(run.data, counts, look + 1)
+    data = topped_up(run.data, counts, number)
     settings = load(data)
     plans = plan_all(settings, run.root)
     estimate = billing.bill(settings, plans, run.root).cpu_hours * 3600
@@ -593,21 +596,20 @@ def _one_look(
     before = cpu_seconds()
     # only the topped-up summaries (no figures, no claims), forced: without Snakemake's records
     # (a copied results/) a summary that exists would be taken as done, its new chunks unmade
-    run.run([*summaries, "--forcerun", *summaries], run.folder / "decide" / f"look-{look + 1}.log")
+    run.run([*summaries, "--forcerun", *summaries], run.folder / "decide" / f"look-{number}.log")
     meter.learn(estimate, cpu_seconds() - before, benchmark_seconds(run.folder, plans))
     verdicts = run.judge(design, look, counts)
     factor = design.factors[look]
     print(
-        f"decide: look {look + 1} ({factor}x the trials): "
+        f"decide: look {number} ({factor}x the trials): "
         + ", ".join(f"{c} {v}" for c, v in verdicts.items())
     )
-    targets = list(run.targets)
+    changed = changed_claims(resting, counts)
 
     def complete(s: WorkspaceState) -> WorkspaceState:
         designs = dict(s.designs)
-        for target in targets:
-            mine = {n: first[n] for n in target.experiments if n in first}
-            designs[target.claim_id] = design.record(target.claim_id, mine, look + 1)
+        for claim_id, rested in changed.items():
+            designs[claim_id] = design.record(claim_id, rested, look)
         operation = s.operation and replace(s.operation, pending_topups={})
         return replace(s, topups={**s.topups, **pending}, designs=designs, operation=operation)
 

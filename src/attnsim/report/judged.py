@@ -54,7 +54,7 @@ FORMAT = 1  # of the key's inputs: bump when what goes into the key changes
 PACKAGE = Path(attnsim.__file__).resolve().parent  # src/attnsim
 # Besides the claims module's static imports: the whole engine library and the statistics, and
 # the modules that turn a kind's rows into its verdicts and its file.
-ALWAYS = ("claims", "stats.py", "report/claims.py", "report/judged.py")
+ALWAYS = ("claims", "stats.py", "report/claims.py", "report/designs.py", "report/judged.py")
 VERSIONED = ("numpy", "pandas", "pyarrow")
 
 
@@ -231,13 +231,19 @@ def cache_key(
 # --- judging, writing, reading -------------------------------------------------------------------
 
 
-def judge(kind: Kind, experiments: Mapping[str, str], root: Path) -> Judged:
+def judge(
+    kind: Kind,
+    experiments: Mapping[str, str],
+    root: Path,
+    designs: Mapping[str, Any] | None = None,
+) -> Judged:
     """The kind's claims judged on its experiments' summaries in the store at `root` (and their
-    runs, for a kind with `run_columns`)."""
+    runs, for a kind with `run_columns`), each under its sequential design in `designs` (the
+    workspace's state record) or at a single look."""
     from attnsim.report import claims as io
 
     mine = {name: k for name, k in experiments.items() if k == kind.name}
-    claims, drawn = io.judge_kind(kind, io.load_summaries(root, mine))
+    claims, drawn = io.judge_kind(kind, io.load_summaries(root, mine), designs)
     return Judged(kind.name, tuple(claims), drawn)
 
 
@@ -313,7 +319,7 @@ def current(
         found = cached(kind, path(workspace, kind.name), data_inputs(kind, mine, root), designs)
         if found is not None:
             return found
-    return judge(kind, mine, root)
+    return judge(kind, mine, root, designs)
 
 
 def judge_to_file(
@@ -324,7 +330,7 @@ def judge_to_file(
     the file stale, never wrong)."""
     mine = {name: k for name, k in experiments.items() if k == kind.name}
     inputs = data_inputs(kind, mine, root)
-    judged = judge(kind, mine, root)
+    judged = judge(kind, mine, root, designs)
     key = cache_key(kind, inputs, [c.claim_id for c in judged.claims], designs)
     write(target, judged, key)
     return judged

@@ -6,22 +6,28 @@ What is checked, per experiment the claims rest on: each trial file against its 
 checksums; the summary against its own, against the chunks it records (a replaced chunk), and
 against a summary recomputed from the trials (a value changed and re-signed); the summary's
 algorithm version against the kind's. Per claim: the verdict and numbers recomputed from the
-summaries, the digest of the summaries it read (`inputs_sha256`), and the code that computed it
+summaries under the sequential design the workspace's state record holds for it (its `design`
+compared too; a row that says sequential without a record is one line naming the record), the
+digest of the summaries it read (`inputs_sha256`), and the code that computed it
 (attnsim's version and the git commit stamped on the row) against this one.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from attnsim.errors import StoreError
 from attnsim.jobs.collect import summarise_chunks
 from attnsim.kinds import get_kind
+from attnsim.records import state as workspace_state
 from attnsim.records.experiment import Experiment
 from attnsim.records.grid import grid_columns
+from attnsim.records.state import ClaimDesign
 from attnsim.report import claims as io
 from attnsim.report import claims_check, provenance
+from attnsim.report.designs import judged_under
 from attnsim.report.diff import changed, claims_file, short_stamp
 from attnsim.store import integrity
 from attnsim.store import parquet as store
@@ -83,12 +89,18 @@ def read_claims(root: Path) -> tuple[list[dict], dict[str, str]]:
     return rows, claims_check.experiments(meta, file)
 
 
-def claim_lines(rows: list[dict], experiments: dict[str, str], root: Path) -> list[str]:
-    """One line per claim something changed under: what changed."""
+def claim_lines(
+    rows: list[dict],
+    experiments: dict[str, str],
+    root: Path,
+    designs: Mapping[str, ClaimDesign] | None = None,
+) -> list[str]:
+    """One line per claim something changed under: what changed. Each claim is recomputed under
+    its sequential design in `designs` (the workspace's state record), as the run judged it."""
     problems = {name: experiment_problems(root, name, k) for name, k in experiments.items()}
     summaries = readable_summaries(root, experiments)
     unreadable = sorted(set(experiments) - set(summaries))
-    recomputed = {c.claim_id: c for c in io.evaluate(summaries, experiments)}
+    recomputed = {c.claim_id: c for c in io.evaluate(summaries, experiments, designs)}
     digests = provenance.summary_digests(root, {n: experiments[n] for n in summaries})
     here = provenance.run_record()
     lines = []
@@ -125,10 +137,13 @@ def readable_summaries(root: Path, experiments: dict[str, str]) -> dict:
 
 
 def verdict_change(row: dict, claim, unreadable: list[str]) -> list[str]:
-    """The recomputed verdict and numbers against the stored row."""
+    """The recomputed verdict and numbers against the stored row (and the design it was
+    judged under)."""
     if claim is None:
         return ["no longer a claim of this attnsim"]
     stored = io.from_table_rows([row])[0]
+    if stored.design and stored.design != claim.design:
+        return [f"judged under {stored.design!r}, recomputed under {claim.design!r}"]
     if not changed(stored, claim):
         return []
     if stored.verdict != claim.verdict:
@@ -156,7 +171,33 @@ def code_change(row: dict, here: dict) -> list[str]:
 
 def verify(root: Path) -> tuple[list[str], int, int]:
     """(one line per claim that no longer matches, how many measured claims were checked, how
-    many need kinds the sweep does not run: checked too, nothing to recompute)."""
+    many need kinds the sweep does not run: checked too, nothing to recompute). The claims are
+    recomputed under the sequential designs of the workspace's state record (`<workspace>/
+    state.yaml`, the store's parent folder); rows judged under a design the record no longer
+    holds are one line naming the record (a removed record cannot be recomputed, so those claims
+    are not compared one by one)."""
     rows, experiments = read_claims(root)
     unmeasured = sum(1 for row in rows if row.get("verdict") == "not measured")
-    return claim_lines(rows, experiments, Path(root)), len(rows) - unmeasured, unmeasured
+    workspace = Path(root).parent
+    designs = workspace_state.read(workspace).designs
+    lost = designs_lost(rows, designs)
+    kept = [row for row in rows if row["claim_id"] not in lost]
+    lines = claim_lines(kept, experiments, Path(root), designs)
+    if lost:
+        lines.insert(0, lost_line(workspace_state.path(workspace), lost))
+    return lines, len(rows) - unmeasured, unmeasured
+
+
+def designs_lost(rows: list[dict], designs: Mapping[str, ClaimDesign]) -> list[str]:
+    """The claims claims.parquet says were judged under a sequential design that the state
+    record does not hold."""
+    return judged_under(io.from_table_rows(rows), designs)
+
+
+def lost_line(record: Path, lost: list[str]) -> str:
+    more = f" and {len(lost) - 1} more" if len(lost) > 1 else ""
+    return (
+        f"{record}: holds no sequential design for {lost[0]}{more}, which claims.parquet says "
+        "were judged under one: restore the record (decide wrote it), or rerun to judge them "
+        "at a single look"
+    )
