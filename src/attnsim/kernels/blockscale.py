@@ -44,7 +44,6 @@ import numpy as np
 from attnsim.kernels import rounding
 from attnsim.kernels.rounding import F32, Format
 
-
 WITHIN_BIN_FACTOR = 0.4  # derived in docs/science.md §11.9 and tests/theory (issue 49; was 1/4)
 
 
