@@ -251,7 +251,7 @@ def _bias_role(name: str) -> dict:
         )
     else:
         alternative = _bias_alternative(name)
-    sd = {RECTIFIED_EXPONENTIAL: 0.6, THRESHOLD: 1.2}[record.form]
+    sd = 0.6 if record.form == RECTIFIED_EXPONENTIAL else 1.2
     return {
         "role": "evidence",
         "alternative": alternative,
@@ -321,7 +321,7 @@ def bias_claim(name: str) -> ClaimSpec:
 # to 1) over the planned points (logit std <= 1, or <= 0.5 for softpick; n = 64-4096; sigma =
 # 0.05-0.1; 300 clean rows each of the design's logit law, theory.normalisers at 392767e):
 # sparsemax 0.070, 1.5-entmax 0.19, softpick 0.54; declared rounded towards the band
-ERROR_ALTERNATIVE = {THRESHOLD: {"sparsemax": 0.1, "entmax15": 0.2}, RECTIFIED_EXPONENTIAL: 0.6}
+ERROR_ALTERNATIVE = {"sparsemax": 0.1, "entmax15": 0.2, "softpick": 0.6}
 
 
 def _error_role(name: str) -> dict:
@@ -331,8 +331,7 @@ def _error_role(name: str) -> dict:
     record = normalisers.get(name)
     if record.form not in (THRESHOLD, RECTIFIED_EXPONENTIAL):
         return {"role": "sanity"}
-    value = ERROR_ALTERNATIVE[record.form]
-    value = value[name] if isinstance(value, dict) else value
+    value = ERROR_ALTERNATIVE[name]
     return {
         "role": "evidence",
         "alternative": Alternative(
