@@ -219,6 +219,18 @@ def _bias_alternative(name: str) -> Alternative:
     )
 
 
+# §12.3: soft-capping is softmax only at |s| << c: logit std x sqrt(2 log n) <= c/4 (l <= 2.1 at
+# c = 30, n = 512); the regimes' logit std <= 1 keeps it up to n ~ 10^12 at c = 30
+CAP_LINEAR = (
+    "; soft-capping linear (|s| << c: logit std x sqrt(2 log n) <= c/4, l <= 2.1 at c = 30, "
+    "n = 512; logit std <= 1 keeps it at every n judged)"
+)
+
+
+def _cap_linear(name: str) -> str:
+    return CAP_LINEAR if normalisers.get(name).form == CAPPED else ""
+
+
 def _bias_role(name: str) -> dict:
     """Role, alternative and variance of a bias claim, from §12.2 (issue 49): first-order
     cancellation is an identity for the multiplicative maps (softmax, SSMax, soft-capping at
@@ -297,7 +309,7 @@ def bias_claim(name: str) -> ClaimSpec:
             text,
             f"{REASON}: E[e^eps] - 1 >= 0.03 resolvable; sigmoid's e^s/n and the mean field's "
             f"1/n small; the second-order bias |beta_2| <= {t.second_order_max} (the band's "
-            "allowance, §12.2 'the second-order bias')",
+            "allowance, §12.2 'the second-order bias')" + _cap_linear(name),
             _bias_regime(name),
         ),
         rule=PerPoint(
@@ -368,6 +380,7 @@ def error_claim(name: str) -> ClaimSpec:
         regime=Regime(
             _error_regime_text(name, logit_max),
             f"{REASON}: the neglected terms O(sigma_eff^2) <= 10%"
+            + _cap_linear(name)
             + (
                 "; softpick at logit std <= 0.5, where softmax's rate is <= 0.54 of its own"
                 if softpick
