@@ -170,7 +170,6 @@ SECOND_ORDER_DRAWS = 2**21  # logits per quadrature below (2,048 rows at n = 102
 SECOND_ORDER_SEED = 49  # a constant of the theory, not a run's seed (no draw of a run is reused)
 
 
-@lru_cache(maxsize=256)
 def second_order_bias(name: str, n: int, logit_scale: float, sigma: float) -> float:
     """|beta_2|, the relative bias along o that the delta method neglects, in units of
     E[e^eps] - 1 (docs/science.md §12.2, "the second-order bias"): for multiplicative weights
@@ -183,7 +182,12 @@ def second_order_bias(name: str, n: int, logit_scale: float, sigma: float) -> fl
     logit law, deterministic). Used for softmax's family and, as "kappa sum p^2 small", for every
     map predicted to have no first-order bias (its condition, not its law)."""
     gain = effective_sigma(name, n, 1.0)
-    scale, sig = logit_scale * gain, sigma * gain
+    return _second_order(n, logit_scale * gain, sigma * gain, sigma)
+
+
+@lru_cache(maxsize=512)
+def _second_order(n: int, scale: float, sig: float, sigma: float) -> float:
+    """second_order_bias on the scale the map's softmax sees (every map of a gain alike)."""
     unit = math.expm1(sigma**2 / 2)
     if unit <= 0:
         return 0.0
