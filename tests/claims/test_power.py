@@ -325,6 +325,6 @@ def test_the_inventory_of_todays_declarations_names_each_refusal_in_one_line():
 
     found = alternatives.entries()
     ids = [e.claim_id for e in found]
-    assert len(ids) == len(set(ids)) and len(ids) > 100
+    assert len(ids) == len(set(ids)) and len(ids) > 40  # fewer as roles are re-declared
     for entry in alternatives.refusals():
         assert entry.refusal.startswith(f"claim {entry.claim_id}: ") and "\n" not in entry.refusal

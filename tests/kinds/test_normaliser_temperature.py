@@ -60,7 +60,7 @@ def test_a_bounded_floor_is_a_bound_on_every_trial():
 
 def test_no_floor_holds_above_g1_and_fails_below():
     spec = claims.floor_claim("relu")
-    assert spec.role == "evidence"
+    assert spec.role == "sanity"  # implied by the mean field (issue 49); it keeps its verdict
     assert spec(rows()).verdict == "holds"
     like_softmax = rows(gap_mean=0.15, gap_ci_low=0.149, gap_ci_high=0.151)
     assert spec(like_softmax).verdict == "fails"

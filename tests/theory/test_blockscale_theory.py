@@ -117,3 +117,26 @@ def test_the_rules_agree_where_nothing_saturates():
     assert theory.saturation(fmt, 1.0, 32) == (0.0, 0.0)
     ocp = theory.kappa(fmt, "e8m0_ocp", 1.0, 32, 256)
     assert ocp.clipping == 0.0
+
+
+@pytest.mark.parametrize("h", [0.2, 0.1, 0.05])
+def test_within_bin_factor_is_two_fifths_h_squared(h):
+    """Issue 49: the uniform-within-bin model's own error, derived. Over a bin of width w
+    centred at c, a density f = f(c) (1 + a e + b e^2) gives E[e^2 | bin] = (w^2/12)(1 + (f''/f)
+    w^2/30) + O(w^6); for gaussian values f''/f = (x^2/sigma^2 - 1)/sigma^2, and weighting each
+    bin by its share of the error (f w^2) with w = h x, the relative error of the model's
+    E e^2 is h^2 E[x^4 (x^2 - sigma^2)] / (30 sigma^4 E[x^2]) = h^2 (15 - 3)/30 = 0.4 h^2 (not the
+    h^2/4 the docs stated). Checked by exact quadrature over geometric bins of relative width h
+    (w / c = h / (1 + h/2) at the bin's centre): within 1% of 0.4 (w/c)^2; a format's binade has
+    w / x in (h/2, h], so 0.4 h^2 (h = 2^(1 - t)) bounds it: the tolerance blockscale uses."""
+    edges = (1 + h) ** np.arange(math.floor(math.log(1e-4) / math.log(1 + h)), 60)
+    edges = edges[edges < 10]
+    centre, width = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    x = centre[:, None] + width[:, None] / 2 * nodes
+    mass = width[:, None] / 2 * weights * np.exp(-(x**2) / 2)  # half-normal, sigma = 1
+    exact = (mass * (x - centre[:, None]) ** 2).sum()
+    model = (mass.sum(axis=1) * width**2 / 12).sum()
+    relative = (h / (1 + h / 2)) ** 2
+    assert exact / model - 1 == pytest.approx(0.4 * relative, rel=0.01)
+    assert blockscale.WITHIN_BIN_FACTOR == 0.4

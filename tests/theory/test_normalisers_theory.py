@@ -262,3 +262,33 @@ def test_mean_field_is_withheld_where_its_expansion_breaks_down():
         for n in (256, 4096):
             for d in (2, 128):
                 assert not math.isnan(th.cosine_gap_mean_field(name, n, d, 0.5)[0]), (name, n, d)
+
+
+@pytest.mark.parametrize(("n", "scale"), [(64, 1.0), (64, 0.5), (512, 1.0)])
+def test_second_order_bias_against_brute_force(n, scale):
+    """§12.2's second-order coefficient: softmax's relative bias along o under i.i.d. noise is
+    -kappa E[sum p^3 / sum p^2 - sum p^2] / (m - 1) (the cut of the bias claims): Monte Carlo of
+    the noisy softmax itself at sigma = 0.5, within 3 SE and the third order's 15%."""
+    from attnsim.kinds.normaliser_attention import kernel
+
+    rng = np.random.default_rng(20261207)
+    stat = np.concatenate(
+        [
+            kernel.simulate(kernel.draw(rng, 1000, n, 16, 16), "softmax", scale, 0.5)["bias"]
+            for _ in range(3)
+        ]
+    ) / math.expm1(0.5**2 / 2)
+    beta = th.second_order_bias("softmax", n, scale, 0.5)
+    se = stat.std(ddof=1) / math.sqrt(len(stat))
+    assert abs(stat.mean() + beta) <= 3 * se + 0.15 * beta, (stat.mean(), beta, se)
+
+
+def test_second_order_bias_puts_ssmax_default_points_outside():
+    """The numbers the regimes state: SSMax at logit std 0.5, sigma 0.5 is beyond the 0.085 cut
+    at n = 64 and 512 (kappa_eff 1.2 and 5), inside at logit std 0.25, sigma 0.25; softmax at
+    logit std <= 1, n >= 64 inside."""
+    assert th.second_order_bias("ssmax", 64, 0.5, 0.5) > 0.085
+    assert th.second_order_bias("ssmax", 512, 0.5, 0.5) > 0.085
+    assert th.second_order_bias("ssmax", 512, 0.25, 0.25) < 0.085
+    assert th.second_order_bias("softmax", 64, 1.0, 1.0) < 0.085
+    assert th.second_order_bias("softmax", 64, 1.0, 0.5) == pytest.approx(0.065, rel=0.1)

@@ -55,3 +55,24 @@ def forward_counts(n: int) -> Counts:
 # Once per process: the trained model's weights read (~90 MB of float32) and the corpus's text
 # cut into word pieces, in Python (~6e5 calls' worth, measured ~0.7 s on one core).
 MODEL_SETUP = Counts(bytes=4 * 90e6, calls=6e5)
+
+
+# Issue 49: the claims of these kinds judged per group over the model's heads are limited by the
+# heads, not by trials: the model has 72 (12 per layer), and more trials do not add any.
+HEADS_IN_MODEL = HEADS * LAYERS
+PILOT_SEED_2 = (
+    "pilot: config.yaml's experiment of the kind at seed 2 (not the default 20261129), commit "
+    "392767e; the between-head SD, the largest over the regime's groups (n: heads per group)"
+)
+
+
+def heads_limited(sd: float, half_width: float) -> str:
+    """The reason of a check the heads cannot decide: how many heads per group a between-head
+    95% interval of +- `half_width` needs at the between-head SD `sd` (the pilot's), against the
+    model's."""
+    needed = (1.96 * sd / half_width) ** 2
+    return (
+        f"cannot be decided with the data available ({HEADS_IN_MODEL} heads, {HEADS} per layer; "
+        f"~{needed:,.0f} heads per group needed for a between-head interval of +-{half_width:g} "
+        f"at the between-head SD {sd:g})"
+    )

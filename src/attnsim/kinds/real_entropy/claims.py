@@ -27,7 +27,9 @@ from attnsim.claims.engine import (
     pooled,
     row_estimate,
 )
+from attnsim.claims.power import VarianceModel
 from attnsim.kinds.real_entropy import SINK_EPSILON, SINK_ROW
+from attnsim.kinds.real_model import PILOT_SEED_2
 from attnsim.models.heads import LAYERS
 from attnsim.stats import Z95, wilson
 
@@ -350,12 +352,18 @@ def _sink_context(rows: pd.DataFrame) -> dict:
     return {"sinks": sink_statistics(trained)}
 
 
+SEP_WINDOW = 32  # the tokens per row of config.yaml's real_entropy experiment (the design)
 SEP_SINK = ClaimSpec(
     claim_id="real_sep_sink_middle_layers",
     statement="information",
     text="As Clark et al. (2019) found in BERT, more than half of the trained model's attention "
     "in its middle-to-late layers goes to [SEP].",
     role="evidence",
+    redeclared_from=(
+        "was fails; regime real_entropy, trained weights, the layers at BERT's layers 6–10 "
+        "relative depth, (layer + 1/2)/6 in [0.458, 0.875]; judged at 9b9a604"
+    ),
+    variance=VarianceModel(0.038, "pilot", f"{PILOT_SEED_2} (sep_weight per head)"),
     regime=Regime(
         "real_entropy, trained weights, the layers at BERT's layers 6–10 relative depth, "
         f"(layer + 1/2)/6 in [{THRESHOLDS.clark_depth[0]:.3f}, {THRESHOLDS.clark_depth[1]:.3f}]",
@@ -364,8 +372,9 @@ SEP_SINK = ClaimSpec(
     ),
     rule=PerPoint(OneSided(THRESHOLDS.sep_share, "above", "every such layer (between heads)")),
     alternative=Alternative(
-        "the sink on [CLS] (or spread over punctuation): [SEP] receives about its share 1/n",
-        math.nan,
+        "the sink on [CLS] (or spread over punctuation): [SEP] receives about its share 1/n, "
+        f"1/{SEP_WINDOW} = {1 / SEP_WINDOW:.3f} at the design's windows of {SEP_WINDOW} tokens",
+        1 / SEP_WINDOW,
         "§5.12: MiniLM is distilled from a different teacher and trained for mean-pooled "
         "sentence embeddings; Xiao et al. (2023) and Gu et al. (2024) find sinks on the first "
         "token",

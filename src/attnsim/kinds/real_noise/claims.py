@@ -29,7 +29,9 @@ from attnsim.claims.engine import (
     pooled,
     row_estimate,
 )
+from attnsim.claims.power import VarianceModel
 from attnsim.kinds.ratio_claims import ratio_is_one
+from attnsim.kinds.real_model import PILOT_SEED_2, heads_limited
 from attnsim.kinds.real_noise import LIGHT, ROW_CORRECTION, SINK_ROW
 from attnsim.stats import weighted_slopes
 from attnsim.subjects import noise_families
@@ -308,6 +310,21 @@ def _describe_ratio(e: Estimate) -> str:
 
 
 RATIO_RULE = ratio_is_one(THRESHOLDS.ratio_tolerance, "the delta method's tolerance everywhere")
+HALF_BAND = THRESHOLDS.ratio_tolerance / 2
+
+
+def _was(verdict: str, regime: str) -> str:
+    return f"was {verdict}; regime {regime}; judged at 9b9a604"
+
+
+# issue 49: the group claims below are checks: no theory puts a value beyond the band inside
+# their regimes (the delta method's correction <= 0.025 there), and the 72 heads cannot decide
+# them; the between-head SDs are the pilot's (PILOT_SEED_2)
+DELTA_TEXT = (
+    "real_noise, gaussian or uniform noise, predicted first correction |3κ² − 2μ3|/κ · Σp² "
+    f"(per row, weighted like the error) ≤ {THRESHOLDS.delta_correction}; (layer, σ) groups "
+    f"of ≥ {THRESHOLDS.min_heads} heads"
+)
 
 DELTA_METHOD = ClaimSpec(
     claim_id="real_delta_method",
@@ -315,22 +332,18 @@ DELTA_METHOD = ClaimSpec(
     text="On the trained heads of all-MiniLM-L6-v2 the mean squared change of the output under "
     "logit noise equals kappa * sum p^2 ||v - o||^2 (delta method), in every layer and at every "
     "noise scale of its regime.",
-    role="evidence",
-    regime=Regime(
-        "real_noise, gaussian or uniform noise, predicted first correction |3κ² − 2μ3|/κ · Σp² "
-        f"(per row, weighted like the error) ≤ {THRESHOLDS.delta_correction}; (layer, σ) groups "
-        f"of ≥ {THRESHOLDS.min_heads} heads",
-        "docs/science.md §2.8, §5.10",
-        enough_heads(delta_regime, GROUP),
-    ),
+    role="check",
+    regime=Regime(DELTA_TEXT, "docs/science.md §2.8, §5.10", enough_heads(delta_regime, GROUP)),
     rule=RATIO_RULE,
     alternative=Alternative(
-        "trained rows far from the expansion's assumptions (sink rows with p_max near 1, "
-        "near-ties): the first correction understates the remainder and the ratio leaves 1",
+        "no theory puts a value beyond the band inside the regime (the first correction <= "
+        f"{THRESHOLDS.delta_correction}); " + heads_limited(0.14, HALF_BAND),
         math.nan,
         "§2.8, §5.10: the correction is the series' first term only; trained heads are where "
         "its later terms are largest",
     ),
+    variance=VarianceModel(0.14, "pilot", f"{PILOT_SEED_2} (err_ratio)"),
+    redeclared_from=_was("inconclusive", DELTA_TEXT),
     measure=_ratio_groups("err_ratio"),
     compared_to="1: measured / predicted mean squared error, per layer and σ the mean over heads",
     figure=FIGURE_SIGMA,
@@ -338,13 +351,21 @@ DELTA_METHOD = ClaimSpec(
     context=_sigma_context(delta_regime, "err_ratio"),
 )
 
+NEXT_TEXT = (
+    f"real_noise, gaussian or uniform noise, predicted correction > "
+    f"{THRESHOLDS.delta_correction} and the first neglected term, (|3κ² − 2μ3|/κ · Σp²)³ per "
+    f"row weighted like the error, ≤ {THRESHOLDS.next_truncation}; (layer, σ) groups of ≥ "
+    f"{THRESHOLDS.min_heads} heads"
+)
 NEXT_ORDER = ClaimSpec(
     claim_id="real_next_order_theory",
     statement="robustness",
     text="On trained heads, where the delta method's first correction matters, the next-order "
     "theory (§2.8, p2) predicts the measured error in every layer and at every noise scale of its "
     "regime.",
-    role="evidence",
+    role="check",
+    redeclared_from=_was("inconclusive", NEXT_TEXT),
+    variance=VarianceModel(0.11, "pilot", f"{PILOT_SEED_2} (next_err_ratio)"),
     regime=Regime(
         f"real_noise, gaussian or uniform noise, predicted correction > "
         f"{THRESHOLDS.delta_correction} and the first neglected term, (|3κ² − 2μ3|/κ · Σp²)³ per "
@@ -358,7 +379,8 @@ NEXT_ORDER = ClaimSpec(
     ),
     alternative=Alternative(
         "the delta method alone: measured / next order = 1 / (1 + correction), off 1 by more "
-        "than the correction's 2.5% in this regime",
+        "than the correction's 2.5% in this regime, per group from the clean rows (not declared "
+        "as one number); " + heads_limited(0.11, HALF_BAND),
         math.nan,
         "§2.8: the regime is where the first correction exceeds the tolerance's half",
     ),
@@ -379,13 +401,20 @@ def _row_law(rows: pd.DataFrame) -> Estimate:
     return _ratio_points(rows, "row_ratio", shorthand=shorthand)
 
 
+ROW_TEXT = (
+    "real_noise, gaussian or uniform noise; in each point the rows whose own predicted "
+    f"correction |3κ² − 2μ3|/κ · Σp² ≤ {ROW_CORRECTION}; (layer, σ) groups of ≥ "
+    f"{THRESHOLDS.min_heads} heads"
+)
 PER_ROW_LAW = ClaimSpec(
     claim_id="real_per_row_law",
     statement="robustness",
     text="Row by row, the squared change of a trained head's output under logit noise is kappa * "
     "sum p^2 ||v - o||^2, whatever the row's n_eff (the shorthand rel_err = sqrt(kappa / n_eff) "
     "is not: it needs grad_sq = sum p^2 * spread).",
-    role="evidence",
+    role="check",
+    redeclared_from=_was("inconclusive", ROW_TEXT),
+    variance=VarianceModel(0.27, "pilot", f"{PILOT_SEED_2} (row_ratio)"),
     regime=Regime(
         "real_noise, gaussian or uniform noise; in each point the rows whose own predicted "
         f"correction |3κ² − 2μ3|/κ · Σp² ≤ {ROW_CORRECTION}; (layer, σ) groups of ≥ "
@@ -396,7 +425,8 @@ PER_ROW_LAW = ClaimSpec(
     rule=RATIO_RULE,
     alternative=Alternative(
         "the shorthand rel_err² = κ / n_eff: the ratio is then the concentration grad_sq / "
-        "(Σp² spread), which trained rows put far from 1",
+        "(Σp² spread), which trained rows put far from 1, per group from the clean rows (not "
+        "declared as one number); " + heads_limited(0.27, HALF_BAND),
         math.nan,
         "§5.11: the shorthand assumes ||v - o||² is the same on every key",
     ),
@@ -484,6 +514,12 @@ def _describe_rate(e: Estimate) -> str:
     return text
 
 
+RATE_TEXT = (
+    f"real_noise nests (keys > 0, ≥ {THRESHOLDS.min_windows} windows), the smallest "
+    f"light-noise σ, every window in the delta regime (correction ≤ "
+    f"{THRESHOLDS.delta_correction}), heads with mean n_eff ≥ {THRESHOLDS.rate_n_eff_share:g} "
+    f"n at the smallest window; at least {THRESHOLDS.min_heads} heads, all layers together"
+)
 RATE_WITHIN_HEADS = ClaimSpec(
     claim_id="real_rate_within_heads",
     axis="keys",
@@ -491,7 +527,9 @@ RATE_WITHIN_HEADS = ClaimSpec(
     text="Within a trained head the relative error falls like n^-1/2 as the window grows (the "
     "same texts and queries, more keys), where the rows are spread enough for n_eff to grow with "
     "n.",
-    role="evidence",
+    role="check",
+    redeclared_from=_was("outside regime", RATE_TEXT),
+    variance=VarianceModel(0.09, "pilot", f"{PILOT_SEED_2} (within-head slope)"),
     regime=Regime(
         f"real_noise nests (keys > 0, ≥ {THRESHOLDS.min_windows} windows), the smallest "
         f"light-noise σ, every window in the delta regime (correction ≤ "
@@ -505,8 +543,9 @@ RATE_WITHIN_HEADS = ClaimSpec(
     ),
     alternative=Alternative(
         "n_eff that does not grow like n (the logits' law changes with the window: local or "
-        "sink attention), giving a slope of −½ times n_eff's slope, as the heads outside the "
-        "regime show (−0.1 to −0.3)",
+        "sink attention), giving a slope of −½ times n_eff's slope (per layer from the clean "
+        "rows; no one number beyond the band is declared); "
+        + heads_limited(0.09, THRESHOLDS.slope_tolerance / 2),
         math.nan,
         "§5.9: n_eff / n is constant with n only in the small-scale regime",
     ),
@@ -602,6 +641,7 @@ BREAKDOWN = ClaimSpec(
     rule=PerPoint(
         OneSided(THRESHOLDS.breakdown_slope, "above", "'does not fall': above −1/4, per layer")
     ),
+    variance=VarianceModel(0.11, "pilot", f"{PILOT_SEED_2} (within-head slope, student_t)"),
     alternative=Alternative(
         "the finite-κ rate −1/2 (the t noise's tail not reached at these windows)",
         -0.5,
@@ -638,12 +678,19 @@ def _sink_rows(rows: pd.DataFrame) -> Estimate:
     )
 
 
+SINK_TEXT = (
+    f"the delta method's regime (correction ≤ {THRESHOLDS.delta_correction}); per layer, the "
+    f"points' sink-dominated rows, judged where the layer has ≥ {THRESHOLDS.min_sink_rows} "
+    f"of them; (layer, σ) groups of ≥ {THRESHOLDS.min_heads} heads"
+)
 DELTA_SINK_ROWS = ClaimSpec(
     claim_id="real_delta_method_sink_rows",
     statement="robustness",
     text=f"The delta method holds on sink-dominated rows (more than {SINK_ROW:g} of the weight on "
     "[CLS] and [SEP]) as on the others.",
-    role="evidence",
+    role="check",
+    redeclared_from=_was("inconclusive", SINK_TEXT),
+    variance=VarianceModel(0.40, "pilot", f"{PILOT_SEED_2} (err_ratio_sink)"),
     regime=Regime(
         f"the delta method's regime (correction ≤ {THRESHOLDS.delta_correction}); per layer, the "
         f"points' sink-dominated rows, judged where the layer has ≥ {THRESHOLDS.min_sink_rows} "
@@ -654,7 +701,8 @@ DELTA_SINK_ROWS = ClaimSpec(
     rule=RATIO_RULE,
     alternative=Alternative(
         "on sink rows (p_max > 1/2) the expansion's later terms are largest, so the first "
-        "correction understates them and the ratio leaves 1",
+        "correction understates them and the ratio leaves 1; no theory puts a value beyond the "
+        "band inside the regime; " + heads_limited(0.40, HALF_BAND),
         math.nan,
         "§2.8, §5.12: the series in κ has terms growing with the weight's concentration",
     ),

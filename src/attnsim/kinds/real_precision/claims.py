@@ -17,8 +17,10 @@ from attnsim.claims.engine import (
     per_point_estimate,
     pooled,
 )
+from attnsim.claims.power import VarianceModel
 from attnsim.kinds.low_precision import first_order_regime
 from attnsim.kinds.ratio_claims import ratio_is_one
+from attnsim.kinds.real_model import PILOT_SEED_2, heads_limited
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,9 @@ class Thresholds:
     flushed_max: float = 1e-3
     ratio_tolerance: float = 0.05
     min_heads: int = 3  # a layer's between-head interval needs at least this many points
+    # issue 49: the i.i.d. delta method is told from the rounding model only where the model's
+    # factor (from the clean logits) is >= 1.10, the competing value declared there
+    iid_factor_min: float = 1.10
 
 
 THRESHOLDS = Thresholds()
@@ -102,6 +107,11 @@ def _logits(rows: pd.DataFrame) -> pd.Series:
     return (rows["site"] == "logits") & in_regime(rows)
 
 
+IID_TEXT = (
+    f"real_precision, site logits, kappa_eff <= {THRESHOLDS.kappa_eff_max}, no saturation, "
+    f"<= {THRESHOLDS.flushed_max:g} flushed; per layer with >= {THRESHOLDS.min_heads} "
+    "points, the points of its heads and formats pooled"
+)
 IID_DELTA = ClaimSpec(
     claim_id="real_rounding_iid_delta",
     statement="robustness",
@@ -109,19 +119,24 @@ IID_DELTA = ClaimSpec(
     "noise: the essay's delta method with kappa of the row's pooled rounding errors predicts the "
     "output's change, in every layer.",
     role="evidence",
+    redeclared_from=f"was fails; regime {IID_TEXT}; judged at 9b9a604",
     regime=Regime(
-        f"real_precision, site logits, kappa_eff <= {THRESHOLDS.kappa_eff_max}, no saturation, "
-        f"<= {THRESHOLDS.flushed_max:g} flushed; per layer with >= {THRESHOLDS.min_heads} "
-        "points, the points of its heads and formats pooled",
-        REASON,
-        with_enough_heads(_logits, ("layer",)),
+        f"{IID_TEXT}, the rounding model's factor iid_factor_model >= "
+        f"{THRESHOLDS.iid_factor_min} at each point",
+        f"{REASON}; the two models told apart only where the factor is beyond the band",
+        with_enough_heads(
+            lambda r: _logits(r) & (r["iid_factor_model"] >= THRESHOLDS.iid_factor_min),
+            ("layer",),
+        ),
     ),
     rule=RULE,
     alternative=Alternative(
-        "the rounding model's factor (a logit's error grows with |s_i|)",
-        math.nan,
+        "the rounding model's factor (a logit's error grows with |s_i|), from the clean logits: "
+        f"at least {THRESHOLDS.iid_factor_min} in the regime (declared there)",
+        THRESHOLDS.iid_factor_min,
         "§11.1-§11.4: rounding errors depend on the logit they round",
     ),
+    variance=VarianceModel(3.3, "pilot", f"{PILOT_SEED_2} (ratio_iid per point)"),
     measure=groups_of(
         "ratio_iid_mean",
         ("layer",),
@@ -142,7 +157,16 @@ MODEL_DELTA = ClaimSpec(
     statement="robustness",
     text="On the trained heads the rounding model (Var = ulp^2/12 per rounded number) predicts "
     "the output's change to first order at every site and format, in every layer.",
-    role="evidence",
+    # issue 49: a check, as rounding_model_* (no competing number beyond the band), and one the
+    # heads cannot decide
+    role="check",
+    redeclared_from=(
+        f"was inconclusive; regime real_precision, kappa_eff <= {THRESHOLDS.kappa_eff_max} (or "
+        f"site output), no saturation, <= {THRESHOLDS.flushed_max:g} flushed; per layer, format "
+        f"and site with >= {THRESHOLDS.min_heads} heads in the regime, their points pooled; "
+        "judged at 9b9a604"
+    ),
+    variance=VarianceModel(0.24, "pilot", f"{PILOT_SEED_2} (ratio_model per point)"),
     regime=Regime(
         f"real_precision, kappa_eff <= {THRESHOLDS.kappa_eff_max} (or site output), no "
         f"saturation, <= {THRESHOLDS.flushed_max:g} flushed; per layer, format and site with >= "
@@ -153,7 +177,8 @@ MODEL_DELTA = ClaimSpec(
     rule=RULE,
     alternative=Alternative(
         "trained heads' logits cluster (sinks, near-ties), so errors are not uniform within "
-        "their bins and the model's variance is off by more than the tolerance",
+        "their bins and the model's variance is off by more than the tolerance (no number "
+        "declared from theory); " + heads_limited(0.24, THRESHOLDS.ratio_tolerance / 2),
         math.nan,
         "§11.2, §11.7: the model assumes rounded values spread over their bins",
     ),
