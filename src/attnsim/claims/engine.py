@@ -780,11 +780,13 @@ def _distance(spec: ClaimSpec, estimate: Estimate) -> dict:
 # experiment gives it) and target SE (NaN for a fixed experiment), from the experiment's
 # TrialSettings, never from the rows measured
 PLANNED_TRIALS, PLANNED_TARGET = "planned_trials", "planned_target_se"
+PLANNED_FEWEST = "planned_fewest"  # the trials a point is sure to get (one round, if adaptive)
+PLANNED = (PLANNED_TRIALS, PLANNED_FEWEST, PLANNED_TARGET)
 
 
 def planned_rows(plans: list[pd.DataFrame], params: tuple[str, ...]) -> pd.DataFrame | None:
     """One row per planned point from each experiment's plan (its points' parameters and the
-    theory's columns, functions of them, with PLANNED_TRIALS and PLANNED_TARGET): a point planned
+    theory's columns, functions of them, with the PLANNED columns): a point planned
     by several experiments keeps the plan with the most trials (as `canonical_rows` keeps the
     measurement with the most), sorted by the point's parameters. None without a plan."""
     if not plans:
@@ -815,7 +817,7 @@ def planned_design(
         return None, "no planned point"
     per_point = isinstance(spec.rule, PerPoint)
     try:
-        mask = _mask(spec.regime.select, planned.drop(columns=[PLANNED_TRIALS, PLANNED_TARGET]))
+        mask = _mask(spec.regime.select, planned.drop(columns=[*PLANNED]))
         chosen, note = planned[mask.to_numpy()], ""
     except (KeyError, AttributeError):
         if spec.variance.per == "point" and not per_point:
@@ -836,6 +838,7 @@ def planned_design(
             chosen[PLANNED_TARGET].to_numpy(float),
             per_point,
             spec.correlation,
+            chosen[PLANNED_FEWEST].to_numpy(float),
         )
     except ValueError as error:
         return None, str(error)

@@ -102,6 +102,9 @@ class VarianceModel:
     # interval with trials − 1 df) or "point" (√ of the regime's planned points, a t interval with
     # points − 1 df: a statistic pooled over points whose spread between points dominates)
     per: str = "trial"
+    # whether an adaptive experiment's stopping rule watches this statistic (the kind's main
+    # metric): then its target SE counts; else only the trials of the first round do
+    watched: bool = False
 
     def __post_init__(self) -> None:
         if self.source not in VARIANCE_SOURCES:
@@ -204,37 +207,43 @@ def design_from_plan(
     target_se: Sequence[float],
     per_point: bool,
     correlation: float = 0.0,
+    fewest: Sequence[int] | None = None,
 ) -> Design:
     """The design of a claim from its regime's planned points (the engine's `claims.engine.
-    planned_design`): per point its planned `trials` (the most a fixed experiment gives it) and
-    its `target_se` (NaN for a fixed experiment; an adaptive one stops at it, §7.3).
+    planned_design`): per point the most `trials` its experiment plans, the `fewest` it is sure
+    to get (the same for a fixed experiment; one round for an adaptive one) and its `target_se`
+    (NaN for a fixed experiment; an adaptive one stops once its main metric's SE reaches it).
 
-    A per-point rule judges each point: its design SE is `design_from_trials`' (sd / √trials,
-    t with the fewest trials − 1 df) at a fixed point, the target at an adaptive one. A single
-    estimate has one design SE: sd / √(the fewest planned trials) for `per` "trial" (a t with
-    their df; the largest target SE if any point is adaptive), sd / √points for `per` "point" (a
-    t with points − 1 df). The fewest trials and the largest SE: the design is conservative
-    where the plan differs between points."""
-    trials_arr = np.asarray(trials, dtype=float)
+    Each point's design SE: sd / √trials at a fixed point; at an adaptive point sd / √fewest (the
+    first round's trials: an upper bound for any statistic), or, for a statistic the stopping rule
+    watches (`VarianceModel.watched`: the kind's main metric), what the rule gives it: the target,
+    within [sd / √most, sd / √fewest]. Its t interval has the point's trials (fewest, when
+    adaptive) − 1 df. A per-point rule judges each point at its SE (the union over points, with
+    the declared correlation). A single estimate has one design SE: the largest point's for `per`
+    "trial" (the fewest trials: conservative where the plan differs between points), sd / √points
+    for `per` "point" (a t with points − 1 df)."""
+    most = np.asarray(trials, dtype=float)
+    least = most if fewest is None else np.asarray(fewest, dtype=float)
     targets = np.asarray(target_se, dtype=float)
-    points = trials_arr.size
+    points = most.size
     if points == 0:
         raise ValueError("design: no planned point")
+    if np.any(least < 2):
+        raise ValueError(f"design: a point needs >= 2 planned trials, got {least.min():g}")
     sd = float(np.max(np.asarray(variance.sd, dtype=float)))
     adaptive = np.isfinite(targets)
-    fixed = trials_arr[~adaptive]
-    if np.any(fixed < 2):
-        raise ValueError(f"design: a point needs >= 2 planned trials, got {fixed.min():g}")
-    df_trials = float(fixed.min() - 1) if fixed.size else math.inf
-    if adaptive.any():
-        needed = math.ceil((sd / float(targets[adaptive].max())) ** 2) - 1.0
-        df_trials = min(df_trials, max(1.0, needed))
+    first = sd / np.sqrt(least)
+    se = np.where(adaptive, first, sd / np.sqrt(most))
+    if variance.watched:
+        stopped = np.minimum(first, np.maximum(targets, sd / np.sqrt(most)))
+        se = np.where(adaptive, stopped, se)
+    df = float(np.where(adaptive, least, most).min() - 1)
     source = f"per-trial SD {sd:.3g} from {variance.source} ({variance.reason})"
+    plural = "s" if points > 1 else ""
+    counts = _counts(most, least, targets)
     if per_point:
-        per = np.where(adaptive, targets, sd / np.sqrt(np.maximum(trials_arr, 1.0)))
-        plural = "s" if points > 1 else ""
-        text = f"{points:,} planned point{plural}, {_counts(trials_arr, targets)}"
-        return Design(tuple(per), df_trials, float(correlation), f"{text}; {source}")
+        text = f"{points:,} planned point{plural}, {counts}; {source}"
+        return Design(tuple(float(x) for x in se), df, float(correlation), text)
     if variance.per == "point":
         if points < 2:
             raise ValueError("design: a statistic pooled over points needs >= 2 planned points")
@@ -243,21 +252,20 @@ def design_from_plan(
             f"{variance.source} ({variance.reason})"
         )
         return Design((sd / math.sqrt(points),), float(points - 1), 0.0, text)
-    se = sd / math.sqrt(float(fixed.min())) if fixed.size else 0.0
-    if adaptive.any():
-        se = max(se, float(targets[adaptive].max()))
-    text = f"one estimate over {points:,} planned point{'s' if points > 1 else ''}, "
-    return Design((se,), df_trials, 0.0, text + f"{_counts(trials_arr, targets)}; {source}")
+    text = f"one estimate over {points:,} planned point{plural}, {counts}; {source}"
+    return Design((float(se.max()),), df, 0.0, text)
 
 
-def _counts(trials: np.ndarray, targets: np.ndarray) -> str:
+def _counts(most: np.ndarray, least: np.ndarray, targets: np.ndarray) -> str:
     adaptive = np.isfinite(targets)
     parts = []
     if (~adaptive).any():
-        low, high = int(trials[~adaptive].min()), int(trials[~adaptive].max())
+        low, high = int(most[~adaptive].min()), int(most[~adaptive].max())
         parts.append(f"{low:,} trials" if low == high else f"{low:,} to {high:,} trials")
     if adaptive.any():
-        parts.append(f"target SE {float(targets[adaptive].max()):g}")
+        low, high = int(least[adaptive].min()), int(most[adaptive].max())
+        target = float(targets[adaptive].max())
+        parts.append(f"{low:,} to {high:,} trials to target SE {target:g}")
     return " and ".join(parts)
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from attnsim import files
 from attnsim.claims.engine import (
+    PLANNED_FEWEST,
     PLANNED_TARGET,
     PLANNED_TRIALS,
     ClaimResult,
@@ -87,9 +88,9 @@ def planned_settings(meta: dict) -> dict[str, Any]:
 def plan_of(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame | None:
     """An experiment's planned points (`engine.planned_rows`' input): its summary's `columns`
     (the parameters and the theory's columns, functions of them) with each point's planned trials
-    (`TrialSettings.per_point`: the most it gets) and target SE (NaN when fixed), from the
-    settings `load_summaries` attached; None without them.
-    No measured column (`n_trials` included) is read."""
+    (`TrialSettings.per_point`: the fewest it is sure to get, the most it can) and target SE
+    (NaN when fixed), from the settings `load_summaries` attached; None without them. No
+    measured column (`n_trials` included) is read."""
     from attnsim.records.experiment import TrialSettings
 
     fields_ = frame.attrs.get(PLAN) or {}
@@ -97,7 +98,7 @@ def plan_of(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame | Non
         return None
     settings = TrialSettings.read({"seed": 0, **fields_})
     plan = frame[[c for c in columns if c in frame]].copy()
-    plan[PLANNED_TRIALS] = settings.per_point()[1]
+    plan[PLANNED_FEWEST], plan[PLANNED_TRIALS] = settings.per_point()
     plan[PLANNED_TARGET] = settings.target_se if settings.adaptive else math.nan
     return plan
 

@@ -104,6 +104,17 @@ def _liquid(rows: pd.DataFrame) -> pd.Series:
     return _liquid_bias_small(rows, sigma) & liquid
 
 
+# the per-trial SD of the deficit ratio (log n - H) / (sigma^2/2), the largest over the liquid
+# regimes' points of SE x sqrt(trials), in the same pilot; not watched by the stopping rule (H's
+# SE decides it), so the design counts the first round's trials only
+PILOT_DEFICIT = VarianceModel(
+    0.21,
+    "pilot",
+    "the deficit ratio's per-trial SD, largest over the points of small_scale_entropy (0.19) "
+    "and rem_liquid_deficit (0.21), in a pilot of the entropy_scale experiment at seed 2 "
+    "(workflow/presets/pilot49.yaml at 392767e)",
+)
+
 DEFICIT_RULE = ratio_is_one(
     THRESHOLDS.deficit_tolerance,
     "a relative band: the smallest sigma tests the law as sharply as the largest; half of it is "
@@ -131,6 +142,7 @@ SMALL_SCALE_ENTROPY = ClaimSpec(
         "§3.3: 'the entropy stays near log n' read literally; a pooled absolute band could not "
         "tell it from sigma^2/2",
     ),
+    variance=PILOT_DEFICIT,
     measure=_deficit_ratio,
     compared_to="1: measured deficit (log n - H) / (sigma^2/2) per point",
     figure="entropy_vs_scale",
@@ -159,6 +171,7 @@ REM_LIQUID_DEFICIT = ClaimSpec(
         0.93,
         "§3.4: the exact quadrature gives 0.926 of sigma^2/2 at x = 0.68, n = 16384",
     ),
+    variance=PILOT_DEFICIT,
     measure=_deficit_ratio,
     compared_to="1: measured deficit (log n - H) / (sigma^2/2) per point",
     figure="entropy_collapse",
@@ -216,6 +229,7 @@ PILOT_ENTROPY = VarianceModel(
     "pilot",
     "H's per-trial SD in nats, largest over the frozen regime's points, in a pilot of the "
     "entropy_scale experiment at seed 2 (workflow/presets/pilot49.yaml at 392767e)",
+    watched=True,  # H is the kind's main metric: the experiment's target SE applies to it
 )
 
 REM_FROZEN_ENTROPY = ClaimSpec(
