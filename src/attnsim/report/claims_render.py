@@ -504,10 +504,9 @@ class Headline:
 
     @property
     def measured(self) -> int:
-        return (
-            sum(sum(s.verdicts.values()) + sum(s.checks.values()) for s in self.statements)
-            + sum(self.sanity.values())
-        )
+        return sum(
+            sum(s.verdicts.values()) + sum(s.checks.values()) for s in self.statements
+        ) + sum(self.sanity.values())
 
 
 def headline(claims: list[ClaimResult]) -> Headline:
