@@ -112,13 +112,14 @@ CI_NUMBERS = ("mean (95% CI)", "fitted slope (95% CI)", "rank correlation (95% C
 
 # Evidence claims `ClaimSpec` does not yet refuse for an invalid alternative (issue 49): the
 # claims of kinds still being re-declared from theory, one set per line of work so that each is
-# emptied on its own branch. A kind conforms when its claims leave its set: set the set to
-# `frozenset()` (never edit the union below). tests/claims/test_alternatives.py fails when an id
-# here is no longer refused (so the sets only shrink); `python -m tests.helpers.alternatives`
-# lists what remains. Empty sets: every evidence claim's alternative is checked when declared.
+# emptied on its own branch. A claim conforms when it leaves its set: delete its id once it is
+# re-declared (a valid alternative, or declared a check or sanity claim), and write
+# `frozenset()` when the set is empty (never edit the union below).
+# tests/claims/test_design_role.py fails when an id here is no longer a refused evidence claim
+# (so the sets only shrink); `python -m tests.helpers.alternatives` lists what remains. With
+# both sets empty, every evidence claim's alternative is checked when it is declared.
 _PENDING_NORMALISERS: frozenset[str] = frozenset(
     {
-        # normaliser_attention
         "normaliser_bias_sink",
         "normaliser_bias_softpick",
         "normaliser_bias_relu",
@@ -133,7 +134,6 @@ _PENDING_NORMALISERS: frozenset[str] = frozenset(
         "normaliser_error_entmax15",
         "normaliser_error_relu",
         "normaliser_cancellation",
-        # precision_attention
         "rounding_iid_delta",
         "rounding_model_bfloat16",
         "rounding_model_float16",
@@ -148,25 +148,20 @@ _PENDING_NORMALISERS: frozenset[str] = frozenset(
         "rotation_gain_blocks",
         "smoothing_gain",
         "block_model_ocp_float6_e2m3fn",
-        # real_entropy
         "real_sep_sink_middle_layers",
-        # real_noise
         "real_delta_method",
         "real_next_order_theory",
         "real_per_row_law",
         "real_rate_within_heads",
         "real_delta_method_sink_rows",
-        # real_precision
         "real_rounding_iid_delta",
         "real_rounding_model",
-        # real_temperature
         "real_random_direction_gap",
     }
 )
 
 _PENDING_TRAINING: frozenset[str] = frozenset(
     {
-        # recall_training
         "escape_time_grows_with_scale_sgd",
         "escape_time_grows_with_scale_adam",
         "escape_time_grows_with_scale_normgd",
@@ -184,7 +179,6 @@ _PENDING_TRAINING: frozenset[str] = frozenset(
         "escape_time_grows_with_scale_sparsemax",
         "escape_time_grows_with_scale_entmax15",
         "escape_time_grows_with_scale_relu",
-        # contrastive_training
         "tau_one_worse_probe",
         "instance_tau_one_worse_knn",
         "tau_one_floor_binds",
