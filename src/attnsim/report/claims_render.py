@@ -248,7 +248,10 @@ def failed_check(c: ClaimResult) -> bool:
     return test_role(c) != "open test" and c.verdict in ("fails", "inconclusive")
 
 
-FALSE_RATE = 0.025  # one side of the 95% interval: a decided claim is wrong at most this often
+FAILED_CHECKS = (
+    "a check or sanity claim that fails or is inconclusive: it could not have failed as a test, "
+    "so a miss is a bug or a finding"
+)
 
 
 def false_rate(c: ClaimResult) -> float:
@@ -278,9 +281,9 @@ def expected_false(claims: list[ClaimResult]) -> float:
 
 def evidence_tally(claims: list[ClaimResult]) -> str:
     """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive (open tests 8: 7 hold, 1 fail; checks
-    4: 2 hold, 2 inconclusive; failed checks: a, b)': the tests the design could have failed
-    (design power >= 0.8) apart from the checks, and the checks that failed or were inconclusive
-    named."""
+    4: 2 hold, 2 inconclusive; 2 failed checks)': the tests the design could have failed (design
+    power >= 0.8) apart from the checks, and how many checks failed or were inconclusive (the
+    tables name them: `failed_checks`)."""
     evidence = [c for c in claims if c.role != "sanity"]
     text = f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: "
     text += _verdict_counts(evidence)
@@ -288,14 +291,19 @@ def evidence_tally(claims: list[ClaimResult]) -> str:
     if not checks:
         return text
     opened = [c for c in evidence if test_role(c) == "open test"]
-    failed = [c.claim_id for c in checks if failed_check(c)]
+    failed = failed_checks(checks)
     return (
         text
         + f" (open tests {len(opened)}: {_verdict_counts(opened)}; "
         + f"checks {len(checks)}: {_verdict_counts(checks)}"
-        + (f"; failed checks: {', '.join(failed)}" if failed else "")
+        + (f"; {len(failed)} failed check{'s' if len(failed) != 1 else ''}" if failed else "")
         + ")"
     )
+
+
+def failed_checks(claims: list[ClaimResult]) -> list[str]:
+    """The ids of the failed checks among `claims` (`failed_check`), in the table's order."""
+    return [c.claim_id for c in ordered(claims) if failed_check(c)]
 
 
 def alternative_text(c: ClaimResult) -> str:
@@ -376,6 +384,9 @@ def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
     lines = [f"# Claims: {tally(claims)}", ""]
     lines += [unmeasured_line(hidden), ""] if hidden else []
     lines += [HOW_TO_READ, ""]
+    failed = failed_checks(claims)
+    if failed:
+        lines += [f"Failed checks ({FAILED_CHECKS}): " + ", ".join(f"`{c}`" for c in failed), ""]
     for number, (key, members) in enumerate(groups(claims), 1):
         lines += [f"## {number}. {title(key)}: {group_tally(key, members)}", ""]
         if group_text(key):
@@ -392,7 +403,8 @@ def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
             lines.append(
                 f"| `{c.claim_id}`: {_cell(c.claim)} *({_cell(c.regime)})* | {_cell(measured)} "
                 f"| {_cell(compared_text(c))} "
-                f"| **{c.verdict}** | {_cell(decided_text(c))} | {_cell(rests_on(c))} | {figure} |"
+                f"| **{c.verdict}** ({test_role(c)}) | {_cell(decided_text(c))} "
+                f"| {_cell(rests_on(c))} | {figure} |"
             )
         lines += (
             ["", "Evidence:", ""]
