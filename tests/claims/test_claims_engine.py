@@ -51,7 +51,7 @@ def test_verdicts_and_roles_are_the_documented_ones():
         "not measured",
         "not predicted",
     )
-    assert engine.ROLES == ("evidence", "sanity")
+    assert engine.ROLES == ("evidence", "check", "sanity")
 
 
 def _half_nan_entropy() -> dict:

@@ -45,7 +45,9 @@ def mean_of_trials(rows: pd.DataFrame) -> Estimate:
 
 
 def spec(rule) -> ClaimSpec:
-    alternative = Alternative("a shifted mean", 0.2, "a test")
+    # where the rule fails (issue 49): beyond the band, or on the failing side of the bound
+    failing = -0.2 if getattr(rule, "side", "") == "above" else 0.2
+    alternative = Alternative("a shifted mean", failing, "a test")
     return ClaimSpec(
         "c", "robustness", "a claim", "evidence", EVERYWHERE, rule, mean_of_trials, alternative
     )

@@ -106,7 +106,8 @@ def test_equivalence_power_against_the_alternative():
 )
 def test_one_sided(value, side, verdict):
     rule = OneSided(0.0, side, "r")
-    result = judge(spec(rule, mean_of(0.1)), rows([value]))
+    beyond = Alternative("the failing side", -1.3 if side == "above" else 1.3, "constructed")
+    result = judge(spec(rule, mean_of(0.1), alternative=beyond), rows([value]))
     assert result.verdict == verdict and result.bound == 0.0 and result.side == side
     assert math.isnan(result.predicted)
 

@@ -292,7 +292,7 @@ def test_the_role_is_a_function_of_the_declaration_and_the_design_only():
     """Structural: `role` takes a spec and a design, nothing that holds rows; it never calls the
     spec's measure or regime (they raise here), so no run's rows can change a claim's role. And
     the same declaration at the same design has the same role whatever the run measured."""
-    assert list(inspect.signature(power.role).parameters) == ["spec", "design"]
+    assert list(inspect.signature(power.role).parameters) == ["spec", "design", "missing"]
     assert list(inspect.signature(power.design_power).parameters) == [
         "rule",
         "alternative",

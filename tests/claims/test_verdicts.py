@@ -213,10 +213,10 @@ def test_a_low_power_sweep_is_inconclusive_never_holds():
     )  # per-point intervals +-0.39 against +-0.05; slopes with wide intervals
     weak["rel_err_mean"] *= scatter(weak)  # few trials: the curves scatter about the line
     weak["rel_err_se"] = 2.0 * weak["rel_err_mean"]
-    for judge in (
-        *(noisy_claims.DELTA_METHOD[f] for f in ("gaussian", "laplace", "gumbel")),
-        noisy_claims.NEXT_ORDER,
-    ):
+    # next_order_theory is judged only where the delta method's first correction is >= 0.10
+    # (issue 49: there the plain delta method lies beyond the band); this sweep has no such point
+    assert noisy_claims.NEXT_ORDER(good).verdict == "outside regime"
+    for judge in (*(noisy_claims.DELTA_METHOD[f] for f in ("gaussian", "laplace", "gumbel")),):
         strong = judge(good)
         low = judge(weak)
         assert strong.verdict == "holds", (strong.claim_id, strong.evidence)

@@ -1,9 +1,11 @@
-"""Which of today's declared claims `claims.power.check_alternative` would refuse, and why: the
-inventory the phase that wires the check into `ClaimSpec.__post_init__` works through (issue 49:
-each refused claim is re-declared from theory first, then the check is switched on).
+"""Which of today's declared claims `claims.power.check_alternative` would refuse, and why (issue
+49). `ClaimSpec.__post_init__` refuses every evidence claim with an invalid alternative except
+the ids still listed in `claims.engine.ALTERNATIVES_PENDING` (kinds being re-declared from
+theory); a claim that conformed must leave that list (tests/claims/test_design_role.py), so the
+refusals listed here are exactly the pending ids, and none once every kind is re-declared.
 
 Run: `python -m tests.helpers.alternatives` (one line per evidence claim: kind, claim, rule,
-alternative, and the refusal or "ok"); `refusals()` for tests.
+alternative, and the refusal or "ok"; then the refused count per kind); `refusals()` for tests.
 """
 
 from __future__ import annotations
@@ -47,7 +49,10 @@ def main() -> None:
     rows = entries()
     for e in rows:
         print(f"{e.kind:24} {e.claim_id:44} alt {e.alternative:<10.4g} {e.refusal or 'ok'}")
-    print(f"{len(refusals())} of {len(rows)} evidence claims would be refused")
+    refused = [e for e in rows if e.refusal]
+    for kind in dict.fromkeys(e.kind for e in refused):
+        print(f"{kind}: {sum(e.kind == kind for e in refused)} refused (pending)")
+    print(f"{len(refused)} of {len(rows)} evidence claims would be refused")
 
 
 if __name__ == "__main__":

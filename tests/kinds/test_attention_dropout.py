@@ -111,6 +111,6 @@ def test_claims_judge_by_equivalence_in_their_regimes():
     iid = claims.TRANSFORMERS_IID(t)
     assert iid.verdict == "fails" and "1.300" in iid.evidence
     for judge in claims.CLAIMS:
-        assert (
-            judge(None).verdict == "not measured" and judge(None).reason == "docs/science.md §11.6"
+        assert judge(None).verdict == "not measured" and judge(None).reason.startswith(
+            "docs/science.md §11.6"
         )

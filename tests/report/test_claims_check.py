@@ -174,5 +174,5 @@ def test_summaries_changed_since_the_claims_were_judged_are_named(results, capsy
     column = table.column_names.index("n_trials")
     table = table.set_column(column, "n_trials", [[v + 1 for v in table["n_trials"].to_pylist()]])
     store.write_atomic(table.replace_schema_metadata(None), summary, meta)
-    code, out, err = cite(results, "next_order_theory", capsys)
+    code, out, err = cite(results, "delta_method_gaussian", capsys)  # a claim that read it
     assert code == 2 and "judged on summaries that have changed since" in one_line_error(err)

@@ -73,6 +73,7 @@ OPEN_POWER = 0.8  # design power from which a claim is an open test; below it a 
 LEVEL = 0.975  # one side of the engine's 95% interval: the quantile its rules use
 ROLES = ("open test", "check", "sanity")
 VARIANCE_SOURCES = ("theory", "pilot")
+VARIANCE_UNITS = ("trial", "point")  # what a variance model's SD is divided by (√ of its count)
 EDGE_RELATIVE = 1e-9  # an alternative this close to an edge (relative to the band) is on it
 PHI_SPAN, PHI_STEP = 40.0, 2.5e-4  # the table of Φ interpolated for large arrays
 FACTOR_NODES = 241  # grid of the shared factor W ~ N(0, 1) in the union over correlated points
@@ -97,10 +98,19 @@ class VarianceModel:
     sd: float | tuple[float, ...]
     source: str
     reason: str
+    # what `sd` is divided by for the design SE: "trial" (√ of each point's planned trials, a t
+    # interval with trials − 1 df) or "point" (√ of the regime's planned points, a t interval with
+    # points − 1 df: a statistic pooled over points whose spread between points dominates)
+    per: str = "trial"
+    # whether an adaptive experiment's stopping rule watches this statistic (the kind's main
+    # metric): then its target SE counts; else only the trials of the first round do
+    watched: bool = False
 
     def __post_init__(self) -> None:
         if self.source not in VARIANCE_SOURCES:
             raise ValueError(f"variance model: source must be one of {VARIANCE_SOURCES}")
+        if self.per not in VARIANCE_UNITS:
+            raise ValueError(f"variance model: per must be one of {VARIANCE_UNITS}")
         sd = np.atleast_1d(np.asarray(self.sd, dtype=float))
         if sd.size == 0 or not np.all(np.isfinite(sd) & (sd > 0)):
             raise ValueError(f"variance model: sd must be finite and positive, got {self.sd}")
@@ -189,6 +199,74 @@ def design_from_target_se(
         df = max(1.0, math.ceil((sd / target_se) ** 2) - 1.0)
     text = f"{points:,} point{'s' if points > 1 else ''} at target SE {target_se:g}"
     return Design(tuple([float(target_se)] * points), df, _correlation(correlation), text)
+
+
+def design_from_plan(
+    variance: VarianceModel,
+    trials: Sequence[int],
+    target_se: Sequence[float],
+    per_point: bool,
+    correlation: float = 0.0,
+    fewest: Sequence[int] | None = None,
+) -> Design:
+    """The design of a claim from its regime's planned points (the engine's `claims.engine.
+    planned_design`): per point the most `trials` its experiment plans, the `fewest` it is sure
+    to get (the same for a fixed experiment; one round for an adaptive one) and its `target_se`
+    (NaN for a fixed experiment; an adaptive one stops once its main metric's SE reaches it).
+
+    Each point's design SE: sd / √trials at a fixed point; at an adaptive point sd / √fewest (the
+    first round's trials: an upper bound for any statistic), or, for a statistic the stopping rule
+    watches (`VarianceModel.watched`: the kind's main metric), what the rule gives it: the target,
+    within [sd / √most, sd / √fewest]. Its t interval has the point's trials (fewest, when
+    adaptive) − 1 df. A per-point rule judges each point at its SE (the union over points, with
+    the declared correlation). A single estimate has one design SE: the largest point's for `per`
+    "trial" (the fewest trials: conservative where the plan differs between points), sd / √points
+    for `per` "point" (a t with points − 1 df)."""
+    most = np.asarray(trials, dtype=float)
+    least = most if fewest is None else np.asarray(fewest, dtype=float)
+    targets = np.asarray(target_se, dtype=float)
+    points = most.size
+    if points == 0:
+        raise ValueError("design: no planned point")
+    if np.any(least < 2):
+        raise ValueError(f"design: a point needs >= 2 planned trials, got {least.min():g}")
+    sd = float(np.max(np.asarray(variance.sd, dtype=float)))
+    adaptive = np.isfinite(targets)
+    first = sd / np.sqrt(least)
+    se = np.where(adaptive, first, sd / np.sqrt(most))
+    if variance.watched:
+        stopped = np.minimum(first, np.maximum(targets, sd / np.sqrt(most)))
+        se = np.where(adaptive, stopped, se)
+    df = float(np.where(adaptive, least, most).min() - 1)
+    source = f"per-trial SD {sd:.3g} from {variance.source} ({variance.reason})"
+    plural = "s" if points > 1 else ""
+    counts = _counts(most, least, targets)
+    if per_point:
+        text = f"{points:,} planned point{plural}, {counts}; {source}"
+        return Design(tuple(float(x) for x in se), df, float(correlation), text)
+    if variance.per == "point":
+        if points < 2:
+            raise ValueError("design: a statistic pooled over points needs >= 2 planned points")
+        text = (
+            f"pooled over {points:,} planned points; SD between points {sd:.3g} from "
+            f"{variance.source} ({variance.reason})"
+        )
+        return Design((sd / math.sqrt(points),), float(points - 1), 0.0, text)
+    text = f"one estimate over {points:,} planned point{plural}, {counts}; {source}"
+    return Design((float(se.max()),), df, 0.0, text)
+
+
+def _counts(most: np.ndarray, least: np.ndarray, targets: np.ndarray) -> str:
+    adaptive = np.isfinite(targets)
+    parts = []
+    if (~adaptive).any():
+        low, high = int(most[~adaptive].min()), int(most[~adaptive].max())
+        parts.append(f"{low:,} trials" if low == high else f"{low:,} to {high:,} trials")
+    if adaptive.any():
+        low, high = int(least[adaptive].min()), int(most[adaptive].max())
+        target = float(targets[adaptive].max())
+        parts.append(f"{low:,} to {high:,} trials to target SE {target:g}")
+    return " and ".join(parts)
 
 
 def _correlation(value) -> float | tuple[tuple[float, ...], ...]:
@@ -483,18 +561,30 @@ class Role:
     text: str
 
 
-def role(spec, design: Design | None) -> Role:
+def role(spec, design: Design | None, missing: str = "") -> Role:
     """The role of a declared claim (`engine.ClaimSpec`, read by its fields: `role`, `rule`,
     `alternative`, `claim_id`) at its design. Neither the run's rows nor the spec's measure are
     read: the role is fixed before the data. A sanity claim is `sanity` (true by construction,
-    no power); an evidence claim without a design is a `check` with NaN power (nothing shows it
+    no power); a declared check is a `check` (its alternative's reason says why; its power shown
+    when it has a design and a number); an evidence claim without a design (no variance model,
+    or no planned point: `missing` says which) is a `check` with NaN power (nothing shows it
     could have failed)."""
     if spec.role == "sanity":
         return Role("sanity", math.nan, math.nan, "sanity: true by construction")
     value = spec.alternative.value if spec.alternative is not None else math.nan
     what = spec.alternative.text if spec.alternative is not None else "no alternative"
+    if spec.role == "check":
+        why = spec.alternative.reason if spec.alternative is not None else "declared a check"
+        if design is None or not math.isfinite(value):
+            return Role("check", math.nan, math.nan, f"check: {why}")
+        power = design_power(spec.rule, value, design)
+        se = max(design.se)
+        return Role("check", power, se, f"check: {why}; power {power:.2f} against {value:g}")
     if design is None:
-        return Role("check", math.nan, math.nan, f"could not have failed: no design against {what}")
+        why = missing or "no design"
+        return Role(
+            "check", math.nan, math.nan, f"no design ({why}): nothing shows it could have failed"
+        )
     power = design_power(spec.rule, value, design)
     se = max(design.se)
     against = f"against {value:g} ({what}) at design SE {se:.3g}"

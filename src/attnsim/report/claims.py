@@ -15,7 +15,16 @@ import pandas as pd
 import pyarrow as pa
 
 from attnsim import files
-from attnsim.claims.engine import ClaimResult, canonical_rows, entropy_bounds, judge
+from attnsim.claims.engine import (
+    PLANNED_FEWEST,
+    PLANNED_TARGET,
+    PLANNED_TRIALS,
+    ClaimResult,
+    canonical_rows,
+    entropy_bounds,
+    judge,
+    planned_rows,
+)
 from attnsim.errors import StoreError
 from attnsim.kinds.base import Kind
 from attnsim.records.state import ClaimDesign
@@ -58,8 +67,43 @@ def load_summaries(root: Path, experiments: dict[str, str]) -> dict[str, pd.Data
             if columns:
                 frame = with_runs(frame, path, columns)
             frame.insert(0, "experiment", name)
+            frame.attrs[PLAN] = planned_settings(store.read_meta(path))
             frames[name] = frame
     return frames
+
+
+# a summary frame's attribute holding its experiment's planned trial settings (`TrialSettings`
+# as JSON fields), read from the summary's provenance: the plan, never the rows measured
+PLAN = "trial_settings"
+
+
+def planned_settings(meta: dict) -> dict[str, Any]:
+    """The trial settings the experiment planned (`TrialSettings.fields`), from a summary's
+    provenance (`experiment_config`, the experiment's own JSON its collect job read); {} when the
+    summary does not record them (then its kind's claims have no design)."""
+    config = meta.get("experiment_config")
+    if not config:
+        return {}
+    spec = json.loads(config) if isinstance(config, str) else dict(config)
+    return {k: spec[k] for k in ("seed", "trials", "target_se", "max_trials") if k in spec}
+
+
+def plan_of(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame | None:
+    """An experiment's planned points (`engine.planned_rows`' input): its summary's `columns`
+    (the parameters and the theory's columns, functions of them) with each point's planned trials
+    (`TrialSettings.per_point`: the fewest it is sure to get, the most it can) and target SE
+    (NaN when fixed), from the settings `load_summaries` attached; None without them. No
+    measured column (`n_trials` included) is read."""
+    from attnsim.records.experiment import TrialSettings
+
+    fields_ = frame.attrs.get(PLAN) or {}
+    if "trials" not in fields_:
+        return None
+    settings = TrialSettings.read({"seed": 0, **fields_})
+    plan = frame[[c for c in columns if c in frame]].copy()
+    plan[PLANNED_FEWEST], plan[PLANNED_TRIALS] = settings.per_point()
+    plan[PLANNED_TARGET] = settings.target_se if settings.adaptive else math.nan
+    return plan
 
 
 def current_names(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -222,10 +266,13 @@ def judge_kind(
     rows = canonical_rows([frames[name] for name in sorted(frames)], kind.param_names)
     drawn = drawn_figures(frames, dict.fromkeys(frames, kind.name))
     params = kind.param_names
+    theory = tuple(c.name for c in kind.theory.columns)
+    plans = [plan_of(frames[name], params + theory) for name in sorted(frames)]
+    planned = planned_rows([p for p in plans if p is not None], params)
     claims = []
     for spec in kind.submodule("claims").CLAIMS:
         how = judging((designs or {}).get(spec.claim_id))
-        claim = judge(spec, rows, params, how.interval)
+        claim = judge(spec, rows, params, how.interval, planned)
         claims.append(replace(claim, level=how.level, design=how.text))
     return [replace(c, figure=shown_figure(c, drawn)) for c in claims], drawn
 

@@ -30,7 +30,7 @@ import shutil
 import textwrap
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 
@@ -234,22 +234,76 @@ def _verdict_counts(claims: list[ClaimResult]) -> str:
     )
 
 
+def test_role(c: ClaimResult) -> str:
+    """The claim's role fixed before the data (`ClaimResult.test_role`: open test, check,
+    sanity). A table written before roles were recorded has none: its sanity claims are sanity,
+    its declared checks checks and its evidence claims counted as open tests, as it counted them."""
+    if c.test_role:
+        return c.test_role
+    return {"sanity": "sanity", "check": "check"}.get(c.role, "open test")
+
+
+def failed_check(c: ClaimResult) -> bool:
+    """A check or sanity claim that fails or is inconclusive: a bug or a finding, listed by id."""
+    return test_role(c) != "open test" and c.verdict in ("fails", "inconclusive")
+
+
+FAILED_CHECKS = (
+    "a check or sanity claim that fails or is inconclusive: it could not have failed as a test, "
+    "so a miss is a bug or a finding"
+)
+
+
+def false_rate(c: ClaimResult) -> float:
+    """The chance, at most, that a decided claim's verdict is false (docs/science.md §7.7): each
+    verdict rests on one-sided decisions at the table's level, (1 - level) / 2 each (0.025 for
+    the 95% interval; `level` when decide's sequential design set it). `holds` is false only if
+    the truth lies outside the band (or on the wrong side of the bound) and the interval still
+    lies inside: at most one side's error; `fails` is false only if the truth lies inside and the
+    interval lies beyond one edge: again one side. A per-point rule holds only if every point
+    holds, so a false holds needs a point whose truth is beyond the band to hold: one side's
+    error; it fails if any point fails, so a false fails is a union over its `points` whose truth
+    is inside: at most points x one side's error (Bonferroni; shared draws only lower it).
+    Undecided verdicts (inconclusive, outside regime, not measured) cannot be false: 0."""
+    if c.verdict not in ("holds", "fails"):
+        return 0.0
+    level = c.level if not _nan(c.level) and 0 < c.level < 1 else 0.95
+    side = (1 - level) / 2
+    per_point = c.threshold.startswith("at every point")
+    return side * max(c.points, 1) if per_point and c.verdict == "fails" else side
+
+
+def expected_false(claims: list[ClaimResult]) -> float:
+    """The expected number of false verdicts among `claims`' open tests, at most: the sum of
+    their `false_rate`s (checks and sanity claims are not counted: they could not have failed)."""
+    return float(sum(false_rate(c) for c in claims if test_role(c) == "open test"))
+
+
 def evidence_tally(claims: list[ClaimResult]) -> str:
-    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive (open tests: 8 hold, ...;
-    near-certain: ...)': the tests whose outcome was open (a plausible alternative declared)
-    apart from the near-certain ones."""
+    """'12 evidence claims: 9 hold, 1 fail, 2 inconclusive (open tests 8: 7 hold, 1 fail; checks
+    4: 2 hold, 2 inconclusive; 2 failed checks)': the tests the design could have failed (design
+    power >= 0.8) apart from the checks, and how many checks failed or were inconclusive (the
+    tables name them: `failed_checks`)."""
     evidence = [c for c in claims if c.role != "sanity"]
     text = f"{len(evidence)} evidence claim{'s' if len(evidence) != 1 else ''}: "
     text += _verdict_counts(evidence)
-    near = [c for c in evidence if not c.is_open]
-    if not near:
+    checks = [c for c in evidence if test_role(c) == "check"]
+    if not checks:
         return text
-    opened = [c for c in evidence if c.is_open]
+    opened = [c for c in evidence if test_role(c) == "open test"]
+    failed = failed_checks(checks)
     return (
         text
-        + f" (tests whose outcome was open: {len(opened)}: {_verdict_counts(opened)}; "
-        + f"near-certain: {len(near)}: {_verdict_counts(near)})"
+        + f" (open tests {len(opened)}: {_verdict_counts(opened)}; "
+        + f"checks {len(checks)}: {_verdict_counts(checks)}"
+        + (f"; {len(failed)} failed check{'s' if len(failed) != 1 else ''}" if failed else "")
+        + ")"
     )
+
+
+def failed_checks(claims: list[ClaimResult]) -> list[str]:
+    """The ids of the failed checks among `claims` (`failed_check`), in the table's order."""
+    return [c.claim_id for c in ordered(claims) if failed_check(c)]
 
 
 def alternative_text(c: ClaimResult) -> str:
@@ -330,6 +384,9 @@ def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
     lines = [f"# Claims: {tally(claims)}", ""]
     lines += [unmeasured_line(hidden), ""] if hidden else []
     lines += [HOW_TO_READ, ""]
+    failed = failed_checks(claims)
+    if failed:
+        lines += [f"Failed checks ({FAILED_CHECKS}): " + ", ".join(f"`{c}`" for c in failed), ""]
     for number, (key, members) in enumerate(groups(claims), 1):
         lines += [f"## {number}. {title(key)}: {group_tally(key, members)}", ""]
         if group_text(key):
@@ -346,7 +403,8 @@ def markdown(claims: list[ClaimResult], everything: bool = False) -> str:
             lines.append(
                 f"| `{c.claim_id}`: {_cell(c.claim)} *({_cell(c.regime)})* | {_cell(measured)} "
                 f"| {_cell(compared_text(c))} "
-                f"| **{c.verdict}** | {_cell(decided_text(c))} | {_cell(rests_on(c))} | {figure} |"
+                f"| **{c.verdict}** ({test_role(c)}) | {_cell(decided_text(c))} "
+                f"| {_cell(rests_on(c))} | {figure} |"
             )
         lines += (
             ["", "Evidence:", ""]
@@ -431,14 +489,18 @@ LISTED = 4  # ids named per line of failed or undecided claims, the rest counted
 
 @dataclass(frozen=True)
 class StatementHeadline:
-    """One statement of the essay in the headline: its measured evidence claims by verdict.
-    (The verdicts line extends this record: open tests by verdict apart from checks, failed
-    checks, the regime's edges, the expected number of false verdicts at the table's level.)"""
+    """One statement of the essay in the headline: its measured open tests by verdict (the
+    failing ones named), its checks (those that failed or were inconclusive named: failed checks)
+    and the expected number of false verdicts among its open tests at the table's level, at most
+    (`expected_false`)."""
 
     key: str
     title: str
-    verdicts: Mapping[str, int]
-    failed: tuple[str, ...] = ()  # ids of the claims that fail
+    verdicts: Mapping[str, int]  # the open tests'
+    failed: tuple[str, ...] = ()  # ids of the open tests that fail
+    checks: Mapping[str, int] = field(default_factory=dict)
+    failed_checks: tuple[str, ...] = ()  # checks that fail or are inconclusive
+    expected_false: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -454,19 +516,32 @@ class Headline:
 
     @property
     def measured(self) -> int:
-        return sum(sum(s.verdicts.values()) for s in self.statements) + sum(self.sanity.values())
+        return sum(
+            sum(s.verdicts.values()) + sum(s.checks.values()) for s in self.statements
+        ) + sum(self.sanity.values())
 
 
 def headline(claims: list[ClaimResult]) -> Headline:
-    """The headline of `claims` (every claim of a table, measured or not)."""
+    """The headline of `claims` (every claim of a table, measured or not): per statement its open
+    tests apart from its checks (`test_role`), the failed checks named; sanity claims apart."""
     measured, hidden = measured_only(claims)
     statements = []
     for key, members in groups(measured):
         if key == SANITY:
             continue
-        counts = Counter(c.verdict for c in members)
-        failed = tuple(c.claim_id for c in members if c.verdict == "fails")
-        statements.append(StatementHeadline(key, title(key), dict(counts), failed))
+        tests = [c for c in members if test_role(c) == "open test"]
+        checks = [c for c in members if test_role(c) != "open test"]
+        statements.append(
+            StatementHeadline(
+                key,
+                title(key),
+                dict(Counter(c.verdict for c in tests)),
+                tuple(c.claim_id for c in tests if c.verdict == "fails"),
+                dict(Counter(c.verdict for c in checks)),
+                tuple(c.claim_id for c in checks if failed_check(c)),
+                expected_false(tests),
+            )
+        )
     sanity = [c for c in measured if c.role == "sanity"]
     return Headline(
         statements=tuple(statements),
@@ -498,23 +573,32 @@ def _named(label: str, ids: tuple[str, ...], width: int) -> list[str]:
 
 def render_headline(h: Headline, width: int = 80, more: str = "attnsim claims --all") -> str:
     """The headline in at most HEADLINE_LINES lines of `width` columns: per statement its measured
-    evidence claims by verdict (the failing ones named), the sanity checks apart (any that did not
-    pass named), the claims more trials would decide, and where the full list is (`more`)."""
-    evidence = sum(sum(s.verdicts.values()) for s in h.statements)
+    open tests by verdict (the failing ones named), its checks (the failed checks named) and the
+    expected number of false verdicts among its open tests; the sanity checks apart (any that did
+    not pass named), the claims more trials would decide, and where the full list is (`more`)."""
+    tests = sum(sum(s.verdicts.values()) for s in h.statements)
     total: Counter[str] = Counter()
     for statement in h.statements:
         total.update(statement.verdicts)
+    checked = sum(sum(s.checks.values()) for s in h.statements)
+    failed_checks = sum(len(s.failed_checks) for s in h.statements)
+    false = sum(s.expected_false for s in h.statements)
     checks = sum(h.sanity.values())
-    head = f"claims: {evidence} evidence claims measured"
-    head += f" ({_counts(total)})" if evidence else ""
+    head = f"claims: {tests} open tests measured"
+    head += f" ({_counts(total)}; expected false verdicts <= {false:.2f})" if tests else ""
+    head += f"; {checked} checks ({failed_checks} failed)" if checked else ""
     head += f"; {checks} sanity checks" if checks else ""
     out = _wrap("", head, width, 2)
     for number, statement in enumerate(h.statements, 1):
         count = sum(statement.verdicts.values())
-        out += _wrap(
-            f"  {number}. ", f"{statement.title} ({count}): {_counts(statement.verdicts)}", width, 6
-        )
+        text = f"{statement.title}: open tests {count}"
+        text += f" ({_counts(statement.verdicts)})" if count else ""
+        text += f", expected false <= {statement.expected_false:.2f}" if count else ""
+        checked_here = sum(statement.checks.values())
+        text += f"; checks {checked_here}" if checked_here else ""
+        out += _wrap(f"  {number}. ", text, width, 6)
         out += _named("fail", statement.failed, width)
+        out += _named("failed checks", statement.failed_checks, width)
     if checks:
         words = {"holds": "pass", "fails": "fail"}
         out += _wrap(
