@@ -366,6 +366,9 @@ class ClaimSpec:
     correlation: float = 0.0  # between the points' estimates (shared draws), for per-point rules
     tails: str = "light"  # "heavy": means carried by rare events; decide refuses them (§7.8)
     redeclared_from: str = ""  # previous verdict, regime and commit of a re-declared claim
+    # the thin-evidence rule (e.g. fewer than 4 scales or 32 runs per scale for a fitted law):
+    # the estimate -> why it is thin, "" when it is not (ClaimResult.thin)
+    thin: Callable[[Estimate], str] | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -610,6 +613,8 @@ def judge(spec: ClaimSpec, rows: pd.DataFrame | None, params: tuple[str, ...] = 
         estimate = replace(estimate, facts=facts)
     base = replace(base, **_rests_on(selected, spec.figure), condition=condition(selected, params))
     result = replace(base, **_apply(spec, estimate))
+    if spec.thin is not None:
+        result = replace(result, thin=spec.thin(estimate))
     if unjudged:
         result = replace(result, unjudged=unjudged[0], evidence=_with_unjudged(result, unjudged))
     return (
