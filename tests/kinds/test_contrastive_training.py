@@ -539,7 +539,7 @@ def test_siglip_bias_start_from_theory():
 
     for n in (8, 32, 128):
 
-        def loss(b: float) -> float:
+        def loss(b: float, n: int = n) -> float:
             return (n * np.logaddexp(0.0, -b) + n * (n - 1) * np.logaddexp(0.0, b)) / n
 
         found = minimize_scalar(loss, bounds=(-20, 5), method="bounded", options={"xatol": 1e-9})
