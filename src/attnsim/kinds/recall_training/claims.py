@@ -767,7 +767,7 @@ def _diverging_plain(rows: pd.DataFrame) -> pd.DataFrame:
     return plain[np.asarray(low, dtype=float) > T.remedy_share]
 
 
-def _twins(remedy: str):
+def _twins(remedy: str | None):
     """The remedy's points whose plain twin diverges in most runs, and those twins: each pair
     trained on the same seeds (same n, d, batch: common random numbers, §8.3). `remedy` None:
     the plain points where most runs diverge."""
