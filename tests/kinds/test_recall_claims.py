@@ -14,6 +14,7 @@ import pytest
 from attnsim.claims.engine import judge
 from attnsim.kinds.recall_training import claims as rc
 from attnsim.kinds.recall_training import wilson
+from attnsim.kinds.recall_training.redeclared import WAS
 
 SETTING = dict(
     n=16, d=16, batch=32, values="trainable", logits="dot", log_n=math.log(16), escape_exponent=0.5
@@ -221,6 +222,59 @@ def test_gradient_direction_beats_random():
     # randdir runs are not training runs: the essay's "impossible" is judged without them
     impossible = judge(rc.ONE_HOT_START_IMPOSSIBLE, pd.concat([normgd, control]))
     assert impossible.points == one_hot
+    # a check since issue 49: randdir cannot escape, so it is normgd's share again
+    assert rc.GRADIENT_DIRECTION_BEATS_RANDOM.role == "check" and result.role == "check"
+
+
+def test_random_direction_stalls_is_a_sanity_control():
+    """randdir's largest share escaped over its one-hot points: at most 5% (§9.10)."""
+    claim = rc.RANDOM_DIRECTION_STALLS
+    assert claim.role == "sanity"
+    control = escape_rows(optimiser="randdir", shares=[0] * 7)
+    assert judge(claim, control).verdict == "holds"
+    escaping = escape_rows(optimiser="randdir", shares=[1, 1, 1, 1, 1, 1, 0.5])
+    assert judge(claim, escaping).verdict == "fails"
+    assert judge(claim, escape_rows(optimiser="normgd")).verdict == "not measured"
+
+
+def test_thin_rule_marks_fitted_laws_on_few_scales_or_runs():
+    """The watch list's rule (issue 49): fewer than 4 scales or 32 runs at a scale is thin; the
+    column names the settings, and is empty for a law fitted on enough of both."""
+    claim = rc.plateau_law("adam")
+    enough = judge(claim, escape_rows(runs=32, exponent=0.5))
+    assert enough.thin == ""
+    few_runs = judge(claim, escape_rows(runs=16, exponent=0.5))
+    assert "1 of 1 fitted settings below the rule" in few_runs.thin
+    assert "16 runs at the fewest" in few_runs.thin
+    two = escape_rows(runs=32, exponent=0.5).query("scale in (3.0, 4.0)")
+    assert "2 scales" in judge(claim, two).thin
+
+
+def test_batch_bound_is_half_the_refinements_difference():
+    """§9.8's refinement over the batch x lr map's scales (logit std >= 4): b(8) = 0.851 and
+    b(128) = 0.500, so the claim's bound is half of 0.351."""
+    assert rc.BATCH_DIFFERENCE == pytest.approx(0.351, abs=5e-4)
+    bound = rc.exponent_and_batch("adam").rule.rule.bound
+    assert bound == pytest.approx(rc.BATCH_DIFFERENCE / 2)
+
+
+def test_every_evidence_claim_is_declared_with_a_variance_and_a_valid_alternative():
+    """Issue 49: an evidence claim's alternative lies where its rule says fails, and its
+    variance is fixed before the run (theory, or a pilot at another seed); a re-declared claim
+    names its old verdict, regime and commit."""
+    from attnsim.claims import power
+
+    for spec in rc.CLAIMS:
+        if spec.role == "sanity":
+            continue
+        assert spec.variance is not None, spec.claim_id
+        if spec.role == "evidence":
+            refusal = power.alternative_refusal(spec.claim_id, spec.rule, spec.alternative.value)
+            assert refusal == "", refusal
+    declared = {s.claim_id: s.redeclared_from for s in rc.CLAIMS}
+    for claim_id, (verdict, _) in WAS.items():
+        assert declared[claim_id].startswith(f"was {verdict}; regime "), claim_id
+        assert declared[claim_id].endswith("; judged at 9b9a604"), claim_id
 
 
 def collapse_rows(

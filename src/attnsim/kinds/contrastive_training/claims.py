@@ -110,6 +110,7 @@ DECLARED_MAP = {
     "lr": (0.01,),
     "steps": (300,),
     "loss": ("infonce",),
+    "bias_init": (SIGLIP_BIAS_INIT,),  # SigLIP's alone: InfoNCE points keep the default
 }
 
 # The flip's difficulty slice (docs/science.md §10.7; workflow/presets/temperature.yaml, flip_*):
@@ -130,6 +131,7 @@ DECLARED_FLIP = {
     "lr": (0.01,),
     "steps": (400,),
     "loss": ("debiased",),
+    "bias_init": (SIGLIP_BIAS_INIT,),
 }
 
 
