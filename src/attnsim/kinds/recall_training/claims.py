@@ -1406,6 +1406,205 @@ def remedy_prevents_divergence(remedy: str) -> ClaimSpec:
     )
 
 
+# --- the logit path (docs/science.md §9.6, issue 49; workflow/presets/logitpath.yaml) ----------
+
+
+def _logit_path(rows: pd.DataFrame) -> pd.Series:
+    """The logit-path set-up: W_v = I frozen, W_q and W_k trained by Adam from a healthy start
+    (scale <= 1) for a fixed budget, at least `min_runs` runs per point, the default threshold."""
+    return (
+        (_param(rows, "values") == "identity")
+        & (rows["optimiser"] == "adam")
+        & (rows["stop"] == "never")
+        & (rows["scale"] <= 1.0)
+        & (rows["n_trials"] >= T.min_runs)
+        & (_param(rows, "threshold") == DEFAULTS["threshold"])
+    )
+
+
+def _loss_bound(row) -> float:
+    """§9.6: loss / chance <= (1 + largest mass)^2 / (1 - 1/n) with unit values and W_v = I
+    (||o - v_0|| <= sum p + 1): 4 / (1 - 1/n) for weights that sum to one, (n + 1)^2 / (1 - 1/n)
+    for sigmoid's (each weight at most 1)."""
+    n = float(row["n"])
+    record = normalisers.get(str(row["normaliser"]) if "normaliser" in row else SOFTMAX)
+    mass = 1.0 if record.sums_to_one else n
+    return (1.0 + mass) ** 2 / (1.0 - 1.0 / n)
+
+
+def _largest_loss_share(rows: pd.DataFrame) -> Estimate:
+    """The largest loss / chance of any run at any checkpoint or at the end, over its point's
+    bound (`_loss_bound`): at most 1 by construction."""
+    shares, worst = [], None
+    for _, row in rows.iterrows():
+        losses = np.concatenate([np.asarray(row["runs"][c], dtype=float) for c in LOSSES])
+        share = float(np.max(losses)) / _loss_bound(row) if losses.size else math.nan
+        shares.append(share)
+        if worst is None or share > worst[0]:
+            worst = (share, row)
+    value = float(np.nanmax(shares)) if shares else math.nan
+    facts = {"worst": worst[1].to_dict() if worst else {}, "bound": _loss_bound(worst[1])}
+    return Estimate(
+        value=value,
+        number="extreme over trials",
+        n=int(rows["n_trials"].sum()),
+        unit="runs",
+        facts=facts,
+    )
+
+
+LOSSES = tuple(c for c in RUN_COLUMNS if c.startswith(("loss_ckpt_", "final_loss")))
+
+VALUE_WEIGHTS_BOUNDED = ClaimSpec(
+    claim_id="value_weights_bounded",
+    statement="information",
+    text="In the logit-path set-up the value path is bounded: with W_v = I frozen (||W_v||_2 = 1) "
+    "no run's loss exceeds (1 + the weights' largest mass)^2 / (1 - 1/n) x chance at any "
+    "checkpoint, so whatever fails there fails through the logits.",
+    role="sanity",
+    regime=Regime(
+        "recall_training runs with W_v = I frozen, trained by Adam from a healthy start (scale "
+        f"<= 1) for a fixed budget, at least {T.min_runs} per point, every variant",
+        "docs/science.md §9.6: ||o - v_0|| <= sum p + 1 with unit values and W_v = I, so the "
+        "loss is bounded and no run can reach DIVERGED_LOSS: true by construction",
+        _logit_path,
+    ),
+    rule=Sanity(1.0, "below", "the bound itself (a run above it is a bug)"),
+    measure=_largest_loss_share,
+    compared_to="1; measured: the largest loss / chance of any run at any checkpoint over its "
+    "point's bound (4 / (1 - 1/n) for weights summing to one)",
+    budget=BUDGET_COLLAPSE,
+    figure="training_entropy",
+    describe=lambda e: (
+        f"largest loss {e.value:.3g} of the bound {e.facts['bound']:.3g} x chance over {e.n} runs"
+    ),
+)
+
+
+def _logit_variant(remedy: str | None):
+    return lambda rows: _variant(rows, remedy) & _logit_path(rows)
+
+
+def _largest_lr(rows: pd.DataFrame) -> pd.Series:
+    """Plain softmax logit-path points at the largest learning rate of their budget."""
+    plain = _logit_variant(None)(rows)
+    if not plain.any():
+        return plain
+    top = rows[plain].groupby("steps")["lr"].transform("max")
+    return plain & (rows["lr"] == top.reindex(rows.index))
+
+
+LOGIT_PATH_COLLAPSES = ClaimSpec(
+    claim_id="logit_path_collapses_before_learning",
+    statement="information",
+    text="With the value path bounded (W_v = I) Adam's steps still grow the logits until the "
+    "head collapses before it has learnt: at the largest learning rate most plain-softmax runs "
+    "collapse before learning, within the budget.",
+    role="evidence",
+    regime=Regime(
+        "the logit-path set-up (W_v = I frozen, Adam, scale 1, fixed budget), plain softmax, the "
+        "largest learning rate of each budget",
+        "docs/science.md §9.6: Adam moves each coordinate ~lr per step whatever the gradient, so "
+        "||W_q W_k^T|| can grow ~(d lr t)^2 (Wortsman et al. 2023's attention-logit growth)",
+        _largest_lr,
+        measured=_logit_variant(None),
+    ),
+    rule=PerPoint(
+        OneSided(
+            T.early_collapse_share,
+            "above",
+            "most runs collapse before learning: the set-up's failure goes through the logits",
+        )
+    ),
+    alternative=Alternative(
+        "no run collapses: without W_v's help the logits do not grow to a one-hot head",
+        0.0,
+        "§9.6: the logits' gradient vanishes as the head sharpens (§9.3), which could stop the "
+        "growth before a collapse",
+    ),
+    variance=_share_variance(0.0, T.early_collapse_share),
+    measure=_share_points(
+        "collapsed_early_share", "collapsed_early", (*SHARE_FACTS, "collapsed_share")
+    ),
+    compared_to=f"above {T.early_collapse_share:.0%}; measured: the share of runs whose entropy "
+    "fell below 0.1 nats while the loss was above the threshold, per point (Wilson 95%)",
+    budget=BUDGET_COLLAPSE,
+    figure="training_entropy",
+    describe=_describe_share("collapsed before learning"),
+)
+
+
+def _plain_collapses(remedy: str):
+    """The remedy's logit-path points whose plain twin collapses before learning in most runs
+    (the Wilson interval of its share above 1/2), same optimiser, lr, budget and seeds."""
+
+    def select(rows: pd.DataFrame) -> pd.Series:
+        plain = rows[_logit_variant(None)(rows)]
+        most = plain[plain["collapsed_early_ci_low"] > T.early_collapse_share][COLLAPSE_KEY]
+        twin = pd.MultiIndex.from_frame(rows[COLLAPSE_KEY]).isin(pd.MultiIndex.from_frame(most))
+        return _logit_variant(remedy)(rows) & twin
+
+    return select
+
+
+# §9.6's prediction per remedy, written before any logit-path run
+LOGIT_PREDICTION = {
+    "qk_norm": "predicted to delay the collapse, not to prevent it in general: |s_i| <= |g| and a "
+    "collapsed head needs a gap of 7.3 nats, reachable with |g| >= 3.7 (g starts at sqrt d = 4); "
+    "the gain moves ~lr per step instead of d^2 coordinates",
+    "softcap50": "predicted not to prevent it: a cap of 50 allows a gap of 100 nats",
+    "softcap30": "predicted not to prevent it: a cap of 30 allows a gap of 60 nats, against the "
+    "7.3 a collapsed head needs at n = 16",
+    "ssmax": "predicted not to prevent it: at a fixed n SSMax is a temperature",
+    "sigmoid": "predicted to prevent it: no competition between keys, the entropy of p / sum p "
+    "need not fall as one logit grows",
+}
+
+
+def remedy_prevents_logit_collapse(remedy: str) -> ClaimSpec:
+    """Where plain softmax collapses before learning with W_v = I (the logit path), the remedy's
+    share collapsing before learning (§9.6; `qk_norm_prevents_early_collapse` generalised)."""
+    return ClaimSpec(
+        **per_subject("remedy_prevents_logit_collapse", *REMEDIES[remedy]),
+        statement="information",
+        text=f"{remedy} prevents the collapse before learning that Adam's logit growth causes "
+        "with plain softmax when the value path is bounded (W_v = I): where most plain runs "
+        f"collapse before learning, at most half do with {remedy}, within the run's budget.",
+        role="evidence",
+        regime=Regime(
+            f"the logit-path set-up (W_v = I frozen, Adam, scale 1, fixed budget, at least "
+            f"{T.min_runs} runs per point) with {remedy} alone, at the learning rate and budget "
+            "where plain softmax collapses before learning in most runs (Wilson interval of its "
+            f"share above {T.early_collapse_share:.0%}); same seeds",
+            f"docs/science.md §9.6: the remedies' premise (the logits cause the failure) holds by "
+            f"construction here; {LOGIT_PREDICTION[remedy]}",
+            _plain_collapses(remedy),
+            measured=_logit_variant(remedy),
+        ),
+        rule=PerPoint(
+            OneSided(
+                T.early_collapse_share,
+                "below",
+                "collapse before learning in at most half the runs, §9.6",
+            )
+        ),
+        alternative=Alternative(
+            "the remedy does not prevent it: every run still collapses before learning",
+            1.0,
+            "§9.6: every remedy but sigmoid still allows a one-hot head at n = 16",
+        ),
+        variance=_share_variance(1.0, T.early_collapse_share),
+        measure=_share_points(
+            "collapsed_early_share", "collapsed_early", (*SHARE_FACTS, "collapsed_share")
+        ),
+        compared_to=f"at most {T.early_collapse_share:.0%}; measured: the share of runs whose "
+        "entropy fell below 0.1 nats while the loss was above the threshold, per point (Wilson)",
+        budget=BUDGET_COLLAPSE,
+        figure="training_entropy",
+        describe=_describe_share("collapsed before learning"),
+    )
+
+
 ENTROPY_ABOVE_NORM_BOUND = ClaimSpec(
     claim_id="entropy_above_norm_bound",
     statement="information",
@@ -1620,6 +1819,9 @@ CLAIMS = (
     COLLAPSE_PRECEDES_DIVERGENCE,
     QK_NORM_PREVENTS_EARLY_COLLAPSE,
     *(remedy_prevents_divergence(r) for r in REMEDIES),
+    VALUE_WEIGHTS_BOUNDED,
+    LOGIT_PATH_COLLAPSES,
+    *(remedy_prevents_logit_collapse(r) for r in REMEDIES),
     ENTROPY_ABOVE_NORM_BOUND,
     ENTROPY_PREDICTS_FINAL_LOSS,
     *(normaliser_escape_grows(name) for name in normalisers.names()),
