@@ -658,3 +658,45 @@ def test_escape_growth_per_normaliser_and_no_row_crosses_over():
             mixed.trials,
             mixed.evidence,
         )
+
+
+# ------------------------------------------------------------ the logit path (§9.6, issue 49)
+
+
+def logit_rows(plain_early: float, qk_early: float, lr=3.0, loss=0.9) -> pd.DataFrame:
+    """Logit-path points (W_v = I, Adam, scale 1): plain softmax and QK-norm, each run's losses
+    `loss` x chance at every checkpoint."""
+    rows = collapse_rows(0, 1, qk_early, dot_early=plain_early, lr=lr).assign(
+        values="identity", diverged_count=0
+    )
+    losses = {c: np.full(40, loss) for c in rc.LOSSES}
+    rows["runs"] = [dict(losses) for _ in range(len(rows))]
+    return rows
+
+
+def test_value_weights_bounded_by_the_values():
+    """§9.6: with W_v = I and weights summing to one the loss is at most 4 / (1 - 1/n) x chance;
+    a run above it is a bug (the sanity claim fails), and the claim reads only the set-up's rows."""
+    claim = rc.VALUE_WEIGHTS_BOUNDED
+    assert judge(claim, logit_rows(0.9, 0.1)).verdict == "holds"
+    bound = 4 / (1 - 1 / 16)
+    assert judge(claim, logit_rows(0.9, 0.1, loss=bound * 1.01)).verdict == "fails"
+    trained = logit_rows(0.9, 0.1).assign(values="trainable")
+    assert judge(claim, trained).verdict == "outside regime"
+
+
+def test_logit_collapse_claims_on_the_logit_path():
+    """Plain softmax collapsing before learning at the largest lr is the set-up's own test; a
+    remedy is judged where plain collapses in most runs, on the same seeds."""
+    assert judge(rc.LOGIT_PATH_COLLAPSES, logit_rows(0.9, 0.1)).verdict == "holds"
+    assert judge(rc.LOGIT_PATH_COLLAPSES, logit_rows(0.05, 0.1)).verdict == "fails"
+    smaller = pd.concat([logit_rows(0.05, 0.1), logit_rows(0.9, 0.1, lr=0.1)])
+    assert judge(rc.LOGIT_PATH_COLLAPSES, smaller).verdict == "fails"  # judged at lr 3 only
+    claim = rc.remedy_prevents_logit_collapse("qk_norm")
+    assert judge(claim, logit_rows(0.9, 0.1)).verdict == "holds"
+    assert judge(claim, logit_rows(0.9, 0.95)).verdict == "fails"
+    assert judge(claim, logit_rows(0.3, 0.95)).verdict == "outside regime"  # nothing to prevent
+    assert judge(claim, logit_rows(0.9, 0.1).assign(values="trainable")).verdict == ("not measured")
+    for remedy in rc.REMEDIES:
+        spec = rc.remedy_prevents_logit_collapse(remedy)
+        assert rc.LOGIT_PREDICTION[remedy] in spec.regime.reason

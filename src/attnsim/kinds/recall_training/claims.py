@@ -1435,21 +1435,20 @@ def _loss_bound(row) -> float:
 def _largest_loss_share(rows: pd.DataFrame) -> Estimate:
     """The largest loss / chance of any run at any checkpoint or at the end, over its point's
     bound (`_loss_bound`): at most 1 by construction."""
-    shares, worst = [], None
+    shares = []
     for _, row in rows.iterrows():
         losses = np.concatenate([np.asarray(row["runs"][c], dtype=float) for c in LOSSES])
-        share = float(np.max(losses)) / _loss_bound(row) if losses.size else math.nan
-        shares.append(share)
-        if worst is None or share > worst[0]:
-            worst = (share, row)
-    value = float(np.nanmax(shares)) if shares else math.nan
-    facts = {"worst": worst[1].to_dict() if worst else {}, "bound": _loss_bound(worst[1])}
+        shares.append(float(np.max(losses)) / _loss_bound(row) if losses.size else math.nan)
+    if not shares or np.all(np.isnan(shares)):
+        return Estimate(math.nan, "extreme over trials", n=0, unit="runs", facts={"bound": 0.0})
+    at = int(np.nanargmax(shares))
+    worst = rows.iloc[at]
     return Estimate(
-        value=value,
+        value=math.nan if np.isnan(shares).any() else shares[at],  # a NaN loss is a bug
         number="extreme over trials",
         n=int(rows["n_trials"].sum()),
         unit="runs",
-        facts=facts,
+        facts={"worst": worst.to_dict(), "bound": _loss_bound(worst)},
     )
 
 
@@ -1490,8 +1489,10 @@ def _largest_lr(rows: pd.DataFrame) -> pd.Series:
     plain = _logit_variant(None)(rows)
     if not plain.any():
         return plain
-    top = rows[plain].groupby("steps")["lr"].transform("max")
-    return plain & (rows["lr"] == top.reindex(rows.index))
+    top = rows[plain].groupby("steps")["lr"].transform("max").to_numpy()
+    at_top = np.zeros(len(rows), dtype=bool)
+    at_top[plain.to_numpy()] = rows.loc[plain, "lr"].to_numpy() == top
+    return pd.Series(at_top, index=rows.index)
 
 
 LOGIT_PATH_COLLAPSES = ClaimSpec(
