@@ -605,3 +605,14 @@ def test_the_loss_optimal_encoder_found_by_direct_optimisation_is_the_ideal_one(
     assert loss == pytest.approx(ct.loss_floor(n, C, tau), rel=1e-6)
     assert entropy == pytest.approx(ct.ideal_entropy(n, C, tau), rel=1e-6)
     assert math.log(n) - entropy < float(exact_gap(n, tau))
+
+
+def test_a_summary_from_before_bias_init_reads_with_its_default():
+    """A summary collected before the kind had `bias_init` (left out of ids at its default)
+    gets the default -10, which its points computed, so the claims' settings can name it."""
+    import pandas as pd
+
+    from attnsim.report.claims import current_names
+
+    old = pd.DataFrame({"n": [32], "loss": ["siglip"], "tau": [1.0]})
+    assert current_names(old, "contrastive_training")["bias_init"].tolist() == [-10.0]
