@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnsim.claims import engine, power
+from attnsim.claims import power
 from attnsim.claims.engine import (
     PLANNED_FEWEST,
     PLANNED_TARGET,
@@ -170,16 +170,12 @@ def test_an_invalid_alternative_is_refused_when_declared(value, said):
         per_point_spec(alternative=value)
 
 
-def test_pending_claims_are_still_refused_and_declared():
-    """An id leaves `engine.ALTERNATIVES_PENDING` once its claim conforms (the sets only shrink):
-    every pending id is a declared evidence claim that `check_alternative` still refuses."""
+def test_every_declared_evidence_claim_has_a_valid_alternative():
+    """Every kind is re-declared from theory: `check_alternative` refuses no evidence claim (a
+    kind declaring one could not even be imported)."""
     from tests.helpers import alternatives
 
-    found = {e.claim_id: e for e in alternatives.entries()}
-    assert engine.ALTERNATIVES_PENDING <= set(found)
-    stale = sorted(c for c in engine.ALTERNATIVES_PENDING if not found[c].refusal)
-    assert not stale, f"conforming now: remove from engine.ALTERNATIVES_PENDING: {stale}"
-    assert {e.claim_id for e in alternatives.refusals()} == engine.ALTERNATIVES_PENDING
+    assert alternatives.entries() and alternatives.refusals() == []
 
 
 def test_the_plan_comes_from_the_summary_provenance_not_its_rows():

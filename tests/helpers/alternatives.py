@@ -1,8 +1,7 @@
-"""Which of today's declared claims `claims.power.check_alternative` would refuse, and why (issue
-49). `ClaimSpec.__post_init__` refuses every evidence claim with an invalid alternative except
-the ids still listed in `claims.engine.ALTERNATIVES_PENDING` (kinds being re-declared from
-theory); a claim that conformed must leave that list (tests/claims/test_design_role.py), so the
-refusals listed here are exactly the pending ids, and none once every kind is re-declared.
+"""Which of the declared claims `claims.power.check_alternative` would refuse, and why (issue 49).
+`ClaimSpec.__post_init__` refuses every evidence claim with an invalid alternative when it is
+declared, so for the built-in kinds this lists none (tests/claims/test_design_role.py); a
+plugin's author runs it to see each evidence claim's alternative beside its rule.
 
 Run: `python -m tests.helpers.alternatives` (one line per evidence claim: kind, claim, rule,
 alternative, and the refusal or "ok"; then the refused count per kind); `refusals()` for tests.

@@ -521,10 +521,49 @@ def test_batched_training_of_new_losses_matches_naive_loop(positives):
         inst | {"loss": "siglip", "tau": 0.1, "tau_mode": "learned", "optimiser": "sgd"},
         inst | {"loss": "siglip", "tau": 0.02, "tau_mode": "learned_clamped", "steps": 12},
         inst,
+        inst | {"loss": "siglip", "tau": 0.1, "bias_init": ct.prior_bias(BASE["n"])},
+        inst | {"loss": "siglip", "tau": 0.1, "bias_init": 0.0},
     ]
     results = run_both(points)
     assert np.all(results[4]["tau_final"] >= ct.TAU_CLAMP)
     assert not np.array_equal(results[0]["final_loss"], results[5]["final_loss"])
+    # the bias start changes the runs (same draws: only b0 differs)
+    assert not np.array_equal(results[2]["final_loss"], results[6]["final_loss"])
+
+
+def test_siglip_bias_start_from_theory():
+    """docs/science.md §10.9: with every cosine 0 the sigmoid loss of a batch (n positives among
+    n^2 pairs) is minimised by the constant logit b = -log(n - 1); SigLIP's -10 is that prior at
+    n ~ 22,000. Checked by minimising the loss over b numerically."""
+    from scipy.optimize import minimize_scalar
+
+    for n in (8, 32, 128):
+
+        def loss(b: float, n: int = n) -> float:
+            return (n * np.logaddexp(0.0, -b) + n * (n - 1) * np.logaddexp(0.0, b)) / n
+
+        found = minimize_scalar(loss, bounds=(-20, 5), method="bounded", options={"xatol": 1e-9})
+        assert found.x == pytest.approx(ct.prior_bias(n), abs=1e-6)
+    assert ct.prior_bias(22027) == pytest.approx(ct.SIGLIP_BIAS_INIT, abs=1e-3)
+
+
+def test_bias_start_is_siglip_only_and_keeps_old_point_ids(capsys):
+    """`bias_init` at its default (-10) is left out of point ids (the siglip points the kind had
+    keep their ids); another start with a loss that has no bias is one clear line."""
+    from oracles.points import point_id
+
+    from attnsim.records.grid import points_from_rows
+
+    kind_params = [p.name for p in ct_kind().schema.params]
+    base = ct.resolved(BASE | {"loss": "siglip"})
+    rows = [[base[name] for name in kind_params]]
+    rows.append([(0.0 if name == "bias_init" else v) for name, v in zip(kind_params, rows[0])])
+    made = points_from_rows(get_kind("contrastive_training"), rows)
+    before = {k: v for k, v in made[0].params.items() if k != "bias_init"}
+    assert made[0].id == point_id("contrastive_training", before)
+    assert made[1].id != made[0].id
+    with pytest.raises(ConfigError, match="^bias_init: 0.0 is SigLIP's bias"):
+        ct.validate(BASE | {"bias_init": 0.0})
 
 
 def test_a_new_loss_changes_only_its_own_point_ids():
@@ -566,3 +605,14 @@ def test_the_loss_optimal_encoder_found_by_direct_optimisation_is_the_ideal_one(
     assert loss == pytest.approx(ct.loss_floor(n, C, tau), rel=1e-6)
     assert entropy == pytest.approx(ct.ideal_entropy(n, C, tau), rel=1e-6)
     assert math.log(n) - entropy < float(exact_gap(n, tau))
+
+
+def test_a_summary_from_before_bias_init_reads_with_its_default():
+    """A summary collected before the kind had `bias_init` (left out of ids at its default)
+    gets the default -10, which its points computed, so the claims' settings can name it."""
+    import pandas as pd
+
+    from attnsim.report.claims import current_names
+
+    old = pd.DataFrame({"n": [32], "loss": ["siglip"], "tau": [1.0]})
+    assert current_names(old, "contrastive_training")["bias_init"].tolist() == [-10.0]

@@ -25,6 +25,7 @@ CLASS = dict(
     lr=0.01,
     steps=300,
     loss="infonce",
+    bias_init=-10.0,
 )
 INSTANCE = CLASS | dict(classes=4, view_noise=0.5, positives="instance", instance_noise=2.0)
 
@@ -139,7 +140,8 @@ def whole_map(accs) -> pd.DataFrame:
 def test_tau_one_worse_probe_on_the_whole_declared_map(accs, verdict):
     claim = cc.TAU_ONE_WORSE_PROBE(whole_map(accs))
     assert claim.verdict == verdict and claim.role == "evidence" and claim.outcome == "open"
-    assert claim.figure == "c/temperature_sweep" and claim.alternative_value == 0.0
+    assert claim.figure == "c/temperature_sweep" and claim.alternative_value == 0.02
+    assert claim.redeclared_from.startswith("was inconclusive; regime contrastive_training")
 
 
 def test_tau_one_worse_probe_cannot_hold_on_part_of_the_map():
@@ -346,3 +348,41 @@ def test_flip_interval_brackets_the_sign_change():
     assert flip["zero"] == pytest.approx(0.75 + 0.25 * 0.01 / 0.06)
     none = flip_interval(table.assign(diff=0.5, diff_low=0.4, diff_high=0.6))
     assert none["low"] == 1.5 and math.isnan(none["high"]) and math.isnan(none["zero"])
+
+
+def test_every_evidence_claim_is_declared_with_a_variance_and_a_valid_alternative():
+    """Issue 49: alternatives where the rule says fails (+0.02 accuracy, a declared smallest
+    effect; -2 in the settle claims' units; 0.75; the optimum encoder's share), a variance fixed
+    before the run (pilot at another seed), and the old verdict of each re-declared claim."""
+    from attnsim.claims import power
+    from attnsim.kinds.contrastive_training.redeclared import WAS
+
+    for spec in cc.CLAIMS:
+        if spec.role == "sanity":
+            continue
+        assert spec.variance is not None and spec.variance.source == "pilot", spec.claim_id
+        refusal = power.alternative_refusal(spec.claim_id, spec.rule, spec.alternative.value)
+        assert refusal == "", refusal
+    declared = {s.claim_id: s.redeclared_from for s in cc.CLAIMS}
+    for claim_id, (verdict, _) in WAS.items():
+        assert declared[claim_id].startswith(f"was {verdict}; regime "), claim_id
+    # the optimum's share from the design: the largest over the planned class settings
+    assert cc.OPTIMUM_SHARE == pytest.approx(0.4495, abs=1e-3) and cc.OPTIMUM_SHARE < 0.9
+
+
+def test_siglip_evidence_gives_each_bias_start():
+    """Each bias start is a setting of its own (§10.9): the claim holds only if it holds at every
+    start, and the evidence names the farthest difference per start."""
+    from attnsim.kinds.contrastive_training.kernel import prior_bias
+
+    siglip = CLASS | {"loss": "siglip"}
+    starts = [siglip | {"bias_init": b} for b in (round(prior_bias(32), 3), -10.0, 0.0)]
+    rows = frame(*(sweep(s, CLASS_WORSE) for s in starts))
+    claim = cc.SIGLIP_TAU_ONE_WORSE(rows)
+    assert claim.verdict == "holds", claim.evidence
+    for start in cc.BIAS_STARTS:
+        assert start in claim.evidence
+    worse_at_zero = [sweep(s, CLASS_WORSE) for s in starts[:2]]
+    tied = {0.05: 0.60, 0.5: 0.61, 1.0: 0.70}
+    mixed = frame(*worse_at_zero, sweep(starts[2], tied))
+    assert cc.SIGLIP_TAU_ONE_WORSE(mixed).verdict == "fails"

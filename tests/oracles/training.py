@@ -467,7 +467,7 @@ def contrastive_train(
     w = init / math.sqrt(D)
     t = math.log(1 / p["tau"])
     loss_name = p["loss"]
-    bias = ct.SIGLIP_BIAS_INIT  # used by the sigmoid loss only
+    bias = float(p["bias_init"])  # used by the sigmoid loss only
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     mt = vt = mb = vb = 0.0

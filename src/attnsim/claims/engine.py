@@ -110,89 +110,6 @@ NUMBER_KINDS = (
 CI_NUMBERS = ("mean (95% CI)", "fitted slope (95% CI)", "rank correlation (95% CI)")
 
 
-# Evidence claims `ClaimSpec` does not yet refuse for an invalid alternative (issue 49): the
-# claims of kinds still being re-declared from theory, one set per line of work so that each is
-# emptied on its own branch. A claim conforms when it leaves its set: delete its id once it is
-# re-declared (a valid alternative, or declared a check or sanity claim), and write
-# `frozenset()` when the set is empty (never edit the union below).
-# tests/claims/test_design_role.py fails when an id here is no longer a refused evidence claim
-# (so the sets only shrink); `python -m tests.helpers.alternatives` lists what remains. With
-# both sets empty, every evidence claim's alternative is checked when it is declared.
-_PENDING_NORMALISERS: frozenset[str] = frozenset(
-    {
-        "normaliser_bias_sink",
-        "normaliser_bias_softpick",
-        "normaliser_bias_relu",
-        "normaliser_error_softmax",
-        "normaliser_error_sigmoid",
-        "normaliser_error_ssmax",
-        "normaliser_error_softcap50",
-        "normaliser_error_softcap30",
-        "normaliser_error_sink",
-        "normaliser_error_softpick",
-        "normaliser_error_sparsemax",
-        "normaliser_error_entmax15",
-        "normaliser_error_relu",
-        "normaliser_cancellation",
-        "rounding_iid_delta",
-        "rounding_model_bfloat16",
-        "rounding_model_float16",
-        "rounding_model_float8_e4m3fn",
-        "rounding_model_float8_e5m2",
-        "rotation_gain_fp8",
-        "block_model_float8_e4m3fn",
-        "block_model_float8_e5m2",
-        "block_model_float6_e2m3fn",
-        "block_model_float6_e3m2fn",
-        "block_model_float4_e2m1fn",
-        "rotation_gain_blocks",
-        "smoothing_gain",
-        "block_model_ocp_float6_e2m3fn",
-        "real_sep_sink_middle_layers",
-        "real_delta_method",
-        "real_next_order_theory",
-        "real_per_row_law",
-        "real_rate_within_heads",
-        "real_delta_method_sink_rows",
-        "real_rounding_iid_delta",
-        "real_rounding_model",
-        "real_random_direction_gap",
-    }
-)
-
-_PENDING_TRAINING: frozenset[str] = frozenset(
-    {
-        "escape_time_grows_with_scale_sgd",
-        "escape_time_grows_with_scale_adam",
-        "escape_time_grows_with_scale_normgd",
-        "gradient_direction_beats_random",
-        "plateau_exponent_falls_with_batch_adam",
-        "plateau_exponent_falls_with_batch_normgd",
-        "entropy_predicts_final_loss",
-        "escape_time_grows_with_scale_softmax",
-        "escape_time_grows_with_scale_sigmoid",
-        "escape_time_grows_with_scale_ssmax",
-        "escape_time_grows_with_scale_softcap50",
-        "escape_time_grows_with_scale_softcap30",
-        "escape_time_grows_with_scale_sink",
-        "escape_time_grows_with_scale_softpick",
-        "escape_time_grows_with_scale_sparsemax",
-        "escape_time_grows_with_scale_entmax15",
-        "escape_time_grows_with_scale_relu",
-        "tau_one_worse_probe",
-        "instance_tau_one_worse_knn",
-        "tau_one_floor_binds",
-        "learned_tau_settles_at_best",
-        "tau_one_reaches_optimum_gap",
-        "debiased_tau_one_worse_below_flip",
-        "siglip_tau_one_worse",
-        "siglip_learned_tau_settles_at_best",
-    }
-)
-
-ALTERNATIVES_PENDING = _PENDING_NORMALISERS | _PENDING_TRAINING
-
-
 # --- the declaration -----------------------------------------------------------------------------
 
 
@@ -450,6 +367,9 @@ class ClaimSpec:
     correlation: float = 0.0  # between the points' estimates (shared draws), for per-point rules
     tails: str = "light"  # "heavy": means carried by rare events; decide refuses them (§7.8)
     redeclared_from: str = ""  # previous verdict, regime and commit of a re-declared claim
+    # the thin-evidence rule (e.g. fewer than 4 scales or 32 runs per scale for a fitted law):
+    # the estimate -> why it is thin, "" when it is not (ClaimResult.thin)
+    thin: Callable[[Estimate], str] | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -464,7 +384,7 @@ class ClaimSpec:
         predicted = not isinstance(self.rule, NotPredicted)
         if self.role == "evidence" and self.alternative is None and predicted:
             raise ValueError(f"claim {self.claim_id}: an evidence claim declares its alternative")
-        if self.role == "evidence" and predicted and self.claim_id not in ALTERNATIVES_PENDING:
+        if self.role == "evidence" and predicted:
             value = self.alternative.value if self.alternative is not None else math.nan
             check_alternative(self.claim_id, self.rule, value)
 
@@ -706,6 +626,8 @@ def judge(
         estimate = replace(estimate, facts=facts)
     base = replace(base, **_rests_on(selected, spec.figure), condition=condition(selected, params))
     result = replace(base, **_apply(spec, estimate, interval))
+    if spec.thin is not None:
+        result = replace(result, thin=spec.thin(estimate))
     if unjudged:
         result = replace(result, unjudged=unjudged[0], evidence=_with_unjudged(result, unjudged))
     return (

@@ -36,3 +36,20 @@ def loss_quartiles(metrics: Mapping[str, np.ndarray]) -> dict[str, object]:
     for name in LOSSES:
         out[f"{name}_q25"], out[f"{name}_median"], out[f"{name}_q75"] = quantiles(metrics[name])
     return out
+
+
+# --- issue 49's re-declarations (the claims of both training kinds) -----------------------------
+
+BASELINE = "9b9a604"  # the commit whose default run judged the claims re-declared in issue 49
+
+
+def redeclared(verdict: str, regime: str) -> str:
+    """A re-declared claim's `redeclared_from`: its verdict and regime as judged at BASELINE."""
+    return f"was {verdict}; regime {regime}; judged at {BASELINE}"
+
+
+def binomial_sd(*shares: float) -> float:
+    """The per-run SD sqrt(p (1 - p)) of a share, the largest over `shares` (the alternative and
+    the rule's bound: at an alternative of 0 or 1 the binomial SD vanishes while the interval at
+    the bound does not, so the bound's SD keeps the design SE conservative)."""
+    return max(float(np.sqrt(p * (1.0 - p))) for p in shares)

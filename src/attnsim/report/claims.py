@@ -108,12 +108,16 @@ def plan_of(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame | Non
 
 def current_names(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     """A summary collected before one of its values was renamed (`Param.renamed`: e.g. scale_type
-    e8m0, now e8m0_ceil) read under the names the claims declare."""
+    e8m0, now e8m0_ceil) read under the names the claims declare; one collected before the kind
+    gained a parameter left out of ids at its default (`Param.id_omits_default`) gets that
+    default, which is what its points computed."""
     from attnsim.kinds import get_kind
 
     for param in get_kind(kind).schema.params:
         if param.renamed and param.name in frame:
             frame[param.name] = frame[param.name].map(param.current)
+        if param.id_omits_default and param.name not in frame:
+            frame[param.name] = param.default
     return frame
 
 

@@ -104,6 +104,17 @@ PARAMS = (
         default="infonce",
         id_omits_default=True,
     ),
+    Param(
+        "bias_init",
+        F64,
+        "SigLIP's initial bias (loss siglip only): -10 as Zhai et al. 2023; the theory's start is "
+        "-log(n - 1) (docs/science.md §10.9); added after the kind had points, so the default is "
+        "left out of point ids",
+        minimum=-100,
+        maximum=100,
+        default=kernel.SIGLIP_BIAS_INIT,
+        id_omits_default=True,
+    ),
     Param("optimiser", STR, "sgd, or adam (beta1 0.9, beta2 0.999, eps 1e-8)", choices=OPTIMISERS),
     LR,
     steps_param("optimiser steps per run (one batch of n examples each)"),

@@ -33,7 +33,8 @@ Losses (`loss`): `infonce` (above); `debiased` (Chuang et al. 2020, with the lab
 anchor's same-class candidates other than its positive are left out of both softmaxes, so the
 gradient never repels them; the intervention on the share of same-class negatives); `siglip`
 (Zhai et al. 2023): per batch L = (1/n) sum_ab log(1 + exp(-y_ab (cos_ab / tau + b))), y_ab = 1 iff
-a = b, with the bias b a parameter per run from SIGLIP_BIAS_INIT = -10, trained like t. Whatever
+a = b, with the bias b a parameter per run from `bias_init` (default SIGLIP_BIAS_INIT = -10;
+the theory's start is `prior_bias`, -log(n - 1)), trained like t. Whatever
 the loss, the entropy and the negative shares measured are those of the row softmax of cos / tau
 (the weights whose floor is log n - g_n(tau)), and the losses stored are the run's own loss.
 
@@ -103,6 +104,15 @@ TAU_MODES = ("fixed", "learned", "learned_clamped")
 # SigLIP's pairwise sigmoid loss with a learnt bias
 LOSS_FUNCTIONS = ("infonce", "debiased", "siglip")
 SIGLIP_BIAS_INIT = -10.0  # SigLIP's initial bias (Zhai et al. 2023)
+
+
+def prior_bias(n: int) -> float:
+    """SigLIP's bias start from theory (docs/science.md §10.9): -log(n - 1), the constant logit
+    that minimises the loss of a batch of n positives among n^2 pairs while every cosine is 0
+    (sigmoid(b) = 1/n; SigLIP's -10 is this prior for n ~ 22,000, the size of its batches)."""
+    return -math.log(n - 1)
+
+
 SIGLIP_TAU_INIT = 0.1  # SigLIP's initial temperature, t' = log 10 (the grid's tau sets the start)
 DEFAULTS = {
     "classes": 8,
@@ -114,6 +124,7 @@ DEFAULTS = {
     "instance_noise": 0.0,
     "tau_mode": "fixed",
     "loss": "infonce",
+    "bias_init": SIGLIP_BIAS_INIT,
 }
 STREAM_PARAMS = ("n", "classes", "latent_dim", "input_dim", "embed_dim")
 
@@ -210,6 +221,11 @@ def validate(params: Mapping) -> None:
         raise ConfigError(f"positives: {p['positives']!r} is not one of {', '.join(POSITIVES)}")
     if p["loss"] not in LOSS_FUNCTIONS:
         raise ConfigError(f"loss: {p['loss']!r} is not one of {', '.join(LOSS_FUNCTIONS)}")
+    bias = p["bias_init"]
+    if isinstance(bias, bool) or not isinstance(bias, int | float) or not math.isfinite(bias):
+        raise ConfigError(f"bias_init: expected a finite number, got {bias!r}")
+    if p["bias_init"] != DEFAULTS["bias_init"] and p["loss"] != "siglip":
+        raise ConfigError(f"bias_init: {p['bias_init']!r} is SigLIP's bias; loss is {p['loss']!r}")
     if p["tau_mode"] not in TAU_MODES:
         raise ConfigError(f"tau_mode: {p['tau_mode']!r} is not one of {', '.join(TAU_MODES)}")
     if p["tau_mode"] == "learned_clamped" and p["tau"] < TAU_CLAMP:
@@ -724,7 +740,8 @@ class Run:
                 np.full(trials, math.log(1.0 / float(params["tau"])))
             )  # t = log(1/tau), per trial
         if self.loss == "siglip":
-            self.w.append(np.full(trials, SIGLIP_BIAS_INIT))  # SigLIP's bias b, always learnt
+            start = float(params["bias_init"])
+            self.w.append(np.full(trials, start))  # SigLIP's bias b, always learnt
         self.opt = Optimiser(params["optimiser"], params["lr"], self.w)
         self.evals = set(evaluation_steps(self.steps))
         self.monitor = monitor.inputs(world, *self.noise)

@@ -381,8 +381,9 @@ KIND = Kind(
         stream_params=kernel.STREAM_PARAMS,
         metrics=METRICS,
         main_metric="final_accuracy",
-        # the escape-time fits read every run's escape step (right-censored at the budget)
-        run_columns=("escape_step", "escaped", "diverged"),
+        # the escape-time fits read every run's escape step (right-censored at the budget); the
+        # logit path's sanity claim every run's losses (docs/science.md §9.6)
+        run_columns=("escape_step", "escaped", "diverged", *LOSSES),
     ),
     compute=Compute(
         bytes_per_trial=bytes_per_trial,
