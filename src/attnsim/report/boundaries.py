@@ -506,7 +506,10 @@ def target_of(settings: Any, name: str, entry: Any) -> Target:
     try:
         return resolve(settings, ask_of(entry))
     except ConfigError as error:
-        raise ConfigError(f"boundaries.{name}: {error}") from None
+        text = str(error)
+        for option in ("--at", "--range", "--experiment", "--axis"):  # the config's keys
+            text = text.replace(option, option[2:])
+        raise ConfigError(f"boundaries.{name}: {text}") from None
 
 
 def check(settings: Any) -> None:
