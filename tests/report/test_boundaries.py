@@ -22,7 +22,7 @@ from attnsim.report import boundaries as b
 from attnsim.store import parquet
 
 AT = {"n": 16, "logit_scale": 0.0, "noise": "gaussian"}
-BUDGET = 0.0003  # CPU-hours by the cost model: a first look of 7 points x a few rounds
+BUDGET = 0.00015  # CPU-hours by the cost model: a first look of 7 points x a few rounds
 
 
 def config(**entry) -> dict:
@@ -79,7 +79,9 @@ def test_the_price_follows_the_requests_not_the_store(settings, tmp_path):
 def test_rounds_resume_to_the_uninterrupted_answer_and_verify_recomputes_it(settings, tmp_path):
     rounds, record = [], None
     for r in range(30):
-        out = b.round_job(settings, "demo", tmp_path / "store", r, tmp_path / f"round-{r}.json")
+        previous = tmp_path / f"round-{r - 1}.json" if r else None
+        output = tmp_path / f"round-{r}.json"
+        out = b.round_job(settings, "demo", tmp_path / "store", r, output, previous)
         rounds.append(out)
         if out["status"] == "done":
             record = out["record"]
@@ -91,10 +93,11 @@ def test_rounds_resume_to_the_uninterrupted_answer_and_verify_recomputes_it(sett
     found, points, target = b.locate_stored(settings, "demo", entry, tmp_path / "once")
     assert b.record("demo", target, found, entry) == record
     assert record["store_experiment"] == "locate_demo" and record["theory"]["reason"]
-    assert b.recompute(settings, "demo", record, tmp_path / "store") == []
+    again = b.recomputed(settings, "demo", tmp_path / "store")
+    assert again == record and b.differences("demo", record, again) == []
     moved = copy.deepcopy(record)
     moved["crossings"][0]["estimate"] += 1e-9
-    assert "no longer follows" in b.recompute(settings, "demo", moved, tmp_path / "store")[0]
+    assert "no longer follows" in b.differences("demo", moved, again)[0]
     for path in parquet.experiment_chunks(tmp_path / "store", "noisy_attention", "locate_demo"):
         path.unlink()
     assert "missing" in b.recompute(settings, "demo", record, tmp_path / "store")[0]

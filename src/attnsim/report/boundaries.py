@@ -384,9 +384,21 @@ class StoredPoints(Points):
         self.computable = computable
         self.asked: dict[float, int] = {}  # x -> the most trials asked for so far
         self.computed: list[tuple[list[float], int, int]] = []  # requests computed here
+        # (x, start, stop) -> the pseudo-values an earlier round computed from these same rows
+        self.known: dict[tuple[tuple[float, ...], int, int], list[list[float]]] = {}
+        self.evaluated: list[dict[str, Any]] = []  # every request's, for the next round
 
     def evaluate(self, x: np.ndarray, start: int, stop: int) -> Any:
-        out = super().evaluate(x, start, stop)
+        from attnsim.claims.boundary import Evaluation
+
+        key = (tuple(float(v) for v in x), int(start), int(stop))
+        if key in self.known:  # exactly the numbers computed then (JSON keeps floats exactly)
+            out = Evaluation.of_values(self.known[key])
+        else:
+            out = super().evaluate(x, start, stop)
+        self.evaluated.append(
+            {"x": list(key[0]), "trials": [key[1], key[2]], "values": out.values.tolist()}
+        )
         for v in x:
             self.asked[float(v)] = max(self.asked.get(float(v), 0), int(stop))
         return out
@@ -522,14 +534,23 @@ def check(settings: Any) -> None:
 
 
 def locate_stored(
-    settings: Any, name: str, entry: Any, store: Path, computable: int | None = None
+    settings: Any,
+    name: str,
+    entry: Any,
+    store: Path,
+    computable: int | None = None,
+    known: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> tuple[Any, StoredPoints, Target]:
     """The boundary `name` located on the store's points (computing at most `computable`
-    requests): the `Located`, or the `Pending` request the next round computes."""
+    requests; `known`: the evaluations an earlier round made, `StoredPoints.evaluated`): the
+    `Located`, or the `Pending` request the next round computes."""
     from attnsim.claims import boundary
 
     target = target_of(settings, name, entry)
     points = StoredPoints(target, store, name, computable=computable)
+    for item in known:
+        key = (tuple(float(v) for v in item["x"]), int(item["trials"][0]), int(item["trials"][1]))
+        points.known[key] = item["values"]
     try:
         found: Any = boundary.locate(
             points.evaluate,
@@ -583,38 +604,56 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def round_job(settings: Any, name: str, store: Path, round_: int, output: Path) -> dict:
+def round_job(
+    settings: Any, name: str, store: Path, round_: int, output: Path, previous: Path | None = None
+) -> dict:
     """The workflow's round of boundary `name`: the replay computes the one request the last
     round left pending (round 0: the first look), then stops at the next one and writes it to
     `output` for the next round (`status: pending`), or writes the located boundary (`status:
-    done`, its record). The file is what the workflow's DAG reads: no claims code there."""
+    done`, its record). The file is what the workflow's DAG reads: no claims code there. It
+    carries every evaluation so far (`previous`: the last round's file), so a round computes
+    the statistic of its own request only; `recompute` computes them all from the store."""
     from attnsim import files
 
     entry = settings.boundaries[name]
-    found, points, target = locate_stored(settings, name, entry, store, computable=1)
+    known = []
+    if previous is not None:
+        known = json.loads(Path(previous).read_text()).get("evaluations", [])
+    found, points, target = locate_stored(settings, name, entry, store, 1, known)
     out: dict[str, Any] = {"boundary": name, "round": round_}
     if isinstance(found, Pending):
         out |= {"status": "pending", "next": {"x": found.x, "trials": [found.start, found.stop]}}
     else:
         out |= {"status": "done", "record": record(name, target, found, entry)}
     out["computed"] = [{"x": x, "trials": [a, b]} for x, a, b in points.computed]
+    out["evaluations"] = points.evaluated
     files.write_text(output, json.dumps(out, indent=1, sort_keys=True) + "\n")
     return out
 
 
 def recompute(settings: Any, name: str, recorded: Any, store: Path) -> list[str]:
     """What no longer follows of a recorded boundary (empty: the store's points give it again,
-    bit for bit): replayed from the store alone, nothing computed."""
+    bit for bit): replayed from the store alone, nothing computed (`recomputed`)."""
+    again = recomputed(settings, name, store)
+    return [again] if isinstance(again, str) else differences(name, recorded, again)
+
+
+def recomputed(settings: Any, name: str, store: Path) -> dict[str, Any] | str:
+    """The record of boundary `name` replayed from the store alone, or why it cannot be."""
     entry = settings.boundaries.get(name)
     if entry is None:
-        return [f"boundary {name}: recorded, but the config no longer declares it"]
+        return f"boundary {name}: recorded, but the config no longer declares it"
     try:
         found, _points, target = locate_stored(settings, name, entry, store, computable=0)
     except ConfigError as error:
-        return [str(error)]
+        return str(error)
     if isinstance(found, Pending):
-        return [f"boundary {name}: its points are missing from the store ({found})"]
-    again = record(name, target, found, entry)
+        return f"boundary {name}: its points are missing from the store ({found})"
+    return record(name, target, found, entry)
+
+
+def differences(name: str, recorded: Any, again: dict[str, Any]) -> list[str]:
+    """One line when the recorded boundary is not the recomputed one, naming what changed."""
     if again == dict(recorded):
         return []
     keys = sorted(k for k in set(again) | set(recorded) if again.get(k) != recorded.get(k))
