@@ -108,6 +108,8 @@ wildcard_constraints:
     experiment="[a-z][a-z0-9_]*",
     chunk="[0-9a-f]{16}",
     why="[0-9a-f]{16}",
+    boundary="[a-z][a-z0-9_]*",
+    round="[0-9]+",
 
 
 def chunk_spec_path(wildcards):
@@ -372,8 +374,43 @@ def experiments_json():
     return planning.experiments_json(SETTINGS)
 
 
+def boundary_entry(wildcards):
+    """A boundary's entry and the sweep's experiments, as one text (`boundaries_json`)."""
+    return planning.boundaries_json(SETTINGS) + wildcards.boundary
+
+
+def previous_round(wildcards):
+    """A boundary's last round's file (none before round 0)."""
+    r = int(wildcards.round)
+    return (
+        [RESULTS / f"locate/{wildcards.boundary}/round-{r - 1}.json"] if r > 0 else []
+    )
+
+
+def boundary_rounds(wildcards=None):
+    """Each boundary's last round: the rounds' files are read as the checkpoints finish, one
+    round after another, until one says `done` (JSON only: no claims code in the DAG).
+    """
+    last = []
+    for name in sorted(SETTINGS.boundaries):
+        r = 0
+        while True:
+            path = checkpoints.locate_round.get(boundary=name, round=r).output[0]
+            if json.loads(Path(path).read_text()).get("status") == "done":
+                last.append(path)
+                break
+            r += 1
+    return last
+
+
+def boundaries_file():
+    """The located boundaries' file, when the config has any (the claims job reads it)."""
+    return [RESULTS / "boundaries.json"] if SETTINGS.boundaries else []
+
+
 def all_targets(wildcards=None):
     targets = all_summaries() + [judged_claims(kind) for kind in sweep_kinds()]
+    targets += boundaries_file()
     targets += [
         RESULTS / "claims.parquet",
         RESULTS / "claims.md",

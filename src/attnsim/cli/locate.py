@@ -45,7 +45,6 @@ from attnsim.report.boundaries import (  # noqa: F401
 )
 
 
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's own options (the sweep's --configfile and --set come from cli.main)."""
     p.add_argument("claim", metavar="CLAIM", help="a per-point claim, e.g. delta_method_gaussian")

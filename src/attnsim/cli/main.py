@@ -19,7 +19,15 @@ from attnsim.errors import AttnsimError
 
 DEFAULT_CONFIG = Path("config.yaml")
 # the commands the workflow's rules run (run.tuning: what their processes are set up for)
-JOB_COMMANDS = ("simulate", "collect", "judge", "figures", "claims", "fetch-asset")
+JOB_COMMANDS = (
+    "simulate",
+    "collect",
+    "judge",
+    "figures",
+    "claims",
+    "fetch-asset",
+    "locate-round",
+)
 TIMED_COMMANDS = ("collect", "judge", "figures", "claims")  # the jobs without a benchmark file
 
 
@@ -298,6 +306,26 @@ def _locate(args) -> int:
     from attnsim.cli.locate import run
 
     return run(_settings(args), args)
+
+
+def _locate_round(args) -> None:
+    """The workflow's round of one boundary (report.boundaries.round_job)."""
+    from attnsim.report import boundaries
+
+    settings = boundaries.plan_settings(args.plan)
+    out = boundaries.round_job(
+        settings, args.boundary, args.workspace / "store", args.round, args.output, args.previous
+    )
+    logging.getLogger("attnsim.report.boundaries").info(
+        "boundary %s, round %d: %s", args.boundary, args.round, out["status"]
+    )
+
+
+def _record_boundaries(args) -> None:
+    """The workflow's record of its located boundaries (report.boundaries.record_rounds)."""
+    from attnsim.report import boundaries
+
+    boundaries.record_rounds(args.workspace, args.rounds, args.output)
 
 
 def _runs(args) -> None:
@@ -858,6 +886,29 @@ def _add_judge(sub) -> None:
     p.set_defaults(func=_judge)
 
 
+def _add_boundary_jobs(sub) -> None:
+    p = sub.add_parser(
+        "locate-round",
+        description="(workflow) one round of a config's boundary: compute the request the last "
+        "round left, write the next one or the located boundary",
+    )  # the workflow's: not listed
+    p.add_argument("--boundary", required=True, help="the boundary's name in the config")
+    p.add_argument("--round", type=int, required=True, help="the round's number, from 0")
+    p.add_argument("--plan", type=Path, required=True, help="<workspace>/plan/boundaries.json")
+    p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
+    p.add_argument("--previous", type=Path, help="the last round's file (none for round 0)")
+    p.add_argument("--output", type=Path, required=True, help="this round's file")
+    p.set_defaults(func=_locate_round)
+    p = sub.add_parser(
+        "record-boundaries",
+        description="(workflow) record the located boundaries in the workspace's state.yaml",
+    )  # the workflow's: not listed
+    p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
+    p.add_argument("--output", type=Path, required=True, help="<workspace>/boundaries.json")
+    p.add_argument("rounds", type=Path, nargs="*", help="each boundary's last round's file")
+    p.set_defaults(func=_record_boundaries)
+
+
 def _add_verify(sub) -> None:
     p = sub.add_parser(
         "verify",
@@ -980,6 +1031,7 @@ COMMANDS = (
     _add_collect,
     _add_judge,
     _add_figures,
+    _add_boundary_jobs,
 )
 
 
@@ -1029,7 +1081,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO
         if args.verbose
-        or args.command in ("simulate", "collect", "judge", "figures")
+        or args.command in ("simulate", "collect", "judge", "figures", "locate-round")
         or (args.command == "claims" and args.experiments_file)  # the workflow's claims job
         else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

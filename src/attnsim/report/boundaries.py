@@ -396,9 +396,8 @@ class StoredPoints(Points):
             out = Evaluation.of_values(self.known[key])
         else:
             out = super().evaluate(x, start, stop)
-        self.evaluated.append(
-            {"x": list(key[0]), "trials": [key[1], key[2]], "values": out.values.tolist()}
-        )
+        values = out.values.tolist() if out.values is not None else []
+        self.evaluated.append({"x": list(key[0]), "trials": [key[1], key[2]], "values": values})
         for v in x:
             self.asked[float(v)] = max(self.asked.get(float(v), 0), int(stop))
         return out
@@ -674,7 +673,64 @@ def line(rec: Any) -> str:
     theory = rec.get("theory")
     if theory:
         text += (
-            f"; theory {theory['predicted']:.4g} +- {theory['tolerance']:.2g}: "
-            f"{theory['verdict']}"
+            f"; theory {theory['predicted']:.4g} +- {theory['tolerance']:.2g}: {theory['verdict']}"
         )
     return text
+
+
+# --- the workflow's files ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """What a locate round reads of the sweep (`plan.sweep.boundaries_json`): its experiments and
+    boundaries, as `Settings` has them."""
+
+    seed: int
+    experiments: dict[str, Any]
+    boundaries: dict[str, dict[str, Any]]
+
+
+def plan_settings(path: Path) -> PlanSettings:
+    from attnsim.records.experiment import Experiment
+
+    data = json.loads(Path(path).read_text())
+    experiments = {
+        name: Experiment.from_json(json.dumps(spec)) for name, spec in data["experiments"].items()
+    }
+    return PlanSettings(int(data["seed"]), experiments, dict(data["boundaries"]))
+
+
+def record_rounds(workspace: Path, rounds: list[Path], output: Path) -> dict[str, Any]:
+    """The workflow's last step of the boundaries: each boundary's last round (`status: done`)
+    recorded in the workspace's state record (`WorkspaceState.boundaries`, keyed by name) and
+    in `output` (name -> record), which the claims job reads beside the claims."""
+    from dataclasses import replace
+
+    from attnsim import files
+    from attnsim.records import state
+
+    records = {}
+    for path in rounds:
+        data = json.loads(Path(path).read_text())
+        if data.get("status") != "done":
+            raise ConfigError(f"{path}: not a located boundary's last round")
+        records[data["boundary"]] = data["record"]
+    current = state.read(workspace)
+    state.write(workspace, replace(current, boundaries={**current.boundaries, **records}))
+    files.write_text(output, json.dumps(records, indent=1, sort_keys=True) + "\n")
+    return records
+
+
+def recorded(workspace: Path | None) -> dict[str, Any]:
+    """The workspace's recorded boundaries, name -> record (none without a workspace)."""
+    if workspace is None:
+        return {}
+    from attnsim.records import state
+
+    return dict(state.read(workspace).boundaries)
+
+
+def beside(records: Any, claim: str) -> list[str]:
+    """The lines of a claim's located boundaries (`line`), to show beside it."""
+    return [line(r) for _name, r in sorted(records.items()) if r.get("claim") == claim]
