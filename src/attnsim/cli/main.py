@@ -165,9 +165,9 @@ def _schema(args) -> None:
 def _claims(args) -> int:
     import json
 
+    from attnsim.report import boundaries, judged, provenance
     from attnsim.report import claims as io
     from attnsim.report import claims_render as render
-    from attnsim.report import judged, provenance
 
     store = _store(args)
     if args.diff is not None:
@@ -194,8 +194,9 @@ def _claims(args) -> int:
         written = {"experiments": io.experiments_json(experiments), **run}
         io.write(rows, args.write, written, args.threads, digests)
     form = "markdown" if args.markdown else args.format
+    located = boundaries.markdown_section(boundaries.recorded(store.parent))
     if form == "markdown":
-        print(render.markdown(rows, everything=args.all) + "\n" + provenance.footer(run))
+        print(render.markdown(rows, everything=args.all) + "\n" + located + provenance.footer(run))
     elif form == "json":
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
@@ -211,6 +212,8 @@ def _claims(args) -> int:
         width = min(render.HEADLINE_WIDTH, shutil.get_terminal_size((80, 24)).columns)
         more = f"attnsim claims{options} --all"
         print(render.render_headline(render.headline(rows), width, more))
+    if located and form not in ("markdown", "json", "csv", "latex"):
+        print("\n" + located, end="")  # each located boundary under its claim's id
     return 0
 
 
@@ -262,10 +265,12 @@ def _claims_diff(store: Path, other: Path) -> int:
 
 
 def _verify(args) -> int:
+    from attnsim.report import boundaries
     from attnsim.report.verify import verify
 
     store = args.store if args.store is not None else _store(args)
     lines, measured, unmeasured = verify(store)
+    lines += boundaries.verify_lines(store)  # each located boundary replayed from the store
     for line in lines:
         print(line)
     if not lines:
@@ -277,12 +282,14 @@ def _verify(args) -> int:
 
 
 def _cite(args) -> None:
-    from attnsim.report import cite
+    from attnsim.report import boundaries, cite
     from attnsim.report.diff import claims_file
 
     store = _store(args)
     row = cite.find(claims_file(store), args.claim, store)
     texts = {"markdown": cite.markdown(row), "bibtex": cite.bibtex(row)}
+    beside = boundaries.beside(boundaries.recorded(store.parent), args.claim)
+    texts["markdown"] += "".join(f"- {text}\n" for text in beside)  # its located boundaries
     chosen = texts if args.format == "both" else {args.format: texts[args.format]}
     print("\n".join(chosen.values()), end="")
 

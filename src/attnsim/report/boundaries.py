@@ -734,3 +734,49 @@ def recorded(workspace: Path | None) -> dict[str, Any]:
 def beside(records: Any, claim: str) -> list[str]:
     """The lines of a claim's located boundaries (`line`), to show beside it."""
     return [line(r) for _name, r in sorted(records.items()) if r.get("claim") == claim]
+
+
+def verify_lines(root: Path) -> list[str]:
+    """`verify`'s lines for the workspace's recorded boundaries (the store at `root`, the
+    workspace above it): each replayed from the store alone (`recompute`); empty when every one
+    still follows."""
+    workspace = Path(root).parent
+    records = recorded(workspace)
+    if not records:
+        return []
+    plan = workspace / "plan" / "boundaries.json"
+    if not plan.is_file():
+        return [f"boundaries: recorded in state.yaml, but {plan} (their config) is missing"]
+    settings = plan_settings(plan)
+    return [
+        text
+        for name, rec in sorted(records.items())
+        for text in recompute(settings, name, rec, root)
+    ]
+
+
+def markdown_section(records: Any) -> str:
+    """The located boundaries, each under its claim's id, for claims.md and `attnsim claims`."""
+    if not records:
+        return ""
+    lines = ["## Boundaries", "", "Where a per-point claim stops holding (docs/science.md §7.9):"]
+    lines.append("")
+    for _name, rec in sorted(records.items(), key=lambda item: (item[1]["claim"], item[0])):
+        lines.append(f"- **{rec['claim']}**: {line(rec)}")
+    return "\n".join(lines) + "\n"
+
+
+def html_section(records: Any) -> str:
+    """The same as `markdown_section`, as an HTML block for claims.html."""
+    import html
+
+    if not records:
+        return ""
+    items = "".join(
+        f"<li><b>{html.escape(rec['claim'])}</b>: {html.escape(line(rec))}</li>"
+        for _name, rec in sorted(records.items(), key=lambda item: (item[1]["claim"], item[0]))
+    )
+    return (
+        '<section id="boundaries"><h2>Boundaries</h2><p>Where a per-point claim stops holding '
+        f"(docs/science.md §7.9):</p><ul>{items}</ul></section>"
+    )
