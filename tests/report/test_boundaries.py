@@ -16,6 +16,8 @@ from attnsim.config.load import load
 from attnsim.errors import ConfigError
 from attnsim.jobs.simulate import simulate_points, stored_trials
 from attnsim.kinds import get_kind
+from attnsim.plan.sweep import boundaries_json
+from attnsim.records import state
 from attnsim.records.chunk import ChunkSpec
 from attnsim.records.experiment import TrialSettings
 from attnsim.report import boundaries as b
@@ -93,11 +95,20 @@ def test_rounds_resume_to_the_uninterrupted_answer_and_verify_recomputes_it(sett
     found, points, target = b.locate_stored(settings, "demo", entry, tmp_path / "once")
     assert b.record("demo", target, found, entry) == record
     assert record["store_experiment"] == "locate_demo" and record["theory"]["reason"]
-    again = b.recomputed(settings, "demo", tmp_path / "store")
-    assert again == record and b.differences("demo", record, again) == []
+    # the workflow's record, what `verify` replays, and what the claims show beside the claim
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "boundaries.json").write_text(boundaries_json(settings))
+    last = tmp_path / f"round-{len(rounds) - 1}.json"
+    b.record_rounds(tmp_path, [last], tmp_path / "boundaries.json")
+    assert state.read(tmp_path).boundaries["demo"] == record
+    assert b.verify_lines(tmp_path / "store") == []
+    section = b.markdown_section(b.recorded(tmp_path))
+    assert "**delta_method_gaussian**: boundary noise_scale*" in section and "theory" in section
     moved = copy.deepcopy(record)
     moved["crossings"][0]["estimate"] += 1e-9
-    assert "no longer follows" in b.differences("demo", moved, again)[0]
+    state.write(tmp_path, state.WorkspaceState(boundaries={"demo": moved}))
+    lines = b.verify_lines(tmp_path / "store")
+    assert lines == ["boundary demo: no longer follows from the store (crossings changed)"]
     for path in parquet.experiment_chunks(tmp_path / "store", "noisy_attention", "locate_demo"):
         path.unlink()
     assert "missing" in b.recompute(settings, "demo", record, tmp_path / "store")[0]
