@@ -349,6 +349,10 @@ def _check(args) -> None:
     settings = _settings(args)
     for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
         check_local_copy(name, Path(copy))
+    if settings.boundaries:  # each names a claim, axis, edge and values it has (one line)
+        from attnsim.report import boundaries
+
+        boundaries.check(settings)
     count = len(settings.experiments)
     print(f"{_configfile(args)}: valid ({count} experiment{'s' * (count != 1)})")
 
