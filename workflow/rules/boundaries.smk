@@ -1,4 +1,5 @@
 localrules:
+    located,
     record_boundaries,
 
 
@@ -30,11 +31,21 @@ checkpoint locate_round:
         "--output {output:q} > {log:q} 2>&1"
 
 
+# A boundary's last round, once its rounds are done (each boundary's rounds run on their own).
+rule located:
+    input:
+        last_round,
+    output:
+        RESULTS / "locate/{boundary}/located.json",
+    shell:
+        "cp {input:q} {output:q}"
+
+
 # Every boundary's last round recorded in the workspace's state.yaml and boundaries.json, which
 # the claims job reads to show each boundary beside its claim.
 rule record_boundaries:
     input:
-        boundary_rounds,
+        located_files(),
     output:
         RESULTS / "boundaries.json",
     log:

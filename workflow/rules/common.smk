@@ -387,20 +387,21 @@ def previous_round(wildcards):
     )
 
 
-def boundary_rounds(wildcards=None):
-    """Each boundary's last round: the rounds' files are read as the checkpoints finish, one
-    round after another, until one says `done` (JSON only: no claims code in the DAG).
-    """
-    last = []
-    for name in sorted(SETTINGS.boundaries):
-        r = 0
-        while True:
-            path = checkpoints.locate_round.get(boundary=name, round=r).output[0]
-            if json.loads(Path(path).read_text()).get("status") == "done":
-                last.append(path)
-                break
-            r += 1
-    return last
+def last_round(wildcards):
+    """A boundary's last round: its rounds' files are read as the checkpoints finish, one
+    round after another, until one says `done` (JSON only: no claims code in the DAG). One
+    boundary's rounds wait for nothing of another's: they run side by side."""
+    r = 0
+    while True:
+        path = checkpoints.locate_round.get(boundary=wildcards.boundary, round=r).output[0]
+        if json.loads(Path(path).read_text()).get("status") == "done":
+            return path
+        r += 1
+
+
+def located_files():
+    """Each boundary's located file (its last round's copy)."""
+    return [RESULTS / f"locate/{name}/located.json" for name in sorted(SETTINGS.boundaries)]
 
 
 def boundaries_file():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+from pathlib import Path
 from typing import Any
 
 from attnsim.errors import ConfigError
@@ -36,10 +37,13 @@ from attnsim.report.boundaries import (  # noqa: F401
     EDGE_NAMES,
     GROUPS,
     Points,
+    StoredPoints,
     Target,
+    command_name,
     declared,
     edge_value,
     prediction,
+    record_located,
     resolve,
     simulate_rounds,
 )
@@ -125,8 +129,10 @@ def _hours(hours: float) -> str:
     return f"{hours:,.2f} CPU-hours" if hours >= 0.1 else f"{hours * 60:.3g} CPU-minutes"
 
 
-def run(settings: Any, args: Any) -> int:
-    """Print the bill, locate (unless a dry run), print the answer beside the theory's."""
+def run(settings: Any, args: Any, workspace: Path | None = None) -> int:
+    """Print the bill, locate (unless a dry run), print the answer beside the theory's. With a
+    `workspace`, the points go to its store (an experiment of role `locate`: a rerun reads them,
+    a killed locate resumes) and the answer to its state record (`verify` replays it)."""
     from attnsim.claims import boundary
     from attnsim.claims.engine import equivalence_verdict
 
@@ -135,7 +141,11 @@ def run(settings: Any, args: Any) -> int:
     if args.target is not None and not args.target > 0:
         raise ConfigError(f"--target {args.target:g}: must be positive")
     target = resolve(settings, args)
-    points = Points(target, threads=args.threads)
+    name = command_name(target)
+    if workspace is None:
+        points: Points = Points(target, threads=args.threads)
+    else:
+        points = StoredPoints(target, Path(workspace) / "store", name, threads=args.threads)
     print(bill(target, points, args.budget), flush=True)
     theory = prediction(target)
     if args.dry_run:
@@ -169,6 +179,10 @@ def run(settings: Any, args: Any) -> int:
             verdict = equivalence_verdict(crossing.low, crossing.high, theory.x, theory.tolerance)
             line += f"; the located interval against it: {verdict}"
         print(line)
+    if workspace is not None:
+        entry = {"budget": args.budget, "target": args.target}
+        recorded = record_located(workspace, name, target, found, entry)
+        print(f"  recorded in {Path(workspace) / 'state.yaml'} as boundary {recorded}")
     return 0  # "not located within budget" is an answer too
 
 

@@ -312,7 +312,7 @@ def _decide(args) -> int:
 def _locate(args) -> int:
     from attnsim.cli.locate import run
 
-    return run(_settings(args), args)
+    return run(_settings(args), args, None if args.dry_run else _workspace(args))
 
 
 def _locate_round(args) -> None:
@@ -1012,8 +1012,9 @@ def _add_locate(sub) -> None:
         description="Locate x*, where the expected per-point statistic of a per-point claim "
         "crosses an edge of its band along --axis, the other parameters fixed "
         "(docs/science.md §7.9): the bill first, then x* with its 95% interval, what it cost "
-        "and the theory's prediction where there is one. It computes the points in this process "
-        "and writes nothing (--workspace and --store are not read yet).",
+        "and the theory's prediction where there is one. The points go to the workspace's store "
+        "(an experiment of role locate, never read by a claim: a rerun reads them) and the "
+        "boundary to its state.yaml, where `attnsim claims`, `verify` and `cite` show it.",
     )
     add_arguments(p)
     _sweep_options(p, overrides=True)

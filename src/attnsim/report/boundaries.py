@@ -748,11 +748,15 @@ def verify_lines(root: Path) -> list[str]:
     if not plan.is_file():
         return [f"boundaries: recorded in state.yaml, but {plan} (their config) is missing"]
     settings = plan_settings(plan)
-    return [
-        text
-        for name, rec in sorted(records.items())
-        for text in recompute(settings, name, rec, root)
-    ]
+    lines = []
+    for name, rec in sorted(records.items()):
+        if "entry" in rec and name not in settings.boundaries:  # found by `attnsim locate`
+            own = PlanSettings(settings.seed, settings.experiments, {name: dict(rec["entry"])})
+            kept = {k: v for k, v in rec.items() if k != "entry"}
+            lines += recompute(own, name, kept, root)
+        else:
+            lines += recompute(settings, name, rec, root)
+    return lines
 
 
 def markdown_section(records: Any) -> str:
@@ -780,3 +784,46 @@ def html_section(records: Any) -> str:
         '<section id="boundaries"><h2>Boundaries</h2><p>Where a per-point claim stops holding '
         f"(docs/science.md §7.9):</p><ul>{items}</ul></section>"
     )
+
+
+# --- `attnsim locate`'s boundaries -------------------------------------------------------------
+
+
+def command_name(target: Target) -> str:
+    """The name of a boundary `attnsim locate` asked for: its claim and a digest of what it was
+    asked (axis, edge, fixed values, range), so the same question reuses the same points."""
+    from attnsim.seeding import digest
+
+    asked = {
+        "claim": target.claim,
+        "axis": target.axis,
+        "edge": target.edge,
+        "at": {k: _plain(v) for k, v in target.fixed.items()},
+        "range": [target.lo, target.hi],
+        "experiment": target.experiment.name,
+    }
+    return f"{target.claim[:24]}_{digest(asked)[:12]}"
+
+
+def record_located(workspace: Path, name: str, target: Target, found: Any, entry: Any) -> str:
+    """Record a boundary `attnsim locate` found in the workspace's state record; its name."""
+    from dataclasses import replace
+
+    from attnsim.records import state
+
+    current = state.read(workspace)
+    rec = record(name, target, found, entry)
+    rec["entry"] = entry_of(rec, entry)  # what `verify` replays it from (no config declares it)
+    state.write(workspace, replace(current, boundaries={**current.boundaries, name: rec}))
+    return name
+
+
+def entry_of(rec: Any, asked: Any) -> dict[str, Any]:
+    """The `boundaries:` entry that asks for a recorded boundary again."""
+    at = {k: v for k, v in rec["at"].items() if k != rec["axis"]}
+    entry = {"claim": rec["claim"], "axis": rec["axis"], "edge": rec["edge"], "at": at}
+    entry |= {"range": list(rec["range"]), "experiment": rec["experiment"]}
+    entry |= {"budget": float(asked["budget"])}
+    if asked.get("target") is not None:
+        entry["target"] = float(asked["target"])
+    return entry
