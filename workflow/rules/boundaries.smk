@@ -42,12 +42,14 @@ rule located:
 
 
 # Every boundary's last round recorded in the workspace's state.yaml and boundaries.json, which
-# the claims job reads to show each boundary beside its claim.
+# the claims job reads to show each boundary beside its claim, and drawn: boundaries/<name>.png
+# (the located points, the interval, the theory's prediction with its tolerance).
 rule record_boundaries:
     input:
         located_files(),
     output:
-        RESULTS / "boundaries.json",
+        table=RESULTS / "boundaries.json",
+        figures=boundary_figures(),
     log:
         RESULTS / "logs/boundaries.log",
     conda:
@@ -55,5 +57,5 @@ rule record_boundaries:
     params:
         workspace=RESULTS,
     shell:
-        "attnsim record-boundaries --workspace {params.workspace:q} --output {output:q} "
+        "attnsim record-boundaries --workspace {params.workspace:q} --output {output.table:q} "
         "{input:q} > {log:q} 2>&1"

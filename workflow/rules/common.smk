@@ -404,6 +404,12 @@ def located_files():
     return [RESULTS / f"locate/{name}/located.json" for name in sorted(SETTINGS.boundaries)]
 
 
+def boundary_figures():
+    """Each boundary's figure, PNG and PDF (drawn by record_boundaries)."""
+    names = sorted(SETTINGS.boundaries)
+    return [RESULTS / "boundaries" / f"{n}.{ext}" for n in names for ext in ("png", "pdf")]
+
+
 def boundaries_file():
     """The located boundaries' file, when the config has any (the claims job reads it)."""
     return [RESULTS / "boundaries.json"] if SETTINGS.boundaries else []

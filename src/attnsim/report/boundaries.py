@@ -704,7 +704,8 @@ def plan_settings(path: Path) -> PlanSettings:
 def record_rounds(workspace: Path, rounds: list[Path], output: Path) -> dict[str, Any]:
     """The workflow's last step of the boundaries: each boundary's last round (`status: done`)
     recorded in the workspace's state record (`WorkspaceState.boundaries`, keyed by name) and
-    in `output` (name -> record), which the claims job reads beside the claims."""
+    in `output` (name -> record), which the claims job reads beside the claims, and drawn
+    (`draw`) as boundaries/<name>.png beside `output`."""
     from dataclasses import replace
 
     from attnsim import files
@@ -716,6 +717,8 @@ def record_rounds(workspace: Path, rounds: list[Path], output: Path) -> dict[str
         if data.get("status") != "done":
             raise ConfigError(f"{path}: not a located boundary's last round")
         records[data["boundary"]] = data["record"]
+        figure = Path(output).parent / "boundaries" / f"{data['boundary']}.png"
+        draw(data["record"], data.get("evaluations", []), figure)
     current = state.read(workspace)
     state.write(workspace, replace(current, boundaries={**current.boundaries, **records}))
     files.write_text(output, json.dumps(records, indent=1, sort_keys=True) + "\n")
@@ -827,3 +830,73 @@ def entry_of(rec: Any, asked: Any) -> dict[str, Any]:
     if asked.get("target") is not None:
         entry["target"] = float(asked["target"])
     return entry
+
+
+# --- the boundary's figure ---------------------------------------------------------------------
+
+
+def draw(rec: Any, evaluations: list[dict[str, Any]], png: Path) -> list[Path]:
+    """The boundary's figure (`png` and its PDF): the statistic at every located point with its
+    95% interval (the first look and placement in grey, the final pair's fresh trials in
+    colour), the band's edge, the located boundary with its interval and, where the theory
+    predicts it, the prediction with its tolerance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from attnsim.claims.boundary import Evaluation
+    from attnsim.figures import style
+
+    final = {tuple(c["final_trials"]) for c in rec.get("crossings") or []}
+    with style.theme():
+        fig, ax = plt.subplots(figsize=(6.0, 3.6))
+        for item in evaluations:
+            ev = Evaluation.of_values(item["values"])
+            fresh = tuple(item["trials"]) in final
+            ax.errorbar(
+                item["x"],
+                ev.mean,
+                yerr=1.96 * ev.se,
+                fmt="o" if fresh else ".",
+                color="C0" if fresh else "0.55",
+                ms=5 if fresh else 4,
+                lw=1,
+            )
+        ax.axhline(rec["edge_value"], color="0.2", lw=0.8, ls=":", label=f"{rec['edge']} edge")
+        crossings = rec.get("crossings") or []
+        for c in crossings:
+            ax.axvspan(c["low"], c["high"], color="C0", alpha=0.2, lw=0)
+            ax.axvline(c["estimate"], color="C0", lw=1.2, label="located, 95% interval")
+        theory = rec.get("theory")
+        if theory:
+            x, tol = theory["predicted"], theory["tolerance"]
+            ax.axvspan(x - tol, x + tol, color="C3", alpha=0.12, lw=0)
+            ax.axvline(x, color="C3", lw=1.2, ls="--", label="theory +- its tolerance")
+        if crossings:
+            c = crossings[0]
+            half = max(4 * (c["high"] - c["low"]), 0.05 * (rec["range"][1] - rec["range"][0]))
+            if theory:
+                half = max(
+                    half, 1.5 * abs(theory["predicted"] - c["estimate"]) + theory["tolerance"]
+                )
+            ax.set_xlim(c["estimate"] - half, c["estimate"] + half)
+            shown = [
+                np.asarray(Evaluation.of_values(e["values"]).mean)[
+                    (np.asarray(e["x"]) >= c["estimate"] - half)
+                    & (np.asarray(e["x"]) <= c["estimate"] + half)
+                ]
+                for e in evaluations
+            ]
+            values = np.concatenate([*shown, [rec["edge_value"]]])
+            pad = 0.2 * (values.max() - values.min()) + 1e-3
+            ax.set_ylim(values.min() - pad, values.max() + pad)
+        ax.set_xlabel(rec["axis"])
+        ax.set_ylabel(f"{rec['claim']} (per point)")
+        ax.set_title(line(rec).split(": ", 1)[0], fontsize=8)
+        ax.legend(fontsize=7, loc="best")
+        style.lay_out(fig)
+        written = style.save(fig, png)
+        plt.close(fig)
+    return written
