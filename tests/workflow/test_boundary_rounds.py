@@ -41,6 +41,7 @@ def test_the_workflow_locates_records_and_shows_a_boundary(tmp_path):
     assert record == last["record"] == json.loads((results / "boundaries.json").read_text())["demo"]
     assert parquet.experiment_chunks(results / "store", "noisy_attention", "locate_demo")
     assert "boundary noise_scale*" in (results / "claims.md").read_text()
+    assert (results / "boundaries" / "demo.png").is_file()
     assert boundaries.verify_lines(results / "store") == []
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
