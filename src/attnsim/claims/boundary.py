@@ -80,8 +80,9 @@ Integration (the interface `attnsim locate` and the workflow build on; docs/scie
   values, the range, the status, each crossing's estimate and interval with its direction,
   monotonicity and final design, every look (stage, x, trial range) so that `verify` can
   recompute it from the store, the budget and the cost, `VERSION`, and a theory prediction
-  where one exists (`theory.delta_boundary`): a boundary with a prediction is a declared equivalence claim, its tolerance the prediction's
-  (`Prediction.tolerance`: twice the next-order error plus two Monte Carlo SEs, with its reason).
+  where one exists (`theory.delta_boundary`): a boundary with a prediction is a declared
+  equivalence claim, its tolerance the prediction's (`Prediction.tolerance`: twice the
+  next-order error plus two Monte Carlo SEs, with its reason).
 """
 
 from __future__ import annotations
