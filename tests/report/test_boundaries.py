@@ -129,3 +129,10 @@ def test_a_bad_entry_is_one_line(entry, message):
     with pytest.raises(ConfigError) as error:
         b.check(load(config(**entry)))
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_boundary_whose_experiment_name_is_taken_is_one_line():
+    taken = config()
+    taken["experiments"]["locate_demo"] = copy.deepcopy(taken["experiments"]["robustness"])
+    with pytest.raises(ConfigError, match="^boundaries.demo: its points go to the experiment"):
+        b.check(load(taken))

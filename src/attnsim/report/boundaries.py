@@ -104,7 +104,9 @@ def resolve(settings: Any, args: Any) -> Target:
 
     kind, spec = declared(args.claim)
     value = edge_value(spec, args.edge)
-    mine = {n: e for n, e in settings.experiments.items() if e.kind == kind.name}
+    mine = {  # the declared grids of its kind (a `locate` experiment holds located points)
+        n: e for n, e in settings.experiments.items() if e.kind == kind.name and e.role == "grid"
+    }
     if args.experiment is not None:
         if args.experiment not in mine:
             raise ConfigError(f"--experiment {args.experiment}: no experiment of kind {kind.name}")
@@ -529,6 +531,11 @@ def check(settings: Any) -> None:
     the first that does not). The schema checked the types; this needs the kinds' claims, so it
     runs in a command, never in the workflow's DAG build."""
     for name, entry in settings.boundaries.items():
+        if experiment_name(name) in settings.experiments:
+            raise ConfigError(
+                f"boundaries.{name}: its points go to the experiment {experiment_name(name)}, "
+                "which the config names too; rename one"
+            )
         target_of(settings, name, entry)
 
 
