@@ -43,6 +43,8 @@ QUIET_INFO = (
     "Adding ",  # each file of a report
     "Elapsed time:",  # the run summary's `wall time` says it
     "Conda environments: ignored",  # the rules' env file is for --use-conda only
+    "Updating checkpoint dependencies",  # after each round of a boundary (boundaries.smk)
+    "DAG of jobs will be updated after completion",
 )
 # Events replaced by the progress lines (or not worth a line of their own).
 QUIET_EVENTS = {

@@ -18,6 +18,7 @@ from attnsim.config.load import load
 from attnsim.jobs.collect import summarise_chunks
 from attnsim.jobs.simulate import simulate_points, trials_table
 from attnsim.kinds import get_kind
+from attnsim.records import state
 from attnsim.records.experiment import TrialSettings
 
 ARGS = ["delta_method_gaussian", "--axis", "noise_scale", "--edge", "lower"]
@@ -100,6 +101,24 @@ def test_locates_the_delta_method_edge_beside_the_theory(sweep, capsys):
     assert "theory (next order" in out and "noise_scale* = 0.4768" in out
     assert re.search(r"against it: (holds|fails|inconclusive)", out)
     assert "CPU-minutes measured" in out
+    # its points are in the workspace's store (role locate) and the answer in its state record;
+    # asked again, it reads them (no chunk is written) and answers the same, bit for bit
+    folder = sweep_workspace()
+    chunks = sorted((folder / "store" / "trials").glob("kind=*/experiment=locate_*/*.parquet"))
+    (name, record), *others = state.read(folder).boundaries.items()
+    assert chunks and not others and record["claim"] == "delta_method_gaussian"
+    assert main(["locate", *ARGS, *AT, "--budget", "0.0002"]) == 0
+    again = capsys.readouterr().out
+    assert again.split("  cost:")[0] == out.split("  cost:")[0]
+    assert sorted((folder / "store" / "trials").glob("kind=*/*/*.parquet")) == chunks
+    assert state.read(folder).boundaries[name] == record
+
+
+def sweep_workspace():
+    """The workspace of the config in the working directory (`results/`)."""
+    from pathlib import Path
+
+    return Path("results")
 
 
 @pytest.mark.parametrize(

@@ -117,3 +117,23 @@ print(json.dumps(sorted(sys.modules)))
     modules = json.loads(out.stdout.strip().splitlines()[-1])
     assert [m for m in kinds_code(modules) if "noisy_attention" not in m] == []
     assert [m for m in ("seaborn", "scipy") if m in modules] == []
+
+
+def test_a_dry_run_with_boundaries_imports_no_claims_code(tmp_path):
+    """A config's boundaries add locate rounds to the DAG, which reads their files only: the
+    claims code they need runs in the jobs (issue 53.4)."""
+    config = small_config()
+    config["boundaries"] = {
+        "demo": {
+            "claim": "delta_method_gaussian",
+            "axis": "noise_scale",
+            "edge": "lower",
+            "at": {"n": 16, "logit_scale": 0.0, "noise": "gaussian"},
+            "budget": 0.0001,
+        }
+    }
+    write_config(tmp_path, config)
+    modules = started_modules(tmp_path, "-n")
+    assert kinds_code(modules) == []
+    assert [m for m in HEAVY if m in modules] == []
+    assert "attnsim.claims.boundary" not in modules and "attnsim.report.boundaries" not in modules

@@ -37,6 +37,7 @@ rule claims:
         judged=[judged_claims(kind) for kind in sweep_kinds()],
         summaries=all_summaries(),
         figures=all_figure_pngs(),
+        boundaries=boundaries_file(),
     output:
         table=RESULTS / "claims.parquet",
         markdown=RESULTS / "claims.md",

@@ -108,6 +108,8 @@ wildcard_constraints:
     experiment="[a-z][a-z0-9_]*",
     chunk="[0-9a-f]{16}",
     why="[0-9a-f]{16}",
+    boundary="[a-z][a-z0-9_]*",
+    round="[0-9]+",
 
 
 def chunk_spec_path(wildcards):
@@ -372,8 +374,50 @@ def experiments_json():
     return planning.experiments_json(SETTINGS)
 
 
+def boundary_entry(wildcards):
+    """A boundary's entry and the sweep's experiments, as one text (`boundaries_json`)."""
+    return planning.boundaries_json(SETTINGS) + wildcards.boundary
+
+
+def previous_round(wildcards):
+    """A boundary's last round's file (none before round 0)."""
+    r = int(wildcards.round)
+    return (
+        [RESULTS / f"locate/{wildcards.boundary}/round-{r - 1}.json"] if r > 0 else []
+    )
+
+
+def last_round(wildcards):
+    """A boundary's last round: its rounds' files are read as the checkpoints finish, one
+    round after another, until one says `done` (JSON only: no claims code in the DAG). One
+    boundary's rounds wait for nothing of another's: they run side by side."""
+    r = 0
+    while True:
+        path = checkpoints.locate_round.get(boundary=wildcards.boundary, round=r).output[0]
+        if json.loads(Path(path).read_text()).get("status") == "done":
+            return path
+        r += 1
+
+
+def located_files():
+    """Each boundary's located file (its last round's copy)."""
+    return [RESULTS / f"locate/{name}/located.json" for name in sorted(SETTINGS.boundaries)]
+
+
+def boundary_figures():
+    """Each boundary's figure, PNG and PDF (drawn by record_boundaries)."""
+    names = sorted(SETTINGS.boundaries)
+    return [RESULTS / "boundaries" / f"{n}.{ext}" for n in names for ext in ("png", "pdf")]
+
+
+def boundaries_file():
+    """The located boundaries' file, when the config has any (the claims job reads it)."""
+    return [RESULTS / "boundaries.json"] if SETTINGS.boundaries else []
+
+
 def all_targets(wildcards=None):
     targets = all_summaries() + [judged_claims(kind) for kind in sweep_kinds()]
+    targets += boundaries_file()
     targets += [
         RESULTS / "claims.parquet",
         RESULTS / "claims.md",

@@ -75,13 +75,14 @@ Integration (the interface `attnsim locate` and the workflow build on; docs/scie
   bills). A budget of H CPU-hours is `budget = 3600 H` in those units; `plan` gives the bill
   before anything runs. (The jackknife's summaries and the process are not in the estimate:
   `attnsim locate` prints the measured CPU beside it.)
-- **The record.** `Located.record()` is what `WorkspaceState.boundaries[boundary_key(...)]`
-  holds: the claim, axis, edge and its value, the fixed values, the range, the status, each
-  crossing's estimate and interval with its direction, monotonicity and final design, every
-  look (stage, x, trial range) so that `verify` can recompute it from the store, the budget and
-  the cost, `VERSION`, and a theory prediction where one exists (`theory.delta_boundary`): a
-  boundary with a prediction is a declared equivalence claim, its tolerance the prediction's
-  (`Prediction.tolerance`: twice the next-order error plus two Monte Carlo SEs, with its reason).
+- **The record.** `Located.record()` is what `WorkspaceState.boundaries[name]` holds (with
+  the context `report.boundaries.record` adds): the claim, axis, edge and its value, the fixed
+  values, the range, the status, each crossing's estimate and interval with its direction,
+  monotonicity and final design, every look (stage, x, trial range) so that `verify` can
+  recompute it from the store, the budget and the cost, `VERSION`, and a theory prediction
+  where one exists (`theory.delta_boundary`): a boundary with a prediction is a declared
+  equivalence claim, its tolerance the prediction's (`Prediction.tolerance`: twice the
+  next-order error plus two Monte Carlo SEs, with its reason).
 """
 
 from __future__ import annotations

@@ -19,7 +19,15 @@ from attnsim.errors import AttnsimError
 
 DEFAULT_CONFIG = Path("config.yaml")
 # the commands the workflow's rules run (run.tuning: what their processes are set up for)
-JOB_COMMANDS = ("simulate", "collect", "judge", "figures", "claims", "fetch-asset")
+JOB_COMMANDS = (
+    "simulate",
+    "collect",
+    "judge",
+    "figures",
+    "claims",
+    "fetch-asset",
+    "locate-round",
+)
 TIMED_COMMANDS = ("collect", "judge", "figures", "claims")  # the jobs without a benchmark file
 
 
@@ -157,9 +165,9 @@ def _schema(args) -> None:
 def _claims(args) -> int:
     import json
 
+    from attnsim.report import boundaries, judged, provenance
     from attnsim.report import claims as io
     from attnsim.report import claims_render as render
-    from attnsim.report import judged, provenance
 
     store = _store(args)
     if args.diff is not None:
@@ -186,8 +194,9 @@ def _claims(args) -> int:
         written = {"experiments": io.experiments_json(experiments), **run}
         io.write(rows, args.write, written, args.threads, digests)
     form = "markdown" if args.markdown else args.format
+    located = boundaries.markdown_section(boundaries.recorded(store.parent))
     if form == "markdown":
-        print(render.markdown(rows, everything=args.all) + "\n" + provenance.footer(run))
+        print(render.markdown(rows, everything=args.all) + "\n" + located + provenance.footer(run))
     elif form == "json":
         print(render.json_text(io.table(rows)), end="")
     elif form == "csv":
@@ -203,6 +212,8 @@ def _claims(args) -> int:
         width = min(render.HEADLINE_WIDTH, shutil.get_terminal_size((80, 24)).columns)
         more = f"attnsim claims{options} --all"
         print(render.render_headline(render.headline(rows), width, more))
+    if located and form not in ("markdown", "json", "csv", "latex"):
+        print("\n" + located, end="")  # each located boundary under its claim's id
     return 0
 
 
@@ -254,10 +265,12 @@ def _claims_diff(store: Path, other: Path) -> int:
 
 
 def _verify(args) -> int:
+    from attnsim.report import boundaries
     from attnsim.report.verify import verify
 
     store = args.store if args.store is not None else _store(args)
     lines, measured, unmeasured = verify(store)
+    lines += boundaries.verify_lines(store)  # each located boundary replayed from the store
     for line in lines:
         print(line)
     if not lines:
@@ -269,12 +282,14 @@ def _verify(args) -> int:
 
 
 def _cite(args) -> None:
-    from attnsim.report import cite
+    from attnsim.report import boundaries, cite
     from attnsim.report.diff import claims_file
 
     store = _store(args)
     row = cite.find(claims_file(store), args.claim, store)
     texts = {"markdown": cite.markdown(row), "bibtex": cite.bibtex(row)}
+    beside = boundaries.beside(boundaries.recorded(store.parent), args.claim)
+    texts["markdown"] += "".join(f"- {text}\n" for text in beside)  # its located boundaries
     chosen = texts if args.format == "both" else {args.format: texts[args.format]}
     print("\n".join(chosen.values()), end="")
 
@@ -297,7 +312,27 @@ def _decide(args) -> int:
 def _locate(args) -> int:
     from attnsim.cli.locate import run
 
-    return run(_settings(args), args)
+    return run(_settings(args), args, None if args.dry_run else _workspace(args))
+
+
+def _locate_round(args) -> None:
+    """The workflow's round of one boundary (report.boundaries.round_job)."""
+    from attnsim.report import boundaries
+
+    settings = boundaries.plan_settings(args.plan)
+    out = boundaries.round_job(
+        settings, args.boundary, args.workspace / "store", args.round, args.output, args.previous
+    )
+    logging.getLogger("attnsim.report.boundaries").info(
+        "boundary %s, round %d: %s", args.boundary, args.round, out["status"]
+    )
+
+
+def _record_boundaries(args) -> None:
+    """The workflow's record of its located boundaries (report.boundaries.record_rounds)."""
+    from attnsim.report import boundaries
+
+    boundaries.record_rounds(args.workspace, args.rounds, args.output)
 
 
 def _runs(args) -> None:
@@ -314,6 +349,10 @@ def _check(args) -> None:
     settings = _settings(args)
     for name, copy in settings.assets.items():  # the configured copies: exist, right files, sha256
         check_local_copy(name, Path(copy))
+    if settings.boundaries:  # each names a claim, axis, edge and values it has (one line)
+        from attnsim.report import boundaries
+
+        boundaries.check(settings)
     count = len(settings.experiments)
     print(f"{_configfile(args)}: valid ({count} experiment{'s' * (count != 1)})")
 
@@ -858,6 +897,29 @@ def _add_judge(sub) -> None:
     p.set_defaults(func=_judge)
 
 
+def _add_boundary_jobs(sub) -> None:
+    p = sub.add_parser(
+        "locate-round",
+        description="(workflow) one round of a config's boundary: compute the request the last "
+        "round left, write the next one or the located boundary",
+    )  # the workflow's: not listed
+    p.add_argument("--boundary", required=True, help="the boundary's name in the config")
+    p.add_argument("--round", type=int, required=True, help="the round's number, from 0")
+    p.add_argument("--plan", type=Path, required=True, help="<workspace>/plan/boundaries.json")
+    p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
+    p.add_argument("--previous", type=Path, help="the last round's file (none for round 0)")
+    p.add_argument("--output", type=Path, required=True, help="this round's file")
+    p.set_defaults(func=_locate_round)
+    p = sub.add_parser(
+        "record-boundaries",
+        description="(workflow) record the located boundaries in the workspace's state.yaml",
+    )  # the workflow's: not listed
+    p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
+    p.add_argument("--output", type=Path, required=True, help="<workspace>/boundaries.json")
+    p.add_argument("rounds", type=Path, nargs="*", help="each boundary's last round's file")
+    p.set_defaults(func=_record_boundaries)
+
+
 def _add_verify(sub) -> None:
     p = sub.add_parser(
         "verify",
@@ -950,8 +1012,9 @@ def _add_locate(sub) -> None:
         description="Locate x*, where the expected per-point statistic of a per-point claim "
         "crosses an edge of its band along --axis, the other parameters fixed "
         "(docs/science.md §7.9): the bill first, then x* with its 95% interval, what it cost "
-        "and the theory's prediction where there is one. It computes the points in this process "
-        "and writes nothing (--workspace and --store are not read yet).",
+        "and the theory's prediction where there is one. The points go to the workspace's store "
+        "(an experiment of role locate, never read by a claim: a rerun reads them) and the "
+        "boundary to its state.yaml, where `attnsim claims`, `verify` and `cite` show it.",
     )
     add_arguments(p)
     _sweep_options(p, overrides=True)
@@ -980,6 +1043,7 @@ COMMANDS = (
     _add_collect,
     _add_judge,
     _add_figures,
+    _add_boundary_jobs,
 )
 
 
@@ -1029,7 +1093,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO
         if args.verbose
-        or args.command in ("simulate", "collect", "judge", "figures")
+        or args.command in ("simulate", "collect", "judge", "figures", "locate-round")
         or (args.command == "claims" and args.experiments_file)  # the workflow's claims job
         else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

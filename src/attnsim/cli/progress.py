@@ -172,8 +172,9 @@ class Job:
 
 
 # Jobs that print no line of their own (their errors are printed): a kind's judge, the first half
-# of the claims job the run's line names (`judge` then `claims`, docs/architecture.md)
-QUIET = ("judge",)
+# of the claims job the run's line names (`judge` then `claims`, docs/architecture.md), and the
+# copy of a boundary's last round (`located`: its rounds have their lines)
+QUIET = ("judge", "located")
 
 
 @dataclass

@@ -22,7 +22,7 @@ from attnsim.config.coerce import StrictValidator, coerce_numbers, non_finite
 from attnsim.config.yamlfile import key_path
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind, registry
-from attnsim.records.experiment import Experiment, Settings, TrialSettings
+from attnsim.records.experiment import GRID, Experiment, Settings, TrialSettings
 from attnsim.records.grid import grid_columns
 from attnsim.seeding import digest
 
@@ -240,6 +240,7 @@ def load(config: dict) -> Settings:
             grid=spec["grid"],
             trial_settings=TrialSettings.read(spec | {"seed": config["seed"]}),
             description=spec.get("description", ""),
+            role=spec.get("role", GRID),
         )
         for name, spec in config["experiments"].items()
     }
@@ -253,6 +254,7 @@ def load(config: dict) -> Settings:
         experiments=experiments,
         config_hash=digest(json.loads(json.dumps(science))),
         assets=dict(config.get("assets", {})),
+        boundaries={k: dict(v) for k, v in (config.get("boundaries") or {}).items()},
     )
     check_semantics(settings)
     return settings

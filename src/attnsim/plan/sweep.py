@@ -370,6 +370,19 @@ def run_spec_path(results: Path) -> Path:
     return Path(results) / "plan" / "provenance.json"
 
 
+def boundaries_spec_path(results: Path) -> Path:
+    """The sweep's boundaries with the experiments they extend, for the locate rounds' jobs."""
+    return Path(results) / "plan" / "boundaries.json"
+
+
+def boundaries_json(settings: Settings) -> str:
+    """The config's `boundaries:` entries and every experiment's settings (`Experiment.config`):
+    all a locate round needs (`report.boundaries.plan_settings` reads it back)."""
+    experiments = {name: e.config() for name, e in settings.experiments.items()}
+    data = {"seed": settings.seed, "experiments": experiments, "boundaries": settings.boundaries}
+    return json.dumps(data, sort_keys=True)
+
+
 def run_json(settings: Settings) -> str:
     return json.dumps({"config_hash": settings.config_hash, "seed": settings.seed}, sort_keys=True)
 
@@ -384,6 +397,8 @@ def write_experiment_specs(settings: Settings, results: Path) -> None:
     }
     texts[experiments_spec_path(results)] = experiments_json(settings)
     texts[run_spec_path(results)] = run_json(settings)
+    if settings.boundaries:
+        texts[boundaries_spec_path(results)] = boundaries_json(settings)
     for path, text in texts.items():
         try:
             if path.read_text() == text:

@@ -14,6 +14,12 @@ from attnsim.kinds.base import Kind
 from attnsim.seeding import digest
 
 SAME, COVERS, TOPUP = "same", "covers", "top-up"  # how stored trial settings serve asked ones
+# An experiment's role: `grid`, a declared grid the claims are judged on; `locate`, points a
+# boundary's location placed (`attnsim.claims.boundary`), stored beside the grid's and reusable
+# like them, but never read by a claim: a verdict rests on the declared grid at its declared
+# trials, whatever a located point's trials say (`Settings.kinds`).
+GRID, LOCATE = "grid", "locate"
+ROLES = (GRID, LOCATE)
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,11 @@ class Experiment:
     grid: dict[str, list[Any]]
     trial_settings: TrialSettings
     description: str = ""
+    role: str = GRID
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"experiment {self.name}: role must be one of {ROLES}")
 
     @property
     def results_key(self) -> str:
@@ -126,8 +137,9 @@ class Experiment:
     def config(self) -> dict[str, Any]:
         """The settings its summary and figures depend on (not the description): what `to_json`
         writes and the summary's `experiment_hash` digests."""
+        role = {"role": self.role} if self.role != GRID else {}  # a grid's hash as before
         return {"experiment": self.name, "kind": self.kind, "grid": self.grid} | (
-            self.trial_settings.fields()
+            self.trial_settings.fields() | role
         )
 
     def to_json(self) -> str:
@@ -137,7 +149,13 @@ class Experiment:
     @classmethod
     def from_json(cls, text: str) -> Experiment:
         spec = json.loads(text)
-        return cls(spec["experiment"], spec["kind"], spec["grid"], TrialSettings.read(spec))
+        return cls(
+            spec["experiment"],
+            spec["kind"],
+            spec["grid"],
+            TrialSettings.read(spec),
+            role=spec.get("role", GRID),
+        )
 
 
 @dataclass(frozen=True)
@@ -154,11 +172,19 @@ class Settings:
         2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
     )
     max_jobs: int | None = None  # refuse a sweep that needs more simulate jobs (a cluster's limit)
+    # name -> a boundary to locate (the config's `boundaries:` entries as the schema checked
+    # them: claim, axis, edge, at, range, experiment, budget, target; `report.boundaries`)
+    boundaries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def kinds(self) -> dict[str, str]:
-        """Experiment name -> kind: the one map the claims job, the store's staleness check and
-        `attnsim claims` read."""
-        return {name: e.kind for name, e in self.experiments.items()}
+        """Experiment name -> kind of the declared grids (role `grid`): the one map the claims
+        job, `decide` and `attnsim claims` read. Experiments of role `locate` are left out, so
+        a located point never moves a verdict (`located` lists them)."""
+        return {name: e.kind for name, e in self.experiments.items() if e.role == GRID}
+
+    def located(self) -> dict[str, str]:
+        """Experiment name -> kind of the experiments of role `locate` (`kinds` has the rest)."""
+        return {name: e.kind for name, e in self.experiments.items() if e.role == LOCATE}
 
 
 def trial_settings_text(trials: int, target_se: float | None, max_trials: int | None) -> str:

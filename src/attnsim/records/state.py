@@ -13,7 +13,12 @@ It holds four things, each written by one command and read by all of them:
 - `operation`: a state-changing command in progress (`decide`, `locate`): its process, its run
   token and what it was about to add. A command that finds one whose process is dead recovers
   (rolls back to the last complete look, or continues it) instead of refusing the workspace.
-- `boundaries`: located boundaries (`attnsim locate`), one record per claim and axis.
+- `boundaries`: located boundaries, name -> record (`attnsim.report.boundaries.record`: the
+  claim, axis, edge, fixed values, the store's `locate_<name>` experiment, the answer and every
+  look of `claims.boundary.Located.record`, and the theory's declared equivalence claim where
+  one exists), written by the workflow's record_boundaries (the config's names) and by
+  `attnsim locate` (named `<claim>_<digest>`, with the `entry` that asks for it again);
+  `verify` replays each from the store.
 
 The effective config of any command is: the config file <- recorded overrides <- recorded top-ups
 <- this command's `--set` (`attnsim.config.state.effective`). The record is versioned (`format`)

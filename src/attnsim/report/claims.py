@@ -28,6 +28,7 @@ from attnsim.claims.engine import (
 from attnsim.errors import StoreError
 from attnsim.kinds.base import Kind
 from attnsim.records.state import ClaimDesign
+from attnsim.report import boundaries
 from attnsim.report import provenance as run_provenance
 from attnsim.report.claims_render import html, markdown, ordered
 from attnsim.report.designs import SINGLE_LOOK, judging
@@ -212,9 +213,14 @@ def write(
     store.write_atomic(stamped, parquet, content_provenance(provenance))
     written = [parquet]
     footer = "\n" + run_provenance.footer(provenance) + "\n"
+    located = boundaries.recorded(results)  # each located boundary, under its claim's id
+    page = html(claims, provenance, results, threads)
+    if located:
+        page = page.replace("</body>", boundaries.html_section(located) + "</body>", 1)
+        footer = "\n" + boundaries.markdown_section(located) + footer
     for name, text in (
         ("claims.md", markdown(claims) + footer),
-        ("claims.html", html(claims, provenance, results, threads)),
+        ("claims.html", page),
     ):
         path = results / name
         files.write_text(path, text, fsync=False)

@@ -1,0 +1,138 @@
+"""A boundary's points in the store (`report.boundaries`, issue 53.3-4): rows bit-identical to a
+fresh run at the same grid and trials, read back instead of computed; a run's boundary located in
+rounds, each computing one request, gives what one uninterrupted locate gives (a killed locate
+resumes); `recompute` (what `verify` runs) finds it again from the store, and says when it no
+longer follows; a config's `boundaries:` entry is checked in one line."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from helpers.configs import NOISY_GRID, small_config
+
+from attnsim.config.load import load
+from attnsim.errors import ConfigError
+from attnsim.jobs.simulate import simulate_points, stored_trials
+from attnsim.kinds import get_kind
+from attnsim.plan.sweep import boundaries_json
+from attnsim.records import state
+from attnsim.records.chunk import ChunkSpec
+from attnsim.records.experiment import TrialSettings
+from attnsim.report import boundaries as b
+from attnsim.store import parquet
+
+AT = {"n": 16, "logit_scale": 0.0, "noise": "gaussian"}
+BUDGET = 0.00015  # CPU-hours by the cost model: a first look of 7 points x a few rounds
+
+
+def config(**entry) -> dict:
+    out = small_config()
+    grid = copy.deepcopy(NOISY_GRID) | {"noise_scale": [0.2, 1.0], "d": [16]}
+    out["experiments"]["robustness"] |= {"trials": 200, "grid": grid}
+    base = {"claim": "delta_method_gaussian", "axis": "noise_scale", "edge": "lower"}
+    out["boundaries"] = {"demo": base | {"at": AT, "budget": BUDGET} | entry}
+    return out
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return load(config())
+
+
+def test_stored_rows_are_a_fresh_runs_and_are_read_back(settings, tmp_path):
+    target = b.target_of(settings, "demo", settings.boundaries["demo"])
+    points = b.StoredPoints(target, tmp_path, "demo")
+    x = np.array([0.3, 0.6])
+    points.evaluate(x, 0, 400)
+    later = points.evaluate(x, 400, 800)  # a top-up of the chunk: rounds 2 and 3 computed
+    _grid, members = points.points(x)
+    fresh = simulate_points(
+        get_kind("noisy_attention"), TrialSettings(settings.seed, 200, max_trials=800), members
+    )
+    files = parquet.experiment_chunks(tmp_path, "noisy_attention", "locate_demo")
+    assert len(files) == 2
+    newest = max(files, key=lambda p: parquet.read_meta(p).get("topped_up") is not None)
+    spec = ChunkSpec.from_json(parquet.read_meta(newest)["spec"])
+    known, _ = stored_trials(spec, newest)
+    for member in members:
+        for metric, values in fresh[member.id].items():
+            assert np.array_equal(known[member.id][0][metric], values), metric
+    # a second evaluator computes nothing and gets the same statistic, bit for bit
+    again = b.StoredPoints(target, tmp_path, "demo", computable=0)
+    assert np.array_equal(again.evaluate(x, 400, 800).values, later.values)
+    with pytest.raises(b.Pending):
+        again.evaluate(x, 800, 1000)
+
+
+def test_the_price_follows_the_requests_not_the_store(settings, tmp_path):
+    target = b.target_of(settings, "demo", settings.boundaries["demo"])
+    points = b.StoredPoints(target, tmp_path, "demo")
+    x = np.array([0.3, 0.6])
+    first = points.cost(x, 0, 400)
+    points.evaluate(x, 0, 400)
+    assert points.cost(x, 0, 400) == 0.0  # asked for already
+    assert points.cost(x, 400, 800) == pytest.approx(first)
+    # a new evaluator on the same store prices as a fresh store does: a replay decides the same
+    assert b.StoredPoints(target, tmp_path, "demo").cost(x, 0, 400) == first
+
+
+def test_rounds_resume_to_the_uninterrupted_answer_and_verify_recomputes_it(settings, tmp_path):
+    rounds, record = [], None
+    for r in range(30):
+        previous = tmp_path / f"round-{r - 1}.json" if r else None
+        output = tmp_path / f"round-{r}.json"
+        out = b.round_job(settings, "demo", tmp_path / "store", r, output, previous)
+        rounds.append(out)
+        if out["status"] == "done":
+            record = out["record"]
+            break
+    assert record is not None and len(rounds) >= 2
+    assert all(len(o["computed"]) == 1 for o in rounds)  # one request per round
+    assert all(o["next"]["trials"][1] > o["next"]["trials"][0] for o in rounds[:-1])
+    entry = settings.boundaries["demo"]
+    found, points, target = b.locate_stored(settings, "demo", entry, tmp_path / "once")
+    assert b.record("demo", target, found, entry) == record
+    assert record["store_experiment"] == "locate_demo" and record["theory"]["reason"]
+    # the workflow's record, what `verify` replays, and what the claims show beside the claim
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "boundaries.json").write_text(boundaries_json(settings))
+    last = tmp_path / f"round-{len(rounds) - 1}.json"
+    b.record_rounds(tmp_path, [last], tmp_path / "boundaries.json")
+    assert state.read(tmp_path).boundaries["demo"] == record
+    assert b.verify_lines(tmp_path / "store") == []
+    section = b.markdown_section(b.recorded(tmp_path))
+    assert "**delta_method_gaussian**: boundary noise_scale*" in section and "theory" in section
+    moved = copy.deepcopy(record)
+    moved["crossings"][0]["estimate"] += 1e-9
+    state.write(tmp_path, state.WorkspaceState(boundaries={"demo": moved}))
+    lines = b.verify_lines(tmp_path / "store")
+    assert lines == ["boundary demo: no longer follows from the store (crossings changed)"]
+    for path in parquet.experiment_chunks(tmp_path / "store", "noisy_attention", "locate_demo"):
+        path.unlink()
+    assert "missing" in b.recompute(settings, "demo", record, tmp_path / "store")[0]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"edge": "upside"}, "boundaries.demo.edge: 'upside' is not one of"),
+        ({"budget": 0}, "boundaries.demo.budget"),
+        ({"claim": "no_such_claim"}, "boundaries.demo: no_such_claim: no claim of that id"),
+        ({"at": {"n": 16}}, "boundaries.demo: give at for logit_scale, noise"),
+        ({"range": [0.5, 0.1]}, "boundaries.demo: range 0.5 0.1: LO must be below HI"),
+        ({"edge": "bound"}, "boundaries.demo: delta_method_gaussian: its band has no bound edge"),
+    ],
+)
+def test_a_bad_entry_is_one_line(entry, message):
+    with pytest.raises(ConfigError) as error:
+        b.check(load(config(**entry)))
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_boundary_whose_experiment_name_is_taken_is_one_line():
+    taken = config()
+    taken["experiments"]["locate_demo"] = copy.deepcopy(taken["experiments"]["robustness"])
+    with pytest.raises(ConfigError, match="^boundaries.demo: its points go to the experiment"):
+        b.check(load(taken))
