@@ -156,7 +156,7 @@ def test_a_pooled_statistic_is_designed_over_its_points():
         Alternative("no effect", -0.1, "constructed"),
         variance=pooled,
     )
-    result = judge(spec, summary([1.0] * 6, [0.01] * 6, [400] * 6), ("x",), plan(6, 400))
+    result = judge(spec, summary([1.0] * 6, [0.01] * 6, [400] * 6), ("x",), planned=plan(6, 400))
     assert result.design_se == pytest.approx(0.2 / 2)  # 4 points in the regime
     expected = power.design_power(spec.rule, -0.1, power.Design((0.1,), 3.0))
     assert result.design_power == pytest.approx(expected)

@@ -1,7 +1,8 @@
 """Command line, `attnsim COMMAND`. For people: `run`, `plan`, `show`, `claims`, `query`, `runs`,
 `summary`, `verify`, `cite`, `decide`, `locate`, `schema`, `check-config`, `init` and `embed`; for
-the workflow's rules: `simulate`, `collect`, `judge`, `figures` and `fetch-asset` (they take --help
-too; the top-level help does not list them)."""
+the workflow's rules: `simulate`, `collect`, `judge`, `figures`, `locate-round`,
+`record-boundaries` and `fetch-asset` (they take --help too; the top-level help does not list
+them)."""
 
 from __future__ import annotations
 
@@ -424,8 +425,9 @@ options:
   --version      attnsim's version (and Snakemake's, Python's)
   -v, --verbose  log each step to stderr
 
-The workflow's rules run `attnsim simulate`, `collect`, `figures` and `fetch-asset` (each takes
---help). More: README.md, docs/usage.md, docs/cluster.md, docs/adding-a-kind.md.
+The workflow's rules run `attnsim simulate`, `collect`, `judge`, `figures`, `locate-round`,
+`record-boundaries` and `fetch-asset` (each takes --help). More: README.md, docs/usage.md,
+docs/cluster.md, docs/adding-a-kind.md.
 """
 
 QUERY_FORMATS = (

@@ -53,5 +53,6 @@ WAS = {
 
 
 def redeclared_from(claim_id: str) -> str:
-    """The `redeclared_from` text of a re-declared claim (its old verdict, regime and commit)."""
-    return redeclared(*WAS[claim_id])
+    """The `redeclared_from` text of a re-declared claim (its old verdict, regime and commit); ""
+    for a claim with no earlier declaration (e.g. of a normaliser registered since)."""
+    return redeclared(*WAS[claim_id]) if claim_id in WAS else ""
