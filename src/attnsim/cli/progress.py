@@ -172,9 +172,10 @@ class Job:
 
 
 # Jobs that print no line of their own (their errors are printed): a kind's judge, the first half
-# of the claims job the run's line names (`judge` then `claims`, docs/architecture.md), and the
-# copy of a boundary's last round (`located`: its rounds have their lines)
-QUIET = ("judge", "located")
+# of the claims job the run's line names (`judge` then `claims`, docs/architecture.md), and a
+# boundary's rounds, the copy of its last and the record of them all (the checkpoints add rounds
+# as they go, so they are not in the run's count; `attnsim claims` shows what they located)
+QUIET = ("judge", "located", "locate_round", "record_boundaries")
 
 
 @dataclass

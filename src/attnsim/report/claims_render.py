@@ -36,7 +36,7 @@ from pathlib import Path
 
 from attnsim.claims import numbers
 from attnsim.claims.engine import STATEMENT_TITLES, STATEMENTS, VERDICTS, ClaimResult
-from attnsim.report import normaliser_matrix
+from attnsim.report import designs, normaliser_matrix
 
 MIN_TEXT_WIDTH = 30  # columns left for a claim's text beside its id and verdict
 EMBEDDED_WIDTH = 960  # pixels of the figure copies embedded in claims.html
@@ -513,6 +513,7 @@ class Headline:
     sanity_failed: tuple[str, ...]  # sanity checks that did not pass: a bug or a finding
     undecided_by_trials: tuple[str, ...]  # inconclusive claims more trials would decide
     not_measured: int
+    design: str = ""  # the levels and designs the verdicts were judged under (designs.py)
 
     @property
     def measured(self) -> int:
@@ -555,6 +556,7 @@ def headline(claims: list[ClaimResult]) -> Headline:
             if c.verdict == "inconclusive" and c.needed_unit == "trials per point"
         ),
         not_measured=hidden,
+        design=designs.design_summary(measured),
     )
 
 
@@ -589,6 +591,7 @@ def render_headline(h: Headline, width: int = 80, more: str = "attnsim claims --
     head += f"; {checked} checks ({failed_checks} failed)" if checked else ""
     head += f"; {checks} sanity checks" if checks else ""
     out = _wrap("", head, width, 2)
+    out += _wrap("  ", f"judged: {h.design}", width, 4) if h.design else []
     for number, statement in enumerate(h.statements, 1):
         count = sum(statement.verdicts.values())
         text = f"{statement.title}: open tests {count}"
