@@ -37,6 +37,8 @@ ROLE_FIELDS = ("design_power", "design_se", "test_role", "role_text")
 
 
 def per_point_spec(alternative: float = 0.9, variance=VARIANCE, **kw) -> ClaimSpec:
+    kw.setdefault("correlation", 0.0)  # independent points unless a test says otherwise
+
     def measure(rows):
         return per_point_estimate(
             rows, "y_mean", rows["y_mean"] - Z95 * rows["y_se"], rows["y_mean"] + Z95 * rows["y_se"]
@@ -76,6 +78,19 @@ def plan(points: int, trials: int, target: float = math.nan, fewest: int | None 
 
 def roles(result) -> tuple:
     return tuple(getattr(result, f) for f in ROLE_FIELDS)
+
+
+def test_an_undeclared_correlation_gives_the_best_points_power():
+    """Without a declared correlation the union over points is bounded below by its likeliest
+    member, whatever shared draws do: the design power is the best point's, never more."""
+    planned = plan(5, 400)
+    bound = judge(per_point_spec(correlation=None), None, ("x",), planned=planned)
+    independent = judge(per_point_spec(), None, ("x",), planned=planned)
+    rule, one = Equivalence(1.0, 0.05, "constructed"), power.Design((0.025,), 399.0)
+    single = power.design_power(rule, 0.9, one)
+    assert bound.design_power == pytest.approx(single, abs=1e-12)
+    assert bound.design_power < independent.design_power
+    assert "correlation between points not declared" in bound.role_text
 
 
 def test_changing_the_measured_rows_never_changes_the_role():

@@ -37,8 +37,12 @@ rule located:
         last_round,
     output:
         RESULTS / "locate/{boundary}/located.json",
+    log:
+        RESULTS / "logs/locate/{boundary}-located.log",
+    conda:
+        CONDA_ENV
     shell:
-        "cp {input:q} {output:q}"
+        "cp {input:q} {output:q} > {log:q} 2>&1"
 
 
 # Every boundary's last round recorded in the workspace's state.yaml and boundaries.json, which

@@ -393,7 +393,8 @@ def last_round(wildcards):
     boundary's rounds wait for nothing of another's: they run side by side."""
     r = 0
     while True:
-        path = checkpoints.locate_round.get(boundary=wildcards.boundary, round=r).output[0]
+        job = checkpoints.locate_round.get(boundary=wildcards.boundary, round=r)
+        path = job.output[0]
         if json.loads(Path(path).read_text()).get("status") == "done":
             return path
         r += 1
@@ -401,13 +402,14 @@ def last_round(wildcards):
 
 def located_files():
     """Each boundary's located file (its last round's copy)."""
-    return [RESULTS / f"locate/{name}/located.json" for name in sorted(SETTINGS.boundaries)]
+    names = sorted(SETTINGS.boundaries)
+    return [RESULTS / f"locate/{name}/located.json" for name in names]
 
 
 def boundary_figures():
     """Each boundary's figure, PNG and PDF (drawn by record_boundaries)."""
     names = sorted(SETTINGS.boundaries)
-    return [RESULTS / "boundaries" / f"{n}.{ext}" for n in names for ext in ("png", "pdf")]
+    return [RESULTS / "boundaries" / f"{n}.{e}" for n in names for e in ("png", "pdf")]
 
 
 def boundaries_file():

@@ -364,7 +364,9 @@ class ClaimSpec:
     # the per-trial SD of the statistic fixed before the run (theory or an independent pilot):
     # with the planned points and trials it gives the design power (claims.power)
     variance: VarianceModel | None = None
-    correlation: float = 0.0  # between the points' estimates (shared draws), for per-point rules
+    # between the points' estimates (shared draws), for per-point rules; None: not declared, and
+    # the union's design power is its best point's (a bound whatever the dependence)
+    correlation: float | None = None
     tails: str = "light"  # "heavy": means carried by rare events; decide refuses them (§7.8)
     redeclared_from: str = ""  # previous verdict, regime and commit of a re-declared claim
     # the thin-evidence rule (e.g. fewer than 4 scales or 32 runs per scale for a fitted law):

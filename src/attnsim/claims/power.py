@@ -127,7 +127,10 @@ class Design:
 
     se: tuple[float, ...]
     df: float = math.inf
-    correlation: float | tuple[tuple[float, ...], ...] = 0.0
+    # None: not declared, so the union over points is bounded below by its best point's power,
+    # which holds whatever the dependence (shared draws can only make the union rarer than
+    # independence does, never rarer than its likeliest member)
+    correlation: float | tuple[tuple[float, ...], ...] | None = 0.0
     text: str = ""
 
     def __post_init__(self) -> None:
@@ -137,7 +140,9 @@ class Design:
             raise ValueError(f"design: every SE must be finite and positive, got {self.se}")
         if not (self.df >= 1):
             raise ValueError(f"design: an interval needs df >= 1, got {self.df}")
-        if isinstance(self.correlation, int | float):
+        if self.correlation is None:
+            pass
+        elif isinstance(self.correlation, int | float):
             object.__setattr__(self, "correlation", float(self.correlation))
             if not (0.0 <= self.correlation < 1.0):
                 raise ValueError(f"design: ρ must lie in [0, 1), got {self.correlation}")
@@ -206,7 +211,7 @@ def design_from_plan(
     trials: Sequence[int],
     target_se: Sequence[float],
     per_point: bool,
-    correlation: float = 0.0,
+    correlation: float | None = None,
     fewest: Sequence[int] | None = None,
 ) -> Design:
     """The design of a claim from its regime's planned points (the engine's `claims.engine.
@@ -243,7 +248,10 @@ def design_from_plan(
     counts = _counts(most, least, targets)
     if per_point:
         text = f"{points:,} planned point{plural}, {counts}; {source}"
-        return Design(tuple(float(x) for x in se), df, float(correlation), text)
+        rho = None if correlation is None else float(correlation)
+        if rho is None and points > 1:
+            text += "; correlation between points not declared: the best point's power"
+        return Design(tuple(float(x) for x in se), df, rho, text)
     if variance.per == "point":
         if points < 2:
             raise ValueError("design: a statistic pooled over points needs >= 2 planned points")
@@ -436,6 +444,8 @@ def design_power(rule, alternative: float | Sequence[float], design: Design) -> 
         upper[j], lower[j] = (float(x) for x in fail_shifts(rule, float(values[j]), se[j]))
     if design.points == 1:
         return float(upper_tail(upper, design.df).sum() + upper_tail(lower, design.df).sum())
+    if design.correlation is None:  # undeclared dependence: the best point's power bounds it
+        return float(np.max(upper_tail(upper, design.df) + upper_tail(lower, design.df)))
     if isinstance(design.correlation, float):
         return _union_equicorrelated(upper, lower, design.df, design.correlation)
     return _union_matrix(upper, lower, design.df, np.asarray(design.correlation))
