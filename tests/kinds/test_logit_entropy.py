@@ -242,3 +242,16 @@ def test_rem_frozen_entropy_against_poisson_dirichlet():
     assert claims.REM_FROZEN_ENTROPY(one_hot).verdict == "fails"
     dot = entropy_rows(grid, gaussian_entropy_exact, logits="dot_product")
     assert claims.REM_FROZEN_ENTROPY(dot).verdict == "outside regime"
+
+
+def test_the_frozen_regime_selects_planned_points_at_scale_zero_without_error():
+    """A grid with logit scale 0 (sigma_eff = 0, no frozen phase): the frozen REM claim's regime,
+    applied to the planned points before any row is read, leaves it out rather than raising."""
+    import pandas as pd
+
+    from attnsim.kinds.logit_entropy.claims import _frozen
+
+    rows = pd.DataFrame(
+        {"logits": ["gaussian"] * 3, "n": [16, 1024, 1024], "sigma_eff": [0.0, 0.0, 8.0]}
+    )
+    assert _frozen(rows).tolist() == [False, False, True]

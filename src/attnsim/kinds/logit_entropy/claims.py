@@ -192,8 +192,11 @@ def _frozen(rows: pd.DataFrame) -> pd.Series:
         _frozen_prediction_error(int(n), float(sigma)) if g else math.inf
         for n, sigma, g in zip(rows["n"], rows["sigma_eff"], gaussian)
     ]
-    predicted = frozen_entropy(rows["n"].to_numpy(float), rows["sigma_eff"].to_numpy(float))
-    distinct = np.asarray(predicted, dtype=float) >= THRESHOLDS.frozen_alternative_min
+    frozen = np.isfinite(error)  # the frozen phase (sigma > 0 there): where the law applies
+    predicted = np.full(len(rows), math.nan)
+    n, sigma = rows["n"].to_numpy(float), rows["sigma_eff"].to_numpy(float)
+    predicted[frozen] = frozen_entropy(n[frozen], sigma[frozen])
+    distinct = predicted >= THRESHOLDS.frozen_alternative_min  # NaN outside: False
     return (pd.Series(error, index=rows.index) <= THRESHOLDS.frozen_error_max) & distinct
 
 
