@@ -73,7 +73,8 @@ def test_sweeps_side_by_side_keep_their_own_folders(tmp_path, monkeypatch, capsy
         (["--configfile", "fewer.yaml"], 10),
         (["--workspace", "mine"], 10),
     ):
-        assert main(["query", "SELECT count(*) AS n FROM robustness_trials", *args]) == 0
+        sql = "SELECT count(*) AS n FROM robustness_trials"
+        assert main(["query", sql, "--format", "csv", *args]) == 0
         assert capsys.readouterr().out.split()[-1] == str(16 * trials)
     assert main(["show", "--configfile", "fewer.yaml"]) == 0
     assert "store: results/fewer/store" in capsys.readouterr().out

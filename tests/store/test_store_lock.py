@@ -202,7 +202,7 @@ def test_a_run_on_a_shared_store_is_refused_while_another_holds_it(tmp_path):
     assert "rule simulate" not in refused.stdout and not list(shared.rglob("*.parquet"))
     snakemake(workdirs[7], "--cores", "1")  # the first run, alone
     mixed = snakemake(workdirs[8], "--cores", "1", check=False)  # then the other seed: refused
-    assert mixed.returncode != 0 and "seed=7" in mixed.stderr and "seed=8" in mixed.stderr
+    assert mixed.returncode != 0 and "seed 7" in mixed.stderr and "seed 8" in mixed.stderr
     seeds = {
         pq.read_metadata(p).metadata[b"attnsim"].count(b'"seed": 7')
         for p in shared.rglob("chunk-*.parquet")

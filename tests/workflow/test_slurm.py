@@ -286,6 +286,9 @@ def test_a_killed_top_up_through_slurm_loses_no_trials(cluster, tmp_path):
         time.sleep(0.1)
     os.killpg(killed.pid, signal.SIGKILL)
     killed.communicate()
+    # a SIGKILLed Snakemake leaves its directory lock: `--unlock` first, as Snakemake says to
+    # (`attnsim run` does it for a dead run's lock); the dead run's SLURM jobs still run
+    snakemake(remote, "--unlock", "--cores", "1")
     rerun = through_slurm(remote, cluster)
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     while any(state in ("PENDING", "RUNNING") for _, _, state in sacct_jobs(remote, cluster)):
