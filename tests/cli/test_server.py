@@ -53,11 +53,17 @@ def attnsim(argv: list[str], address: str | None = None) -> subprocess.Completed
 
 
 def start(*kinds: str, parent: int | None = None) -> tuple[subprocess.Popen, str]:
+    """A job server, returned once it listens (its abstract socket is in /proc/net/unix): a job
+    sent before that runs in its own process, as it should, which is not what these tests ask."""
     address = f"@attnsim-test-{os.getpid()}-{os.urandom(4).hex()}"
     process = subprocess.Popen(
         [sys.executable, "-m", "attnsim.cli.server", address, str(parent or os.getpid()), *kinds],
         env=python_first_on_path(),
     )
+    deadline = time.monotonic() + 120
+    while address not in Path("/proc/net/unix").read_text() and process.poll() is None:
+        assert time.monotonic() < deadline, "the job server never listened"
+        time.sleep(0.05)
     return process, address
 
 
