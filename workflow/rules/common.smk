@@ -518,10 +518,11 @@ SERVER_MIN_JOBS = 3  # fewer jobs to serve save less than the server's own impor
 
 
 def start_job_server():
-    """A job server for the local summary, judge, figures and claims jobs (attnsim.cli.server):
-    they then run with the imports done, the server having imported the code of the kinds
-    whose jobs are to run. None where jobs run in another environment (--use-conda,
-    containers) or too few of those jobs are to run; ATTNSIM_JOB_SERVER=off: never."""
+    """A job server for the local summary, judge, figures, claims and boundary-round jobs
+    (attnsim.cli.server): they then run with the imports done, the server having imported the
+    code of the kinds whose jobs are to run. None where jobs run in another environment
+    (--use-conda, containers) or too few of those jobs are to run; ATTNSIM_JOB_SERVER=off:
+    never."""
     if workflow.deployment_settings.deployment_method:
         return
     kinds, served = set(), 0
@@ -531,7 +532,7 @@ def start_job_server():
             kinds.add(job.wildcards.kind)
         elif step == "collect" or step.startswith("figures_"):
             kinds.add(SETTINGS.experiments[job.wildcards.experiment].kind)
-        elif step != "claims":
+        elif step not in ("claims", "locate_round", "record_boundaries"):
             continue
         served += 1
     if served >= SERVER_MIN_JOBS:

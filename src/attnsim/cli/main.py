@@ -29,7 +29,8 @@ JOB_COMMANDS = (
     "fetch-asset",
     "locate-round",
 )
-TIMED_COMMANDS = ("collect", "judge", "figures", "claims")  # the jobs without a benchmark file
+# the jobs without a benchmark file
+TIMED_COMMANDS = ("collect", "judge", "figures", "claims", "locate-round", "record-boundaries")
 
 
 def _simulate(args) -> None:

@@ -1,8 +1,9 @@
-"""The job server: one process per run that imports what the workflow's summary, judge, figures
-and claims jobs import (numpy, pyarrow, pandas, matplotlib and its PDF writer, the run's kinds'
-claims and figures code) once, and forks a child for each such job, which then runs with every
-import done: a job's command (`attnsim figures ...`) hands its arguments, working directory,
-environment and standard streams to the server and waits for its child's exit status.
+"""The job server: one process per run that imports what the workflow's summary, judge, figures,
+claims and boundary-round jobs import (numpy, pyarrow, pandas, matplotlib and its PDF writer,
+the run's kinds' claims and figures code) once, and forks a child for each such job, which then
+runs with every import done: a job's command (`attnsim figures ...`) hands its arguments,
+working directory, environment and standard streams to the server and waits for its child's
+exit status.
 
 Why: those imports cost a fresh process ~1-1.5 CPU-s, more than most of these jobs' own work, and
 a run has one job per experiment and per kind (the default sweep: ~70). The jobs stay separate
@@ -31,7 +32,8 @@ import sys
 from pathlib import Path
 
 ENV = "ATTNSIM_JOB_SERVER"  # the server's address in a job's environment; "off": never start one
-SERVED = ("collect", "judge", "figures", "claims")  # the workflow's commands a server runs
+# the workflow's commands a server runs
+SERVED = ("collect", "judge", "figures", "claims", "locate-round", "record-boundaries")
 REPLY_BYTES = 4096
 STREAMS = (0, 1, 2)
 STARTED = b"+"  # a child's first byte: it has the job (before it, the job can run elsewhere)
@@ -119,6 +121,8 @@ def warm(kinds: list[str]) -> None:
         "attnsim.figures.common",
         "attnsim.figures.mathtext",
         "attnsim.records.state",
+        "attnsim.report.boundaries",
+        "attnsim.jobs.simulate",
     ):
         try:
             importlib.import_module(module)
