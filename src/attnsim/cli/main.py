@@ -64,7 +64,7 @@ def _figures(args) -> None:
     from attnsim.report.figures import render, render_all
 
     if args.summary is not None:
-        render(args.summary, args.outdir, args.figure, claims=args.claims)
+        render(args.summary, args.outdir, args.figure, args.claims, args.boundary or ())
     else:
         render_all(args.summaries, args.outdir, args.threads)
 
@@ -875,6 +875,13 @@ def _add_figures(sub) -> None:
         type=Path,
         help="with --summary: the kind's judged claims file (<workspace>/claims/<kind>.parquet), "
         "which the kind's figures of verdicts show (Kind.presentation.claims_figures)",
+    )
+    p.add_argument(
+        "--boundary",
+        action="append",
+        type=Path,
+        help="with --summary: a located boundary's file (<workspace>/locate/<name>/located.json), "
+        "drawn in the figure that shows its claim (repeatable; Kind.presentation.boundary_figures)",
     )
     p.set_defaults(func=_figures)
 

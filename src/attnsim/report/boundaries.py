@@ -720,9 +720,7 @@ def record_rounds(workspace: Path, rounds: list[Path], output: Path) -> dict[str
 
     records = {}
     for path in rounds:
-        data = json.loads(Path(path).read_text())
-        if data.get("status") != "done":
-            raise ConfigError(f"{path}: not a located boundary's last round")
+        data = last_round(path)
         records[data["boundary"]] = data["record"]
         figure = Path(output).parent / "boundaries" / f"{data['boundary']}.png"
         draw(data["record"], data.get("evaluations", []), figure)
@@ -730,6 +728,24 @@ def record_rounds(workspace: Path, rounds: list[Path], output: Path) -> dict[str
     state.write(workspace, replace(current, boundaries={**current.boundaries, **records}))
     files.write_text(output, json.dumps(records, indent=1, sort_keys=True) + "\n")
     return records
+
+
+def last_round(path: Path) -> dict[str, Any]:
+    """A boundary's last round's file (`round_job`, `status: done`), as the workflow's located
+    file copies it; one line if `path` is not one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{path}: not a located boundary's file ({error})") from None
+    if not isinstance(data, dict) or data.get("status") != "done" or "record" not in data:
+        raise ConfigError(f"{path}: not a located boundary's last round")
+    return data
+
+
+def located_record(path: Path) -> dict[str, Any]:
+    """The record of the boundary a located file holds (`last_round`), for the figure that
+    shows its claim (`report.figures.shown_boundaries`)."""
+    return dict(last_round(path)["record"])
 
 
 def recorded(workspace: Path | None) -> dict[str, Any]:
