@@ -333,7 +333,7 @@ def _record_boundaries(args) -> None:
     """The workflow's record of its located boundaries (report.boundaries.record_rounds)."""
     from attnsim.report import boundaries
 
-    boundaries.record_rounds(args.workspace, args.rounds, args.output)
+    boundaries.record_rounds(args.workspace, args.rounds, args.output, args.draw or ())
 
 
 def _runs(args) -> None:
@@ -926,6 +926,13 @@ def _add_boundary_jobs(sub) -> None:
     p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
     p.add_argument("--output", type=Path, required=True, help="<workspace>/boundaries.json")
     p.add_argument("rounds", type=Path, nargs="*", help="each boundary's last round's file")
+    p.add_argument(
+        "--draw",
+        action="append",
+        metavar="NAME",
+        help="draw this boundary's own figure, <output's folder>/boundaries/NAME.png (repeatable): "
+        "one whose claim no figure of the run shows",
+    )
     p.set_defaults(func=_record_boundaries)
 
 
