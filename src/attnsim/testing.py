@@ -138,8 +138,33 @@ def _check_declarations(kind: Kind) -> None:
     for name in kind.presentation.claims_figures:
         if name not in kind.presentation.figures:
             raise _fail(kind, f"presentation.claims_figures names {name!r}, not one of its figures")
+    _check_boundary_figures(kind)
     _check_counts(kind)
     check_figures(kind)
+
+
+def _check_boundary_figures(kind: Kind) -> None:
+    """Each claim `presentation.boundary_figures` names is a per-point claim of the kind (a
+    boundary can be located of it), shown in the figure named (its `ClaimSpec.figure`), whose
+    function takes the located boundaries (`boundaries=`)."""
+    import inspect
+
+    if not kind.presentation.boundary_figures:
+        return
+    from attnsim.claims.engine import ClaimSpec, PerPoint
+
+    specs = {s.claim_id: s for s in kind.submodule("claims").CLAIMS if isinstance(s, ClaimSpec)}
+    module = kind.submodule("figures")
+    for claim, figure in kind.presentation.boundary_figures.items():
+        where = f"presentation.boundary_figures[{claim!r}]"
+        spec = specs.get(claim)
+        if spec is None or not isinstance(spec.rule, PerPoint):
+            raise _fail(kind, f"{where}: not a per-point claim of the kind")
+        if figure not in kind.presentation.figures or spec.figure != figure:
+            raise _fail(kind, f"{where} = {figure!r}: not one of its figures showing the claim")
+        draw = inspect.unwrap(getattr(module, figure))
+        if "boundaries" not in inspect.signature(draw).parameters:
+            raise _fail(kind, f"{where}: {figure}() takes no boundaries=")
 
 
 def _check_counts(kind: Kind) -> None:

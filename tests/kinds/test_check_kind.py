@@ -83,6 +83,45 @@ def test_contradicting_declarations_are_named(monkeypatch, tmp_path, change, mes
     assert str(error.value) == f"kind temperature_entropy: {message}"
 
 
+def presentation(kind: str, boundary_figures: dict):
+    base = get_kind(kind)
+    shows = dataclasses.replace(base.presentation, boundary_figures=boundary_figures)
+    return dataclasses.replace(base, presentation=shows)
+
+
+@pytest.mark.parametrize(
+    ("shows", "message"),
+    [
+        (
+            {"no_such_claim": "delta_shortfall"},
+            "presentation.boundary_figures['no_such_claim']: not a per-point claim of the kind",
+        ),
+        (
+            {"delta_method_gaussian": "collapse"},
+            "presentation.boundary_figures['delta_method_gaussian'] = 'collapse': not one of its "
+            "figures showing the claim",
+        ),
+        (
+            {"next_order_theory": "delta_shortfall"},
+            "presentation.boundary_figures['next_order_theory']: delta_shortfall() takes no "
+            "boundaries=",
+        ),
+    ],
+)
+def test_a_boundary_figure_must_show_a_per_point_claim_and_take_it(
+    monkeypatch, tmp_path, shows, message
+):
+    """What the workflow reads (which figures jobs wait for a boundary) agrees with the claims
+    and the figures code the job runs."""
+    kind = registered_as_itself(monkeypatch, presentation("noisy_attention", shows))
+    if "takes no" in message:  # a figure function without the parameter
+        module = kind.submodule("figures")
+        monkeypatch.setattr(module, "delta_shortfall", lambda summary: None)
+    with pytest.raises(KindCheckError) as error:
+        check_kind(kind, tmp_path, figures=False)
+    assert str(error.value) == f"kind noisy_attention: {message}"
+
+
 def test_a_kind_the_registry_does_not_know_is_named(tmp_path):
     kind = dataclasses.replace(get_kind("temperature_entropy"), name="unregistered")
     with pytest.raises(KindCheckError, match=r"^kind unregistered: not registered \("):

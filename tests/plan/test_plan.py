@@ -9,7 +9,7 @@ from helpers.configs import small_config
 from attnsim.config.load import load
 from attnsim.errors import StoreError
 from attnsim.jobs.simulate import run_chunk
-from attnsim.plan.sweep import plan_all, plan_experiment
+from attnsim.plan.sweep import drawn_boundaries, plan_all, plan_experiment
 from attnsim.store import parquet as store
 
 
@@ -122,3 +122,24 @@ def test_a_chunk_is_one_record_from_plan_to_job(tmp_path):
             read = read_spec_file(spec_path(tmp_path, plan.name, chunk))
             assert read.spec == spec and read.threads == 2
             assert read.spec.results_key == settings.experiments[plan.name].results_key
+
+
+def test_only_the_experiment_whose_figure_shows_a_located_claim_waits_for_it():
+    """`drawn_boundaries`: the figures job that draws a boundary beside its claim takes its
+    located file (the claim's kind names the figure, the boundary's experiment draws it); a
+    boundary of a claim no figure draws, or of another experiment, keeps no figures job waiting."""
+    config = small_config()
+    config["experiments"]["entropy"] = {
+        "kind": "logit_entropy",
+        "trials": 5,
+        "grid": {"n": [16], "d": [4], "logits": ["gaussian"], "scale": [0.1, 1.0]},
+    }
+    delta = {"claim": "delta_method_gaussian", "axis": "noise_scale", "edge": "lower"}
+    config["boundaries"] = {
+        "b_delta": delta | {"at": {"n": 16, "logit_scale": 0.0}, "budget": 0.001},
+        "a_delta": delta | {"at": {"n": 64, "logit_scale": 1.0}, "budget": 0.001},
+        "next": delta | {"claim": "next_order_theory", "budget": 0.001},  # no figure draws it
+    }
+    assert drawn_boundaries(load(config)) == {"robustness": ["a_delta", "b_delta"]}
+    config["experiments"]["robustness"]["role"] = "locate"  # not a declared grid: none to draw in
+    assert drawn_boundaries(load(config)) == {}

@@ -1,7 +1,7 @@
 """A config's boundary located by the workflow (issue 53.4): rounds of checkpoint jobs, each
 computing one request into the store's `locate_<name>` experiment; the boundary recorded in
-state.yaml and boundaries.json, shown in claims.md beside its claim, and a rerun with nothing
-to do."""
+state.yaml and boundaries.json, shown in claims.md beside its claim and drawn in its figure, and
+a rerun with nothing to do."""
 
 from __future__ import annotations
 
@@ -41,7 +41,11 @@ def test_the_workflow_locates_records_and_shows_a_boundary(tmp_path):
     assert record == last["record"] == json.loads((results / "boundaries.json").read_text())["demo"]
     assert parquet.experiment_chunks(results / "store", "noisy_attention", "locate_demo")
     assert "boundary noise_scale*" in (results / "claims.md").read_text()
-    assert (results / "boundaries" / "demo.png").is_file()
+    # drawn once, in its claim's figure (after its rounds), not in a figure of its own
+    drawn = results / "figures" / "robustness" / "delta_shortfall.png"
+    located = results / "locate" / "demo" / "located.json"
+    assert drawn.stat().st_mtime >= located.stat().st_mtime
+    assert not (results / "boundaries").exists()
     assert boundaries.verify_lines(results / "store") == []
     again = snakemake(tmp_path, "--cores", "2", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr

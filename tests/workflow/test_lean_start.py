@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from helpers.configs import RECALL, REPO, small_config
-from helpers.workflow import python_first_on_path, write_config
+from helpers.workflow import python_first_on_path, snakemake, write_config
 
 # Snakemake's start in this process: the executor plugins Snakemake finds itself are hidden (the
 # SLURM plugin, when installed, imports pandas as Snakemake loads it: not the workflow's doing),
@@ -119,21 +119,49 @@ print(json.dumps(sorted(sys.modules)))
     assert [m for m in ("seaborn", "scipy") if m in modules] == []
 
 
+DEMO = {
+    "claim": "delta_method_gaussian",
+    "axis": "noise_scale",
+    "edge": "lower",
+    "at": {"n": 16, "logit_scale": 0.0, "noise": "gaussian"},
+    "budget": 0.0001,
+}
+
+
+def boundaries_config(workdir) -> None:
+    """Two experiments and two boundaries: one of a claim robustness's delta_shortfall draws,
+    one of a claim no figure draws (next_order_theory)."""
+    config = small_config()
+    config["experiments"]["entropy"] = {
+        "kind": "logit_entropy",
+        "trials": 5,
+        "grid": {"n": [16], "d": [4], "logits": ["gaussian"], "scale": [0.1, 1.0]},
+    }
+    config["boundaries"] = {"demo": DEMO, "own": DEMO | {"claim": "next_order_theory"}}
+    write_config(workdir, config)
+
+
 def test_a_dry_run_with_boundaries_imports_no_claims_code(tmp_path):
     """A config's boundaries add locate rounds to the DAG, which reads their files only: the
-    claims code they need runs in the jobs (issue 53.4)."""
-    config = small_config()
-    config["boundaries"] = {
-        "demo": {
-            "claim": "delta_method_gaussian",
-            "axis": "noise_scale",
-            "edge": "lower",
-            "at": {"n": 16, "logit_scale": 0.0, "noise": "gaussian"},
-            "budget": 0.0001,
-        }
-    }
-    write_config(tmp_path, config)
+    claims code they need runs in the jobs (issue 53.4), and which figures jobs draw them is read
+    from the kinds' records (`Kind.presentation.boundary_figures`)."""
+    boundaries_config(tmp_path)
     modules = started_modules(tmp_path, "-n")
     assert kinds_code(modules) == []
     assert [m for m in HEAVY if m in modules] == []
     assert "attnsim.claims.boundary" not in modules and "attnsim.report.boundaries" not in modules
+
+
+def test_only_the_figures_job_that_draws_a_boundary_waits_for_it(tmp_path):
+    """A config's boundary is drawn in its claim's figure: that experiment's figures job takes
+    the boundary's located file; another experiment's figures job starts after its summary, as
+    before; a boundary of a claim no figure shows gets a figure of its own."""
+    boundaries_config(tmp_path)
+    dry = snakemake(tmp_path, "-n", "-p", "--cores", "2")
+    figures = [line for line in dry.stdout.splitlines() if "attnsim figures " in line]
+    waiting = {line.split("--outdir ")[1].split()[0]: "--boundary" in line for line in figures}
+    assert waiting == {"results/figures/robustness": True, "results/figures/entropy": False}
+    assert all("locate/own/" not in line for line in figures)
+    assert any("--boundary results/locate/demo/located.json" in line for line in figures)
+    (record,) = [line for line in dry.stdout.splitlines() if "attnsim record-boundaries" in line]
+    assert "--draw own " in record and "--draw demo" not in record

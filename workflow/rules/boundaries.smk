@@ -46,8 +46,9 @@ rule located:
 
 
 # Every boundary's last round recorded in the workspace's state.yaml and boundaries.json, which
-# the claims job reads to show each boundary beside its claim, and drawn: boundaries/<name>.png
-# (the located points, the interval, the theory's prediction with its tolerance).
+# the claims job reads to show each boundary beside its claim. A boundary is drawn once: in its
+# claim's figure (figures.smk), or, where no figure of the run shows its claim, here as
+# boundaries/<name>.png (the located points, the interval, the theory's prediction).
 rule record_boundaries:
     input:
         located_files(),
@@ -60,6 +61,7 @@ rule record_boundaries:
         CONDA_ENV
     params:
         workspace=RESULTS,
+        draw=boundary_draw_option(),
     shell:
         "attnsim record-boundaries --workspace {params.workspace:q} --output {output.table:q} "
-        "{input:q} > {log:q} 2>&1"
+        "{params.draw} {input:q} > {log:q} 2>&1"

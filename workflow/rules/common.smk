@@ -361,6 +361,24 @@ def figure_claims_option(name):
     return " ".join(f"--claims {shlex.quote(str(path))}" for path in paths)
 
 
+@functools.cache
+def drawn_boundaries():
+    """Experiment -> the config's boundaries its figures draw (plan.sweep.drawn_boundaries)."""
+    return planning.drawn_boundaries(SETTINGS)
+
+
+def figure_boundaries(name):
+    """The located files of the boundaries the figures of experiment `name` draw beside their
+    claim: its figures job waits for them; every other starts after its summary."""
+    names = drawn_boundaries().get(name, [])
+    return [RESULTS / f"locate/{b}/located.json" for b in names]
+
+
+def figure_boundaries_option(name):
+    paths = figure_boundaries(name)
+    return " ".join(f"--boundary {shlex.quote(str(path))}" for path in paths)
+
+
 def all_figure_pngs():
     """Every experiment's figures (PNG): claims.html links to them and embeds a copy for the report."""
     return [
@@ -406,10 +424,21 @@ def located_files():
     return [RESULTS / f"locate/{name}/located.json" for name in names]
 
 
+def own_figure_boundaries():
+    """The boundaries whose claim no figure of the run shows (`drawn_boundaries`): each
+    gets its own figure from record_boundaries; the others, their claim's figure."""
+    shown = {name for names in drawn_boundaries().values() for name in names}
+    return sorted(set(SETTINGS.boundaries) - shown)
+
+
 def boundary_figures():
-    """Each boundary's figure, PNG and PDF (drawn by record_boundaries)."""
-    names = sorted(SETTINGS.boundaries)
+    """The own figures of the boundaries no claim's figure shows, PNG and PDF."""
+    names = own_figure_boundaries()
     return [RESULTS / "boundaries" / f"{n}.{e}" for n in names for e in ("png", "pdf")]
+
+
+def boundary_draw_option():
+    return " ".join(f"--draw {name}" for name in own_figure_boundaries())
 
 
 def boundaries_file():

@@ -1,7 +1,9 @@
 # One job per experiment draws its figures (PNG and PDF) from its summary, so a changed experiment
 # redraws only its own. Only the figures its grid has something to show in are drawn and listed
 # (Kind.figure_applies). A figure of the kind's verdicts (Kind.presentation.claims_figures) is
-# drawn from the kind's judged claims file, so that experiment's job follows its kind's judge.
+# drawn from the kind's judged claims file, so that experiment's job follows its kind's judge; a
+# figure that shows a claim the config locates a boundary of (Kind.presentation.boundary_figures)
+# draws it from its located file, so that experiment's job follows the boundary's rounds.
 # Each PNG goes into the report with the kind's caption (report/<figure>.rst, which names the
 # experiment through the wildcard), grouped by experiment.
 for _name in SETTINGS.experiments:
@@ -12,6 +14,7 @@ for _name in SETTINGS.experiments:
         input:
             summary=summary_of(_name),
             claims=figure_claims(_name),
+            boundaries=figure_boundaries(_name),
         output:
             [
                 report(
@@ -38,6 +41,7 @@ for _name in SETTINGS.experiments:
             outdir=RESULTS / "figures" / _name,
             figures=figure_options(_name),
             claims=figure_claims_option(_name),
+            boundaries=figure_boundaries_option(_name),
         shell:
             "attnsim figures --summary {input.summary:q} --outdir {params.outdir:q} "
-            "{params.figures} {params.claims} > {log:q} 2>&1"
+            "{params.figures} {params.claims} {params.boundaries} > {log:q} 2>&1"

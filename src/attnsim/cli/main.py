@@ -65,7 +65,7 @@ def _figures(args) -> None:
     from attnsim.report.figures import render, render_all
 
     if args.summary is not None:
-        render(args.summary, args.outdir, args.figure, claims=args.claims)
+        render(args.summary, args.outdir, args.figure, args.claims, args.boundary or ())
     else:
         render_all(args.summaries, args.outdir, args.threads)
 
@@ -334,7 +334,7 @@ def _record_boundaries(args) -> None:
     """The workflow's record of its located boundaries (report.boundaries.record_rounds)."""
     from attnsim.report import boundaries
 
-    boundaries.record_rounds(args.workspace, args.rounds, args.output)
+    boundaries.record_rounds(args.workspace, args.rounds, args.output, args.draw or ())
 
 
 def _runs(args) -> None:
@@ -877,6 +877,13 @@ def _add_figures(sub) -> None:
         help="with --summary: the kind's judged claims file (<workspace>/claims/<kind>.parquet), "
         "which the kind's figures of verdicts show (Kind.presentation.claims_figures)",
     )
+    p.add_argument(
+        "--boundary",
+        action="append",
+        type=Path,
+        help="with --summary: a located boundary's file (<workspace>/locate/<name>/located.json), "
+        "drawn in the figure that shows its claim (repeatable; Kind.presentation.boundary_figures)",
+    )
     p.set_defaults(func=_figures)
 
 
@@ -920,6 +927,13 @@ def _add_boundary_jobs(sub) -> None:
     p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
     p.add_argument("--output", type=Path, required=True, help="<workspace>/boundaries.json")
     p.add_argument("rounds", type=Path, nargs="*", help="each boundary's last round's file")
+    p.add_argument(
+        "--draw",
+        action="append",
+        metavar="NAME",
+        help="draw this boundary's own figure, <output's folder>/boundaries/NAME.png (repeatable): "
+        "one whose claim no figure of the run shows",
+    )
     p.set_defaults(func=_record_boundaries)
 
 

@@ -283,6 +283,12 @@ class Presentation:
     # summary, as `figure(summary, claims=[ClaimResult, ...])`. A figure never judges: the
     # engine judged those claims once, on the rows of every experiment of the kind.
     claims_figures: tuple[str, ...] = ()
+    # Per-point claims whose located boundaries (a config's `boundaries:`, docs/usage.md) a
+    # figure draws beside the claim: claim id -> the figure (the claim's own, `ClaimSpec.figure`),
+    # called as `figure(summary, boundaries=[record, ...])` when the run located any. Declared
+    # here, not read off the claims, so that the workflow knows which figures jobs wait for the
+    # boundaries without importing claims code.
+    boundary_figures: Mapping[str, str] = field(default_factory=dict)
     # The most grid points its figures draw from: a larger experiment's figures are drawn from a
     # sub-grid of about this many points, each parameter's values spread over its range
     # (`attnsim.report.figure_data`). Figures that bin large sweeps themselves declare more.

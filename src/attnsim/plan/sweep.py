@@ -37,7 +37,7 @@ from attnsim.records.cost import (
     point_costs,
     point_seconds,
 )
-from attnsim.records.experiment import TOPUP, Experiment, Settings, TrialSettings
+from attnsim.records.experiment import GRID, TOPUP, Experiment, Settings, TrialSettings
 from attnsim.records.grid import (
     GridColumns,
     canonical_column_value,
@@ -381,6 +381,34 @@ def boundaries_json(settings: Settings) -> str:
     experiments = {name: e.config() for name, e in settings.experiments.items()}
     data = {"seed": settings.seed, "experiments": experiments, "boundaries": settings.boundaries}
     return json.dumps(data, sort_keys=True)
+
+
+def drawn_boundaries(settings: Settings) -> dict[str, list[str]]:
+    """Experiment -> the config's boundaries (by name) a figure of it draws: the figure its
+    claim's kind names for the claim (`Kind.presentation.boundary_figures`), where the boundary's
+    experiment (its entry's, else the kind's one declared grid, as `attnsim locate` resolves it)
+    draws that figure. Its figures job then waits for those boundaries; every other starts after
+    its summary. From the kinds' records alone: the DAG build imports no claims code."""
+    from attnsim.kinds import all_kinds
+
+    shown = {
+        claim: (kind.name, figure)
+        for kind in all_kinds().values()
+        for claim, figure in kind.presentation.boundary_figures.items()
+    }
+    drawn: dict[str, list[str]] = {}
+    for name, entry in sorted(settings.boundaries.items()):
+        if entry.get("claim") not in shown:
+            continue
+        kind, figure = shown[entry["claim"]]
+        grids = [n for n, e in settings.experiments.items() if e.kind == kind and e.role == GRID]
+        experiment = entry.get("experiment") or (grids[0] if len(grids) == 1 else None)
+        if experiment not in grids:  # none, or not one of the kind's grids: the rounds say so
+            continue
+        columns = grid_columns(settings.experiments[experiment]).values
+        if figure in get_kind(kind).figures_for(columns):
+            drawn.setdefault(experiment, []).append(name)
+    return drawn
 
 
 def run_json(settings: Settings) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -708,11 +709,15 @@ def plan_settings(path: Path) -> PlanSettings:
     return PlanSettings(int(data["seed"]), experiments, dict(data["boundaries"]))
 
 
-def record_rounds(workspace: Path, rounds: list[Path], output: Path) -> dict[str, Any]:
+def record_rounds(
+    workspace: Path, rounds: list[Path], output: Path, drawn: Collection[str] = ()
+) -> dict[str, Any]:
     """The workflow's last step of the boundaries: each boundary's last round (`status: done`)
     recorded in the workspace's state record (`WorkspaceState.boundaries`, keyed by name) and
-    in `output` (name -> record), which the claims job reads beside the claims, and drawn
-    (`draw`) as boundaries/<name>.png beside `output`."""
+    in `output` (name -> record), which the claims job reads beside the claims. The boundaries
+    named in `drawn` are drawn (`draw`) as boundaries/<name>.png beside `output`: those whose
+    claim no figure of the run shows (`plan.sweep.drawn_boundaries`); the others are drawn in
+    their claim's figure, once."""
     from dataclasses import replace
 
     from attnsim import files
@@ -720,16 +725,33 @@ def record_rounds(workspace: Path, rounds: list[Path], output: Path) -> dict[str
 
     records = {}
     for path in rounds:
-        data = json.loads(Path(path).read_text())
-        if data.get("status") != "done":
-            raise ConfigError(f"{path}: not a located boundary's last round")
+        data = last_round(path)
         records[data["boundary"]] = data["record"]
-        figure = Path(output).parent / "boundaries" / f"{data['boundary']}.png"
-        draw(data["record"], data.get("evaluations", []), figure)
+        if data["boundary"] in drawn:
+            figure = Path(output).parent / "boundaries" / f"{data['boundary']}.png"
+            draw(data["record"], data.get("evaluations", []), figure)
     current = state.read(workspace)
     state.write(workspace, replace(current, boundaries={**current.boundaries, **records}))
     files.write_text(output, json.dumps(records, indent=1, sort_keys=True) + "\n")
     return records
+
+
+def last_round(path: Path) -> dict[str, Any]:
+    """A boundary's last round's file (`round_job`, `status: done`), as the workflow's located
+    file copies it; one line if `path` is not one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"{path}: not a located boundary's file ({error})") from None
+    if not isinstance(data, dict) or data.get("status") != "done" or "record" not in data:
+        raise ConfigError(f"{path}: not a located boundary's last round")
+    return data
+
+
+def located_record(path: Path) -> dict[str, Any]:
+    """The record of the boundary a located file holds (`last_round`), for the figure that
+    shows its claim (`report.figures.shown_boundaries`)."""
+    return dict(last_round(path)["record"])
 
 
 def recorded(workspace: Path | None) -> dict[str, Any]:

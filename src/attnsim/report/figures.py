@@ -3,6 +3,7 @@ plotting stack once (`render_all`; the workflow's one figures job), forked worke
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,11 +21,14 @@ def render(
     outdir: Path,
     figures: list[str] | None = None,
     claims: Path | None = None,
+    boundaries: Sequence[Path] = (),
 ) -> list[Path]:
     """Write <outdir>/<figure>.png and .pdf for each named figure (default: the kind's figures
     that apply to the summary's grid, `Kind.figures_for`). A figure of the kind's verdicts
     (`Kind.presentation.claims_figures`) is drawn from `claims`, the kind's judged claims file
-    (`report.judged`); without one it is an error to ask for it."""
+    (`report.judged`); without one it is an error to ask for it. `boundaries`: located
+    boundaries' files (a run's `locate/<name>/located.json`), each drawn in the figure that shows
+    its claim (`Kind.presentation.boundary_figures`, `shown_boundaries`)."""
     import matplotlib
     import pyarrow as pa
 
@@ -53,13 +57,16 @@ def render(
         names = kind.figures_for({p: frame[p].unique().tolist() for p in kind.param_names})
     shows_claims = [f for f in names if f in kind.presentation.claims_figures]
     judged = judged_claims(kind, claims, shows_claims)
+    located = shown_boundaries(kind, parquet.read_meta(summary_path)["experiment"], boundaries)
     written = []
     for figure in names:
         draw = getattr(module, figure)
         # a figure of single trials declares the columns it reads
         columns = getattr(draw, "trial_columns", None)
         args = (frame,) if columns is None else (frame, trials_of(summary_path, frame, columns))
-        extra = {"claims": judged} if figure in kind.presentation.claims_figures else {}
+        extra: dict = {"claims": judged} if figure in kind.presentation.claims_figures else {}
+        if located.get(figure):  # only then: a figure without boundaries is drawn as before
+            extra["boundaries"] = located[figure]
         written += save(draw(*args, **extra), Path(outdir) / f"{figure}.png")
     return written
 
@@ -80,6 +87,28 @@ def judged_claims(kind, claims: Path | None, figures: list[str]) -> list | None:
     if found.kind != kind.name:
         raise AttnsimError(f"{claims}: the claims of kind {found.kind}, not of {kind.name}")
     return list(found.claims)
+
+
+def shown_boundaries(kind, experiment: str, paths: Sequence[Path]) -> dict[str, list[dict]]:
+    """Figure -> the records of the located boundaries in `paths` it draws, in the order of their
+    names (`Kind.presentation.boundary_figures`). A file that is not a located boundary, or one
+    of a claim no figure of the kind draws or of another experiment, is one error."""
+    if not paths:
+        return {}
+    from attnsim.report.boundaries import located_record
+
+    shown: dict[str, list[dict]] = {}
+    for path in paths:
+        record = located_record(path)
+        figure = kind.presentation.boundary_figures.get(record.get("claim"))
+        if figure is None or record.get("experiment") != experiment:
+            raise AttnsimError(
+                f"{path}: boundary {record.get('name')} of claim {record.get('claim')} "
+                f"(experiment {record.get('experiment')}) is drawn in no figure of the "
+                f"experiment {experiment} (kind {kind.name})"
+            )
+        shown.setdefault(figure, []).append(record)
+    return {f: sorted(records, key=lambda r: str(r["name"])) for f, records in shown.items()}
 
 
 def render_all(summaries: list[Path], outdir: Path, threads: int = 1) -> list[Path]:

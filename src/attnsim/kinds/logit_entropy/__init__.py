@@ -143,6 +143,8 @@ KIND = Kind(
     presentation=Presentation(
         figures=("entropy_vs_scale", "entropy_collapse"),
         entropy_figure="entropy_vs_scale",
+        # the small-scale law's boundary along the scale, drawn where its line is
+        boundary_figures={"small_scale_entropy": "entropy_vs_scale"},
         headline=headline,
         # its figures bin a line's points and spread its values of n (figures.common)
         figure_points=1_000_000,

@@ -5,11 +5,16 @@ measurements are means with their 95% intervals."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from attnsim.figures import boundaries as boundary_marks
 from attnsim.figures.common import (
     MAX_LINES,
     MAX_PANELS,
@@ -66,8 +71,9 @@ SCALE_KEYS = (
 
 
 @figure_function
-def entropy_vs_scale(summary: pd.DataFrame):
-    """Mean entropy vs scale (log x), a line per n, a panel per logit model, with theory curves."""
+def entropy_vs_scale(summary: pd.DataFrame, boundaries: Sequence[Mapping[str, Any]] = ()):
+    """Mean entropy vs scale (log x), a line per n, a panel per logit model, with theory curves;
+    the small-scale law's located `boundaries` along the scale in their logit model's panel."""
     panels = _entropy_panels(summary)
     ns = spread(summary["n"], MAX_LINES)  # a large sweep: n spread over its range, said below
     colours = n_colours(ns)
@@ -87,6 +93,8 @@ def entropy_vs_scale(summary: pd.DataFrame):
     measured = "measured mean (band: 95% CI)"
     handles.append(Line2D([], [], color="0.3", marker="o", ms=3.5, label=measured))
     handles += key_handles(SCALE_KEYS)
+    if boundaries:
+        handles += _scale_boundaries(axes[0], panels, boundaries)
     legend_below(fig, handles, ncol=min(len(handles), 5), y=0.02)
     shown = "; ".join(dict.fromkeys(note for note in notes if note))
     fig.suptitle(
@@ -94,6 +102,31 @@ def entropy_vs_scale(summary: pd.DataFrame):
         "and random-energy-model theory" + (f"\n(shown: {shown})" if shown else "")
     )
     return fig
+
+
+def _scale_boundaries(axes, panels, boundaries) -> list:
+    """Each located boundary along the scale in the panel of its logit model (for dot products,
+    of its d), where the line of its n is; their legend entries (`figures.boundaries.draw`: one
+    along another axis, or whose panel is not drawn, only named there)."""
+    by_panel: dict[int, list] = {}
+    for record in boundaries:
+        at = record.get("at") or {}
+        found = [
+            i
+            for i, (_title, data) in enumerate(panels)
+            if at.get("logits") == data["logits"].iloc[0]
+            and (at.get("logits") == "gaussian" or at.get("d") == data["d"].iloc[0])
+        ]
+        by_panel.setdefault(found[0] if found else 0, []).append(record)
+
+    def x_of(record: Mapping[str, Any], scale: float) -> float:
+        return float(scale) if record.get("axis") == "scale" and scale > 0 else math.nan
+
+    handles = []
+    for i, records in sorted(by_panel.items()):
+        keys = ("n",) if panels[i][0] == "gaussian" else ("n", "d")
+        handles += boundary_marks.draw(axes[i], records, x_of, keys)
+    return handles
 
 
 def _entropy_lines(ax, data: pd.DataFrame, ns, colours) -> bool:

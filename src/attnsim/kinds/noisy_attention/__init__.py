@@ -123,6 +123,12 @@ KIND = Kind(
     presentation=Presentation(
         figures=("rel_err_vs_n", "collapse", "delta_shortfall"),
         headline=headline,
+        # the delta method's claim of each family with a finite kappa (claims.DELTA_METHOD):
+        # delta_shortfall draws its boundaries along noise_scale at their predicted correction
+        boundary_figures={
+            f"delta_method_{family}": "delta_shortfall"
+            for family in noise_families.names(lambda f: f.kappa_can_be_finite)
+        },
     ),
     example={
         "trials": 100,

@@ -3,6 +3,8 @@ the delta method falls short."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.colors as mcolors
@@ -11,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.collections import Collection
 
+from attnsim.figures import boundaries as boundary_marks
 from attnsim.figures.common import key_handles, legend_below
 from attnsim.figures.style import PALETTE, figure_function, palette, theory_legend_handle
 from attnsim.kinds.noisy_attention.claims import (
@@ -170,13 +173,15 @@ SHORTFALL_FLOOR = 1e-4  # the smallest shortfall and x drawn (log axes)
 
 
 @figure_function
-def delta_shortfall(summary: pd.DataFrame):
+def delta_shortfall(summary: pd.DataFrame, boundaries: Sequence[Mapping[str, Any]] = ()):
     """Where the delta method falls short and whether the next order mends it, a column per
     family: top, the delta method's measured shortfall |1 - measured/predicted| against the first
     correction theory predicts at the point (§2.8, the x of the delta_method claims' regime);
     bottom, the next-order theory's |1 - measured/next-order| against the size of the term it
     leaves out (the x of next_order_theory's regime). Colour = noise std sigma; filled = in the
-    claim's regime, hollow = outside; the y = x line is the prediction of the shortfall's size."""
+    claim's regime, hollow = outside; the y = x line is the prediction of the shortfall's size.
+    The delta_method claims' located `boundaries` along the noise scale are drawn in their
+    family's top panel (`_shortfall_boundaries`)."""
     finite = summary["kappa_finite"] & (summary["kappa"] > 0) & summary["err_ratio"].notna()
     data = summary[finite].copy()
     families = [f for f in SHORTFALL_FAMILIES if f in set(data["noise"])]
@@ -206,11 +211,57 @@ def delta_shortfall(summary: pd.DataFrame):
             ax.set_xlabel(x_label)
     axes[0, 0].set_ylabel("delta method\n|1 − measured / predicted|")
     axes[1, 0].set_ylabel("next-order theory\n|1 − measured / predicted|")
-    legend_below(fig, _shortfall_handles(scales, colours), ncol=min(len(scales) + 4, 6), fontsize=8)
+    handles = _shortfall_handles(scales, colours)
+    if boundaries:
+        handles += _shortfall_boundaries(axes[0], families, data, boundaries)
+    legend_below(fig, handles, ncol=min(len(scales) + 4, 6), fontsize=8)
     fig.suptitle(
         "Where the delta method falls short (top) and whether the next order mends it (bottom)"
     )
     return fig
+
+
+def _shortfall_boundaries(axes, families, data: pd.DataFrame, boundaries) -> list:
+    """Each located boundary of a delta_method claim in its family's top panel, at the first
+    correction theory predicts at the noise scale sigma* (the panel's x: `_correction_at`), its
+    interval and the theory's prediction mapped the same way; their legend entries (one along
+    another axis, or of a family not drawn, only named there)."""
+    by_panel: dict[int, list] = {}
+    for record in boundaries:
+        family = (record.get("at") or {}).get("noise")
+        column = families.index(family) if family in families else 0
+        by_panel.setdefault(column, []).append(record)
+    handles = []
+    for column, records in sorted(by_panel.items()):
+        handles += boundary_marks.draw(
+            axes[column], records, _correction_at(data), ("n", "logit_scale"), "σ"
+        )
+    return handles
+
+
+def _correction_at(data: pd.DataFrame):
+    """The panel's x at a boundary's noise scale: the predicted first correction (§2.8,
+    `delta_next.delta_correction`) at the boundary's noise family, logit scale and mean sum p^2,
+    the last read off the sweep's points at the boundary's fixed values (it does not depend on
+    the noise scale); NaN where the sweep has no such point or the boundary is along another
+    axis (so it is named, not drawn)."""
+
+    def correction(record: Mapping[str, Any], sigma: float) -> float:
+        at, axis = dict(record.get("at") or {}), record.get("axis")
+        if axis != "noise_scale" or at.get("noise") not in SHORTFALL_FAMILIES or not sigma > 0:
+            return math.nan
+        rows = data
+        for key, value in at.items():
+            if key != axis and key in rows:
+                rows = rows[rows[key] == value]
+        if rows.empty:
+            return math.nan
+        p2 = float((rows["kappa_sum_p2"] / rows["kappa"]).mean())
+        scale = float(at.get("logit_scale", 0.0))
+        sizes: Any = delta_next.correction_sizes(at["noise"], float(sigma), p2, scale)
+        return max(delta_next.delta_correction(sizes), SHORTFALL_FLOOR)
+
+    return correction
 
 
 def _shortfall_points(ax, part: pd.DataFrame, x_name: str, ratio: str, cut: float, colour):
