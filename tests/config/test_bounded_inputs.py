@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -380,16 +381,22 @@ def test_a_generators_points_count_before_it_is_expanded():
 @pytest.mark.slow
 def test_validation_is_linear_in_the_number_of_experiments(tmp_path):
     """The issue's case: 20,000 experiments took 2 min 19 s to validate. Reading and checking the
-    config costs the same per experiment whatever their number (1,000 against 10,000 here)."""
-    from attnsim.config import yamlfile
-
+    config costs the same per experiment whatever their number (500 against 5,000 here)."""
     experiment = small_config()["experiments"]["robustness"]
     seconds = {}
-    for count in (1_000, 10_000):
+    for count in (500, 5_000):
         config = {"seed": 7, "experiments": {f"e{i}": experiment for i in range(count)}}
         path = tmp_path / f"c{count}.yaml"
         path.write_text(yaml.safe_dump(config))
-        started = time.process_time()
-        load(yamlfile.load(path))
-        seconds[count] = time.process_time() - started
-    assert seconds[10_000] <= 12 * seconds[1_000], seconds
+        seconds[count] = min(cpu_seconds_to_load(path) for _ in range(2))
+    assert seconds[5_000] <= 12 * seconds[500], seconds
+
+
+def cpu_seconds_to_load(path) -> float:
+    """CPU seconds to read and check the config at `path`, after a full garbage collection: on a
+    shared machine one measurement can catch the collector's pass over a big heap (the best of
+    two is what the code costs)."""
+    gc.collect()
+    started = time.process_time()
+    load(yamlfile.load(path))
+    return time.process_time() - started

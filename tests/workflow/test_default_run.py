@@ -3,7 +3,11 @@ items 1 and 6): it prints at most 60 lines (a dozen job lines, a headline of the
 everything is), and its report's Claims page stays under 1 MB as the `data:` URL the report
 shows it from (Chromium loads none over 2 MB), though its figures at their old size were over.
 
-The whole default sweep: minutes of CPU, the slow tier."""
+The default sweep's experiments, claims and boundaries, at an eighth of their trials and budgets
+(`lighter`): what these tests check, the output's lines and the claims page's size, depends on
+how many experiments, figures and claims there are, not on how many trials each point has, and
+the full sweep costs minutes of CPU more (the README's run command runs it whole). The slow
+tier."""
 
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ def default_run(tmp_path_factory, minilm_dir, glove_dir):  # noqa: F811  (fixtur
     """`attnsim run` of config.yaml in a folder of its own, then its report: (workdir, the run's
     output)."""
     workdir = tmp_path_factory.mktemp("default-run")
-    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config = lighter(yaml.safe_load((REPO / "config.yaml").read_text()), 8)
     config["assets"] = {"minilm": str(minilm_dir), "glove": str(glove_dir)}  # verified copies
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     outputs = []
@@ -55,6 +59,18 @@ def default_run(tmp_path_factory, minilm_dir, glove_dir):  # noqa: F811  (fixtur
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         outputs.append(done.stdout + done.stderr)
     return workdir, outputs[0]
+
+
+def lighter(config: dict, factor: int) -> dict:
+    """`config` with every experiment's trials (and trial cap) and every boundary's budget divided
+    by `factor`, at least 4 trials a point: the same experiments, points, claims and figures."""
+    for experiment in config["experiments"].values():
+        for key in ("trials", "max_trials"):
+            if key in experiment:
+                experiment[key] = max(4, experiment[key] // factor)
+    for boundary in config.get("boundaries", {}).values():
+        boundary["budget"] = boundary["budget"] / factor
+    return config
 
 
 def test_the_default_run_prints_at_most_sixty_lines(default_run):
