@@ -132,6 +132,17 @@ def test_a_stale_manifest_is_not_used(tmp_path):
     assert p.job_finished(1) == ["[1/5    0:00] simulate robustness, 0.0 s"]
 
 
+def test_the_header_says_boundaries_are_located_after_the_counted_jobs(tmp_path):
+    """A boundary's rounds are checkpoints that add rounds as they go: not in the job count, but
+    the header says they follow."""
+    p = progress.Progress(results=manifest(tmp_path, pid=1), pid=2, now=Clock())
+    p.run_info(STATS | {"locate_round": 3, "located": 3, "record_boundaries": 1, "total": 12})
+    header = "attnsim: 5 jobs: 2 simulate, collect, figures, claims"
+    assert p.job_started(1, "simulate", {"experiment": "robustness", "chunk": "aaaa"}) == [
+        f"{header}; then 3 boundaries located in rounds"
+    ]
+
+
 def test_the_asset_fetch_says_what_and_where(tmp_path):
     p = progress.Progress(results=manifest(tmp_path), pid=1, now=Clock())
     p.run_info({"fetch_asset": 1, "total": 1})

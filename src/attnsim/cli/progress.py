@@ -294,7 +294,11 @@ class Progress:
             others[name] = others.get(name, 0) + n
         parts += [f"{n} {name}" if n > 1 else name for name, n in others.items()]
         jobs = "1 job" if self.total == 1 else f"{self.total} jobs"
-        return [f"attnsim: {jobs}: {', '.join(parts)}"]
+        # each boundary starts with one round (its rounds are not in the count: see QUIET)
+        located = self.stats.get("locate_round", 0)
+        boundaries = "1 boundary" if located == 1 else f"{count(located)} boundaries"
+        then = f"; then {boundaries} located in rounds" if located else ""
+        return [f"attnsim: {jobs}: {', '.join(parts)}{then}"]
 
     def job_started(
         self, jobid, rule: str, wildcards: dict, output=(), log=(), shellcmd: str = ""
