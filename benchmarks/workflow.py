@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from attnsim.config import workspace
 from attnsim.config.load import load
 from attnsim.records.cpu import numpy_dispatch
 from attnsim.records.grid import grid_columns
@@ -112,16 +113,17 @@ def snakemake_timed(
     return result, seconds, cpu
 
 
-def job_times(workdir: Path) -> tuple[float, float, int]:
+def job_times(workdir: Path, results: Path = workspace.ROOT) -> tuple[float, float, int]:
     """Seconds inside the kernels (from each simulate job's log), seconds of the simulate jobs
-    (Snakemake's benchmark files, process start to exit) and the number of simulate jobs."""
+    (Snakemake's benchmark files, process start to exit) and the number of simulate jobs, of the
+    sweep whose workspace is `results` in `workdir` (config.yaml's: results/)."""
     kernel = sum(
         float(m.group(1))
-        for log in (workdir / "results/logs/simulate").rglob("*.log")
+        for log in (workdir / results / "logs/simulate").rglob("*.log")
         for m in KERNEL_LINE.finditer(log.read_text())
     )
     jobs = 0.0
-    tsvs = list((workdir / "results/benchmarks/simulate").rglob("*.tsv"))
+    tsvs = list((workdir / results / "benchmarks/simulate").rglob("*.tsv"))
     for tsv in tsvs:
         header, values = tsv.read_text().splitlines()[:2]
         jobs += float(dict(zip(header.split("\t"), values.split("\t")))["s"])
@@ -395,7 +397,10 @@ def grid_rows(cores: int, quick: bool) -> list[Row]:
             str(cores),
             *(["--until", "simulate"] if quick else []),
         )
-        kernel, job_seconds, count = job_times(workdir)
+        # a sweep named by --configfile has its own workspace (results/few/)
+        kernel, job_seconds, count = job_times(workdir, workspace.locate(["few.yaml"]))
+        if count == 0:
+            raise RuntimeError(f"10k grid: the run of few.yaml left no simulate job in {workdir}")
     note = (
         f"{points_of(few):,} points x 2 trials, {count} simulate jobs, `snakemake --cores {cores}`"
         + (" (quick mode: one point, up to its chunk)" if quick else "")
