@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="every row on tiny sizes, in well under a minute (for CI)",
+        help="every row once on tiny sizes, its values not compared (for CI): each rate timed "
+        "once, the workflow rows on a few points, some runs up to their chunks",
     )
     parser.add_argument(
         "--output",
