@@ -69,18 +69,27 @@ def evaluations(kind: str) -> int:
 
 
 def kernel_rate(
-    kind: str, n: int, threads: int, budget: float, scales: int = 8, cpu: bool = False
+    kind: str,
+    n: int,
+    threads: int,
+    budget: float,
+    scales: int = 8,
+    cpu: bool = False,
+    quick: bool = False,
 ) -> tuple[float, int]:
     """Evaluations per second of `simulate_points` on `threads` threads (best of repeated runs of
     at least two blocks per thread, each ~budget/8), and the trials per run; `cpu`: per second of
     the process's CPU time (one thread: the kernel's own speed, which a loaded machine moves
-    least), else of wall time."""
+    least), else of wall time. `quick` (values not compared): one block per thread, and the sizing
+    run is the one timing."""
     pts = points(kind, n, count=scales)
     per_block = get_kind(kind).block_trials(pts[0].params)
-    trials = max(2, 2 * threads * per_block)
+    trials = max(2, (1 if quick else 2) * threads * per_block)
     started = time.process_time() if cpu else time.perf_counter()
     simulate_points(get_kind(kind), TrialSettings(1, trials), pts, threads=threads)
     once = (time.process_time() if cpu else time.perf_counter()) - started
+    if quick:
+        return trials * len(pts) * evaluations(kind) / once, trials
     trials *= max(1, min(64, int(budget / 8 / max(once, 1e-9))))
     seed = iter(range(2, 10**6))
 
@@ -102,9 +111,12 @@ def best_process_seconds(fn, budget: float, reps: int = 3) -> float:
     return best
 
 
-def naive_rate(kind: str, n: int, budget: float, blas_threads: int | None = 1) -> float:
+def naive_rate(
+    kind: str, n: int, budget: float, blas_threads: int | None = 1, quick: bool = False
+) -> float:
     """Evaluations per second (wall) of the naive loop, best of repeated batches of ~budget/5, with
-    BLAS on `blas_threads` threads (None: numpy's default; on a busy machine they thrash)."""
+    BLAS on `blas_threads` threads (None: numpy's default; on a busy machine they thrash);
+    `quick` (values not compared): the sizing call is the one timing."""
     rng = np.random.default_rng(0)
     name, values = SCALES[kind]
     value = values[4]
@@ -118,6 +130,8 @@ def naive_rate(kind: str, n: int, budget: float, blas_threads: int | None = 1) -
         started = time.perf_counter()
         per_call = call()
         once = time.perf_counter() - started
+        if quick:
+            return per_call / once
         calls = max(1, int(budget / 5 / max(once, 1e-9)))
 
         def batch():
@@ -150,7 +164,7 @@ def measure_kernels(
     kernel on one thread against the machine's one-core rates of `Compute.counts`' units: what a
     loaded machine moves least), the best of the rounds' shares (kernel and bound of the same
     round). The naive loop runs with one BLAS thread and with numpy's default: the faster
-    counts."""
+    counts. Quick mode (values not compared): one round, each rate timed once."""
     budget = budget or (0.05 if quick else 3.0)
     rounds = rounds or (1 if quick else 3)
     cases = [(kind, n, 8) for kind in KINDS for n in SIZES] + [
@@ -162,13 +176,15 @@ def measure_kernels(
         slow: dict[int | None, float] = {1: 0.0, None: 0.0}
         for _ in range(rounds):
             bound, what = bound_rate(kind, n, unit_seconds(1, quick), scales=scales)
-            one, _ = kernel_rate(kind, n, 1, budget / rounds / 2, scales=scales, cpu=True)
+            part = budget / rounds / 2
+            one, _ = kernel_rate(kind, n, 1, part, scales=scales, cpu=True, quick=quick)
             share = max(share, one / bound)
             if scales > 1:
-                rate, trials = kernel_rate(kind, n, threads, budget / rounds / 2, scales=scales)
+                rate, trials = kernel_rate(kind, n, threads, part, scales=scales, quick=quick)
                 fast = max(fast, rate)
                 for blas in slow:
-                    slow[blas] = max(slow[blas], naive_rate(kind, n, budget / 6 / rounds, blas))
+                    naive = naive_rate(kind, n, budget / 6 / rounds, blas, quick)
+                    slow[blas] = max(slow[blas], naive)
         results.append(
             dict(
                 kind=kind,
@@ -258,57 +274,57 @@ ALLOCATOR_PROBE = textwrap.dedent(
     from attnsim.records.grid import points_from_rows
     from attnsim.kinds import get_kind
     from attnsim.records.experiment import TrialSettings
-    name_of_kind, params, name, values, trials = json.loads(sys.argv[2])
-    kind = get_kind(name_of_kind)
-    declared = kind.schema.params
-    rows = [[(params | {name: v}).get(p.name, p.default) for p in declared] for v in values]
-    pts = points_from_rows(kind, rows)
-    simulate_points(kind, TrialSettings(1, trials), pts, threads=1)
-    best = float("inf")
-    for seed in range(2, 6):
-        started = time.perf_counter()
-        simulate_points(kind, TrialSettings(seed, trials), pts, threads=1)
-        best = min(best, time.perf_counter() - started)
-    print(best)
+    for name_of_kind, params, name, values, trials, reps in json.loads(sys.argv[2]):
+        kind = get_kind(name_of_kind)
+        declared = kind.schema.params
+        rows = [[(params | {name: v}).get(p.name, p.default) for p in declared] for v in values]
+        pts = points_from_rows(kind, rows)
+        simulate_points(kind, TrialSettings(1, trials), pts, threads=1)
+        best = float("inf")
+        for seed in range(2, 2 + reps):
+            started = time.perf_counter()
+            simulate_points(kind, TrialSettings(seed, trials), pts, threads=1)
+            best = min(best, time.perf_counter() - started)
+        print(best)
     """
 )
 
 
 def allocator_rows(quick: bool) -> list[Row]:
-    """Speed of one-thread kernels in fresh processes, with and without the mallopt tuning."""
-    rows = []
+    """Speed of one-thread kernels in fresh processes, with and without the mallopt tuning: per
+    kind and mode a process, the best of 4 timed runs of 4 blocks. Quick mode (values not
+    compared): one timed run of one block, the kinds one after the other in one process per mode
+    (the processes' start is most of its cost)."""
+    cases = []
     for kind, n in (
         ("logit_entropy", 16384),
         ("temperature_entropy", 16384),
         ("noisy_attention", 16384),
     ):
         name, values = SCALES[kind]
-        params = base_params(kind, n)
         trials = get_kind(kind).block_trials(points(kind, n)[0].params) * (1 if quick else 4)
-        seconds = {}
+        cases.append([kind, base_params(kind, n), name, list(values), trials, 1 if quick else 4])
+    seconds: dict[tuple[str, str], float] = {}
+    for group in [cases] if quick else [[case] for case in cases]:
         for mode in ("plain", "tuned"):
             out = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    ALLOCATOR_PROBE,
-                    mode,
-                    json.dumps([kind, params, name, list(values), trials]),
-                ],
+                [sys.executable, "-c", ALLOCATOR_PROBE, mode, json.dumps(group)],
                 capture_output=True,
                 text=True,
                 check=True,
             )
-            seconds[mode] = float(out.stdout.strip())
-        rows.append(
-            Row(
-                f"allocator tuning (mallopt): {kind} n={n} speedup",
-                seconds["plain"] / seconds["tuned"],
-                "x",
-                note="fresh processes, 1 thread, with vs without attnsim.jobs.tuning",
-            )
+            for case, best in zip(group, out.stdout.split(), strict=True):
+                seconds[case[0], mode] = float(best)
+    return [
+        Row(
+            f"allocator tuning (mallopt): {kind} n={params['n']} speedup",
+            seconds[kind, "plain"] / seconds[kind, "tuned"],
+            "x",
+            note="fresh processes, 1 thread, with vs without attnsim.jobs.tuning"
+            + ("; quick mode: the kinds in one process per mode" if quick else ""),
         )
-    return rows
+        for kind, params, *_ in cases
+    ]
 
 
 PEAK_RSS = (

@@ -203,11 +203,12 @@ BOUND_UNITS = (
 )
 
 
-def best_cpu_seconds(fn, budget: float, reps: int = 5) -> float:
+def best_cpu_seconds(fn, budget: float, reps: int = 5, warm_up: bool = True) -> float:
     """Smallest CPU time of this thread over at least `reps` calls of `fn` (and ~`budget` seconds
-    of them): robust to a loaded machine where wall time is not (a preempted call's wall time
-    counts its wait, its CPU time does not)."""
-    fn()  # warm up
+    of them), after one untimed call unless `warm_up` is off: robust to a loaded machine where
+    wall time is not (a preempted call's wall time counts its wait, its CPU time does not)."""
+    if warm_up:
+        fn()
     best, spent, done = float("inf"), 0.0, 0
     while done < reps or spent < budget:
         started = time.thread_time()
@@ -222,13 +223,15 @@ def unit_seconds(threads: int, quick: bool, budget: float | None = None) -> Coun
     time (the cost model's table and the kernels' one-core share of the bound: what a loaded
     machine moves least), on `threads` > 1 cores in wall time with one thread per core, each its
     own arrays (the bound of a kernel on all cores). Measured briefly, right next to a kernel's
-    measurement, so that kernel and bound see the same phase of this drifting machine."""
-    budget = (0.02 if quick else 0.15) if budget is None else budget
+    measurement, so that kernel and bound see the same phase of this drifting machine. `quick`
+    (values not compared): small sizes; on one core, one call each."""
+    budget = (0.0 if quick else 0.15) if budget is None else budget
     rates = {}
     with threadpool_limits(1):
         for unit, (make, per_call) in unit_work(quick).items():
             if threads == 1:
-                rates[unit] = per_call / best_cpu_seconds(make(0), budget)
+                once = dict(reps=1, warm_up=False) if quick else {}
+                rates[unit] = per_call / best_cpu_seconds(make(0), budget, **once)
             else:
                 rates[unit] = parallel_rate(make, per_call, threads, budget)
     return Counts(**{unit: 1.0 / rate for unit, rate in rates.items()})

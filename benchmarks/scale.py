@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -257,24 +258,30 @@ def ten_million_rows() -> list[Row]:
     ]
 
 
+SIMULATE_JOB = re.compile(r"wildcards: kind=[^,\s]+, experiment=([^,\s]+), chunk=")
+
+
 def kind_rows(quick: bool) -> list[Row]:
     """A million points of every built-in kind (its example grown, no chunk settings) under the
     SLURM profile's job_minutes and max_jobs: `snakemake -n` wall time and peak RSS, and the jobs
-    planned."""
+    planned (the simulate jobs the dry run lists, per experiment). A dry run per kind; quick mode
+    (values not compared): 10^4 points of each, every kind in one dry run, whose cost is mostly
+    Snakemake's start."""
     from attnsim.kinds import all_kinds
 
     rows = []
     points = 10**4 if quick else 10**6
     label = "10k" if quick else "1M"
     overrides = [f"{k}={v}" for k, v in profile_settings().items()]
-    for name in sorted(
-        k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds.")
-    ):
+    built_in = [k for k, kind in all_kinds().items() if kind.package.startswith("attnsim.kinds.")]
+    names = sorted(built_in)
+    for group in [names] if quick else [[name] for name in names]:
+        config = million_config(group[0], points)
+        for name in group[1:]:
+            config["experiments"] |= million_config(name, points)["experiments"]
         with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
             workdir = Path(tmp)
-            (workdir / "sweep.yaml").write_text(
-                yaml.safe_dump(million_config(name, points), sort_keys=False)
-            )
+            (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
             seconds, rss, result = measured(
                 snakemake_cmd(
                     workdir,
@@ -288,40 +295,43 @@ def kind_rows(quick: bool) -> list[Row]:
                 ),
                 workdir,
             )
-        jobs = int(
-            re.search(r"jobs to run: simulate ([\d,]+)", result.stdout).group(1).replace(",", "")
-        )
-        rows += [
-            Row(
-                f"scale: {label} points of {name}, snakemake -n",
-                seconds,
-                "s",
-                "<= 20" if not quick else None,
-                note=f"no chunk settings; {load_text()}",
-            ),
-            Row(
-                f"scale: {label} points of {name}, snakemake -n peak RSS",
-                rss,
-                "MiB",
-                "<= 1024" if not quick else None,
-            ),
-            Row(
-                f"scale: {label} points of {name}, simulate jobs (SLURM profile)",
-                jobs,
-                "jobs",
-                "<= 2000" if not quick else None,
-                note="job_minutes 30",
-            ),
-        ]
+        jobs = Counter(SIMULATE_JOB.findall(result.stdout))
+        together = f"; the {len(group)} kinds in one dry run" if len(group) > 1 else ""
+        for name in group:
+            rows += [
+                Row(
+                    f"scale: {label} points of {name}, snakemake -n",
+                    seconds,
+                    "s",
+                    "<= 20" if not quick else None,
+                    note=f"no chunk settings{together}; {load_text()}",
+                ),
+                Row(
+                    f"scale: {label} points of {name}, snakemake -n peak RSS",
+                    rss,
+                    "MiB",
+                    "<= 1024" if not quick else None,
+                    note=together.removeprefix("; "),
+                ),
+                Row(
+                    f"scale: {label} points of {name}, simulate jobs (SLURM profile)",
+                    jobs[name],
+                    "jobs",
+                    "<= 2000" if not quick else None,
+                    note="job_minutes 30",
+                ),
+            ]
     return rows
 
 
 def startup_rows(repeats: int, quick: bool) -> list[Row]:
     """From the start of a job's `snakemake --mode remote` process (as the SLURM plugin starts it on
     a node) to its first kernel call, against sweep size; run here with the local executor
-    inside."""
+    inside. Quick mode (values not compared): a 200-point chunk, less kernel work after the
+    measured start."""
     rows = []
     sizes = (10_000, 100_000) if quick else (10_000, 100_000, 1_000_000)
+    chunk_size = 200 if quick else 2000
     for points in sizes:
         config = sweep(points)
         label = f"{points // 1000:,}k" if points < 10**6 else "1M"
@@ -329,7 +339,7 @@ def startup_rows(repeats: int, quick: bool) -> list[Row]:
             workdir = Path(tmp)
             (workdir / "sweep.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
             plans = plan_all(
-                load(copy.deepcopy(config) | {"chunk_size": 2000}),
+                load(copy.deepcopy(config) | {"chunk_size": chunk_size}),
                 workdir / SWEEP_RESULTS / "store",
             )
             write_specs(plans, workdir / SWEEP_RESULTS)
@@ -341,7 +351,7 @@ def startup_rows(repeats: int, quick: bool) -> list[Row]:
                 "--configfile",
                 "sweep.yaml",
                 "--config",
-                "chunk_size=2000",
+                f"chunk_size={chunk_size}",
                 "--target-jobs",
                 target,
                 "--allowed-rules",
@@ -376,8 +386,8 @@ def startup_rows(repeats: int, quick: bool) -> list[Row]:
                 "<= 3",
                 note=f"median; {spread(seconds)}; of it Snakemake until `attnsim simulate` "
                 f"starts: {spread(snakemake_part)}; `snakemake --mode remote` for one "
-                "2,000-point chunk, here (one Snakemake parse; on SLURM the jobstep adds a "
-                f"second); {load_text()}",
+                f"{chunk_size:,}-point chunk, here (one Snakemake parse; on SLURM the jobstep "
+                f"adds a second); {load_text()}",
             )
         )
     return rows
@@ -428,6 +438,7 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
     rows = []
     naive_before, ran_before = naive_seconds(config, 0.02 if quick else 0.05)
     walls = {}
+    until = ["--until", "simulate"] if quick else []  # quick mode: the simulate job only
     for label, extra in (
         ("threads from spare cores", []),
         ("one thread (as before)", ["--set-threads", "simulate=1"]),
@@ -435,7 +446,8 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
         with tempfile.TemporaryDirectory(prefix="attnsim-scale-") as tmp:
             workdir = Path(tmp)
             (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-            seconds, _, _ = measured(snakemake_cmd(workdir, "--cores", str(cores), *extra), workdir)
+            cmd = snakemake_cmd(workdir, "--cores", str(cores), *extra, *until)
+            seconds, _, _ = measured(cmd, workdir)
             log = next((workdir / "results/logs/simulate").rglob("*.log")).read_text()
             kernel = float(KERNEL_LINE.search(log).group(1))
             threads = re.search(r"on (\d+) thread", log).group(1)
@@ -463,7 +475,8 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
                 f"scale: one-point sweep, snakemake --cores {cores} end to end, {label}",
                 seconds,
                 "s",
-                note=f"{threads} thread(s); kernels {kernel:.1f} s of it",
+                note=f"{threads} thread(s); kernels {kernel:.1f} s of it"
+                + ("; quick mode: `--until simulate`" if quick else ""),
             ),
             Row(
                 f"scale: one-point sweep, speedup over the naive loop, {label}",
@@ -471,7 +484,7 @@ def threads_rows(cores: int, quick: bool) -> list[Row]:
                 "x",
                 ">= 8" if label.startswith("threads") and not quick else None,
                 note="naive loop seconds / workflow wall time (start to finish: plan, simulate, "
-                "collect, figures, claims)",
+                + ("up to the chunk in quick mode)" if quick else "collect, figures, claims)"),
             ),
         ]
     return rows
@@ -660,7 +673,7 @@ def slurm_rows(points: int, chunk_size: int) -> list[Row]:
 
 
 def scale_rows(cores: int, quick: bool, store_dir: Path | None, slurm: bool) -> list[Row]:
-    repeats = 2 if quick else 3
+    repeats = 1 if quick else 3  # quick mode (CI): every row once, values not compared
     rows = (
         planning_rows(repeats, quick)
         + ([] if quick else ten_million_rows())

@@ -108,10 +108,11 @@ def naive_rate(naive, params: dict, runs: int, steps: int, threads: int, repeats
 
 def table_rows(quick: bool = False) -> list:
     """Rows of `python -m benchmarks`: per case, the batched kernel and the naive loop on 1 thread
-    (CPU run-steps per second, 64-trial blocks) and the speed-up, whose target is 10x."""
+    (CPU run-steps per second, 64-trial blocks) and the speed-up, whose target is 10x. Quick mode
+    (values not compared): 2-step runs, one of each, timed once."""
     from benchmarks.table import Row
 
-    steps, runs, repeats, trials = (5, 1, 1, 8) if quick else (40, 3, 3, 64)
+    steps, runs, repeats, trials = (2, 1, 1, 8) if quick else (40, 3, 3, 64)
     rows = []
     with threadpool_limits(limits=1):
         for name, (module, params, naive) in CASES.items():
@@ -165,7 +166,7 @@ def plateau_rows(quick: bool = False) -> list:
     kernel against the naive loop on one of those points, per run-step."""
     from benchmarks.table import Row
 
-    steps, repeats = (20, 1) if quick else (1000, 2)
+    steps, repeats = (5, 1) if quick else (1000, 2)
     pts = [p | {"steps": steps} for p in PLATEAU]
 
     def block():

@@ -11,6 +11,7 @@ Wall times move with the machine's load (stated in the notes); CPU seconds much 
 
 from __future__ import annotations
 
+import atexit
 import copy
 import os
 import re
@@ -20,10 +21,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import cache
 from pathlib import Path
 
 import yaml
 
+from attnsim.config import workspace
 from attnsim.config.load import load
 from attnsim.records.cpu import numpy_dispatch
 from attnsim.records.grid import grid_columns
@@ -40,13 +43,15 @@ CORES_TARGET = 2  # the issue's targets are for 2 cores
 # X86_V4; an AVX2-only machine (X86_V3), with float64 exp 5x slower, has the larger budget
 FIRST_RUN_TARGETS = {"X86_V4": "<= 60", "X86_V3": "<= 90"}
 OVERHEAD_TARGET = "<= 15"  # s, the same sweep with ~0 kernel work
-QUICK_SWEEP = {  # every kind, a few points: the same rows, in seconds
+# quick mode (CI): two kinds, a few points, 2 trials per point: the same rows; trivial already
+# (`trivial`), so its one run gives both the overhead rows and the run's own
+QUICK_SWEEP = {
     "seed": 7,
     "chunk_size": 50,
     "experiments": {
         "robustness": {
             "kind": "noisy_attention",
-            "trials": 20,
+            "trials": 2,
             "grid": {
                 "n": [16, 256],
                 "d": [8],
@@ -58,7 +63,7 @@ QUICK_SWEEP = {  # every kind, a few points: the same rows, in seconds
         },
         "entropy_scale": {
             "kind": "logit_entropy",
-            "trials": 20,
+            "trials": 2,
             "grid": {"n": [64], "d": [8], "logits": ["gaussian"], "scale": [0.1, 1.0, 10.0]},
         },
     },
@@ -108,16 +113,17 @@ def snakemake_timed(
     return result, seconds, cpu
 
 
-def job_times(workdir: Path) -> tuple[float, float, int]:
+def job_times(workdir: Path, results: Path = workspace.ROOT) -> tuple[float, float, int]:
     """Seconds inside the kernels (from each simulate job's log), seconds of the simulate jobs
-    (Snakemake's benchmark files, process start to exit) and the number of simulate jobs."""
+    (Snakemake's benchmark files, process start to exit) and the number of simulate jobs, of the
+    sweep whose workspace is `results` in `workdir` (config.yaml's: results/)."""
     kernel = sum(
         float(m.group(1))
-        for log in (workdir / "results/logs/simulate").rglob("*.log")
+        for log in (workdir / results / "logs/simulate").rglob("*.log")
         for m in KERNEL_LINE.finditer(log.read_text())
     )
     jobs = 0.0
-    tsvs = list((workdir / "results/benchmarks/simulate").rglob("*.tsv"))
+    tsvs = list((workdir / results / "benchmarks/simulate").rglob("*.tsv"))
     for tsv in tsvs:
         header, values = tsv.read_text().splitlines()[:2]
         jobs += float(dict(zip(header.split("\t"), values.split("\t")))["s"])
@@ -179,6 +185,43 @@ def points_of(config: dict) -> int:
     return sum(grid_columns(e).size for e in load(config).experiments.values())
 
 
+def sweep_run(config: dict, cores: int, workdir: Path | None = None) -> dict:
+    """`snakemake --cores CORES` of `config` from an empty directory (a temporary one, or
+    `workdir`, left as the run leaves it), and what its rows read from the run's logs and
+    benchmark files."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="attnsim-bench-") as tmp:
+            return sweep_run(config, cores, Path(tmp))
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    started = time.time()
+    load = load_note()
+    _, wall, cpu = snakemake_timed(workdir, "--cores", str(cores))
+    kernel, jobs, count = job_times(workdir)
+    chunks = list((workdir / "results/store/trials").rglob("chunk-*.parquet"))
+    return dict(
+        load=load,
+        wall=wall,
+        cpu=cpu,
+        kernel=kernel,
+        jobs=jobs,
+        count=count,
+        per_rule=rule_seconds(workdir),
+        per_experiment=simulate_cpu(workdir),
+        simulate_phase=max(p.stat().st_mtime for p in chunks) - started,
+    )
+
+
+@cache
+def quick_sweep(cores: int) -> tuple[Path, dict]:
+    """Quick mode (CI): QUICK_SWEEP run once per process, in a directory kept until the process
+    ends, and what `sweep_run` read from it: the default-sweep rows are this run's, and the
+    overhead rows take it as their default run and go on in its directory (quick mode's cost is
+    mostly such tiny runs, each a Snakemake start and a job per rule and experiment)."""
+    workdir = Path(tempfile.mkdtemp(prefix="attnsim-bench-"))
+    atexit.register(shutil.rmtree, workdir, ignore_errors=True)
+    return workdir, sweep_run(QUICK_SWEEP, cores, workdir)
+
+
 def sweep_rows(cores: int, quick: bool) -> list[Row]:
     config = (
         copy.deepcopy(QUICK_SWEEP) if quick else yaml.safe_load((REPO / "config.yaml").read_text())
@@ -187,24 +230,16 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
     on_target = (
         cores == CORES_TARGET and not quick
     )  # the targets are for the default sweep on 2 cores
-    with tempfile.TemporaryDirectory(prefix="attnsim-bench-") as tmp:
-        workdir = Path(tmp)
-        (workdir / "config.yaml").write_text(yaml.safe_dump(trivial(config), sort_keys=False))
-        load = load_note()
-        _, overhead, overhead_cpu = snakemake_timed(workdir, "--cores", str(cores))
-        per_rule = rule_seconds(workdir)
-        overhead_kernels, _, _ = job_times(workdir)
-        jobs_trivial = sum(count for _, count in per_rule.values())
-    with tempfile.TemporaryDirectory(prefix="attnsim-bench-") as tmp:
-        workdir = Path(tmp)
-        (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        started = time.time()
-        run_load = load_note()
-        _, wall, cpu = snakemake_timed(workdir, "--cores", str(cores))
-        kernel, jobs, count = job_times(workdir)
-        per_experiment = simulate_cpu(workdir)
-        chunks = list((workdir / "results/store/trials").rglob("chunk-*.parquet"))
-        simulate_phase = max(p.stat().st_mtime for p in chunks) - started
+    fixed = quick_sweep(cores)[1] if quick else sweep_run(trivial(config), cores)
+    # a sweep that is trivial already (quick mode's) would run the same jobs again: its one run
+    # is also the real run
+    real = fixed if trivial(config) == config else sweep_run(config, cores)
+    load, overhead, overhead_cpu = fixed["load"], fixed["wall"], fixed["cpu"]
+    per_rule, overhead_kernels = fixed["per_rule"], fixed["kernel"]
+    jobs_trivial = sum(count for _, count in per_rule.values())
+    run_load, wall, cpu = real["load"], real["wall"], real["cpu"]
+    kernel, jobs, count = real["kernel"], real["jobs"], real["count"]
+    per_experiment, simulate_phase = real["per_experiment"], real["simulate_phase"]
     non_kernel = 100 * (1 - kernel / (cores * wall))
     note = (
         f"{what}: {points_of(config):,} points, `snakemake --cores {cores}` from an empty "
@@ -346,10 +381,13 @@ def grid_rows(cores: int, quick: bool) -> list[Row]:
             ),
         ]
         few = copy.deepcopy(large)
+        if quick:  # one point: the first experiment's first values (a simulate and a collect job)
+            first = next(iter(few["experiments"]))
+            few["experiments"] = {first: few["experiments"][first]}
+            grid = few["experiments"][first]["grid"]
+            grid.update({name: values[:1] for name, values in grid.items()})
         for experiment in few["experiments"].values():
             experiment["trials"] = 2
-            if quick:  # a slice of the grid: the smallest size only
-                experiment["grid"]["n"] = experiment["grid"]["n"][:1]
         (workdir / "few.yaml").write_text(yaml.safe_dump(few, sort_keys=False))
         _, wall = snakemake(
             workdir,
@@ -357,12 +395,15 @@ def grid_rows(cores: int, quick: bool) -> list[Row]:
             "few.yaml",
             "--cores",
             str(cores),
-            *(["--until", "collect"] if quick else []),
+            *(["--until", "simulate"] if quick else []),
         )
-        kernel, job_seconds, count = job_times(workdir)
+        # a sweep named by --configfile has its own workspace (results/few/)
+        kernel, job_seconds, count = job_times(workdir, workspace.locate(["few.yaml"]))
+        if count == 0:
+            raise RuntimeError(f"10k grid: the run of few.yaml left no simulate job in {workdir}")
     note = (
         f"{points_of(few):,} points x 2 trials, {count} simulate jobs, `snakemake --cores {cores}`"
-        + (" (quick mode: the smallest n only, up to the summaries)" if quick else "")
+        + (" (quick mode: one point, up to its chunk)" if quick else "")
     )
     rows += [
         Row("10k grid: real run wall time, 2 trials per point", wall, "s", note=note),
