@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -71,6 +72,19 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     lock.release(tmp_path)
 
 
+def holds_flock(pid: int, path: Path) -> bool:
+    """Whether process `pid` holds a flock on `path` (/proc/locks: read, never taken)."""
+    if not path.exists():
+        return False
+    inode = path.stat().st_ino
+    for line in Path("/proc/locks").read_text().splitlines():
+        parts = line.split()  # 1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF
+        if "FLOCK" in parts and "->" not in parts and parts[-3].rsplit(":", 1)[-1] == str(inode):
+            if int(parts[-4]) == pid:
+                return True
+    return False
+
+
 @pytest.mark.slow
 def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(tmp_path):
     shared = tmp_path / "shared-results"
@@ -95,15 +109,14 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
     try:
         deadline = time.monotonic() + 120
         lock_file = shared / "store" / lock.LOCK_NAME
-        while time.monotonic() < deadline and not (
-            lock_file.exists() and str(run.pid) in lock_file.read_text()
-        ):
+        while time.monotonic() < deadline and not holds_flock(run.pid, lock_file):
             assert run.poll() is None, run.communicate()
-            time.sleep(0.2)
+            time.sleep(0.1)
         # the first run paused (it and its jobs) while it holds the store: however quick its
         # sweep and however slow the second's start, the second meets the held lock
         os.killpg(run.pid, signal.SIGSTOP)
         paused = True
+        assert holds_flock(run.pid, lock_file), "the first run ended before it was paused"
         refused = snakemake(second, "--cores", "1", check=False)
         os.killpg(run.pid, signal.SIGCONT)
         paused = False
