@@ -92,8 +92,8 @@ def tree(workdir: Path) -> dict[str, tuple[int, int]]:
 
 
 def planned_jobs(dry_run_output: str) -> dict[str, int]:
-    """Job counts per rule from the 'Job stats' table of `snakemake -n` (for tests and
-    benchmarks)."""
+    """Job counts per rule from the 'Job stats' table of `snakemake -n`, or of a run's log
+    printed in full (`--logger-attnsim-full`, on stderr) (for tests and benchmarks)."""
     counts, inside = {}, False
     for line in dry_run_output.splitlines():
         if line.startswith("job ") and "count" in line:

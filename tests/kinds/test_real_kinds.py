@@ -471,14 +471,20 @@ def tiny_real_config(minilm_dir, glove_dir, chunk_size: int) -> dict:
 
 @pytest.mark.slow
 def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, glove_dir, tmp_path):
+    """Each experiment in several chunks on 1 core and in one chunk on 2 cores: the same rows.
+    Chunks of 6 points: few jobs (each loads the model, and a real_temperature job over MiniLM
+    embeds its population first), temperature's glove and MiniLM points in a job each. Within a
+    job, the numbers' independence of siblings, order and blocks is tested above."""
     from helpers.workflow import point_rows, snakemake, write_config
 
-    runs = {}
-    for cores, chunk_size in ((1, 3), (2, 64)):
+    runs, chunks = {}, {}
+    for cores, chunk_size in ((1, 6), (2, 64)):
         workdir = tmp_path / f"cores{cores}"
         write_config(workdir, tiny_real_config(minilm_dir, glove_dir, chunk_size))
         snakemake(workdir, "--cores", str(cores), timeout=900)
         runs[cores] = point_rows(workdir)
+        trials = workdir / "results/store/trials"
+        chunks[cores] = {e.name: len(list(e.glob("chunk-*.parquet"))) for e in trials.glob("*/*")}
         assert (workdir / "resources/minilm").resolve() == minilm_dir.resolve() and (
             workdir / "resources/glove.verified"
         ).is_file()
@@ -497,6 +503,7 @@ def test_workflow_runs_the_real_kinds_identically_on_1_and_2_cores(minilm_dir, g
             meta["asset_minilm"]["files"] == assets.get("minilm").files
             and meta["corpus"]["source"] == "pydoc_data.topics"
         )
+    assert min(chunks[1].values()) >= 2 and set(chunks[2].values()) == {1}, chunks
     assert len(runs[1]) == 32 + 12 + 12 and runs[1] == runs[2]
     again = snakemake(tmp_path / "cores2", "--cores", "2")
     assert "Nothing to be done" in again.stdout + again.stderr

@@ -5,6 +5,8 @@ test_recall_claims.py.)"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
@@ -21,6 +23,7 @@ from attnsim.kinds import get_kind
 from attnsim.kinds.recall_training import wilson
 from attnsim.records.experiment import TrialSettings
 from attnsim.records.grid import grid_columns
+from attnsim.store import parquet as store
 
 
 def grid_points(kind: str, grid: dict, **change) -> list:
@@ -244,9 +247,15 @@ def test_bad_grid_stops_snakemake_before_anything_is_written(tmp_path):
 
 @pytest.mark.slow
 def test_workflow_runs_both_training_kinds_and_rows_do_not_depend_on_cores_or_chunks(tmp_path):
+    """A run on 2 cores in chunks of one point, with its figures and claims; a run on 1 core in
+    one chunk per experiment, of the summaries only (its rows are what is compared)."""
     first, second = tmp_path / "a", tmp_path / "b"
-    write_config(first, tiny_config())
+    config = tiny_config()
+    config["chunk_size"] = 1
+    write_config(first, config)
     snakemake(first, "--cores", "2")
+    trials = first / "results/store/trials"
+    assert [len(list(e.glob("chunk-*.parquet"))) for e in sorted(trials.glob("*/*"))] == [2, 2]
     for figure in (
         "recall/trainability.png",
         "recall/learning_curves.png",
@@ -275,6 +284,10 @@ def test_workflow_runs_both_training_kinds_and_rows_do_not_depend_on_cores_or_ch
     config["chunk_size"] = 64
     (second).mkdir()
     (second / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    snakemake(second, "--cores", "1")
+    summaries = [
+        str(store.summary_path(Path("results/store"), kind, name))
+        for name, kind in (("recall", "recall_training"), ("contrastive", "contrastive_training"))
+    ]
+    snakemake(second, *summaries, "--cores", "1")
     rows = point_rows(first)
     assert rows == point_rows(second) and len(rows) == 4

@@ -1,8 +1,9 @@
 """`attnsim decide` on a small store (issue 39 item 2, issue 51 item 2, issue 52 item 2):
 power-limited inconclusive claims turn into holds or fails through runs of the workspace's own
-config with top-ups recorded in its state record; the study's config keeps working afterwards
-(and after a killed decide, which the next command rolls back without losing a trial); the budget
-is a ceiling on the CPU measured; no look that cannot decide is planned."""
+config with top-ups recorded in its state record; a killed decide is rolled back by the next
+command and continued by the next decide without losing a trial, and the study's config keeps
+working afterwards; the budget is a ceiling on the CPU measured; no look that cannot decide is
+planned."""
 
 from __future__ import annotations
 
@@ -18,7 +19,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers.workflow import REPO, point_rows, python_first_on_path, snakemake, write_config
+from helpers.workflow import (
+    REPO,
+    point_rows,
+    python_first_on_path,
+    snakemake,
+    tree,
+    write_config,
+)
 
 from attnsim.claims import confidence_sequence as cs
 from attnsim.claims.engine import ClaimResult
@@ -32,6 +40,7 @@ from attnsim.report.decide import (
     declared_specs,
     lead_experiment,
 )
+from attnsim.store import parquet as store
 
 CONFIG = {
     "seed": 3,
@@ -169,20 +178,25 @@ def spent(out: str) -> tuple[float, float]:
 
 def fresh_rows_equal(workdir: Path, tmp_path: Path) -> None:
     """A fresh run of the workspace's effective config (`attnsim show --yaml`) computes the very
-    rows the topped-up store holds."""
+    rows the topped-up store holds. The run makes the experiment's summary (its trials, as
+    decide's looks do), not the figures and claims, which add nothing to the rows compared."""
     shown = attnsim(workdir, "show", "--yaml")
     assert shown.returncode == 0, shown.stderr
     fresh = tmp_path / "fresh"
     config = write_config(fresh, yaml.safe_load(shown.stdout))
-    snakemake(fresh, "--cores", "1", "--configfile", str(config), "--config", "workspace=results")
+    summary = store.summary_path(Path("results/store"), "attention_dropout", "dropout")
+    snakemake(
+        fresh, str(summary), "--cores", "1", "--configfile", str(config), "--config",
+        "workspace=results",
+    )  # fmt: skip
     assert point_rows(fresh) == point_rows(workdir)
 
 
-@pytest.mark.slow
-def test_decided_then_the_studys_own_config_keeps_working(judged, tmp_path, capsys):
-    workdir = copy_of(judged, tmp_path)
-    assert decide(workdir, "--budget", "0.05") == 0
-    out = capsys.readouterr().out
+def decided_and_the_config_keeps_working(workdir: Path, out: str) -> None:
+    """After a decide with the budget to decide both targets (its output `out`): the bill came
+    before any spending, each target holds or fails within the measured budget, the record holds
+    the top-ups and designs, and the study's own config (`attnsim show`, `attnsim run -n`) sees
+    the top-ups with nothing left to compute and no refusal."""
     assert out.index("plan: ") < out.index("decide: look 2")  # the bill before any spending
     for claim in TARGETS:
         assert f"decide: {claim}: holds" in out or f"decide: {claim}: fails" in out, out
@@ -193,13 +207,11 @@ def test_decided_then_the_studys_own_config_keeps_working(judged, tmp_path, caps
     assert state.operation is None and state.topups["dropout"].trials > 160
     assert set(TARGETS) <= set(state.designs)
     assert "1e-300" not in out
-    # the study's own config: show and run -n see the top-ups, nothing to compute, no refusal
     shown = attnsim(workdir, "show")
     assert shown.returncode == 0 and "decide's top-ups: dropout" in shown.stdout, shown.stderr
     dry = attnsim(workdir, "run", "-n", "-s", str(REPO / "Snakefile"))
     assert dry.returncode == 0 and "simulate 0" in dry.stdout, dry.stdout + dry.stderr
     assert "1e-300" not in shown.stdout + shown.stderr + dry.stdout + dry.stderr
-    fresh_rows_equal(workdir, tmp_path)
 
 
 def table(workdir: Path) -> dict[str, tuple]:
@@ -213,11 +225,26 @@ def table(workdir: Path) -> dict[str, tuple]:
 def test_a_recorded_design_survives_a_rerun_and_a_second_decide(judged, tmp_path, capsys):
     """Issue 49 item 3: the table is judged under the design decide recorded (targets and every
     claim of the topped-up experiment alike), a rerun from the summaries, code and record writes
-    the same rows, verify passes, and a second decide continues the same sequence."""
+    the same rows, verify passes, and a second decide continues the same sequence.
+
+    The first decide is also the budget's test (one decide serves both): 0.6 CPU-minutes, which
+    the cost model says buys every look nearly free, but each run's measured overhead is not; the
+    looks stop before the measured CPU would pass the budget. Before it, a budget too small for
+    one look by the cost model is one line, and nothing is run or written."""
     workdir = copy_of(judged, tmp_path)
-    decide(workdir, "--budget", "0.004")  # a look or two: the targets may stay inconclusive
+    before = tree(workdir)
+    assert decide(workdir, "--budget", "1e-7") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsim: error: decide: --budget 1e-07 CPU-hours buys less than one")
+    assert err.count("\n") == 1 and tree(workdir) == before, err
+    code = decide(workdir, "--budget", "0.01")  # a look or two: the targets may stay inconclusive
+    out = capsys.readouterr().out
+    used, budget = spent(out)
+    assert used <= budget == 0.6, out
+    if code == 1:
+        assert re.search(r"decide: look \d not run: it and the final run would cost about", out)
     designs = record.read(workdir / "results").designs
-    assert set(TARGETS) <= set(designs), capsys.readouterr().out
+    assert set(TARGETS) <= set(designs), out
     first = table(workdir)
     for claim in TARGETS:
         verdict, level, design = first[claim]
@@ -247,6 +274,11 @@ def test_a_recorded_design_survives_a_rerun_and_a_second_decide(judged, tmp_path
 
 @pytest.mark.slow
 def test_a_killed_decide_is_rolled_back_and_continued_without_losing_a_trial(judged, tmp_path):
+    """A decide killed with a look's chunk written and the look not complete: any command
+    recovers the workspace at its last complete look, keeping the chunk; the next decide
+    continues from there. That decide, with the budget to decide both targets, is also the one
+    whose outcome the study's own config must keep working with
+    (`decided_and_the_config_keeps_working`); its rows are a fresh run's."""
     workdir = copy_of(judged, tmp_path)
     trials = workdir / "results" / "store" / "trials"
     before = {p.name for p in trials.rglob("chunk-*.parquet")}
@@ -279,27 +311,17 @@ def test_a_killed_decide_is_rolled_back_and_continued_without_losing_a_trial(jud
     # the next decide continued from the last complete look (the killed look's chunk read where
     # Snakemake recorded it finished, else computed again: the same numbers either way)
     assert "decide: look 2" in again.stdout and "1e-300" not in again.stdout
+    decided_and_the_config_keeps_working(workdir, again.stdout)
     fresh_rows_equal(workdir, tmp_path)
 
 
-@pytest.mark.slow
-def test_the_budget_is_a_ceiling_on_what_is_measured(judged, tmp_path, capsys):
-    """0.6 CPU-minutes: the cost model calls each look nearly free, but each run's measured
-    overhead is not; the looks stop before the measured CPU would pass the budget."""
-    workdir = copy_of(judged, tmp_path)
-    code = decide(workdir, "--budget", "0.01")
-    out = capsys.readouterr().out
-    used, budget = spent(out)
-    assert used <= budget == 0.6, out
-    if code == 1:
-        assert re.search(r"decide: look \d not run: it and the final run would cost about", out)
-
-
-def test_too_small_a_budget_is_one_line(judged, tmp_path, capsys):
-    workdir = copy_of(judged, tmp_path)
-    assert decide(workdir, "--budget", "0") == 2
+def test_too_small_a_budget_is_one_line(tmp_path, capsys):
+    """--budget 0 is refused before the workspace is read, so no workflow run is needed (a
+    positive budget too small for one look, in a judged workspace: the recorded-design test)."""
+    assert decide(tmp_path, "--budget", "0") == 2
     err = capsys.readouterr().err
     assert err.startswith("attnsim: error: decide: --budget 0") and err.count("\n") == 1
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize("budget", ["nan", "inf", "1e999", "-1"])

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -17,6 +19,8 @@ from helpers.workflow import python_first_on_path, snakemake, snakemake_command,
 
 from attnsim.errors import StoreError
 from attnsim.store import lock
+
+SUMMARY = "results/store/summary/kind=noisy_attention/experiment=robustness/summary.parquet"
 
 
 def test_the_lock_is_per_resolved_store_and_names_its_holder(tmp_path):
@@ -68,35 +72,54 @@ def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
     lock.release(tmp_path)
 
 
+def holds_flock(pid: int, path: Path) -> bool:
+    """Whether process `pid` holds a flock on `path` (/proc/locks: read, never taken)."""
+    if not path.exists():
+        return False
+    inode = path.stat().st_ino
+    for line in Path("/proc/locks").read_text().splitlines():
+        parts = line.split()  # 1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF
+        if "FLOCK" in parts and "->" not in parts and parts[-3].rsplit(":", 1)[-1] == str(inode):
+            if int(parts[-4]) == pid:
+                return True
+    return False
+
+
 @pytest.mark.slow
 def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(tmp_path):
     shared = tmp_path / "shared-results"
     shared.mkdir()
     first, second = tmp_path / "first", tmp_path / "second"
-    # both ask the same sweep (so planning lets the second through), slow enough that the first
-    # still holds the store when the second starts
-    config = small_config(seed=7)
-    config["experiments"]["robustness"]["trials"] = 20000
+    # both ask the same sweep (so planning lets the second through), of its summary (the store
+    # is the subject here, not the figures and claims drawn from it)
+    config = small_config(seed=7, chunk_size=16)
     for workdir in (first, second):
         write_config(workdir, config)
         (workdir / "results").symlink_to(shared, target_is_directory=True)
     run = subprocess.Popen(
-        snakemake_command(first, "--cores", "1"),
+        snakemake_command(first, SUMMARY, "--cores", "1"),
         cwd=first,
         env=python_first_on_path(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
+    paused = False
     try:
         deadline = time.monotonic() + 120
         lock_file = shared / "store" / lock.LOCK_NAME
-        while time.monotonic() < deadline and not (
-            lock_file.exists() and str(run.pid) in lock_file.read_text()
-        ):
+        while time.monotonic() < deadline and not holds_flock(run.pid, lock_file):
             assert run.poll() is None, run.communicate()
-            time.sleep(0.2)
+            time.sleep(0.1)
+        # the first run paused (it and its jobs) while it holds the store: however quick its
+        # sweep and however slow the second's start, the second meets the held lock
+        os.killpg(run.pid, signal.SIGSTOP)
+        paused = True
+        assert holds_flock(run.pid, lock_file), "the first run ended before it was paused"
         refused = snakemake(second, "--cores", "1", check=False)
+        os.killpg(run.pid, signal.SIGCONT)
+        paused = False
         lines = refused.stderr.strip().splitlines()
         needle = [line for line in lines if line.startswith("attnsim: error:")]
         assert refused.returncode != 0 and len(needle) == 1, refused.stderr
@@ -110,11 +133,13 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
         )  # no job of the second run started
         assert run.wait(timeout=600) == 0, run.communicate()[1][-2000:]
     finally:
+        if paused:
+            os.killpg(run.pid, signal.SIGCONT)
         if run.poll() is None:
-            run.kill()
+            os.killpg(run.pid, signal.SIGKILL)
             run.wait()
     after = snakemake(
-        second, "--cores", "1"
+        second, SUMMARY, "--cores", "1"
     )  # once the first is done, the second runs (nothing left)
     assert after.returncode == 0
 
@@ -200,7 +225,7 @@ def test_a_run_on_a_shared_store_is_refused_while_another_holds_it(tmp_path):
     assert refused.returncode != 0 and len(errors) == 1, refused.stderr
     assert "another run is using this store" in errors[0] and f"pid {holder.pid}" in errors[0]
     assert "rule simulate" not in refused.stdout and not list(shared.rglob("*.parquet"))
-    snakemake(workdirs[7], "--cores", "1")  # the first run, alone
+    snakemake(workdirs[7], SUMMARY, "--cores", "1")  # the first run, alone (its store)
     mixed = snakemake(workdirs[8], "--cores", "1", check=False)  # then the other seed: refused
     assert mixed.returncode != 0 and "seed 7" in mixed.stderr and "seed 8" in mixed.stderr
     seeds = {

@@ -20,6 +20,8 @@ from helpers.workflow import (
 )
 from helpers.workflow import interrupt_config as config
 
+from attnsim.store import parquet as store
+
 pytestmark = pytest.mark.slow
 
 
@@ -38,11 +40,16 @@ def interrupt_after_first_chunk(workdir: Path, sig: int, whole_group: bool) -> s
     return out
 
 
+SUMMARY = store.summary_path(Path("results/store"), "noisy_attention", "robustness")
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
+    """The rows of an uninterrupted run (in chunks of 16 points: rows do not depend on chunks),
+    for every test here: its summary is made, not the figures and claims, which add no row."""
     workdir = tmp_path_factory.mktemp("reference")
     write_config(workdir, config(chunk_size=16))
-    snakemake(workdir, "--cores", "2")
+    snakemake(workdir, str(SUMMARY), "--cores", "2")
     return point_rows(workdir)
 
 
@@ -187,15 +194,7 @@ def top_up_config(trials: int) -> dict:
     return settings
 
 
-@pytest.fixture(scope="module")
-def topped_up_reference(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("topped-up-reference")
-    write_config(workdir, top_up_config(240))
-    snakemake(workdir, "--cores", "2")
-    return point_rows(workdir)
-
-
-def test_a_killed_top_up_loses_no_trials(tmp_path, topped_up_reference):
+def test_a_killed_top_up_loses_no_trials(tmp_path, reference):
     """The issue's data loss: raise `trials`, SIGKILL the run's process group during the top-ups'
     simulate jobs; its jobs run on and finish. The rerun deleted the stored chunks at its start,
     then Snakemake deleted the top-ups as incomplete: every trial of the experiment was gone.
@@ -204,10 +203,10 @@ def test_a_killed_top_up_loses_no_trials(tmp_path, topped_up_reference):
     while a later run holds the store: tests/store/test_store_lock.py.)"""
     workdir = checkout(tmp_path).resolve()
     write_config(workdir, top_up_config(20))
-    first = attnsim_run(workdir)
+    first = attnsim_run(workdir, str(SUMMARY))  # the stored chunks (figures: the rerun's)
     assert first.wait(timeout=300) == 0, first.stdout.read()
     stored = sorted(chunks(workdir))
-    write_config(workdir, top_up_config(240))
+    write_config(workdir, top_up_config(200))  # the reference's trials, in rounds of 20
     killed = attnsim_run(workdir)
     deadline = time.monotonic() + 120
     while not simulate_jobs(workdir):
@@ -223,5 +222,5 @@ def test_a_killed_top_up_loses_no_trials(tmp_path, topped_up_reference):
     rerun = attnsim_run(workdir)
     out, _ = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, out
-    assert point_rows(workdir) == topped_up_reference
+    assert point_rows(workdir) == reference
     assert not any(path.exists() for path in stored)  # replaced, once the top-ups were whole

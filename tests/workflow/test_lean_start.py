@@ -57,11 +57,12 @@ HEAVY = ("pandas", "matplotlib", "seaborn", "scipy", "duckdb")
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """A config of three kinds: one whose claims read every run's trials (recall_training), one
-    with a figure of verdicts (normaliser_attention), a plain one."""
+    with a figure of verdicts (normaliser_attention), a plain one (in one chunk: what the jobs
+    import does not depend on how many there are)."""
     from attnsim.kinds import get_kind
 
     workdir = tmp_path_factory.mktemp("lean")
-    config = small_config()
+    config = small_config(chunk_size=16)
     config["experiments"]["recall"] = {"kind": "recall_training", "trials": 2, "grid": RECALL}
     example = dict(get_kind("normaliser_attention").example)
     config["experiments"]["normalisers"] = {"kind": "normaliser_attention", **example}

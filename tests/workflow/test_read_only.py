@@ -28,7 +28,7 @@ def dead_pid() -> int:
 
 
 def test_read_only_commands_leave_the_store_as_it_was(tmp_path):
-    config = small_config()
+    config = small_config(chunk_size=16)  # one simulate job per run: the jobs are not the subject
     write_config(tmp_path, config)
     snakemake(tmp_path, "--cores", "2")
     folder = next((tmp_path / "results/store/trials").glob("kind=*/experiment=*"))
