@@ -211,6 +211,10 @@ def figure_function(draw):
 # No time stamp in a file (the PDF's CreationDate, by default the time of drawing): the same data
 # draws the same bytes, in any run and whatever order the experiments are drawn in.
 METADATA: dict[str, dict[str, Any]] = {".png": {}, ".pdf": {"CreationDate": None}}
+# zlib's level for the PNG: 1-3 are its fast strategy, ~40% less CPU than Pillow's default 6 for
+# ~6% more bytes (measured on the default sweep's 47 figures); the pixels are the same (lossless)
+PNG_COMPRESSION = 3
+WRITER: dict[str, dict[str, Any]] = {".png": {"pil_kwargs": {"compress_level": PNG_COMPRESSION}}}
 PAD_INCHES = 0.1  # margin kept around the drawn content
 DPI = 150  # of the PNG (the PDF is vector; its images, if any, at this resolution)
 
@@ -370,7 +374,13 @@ def save(fig, png: Path) -> list[Path]:
     try:
         for path in (png, png.with_suffix(".pdf")):
             with files.atomic_path(path, fsync=False) as tmp:
-                fig.savefig(tmp, dpi=DPI, format=path.suffix[1:], metadata=METADATA[path.suffix])
+                fig.savefig(
+                    tmp,
+                    dpi=DPI,
+                    format=path.suffix[1:],
+                    metadata=METADATA[path.suffix],
+                    **WRITER.get(path.suffix, {}),
+                )
                 cut = outside_canvas(fig) if path == png else []
                 if cut:
                     raise AttnsimError(
