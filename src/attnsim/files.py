@@ -144,3 +144,48 @@ def check_writable(root: Path, own: Sequence[str] = ()) -> None:
                     f"{folder}: a read-only folder, and this run writes in it; make it writable "
                     f"(chmod -R u+w {root / name}) or run in another workspace (--workspace DIR)"
                 )
+
+
+# --- what every start computes again: kept by the content it is computed from ------------------
+
+CACHE_VARIABLE = "ATTNSIM_CACHE"  # the folder of `cached_json`'s entries; "off": none kept
+
+
+def cache_folder() -> Path | None:
+    """ATTNSIM_CACHE, else $XDG_CACHE_HOME/attnsim (~/.cache/attnsim); None when it is "off"."""
+    chosen = os.environ.get(CACHE_VARIABLE, "")
+    if chosen == "off":
+        return None
+    if chosen:
+        return Path(chosen)
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    except RuntimeError:  # no home folder: nothing kept
+        return None
+    return Path(base) / "attnsim"
+
+
+def cached_json(name: str, key: str, compute: Callable[[], object]) -> object:
+    """`compute()` (a JSON value), kept in the cache folder under `name`/`key`: `key` must be a
+    digest of everything the value depends on (e.g. the sha256 of a source text and the version
+    of the code reading it), so an entry is never stale, only unused. An entry that cannot be
+    read or written is computed (and nothing said): the cache only ever saves time. Every
+    Snakemake start of the workflow pays for what it checks; this keeps what does not change
+    between starts (a kind's figures' names: 0.12 CPU-s of `ast` each start)."""
+    import json
+
+    folder = cache_folder()
+    path = folder / name / f"{key}.json" if folder is not None else None
+    if path is not None:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    value = compute()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(path, json.dumps(value), fsync=False)
+        except (OSError, WriteError):
+            pass
+    return value

@@ -18,7 +18,7 @@ from helpers.workflow import snakemake, tree, write_config
 from attnsim.errors import ConfigError
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.kinds.base import Kind
-from attnsim.report.figure_check import check_kind, top_level_names
+from attnsim.report.figure_check import cached_top_level_names, check_kind, top_level_names
 
 PLUGIN = REPO / "tests/plugin_example"
 GUIDE = (REPO / "docs/adding-a-kind.md").read_text()
@@ -33,6 +33,28 @@ def test_top_level_names():
     source = "import numpy as np\nfrom x import y as z\ndef f(): pass\n@deco\ndef g(): pass\n"
     source += "h = f\nclass C: pass\n"
     assert top_level_names(source) == {"np", "z", "f", "g", "h", "C"}
+
+
+def test_the_names_are_kept_by_the_source_and_never_stale(tmp_path, monkeypatch):
+    """Each start reads the names from the cache (`files.cached_json`) by the source's sha256: the
+    same names as parsing it; an edited source is parsed again, and an entry that is not a list
+    of names (a damaged cache) is ignored."""
+    monkeypatch.setenv("ATTNSIM_CACHE", str(tmp_path))
+    source = "def temperature_gap(): pass\ndef gap_vs_d(): pass\n"
+    assert cached_top_level_names(source) == {"temperature_gap", "gap_vs_d"}
+    (entry,) = (tmp_path / "top-level-names").iterdir()
+    edited = source.replace("def gap_vs_d(): pass\n", "")
+    assert cached_top_level_names(edited) == {"temperature_gap"}
+    entry.write_text('{"not": "names"}')
+    assert cached_top_level_names(source) == {"temperature_gap", "gap_vs_d"}
+    entry.write_text("[1, 2")
+    assert cached_top_level_names(source) == {"temperature_gap", "gap_vs_d"}
+    monkeypatch.setenv("ATTNSIM_CACHE", "off")
+    assert cached_top_level_names(edited) == {"temperature_gap"}
+    assert len(list((tmp_path / "top-level-names").iterdir())) == 2
+    for kind in all_kinds().values():  # with entries kept, every built-in kind passes again
+        monkeypatch.setenv("ATTNSIM_CACHE", str(tmp_path))
+        check_kind(kind)
 
 
 def with_figures(kind: Kind, *figures: str) -> Kind:

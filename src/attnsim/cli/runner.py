@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 from pathlib import Path
 
@@ -212,10 +213,10 @@ def check_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     """The config files and overrides, before Snakemake reads them: one line for each problem,
     and the effective sweep (the files <- the workspace's record <- the overrides) loaded as the
     workflow will load it (a bad override is one line, not Snakemake's traceback). Returns the
-    overrides that are part of the sweep."""
+    overrides that are part of the sweep. A sweep that passed before with this very code
+    (`checked_key`) is not loaded again here: the workflow loads it in full at its start."""
     from attnsim.config import guard, overrides
     from attnsim.config import state as workspace_state
-    from attnsim.config.load import load
 
     merged = guard.check_run_args(args, workdir)
     _, items, _ = overrides.split_args(args)
@@ -223,8 +224,76 @@ def check_args(args: list[str], workdir: Path = Path(".")) -> list[str]:
     folder = Path(workdir) / workspace_of(args, workdir)
     token = os.environ.get(workspace_state.TOKEN_ENV)
     record = workspace_state.current(folder, token=token)
-    load(workspace_state.effective_data(merged, record, science, token))
+    data = workspace_state.effective_data(merged, record, science, token)
+    key = checked_key(data)
+    if key is not None and _passed(key):
+        return science  # this very sweep passed with this very code: nothing to say again
+    from attnsim.config import load as loading
+    from attnsim.kinds import all_kinds
+
+    hinted = len(loading._HINTED)
+    loading.load(data)
+    plugins = any(not k.package.startswith("attnsim.") for k in all_kinds().values())
+    if key is not None and len(loading._HINTED) == hinted and not plugins:
+        _passed(key, record=True)  # a sweep with hints or plugin kinds is checked every time
     return science
+
+
+PASSED = "checked-sweeps"  # the cache's folder of sweeps that passed `check_args`
+
+
+def checked_key(data: dict) -> str | None:
+    """A digest of what `load`'s verdict on `data` depends on: the data, attnsim's files (path,
+    size, mtime), the import path's folders (a package installed or removed, a plugin kind among
+    them, changes a folder's mtime) and Python's version; None for data that is not JSON."""
+    import hashlib
+    import json
+
+    import attnsim
+
+    try:
+        text = json.dumps(data, sort_keys=True, allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+    package = Path(attnsim.__file__).parent
+    code = []
+    for path in sorted(package.rglob("*")):
+        if "__pycache__" in path.parts:
+            continue
+        try:
+            st = path.stat()
+        except OSError:  # gone meanwhile: no verdict kept
+            return None
+        if stat.S_ISREG(st.st_mode):  # files only: a folder's mtime moves as __pycache__ appears
+            code.append((str(path.relative_to(package)), st.st_size, st.st_mtime_ns))
+    folders: list[tuple[str, int | None]] = []
+    for entry in sys.path:
+        try:
+            folders.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            folders.append((entry, None))
+    return hashlib.sha256(json.dumps([text, code, folders, sys.version]).encode()).hexdigest()
+
+
+def _passed(key: str, record: bool = False) -> bool:
+    """Whether the sweep of `key` passed before (`record`: note that it did). The workflow checks
+    every sweep in full again at its start: this only spares `attnsim run` its second copy of that
+    check (importing the config's schema, every kind and numpy: ~0.7 CPU-s)."""
+    from attnsim import files
+    from attnsim.errors import WriteError
+
+    folder = files.cache_folder()
+    if folder is None:
+        return False
+    entry = folder / PASSED / key
+    if not record:
+        return entry.is_file()
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        files.write_text(entry, "", fsync=False)
+    except (OSError, WriteError):
+        pass
+    return True
 
 
 def is_dry(args: list[str]) -> bool:

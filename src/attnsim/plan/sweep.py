@@ -130,13 +130,14 @@ def _old_settings(meta: Meta) -> str:
 
 def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int, round_trials: int) -> PointCosts:
     """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
-    `kind.compute.bytes_per_trial` and two `point_seconds` calls per combination of the
-    parameters they read."""
+    `kind.compute.bytes_per_trial` and one `point_seconds` call (own and shared seconds at once)
+    per combination of the parameters they read."""
+    deps, seconds = grid.distinct(lambda p: point_seconds(kind, p, round_trials, trial_cap))
     return point_costs(
         grid.evaluate(kind.compute.bytes_per_trial),
         grid.stream_codes(),
-        grid.evaluate(lambda p: point_seconds(kind, p, round_trials, trial_cap)[0]),
-        grid.evaluate(lambda p: point_seconds(kind, p, round_trials, trial_cap)[1]),
+        grid.spread(deps, np.asarray([own for own, _ in seconds])),
+        grid.spread(deps, np.asarray([shared for _, shared in seconds])),
         trial_cap,
     )
 

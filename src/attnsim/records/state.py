@@ -27,6 +27,7 @@ and written atomically; an unreadable or foreign one is one line naming the file
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -166,14 +167,27 @@ def read(workspace: str | Path) -> WorkspaceState:
     except (OSError, UnicodeDecodeError) as error:
         raise StoreError(f"{where}: cannot read the workspace's state record ({error})") from None
     try:
-        data = yaml.safe_load(text)
-        return from_data(data)
+        return from_data(_parsed(text))
     except (yaml.YAMLError, ValueError, TypeError, KeyError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise StoreError(
             f"{where}: not a state record attnsim can read ({reason}); it holds the study's "
             "overrides, top-ups and designs: restore it, or move it away to start afresh"
         ) from None
+
+
+# libyaml's parser where PyYAML has it (the same resolver and constructor: the same values)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PARSED: dict[str, Any] = {}  # the record's text -> its YAML, per process
+
+
+def _parsed(text: str) -> Any:
+    """The record's YAML, parsed once per process per text (a workflow's start reads it twice:
+    the effective config and the claims' designs); a copy, so no reader changes another's."""
+    if text not in _PARSED:
+        _PARSED.clear()  # one record at a time: the last one read
+        _PARSED[text] = yaml.load(text, Loader=_LOADER)
+    return copy.deepcopy(_PARSED[text])
 
 
 def write(workspace: str | Path, state: WorkspaceState) -> None:
