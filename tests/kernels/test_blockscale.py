@@ -150,7 +150,7 @@ def test_block_model_against_brute_force(name, granularity, scale_type):
     measured = ((kept.astype(np.float64) - x) ** 2).sum(axis=(1, 2))
     model = (variance + known**2).sum(axis=(1, 2))
     se = measured.std(ddof=1) / math.sqrt(len(measured))
-    slack = blockscale.within_bin_tolerance(fmt) * model.mean()
+    slack = blockscale.within_bin_tolerance(fmt.bits) * model.mean()
     assert abs(measured.mean() - model.mean()) < 4 * se + slack
 
 

@@ -136,3 +136,10 @@ def test_without_ml_dtypes_only_the_formats_stop_with_one_line(monkeypatch):
             rounding.FORMATS["float8_e4m3fn"]
     finally:
         rounding._formats.cache_clear()
+
+
+def test_the_significand_bits_need_no_ml_dtypes_and_are_the_formats():
+    assert set(rounding.SHAPES) == set(rounding.FORMAT_NAMES)
+    for name, fmt in FORMATS.items():
+        assert rounding.significand_bits(name) == fmt.bits
+        assert (fmt.bits, fmt.min_exp) == rounding.SHAPES[name]

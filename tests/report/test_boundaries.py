@@ -66,6 +66,43 @@ def test_stored_rows_are_a_fresh_runs_and_are_read_back(settings, tmp_path):
         again.evaluate(x, 800, 1000)
 
 
+def test_the_jackknife_on_slices_of_one_table_is_the_statistic_on_the_kept_trials(settings):
+    """`Points.evaluate` leaves each group out by slicing one table of the trials: bit for bit
+    the pseudo-values of the statistic on the kept trials' own table (`statistic`)."""
+    target = b.target_of(settings, "demo", settings.boundaries["demo"])
+    points = b.Points(target)
+    x = np.array([0.6, 0.3, 0.45])  # not in order: the values come back in the order asked
+    grid, members = points.points(x)
+    results = points.trials(members, 200, 600)
+    count, groups = 400, b.GROUPS
+    whole = points.statistic(grid, members, results, np.ones(count, dtype=bool), x)
+    expected = np.empty((len(x), groups))
+    for g, cut in enumerate(np.array_split(np.arange(count), groups)):
+        keep = np.ones(count, dtype=bool)
+        keep[cut] = False
+        left = points.statistic(grid, members, results, keep, x)
+        expected[:, g] = groups * whole - (groups - 1) * left
+    got = points.evaluate(x, 200, 600)
+    assert got.values.tobytes() == expected.tobytes()
+
+
+def test_a_round_reads_only_the_chunks_of_its_own_request(settings, tmp_path, monkeypatch):
+    """A chunk whose spec lists none of a request's points is not read: a round that resumes
+    from the last round's evaluations reads the chunk it writes, no earlier one, and none to
+    find the next request pending."""
+    from attnsim.jobs import simulate
+
+    assert b.round_job(settings, "demo", tmp_path, 0, tmp_path / "0.json")["status"] == "pending"
+    before = set(parquet.experiment_chunks(tmp_path, "noisy_attention", "locate_demo"))
+    read: list = []
+    real = simulate.stored_trials
+    monkeypatch.setattr(simulate, "stored_trials", lambda *a: read.append(a[1]) or real(*a))
+    out = b.round_job(settings, "demo", tmp_path, 1, tmp_path / "1.json", tmp_path / "0.json")
+    assert out["status"] == "pending" and len(out["computed"]) == 1
+    written = set(parquet.experiment_chunks(tmp_path, "noisy_attention", "locate_demo")) - before
+    assert len(written) == 1 and read == list(written)
+
+
 def test_the_price_follows_the_requests_not_the_store(settings, tmp_path):
     target = b.target_of(settings, "demo", settings.boundaries["demo"])
     points = b.StoredPoints(target, tmp_path, "demo")

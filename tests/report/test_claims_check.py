@@ -176,3 +176,33 @@ def test_summaries_changed_since_the_claims_were_judged_are_named(results, capsy
     store.write_atomic(table.replace_schema_metadata(None), summary, meta)
     code, out, err = cite(results, "delta_method_gaussian", capsys)  # a claim that read it
     assert code == 2 and "judged on summaries that have changed since" in one_line_error(err)
+
+
+def test_the_declarations_load_without_ml_dtypes_or_idle_blas_threads():
+    """`declared_specs` (the run's summary, `verify`, `cite`) imports every kind's claims: in a
+    process with OpenBLAS's default threads, without importing ml-dtypes (a claim's tolerance
+    needs a format's significand bits alone) and with the one eigen-solve the declarations need
+    (normaliser_temperature's reference gap) run on one BLAS thread, the same nodes as a job's."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import sys, numpy as np
+from threadpoolctl import threadpool_limits
+from attnsim.report.claims_check import declared_specs
+from attnsim.theory import normalisers
+specs = declared_specs()
+with threadpool_limits(limits=1, user_api="blas"):
+    nodes = np.polynomial.legendre.leggauss(normalisers.SPHERE_NODES)
+cached = normalisers._legendre(normalisers.SPHERE_NODES)
+print(len(specs), "ml_dtypes" in sys.modules, normalisers._legendre.cache_info().hits > 0,
+      all(a.tobytes() == b.tobytes() for a, b in zip(nodes, cached)))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    count, ml_dtypes, computed_before, same = out.stdout.split()
+    assert int(count) > 100 and ml_dtypes == "False" and computed_before == "True"
+    assert same == "True"

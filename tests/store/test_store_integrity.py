@@ -253,3 +253,23 @@ def test_a_column_with_nulls_has_one_checksum_however_it_is_read(tmp_path):
     assert pq.ParquetFile(path).num_row_groups == 4
     store.read_table(path)  # each column's checksum over 4 chunks
     store.verify_file(path)  # a row group at a time
+
+
+@pytest.mark.parametrize("runs", [[3000], [1500, 1500, 7], [2000, 1, 1, 1000], [1] * 3000])
+def test_a_string_column_of_runs_has_the_checksum_of_its_rows_sorted(runs, monkeypatch):
+    """A trials table's point ids (one run per point) are ranked as a dictionary's few values,
+    not sorted row by row: the same checksum as the sort of every row, with nulls and however
+    the column is chunked."""
+    import numpy as np
+    import pyarrow as pa
+
+    from attnsim.store import integrity
+
+    names = np.array([None if i % 5 == 3 else f"p{i % 37:03d}" for i in range(len(runs))], object)
+    column = pa.array(np.repeat(names, runs).tolist(), pa.string())
+    assert integrity._mostly_repeats(column) == (len(runs) < 10)  # the last: unique, kept plain
+    chunked = pa.chunked_array([column[:1100], column[1100:]])
+    fast = [integrity.column_digest(c) for c in (column, chunked)]
+    monkeypatch.setattr(integrity, "_mostly_repeats", lambda chunk: False)
+    assert fast == [integrity.column_digest(c) for c in (column, chunked)] == [fast[0]] * 2
+    assert integrity.column_digest(pa.compute.dictionary_encode(column)) == fast[0]

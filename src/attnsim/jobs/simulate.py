@@ -84,11 +84,13 @@ def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
     and that chunk's spec."""
     old = ChunkSpec.from_json(parquet.read_meta(path)["spec"])
     metrics = [m.name for m in spec.kind.schema.metrics]
-    table = parquet.read_table(path, ["point_id", *metrics])
-    ids = np.asarray(table.column("point_id").to_pylist(), dtype=object)
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    ends = np.r_[starts[1:], len(ids)]
-    where = {ids[s]: (int(s), int(e)) for s, e in zip(starts, ends)}
+    # the ids dictionary-encoded: neither they nor their checksum are decoded row by row (as
+    # Python strings they were a third of a boundary round's reads, profiled)
+    table = parquet.read_table(path, ["point_id", *metrics], dictionary=["point_id"])
+    ids, codes = _id_codes(table.column("point_id"))
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])[: len(codes)]
+    ends = np.r_[starts[1:], len(codes)]
+    where = {ids[codes[s]]: (int(s), int(e)) for s, e in zip(starts, ends)}
     columns = {m: arrays.to_numpy(table.column(m)) for m in metrics}
     known = {}
     for point in spec.points:
@@ -99,6 +101,20 @@ def stored_trials(spec: ChunkSpec, path: Path) -> tuple[dict, ChunkSpec]:
                 stored_blocks(spec.kind, point.params, old.trial_settings.trials, e - s),
             )
     return known, old
+
+
+def _id_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """A dictionary-encoded id column as (distinct ids, each row's index among them): the row
+    groups' dictionaries merged, each looked up once."""
+    index: dict[str, int] = {}
+    parts = []
+    for chunk in column.chunks:
+        lookup = np.array(
+            [index.setdefault(pid, len(index)) for pid in chunk.dictionary.to_pylist()],
+            dtype=np.int64,
+        )
+        parts.append(lookup[arrays.to_numpy(chunk.indices)] if len(lookup) else lookup)
+    return list(index), np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def simulate_points(

@@ -47,13 +47,14 @@ from attnsim.kernels.rounding import F32, Format
 WITHIN_BIN_FACTOR = 0.4  # derived in docs/science.md §11.9 and tests/theory (issue 49; was 1/4)
 
 
-def within_bin_tolerance(fmt: Format) -> float:
+def within_bin_tolerance(bits: int) -> float:
     """How far the uniform-within-bin variance may be off for gaussian values (docs/science.md
     §11.9): over a bin of width w the density's curvature changes E e^2 by a relative
     (f''/f) w^2 / 30; weighted by each bin's share of the error (f w^2) with w <= h|x|,
     h = 2^(1 - t), that is at most h^2 E[x^4 (x^2/sigma^2 - 1)] / (30 sigma^2 E[x^2]) = 0.4 h^2:
-    10% at FP4 (t = 2), 2.5% at t = 3, 0.6% at t = 4, nothing at fp16."""
-    return WITHIN_BIN_FACTOR * 2.0 ** (2 * (1 - fmt.bits))
+    10% at FP4 (t = 2), 2.5% at t = 3, 0.6% at t = 4, nothing at fp16. Of the format's
+    significand bits t (`rounding.significand_bits`: no ml-dtypes needed)."""
+    return WITHIN_BIN_FACTOR * 2.0 ** (2 * (1 - bits))
 
 
 GRANULARITIES = ("none", "tensor", "row", "channel", "block32", "block16")

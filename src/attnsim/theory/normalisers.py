@@ -290,8 +290,15 @@ def cosine_floor(name: str, n: int, tau: float = 1.0) -> float:
 
 @lru_cache(maxsize=8)
 def _legendre(count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Legendre nodes and weights on [-1, 1] (an eigenvalue problem: computed once)."""
-    return np.polynomial.legendre.leggauss(count)
+    """Gauss-Legendre nodes and weights on [-1, 1] (an eigenvalue problem: computed once), on one
+    BLAS thread: in a process with OpenBLAS's default threads (`attnsim claims`, the run's
+    summary) the solve woke the others, which then spun on: 0.4-2.7 CPU-s for this 0.05 CPU-s
+    solve (measured), paid by every command that imports the normaliser claims. The jobs run one
+    BLAS thread anyway: the same numbers."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return np.polynomial.legendre.leggauss(count)
 
 
 def _sphere_nodes(d: int, cuts: tuple[float, ...] = ()) -> tuple[np.ndarray, np.ndarray]:

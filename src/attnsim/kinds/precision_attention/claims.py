@@ -14,7 +14,7 @@ from attnsim.claims import engine
 from attnsim.claims.engine import Alternative, ClaimSpec, Estimate, OneSided, PerPoint, Regime
 from attnsim.claims.power import VarianceModel
 from attnsim.kernels.blockscale import within_bin_tolerance
-from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, FORMATS
+from attnsim.kernels.rounding import CLASSIC_FORMAT_NAMES, significand_bits
 from attnsim.kinds.low_precision import first_order_regime, plain
 from attnsim.kinds.ratio_claims import ratio_is_one, ratio_points
 from attnsim.stats import Z95
@@ -415,7 +415,7 @@ def block_points(rows: pd.DataFrame, rules: tuple[str, ...] = DECLARED_RULES) ->
 def block_tolerance(fmt: str) -> float:
     """§11.9: the first order's 5% (§11.4) plus the uniform-within-bin model's own error for a
     format of t significand bits, 2^(2(1 - t)) / 4 (6.25% at FP4)."""
-    return THRESHOLDS.ratio_tolerance + within_bin_tolerance(FORMATS[fmt])
+    return THRESHOLDS.ratio_tolerance + within_bin_tolerance(significand_bits(fmt))
 
 
 def _at_block(e: Estimate) -> str:
@@ -473,7 +473,7 @@ def block_model(fmt: str) -> ClaimSpec:
         rule=ratio_is_one(
             tolerance,
             f"the first order's 5% plus the within-bin term 2^(2(1-t))/4 = "
-            f"{within_bin_tolerance(FORMATS[fmt]):.3g} (§11.9)",
+            f"{within_bin_tolerance(significand_bits(fmt)):.3g} (§11.9)",
         ),
         alternative=Alternative(
             "the plain rounding model with the group's scale ignored (each value's own ulp): "
@@ -756,7 +756,7 @@ def block_model_ocp(fmt: str) -> ClaimSpec:
         rule=ratio_is_one(
             tolerance,
             f"as block_model_{fmt}: the first order's 5% plus the within-bin term "
-            f"{within_bin_tolerance(FORMATS[fmt]):.3g} (§11.9)",
+            f"{within_bin_tolerance(significand_bits(fmt)):.3g} (§11.9)",
         ),
         alternative=Alternative(
             "the model without the saturation term (the clipped maxima modelled as rounded "

@@ -84,9 +84,9 @@ def real_precision_atlas(summary):
     """The low-precision atlas of the MiniLM heads (`kinds.low_precision_figures.atlas`): one
     marker per head's point, marker = layer; the block-scaled model's tolerance per format."""
     from attnsim.kernels.blockscale import within_bin_tolerance
-    from attnsim.kernels.rounding import FORMATS
+    from attnsim.kernels.rounding import significand_bits
 
     def tolerance(fmt: str) -> float:
-        return THRESHOLDS.ratio_tolerance + within_bin_tolerance(FORMATS[fmt])
+        return THRESHOLDS.ratio_tolerance + within_bin_tolerance(significand_bits(fmt))
 
     return atlas(summary, "layer", "layer", tolerance, THRESHOLDS.kappa_eff_max)
