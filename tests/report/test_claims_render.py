@@ -167,7 +167,11 @@ def tiny_png(path: Path) -> None:
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """results/ of a tiny run: store, figures (placeholders where the figures rule draws them),
-    claims.*"""
+    each kind's claims file (as the workflow's judge jobs write them: every `attnsim claims`
+    below reads them instead of judging every kind again, tests/report/test_judged.py checks
+    that both are the same claims), claims.*"""
+    from attnsim.report import judged
+
     work = tmp_path_factory.mktemp("tiny")
     (work / "config.yaml").write_text(yaml.safe_dump(TINY))
     settings = load(TINY)
@@ -176,6 +180,10 @@ def tiny_run(tmp_path_factory):
         run_experiment(settings, name, root)
         for figure in get_kind(e.kind).presentation.figures:
             tiny_png(work / "results" / "figures" / name / f"{figure}.png")
+    experiments = settings.kinds()
+    for kind in sorted(set(experiments.values())):
+        target = judged.path(root.parent, kind)
+        judged.judge_to_file(get_kind(kind), experiments, root, target, {})
     assert main(
         [
             "claims",

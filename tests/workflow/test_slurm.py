@@ -32,6 +32,8 @@ from helpers.workflow import (
     write_config,
 )
 
+from attnsim.store import parquet as store
+
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 SWITCH = "ATTNSIM_SLURM_TESTS"
@@ -128,12 +130,23 @@ def config():
     }
 
 
-def start_through_slurm(workdir: Path, slurm_env: dict, threads: int = 1) -> subprocess.Popen:
+def summary(config: dict) -> str:
+    """The summary of `config`'s one experiment: what a run makes when its rows are compared, not
+    the figures and claims, which add no row. (Two experiments' summaries as the targets of one
+    run fail: the second one's chunk folder is not made, MissingInputException in collect.)"""
+    [(name, experiment)] = config["experiments"].items()
+    return str(store.summary_path(Path("results/store"), experiment["kind"], name))
+
+
+def start_through_slurm(
+    workdir: Path, slurm_env: dict, threads: int = 1, targets: tuple[str, ...] = ()
+) -> subprocess.Popen:
     """Snakemake with the shipped profile and fast status polling, started in a session of its
-    own (stdout and stderr together)."""
+    own (stdout and stderr together), making `targets` (default: everything)."""
     env = python_first_on_path(slurm_env)
     cmd = snakemake_command(
         workdir,
+        *targets,
         "--workflow-profile",
         str(REPO / "workflow/profiles/slurm"),
         "--slurm-init-seconds-before-status-checks",
@@ -155,10 +168,14 @@ def start_through_slurm(workdir: Path, slurm_env: dict, threads: int = 1) -> sub
 
 
 def through_slurm(
-    workdir: Path, slurm_env: dict, threads: int = 1, timeout: float = TIMEOUT
+    workdir: Path,
+    slurm_env: dict,
+    threads: int = 1,
+    timeout: float = TIMEOUT,
+    targets: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess:
     """The shipped profile, with fast status polling, stopped by SIGINT if it hangs."""
-    process = start_through_slurm(workdir, slurm_env, threads)
+    process = start_through_slurm(workdir, slurm_env, threads, targets)
     cmd = process.args
     try:
         out, _ = process.communicate(timeout=timeout)
@@ -275,9 +292,9 @@ def test_a_killed_top_up_through_slurm_loses_no_trials(cluster, tmp_path):
     more["experiments"]["robust"]["trials"] *= 4
     local, remote = tmp_path / "local", (tmp_path / "slurm").resolve()
     write_config(local, more)
-    snakemake(local, "--cores", "2")
+    snakemake(local, summary(more), "--cores", "2")
     write_config(remote, fewer)
-    first = through_slurm(remote, cluster)
+    first = through_slurm(remote, cluster, targets=(summary(fewer),))  # the stored chunks
     assert first.returncode == 0, first.stdout[-3000:]
     stored = sorted((remote / "results/store/trials").rglob("chunk-*.parquet"))
     write_config(remote, more)
