@@ -130,12 +130,13 @@ def config():
     }
 
 
-def summary(config: dict) -> str:
-    """The summary of `config`'s one experiment: what a run makes when its rows are compared, not
-    the figures and claims, which add no row. (Two experiments' summaries as the targets of one
-    run fail: the second one's chunk folder is not made, MissingInputException in collect.)"""
-    [(name, experiment)] = config["experiments"].items()
-    return str(store.summary_path(Path("results/store"), experiment["kind"], name))
+def summaries(config: dict) -> list[str]:
+    """The summaries of `config`'s experiments: what a run makes when its rows are compared, not
+    the figures and claims, which add no row."""
+    return [
+        str(store.summary_path(Path("results/store"), experiment["kind"], name))
+        for name, experiment in config["experiments"].items()
+    ]
 
 
 def start_through_slurm(
@@ -207,7 +208,7 @@ def sacct_jobs(workdir: Path, slurm_env: dict) -> list[tuple[str, str, str]]:
 def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_path):
     local, remote = tmp_path / "local", tmp_path / "slurm"
     write_config(local, config())
-    snakemake(local, "--cores", "2")
+    snakemake(local, *summaries(config()), "--cores", "2")
 
     write_config(remote, config())
     blocker = remote / "results/store/trials/kind=noisy_attention/experiment=fragile"
@@ -292,9 +293,9 @@ def test_a_killed_top_up_through_slurm_loses_no_trials(cluster, tmp_path):
     more["experiments"]["robust"]["trials"] *= 4
     local, remote = tmp_path / "local", (tmp_path / "slurm").resolve()
     write_config(local, more)
-    snakemake(local, summary(more), "--cores", "2")
+    snakemake(local, *summaries(more), "--cores", "2")
     write_config(remote, fewer)
-    first = through_slurm(remote, cluster, targets=(summary(fewer),))  # the stored chunks
+    first = through_slurm(remote, cluster, targets=tuple(summaries(fewer)))  # the stored chunks
     assert first.returncode == 0, first.stdout[-3000:]
     stored = sorted((remote / "results/store/trials").rglob("chunk-*.parquet"))
     write_config(remote, more)

@@ -167,3 +167,18 @@ def test_fewer_trials_read_the_stored_first_ones_and_more_are_a_top_up(finished)
         "rule simulate:" in result.stdout
         and "plan: 1 experiment, 16 points (16 to run" in result.stdout
     )
+
+
+def test_several_experiments_summaries_are_one_runs_targets(tmp_path):
+    """Two experiments' summaries asked of one run are both made (their chunks' folders were made
+    one at a time while Snakemake checked them: the second counted as missing)."""
+    config = small_config()
+    fragile = copy.deepcopy(config["experiments"]["robustness"])
+    fragile["grid"]["n"] = [32]
+    config["experiments"]["fragile"] = fragile
+    write_config(tmp_path, config)
+    other = store.summary_path(Path("results/store"), "noisy_attention", "fragile")
+    result = snakemake(tmp_path, str(SUMMARY), str(other), "--cores", "2", check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / SUMMARY).is_file() and (tmp_path / other).is_file()
+    assert not (tmp_path / "results/figures").exists()  # the targets only

@@ -189,13 +189,24 @@ def experiment_folder(wildcards):
     Anything else in the folder's place is left alone: the chunks' jobs fail on it and say so.
     """
     plan = PLANS[wildcards.experiment]
+    if not workflow.output_settings.dryrun:
+        make_chunk_folders()
     folder = store.experiment_dir(STORE, "trials", plan.kind, plan.name)
-    if not folder.exists() and not workflow.output_settings.dryrun:
+    return [folder] if folder.is_dir() else []
+
+
+@functools.cache
+def make_chunk_folders():
+    """Every experiment's chunks' folder, made at once on the first call: Snakemake lists a
+    folder's parent once and keeps what it found, so a folder made after its sibling's existence
+    was checked counted as missing (two experiments' summaries as one run's targets:
+    MissingInputException in collect)."""
+    for plan in PLANS.values():
+        folder = store.experiment_dir(STORE, "trials", plan.kind, plan.name)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError:  # a file where a parent folder must go: simulate names it
             pass
-    return [folder] if folder.is_dir() else []
 
 
 def summary_rebuild(wildcards):
