@@ -18,14 +18,6 @@ from helpers.configs import REPO, small_config  # noqa: F401 (REPO: for tests th
 collect_ignore = ["plugin_example"]
 
 
-def pytest_collection_modifyitems(config, items):
-    """The end-to-end (`slow`) modules first, each kept in its collected order: pytest-xdist
-    (`-n auto`, with pyproject.toml's `--dist loadfile`) hands out modules in this order, so the
-    long ones start at once instead of leaving one worker busy after the other has finished."""
-    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.module.__name__ not in slow_modules)  # stable sort
-
-
 @pytest.fixture
 def config() -> dict:
     return small_config()
