@@ -88,7 +88,7 @@ def test_kappa_and_the_rule_ratio_match_the_kernel(name):
     round-up of the same rows within 4 SEs plus that error."""
     fmt = FORMATS[name]
     sigma, n = 0.5, 1024
-    slack = blockscale.within_bin_tolerance(fmt)
+    slack = blockscale.within_bin_tolerance(fmt.bits)
     rows = {rule: _logit_rows(name, rule, sigma, n) for rule in theory.RULES}
     for rule in theory.RULES:
         measured = ratio_of_means(rows[rule]["sq_err"], rows[rule]["grad_sq"])
