@@ -12,9 +12,8 @@ Snakemake jobs with their own declared outputs (a changed experiment redraws onl
 The server is an optimisation, never a dependency: a job that finds none (no
 `ATTNSIM_JOB_SERVER` in its environment, or nobody listening: a cluster node, a job run by hand,
 a server that died) runs in its own process as before, with the same result. Each child starts
-from the same state (the imports and the caches one throwaway figure fills, nothing of any job),
-so what a job writes does not depend on which jobs ran before it in the server
-(tests/cli/test_server.py compares bytes).
+from the same state (the imports, nothing drawn or read), so what a job writes does not depend on
+which jobs ran before it in the server (tests/cli/test_server.py compares bytes).
 
 Its life: the workflow's `onstart` starts it (`start`) when jobs it serves are to run locally
 (not with --use-conda or containers, whose jobs run another environment); `onsuccess`/`onerror`
@@ -95,9 +94,7 @@ def _sockaddr(address: str) -> str:
 def warm(kinds: list[str]) -> None:
     """Import what the served jobs import, so that their children import nothing: the job
     commands' modules, the plotting stack with its PNG and PDF writers, and the kinds' claims
-    and figures code; then draw one throwaway figure (`attnsim.report.figures.warm_up`), which
-    leaves matplotlib's font and mathtext caches filled. No job's data is read or drawn: each
-    child starts from the same state."""
+    and figures code. Nothing is read or drawn (each child starts from the same state)."""
     from attnsim.jobs.tuning import single_blas_thread
 
     single_blas_thread()  # before numpy, as each job command does
@@ -140,15 +137,6 @@ def warm(kinds: list[str]) -> None:
                 kind.submodule(part)
             except ImportError:
                 pass
-    from attnsim.report.figures import warm_up
-
-    warm_up()  # fonts, font lookups, mathtext's parser: loaded once, not once per figures job
-    import gc
-
-    # what is imported now lives as long as the server: out of the collector's sight, a child's
-    # full collections scan only its own objects (each such scan of its ~10^5 objects cost
-    # a figures job ~0.3 CPU-s, profiled) and leave the pages shared with the server unwritten
-    gc.freeze()
 
 
 def serve(address: str, parent: int, kinds: list[str], ready: Path | None = None) -> None:

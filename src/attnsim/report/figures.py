@@ -71,52 +71,6 @@ def render(
     return written
 
 
-LOG_TICKS = 16  # warm_up lays out the tick labels 10^-16 ... 10^16 and 2^0 ... 2^16
-
-
-def warm_up() -> None:
-    """Draw one small figure in attnsim's theme to PNG and PDF (in a temporary folder) and forget
-    it, so that a process forking figures jobs (the job server) hands each of them what a first
-    figure loads: the fonts and their lookups, mathtext's parser and fonts (a first parse costs
-    ~0.3 CPU-s), the PNG and PDF writers. Caches only: a figure drawn after it is the same bytes
-    (tests/figures/test_figure_order.py, tests/cli/test_server.py)."""
-    import tempfile
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from attnsim.figures.common import legend_below, mean_handle, panel_letter
-    from attnsim.figures.mathtext import share_layouts
-    from attnsim.figures.style import figure_function, save
-
-    share_layouts()  # before the parses below, so that the children find them laid out
-
-    @figure_function
-    def sample(_):
-        fig, (ax, decades) = plt.subplots(1, 2, figsize=(6, 3))
-        x = np.geomspace(1e-3, 1e3, 7)
-        ax.errorbar(x, x, yerr=x / 4, fmt="o-", capsize=2)
-        ax.fill_between(x, x / 2, x * 2, alpha=0.25, lw=0)
-        ax.scatter(x, x, c=x, s=4)
-        ax.set(xscale="log", yscale="log", xlabel="x", ylabel="y", title="t")
-        # the tick labels of log axes (mathtext, ~9 ms a parse and dpi): 10^k and 2^k
-        decades.set(xscale="log", xlim=(10.0**-LOG_TICKS, 10.0**LOG_TICKS))
-        decades.set_xticks(10.0 ** np.arange(-LOG_TICKS, LOG_TICKS + 1))
-        decades.set_yscale("log", base=2)
-        decades.set(ylim=(1, 2.0**LOG_TICKS), yticks=2.0 ** np.arange(LOG_TICKS + 1))
-        for axes, letter in ((ax, "a"), (decades, "b")):
-            panel_letter(axes, letter)
-        legend_below(fig, [mean_handle("mean")])
-        fig.suptitle("warm-up")
-        return fig
-
-    with tempfile.TemporaryDirectory() as folder:
-        save(sample(None), Path(folder) / "warm_up.png")
-
-
 def judged_claims(kind, claims: Path | None, figures: list[str]) -> list | None:
     """The kind's judged claims (`ClaimResult`s) for its figures of verdicts, read from its claims
     file; None when no such figure is drawn. The file must be this kind's."""
