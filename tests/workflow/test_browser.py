@@ -1,26 +1,36 @@
-"""The Snakemake report and results/claims.html as a reader sees them, in headless Chromium.
+"""The default sweep (config.yaml) as a user runs it and as a reader sees it, in headless
+Chromium.
 
-A tiny run of every experiment kind goes through the real workflow and `snakemake --report`;
+`attnsim run` then `attnsim run --report` in a fresh folder, on the default sweep's experiments,
+claims and boundaries at an eighth of their trials and budgets (`lighter`: what these tests check
+depends on how many experiments, figures and claims there are, not on how many trials each point
+has; the README's run command runs it whole). It prints at most 60 lines (issue 51: a dozen job
+lines, a headline of the claims, where everything is), and its report's Claims page stays under
+1 MB as the `data:` URL the report shows it from (Chromium loads none over 2 MB).
+
 Selenium then drives Debian's chromium through Debian's chromedriver (both given by path, so
 Selenium Manager never runs and nothing is downloaded). The report is a single-page app: the
-test clicks through it like a reader (sidebar category -> figure -> back) and checks that each
-figure decodes at its file's size with its caption beside it, that the claims table (in the
-report and in claims.html) has one row per claim with its verdict visible, that every link in
-claims.html resolves, and that no page logs a console error (level SEVERE).
+test clicks through it like a reader (sidebar category -> figure -> back) and checks that each of
+every kind's figures decodes at its file's size with its caption beside it, that the claims
+table (in the report and in claims.html) has one row per claim with its verdict visible, that
+every link in claims.html resolves, and that no page logs a console error (level SEVERE).
 
 Screenshots of the report's home, one figure page and the claims page go to the test's tmp
 directory; `ATTNSIM_SCREENSHOTS=1 pytest tests/workflow/test_browser.py` also copies them to
 docs/screenshots/ (the README shows them).
 
 Needs /usr/bin/chromium and /usr/bin/chromedriver (`apt-get install chromium chromium-driver`;
-.ci/run installs them); skipped elsewhere, never under CI.
-"""
+.ci/run installs them); the browser's tests are skipped elsewhere, never under CI. The slow
+tier."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from unittest import mock
@@ -28,10 +38,11 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 import pytest
-from helpers.configs import REPO, small_config
-from helpers.workflow import snakemake, write_config
+import yaml
+from helpers.workflow import REPO, python_first_on_path
 
 from attnsim.kinds import all_kinds, get_kind
+from attnsim.report import claims_render
 
 pytestmark = pytest.mark.slow
 
@@ -62,42 +73,7 @@ WAIT = (
     60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
 )
 
-# A few points of the kinds shown in docs/screenshots/, chosen by hand; every other kind gets one
-# point of its first experiment in config.yaml (`every_kind`): every figure and caption appears.
-EXPERIMENTS = {
-    "entropy": {
-        "kind": "logit_entropy",
-        "trials": 10,
-        "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 1.0, 3.0]},
-    },
-    "temperature": {
-        "kind": "temperature_entropy",
-        "trials": 10,
-        "grid": {"n": [16], "d": [3], "tau": [0.3, 1.0]},
-    },
-    "gradient": {
-        "kind": "init_gradient",
-        "trials": 10,
-        "grid": {"n": [16], "d": [4], "scale": [0.5, 100.0]},
-    },
-}
-
-
-def every_kind(experiments: dict) -> dict:
-    """One experiment per kind not in `experiments`: the first of that kind in config.yaml (then in
-    the presets), on the first value of each grid list with a few trials (its figures may be
-    sparse; its captions are whole)."""
-    import yaml
-
-    shown = {e["kind"] for e in experiments.values()} | {"noisy_attention"}
-    more = {}
-    for config in [REPO / "config.yaml", *sorted((REPO / "workflow/presets").glob("*.yaml"))]:
-        for name, e in yaml.safe_load(config.read_text())["experiments"].items():
-            if e["kind"] not in shown and name not in more:
-                shown.add(e["kind"])
-                grid = {k: v[:1] for k, v in e["grid"].items()}
-                more[name] = {"kind": e["kind"], "trials": min(3, int(e["trials"])), "grid": grid}
-    return more
+MAX_LINES = 60  # lines the default run prints
 
 
 @pytest.fixture(scope="module")
@@ -118,31 +94,46 @@ def webdriver_module():
 
 
 @pytest.fixture(scope="module")
-def run(webdriver_module, tmp_path_factory, minilm_dir, glove_dir):  # noqa: F811  (fixtures)
-    """A finished tiny run of every kind with its report: the workdir (no run where the test will
-    skip)."""
-    workdir = tmp_path_factory.mktemp("browser-run")
-    config = small_config(chunk_size=64)
-    config["experiments"]["robustness"]["trials"] = 10
-    config["experiments"].update(EXPERIMENTS)
-    config["experiments"].update(every_kind(EXPERIMENTS))
-    config["assets"] = {
-        "minilm": str(minilm_dir),
-        "glove": str(glove_dir),
-    }  # the tests' verified copies
-    assert {e["kind"] for e in config["experiments"].values()} == set(all_kinds()), (
-        "a kind without an experiment here"
-    )
-    write_config(workdir, config)
-    snakemake(
-        workdir, "--cores", "2", timeout=1200
-    )  # ~40 jobs: a figure job per kind (~2 min on 2 idle cores)
-    report = snakemake(workdir, "--report", "results/report.html")
-    # docutils reports a caption's problems on stderr while the report is built (and on the page)
-    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", report.stderr + report.stdout), (
-        report.stderr
-    )
-    return workdir
+def default_run(tmp_path_factory, minilm_dir, glove_dir):
+    """`attnsim run` of config.yaml (`lighter`) in a folder of its own, then its report: (workdir,
+    the first run's output)."""
+    workdir = tmp_path_factory.mktemp("default-run")
+    config = lighter(yaml.safe_load((REPO / "config.yaml").read_text()), 8)
+    config["assets"] = {"minilm": str(minilm_dir), "glove": str(glove_dir)}  # verified copies
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    outputs = []
+    for args in (["run"], ["run", "--report"]):  # the second: nothing left to do but the report
+        done = subprocess.run(
+            [sys.executable, "-m", "attnsim.cli.main", *args],
+            cwd=workdir,
+            env=python_first_on_path(),
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        outputs.append(done.stdout + done.stderr)
+    # docutils reports a caption's problems while the report is built (and on the page)
+    assert not re.search(r"\((INFO|WARNING|ERROR|SEVERE)/\d\)", outputs[1]), outputs[1][-3000:]
+    return workdir, outputs[0]
+
+
+def lighter(config: dict, factor: int) -> dict:
+    """`config` with every experiment's trials (and trial cap) and every boundary's budget divided
+    by `factor`, at least 4 trials a point: the same experiments, points, claims and figures."""
+    for experiment in config["experiments"].values():
+        for key in ("trials", "max_trials"):
+            if key in experiment:
+                experiment[key] = max(4, experiment[key] // factor)
+    for boundary in config.get("boundaries", {}).values():
+        boundary["budget"] = boundary["budget"] / factor
+    return config
+
+
+@pytest.fixture(scope="module")
+def run(webdriver_module, default_run):
+    """The default run's workdir, for the tests that open it in the browser."""
+    return default_run[0]
 
 
 @pytest.fixture(scope="module")
@@ -204,8 +195,15 @@ def console_errors(driver) -> list[str]:
 
 
 def screenshot(driver, folder: Path, name: str) -> Path:
+    """The page as shown, in 256 colours: text on flat colours loses nothing a reader sees, at
+    under half the bytes of Chromium's true-colour PNG (the copies in docs/ stay small)."""
+    from PIL import Image
+
     path = folder / f"{name}.png"
     assert driver.save_screenshot(str(path))
+    with Image.open(path) as shot:
+        palette = shot.convert("RGB").quantize(256)
+    palette.save(path, optimize=True)
     assert 0 < path.stat().st_size < SCREENSHOT_MAX_BYTES, (
         f"{path.name}: {path.stat().st_size} bytes"
     )
@@ -241,8 +239,9 @@ def click(driver, find, message: str) -> None:
     from selenium.common.exceptions import ElementClickInterceptedException
 
     seen = {}
-    at_rest = (
-        "const el = arguments[0], r = el.getBoundingClientRect();"
+    at_rest = (  # scrolled into view first: the default run's sidebar lists 27 experiments
+        "const el = arguments[0]; el.scrollIntoView({block: 'nearest'});"
+        "const r = el.getBoundingClientRect();"
         "const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);"
         "return [r.x, r.y, r.width, r.height, !!hit && (hit === el || el.contains(hit))];"
     )
@@ -457,15 +456,14 @@ def test_report_opens_offline_on_its_home_and_general_pages(run, browser, shots)
     started = time.monotonic()
     open_report(browser, run)
     entries = sidebar_entries(browser)
-    experiments = sorted(EXPERIMENTS) + ["robustness"]
-    assert {"Workflow", "Statistics", "About", "Claims", *experiments} <= set(entries), sorted(
-        entries
-    )
-    home = text(browser.find_element(CSS, "#app").text)
-    opening = text(
-        (REPO / "workflow/report/workflow.rst").read_text().split("\n\n")[0]
-    )  # the report's own first sentence
-    assert opening.split(" (")[0] in home and "Configuration of this run: seed 7" in home
+    drawn = {p.parent.name for p in (run / "results/figures").glob("*/*.png")}
+    assert {"Workflow", "Statistics", "About", "Claims", *drawn} <= set(entries), sorted(entries)
+    # innerText: the sidebar of 27 experiments pushes the description below its scrolled edge
+    home = text(browser.execute_script("return document.querySelector('#app').innerText"))
+    # the report's own first sentence
+    opening = text((REPO / "workflow/report/workflow.rst").read_text().split("\n\n")[0])
+    seed = yaml.safe_load((run / "config.yaml").read_text())["seed"]
+    assert opening.split(" (")[0] in home and f"Configuration of this run: seed {seed}" in home
     assert not undecoded_images(browser)
     screenshot(browser, shots, "report-home")
     for page in ("Statistics", "About", "Workflow"):
@@ -499,21 +497,33 @@ def applicable_figures(run, experiment: str, kind: str) -> tuple[str, ...]:
     return declared.figures_for({p: frame[p].unique().tolist() for p in declared.param_names})
 
 
+def every_figure_once(run) -> dict[str, str]:
+    """Experiment -> kind: in config order, each experiment that draws a figure of its kind no
+    earlier one drew (every kind's every figure and caption once: clicking through all of the
+    default run's figures would show the same captions again at twice the time). Every
+    experiment's figures on disk are the ones its grid applies to."""
+    experiments = yaml.safe_load((run / "config.yaml").read_text())["experiments"]
+    assert {e["kind"] for e in experiments.values()} == set(all_kinds()), (
+        "a kind without an experiment in config.yaml"
+    )
+    chosen, seen = {}, set()
+    for name, experiment in experiments.items():
+        figures = applicable_figures(run, name, experiment["kind"])
+        on_disk = sorted(p.stem for p in (run / "results/figures" / name).glob("*.png"))
+        assert on_disk == sorted(figures), name
+        if {(experiment["kind"], f) for f in figures} - seen:
+            chosen[name] = experiment["kind"]
+            seen |= {(experiment["kind"], f) for f in figures}
+    return chosen
+
+
 def test_every_figure_renders_with_its_caption(run, browser, shots):
     started = time.monotonic()
     open_report(browser, run)
-    experiments = {
-        "robustness": "noisy_attention",
-        **{name: e["kind"] for name, e in {**EXPERIMENTS, **every_kind(EXPERIMENTS)}.items()},
-    }
     shown = expected = 0
-    for experiment, kind in experiments.items():
+    for experiment, kind in every_figure_once(run).items():
         figures = list(applicable_figures(run, experiment, kind))
-        on_disk = sorted(p.stem for p in (run / "results/figures" / experiment).glob("*.png"))
-        assert on_disk == sorted(figures)
         expected += len(figures)
-        if not figures:  # a grid no figure of its kind applies to: no sidebar entry
-            continue
         click_sidebar(browser, experiment)
         assert sorted(result_rows(browser)) == sorted(figures), (
             f"{experiment}: sidebar lists {sorted(result_rows(browser))}"
@@ -561,6 +571,25 @@ def measured_claims(run):
     return claims[claims["verdict"] != "not measured"].reset_index(drop=True)
 
 
+def test_the_default_run_prints_at_most_sixty_lines(default_run):
+    _, output = default_run
+    lines = output.splitlines()
+    assert len(lines) <= MAX_LINES, "\n".join(lines)
+    assert any(line.startswith("claims: ") for line in lines)  # the headline
+    assert any("attnsim claims --all" in line for line in lines)  # where the rest is
+
+
+def test_the_reports_claims_page_is_under_a_megabyte_as_a_data_url(default_run):
+    workdir, _ = default_run
+    page = (workdir / "results" / "claims.html").read_bytes()
+    assert len(base64.b64encode(page)) < claims_render.DATA_URL_BYTES
+    figures = sorted((workdir / "results" / "figures").glob("*/*.png"))
+    copies = claims_render.embedded_pngs(figures, 2)  # at their old width: the page was > 2 MB
+    assert sum(len(c or "") for c in copies.values()) * 4 // 3 > 2 * claims_render.DATA_URL_BYTES
+    report = (workdir / "results" / "report.html").read_text()
+    assert "Configuration of this run" in report and "results/store/" in report
+
+
 def test_report_claims_page_has_every_claim_with_its_verdict(run, browser, shots):
     started = time.monotonic()
     claims = measured_claims(run)
@@ -569,6 +598,7 @@ def test_report_claims_page_has_every_claim_with_its_verdict(run, browser, shots
     assert list(result_rows(browser)) == ["results/claims.html"]
     frame = show(browser, "results/claims.html", "claims.html")
     assert frame.tag_name == "iframe" and frame.is_displayed() and frame.size["height"] > 300
+    browser.set_script_timeout(600)  # every link of 150 rows checked, on a loaded machine
     browser.switch_to.frame(frame)
     try:
         wait(
