@@ -123,9 +123,8 @@ def wilson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float
         * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials))
     )
     low, high = max(0.0, centre - half), min(1.0, centre + half)
-    return (0.0 if successes == 0 else low), (
-        1.0 if successes == trials else high
-    )  # exact at the ends
+    # exact at the ends
+    return (0.0 if successes == 0 else low), (1.0 if successes == trials else high)
 
 
 def median_ci(values: np.ndarray) -> dict[str, float]:

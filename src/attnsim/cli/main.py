@@ -431,12 +431,8 @@ The workflow's rules run `attnsim simulate`, `collect`, `judge`, `figures`, `loc
 docs/cluster.md, docs/adding-a-kind.md.
 """
 
-QUERY_FORMATS = (
-    "table",
-    "csv",
-    "json",
-    "parquet",
-)  # attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
+# attnsim.store.query.FORMATS (not imported: duckdb is slow to load)
+QUERY_FORMATS = ("table", "csv", "json", "parquet")
 
 QUERY_ROWS = 40  # attnsim.store.query.TERMINAL_ROWS
 QUERY_HELP = """\
@@ -782,11 +778,12 @@ def _add_embed(sub) -> None:
 
 
 def _add_fetch_asset(sub) -> None:
+    # the workflow's: not listed
     p = sub.add_parser(
         "fetch-asset",
         description="(workflow) fetch and verify a data asset into RESOURCES/NAME once, or "
         "verify and link a local copy",
-    )  # the workflow's: not listed
+    )
     p.add_argument(
         "name", metavar="NAME", help="asset name (attnsim.models.assets.ASSETS: minilm, glove)"
     )
@@ -806,9 +803,8 @@ def _add_fetch_asset(sub) -> None:
 
 
 def _add_simulate(sub) -> None:
-    p = sub.add_parser(
-        "simulate", description="(workflow) simulate one chunk of grid points"
-    )  # the workflow's: not listed
+    # the workflow's: not listed
+    p = sub.add_parser("simulate", description="(workflow) simulate one chunk of grid points")
     # a file, never JSON on the command line (the rules pass paths)
     p.add_argument(
         "--spec-file",
@@ -828,9 +824,8 @@ def _add_simulate(sub) -> None:
 
 
 def _add_collect(sub) -> None:
-    p = sub.add_parser(
-        "collect", description="(workflow) summarise an experiment's chunks"
-    )  # the workflow's: not listed
+    # the workflow's: not listed
+    p = sub.add_parser("collect", description="(workflow) summarise an experiment's chunks")
     p.add_argument(
         "--experiment-file",
         type=Path,
@@ -847,9 +842,10 @@ def _add_collect(sub) -> None:
 
 
 def _add_figures(sub) -> None:
+    # the workflow's: not listed
     p = sub.add_parser(
         "figures", description="(workflow) draw experiments' figures from their summaries"
-    )  # the workflow's: not listed
+    )
     p.add_argument(
         "summaries",
         nargs="*",
@@ -888,11 +884,12 @@ def _add_figures(sub) -> None:
 
 
 def _add_judge(sub) -> None:
+    # the workflow's: not listed
     p = sub.add_parser(
         "judge",
         description="(workflow) judge one kind's claims on its experiments' summaries into "
         "WORKSPACE/claims/KIND.parquet",
-    )  # the workflow's: not listed
+    )
     p.add_argument("--kind", required=True, help="the kind whose claims are judged")
     p.add_argument(
         "--experiments-file",
@@ -908,11 +905,12 @@ def _add_judge(sub) -> None:
 
 
 def _add_boundary_jobs(sub) -> None:
+    # the workflow's: not listed
     p = sub.add_parser(
         "locate-round",
         description="(workflow) one round of a config's boundary: compute the request the last "
         "round left, write the next one or the located boundary",
-    )  # the workflow's: not listed
+    )
     p.add_argument("--boundary", required=True, help="the boundary's name in the config")
     p.add_argument("--round", type=int, required=True, help="the round's number, from 0")
     p.add_argument("--plan", type=Path, required=True, help="<workspace>/plan/boundaries.json")
@@ -920,10 +918,11 @@ def _add_boundary_jobs(sub) -> None:
     p.add_argument("--previous", type=Path, help="the last round's file (none for round 0)")
     p.add_argument("--output", type=Path, required=True, help="this round's file")
     p.set_defaults(func=_locate_round)
+    # the workflow's: not listed
     p = sub.add_parser(
         "record-boundaries",
         description="(workflow) record the located boundaries in the workspace's state.yaml",
-    )  # the workflow's: not listed
+    )
     p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
     p.add_argument("--output", type=Path, required=True, help="<workspace>/boundaries.json")
     p.add_argument("rounds", type=Path, nargs="*", help="each boundary's last round's file")

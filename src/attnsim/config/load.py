@@ -183,9 +183,8 @@ def check_schema(config: dict) -> None:
             f"{key_path(path)}: {value!r} is not a finite number (NaN and infinities are not "
             "allowed)"
         )
-    validator = _with_defaults(StrictValidator)(
-        schema()
-    )  # whole floats were made ints; others are not integers
+    # whole floats were made ints; others are not integers
+    validator = _with_defaults(StrictValidator)(schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise ConfigError(validation_message(errors[0]))
@@ -207,9 +206,8 @@ def check_semantics(settings: Settings) -> None:
         if kind.schema.check_grid is not None:
             try:
                 kind.schema.check_grid(experiment.grid)
-            except (
-                ConfigError
-            ) as error:  # its message starts with grid.<key>: make it the full path
+            except ConfigError as error:
+                # its message starts with grid.<key>: make it the full path
                 raise ConfigError(f"experiments.{name}.{error}") from None
         grid = grid_columns(experiment)  # no point is made: one call per distinct cost
         deps, needs = grid.distinct(kind.compute.bytes_per_trial)

@@ -382,9 +382,8 @@ def run_chunk(
         spec=spec.to_json(),
         # the CPU class that computed these rows (docs/usage.md, Reproducibility)
         cpu=cpu.provenance(),
-        **(
-            {"topped_up": topped_up} if topped_up else {}
-        ),  # the chunk it replaces, its settings, the trials reused
+        # the chunk it replaces, its settings, the trials reused
+        **({"topped_up": topped_up} if topped_up else {}),
         **(spec.kind.assets.provenance() if spec.kind.assets.provenance else {}),
     )
     parquet.write_atomic(table, output, meta, guard=guard)

@@ -142,9 +142,8 @@ def _moment_table(fmt: Format) -> tuple[int, np.ndarray]:
     a float32 can have in the format; rows m, kappa, mu3."""
     first = fmt.min_exp - fmt.bits + 1
     exponents = np.arange(first, 128 - fmt.bits + 2)
-    with np.errstate(
-        over="ignore", invalid="ignore"
-    ):  # ulps beyond ~2^10 (logits > 2^13): nonsense, never met
+    # ulps beyond ~2^10 (logits > 2^13): nonsense, never met
+    with np.errstate(over="ignore", invalid="ignore"):
         return first, np.stack(uniform_moments(np.ldexp(0.5, exponents)))
 
 
@@ -170,9 +169,8 @@ def next_order_logits(clean: Clean, exponent: np.ndarray, fmt: Format) -> np.nda
     q = clean.p * m
     q /= q.sum(axis=-1, keepdims=True)
     qk = q * q * kappa
-    both = np.matmul(
-        np.stack([q, qk], axis=1), clean.dev
-    )  # (T, 2, dv): b = sum q x, sum q^2 kappa x
+    # (T, 2, dv): b = sum q x, sum q^2 kappa x
+    both = np.matmul(np.stack([q, qk], axis=1), clean.dev)
     b, qkx = both[:, 0], both[:, 1]
     bb = np.einsum("td,td->t", b, b)
     xb = np.matmul(clean.dev, b[:, :, None])[:, :, 0]  # x_i . b

@@ -30,9 +30,8 @@ F32 = np.float32
 _INV_2_32 = F32(2.0**-32)
 _ANGLE = F32(2 * math.pi * 2.0**-32)
 _BELOW_ONE = F32(1 - 2.0**-24)
-PIECE = (
-    1 << 16
-)  # Box-Muller pairs per piece (part of the algorithm: it fixes which word feeds which normal)
+# Box-Muller pairs per piece (part of the algorithm: it fixes which word feeds which normal)
+PIECE = 1 << 16
 
 
 def words(rng: np.random.Generator, count: int) -> np.ndarray:

@@ -248,9 +248,8 @@ def sweep_orphans(resources_dir: Path) -> list[Path]:
     """Delete temporary folders of fetches killed on this host (SIGKILL skips `fetch`'s cleanup)."""
     removed = []
     for tmp in Path(resources_dir).glob(".*.tmp"):
-        parts = tmp.name.rsplit(
-            ".", 3
-        )  # .<name>.<host>.<pid>.<random>.tmp (the host may hold dots)
+        # .<name>.<host>.<pid>.<random>.tmp (the host may hold dots)
+        parts = tmp.name.rsplit(".", 3)
         owner = parts[0].split(".", 2) if len(parts) == 4 else []
         if (
             len(owner) == 3

@@ -93,9 +93,8 @@ class TokenStream:
         self.ids = np.fromiter(
             (i for p in pieces for i in p), dtype=np.int64, count=int(lengths.sum())
         )
-        self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[
-            lengths > 0
-        ]  # where each sentence begins
+        # where each sentence begins
+        self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[lengths > 0]
 
     def windows(self, n: int, count: int, rng: np.random.Generator) -> np.ndarray:
         """(count, n) ids: [CLS], n-2 consecutive pieces starting at a sentence start drawn

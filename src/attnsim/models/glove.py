@@ -20,9 +20,8 @@ VOCABULARY = "glove_6B_index.parquet"
 class Glove:
     def __init__(self, asset_dir: Path):
         asset_dir = Path(asset_dir)
-        self.vectors = np.load(
-            asset_dir / VECTORS, mmap_mode="r"
-        )  # (400000, 50) float32, row i = words[i]
+        # (400000, 50) float32, row i = words[i]
+        self.vectors = np.load(asset_dir / VECTORS, mmap_mode="r")
         # ParquetFile, not pq.read_table: its dataset layer imports pandas (~0.27 s a process)
         vocabulary = pq.ParquetFile(asset_dir / VOCABULARY).read(columns=["index"])
         self.words = vocabulary.column("index").to_pylist()

@@ -158,6 +158,5 @@ def check_windows(grid) -> None:
         )
 
 
-FORWARD_BYTES_PER_TOKEN = (
-    16 * 1024
-)  # activations per token if a block went through at once: the planner's cost measure
+# activations per token if a block went through at once: the planner's cost measure
+FORWARD_BYTES_PER_TOKEN = 16 * 1024

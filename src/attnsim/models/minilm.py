@@ -290,9 +290,8 @@ class Bert:
         heads, d = c.heads, c.head_size
         x = self.word[ids] + self.position[:seq] + self.token_type[0]
         x = layer_norm(x.reshape(batch * seq, c.hidden), *self.embed_norm, c.eps)
-        key_bias = np.where(mask, 0.0, -np.inf).astype(self.dtype)[
-            :, None, None, :
-        ]  # exp(-inf) = 0: padded keys get no weight
+        # exp(-inf) = 0: padded keys get no weight
+        key_bias = np.where(mask, 0.0, -np.inf).astype(self.dtype)[:, None, None, :]
         attention = {}
         for i, L in enumerate(self.layers):
             qkv = (
@@ -354,9 +353,8 @@ class MiniLM:
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """(len(texts), 384) float32 unit vectors, like ``SentenceTransformer.encode``."""
         sequences = self.tokenizer.wrap(self.tokenizer.pieces(texts))
-        order = np.argsort(
-            [len(s) for s in sequences], kind="stable"
-        )  # similar lengths share a batch
+        # similar lengths share a batch
+        order = np.argsort([len(s) for s in sequences], kind="stable")
         out = np.empty((len(texts), self.bert.config.hidden), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]

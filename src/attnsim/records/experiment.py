@@ -165,12 +165,10 @@ class Settings:
     memory_budget_mb: int
     experiments: dict[str, Experiment]
     config_hash: str  # of the science (seed and experiments), not of runtime knobs
-    assets: dict[str, str] = field(
-        default_factory=dict
-    )  # asset name -> local copy to use instead of downloading
-    job_minutes: float = (
-        2.0  # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
-    )
+    # asset name -> local copy to use instead of downloading
+    assets: dict[str, str] = field(default_factory=dict)
+    # estimated CPU-minutes a chunk job aims at (a runtime knob, like chunk_size)
+    job_minutes: float = 2.0
     max_jobs: int | None = None  # refuse a sweep that needs more simulate jobs (a cluster's limit)
     # name -> a boundary to locate (the config's `boundaries:` entries as the schema checked
     # them: claim, axis, edge, at, range, experiment, budget, target; `report.boundaries`)

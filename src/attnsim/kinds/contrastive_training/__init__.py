@@ -248,9 +248,8 @@ def extra_summary(metrics, p) -> dict[str, object]:
     lowest = float(finite.min()) if finite.size else float("nan")
     out["entropy_lowest"] = lowest
     out["entropy_lowest_excess"] = lowest - kernel.theory(p)["entropy_floor"]
-    out["entropy_floor_tolerance"] = 1e-12 * (
-        1 + math.log(p["n"]) + 2 / p["tau"]
-    )  # float64 rounding of H and of the floor
+    # float64 rounding of H and of the floor
+    out["entropy_floor_tolerance"] = 1e-12 * (1 + math.log(p["n"]) + 2 / p["tau"])
     excess = metrics["entropy_floor_excess_min"]
     excess = excess[np.isfinite(excess)]
     out["entropy_excess_lowest"] = float(excess.min()) if excess.size else float("nan")

@@ -429,9 +429,8 @@ def _embed(w: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     T, E, n, D = x.shape
     y = (x.reshape(T, E * n, D) @ _t(w)).reshape(T, E, n, -1)
     sq = np.einsum("...d,...d->...", y, y)
-    if not np.all(
-        (sq > 1e-280) & (sq < 1e280)
-    ):  # rare: huge or tiny weights; rescale as np.linalg.norm does
+    # rare: huge or tiny weights; rescale as np.linalg.norm does
+    if not np.all((sq > 1e-280) & (sq < 1e280)):
         big = np.max(np.abs(y), axis=-1, keepdims=True)
         with np.errstate(all="ignore"):
             norm = big[..., 0] * np.sqrt(np.einsum("...d,...d->...", y / big, y / big))
@@ -736,9 +735,8 @@ class Run:
         trials = init.shape[0]
         self.w = [init / math.sqrt(init.shape[-1])]
         if self.learned:
-            self.w.append(
-                np.full(trials, math.log(1.0 / float(params["tau"])))
-            )  # t = log(1/tau), per trial
+            # t = log(1/tau), per trial
+            self.w.append(np.full(trials, math.log(1.0 / float(params["tau"]))))
         if self.loss == "siglip":
             start = float(params["bias_init"])
             self.w.append(np.full(trials, start))  # SigLIP's bias b, always learnt
@@ -878,9 +876,8 @@ def simulate(
     the same STREAM_PARAMS). With `record`, also return the `Draws` (small sizes only: tests)."""
     pts = block_points(points, resolved, validate, STREAM_PARAMS)
     n, classes, latent_dim, input_dim, embed_dim = (int(pts[0][k]) for k in STREAM_PARAMS)
-    aux = (
-        rng.spawn(1)[0] if any(float(p["instance_noise"]) > 0 for p in pts) else None
-    )  # leaves rng's stream as it is
+    # leaves rng's stream as it is
+    aux = rng.spawn(1)[0] if any(float(p["instance_noise"]) > 0 for p in pts) else None
     world = draw_world(rng, trials, classes, latent_dim, input_dim)
     monitor = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)
     final = draw_batches(rng, trials, EVAL_BATCHES, n, classes, input_dim)

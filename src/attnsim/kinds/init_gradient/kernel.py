@@ -57,9 +57,8 @@ from attnsim.kernels.sampling import query_factor, standard_normal
 from attnsim.kernels.softmax import GapSoftmax, gaps
 from attnsim.kinds.base import Counts, Work
 
-CHUNK_BYTES = (
-    4 * 2**20
-)  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
+# working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
+CHUNK_BYTES = 4 * 2**20
 F32 = np.float32
 # The float32 weights of the values pass, q_i = exp(-c (g_i - g_2)) <= 1, are floored at e^-FLOOR:
 # q^2 >= e^-80 stays a normal float32 (denormals slow the products ~10x), and a floored key adds

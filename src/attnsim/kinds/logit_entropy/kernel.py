@@ -46,9 +46,8 @@ LOGITS = ("gaussian", "dot_product")
 @dataclass(frozen=True)
 class Draws:
     z: np.ndarray  # (T, n) standard normals, float32
-    query_factor: (
-        np.ndarray
-    )  # (T,) r = sqrt(chi2_d / d) = ||q|| / (scale sqrt(d)); ones for gaussian logits
+    # (T,) r = sqrt(chi2_d / d) = ||q|| / (scale sqrt(d)); ones for gaussian logits
+    query_factor: np.ndarray
 
 
 def draw(rng: np.random.Generator, trials: int, n: int, d: int, logits: str) -> Draws:

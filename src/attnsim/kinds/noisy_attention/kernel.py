@@ -69,9 +69,8 @@ from attnsim.kinds.base import Counts, Work
 from attnsim.theory import delta_next
 
 F32 = np.float32
-CHUNK_BYTES = (
-    4 * 2**20
-)  # working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
+# working set of one key chunk per trial (part of the algorithm: it fixes the draw order)
+CHUNK_BYTES = 4 * 2**20
 EXPM1_LIMIT = 0.5  # sigma * max|z| up to which form 1 (expm1) is used
 EXP_LIMIT = 25.0  # ... and form 2 (unshifted exp); beyond it form 3
 GROUP_SCALES = 8  # at most this many scales share one call of each ufunc / batched matrix product

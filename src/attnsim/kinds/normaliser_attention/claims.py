@@ -419,9 +419,8 @@ def entropy_claim(name: str) -> ClaimSpec:
     behaviour = normalisers.get(name).large_scale
     if not known(behaviour):
         return _unknown("normaliser_entropy", name, behaviour, "verdict_matrix")
-    frozen = (
-        behaviour == "freezes"
-    )  # §12.3: onto the top key; the others saturate or are scale-free
+    # §12.3: onto the top key; the others saturate or are scale-free
+    frozen = behaviour == "freezes"
     side, bound = ("below", t.frozen_max) if frozen else ("above", t.saturated_min)
     what = (
         "large logits drive the entropy to the bottom of its range (H / log n below "

@@ -64,12 +64,10 @@ def draw(
         z = standard_normal(rng, (trials, n, d)).astype(np.float64)
         z *= np.sqrt(sigma * lam)
         if sigma > 0:
-            spread = (
-                (sigma * lam) * q / (math.sqrt(d) * sigma**2)
-            )  # Lambda q / (sqrt(d) sigma^2), (T, d)
-            gap = logits - np.matmul(z, q[:, :, None])[:, :, 0] / math.sqrt(
-                d
-            )  # s_i - q . z_i / sqrt(d)
+            # Lambda q / (sqrt(d) sigma^2), (T, d)
+            spread = (sigma * lam) * q / (math.sqrt(d) * sigma**2)
+            # s_i - q . z_i / sqrt(d)
+            gap = logits - np.matmul(z, q[:, :, None])[:, :, 0] / math.sqrt(d)
             z += gap[:, :, None] * spread[:, None, :]
         k = z.astype(np.float32)
     rotations = precision.rotations(standard_normal(rng, (trials, d, d))) if rotate else None

@@ -42,13 +42,11 @@ class Thresholds:
     # nats: §5.3 predicts log n - H ~ (0.02^2 * 384)^2 / 2 = 0.011; 0.05 allows the ||x|| and key
     # correlations it neglects
     near_log_n: float = 0.05
-    one_hot_entropy: float = (
-        0.1  # nats: "one-hot", as in init_gradient's one_hot_vanishing_gradient
-    )
+    # nats: "one-hot", as in init_gradient's one_hot_vanishing_gradient
+    one_hot_entropy: float = 0.1
     vanish_fraction: float = 0.1  # grad_rel below this fraction of its uniform value 1/n
-    large_std: float = (
-        0.2  # the claim about large init needs init_std >= this (logit std >= 15, §5.3)
-    )
+    # the claim about large init needs init_std >= this (logit std >= 15, §5.3)
+    large_std: float = 0.2
     # "trained heads lie in between" holds for at least this share of heads (a claim about typical
     # heads)
     between_share: float = 0.9
@@ -406,9 +404,8 @@ def sink_statistics(trained: pd.DataFrame) -> str:
             f"'.'/',' {part['punct_weight_mean'].mean():.2f}, other token {other:.3f}"
         )
     shares = []
-    for n, by_n in trained.groupby(
-        "n"
-    ):  # the attention a sink receives depends on the window length
+    # the attention a sink receives depends on the window length
+    for n, by_n in trained.groupby("n"):
         heads = by_n.groupby(["layer", "head"])[["cls_weight_mean", "sep_weight_mean"]].mean()
         sink = (heads.max(axis=1) > t.sink_epsilon).to_numpy()
         low, high = wilson(int(sink.sum()), len(sink))

@@ -23,12 +23,8 @@ from attnsim.models import heads
 from attnsim.models.minilm import Bert
 
 PUNCTUATION = (".", ",")
-SCALED = (
-    "qkv",
-    "out",
-    "up",
-    "down",
-)  # a layer's linear weights (its biases are 0, its LayerNorms 1 and 0)
+# a layer's linear weights (its biases are 0, its LayerNorms 1 and 0)
+SCALED = ("qkv", "out", "up", "down")
 
 
 def scaled(unit: Bert, std: float) -> Bert:
@@ -61,9 +57,8 @@ def row_metrics(
     stats = heads.row_stats(logits, values)
     v = values.astype(np.float64)
     centred = v - v.mean(axis=-2, keepdims=True)
-    value_spread = (
-        np.einsum("...nd,...nd->...", centred, centred) / n
-    )  # mean_i ||v_i - mean v||^2: uniform weights' spread
+    # mean_i ||v_i - mean v||^2: uniform weights' spread
+    value_spread = np.einsum("...nd,...nd->...", centred, centred) / n
     p = stats["p"]
     return {
         "entropy": stats["entropy"],
@@ -90,9 +85,8 @@ def simulate(rng: np.random.Generator, trials: int, n: int, points: Sequence, re
     stds = sorted({float(p["init_std"]) for p in points})
     unit = Bert.random(rng, std=1.0) if any(s > 0 for s in stds) else None
     models = {s: heads.trained() if unit is None or s == 0 else scaled(unit, s) for s in stds}
-    wanted: dict[float, dict[int, list[int]]] = defaultdict(
-        lambda: defaultdict(list)
-    )  # std -> layer -> point indices
+    # std -> layer -> point indices
+    wanted: dict[float, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
     for i, p in enumerate(points):
         wanted[float(p["init_std"])][p["layer"]].append(i)
     punctuation = np.isin(ids, punctuation_ids()).astype(np.float64)

@@ -121,9 +121,8 @@ def simulate(
     nested = rng.integers(NEST_QUERIES, size=trials)
     noise_keys = sorted({(p["noise"], p["layer"], p["head"]) for p in points})
     z = {key: head_noise(words, *key, (trials, noise_draws, n)) for key in noise_keys}
-    wanted: dict[int, dict[tuple[int, int], list[int]]] = defaultdict(
-        lambda: defaultdict(list)
-    )  # keys -> (layer, head) -> points
+    # keys -> (layer, head) -> points
+    wanted: dict[int, dict[tuple[int, int], list[int]]] = defaultdict(lambda: defaultdict(list))
     for i, p in enumerate(points):
         wanted[int(p.get("keys", 0))][(p["layer"], p["head"])].append(i)
     out = [{k: np.empty(trials) for k in ROW_SUMS} for _ in points]

@@ -24,9 +24,8 @@ from attnsim.kinds import real_model
 from attnsim.kinds.base import Counts, Work
 from attnsim.models import assets, corpus
 
-MINILM_POPULATION = (
-    256  # sentences: each embedding is a forward pass, so the population is kept small
-)
+# sentences: each embedding is a forward pass, so the population is kept small
+MINILM_POPULATION = 256
 GLOVE_POPULATION = 2048  # words
 POPULATION = {"minilm": MINILM_POPULATION, "glove": GLOVE_POPULATION}
 DIMENSION = {"minilm": 384, "glove": 50}
@@ -43,9 +42,8 @@ def glove_words(vocabulary) -> list[str]:
     counts = Counter(
         w for s in corpus.sentences() for w in _WORD.findall(s.lower()) if w in vocabulary
     )
-    return [
-        w for w, _ in counts.most_common(GLOVE_POPULATION)
-    ]  # most_common keeps first-occurrence order among ties
+    # most_common keeps first-occurrence order among ties
+    return [w for w, _ in counts.most_common(GLOVE_POPULATION)]
 
 
 @cache

@@ -31,17 +31,8 @@ from attnsim.kinds.recall_training.plateau import (
 from attnsim.stats import NotIdentified, fit_aft, kaplan_meier, wilson
 from attnsim.subjects import normalisers
 
-RUN = [
-    "optimiser",
-    "lr",
-    "values",
-    "logits",
-    "stop",
-    "n",
-    "d",
-    "batch",
-    "steps",
-]  # one curve per run setting
+# one curve per run setting
+RUN = ["optimiser", "lr", "values", "logits", "stop", "n", "d", "batch", "steps"]
 
 
 def _label(key) -> str:
@@ -484,9 +475,8 @@ def _law_panel(ax, summary, predictor, colours, show_theory, runs=None):
             lw=1.0,
         )
         censored = ~ok
-        ax.plot(
-            x[censored], rows["steps"][censored].astype(float), "^", color=c, ms=7, mfc="none"
-        )  # median beyond the budget
+        # median beyond the budget
+        ax.plot(x[censored], rows["steps"][censored].astype(float), "^", color=c, ms=7, mfc="none")
         regime = rows[rows["logit_std"] >= LAW_LOGIT_STD]
         line = _law_line(regime, predictor, runs)
         if line is None:

@@ -121,11 +121,8 @@ DEFAULTS: dict[str, Any] = {
 # finite; such values would swamp any mean).
 DIVERGED_LOSS = 1e6
 COLLAPSED_ENTROPY = 0.1  # nats: one-hot by the project's rule (init_gradient, the claims)
-STREAM_PARAMS = (
-    "n",
-    "d",
-    "batch",
-)  # the parameters that shape the draws (batch defaults to DEFAULTS)
+# the parameters that shape the draws (batch defaults to DEFAULTS)
+STREAM_PARAMS = ("n", "d", "batch")
 # A run's working arrays keep only unfinished trials; they are compacted once the unfinished
 # trials are at most this share of the rows held (a compaction copies the rows' monitor set).
 COMPACT_BELOW = 0.75
@@ -309,9 +306,8 @@ def attention(
     else:
         nu = np.sqrt(_dot(u, u))  # (T, E)
         uh = u / nu[..., None]
-        kw = (keys.reshape(trials, examples * n, d) @ wk).reshape(
-            trials, examples, n, d
-        )  # raw k_i W_k
+        # raw k_i W_k
+        kw = (keys.reshape(trials, examples * n, d) @ wk).reshape(trials, examples, n, d)
         m = np.sqrt(_dot(kw, kw))  # (T, E, n): the unit key's norm cancels in the cosine
         kh = kw / m[..., None]
         cos = (kh @ uh[..., None])[..., 0]
@@ -482,9 +478,8 @@ class Run:
                 np.sum(first["gq"] ** 2, axis=(1, 2)) + np.sum(first["gk"] ** 2, axis=(1, 2))
             ),
         }
-        self.loss = (
-            first["loss"].mean(axis=-1) / chance
-        )  # (T,) the latest monitor loss of every trial
+        # (T,) the latest monitor loss of every trial
+        self.loss = first["loss"].mean(axis=-1) / chance
         self.entropy = mean_entropy(first["entropy"])
         self._record(
             0, self.loss.copy(), self.entropy.copy(), np.ones(trials, dtype=bool), first["entropy"]
@@ -617,9 +612,8 @@ class Run:
         self.live = np.ones(self.rows.size, dtype=bool)
 
     def finish(self, final: Examples) -> dict[str, np.ndarray]:
-        self._freeze(
-            self.live
-        )  # runs that never reached their last step (none: the loop runs to it)
+        # runs that never reached their last step (none: the loop runs to it)
+        self._freeze(self.live)
         out = dict(self.init)
         out["init_loss"] = self.losses[0]
         for j, step in enumerate(self.checkpoints):
