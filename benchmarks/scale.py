@@ -107,9 +107,8 @@ def million_config(kind_name: str, points: int = 10**6, **settings) -> dict:
     kind = get_kind(kind_name)
     example = copy.deepcopy(dict(kind.example))
     grid = example["grid"]
-    listed = [
-        p for p in kind.schema.params if p.name in grid
-    ]  # parameters left out take their defaults
+    # parameters left out take their defaults
+    listed = [p for p in kind.schema.params if p.name in grid]
     numeric = [
         p
         for p in listed

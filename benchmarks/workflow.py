@@ -227,9 +227,8 @@ def sweep_rows(cores: int, quick: bool) -> list[Row]:
         copy.deepcopy(QUICK_SWEEP) if quick else yaml.safe_load((REPO / "config.yaml").read_text())
     )
     what = "tiny sweep (quick mode)" if quick else "config.yaml"
-    on_target = (
-        cores == CORES_TARGET and not quick
-    )  # the targets are for the default sweep on 2 cores
+    # the targets are for the default sweep on 2 cores
+    on_target = cores == CORES_TARGET and not quick
     fixed = quick_sweep(cores)[1] if quick else sweep_run(trivial(config), cores)
     # a sweep that is trivial already (quick mode's) would run the same jobs again: its one run
     # is also the real run
