@@ -87,9 +87,8 @@ def test_breakdown():
     )
     falling = noisy_claims.BREAKDOWN(noisy(heavy_slope=-0.5, sigmas=(0.5, 2.0)))
     assert falling.verdict == "fails" and falling.measured == pytest.approx(-0.5)
-    assert (
-        noisy_claims.BREAKDOWN(noisy(heavy_slope=0.1)).verdict == "outside regime"
-    )  # sigma 0.1, 0.5: not yet dominated
+    # sigma 0.1, 0.5: not yet dominated
+    assert noisy_claims.BREAKDOWN(noisy(heavy_slope=0.1)).verdict == "outside regime"
     assert noisy_claims.BREAKDOWN(noisy(families=("gaussian",))).verdict == "outside regime"
 
 
@@ -121,9 +120,8 @@ def entropy_summary(shift=0.0, se=1e-5, null=False):
 
 def test_small_scale_and_rem():
     assert entropy_claims.SMALL_SCALE_ENTROPY(entropy_summary()).verdict == "holds"
-    assert (
-        entropy_claims.SMALL_SCALE_ENTROPY(entropy_summary(shift=-0.05)).verdict == "fails"
-    )  # deficit 0.05 too large
+    # deficit 0.05 too large
+    assert entropy_claims.SMALL_SCALE_ENTROPY(entropy_summary(shift=-0.05)).verdict == "fails"
     liquid = entropy_claims.REM_LIQUID_DEFICIT(entropy_summary())
     assert liquid.verdict == "holds" and liquid.points == 2  # sigma = 1 at n = 256 and 4096
     assert entropy_claims.REM_LIQUID_DEFICIT(entropy_summary(shift=-0.1)).verdict == "fails"
@@ -209,9 +207,8 @@ def test_temperature_claims():
 def test_config_without_experiments_gives_not_measured(tmp_path):
     rows = io.evaluate(io.load_summaries(tmp_path / "store", {}), {})
     assert {c.verdict for c in rows} == {"not measured"}
-    assert len(rows) == 1 + sum(
-        len(k.submodule("claims").CLAIMS) for k in all_kinds().values()
-    )  # every kind's claims and entropy_in_bounds
+    # every kind's claims and entropy_in_bounds
+    assert len(rows) == 1 + sum(len(k.submodule("claims").CLAIMS) for k in all_kinds().values())
     written = io.write(rows, tmp_path, {"seed": 1})
     table = store.read_table(written[0])
     assert table.num_rows == len(rows) and table.schema.field("verdict").metadata[b"description"]

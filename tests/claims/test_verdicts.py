@@ -62,9 +62,8 @@ def test_every_claim_declares_role_regime_reason_and_tolerance(claim):
     statistical = claim.role == "evidence" and not claim.claim_id.startswith(
         ("delta_slow_rate", "heavy_tail_breakdown")
     )
-    if (
-        statistical
-    ):  # equivalence claims: the band is declared before the data, from the kind's THRESHOLDS
+    # equivalence claims: the band is declared before the data, from the kind's THRESHOLDS
+    if statistical:
         assert 0 < claim.tolerance < math.inf
         values = vars(get_kind(_kind_of(claim)).submodule("claims").THRESHOLDS).values()
         assert claim.tolerance in values
@@ -83,9 +82,8 @@ def test_thresholds_are_frozen_constants_of_each_package():
     for kind in ("noisy_attention", "logit_entropy", "init_gradient", "real_temperature"):
         thresholds = get_kind(kind).submodule("claims").THRESHOLDS
         with pytest.raises(AttributeError):
-            thresholds.__setattr__(
-                next(iter(vars(thresholds))), 0.0
-            )  # frozen: nothing sets them at run time
+            # frozen: nothing sets them at run time
+            thresholds.__setattr__(next(iter(vars(thresholds))), 0.0)
 
 
 def test_regime_and_tolerance_do_not_depend_on_the_data():
@@ -208,9 +206,8 @@ def test_a_low_power_sweep_is_inconclusive_never_holds():
     """Every statistical claim whose interval is wider than its band is inconclusive: the same
     estimates, centred on the prediction, with the intervals of a sweep of few trials."""
     good = noisy(ratio=1.0)
-    weak = noisy(
-        ratio=1.0, se=0.2, rel_se=2.0
-    )  # per-point intervals +-0.39 against +-0.05; slopes with wide intervals
+    # per-point intervals +-0.39 against +-0.05; slopes with wide intervals
+    weak = noisy(ratio=1.0, se=0.2, rel_se=2.0)
     weak["rel_err_mean"] *= scatter(weak)  # few trials: the curves scatter about the line
     weak["rel_err_se"] = 2.0 * weak["rel_err_mean"]
     # next_order_theory is judged only where the delta method's first correction is >= 0.10

@@ -158,9 +158,8 @@ def test_full_disk_is_one_line_naming_file_and_space(tmp_path, monkeypatch, caps
     real_write = pq.write_table
 
     def write_then_fail(table, where, **kwargs):
-        real_write(
-            table.slice(0, 1), where, **kwargs
-        )  # a partial temp file, as a full disk leaves one
+        # a partial temp file, as a full disk leaves one
+        real_write(table.slice(0, 1), where, **kwargs)
         raise OSError(code, os.strerror(code))
 
     monkeypatch.setattr(pq, "write_table", write_then_fail)

@@ -98,9 +98,8 @@ def test_lines_count_jobs_points_trials_and_the_eta_falls(tmp_path):
     p.job_started(3, "collect", {"experiment": "robustness", "kind": "noisy_attention"})
     p.job_started(4, "figures_noisy_attention", {"experiment": "robustness"})
     clock.t += 1.0
-    assert p.job_finished(3) == [
-        "[3/5    0:05] collect robustness, 1.0 s | ETA 0:03"
-    ]  # 5 s of work in 5 s; 2 + 1 s left
+    # 5 s of work in 5 s; 2 + 1 s left
+    assert p.job_finished(3) == ["[3/5    0:05] collect robustness, 1.0 s | ETA 0:03"]
     assert p.job_finished(4)[0].startswith("[4/5    0:05] figures robustness, 1.0 s")
     p.job_started(5, "claims", {})
     (last,) = p.job_finished(5)
@@ -207,9 +206,8 @@ def test_write_manifest_uses_the_planners_costs(tmp_path):
         "trials": [320, 320],
     }
     path.unlink()
-    assert (
-        progress.write_manifest({}, tmp_path / "results", cores=2) is None and not path.exists()
-    )  # a job's process
+    # a job's process
+    assert progress.write_manifest({}, tmp_path / "results", cores=2) is None and not path.exists()
 
 
 # ------------------------------------------------------- the plugin, as Snakemake drives it
@@ -438,6 +436,5 @@ def test_plain_snakemake_prints_a_failed_jobs_one_line_error(tmp_path, monkeypat
     assert "failed" in line and "log: results/logs/assets/minilm.log" in line
     assert "CalledProcessError" not in failed.stderr  # Snakemake's own account of it is in its log
     full = snakemake(tmp_path, "--cores", "1", "--logger-attnsim-full", check=False)
-    assert (
-        "Error in rule fetch_asset:" in full.stderr and "jobid:" in full.stderr
-    )  # Snakemake's block
+    # Snakemake's block
+    assert "Error in rule fetch_asset:" in full.stderr and "jobid:" in full.stderr

@@ -100,9 +100,8 @@ def test_plain_snakemake_applies_the_same_caps(tmp_path, name):
 
 def test_a_few_aliases_are_fine():
     node = yaml.compose("a: &a [1, 2]\nb: [*a, *a]\n", Loader=yaml.SafeLoader)
-    assert (
-        yamlfile.expanded_size(node) == 13
-    )  # the mapping, 2 keys, [1, 2] (3) and [*a, *a] (1 + 2 x 3)
+    # the mapping, 2 keys, [1, 2] (3) and [*a, *a] (1 + 2 x 3)
+    assert yamlfile.expanded_size(node) == 13
 
 
 def test_a_grid_of_10_to_the_8_points_is_refused_before_expansion():

@@ -177,10 +177,10 @@ def test_defaults_are_filled_and_input_untouched():
     before = copy.deepcopy(config)
     settings = load(config)
     assert (
-        settings.chunk_size is None
+        settings.chunk_size is None  # jobs sized by cost
         and settings.max_jobs == 10_000  # a default cap: a laptop never plans 10^5 jobs
         and settings.memory_budget_mb == 4096
-    )  # jobs sized by cost
+    )
     assert config == before
 
 
@@ -213,12 +213,10 @@ def test_schema_grid_keys_match_kind_parameters():
     for name, kind in all_kinds().items():
         grid = defs[f"{name}_grid"]
         assert set(grid["properties"]) == set(kind.param_names)
-        assert set(grid["required"]) == {
-            p.name for p in kind.schema.params if p.default is None
-        }  # a default may be left out
-        for (
-            param
-        ) in kind.schema.params:  # generated from the declarations: type, bounds and choices
+        # a default may be left out
+        assert set(grid["required"]) == {p.name for p in kind.schema.params if p.default is None}
+        # generated from the declarations: type, bounds and choices
+        for param in kind.schema.params:
             assert grid["properties"][param.name]["items"] == param.item_schema()
             assert grid["properties"][param.name]["description"] == param.doc
 
@@ -248,9 +246,8 @@ def test_a_parameter_with_a_default_may_be_left_out_of_a_grid():
         and filled["logits"] == ["dot"]
         and filled["stop"] == ["never"]
     )
-    assert (
-        "values" not in config["experiments"]["old"]["grid"]
-    )  # the caller's mapping is not changed
+    # the caller's mapping is not changed
+    assert "values" not in config["experiments"]["old"]["grid"]
     config["experiments"]["old"]["grid"] = grid | {"stop": ["sometimes"]}
     with pytest.raises(ConfigError, match=r"^experiments\.old\.grid\.stop\[0\]"):
         load(config)
@@ -388,10 +385,8 @@ def test_integers_accept_exact_whole_values_only(tmp_path):
             r"whole number",
         ):
             load_file(config_file(tmp_path, "trials: 20", f"trials: {bad}"))
-    for inexact in (
-        "123456789012345678.0",
-        "12345678901234567890e-3",
-    ):  # as floats, neither is the integer written
+    # as floats, neither is the integer written
+    for inexact in ("123456789012345678.0", "12345678901234567890e-3"):
         with pytest.raises(
             ConfigError, match=r"^seed: 1\.23456789012345\d*e\+1[67] is not of type integer"
         ):
@@ -536,7 +531,6 @@ def test_yaml_merge_keys_are_not_duplicates(tmp_path):
     )
     from attnsim.config.yamlfile import check_duplicates
 
-    check_duplicates(
-        "a: &x {b: 1}\nc:\n  <<: *x\n  b: 2\n", "f.yaml"
-    )  # an override of a merged key is not a repeat
+    # an override of a merged key is not a repeat
+    check_duplicates("a: &x {b: 1}\nc:\n  <<: *x\n  b: 2\n", "f.yaml")
     check_duplicates(text, "f.yaml")

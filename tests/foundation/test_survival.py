@@ -59,9 +59,8 @@ def test_the_textbook_table_of_the_6mp_trial():
         [0.076, 0.087, 0.096, 0.107, 0.114, 0.128, 0.135],
         atol=5e-4,
     )
-    np.testing.assert_allclose(
-        km.low[:2], [0.620, 0.563], atol=5e-4
-    )  # R's log-log limits at 6 and 7
+    # R's log-log limits at 6 and 7
+    np.testing.assert_allclose(km.low[:2], [0.620, 0.563], atol=5e-4)
     np.testing.assert_allclose(km.high[:2], [0.952, 0.923], atol=5e-4)
     assert km.quantile(0.5) == (23.0, 13.0, math.inf)
 

@@ -85,12 +85,10 @@ def test_adaptive_precision_adds_rounds_until_the_target_and_keeps_earlier_round
     adaptive = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 20, 0.004, 200), pts)
     calm, wild = (adaptive[p.id]["rel_err"] for p in pts)
     assert calm.size == 20 and calm.std(ddof=1) / 20**0.5 <= 0.004  # already precise: one round
-    assert (
-        wild.size == 200
-    )  # never precise enough: stopped by max_trials (a multiple of the round size)
-    assert np.array_equal(
-        wild[:20], fixed[pts[1].id]["rel_err"]
-    )  # the first round is the fixed-trials run
+    # never precise enough: stopped by max_trials (a multiple of the round size)
+    assert wild.size == 200
+    # the first round is the fixed-trials run
+    assert np.array_equal(wild[:20], fixed[pts[1].id]["rel_err"])
     alone = simulate_points(get_kind("noisy_attention"), TrialSettings(7, 20, 0.004, 200), pts[1:])
     assert np.array_equal(alone[pts[1].id]["rel_err"], wild)
 

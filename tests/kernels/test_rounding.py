@@ -28,9 +28,8 @@ def candidates(fmt, rng) -> np.ndarray:
     """Bit patterns that exercise every rounding case of the format."""
     grid = representable(fmt)
     positive = grid[grid > 0]
-    mids = (
-        positive[:-1].astype(np.float64) + positive[1:]
-    ) / 2  # ties (exact in float32: at most 24 bits)
+    # ties (exact in float32: at most 24 bits)
+    mids = (positive[:-1].astype(np.float64) + positive[1:]) / 2
     ties = mids.astype(F32)
     assert np.all(ties.astype(np.float64) == mids)
     near = [
@@ -76,9 +75,8 @@ def test_bit_rounding_equals_the_saturating_cast(name):
     nan = np.isnan(cast)
     assert np.array_equal(np.isnan(bits), nan), "NaN in, NaN out"
     assert np.isnan(x[nan]).all(), "saturation: only NaN inputs give NaN"
-    same = cast[~nan].view(np.uint32) == bits[~nan].view(
-        np.uint32
-    )  # bit for bit: the sign of 0 too
+    # bit for bit: the sign of 0 too
+    same = cast[~nan].view(np.uint32) == bits[~nan].view(np.uint32)
     assert same.all(), f"{(~same).sum()} differ, first {x[~nan][~same][:4]}"
     assert np.array_equal(
         rounding.round_to(x, fmt)[~nan].view(np.uint32), cast[~nan].view(np.uint32)
@@ -107,9 +105,8 @@ def test_ulp_is_the_grid_spacing_and_bounds_the_error(name):
     grid = representable(fmt)
     positive = grid[(grid > 0) & (grid < fmt.max)]
     spacing = np.diff(np.append(positive, np.inf))[:-1]
-    assert np.array_equal(
-        rounding.ulp(positive[:-1], fmt), spacing.astype(np.float64)
-    )  # the spacing above each value
+    # the spacing above each value
+    assert np.array_equal(rounding.ulp(positive[:-1], fmt), spacing.astype(np.float64))
     x = np.random.default_rng(3).uniform(-1, 1, 100_000).astype(F32) * F32(min(fmt.max, 1e4))
     error = rounding.round_to(x, fmt).astype(np.float64) - x
     assert np.all(np.abs(error) <= rounding.ulp(x, fmt) / 2)
@@ -129,9 +126,8 @@ def test_without_ml_dtypes_only_the_formats_stop_with_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # `import ml_dtypes` raises ImportError
     rounding._formats.cache_clear()
     try:
-        assert list(rounding.FORMATS) == list(
-            rounding.FORMAT_NAMES
-        )  # names (the config schema) need nothing
+        # names (the config schema) need nothing
+        assert list(rounding.FORMATS) == list(rounding.FORMAT_NAMES)
         with pytest.raises(AttnsimError, match=r"pip install 'ml-dtypes"):
             rounding.FORMATS["float8_e4m3fn"]
     finally:

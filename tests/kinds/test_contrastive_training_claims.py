@@ -99,9 +99,8 @@ def frame(*rows) -> pd.DataFrame:
 
 def test_best_tau_and_its_tied_range():
     t = best_tau(frame(sweep(CLASS, CLASS_WORSE)), "probe_accuracy").iloc[0]
-    assert (
-        t["best_tau"] == 0.2 and t["tau_low"] == 0.05 and t["tau_high"] == 0.2
-    )  # 0.65 is within the margin of 0.66 (0.017), 0.62 is not
+    # 0.65 is within the margin of 0.66 (0.017), 0.62 is not
+    assert t["best_tau"] == 0.2 and t["tau_low"] == 0.05 and t["tau_high"] == 0.2
     assert t["diff"] == pytest.approx(-0.11) and t["smaller_tau"] == 0.2 and t["diff_high"] < 0
     assert t["diff_high"] - t["diff"] == pytest.approx(2.0117 * 0.006 * math.sqrt(2), rel=1e-3)
 
@@ -160,10 +159,11 @@ def test_tau_one_worse_probe_regime_is_the_declared_class_map():
     off_map = CLASS | {"classes": 8}  # a class setting nobody declared
     s = frame(sweep(off_map, CLASS_WORSE), sweep(INSTANCE, INSTANCE_BETTER))
     assert cc.TAU_ONE_WORSE_PROBE(s).verdict == "outside regime"
+    # no tau = 1
     assert (
         cc.TAU_ONE_WORSE_PROBE(frame(sweep(CLASS, {0.05: 0.6, 0.2: 0.7}))).verdict
         == "outside regime"
-    )  # no tau = 1
+    )
     assert cc.TAU_ONE_WORSE_PROBE(None).verdict == "not measured"
 
 
@@ -230,19 +230,19 @@ def test_learned_tau_falls_is_a_sanity_check(log_tau, verdict):
     ],
 )
 def test_learned_tau_settles_at_best(log_tau, verdict):
-    s = frame(
-        sweep(CLASS, CLASS_WORSE), learned(CLASS, 1.0, log_tau)
-    )  # best 0.2, tied 0.05-0.2: band [0.035, 0.28]
+    # best 0.2, tied 0.05-0.2: band [0.035, 0.28]
+    s = frame(sweep(CLASS, CLASS_WORSE), learned(CLASS, 1.0, log_tau))
     claim = cc.LEARNED_TAU_SETTLES_AT_BEST(s)
     assert claim.verdict == verdict, claim.evidence
     centre = (math.log(0.05 / math.sqrt(2)) + math.log(0.2 * math.sqrt(2))) / 2
     half = (math.log(0.2 * math.sqrt(2)) - math.log(0.05 / math.sqrt(2))) / 2
     assert claim.measured == pytest.approx((log_tau - centre) / half)
     assert "vs best fixed 0.2 (tied 0.05-0.2)" in claim.evidence
+    # no fixed tau to compare
     assert (
         cc.LEARNED_TAU_SETTLES_AT_BEST(frame(learned(CLASS, 1.0, log_tau))).verdict
         == "outside regime"
-    )  # no fixed tau to compare
+    )
 
 
 def test_every_claim_declares_its_regime_reason_and_alternative_before_the_data():

@@ -52,9 +52,8 @@ def precise_trial(logits, values, digits: int = 400) -> dict[str, float]:
         }
 
 
-@pytest.mark.parametrize(
-    "chunk_bytes", [kernel.CHUNK_BYTES, 500]
-)  # one chunk, or values streamed 5 keys at a time
+# one chunk, or values streamed 5 keys at a time
+@pytest.mark.parametrize("chunk_bytes", [kernel.CHUNK_BYTES, 500])
 @pytest.mark.parametrize("scale", [0.0, 0.3, 1.0, 1.7])
 def test_kernel_matches_naive_oracle_on_the_same_draws(scale, chunk_bytes, monkeypatch):
     monkeypatch.setattr(kernel, "CHUNK_BYTES", chunk_bytes)
@@ -63,9 +62,8 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(scale, chunk_bytes, monke
     logits = oracle.make_logits(draws, scale)
     for t in range(6):
         slow = oracle.naive_trial(logits[t], draws.values[t])
-        assert slow["grad_sq"] == pytest.approx(
-            slow["grad_sq_matrix"], rel=1e-9
-        )  # the two oracles agree
+        # the two oracles agree
+        assert slow["grad_sq"] == pytest.approx(slow["grad_sq_matrix"], rel=1e-9)
         assert slow["jacobian_fro"] == pytest.approx(slow["jacobian_fro_matrix"], rel=1e-7)
         for name in METRICS:
             rel = GRAD_SQ_RTOL if name == "grad_sq" else 1e-8
@@ -101,13 +99,11 @@ def test_nearly_one_hot_weights_keep_full_relative_accuracy(scale):
         assert fast["grad_sq"][t] == pytest.approx(exact["grad_sq"], rel=GRAD_SQ_RTOL)
         assert fast["jacobian_fro"][t] == pytest.approx(exact["jacobian_fro"], rel=1e-9)
         assert fast["n_eff"][t] == pytest.approx(exact["n_eff"], rel=1e-12)
-        assert fast["entropy"][t] == pytest.approx(
-            exact["entropy"], rel=0.1, abs=1e-15
-        )  # softmax_stats: absolute accuracy
+        # softmax_stats: absolute accuracy
+        assert fast["entropy"][t] == pytest.approx(exact["entropy"], rel=0.1, abs=1e-15)
     assert checked >= 4
-    assert np.min(fast["jacobian_fro"]) < (
-        1e-12 if scale > 5 else 1e-6
-    )  # the regime this test is about was reached
+    # the regime this test is about was reached
+    assert np.min(fast["jacobian_fro"]) < (1e-12 if scale > 5 else 1e-6)
 
 
 def test_logit_trick_gives_the_law_of_direct_sampling():

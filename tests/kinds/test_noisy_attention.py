@@ -35,9 +35,8 @@ def point(**overrides):
     )
 
 
-@pytest.mark.parametrize(
-    "chunk_bytes", [kernel.CHUNK_BYTES, 4000]
-)  # one chunk, or keys streamed ~10 at a time
+# one chunk, or keys streamed ~10 at a time
+@pytest.mark.parametrize("chunk_bytes", [kernel.CHUNK_BYTES, 4000])
 @pytest.mark.parametrize("family", names())
 @pytest.mark.parametrize("logit_scale", [0.0, 1.0, 5.0])
 def test_kernel_matches_naive_oracle_on_the_same_draws(
@@ -51,9 +50,8 @@ def test_kernel_matches_naive_oracle_on_the_same_draws(
         np.random.default_rng(1), 6, 33, 5, logit_scale, family, 3, SCALES, record=True
     )
     assert draws.values.shape == (6, 33, 5) and draws.noise.shape == (6, 3, 33)
-    assert np.all(
-        draws.logits[:, 0] == draws.logits.max(axis=1)
-    )  # the top key is swapped to index 0
+    # the top key is swapped to index 0
+    assert np.all(draws.logits[:, 0] == draws.logits.max(axis=1))
     for out, sigma in zip(fast, SCALES):
         for t in range(6):
             slow = oracle.naive_trial(draws.logits[t], draws.values[t], draws.noise[t], sigma)
@@ -309,9 +307,8 @@ def test_fast_normals_and_exponentials_have_their_laws():
     z = sampling.standard_normal(rng, (1000, 1000)).astype(np.float64).ravel()
     assert stats.kstest(z, stats.norm.cdf).pvalue > 1e-3
     assert abs(z.mean()) < 4 / math.sqrt(z.size) and abs(z.var() - 1) < 4 * math.sqrt(2 / z.size)
-    assert abs(np.mean(z[: z.size // 2] * z[z.size // 2 :])) < 4 / math.sqrt(
-        z.size / 2
-    )  # the two halves of a pair are uncorrelated
+    # the two halves of a pair are uncorrelated
+    assert abs(np.mean(z[: z.size // 2] * z[z.size // 2 :])) < 4 / math.sqrt(z.size / 2)
     assert np.abs(z).max() <= 6.67
     e = sampling.exponential(rng, 1_000_000).astype(np.float64)
     assert stats.kstest(e, stats.expon.cdf).pvalue > 1e-3 and e.min() > 0

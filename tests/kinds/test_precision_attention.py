@@ -64,9 +64,8 @@ def test_kernel_matches_the_naive_oracle(site, fmt):
             logits[t], values[t], q[t], k[t], None if rotations is None else rotations[t], fmt, site
         )
         for name, value in want.items():
-            tolerance = (
-                rel if name in ("sq_err", "sq_err_iid", "logit_shift") else 2e-5
-            )  # model sums: float32 at qk
+            # model sums: float32 at qk
+            tolerance = rel if name in ("sq_err", "sq_err_iid", "logit_shift") else 2e-5
             assert got[name][t] == pytest.approx(value, rel=tolerance, abs=1e-13), (name, t)
     for name in ("sq_err", "sq_err_model", "grad_sq"):
         assert np.all(np.isfinite(got[name]))
@@ -78,9 +77,8 @@ def test_logits_are_gaussian_given_q_for_every_outlier_setting():
             np.random.default_rng(5), 400, 256, 16, 3.0, channels, scale, True, False
         )
         z = logits / 3.0
-        assert (
-            abs(z.mean()) < 4 / math.sqrt(z.size) and abs(z.std() - 1) < 0.01
-        )  # N(0, 1) per key, 102400 keys
+        # N(0, 1) per key, 102400 keys
+        assert abs(z.mean()) < 4 / math.sqrt(z.size) and abs(z.std() - 1) < 0.01
         assert np.allclose(
             logits,
             np.einsum("tnd,td->tn", k.astype(np.float64), q.astype(np.float64)) / 4.0,
@@ -188,10 +186,11 @@ def test_model_claim_holds_fails_and_is_inconclusive_by_equivalence():
         ).verdict
         == "fails"
     )
+    # a wide interval never holds
     assert (
         judge(summary_rows(ratio_model_ci_low=0.9, ratio_model_ci_high=1.1)).verdict
         == "inconclusive"
-    )  # a wide interval never holds
+    )
     assert judge(summary_rows(kappa_eff=0.5)).verdict == "outside regime"
     assert judge(summary_rows(flushed_mean=0.1)).verdict == "outside regime"
     assert judge(None).verdict == "not measured"
@@ -232,9 +231,8 @@ def test_rotation_claim_compares_the_gain_with_the_models():
     # the paired per-row form is shown, never judged (it was chosen after a first run)
     assert claims.ROTATION(rows.assign(rotation_accuracy_ci_low=0.5)).verdict == "holds"
     assert claims.ROTATION(rows.assign(outlier_channels=0)).verdict == "outside regime"
-    assert (
-        claims.ROTATION(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"
-    )  # the model has no saturation
+    # the model has no saturation
+    assert claims.ROTATION(rows.assign(saturated_unrotated_mean=1e-4)).verdict == "outside regime"
 
 
 def test_every_claim_states_its_regime_role_and_reason():

@@ -75,9 +75,10 @@ def test_real_noise_summary_uses_the_delta_method_of_noisy_attention(resources):
     results = simulate_points(get_kind("real_noise"), TrialSettings(3, 6), pts)
     gaussian, student = (results[p.id] for p in pts)
     assert np.allclose(gaussian["sq_err_pred"], math.expm1(0.01) * gaussian["grad_sq"])
+    # same rows, same heads
     assert np.isinf(student["sq_err_pred"]).all() and np.array_equal(
         gaussian["entropy"], student["entropy"]
-    )  # same rows, same heads
+    )
 
 
 def test_real_entropy_matches_the_per_trial_oracle(resources):
@@ -437,10 +438,8 @@ def tiny_real_config(minilm_dir, glove_dir, chunk_size: int) -> dict:
     return {
         "seed": 3,
         "chunk_size": chunk_size,
-        "assets": {
-            "minilm": str(minilm_dir),
-            "glove": str(glove_dir),
-        },  # local copies: no network needed
+        # local copies: no network needed
+        "assets": {"minilm": str(minilm_dir), "glove": str(glove_dir)},
         "experiments": {
             "noise": {
                 "kind": "real_noise",
@@ -741,10 +740,8 @@ def test_real_entropy_medians_have_distribution_free_intervals():
     from attnsim.kinds.real_entropy.claims import wilson
 
     median, low, high = median_interval(np.arange(48.0))
-    assert median == 23.5 and (low, high) == (
-        16.0,
-        31.0,
-    )  # order statistics 17 and 32: P(Bin(48, 1/2) <= 16) = 0.0154
+    # order statistics 17 and 32: P(Bin(48, 1/2) <= 16) = 0.0154
+    assert median == 23.5 and (low, high) == (16.0, 31.0)
     assert all(math.isnan(x) for x in median_interval(np.arange(5.0))[1:])  # 5 rows cannot give 95%
     low, high = wilson(72, 72)
     assert high == 1.0 and low == pytest.approx(0.9493, abs=1e-4)

@@ -60,9 +60,8 @@ def test_kernel_matches_the_naive_oracle(resources):
             ref = oracle.row(
                 logits[t, h], v[t, h], q[t, h], k[t, h], rotations[t], p["format"], p["site"]
             )
-            rel = (
-                5e-3 if p["site"].startswith("qk") else 2e-6
-            )  # the float32 products' order (see test_precision_attention)
+            # the float32 products' order (see test_precision_attention)
+            rel = 5e-3 if p["site"].startswith("qk") else 2e-6
             for name, value in ref.items():
                 tolerance = rel if name in ("sq_err", "sq_err_iid", "logit_shift") else 2e-5
                 assert metrics[name][t] == pytest.approx(value, rel=tolerance, abs=1e-13), (

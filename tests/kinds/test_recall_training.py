@@ -359,9 +359,8 @@ def test_runs_that_stop_at_the_threshold_are_the_full_runs_up_to_the_stop(monkey
     assert results[1]["escaped"].sum() >= 3  # the test compares runs that did stop
     done = np.flatnonzero(results[1]["escaped"] == 1)
     at_stop = [draws.history[1][int(results[1]["escape_step"][t])][t] for t in done]
-    np.testing.assert_array_equal(
-        results[1]["loss_ckpt_7"][done], at_stop
-    )  # the last checkpoint: frozen
+    # the last checkpoint: frozen
+    np.testing.assert_array_equal(results[1]["loss_ckpt_7"][done], at_stop)
 
 
 def test_divergence_is_flagged_and_losses_are_infinite(monkeypatch):
@@ -381,9 +380,8 @@ def test_divergence_is_flagged_and_losses_are_infinite(monkeypatch):
         for k, v in calm.items()
         if k not in ("diverged_step", "steps_to_threshold", "collapse_step")
     )
-    np.testing.assert_array_equal(
-        wild["escape_step"], wild["diverged_step"]
-    )  # censored when it diverged
+    # censored when it diverged
+    np.testing.assert_array_equal(wild["escape_step"], wild["diverged_step"])
     assert np.all(wild["escaped"] == 0)
 
 
@@ -469,12 +467,10 @@ def test_normalised_gradient_steps_have_the_learning_rate_as_their_size():
     opt = Optimiser("normgd", 0.25, w)
     opt.update(w, g, 1)
     steps = np.sqrt(np.sum((w[0] - before[0]) ** 2, axis=(1, 2)))
-    np.testing.assert_allclose(
-        steps, 0.25, rtol=1e-12
-    )  # the direction of a 1e-200 gradient, full size
-    np.testing.assert_array_equal(
-        (w[1] - before[1]).ravel(), [-0.25, 0.0, 0.25]
-    )  # no step where g = 0
+    # the direction of a 1e-200 gradient, full size
+    np.testing.assert_allclose(steps, 0.25, rtol=1e-12)
+    # no step where g = 0
+    np.testing.assert_array_equal((w[1] - before[1]).ravel(), [-0.25, 0.0, 0.25])
 
 
 def test_entropy_is_never_below_the_norm_bound():

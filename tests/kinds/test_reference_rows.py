@@ -78,9 +78,8 @@ def test_recorded_values_are_this_class_rows(kind):
     if reference["values_class"] != cpu.cpu_class():
         pytest.skip(f"values recorded on {reference['values_class']}, this is {cpu.cpu_class()}")
     got = rr.values_of(rr.rows(reference, 1), reference["metrics"])
-    assert json.dumps(got, sort_keys=True) == json.dumps(
-        reference["values"], sort_keys=True
-    )  # NaN == NaN here
+    # NaN == NaN here
+    assert json.dumps(got, sort_keys=True) == json.dumps(reference["values"], sort_keys=True)
 
 
 def disable_from_current_level() -> str:
@@ -168,9 +167,8 @@ def test_recorder_keeps_other_classes_only_while_rows_are_unchanged(tmp_path, mo
         "unchanged rows keep other classes"
     )
     reference = rr.read("temperature_entropy")
-    reference["digests"][here] = {
-        pid: "0" * 64 for pid in reference["digests"][here]
-    }  # as if the rows changed
+    # as if the rows changed
+    reference["digests"][here] = {pid: "0" * 64 for pid in reference["digests"][here]}
     rr.write("temperature_entropy", reference)
     line = rr.record("temperature_entropy")
     assert "dropped" in line and "OTHER-Class" in line

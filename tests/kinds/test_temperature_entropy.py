@@ -92,9 +92,8 @@ def test_no_trial_exceeds_the_exact_worst_case_gap():
         assert extra["gap_within_bound"] is True and extra["gap_max"] == gaps.max()
         assert extra["gap_max_excess"] == pytest.approx(gaps.max() - bound)
         closest = max(closest, extra["gap_max_excess"])
-    assert (
-        closest > -1e-6
-    )  # the sweep does probe the bound: at n = 2, tau = 0.01 one-hot trials reach it
+    # the sweep does probe the bound: at n = 2, tau = 0.01 one-hot trials reach it
+    assert closest > -1e-6
 
 
 @pytest.mark.parametrize(

@@ -31,9 +31,8 @@ def grid_points(kind: str, grid: dict, **change) -> list:
 
     grid = grid | change
     params = get_kind(kind).schema.params
-    lists = [
-        grid[p.name] if p.name in grid else [p.default] for p in params
-    ]  # a parameter left out takes its default
+    # a parameter left out takes its default
+    lists = [grid[p.name] if p.name in grid else [p.default] for p in params]
     return [
         make_point(kind, dict(zip([p.name for p in params], values)))
         for values in itertools.product(*lists)
@@ -72,9 +71,8 @@ def test_numbers_do_not_depend_on_threads_siblings_or_order(kind, grid, monkeypa
     pts += other  # a second stream
     reference = simulate_points(get_kind(kind), TrialSettings(11, 13), pts, threads=1)
     assert get_kind(kind).block_trials(pts[0].params) < 13  # several blocks per point
-    if (
-        kind == "recall_training"
-    ):  # (a normalised encoder does not diverge: its gradient shrinks as W grows)
+    # (a normalised encoder does not diverge: its gradient shrinks as W grows)
+    if kind == "recall_training":
         assert any(reference[p.id]["diverged"].any() for p in pts) and any(
             not reference[p.id]["diverged"].any() for p in pts
         )
@@ -132,9 +130,8 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
     in the medians; the divergence rate is the mean of `diverged`; a point whose runs all diverged
     has no mean (NaN, count 0)."""
     k = get_kind(kind)
-    pts = grid_points(kind, grid, lr=[grid["lr"][0]])[
-        :3
-    ]  # the small step: no run diverges by itself
+    # the small step: no run diverges by itself
+    pts = grid_points(kind, grid, lr=[grid["lr"][0]])[:3]
     trials = simulate_points(get_kind(kind), TrialSettings(3, 16), pts)
     assert not any(trials[p.id]["diverged"].any() for p in pts)
     diverge(kind, trials[pts[0].id], slice(0, 3))
@@ -149,11 +146,8 @@ def test_summary_of_diverged_runs_has_no_nan_means(kind, grid):
         assert table[f"{name}_finite"].tolist() == [
             int(np.isfinite(trials[p.id][name]).sum()) for p in pts
         ], name
-        if name in (
-            "diverged_step",
-            "steps_to_threshold",
-            "collapse_step",
-        ):  # +inf = never: finite only where it happened
+        # +inf = never: finite only where it happened
+        if name in ("diverged_step", "steps_to_threshold", "collapse_step"):
             continue
         assert table[f"{name}_finite"].tolist() == [13, 4, 0], name
         stats = table[

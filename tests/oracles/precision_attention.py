@@ -45,9 +45,8 @@ def row(logits, values, q, k, rotation, fmt_name: str, site: str) -> dict[str, f
         d = len(q64)
         rq, rk = to_format(q64, fmt).astype(np.float64), to_format(k64, fmt).astype(np.float64)
         noisy = np.empty(n)
-        for i in range(
-            n
-        ):  # accumulated in float32, as the kernel's matrix product (in another order)
+        # accumulated in float32, as the kernel's matrix product (in another order)
+        for i in range(n):
             acc = np.float32(0)
             for m in range(d):
                 acc = np.float32(acc + np.float32(rk[i, m]) * np.float32(rq[m]))

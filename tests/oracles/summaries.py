@@ -77,9 +77,8 @@ def summarise_points(
         }
         for name in kind.summary_metrics:
             values = metrics[name]
-            if (
-                name in kind.summary.finite_metrics
-            ):  # a diverged run's +inf/NaN: left out of the mean and counted
+            # a diverged run's +inf/NaN: left out of the mean and counted
+            if name in kind.summary.finite_metrics:
                 values = values[np.isfinite(values)]
                 row[f"{name}_finite"] = int(values.size)
             for suffix, value in mean_ci(values).items():

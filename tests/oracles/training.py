@@ -236,9 +236,8 @@ def recall_train(params: dict, init, monitor, final, batches, directions=None) -
             stops = losses[step] <= p["threshold"] and not math.isfinite(escaped)
             if stops:
                 escaped = step
-            if step in checkpoints or (
-                stops and p["stop"] == "threshold"
-            ):  # where the kernel takes the bound
+            # where the kernel takes the bound
+            if step in checkpoints or (stops and p["stop"] == "threshold"):
                 here = bound(w)
                 bounds[step] = here.mean()
                 margin = min(margin, np.min(ev["entropy"] - here))

@@ -85,9 +85,8 @@ def test_memory_and_runtime_against_the_named_partition():
         match=r"asks for 24000 MB of memory \(mem_mb\), partition debug's largest node has 23000 "
         r"MB",
     ):
-        cluster.check_jobs(
-            [job(threads=2, mem_mb_per_cpu=12000)], LOCAL
-        )  # --mem-per-cpu times the CPUs
+        # --mem-per-cpu times the CPUs
+        cluster.check_jobs([job(threads=2, mem_mb_per_cpu=12000)], LOCAL)
     with pytest.raises(
         ClusterFitError,
         match=r"^simulate asks for 31 min of run time \(runtime\), partition short's time limit "

@@ -68,13 +68,13 @@ GRIDS = {  # awkward values on purpose: ints given for floats, 1e-05, 1e4
         "form": ["transformers", "logit"],
     },
 }
-DEFAULT_GRIDS = {
-    e.kind: e.grid for e in load_file(REPO / "config.yaml").experiments.values()
-}  # every kind, assets or not
+# every kind, assets or not
+DEFAULT_GRIDS = {e.kind: e.grid for e in load_file(REPO / "config.yaml").experiments.values()}
+# preset only
 DEFAULT_GRIDS.setdefault(
     "real_precision",
     {"n": [12], "layer": [0, 5], "head": [3], "format": ["bfloat16"], "site": ["logits", "qk"]},
-)  # preset only
+)
 
 
 def any_grid(kind: str) -> dict:
@@ -86,6 +86,7 @@ def any_grid(kind: str) -> dict:
 def test_columnar_ids_are_the_canonical_ids(kind):
     """`config.grid.point_ids` (every id the code makes) against the canonical definition
     (json.dumps with sorted keys, sha256; tests/oracles/points.py), on every kind's grid."""
+    # defaults filled
     given = (
         load(
             {
@@ -97,7 +98,7 @@ def test_columnar_ids_are_the_canonical_ids(kind):
         )
         .experiments["e"]
         .grid
-    )  # defaults filled
+    )
     grid = grid_columns(SimpleNamespace(kind=kind, grid=given))
     points = expand(SimpleNamespace(kind=kind, grid=given))
     assert grid.ids() == [p.id for p in points] == [point_id(kind, p.params) for p in points]
@@ -247,9 +248,8 @@ def test_streaming_summary_equals_the_per_point_summary(kind, tmp_path):
         extra.get("target_se"),
     )
     assert new.schema.equals(old.schema)
-    nan = float(
-        "nan"
-    )  # NaN == NaN for this comparison (a point whose runs all diverged has NaN means)
+    # NaN == NaN for this comparison (a point whose runs all diverged has NaN means)
+    nan = float("nan")
     key = lambda rows: [
         {k: ("NaN" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
         for r in rows
@@ -344,9 +344,8 @@ def test_a_job_reads_its_spec_file_and_does_not_plan_the_sweep(tmp_path):
 
     pq.write_table(pa.table({"x": [1]}), foreign)
     planned = snakemake(tmp_path, "-n", "--cores", "1", check=False)
-    assert (
-        planned.returncode != 0 and "foreign Parquet file" in planned.stderr
-    )  # planning reads the store
+    # planning reads the store
+    assert planned.returncode != 0 and "foreign Parquet file" in planned.stderr
     before = tree(tmp_path)
     target = f"simulate:kind=noisy_attention,experiment=robustness,chunk={chunk}"
     cmd = snakemake_command(tmp_path, "--target-jobs", target, "--allowed-rules", "simulate")
@@ -428,9 +427,8 @@ def test_a_query_checks_and_reads_only_the_views_it_names(tmp_path):
     frame = query.run(tmp_path, "SELECT n, tau, gap_mean FROM e WHERE tau = 1 ORDER BY n")
     assert frame["n"].tolist() == [16, 256]
     with pytest.raises(StoreError, match="foreign Parquet file"):
-        query.run(
-            tmp_path, "SELECT count(*) FROM trials"
-        )  # names every trials file: all are checked
+        # names every trials file: all are checked
+        query.run(tmp_path, "SELECT count(*) FROM trials")
     with pytest.raises(StoreError, match="foreign Parquet file"):
         query.run(tmp_path, "SELECT * FROM provenance")
 
@@ -450,9 +448,8 @@ def test_cost_dependence_is_found_however_params_are_read():
         calls.append(1)
         return p["n"] * 10
 
-    assert (
-        grid.evaluate(by_key).tolist() == [160] * 6 + [640] * 6 and len(calls) == 1 + 2
-    )  # first pass, then once per n
+    # first pass, then once per n
+    assert grid.evaluate(by_key).tolist() == [160] * 6 + [640] * 6 and len(calls) == 1 + 2
     for whole in (
         lambda p: {**p}["scale"],
         lambda p: dict(p)["scale"],

@@ -45,11 +45,8 @@ TINY = {
                 "logit_scale": [0.0],
                 "noise": ["gaussian", "uniform", "laplace", "gumbel", "student_t"],
                 "noise_draws": [2],
-                "noise_scale": [
-                    0.1,
-                    0.5,
-                    1.0,
-                ],  # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
+                # 1.0: laplace and gumbel heavy (a mean, kappa = inf), student_t dominated
+                "noise_scale": [0.1, 0.5, 1.0],
             },
         },
         "normalisers": {
@@ -253,10 +250,8 @@ def test_every_claim_declares_its_fields(tiny_run):
     for c in (c for c in claims if c not in beyond):
         assert c.statement in STATEMENTS and c.number in NUMBER_KINDS, c.claim_id
         assert c.threshold and c.compared_to, c.claim_id
-        assert c.verdict in ("holds", "fails", "inconclusive"), (
-            c.claim_id,
-            c.verdict,
-        )  # the tiny grid reaches every regime
+        # the tiny grid reaches every regime
+        assert c.verdict in ("holds", "fails", "inconclusive"), (c.claim_id, c.verdict)
         assert c.points > 0 and c.trials > 0 and c.experiments, c.claim_id
         assert c.figure or declared_figure(c) not in tiny_figures(tiny_run, c), c.claim_id
 
@@ -364,9 +359,8 @@ def test_every_link_of_claims_html_resolves_standalone_and_in_the_report(tiny_ru
             assert target[1:] in page.ids, target
         else:  # standalone: relative to results/, where claims.html is
             assert (tiny_run / target).is_file(), target
-        if (
-            embedded
-        ):  # inside the report (a data: URL, no relative link resolves) the link goes here
+        # inside the report (a data: URL, no relative link resolves) the link goes here
+        if embedded:
             assert (
                 embedded[1:] in page.ids
                 and target == f"figures/{embedded[len('#figure-') :].replace('-', '/', 1)}.png"
@@ -532,9 +526,8 @@ def test_groups_follow_the_statements_and_tally_each():
     )
     claims[1] = dataclasses.replace(claims[1], verdict="fails")
     assert render.tally(claims).endswith("; 2 sanity checks: 1 pass, 1 fail")
-    assert (
-        render.title("training") == "Training"
-    )  # a statement a new kind brings, before it has a title
+    # a statement a new kind brings, before it has a title
+    assert render.title("training") == "Training"
     markdown = render.markdown(claims)
     assert (
         markdown.index("## 1. Robustness")
@@ -602,9 +595,8 @@ def test_cli_formats(tiny_run, capsys, monkeypatch):
 
     main(args + ["--format", "json"])
     rows = json.loads(capsys.readouterr().out)
-    assert [c.claim_id for c in claims] == [
-        c.claim_id for c in render.ordered(claims)
-    ]  # the grouped table's order
+    # the grouped table's order
+    assert [c.claim_id for c in claims] == [c.claim_id for c in render.ordered(claims)]
     assert [r["claim_id"] for r in rows] == [c.claim_id for c in claims]
     assert all(
         isinstance(r["points"], int) and (r["measured"] is None or isinstance(r["measured"], float))

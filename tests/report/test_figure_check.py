@@ -150,9 +150,8 @@ def test_the_plugins_own_tests_pass_from_outside_the_tree(tmp_path):
     site = tmp_path / "site"
     fake_distribution(site, "attnsim_plugin_example", "shifted_logits")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(PLUGIN / "src")]))
-    (tmp_path / "pytest.ini").write_text(
-        "[pytest]\n"
-    )  # the plugin's repository: none of attnsim's test settings
+    # the plugin's repository: none of attnsim's test settings
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     cmd = [
         sys.executable,
         "-m",

@@ -47,9 +47,8 @@ def held_run(workdir: Path, release: Path, *args: str) -> subprocess.Popen:
 def test_second_run_is_refused_while_first_completes_and_queries_stay_consistent(tmp_path):
     release = tmp_path / "release"
     write_config(checkout(tmp_path), config(chunk_size=2))
-    first = held_run(
-        tmp_path, release, "--cores", "1"
-    )  # each chunk job waits, once written, for `release`
+    # each chunk job waits, once written, for `release`
+    first = held_run(tmp_path, release, "--cores", "1")
     try:
         deadline = time.monotonic() + 120
         while not chunks(tmp_path):

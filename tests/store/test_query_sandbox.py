@@ -49,9 +49,8 @@ def test_colliding_experiment_names_neither_loop_nor_merge(tmp_path, names):
     assert out.returncode == 0, out.stderr
     assert time.perf_counter() - started < 60 and "{'one': {0: 1}}" in out.stdout
     views = query.view_files({t: store.table_files(tmp_path / "store", t) for t in store.TABLES})
-    assert len(views["trials"]) == len(names) and len(views["summary"]) == len(
-        names
-    )  # never doubled
+    # never doubled
+    assert len(views["trials"]) == len(names) and len(views["summary"]) == len(names)
     assert "not made, the name collides with another view of the store" in out.stderr
 
 

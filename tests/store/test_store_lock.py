@@ -128,9 +128,8 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
             and f"pid {run.pid}" in needle[0]
             and str(first) in needle[0]
         )
-        assert (
-            "rule simulate" not in refused.stdout + refused.stderr
-        )  # no job of the second run started
+        # no job of the second run started
+        assert "rule simulate" not in refused.stdout + refused.stderr
         assert run.wait(timeout=600) == 0, run.communicate()[1][-2000:]
     finally:
         if paused:
@@ -138,9 +137,8 @@ def test_a_second_run_on_a_symlinked_store_is_refused_while_the_first_holds_it(t
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-    after = snakemake(
-        second, SUMMARY, "--cores", "1"
-    )  # once the first is done, the second runs (nothing left)
+    # once the first is done, the second runs (nothing left)
+    after = snakemake(second, SUMMARY, "--cores", "1")
     assert after.returncode == 0
 
 

@@ -123,10 +123,8 @@ def _transforms(noise: str, sigma: float, t: float) -> np.ndarray:
     """(1 - L, -L', L'') at t for L(t) = E[e^{-t w}], w = e^eps / E[e^eps], by quad over eps."""
     f, (lo, hi) = _density(noise, sigma)
     log_m1 = log_exp_moment(noise, sigma, 1)
-    if noise in (
-        "laplace",
-        "gumbel",
-    ):  # slowly decaying upper tails: on to where e^{-t w} < e^{-1e17}
+    # slowly decaying upper tails: on to where e^{-t w} < e^{-1e17}
+    if noise in ("laplace", "gumbel"):
         hi = max(hi, log_m1 + math.log(1 / t) + 40)
 
     def g(x):
@@ -346,9 +344,8 @@ def test_orders_refuse_where_their_moments_diverge():
     assert math.isfinite(next_order_from_stats(stats, "laplace", 0.5, "p1"))
     assert next_order_from_stats(stats, "laplace", 1.0, "p1") == math.inf  # kappa = inf
     assert next_order_from_stats(stats, "student_t", 0.1, "p1") == math.inf
-    assert math.isfinite(
-        next_order_from_stats(stats, "laplace", 0.4, "p2")
-    )  # 3 < k* < 4: mu4 continued
+    # 3 < k* < 4: mu4 continued
+    assert math.isfinite(next_order_from_stats(stats, "laplace", 0.4, "p2"))
     assert next_order_from_stats(stats, "gaussian", 0.0, "p2") == 0.0
     with pytest.raises(ValueError):
         next_order_from_stats(stats, "gaussian", 0.5, "p3")

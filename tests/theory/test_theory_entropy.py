@@ -83,9 +83,8 @@ def test_asymptotic_gap_is_the_optimum_over_all_measures_on_minus1_1(tau):
     assert value == pytest.approx(E.asymptotic_gap(tau), abs=1e-9)  # reached: ~1e-13
     # (b) the optimum is two-point: all mass at +-1, with mass f* at +1
     assert mu[1:-1].sum() < 1e-6  # reached: < 1e-10
-    assert mu[-1] == pytest.approx(
-        E.asymptotic_gap_argmax(tau), rel=1e-4
-    )  # even f* = 4e-8 at tau = 0.1
+    # even f* = 4e-8 at tau = 0.1
+    assert mu[-1] == pytest.approx(E.asymptotic_gap_argmax(tau), rel=1e-4)
 
 
 @pytest.mark.parametrize("tau", np.geomspace(0.05, 30, 23).round(4).tolist())

@@ -85,9 +85,8 @@ def expected_rows(cores: int) -> set[str]:
             "fixed overhead",
             "fixed overhead, CPU time",
             "fixed overhead, kernel time (sum over jobs)",
-            *(
-                f"simulate CPU, {experiment}" for experiment in ("robustness", "entropy_scale")
-            ),  # the quick sweep's experiments
+            # the quick sweep's experiments
+            *(f"simulate CPU, {experiment}" for experiment in ("robustness", "entropy_scale")),
             *(
                 f"fixed overhead, {rule} jobs (sum)"
                 for rule in ("simulate", "collect", "judge", "figures", "claims")

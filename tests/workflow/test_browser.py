@@ -66,12 +66,10 @@ DOCS_SHOTS = ("report-home", "report-figure", "report-claims")  # the ones docs/
 SCREENSHOT_MAX_BYTES = 300_000
 FIGURE_SHOWN = ("robustness", "collapse")  # the figure page in docs/screenshots/report-figure.png
 VERDICTS = ("holds", "fails", "inconclusive", "outside regime", "not measured")
-CSS = (
-    "css selector"  # selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
-)
-WAIT = (
-    60  # seconds for the app to render a view (well under one here; generous for a loaded machine)
-)
+# selenium's By.CSS_SELECTOR (selenium is imported only where the browser runs)
+CSS = "css selector"
+# seconds for the app to render a view (well under one here; generous for a loaded machine)
+WAIT = 60
 
 MAX_LINES = 60  # lines the default run prints
 
@@ -616,9 +614,8 @@ def test_report_claims_page_has_every_claim_with_its_verdict(run, browser, shots
         f"relative links cannot resolve): {broken}"
     )
     screenshot(browser, shots, "report-claims")
-    caption = text((REPO / "workflow/report/claims.rst").read_text()).split(":")[
-        0
-    ]  # "The claims table, the project's headline result"
+    # "The claims table, the project's headline result"
+    caption = text((REPO / "workflow/report/claims.rst").read_text()).split(":")[0]
     assert caption in describe(browser, "results/claims.html")
     assert console_errors(browser) == []
     print(f"claims page: {time.monotonic() - started:.1f} s")
@@ -630,7 +627,6 @@ def test_claims_html_has_every_claim_with_its_verdict_and_its_links_resolve(run,
     check_claims_table(browser, claims)
     assert not undecoded_images(browser), undecoded_images(browser)
     assert broken_links(browser) == []
-    screenshot(
-        browser, shots, "claims"
-    )  # not copied to docs: the report's claims page shows the same table
+    # not copied to docs: the report's claims page shows the same table
+    screenshot(browser, shots, "claims")
     assert console_errors(browser) == []

@@ -49,9 +49,8 @@ def test_the_notebook_runs_on_a_run_and_agrees_with_the_pipeline(results, monkey
     with contextlib.redirect_stdout(out):
         for cell in notebook.cells:
             if cell.cell_type == "code":
-                exec(
-                    compile(cell.source, str(EXAMPLE), "exec"), namespace
-                )  # the cells in order, as a kernel runs them
+                # the cells in order, as a kernel runs them
+                exec(compile(cell.source, str(EXAMPLE), "exec"), namespace)
     printed = out.getvalue()
     assert "tau = 1: the largest gap over 60 trials" in printed and ": holds" in printed
     assert "the pipeline says: holds" in printed
@@ -62,9 +61,8 @@ def test_the_notebook_runs_on_a_run_and_agrees_with_the_pipeline(results, monkey
     assert "serif" in fig.axes[0].xaxis.label.get_fontfamily()
     fig.canvas.draw()
     legend = fig.legends[0].get_window_extent()
-    assert (
-        fig.bbox.y0 <= legend.y0 and legend.x0 >= fig.bbox.x0 and legend.x1 <= fig.bbox.x1
-    )  # kept in the canvas
+    # kept in the canvas
+    assert fig.bbox.y0 <= legend.y0 and legend.x0 >= fig.bbox.x0 and legend.x1 <= fig.bbox.x1
 
 
 def test_it_runs_as_a_plain_script_too(results):

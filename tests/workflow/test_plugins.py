@@ -65,9 +65,8 @@ def pip_install(venv: Path, *packages: Path) -> None:
 def venv(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("plugin-venv")
     venv = make_venv(root / "venv")
-    pip_install(
-        venv, shutil.copytree(PLUGIN, root / "plugin")
-    )  # builds in a copy: nothing is written into the repository
+    # builds in a copy: nothing is written into the repository
+    pip_install(venv, shutil.copytree(PLUGIN, root / "plugin"))
     return venv
 
 

@@ -42,9 +42,8 @@ def test_read_only_commands_leave_the_store_as_it_was(tmp_path):
     strays.append(tmp_path / f"results/.claims.md.{socket.gethostname()}.{dead_pid()}.tmp")
     for stray in strays:
         stray.write_bytes(b"half a figure")
-    config["experiments"]["robustness"]["grid"]["n"].append(
-        32
-    )  # pending points: planning has work to do
+    # pending points: planning has work to do
+    config["experiments"]["robustness"]["grid"]["n"].append(32)
     write_config(tmp_path, config)
     before = tree(tmp_path)
     snakemake(tmp_path, "-n", "--cores", "2")

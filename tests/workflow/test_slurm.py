@@ -76,9 +76,8 @@ def cluster():
     if reason:
         pytest.fail(f"{SWITCH}=1 but the SLURM test cannot run: {reason}")
     env = dict(os.environ)
-    for line in _script(
-        "env", env, 30
-    ).stdout.splitlines():  # export SLURM_CONF=...; export PATH=<its srun>:$PATH
+    # export SLURM_CONF=...; export PATH=<its srun>:$PATH
+    for line in _script("env", env, 30).stdout.splitlines():
         name, _, value = line.removeprefix("export ").partition("=")
         env[name] = value.replace("$PATH", os.environ["PATH"])
     assert (
@@ -184,9 +183,8 @@ def through_slurm(
         process.send_signal(signal.SIGINT)  # SIGTERM does not stop a plugin waiting on sacct
         out, _ = process.communicate(timeout=60)
         pytest.fail(f"snakemake through SLURM hung for {timeout} s:\n{out[-4000:]}")
-    except (
-        BaseException
-    ):  # pytest interrupted: Snakemake (its own session) must not outlive the test
+    except BaseException:
+        # pytest interrupted: Snakemake (its own session) must not outlive the test
         os.killpg(process.pid, signal.SIGINT)  # it cancels its SLURM jobs
         try:
             process.communicate(timeout=30)
@@ -236,9 +234,8 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
         == {c for c in sum(by_state.values(), []) if "_fragile_" in c}
         != set()
     )
-    assert (
-        len(by_state.get("COMPLETED", [])) == 2
-    )  # robust: 16 points in chunks of 8; kept despite the failure
+    # robust: 16 points in chunks of 8; kept despite the failure
+    assert len(by_state.get("COMPLETED", [])) == 2
     assert not (remote / "results/store/summary/kind=noisy_attention/experiment=fragile").exists()
 
     blocker.unlink()  # the fix
@@ -280,9 +277,8 @@ def test_a_job_no_node_can_hold_stops_the_run_at_once_with_one_line(cluster, tmp
     ), result.stdout[-3000:]
     assert took < 60, f"took {took:.0f} s"
     assert sacct_jobs(tmp_path, cluster) == []  # nothing was submitted
-    assert not list(
-        (tmp_path / ".snakemake/locks").glob("*")
-    )  # and the directory is not left locked
+    # and the directory is not left locked
+    assert not list((tmp_path / ".snakemake/locks").glob("*"))
 
 
 def test_a_killed_top_up_through_slurm_loses_no_trials(cluster, tmp_path):

@@ -36,9 +36,8 @@ def test_run_produces_store_figures_and_summary(finished):
         for ext in ("png", "pdf"):
             assert (workdir / f"results/figures/robustness/{name}.{ext}").stat().st_size > 10_000
     assert "attnsim run summary" in result.stdout and "16 points x 20 trials" in result.stdout
-    assert (
-        len(list((workdir / "results/store/trials").rglob("chunk-*.parquet"))) == 2
-    )  # chunks, not points
+    # chunks, not points
+    assert len(list((workdir / "results/store/trials").rglob("chunk-*.parquet"))) == 2
     assert list((workdir / "results/benchmarks/simulate").rglob("*.tsv")) and list(
         (workdir / "results/logs/simulate").rglob("*.log")
     )
@@ -62,17 +61,14 @@ def test_report_is_one_self_contained_file_with_captions_and_claims(finished):
         "not measured",
     }
     measured = claims.set_index("claim_id")["verdict"]
-    assert (
-        measured["entropy_in_bounds"] == "holds" and measured["tau_one_gap"] == "not measured"
-    )  # no temperature experiment here
+    # no temperature experiment here
+    assert measured["entropy_in_bounds"] == "holds" and measured["tau_one_gap"] == "not measured"
     page = (workdir / "results/claims.html").read_text()
     links = re.findall(r"href='(figures/[^']+)'", page)
-    assert links and all(
-        (workdir / "results" / link).is_file() for link in links
-    )  # standalone, relative to results/
-    assert page.count("<img src='data:image/png;base64,") == len(
-        set(links)
-    )  # a copy of each for the report
+    # standalone, relative to results/
+    assert links and all((workdir / "results" / link).is_file() for link in links)
+    # a copy of each for the report
+    assert page.count("<img src='data:image/png;base64,") == len(set(links))
     assert "Claims it shows" in html  # the captions name the claims their figure shows
 
 
@@ -156,9 +152,8 @@ def test_fewer_trials_read_the_stored_first_ones_and_more_are_a_top_up(finished)
     # nothing computed, nothing dropped: the summary is rebuilt from each point's first 19 trials
     assert "rule simulate:" not in result.stdout and "(0 to run" in result.stdout
     assert "rule collect:" in result.stdout
-    config["experiments"]["robustness"]["trials"] = (
-        21  # more: planned as top-ups of the stored chunks (tests/plan/test_topup.py)
-    )
+    # more: planned as top-ups of the stored chunks (tests/plan/test_topup.py)
+    config["experiments"]["robustness"]["trials"] = 21
     path = write_config(workdir, config, "more_trials.yaml")
     result = snakemake(
         workdir, "-n", "--cores", "1", "--configfile", str(path), "--config", "workspace=results"

@@ -23,9 +23,8 @@ def test_the_entry_point_registers_the_kind():
 def test_kernel_matches_a_per_trial_oracle():
     points = [{"n": 8, "shift": 0.0}, {"n": 8, "shift": 300.0}]
     got = simulate_block(np.random.default_rng(3), 20, points)
-    logits = np.random.default_rng(3).standard_normal(
-        (20, 8)
-    )  # the same draws, one trial at a time
+    # the same draws, one trial at a time
+    logits = np.random.default_rng(3).standard_normal((20, 8))
     for p, out in zip(points, got):
         for t, row in enumerate(logits):
             entropies = []
