@@ -38,12 +38,8 @@ def test_top_help_starts_with_the_commands_people_use_then_examples(capsys):
     )
     assert lines.index("examples:") < 30  # both on the first screen
     listed = {c.split()[0] for c in commands[: commands.index("")]}
-    assert not listed & {
-        "simulate",
-        "collect",
-        "figures",
-        "fetch-asset",
-    }  # the workflow's, named once below
+    # the workflow's, named once below
+    assert not listed & {"simulate", "collect", "figures", "fetch-asset"}
     assert "`attnsim simulate`" in text
     assert max(len(line) for line in lines) <= 100
 

@@ -142,10 +142,8 @@ def test_the_grid_cap_is_configurable():
         (["trials"], "experiments.trials: reserved, the store's view `trials`"),
         (["summary"], "experiments.summary: reserved"),
         (["provenance"], "experiments.provenance: reserved"),
-        (
-            ["_provenance"],
-            "experiment name '_provenance' must be lower-case letters",
-        ),  # the schema's pattern
+        # the schema's pattern
+        (["_provenance"], "experiment name '_provenance' must be lower-case letters"),
         (["x", "x_trials"], "experiments.x_trials: reserved, the view of experiment x's trials"),
         (["a" * 48], "ends in a part repeated 20 times"),
         (["run_" + "ab" * 20], "ends in a part repeated 20 times"),

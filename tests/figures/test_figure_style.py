@@ -132,10 +132,8 @@ def test_save_writes_what_a_plain_savefig_writes(summary, tmp_path):
     assert [p.name for p in written] == ["gap.png", "gap.pdf"]
     data = written[0].read_bytes()
     pixels = (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"))
-    assert all(abs(p - s) <= 1 for p, s in zip(pixels, size)), (
-        pixels,
-        size,
-    )  # the canvas, nothing cropped
+    # the canvas, nothing cropped
+    assert all(abs(p - s) <= 1 for p, s in zip(pixels, size)), (pixels, size)
 
 
 def _cases():

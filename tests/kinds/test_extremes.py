@@ -43,12 +43,8 @@ def test_extreme_points_are_finite_and_in_bounds(kind):
         metrics = simulate_points(get_kind(kind), TrialSettings(1, 2), [point])[point.id]
         for name, values in metrics.items():
             assert not np.isnan(values).any(), (params, name)
-            if name not in (
-                "kappa",
-                "sq_err_pred",
-                "rel_err_pred",
-                "sq_err_next",
-            ):  # +inf where kappa = inf
+            # +inf where kappa = inf
+            if name not in ("kappa", "sq_err_pred", "rel_err_pred", "sq_err_next"):
                 assert np.isfinite(values).all(), (params, name)
         entropy = metrics["entropy"]
         assert (entropy >= 0).all() and (entropy <= math.log(params["n"]) * (1 + 1e-12)).all(), (

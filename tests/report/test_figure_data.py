@@ -90,9 +90,8 @@ def test_a_damaged_summary_is_refused_when_read_in_part(summary, tmp_path):
 
 def test_the_bill_prices_figures_and_claims_and_names_a_sub_grid(tmp_path):
     config = small_config()
-    config["experiments"]["robustness"]["grid"]["noise_scale"] = {
-        "logspace": [0.001, 10, 1000]
-    }  # 8,000 points: within the kind's 10,000
+    # 8,000 points: within the kind's 10,000
+    config["experiments"]["robustness"]["grid"]["noise_scale"] = {"logspace": [0.001, 10, 1000]}
     settings = load(config)
     plans = plan_all(settings, tmp_path)
     drawn = bill.bill(settings, plans, tmp_path)

@@ -16,11 +16,8 @@ import stat
 import sys
 from pathlib import Path
 
-DEFAULT_ARGS = [
-    "--cores",
-    "all",
-    "--rerun-incomplete",
-]  # also in workflow/profiles/default (plain snakemake)
+# also in workflow/profiles/default (plain snakemake)
+DEFAULT_ARGS = ["--cores", "all", "--rerun-incomplete"]
 REPORT = "report.html"  # in the workspace
 
 HELP = """\

@@ -31,9 +31,8 @@ ALL_OPTIMISERS = (*OPTIMISERS, NORMALISED, RANDOM_DIRECTION)
 DIRECTION_KEY = 0x646972
 ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 CHECKPOINTS = 8  # loss_ckpt_0 .. loss_ckpt_7
-EVALS_PER_CHECKPOINT = (
-    4  # evaluation grid: round(steps^(j / 28)), j = 0..28 (contains the checkpoints)
-)
+# evaluation grid: round(steps^(j / 28)), j = 0..28 (contains the checkpoints)
+EVALS_PER_CHECKPOINT = 4
 
 
 def round_half_up(x: float) -> int:

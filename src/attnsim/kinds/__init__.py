@@ -57,9 +57,8 @@ def _builtins() -> dict[str, Kind]:
     return found
 
 
-_KINDS: dict[str, Kind] | None = (
-    None  # filled once per process; plugins that import attnsim while loading see the built-ins
-)
+# filled once per process; plugins that import attnsim while loading see the built-ins
+_KINDS: dict[str, Kind] | None = None
 _BROKEN: dict[str, str] = {}
 
 

@@ -19,13 +19,8 @@ from typing import Any
 
 from attnsim.errors import AttnsimError
 
-SINFO = [
-    "sinfo",
-    "--noheader",
-    "--Node",
-    "--format",
-    "%P|%c|%m|%l",
-]  # one line per (node, partition)
+# one line per (node, partition)
+SINFO = ["sinfo", "--noheader", "--Node", "--format", "%P|%c|%m|%l"]
 PROFILE = "workflow/profiles/slurm/config.yaml"
 
 

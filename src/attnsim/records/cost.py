@@ -56,12 +56,8 @@ ROW_SECONDS = 1.1e-6
 # Long chunks start first (longest-processing-time-first keeps every core busy to the end) and
 # a short chunk whose experiment still needs its summary and figures starts before other
 # experiments' figures, so no core waits on a last chain of summary -> figures at the end.
-POSTPROCESS_SECONDS = {
-    "figures": 3.5,
-    "collect": 1.5,
-    "judge": 0.5,
-    "claims": 1.0,
-}  # measured, default sweep on this project's VMs
+# measured, default sweep on this project's VMs
+POSTPROCESS_SECONDS = {"figures": 3.5, "collect": 1.5, "judge": 0.5, "claims": 1.0}
 PRIORITY = {
     "figures": POSTPROCESS_SECONDS["figures"],
     "collect": POSTPROCESS_SECONDS["collect"] + POSTPROCESS_SECONDS["figures"],

@@ -39,10 +39,8 @@ from attnsim.theory.entropy import exact_gap
 LINE_STYLES = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 4)))  # one per initial tau
 # per learnt tau mode: marker and face colour (None: the task's colour; "white": open)
 MODE_MARKERS = {"learned": ("o", None), "learned_clamped": ("s", "white")}
-MAP_AXES = (
-    "view_noise",
-    "instance_noise",
-)  # the heat map's x and y; the other varying parameters make columns
+# the heat map's x and y; the other varying parameters make columns
+MAP_AXES = ("view_noise", "instance_noise")
 
 
 def _label(key) -> str:

@@ -65,9 +65,8 @@ class Thresholds:
     # heavy tails (kappa = inf, E e^eps = inf): "does not fall" = the within-head slope is above
     # this
     breakdown_slope: float = -0.25
-    breakdown_min_sigma: float = (
-        0.25  # as noisy_attention: smaller sigma needs far larger n to show (§2.7)
-    )
+    # as noisy_attention: smaller sigma needs far larger n to show (§2.7)
+    breakdown_min_sigma: float = 0.25
     # sink-dominated rows: judged where the layer has at least this many of them over its points
     min_sink_rows: int = 20
 

@@ -45,9 +45,8 @@ class Thresholds:
     # mean Var(cos)/(2 tau^2) at most this: the neglected third order ~ skew * sqrt(2 * 0.002) / 3,
     # a few %
     small_spread: float = 0.002
-    variance_tolerance: float = (
-        0.05  # measured / predicted gap may differ from 1 by this much there
-    )
+    # measured / predicted gap may differ from 1 by this much there
+    variance_tolerance: float = 0.05
     # 1/(2 d tau^2) is a law of random directions: agreement within 25% counts as "predicts"
     random_direction_tolerance: float = 0.25
 

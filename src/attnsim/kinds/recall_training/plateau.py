@@ -28,16 +28,8 @@ if TYPE_CHECKING:  # the simulate jobs import this module and fit nothing: no pa
 # the law's regime: initial logit std >= 4, where the top gap of n = 16 logits is many times the
 # unit scale on which e^-gap varies and the gradient law of §9.3 applies (claims and figures)
 LAW_LOGIT_STD = 4.0
-SETTING = [
-    "optimiser",
-    "lr",
-    "values",
-    "logits",
-    "n",
-    "d",
-    "batch",
-    "steps",
-]  # one law per run setting
+# one law per run setting
+SETTING = ["optimiser", "lr", "values", "logits", "n", "d", "batch", "steps"]
 
 
 def setting_text(row) -> str:
