@@ -106,12 +106,13 @@ def test_a_few_aliases_are_fine():
 
 def test_a_grid_of_10_to_the_8_points_is_refused_before_expansion():
     config = small_config()
+    # x 2 logit scales x 2 noises
     config["experiments"]["robustness"]["grid"] |= {
         "n": list(range(2, 102)),
         "d": list(range(1, 101)),
         "noise_scale": [0.01 * i for i in range(1, 101)],
         "noise_draws": list(range(1, 26)),
-    }  # x 2 logit scales x 2 noises
+    }
     started = time.perf_counter()
     with pytest.raises(ConfigError) as error:
         load(config)
@@ -241,11 +242,12 @@ def test_run_args_parsing():
 
 def million_points_config(**overrides) -> dict:
     config = small_config(**overrides)
+    # x 2 logit scales x 2 noises x 1 noise_draws: 10^6 points
     config["experiments"]["robustness"]["grid"] |= {
         "n": list(range(2, 102)),
         "d": list(range(1, 101)),
         "noise_scale": [0.01 * i for i in range(1, 26)],
-    }  # x 2 logit scales x 2 noises x 1 noise_draws: 10^6 points
+    }
     return config
 
 
@@ -277,11 +279,12 @@ def test_a_default_job_cap_refuses_a_tiny_job_minutes_in_one_line():
 
     config = small_config(job_minutes=1e-9)
     del config["chunk_size"]
+    # 100 x 50 x 2 x 2 x 1 = 20,000 points
     config["experiments"]["robustness"]["grid"] |= {
         "n": list(range(2, 102)),
         "d": list(range(1, 51)),
         "noise_scale": [0.1],
-    }  # 100 x 50 x 2 x 2 x 1 = 20,000 points
+    }
     settings = load(config)
     assert settings.max_jobs == 10_000
     plans = sweep.plan_all(settings, Path("/nonexistent/store"))

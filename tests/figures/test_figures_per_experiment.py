@@ -50,11 +50,12 @@ def test_a_changed_experiment_redraws_only_its_own_figures(tmp_path):
     snakemake(tmp_path, "--cores", "2")
     figures = tmp_path / "results/figures"
     drawn = {p.relative_to(figures).as_posix() for p in figures.rglob("*.png")}
+    # RECALL runs no escape (stop: threshold) and no normgd
     assert {f for f in drawn if f.startswith("training/")} == {
         "training/trainability.png",
         "training/learning_curves.png",
         "training/training_entropy.png",
-    }  # RECALL runs no escape (stop: threshold) and no normgd
+    }
     for path in figures.rglob("*.png"):
         assert min(Image.open(path).size) > 300, path  # drawn, not a one-line stand-in
     training = {p: p.stat().st_mtime_ns for p in (figures / "training").iterdir()}

@@ -112,13 +112,14 @@ experiments:
       noise_draws: [4]
       noise_scale: {noise_scale}
 """
+# = the finished sweep
 AS_WRITTEN = {
     "seed": "7",
     "chunk_size": "16",
     "trials": "20",
     "n": "[16, 64]",
     "noise_scale": "[0.1, 0.5]",
-}  # = the finished sweep
+}
 
 
 def sweep_file(workdir, name, **changes):

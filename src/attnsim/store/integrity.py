@@ -44,11 +44,12 @@ def column_digest(column: pa.ChunkedArray | pa.Array) -> str:
     if pa.types.is_string(value_type) or pa.types.is_large_string(value_type):
         _strings(h, chunks)
         return h.hexdigest()
+    # e.g. embeddings: each row's length, then the flattened values
     if (
         pa.types.is_list(value_type)
         or pa.types.is_large_list(value_type)
         or (pa.types.is_fixed_size_list(value_type))
-    ):  # e.g. embeddings: each row's length, then the flattened values
+    ):
         lengths = pa.chunked_array([pc.list_value_length(c) for c in chunks], pa.int32())
         h.update(column_digest(lengths.fill_null(arrays.scalar(-1, pa.int32()))).encode())
         values = pa.chunked_array([c.flatten() for c in chunks], value_type.value_type)
