@@ -112,7 +112,7 @@ experiments:
       noise_draws: [4]
       noise_scale: {noise_scale}
 """
-# = the finished sweep
+# the values as the finished sweep was written
 AS_WRITTEN = {
     "seed": "7",
     "chunk_size": "16",
