@@ -204,11 +204,7 @@ def sacct_jobs(workdir: Path, slurm_env: dict) -> list[tuple[str, str, str]]:
 
 
 def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_path):
-    """Both runs through SLURM make the summaries, where the rows are compared: the figures and
-    claims are local rules that add no row (the killed top-up's rerun below makes everything
-    through SLURM)."""
     local, remote = tmp_path / "local", tmp_path / "slurm"
-    targets = tuple(summaries(config()))
     write_config(local, config())
     snakemake(local, *summaries(config()), "--cores", "2")
 
@@ -219,7 +215,7 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
         "a file where the experiment's folder must go: every chunk of `fragile` fails"
     )
 
-    failed = through_slurm(remote, cluster, targets=targets)
+    failed = through_slurm(remote, cluster)
     assert failed.returncode != 0, failed.stdout[-3000:]
     assert "Error in rule simulate" in failed.stdout and "experiment=fragile" in failed.stdout
     jobs = sacct_jobs(remote, cluster)
@@ -241,7 +237,7 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
     blocker.unlink()  # the fix
     planned = snakemake(remote, "-n", "--cores", "1").stdout
     assert planned.count("rule simulate:") == 1 and "experiment=fragile" in planned
-    rerun = through_slurm(remote, cluster, targets=targets)
+    rerun = through_slurm(remote, cluster)
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     new_jobs = [j for j in sacct_jobs(remote, cluster) if j not in jobs]
     assert [(c, s) for _, c, s in new_jobs] == [
@@ -249,7 +245,7 @@ def test_slurm_run_matches_local_and_recovers_from_a_failed_chunk(cluster, tmp_p
     ] and "_fragile_" in new_jobs[0][1]
 
     assert point_rows(remote) == point_rows(local)
-    assert "Nothing to be done" in snakemake(remote, *targets, "-n", "--cores", "1").stdout
+    assert "Nothing to be done" in snakemake(remote, "-n", "--cores", "1").stdout
 
 
 def test_a_job_no_node_can_hold_stops_the_run_at_once_with_one_line(cluster, tmp_path):
