@@ -212,7 +212,7 @@ def text(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
-def wait(driver, condition, message: str, poll: float = 0.5):
+def wait(driver, condition, message: str, poll: float = 0.1):
     """condition(driver) once it is truthy (tried every `poll` s); else fail with the message and
     what the page shows."""
     from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
