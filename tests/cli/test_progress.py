@@ -8,14 +8,12 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from helpers.configs import small_config
-from helpers.workflow import python_first_on_path, snakemake, workflow_args, write_config
+from helpers.workflow import attnsim, snakemake, workflow_args, write_config
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.tests import MockOutputSettings, TestLogHandlerBase
 
@@ -349,15 +347,7 @@ def test_a_small_run_prints_one_line_per_job_and_builds_the_report(tmp_path):
         "grid": {"n": [16, 64], "d": [4], "logits": ["gaussian"], "scale": [0.0, 3.0]},
     }
     write_config(tmp_path, config)
-    cmd = [sys.executable, "-m", "attnsim.cli.main", "run", *workflow_args(tmp_path)]
-    run = subprocess.run(
-        [*cmd, "--cores", "2", "--report"],
-        cwd=tmp_path,
-        env=python_first_on_path(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = attnsim(tmp_path, "run", *workflow_args(tmp_path), "--cores", "2", "--report")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     err = run.stderr
     assert "Using workflow specific profile" in err and "profiles/default" in err

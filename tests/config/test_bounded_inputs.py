@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers.configs import REPO, small_config
+from helpers.workflow import attnsim
 
 from attnsim.cli.main import main
 from attnsim.config import guard, yamlfile
@@ -40,22 +40,6 @@ def one_line(capsys, argv) -> str:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("attnsim: error: "), err
     return err[0]
-
-
-def attnsim(workdir, *args, timeout=60) -> subprocess.CompletedProcess:
-    """The installed CLI in a subprocess (`attnsim run` execs Snakemake)."""
-    env = dict(
-        os.environ,
-        PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "attnsim.cli.main", *args],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_alias_bomb_is_refused_in_check_config_quickly(tmp_path, capsys):
@@ -221,7 +205,7 @@ def test_a_50_mb_config_is_refused_at_once(tmp_path):
 def test_run_arguments_snakemake_would_trip_on_are_one_line(tmp_path, args, files, needle):
     for name, content in files.items():
         (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
-    run = attnsim(tmp_path, "run", "-n", *args)
+    run = attnsim(tmp_path, "run", "-n", *args, timeout=60)
     lines = run.stderr.strip().splitlines()
     assert (
         run.returncode == 2

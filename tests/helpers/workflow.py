@@ -139,6 +139,20 @@ def checkout(workdir: Path) -> Path:
     return workdir
 
 
+def attnsim(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """The installed CLI (`attnsim <args>`) in a subprocess in `workdir`, its output captured: a
+    user's shell, with this environment's scripts first on PATH (`attnsim run` execs Snakemake,
+    whose jobs call `attnsim`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "attnsim.cli.main", *args],
+        cwd=workdir,
+        env=python_first_on_path(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def attnsim_run(workdir: Path, *args: str) -> subprocess.Popen:
     env = python_first_on_path()
     # SIGINT back to its default: a shell starts background jobs with SIGINT ignored, the

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from helpers.workflow import (
     REPO,
+    attnsim,
     point_rows,
     python_first_on_path,
     snakemake,
@@ -157,17 +158,6 @@ def copy_of(judged: Path, tmp_path: Path) -> Path:
 def decide(workdir: Path, *args: str) -> int:
     argv = ["decide", *args, "--workdir", str(workdir), "--configfile", "config.yaml"]
     return main([*argv, *SNAKEMAKE])
-
-
-def attnsim(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "attnsim.cli.main", *args],
-        cwd=workdir,
-        env=python_first_on_path(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def spent(out: str) -> tuple[float, float]:

@@ -29,8 +29,6 @@ import base64
 import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from unittest import mock
@@ -39,7 +37,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from helpers.workflow import REPO, python_first_on_path
+from helpers.workflow import REPO, attnsim
 
 from attnsim.kinds import all_kinds, get_kind
 from attnsim.report import claims_render
@@ -101,14 +99,7 @@ def default_run(tmp_path_factory, minilm_dir, glove_dir):
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     outputs = []
     for args in (["run"], ["run", "--report"]):  # the second: nothing left to do but the report
-        done = subprocess.run(
-            [sys.executable, "-m", "attnsim.cli.main", *args],
-            cwd=workdir,
-            env=python_first_on_path(),
-            capture_output=True,
-            text=True,
-            timeout=3600,
-        )
+        done = attnsim(workdir, *args, timeout=3600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         outputs.append(done.stdout + done.stderr)
     # docutils reports a caption's problems while the report is built (and on the page)
