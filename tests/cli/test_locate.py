@@ -114,6 +114,23 @@ def test_locates_the_delta_method_edge_beside_the_theory(sweep, capsys):
     assert state.read(folder).boundaries[name] == record
 
 
+def test_an_entropy_edge_is_printed_beside_its_exact_crossing(tmp_path, monkeypatch, capsys):
+    """The small-scale law's edge along gaussian logits' scale (n = 64): no theory verdict (no
+    expansion places it), the exact crossing of the quadrature instead, with its side of the
+    located interval."""
+    monkeypatch.chdir(tmp_path)
+    config = small_config()
+    grid = {"n": [64], "d": [64], "logits": ["gaussian"], "scale": [0.1, 3.0]}
+    config["experiments"]["entropy"] = {"kind": "logit_entropy", "trials": 200, "grid": grid}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    argv = ["small_scale_entropy", "--axis", "scale", "--edge", "lower", "--range", "0.1", "3"]
+    assert main(["locate", *argv, "--at", "n=64", "logits=gaussian", "--budget", "0.0005"]) == 0
+    out = capsys.readouterr().out
+    assert "theory (next order" not in out
+    assert "exact (quadrature of E[H], §3.4): scale* = 0.9821" in out
+    assert "inside the located interval (a check, not a verdict)" in out
+
+
 def sweep_workspace():
     """The workspace of the config in the working directory (`results/`)."""
     from pathlib import Path

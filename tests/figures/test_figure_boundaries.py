@@ -169,6 +169,36 @@ def test_entropy_vs_scale_draws_the_boundary_in_its_logits_panel(summaries):
     plt.close(fig)
 
 
+def test_the_exact_crossing_is_drawn_beside_the_located_boundary(summaries):
+    """A record with an exact crossing (`report.boundaries.exact_crossing`): a dash-dotted line
+    at it, named in the legend with its side of the interval; without a located crossing,
+    nothing of it is drawn (a check beside a boundary, never alone)."""
+    from attnsim.kinds.logit_entropy import figures
+    from attnsim.report.figure_data import read
+
+    frame = read(summaries["logit_entropy"], get_kind("logit_entropy"))
+    rec = record(
+        "small_n64",
+        theory=False,
+        claim="small_scale_entropy",
+        axis="scale",
+        at={"n": 64, "d": 64, "logits": "gaussian"},
+        crossings=[{"estimate": 2.02, "low": 2.0, "high": 2.04, "status": "located"}],
+        exact={"x": 2.0231, "inside": True},
+    )
+    fig = figures.entropy_vs_scale(frame, boundaries=[rec])
+    gaussian = next(ax for ax in fig.axes if ax.get_title().startswith("gaussian logits"))
+    assert sorted(vertical(gaussian)) == [(2.02, "-"), (2.0231, "-.")]
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert "exact scale* 2.023 (quadrature), inside the interval" in labels
+    plt.close(fig)
+    unlocated = dict(rec, status="not located within budget", crossings=[])
+    fig = figures.entropy_vs_scale(frame, boundaries=[unlocated])
+    gaussian = next(ax for ax in fig.axes if ax.get_title().startswith("gaussian logits"))
+    assert vertical(gaussian) == []
+    plt.close(fig)
+
+
 def located_file(tmp_path, rec) -> str:
     path = tmp_path / rec["name"] / "located.json"
     path.parent.mkdir(parents=True)

@@ -132,6 +132,7 @@ def test_rounds_resume_to_the_uninterrupted_answer_and_verify_recomputes_it(sett
     found, points, target = b.locate_stored(settings, "demo", entry, tmp_path / "once")
     assert b.record("demo", target, found, entry) == record
     assert record["store_experiment"] == "locate_demo" and record["theory"]["reason"]
+    assert "exact" not in record  # the delta method's ratio has no exact expectation coded
     # the workflow's record, what `verify` replays, and what the claims show beside the claim
     (tmp_path / "plan").mkdir()
     (tmp_path / "plan" / "boundaries.json").write_text(boundaries_json(settings))
@@ -149,6 +150,29 @@ def test_rounds_resume_to_the_uninterrupted_answer_and_verify_recomputes_it(sett
     for path in parquet.experiment_chunks(tmp_path / "store", "noisy_attention", "locate_demo"):
         path.unlink()
     assert "missing" in b.recompute(settings, "demo", record, tmp_path / "store")[0]
+
+
+def test_an_entropy_boundary_records_the_exact_crossing_beside_its_interval(tmp_path):
+    """The small-scale law's boundary along gaussian logits' scale (n = 64): its record carries
+    the crossing the quadrature of E[H] gives (`exact_crossing`), which the located 95% interval
+    holds at this seed, and the line `attnsim claims` shows names it (a delta-method boundary,
+    whose statistic has no exact expectation, carries none: the test above)."""
+    from attnsim.theory.entropy import deficit_ratio_exact
+
+    out = small_config()
+    grid = {"n": [64], "d": [64], "logits": ["gaussian"], "scale": [0.1, 3.0]}
+    out["experiments"]["entropy"] = {"kind": "logit_entropy", "trials": 200, "grid": grid}
+    entry = {"claim": "small_scale_entropy", "axis": "scale", "edge": "lower"}
+    entry |= {"at": {"n": 64, "logits": "gaussian"}, "range": [0.1, 3.0], "budget": 0.0005}
+    out["boundaries"] = {"entropy_n64": entry}
+    settings = load(out)
+    found, _, target = b.locate_stored(settings, "entropy_n64", entry, tmp_path / "store")
+    record = b.record("entropy_n64", target, found, entry)
+    assert record["status"] == "located" and "theory" not in record
+    exact, crossing = record["exact"], record["crossings"][0]
+    assert deficit_ratio_exact(64, exact["x"]) == pytest.approx(0.95, abs=1e-9)
+    assert exact["inside"] and crossing["low"] <= exact["x"] <= crossing["high"]
+    assert f"exact {exact['x']:.4g} (quadrature), inside the interval" in b.line(record)
 
 
 @pytest.mark.parametrize(

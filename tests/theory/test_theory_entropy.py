@@ -346,3 +346,24 @@ def test_frozen_entropy_approaches_the_exact_value_deep_in_the_frozen_phase():
     for n, sigma in ((16, 100.0), (1024, 30.0), (16384, 30.0)):
         assert abs(E.frozen_entropy(n, sigma) - E.gaussian_entropy_exact(n, sigma)) < 0.01
     assert abs(E.frozen_entropy(4096, 5.0) - E.gaussian_entropy_exact(4096, 5.0)) > 0.5
+
+
+def test_the_deficit_ratios_crossing_is_where_the_small_scale_series_cannot_reach():
+    """docs/science.md §7.9's entropy boundary (n = 1024, edge 0.95): the exact crossing solves the
+    quadrature's ratio and lies past sqrt(log n / 2), where the series' third-moment term
+    overtakes its first, so no expansion places the edge; the leading finite-n bias of §3.3 puts
+    it lower, before that point (the bias overstates the correction once it is large)."""
+    n, edge = 1024, 0.95
+    x = E.deficit_ratio_crossing(n, edge, 0.1, 3.0)
+    assert x is not None and E.deficit_ratio_exact(n, x) == pytest.approx(edge, abs=1e-9)
+    assert E.deficit_ratio_exact(n, x - 1e-3) > edge > E.deficit_ratio_exact(n, x + 1e-3)
+
+    def leading(sigma):
+        bias = (sigma**2 * np.exp(sigma**2) - np.expm1(sigma**2) / 2) / n
+        return 1 - bias / (sigma**2 / 2)
+
+    series = brentq(lambda s: leading(s) - edge, 0.5, 3.0)
+    assert series < np.sqrt(np.log(n) / 2) < x
+    assert E.deficit_ratio_crossing(n, edge, 0.1, 1.0) is None  # no crossing in that range
+    with pytest.raises(ValueError, match="sigma > 0"):
+        E.deficit_ratio_exact(n, 0.0)

@@ -6,7 +6,8 @@ The method is `attnsim.claims.boundary.locate`; this module gives it the claim's
 values of the axis and the cost model's price of them, and prints the bill first (as `plan`
 does), then x* with its 95% interval, what it cost and, where the theory predicts the crossing
 (`theory.delta_boundary`), the prediction with its tolerance and the verdict of the declared
-equivalence claim it makes.
+equivalence claim it makes; where the statistic's expectation is known exactly (`exact_crossing`),
+that crossing and its side of the located interval (a check).
 
 This version computes in its own process and writes nothing. A point's trials are the rows a
 store would hold for it: the claim's experiment (its kind, seed and `trials` per round) with the
@@ -42,6 +43,7 @@ from attnsim.report.boundaries import (  # noqa: F401
     command_name,
     declared,
     edge_value,
+    exact_crossing,
     prediction,
     record_located,
     resolve,
@@ -179,6 +181,14 @@ def run(settings: Any, args: Any, workspace: Path | None = None) -> int:
             verdict = equivalence_verdict(crossing.low, crossing.high, theory.x, theory.tolerance)
             line += f"; the located interval against it: {verdict}"
         print(line)
+    exact = exact_crossing(target)
+    if exact is not None:
+        text = f"  exact (quadrature of E[H], §3.4): {target.axis}* = {exact['x']:.4g}"
+        crossing = found.crossing
+        if crossing is not None and found.status == boundary.LOCATED:
+            side = "inside" if crossing.low <= exact["x"] <= crossing.high else "outside"
+            text += f"; {side} the located interval (a check, not a verdict)"
+        print(text)
     if workspace is not None:
         entry = {"budget": args.budget, "target": args.target}
         recorded = record_located(workspace, name, target, found, entry)

@@ -62,7 +62,8 @@ def mark(
 ) -> list:
     """One boundary in the panel `ax`: each located crossing's x* (a line) over its 95% interval
     (a band) and, beside a located crossing, the theory's prediction with its tolerance (dashed,
-    over a lighter band); their legend entries. `x_of` maps a value of the boundary's axis to
+    over a lighter band) and the exact crossing where the record has one (dash-dotted: a check);
+    their legend entries. `x_of` maps a value of the boundary's axis to
     the panel's x (identity by default; monotone, as the interval's ends are mapped); `keys`
     name the fixed values in the labels, `symbol` the axis (its parameter's name by default).
     A boundary not located, or not on the panel's x: an entry with no mark, saying why."""
@@ -97,6 +98,12 @@ def mark(
             label = f"theory {name}* {predicted:.4g} ± {tolerance:.2g}: "
             label += str(theory.get("verdict", ""))
             handles.append(_handle(colour, "--", THEORY_ALPHA, label))
+    exact = record.get("exact")
+    if exact and drawn and math.isfinite(at := x_of(float(exact["x"]))):  # a check, never alone
+        ax.axvline(at, color=colour, lw=1.1, ls="-.", zorder=2.4)
+        where_ = "inside" if exact["inside"] else "outside"
+        label = f"exact {name}* {float(exact['x']):.4g} (quadrature), {where_} the interval"
+        handles.append(Line2D([], [], color=colour, ls="-.", lw=1.1, label=label))
     return handles
 
 

@@ -368,6 +368,37 @@ def prediction(target: Target) -> Any:
     )
 
 
+# claims whose per-point statistic is the deficit ratio (log n - H) / (sigma^2/2) of
+# logit_entropy: along the gaussian logits' scale its expectation is known exactly
+DEFICIT_CLAIMS = ("small_scale_entropy", "rem_liquid_deficit")
+
+
+def exact_crossing(target: Target) -> dict[str, Any] | None:
+    """Where the expected per-point statistic is known exactly (no sampling, no expansion), the
+    crossing it gives: the deficit ratio of gaussian logits along their scale, by the quadrature
+    of E[H] (`theory.entropy.deficit_ratio_crossing`). A check beside the located boundary (it
+    holds if the kernels and the locating method are right), never a verdict on the claim: None
+    elsewhere, or where it does not cross in the range."""
+    from attnsim.theory import entropy
+
+    if not (
+        target.claim in DEFICIT_CLAIMS
+        and target.axis == "scale"
+        and target.fixed.get("logits") == "gaussian"
+    ):
+        return None
+    lo = max(target.lo, 1e-3 * target.hi)  # the ratio is 0/0 at scale 0
+    x = entropy.deficit_ratio_crossing(int(target.fixed["n"]), target.edge_value, lo, target.hi)
+    if x is None:
+        return None
+    return {
+        "x": x,
+        "method": "quadrature of E[H] at finite n (theory.entropy.gaussian_entropy_exact)",
+        "reason": "docs/science.md §3.4: the expected deficit ratio is exact there, so a located "
+        "interval should hold its crossing (a check of the kernels and of the locating method)",
+    }
+
+
 # --- the points in the store -------------------------------------------------------------------
 
 LOCATE_PREFIX = "locate_"
@@ -641,15 +672,18 @@ def record(name: str, target: Target, found: Any, entry: Any) -> dict[str, Any]:
         "store_experiment": experiment_name(name),
         "budget_hours": float(entry["budget"]),
     }
+    located = found.crossing if found.status == "located" else None
     if theory is not None:
         context["theory"] = theory.record()
-        crossing = found.crossing
-        if crossing is not None and found.status == "located":
-            context["theory"]["verdict"] = equivalence_verdict(
-                crossing.low, crossing.high, theory.x, theory.tolerance
-            )
-        else:
-            context["theory"]["verdict"] = "inconclusive"
+        context["theory"]["verdict"] = (
+            equivalence_verdict(located.low, located.high, theory.x, theory.tolerance)
+            if located is not None
+            else "inconclusive"
+        )
+    exact = exact_crossing(target)
+    if exact is not None:
+        inside = located is not None and located.low <= exact["x"] <= located.high
+        context["exact"] = exact | {"inside": inside}
     return json.loads(json.dumps(found.record(**context), default=_plain))
 
 
@@ -732,6 +766,10 @@ def line(rec: Any) -> str:
         text += (
             f"; theory {theory['predicted']:.4g} +- {theory['tolerance']:.2g}: {theory['verdict']}"
         )
+    exact = rec.get("exact")
+    if exact:
+        where = "inside" if exact["inside"] else "outside"
+        text += f"; exact {exact['x']:.4g} (quadrature), {where} the interval"
     return text
 
 
@@ -952,6 +990,9 @@ def draw(rec: Any, evaluations: list[dict[str, Any]], png: Path) -> list[Path]:
             x, tol = theory["predicted"], theory["tolerance"]
             ax.axvspan(x - tol, x + tol, color="C3", alpha=0.12, lw=0)
             ax.axvline(x, color="C3", lw=1.2, ls="--", label="theory +- its tolerance")
+        exact = rec.get("exact")
+        if exact:
+            ax.axvline(exact["x"], color="C2", lw=1.2, ls="-.", label="exact (quadrature)")
         if crossings:
             c = crossings[0]
             half = max(4 * (c["high"] - c["low"]), 0.05 * (rec["range"][1] - rec["range"][0]))
@@ -959,6 +1000,8 @@ def draw(rec: Any, evaluations: list[dict[str, Any]], png: Path) -> list[Path]:
                 half = max(
                     half, 1.5 * abs(theory["predicted"] - c["estimate"]) + theory["tolerance"]
                 )
+            if exact:
+                half = max(half, 1.5 * abs(exact["x"] - c["estimate"]))
             ax.set_xlim(c["estimate"] - half, c["estimate"] + half)
             shown = [
                 np.asarray(Evaluation.of_values(e["values"]).mean)[

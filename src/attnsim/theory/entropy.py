@@ -405,3 +405,39 @@ def gaussian_entropy_exact(n: int, sigma: float, step: float | None = None) -> f
         log_z += (w * (np.exp(-np.exp(-y)) - np.exp(n * log_l))).sum()
         mean_ps += n * (w * g * np.exp((n - 1) * log_l)).sum()
     return float(log_z - mean_ps)
+
+
+def deficit_ratio_exact(n: int, sigma: float) -> float:
+    """(log n - E[H]) / (sigma^2/2) for i.i.d. N(0, sigma^2) logits at finite n, from
+    `gaussian_entropy_exact`: the expected value of the statistic the small-scale law (§3.3)
+    predicts to be 1, with no sampling."""
+    if sigma <= 0:
+        raise ValueError(f"the deficit ratio needs sigma > 0, got {sigma!r}")
+    return (math.log(n) - gaussian_entropy_exact(int(n), float(sigma))) / (sigma**2 / 2)
+
+
+CROSSING_SCAN = 16  # first look over the range: the ratio is monotone on every range tested
+CROSSING_STEPS = 50  # bisection steps: the bracket shrinks 2^-50, far below any located interval
+
+
+def deficit_ratio_crossing(n: int, edge: float, lo: float, hi: float) -> float | None:
+    """The smallest sigma in [lo, hi] (lo > 0) at which the exact deficit ratio crosses `edge`
+    (first a scan of `CROSSING_SCAN` points, then bisection), or None if it does not cross
+    there. Why: where the small-scale law stops holding at finite n is a property of E[H], which
+    the quadrature gives exactly; a boundary located from samples should find the same place,
+    so this is a check of the kernels and of the locating method, not a prediction of a theory
+    that could be wrong (docs/science.md §7.9)."""
+    grid = np.linspace(lo, hi, CROSSING_SCAN)
+    offset = np.array([deficit_ratio_exact(n, float(s)) - edge for s in grid])
+    change = np.flatnonzero(np.sign(offset[1:]) != np.sign(offset[:-1]))
+    if change.size == 0:
+        return None
+    low, high = float(grid[change[0]]), float(grid[change[0] + 1])
+    below = offset[change[0]] < 0
+    for _ in range(CROSSING_STEPS):
+        middle = (low + high) / 2
+        if (deficit_ratio_exact(n, middle) - edge < 0) == below:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
