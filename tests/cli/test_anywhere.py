@@ -3,30 +3,11 @@ any folder, outside a clone (`snakemake --lint`: tests/workflow/test_workflow_st
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from helpers.configs import REPO
+from helpers.workflow import attnsim
 
 from attnsim.cli.runner import packaged_snakefile, snakefile_args
-
-
-def env() -> dict:
-    return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-
-
-def attnsim(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "attnsim.cli.main", *args],
-        cwd=cwd,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_the_package_holds_the_workflow_and_run_uses_it_where_a_folder_has_none(tmp_path):

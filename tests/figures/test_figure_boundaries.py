@@ -145,20 +145,25 @@ def test_delta_shortfall_draws_sigma_star_at_its_predicted_correction(summaries)
     plt.close(fig)
 
 
-def test_entropy_vs_scale_draws_the_boundary_in_its_logits_panel(summaries):
-    from attnsim.kinds.logit_entropy import figures
-    from attnsim.report.figure_data import read
-
-    frame = read(summaries["logit_entropy"], get_kind("logit_entropy"))
-    rec = record(
+def entropy_record(**change) -> dict:
+    """A located boundary of the small-scale law along gaussian logits' scale (n = 64)."""
+    return record(
         "small_n64",
         theory=False,
         claim="small_scale_entropy",
         axis="scale",
         at={"n": 64, "d": 64, "logits": "gaussian"},
         crossings=[{"estimate": 2.02, "low": 2.0, "high": 2.04, "status": "located"}],
+        **change,
     )
-    fig = figures.entropy_vs_scale(frame, boundaries=[rec])
+
+
+def test_entropy_vs_scale_draws_the_boundary_in_its_logits_panel(summaries):
+    from attnsim.kinds.logit_entropy import figures
+    from attnsim.report.figure_data import read
+
+    frame = read(summaries["logit_entropy"], get_kind("logit_entropy"))
+    fig = figures.entropy_vs_scale(frame, boundaries=[entropy_record()])
     gaussian = next(ax for ax in fig.axes if ax.get_title().startswith("gaussian logits"))
     assert [x for x, _ in vertical(gaussian)] == [2.02]
     assert spans(gaussian) == pytest.approx([2.0, 2.04])
@@ -177,15 +182,7 @@ def test_the_exact_crossing_is_drawn_beside_the_located_boundary(summaries):
     from attnsim.report.figure_data import read
 
     frame = read(summaries["logit_entropy"], get_kind("logit_entropy"))
-    rec = record(
-        "small_n64",
-        theory=False,
-        claim="small_scale_entropy",
-        axis="scale",
-        at={"n": 64, "d": 64, "logits": "gaussian"},
-        crossings=[{"estimate": 2.02, "low": 2.0, "high": 2.04, "status": "located"}],
-        exact={"x": 2.0231, "inside": True},
-    )
+    rec = entropy_record(exact={"x": 2.0231, "inside": True})
     fig = figures.entropy_vs_scale(frame, boundaries=[rec])
     gaussian = next(ax for ax in fig.axes if ax.get_title().startswith("gaussian logits"))
     assert sorted(vertical(gaussian)) == [(2.02, "-"), (2.0231, "-.")]
