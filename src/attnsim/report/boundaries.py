@@ -368,8 +368,8 @@ def prediction(target: Target) -> Any:
     )
 
 
-# claims whose per-point statistic is the deficit ratio (log n - H) / (sigma^2/2) of
-# logit_entropy: along the gaussian logits' scale its expectation is known exactly
+# claims whose per-point statistic is the entropy's deficit ratio (log n - H) / (sigma^2/2):
+# along the gaussian logits' scale its expectation is known exactly
 DEFICIT_CLAIMS = ("small_scale_entropy", "rem_liquid_deficit")
 
 
