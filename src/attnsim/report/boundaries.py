@@ -349,54 +349,30 @@ def simulate_rounds(
 
 
 # --- the theory's prediction -------------------------------------------------------------------
+# What a kind knows of where its claims' boundaries lie is its science: its claims module may
+# declare `boundary_theory(claim, axis, fixed, edge)` (a `theory.delta_boundary.Prediction`-like
+# record: x, tolerance, record()) and `boundary_exact(claim, axis, fixed, edge, lo, hi)` (the
+# crossing of a statistic whose expectation is known exactly: a dict with x, method, reason).
 
 
 def prediction(target: Target) -> Any:
-    """The theory's crossing where one exists: the delta method's ratio along the noise scale
-    for noise with every exponential moment (`theory.delta_boundary`); None elsewhere."""
-    from attnsim.theory import delta_boundary
-
-    family = target.fixed.get("noise")
-    if not (
-        target.claim.startswith("delta_method_")
-        and target.axis == "noise_scale"
-        and family in delta_boundary.FAMILIES
-    ):
+    """The theory's crossing where the claim's kind declares one (`boundary_theory` of its
+    claims module), as a declared equivalence claim's prediction; None elsewhere."""
+    hook = getattr(target.kind.submodule("claims"), "boundary_theory", None)
+    if hook is None:
         return None
-    return delta_boundary.predicted_crossing(
-        family, int(target.fixed["n"]), float(target.fixed["logit_scale"]), target.edge_value
-    )
-
-
-# claims whose per-point statistic is the entropy's deficit ratio (log n - H) / (sigma^2/2):
-# along the gaussian logits' scale its expectation is known exactly
-DEFICIT_CLAIMS = ("small_scale_entropy", "rem_liquid_deficit")
+    return hook(target.claim, target.axis, target.fixed, target.edge_value)
 
 
 def exact_crossing(target: Target) -> dict[str, Any] | None:
-    """Where the expected per-point statistic is known exactly (no sampling, no expansion), the
-    crossing it gives: the deficit ratio of gaussian logits along their scale, by the quadrature
-    of E[H] (`theory.entropy.deficit_ratio_crossing`). A check beside the located boundary (it
-    holds if the kernels and the locating method are right), never a verdict on the claim: None
+    """The crossing of the claim's expected statistic where its kind knows it exactly, with no
+    sampling and no expansion (`boundary_exact` of its claims module): a check beside the located
+    boundary (it holds if the kernels and the locating method are right), never a verdict; None
     elsewhere, or where it does not cross in the range."""
-    from attnsim.theory import entropy
-
-    if not (
-        target.claim in DEFICIT_CLAIMS
-        and target.axis == "scale"
-        and target.fixed.get("logits") == "gaussian"
-    ):
+    hook = getattr(target.kind.submodule("claims"), "boundary_exact", None)
+    if hook is None:
         return None
-    lo = max(target.lo, 1e-3 * target.hi)  # the ratio is 0/0 at scale 0
-    x = entropy.deficit_ratio_crossing(int(target.fixed["n"]), target.edge_value, lo, target.hi)
-    if x is None:
-        return None
-    return {
-        "x": x,
-        "method": "quadrature of E[H] at finite n (theory.entropy.gaussian_entropy_exact)",
-        "reason": "docs/science.md §3.4: the expected deficit ratio is exact there, so a located "
-        "interval should hold its crossing (a check of the kernels and of the locating method)",
-    }
+    return hook(target.claim, target.axis, target.fixed, target.edge_value, target.lo, target.hi)
 
 
 # --- the points in the store -------------------------------------------------------------------

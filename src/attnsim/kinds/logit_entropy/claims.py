@@ -7,7 +7,9 @@ frozen phase's Poisson-Dirichlet law and the exact quadrature of §3.4 for the f
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -278,3 +280,31 @@ REM_FROZEN_ENTROPY = ClaimSpec(
 
 
 CLAIMS = (SMALL_SCALE_ENTROPY, REM_LIQUID_DEFICIT, REM_FROZEN_ENTROPY)
+
+
+# claims whose per-point statistic is the deficit ratio (`_deficit_ratio`): along the gaussian
+# logits' scale its expectation is known exactly
+DEFICIT_CLAIMS = (SMALL_SCALE_ENTROPY.claim_id, REM_LIQUID_DEFICIT.claim_id)
+
+
+def boundary_exact(
+    claim: str, axis: str, fixed: Mapping[str, Any], edge: float, lo: float, hi: float
+) -> dict[str, Any] | None:
+    """Where the expected deficit ratio of gaussian logits crosses `edge` along their scale, by
+    the quadrature of E[H] (`theory.entropy.deficit_ratio_crossing`): no asymptotic theory places
+    the small-scale law's edge (docs/science.md §7.9), but E[H] itself is exact, so a located
+    boundary should hold this crossing (a check, `report.boundaries.exact_crossing`). None for
+    other claims and axes, dot-product logits, or no crossing in [lo, hi]."""
+    from attnsim.theory.entropy import deficit_ratio_crossing
+
+    if not (claim in DEFICIT_CLAIMS and axis == "scale" and fixed.get("logits") == "gaussian"):
+        return None
+    x = deficit_ratio_crossing(int(fixed["n"]), edge, max(lo, 1e-3 * hi), hi)  # 0/0 at scale 0
+    if x is None:
+        return None
+    return {
+        "x": x,
+        "method": "quadrature of E[H] at finite n (theory.entropy.gaussian_entropy_exact)",
+        "reason": "docs/science.md §3.4: the expected deficit ratio is exact there, so a located "
+        "interval should hold its crossing (a check of the kernels and of the locating method)",
+    }

@@ -11,7 +11,9 @@ logits' scale, the mean sum p^2 of the clean weights and n, never a measured err
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -708,3 +710,22 @@ CLAIMS = (
     BREAKDOWN,
     HEAVY_RATE,
 )
+
+
+def boundary_theory(claim: str, axis: str, fixed: Mapping[str, Any], edge: float) -> Any:
+    """Where the next-order theory (docs/science.md §2.8) puts a delta-method claim's edge along
+    the noise scale, for noise with every exponential moment (`theory.delta_boundary`), with its
+    tolerance: the prediction a located boundary is judged against (`report.boundaries`); None
+    for other claims, axes and families."""
+    from attnsim.theory import delta_boundary
+
+    family = fixed.get("noise")
+    if not (
+        claim.startswith("delta_method_")
+        and axis == "noise_scale"
+        and family in delta_boundary.FAMILIES
+    ):
+        return None
+    return delta_boundary.predicted_crossing(
+        family, int(fixed["n"]), float(fixed["logit_scale"]), edge
+    )
