@@ -182,7 +182,7 @@ def test_the_exact_crossing_is_drawn_beside_the_located_boundary(summaries):
     from attnsim.report.figure_data import read
 
     frame = read(summaries["logit_entropy"], get_kind("logit_entropy"))
-    rec = entropy_record(exact={"x": 2.0231, "inside": True})
+    rec = entropy_record(exact={"x": 2.0231, "by": "quadrature", "inside": True})
     fig = figures.entropy_vs_scale(frame, boundaries=[rec])
     gaussian = next(ax for ax in fig.axes if ax.get_title().startswith("gaussian logits"))
     assert sorted(vertical(gaussian)) == [(2.02, "-"), (2.0231, "-.")]

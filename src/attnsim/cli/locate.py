@@ -183,7 +183,7 @@ def run(settings: Any, args: Any, workspace: Path | None = None) -> int:
         print(line)
     exact = exact_crossing(target)
     if exact is not None:
-        text = f"  exact (quadrature of E[H], §3.4): {target.axis}* = {exact['x']:.4g}"
+        text = f"  exact, by {exact['method']}: {target.axis}* = {exact['x']:.4g}"
         crossing = found.crossing
         if crossing is not None and found.status == boundary.LOCATED:
             side = "inside" if crossing.low <= exact["x"] <= crossing.high else "outside"

@@ -102,7 +102,7 @@ def mark(
     if exact and drawn and math.isfinite(at := x_of(float(exact["x"]))):  # a check, never alone
         ax.axvline(at, color=colour, lw=1.1, ls="-.", zorder=2.4)
         where_ = "inside" if exact["inside"] else "outside"
-        label = f"exact {name}* {float(exact['x']):.4g} (quadrature), {where_} the interval"
+        label = f"exact {name}* {float(exact['x']):.4g} ({exact['by']}), {where_} the interval"
         handles.append(Line2D([], [], color=colour, ls="-.", lw=1.1, label=label))
     return handles
 

@@ -352,7 +352,8 @@ def simulate_rounds(
 # What a kind knows of where its claims' boundaries lie is its science: its claims module may
 # declare `boundary_theory(claim, axis, fixed, edge)` (a `theory.delta_boundary.Prediction`-like
 # record: x, tolerance, record()) and `boundary_exact(claim, axis, fixed, edge, lo, hi)` (the
-# crossing of a statistic whose expectation is known exactly: a dict with x, method, reason).
+# crossing of a statistic whose expectation is known exactly: a dict with x, by (a word for how:
+# "quadrature"), method and reason).
 
 
 def prediction(target: Target) -> Any:
@@ -745,7 +746,7 @@ def line(rec: Any) -> str:
     exact = rec.get("exact")
     if exact:
         where = "inside" if exact["inside"] else "outside"
-        text += f"; exact {exact['x']:.4g} (quadrature), {where} the interval"
+        text += f"; exact {exact['x']:.4g} ({exact['by']}), {where} the interval"
     return text
 
 
@@ -968,7 +969,7 @@ def draw(rec: Any, evaluations: list[dict[str, Any]], png: Path) -> list[Path]:
             ax.axvline(x, color="C3", lw=1.2, ls="--", label="theory +- its tolerance")
         exact = rec.get("exact")
         if exact:
-            ax.axvline(exact["x"], color="C2", lw=1.2, ls="-.", label="exact (quadrature)")
+            ax.axvline(exact["x"], color="C2", lw=1.2, ls="-.", label=f"exact ({exact['by']})")
         if crossings:
             c = crossings[0]
             half = max(4 * (c["high"] - c["low"]), 0.05 * (rec["range"][1] - rec["range"][0]))

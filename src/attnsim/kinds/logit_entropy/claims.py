@@ -304,7 +304,8 @@ def boundary_exact(
         return None
     return {
         "x": x,
-        "method": "quadrature of E[H] at finite n (theory.entropy.gaussian_entropy_exact)",
+        "by": "quadrature",
+        "method": "the quadrature of E[H] at finite n, theory.entropy.gaussian_entropy_exact",
         "reason": "docs/science.md §3.4: the expected deficit ratio is exact there, so a located "
         "interval should hold its crossing (a check of the kernels and of the locating method)",
     }
