@@ -173,6 +173,13 @@ def test_an_entropy_boundary_records_the_exact_crossing_beside_its_interval(tmp_
     assert deficit_ratio_exact(64, exact["x"]) == pytest.approx(0.95, abs=1e-9)
     assert exact["inside"] and crossing["low"] <= exact["x"] <= crossing["high"]
     assert f"exact {exact['x']:.4g} (quadrature), inside the interval" in b.line(record)
+    # `verify`: a record from before the check still follows from the store; a changed one not
+    older = {k: v for k, v in record.items() if k != "exact"}
+    assert b.differences("entropy_n64", older, record) == []
+    moved = record | {"exact": exact | {"x": exact["x"] + 1e-9}}
+    assert b.differences("entropy_n64", moved, record) == [
+        "boundary entropy_n64: no longer follows from the store (exact changed)"
+    ]
 
 
 @pytest.mark.parametrize(
