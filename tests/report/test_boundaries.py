@@ -7,6 +7,8 @@ longer follows; a config's `boundaries:` entry is checked in one line."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -103,6 +105,14 @@ def test_a_round_reads_only_the_chunks_of_its_own_request(settings, tmp_path, mo
     assert len(written) == 1 and read == list(written)
 
 
+def test_a_rounds_file_does_not_depend_on_its_threads(settings, tmp_path):
+    """The workflow gives a config's one boundary every core (`round_threads`): the request's
+    blocks then run side by side, and the round's file is the same bytes."""
+    b.round_job(settings, "demo", tmp_path / "one", 0, tmp_path / "one.json")
+    b.round_job(settings, "demo", tmp_path / "two", 0, tmp_path / "two.json", threads=2)
+    assert (tmp_path / "one.json").read_bytes() == (tmp_path / "two.json").read_bytes()
+
+
 def test_the_price_follows_the_requests_not_the_store(settings, tmp_path):
     target = b.target_of(settings, "demo", settings.boundaries["demo"])
     points = b.StoredPoints(target, tmp_path, "demo")
@@ -180,6 +190,44 @@ def test_an_entropy_boundary_records_the_exact_crossing_beside_its_interval(tmp_
     assert b.differences("entropy_n64", moved, record) == [
         "boundary entropy_n64: no longer follows from the store (exact changed)"
     ]
+
+
+class MeanOverN:
+    """A claim whose statistic is taken over a group of grid points (as the contrastive flip's is,
+    over temperatures): the delta method's ratio averaged over n at each noise scale, one row per
+    noise scale in its measure's table."""
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+
+    def measure(self, rows):
+        import pandas as pd
+
+        values = self.spec.measure(rows).points["value"].to_numpy()
+        table = pd.DataFrame({"noise_scale": rows["noise_scale"].to_numpy(), "value": values})
+        mean = table.groupby("noise_scale", sort=False, as_index=False)["value"].mean()
+        return SimpleNamespace(points=mean)
+
+
+def test_a_group_of_points_is_one_located_point_of_a_statistic_taken_over_it():
+    """`at: {n: [64, 16, 16]}` makes each located point the grid points at n = 16 and 64 (sorted,
+    once each): their trials are each point's own (the same rows as alone), and the statistic
+    is the claim's measure over the group, one value per value of the axis."""
+    settings = load(config(at=AT | {"n": [64, 16, 16]}))
+    target = b.target_of(settings, "demo", settings.boundaries["demo"])
+    assert target.fixed["n"] == (16, 64) and b.grouped(target) == {"n": (16, 64)}
+    over = replace(target, spec=MeanOverN(target.spec))
+    x = np.array([0.6, 0.3])
+    grid, members = b.Points(over).points(x)
+    assert len(members) == 4 and {m.params["n"] for m in members} == {16, 64}
+    got = b.Points(over).evaluate(x, 0, 400).values
+    alone = [b.Points(replace(target, fixed=target.fixed | {"n": n})) for n in (16, 64)]
+    mean = (alone[0].evaluate(x, 0, 400).values + alone[1].evaluate(x, 0, 400).values) / 2
+    np.testing.assert_allclose(got, mean, rtol=1e-12, atol=1e-15)
+    rec = {"axis": "noise_scale", "edge": "lower", "edge_value": 0.95, "status": "none in range"}
+    assert "n=[16, 64]" in b.line(rec | {"at": {"n": [16, 64], "noise": "gaussian"}})
+    with pytest.raises(ConfigError, match="a list names two or more values of n"):
+        b.check(load(config(at=AT | {"n": [16]})))
 
 
 @pytest.mark.parametrize(

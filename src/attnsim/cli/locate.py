@@ -40,6 +40,7 @@ from attnsim.report.boundaries import (  # noqa: F401
     Points,
     StoredPoints,
     Target,
+    at_text,
     command_name,
     declared,
     edge_value,
@@ -74,7 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="the other parameters' values (needed where the experiment's grid has several)",
+        help="the other parameters' values (needed where the experiment's grid has several); "
+        "KEY=[a, b, ...] for a claim whose statistic is taken over several (each located point "
+        "is then the grid points at all of them)",
     )
     p.add_argument(
         "--budget",
@@ -106,7 +109,7 @@ def bill(target: Target, points: Points, budget_hours: float) -> str:
 
     seconds = budget_hours * 3600
     plan = boundary.plan(target.lo, target.hi, seconds, quantum=points.quantum, cost=points.cost)
-    fixed = ", ".join(f"{k}={v}" for k, v in target.fixed.items())
+    fixed = at_text(target.fixed)
     lines = [
         f"attnsim locate: {target.claim} ({target.kind.name}, experiment "
         f"{target.experiment.name}), {target.axis} in [{target.lo:g}, {target.hi:g}] at {fixed}, "

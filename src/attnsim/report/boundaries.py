@@ -99,8 +99,6 @@ def edge_value(spec: Any, edge: str) -> float:
 
 def resolve(settings: Any, args: Any) -> Target:
     """The claim, its experiment, the fixed values and the range, from the command line."""
-    import yaml
-
     from attnsim.records.grid import canonical_column_value
 
     kind, spec = declared(args.claim)
@@ -130,10 +128,7 @@ def resolve(settings: Any, args: Any) -> Target:
             raise ConfigError(
                 f"--at {item}: expected KEY=VALUE for another parameter of {kind.name}"
             )
-        try:
-            fixed[key] = canonical_column_value(params[key], yaml.safe_load(text))
-        except (ValueError, TypeError, yaml.YAMLError):
-            raise ConfigError(f"--at {item}: not a value of {key}") from None
+        fixed[key] = _at_value(item, params[key], text)
     grid = experiment.grid
     missing = []
     for name in kind.param_names:
@@ -147,7 +142,8 @@ def resolve(settings: Any, args: Any) -> Target:
     if missing:
         raise ConfigError(
             f"give --at for {', '.join(missing)}: the experiment {experiment.name} has several "
-            "values of each"
+            "values of each (one value, or a list [a, b, ...] the claim's statistic is taken "
+            "over)"
         )
     if args.range is not None:
         lo, hi = (float(v) for v in args.range)
@@ -163,6 +159,32 @@ def resolve(settings: Any, args: Any) -> Target:
         raise ConfigError(f"--range {lo:g} {hi:g}: outside {args.axis}'s bounds")
     ordered = {n: fixed[n] for n in kind.param_names if n in fixed}
     return Target(args.claim, kind, spec, experiment, args.axis, args.edge, value, ordered, lo, hi)
+
+
+def _at_value(item: str, param: Any, text: str) -> Any:
+    """The value of `--at KEY=VALUE`: one value of the parameter, or a list of two or more (a
+    group: each located point is the grid points at every value of the list, for a claim whose
+    statistic is taken over them, e.g. the best temperature of a setting; sorted, so the same
+    group is the same question)."""
+    import yaml
+
+    from attnsim.records.grid import canonical_column_value
+
+    try:
+        value = yaml.safe_load(text)
+        if not isinstance(value, list):
+            return canonical_column_value(param, value)
+        group = sorted({canonical_column_value(param, v) for v in value})
+    except (ValueError, TypeError, yaml.YAMLError):
+        raise ConfigError(f"--at {item}: not a value of {param.name}") from None
+    if len(group) < 2:
+        raise ConfigError(f"--at {item}: a list names two or more values of {param.name}")
+    return tuple(group)
+
+
+def grouped(target: Target) -> dict[str, tuple[Any, ...]]:
+    """The parameters each located point takes several values of (`--at KEY=[a, b, ...]`)."""
+    return {k: v for k, v in target.fixed.items() if isinstance(v, tuple)}
 
 
 def _floating(param: Any) -> bool:
@@ -188,7 +210,7 @@ class Points:
         from attnsim.records.grid import grid_columns
 
         t = self.target
-        values = {name: [v] for name, v in t.fixed.items()}
+        values = {name: list(v) if isinstance(v, tuple) else [v] for name, v in t.fixed.items()}
         values[t.axis] = [float(v) for v in x]
         experiment = Experiment(
             name=t.experiment.name,
@@ -283,7 +305,12 @@ class Points:
             raise ConfigError(
                 f"{t.claim}: its measure gave {values.size} values for {len(x)} points"
             )
-        position = {float(v): i for i, v in enumerate(rows[t.axis])}
+        # one value per located point: a row per point, or (a group) per the points' setting,
+        # which the measure's own table names
+        axis = estimate.points[t.axis] if grouped(t) else rows[t.axis]
+        position = {float(v): i for i, v in enumerate(axis)}
+        if len(position) != len(x) or any(float(v) not in position for v in x):
+            raise ConfigError(f"{t.claim}: its measure does not give a value at each {t.axis}")
         return np.asarray(values[[position[float(v)] for v in x]])
 
     def cost(self, x: np.ndarray, start: int, stop: int) -> float:
@@ -360,7 +387,7 @@ def prediction(target: Target) -> Any:
     """The theory's crossing where the claim's kind declares one (`boundary_theory` of its
     claims module), as a declared equivalence claim's prediction; None elsewhere."""
     hook = getattr(target.kind.submodule("claims"), "boundary_theory", None)
-    if hook is None:
+    if hook is None or grouped(target):  # a kind's theory is of a single point's statistic
         return None
     return hook(target.claim, target.axis, target.fixed, target.edge_value)
 
@@ -371,7 +398,7 @@ def exact_crossing(target: Target) -> dict[str, Any] | None:
     boundary (it holds if the kernels and the locating method are right), never a verdict; None
     elsewhere, or where it does not cross in the range."""
     hook = getattr(target.kind.submodule("claims"), "boundary_exact", None)
-    if hook is None:
+    if hook is None or grouped(target):
         return None
     return hook(target.claim, target.axis, target.fixed, target.edge_value, target.lo, target.hi)
 
@@ -461,7 +488,7 @@ class StoredPoints(Points):
         short = [p for p in points if p.id not in held or held[p.id][0][main].size < stop]
         if short:
             if self.computable is not None and len(self.computed) >= self.computable:
-                x = sorted(float(p.params[self.target.axis]) for p in points)
+                x = sorted({float(p.params[self.target.axis]) for p in points})
                 raise Pending(x, start, stop)
             self.write(points, stop, held)
             held = self.stored(points)
@@ -541,10 +568,10 @@ class StoredPoints(Points):
         rows = tuple(canonical_rows(kind, list(self.rows(points))))
         spec = ChunkSpec(self.name, kind, self.settings(stop), rows, extends)
         path = parquet.chunk_path(self.store, kind.name, self.name, spec.id)
-        run_chunk(spec, path)
+        run_chunk(spec, path, threads=self.threads)
         self.listed.pop(path, None)
         self.computed.append(
-            (sorted(float(p.params[self.target.axis]) for p in points), 0, int(stop))
+            (sorted({float(p.params[self.target.axis]) for p in points}), 0, int(stop))
         )
 
 
@@ -604,6 +631,7 @@ def locate_stored(
     store: Path,
     computable: int | None = None,
     known: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    threads: int = 1,
 ) -> tuple[Any, StoredPoints, Target]:
     """The boundary `name` located on the store's points (computing at most `computable`
     requests; `known`: the evaluations an earlier round made, `StoredPoints.evaluated`): the
@@ -611,7 +639,7 @@ def locate_stored(
     from attnsim.claims import boundary
 
     target = target_of(settings, name, entry)
-    points = StoredPoints(target, store, name, computable=computable)
+    points = StoredPoints(target, store, name, threads=threads, computable=computable)
     for item in known:
         key = (tuple(float(v) for v in item["x"]), int(item["trials"][0]), int(item["trials"][1]))
         points.known[key] = item["values"]
@@ -672,7 +700,13 @@ def _plain(value: Any) -> Any:
 
 
 def round_job(
-    settings: Any, name: str, store: Path, round_: int, output: Path, previous: Path | None = None
+    settings: Any,
+    name: str,
+    store: Path,
+    round_: int,
+    output: Path,
+    previous: Path | None = None,
+    threads: int = 1,
 ) -> dict:
     """The workflow's round of boundary `name`: the replay computes the one request the last
     round left pending (round 0: the first look), then stops at the next one and writes it to
@@ -686,7 +720,7 @@ def round_job(
     known = []
     if previous is not None:
         known = json.loads(Path(previous).read_text()).get("evaluations", [])
-    found, points, target = locate_stored(settings, name, entry, store, 1, known)
+    found, points, target = locate_stored(settings, name, entry, store, 1, known, threads)
     out: dict[str, Any] = {"boundary": name, "round": round_}
     if isinstance(found, Pending):
         out |= {"status": "pending", "next": {"x": found.x, "trials": [found.start, found.stop]}}
@@ -733,10 +767,18 @@ def differences(name: str, recorded: Any, again: dict[str, Any]) -> list[str]:
     return [f"boundary {name}: no longer follows from the store ({', '.join(keys)} changed)"]
 
 
+def at_text(at: dict[str, Any]) -> str:
+    """Fixed values as `key=value, ...`, a group as `key=[a, b, ...]`."""
+    return ", ".join(
+        f"{k}=[{', '.join(str(x) for x in v)}]" if isinstance(v, (list, tuple)) else f"{k}={v}"
+        for k, v in at.items()
+    )
+
+
 def line(rec: Any) -> str:
     """One line of a recorded boundary, as `attnsim claims`, the report, `verify` and `cite`
     show it beside its claim."""
-    at = ", ".join(f"{k}={v}" for k, v in rec["at"].items() if k != rec["axis"])
+    at = at_text({k: v for k, v in rec["at"].items() if k != rec["axis"]})
     head = f"boundary {rec['axis']}* ({rec['edge']} edge {rec['edge_value']:.4g}; {at})"
     crossings = rec.get("crossings") or []
     if rec["status"] == "located" and len(crossings) == 1:
