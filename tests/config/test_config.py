@@ -192,8 +192,14 @@ def test_config_hash_ignores_runtime_knobs():
 
 
 def test_shipped_configs_are_valid():
+    """Each shipped config loads, and its boundaries name claims, experiments and values that
+    exist (what `attnsim check-config` checks beyond the schema)."""
+    from attnsim.report import boundaries
+
     for path in [REPO / "config.yaml", *sorted((REPO / "workflow" / "presets").glob("*.yaml"))]:
-        assert load_file(path).experiments, path
+        settings = load_file(path)
+        assert settings.experiments, path
+        boundaries.check(settings)
 
 
 def test_load_file_errors(tmp_path):

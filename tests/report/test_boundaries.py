@@ -230,6 +230,34 @@ def test_a_group_of_points_is_one_located_point_of_a_statistic_taken_over_it():
         b.check(load(config(at=AT | {"n": [16]})))
 
 
+def test_the_contrastive_flip_is_located_on_groups_of_temperatures(tmp_path):
+    """The real case (the temperature preset's flip_knn_8, scaled down to 20 training steps): the
+    claim's measure gives one value per view noise from the group of temperatures there; the
+    record, its line and its own figure name the group."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    out = small_config()
+    grid = {
+        "n": [32], "classes": [8], "latent_dim": [8], "input_dim": [32], "embed_dim": [8],
+        "view_noise": [0.375, 2.25], "positives": ["instance"], "instance_noise": [1.5],
+        "tau": [0.1, 0.5, 1.0], "loss": ["infonce"], "optimiser": ["adam"], "lr": [0.01],
+        "steps": [20],
+    }  # fmt: skip
+    out["experiments"] = {"flip": {"kind": "contrastive_training", "trials": 16, "grid": grid}}
+    entry = {"claim": "instance_tau_one_worse_knn", "axis": "view_noise", "edge": "bound"}
+    entry |= {"at": {"tau": [0.1, 0.5, 1.0]}, "budget": 0.001}
+    out["boundaries"] = {"flip": entry}
+    settings = load(out)
+    found, points, target = b.locate_stored(settings, "flip", entry, tmp_path / "store")
+    record = b.record("flip", target, found, entry)
+    assert record["at"]["tau"] == [0.1, 0.5, 1.0] and "theory" not in record
+    first = points.evaluated[0]
+    assert len(first["x"]) == 7 and len(first["values"]) == 7  # a value per view noise
+    assert "tau=[0.1, 0.5, 1.0]" in b.line(record)
+    assert b.draw(record, points.evaluated, tmp_path / "flip.png")[0].exists()
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [

@@ -21,6 +21,7 @@ located boundary. `recompute` replays a recorded boundary from the store alone, 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 EDGE_NAMES = ("upper", "lower", "bound")
 GROUPS = 20  # jackknife groups per evaluation: 19 degrees of freedom for the paired covariances
 DEFAULT_BUDGET = 0.05  # CPU-hours
+TITLE_COLUMNS = 100  # a boundary's own figure: its title's lines at most this long
 
 
 @dataclass(frozen=True)
@@ -1040,7 +1042,8 @@ def draw(rec: Any, evaluations: list[dict[str, Any]], png: Path) -> list[Path]:
             ax.set_ylim(values.min() - pad, values.max() + pad)
         ax.set_xlabel(rec["axis"])
         ax.set_ylabel(f"{rec['claim']} (per point)")
-        ax.set_title(line(rec).split(": ", 1)[0], fontsize=8)
+        # wrapped: a boundary of a kind with many parameters lists them all
+        ax.set_title(textwrap.fill(line(rec).split(": ", 1)[0], TITLE_COLUMNS), fontsize=8)
         ax.legend(fontsize=7, loc="best")
         style.lay_out(fig)
         written = style.save(fig, png)
