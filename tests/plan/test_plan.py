@@ -143,3 +143,21 @@ def test_only_the_experiment_whose_figure_shows_a_located_claim_waits_for_it():
     assert drawn_boundaries(load(config)) == {"robustness": ["a_delta", "b_delta"]}
     config["experiments"]["robustness"]["role"] = "locate"  # not a declared grid: none to draw in
     assert drawn_boundaries(load(config)) == {}
+
+
+def test_the_bill_names_the_boundaries_and_their_budgets(tmp_path):
+    """`attnsim plan` bills a config's boundaries at the sum of their budgets (what their rounds
+    may cost at most, by the cost model that prices the sweep); a config without any, no line."""
+    from attnsim.plan.bill import bill, render
+
+    config = small_config()
+    delta = {"claim": "delta_method_gaussian", "axis": "noise_scale", "edge": "lower"}
+    config["boundaries"] = {
+        "one": delta | {"at": {"n": 16, "logit_scale": 0.0}, "budget": 0.25},
+        "two": delta | {"at": {"n": 64, "logit_scale": 1.0}, "budget": 0.5},
+    }
+    settings = load(config)
+    text = render(bill(settings, plan_all(settings, tmp_path), tmp_path), settings)
+    assert "boundaries: 2 located in rounds, at most 0.75 CPU-hours by their budgets" in text
+    plain = load(small_config())
+    assert "boundaries" not in render(bill(plain, plan_all(plain, tmp_path), tmp_path), plain)

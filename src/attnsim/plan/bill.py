@@ -35,6 +35,10 @@ class Bill:
     claims_hours: float = 0.0
     # experiments whose figures are drawn from a sub-grid: name -> (its points, the points drawn)
     sub_grids: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # the config's boundaries (`boundaries:`) and the sum of their budgets: the most their
+    # rounds may cost by the same cost model (a located boundary is not located again)
+    boundaries: int = 0
+    boundary_hours: float = 0.0
 
     @property
     def total_jobs(self) -> int:
@@ -91,6 +95,8 @@ def bill(
         largest_figures_hours=largest_drawing / 3600,
         claims_hours=judging / 3600 if stale else 0.0,
         sub_grids=sub_grids,
+        boundaries=len(settings.boundaries),
+        boundary_hours=sum(float(e["budget"]) for e in settings.boundaries.values()),
     )
 
 
@@ -139,6 +145,11 @@ def render(b: Bill, settings: Settings, at_once: int | None = None) -> str:
         lines.append(
             f"  figures: about {_hours(b.figures_hours)} estimated (largest job "
             f"{_hours(b.largest_figures_hours)}); claims: about {_hours(b.claims_hours)}"
+        )
+    if b.boundaries:
+        lines.append(
+            f"  boundaries: {b.boundaries} located in rounds, at most {_hours(b.boundary_hours)} "
+            "by their budgets (a located boundary is not located again)"
         )
     for name, (total, drawn) in sorted(b.sub_grids.items()):
         lines.append(
