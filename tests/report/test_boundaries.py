@@ -105,12 +105,14 @@ def test_a_round_reads_only_the_chunks_of_its_own_request(settings, tmp_path, mo
     assert len(written) == 1 and read == list(written)
 
 
-def test_a_rounds_file_does_not_depend_on_its_threads(settings, tmp_path):
-    """The workflow gives a config's one boundary every core (`round_threads`): the request's
-    blocks then run side by side, and the round's file is the same bytes."""
-    b.round_job(settings, "demo", tmp_path / "one", 0, tmp_path / "one.json")
-    b.round_job(settings, "demo", tmp_path / "two", 0, tmp_path / "two.json", threads=2)
-    assert (tmp_path / "one.json").read_bytes() == (tmp_path / "two.json").read_bytes()
+def test_stored_points_on_two_threads_are_the_same_numbers(settings, tmp_path):
+    """`attnsim locate --threads 2` computes a request's blocks side by side (the store's chunk
+    job on its threads): the same statistic, bit for bit."""
+    target = b.target_of(settings, "demo", settings.boundaries["demo"])
+    x = np.array([0.3, 0.6])
+    one = b.StoredPoints(target, tmp_path / "one", "demo").evaluate(x, 0, 400)
+    two = b.StoredPoints(target, tmp_path / "two", "demo", threads=2).evaluate(x, 0, 400)
+    assert one.values.tobytes() == two.values.tobytes()
 
 
 def test_the_price_follows_the_requests_not_the_store(settings, tmp_path):

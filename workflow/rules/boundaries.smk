@@ -17,7 +17,6 @@ checkpoint locate_round:
         RESULTS / "logs/locate/{boundary}-{round}.log",
     conda:
         CONDA_ENV
-    threads: round_threads
     params:
         entry=boundary_entry,  # not on the command line: a changed boundary reruns its rounds
         workspace=RESULTS,
@@ -29,7 +28,7 @@ checkpoint locate_round:
     shell:
         "attnsim locate-round --boundary {wildcards.boundary} --round {wildcards.round} "
         "--plan {params.workspace:q}/plan/boundaries.json --workspace {params.workspace:q} {params.previous} "
-        "--output {output:q} --threads {threads} > {log:q} 2>&1"
+        "--output {output:q} > {log:q} 2>&1"
 
 
 # A boundary's last round, once its rounds are done (each boundary's rounds run on their own).

@@ -403,13 +403,6 @@ def experiments_json():
     return planning.experiments_json(SETTINGS)
 
 
-def round_threads(wildcards):
-    """The cores the boundaries' rounds share (a boundary's rounds run one after another, so a
-    config with one boundary gives it every core; its numbers do not depend on them). Jobs on a
-    cluster: 1 unless the profile sets threads."""
-    return resources.spare_threads(len(SETTINGS.boundaries), _local_cores())
-
-
 def boundary_entry(wildcards):
     """A boundary's entry and the sweep's experiments, as one text (`boundaries_json`)."""
     return planning.boundaries_json(SETTINGS) + wildcards.boundary
