@@ -323,13 +323,7 @@ def _locate_round(args) -> None:
 
     settings = boundaries.plan_settings(args.plan)
     out = boundaries.round_job(
-        settings,
-        args.boundary,
-        args.workspace / "store",
-        args.round,
-        args.output,
-        args.previous,
-        args.threads,
+        settings, args.boundary, args.workspace / "store", args.round, args.output, args.previous
     )
     logging.getLogger("attnsim.report.boundaries").info(
         "boundary %s, round %d: %s", args.boundary, args.round, out["status"]
@@ -923,7 +917,6 @@ def _add_boundary_jobs(sub) -> None:
     p.add_argument("--workspace", type=Path, required=True, help="the sweep's folder")
     p.add_argument("--previous", type=Path, help="the last round's file (none for round 0)")
     p.add_argument("--output", type=Path, required=True, help="this round's file")
-    p.add_argument("--threads", type=int, default=1, help="threads for the request's blocks")
     p.set_defaults(func=_locate_round)
     # the workflow's: not listed
     p = sub.add_parser(

@@ -633,7 +633,6 @@ def locate_stored(
     store: Path,
     computable: int | None = None,
     known: list[dict[str, Any]] = (),  # type: ignore[assignment]
-    threads: int = 1,
 ) -> tuple[Any, StoredPoints, Target]:
     """The boundary `name` located on the store's points (computing at most `computable`
     requests; `known`: the evaluations an earlier round made, `StoredPoints.evaluated`): the
@@ -641,7 +640,7 @@ def locate_stored(
     from attnsim.claims import boundary
 
     target = target_of(settings, name, entry)
-    points = StoredPoints(target, store, name, threads=threads, computable=computable)
+    points = StoredPoints(target, store, name, computable=computable)
     for item in known:
         key = (tuple(float(v) for v in item["x"]), int(item["trials"][0]), int(item["trials"][1]))
         points.known[key] = item["values"]
@@ -702,13 +701,7 @@ def _plain(value: Any) -> Any:
 
 
 def round_job(
-    settings: Any,
-    name: str,
-    store: Path,
-    round_: int,
-    output: Path,
-    previous: Path | None = None,
-    threads: int = 1,
+    settings: Any, name: str, store: Path, round_: int, output: Path, previous: Path | None = None
 ) -> dict:
     """The workflow's round of boundary `name`: the replay computes the one request the last
     round left pending (round 0: the first look), then stops at the next one and writes it to
@@ -722,7 +715,7 @@ def round_job(
     known = []
     if previous is not None:
         known = json.loads(Path(previous).read_text()).get("evaluations", [])
-    found, points, target = locate_stored(settings, name, entry, store, 1, known, threads)
+    found, points, target = locate_stored(settings, name, entry, store, 1, known)
     out: dict[str, Any] = {"boundary": name, "round": round_}
     if isinstance(found, Pending):
         out |= {"status": "pending", "next": {"x": found.x, "trials": [found.start, found.stop]}}
