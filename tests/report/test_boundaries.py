@@ -260,6 +260,18 @@ def test_the_contrastive_flip_is_located_on_groups_of_temperatures(tmp_path):
     assert b.draw(record, points.evaluated, tmp_path / "flip.png")[0].exists()
 
 
+def test_a_boundarys_own_figure_shows_the_searched_range_and_the_theorys_marks():
+    """A wide located interval zooms out no further than the range searched (the flip's
+    [0.869, 1.625] in [0.375, 2.25] showed negative view noise before), unless the theory's
+    band or the exact crossing lies beyond it."""
+    rec = {"range": [0.375, 2.25]}
+    assert b._window(rec, -2.1, 3.9) == pytest.approx((0.375 - 0.05625, 2.25 + 0.05625))
+    assert b._window(rec, 0.8, 0.9) == (0.8, 0.9)  # a narrow window is kept as it is
+    theory = {"predicted": 2.5, "tolerance": 0.2}
+    assert b._window(rec | {"theory": theory}, -2.1, 3.9)[1] == pytest.approx(2.7)
+    assert b._window(rec | {"exact": {"x": 0.1}}, -2.1, 3.9)[0] == pytest.approx(0.1)
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [

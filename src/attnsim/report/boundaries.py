@@ -971,6 +971,21 @@ def entry_of(rec: Any, asked: Any) -> dict[str, Any]:
 # --- the boundary's figure ---------------------------------------------------------------------
 
 
+def _window(rec: Any, left: float, right: float) -> tuple[float, float]:
+    """The x window [left, right] kept within the searched range (a wide interval would
+    otherwise show values of the axis that were never looked at, e.g. negative noise), but
+    wide enough for the theory's and the exact crossing's marks."""
+    lo, hi = rec["range"]
+    pad = 0.03 * (hi - lo)
+    marks = [lo - pad, hi + pad]
+    if rec.get("theory"):
+        t = rec["theory"]
+        marks += [t["predicted"] - t["tolerance"], t["predicted"] + t["tolerance"]]
+    if rec.get("exact"):
+        marks.append(rec["exact"]["x"])
+    return max(left, min(marks)), min(right, max(marks))
+
+
 def draw(rec: Any, evaluations: list[dict[str, Any]], png: Path) -> list[Path]:
     """The boundary's figure (`png` and its PDF): the statistic at every located point with its
     95% interval (the first look and placement in grey, the final pair's fresh trials in
@@ -1022,11 +1037,11 @@ def draw(rec: Any, evaluations: list[dict[str, Any]], png: Path) -> list[Path]:
                 )
             if exact:
                 half = max(half, 1.5 * abs(exact["x"] - c["estimate"]))
-            ax.set_xlim(c["estimate"] - half, c["estimate"] + half)
+            left, right = _window(rec, c["estimate"] - half, c["estimate"] + half)
+            ax.set_xlim(left, right)
             shown = [
                 np.asarray(Evaluation.of_values(e["values"]).mean)[
-                    (np.asarray(e["x"]) >= c["estimate"] - half)
-                    & (np.asarray(e["x"]) <= c["estimate"] + half)
+                    (np.asarray(e["x"]) >= left) & (np.asarray(e["x"]) <= right)
                 ]
                 for e in evaluations
             ]
