@@ -231,6 +231,15 @@ def test_a_group_of_points_is_one_located_point_of_a_statistic_taken_over_it():
     with pytest.raises(ConfigError, match="a list names two or more values of n"):
         b.check(load(config(at=AT | {"n": [16]})))
 
+    # a claim whose measure's table does not name the axis cannot be located on groups
+    class Unnamed(MeanOverN):
+        def measure(self, rows):
+            mean = super().measure(rows).points
+            return SimpleNamespace(points=mean.drop(columns="noise_scale"))
+
+    with pytest.raises(ConfigError, match="does not give a value at each noise_scale"):
+        b.Points(replace(target, spec=Unnamed(target.spec))).evaluate(x, 0, 400)
+
 
 def test_the_contrastive_flip_is_located_on_groups_of_temperatures(tmp_path):
     """The real case (the temperature preset's flip_knn_8, scaled down to 20 training steps): the

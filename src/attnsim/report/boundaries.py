@@ -309,8 +309,8 @@ class Points:
             )
         # one value per located point: a row per point, or (a group) per the points' setting,
         # which the measure's own table names
-        axis = estimate.points[t.axis] if grouped(t) else rows[t.axis]
-        position = {float(v): i for i, v in enumerate(axis)}
+        table = estimate.points if grouped(t) else rows
+        position = {float(v): i for i, v in enumerate(table.get(t.axis, ()))}
         if len(position) != len(x) or any(float(v) not in position for v in x):
             raise ConfigError(f"{t.claim}: its measure does not give a value at each {t.axis}")
         return np.asarray(values[[position[float(v)] for v in x]])
