@@ -84,7 +84,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_BUDGET,
         metavar="CPU-HOURS",
-        help="the most it may cost, by the estimate `attnsim plan` bills (default %(default)s)",
+        help="the most it may cost, by the estimate `attnsim plan` bills, priced on the AVX2 "
+        "class on any machine: it fixes the design (default %(default)s)",
     )
     p.add_argument(
         "--target",
@@ -106,6 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def bill(target: Target, points: Points, budget_hours: float) -> str:
     from attnsim.claims import boundary
+    from attnsim.records import cost
 
     seconds = budget_hours * 3600
     plan = boundary.plan(target.lo, target.hi, seconds, quantum=points.quantum, cost=points.cost)
@@ -126,7 +128,10 @@ def bill(target: Target, points: Points, budget_hours: float) -> str:
         f"{plan.rounds} rounds of 2 points x {plan.scan_trials}; then 2 points x at least "
         f"{plan.final_trials} fresh trials per crossing"
     )
-    lines.append(f"  at most {_hours(budget_hours)} estimated (the estimate `attnsim plan` bills)")
+    lines.append(
+        f"  at most {_hours(budget_hours)} estimated (the estimate `attnsim plan` bills, priced on"
+        f" {cost.DESIGN_CLASS}, as every boundary's budget: the design is the same on any machine)"
+    )
     return "\n".join(lines)
 
 

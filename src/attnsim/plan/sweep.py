@@ -128,11 +128,14 @@ def _old_settings(meta: Meta) -> str:
     )
 
 
-def grid_costs(kind: Kind, grid: GridColumns, trial_cap: int, round_trials: int) -> PointCosts:
+def grid_costs(
+    kind: Kind, grid: GridColumns, trial_cap: int, round_trials: int, klass: str | None = None
+) -> PointCosts:
     """`attnsim.records.cost.PointCosts` of every grid point, from the columns: one
     `kind.compute.bytes_per_trial` and one `point_seconds` call (own and shared seconds at once)
-    per combination of the parameters they read."""
-    deps, seconds = grid.distinct(lambda p: point_seconds(kind, p, round_trials, trial_cap))
+    per combination of the parameters they read. `klass`: the CPU class priced (default
+    `cost_class`, the machine's)."""
+    deps, seconds = grid.distinct(lambda p: point_seconds(kind, p, round_trials, trial_cap, klass))
     return point_costs(
         grid.evaluate(kind.compute.bytes_per_trial),
         grid.stream_codes(),

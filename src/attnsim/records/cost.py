@@ -42,6 +42,13 @@ CALIBRATION = Path(__file__).with_name("calibration.json")
 # Set to a class of calibration.json to plan for that class instead of this machine's (a cluster
 # whose nodes are of another class than the login node; the tests, to be machine-independent).
 CLASS_VARIABLE = "ATTNSIM_COST_CLASS"
+# The class a located boundary's budget is priced in, whatever the machine or CLASS_VARIABLE: the
+# budget fixes the boundary's design (the trials of each look, how many rounds) through this
+# model, so pricing it on the machine's own class made the design, and with it the located
+# interval and its verdict, depend on where it ran (the default run's n = 16 boundary: 171,000
+# trials a look on the AVX-512 class, 129,000 on AVX2, and a verdict that differed). The class
+# the shipped budgets were set on.
+DESIGN_CLASS = "X86_V3-Haswell"
 UNITS = tuple(f.name for f in fields(Counts))
 
 # What a point costs besides its kernels (its blocks' Python calls): ~0.1 ms measured for the

@@ -317,13 +317,15 @@ class Points:
 
     def cost(self, x: np.ndarray, start: int, stop: int) -> float:
         """The cost model's expected CPU-seconds of trials [start, stop) at the points `x` (the
-        estimate `attnsim plan` bills: `records.cost`)."""
+        estimate `attnsim plan` bills: `records.cost`), priced on `cost.DESIGN_CLASS` on any
+        machine: the budget this is spent against fixes the design, which must not depend on
+        where it runs."""
         from attnsim.plan.sweep import grid_costs
         from attnsim.records import cost
 
         kind = self.target.kind
         trials = stop - start
-        costs = grid_costs(kind, self.grid(x), trials, trials)
+        costs = grid_costs(kind, self.grid(x), trials, trials, cost.DESIGN_CLASS)
         return float(cost.expected_seconds(cost.chunk_cost(kind, costs, slice(None), trials)))
 
 
