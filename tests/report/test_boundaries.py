@@ -7,6 +7,7 @@ longer follows; a config's `boundaries:` entry is checked in one line."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -147,6 +148,8 @@ def test_the_price_and_so_the_design_is_the_same_on_any_cpu_class(settings, klas
     x = np.array([0.3, 0.6])
     by_class = {c: price(target, x, 400, c) for c in cost.calibration()["classes"]}
     assert len(set(by_class.values())) == len(by_class)  # the classes' prices do differ
+    # the workflow's rounds take the priced class as a param: a change of it reruns them
+    assert json.loads(boundaries_json(settings))["priced_on"] == cost.DESIGN_CLASS
     monkeypatch.setenv(cost.CLASS_VARIABLE, klass)
     cost.cost_class.cache_clear()
     try:

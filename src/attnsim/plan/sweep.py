@@ -31,6 +31,7 @@ from attnsim.kinds import get_kind
 from attnsim.kinds.base import Kind
 from attnsim.records.chunk import ChunkSpec, kind_rows, topup_id
 from attnsim.records.cost import (
+    DESIGN_CLASS,
     ChunkCost,
     PointCosts,
     chunk_cost,
@@ -381,9 +382,17 @@ def boundaries_spec_path(results: Path) -> Path:
 
 def boundaries_json(settings: Settings) -> str:
     """The config's `boundaries:` entries and every experiment's settings (`Experiment.config`):
-    all a locate round needs (`report.boundaries.plan_settings` reads it back)."""
+    all a locate round needs (`report.boundaries.plan_settings` reads it back), and the CPU class
+    its budgets are priced on (`DESIGN_CLASS`): the workflow's rounds take this text as a param,
+    so a change of any of it reruns them (a workspace located before the class was fixed
+    included; on the class itself the rerun reads its stored points and computes nothing)."""
     experiments = {name: e.config() for name, e in settings.experiments.items()}
-    data = {"seed": settings.seed, "experiments": experiments, "boundaries": settings.boundaries}
+    data = {
+        "seed": settings.seed,
+        "experiments": experiments,
+        "boundaries": settings.boundaries,
+        "priced_on": DESIGN_CLASS,
+    }
     return json.dumps(data, sort_keys=True)
 
 
